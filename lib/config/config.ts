@@ -1,0 +1,126 @@
+import { z } from "zod";
+import { ValidationError } from "../errors.js";
+
+/** Database name used when `MONGODB_DB` is not set. */
+export const DEFAULT_DB_NAME = "threadwise";
+/** Model provider used when `MODEL_PROVIDER` is not set: offline and deterministic. */
+export const DEFAULT_MODEL_PROVIDER = "local";
+/** Bedrock model or inference profile used when `BEDROCK_MODEL_ID` is not set. */
+export const DEFAULT_BEDROCK_MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+/** AWS region used when neither `BEDROCK_REGION` nor `AWS_REGION` is set. */
+export const DEFAULT_REGION = "us-east-1";
+/** Upper bound on the tokens the model may generate per call. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 2_048;
+/** Longest user message accepted, in characters. */
+export const DEFAULT_MAX_MESSAGE_CHARS = 16_000;
+/** Finished turns kept in the model view as question/answer pairs. */
+export const DEFAULT_VIEW_FINISHED_TURNS = 6;
+/** A single tool output above this many tokens is replaced in the view by a notice. */
+export const DEFAULT_VIEW_TOOL_OUTPUT_TOKENS = 2_000;
+/** Hard ceiling on the tokens of one model view (system prompt and tool schemas included). */
+export const DEFAULT_VIEW_TOTAL_BUDGET = 24_000;
+/** Audience expected in API JWTs. */
+export const DEFAULT_JWT_AUDIENCE = "threadwise";
+/** Issuer of locally minted JWTs. */
+export const DEFAULT_LOCAL_ISSUER = "threadwise-local";
+/** Port of the local server. */
+export const DEFAULT_PORT = 3000;
+
+const positiveInt = z.coerce.number().int().positive();
+
+const envSchema = z.object({
+  MONGODB_URI: z.string().min(1).optional(),
+  MONGODB_DB: z.string().min(1).optional(),
+  MODEL_PROVIDER: z.enum(["local", "bedrock"]).optional(),
+  BEDROCK_MODEL_ID: z.string().min(1).optional(),
+  BEDROCK_REGION: z.string().min(1).optional(),
+  AWS_REGION: z.string().min(1).optional(),
+  MODEL_MAX_TOKENS: positiveInt.optional(),
+  MAX_MESSAGE_CHARS: positiveInt.optional(),
+  VIEW_FINISHED_TURNS: z.coerce.number().int().min(0).optional(),
+  VIEW_TOOL_OUTPUT_TOKENS: positiveInt.optional(),
+  VIEW_TOTAL_BUDGET: positiveInt.optional(),
+  SYSTEM_PROMPT: z.string().min(1).optional(),
+  JWT_ISSUER: z.string().min(1).optional(),
+  JWT_AUDIENCE: z.string().min(1).optional(),
+  JWT_JWKS_URL: z.string().url().optional(),
+  JWT_TENANT_CLAIM: z.string().min(1).optional(),
+  JWT_ROLES_CLAIM: z.string().min(1).optional(),
+  PORT: positiveInt.optional(),
+  LOG_MESSAGE_CONTENT: z.enum(["true", "false"]).optional(),
+});
+
+export type ModelProvider = "local" | "bedrock";
+
+export interface ModelConfig {
+  provider: ModelProvider;
+  bedrockModelId: string;
+  region: string;
+  maxOutputTokens: number;
+}
+
+export interface ViewConfig {
+  finishedTurns: number;
+  toolOutputTokens: number;
+  totalBudget: number;
+  systemPrompt?: string;
+}
+
+export interface AuthConfig {
+  /** Unset in local mode: the local server signs and verifies with its own key pair. */
+  issuer?: string;
+  audience: string;
+  jwksUrl?: string;
+  tenantClaim: string;
+  rolesClaim: string;
+}
+
+export interface Config {
+  mongodbUri?: string;
+  dbName: string;
+  model: ModelConfig;
+  view: ViewConfig;
+  auth: AuthConfig;
+  maxMessageChars: number;
+  port: number;
+  /** Message contents are kept out of logs unless this is set. */
+  logMessageContent: boolean;
+}
+
+/** Reads and validates configuration; the only place in `lib/` that looks at the environment. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ValidationError(
+      "invalid configuration",
+      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    );
+  }
+  const e = parsed.data;
+  return {
+    mongodbUri: e.MONGODB_URI,
+    dbName: e.MONGODB_DB ?? DEFAULT_DB_NAME,
+    model: {
+      provider: e.MODEL_PROVIDER ?? DEFAULT_MODEL_PROVIDER,
+      bedrockModelId: e.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID,
+      region: e.BEDROCK_REGION ?? e.AWS_REGION ?? DEFAULT_REGION,
+      maxOutputTokens: e.MODEL_MAX_TOKENS ?? DEFAULT_MAX_OUTPUT_TOKENS,
+    },
+    view: {
+      finishedTurns: e.VIEW_FINISHED_TURNS ?? DEFAULT_VIEW_FINISHED_TURNS,
+      toolOutputTokens: e.VIEW_TOOL_OUTPUT_TOKENS ?? DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
+      totalBudget: e.VIEW_TOTAL_BUDGET ?? DEFAULT_VIEW_TOTAL_BUDGET,
+      systemPrompt: e.SYSTEM_PROMPT,
+    },
+    auth: {
+      issuer: e.JWT_ISSUER,
+      audience: e.JWT_AUDIENCE ?? DEFAULT_JWT_AUDIENCE,
+      jwksUrl: e.JWT_JWKS_URL,
+      tenantClaim: e.JWT_TENANT_CLAIM ?? "tenant",
+      rolesClaim: e.JWT_ROLES_CLAIM ?? "roles",
+    },
+    maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
+    port: e.PORT ?? DEFAULT_PORT,
+    logMessageContent: e.LOG_MESSAGE_CONTENT === "true",
+  };
+}

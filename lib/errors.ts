@@ -1,0 +1,135 @@
+/**
+ * One root error for the product. Subclasses set `name`, keep `cause`, and carry typed
+ * context; the HTTP status of each is mapped in one place (`lib/api/error-response.ts`).
+ */
+export class ThreadwiseError extends Error {
+  override name = "ThreadwiseError";
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The request is malformed or fails validation. */
+export class ValidationError extends ThreadwiseError {
+  override name = "ValidationError";
+  constructor(
+    message: string,
+    readonly details?: { path: string; message: string }[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The request body is larger than the documented limit. */
+export class PayloadTooLargeError extends ThreadwiseError {
+  override name = "PayloadTooLargeError";
+  constructor(
+    message: string,
+    readonly limit: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** No, or an invalid, credential. */
+export class AuthenticationError extends ThreadwiseError {
+  override name = "AuthenticationError";
+}
+
+/** Unknown resource, or one the caller may not see (answered alike, so existence does not leak). */
+export class NotFoundError extends ThreadwiseError {
+  override name = "NotFoundError";
+}
+
+/** The route exists but not with this method. */
+export class MethodNotAllowedError extends ThreadwiseError {
+  override name = "MethodNotAllowedError";
+  constructor(
+    message: string,
+    readonly allowed: string[],
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The body is not JSON. */
+export class UnsupportedMediaTypeError extends ThreadwiseError {
+  override name = "UnsupportedMediaTypeError";
+}
+
+/** A turn is already running on the conversation, or an idempotent request is still in progress. */
+export class ConflictError extends ThreadwiseError {
+  override name = "ConflictError";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A dependency (MongoDB, the model) is unavailable; the caller may retry. */
+export class ServiceUnavailableError extends ThreadwiseError {
+  override name = "ServiceUnavailableError";
+  constructor(
+    message: string,
+    readonly retryAfterSeconds = 5,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The model view cannot be made to fit the total budget, even after every reduction. */
+export class ContextBudgetExceededError extends ThreadwiseError {
+  override name = "ContextBudgetExceededError";
+  constructor(
+    message: string,
+    readonly budget: number,
+    readonly tokens: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A model view breaks a Bedrock Converse rule; sending it would be rejected. */
+export class InvalidModelViewError extends ThreadwiseError {
+  override name = "InvalidModelViewError";
+  constructor(
+    message: string,
+    readonly rule: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A document would exceed the configured size limit. */
+export class DocumentTooLargeError extends ThreadwiseError {
+  override name = "DocumentTooLargeError";
+  constructor(
+    message: string,
+    readonly bytes: number,
+    readonly limit: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A tool refused or failed; the model sees the message as a tool error. */
+export class ToolError extends ThreadwiseError {
+  override name = "ToolError";
+  constructor(
+    message: string,
+    readonly toolName: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

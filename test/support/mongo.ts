@@ -1,0 +1,34 @@
+import { randomUUID } from "node:crypto";
+import { MongoClient, type Db } from "mongodb";
+
+export interface TestDatabase {
+  client: MongoClient;
+  db: Db;
+  dbName: string;
+  /** Drops every collection (the embedded server has no dropDatabase) and closes the client. */
+  cleanup(): Promise<void>;
+}
+
+export function mongoUri(): string {
+  const uri = process.env.MONGODB_URI;
+  if (!uri) throw new Error("MONGODB_URI is not set: the vitest global setup starts the embedded server");
+  return uri;
+}
+
+/** A client on a database of its own, so test files never see each other's data. */
+export async function openTestDatabase(prefix = "test"): Promise<TestDatabase> {
+  const client = new MongoClient(mongoUri());
+  await client.connect();
+  const dbName = `${prefix}_${randomUUID().slice(0, 8)}`;
+  const db = client.db(dbName);
+  return {
+    client,
+    db,
+    dbName,
+    async cleanup() {
+      const collections = await db.listCollections({}, { nameOnly: true }).toArray();
+      await Promise.all(collections.map((c) => db.collection(c.name).drop().catch(() => undefined)));
+      await client.close();
+    },
+  };
+}
