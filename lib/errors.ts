@@ -133,3 +133,40 @@ export class ToolError extends ThreadwiseError {
     super(message, options);
   }
 }
+
+/** Why a Slack or Teams request was refused; tests and logs branch on it, never on message text. */
+export type ChannelAuthenticationReason =
+  | "missing"
+  | "malformed"
+  | "bad_signature"
+  | "expired"
+  | "wrong_issuer"
+  | "wrong_audience"
+  | "wrong_service_url"
+  | "not_endorsed"
+  | "keys_unavailable";
+
+/** A Slack signature or Bot Framework token is missing or does not verify. Answered as 401. */
+export class ChannelAuthenticationError extends AuthenticationError {
+  override name = "ChannelAuthenticationError";
+  constructor(
+    message: string,
+    readonly reason: ChannelAuthenticationReason,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A reply could not be delivered to Slack or Teams; `status` is the upstream HTTP status when there was one. */
+export class ChannelDeliveryError extends ThreadwiseError {
+  override name = "ChannelDeliveryError";
+  constructor(
+    message: string,
+    readonly channel: "slack" | "teams",
+    readonly status?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
