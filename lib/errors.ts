@@ -143,8 +143,7 @@ export type ChannelAuthenticationReason =
   | "wrong_issuer"
   | "wrong_audience"
   | "wrong_service_url"
-  | "not_endorsed"
-  | "keys_unavailable";
+  | "not_endorsed";
 
 /** A Slack signature or Bot Framework token is missing or does not verify. Answered as 401. */
 export class ChannelAuthenticationError extends AuthenticationError {
