@@ -1,0 +1,511 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  TASKS,
+  WRITES_IDX_MAP,
+  compareChannelVersions,
+  compareWritesSortKeys,
+  copyCheckpoint,
+  getCheckpointId,
+  maxChannelVersion,
+  writesSortKey,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
+import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
+import { z } from "zod";
+import { ValidationError } from "../errors.js";
+import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
+
+/** Collection of checkpoint headers (everything but channel values). */
+export const DEFAULT_CHECKPOINTS_COLLECTION = "checkpoints";
+/** Collection of pending writes, one document per write. */
+export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = "checkpoint_writes";
+/** Collection of channel values, one document per (thread, namespace, channel, version). */
+export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = "checkpoint_blobs";
+/**
+ * Checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps. Resuming needs only
+ * the latest; a few more leave the end of the last turn inspectable.
+ */
+export const DEFAULT_CHECKPOINTS_KEPT = 3;
+
+/** Marks a channel that was cleared at this version; it has no value to restore. */
+const EMPTY_BLOB_TYPE = "empty";
+
+export interface ThreadwiseSaverOptions {
+  client: MongoClient;
+  /** Database to use. Default: the client's default database. */
+  dbName?: string;
+  /** Default: {@link DEFAULT_CHECKPOINTS_COLLECTION}. */
+  checkpointCollectionName?: string;
+  /** Default: {@link DEFAULT_CHECKPOINT_WRITES_COLLECTION}. */
+  checkpointWritesCollectionName?: string;
+  /** Default: {@link DEFAULT_CHECKPOINT_BLOBS_COLLECTION}. */
+  checkpointBlobsCollectionName?: string;
+  /**
+   * Seconds of inactivity after which a thread's documents expire (TTL indexes on `upserted_at`,
+   * created by `setup()`). Default: no expiry.
+   */
+  ttl?: number;
+  /** Largest document written, in BSON bytes. Default: {@link DEFAULT_MAX_DOCUMENT_BYTES}. */
+  maxDocumentBytes?: number;
+  /** Checkpoints per namespace kept by `prune()` when no `keep` is given. Default: {@link DEFAULT_CHECKPOINTS_KEPT}. */
+  checkpointsKept?: number;
+}
+
+export interface PruneOptions {
+  /** Latest checkpoints kept per namespace. Default: the saver's `checkpointsKept`. */
+  keep?: number;
+}
+
+/** Documents removed by one {@link ThreadwiseSaver.prune} call. */
+export interface PruneResult {
+  checkpoints: number;
+  writes: number;
+  blobs: number;
+}
+
+const optionsSchema = z.object({
+  ttl: z.number().int().positive().optional(),
+  maxDocumentBytes: z.number().int().positive().max(MONGODB_MAX_DOCUMENT_BYTES).optional(),
+  checkpointsKept: z.number().int().positive().optional(),
+});
+
+const keepSchema = z.number().int().positive();
+
+interface CheckpointDocument {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id?: string;
+  type: string;
+  checkpoint: Binary;
+  metadata: Binary;
+  metadata_search: CheckpointMetadata;
+}
+
+interface WriteDocument {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  task_id: string;
+  task_path?: string;
+  idx: number;
+  channel: string;
+  type: string;
+  value: Binary;
+}
+
+interface BlobDocument {
+  thread_id: string;
+  checkpoint_ns: string;
+  channel: string;
+  version: string;
+  type: string;
+  blob: Binary | null;
+}
+
+interface ThreadPosition {
+  thread_id: string;
+  checkpoint_ns: string;
+}
+
+function readConfigString(name: string, value: unknown, required = false): string | undefined {
+  if (value === undefined || value === "") {
+    if (required) throw new ValidationError(`configurable.${name} is required`);
+    return undefined;
+  }
+  if (typeof value !== "string") throw new ValidationError(`configurable.${name} must be a string`);
+  return value;
+}
+
+function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    throw new ValidationError(
+      `invalid ${what}`,
+      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * A `MongoDBSaver` whose storage stays linear in the length of a thread.
+ *
+ * Stock `MongoDBSaver` serializes every channel value into every checkpoint, so the growing
+ * message list is copied once per step and a thread's storage grows quadratically. This saver
+ * stores each channel value once per version in `checkpoint_blobs`, keyed by (thread, namespace,
+ * channel, version), writes only the versions `put` is told are new (as the Postgres and SQLite
+ * savers do) and reassembles `channel_values` from the checkpoint's `channel_versions` on read.
+ * {@link prune} then removes superseded checkpoints, their writes and the blob versions no kept
+ * checkpoint references, so only the last few versions of the message list remain.
+ *
+ * Every document is measured before it is written and refused with `DocumentTooLargeError`
+ * above `maxDocumentBytes`. Channel versions are LangGraph's default integers, so a blob version
+ * is rewritten when a retry recomputes it; forking a thread from an older checkpoint would reuse
+ * versions and is not supported (Threadwise keeps each thread's chain linear).
+ */
+export class ThreadwiseSaver extends MongoDBSaver {
+  readonly checkpointBlobsCollectionName: string;
+  readonly maxDocumentBytes: number;
+  readonly checkpointsKept: number;
+
+  constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
+    const checked = parseOptions(optionsSchema, options, "checkpointer options");
+    super(
+      {
+        client: options.client,
+        dbName: options.dbName,
+        checkpointCollectionName: options.checkpointCollectionName ?? DEFAULT_CHECKPOINTS_COLLECTION,
+        checkpointWritesCollectionName: options.checkpointWritesCollectionName ?? DEFAULT_CHECKPOINT_WRITES_COLLECTION,
+        ttl: checked.ttl,
+      },
+      serde,
+    );
+    this.checkpointBlobsCollectionName = options.checkpointBlobsCollectionName ?? DEFAULT_CHECKPOINT_BLOBS_COLLECTION;
+    this.maxDocumentBytes = checked.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES;
+    this.checkpointsKept = checked.checkpointsKept ?? DEFAULT_CHECKPOINTS_KEPT;
+  }
+
+  private get checkpoints(): Collection<CheckpointDocument> {
+    return this.db.collection<CheckpointDocument>(this.checkpointCollectionName);
+  }
+
+  private get writes(): Collection<WriteDocument> {
+    return this.db.collection<WriteDocument>(this.checkpointWritesCollectionName);
+  }
+
+  private get blobs(): Collection<BlobDocument> {
+    return this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
+  }
+
+  /** `$currentDate` for `upserted_at`, which the TTL indexes expire on, when a ttl is set. */
+  private get touch(): { $currentDate?: { upserted_at: true } } {
+    return this.enableTimestamps ? { $currentDate: { upserted_at: true } } : {};
+  }
+
+  /**
+   * Creates the indexes of the three collections, and the `upserted_at` TTL indexes when a ttl is
+   * set. Idempotent; returns the errors (empty when every index exists) for the caller to check.
+   */
+  override async setup(): Promise<Error[]> {
+    const operations: Promise<string>[] = [
+      this.blobs.createIndex(
+        { thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 },
+        { name: "thread_ns_channel_version_idx", unique: true },
+      ),
+    ];
+    if (this.ttl != null) {
+      operations.push(this.blobs.createIndex({ upserted_at: 1 }, { expireAfterSeconds: this.ttl }));
+    }
+    const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled(operations)]);
+    const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason as Error);
+    return [...baseErrors, ...errors];
+  }
+
+  override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const thread_id = readConfigString("thread_id", config.configurable?.thread_id);
+    if (thread_id === undefined) return undefined;
+    const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
+    const checkpoint_id = readConfigString("checkpoint_id", getCheckpointId(config));
+    const query: Filter<CheckpointDocument> = checkpoint_id
+      ? { thread_id, checkpoint_ns, checkpoint_id }
+      : { thread_id, checkpoint_ns };
+    const [doc] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
+    return doc === undefined ? undefined : this.loadTuple(doc);
+  }
+
+  override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const { limit, before, filter } = options ?? {};
+    const query: Filter<Document> = {};
+    const thread_id = readConfigString("thread_id", config.configurable?.thread_id);
+    const checkpoint_ns = config.configurable?.checkpoint_ns;
+    if (thread_id !== undefined) query.thread_id = thread_id;
+    if (checkpoint_ns !== undefined) {
+      if (typeof checkpoint_ns !== "string") throw new ValidationError("configurable.checkpoint_ns must be a string");
+      query.checkpoint_ns = checkpoint_ns;
+    }
+    for (const [key, value] of Object.entries(filter ?? {})) {
+      if (value !== null && typeof value === "object") {
+        throw new ValidationError(`list filter value of "${key}" must be a primitive`);
+      }
+      query[`metadata_search.${key}`] = value;
+    }
+    const beforeId = readConfigString("checkpoint_id", before?.configurable?.checkpoint_id);
+    if (beforeId !== undefined) query.checkpoint_id = { $lt: beforeId };
+    let cursor = this.checkpoints.find(query).sort({ checkpoint_id: -1 });
+    if (limit !== undefined) cursor = cursor.limit(limit);
+    for await (const doc of cursor) yield await this.loadTuple(doc);
+  }
+
+  /**
+   * Stores the checkpoint header and, as blobs, the channel values whose versions are in
+   * `newVersions` (all of them when it is omitted). Every document is size-checked before the
+   * first write; blobs are written before the header, so a header never points at missing blobs.
+   */
+  override async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions?: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
+    const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
+    const parent_checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id);
+    const checkpoint_id = checkpoint.id;
+    const header = copyCheckpoint(checkpoint);
+    const values: Record<string, unknown> = header.channel_values;
+    header.channel_values = {};
+
+    const [[checkpointType, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
+      this.serde.dumpsTyped(header),
+      this.serde.dumpsTyped(metadata),
+    ]);
+    if (checkpointType !== metadataType) throw new Error("Mismatched checkpoint and metadata types.");
+    const checkpointDoc: CheckpointDocument = {
+      thread_id,
+      checkpoint_ns,
+      checkpoint_id,
+      parent_checkpoint_id,
+      type: checkpointType,
+      checkpoint: new Binary(serializedCheckpoint),
+      metadata: new Binary(serializedMetadata),
+      metadata_search: metadata,
+    };
+    assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
+
+    const changed = newVersions ?? header.channel_versions;
+    const blobDocs = await Promise.all(
+      Object.entries(changed).map(async ([channel, version]) => {
+        const [type, bytes] =
+          channel in values ? await this.serde.dumpsTyped(values[channel]) : [EMPTY_BLOB_TYPE, null];
+        const blob = bytes === null ? null : new Binary(bytes);
+        const doc: BlobDocument = { thread_id, checkpoint_ns, channel, version: String(version), type, blob };
+        assertDocumentFits(doc, this.maxDocumentBytes, `channel "${channel}" of checkpoint ${checkpoint_id}`);
+        return doc;
+      }),
+    );
+
+    if (blobDocs.length > 0) {
+      await this.blobs.bulkWrite(
+        blobDocs.map(({ thread_id, checkpoint_ns, channel, version, type, blob }) => ({
+          updateOne: {
+            filter: { thread_id, checkpoint_ns, channel, version },
+            // $set, not $setOnInsert: a retry after a crash recomputes the same version and its value wins.
+            update: { $set: { type, blob }, ...this.touch },
+            upsert: true,
+          },
+        })),
+      );
+    }
+    if (this.enableTimestamps) await this.touchUnchangedBlobs({ thread_id, checkpoint_ns }, header.channel_versions, changed);
+    await this.checkpoints.updateOne(
+      { thread_id, checkpoint_ns, checkpoint_id },
+      { $set: checkpointDoc, ...this.touch },
+      { upsert: true },
+    );
+    return { configurable: { thread_id, checkpoint_ns, checkpoint_id } };
+  }
+
+  /**
+   * Stores intermediate writes as stock does, plus the task path that orders them on read, each
+   * document size-checked before any is written.
+   */
+  override async putWrites(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath?: string,
+  ): Promise<void> {
+    const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
+    const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
+    const checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id, true) as string;
+    const allSpecial = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    const operations = await Promise.all(
+      writes.map(async ([channel, value], idx): Promise<AnyBulkWriteOperation<WriteDocument>> => {
+        const filter = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, idx: WRITES_IDX_MAP[channel] ?? idx };
+        const [type, serialized] = await this.serde.dumpsTyped(value);
+        const fields = { channel, type, value: new Binary(serialized), task_path: taskPath ?? "" };
+        assertDocumentFits({ ...filter, ...fields }, this.maxDocumentBytes, `write to "${channel}" of task ${taskId}`);
+        return {
+          updateOne: {
+            filter,
+            // Special writes (errors, interrupts) replace earlier ones; regular writes are kept once.
+            update: allSpecial
+              ? { $set: fields, ...this.touch }
+              : { $setOnInsert: this.enableTimestamps ? { ...fields, upserted_at: new Date() } : fields },
+            upsert: true,
+          },
+        };
+      }),
+    );
+    if (operations.length > 0) await this.writes.bulkWrite(operations);
+  }
+
+  /** Removes every checkpoint, write and blob of the thread, in every namespace. */
+  override async deleteThread(threadId: string): Promise<void> {
+    if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
+    await Promise.all([
+      this.checkpoints.deleteMany({ thread_id: threadId }),
+      this.writes.deleteMany({ thread_id: threadId }),
+      this.blobs.deleteMany({ thread_id: threadId }),
+    ]);
+  }
+
+  /**
+   * Keeps the latest `keep` checkpoints of each namespace of the thread and removes older
+   * checkpoints, their writes, and blob versions that no kept checkpoint references and that a
+   * kept checkpoint has superseded. Blobs newer than every kept reference are left alone: they
+   * may belong to a checkpoint still being written. Call it between turns.
+   */
+  async prune(threadId: string, options: PruneOptions = {}): Promise<PruneResult> {
+    if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
+    const keep = parseOptions(keepSchema, options.keep ?? this.checkpointsKept, "keep");
+    const docs = await this.checkpoints
+      .find({ thread_id: threadId })
+      .sort({ checkpoint_ns: 1, checkpoint_id: -1 })
+      .toArray();
+    const byNamespace = new Map<string, CheckpointDocument[]>();
+    for (const doc of docs) {
+      const list = byNamespace.get(doc.checkpoint_ns) ?? [];
+      list.push(doc);
+      byNamespace.set(doc.checkpoint_ns, list);
+    }
+    const result: PruneResult = { checkpoints: 0, writes: 0, blobs: 0 };
+    for (const [checkpoint_ns, namespaceDocs] of byNamespace) {
+      const kept = namespaceDocs.slice(0, keep);
+      const oldestKept = kept[kept.length - 1].checkpoint_id;
+      const position = { thread_id: threadId, checkpoint_ns };
+      const [removedCheckpoints, removedWrites] = await Promise.all([
+        this.checkpoints.deleteMany({ ...position, checkpoint_id: { $lt: oldestKept } }),
+        this.writes.deleteMany({ ...position, checkpoint_id: { $lt: oldestKept } }),
+      ]);
+      result.checkpoints += removedCheckpoints.deletedCount;
+      result.writes += removedWrites.deletedCount;
+      result.blobs += await this.pruneBlobs(position, kept);
+    }
+    return result;
+  }
+
+  private async pruneBlobs(position: ThreadPosition, kept: CheckpointDocument[]): Promise<number> {
+    const referenced = new Set<string>();
+    const newestReferenced = new Map<string, string | number>();
+    for (const doc of kept) {
+      const header: Checkpoint = await this.serde.loadsTyped(doc.type, doc.checkpoint.buffer);
+      for (const [channel, version] of Object.entries(header.channel_versions)) {
+        referenced.add(JSON.stringify([channel, String(version)]));
+        const newest = newestReferenced.get(channel);
+        newestReferenced.set(channel, newest === undefined ? version : maxChannelVersion(newest, version));
+      }
+    }
+    const blobs = await this.blobs.find(position, { projection: { channel: 1, version: 1 } }).toArray();
+    const superseded = blobs.filter((blob) => {
+      if (referenced.has(JSON.stringify([blob.channel, blob.version]))) return false;
+      const newest = newestReferenced.get(blob.channel);
+      return newest !== undefined && compareChannelVersions(versionOf(blob.version), newest) < 0;
+    });
+    if (superseded.length === 0) return 0;
+    const removed = await this.blobs.deleteMany({ _id: { $in: superseded.map((b) => b._id) } });
+    return removed.deletedCount;
+  }
+
+  /** Keeps blobs a new checkpoint still references from expiring while the thread is active. */
+  private async touchUnchangedBlobs(
+    position: ThreadPosition,
+    versions: ChannelVersions,
+    changed: ChannelVersions,
+  ): Promise<void> {
+    const unchanged = Object.entries(versions).filter(([channel]) => !(channel in changed));
+    if (unchanged.length === 0) return;
+    await this.blobs.updateMany(
+      { ...position, $or: unchanged.map(([channel, version]) => ({ channel, version: String(version) })) },
+      { $currentDate: { upserted_at: true } },
+    );
+  }
+
+  private async loadTuple(doc: CheckpointDocument): Promise<CheckpointTuple> {
+    const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = doc;
+    const position = { thread_id, checkpoint_ns };
+    const [checkpoint, metadata, pendingWrites] = await Promise.all([
+      this.serde.loadsTyped(doc.type, doc.checkpoint.buffer) as Promise<Checkpoint>,
+      this.serde.loadsTyped(doc.type, doc.metadata.buffer) as Promise<CheckpointMetadata>,
+      this.loadWrites(position, checkpoint_id),
+    ]);
+    checkpoint.channel_values = await this.loadChannelValues(position, checkpoint.channel_versions);
+    if (checkpoint.v < 4 && parent_checkpoint_id != null) {
+      await this.migratePendingSends(checkpoint, position, parent_checkpoint_id);
+    }
+    return {
+      config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
+      checkpoint,
+      metadata,
+      pendingWrites: pendingWrites.map(({ taskId, channel, value }) => [taskId, channel, value] as CheckpointPendingWrite),
+      parentConfig:
+        parent_checkpoint_id != null
+          ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id } }
+          : undefined,
+    };
+  }
+
+  private async loadChannelValues(position: ThreadPosition, versions: ChannelVersions): Promise<Record<string, unknown>> {
+    const entries = Object.entries(versions ?? {});
+    if (entries.length === 0) return {};
+    const docs = await this.blobs
+      .find({ ...position, $or: entries.map(([channel, version]) => ({ channel, version: String(version) })) })
+      .toArray();
+    const values: Record<string, unknown> = {};
+    await Promise.all(
+      docs.map(async (doc) => {
+        if (doc.type === EMPTY_BLOB_TYPE || doc.blob === null) return;
+        values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
+      }),
+    );
+    return values;
+  }
+
+  /** The checkpoint's writes in `writesSortKey` order, the order live execution applies them in. */
+  private async loadWrites(
+    position: ThreadPosition,
+    checkpoint_id: string,
+    channel?: string,
+  ): Promise<{ taskId: string; channel: string; value: unknown }[]> {
+    const docs = await this.writes
+      .find(channel === undefined ? { ...position, checkpoint_id } : { ...position, checkpoint_id, channel })
+      .toArray();
+    docs.sort((a, b) =>
+      compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
+    );
+    return Promise.all(
+      docs.map(async (doc) => ({
+        taskId: doc.task_id,
+        channel: doc.channel,
+        value: await this.serde.loadsTyped(doc.type, doc.value.buffer),
+      })),
+    );
+  }
+
+  /**
+   * Checkpoints before format v4 kept pending sends as `TASKS` writes on their parent; the
+   * base spec expects them to surface as the `TASKS` channel of the child.
+   */
+  private async migratePendingSends(checkpoint: Checkpoint, position: ThreadPosition, parentId: string): Promise<void> {
+    const sends = await this.loadWrites(position, parentId, TASKS);
+    const existing = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_values[TASKS] = sends.map((w) => w.value);
+    checkpoint.channel_versions[TASKS] =
+      existing.length > 0 ? maxChannelVersion(...existing) : this.getNextVersion(undefined);
+  }
+}
+
+/** Blob versions are stored as strings; compare numeric ones as numbers, like LangGraph does. */
+function versionOf(stored: string): string | number {
+  const asNumber = Number(stored);
+  return stored.trim() !== "" && Number.isFinite(asNumber) ? asNumber : stored;
+}
