@@ -1,0 +1,164 @@
+import { z } from "zod";
+import { ValidationError } from "../errors.js";
+
+/** Longest a single tool call may run before it comes back to the model as a timeout error. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
+/** Most rows a SQL result returns; the table says when it was truncated. */
+export const DEFAULT_SQL_MAX_ROWS = 200;
+/** Longest a SQL query may run, in milliseconds (the local engine is terminated, Athena's query stopped). */
+export const DEFAULT_SQL_TIMEOUT_MS = 10_000;
+/** Passages returned by one document search. */
+export const DEFAULT_DOCUMENT_RESULTS = 5;
+/** Lifetime of an idempotency record for a tool side effect, in seconds (a day covers every retry path). */
+export const DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS = 86_400;
+/** Power BI REST API base URL. */
+export const DEFAULT_POWERBI_API_URL = "https://api.powerbi.com/v1.0/myorg";
+/** Microsoft Entra ID authority base URL. */
+export const DEFAULT_POWERBI_LOGIN_URL = "https://login.microsoftonline.com";
+/** Name of the secret holding the Entra ID application (client) id. */
+export const DEFAULT_POWERBI_CLIENT_ID_SECRET = "POWERBI_CLIENT_ID";
+/** Name of the secret holding the Entra ID client secret. */
+export const DEFAULT_POWERBI_CLIENT_SECRET_SECRET = "POWERBI_CLIENT_SECRET";
+/** AWS region of Athena and the knowledge base when neither `BEDROCK_KB_REGION` nor `AWS_REGION` is set. */
+export const DEFAULT_TOOLS_REGION = "us-east-1";
+/** Athena data catalog. */
+export const DEFAULT_ATHENA_CATALOG = "AwsDataCatalog";
+
+const positiveInt = z.coerce.number().int().positive();
+
+/** `{"tool_name": ["role", ...]}`: a tool absent from the map is open to every caller. */
+const toolRolesSchema = z.record(z.string().min(1), z.array(z.string().min(1)));
+
+const envSchema = z.object({
+  SQL_ENGINE: z.enum(["sqlite", "athena"]).optional(),
+  ATHENA_WORKGROUP: z.string().min(1).optional(),
+  ATHENA_DATABASE: z.string().min(1).optional(),
+  ATHENA_CATALOG: z.string().min(1).optional(),
+  ATHENA_OUTPUT_LOCATION: z.string().regex(/^s3:\/\//, "must be an s3:// URI").optional(),
+  DOCUMENTS_ENGINE: z.enum(["local", "bedrock-kb"]).optional(),
+  BEDROCK_KB_ID: z.string().min(1).optional(),
+  BEDROCK_KB_REGION: z.string().min(1).optional(),
+  AWS_REGION: z.string().min(1).optional(),
+  POWERBI_TENANT_ID: z.string().min(1).optional(),
+  POWERBI_GROUP_ID: z.string().min(1).optional(),
+  POWERBI_DATASET_ID: z.string().min(1).optional(),
+  POWERBI_API_URL: z.string().url().optional(),
+  POWERBI_LOGIN_URL: z.string().url().optional(),
+  POWERBI_CLIENT_ID_SECRET: z.string().min(1).optional(),
+  POWERBI_CLIENT_SECRET_SECRET: z.string().min(1).optional(),
+  FOLLOW_UP_WEBHOOK_URL: z.string().url().optional(),
+  TOOL_TIMEOUT_MS: positiveInt.optional(),
+  SQL_MAX_ROWS: positiveInt.optional(),
+  SQL_TIMEOUT_MS: positiveInt.optional(),
+  DOCUMENT_RESULTS: positiveInt.max(50).optional(),
+  TOOL_IDEMPOTENCY_TTL_SECONDS: positiveInt.optional(),
+  TOOL_ROLES: z.string().min(1).optional(),
+});
+
+export type SqlEngineConfig =
+  | { engine: "sqlite" }
+  | { engine: "athena"; workgroup: string; database: string; catalog: string; outputLocation?: string; region: string };
+
+export type DocumentsConfig = { engine: "local" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
+
+export interface PowerBiConfig {
+  tenantId: string;
+  groupId: string;
+  datasetId: string;
+  apiUrl: string;
+  loginUrl: string;
+  /** Names looked up in the secret store; the values never appear in configuration. */
+  clientIdSecret: string;
+  clientSecretSecret: string;
+}
+
+export interface ToolsConfig {
+  sql: SqlEngineConfig & { maxRows: number; timeoutMs: number };
+  documents: DocumentsConfig & { maxResults: number };
+  /** Absent unless the tenant, group and dataset are configured: the tool is then not offered. */
+  powerBi?: PowerBiConfig;
+  /** Absent: follow-ups are recorded but not posted. */
+  followUpWebhookUrl?: string;
+  timeoutMs: number;
+  idempotencyTtlSeconds: number;
+  /** Roles allowed per tool name; tools not listed are open to every caller. */
+  roles: Record<string, string[]>;
+}
+
+function invalid(path: string, message: string): ValidationError {
+  return new ValidationError("invalid configuration", [{ path, message }]);
+}
+
+function parseRoles(raw: string | undefined): Record<string, string[]> {
+  if (raw === undefined) return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    throw new ValidationError("invalid configuration", [{ path: "TOOL_ROLES", message: "not JSON" }], { cause: error });
+  }
+  const parsed = toolRolesSchema.safeParse(json);
+  if (!parsed.success) throw invalid("TOOL_ROLES", 'expected {"tool_name": ["role", ...]}');
+  return parsed.data;
+}
+
+/** Reads and validates the tools' configuration (composed into `loadConfig`). */
+export function loadToolsConfig(env: Record<string, string | undefined> = process.env): ToolsConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ValidationError(
+      "invalid configuration",
+      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    );
+  }
+  const e = parsed.data;
+  const region = e.AWS_REGION ?? DEFAULT_TOOLS_REGION;
+
+  let sql: SqlEngineConfig = { engine: "sqlite" };
+  if (e.SQL_ENGINE === "athena") {
+    if (!e.ATHENA_DATABASE) throw invalid("ATHENA_DATABASE", "required when SQL_ENGINE=athena");
+    if (!e.ATHENA_WORKGROUP) throw invalid("ATHENA_WORKGROUP", "required when SQL_ENGINE=athena");
+    sql = {
+      engine: "athena",
+      workgroup: e.ATHENA_WORKGROUP,
+      database: e.ATHENA_DATABASE,
+      catalog: e.ATHENA_CATALOG ?? DEFAULT_ATHENA_CATALOG,
+      outputLocation: e.ATHENA_OUTPUT_LOCATION,
+      region,
+    };
+  }
+
+  let documents: DocumentsConfig = { engine: "local" };
+  if (e.DOCUMENTS_ENGINE === "bedrock-kb") {
+    if (!e.BEDROCK_KB_ID) throw invalid("BEDROCK_KB_ID", "required when DOCUMENTS_ENGINE=bedrock-kb");
+    documents = { engine: "bedrock-kb", knowledgeBaseId: e.BEDROCK_KB_ID, region: e.BEDROCK_KB_REGION ?? region };
+  }
+
+  const powerBiKeys = [e.POWERBI_TENANT_ID, e.POWERBI_GROUP_ID, e.POWERBI_DATASET_ID];
+  const powerBiSet = powerBiKeys.filter((v) => v !== undefined).length;
+  if (powerBiSet > 0 && powerBiSet < powerBiKeys.length) {
+    throw invalid("POWERBI_TENANT_ID", "POWERBI_TENANT_ID, POWERBI_GROUP_ID and POWERBI_DATASET_ID go together");
+  }
+  const powerBi: PowerBiConfig | undefined =
+    e.POWERBI_TENANT_ID && e.POWERBI_GROUP_ID && e.POWERBI_DATASET_ID
+      ? {
+          tenantId: e.POWERBI_TENANT_ID,
+          groupId: e.POWERBI_GROUP_ID,
+          datasetId: e.POWERBI_DATASET_ID,
+          apiUrl: e.POWERBI_API_URL ?? DEFAULT_POWERBI_API_URL,
+          loginUrl: e.POWERBI_LOGIN_URL ?? DEFAULT_POWERBI_LOGIN_URL,
+          clientIdSecret: e.POWERBI_CLIENT_ID_SECRET ?? DEFAULT_POWERBI_CLIENT_ID_SECRET,
+          clientSecretSecret: e.POWERBI_CLIENT_SECRET_SECRET ?? DEFAULT_POWERBI_CLIENT_SECRET_SECRET,
+        }
+      : undefined;
+
+  return {
+    sql: { ...sql, maxRows: e.SQL_MAX_ROWS ?? DEFAULT_SQL_MAX_ROWS, timeoutMs: e.SQL_TIMEOUT_MS ?? DEFAULT_SQL_TIMEOUT_MS },
+    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS ?? DEFAULT_DOCUMENT_RESULTS },
+    powerBi,
+    followUpWebhookUrl: e.FOLLOW_UP_WEBHOOK_URL,
+    timeoutMs: e.TOOL_TIMEOUT_MS ?? DEFAULT_TOOL_TIMEOUT_MS,
+    idempotencyTtlSeconds: e.TOOL_IDEMPOTENCY_TTL_SECONDS ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
+    roles: parseRoles(e.TOOL_ROLES),
+  };
+}

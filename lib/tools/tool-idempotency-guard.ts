@@ -1,0 +1,124 @@
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from "@aws-lambda-powertools/idempotency";
+import type { Collection } from "mongodb";
+import { DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS, DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
+import { ToolError } from "../errors.js";
+import {
+  IdempotencyPersistenceLayer,
+  type IdempotencyDocument,
+} from "../store/idempotency-persistence-layer.js";
+import type { ToolContext, ToolDefinition } from "./tool.js";
+
+/** Prefix of every tool side-effect key in the `idempotency` collection (the API uses its own). */
+export const DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX = "threadwise.tool";
+/** How often a call that finds its twin in progress looks again for the twin's result. */
+export const DEFAULT_IN_PROGRESS_POLL_MS = 100;
+
+export interface ToolIdempotencyGuardOptions {
+  collection: Collection<IdempotencyDocument>;
+  /** Default: `DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX`. */
+  keyPrefix?: string;
+  /** How long a completed effect answers retries, in seconds. Default: `DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS`. */
+  expiresAfterSeconds?: number;
+  /**
+   * After this long an in-progress record is presumed abandoned (its runner crashed) and may be
+   * taken over; it should be at least the tool timeout. Default: `DEFAULT_TOOL_TIMEOUT_MS`.
+   */
+  inProgressTimeoutMs?: number;
+  /** Default: `DEFAULT_IN_PROGRESS_POLL_MS`. */
+  pollIntervalMs?: number;
+}
+
+/** What is hashed: the key names the call, the rest must match on a retry. */
+interface GuardedCall {
+  key: string;
+  tool: string;
+  args: unknown;
+}
+
+interface Deadline {
+  getRemainingTimeInMillis(): number;
+}
+
+/**
+ * Runs a side-effect tool at most once per `conversationId:toolCallId`, through Powertools
+ * `makeIdempotent` and the MongoDB persistence layer. A retry of a completed call returns the
+ * stored result without repeating the effect; a call that races a twin still in progress waits
+ * for the twin's result; a retry with different arguments under the same id is refused.
+ */
+export class ToolIdempotencyGuard {
+  readonly #idempotent: (call: GuardedCall, deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => Promise<string>;
+  readonly #persistence: IdempotencyPersistenceLayer;
+  readonly #deadline: Deadline;
+  readonly #pollIntervalMs: number;
+
+  constructor(options: ToolIdempotencyGuardOptions) {
+    this.#persistence = new IdempotencyPersistenceLayer({ collection: options.collection });
+    const inProgressTimeoutMs = options.inProgressTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    // Powertools reads the in-progress expiry from a Lambda-style context; a tool call has its own budget.
+    this.#deadline = { getRemainingTimeInMillis: () => inProgressTimeoutMs };
+    this.#pollIntervalMs = options.pollIntervalMs ?? DEFAULT_IN_PROGRESS_POLL_MS;
+    this.#idempotent = makeIdempotent(
+      async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => tool.run(call.args, ctx),
+      {
+        persistenceStore: this.#persistence,
+        keyPrefix: options.keyPrefix ?? DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX,
+        config: new IdempotencyConfig({
+          eventKeyJmesPath: "key",
+          payloadValidationJmesPath: "[tool, args]",
+          throwOnNoIdempotencyKey: true,
+          expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
+        }),
+      },
+    );
+  }
+
+  /** Idempotency key of a tool call, before hashing. */
+  static keyOf(ctx: Pick<ToolContext, "conversationId" | "toolCallId">): string {
+    return `${ctx.conversationId}:${ctx.toolCallId}`;
+  }
+
+  /** Creates the persistence layer's indexes; idempotent, run once at start-up. */
+  async setup(): Promise<void> {
+    await this.#persistence.setup();
+  }
+
+  /** Runs `tool` with validated `args` once for this call id; returns the (first) result. */
+  async run(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promise<string> {
+    const call: GuardedCall = { key: ToolIdempotencyGuard.keyOf(ctx), tool: tool.name, args };
+    for (;;) {
+      try {
+        return await this.#idempotent(call, this.#deadline, tool, ctx);
+      } catch (error) {
+        if (error instanceof IdempotencyValidationError) {
+          throw new ToolError(
+            `tool call ${ctx.toolCallId} was already made with different arguments; use a new call`,
+            tool.name,
+            { cause: error },
+          );
+        }
+        if (!(error instanceof IdempotencyAlreadyInProgressError)) throw error;
+        if (ctx.signal?.aborted) throw error;
+        await sleep(this.#pollIntervalMs, ctx.signal);
+      }
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,151 @@
+import { z } from "zod";
+import { DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
+import { ToolError } from "../errors.js";
+import type { Caller, ToolContext, ToolDefinition } from "./tool.js";
+import type { ToolIdempotencyGuard } from "./tool-idempotency-guard.js";
+
+/** A tool call as the model emitted it. */
+export interface ToolCallRequest {
+  id: string;
+  name: string;
+  args: unknown;
+}
+
+/** What goes back to the model as the tool message. */
+export interface ToolCallResult {
+  content: string;
+  status: "success" | "error";
+}
+
+/** A tool in the shape chat models' `bindTools` accept (OpenAI function format). */
+export interface ToolSpec {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** Structured fields only: tool names, sizes and durations, never arguments or outputs. */
+export interface ToolLogger {
+  info(message: string, fields: Record<string, unknown>): void;
+  warn(message: string, fields: Record<string, unknown>): void;
+}
+
+export interface ToolRegistryOptions {
+  /** Required as soon as one tool has side effects: such a tool never runs unguarded. */
+  guard?: ToolIdempotencyGuard;
+  /** Per-call time limit. Default: `DEFAULT_TOOL_TIMEOUT_MS`. */
+  timeoutMs?: number;
+  logger?: ToolLogger;
+}
+
+class ToolTimeoutError extends Error {
+  override name = "ToolTimeoutError";
+}
+
+/**
+ * The tools of a deployment, filtered per caller. Every failure of a call (unknown tool,
+ * refused permission, invalid arguments, an error thrown by the tool, a timeout) comes back
+ * as a tool error the model can act on; `execute` never throws, so the turn goes on.
+ */
+export class ToolRegistry {
+  readonly #tools: Map<string, ToolDefinition>;
+  readonly #guard?: ToolIdempotencyGuard;
+  readonly #timeoutMs: number;
+  readonly #logger?: ToolLogger;
+
+  constructor(tools: readonly ToolDefinition[], options: ToolRegistryOptions = {}) {
+    this.#tools = new Map();
+    for (const tool of tools) {
+      if (this.#tools.has(tool.name)) throw new Error(`duplicate tool name: ${tool.name}`);
+      if (tool.sideEffects && !options.guard) throw new Error(`tool ${tool.name} has side effects but no idempotency guard was given`);
+      this.#tools.set(tool.name, tool);
+    }
+    this.#guard = options.guard;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    this.#logger = options.logger;
+  }
+
+  /** The tools this caller may use, in registration order. */
+  available(caller: Caller): ToolDefinition[] {
+    return [...this.#tools.values()].filter((tool) => mayUse(tool, caller));
+  }
+
+  /** What `bindTools` needs for this caller: name, description and JSON schema of each permitted tool. */
+  toolSpecs(caller: Caller): ToolSpec[] {
+    return this.available(caller).map((tool) => {
+      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: "input" }) as Record<string, unknown>;
+      return { type: "function", function: { name: tool.name, description: tool.description, parameters } };
+    });
+  }
+
+  /** Runs one tool call for the caller in `ctx`; resolves with the tool message content, never rejects. */
+  async execute(call: ToolCallRequest, ctx: Omit<ToolContext, "toolCallId">): Promise<ToolCallResult> {
+    const started = Date.now();
+    const result = await this.#execute(call, { ...ctx, toolCallId: call.id });
+    this.#logger?.info("tool call finished", {
+      tool: this.#tools.has(call.name) ? call.name : "unknown",
+      status: result.status,
+      durationMs: Date.now() - started,
+      contentChars: result.content.length,
+    });
+    return result;
+  }
+
+  async #execute(call: ToolCallRequest, ctx: ToolContext): Promise<ToolCallResult> {
+    const tool = this.#tools.get(call.name);
+    if (!tool || !mayUse(tool, ctx.caller)) {
+      // A tool the caller may not use is answered like an unknown one among those offered.
+      const offered = this.available(ctx.caller).map((t) => t.name);
+      const reason = tool ? `you are not permitted to use the tool "${call.name}"` : `there is no tool named "${call.name}"`;
+      return failure(`${reason}. Available tools: ${offered.join(", ") || "none"}.`);
+    }
+    const parsed = tool.schema.safeParse(call.args ?? {});
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`);
+      return failure(`invalid arguments for ${tool.name}: ${issues.join("; ")}. Fix the arguments and call again.`);
+    }
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(ctx.signal?.reason);
+    ctx.signal?.addEventListener("abort", onAbort, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const error = new ToolTimeoutError(`timed out after ${this.#timeoutMs} ms`);
+        controller.abort(error);
+        reject(error);
+      }, this.#timeoutMs);
+    });
+    const runCtx: ToolContext = { ...ctx, signal: controller.signal };
+    const run =
+      tool.sideEffects && this.#guard ? this.#guard.run(tool, parsed.data, runCtx) : tool.run(parsed.data, runCtx);
+    try {
+      const content = await Promise.race([run, timeout]);
+      return { content, status: "success" };
+    } catch (error) {
+      return failure(this.#describe(tool, error));
+    } finally {
+      clearTimeout(timer);
+      ctx.signal?.removeEventListener("abort", onAbort);
+      // A run that lost the race still settles later; its outcome is no longer anyone's concern.
+      run.catch(() => undefined);
+    }
+  }
+
+  #describe(tool: ToolDefinition, error: unknown): string {
+    if (error instanceof ToolTimeoutError) {
+      return `${tool.name} ${error.message}. Try a narrower request (fewer rows, a shorter period) or another tool.`;
+    }
+    if (error instanceof ToolError) return `${tool.name}: ${error.message}`;
+    // Unexpected failures may carry internals; the model gets their kind, the log gets the rest.
+    const kind = error instanceof Error ? error.name : typeof error;
+    this.#logger?.warn("tool call failed unexpectedly", { tool: tool.name, errorName: kind });
+    return `${tool.name} failed unexpectedly (${kind}). You may retry once or answer without this tool.`;
+  }
+}
+
+function mayUse(tool: ToolDefinition, caller: Caller): boolean {
+  return tool.allowedRoles === undefined || tool.allowedRoles.some((role) => caller.roles.includes(role));
+}
+
+function failure(message: string): ToolCallResult {
+  return { content: `Error: ${message}`, status: "error" };
+}

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { IdempotencyDocument } from "../../../lib/store/idempotency-persistence-layer.js";
+import { createFollowUpTool, type FollowUpDocument } from "../../../lib/tools/follow-up/create-follow-up-tool.js";
+import type { Caller } from "../../../lib/tools/tool.js";
+import { ToolIdempotencyGuard } from "../../../lib/tools/tool-idempotency-guard.js";
+import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
+import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { startWebhookEndpoint, type WebhookEndpoint } from "../../support/webhook-endpoint.js";
+
+const caller: Caller = { userId: "u-1", tenantId: "acme", roles: ["analyst"] };
+const args = { title: "Review West region discount approvals", owner: "dana@alderpike.example", dueDate: "2026-11-15" };
+
+describe("create_follow_up", () => {
+  let t: TestDatabase;
+  let webhook: WebhookEndpoint;
+
+  beforeAll(async () => {
+    t = await openTestDatabase("followup");
+    webhook = await startWebhookEndpoint();
+  });
+  afterAll(async () => {
+    await t.db.collection("idempotency").deleteMany({});
+    await t.db.collection("follow_ups").deleteMany({});
+    await t.client.close();
+    await webhook.close();
+  });
+  beforeEach(() => {
+    webhook.requests.length = 0;
+    webhook.setDelayMs(0);
+  });
+
+  /** A fresh process: new registry, guard and tool over the same database, as after a crash. */
+  function freshRegistry() {
+    const tool = createFollowUpTool({
+      collection: t.db.collection<FollowUpDocument>("follow_ups"),
+      webhookUrl: webhook.url,
+    });
+    const guard = new ToolIdempotencyGuard({
+      collection: t.db.collection<IdempotencyDocument>("idempotency"),
+      pollIntervalMs: 20,
+    });
+    return new ToolRegistry([tool], { guard, timeoutMs: 5_000 });
+  }
+
+  const call = (id: string) => ({ id, name: "create_follow_up", args });
+  const context = (conversationId: string) => ({ conversationId, turnId: "turn-1", caller });
+
+  describe("run", () => {
+    it("records the follow-up and posts it with the call's idempotency key", async () => {
+      const result = await freshRegistry().execute(call("tc-1"), context("conv-1"));
+      expect(result.status).toBe("success");
+      expect(result.content).toMatch(/Created follow-up FU-[0-9A-F]{8}: "Review West region discount approvals"/);
+      expect(webhook.requests).toHaveLength(1);
+      expect(webhook.requests[0]!.headers["idempotency-key"]).toBe("conv-1:tc-1");
+      expect(JSON.parse(webhook.requests[0]!.body)).toMatchObject({ title: args.title, dueDate: "2026-11-15" });
+      const doc = await t.db.collection<FollowUpDocument>("follow_ups").findOne({ _id: "conv-1:tc-1" });
+      expect(doc).toMatchObject({ createdBy: "u-1", tenantId: "acme", owner: args.owner });
+    });
+
+    it("posts exactly once when the same tool call is retried after a crash before the checkpoint", async () => {
+      const first = await freshRegistry().execute(call("tc-2"), context("conv-2"));
+      // The worker died after the effect and before LangGraph saved the tool message: the retry
+      // replays the same tool call id in a new process.
+      const replay = await freshRegistry().execute(call("tc-2"), context("conv-2"));
+      expect(replay).toEqual(first);
+      expect(webhook.requests).toHaveLength(1);
+      expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-2" })).toBe(1);
+    });
+
+    it("posts exactly once when two invocations of the same call race", async () => {
+      webhook.setDelayMs(150);
+      const [a, b] = await Promise.all([
+        freshRegistry().execute(call("tc-3"), context("conv-3")),
+        freshRegistry().execute(call("tc-3"), context("conv-3")),
+      ]);
+      expect(a.status).toBe("success");
+      expect(b).toEqual(a);
+      expect(webhook.requests).toHaveLength(1);
+    });
+
+    it("returns a tool error when the webhook fails, and posts again on the retry", async () => {
+      webhook.respondWith(503);
+      const registry = freshRegistry();
+      const failed = await registry.execute(call("tc-4"), context("conv-4"));
+      expect(failed.status).toBe("error");
+      expect(failed.content).toMatch(/task webhook answered 503/);
+      const retried = await registry.execute(call("tc-4"), context("conv-4"));
+      expect(retried.status).toBe("success");
+      expect(webhook.requests).toHaveLength(2);
+      expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-4" })).toBe(1);
+    });
+
+    it("returns a validation error for a malformed due date", async () => {
+      const result = await freshRegistry().execute(
+        { id: "tc-5", name: "create_follow_up", args: { ...args, dueDate: "next Tuesday" } },
+        context("conv-5"),
+      );
+      expect(result.status).toBe("error");
+      expect(result.content).toMatch(/dueDate/);
+      expect(webhook.requests).toHaveLength(0);
+    });
+  });
+});
