@@ -1,0 +1,61 @@
+import { MongoServerError, type Collection, type Db } from "mongodb";
+
+/** How long a seen event id is remembered; Slack retries for minutes, Bot Framework for less. */
+export const DEFAULT_CHANNEL_EVENT_TTL_SECONDS = 24 * 60 * 60;
+/** Collection holding seen channel event ids. */
+export const DEFAULT_CHANNEL_EVENTS_COLLECTION = "channel_events";
+
+const DUPLICATE_KEY = 11000;
+
+/** Remembers which channel events were already accepted, so a retry becomes no second turn. */
+export interface EventDeduper {
+  /** True the first time `eventId` is claimed, false for every later delivery of it. */
+  claim(eventId: string, now?: Date): Promise<boolean>;
+  /** Forgets a claim whose turn could not be enqueued, so the channel's retry gets through. */
+  release(eventId: string): Promise<void>;
+}
+
+export interface ChannelEventDocument {
+  _id: string;
+  receivedAt: Date;
+}
+
+export interface ChannelEventDeduperOptions {
+  /** Default: {@link DEFAULT_CHANNEL_EVENTS_COLLECTION}. */
+  collectionName?: string;
+  /** Default: {@link DEFAULT_CHANNEL_EVENT_TTL_SECONDS}. */
+  ttlSeconds?: number;
+}
+
+/**
+ * Event ids as `_id`s: the unique `_id` index makes the claim atomic across concurrent
+ * Lambda invocations, and a TTL index forgets them.
+ */
+export class ChannelEventDeduper implements EventDeduper {
+  readonly collection: Collection<ChannelEventDocument>;
+  private readonly ttlSeconds: number;
+
+  constructor(db: Db, options: ChannelEventDeduperOptions = {}) {
+    this.collection = db.collection<ChannelEventDocument>(options.collectionName ?? DEFAULT_CHANNEL_EVENTS_COLLECTION);
+    this.ttlSeconds = options.ttlSeconds ?? DEFAULT_CHANNEL_EVENT_TTL_SECONDS;
+  }
+
+  /** Idempotent; run once at start-up. */
+  async setup(): Promise<void> {
+    await this.collection.createIndex({ receivedAt: 1 }, { name: "ttl", expireAfterSeconds: this.ttlSeconds });
+  }
+
+  async claim(eventId: string, now: Date = new Date()): Promise<boolean> {
+    try {
+      await this.collection.insertOne({ _id: eventId, receivedAt: now });
+      return true;
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) return false;
+      throw error;
+    }
+  }
+
+  async release(eventId: string): Promise<void> {
+    await this.collection.deleteOne({ _id: eventId });
+  }
+}

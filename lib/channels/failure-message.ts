@@ -1,0 +1,19 @@
+import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError } from "../errors.js";
+
+/**
+ * The short, honest message a user gets in the thread when their turn fails: what happened
+ * in plain words and what they can do, never internals.
+ */
+export function turnFailureMessage(error: unknown, channel: "slack" | "teams"): string {
+  const fresh = channel === "slack" ? "start a new thread" : "start a new conversation";
+  if (error instanceof ConflictError) {
+    return "I'm still answering an earlier message here. Please send this one again once that answer arrives.";
+  }
+  if (error instanceof ContextBudgetExceededError) {
+    return `This conversation has grown too long for me to answer in. Please ${fresh} and ask again.`;
+  }
+  if (error instanceof ServiceUnavailableError) {
+    return "I couldn't reach a service I need to answer right now. Please try again in a few minutes.";
+  }
+  return "Sorry, something went wrong and I couldn't answer this message. Please try again.";
+}

@@ -1,0 +1,104 @@
+export {
+  ChannelEventDeduper,
+  DEFAULT_CHANNEL_EVENTS_COLLECTION,
+  DEFAULT_CHANNEL_EVENT_TTL_SECONDS,
+  type ChannelEventDeduperOptions,
+  type ChannelEventDocument,
+  type EventDeduper,
+} from "./channel-event-deduper.js";
+export {
+  decodeGatewayBody,
+  emptyResponse,
+  jsonResponse,
+  lowercaseHeaders,
+  type ChannelRequest,
+  type ChannelResponse,
+} from "./channel-http.js";
+export { ChannelReplier, type ChannelRepliers } from "./channel-replier.js";
+export { turnFailureMessage } from "./failure-message.js";
+export { splitText } from "./split-text.js";
+export {
+  TURN_CHANNELS,
+  parseTurnJob,
+  turnJobSchema,
+  type EnqueueTurn,
+  type SlackReplyTarget,
+  type SlackTurnJob,
+  type TeamsReplyTarget,
+  type TeamsTurnJob,
+  type TurnChannel,
+  type TurnJob,
+} from "./turn-job.js";
+
+export { handleSlackEvent, type HandleSlackEventInput, type SlackEventOutcome } from "./slack/handle-slack-event.js";
+export {
+  SLACK_IGNORE_REASONS,
+  SLACK_USER_TEXT_SUBTYPES,
+  parseSlackEvent,
+  slackTurnJob,
+  stripSlackMention,
+  type ParseSlackEventOptions,
+  type SlackDelivery,
+  type SlackIgnoreReason,
+  type SlackUserMessage,
+} from "./slack/slack-event.js";
+export {
+  DEFAULT_SLACK_API_URL,
+  DEFAULT_SLACK_MAX_MESSAGE_CHARS,
+  DEFAULT_SLACK_RETRIES,
+  DEFAULT_SLACK_TIMEOUT_MS,
+  SlackReplier,
+  type SlackBotIdentity,
+  type SlackReplierOptions,
+} from "./slack/slack-replier.js";
+export {
+  DEFAULT_SLACK_MAX_SKEW_SECONDS,
+  computeSlackSignature,
+  verifySlackRequest,
+  type VerifySlackRequestInput,
+} from "./slack/verify-slack-request.js";
+
+export {
+  BotConnectorTokenProvider,
+  DEFAULT_BOT_CONNECTOR_SCOPE,
+  DEFAULT_BOT_CONNECTOR_TENANT,
+  DEFAULT_BOT_CONNECTOR_TOKEN_URL,
+  DEFAULT_TOKEN_REFRESH_MARGIN_MS,
+  DEFAULT_TOKEN_TIMEOUT_MS,
+  type BotConnectorTokenProviderOptions,
+} from "./teams/bot-connector-token-provider.js";
+export {
+  handleTeamsActivity,
+  type HandleTeamsActivityInput,
+  type TeamsActivityOutcome,
+} from "./teams/handle-teams-activity.js";
+export {
+  DEFAULT_OPENID_FETCH_TIMEOUT_MS,
+  DEFAULT_OPENID_KEYS_MAX_AGE_MS,
+  DEFAULT_OPENID_METADATA_MAX_AGE_MS,
+  OpenIdKeySource,
+  type OpenIdKeySourceOptions,
+} from "./teams/open-id-key-source.js";
+export {
+  TEAMS_IGNORE_REASONS,
+  parseTeamsActivity,
+  stripTeamsMention,
+  teamsTurnJob,
+  type TeamsActivity,
+  type TeamsDelivery,
+  type TeamsIgnoreReason,
+  type TeamsUserMessage,
+} from "./teams/teams-activity.js";
+export {
+  DEFAULT_BOT_CONNECTOR_TIMEOUT_MS,
+  DEFAULT_TEAMS_MAX_MESSAGE_CHARS,
+  TeamsReplier,
+  type TeamsReplierOptions,
+} from "./teams/teams-replier.js";
+export {
+  DEFAULT_BOT_FRAMEWORK_CLOCK_TOLERANCE_SECONDS,
+  DEFAULT_BOT_FRAMEWORK_ISSUER,
+  DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL,
+  verifyBotFrameworkRequest,
+  type VerifyBotFrameworkRequestInput,
+} from "./teams/verify-bot-framework-request.js";

@@ -1,0 +1,175 @@
+import { z } from "zod";
+import { ValidationError } from "../../errors.js";
+import type { SlackTurnJob } from "../turn-job.js";
+
+/**
+ * Message subtypes that still carry text a person wrote. Every other subtype (edits,
+ * deletions, joins, topic changes, bot posts, …) is not a question for the assistant.
+ */
+export const SLACK_USER_TEXT_SUBTYPES: readonly string[] = ["file_share", "thread_broadcast"];
+
+export const SLACK_IGNORE_REASONS = {
+  unsupportedEnvelope: "unsupported_envelope",
+  unsupportedEvent: "unsupported_event",
+  botMessage: "bot_message",
+  ownMessage: "own_message",
+  notUserText: "not_user_text",
+  notDirectMessage: "not_direct_message",
+  empty: "empty",
+} as const;
+export type SlackIgnoreReason = (typeof SLACK_IGNORE_REASONS)[keyof typeof SLACK_IGNORE_REASONS];
+
+/** A person's message to the assistant, as the turn needs it. */
+export interface SlackUserMessage {
+  eventId: string;
+  teamId: string;
+  channelId: string;
+  userId: string;
+  /** Text with the bot's mention removed; never blank. */
+  text: string;
+  ts: string;
+  /** Thread root: the message's own `ts` when it starts a thread. */
+  threadTs: string;
+}
+
+/** What one Events API delivery asks of us. */
+export type SlackDelivery =
+  | { kind: "url_verification"; challenge: string }
+  | { kind: "ignore"; reason: SlackIgnoreReason }
+  | { kind: "message"; message: SlackUserMessage };
+
+const typeOnly = z.object({ type: z.string() });
+
+const urlVerificationSchema = z.object({
+  type: z.literal("url_verification"),
+  challenge: z.string().min(1),
+});
+
+const eventCallbackSchema = z.object({
+  type: z.literal("event_callback"),
+  team_id: z.string().min(1),
+  event_id: z.string().min(1),
+  authorizations: z.array(z.object({ user_id: z.string().optional(), is_bot: z.boolean().optional() })).optional(),
+  event: typeOnly.loose(),
+});
+
+const messageEventSchema = z.object({
+  type: z.enum(["app_mention", "message"]),
+  channel: z.string().min(1),
+  ts: z.string().min(1),
+  thread_ts: z.string().min(1).optional(),
+  user: z.string().min(1).optional(),
+  bot_id: z.string().optional(),
+  subtype: z.string().optional(),
+  text: z.string().optional(),
+  channel_type: z.string().optional(),
+});
+
+export interface ParseSlackEventOptions {
+  /**
+   * The bot's own user id. Default: the bot users named in the envelope's `authorizations`.
+   * Its messages are ignored and its mention is removed from the text.
+   */
+  botUserId?: string;
+}
+
+function invalid(error: z.ZodError, what: string): ValidationError {
+  return new ValidationError(
+    `invalid slack ${what}`,
+    error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+  );
+}
+
+/** A user mention with the blanks around it, so removing it leaves one space. */
+const MENTION = /[ \t]*<@([A-Z0-9]+)(?:\|[^>]*)?>[ \t]*/g;
+const LEADING_MENTION = /^[ \t]*<@[A-Z0-9]+(?:\|[^>]*)?>[ \t]*/;
+
+/**
+ * Removes mentions of the bot. With no known bot id, an `app_mention`'s leading mention is
+ * taken to be the bot's, since Slack sends that event only when the bot is mentioned.
+ */
+export function stripSlackMention(text: string, botUserIds: ReadonlySet<string>, leadingIsBot: boolean): string {
+  const rest = botUserIds.size === 0 && leadingIsBot ? text.replace(LEADING_MENTION, "") : text;
+  return rest.replace(MENTION, (whole, id: string) => (botUserIds.has(id) ? " " : whole)).trim();
+}
+
+/**
+ * Parses an Events API body into what it asks of us. Pure: no I/O, no clock. Throws
+ * `ValidationError` when the body is not an envelope Slack sends.
+ */
+export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions = {}): SlackDelivery {
+  let json: unknown;
+  try {
+    json = JSON.parse(rawBody);
+  } catch (error) {
+    throw new ValidationError("slack body is not JSON", undefined, { cause: error });
+  }
+  const head = typeOnly.safeParse(json);
+  if (!head.success) throw invalid(head.error, "envelope");
+
+  if (head.data.type === "url_verification") {
+    const parsed = urlVerificationSchema.safeParse(json);
+    if (!parsed.success) throw invalid(parsed.error, "url_verification");
+    return { kind: "url_verification", challenge: parsed.data.challenge };
+  }
+  if (head.data.type !== "event_callback") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.unsupportedEnvelope };
+
+  const envelope = eventCallbackSchema.safeParse(json);
+  if (!envelope.success) throw invalid(envelope.error, "event_callback");
+  const { team_id: teamId, event_id: eventId, authorizations, event: rawEvent } = envelope.data;
+  if (rawEvent.type !== "app_mention" && rawEvent.type !== "message") {
+    return { kind: "ignore", reason: SLACK_IGNORE_REASONS.unsupportedEvent };
+  }
+  const parsedEvent = messageEventSchema.safeParse(rawEvent);
+  if (!parsedEvent.success) throw invalid(parsedEvent.error, "event");
+  const event = parsedEvent.data;
+
+  const botUserIds = new Set(
+    options.botUserId
+      ? [options.botUserId]
+      : (authorizations ?? []).filter((a) => a.is_bot && a.user_id).map((a) => a.user_id as string),
+  );
+  if (event.bot_id || event.subtype === "bot_message") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.botMessage };
+  if (event.user && botUserIds.has(event.user)) return { kind: "ignore", reason: SLACK_IGNORE_REASONS.ownMessage };
+  if ((event.subtype !== undefined && !SLACK_USER_TEXT_SUBTYPES.includes(event.subtype)) || !event.user) {
+    return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notUserText };
+  }
+  // Channel messages reach the assistant as app_mention; a `message` there would answer twice.
+  if (event.type === "message" && event.channel_type !== "im") {
+    return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notDirectMessage };
+  }
+  const text = stripSlackMention(event.text ?? "", botUserIds, event.type === "app_mention");
+  if (text === "") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.empty };
+
+  return {
+    kind: "message",
+    message: {
+      eventId,
+      teamId,
+      channelId: event.channel,
+      userId: event.user,
+      text,
+      ts: event.ts,
+      threadTs: event.thread_ts ?? event.ts,
+    },
+  };
+}
+
+/**
+ * The turn for a Slack message. A thread is one conversation, owned by the workspace; who may
+ * read it follows the channel.
+ */
+export function slackTurnJob(message: SlackUserMessage, receivedAt: Date): SlackTurnJob {
+  const tenantId = `slack:${message.teamId}`;
+  return {
+    channel: "slack",
+    conversationKey: `slack:${message.teamId}:${message.channelId}:${message.threadTs}`,
+    caller: { userId: `slack:${message.teamId}:${message.userId}`, tenantId, roles: [] },
+    owner: { userId: tenantId, tenantId, roles: [] },
+    readScope: `slack:${message.teamId}:${message.channelId}`,
+    content: message.text,
+    dedupeId: `slack:${message.eventId}`,
+    receivedAt: receivedAt.toISOString(),
+    replyTo: { teamId: message.teamId, channelId: message.channelId, threadTs: message.threadTs },
+  };
+}

@@ -1,0 +1,104 @@
+import { LogLevel, SlackError, WebAPIHTTPError, WebAPIPlatformError, WebClient } from "@slack/web-api";
+import { ChannelDeliveryError } from "../../errors.js";
+import { turnFailureMessage } from "../failure-message.js";
+import { splitText } from "../split-text.js";
+import type { SlackReplyTarget } from "../turn-job.js";
+
+/** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
+export const DEFAULT_SLACK_API_URL = "https://slack.com/api/";
+/**
+ * Retries per Web API call. `WebClient`'s own default retries for about 30 minutes, far longer
+ * than a worker invocation should wait; a queue retry is the better second chance.
+ */
+export const DEFAULT_SLACK_RETRIES = 2;
+/** Timeout of one Web API request, in milliseconds. */
+export const DEFAULT_SLACK_TIMEOUT_MS = 10_000;
+/** Slack truncates `chat.postMessage` text past 40,000 characters; longer replies are split below that. */
+export const DEFAULT_SLACK_MAX_MESSAGE_CHARS = 39_000;
+
+export interface SlackReplierOptions {
+  /** Bot token (`xoxb-…`) from the secret store. */
+  botToken: string;
+  /** Default: {@link DEFAULT_SLACK_API_URL}. Tests point it at a local endpoint. */
+  slackApiUrl?: string;
+  /** Default: {@link DEFAULT_SLACK_RETRIES}. */
+  retries?: number;
+  /** Default: {@link DEFAULT_SLACK_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** Default: {@link DEFAULT_SLACK_MAX_MESSAGE_CHARS}. */
+  maxMessageChars?: number;
+}
+
+export interface SlackBotIdentity {
+  teamId: string;
+  userId: string;
+  botId?: string;
+}
+
+/** Posts the assistant's answers into the Slack thread a turn came from. Create once per container. */
+export class SlackReplier {
+  readonly client: WebClient;
+  private readonly maxMessageChars: number;
+
+  constructor(options: SlackReplierOptions) {
+    this.client = new WebClient(options.botToken, {
+      slackApiUrl: options.slackApiUrl ?? DEFAULT_SLACK_API_URL,
+      retryConfig: { retries: options.retries ?? DEFAULT_SLACK_RETRIES, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
+      timeout: options.timeoutMs ?? DEFAULT_SLACK_TIMEOUT_MS,
+      logLevel: LogLevel.ERROR,
+      // The thread target comes from a verified event; a method name must never redirect the token elsewhere.
+      allowAbsoluteUrls: false,
+    });
+    this.maxMessageChars = options.maxMessageChars ?? DEFAULT_SLACK_MAX_MESSAGE_CHARS;
+  }
+
+  /** Replies in the thread; returns the `ts` of each message posted. */
+  async reply(target: SlackReplyTarget, text: string): Promise<string[]> {
+    const posted: string[] = [];
+    for (const piece of splitText(text, this.maxMessageChars)) {
+      const result = await this.call(() =>
+        this.client.chat.postMessage({
+          channel: target.channelId,
+          thread_ts: target.threadTs,
+          text: piece,
+          unfurl_links: false,
+          unfurl_media: false,
+        }),
+      );
+      posted.push(result.ts ?? "");
+    }
+    return posted;
+  }
+
+  /** Tells the user, in the thread, that their turn failed. */
+  async replyFailure(target: SlackReplyTarget, error: unknown): Promise<string[]> {
+    return this.reply(target, turnFailureMessage(error, "slack"));
+  }
+
+  /** `auth.test`: checks the token and names the bot user, whose own messages ingress ignores. */
+  async identity(): Promise<SlackBotIdentity> {
+    const result = await this.call(() => this.client.auth.test());
+    if (!result.team_id || !result.user_id) {
+      throw new ChannelDeliveryError("slack auth.test returned no identity", "slack");
+    }
+    return { teamId: result.team_id, userId: result.user_id, botId: result.bot_id };
+  }
+
+  private async call<T>(request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      if (error instanceof WebAPIPlatformError) {
+        // Slack's error codes (`channel_not_found`, `invalid_auth`, …) name no content and no secret.
+        throw new ChannelDeliveryError(`slack refused the call: ${error.data.error}`, "slack", 200, { cause: error });
+      }
+      if (error instanceof WebAPIHTTPError) {
+        throw new ChannelDeliveryError("slack answered with an HTTP error", "slack", error.statusCode, { cause: error });
+      }
+      if (error instanceof SlackError) {
+        throw new ChannelDeliveryError("slack could not be reached", "slack", undefined, { cause: error });
+      }
+      throw error;
+    }
+  }
+}

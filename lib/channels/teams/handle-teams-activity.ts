@@ -1,0 +1,95 @@
+import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
+import type { EventDeduper } from "../channel-event-deduper.js";
+import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
+import type { EnqueueTurn } from "../turn-job.js";
+import { parseTeamsActivity, teamsTurnJob, type TeamsIgnoreReason } from "./teams-activity.js";
+import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
+
+/** What became of one activity; for logs and metrics (reasons, never text). */
+export type TeamsActivityOutcome =
+  | { kind: "rejected"; reason: ChannelAuthenticationReason }
+  | { kind: "invalid" }
+  | { kind: "ignored"; reason: TeamsIgnoreReason }
+  | { kind: "duplicate" }
+  | { kind: "enqueued" };
+
+export interface HandleTeamsActivityInput {
+  request: ChannelRequest;
+  /** The bot's Microsoft App ID. */
+  appId: string;
+  deduper: EventDeduper;
+  enqueue: EnqueueTurn;
+  /** Default: the Bot Framework's (see `verifyBotFrameworkRequest`). */
+  openIdMetadataUrl?: string;
+  /** Default: the Bot Framework's (see `verifyBotFrameworkRequest`). */
+  issuer?: string;
+  /** Default: the current time. */
+  now?: Date;
+  onOutcome?: (outcome: TeamsActivityOutcome) => void;
+}
+
+function invalid(message: string): ChannelResponse {
+  return jsonResponse(400, { error: { code: "invalid_request", message } });
+}
+
+/**
+ * Authenticates, parses, dedupes and enqueues one Bot Framework activity and answers at once:
+ * 202 for an enqueued message, 200 for anything ignored or already seen. The answer itself
+ * goes out later through the Bot Connector (`TeamsReplier`).
+ *
+ * `ServiceUnavailableError` (signing keys unreachable) and enqueue failures are rethrown for
+ * the adapter to answer 5xx; the Bot Framework then retries.
+ */
+export async function handleTeamsActivity(input: HandleTeamsActivityInput): Promise<ChannelResponse> {
+  const report = input.onOutcome ?? (() => undefined);
+  const now = input.now ?? new Date();
+  let body: unknown;
+  try {
+    body = JSON.parse(input.request.rawBody);
+  } catch {
+    report({ kind: "invalid" });
+    return invalid("body is not JSON");
+  }
+
+  try {
+    await verifyBotFrameworkRequest({
+      headers: input.request.headers,
+      body,
+      appId: input.appId,
+      openIdMetadataUrl: input.openIdMetadataUrl,
+      issuer: input.issuer,
+      now,
+    });
+  } catch (error) {
+    if (!(error instanceof ChannelAuthenticationError)) throw error;
+    report({ kind: "rejected", reason: error.reason });
+    return jsonResponse(401, { error: { code: "unauthenticated", message: "invalid bot framework token" } });
+  }
+
+  let delivery;
+  try {
+    delivery = parseTeamsActivity(body);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    report({ kind: "invalid" });
+    return invalid(error.message);
+  }
+  if (delivery.kind === "ignore") {
+    report({ kind: "ignored", reason: delivery.reason });
+    return emptyResponse(200);
+  }
+
+  const job = teamsTurnJob(delivery.message, now);
+  if (!(await input.deduper.claim(job.dedupeId, now))) {
+    report({ kind: "duplicate" });
+    return emptyResponse(200);
+  }
+  try {
+    await input.enqueue(job);
+  } catch (error) {
+    await input.deduper.release(job.dedupeId);
+    throw error;
+  }
+  report({ kind: "enqueued" });
+  return emptyResponse(202);
+}

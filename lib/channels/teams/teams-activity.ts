@@ -1,0 +1,142 @@
+import { z } from "zod";
+import { ValidationError } from "../../errors.js";
+import type { Caller } from "../../tools/tool.js";
+import type { TeamsTurnJob } from "../turn-job.js";
+
+export const TEAMS_IGNORE_REASONS = {
+  notMessage: "not_message",
+  ownMessage: "own_message",
+  empty: "empty",
+} as const;
+export type TeamsIgnoreReason = (typeof TEAMS_IGNORE_REASONS)[keyof typeof TEAMS_IGNORE_REASONS];
+
+const channelAccountSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().optional(),
+  aadObjectId: z.string().optional(),
+});
+
+const activitySchema = z.object({
+  type: z.string().min(1),
+  id: z.string().min(1).optional(),
+  channelId: z.string().min(1),
+  serviceUrl: z.url(),
+  from: channelAccountSchema,
+  recipient: channelAccountSchema,
+  conversation: z.object({
+    id: z.string().min(1),
+    tenantId: z.string().optional(),
+    conversationType: z.string().optional(),
+  }),
+  text: z.string().optional(),
+  entities: z
+    .array(z.object({ type: z.string(), mentioned: channelAccountSchema.optional(), text: z.string().optional() }))
+    .optional(),
+  channelData: z.object({ tenant: z.object({ id: z.string().min(1) }).optional() }).optional(),
+});
+
+export type TeamsActivity = z.infer<typeof activitySchema>;
+
+/** A person's message to the assistant, as the turn needs it. */
+export interface TeamsUserMessage {
+  activityId: string;
+  serviceUrl: string;
+  conversationId: string;
+  /** Entra tenant, from `channelData.tenant.id` or `conversation.tenantId`. */
+  tenantId?: string;
+  /** The sender's Entra object id when Teams gives one, else their channel account id. */
+  userKey: string;
+  /** Channel account ids, needed to address the reply. */
+  fromId: string;
+  botId: string;
+  botName?: string;
+  /** Text with mentions of the bot removed; never blank. */
+  text: string;
+}
+
+export type TeamsDelivery = { kind: "ignore"; reason: TeamsIgnoreReason } | { kind: "message"; message: TeamsUserMessage };
+
+const AT_ELEMENT = /<at>([^<]*)<\/at>/g;
+
+/**
+ * Removes the bot's `<at>…</at>` mentions: those the activity's mention entities attribute to
+ * the bot, and any carrying the bot's display name (Teams writes the name it shows).
+ */
+export function stripTeamsMention(activity: Pick<TeamsActivity, "text" | "entities" | "recipient">): string {
+  const mentionTexts = new Set(
+    (activity.entities ?? [])
+      .filter((e) => e.type === "mention" && e.mentioned?.id === activity.recipient.id && e.text)
+      .map((e) => e.text as string),
+  );
+  const text = (activity.text ?? "").replace(AT_ELEMENT, (whole, name: string) =>
+    mentionTexts.has(whole) || (activity.recipient.name !== undefined && name.trim() === activity.recipient.name) ? " " : whole,
+  );
+  return text.replace(/&nbsp;/g, " ").replace(/[ \t]{2,}/g, " ").trim();
+}
+
+/**
+ * Parses an activity (already authenticated) into what it asks of us. Pure. Throws
+ * `ValidationError` when the body is not an activity.
+ */
+export function parseTeamsActivity(body: unknown): TeamsDelivery {
+  const parsed = activitySchema.safeParse(body);
+  if (!parsed.success) {
+    throw new ValidationError(
+      "invalid bot framework activity",
+      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    );
+  }
+  const activity = parsed.data;
+  if (activity.type !== "message" || !activity.id) return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.notMessage };
+  if (activity.from.id === activity.recipient.id) return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.ownMessage };
+  const text = stripTeamsMention(activity);
+  if (text === "") return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.empty };
+  return {
+    kind: "message",
+    message: {
+      activityId: activity.id,
+      serviceUrl: activity.serviceUrl,
+      conversationId: activity.conversation.id,
+      tenantId: activity.channelData?.tenant?.id ?? activity.conversation.tenantId,
+      userKey: activity.from.aadObjectId ?? activity.from.id,
+      fromId: activity.from.id,
+      botId: activity.recipient.id,
+      botName: activity.recipient.name,
+      text,
+    },
+  };
+}
+
+/**
+ * The turn for a Teams message. A Teams conversation id is one conversation, owned by the
+ * tenant; who may read it follows the chat or channel (a channel thread's id is the channel's
+ * id plus `;messageid=…`).
+ */
+export function teamsTurnJob(message: TeamsUserMessage, receivedAt: Date): TeamsTurnJob {
+  const tenantId = message.tenantId ? `teams:${message.tenantId}` : undefined;
+  const caller: Caller = {
+    userId: tenantId ? `${tenantId}:${message.userKey}` : `teams:${message.userKey}`,
+    tenantId,
+    roles: [],
+  };
+  return {
+    channel: "teams",
+    conversationKey: `teams:${message.conversationId}`,
+    caller,
+    // Without a tenant (emulator, web chat) there is no organisation to own it: the person does.
+    owner: tenantId ? { userId: tenantId, tenantId, roles: [] } : caller,
+    readScope: `teams:${message.conversationId.split(";messageid=")[0]}`,
+    content: message.text,
+    dedupeId: `teams:${message.conversationId}:${message.activityId}`,
+    receivedAt: receivedAt.toISOString(),
+    replyTo: {
+      serviceUrl: message.serviceUrl,
+      conversationId: message.conversationId,
+      activityId: message.activityId,
+      botId: message.botId,
+      botName: message.botName,
+      userId: message.fromId,
+      tenantId: message.tenantId,
+    },
+  };
+}

@@ -1,0 +1,91 @@
+import { z } from "zod";
+import { ChannelDeliveryError } from "../../errors.js";
+import { turnFailureMessage } from "../failure-message.js";
+import { splitText } from "../split-text.js";
+import type { TeamsReplyTarget } from "../turn-job.js";
+import type { BotConnectorTokenProvider } from "./bot-connector-token-provider.js";
+
+/** Timeout of one Bot Connector request, in milliseconds. */
+export const DEFAULT_BOT_CONNECTOR_TIMEOUT_MS = 10_000;
+/**
+ * Longest text per reply activity. Teams refuses activities over about 28 KB; this leaves room
+ * for the envelope and multi-byte characters.
+ */
+export const DEFAULT_TEAMS_MAX_MESSAGE_CHARS = 12_000;
+
+const resourceResponseSchema = z.object({ id: z.string().optional() });
+
+export interface TeamsReplierOptions {
+  tokens: BotConnectorTokenProvider;
+  /** Default: {@link DEFAULT_BOT_CONNECTOR_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** Default: {@link DEFAULT_TEAMS_MAX_MESSAGE_CHARS}. */
+  maxMessageChars?: number;
+}
+
+/**
+ * Answers in the Teams conversation a turn came from, through the Bot Connector REST API
+ * (`POST {serviceUrl}/v3/conversations/{id}/activities/{activityId}`). Create once per container.
+ */
+export class TeamsReplier {
+  private readonly tokens: BotConnectorTokenProvider;
+  private readonly timeoutMs: number;
+  private readonly maxMessageChars: number;
+
+  constructor(options: TeamsReplierOptions) {
+    this.tokens = options.tokens;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_BOT_CONNECTOR_TIMEOUT_MS;
+    this.maxMessageChars = options.maxMessageChars ?? DEFAULT_TEAMS_MAX_MESSAGE_CHARS;
+  }
+
+  /** Replies to the activity; returns the id of each activity posted. */
+  async reply(target: TeamsReplyTarget, text: string): Promise<string[]> {
+    const url =
+      `${target.serviceUrl.replace(/\/+$/, "")}/v3/conversations/${encodeURIComponent(target.conversationId)}` +
+      `/activities/${encodeURIComponent(target.activityId)}`;
+    const ids: string[] = [];
+    for (const piece of splitText(text, this.maxMessageChars)) {
+      const activity = {
+        type: "message",
+        text: piece,
+        textFormat: "markdown",
+        from: { id: target.botId, name: target.botName },
+        recipient: { id: target.userId },
+        conversation: { id: target.conversationId, tenantId: target.tenantId },
+        replyToId: target.activityId,
+      };
+      ids.push(await this.post(url, activity));
+    }
+    return ids;
+  }
+
+  /** Tells the user, in the conversation, that their turn failed. */
+  async replyFailure(target: TeamsReplyTarget, error: unknown): Promise<string[]> {
+    return this.reply(target, turnFailureMessage(error, "teams"));
+  }
+
+  private async post(url: string, activity: object): Promise<string> {
+    let response = await this.send(url, activity, await this.tokens.token());
+    if (response.status === 401) {
+      // A token revoked or rotated before its stated expiry: fetch a fresh one once.
+      this.tokens.invalidate();
+      response = await this.send(url, activity, await this.tokens.token());
+    }
+    if (!response.ok) throw new ChannelDeliveryError("bot connector refused the reply", "teams", response.status);
+    const parsed = resourceResponseSchema.safeParse(await response.json().catch(() => ({})));
+    return parsed.success ? (parsed.data.id ?? "") : "";
+  }
+
+  private async send(url: string, activity: object, token: string): Promise<Response> {
+    try {
+      return await fetch(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(activity),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (error) {
+      throw new ChannelDeliveryError("bot connector unreachable", "teams", undefined, { cause: error });
+    }
+  }
+}

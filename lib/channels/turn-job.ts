@@ -1,0 +1,92 @@
+import { z } from "zod";
+import { ValidationError } from "../errors.js";
+
+/** Where a turn came from; the worker picks the replier by it. */
+export const TURN_CHANNELS = { slack: "slack", teams: "teams", api: "api" } as const;
+export type TurnChannel = (typeof TURN_CHANNELS)[keyof typeof TURN_CHANNELS];
+
+const callerSchema = z.object({
+  userId: z.string().min(1),
+  tenantId: z.string().min(1).optional(),
+  roles: z.array(z.string()),
+});
+
+const slackReplyTargetSchema = z.object({
+  teamId: z.string().min(1),
+  channelId: z.string().min(1),
+  /** The thread root: replies go into this thread. */
+  threadTs: z.string().min(1),
+});
+
+const teamsReplyTargetSchema = z.object({
+  /** Bot Connector base URL of the verified activity; the reply is sent there and nowhere else. */
+  serviceUrl: z.url(),
+  conversationId: z.string().min(1),
+  /** The activity answered; the reply is threaded under it. */
+  activityId: z.string().min(1),
+  /** The bot's channel account (the activity's recipient), sent as the reply's `from`. */
+  botId: z.string().min(1),
+  botName: z.string().optional(),
+  /** The user's channel account, sent as the reply's `recipient`. */
+  userId: z.string().min(1),
+  /** Entra tenant of the conversation, when Teams gave one. */
+  tenantId: z.string().min(1).optional(),
+});
+
+const jobFields = {
+  /**
+   * The channel's own key for the conversation: a Slack thread or a Teams conversation.
+   * The worker binds it to a conversation (`findOrCreateByChannelKey`).
+   */
+  conversationKey: z.string().min(1),
+  /** The person who wrote the message, from the verified request. */
+  caller: callerSchema,
+  /** Who owns the conversation: the Slack workspace or the Teams tenant, not the first writer. */
+  owner: callerSchema,
+  /**
+   * Who may read the conversation: everyone who can read this channel scope
+   * (a Slack channel or DM, a Teams channel or chat).
+   */
+  readScope: z.string().min(1),
+  /** The user's text, bot mention removed. */
+  content: z.string().min(1),
+  /** Stable across the channel's retries of the same event (Slack `event_id`, Teams activity id). */
+  dedupeId: z.string().min(1),
+  /** When ingress accepted the event (ISO 8601). */
+  receivedAt: z.iso.datetime(),
+};
+
+/** The message the ingress puts on the queue and the worker takes off it. */
+export const turnJobSchema = z.discriminatedUnion("channel", [
+  z.object({ channel: z.literal(TURN_CHANNELS.slack), ...jobFields, replyTo: slackReplyTargetSchema }),
+  z.object({ channel: z.literal(TURN_CHANNELS.teams), ...jobFields, replyTo: teamsReplyTargetSchema }),
+  z.object({ channel: z.literal(TURN_CHANNELS.api), ...jobFields }),
+]);
+
+export type TurnJob = z.infer<typeof turnJobSchema>;
+export type SlackTurnJob = Extract<TurnJob, { channel: "slack" }>;
+export type TeamsTurnJob = Extract<TurnJob, { channel: "teams" }>;
+export type SlackReplyTarget = SlackTurnJob["replyTo"];
+export type TeamsReplyTarget = TeamsTurnJob["replyTo"];
+
+/** Function the ingress calls to hand a turn to the queue (or, locally, straight to the worker). */
+export type EnqueueTurn = (job: TurnJob) => Promise<void>;
+
+/** Parses a queue message body; a body that is not a turn job is a `ValidationError`, never a turn. */
+export function parseTurnJob(body: string): TurnJob {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (error) {
+    throw new ValidationError("turn job is not JSON", undefined, { cause: error });
+  }
+  const parsed = turnJobSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new ValidationError(
+      "invalid turn job",
+      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    );
+  }
+  return parsed.data;
+}
+
