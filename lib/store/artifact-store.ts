@@ -1,0 +1,225 @@
+import { createHash, randomUUID } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import { DocumentTooLargeError } from "../errors.js";
+import { countTextTokens } from "../model-view/token-counter.js";
+import { COLLECTIONS } from "./collections.js";
+
+/** Largest tool output stored, in UTF-8 bytes; a larger one is refused with `DocumentTooLargeError`. */
+export const DEFAULT_MAX_ARTIFACT_BYTES = 16 * 1024 * 1024;
+/** Content up to this many UTF-8 bytes is kept in one document; more is split into parts of this size, far below MongoDB's 16 MB. */
+export const DEFAULT_ARTIFACT_PART_BYTES = 4 * 1024 * 1024;
+/** Characters of the output kept as its preview. */
+export const DEFAULT_PREVIEW_CHARS = 400;
+
+/** What the checkpointed ToolMessage carries instead of the payload (as its `artifact`). */
+export interface ArtifactRef {
+  handle: string;
+  bytes: number;
+  tokens: number;
+  preview: string;
+}
+
+export interface StoredArtifact extends ArtifactRef {
+  conversationId: string;
+  turnId: string;
+  toolCallId: string;
+  toolName: string;
+  content: string;
+  createdAt: Date;
+}
+
+export interface NewArtifact {
+  conversationId: string;
+  turnId: string;
+  toolCallId: string;
+  toolName: string;
+  content: string;
+  /** The content's tokens, when the caller has counted them already (tokenizing megabytes takes seconds). */
+  tokens?: number;
+}
+
+interface ArtifactHead {
+  _id: string;
+  kind: "artifact";
+  conversationId: string;
+  turnId: string;
+  toolCallId: string;
+  toolName: string;
+  bytes: number;
+  tokens: number;
+  preview: string;
+  createdAt: Date;
+  /** The whole content, when it fits in one part. */
+  content?: string;
+  /** The parts' write attempt and count, when split: parts of a failed attempt are never read. */
+  partSet?: string;
+  parts?: number;
+}
+
+interface ArtifactPart {
+  _id: string;
+  kind: "part";
+  conversationId: string;
+  handle: string;
+  partSet: string;
+  index: number;
+  content: string;
+  createdAt: Date;
+}
+
+type ArtifactDocument = ArtifactHead | ArtifactPart;
+
+export interface ArtifactStoreOptions {
+  /** Default: DEFAULT_MAX_ARTIFACT_BYTES. */
+  maxBytes?: number;
+  /** Default: DEFAULT_ARTIFACT_PART_BYTES. */
+  partBytes?: number;
+  /** Default: DEFAULT_PREVIEW_CHARS. */
+  previewChars?: number;
+}
+
+/** The first `chars` characters, never cutting a surrogate pair, with "…" when something was cut. */
+export function previewOf(content: string, chars = DEFAULT_PREVIEW_CHARS): string {
+  if (content.length <= chars) return content;
+  const last = content.charCodeAt(chars - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? chars - 1 : chars;
+  return `${content.slice(0, end)}…`;
+}
+
+/**
+ * The handle is derived from the conversation and the tool call, so a retried put names the
+ * same document and the output is stored once. 96 bits keep handles short enough to quote.
+ */
+function handleFor(conversationId: string, toolCallId: string): string {
+  return `art_${createHash("sha256").update(`${conversationId}\u0000${toolCallId}`).digest("hex").slice(0, 24)}`;
+}
+
+/** Splits on UTF-8 byte counts without cutting a character. */
+function splitByBytes(content: string, partBytes: number): string[] {
+  const buffer = Buffer.from(content, "utf8");
+  const parts: string[] = [];
+  let start = 0;
+  while (start < buffer.length) {
+    let end = Math.min(start + partBytes, buffer.length);
+    // Step back over continuation bytes (10xxxxxx) so the cut falls between characters.
+    while (end < buffer.length && (buffer[end] & 0xc0) === 0x80) end -= 1;
+    parts.push(buffer.toString("utf8", start, end));
+    start = end;
+  }
+  return parts;
+}
+
+function refOf(head: ArtifactHead): ArtifactRef {
+  return { handle: head._id, bytes: head.bytes, tokens: head.tokens, preview: head.preview };
+}
+
+/**
+ * Tool outputs too large for the model view, stored once per tool call with a handle the
+ * model can pass to `read_tool_output`. Reads are scoped to a conversation.
+ */
+export class ArtifactStore {
+  readonly collection: Collection<ArtifactDocument>;
+  private readonly maxBytes: number;
+  private readonly partBytes: number;
+  private readonly previewChars: number;
+
+  constructor(db: Db, options: ArtifactStoreOptions = {}) {
+    this.collection = db.collection<ArtifactDocument>(COLLECTIONS.artifacts);
+    this.maxBytes = options.maxBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
+    this.partBytes = options.partBytes ?? DEFAULT_ARTIFACT_PART_BYTES;
+    this.previewChars = options.previewChars ?? DEFAULT_PREVIEW_CHARS;
+  }
+
+  async setup(): Promise<void> {
+    await this.collection.createIndex({ conversationId: 1 }, { name: "conversation" });
+    await this.collection.createIndex({ handle: 1, partSet: 1, index: 1 }, { name: "parts" });
+  }
+
+  /**
+   * Stores the output once; a retry for the same conversation and tool call returns the first
+   * stored reference, whatever content it carries.
+   * @throws DocumentTooLargeError when the content is over the configured maximum.
+   */
+  async put(artifact: NewArtifact, now = new Date()): Promise<ArtifactRef> {
+    const handle = handleFor(artifact.conversationId, artifact.toolCallId);
+    const existing = await this.findHead(handle, artifact.conversationId);
+    if (existing) return refOf(existing);
+
+    const bytes = Buffer.byteLength(artifact.content, "utf8");
+    if (bytes > this.maxBytes) {
+      throw new DocumentTooLargeError(`tool output of ${bytes} bytes is over the ${this.maxBytes}-byte artifact limit`, bytes, this.maxBytes);
+    }
+    const head: ArtifactHead = {
+      _id: handle,
+      kind: "artifact",
+      conversationId: artifact.conversationId,
+      turnId: artifact.turnId,
+      toolCallId: artifact.toolCallId,
+      toolName: artifact.toolName,
+      bytes,
+      tokens: artifact.tokens ?? countTextTokens(artifact.content),
+      preview: previewOf(artifact.content, this.previewChars),
+      createdAt: now,
+    };
+    if (bytes <= this.partBytes) {
+      head.content = artifact.content;
+    } else {
+      // Parts are written before the head, so a head always names a complete set.
+      const partSet = randomUUID();
+      const parts = splitByBytes(artifact.content, this.partBytes);
+      for (const [index, content] of parts.entries()) {
+        await this.collection.insertOne({
+          _id: `${handle}.${partSet}.${index}`,
+          kind: "part",
+          conversationId: artifact.conversationId,
+          handle,
+          partSet,
+          index,
+          content,
+          createdAt: now,
+        });
+      }
+      head.partSet = partSet;
+      head.parts = parts.length;
+    }
+    const { _id, ...fields } = head;
+    await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
+    // A concurrent put may have won: answer with what is stored.
+    const stored = await this.findHead(handle, artifact.conversationId);
+    return refOf(stored ?? head);
+  }
+
+  /** The artifact, or undefined when the handle is unknown or belongs to another conversation. */
+  async get(handle: string, conversationId: string): Promise<StoredArtifact | undefined> {
+    const head = await this.findHead(handle, conversationId);
+    if (!head) return undefined;
+    let content = head.content ?? "";
+    if (head.partSet !== undefined) {
+      const parts = (await this.collection
+        .find({ kind: "part", handle, partSet: head.partSet, conversationId })
+        .sort({ index: 1 })
+        .toArray()) as ArtifactPart[];
+      if (parts.length !== head.parts) return undefined;
+      content = parts.map((p) => p.content).join("");
+    }
+    return {
+      ...refOf(head),
+      conversationId: head.conversationId,
+      turnId: head.turnId,
+      toolCallId: head.toolCallId,
+      toolName: head.toolName,
+      content,
+      createdAt: head.createdAt,
+    };
+  }
+
+  /** Removes every artifact of the conversation, parts included. */
+  async deleteByConversation(conversationId: string): Promise<void> {
+    await this.collection.deleteMany({ conversationId });
+  }
+
+  private async findHead(handle: string, conversationId: string): Promise<ArtifactHead | undefined> {
+    const doc = await this.collection.findOne({ _id: handle, conversationId, kind: "artifact" });
+    return (doc as ArtifactHead | null) ?? undefined;
+  }
+}
