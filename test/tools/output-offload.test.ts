@@ -1,0 +1,62 @@
+import { countTextTokens } from "../../lib/model-view/token-counter.js";
+import { ArtifactStore, DEFAULT_PREVIEW_CHARS } from "../../lib/store/artifact-store.js";
+import { DEFAULT_OFFLOAD_TOKENS, offloadToolOutput } from "../../lib/tools/output-offload.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+let database: TestDatabase;
+let artifacts: ArtifactStore;
+
+beforeAll(async () => {
+  database = await openTestDatabase("offload");
+  artifacts = new ArtifactStore(database.db);
+  await artifacts.setup();
+});
+
+afterAll(async () => {
+  // TestDatabase.cleanup uses listCollections and drop, which the embedded server lacks; this file uses one collection.
+  await artifacts.collection.deleteMany({});
+  await database.client.close();
+});
+
+const meta = (toolCallId: string) => ({ conversationId: "conv-offload", turnId: "turn-1", toolCallId, toolName: "sql_query" });
+
+function rows(count: number): string {
+  return Array.from({ length: count }, (_, i) => `${i + 1}\tcustomer ${i + 1}\t${(i * 37.5).toFixed(2)}\tEMEA`).join("\n");
+}
+
+describe("offloadToolOutput", () => {
+  it("returns the output as content, without an artifact, when it is at or under the threshold", async () => {
+    const output = rows(20);
+    const tokens = countTextTokens(output);
+    const fields = await offloadToolOutput(output, meta("call-small"), { artifacts, thresholdTokens: tokens });
+    expect(fields).toEqual({ content: output });
+    expect(await artifacts.collection.countDocuments({ toolCallId: "call-small" })).toBe(0);
+  });
+
+  it("returns a preview and the artifact reference when the output is over the threshold", async () => {
+    const output = rows(20);
+    const fields = await offloadToolOutput(output, meta("call-over"), { artifacts, thresholdTokens: countTextTokens(output) - 1 });
+    expect(fields.artifact?.handle).toMatch(/^art_/);
+    expect(fields.content).toBe(fields.artifact?.preview);
+    expect(fields.content).toBe(`${output.slice(0, DEFAULT_PREVIEW_CHARS)}…`);
+    expect(fields.artifact).toMatchObject({ bytes: Buffer.byteLength(output), tokens: countTextTokens(output) });
+    expect((await artifacts.get(fields.artifact!.handle, "conv-offload"))?.content).toBe(output);
+  });
+
+  it("uses DEFAULT_OFFLOAD_TOKENS when no threshold is given", async () => {
+    let count = 10;
+    while (countTextTokens(rows(count)) <= DEFAULT_OFFLOAD_TOKENS) count *= 2;
+    const over = await offloadToolOutput(rows(count), meta("call-default-over"), { artifacts });
+    const under = await offloadToolOutput(rows(10), meta("call-default-under"), { artifacts });
+    expect(over.artifact).toBeDefined();
+    expect(under.artifact).toBeUndefined();
+  });
+
+  it("returns the same handle when a retried tool call is offloaded again", async () => {
+    const output = rows(2_000);
+    const first = await offloadToolOutput(output, meta("call-retry"), { artifacts });
+    const retry = await offloadToolOutput(output, meta("call-retry"), { artifacts });
+    expect(retry).toEqual(first);
+    expect(await artifacts.collection.countDocuments({ toolCallId: "call-retry" })).toBe(1);
+  });
+});
