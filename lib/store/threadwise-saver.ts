@@ -186,9 +186,12 @@ export class ThreadwiseSaver extends MongoDBSaver {
     return this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
   }
 
-  /** `$currentDate` for `upserted_at`, which the TTL indexes expire on, when a ttl is set. */
-  private get touch(): { $currentDate?: { upserted_at: true } } {
-    return this.enableTimestamps ? { $currentDate: { upserted_at: true } } : {};
+  /**
+   * `upserted_at`, which the TTL indexes expire on, when a ttl is set. Set from the client clock
+   * rather than with `$currentDate`, which the embedded server used locally does not support.
+   */
+  private stamp(): { upserted_at?: Date } {
+    return this.enableTimestamps ? { upserted_at: new Date() } : {};
   }
 
   /**
@@ -299,7 +302,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
           updateOne: {
             filter: { thread_id, checkpoint_ns, channel, version },
             // $set, not $setOnInsert: a retry after a crash recomputes the same version and its value wins.
-            update: { $set: { type, blob }, ...this.touch },
+            update: { $set: { type, blob, ...this.stamp() } },
             upsert: true,
           },
         })),
@@ -308,7 +311,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     if (this.enableTimestamps) await this.touchUnchangedBlobs({ thread_id, checkpoint_ns }, header.channel_versions, changed);
     await this.checkpoints.updateOne(
       { thread_id, checkpoint_ns, checkpoint_id },
-      { $set: checkpointDoc, ...this.touch },
+      { $set: { ...checkpointDoc, ...this.stamp() } },
       { upsert: true },
     );
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id } };
@@ -338,9 +341,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
           updateOne: {
             filter,
             // Special writes (errors, interrupts) replace earlier ones; regular writes are kept once.
-            update: allSpecial
-              ? { $set: fields, ...this.touch }
-              : { $setOnInsert: this.enableTimestamps ? { ...fields, upserted_at: new Date() } : fields },
+            update: allSpecial ? { $set: { ...fields, ...this.stamp() } } : { $setOnInsert: { ...fields, ...this.stamp() } },
             upsert: true,
           },
         };
@@ -426,7 +427,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     if (unchanged.length === 0) return;
     await this.blobs.updateMany(
       { ...position, $or: unchanged.map(([channel, version]) => ({ channel, version: String(version) })) },
-      { $currentDate: { upserted_at: true } },
+      { $set: { upserted_at: new Date() } },
     );
   }
 
