@@ -1,25 +1,326 @@
-import { SystemMessage, type BaseMessage } from "@langchain/core/messages";
-import { countMessagesTokens } from "./token-counter.js";
-import type { ModelView, ModelViewPolicy } from "./types.js";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
+import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
+import { countMessageTokens, countMessagesTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
+import { offloadedArtifact } from "./tool-output-artifact.js";
+import { toolOutputNotice } from "./tool-output-notice.js";
+import type { ModelView, ModelViewPolicy, OmittedOutput, ViewRepairs } from "./types.js";
+import { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
+
+/** Tool schema tokens assumed when the policy does not say (a model called without tools). */
+export const DEFAULT_TOOL_SCHEMA_TOKENS = 0;
+
+/**
+ * Stands in the view for the answer of a finished turn that has none (it failed or was interrupted).
+ * Keeping the question lets "try again" make sense; marking the stub keeps the model from taking it
+ * for something it said.
+ */
+export const NO_ANSWER_STUB = "[No answer: this turn ended before the assistant gave a final answer.]";
+
+/** Answers, in the view only, a tool call left without a result by an interrupted turn. */
+export const INTERRUPTED_TOOL_RESULT = "[No result: this tool call was interrupted before it returned. Call the tool again if you still need it.]";
+
+/** Stands in for a tool result with no text: Converse rejects empty and blank content. */
+export const EMPTY_TOOL_OUTPUT = "[The tool returned no output.]";
+
+/** Stands in for a user message with no text, for the same reason. */
+export const EMPTY_USER_MESSAGE = "[The user sent an empty message.]";
+
+type Content = BaseMessage["content"];
+
+interface ActiveToolResult {
+  toolCallId: string;
+  toolName: string;
+  /** Tokens of the whole output: the artifact's count when offloaded, else the stored content's. */
+  outputTokens: number;
+  handle?: string;
+  preview: string;
+  noticed: boolean;
+}
+
+interface ActiveItem {
+  message: BaseMessage;
+  tokens: number;
+  result?: ActiveToolResult;
+}
+
+interface FinishedPair {
+  question: BaseMessage;
+  answer: BaseMessage;
+  tokens: number;
+  stubbed: boolean;
+}
+
+function isBlank(text: string): boolean {
+  return text.trim().length === 0;
+}
+
+function textOf(content: Content): string {
+  if (typeof content === "string") return content;
+  return content
+    .map((block) => (typeof block === "string" ? block : block.type === "text" && typeof block.text === "string" ? block.text : ""))
+    .filter((text) => !isBlank(text))
+    .join("\n");
+}
+
+function isBlankBlock(block: Content[number] | string): boolean {
+  if (typeof block === "string") return isBlank(block);
+  return block.type === "text" && typeof block.text === "string" && isBlank(block.text);
+}
+
+/** The content without blank text (Converse rejects blank text blocks); the same reference when nothing is blank. */
+function withoutBlankText(content: Content): Content {
+  if (typeof content === "string") return isBlank(content) ? "" : content;
+  if (!content.some(isBlankBlock)) return content;
+  const kept = content.filter((block) => !isBlankBlock(block));
+  return kept.length > 0 ? (kept as Content) : "";
+}
+
+function isEmpty(content: Content): boolean {
+  return typeof content === "string" ? content.length === 0 : content.length === 0;
+}
+
+function toolCallsOf(message: BaseMessage): ToolCall[] {
+  return (message as AIMessage).tool_calls ?? [];
+}
+
+function zeroRepairs(): ViewRepairs {
+  return { syntheticToolResults: 0, orphanToolResults: 0, droppedToolCalls: 0, stubbedAnswers: 0, mergedMessages: 0, droppedMessages: 0 };
+}
+
+function userMessage(message: BaseMessage): BaseMessage {
+  const content = withoutBlankText(message.content);
+  if (content === message.content) return message;
+  return new HumanMessage({ content: isEmpty(content) ? EMPTY_USER_MESSAGE : content });
+}
+
+/** A finished turn's (question, final answer); the final answer is its last assistant message, if that makes no tool call. */
+function finishedPair(messages: readonly BaseMessage[], start: number, end: number): FinishedPair {
+  const question = userMessage(messages[start]);
+  let answer: BaseMessage | undefined;
+  for (let i = end - 1; i > start; i--) {
+    const message = messages[i];
+    if (message.type !== "ai") continue;
+    if (toolCallsOf(message).length === 0) {
+      const { content } = message;
+      if (typeof content === "string") answer = isBlank(content) ? undefined : message;
+      else {
+        const text = textOf(content);
+        answer = text.length > 0 ? new AIMessage(text) : undefined;
+      }
+    }
+    break;
+  }
+  const stubbed = answer === undefined;
+  answer ??= new AIMessage(NO_ANSWER_STUB);
+  return { question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed };
+}
+
+function mergeContent(a: Content, b: Content): Content {
+  if (typeof a === "string" && typeof b === "string") return a.length === 0 ? b : b.length === 0 ? a : `${a}\n\n${b}`;
+  const blocks = (content: Content) => (typeof content === "string" ? (content.length > 0 ? [{ type: "text" as const, text: content }] : []) : content);
+  return [...blocks(a), ...blocks(b)] as Content;
+}
+
+/**
+ * The active turn, whole and repaired: each tool call followed by its result (a synthetic error
+ * result when it has none), results without their call left out, calls without a usable id left
+ * out, empty assistant messages left out, consecutive assistant messages merged.
+ */
+function activeTurn(messages: readonly BaseMessage[], start: number, repairs: ViewRepairs): ActiveItem[] {
+  const items: ActiveItem[] = [];
+  const push = (message: BaseMessage, result?: ActiveToolResult) => items.push({ message, tokens: countMessageTokens(message), result });
+  push(userMessage(messages[start]));
+
+  const usedIds = new Set<string>();
+  let pending = new Map<string, { name: string; answered: boolean }>();
+  const closePending = () => {
+    for (const [id, call] of pending) {
+      if (call.answered) continue;
+      const message = new ToolMessage({ content: INTERRUPTED_TOOL_RESULT, tool_call_id: id, name: call.name, status: "error" });
+      push(message, { toolCallId: id, toolName: call.name, outputTokens: countMessageTokens(message), preview: "", noticed: false });
+      repairs.syntheticToolResults++;
+    }
+    pending = new Map();
+  };
+
+  for (let i = start + 1; i < messages.length; i++) {
+    const message = messages[i];
+    if (message.type === "ai") {
+      closePending();
+      const calls = toolCallsOf(message);
+      const usable = calls.filter((call) => {
+        const ok = typeof call.id === "string" && call.id.length > 0 && !usedIds.has(call.id);
+        if (ok) usedIds.add(call.id as string);
+        return ok;
+      });
+      repairs.droppedToolCalls += calls.length - usable.length;
+      const content = withoutBlankText(message.content);
+      if (isEmpty(content) && usable.length === 0) {
+        repairs.droppedMessages++;
+        continue;
+      }
+      for (const call of usable) pending.set(call.id as string, { name: call.name, answered: false });
+      const previous = items[items.length - 1].message;
+      if (previous.type === "ai") {
+        // Only an assistant message without tool calls can be followed by another one here.
+        items.pop();
+        push(new AIMessage({ content: mergeContent(previous.content, content), tool_calls: usable }));
+        repairs.mergedMessages++;
+      } else if (content === message.content && usable.length === calls.length) push(message);
+      else push(new AIMessage({ content, tool_calls: usable }));
+    } else if (message.type === "tool") {
+      const tool = message as ToolMessage;
+      const call = pending.get(tool.tool_call_id);
+      if (!call || call.answered) {
+        repairs.orphanToolResults++;
+        continue;
+      }
+      call.answered = true;
+      const artifact = offloadedArtifact(tool);
+      const content = withoutBlankText(tool.content);
+      const shown = isEmpty(content)
+        ? new ToolMessage({ content: EMPTY_TOOL_OUTPUT, tool_call_id: tool.tool_call_id, name: tool.name, status: tool.status })
+        : content === tool.content
+          ? tool
+          : new ToolMessage({ content, tool_call_id: tool.tool_call_id, name: tool.name, status: tool.status });
+      const tokens = countMessageTokens(shown);
+      push(shown, {
+        toolCallId: tool.tool_call_id,
+        toolName: call.name,
+        outputTokens: artifact?.tokens ?? tokens - MESSAGE_OVERHEAD_TOKENS,
+        handle: artifact?.handle,
+        preview: artifact?.preview ?? textOf(content),
+        noticed: false,
+      });
+    } else if (message.type !== "system") {
+      // A second user message cannot occur (the active turn starts at the latest); other types Converse does not take.
+      repairs.droppedMessages++;
+    }
+  }
+  closePending();
+  return items;
+}
+
+/** The notice that would stand for an active-turn tool result, with its tokens. */
+function noticeFor(item: ActiveItem, reason: OmittedOutput["reason"], threshold: number): { message: ToolMessage; tokens: number; omitted: OmittedOutput } {
+  const result = item.result as ActiveToolResult;
+  const notice = toolOutputNotice({ toolName: result.toolName, tokens: result.outputTokens, handle: result.handle, preview: result.preview, reason, threshold });
+  const original = item.message as ToolMessage;
+  const message = new ToolMessage({ content: notice, tool_call_id: result.toolCallId, name: original.name ?? result.toolName, status: original.status });
+  const omitted: OmittedOutput = { toolCallId: result.toolCallId, toolName: result.toolName, tokens: result.outputTokens, reason };
+  if (result.handle) omitted.handle = result.handle;
+  return { message, tokens: countMessageTokens(message), omitted };
+}
+
+/** Shows the notice instead of the result; returns the change in the view's tokens. */
+function applyNotice(item: ActiveItem, notice: { message: ToolMessage; tokens: number }): number {
+  const delta = notice.tokens - item.tokens;
+  item.message = notice.message;
+  item.tokens = notice.tokens;
+  (item.result as ActiveToolResult).noticed = true;
+  return delta;
+}
 
 /**
  * Builds the messages for one model call from the thread's messages and a policy.
- * Pure: never mutates `messages`.
+ *
+ * Contract (checked by the tests in `test/model-view`):
+ * - pure: `messages` and the message objects in it are never changed; unchanged messages are
+ *   reused, changed ones are new objects;
+ * - the view is: the system prompt; the last `policy.finishedTurns` finished turns, each exactly
+ *   (question, final answer) — a turn without a final answer shows its question and `NO_ANSWER_STUB`;
+ *   the active turn (from the latest user message) whole, every tool call followed by its result;
+ * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
+ *   naming the tool, its size, the handle and how to read part of it;
+ * - `viewTokens + toolSchemaTokens <= policy.totalBudget`: the oldest pairs are dropped first, then
+ *   the largest active-turn results are replaced by notices;
+ * - the view satisfies the Bedrock Converse rules (`validateConverseView`), whatever the history.
+ *
+ * @throws ContextBudgetExceededError when even the reduced view exceeds the budget.
+ * @throws InvalidModelViewError when no valid view exists: the thread has no user message, or it
+ *   ends with a final answer (there is nothing to answer).
  */
 export function buildModelView(messages: readonly BaseMessage[], policy: ModelViewPolicy): ModelView {
   const started = performance.now();
-  const view = [new SystemMessage(policy.systemPrompt), ...messages];
-  const stateTokens = countMessagesTokens(messages);
+  const repairs = zeroRepairs();
+  const toolSchemaTokens = policy.toolSchemaTokens ?? DEFAULT_TOOL_SCHEMA_TOKENS;
+
+  const turnStarts: number[] = [];
+  messages.forEach((message, index) => {
+    if (message.type === "human") turnStarts.push(index);
+  });
+  if (turnStarts.length === 0) throw new InvalidModelViewError("the thread has no user message to answer", CONVERSE_RULES.firstMessageUser);
+  for (let i = 0; i < turnStarts[0]; i++) if (messages[i].type !== "system") repairs.droppedMessages++;
+
+  const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs);
+  const system = isBlank(policy.systemPrompt) ? [] : [new SystemMessage(policy.systemPrompt)];
+  let total = toolSchemaTokens + countMessagesTokens(system);
+  for (const item of active) total += item.tokens;
+
+  const omittedOutputs: OmittedOutput[] = [];
+  for (const item of active) {
+    const result = item.result;
+    if (result && (result.handle !== undefined || result.outputTokens > policy.toolOutputTokens)) {
+      const notice = noticeFor(item, "over-threshold", policy.toolOutputTokens);
+      total += applyNotice(item, notice);
+      omittedOutputs.push(notice.omitted);
+    }
+  }
+
+  const finishedTurnsInState = turnStarts.length - 1;
+  // Newest first, so dropping for the budget pops the oldest.
+  const pairs: FinishedPair[] = [];
+  for (let t = finishedTurnsInState - 1; t >= 0 && pairs.length < policy.finishedTurns; t--) {
+    const pair = finishedPair(messages, turnStarts[t], turnStarts[t + 1]);
+    pairs.push(pair);
+    total += pair.tokens;
+  }
+  let finishedTurnsDroppedForBudget = 0;
+  while (total > policy.totalBudget && pairs.length > 0) {
+    total -= (pairs.pop() as FinishedPair).tokens;
+    finishedTurnsDroppedForBudget++;
+  }
+
+  if (total > policy.totalBudget) {
+    const largestFirst = active.filter((item) => item.result && !item.result.noticed).sort((a, b) => b.tokens - a.tokens);
+    for (const item of largestFirst) {
+      if (total <= policy.totalBudget) break;
+      const notice = noticeFor(item, "over-budget", policy.toolOutputTokens);
+      // A result already shorter than its notice stays: replacing it would not help.
+      if (notice.tokens >= item.tokens) continue;
+      total += applyNotice(item, notice);
+      omittedOutputs.push(notice.omitted);
+    }
+  }
+  if (total > policy.totalBudget) {
+    throw new ContextBudgetExceededError(
+      `the model view needs ${total} tokens, over the budget of ${policy.totalBudget}, with no finished turns and every tool result in the active turn shown as a notice`,
+      policy.totalBudget,
+      total,
+    );
+  }
+
+  const view: BaseMessage[] = [...system];
+  for (let p = pairs.length - 1; p >= 0; p--) {
+    view.push(pairs[p].question, pairs[p].answer);
+    if (pairs[p].stubbed) repairs.stubbedAnswers++;
+  }
+  for (const item of active) view.push(item.message);
+  validateConverseView(view);
+
   return {
     messages: view,
     stats: {
       stateMessages: messages.length,
-      stateTokens,
+      stateTokens: countMessagesTokens(messages),
       viewMessages: view.length,
-      viewTokens: countMessagesTokens(view),
-      finishedTurnsInState: 0,
-      finishedTurnsKept: 0,
-      omittedOutputs: [],
+      viewTokens: total - toolSchemaTokens,
+      toolSchemaTokens,
+      finishedTurnsInState,
+      finishedTurnsKept: pairs.length,
+      finishedTurnsDroppedForBudget,
+      omittedOutputs,
+      repairs,
       budget: policy.totalBudget,
       buildMs: performance.now() - started,
     },

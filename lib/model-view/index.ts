@@ -1,3 +1,16 @@
-export { buildModelView } from "./build-model-view.js";
-export { countMessagesTokens, countMessageTokens, countTextTokens } from "./token-counter.js";
-export type { ModelView, ModelViewPolicy, ModelViewStats, OmittedOutput } from "./types.js";
+export {
+  buildModelView,
+  DEFAULT_TOOL_SCHEMA_TOKENS,
+  EMPTY_TOOL_OUTPUT,
+  EMPTY_USER_MESSAGE,
+  INTERRUPTED_TOOL_RESULT,
+  NO_ANSWER_STUB,
+} from "./build-model-view.js";
+export { countMessagesTokens, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
+export { offloadedArtifact, toolOutputArtifactSchema } from "./tool-output-artifact.js";
+export type { ToolOutputArtifact } from "./tool-output-artifact.js";
+export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice } from "./tool-output-notice.js";
+export type { ToolOutputNoticeInput } from "./tool-output-notice.js";
+export { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
+export type { ConverseRule, ValidateConverseViewOptions } from "./validate-view.js";
+export type { ModelView, ModelViewPolicy, ModelViewStats, OmittedOutput, ViewRepairs } from "./types.js";

@@ -1,0 +1,239 @@
+import { AIMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+import { describe, expect, it } from "vitest";
+import { ContextBudgetExceededError, InvalidModelViewError } from "../../lib/errors.js";
+import {
+  buildModelView,
+  countMessagesTokens,
+  EMPTY_TOOL_OUTPUT,
+  EMPTY_USER_MESSAGE,
+  INTERRUPTED_TOOL_RESULT,
+  NO_ANSWER_STUB,
+  validateConverseView,
+} from "../../lib/model-view/index.js";
+import { answer, calls, fingerprint, offloaded, policy, result, rows, toolCallIds, user } from "./histories.js";
+
+/** Type and text of each view message, tool calls as `call:<ids>` and results as `result:<id>`. */
+function shape(messages: readonly { type: string; content: unknown }[]): string[] {
+  return messages.map((m) => {
+    if (m.type === "tool") return `result:${(m as ToolMessage).tool_call_id}`;
+    const ids = toolCallIds(m as AIMessage);
+    const text = typeof m.content === "string" ? m.content : JSON.stringify(m.content);
+    return ids.length ? `${m.type}:${text}|call:${ids.join(",")}` : `${m.type}:${text}`;
+  });
+}
+
+function finishedTurn(n: number) {
+  return [user(`q${n}`), calls([[`t${n}`, "sql_query"]]), result(`t${n}`, `rows of turn ${n}`), answer(`a${n}`)];
+}
+
+describe("model view", () => {
+  describe("buildModelView", () => {
+    it("returns the system prompt, finished turns as question/answer pairs, then the active turn whole", () => {
+      const state = [...finishedTurn(1), user("q2"), calls([["c1", "sql_query"]], "Looking."), result("c1", "north,1200")];
+      const view = buildModelView(state, policy({ systemPrompt: "Be brief." }));
+      expect(view.messages[0]).toBeInstanceOf(SystemMessage);
+      expect(view.messages[0].content).toBe("Be brief.");
+      expect(shape(view.messages.slice(1))).toEqual(["human:q1", "ai:a1", "human:q2", "ai:Looking.|call:c1", "result:c1"]);
+    });
+
+    it("returns only the last N finished turns", () => {
+      const state = [...finishedTurn(1), ...finishedTurn(2), ...finishedTurn(3), user("q4")];
+      const view = buildModelView(state, policy({ finishedTurns: 2 }));
+      expect(shape(view.messages.slice(1))).toEqual(["human:q2", "ai:a2", "human:q3", "ai:a3", "human:q4"]);
+      expect(view.stats.finishedTurnsInState).toBe(3);
+      expect(view.stats.finishedTurnsKept).toBe(2);
+    });
+
+    it("returns no finished turns when the policy keeps none", () => {
+      const state = [...finishedTurn(1), user("q2")];
+      expect(shape(buildModelView(state, policy({ finishedTurns: 0 })).messages.slice(1))).toEqual(["human:q2"]);
+    });
+
+    it("returns a finished turn without a final answer as its question and a marked stub", () => {
+      const state = [user("q1"), calls([["c1", "sql_query"]]), user("q2")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q1", `ai:${NO_ANSWER_STUB}`, "human:q2"]);
+      expect(view.stats.repairs.stubbedAnswers).toBe(1);
+    });
+
+    it("returns consecutive user messages as alternating turns with a stub between them", () => {
+      const state = [user("q1"), user("q2"), user("q3")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q1", `ai:${NO_ANSWER_STUB}`, "human:q2", `ai:${NO_ANSWER_STUB}`, "human:q3"]);
+    });
+
+    it("returns the text of a final answer whose content is a list of blocks", () => {
+      const blocks = new AIMessage({ content: [{ type: "text", text: "Revenue rose." }, { type: "text", text: "  " }] });
+      const view = buildModelView([user("q1"), blocks, user("q2")], policy());
+      expect(view.messages[2].content).toBe("Revenue rose.");
+    });
+
+    it("replaces a tool result over the threshold with a notice naming the tool and its size", () => {
+      const big = result("c1", rows(300), "sql_query");
+      const view = buildModelView([user("q"), calls([["c1", "sql_query"]]), big], policy({ toolOutputTokens: 100 }));
+      const notice = view.messages[view.messages.length - 1] as ToolMessage;
+      expect(notice.tool_call_id).toBe("c1");
+      expect(notice.content).toContain('"sql_query"');
+      expect(notice.content).toContain("300 tokens");
+      expect(view.stats.omittedOutputs).toEqual([{ toolCallId: "c1", toolName: "sql_query", tokens: 300, reason: "over-threshold" }]);
+      expect(big.content).toBe(rows(300));
+    });
+
+    it("keeps a tool result of exactly the threshold", () => {
+      const view = buildModelView([user("q"), calls([["c1", "sql_query"]]), result("c1", rows(100))], policy({ toolOutputTokens: 100 }));
+      expect(view.messages[view.messages.length - 1].content).toBe(rows(100));
+      expect(view.stats.omittedOutputs).toEqual([]);
+    });
+
+    it("replaces an offloaded tool result with a notice naming its handle", () => {
+      const view = buildModelView([user("q"), calls([["c1", "sql_query"]]), offloaded("c1", "art_abc", 25_000)], policy());
+      const notice = view.messages[view.messages.length - 1];
+      expect(notice.content).toContain("art_abc");
+      expect(notice.content).toContain("read_tool_output");
+      expect(notice.content).toContain("25000 tokens");
+      expect(view.stats.omittedOutputs).toEqual([{ toolCallId: "c1", toolName: "sql_query", tokens: 25_000, handle: "art_abc", reason: "over-threshold" }]);
+    });
+
+    it("answers an unanswered tool call of the active turn with a synthetic error result", () => {
+      const view = buildModelView([user("q"), calls([["c1", "sql_query"], ["c2", "search_documents"]]), result("c1", "ok")], policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:|call:c1,c2", "result:c1", "result:c2"]);
+      const synthetic = view.messages[view.messages.length - 1] as ToolMessage;
+      expect(synthetic.content).toBe(INTERRUPTED_TOOL_RESULT);
+      expect(synthetic.status).toBe("error");
+      expect(view.stats.repairs.syntheticToolResults).toBe(1);
+    });
+
+    it("answers a call left unanswered before a later model call, in place", () => {
+      const state = [user("q"), calls([["c1", "sql_query"]]), calls([["c2", "sql_query"]]), result("c2", "ok")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:|call:c1", "result:c1", "ai:|call:c2", "result:c2"]);
+    });
+
+    it("leaves out tool results whose call is not the one before them, and repeated results", () => {
+      const state = [user("q"), result("x0", "orphan"), calls([["c1", "sql_query"]]), result("c1", "ok"), result("c1", "again"), result("zz", "stray")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:|call:c1", "result:c1"]);
+      expect(view.messages[3].content).toBe("ok");
+      expect(view.stats.repairs.orphanToolResults).toBe(3);
+    });
+
+    it("leaves out tool calls without an id or with an id already used in the turn", () => {
+      const state = [user("q"), calls([[undefined, "sql_query"], ["c1", "sql_query"]], "Checking."), result("c1", "ok"), calls([["c1", "sql_query"]])];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:Checking.|call:c1", "result:c1"]);
+      expect(view.stats.repairs.droppedToolCalls).toBe(2);
+    });
+
+    it("merges consecutive assistant messages of the active turn", () => {
+      const state = [user("q"), answer("Let me look."), calls([["c1", "sql_query"]], "Querying."), result("c1", "ok")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:Let me look.\n\nQuerying.|call:c1", "result:c1"]);
+      expect(view.stats.repairs.mergedMessages).toBe(1);
+    });
+
+    it("leaves out an assistant message with blank text and no tool calls", () => {
+      const state = [user("q"), calls([["c1", "sql_query"]]), result("c1", "ok"), answer("  \n"), calls([["c2", "sql_query"]]), result("c2", "ok")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:|call:c1", "result:c1", "ai:|call:c2", "result:c2"]);
+      expect(view.stats.repairs.droppedMessages).toBe(1);
+    });
+
+    it("returns placeholders for an empty tool output and a blank user message", () => {
+      const view = buildModelView([user(" "), calls([["c1", "sql_query"]]), result("c1", "")], policy());
+      expect(view.messages[1].content).toBe(EMPTY_USER_MESSAGE);
+      expect(view.messages[3].content).toBe(EMPTY_TOOL_OUTPUT);
+    });
+
+    it("leaves out messages before the first user message and system messages in state", () => {
+      const state = [answer("Hello!"), result("c0", "stray"), new SystemMessage("old prompt"), user("q")];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages)).toEqual([`system:${policy().systemPrompt}`, "human:q"]);
+      expect(view.stats.repairs.droppedMessages).toBe(2);
+    });
+
+    it("returns no system message when the prompt is blank", () => {
+      expect(shape(buildModelView([user("q")], policy({ systemPrompt: " " })).messages)).toEqual(["human:q"]);
+    });
+
+    it("drops the oldest finished pairs first when the view is over budget", () => {
+      const long = (n: number) => [user(`q${n} ${rows(200)}`), answer(`a${n}`)];
+      const state = [...long(1), ...long(2), ...long(3), user("q4")];
+      const full = buildModelView(state, policy());
+      const view = buildModelView(state, policy({ totalBudget: full.stats.viewTokens - 100 }));
+      expect(view.stats.finishedTurnsKept).toBe(2);
+      expect(view.stats.finishedTurnsDroppedForBudget).toBe(1);
+      expect(view.messages[1].content).toBe(`q2 ${rows(200)}`);
+    });
+
+    it("replaces the largest active-turn results with notices when dropping pairs is not enough", () => {
+      const state = [
+        ...finishedTurn(1),
+        user("q2"),
+        calls([["c1", "sql_query"], ["c2", "search_documents"], ["c3", "sql_query"]]),
+        result("c1", rows(900)),
+        result("c2", rows(1500), "search_documents"),
+        result("c3", rows(50)),
+      ];
+      const full = buildModelView(state, policy());
+      const view = buildModelView(state, policy({ totalBudget: full.stats.viewTokens - 1_000 }));
+      expect(view.stats.finishedTurnsKept).toBe(0);
+      expect(view.stats.omittedOutputs).toEqual([{ toolCallId: "c2", toolName: "search_documents", tokens: 1_500, reason: "over-budget" }]);
+      expect(view.messages.map((m) => m.content)).toContain(rows(900));
+      expect(view.messages.map((m) => m.content)).toContain(rows(50));
+    });
+
+    it("counts the tool schemas against the budget", () => {
+      const state = [...finishedTurn(1), user("q2")];
+      const { viewTokens } = buildModelView(state, policy()).stats;
+      const view = buildModelView(state, policy({ totalBudget: viewTokens + 10, toolSchemaTokens: 20 }));
+      expect(view.stats.finishedTurnsKept).toBe(0);
+      expect(view.stats.viewTokens + view.stats.toolSchemaTokens).toBeLessThanOrEqual(viewTokens + 10);
+    });
+
+    it("throws ContextBudgetExceededError when even the reduced view is over budget", () => {
+      const state = [user(`q ${rows(500)}`), calls([["c1", "sql_query"]]), result("c1", rows(5_000))];
+      const act = () => buildModelView(state, policy({ totalBudget: 400 }));
+      expect(act).toThrow(ContextBudgetExceededError);
+      try {
+        act();
+      } catch (error) {
+        expect((error as ContextBudgetExceededError).budget).toBe(400);
+        expect((error as ContextBudgetExceededError).tokens).toBeGreaterThan(400);
+      }
+    });
+
+    it("throws InvalidModelViewError when the thread has no user message", () => {
+      expect(() => buildModelView([answer("Hello!")], policy())).toThrow(InvalidModelViewError);
+    });
+
+    it("throws InvalidModelViewError when the thread ends with a final answer", () => {
+      const act = () => buildModelView([user("q"), answer("a")], policy());
+      expect(act).toThrow(expect.objectContaining({ name: "InvalidModelViewError", rule: "last-message-user" }));
+    });
+
+    it("does not change the messages it is given", () => {
+      const state = [...finishedTurn(1), user(" "), answer("x"), calls([[undefined, "a"], ["c1", "sql_query"]], "  "), result("c1", rows(3_000)), offloaded("c9", "art_1", 9)];
+      const before = fingerprint(state);
+      const copy = [...state];
+      buildModelView(state, policy({ toolOutputTokens: 100, totalBudget: 600 }));
+      expect(fingerprint(state)).toBe(before);
+      expect(state).toEqual(copy);
+    });
+
+    it("returns token counts of the state and of the view", () => {
+      const state = [...finishedTurn(1), user("q2"), calls([["c1", "sql_query"]]), result("c1", rows(3_000))];
+      const view = buildModelView(state, policy({ toolSchemaTokens: 123 }));
+      expect(view.stats.stateMessages).toBe(state.length);
+      expect(view.stats.stateTokens).toBe(countMessagesTokens(state));
+      expect(view.stats.viewMessages).toBe(view.messages.length);
+      expect(view.stats.viewTokens).toBe(countMessagesTokens(view.messages));
+      expect(view.stats.toolSchemaTokens).toBe(123);
+      expect(view.stats.budget).toBe(24_000);
+    });
+
+    it("returns a view that passes the Converse validator", () => {
+      const state = [user("q1"), user("q2"), calls([["c1", "a"], ["c2", "b"]]), result("c2", "x"), answer("partial"), user("q3"), calls([["c3", "a"]])];
+      expect(() => validateConverseView(buildModelView(state, policy()).messages)).not.toThrow();
+    });
+  });
+});
