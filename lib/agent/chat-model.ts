@@ -1,0 +1,18 @@
+import { ChatBedrockConverse } from "@langchain/aws";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { ModelConfig } from "../config/config.js";
+import { LocalChatModel } from "./local-chat-model.js";
+
+/**
+ * The chat model for a provider. Bedrock is reached through the real Converse client;
+ * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (read by the AWS SDK itself) can point it elsewhere.
+ */
+export function createChatModel(config: ModelConfig): BaseChatModel {
+  if (config.provider === "local") return new LocalChatModel();
+  return new ChatBedrockConverse({
+    model: config.bedrockModelId,
+    region: config.region,
+    maxTokens: config.maxOutputTokens,
+    temperature: 0,
+  });
+}

@@ -1,0 +1,118 @@
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { z } from "zod";
+import { buildModelView, countTextTokens, type ModelViewPolicy } from "../model-view/index.js";
+import type { ModelCallRecord, Usage } from "../store/turn-store.js";
+import type { Caller, ToolDefinition } from "../tools/tool.js";
+import type { ToolRunner } from "./tool-runner.js";
+import { toViewMessages } from "./view-record.js";
+import type { FunctionTool } from "./local-chat-model.js";
+
+/** Per-invocation context: passed as LangGraph `context`, which is never checkpointed. */
+export type TurnContext = {
+  turnId: string;
+  conversationId: string;
+  caller: Caller;
+  /** Called once per model call with what was sent; keyed by index so a resumed turn overwrites. */
+  recordModelCall(record: ModelCallRecord): Promise<void>;
+  /** Progress for long turns (which step, which tool). */
+  onProgress?(progress: { step: "model" | "tool"; tool?: string }): void;
+};
+
+export interface AgentGraphOptions {
+  model: BaseChatModel;
+  tools: ToolRunner;
+  checkpointer: BaseCheckpointSaver;
+  policy: Omit<ModelViewPolicy, "toolSchemaTokens">;
+}
+
+function toFunctionTool(tool: ToolDefinition): FunctionTool {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: z.toJSONSchema(tool.schema) as Record<string, unknown> },
+  };
+}
+
+function reportedUsage(message: AIMessage): Usage {
+  const u = message.usage_metadata;
+  return { inputTokens: u?.input_tokens ?? 0, outputTokens: u?.output_tokens ?? 0, totalTokens: u?.total_tokens ?? 0 };
+}
+
+/** Index of this model call within the active turn: the AI messages since the latest user message. */
+function callIndex(messages: readonly BaseMessage[]): number {
+  let count = 0;
+  for (let i = messages.length - 1; i >= 0 && messages[i].getType() !== "human"; i--) {
+    if (messages[i].getType() === "ai") count++;
+  }
+  return count;
+}
+
+function turnContext(config: LangGraphRunnableConfig): TurnContext {
+  const context = config.context as TurnContext | undefined;
+  if (!context?.turnId) throw new Error("the agent graph needs a turn context");
+  return context;
+}
+
+/**
+ * The agent graph: an agent node that builds the model view right before each model call,
+ * and a tool node. Compile once per container; every invocation rehydrates from the checkpointer.
+ */
+export function createAgentGraph(options: AgentGraphOptions) {
+  const { model, tools, checkpointer, policy } = options;
+
+  async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
+    const ctx = turnContext(config);
+    const offered = tools.available(ctx.caller).map(toFunctionTool);
+    const toolSchemaTokens = offered.length ? countTextTokens(JSON.stringify(offered)) : 0;
+    const view = buildModelView(state.messages, { ...policy, toolSchemaTokens });
+    ctx.onProgress?.({ step: "model" });
+    const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
+    const startedAt = new Date();
+    const response = (await bound.invoke(view.messages, { signal: config.signal })) as AIMessage;
+    await ctx.recordModelCall({
+      turnId: ctx.turnId,
+      index: callIndex(state.messages),
+      startedAt,
+      durationMs: Date.now() - startedAt.getTime(),
+      view: toViewMessages(view.messages),
+      stats: view.stats,
+      usage: reportedUsage(response),
+      toolCalls: (response.tool_calls ?? []).map((c) => c.name),
+    });
+    return { messages: [response] };
+  }
+
+  async function runTools(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
+    const ctx = turnContext(config);
+    const last = state.messages[state.messages.length - 1] as AIMessage;
+    const calls = last.tool_calls ?? [];
+    const results = await Promise.all(
+      calls.map((call) => {
+        ctx.onProgress?.({ step: "tool", tool: call.name });
+        const toolCallId = call.id ?? "";
+        return tools.run(
+          { id: toolCallId, name: call.name, args: call.args },
+          { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId, caller: ctx.caller, signal: config.signal },
+        );
+      }),
+    );
+    return { messages: results };
+  }
+
+  function route(state: typeof MessagesAnnotation.State): "tools" | typeof END {
+    const last = state.messages[state.messages.length - 1] as AIMessage;
+    return last.tool_calls?.length ? "tools" : END;
+  }
+
+  return new StateGraph(MessagesAnnotation)
+    .addNode("agent", agent)
+    .addNode("tools", runTools)
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", route, ["tools", END])
+    .addEdge("tools", "agent")
+    .compile({ checkpointer });
+}
+
+export type AgentGraph = ReturnType<typeof createAgentGraph>;

@@ -1,0 +1,152 @@
+import { createHash } from "node:crypto";
+import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/language_models/chat_models";
+import { AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import type { ChatResult } from "@langchain/core/outputs";
+import { countMessagesTokens, countTextTokens } from "../model-view/token-counter.js";
+
+/** A tool as handed to `bindTools`, in the OpenAI function shape every LangChain chat model accepts. */
+export interface FunctionTool {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** How much of a tool result the local model quotes in its answer. */
+const QUOTE_CHARS = 600;
+
+function textOf(message: BaseMessage): string {
+  return typeof message.content === "string"
+    ? message.content
+    : message.content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
+}
+
+function isType(message: BaseMessage, type: string): boolean {
+  return message.getType() === type;
+}
+
+/** `tool_name {json}` anywhere in the text names a call with those arguments. */
+function requestedCall(text: string, tools: FunctionTool[]): { name: string; args: Record<string, unknown> } | undefined {
+  for (const tool of tools) {
+    const name = tool.function.name;
+    const at = text.indexOf(name);
+    if (at < 0) continue;
+    const rest = text.slice(at + name.length).trimStart();
+    if (!rest.startsWith("{")) continue;
+    const json = balancedObject(rest);
+    if (!json) continue;
+    try {
+      const args = JSON.parse(json) as unknown;
+      if (args && typeof args === "object" && !Array.isArray(args)) return { name, args: args as Record<string, unknown> };
+    } catch {
+      continue;
+    }
+  }
+  return undefined;
+}
+
+function balancedObject(text: string): string | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+    } else if (ch === '"') inString = true;
+    else if (ch === "{") depth++;
+    else if (ch === "}" && --depth === 0) return text.slice(0, i + 1);
+  }
+  return undefined;
+}
+
+/** Deterministic, and distinct across turns because the view it is derived from differs. */
+function callId(messages: BaseMessage[], name: string): string {
+  const hash = createHash("sha256");
+  for (const m of messages) hash.update(m.getType()).update("\0").update(textOf(m)).update("\0");
+  return `local-${name}-${hash.digest("hex").slice(0, 16)}`;
+}
+
+/** Facts stated as "my X is Y" in earlier questions, latest first wins. */
+function recalledFact(question: string, earlierQuestions: string[]): string | undefined {
+  const asked = /what(?:'s| is) my ([a-z][a-z ]{0,30}?)\s*\??$/i.exec(question.trim());
+  if (!asked) return undefined;
+  const subject = asked[1].toLowerCase();
+  for (const earlier of [...earlierQuestions].reverse()) {
+    const stated = new RegExp(`my ${subject} is ([^.,!?\\n]+)`, "i").exec(earlier);
+    if (stated) return `Your ${subject} is ${stated[1].trim()}.`;
+  }
+  return undefined;
+}
+
+function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>): AIMessage {
+  const canRead = tools.some((t) => t.function.name === "read_tool_output");
+  for (const result of results) {
+    const handle = /\bhandle\W+([\w:.-]+)/i.exec(textOf(result))?.[1];
+    if (canRead && handle && !alreadyRead.has(handle)) {
+      return new AIMessage({
+        content: "",
+        tool_calls: [{ id: `${result.tool_call_id}-read`, name: "read_tool_output", args: { handle, startLine: 1, lineCount: 20 }, type: "tool_call" }],
+      });
+    }
+  }
+  const parts = results.map((r) => {
+    const text = textOf(r).trim();
+    const quoted = text.length > QUOTE_CHARS ? `${text.slice(0, QUOTE_CHARS)}…` : text;
+    return `${r.name ?? "The tool"} returned:\n${quoted}`;
+  });
+  return new AIMessage(`Here is what I found.\n\n${parts.join("\n\n")}`);
+}
+
+/**
+ * The offline model: deterministic, no network. It calls a tool when the latest user
+ * message names one followed by a JSON object of arguments, answers from tool results
+ * once they arrive, and otherwise answers from the conversation it is shown, so the
+ * whole loop (memory and tools) can be driven without a cloud account.
+ */
+export class LocalChatModel extends BaseChatModel {
+  readonly tools: FunctionTool[];
+
+  constructor(fields: BaseChatModelParams & { tools?: FunctionTool[] } = {}) {
+    super(fields);
+    this.tools = fields.tools ?? [];
+  }
+
+  _llmType(): string {
+    return "threadwise-local";
+  }
+
+  override bindTools(tools: FunctionTool[]): LocalChatModel {
+    return new LocalChatModel({ tools: [...this.tools, ...tools] });
+  }
+
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const message = this.respond(messages);
+    const inputTokens = countMessagesTokens(messages);
+    const outputTokens = countTextTokens(textOf(message)) + countTextTokens(JSON.stringify(message.tool_calls ?? []));
+    message.usage_metadata = { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+    return { generations: [{ message, text: textOf(message) }] };
+  }
+
+  private respond(messages: BaseMessage[]): AIMessage {
+    const lastHuman = messages.findLastIndex((m) => isType(m, "human"));
+    if (lastHuman < 0) return new AIMessage("I have no question to answer yet.");
+    const active = messages.slice(lastHuman + 1);
+    const trailingResults: ToolMessage[] = [];
+    for (let i = messages.length - 1; i > lastHuman && isType(messages[i], "tool"); i--) trailingResults.unshift(messages[i] as ToolMessage);
+    if (trailingResults.length > 0) {
+      const alreadyRead = new Set(
+        active.flatMap((m) => ((m as AIMessage).tool_calls ?? []).filter((c) => c.name === "read_tool_output").map((c) => String(c.args.handle))),
+      );
+      return answerFromToolResults(trailingResults, this.tools, alreadyRead);
+    }
+    const question = textOf(messages[lastHuman]);
+    const call = requestedCall(question, this.tools);
+    if (call) return new AIMessage({ content: "", tool_calls: [{ id: callId(messages, call.name), name: call.name, args: call.args, type: "tool_call" }] });
+    const earlier = messages.slice(0, lastHuman).filter((m) => isType(m, "human")).map(textOf);
+    const fact = recalledFact(question, earlier);
+    if (fact) return new AIMessage(fact);
+    const memory = earlier.length
+      ? ` I can see ${earlier.length} earlier question${earlier.length === 1 ? "" : "s"} in this conversation; the last was: "${earlier[earlier.length - 1]}".`
+      : " This is the first question I can see in this conversation.";
+    return new AIMessage(`You asked: "${question}".${memory}`);
+  }
+}

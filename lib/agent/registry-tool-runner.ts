@@ -1,0 +1,41 @@
+import { ToolMessage } from "@langchain/core/messages";
+import type { Caller, ToolContext, ToolDefinition } from "../tools/tool.js";
+import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
+
+export interface ToolExecution {
+  content: string;
+  status: "success" | "error";
+}
+
+/** The shape of `ToolRegistry`: permissions, validation, timeouts and the idempotency guard live there. */
+export interface ToolExecutor {
+  available(caller: Caller): ToolDefinition[];
+  execute(call: ToolCallRequest, ctx: ToolContext): Promise<ToolExecution>;
+}
+
+/** Fields of the checkpointed ToolMessage for one output: inline, or a preview and an artifact handle. */
+export type OutputOffload = (
+  output: string,
+  meta: { conversationId: string; turnId: string; toolCallId: string; toolName: string },
+) => Promise<{ content: string; artifact?: unknown }>;
+
+/** Runs calls through the registry and keeps large outputs out of checkpoints. */
+export class RegistryToolRunner implements ToolRunner {
+  constructor(
+    private readonly executor: ToolExecutor,
+    private readonly offload?: OutputOffload,
+  ) {}
+
+  available(caller: Caller): ToolDefinition[] {
+    return this.executor.available(caller);
+  }
+
+  async run(call: ToolCallRequest, ctx: ToolContext): Promise<ToolMessage> {
+    const result = await this.executor.execute(call, ctx);
+    const fields =
+      result.status === "success" && this.offload
+        ? await this.offload(result.content, { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId: call.id, toolName: call.name })
+        : { content: result.content };
+    return new ToolMessage({ tool_call_id: call.id, name: call.name, status: result.status, ...fields });
+  }
+}

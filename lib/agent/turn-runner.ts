@@ -1,0 +1,139 @@
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { Caller } from "../tools/tool.js";
+import type { ConversationStore } from "../store/conversation-store.js";
+import type { ConversationLease } from "../store/lease.js";
+import type { MessageStore } from "../store/message-store.js";
+import { addUsage, ZERO_USAGE, type ModelCallRecord, type TurnDocument, type TurnStore, type Usage } from "../store/turn-store.js";
+import type { ModelViewStats } from "../model-view/types.js";
+import type { AgentGraph, TurnContext } from "./graph.js";
+
+/** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
+export const DEFAULT_MAX_MODEL_CALLS = 12;
+/** Characters of the first question kept as a conversation's title. */
+const TITLE_CHARS = 80;
+
+export interface TurnRequest {
+  conversationId: string;
+  caller: Caller;
+  content: string;
+  turnId: string;
+}
+
+/** The context figures of a turn: the last model call's view against the full state. */
+export interface TurnContextSummary {
+  modelCalls: number;
+  stateTokens: number;
+  viewTokens: number;
+  budget: number;
+  finishedTurnsKept: number;
+  omittedOutputs: number;
+}
+
+export interface TurnResult {
+  turnId: string;
+  answer: string;
+  usage: Usage;
+  context: TurnContextSummary;
+}
+
+export interface TurnRunnerDeps {
+  graph: AgentGraph;
+  conversations: ConversationStore;
+  messages: MessageStore;
+  turns: TurnStore;
+  lease: ConversationLease;
+  /** Called after a completed turn (checkpoint pruning). */
+  afterTurn?(conversationId: string): Promise<void>;
+  maxModelCalls?: number;
+}
+
+function textOf(message: BaseMessage): string {
+  return typeof message.content === "string"
+    ? message.content
+    : message.content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
+}
+
+export function summarizeContext(calls: ModelCallRecord[]): TurnContextSummary {
+  const last: ModelViewStats | undefined = calls[calls.length - 1]?.stats;
+  return {
+    modelCalls: calls.length,
+    stateTokens: last?.stateTokens ?? 0,
+    viewTokens: last?.viewTokens ?? 0,
+    budget: last?.budget ?? 0,
+    finishedTurnsKept: last?.finishedTurnsKept ?? 0,
+    omittedOutputs: calls.reduce((n, c) => n + c.stats.omittedOutputs.length, 0),
+  };
+}
+
+/**
+ * Runs one turn: lease, record, graph invocation (rehydrated from checkpoints), answer.
+ * A retry with the same turn id resumes from the last checkpoint instead of starting over.
+ */
+export class TurnRunner {
+  private readonly maxModelCalls: number;
+
+  constructor(private readonly deps: TurnRunnerDeps) {
+    this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
+  }
+
+  async run(request: TurnRequest, onProgress?: TurnContext["onProgress"]): Promise<TurnResult> {
+    const { conversations, messages, turns, lease } = this.deps;
+    const { conversationId, turnId, caller } = request;
+    await conversations.getOwned(conversationId, caller);
+    const started = Date.now();
+    await lease.acquire(conversationId, turnId);
+    try {
+      const existing = await turns.start(turnId, conversationId);
+      if (existing.status === "completed") return this.resultOf(existing, await turns.listCalls(turnId));
+      await turns.markRunning(turnId);
+      await messages.append({ conversationId, turnId, role: "user", content: request.content });
+      const answerMessage = await this.invokeGraph(request, onProgress);
+      const answer = textOf(answerMessage);
+      await messages.append({ conversationId, turnId, role: "assistant", content: answer });
+      const calls = await turns.listCalls(turnId);
+      const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
+      const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
+      await turns.complete(turnId, { answer, usage, toolCalls, durationMs: Date.now() - started });
+      await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
+      await this.deps.afterTurn?.(conversationId);
+      return { turnId, answer, usage, context: summarizeContext(calls) };
+    } catch (error) {
+      await turns.fail(turnId, { code: error instanceof Error ? error.name : "Error", message: "the turn failed" }).catch(() => undefined);
+      throw error;
+    } finally {
+      await lease.release(conversationId, turnId).catch(() => undefined);
+    }
+  }
+
+  private resultOf(turn: TurnDocument, calls: ModelCallRecord[]): TurnResult {
+    return { turnId: turn._id, answer: turn.answer ?? "", usage: turn.usage, context: summarizeContext(calls) };
+  }
+
+  /** Starts the turn, or resumes it when the checkpoint already holds its user message. */
+  private async invokeGraph(request: TurnRequest, onProgress?: TurnContext["onProgress"]): Promise<AIMessage> {
+    const { graph, turns } = this.deps;
+    const config = { configurable: { thread_id: request.conversationId } };
+    const userMessageId = `${request.turnId}:user`;
+    const snapshot = await graph.getState(config);
+    const stateMessages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
+    const alreadyStarted = stateMessages.some((m) => m.id === userMessageId);
+    const last = stateMessages[stateMessages.length - 1];
+    if (alreadyStarted && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return last;
+    const context: TurnContext = {
+      turnId: request.turnId,
+      conversationId: request.conversationId,
+      caller: request.caller,
+      recordModelCall: (record) => turns.recordModelCall(request.conversationId, record),
+      onProgress,
+    };
+    const input = alreadyStarted ? null : { messages: [new HumanMessage({ content: request.content, id: userMessageId })] };
+    const result = await graph.invoke(input, {
+      ...config,
+      context,
+      durability: "sync",
+      recursionLimit: this.maxModelCalls * 2 + 1,
+    });
+    const finalMessages = (result as { messages: BaseMessage[] }).messages;
+    return finalMessages[finalMessages.length - 1] as AIMessage;
+  }
+}

@@ -1,0 +1,142 @@
+import { createHash, randomUUID } from "node:crypto";
+import { z } from "zod";
+import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import type { TurnRunner } from "../agent/turn-runner.js";
+import { summarizeContext } from "../agent/turn-runner.js";
+import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
+import type { ThreadwiseDatabase } from "../store/database.js";
+import type { TurnWithCalls } from "../store/turn-store.js";
+import type { Caller } from "../tools/tool.js";
+import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
+import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
+import type { Route } from "./router.js";
+
+export interface ApiRoutesDeps {
+  authenticate: Authenticate;
+  database: ThreadwiseDatabase;
+  runner: TurnRunner;
+  maxMessageChars: number;
+}
+
+const postMessageBody = z.strictObject({ content: z.string() });
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+  cursor: z.string().min(1).max(200).optional(),
+});
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** A repeated Idempotency-Key from the same caller on the same conversation names the same turn. */
+function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
+  if (key === undefined) return randomUUID();
+  if (!IDEMPOTENCY_KEY.test(key)) throw new ValidationError("malformed Idempotency-Key", [{ path: "Idempotency-Key", message: "1 to 255 printable ASCII characters" }]);
+  const h = createHash("sha256").update(JSON.stringify([caller.tenantId ?? null, caller.userId, conversationId, key])).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export function turnView(turn: TurnWithCalls) {
+  return {
+    turnId: turn._id,
+    conversationId: turn.conversationId,
+    status: turn.status,
+    createdAt: turn.createdAt.toISOString(),
+    completedAt: turn.completedAt?.toISOString() ?? null,
+    durationMs: turn.durationMs ?? null,
+    answer: turn.answer ?? null,
+    error: turn.error ?? null,
+    usage: turn.usage,
+    context: summarizeContext(turn.calls),
+    progress: { ...turn.progress, at: turn.progress.at.toISOString() },
+    calls: turn.calls.map((c) => ({
+      index: c.index,
+      startedAt: c.startedAt.toISOString(),
+      durationMs: c.durationMs,
+      usage: c.usage,
+      stats: c.stats,
+      toolCalls: c.toolCalls,
+      view: c.view,
+    })),
+  };
+}
+
+/** The routes of the HTTP API (v1) of design.md. */
+export function apiRoutes(deps: ApiRoutesDeps): Route[] {
+  const { authenticate, database, runner } = deps;
+  const { conversations, messages, turns } = database;
+
+  const owned = async (request: HttpRequest, rawId: string) => {
+    const caller = await authenticate(request);
+    const conversation = await conversations.getOwned(parseId(rawId, "conversationId"), caller);
+    return { caller, conversation };
+  };
+
+  return [
+    { method: "GET", pattern: /^\/healthz$/, handler: async () => json(200, { status: "ok" }) },
+    {
+      method: "POST",
+      pattern: /^\/v1\/conversations$/,
+      handler: async (request) => {
+        const caller = await authenticate(request);
+        parseJsonBody(request, z.strictObject({}), { optional: true });
+        const doc = await conversations.create(caller);
+        return json(201, { conversationId: doc._id, createdAt: doc.createdAt.toISOString() }, { location: `/v1/conversations/${doc._id}` });
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1\/conversations$/,
+      handler: async (request) => {
+        const caller = await authenticate(request);
+        const query = parseQuery(request, listQuery);
+        return json(200, await conversations.list(caller, query));
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)$/,
+      handler: async (request, [id]) => json(200, toSummary((await owned(request, id)).conversation)),
+    },
+    {
+      method: "DELETE",
+      pattern: /^\/v1\/conversations\/([^/]+)$/,
+      handler: async (request, [id]) => {
+        const { conversation } = await owned(request, id);
+        await database.deleteConversation(conversation._id);
+        return noContent();
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/v1\/conversations\/([^/]+)\/messages$/,
+      handler: async (request, [id]) => {
+        const { caller, conversation } = await owned(request, id);
+        const { content } = parseJsonBody(request, postMessageBody);
+        const text = content.trim();
+        if (text.length === 0) throw new ValidationError("content is empty", [{ path: "content", message: "must not be blank" }]);
+        if (text.length > deps.maxMessageChars) {
+          throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
+        }
+        const turnId = turnIdFor(caller, conversation._id, request.headers["idempotency-key"]);
+        const result = await runner.run({ conversationId: conversation._id, caller, content: text, turnId });
+        return json(200, result);
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/messages$/,
+      handler: async (request, [id]) => {
+        const { conversation } = await owned(request, id);
+        return json(200, { conversationId: conversation._id, messages: await messages.list(conversation._id) });
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)$/,
+      handler: async (request, [id, rawTurnId]) => {
+        const { conversation } = await owned(request, id);
+        const turn = await turns.getWithCalls(parseId(rawTurnId, "turnId"));
+        if (!turn || turn.conversationId !== conversation._id) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        return json(200, turnView(turn));
+      },
+    },
+  ];
+}

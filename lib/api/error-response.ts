@@ -1,0 +1,46 @@
+import { MongoNetworkError, MongoServerSelectionError, MongoNetworkTimeoutError } from "mongodb";
+import {
+  AuthenticationError,
+  ConflictError,
+  ContextBudgetExceededError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+  ServiceUnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from "../errors.js";
+import { json, type HttpResponse } from "./http.js";
+
+/** Seconds a client is asked to wait when MongoDB is unreachable. */
+export const DEFAULT_UNAVAILABLE_RETRY_AFTER_S = 5;
+
+function isMongoUnavailable(error: unknown): boolean {
+  return error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNetworkTimeoutError;
+}
+
+/** The one place where errors become HTTP statuses. Unknown errors are 500 with no detail. */
+export function errorResponse(error: unknown): HttpResponse {
+  const body = (code: string, message: string, extra: Record<string, unknown> = {}) => ({ error: { code, message, ...extra } });
+  if (error instanceof ValidationError) return json(400, body("invalid_request", error.message, error.details ? { details: error.details } : {}));
+  if (error instanceof AuthenticationError) return json(401, body("unauthorized", error.message), { "www-authenticate": "Bearer" });
+  if (error instanceof NotFoundError) return json(404, body("not_found", error.message));
+  if (error instanceof MethodNotAllowedError) return json(405, body("method_not_allowed", error.message), { allow: error.allowed.join(", ") });
+  if (error instanceof ConflictError) {
+    return json(409, body("conflict", error.message), error.retryAfterSeconds ? { "retry-after": String(error.retryAfterSeconds) } : {});
+  }
+  if (error instanceof PayloadTooLargeError) return json(413, body("payload_too_large", error.message, { limit: error.limit }));
+  if (error instanceof UnsupportedMediaTypeError) return json(415, body("unsupported_media_type", error.message));
+  if (error instanceof ContextBudgetExceededError) {
+    return json(422, body("context_budget_exceeded", error.message, { budget: error.budget, tokens: error.tokens }));
+  }
+  if (error instanceof ServiceUnavailableError) {
+    return json(503, body("service_unavailable", error.message), { "retry-after": String(error.retryAfterSeconds) });
+  }
+  if (isMongoUnavailable(error)) {
+    return json(503, body("service_unavailable", "the database is unreachable; retry shortly"), {
+      "retry-after": String(DEFAULT_UNAVAILABLE_RETRY_AFTER_S),
+    });
+  }
+  return json(500, body("internal_error", "internal error"));
+}

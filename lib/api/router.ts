@@ -1,0 +1,31 @@
+import { MethodNotAllowedError, NotFoundError } from "../errors.js";
+import { errorResponse } from "./error-response.js";
+import type { HttpRequest, HttpResponse } from "./http.js";
+
+export type RouteHandler = (request: HttpRequest, params: string[]) => Promise<HttpResponse>;
+
+export interface Route {
+  method: string;
+  /** Anchored; capture groups become `params`. */
+  pattern: RegExp;
+  handler: RouteHandler;
+}
+
+/** A tiny router: first matching path wins; a path matched with another method is a 405. */
+export function createRouter(routes: Route[], onError: (error: unknown, request: HttpRequest) => void = () => undefined) {
+  return async function route(request: HttpRequest): Promise<HttpResponse> {
+    try {
+      const path = request.path.length > 1 ? request.path.replace(/\/+$/, "") : request.path;
+      const method = request.method.toUpperCase();
+      const matching = routes.filter((r) => r.pattern.test(path));
+      if (matching.length === 0) throw new NotFoundError(`no route for ${path}`);
+      const route = matching.find((r) => r.method === method);
+      if (!route) throw new MethodNotAllowedError(`${method} is not allowed on ${path}`, [...new Set(matching.map((r) => r.method))]);
+      const params = route.pattern.exec(path)?.slice(1).map(decodeURIComponent) ?? [];
+      return await route.handler(request, params);
+    } catch (error) {
+      onError(error, request);
+      return errorResponse(error);
+    }
+  };
+}

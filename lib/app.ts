@@ -1,0 +1,80 @@
+import { MongoClient } from "mongodb";
+import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { createChatModel } from "./agent/chat-model.js";
+import { createAgentGraph } from "./agent/graph.js";
+import { RegistryToolRunner, type OutputOffload, type ToolExecutor } from "./agent/registry-tool-runner.js";
+import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
+import { TurnRunner } from "./agent/turn-runner.js";
+import { apiRoutes } from "./api/api-routes.js";
+import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
+import { createRouter, type Route } from "./api/router.js";
+import type { Config } from "./config/config.js";
+import { ThreadwiseDatabase } from "./store/database.js";
+import type { Caller, ToolDefinition } from "./tools/tool.js";
+
+export interface AppOptions {
+  authenticate: Authenticate;
+  /** A client the caller owns; otherwise one is created from `config.mongodbUri` and closed by `close()`. */
+  mongoClient?: MongoClient;
+  /** Default: the provider named by config. */
+  model?: BaseChatModel;
+  /** Default: no tools. */
+  tools?: ToolExecutor;
+  offload?: OutputOffload;
+  /** Routes served beside the API (Slack, Teams, the local console). */
+  extraRoutes?: Route[];
+  onError?(error: unknown, request: HttpRequest): void;
+}
+
+export interface App {
+  route(request: HttpRequest): Promise<HttpResponse>;
+  database: ThreadwiseDatabase;
+  runner: TurnRunner;
+  close(): Promise<void>;
+}
+
+const NO_TOOLS: ToolExecutor = {
+  available: (_caller: Caller): ToolDefinition[] => [],
+  execute: async (call) => ({ content: `unknown tool ${call.name}`, status: "error" }),
+};
+
+/** The composition root: one per container (Lambda) or process (local server). */
+export async function createApp(config: Config, options: AppOptions): Promise<App> {
+  const ownsClient = !options.mongoClient;
+  const client = options.mongoClient ?? new MongoClient(requireUri(config));
+  if (ownsClient) await client.connect();
+  const database = new ThreadwiseDatabase(client, { dbName: config.dbName });
+  await database.setup();
+  const graph = createAgentGraph({
+    model: options.model ?? createChatModel(config.model),
+    tools: new RegistryToolRunner(options.tools ?? NO_TOOLS, options.offload),
+    checkpointer: database.checkpointer,
+    policy: {
+      systemPrompt: config.view.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+      finishedTurns: config.view.finishedTurns,
+      toolOutputTokens: config.view.toolOutputTokens,
+      totalBudget: config.view.totalBudget,
+    },
+  });
+  const runner = new TurnRunner({
+    graph,
+    conversations: database.conversations,
+    messages: database.messages,
+    turns: database.turns,
+    lease: database.lease,
+  });
+  const routes = [...apiRoutes({ authenticate: options.authenticate, database, runner, maxMessageChars: config.maxMessageChars }), ...(options.extraRoutes ?? [])];
+  return {
+    route: createRouter(routes, options.onError),
+    database,
+    runner,
+    async close() {
+      if (ownsClient) await client.close();
+    },
+  };
+}
+
+function requireUri(config: Config): string {
+  if (!config.mongodbUri) throw new Error("MONGODB_URI is not set");
+  return config.mongodbUri;
+}

@@ -1,0 +1,68 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { MongoClient } from "mongodb";
+import { createApp, type App } from "../app.js";
+import { JwtVerifier } from "../auth/jwt-verifier.js";
+import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
+import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
+import { loadOrCreateLocalKeys, DEFAULT_LOCAL_DIR } from "./local-keys.js";
+import { toHttpRequest, writeHttpResponse } from "./node-http-adapter.js";
+
+export interface LocalServer {
+  url: string;
+  mongodbUri: string;
+  app: App;
+  close(): Promise<void>;
+}
+
+export interface LocalServerOptions {
+  /** Where the signing key pair is kept. Default: {@link DEFAULT_LOCAL_DIR}. */
+  localDir?: string;
+  /** Listen here instead of `config.port`; 0 picks a free port. */
+  port?: number;
+}
+
+/**
+ * The product on one machine: the same router the Lambda handlers use, behind node:http,
+ * with the embedded MongoDB unless `MONGODB_URI` names a real one.
+ */
+export async function startLocalServer(config: Config, options: LocalServerOptions = {}): Promise<LocalServer> {
+  let embedded: EmbeddedMongo | undefined;
+  const mongodbUri = config.mongodbUri ?? (embedded = await startEmbeddedMongo()).uri;
+  const client = new MongoClient(mongodbUri);
+  await client.connect();
+  const keys = await loadOrCreateLocalKeys(options.localDir ?? DEFAULT_LOCAL_DIR);
+  const verifier = new JwtVerifier({
+    key: keys.publicKey,
+    audience: config.auth.audience,
+    issuer: config.auth.issuer ?? DEFAULT_LOCAL_ISSUER,
+    tenantClaim: config.auth.tenantClaim,
+    rolesClaim: config.auth.rolesClaim,
+  });
+  const app = await createApp({ ...config, mongodbUri }, {
+    mongoClient: client,
+    authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
+  });
+  const server: Server = createServer((req, res) => {
+    toHttpRequest(req)
+      .then((request) => app.route(request))
+      .then((response) => writeHttpResponse(res, response))
+      .catch(() => {
+        if (!res.headersSent) writeHttpResponse(res, { status: 500, headers: { "content-type": "application/json" }, body: '{"error":{"code":"internal_error","message":"internal error"}}' });
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? config.port, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    mongodbUri,
+    app,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await app.close();
+      await client.close();
+      await embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,28 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRequest, HttpResponse } from "../api/http.js";
+import { MAX_BODY_BYTES } from "../api/request-parsing.js";
+
+/** Reads a node:http request into the router's shape; bodies far over the limit are cut (the router answers 413). */
+export async function toHttpRequest(req: IncomingMessage): Promise<HttpRequest> {
+  const url = new URL(req.url ?? "/", "http://localhost");
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size <= MAX_BODY_BYTES + 1) chunks.push(chunk);
+  }
+  const headers: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(req.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  return {
+    method: req.method ?? "GET",
+    path: url.pathname,
+    headers,
+    query: Object.fromEntries(url.searchParams),
+    body: chunks.length ? Buffer.concat(chunks).toString("utf8") : undefined,
+  };
+}
+
+export function writeHttpResponse(res: ServerResponse, response: HttpResponse): void {
+  res.writeHead(response.status, response.headers);
+  res.end(response.body);
+}

@@ -1,0 +1,15 @@
+/** MongoDB collection names. Checkpoint collections are LangGraph's; the rest are the application's. */
+export const COLLECTIONS = {
+  checkpoints: "checkpoints",
+  checkpointWrites: "checkpoint_writes",
+  checkpointBlobs: "checkpoint_blobs",
+  conversations: "conversations",
+  messages: "messages",
+  turns: "turns",
+  modelCalls: "model_calls",
+  artifacts: "artifacts",
+  idempotency: "idempotency",
+  channelEvents: "channel_events",
+} as const;
+
+export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

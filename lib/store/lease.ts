@@ -1,0 +1,37 @@
+import type { Collection } from "mongodb";
+import { ConflictError } from "../errors.js";
+import type { ConversationDocument } from "./conversation-store.js";
+
+/** How long a lease lasts unless renewed: long enough for a turn, short enough that a crash does not block for long. */
+export const DEFAULT_LEASE_TTL_MS = 120_000;
+
+/**
+ * One turn at a time per conversation: a lease taken with one atomic update that only
+ * matches when no unexpired lease is held by someone else.
+ */
+export class ConversationLease {
+  constructor(
+    private readonly conversations: Collection<ConversationDocument>,
+    private readonly ttlMs = DEFAULT_LEASE_TTL_MS,
+  ) {}
+
+  /** Takes (or re-takes, for the same holder) the lease; throws ConflictError when another holder has it. */
+  async acquire(conversationId: string, holder: string, now = new Date()): Promise<void> {
+    const expiresAt = new Date(now.getTime() + this.ttlMs);
+    const result = await this.conversations.updateOne(
+      {
+        _id: conversationId,
+        $or: [{ lease: null }, { lease: { $exists: false } }, { "lease.expiresAt": { $lte: now } }, { "lease.holder": holder }],
+      },
+      { $set: { lease: { holder, expiresAt } } },
+    );
+    if (result.matchedCount === 1) return;
+    const current = await this.conversations.findOne({ _id: conversationId });
+    const remainingMs = current?.lease ? current.lease.expiresAt.getTime() - now.getTime() : this.ttlMs;
+    throw new ConflictError("a turn is already running on this conversation", Math.max(1, Math.ceil(remainingMs / 1000)));
+  }
+
+  async release(conversationId: string, holder: string): Promise<void> {
+    await this.conversations.updateOne({ _id: conversationId, "lease.holder": holder }, { $set: { lease: null } });
+  }
+}

@@ -1,0 +1,158 @@
+import type { Collection, Db } from "mongodb";
+import type { ModelViewStats } from "../model-view/types.js";
+import { COLLECTIONS } from "./collections.js";
+
+export const TURN_STATUSES = ["queued", "running", "completed", "failed"] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+/** One message of a model view as it was sent, in a channel-neutral shape. */
+export interface ViewMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  toolCalls?: { id: string; name: string; args: unknown }[];
+  toolCallId?: string;
+  toolName?: string;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
+export const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+
+/** What one model call was sent and what it cost. */
+export interface ModelCallRecord {
+  turnId: string;
+  index: number;
+  startedAt: Date;
+  durationMs: number;
+  view: ViewMessage[];
+  stats: ModelViewStats;
+  /** As reported by the model; zero when it reports nothing. */
+  usage: Usage;
+  toolCalls: string[];
+}
+
+export interface TurnProgress {
+  step: "queued" | "model" | "tool" | "done";
+  tool?: string;
+  modelCalls: number;
+  at: Date;
+}
+
+export interface TurnDocument {
+  _id: string;
+  conversationId: string;
+  status: TurnStatus;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt?: Date;
+  durationMs?: number;
+  answer?: string;
+  error?: { code: string; message: string };
+  usage: Usage;
+  toolCalls: number;
+  progress: TurnProgress;
+}
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}
+
+interface ModelCallDocument extends ModelCallRecord {
+  /** `${turnId}:${index}`: a resumed turn replaces the record of a call it makes again. */
+  _id: string;
+  conversationId: string;
+}
+
+/** A turn with the record of every model call it made, in order. */
+export interface TurnWithCalls extends TurnDocument {
+  calls: ModelCallRecord[];
+}
+
+/**
+ * Turns: status and usage, and for every model call the exact view sent with its token
+ * counts. Calls are documents of their own so a long turn never grows one document.
+ */
+export class TurnStore {
+  readonly collection: Collection<TurnDocument>;
+  readonly calls: Collection<ModelCallDocument>;
+
+  constructor(db: Db) {
+    this.collection = db.collection<TurnDocument>(COLLECTIONS.turns);
+    this.calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
+  }
+
+  async setup(): Promise<void> {
+    await this.collection.createIndex({ conversationId: 1, createdAt: 1 }, { name: "conversation_turns" });
+    await this.calls.createIndex({ turnId: 1, index: 1 }, { name: "turn_calls" });
+    await this.calls.createIndex({ conversationId: 1 }, { name: "conversation_calls" });
+  }
+
+  /** Creates the turn, or returns the existing one when a retry names the same id. */
+  async start(turnId: string, conversationId: string, status: TurnStatus = "running", now = new Date()): Promise<TurnDocument> {
+    const fresh: TurnDocument = {
+      _id: turnId,
+      conversationId,
+      status,
+      createdAt: now,
+      updatedAt: now,
+      usage: ZERO_USAGE,
+      toolCalls: 0,
+      progress: { step: status === "queued" ? "queued" : "model", modelCalls: 0, at: now },
+    };
+    const existing = await this.collection.findOneAndUpdate(
+      { _id: turnId },
+      { $setOnInsert: fresh },
+      { upsert: true, returnDocument: "after" },
+    );
+    return existing ?? fresh;
+  }
+
+  async get(turnId: string): Promise<TurnDocument | null> {
+    return this.collection.findOne({ _id: turnId });
+  }
+
+  async getWithCalls(turnId: string): Promise<TurnWithCalls | null> {
+    const turn = await this.get(turnId);
+    if (!turn) return null;
+    return { ...turn, calls: await this.listCalls(turnId) };
+  }
+
+  async listCalls(turnId: string): Promise<ModelCallRecord[]> {
+    const docs = await this.calls.find({ turnId }).sort({ index: 1 }).toArray();
+    return docs.map(({ _id, conversationId, ...call }) => call);
+  }
+
+  async markRunning(turnId: string, now = new Date()): Promise<void> {
+    await this.collection.updateOne({ _id: turnId, status: { $in: ["queued", "running"] } }, { $set: { status: "running", updatedAt: now } });
+  }
+
+  async recordModelCall(conversationId: string, call: ModelCallRecord, now = new Date()): Promise<void> {
+    await this.calls.replaceOne({ _id: `${call.turnId}:${call.index}` }, { ...call, conversationId }, { upsert: true });
+    const progress: TurnProgress = { step: call.toolCalls.length ? "tool" : "done", tool: call.toolCalls[0], modelCalls: call.index + 1, at: now };
+    await this.collection.updateOne({ _id: call.turnId }, { $set: { updatedAt: now, progress } });
+  }
+
+  async complete(turnId: string, result: { answer: string; usage: Usage; toolCalls: number; durationMs: number }, now = new Date()): Promise<void> {
+    await this.collection.updateOne(
+      { _id: turnId },
+      { $set: { ...result, status: "completed", completedAt: now, updatedAt: now, "progress.step": "done", "progress.at": now } },
+    );
+  }
+
+  async fail(turnId: string, error: { code: string; message: string }, now = new Date()): Promise<void> {
+    await this.collection.updateOne({ _id: turnId }, { $set: { status: "failed", error, updatedAt: now, completedAt: now } });
+  }
+
+  async deleteByConversation(conversationId: string): Promise<void> {
+    await this.calls.deleteMany({ conversationId });
+    await this.collection.deleteMany({ conversationId });
+  }
+}
