@@ -1,0 +1,76 @@
+import { ConflictError, ChannelDeliveryError } from "../../../lib/errors.js";
+import { SlackReplier, turnFailureMessage } from "../../../lib/channels/index.js";
+import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
+import { CHANNEL, TEAM } from "./fixtures.js";
+
+const BOT_TOKEN = "xoxb-test-1234-abcd";
+const target = { teamId: TEAM, channelId: CHANNEL, threadTs: "1700000100.000200" };
+
+describe("slack/slack-replier", () => {
+  let slack: SlackApiEndpoint;
+  beforeEach(async () => {
+    slack = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM });
+  });
+  afterEach(async () => slack.close());
+
+  function replier(options: { botToken?: string; maxMessageChars?: number } = {}): SlackReplier {
+    return new SlackReplier({ botToken: BOT_TOKEN, slackApiUrl: slack.slackApiUrl, retries: 0, ...options });
+  }
+
+  describe("reply", () => {
+    it("posts the answer in the thread with the bot token", async () => {
+      const ts = await replier().reply(target, "Sales were 1.2M.");
+      expect(slack.posts).toEqual([{ channel: CHANNEL, threadTs: "1700000100.000200", text: "Sales were 1.2M.", ts: ts[0] }]);
+      expect(slack.calls).toEqual([{ method: "chat.postMessage", authorized: true }]);
+    });
+
+    it("posts a long answer as several messages in the thread, none over the limit", async () => {
+      const paragraph = "word ".repeat(40).trim();
+      const text = Array.from({ length: 5 }, () => paragraph).join("\n\n");
+      await replier({ maxMessageChars: 450 }).reply(target, text);
+      expect(slack.posts.length).toBeGreaterThan(1);
+      expect(slack.posts.every((p) => p.text.length <= 450 && p.threadTs === target.threadTs)).toBe(true);
+      expect(slack.posts.map((p) => p.text).join(" ").replace(/\s+/g, " ")).toBe(text.replace(/\s+/g, " "));
+    });
+
+    it("throws ChannelDeliveryError when Slack refuses the token", async () => {
+      await expect(replier({ botToken: "xoxb-revoked" }).reply(target, "hi")).rejects.toMatchObject({
+        name: "ChannelDeliveryError",
+        channel: "slack",
+        message: expect.stringContaining("invalid_auth"),
+      });
+      expect(slack.posts).toHaveLength(0);
+    });
+
+    it("throws ChannelDeliveryError when Slack refuses the post", async () => {
+      slack.failNextPost("channel_not_found");
+      await expect(replier().reply(target, "hi")).rejects.toBeInstanceOf(ChannelDeliveryError);
+    });
+
+    it("throws ChannelDeliveryError when Slack cannot be reached", async () => {
+      await slack.close();
+      await expect(replier().reply(target, "hi")).rejects.toBeInstanceOf(ChannelDeliveryError);
+    });
+  });
+
+  describe("replyFailure", () => {
+    it("posts a short, honest failure message in the thread", async () => {
+      await replier().replyFailure(target, new Error("bedrock throttled"));
+      expect(slack.posts).toHaveLength(1);
+      expect(slack.posts[0]).toMatchObject({ channel: CHANNEL, threadTs: target.threadTs });
+      expect(slack.posts[0].text).toBe(turnFailureMessage(new Error("x"), "slack"));
+      expect(slack.posts[0].text).not.toContain("bedrock");
+    });
+
+    it("posts the busy message when a turn is already running", async () => {
+      await replier().replyFailure(target, new ConflictError("lease held"));
+      expect(slack.posts[0].text).toMatch(/still answering/);
+    });
+  });
+
+  describe("identity", () => {
+    it("returns the bot user and team from auth.test", async () => {
+      expect(await replier().identity()).toEqual({ teamId: TEAM, userId: "U0BOT", botId: "B0BOT" });
+    });
+  });
+});

@@ -1,0 +1,103 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One reply activity the endpoint accepted. */
+export interface RecordedTeamsReply {
+  conversationId: string;
+  /** The activity replied to (last path segment). */
+  activityId: string;
+  activity: Record<string, unknown>;
+}
+
+export interface BotConnectorEndpoint {
+  /** Use as the activity's `serviceUrl` (ends in `/`, as Teams' do). */
+  serviceUrl: string;
+  /** Token URL template for `BotConnectorTokenProvider` (`{tenant}` left in). */
+  tokenUrl: string;
+  replies: RecordedTeamsReply[];
+  /** Token requests, by tenant path segment. */
+  tokenRequests: { tenant: string; clientId: string; scope: string }[];
+  /** Forgets every issued token, as when a token is revoked: the next reply gets 401. */
+  revokeTokens(): void;
+  /** The next reply is answered with this HTTP status. */
+  failNextReply(status: number): void;
+  close(): Promise<void>;
+}
+
+export interface BotConnectorEndpointOptions {
+  appId: string;
+  appPassword: string;
+}
+
+async function readText(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * On loopback, the parts of Entra's token endpoint (client credentials) and of the Bot
+ * Connector REST API (reply to an activity) that the Teams replier uses. Tokens are opaque
+ * and checked on every reply; replies are recorded.
+ */
+export async function startBotConnectorEndpoint(options: BotConnectorEndpointOptions): Promise<BotConnectorEndpoint> {
+  const issued = new Set<string>();
+  const replies: RecordedTeamsReply[] = [];
+  const tokenRequests: { tenant: string; clientId: string; scope: string }[] = [];
+  const failures: number[] = [];
+
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const token = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(url.pathname);
+    if (req.method === "POST" && token) {
+      const form = new URLSearchParams(await readText(req));
+      const request = { tenant: decodeURIComponent(token[1]), clientId: form.get("client_id") ?? "", scope: form.get("scope") ?? "" };
+      tokenRequests.push(request);
+      if (form.get("grant_type") !== "client_credentials") return json(res, 400, { error: "unsupported_grant_type" });
+      if (request.clientId !== options.appId || form.get("client_secret") !== options.appPassword) {
+        return json(res, 401, { error: "invalid_client" });
+      }
+      if (request.scope !== "https://api.botframework.com/.default") return json(res, 400, { error: "invalid_scope" });
+      const accessToken = `test-connector-token-${randomUUID()}`;
+      issued.add(accessToken);
+      return json(res, 200, { token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: accessToken });
+    }
+    const reply = /^\/v3\/conversations\/([^/]+)\/activities\/([^/]+)$/.exec(url.pathname);
+    if (req.method === "POST" && reply) {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+      const body = await readText(req);
+      if (!bearer || !issued.has(bearer)) return json(res, 401, { message: "Authorization has been denied for this request." });
+      const status = failures.shift();
+      if (status) return json(res, status, { error: { code: "ServiceError", message: "failure requested by the test" } });
+      replies.push({
+        conversationId: decodeURIComponent(reply[1]),
+        activityId: decodeURIComponent(reply[2]),
+        activity: JSON.parse(body) as Record<string, unknown>,
+      });
+      return json(res, 200, { id: `reply-${replies.length}` });
+    }
+    json(res, 404, { error: "not found" });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    serviceUrl: `${base}/`,
+    tokenUrl: `${base}/{tenant}/oauth2/v2.0/token`,
+    replies,
+    tokenRequests,
+    revokeTokens: () => issued.clear(),
+    failNextReply: (status) => void failures.push(status),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // Clients keep connections alive; close them so the server stops at once.
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,91 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** One `chat.postMessage` the endpoint accepted. */
+export interface RecordedSlackPost {
+  channel: string;
+  threadTs?: string;
+  text: string;
+  ts: string;
+}
+
+export interface SlackApiEndpoint {
+  /** Base URL for `WebClient`'s `slackApiUrl` (ends in `/api/`). */
+  slackApiUrl: string;
+  posts: RecordedSlackPost[];
+  /** Every call, authorised or not, by Web API method name. */
+  calls: { method: string; authorized: boolean }[];
+  /** The next `chat.postMessage` answers `{ok: false, error}`, as Slack does for a refused call. */
+  failNextPost(error: string): void;
+  close(): Promise<void>;
+}
+
+export interface SlackApiEndpointOptions {
+  botToken: string;
+  teamId?: string;
+  botUserId?: string;
+  botId?: string;
+}
+
+async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString("utf8");
+  if ((req.headers["content-type"] ?? "").startsWith("application/json")) return text ? JSON.parse(text) : {};
+  return Object.fromEntries(new URLSearchParams(text));
+}
+
+function send(res: ServerResponse, body: unknown): void {
+  // Slack answers refused calls with HTTP 200 and `ok: false`.
+  res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * The part of the Slack Web API the replier uses (`auth.test`, `chat.postMessage`), on
+ * loopback. It checks the bearer bot token as Slack does and records every post.
+ */
+export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): Promise<SlackApiEndpoint> {
+  const teamId = options.teamId ?? "T0TEST";
+  const botUserId = options.botUserId ?? "U0BOT";
+  const posts: RecordedSlackPost[] = [];
+  const calls: { method: string; authorized: boolean }[] = [];
+  const pendingFailures: string[] = [];
+  let seq = 0;
+
+  const server = createServer(async (req, res) => {
+    const method = (req.url ?? "").replace(/^\/api\//, "").split("?")[0];
+    const body = await readBody(req);
+    const authorized = req.headers.authorization === `Bearer ${options.botToken}`;
+    calls.push({ method, authorized });
+    if (!authorized) return send(res, { ok: false, error: "invalid_auth" });
+    if (method === "auth.test") {
+      return send(res, { ok: true, url: "https://test.slack.invalid/", team: "Test", user: "threadwise", team_id: teamId, user_id: botUserId, bot_id: options.botId ?? "B0BOT" });
+    }
+    if (method === "chat.postMessage") {
+      const failure = pendingFailures.shift();
+      if (failure) return send(res, { ok: false, error: failure });
+      if (typeof body.channel !== "string" || !body.channel) return send(res, { ok: false, error: "channel_not_found" });
+      if (typeof body.text !== "string" || !body.text) return send(res, { ok: false, error: "no_text" });
+      seq += 1;
+      const ts = `1700000000.${String(seq).padStart(6, "0")}`;
+      posts.push({ channel: body.channel, threadTs: typeof body.thread_ts === "string" ? body.thread_ts : undefined, text: body.text, ts });
+      return send(res, { ok: true, channel: body.channel, ts, message: { text: body.text, ts, thread_ts: body.thread_ts } });
+    }
+    return send(res, { ok: false, error: "unknown_method" });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    slackApiUrl: `http://127.0.0.1:${port}/api/`,
+    posts,
+    calls,
+    failNextPost: (error) => void pendingFailures.push(error),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // Clients keep connections alive; close them so the server stops at once.
+        server.closeAllConnections();
+      }),
+  };
+}
