@@ -1,0 +1,122 @@
+import { Validations, type RemovalPolicy } from "aws-cdk-lib";
+import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
+import { HttpApi, HttpMethod, HttpRoute, HttpStage, LogGroupLogDestination } from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import type { IFunction } from "aws-cdk-lib/aws-lambda";
+import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+
+/** Steady-state requests per second the stage accepts before answering 429. */
+export const DEFAULT_THROTTLE_RATE = 50;
+/** Burst of requests the stage accepts above the steady rate. */
+export const DEFAULT_THROTTLE_BURST = 100;
+
+/** The JWT-protected routes of design.md, served by the api function. */
+export const AUTHORIZED_ROUTES: readonly { method: HttpMethod; path: string }[] = [
+  { method: HttpMethod.POST, path: "/v1/conversations" },
+  { method: HttpMethod.GET, path: "/v1/conversations" },
+  { method: HttpMethod.GET, path: "/v1/conversations/{id}" },
+  { method: HttpMethod.DELETE, path: "/v1/conversations/{id}" },
+  { method: HttpMethod.POST, path: "/v1/conversations/{id}/messages" },
+  { method: HttpMethod.GET, path: "/v1/conversations/{id}/messages" },
+  { method: HttpMethod.GET, path: "/v1/conversations/{id}/turns/{turnId}" },
+];
+
+/** Access log fields: who called what and how it went; no bodies, no tokens, no claims. */
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: "$context.requestId",
+    requestTime: "$context.requestTimeEpoch",
+    routeKey: "$context.routeKey",
+    status: "$context.status",
+    protocol: "$context.protocol",
+    sourceIp: "$context.identity.sourceIp",
+    responseLength: "$context.responseLength",
+    responseLatency: "$context.responseLatency",
+    integrationLatency: "$context.integrationLatency",
+    integrationStatus: "$context.integrationStatus",
+    integrationError: "$context.integrationErrorMessage",
+    authorizerError: "$context.authorizer.error",
+  }),
+);
+
+export interface ThreadwiseApiProps {
+  stage: string;
+  jwtIssuer: string;
+  jwtAudience: string[];
+  apiFunction: IFunction;
+  slackFunction: IFunction;
+  teamsFunction: IFunction;
+  logRetention: RetentionDays;
+  removalPolicy: RemovalPolicy;
+}
+
+/**
+ * The HTTP API: the /v1 routes behind API Gateway's JWT authorizer, /healthz open, the Slack and
+ * Teams webhooks open at the gateway because their callers cannot send our JWTs (each function
+ * verifies its platform's signature or token instead), and JSON access logs on the stage.
+ */
+export class ThreadwiseApi extends Construct {
+  readonly httpApi: HttpApi;
+  readonly stage: HttpStage;
+  readonly accessLogs: LogGroup;
+
+  constructor(scope: Construct, id: string, props: ThreadwiseApiProps) {
+    super(scope, id);
+    this.httpApi = new HttpApi(this, "HttpApi", {
+      apiName: `${props.stage}-threadwise`,
+      description: `Threadwise ${props.stage}`,
+      createDefaultStage: false,
+    });
+    this.accessLogs = new LogGroup(this, "AccessLogs", {
+      logGroupName: `/aws/apigateway/${props.stage}-threadwise`,
+      retention: props.logRetention,
+      removalPolicy: props.removalPolicy,
+    });
+    this.stage = new HttpStage(this, "DefaultStage", {
+      httpApi: this.httpApi,
+      stageName: "$default",
+      autoDeploy: true,
+      throttle: { rateLimit: DEFAULT_THROTTLE_RATE, burstLimit: DEFAULT_THROTTLE_BURST },
+      accessLogSettings: { destination: new LogGroupLogDestination(this.accessLogs), format: ACCESS_LOG_FORMAT },
+    });
+
+    const authorizer = new HttpJwtAuthorizer("JwtAuthorizer", props.jwtIssuer, {
+      authorizerName: `${props.stage}-threadwise-jwt`,
+      jwtAudience: props.jwtAudience,
+      identitySource: ["$request.header.Authorization"],
+    });
+    const api = new HttpLambdaIntegration("Api", props.apiFunction);
+    for (const route of AUTHORIZED_ROUTES) {
+      this.httpApi.addRoutes({ path: route.path, methods: [route.method], integration: api, authorizer });
+    }
+
+    const open: { path: string; method: HttpMethod; integration: HttpLambdaIntegration; reason: string }[] = [
+      {
+        path: "/healthz",
+        method: HttpMethod.GET,
+        integration: api,
+        reason: "Liveness probe by design (design.md: GET /healthz, no auth); it returns no data.",
+      },
+      {
+        path: "/slack/events",
+        method: HttpMethod.POST,
+        integration: new HttpLambdaIntegration("Slack", props.slackFunction),
+        reason:
+          "Slack cannot send a JWT; the slack function verifies Slack's v0 HMAC request signature over the raw body with a five-minute timestamp window before doing anything.",
+      },
+      {
+        path: "/teams/messages",
+        method: HttpMethod.POST,
+        integration: new HttpLambdaIntegration("Teams", props.teamsFunction),
+        reason:
+          "The Bot Framework sends its own RS256 JWT (not issued by our issuer); the teams function verifies it against the Bot Framework signing keys, issuer, audience and serviceUrl.",
+      },
+    ];
+    for (const route of open) {
+      const [created] = this.httpApi.addRoutes({ path: route.path, methods: [route.method], integration: route.integration });
+      Validations.of(created as HttpRoute).acknowledge({ id: "AwsSolutions-APIG4", reason: route.reason });
+    }
+  }
+}

@@ -1,0 +1,29 @@
+import { App } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { readStageConfig } from "../../infra/stage-config.js";
+import { ThreadwiseStack } from "../../infra/threadwise-stack.js";
+
+export interface SynthOptions {
+  /** CDK context, as `-c key=value` would give it. */
+  context?: Record<string, unknown>;
+  /** Run esbuild for the four functions; off by default because it takes seconds per function. */
+  bundle?: boolean;
+}
+
+/** Builds the stack as infra/app.ts does, from context alone. */
+export function buildStack(options: SynthOptions = {}): { app: App; stack: ThreadwiseStack } {
+  const app = new App({
+    context: {
+      ...options.context,
+      // CDK's own switch: an empty list of bundling stacks makes assets placeholders.
+      ...(options.bundle ? {} : { "aws:cdk:bundling-stacks": [] }),
+    },
+  });
+  const config = readStageConfig(app.node);
+  const stack = new ThreadwiseStack(app, `${config.stage}-threadwise`, { config });
+  return { app, stack };
+}
+
+export function synthTemplate(options: SynthOptions = {}): Template {
+  return Template.fromStack(buildStack(options).stack);
+}
