@@ -1,7 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { MongoClient } from "mongodb";
-import { createApp, type App } from "../app.js";
+import { createApp, type App, type AppOptions } from "../app.js";
+import { errorResponse } from "../api/error-response.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
@@ -20,6 +21,15 @@ export interface LocalServerOptions {
   localDir?: string;
   /** Listen here instead of `config.port`; 0 picks a free port. */
   port?: number;
+  /** Overrides for the composed app (tests give their own model or tools). */
+  app?: Partial<Omit<AppOptions, "authenticate" | "mongoClient">>;
+}
+
+/** Server faults only, as fixed messages with numbers and names: never request contents. */
+function logServerError(error: unknown, request: { method: string; path: string }): void {
+  if (errorResponse(error).status < 500) return;
+  const name = error instanceof Error ? error.name : "unknown";
+  console.error(JSON.stringify({ level: "error", message: "request failed", error: name, method: request.method, route: request.path.replace(/[0-9a-f-]{36}/gi, "{id}") }));
 }
 
 /**
@@ -40,6 +50,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     rolesClaim: config.auth.rolesClaim,
   });
   const app = await createApp({ ...config, mongodbUri }, {
+    onError: logServerError,
+    ...options.app,
     mongoClient: client,
     authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
   });

@@ -8,8 +8,9 @@ export async function toHttpRequest(req: IncomingMessage): Promise<HttpRequest> 
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
+    // Keep just past the limit so the router sees the size and answers 413.
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     size += chunk.length;
-    if (size <= MAX_BODY_BYTES + 1) chunks.push(chunk);
   }
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(req.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;

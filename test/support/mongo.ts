@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MongoClient, type Db } from "mongodb";
+import { dropKnownCollections } from "./drop-collections.js";
 
 export interface TestDatabase {
   client: MongoClient;
@@ -26,8 +27,7 @@ export async function openTestDatabase(prefix = "test"): Promise<TestDatabase> {
     db,
     dbName,
     async cleanup() {
-      const collections = await db.listCollections({}, { nameOnly: true }).toArray();
-      await Promise.all(collections.map((c) => db.collection(c.name).drop().catch(() => undefined)));
+      await dropKnownCollections(db);
       await client.close();
     },
   };

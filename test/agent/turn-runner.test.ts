@@ -1,0 +1,93 @@
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp, type App } from "../../lib/app.js";
+import { loadConfig } from "../../lib/config/config.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import type { Caller } from "../../lib/tools/tool.js";
+import { dropKnownCollections } from "../support/drop-collections.js";
+import { mongoUri } from "../support/mongo.js";
+import { bigReport, executorOf } from "../support/test-tools.js";
+
+const caller: Caller = { userId: "alice", tenantId: "acme", roles: [] };
+const dbName = `runner_${randomUUID().slice(0, 8)}`;
+const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
+const clients: MongoClient[] = [];
+
+/** A new client and a newly compiled graph, as a fresh Lambda container would have. */
+async function freshApp(): Promise<App> {
+  const client = new MongoClient(mongoUri());
+  await client.connect();
+  clients.push(client);
+  return createApp(config, { mongoClient: client, authenticate: async () => caller, tools: executorOf([bigReport]) });
+}
+
+let inspector: MongoClient;
+beforeAll(async () => {
+  inspector = new MongoClient(mongoUri());
+  await inspector.connect();
+});
+afterAll(async () => {
+  await dropKnownCollections(inspector.db(dbName));
+  await Promise.all([inspector, ...clients].map((c) => c.close()));
+});
+
+describe("TurnRunner", () => {
+  describe("run", () => {
+    it("rehydrates the thread from MongoDB with a new client and a newly compiled graph", async () => {
+      const first = await freshApp();
+      const { _id: conversationId } = await first.database.conversations.create(caller);
+      await first.runner.run({ conversationId, caller, content: "My name is Ada.", turnId: randomUUID() });
+
+      const second = await freshApp();
+      expect(second.runner).not.toBe(first.runner);
+      const result = await second.runner.run({ conversationId, caller, content: "What is my name?", turnId: randomUUID() });
+      expect(result.answer).toBe("Your name is Ada.");
+    });
+
+    it("keeps the application record apart from the checkpoints: tool exchanges only in the latter", async () => {
+      const app = await freshApp();
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const result = await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 3}', turnId: randomUUID() });
+      expect(result.answer).toContain("region-2");
+
+      const record = await inspector.db(dbName).collection(COLLECTIONS.messages).find({ conversationId }).toArray();
+      expect(record.map((m) => m.role)).toEqual(["user", "assistant"]);
+
+      const thread = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
+      const types = (thread?.checkpoint.channel_values.messages as { getType(): string }[]).map((m) => m.getType());
+      expect(types).toEqual(["human", "ai", "tool", "ai"]);
+    });
+
+    it("returns the recorded result when a completed turn is run again with the same id", async () => {
+      const app = await freshApp();
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const turnId = randomUUID();
+      const once = await app.runner.run({ conversationId, caller, content: "hello", turnId });
+      const twice = await app.runner.run({ conversationId, caller, content: "hello", turnId });
+      expect(twice).toEqual(once);
+      const record = await app.database.messages.list(conversationId);
+      expect(record).toHaveLength(2);
+    });
+  });
+
+  describe("deleteConversation", () => {
+    it("leaves nothing of the conversation in any collection", async () => {
+      const app = await freshApp();
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 4000}', turnId: randomUUID() });
+      await app.runner.run({ conversationId, caller, content: "thanks", turnId: randomUUID() });
+      const db = inspector.db(dbName);
+      const mentions = async () => {
+        let n = 0;
+        for (const name of Object.values(COLLECTIONS)) {
+          n += await db.collection(name).countDocuments({ $or: [{ _id: conversationId as never }, { conversationId }, { thread_id: conversationId }] });
+        }
+        return n;
+      };
+      expect(await mentions()).toBeGreaterThan(5);
+      await app.database.deleteConversation(conversationId);
+      expect(await mentions()).toBe(0);
+    });
+  });
+});

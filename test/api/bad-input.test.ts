@@ -1,0 +1,81 @@
+import { SignJWT, generateKeyPair } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import { startTestServer, type TestServer } from "../support/api-client.js";
+
+let api: TestServer;
+let token: string;
+let conversationId: string;
+const MAX_CHARS = 200;
+
+beforeAll(async () => {
+  api = await startTestServer({ MAX_MESSAGE_CHARS: String(MAX_CHARS) });
+  token = await api.token("alice");
+  conversationId = (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
+});
+afterAll(() => api.close());
+
+async function counts() {
+  const names = [COLLECTIONS.conversations, COLLECTIONS.messages, COLLECTIONS.turns, COLLECTIONS.checkpoints];
+  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, await api.db.collection(n).countDocuments()])));
+}
+
+function expectError(res: { status: number; body: any }, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.body).toEqual({ error: expect.objectContaining({ code, message: expect.any(String) }) });
+  expect(JSON.stringify(res.body)).not.toMatch(/\bat .*\.(ts|js):\d+/);
+}
+
+describe("bad input", () => {
+  const messages = () => `/v1/conversations/${conversationId}/messages`;
+
+  const cases: [string, () => Promise<{ status: number; body: any }>, number, string][] = [
+    ["malformed JSON", () => api.call("POST", messages(), { token, body: "{not json", headers: { "content-type": "application/json" } }), 400, "invalid_request"],
+    ["a body that is not an object", () => api.call("POST", messages(), { token, json: ["hi"] }), 400, "invalid_request"],
+    ["a missing content", () => api.call("POST", messages(), { token, json: {} }), 400, "invalid_request"],
+    ["an empty content", () => api.call("POST", messages(), { token, json: { content: "   " } }), 400, "invalid_request"],
+    ["a content that is not a string", () => api.call("POST", messages(), { token, json: { content: 42 } }), 400, "invalid_request"],
+    ["an unknown field", () => api.call("POST", messages(), { token, json: { content: "hi", role: "system" } }), 400, "invalid_request"],
+    ["no body at all", () => api.call("POST", messages(), { token }), 400, "invalid_request"],
+    ["a content over the limit", () => api.call("POST", messages(), { token, json: { content: "x".repeat(MAX_CHARS + 1) } }), 413, "payload_too_large"],
+    ["a body over the byte limit", () => api.call("POST", messages(), { token, json: { content: "x".repeat(300_000) } }), 413, "payload_too_large"],
+    ["a non-JSON content type", () => api.call("POST", messages(), { token, body: "content=hi", headers: { "content-type": "application/x-www-form-urlencoded" } }), 415, "unsupported_media_type"],
+    ["a malformed Idempotency-Key", () => api.call("POST", messages(), { token, json: { content: "hi" }, headers: { "idempotency-key": "x".repeat(300) } }), 400, "invalid_request"],
+    ["an unknown conversation id", () => api.call("POST", `/v1/conversations/00000000-0000-4000-8000-000000000000/messages`, { token, json: { content: "hi" } }), 404, "not_found"],
+    ["a malformed conversation id", () => api.call("GET", `/v1/conversations/not-an-id`, { token }), 400, "invalid_request"],
+    ["a malformed turn id", () => api.call("GET", `/v1/conversations/${conversationId}/turns/abc`, { token }), 400, "invalid_request"],
+    ["an unknown turn id", () => api.call("GET", `/v1/conversations/${conversationId}/turns/00000000-0000-4000-8000-000000000000`, { token }), 404, "not_found"],
+    ["a missing token", () => api.call("POST", messages(), { json: { content: "hi" } }), 401, "unauthorized"],
+    ["a token that is not a bearer token", () => api.call("GET", "/v1/conversations", { headers: { authorization: `Basic ${token}` } }), 401, "unauthorized"],
+    ["a garbage token", () => api.call("GET", "/v1/conversations", { token: "abc.def.ghi" }), 401, "unauthorized"],
+    ["a tampered token", () => api.call("GET", "/v1/conversations", { token: `${token.slice(0, -4)}AAAA` }), 401, "unauthorized"],
+    ["a wrong method on a known path", () => api.call("PUT", messages(), { token, json: { content: "hi" } }), 405, "method_not_allowed"],
+    ["an unknown path", () => api.call("GET", "/v2/everything", { token }), 404, "not_found"],
+  ];
+
+  for (const [name, send, status, code] of cases) {
+    it(`answers ${status} ${code} for ${name} and changes nothing`, async () => {
+      const before = await counts();
+      expectError(await send(), status, code);
+      expect(await counts()).toEqual(before);
+    });
+  }
+
+  it("answers 401 for an expired token", async () => {
+    const expired = await api.token("alice", { expiresIn: Math.floor(Date.now() / 1000) - 3600 });
+    const res = await api.call("GET", "/v1/conversations", { token: expired });
+    expectError(res, 401, "unauthorized");
+    expect(res.body.error.message).toBe("token expired");
+  });
+
+  it("answers 401 for a token signed by another key", async () => {
+    const { privateKey } = await generateKeyPair("ES256");
+    const forged = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject("alice").setIssuer("threadwise-local").setAudience("threadwise").setExpirationTime("1h").sign(privateKey);
+    expectError(await api.call("GET", "/v1/conversations", { token: forged }), 401, "unauthorized");
+  });
+
+  it("names the allowed methods on a 405", async () => {
+    const res = await api.call("PATCH", `/v1/conversations/${conversationId}`, { token });
+    expect(res.headers.get("allow")).toBe("GET, DELETE");
+  });
+});
