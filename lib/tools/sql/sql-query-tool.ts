@@ -1,0 +1,44 @@
+import { z } from "zod";
+import { DEFAULT_SQL_MAX_ROWS, DEFAULT_SQL_TIMEOUT_MS } from "../../config/tools-config.js";
+import { ToolError } from "../../errors.js";
+import type { ToolContext, ToolDefinition } from "../tool.js";
+import type { QueryEngine } from "./query-engine.js";
+import { checkReadOnlySql } from "./read-only-sql.js";
+import { formatResultTable } from "./result-table.js";
+
+export interface SqlQueryToolOptions {
+  engine: QueryEngine;
+  /** Default: `DEFAULT_SQL_MAX_ROWS`. */
+  maxRows?: number;
+  /** Default: `DEFAULT_SQL_TIMEOUT_MS`. */
+  timeoutMs?: number;
+  allowedRoles?: readonly string[];
+}
+
+const schema = z.object({
+  sql: z.string().min(1).max(20_000).describe("One read-only SELECT (or WITH ... SELECT) statement"),
+});
+
+const DIALECT_NAMES = { sqlite: "SQLite", athena: "Trino SQL (Amazon Athena)" } as const;
+
+/** `sql_query`: one read-only query, row- and time-limited, answered as a compact table. */
+export function createSqlQueryTool(options: SqlQueryToolOptions): ToolDefinition<typeof schema> {
+  const maxRows = options.maxRows ?? DEFAULT_SQL_MAX_ROWS;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_SQL_TIMEOUT_MS;
+  const { engine } = options;
+  return {
+    name: "sql_query",
+    description:
+      `Run one read-only ${DIALECT_NAMES[engine.dialect]} query against the sales database and get a table ` +
+      `(at most ${maxRows} rows; aggregate rather than list). Tables:\n${engine.schemaDescription}`,
+    schema,
+    sideEffects: false,
+    allowedRoles: options.allowedRoles,
+    async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
+      const check = checkReadOnlySql(input.sql, engine.dialect);
+      if (!check.ok) throw new ToolError(`query refused: ${check.reason}`, "sql_query");
+      const result = await engine.query(check.statement, { maxRows, timeoutMs, signal: ctx.signal });
+      return formatResultTable(result, maxRows);
+    },
+  };
+}
