@@ -1,11 +1,14 @@
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { Caller } from "../tools/tool.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
-import { addUsage, ZERO_USAGE, type ModelCallRecord, type TurnDocument, type TurnStore, type Usage } from "../store/turn-store.js";
+import { addUsage, ZERO_USAGE, type ModelCallRecord, type TurnDocument, type TurnStore, type Usage, type ViewMessage } from "../store/turn-store.js";
+import { countMessageTokens } from "../model-view/token-counter.js";
+import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
+import { toViewMessages } from "./view-record.js";
 
 /** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
 export const DEFAULT_MAX_MODEL_CALLS = 12;
@@ -34,6 +37,16 @@ export interface TurnResult {
   answer: string;
   usage: Usage;
   context: TurnContextSummary;
+}
+
+/** One checkpointed message of a thread, in the shape of a recorded view message plus what only state has. */
+export interface ThreadMessage extends ViewMessage {
+  /** LangChain message id; a user message's is `${turnId}:user`. */
+  id?: string;
+  /** Tokens of the message as stored (an offloaded output counts as its preview). */
+  tokens: number;
+  /** Where an offloaded tool output lives; `content` is then its preview. */
+  artifact?: { handle: string; bytes: number; tokens: number };
 }
 
 export interface TurnRunnerDeps {
@@ -103,6 +116,20 @@ export class TurnRunner {
     } finally {
       await lease.release(conversationId, turnId).catch(() => undefined);
     }
+  }
+
+  /** The thread's checkpointed messages (durable state), read-only; empty for a thread with no checkpoint yet. */
+  async readThread(conversationId: string): Promise<ThreadMessage[]> {
+    const snapshot = await this.deps.graph.getState({ configurable: { thread_id: conversationId } });
+    const messages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
+    const records = toViewMessages(messages);
+    return messages.map((message, i) => {
+      const record: ThreadMessage = { ...records[i], tokens: countMessageTokens(message) };
+      if (message.id) record.id = message.id;
+      const artifact = message.getType() === "tool" ? offloadedArtifact(message as ToolMessage) : undefined;
+      if (artifact) record.artifact = { handle: artifact.handle, bytes: artifact.bytes, tokens: artifact.tokens };
+      return record;
+    });
   }
 
   private resultOf(turn: TurnDocument, calls: ModelCallRecord[]): TurnResult {

@@ -5,7 +5,7 @@ import type { TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../agent/turn-runner.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
-import type { TurnWithCalls } from "../store/turn-store.js";
+import { TURN_STATUSES, type TurnDocument, type TurnWithCalls } from "../store/turn-store.js";
 import type { Caller } from "../tools/tool.js";
 import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
 import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
@@ -23,6 +23,7 @@ const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
   cursor: z.string().min(1).max(200).optional(),
 });
+const turnsQuery = z.strictObject({ status: z.enum(TURN_STATUSES).optional() });
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn. */
@@ -55,6 +56,17 @@ export function turnView(turn: TurnWithCalls) {
       toolCalls: c.toolCalls,
       view: c.view,
     })),
+  };
+}
+
+/** A turn without its model calls: what a client polls for progress. */
+function turnSummary(turn: TurnDocument) {
+  return {
+    turnId: turn._id,
+    status: turn.status,
+    createdAt: turn.createdAt.toISOString(),
+    completedAt: turn.completedAt?.toISOString() ?? null,
+    progress: { ...turn.progress, at: turn.progress.at.toISOString() },
   };
 }
 
@@ -126,6 +138,30 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request, [id]) => {
         const { conversation } = await owned(request, id);
         return json(200, { conversationId: conversation._id, messages: await messages.list(conversation._id) });
+      },
+    },
+    {
+      // The durable state beside the recorded views; read-only, never written back.
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/state$/,
+      handler: async (request, [id]) => {
+        const { conversation } = await owned(request, id);
+        return json(200, { conversationId: conversation._id, messages: await runner.readThread(conversation._id) });
+      },
+    },
+    {
+      // Newest first; `?status=running` tells a client that sent a message which turn to poll for progress.
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/turns$/,
+      handler: async (request, [id]) => {
+        const { conversation } = await owned(request, id);
+        const { status } = parseQuery(request, turnsQuery);
+        const docs = await turns.collection
+          .find({ conversationId: conversation._id, ...(status ? { status } : {}) })
+          .sort({ createdAt: -1, _id: -1 })
+          .limit(MAX_PAGE_SIZE)
+          .toArray();
+        return json(200, { conversationId: conversation._id, turns: docs.map(turnSummary) });
       },
     },
     {

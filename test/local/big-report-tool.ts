@@ -1,0 +1,40 @@
+import { z } from "zod";
+import type { Db } from "mongodb";
+import type { OutputOffload } from "../../lib/agent/registry-tool-runner.js";
+import { ArtifactStore } from "../../lib/store/artifact-store.js";
+import { offloadToolOutput } from "../../lib/tools/output-offload.js";
+import { ToolRegistry } from "../../lib/tools/tool-registry.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
+
+export interface BigReportOptions {
+  /** Awaited before the report is returned, so a test can look at a turn while its tool runs. */
+  gate?: () => Promise<void>;
+}
+
+/** A read-only tool whose output grows with `rows`: large enough to be offloaded and noticed in the view. */
+export function bigReportTool(options: BigReportOptions = {}): ToolDefinition {
+  const schema = z.strictObject({ rows: z.number().int().min(1).max(20_000) });
+  return {
+    name: "big_report",
+    description: "Sales report with one line per order.",
+    schema,
+    sideEffects: false,
+    async run({ rows }: z.infer<typeof schema>) {
+      await options.gate?.();
+      const lines = ["order_id,region,product,amount_eur"];
+      const regions = ["north", "south", "east", "west"];
+      for (let i = 1; i <= rows; i++) lines.push(`${i},${regions[i % 4]},product-${i % 37},${(i * 7919) % 10_000}.${i % 100}`);
+      return lines.join("\n");
+    },
+  };
+}
+
+/** The tools and the offload the product wires, over the test's own database. */
+export async function bigReportApp(db: Db, options: BigReportOptions = {}): Promise<{ tools: ToolRegistry; offload: OutputOffload }> {
+  const artifacts = new ArtifactStore(db);
+  await artifacts.setup();
+  return {
+    tools: new ToolRegistry([bigReportTool(options)]),
+    offload: (output, meta) => offloadToolOutput(output, meta, { artifacts }),
+  };
+}
