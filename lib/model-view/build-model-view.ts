@@ -127,6 +127,10 @@ function mergeContent(a: Content, b: Content): Content {
  * out, empty assistant messages left out, consecutive assistant messages merged.
  */
 function activeTurn(messages: readonly BaseMessage[], start: number, repairs: ViewRepairs): ActiveItem[] {
+  const lastAssistant = messages.findLast((message, i) => i > start && message.type === "ai");
+  if (lastAssistant && toolCallsOf(lastAssistant).length === 0 && !isEmpty(withoutBlankText(lastAssistant.content))) {
+    throw new InvalidModelViewError("the latest turn already has its final answer: there is nothing to answer", CONVERSE_RULES.lastMessageUser);
+  }
   const items: ActiveItem[] = [];
   const push = (message: BaseMessage, result?: ActiveToolResult) => items.push({ message, tokens: countMessageTokens(message), result });
   push(userMessage(messages[start]));
@@ -198,6 +202,11 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
     }
   }
   closePending();
+  // Text left last by unusable tool calls: the turn is not over, and Converse needs the user to speak last.
+  while (items[items.length - 1].message.type === "ai") {
+    items.pop();
+    repairs.droppedMessages++;
+  }
   return items;
 }
 

@@ -94,12 +94,6 @@ function assertUnique(ids: string[], index: number): void {
   if (new Set(ids).size !== ids.length) fail(CONVERSE_RULES.toolIdsUnique, `message ${index} repeats a tool id`);
 }
 
-function sameIds(a: string[], b: string[]): boolean {
-  if (a.length !== b.length) return false;
-  const set = new Set(a);
-  return b.every((id) => set.has(id));
-}
-
 /**
  * Checks a view against the Bedrock Converse rules, as `ChatBedrockConverse` would send it:
  * system messages lifted out, tool messages sent as user `toolResult` blocks and consecutive tool
@@ -150,9 +144,9 @@ export function validateConverseView(messages: readonly BaseMessage[], options: 
     }
     if (turn.toolUseIds.length > 0) {
       const next = turns[i + 1];
-      if (!next || !sameIds(turn.toolUseIds, next.toolResultIds)) {
-        fail(CONVERSE_RULES.toolUseAnswered, `the tool calls of message ${turn.index} are not all answered in the next message`);
-      }
+      // Extra or repeated results are reported when the next message is checked.
+      const unanswered = turn.toolUseIds.find((id) => !next?.toolResultIds.includes(id));
+      if (unanswered !== undefined) fail(CONVERSE_RULES.toolUseAnswered, `tool call ${unanswered} of message ${turn.index} is not answered in the next message`);
     }
   });
 }

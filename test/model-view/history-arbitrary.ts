@@ -1,0 +1,143 @@
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import fc from "fast-check";
+import type { ModelViewPolicy } from "../../lib/model-view/index.js";
+import { rows } from "./histories.js";
+
+/**
+ * Many-shaped thread histories for property tests: failed and interrupted turns, consecutive user
+ * messages, parallel tool calls, missing/duplicate/orphan results, calls without ids, blank texts,
+ * outputs far over the threshold and offloaded ones.
+ */
+
+type ResultKind = "small" | "large" | "huge" | "offloaded" | "empty" | "missing" | "duplicate";
+
+interface CallSpec {
+  id: "fresh" | "missing" | "reused";
+  name: string;
+  result: ResultKind;
+  size: number;
+}
+
+interface StepSpec {
+  text: "none" | "text" | "blank" | "blocks";
+  calls: CallSpec[];
+  orphanFirst: boolean;
+  reverseResults: boolean;
+}
+
+interface TurnSpec {
+  question: "text" | "blank" | "long";
+  steps: StepSpec[];
+  ending: "answer" | "blocks-answer" | "blank-answer" | "none";
+}
+
+export interface HistorySpec {
+  leading: "none" | "assistant" | "tool" | "system";
+  finished: TurnSpec[];
+  active: TurnSpec;
+}
+
+const callSpec: fc.Arbitrary<CallSpec> = fc.record({
+  id: fc.constantFrom("fresh", "fresh", "fresh", "fresh", "fresh", "missing", "reused"),
+  name: fc.constantFrom("sql_query", "search_documents", "power_bi", "create_task"),
+  result: fc.constantFrom<ResultKind>("small", "small", "small", "large", "huge", "offloaded", "offloaded", "empty", "missing", "duplicate"),
+  size: fc.integer({ min: 0, max: 3 }),
+});
+
+const stepSpec: fc.Arbitrary<StepSpec> = fc.record({
+  text: fc.constantFrom("none", "none", "text", "blank", "blocks"),
+  calls: fc.array(callSpec, { minLength: 0, maxLength: 4 }),
+  orphanFirst: fc.integer({ min: 0, max: 9 }).map((n) => n === 0),
+  reverseResults: fc.boolean(),
+});
+
+function turnSpec(endings: TurnSpec["ending"][]): fc.Arbitrary<TurnSpec> {
+  return fc.record({
+    question: fc.constantFrom("text", "text", "text", "long", "blank"),
+    steps: fc.array(stepSpec, { minLength: 0, maxLength: 3 }),
+    ending: fc.constantFrom(...endings),
+  });
+}
+
+export const historySpec: fc.Arbitrary<HistorySpec> = fc.record({
+  leading: fc.constantFrom("none", "none", "none", "assistant", "tool", "system"),
+  finished: fc.array(turnSpec(["answer", "answer", "answer", "blocks-answer", "blank-answer", "none"]), { minLength: 0, maxLength: 12 }),
+  // The thread is about to call the model: the active turn has no final answer yet.
+  active: turnSpec(["none", "none", "blank-answer"]),
+});
+
+export const policySpec: fc.Arbitrary<ModelViewPolicy> = fc.record({
+  systemPrompt: fc.constantFrom("You answer questions about sales data.", "", "Be brief. Cite the tool you used."),
+  finishedTurns: fc.integer({ min: 0, max: 8 }),
+  toolOutputTokens: fc.constantFrom(100, 500, 2_000),
+  totalBudget: fc.oneof(fc.integer({ min: 50, max: 3_000 }), fc.integer({ min: 3_000, max: 30_000 })),
+  toolSchemaTokens: fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 800 })),
+});
+
+const SMALL = [5, 20, 60, 95];
+const LARGE = [150, 600, 1_800, 2_500];
+const HUGE = [3_000, 6_000, 12_000, 25_000];
+const OFFLOADED = [2_100, 9_000, 30_000, 250_000];
+
+/** Builds the stored messages a spec describes; ids are deterministic per history. */
+export function historyOf(spec: HistorySpec): BaseMessage[] {
+  const messages: BaseMessage[] = [];
+  let nextId = 0;
+  let lastId: string | undefined;
+  if (spec.leading === "assistant") messages.push(new AIMessage("Hello! How can I help?"));
+  if (spec.leading === "tool") messages.push(new ToolMessage({ content: "stray", tool_call_id: "stray" }));
+  if (spec.leading === "system") messages.push(new SystemMessage("an old system prompt"));
+
+  // An assistant message with text and no tool calls is a final answer, and the active turn has none
+  // yet: such a step stays only when a later one makes calls (the view merges the two).
+  const steps = spec.active.steps.map((step, s) => {
+    const callsLater = spec.active.steps.slice(s + 1).some((later) => later.calls.length > 0);
+    return step.calls.length === 0 && !callsLater && (step.text === "text" || step.text === "blocks") ? { ...step, text: "blank" as const } : step;
+  });
+  const active = { ...spec.active, steps };
+  const turns = [...spec.finished, active];
+  turns.forEach((turn, t) => {
+    const question = turn.question === "blank" ? "  " : turn.question === "long" ? `q${t} ${rows(400)}` : `q${t}: which customers drove the margin change?`;
+    messages.push(new HumanMessage(question));
+    for (const step of turn.steps) {
+      if (step.orphanFirst) messages.push(new ToolMessage({ content: "orphan", tool_call_id: `orphan-${nextId++}` }));
+      const toolCalls = step.calls.map((call) => {
+        const id = call.id === "missing" ? undefined : call.id === "reused" && lastId ? lastId : `call-${nextId++}`;
+        if (id) lastId = id;
+        return { id, name: call.name, args: { query: `${call.name} ${t}` }, type: "tool_call" as const };
+      });
+      const text =
+        step.text === "text" ? "Let me check." : step.text === "blank" ? " \n" : step.text === "blocks" ? [{ type: "text" as const, text: "Checking." }, { type: "text" as const, text: " " }] : "";
+      messages.push(new AIMessage({ content: text, tool_calls: toolCalls }));
+      const results: ToolMessage[] = [];
+      step.calls.forEach((call, c) => {
+        const id = toolCalls[c].id ?? `unknown-${nextId++}`;
+        const name = call.name;
+        switch (call.result) {
+          case "missing":
+            return;
+          case "empty":
+            results.push(new ToolMessage({ content: "", tool_call_id: id, name }));
+            return;
+          case "offloaded": {
+            const preview = `region,revenue\nnorth,${call.size}`;
+            const tokens = OFFLOADED[call.size];
+            results.push(new ToolMessage({ content: preview, tool_call_id: id, name, artifact: { handle: `art_${id}`, bytes: tokens * 4, tokens, preview } }));
+            return;
+          }
+          default: {
+            const size = call.result === "huge" ? HUGE[call.size] : call.result === "large" ? LARGE[call.size] : SMALL[call.size];
+            results.push(new ToolMessage({ content: rows(size), tool_call_id: id, name }));
+            if (call.result === "duplicate") results.push(new ToolMessage({ content: "again", tool_call_id: id, name }));
+          }
+        }
+      });
+      if (step.reverseResults) results.reverse();
+      messages.push(...results);
+    }
+    if (turn.ending === "answer") messages.push(new AIMessage(`a${t}: the north region drove it.`));
+    if (turn.ending === "blocks-answer") messages.push(new AIMessage({ content: [{ type: "text", text: `a${t}: south.` }] }));
+    if (turn.ending === "blank-answer") messages.push(new AIMessage("   "));
+  });
+  return messages;
+}

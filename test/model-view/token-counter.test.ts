@@ -1,0 +1,46 @@
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { describe, expect, it } from "vitest";
+import { countMessagesTokens, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
+
+describe("token counter", () => {
+  describe("countTextTokens", () => {
+    it("returns 0 for empty text", () => {
+      expect(countTextTokens("")).toBe(0);
+    });
+
+    it("returns cl100k_base token counts", () => {
+      expect(countTextTokens("hello world")).toBe(2);
+      expect(countTextTokens(`row${" row".repeat(99)}`)).toBe(100);
+    });
+
+    it("returns the same count when asked again", () => {
+      const text = "SELECT region, SUM(revenue) FROM sales GROUP BY region";
+      expect(countTextTokens(text)).toBe(countTextTokens(text.slice(0)));
+    });
+  });
+
+  describe("countMessageTokens", () => {
+    it("returns the framing overhead plus the content's tokens", () => {
+      expect(countMessageTokens(new HumanMessage("hello world"))).toBe(MESSAGE_OVERHEAD_TOKENS + 2);
+    });
+
+    it("counts tool call names and arguments", () => {
+      const message = new AIMessage({ content: "", tool_calls: [{ id: "c1", name: "sql_query", args: { q: 1 } }] });
+      expect(countMessageTokens(message)).toBe(MESSAGE_OVERHEAD_TOKENS + countTextTokens("sql_query") + countTextTokens('{"q":1}'));
+    });
+
+    it("counts a message again when its content was reassigned", () => {
+      const message = new HumanMessage("hello world");
+      countMessageTokens(message);
+      message.content = "hello";
+      expect(countMessageTokens(message)).toBe(MESSAGE_OVERHEAD_TOKENS + 1);
+    });
+  });
+
+  describe("countMessagesTokens", () => {
+    it("returns the sum over the messages", () => {
+      const messages = [new HumanMessage("hello world"), new AIMessage("hello")];
+      expect(countMessagesTokens(messages)).toBe(2 * MESSAGE_OVERHEAD_TOKENS + 3);
+    });
+  });
+});
