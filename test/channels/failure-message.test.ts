@@ -1,0 +1,23 @@
+import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError } from "../../lib/errors.js";
+import { turnFailureMessage } from "../../lib/channels/index.js";
+
+describe("failure-message", () => {
+  describe("turnFailureMessage", () => {
+    it("returns a busy message when a turn is already running", () => {
+      expect(turnFailureMessage(new ConflictError("lease"), "slack")).toMatch(/still answering an earlier message/);
+    });
+
+    it("returns advice to start a new thread in Slack when the conversation no longer fits", () => {
+      expect(turnFailureMessage(new ContextBudgetExceededError("x", 1, 2), "slack")).toMatch(/start a new thread/);
+    });
+
+    it("returns a try-later message when a dependency is down", () => {
+      expect(turnFailureMessage(new ServiceUnavailableError("mongo"), "teams")).toMatch(/try again in a few minutes/);
+    });
+
+    it("returns a generic apology that names no internals for anything else", () => {
+      const text = turnFailureMessage(new TypeError("Cannot read properties of undefined (reading 'toolCalls')"), "teams");
+      expect(text).toBe("Sorry, something went wrong and I couldn't answer this message. Please try again.");
+    });
+  });
+});

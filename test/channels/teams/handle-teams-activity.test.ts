@@ -1,0 +1,160 @@
+import {
+  BotConnectorTokenProvider,
+  ChannelEventDeduper,
+  ChannelReplier,
+  TeamsReplier,
+  handleTeamsActivity,
+  parseTurnJob,
+  type ChannelRequest,
+  type TeamsActivityOutcome,
+  type TurnJob,
+} from "../../../lib/channels/index.js";
+import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
+import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";
+import { CHANNEL_THREAD, channelMention, messageActivity } from "./fixtures.js";
+
+const APP_PASSWORD = "test-client-secret";
+
+describe("teams/handle-teams-activity", () => {
+  let database: TestDatabase;
+  let deduper: ChannelEventDeduper;
+  let issuer: BotFrameworkIssuer;
+  let connector: BotConnectorEndpoint;
+  let queue: string[];
+  let outcomes: TeamsActivityOutcome[];
+
+  beforeAll(async () => {
+    database = await openTestDatabase("teams_events");
+    deduper = new ChannelEventDeduper(database.db);
+    await deduper.setup();
+    issuer = await startBotFrameworkIssuer();
+    connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: APP_PASSWORD });
+  });
+  beforeEach(async () => {
+    await deduper.collection.deleteMany({});
+    connector.replies.splice(0);
+    queue = [];
+    outcomes = [];
+  });
+  afterAll(async () => {
+    await deduper.collection.deleteMany({});
+    await database.client.close();
+    await issuer.close();
+    await connector.close();
+  });
+
+  async function enqueue(job: TurnJob): Promise<void> {
+    queue.push(JSON.stringify(job));
+  }
+
+  /** An activity as the Bot Framework posts it to the messaging endpoint. */
+  async function signed(activity: Record<string, unknown>, token?: string): Promise<ChannelRequest> {
+    const bearer = token ?? (await issuer.sign({ serviceUrl: String(activity.serviceUrl) }));
+    return { headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" }, rawBody: JSON.stringify(activity) };
+  }
+
+  function deliver(request: ChannelRequest) {
+    return handleTeamsActivity({
+      request,
+      appId: TEST_APP_ID,
+      openIdMetadataUrl: issuer.openIdMetadataUrl,
+      deduper,
+      enqueue,
+      onOutcome: (o) => outcomes.push(o),
+    });
+  }
+
+  describe("handleTeamsActivity", () => {
+    it("returns 202 and enqueues an authenticated message", async () => {
+      const response = await deliver(await signed(channelMention(connector.serviceUrl)));
+      expect(response.status).toBe(202);
+      expect(queue).toHaveLength(1);
+      expect(parseTurnJob(queue[0])).toMatchObject({
+        channel: "teams",
+        content: "and the month before?",
+        conversationKey: `teams:${CHANNEL_THREAD}`,
+      });
+    });
+
+    it("returns 401 and enqueues nothing without a token", async () => {
+      const response = await deliver({ headers: {}, rawBody: JSON.stringify(messageActivity(connector.serviceUrl)) });
+      expect(response.status).toBe(401);
+      expect(queue).toHaveLength(0);
+      expect(outcomes).toEqual([{ kind: "rejected", reason: "missing" }]);
+    });
+
+    it("returns 401 and enqueues nothing for a forged token", async () => {
+      const activity = messageActivity(connector.serviceUrl);
+      const forged = await issuer.sign({ serviceUrl: connector.serviceUrl, foreignKey: true });
+      expect((await deliver(await signed(activity, forged))).status).toBe(401);
+      expect(queue).toHaveLength(0);
+    });
+
+    it("returns 401 when the activity was redirected to another serviceUrl than the token names", async () => {
+      const token = await issuer.sign({ serviceUrl: connector.serviceUrl });
+      const response = await deliver(await signed(messageActivity("https://attacker.example/"), token));
+      expect(response.status).toBe(401);
+      expect(outcomes).toEqual([{ kind: "rejected", reason: "wrong_service_url" }]);
+    });
+
+    it("returns 200 and enqueues nothing for a conversationUpdate", async () => {
+      const response = await deliver(await signed(messageActivity(connector.serviceUrl, { type: "conversationUpdate", text: undefined })));
+      expect(response.status).toBe(200);
+      expect(queue).toHaveLength(0);
+      expect(outcomes).toEqual([{ kind: "ignored", reason: "not_message" }]);
+    });
+
+    it("enqueues one turn for an activity delivered twice", async () => {
+      const activity = messageActivity(connector.serviceUrl);
+      const first = await deliver(await signed(activity));
+      const again = await deliver(await signed(activity));
+      expect([first.status, again.status]).toEqual([202, 200]);
+      expect(queue).toHaveLength(1);
+      expect(outcomes).toEqual([{ kind: "enqueued" }, { kind: "duplicate" }]);
+    });
+
+    it("returns 400 for a body that is not JSON", async () => {
+      expect((await deliver({ headers: {}, rawBody: "<xml/>" })).status).toBe(400);
+    });
+  });
+
+  describe("handleTeamsActivity with the worker's replier", () => {
+    async function drain(answer: (job: TurnJob) => Promise<string>): Promise<void> {
+      const tokens = new BotConnectorTokenProvider({ appId: TEST_APP_ID, appPassword: APP_PASSWORD, tokenUrl: connector.tokenUrl });
+      const replier = new ChannelReplier({ teams: new TeamsReplier({ tokens }) });
+      for (const body of queue.splice(0)) {
+        const job = parseTurnJob(body);
+        try {
+          await replier.reply(job, await answer(job));
+        } catch (error) {
+          await replier.replyFailure(job, error);
+        }
+      }
+    }
+
+    it("replies once, to the activity in its conversation, for an activity delivered twice", async () => {
+      const activity = channelMention(connector.serviceUrl, { id: "1700000000555" });
+      await deliver(await signed(activity));
+      await deliver(await signed(activity));
+      await drain(async (job) => `You asked: ${job.content}`);
+      expect(connector.replies).toHaveLength(1);
+      expect(connector.replies[0]).toMatchObject({
+        conversationId: CHANNEL_THREAD,
+        activityId: "1700000000555",
+        activity: { text: "You asked: and the month before?", replyToId: "1700000000555" },
+      });
+    });
+
+    it("replies with a short failure message when the turn fails", async () => {
+      await deliver(await signed(messageActivity(connector.serviceUrl, { id: "1700000000666" })));
+      await drain(async () => {
+        throw new Error("checkpoint write failed: E11000");
+      });
+      expect(connector.replies).toHaveLength(1);
+      expect(connector.replies[0].activityId).toBe("1700000000666");
+      expect(String(connector.replies[0].activity.text)).toMatch(/^Sorry, something went wrong/);
+      expect(String(connector.replies[0].activity.text)).not.toContain("E11000");
+    });
+  });
+});

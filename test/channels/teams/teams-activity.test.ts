@@ -1,0 +1,104 @@
+import { ValidationError } from "../../../lib/errors.js";
+import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, turnJobSchema, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { BOT_ACCOUNT, CHANNEL_THREAD, PERSONAL_CONVERSATION, TENANT, USER_AAD, USER_ACCOUNT, channelMention, messageActivity } from "./fixtures.js";
+
+const SERVICE_URL = "https://smba.trafficmanager.net/amer/";
+
+function message(delivery: TeamsDelivery) {
+  if (delivery.kind !== "message") throw new Error(`expected a message, got ${JSON.stringify(delivery)}`);
+  return delivery.message;
+}
+
+describe("teams/teams-activity", () => {
+  describe("parseTeamsActivity", () => {
+    it("returns a personal chat message with its text", () => {
+      const m = message(parseTeamsActivity(messageActivity(SERVICE_URL)));
+      expect(m).toMatchObject({ text: "what were last month's sales?", conversationId: PERSONAL_CONVERSATION, tenantId: TENANT });
+    });
+
+    it("returns a channel message without the bot's <at> mention", () => {
+      expect(message(parseTeamsActivity(channelMention(SERVICE_URL))).text).toBe("and the month before?");
+    });
+
+    it.each(["conversationUpdate", "typing", "messageReaction", "invoke", "installationUpdate"])("ignores a %s activity", (type) => {
+      expect(parseTeamsActivity(messageActivity(SERVICE_URL, { type }))).toEqual({ kind: "ignore", reason: "not_message" });
+    });
+
+    it("ignores a message from the bot itself", () => {
+      const activity = messageActivity(SERVICE_URL, { from: { id: BOT_ACCOUNT, name: "Threadwise" } });
+      expect(parseTeamsActivity(activity)).toEqual({ kind: "ignore", reason: "own_message" });
+    });
+
+    it("ignores a message that is only a mention of the bot", () => {
+      expect(parseTeamsActivity(channelMention(SERVICE_URL, { text: "<at>Threadwise</at>&nbsp;" }))).toEqual({ kind: "ignore", reason: "empty" });
+    });
+
+    it("throws ValidationError for a body that is not an activity", () => {
+      expect(() => parseTeamsActivity({ type: "message", text: "hi" })).toThrow(ValidationError);
+    });
+  });
+
+  describe("stripTeamsMention", () => {
+    it("returns other people's mentions untouched", () => {
+      const activity = channelMention(SERVICE_URL, { text: "<at>Threadwise</at> ask <at>Bob</at> about it" });
+      expect(message(parseTeamsActivity(activity)).text).toBe("ask <at>Bob</at> about it");
+    });
+
+    it("returns the text without the bot's mention when the entities are absent", () => {
+      expect(stripTeamsMention({ text: "<at>Threadwise</at> hello", recipient: { id: BOT_ACCOUNT, name: "Threadwise" } })).toBe("hello");
+    });
+  });
+
+  describe("teamsTurnJob", () => {
+    const at = new Date("2026-03-01T12:00:00Z");
+
+    it("returns the Teams conversation id as the conversation key", () => {
+      const job = teamsTurnJob(message(parseTeamsActivity(channelMention(SERVICE_URL))), at);
+      expect(job.conversationKey).toBe(`teams:${CHANNEL_THREAD}`);
+    });
+
+    it("returns the channel, without the thread's message id, as the read scope", () => {
+      const job = teamsTurnJob(message(parseTeamsActivity(channelMention(SERVICE_URL))), at);
+      expect(job.readScope).toBe("teams:19:abcdef0123456789@thread.tacv2");
+    });
+
+    it("returns the Entra object id as caller and the tenant as owner", () => {
+      const job = teamsTurnJob(message(parseTeamsActivity(messageActivity(SERVICE_URL))), at);
+      expect(job.caller).toEqual({ userId: `teams:${TENANT}:${USER_AAD}`, tenantId: `teams:${TENANT}`, roles: [] });
+      expect(job.owner).toEqual({ userId: `teams:${TENANT}`, tenantId: `teams:${TENANT}`, roles: [] });
+    });
+
+    it("returns the tenant from conversation.tenantId when channelData has none", () => {
+      const job = teamsTurnJob(message(parseTeamsActivity(messageActivity(SERVICE_URL, { channelData: {} }))), at);
+      expect(job.caller.tenantId).toBe(`teams:${TENANT}`);
+    });
+
+    it("returns the channel account as caller, and the caller as owner, without Entra ids", () => {
+      const activity = messageActivity(SERVICE_URL, {
+        channelId: "webchat",
+        from: { id: "webchat-user-1" },
+        conversation: { id: "webchat-conv-1" },
+        channelData: undefined,
+      });
+      const job = teamsTurnJob(message(parseTeamsActivity(activity)), at);
+      expect(job.caller).toEqual({ userId: "teams:webchat-user-1", tenantId: undefined, roles: [] });
+      expect(job.owner).toEqual(job.caller);
+    });
+
+    it("returns a job that the queue schema accepts, addressed back to the activity", () => {
+      const activity = messageActivity(SERVICE_URL, { id: "1700000000999" });
+      const job = teamsTurnJob(message(parseTeamsActivity(activity)), at);
+      expect(turnJobSchema.parse(JSON.parse(JSON.stringify(job)))).toEqual(JSON.parse(JSON.stringify(job)));
+      expect(job.replyTo).toEqual({
+        serviceUrl: SERVICE_URL,
+        conversationId: PERSONAL_CONVERSATION,
+        activityId: "1700000000999",
+        botId: BOT_ACCOUNT,
+        botName: "Threadwise",
+        userId: USER_ACCOUNT,
+        tenantId: TENANT,
+      });
+      expect(job.dedupeId).toBe(`teams:${PERSONAL_CONVERSATION}:1700000000999`);
+    });
+  });
+});

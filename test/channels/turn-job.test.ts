@@ -1,0 +1,58 @@
+import { ValidationError } from "../../lib/errors.js";
+import { parseTurnJob, type TurnJob } from "../../lib/channels/index.js";
+
+const slackJob: TurnJob = {
+  channel: "slack",
+  conversationKey: "slack:T1:C1:1.1",
+  caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] },
+  owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] },
+  readScope: "slack:T1:C1",
+  content: "hello",
+  dedupeId: "slack:Ev1",
+  receivedAt: "2026-03-01T12:00:00.000Z",
+  replyTo: { teamId: "T1", channelId: "C1", threadTs: "1.1" },
+};
+
+describe("turn-job", () => {
+  describe("parseTurnJob", () => {
+    it("returns the job the ingress serialised", () => {
+      expect(parseTurnJob(JSON.stringify(slackJob))).toEqual(slackJob);
+    });
+
+    it("returns an api job, which has no reply target", () => {
+      const { replyTo: _, ...rest } = slackJob;
+      const api = { ...rest, channel: "api" };
+      expect(parseTurnJob(JSON.stringify(api))).toEqual(api);
+    });
+
+    it("throws ValidationError for a Slack job without its reply thread", () => {
+      const { replyTo: _, ...rest } = slackJob;
+      expect(() => parseTurnJob(JSON.stringify(rest))).toThrow(ValidationError);
+    });
+
+    it("throws ValidationError for a Teams job whose serviceUrl is not a URL", () => {
+      const teams = {
+        ...slackJob,
+        channel: "teams",
+        replyTo: { serviceUrl: "smba", conversationId: "a:1", activityId: "1", botId: "28:b", userId: "29:u" },
+      };
+      const error = (() => {
+        try {
+          parseTurnJob(JSON.stringify(teams));
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(error).toBeInstanceOf(ValidationError);
+      expect((error as ValidationError).details?.map((d) => d.path)).toContain("replyTo.serviceUrl");
+    });
+
+    it("throws ValidationError for empty content", () => {
+      expect(() => parseTurnJob(JSON.stringify({ ...slackJob, content: "" }))).toThrow(ValidationError);
+    });
+
+    it("throws ValidationError for a body that is not JSON", () => {
+      expect(() => parseTurnJob("{")).toThrow(ValidationError);
+    });
+  });
+});
