@@ -20,6 +20,8 @@ export interface TurnRequest {
   caller: Caller;
   content: string;
   turnId: string;
+  /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
+  signal?: AbortSignal;
 }
 
 /** The context figures of a turn: the last model call's view against the full state. */
@@ -156,6 +158,7 @@ export class TurnRunner {
     const input = alreadyStarted ? null : { messages: [new HumanMessage({ content: request.content, id: userMessageId })] };
     const result = await graph.invoke(input, {
       ...config,
+      signal: request.signal,
       context,
       durability: "sync",
       recursionLimit: this.maxModelCalls * 2 + 1,

@@ -25,6 +25,12 @@ export const DEFAULT_JWT_AUDIENCE = "threadwise";
 export const DEFAULT_LOCAL_ISSUER = "threadwise-local";
 /** Port of the local server. */
 export const DEFAULT_PORT = 3000;
+/** Longest a turn runs inside an API request before it is handed to the worker (API Gateway gives 30 s). */
+export const DEFAULT_SYNC_TURN_DEADLINE_MS = 20_000;
+/** Receives of one queued turn before it is given up; matches the queue's maxReceiveCount. */
+export const DEFAULT_TURN_MAX_RECEIVES = 3;
+/** How long the Lambda handlers reuse the credentials secret before fetching it again. */
+export const DEFAULT_SECRET_CACHE_MS = 300_000;
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -48,6 +54,12 @@ const envSchema = z.object({
   JWT_ROLES_CLAIM: z.string().min(1).optional(),
   PORT: positiveInt.optional(),
   LOG_MESSAGE_CONTENT: z.enum(["true", "false"]).optional(),
+  SECRET_ARN: z.string().startsWith("arn:").optional(),
+  TURN_QUEUE_URL: z.string().url().optional(),
+  TURN_MAX_RECEIVES: positiveInt.optional(),
+  SYNC_TURN_DEADLINE_MS: positiveInt.optional(),
+  SECRET_CACHE_MS: positiveInt.optional(),
+  MONGODB_REQUIRE_TLS: z.enum(["true", "false"]).optional(),
 });
 
 export type ModelProvider = "local" | "bedrock";
@@ -75,6 +87,19 @@ export interface AuthConfig {
   rolesClaim: string;
 }
 
+/** Set by the CDK stack for the Lambda handlers; unused in local mode. */
+export interface DeploymentConfig {
+  /** Secrets Manager secret holding the credentials JSON (the MongoDB URI and channel secrets). */
+  secretArn?: string;
+  /** SQS FIFO queue of turns for the worker; without it every API turn runs in the request. */
+  turnQueueUrl?: string;
+  turnMaxReceives: number;
+  syncTurnDeadlineMs: number;
+  secretCacheMs: number;
+  /** Refuse a MongoDB URI that does not use TLS (set in AWS, where the database is across a network). */
+  mongodbRequireTls: boolean;
+}
+
 export interface Config {
   mongodbUri?: string;
   dbName: string;
@@ -85,6 +110,7 @@ export interface Config {
   port: number;
   /** Message contents are kept out of logs unless this is set. */
   logMessageContent: boolean;
+  deployment: DeploymentConfig;
 }
 
 /** Reads and validates configuration; the only place in `lib/` that looks at the environment. */
@@ -122,5 +148,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
     port: e.PORT ?? DEFAULT_PORT,
     logMessageContent: e.LOG_MESSAGE_CONTENT === "true",
+    deployment: {
+      secretArn: e.SECRET_ARN,
+      turnQueueUrl: e.TURN_QUEUE_URL,
+      turnMaxReceives: e.TURN_MAX_RECEIVES ?? DEFAULT_TURN_MAX_RECEIVES,
+      syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS ?? DEFAULT_SYNC_TURN_DEADLINE_MS,
+      secretCacheMs: e.SECRET_CACHE_MS ?? DEFAULT_SECRET_CACHE_MS,
+      mongodbRequireTls: e.MONGODB_REQUIRE_TLS === "true",
+    },
   };
 }
