@@ -2,7 +2,7 @@ import { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { createChatModel } from "./agent/chat-model.js";
 import { createAgentGraph } from "./agent/graph.js";
-import { RegistryToolRunner, type OutputOffload, type ToolExecutor } from "./agent/registry-tool-runner.js";
+import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
 import { TurnRunner } from "./agent/turn-runner.js";
 import { apiRoutes } from "./api/api-routes.js";
@@ -10,7 +10,11 @@ import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
 import { createRouter, type Route } from "./api/router.js";
 import type { Config } from "./config/config.js";
 import { ThreadwiseDatabase } from "./store/database.js";
-import type { Caller, ToolDefinition } from "./tools/tool.js";
+import type { ToolDefinition } from "./tools/tool.js";
+import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
+import { ToolRegistry } from "./tools/tool-registry.js";
+import { offloadToolOutput } from "./tools/output-offload.js";
+import { createReadToolOutputTool } from "./tools/read-tool-output.js";
 
 export interface AppOptions {
   authenticate: Authenticate;
@@ -18,9 +22,8 @@ export interface AppOptions {
   mongoClient?: MongoClient;
   /** Default: the provider named by config. */
   model?: BaseChatModel;
-  /** Default: no tools. */
-  tools?: ToolExecutor;
-  offload?: OutputOffload;
+  /** The deployment's tools; `read_tool_output` is always added. Default: none. */
+  tools?: ToolDefinition[];
   /** Routes served beside the API (Slack, Teams, the local console). */
   extraRoutes?: Route[];
   onError?(error: unknown, request: HttpRequest): void;
@@ -33,11 +36,6 @@ export interface App {
   close(): Promise<void>;
 }
 
-const NO_TOOLS: ToolExecutor = {
-  available: (_caller: Caller): ToolDefinition[] => [],
-  execute: async (call) => ({ content: `unknown tool ${call.name}`, status: "error" }),
-};
-
 /** The composition root: one per container (Lambda) or process (local server). */
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
   const ownsClient = !options.mongoClient;
@@ -45,9 +43,14 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   if (ownsClient) await client.connect();
   const database = new ThreadwiseDatabase(client, { dbName: config.dbName });
   await database.setup();
+  const registry = new ToolRegistry([...(options.tools ?? []), createReadToolOutputTool(database.artifacts)], {
+    guard: new ToolIdempotencyGuard({ collection: database.idempotency }),
+  });
   const graph = createAgentGraph({
     model: options.model ?? createChatModel(config.model),
-    tools: new RegistryToolRunner(options.tools ?? NO_TOOLS, options.offload),
+    tools: new RegistryToolRunner(registry, (output, meta) =>
+      offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
+    ),
     checkpointer: database.checkpointer,
     policy: {
       systemPrompt: config.view.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
@@ -62,6 +65,9 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     messages: database.messages,
     turns: database.turns,
     lease: database.lease,
+    afterTurn: async (conversationId) => {
+      await database.checkpointer.prune(conversationId);
+    },
   });
   const routes = [...apiRoutes({ authenticate: options.authenticate, database, runner, maxMessageChars: config.maxMessageChars }), ...(options.extraRoutes ?? [])];
   return {

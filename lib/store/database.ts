@@ -1,11 +1,12 @@
-import type { Db, MongoClient } from "mongodb";
-import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { Collection, Db, MongoClient } from "mongodb";
 import { ThreadwiseError } from "../errors.js";
+import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
+import type { IdempotencyDocument } from "./idempotency-persistence-layer.js";
 import { ConversationStore } from "./conversation-store.js";
 import { ConversationLease } from "./lease.js";
 import { MessageStore } from "./message-store.js";
+import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnStore } from "./turn-store.js";
 
 export class DatabaseSetupError extends ThreadwiseError {
@@ -16,9 +17,9 @@ export interface ThreadwiseDatabaseOptions {
   dbName: string;
   /** Default: {@link DEFAULT_LEASE_TTL_MS} from lease.ts. */
   leaseTtlMs?: number;
+  /** Checkpoints kept per thread after each turn. Default: the saver's `DEFAULT_CHECKPOINTS_KEPT`. */
+  checkpointsKept?: number;
 }
-
-type DeletableSaver = BaseCheckpointSaver & { deleteThread(threadId: string): Promise<void>; setup(): Promise<unknown[]> };
 
 /**
  * Every store of one database, over a client the caller owns (never closed here).
@@ -30,7 +31,10 @@ export class ThreadwiseDatabase {
   readonly messages: MessageStore;
   readonly turns: TurnStore;
   readonly lease: ConversationLease;
-  readonly checkpointer: DeletableSaver;
+  readonly artifacts: ArtifactStore;
+  /** Idempotency records of requests and tool side effects (Powertools persistence layer). */
+  readonly idempotency: Collection<IdempotencyDocument>;
+  readonly checkpointer: ThreadwiseSaver;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
@@ -38,12 +42,14 @@ export class ThreadwiseDatabase {
     this.messages = new MessageStore(this.db);
     this.turns = new TurnStore(this.db);
     this.lease = new ConversationLease(this.conversations.collection, options.leaseTtlMs);
-    this.checkpointer = new MongoDBSaver({ client, dbName: options.dbName });
+    this.artifacts = new ArtifactStore(this.db);
+    this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
+    this.checkpointer = new ThreadwiseSaver({ client, dbName: options.dbName, checkpointsKept: options.checkpointsKept });
   }
 
   async setup(): Promise<void> {
     const errors = [...(await this.checkpointer.setup())];
-    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup()]);
+    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup()]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
   }
@@ -54,7 +60,7 @@ export class ThreadwiseDatabase {
     await Promise.all([
       this.messages.deleteByConversation(conversationId),
       this.turns.deleteByConversation(conversationId),
-      this.db.collection(COLLECTIONS.artifacts).deleteMany({ conversationId }),
+      this.artifacts.deleteByConversation(conversationId),
     ]);
     await this.conversations.delete(conversationId);
   }

@@ -7,7 +7,7 @@ import { COLLECTIONS } from "../../lib/store/collections.js";
 import type { Caller } from "../../lib/tools/tool.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
-import { bigReport, executorOf } from "../support/test-tools.js";
+import { bigReport } from "../support/test-tools.js";
 
 const caller: Caller = { userId: "alice", tenantId: "acme", roles: [] };
 const dbName = `runner_${randomUUID().slice(0, 8)}`;
@@ -19,7 +19,7 @@ async function freshApp(): Promise<App> {
   const client = new MongoClient(mongoUri());
   await client.connect();
   clients.push(client);
-  return createApp(config, { mongoClient: client, authenticate: async () => caller, tools: executorOf([bigReport]) });
+  return createApp(config, { mongoClient: client, authenticate: async () => caller, tools: [bigReport] });
 }
 
 let inspector: MongoClient;

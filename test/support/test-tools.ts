@@ -1,5 +1,4 @@
 import { z } from "zod";
-import type { ToolExecutor } from "../../lib/agent/registry-tool-runner.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 
 /** A tool whose output size the test chooses: `big_report {"rows": N}`. */
@@ -11,15 +10,3 @@ export const bigReport: ToolDefinition = {
   run: async ({ rows }: { rows: number }) =>
     ["| row | region | revenue |", ...Array.from({ length: rows }, (_, i) => `| ${i + 1} | region-${i % 7} | ${(i * 37) % 1000} |`)].join("\n"),
 };
-
-/** A minimal executor over plain definitions, for tests of the loop rather than of the registry. */
-export function executorOf(tools: ToolDefinition[]): ToolExecutor {
-  return {
-    available: () => tools,
-    async execute(call, ctx) {
-      const tool = tools.find((t) => t.name === call.name);
-      if (!tool) return { content: `unknown tool ${call.name}`, status: "error" };
-      return { content: await tool.run(tool.schema.parse(call.args), ctx), status: "success" };
-    },
-  };
-}
