@@ -1,9 +1,8 @@
 import { MongoServerError, type Collection, type Db } from "mongodb";
+import { COLLECTIONS } from "../store/collections.js";
 
 /** How long a seen event id is remembered; Slack retries for minutes, Bot Framework for less. */
 export const DEFAULT_CHANNEL_EVENT_TTL_SECONDS = 24 * 60 * 60;
-/** Collection holding seen channel event ids. */
-export const DEFAULT_CHANNEL_EVENTS_COLLECTION = "channel_events";
 
 const DUPLICATE_KEY = 11000;
 
@@ -21,8 +20,6 @@ export interface ChannelEventDocument {
 }
 
 export interface ChannelEventDeduperOptions {
-  /** Default: {@link DEFAULT_CHANNEL_EVENTS_COLLECTION}. */
-  collectionName?: string;
   /** Default: {@link DEFAULT_CHANNEL_EVENT_TTL_SECONDS}. */
   ttlSeconds?: number;
 }
@@ -36,7 +33,7 @@ export class ChannelEventDeduper implements EventDeduper {
   private readonly ttlSeconds: number;
 
   constructor(db: Db, options: ChannelEventDeduperOptions = {}) {
-    this.collection = db.collection<ChannelEventDocument>(options.collectionName ?? DEFAULT_CHANNEL_EVENTS_COLLECTION);
+    this.collection = db.collection<ChannelEventDocument>(COLLECTIONS.channelEvents);
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_CHANNEL_EVENT_TTL_SECONDS;
   }
 

@@ -1,6 +1,5 @@
 export {
   ChannelEventDeduper,
-  DEFAULT_CHANNEL_EVENTS_COLLECTION,
   DEFAULT_CHANNEL_EVENT_TTL_SECONDS,
   type ChannelEventDeduperOptions,
   type ChannelEventDocument,
@@ -14,7 +13,13 @@ export {
   type ChannelRequest,
   type ChannelResponse,
 } from "./channel-http.js";
+export {
+  channelCredentialsSchema,
+  parseChannelCredentials,
+  type ChannelCredentials,
+} from "./channel-credentials.js";
 export { ChannelReplier, type ChannelRepliers } from "./channel-replier.js";
+export { channelRoutes, type ChannelRoutesOptions } from "./channel-routes.js";
 export { turnFailureMessage } from "./failure-message.js";
 export { splitText } from "./split-text.js";
 export {

@@ -1,0 +1,70 @@
+import { createRouter } from "../../lib/api/router.js";
+import { ChannelEventDeduper, channelRoutes, type TurnJob } from "../../lib/channels/index.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../support/slack-signing.js";
+import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../support/teams-signing.js";
+import { appMention, envelope } from "./slack/fixtures.js";
+import { messageActivity } from "./teams/fixtures.js";
+
+describe("channel-routes", () => {
+  let database: TestDatabase;
+  let deduper: ChannelEventDeduper;
+  let issuer: BotFrameworkIssuer;
+  const queue: TurnJob[] = [];
+
+  beforeAll(async () => {
+    database = await openTestDatabase("channel_routes");
+    deduper = new ChannelEventDeduper(database.db);
+    await deduper.setup();
+    issuer = await startBotFrameworkIssuer();
+  });
+  afterAll(async () => {
+    await deduper.collection.deleteMany({});
+    await database.client.close();
+    await issuer.close();
+  });
+
+  function router(which: { slack?: boolean; teams?: boolean }) {
+    return createRouter(
+      channelRoutes({
+        slack: which.slack ? { signingSecret: TEST_SLACK_SIGNING_SECRET } : undefined,
+        teams: which.teams ? { appId: TEST_APP_ID, openIdMetadataUrl: issuer.openIdMetadataUrl } : undefined,
+        deduper,
+        enqueue: async (job) => void queue.push(job),
+      }),
+    );
+  }
+
+  describe("channelRoutes", () => {
+    it("serves POST /slack/events from the router's raw body", async () => {
+      const body = envelope(appMention());
+      const response = await router({ slack: true })({ method: "POST", path: "/slack/events", headers: signSlackRequest(body), query: {}, body });
+      expect(response.status).toBe(200);
+      expect(queue.at(-1)?.channel).toBe("slack");
+    });
+
+    it("serves POST /teams/messages from the router's raw body", async () => {
+      const activity = messageActivity("https://smba.trafficmanager.net/emea/");
+      const token = await issuer.sign({ serviceUrl: "https://smba.trafficmanager.net/emea/" });
+      const response = await router({ teams: true })({
+        method: "POST",
+        path: "/teams/messages",
+        headers: { authorization: `Bearer ${token}` },
+        query: {},
+        body: JSON.stringify(activity),
+      });
+      expect(response.status).toBe(202);
+      expect(queue.at(-1)?.channel).toBe("teams");
+    });
+
+    it("returns no Teams route when Teams is not configured", async () => {
+      const response = await router({ slack: true })({ method: "POST", path: "/teams/messages", headers: {}, query: {}, body: "{}" });
+      expect(response.status).toBe(404);
+    });
+
+    it("returns 405 for GET on the Slack route", async () => {
+      const response = await router({ slack: true })({ method: "GET", path: "/slack/events", headers: {}, query: {} });
+      expect(response.status).toBe(405);
+    });
+  });
+});
