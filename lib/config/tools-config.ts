@@ -16,9 +16,9 @@ export const DEFAULT_POWERBI_API_URL = "https://api.powerbi.com/v1.0/myorg";
 /** Microsoft Entra ID authority base URL. */
 export const DEFAULT_POWERBI_LOGIN_URL = "https://login.microsoftonline.com";
 /** Name of the secret holding the Entra ID application (client) id. */
-export const DEFAULT_POWERBI_CLIENT_ID_SECRET = "POWERBI_CLIENT_ID";
+export const DEFAULT_POWERBI_CLIENT_ID_SECRET = "powerBiClientId";
 /** Name of the secret holding the Entra ID client secret. */
-export const DEFAULT_POWERBI_CLIENT_SECRET_SECRET = "POWERBI_CLIENT_SECRET";
+export const DEFAULT_POWERBI_CLIENT_SECRET_SECRET = "powerBiClientSecret";
 /** AWS region of Athena and the knowledge base when neither `BEDROCK_KB_REGION` nor `AWS_REGION` is set. */
 export const DEFAULT_TOOLS_REGION = "us-east-1";
 /** Athena data catalog. */

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { DEFAULT_SQL_MAX_ROWS } from "../../config/tools-config.js";
+import type { ToolContext, ToolDefinition } from "../tool.js";
+import { formatResultTable } from "../sql/result-table.js";
+import type { PowerBiClient } from "./power-bi-client.js";
+
+export interface QuerySemanticModelToolOptions {
+  client: PowerBiClient;
+  /** Default: `DEFAULT_SQL_MAX_ROWS`. */
+  maxRows?: number;
+  /** What the model should know of the semantic model: tables, measures. */
+  modelDescription?: string;
+  allowedRoles?: readonly string[];
+}
+
+const schema = z.object({
+  dax: z.string().trim().min(1).max(20_000).describe("One DAX query, starting with EVALUATE (or DEFINE ... EVALUATE)"),
+});
+
+/** `query_semantic_model`: a DAX query against the Power BI semantic model, answered as a compact table. */
+export function createQuerySemanticModelTool(options: QuerySemanticModelToolOptions): ToolDefinition<typeof schema> {
+  const maxRows = options.maxRows ?? DEFAULT_SQL_MAX_ROWS;
+  return {
+    name: "query_semantic_model",
+    description:
+      "Run a DAX query (EVALUATE ...) against the Power BI semantic model and get a table; use it for the " +
+      `official measures (e.g. [Gross Margin %]). At most ${maxRows} rows.` +
+      (options.modelDescription ? `\n${options.modelDescription}` : ""),
+    schema,
+    sideEffects: false,
+    allowedRoles: options.allowedRoles,
+    async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
+      // executeQueries only evaluates; DAX has no statements that write, so no read-only check is needed.
+      const result = await options.client.executeQuery(input.dax, maxRows, ctx.signal);
+      return formatResultTable(result, maxRows);
+    },
+  };
+}
