@@ -6,6 +6,7 @@ import { summarizeContext } from "../agent/turn-runner.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import { TURN_STATUSES, type TurnDocument, type TurnWithCalls } from "../store/turn-store.js";
+import type { TurnDispatcher } from "../queue/turn-dispatcher.js";
 import type { Caller } from "../tools/tool.js";
 import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
 import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
@@ -16,6 +17,8 @@ export interface ApiRoutesDeps {
   database: ThreadwiseDatabase;
   runner: TurnRunner;
   maxMessageChars: number;
+  /** Hands long and async turns to the worker. Default: none; every turn runs in the request. */
+  dispatcher?: TurnDispatcher;
 }
 
 const postMessageBody = z.strictObject({ content: z.string() });
@@ -25,6 +28,11 @@ const listQuery = z.object({
 });
 const turnsQuery = z.strictObject({ status: z.enum(TURN_STATUSES).optional() });
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** `Prefer: respond-async` (RFC 7240) or `?async=true`: answer 202 at once and let the worker run the turn. */
+function wantsAsync(request: HttpRequest): boolean {
+  return /(^|[\s,;])respond-async([\s,;]|$)/i.test(request.headers.prefer ?? "") || request.query.async === "true";
+}
 
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
@@ -128,8 +136,12 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
           throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
         }
         const turnId = turnIdFor(caller, conversation._id, request.headers["idempotency-key"]);
-        const result = await runner.run({ conversationId: conversation._id, caller, content: text, turnId });
-        return json(200, result);
+        const turn = { conversationId: conversation._id, caller, content: text, turnId };
+        if (!deps.dispatcher) return json(200, await runner.run(turn));
+        const outcome = await deps.dispatcher.dispatch(turn, { async: wantsAsync(request) });
+        if (outcome.kind === "completed") return json(200, outcome.result);
+        const location = `/v1/conversations/${conversation._id}/turns/${turnId}`;
+        return json(202, { turnId, status: "queued", location }, { location });
       },
     },
     {

@@ -1,0 +1,12 @@
+export { InProcessTurnQueue } from "./in-process-turn-queue.js";
+export { SqsTurnQueue, type SqsTurnQueueOptions } from "./sqs-turn-queue.js";
+export { TurnDispatcher, type DispatchOutcome, type TurnDispatcherOptions } from "./turn-dispatcher.js";
+export {
+  DEFAULT_RETRY_BASE_SECONDS,
+  DEFAULT_RETRY_MAX_SECONDS,
+  TurnJobWorker,
+  type TurnJobOutcome,
+  type TurnJobWorkerOptions,
+} from "./turn-job-worker.js";
+export { turnMetricsOf, type TurnMetrics, type TurnMetricsSink } from "./turn-metrics.js";
+export { turnIdForJob, turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";

@@ -1,0 +1,80 @@
+import type { TurnRequest, TurnResult, TurnRunner } from "../agent/turn-runner.js";
+import type { TurnJob } from "../channels/turn-job.js";
+import { DEFAULT_SYNC_TURN_DEADLINE_MS } from "../config/config.js";
+import type { TurnStore } from "../store/turn-store.js";
+import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
+import type { TurnQueue } from "./turn-queue.js";
+
+export interface TurnDispatcherOptions {
+  runner: TurnRunner;
+  turns: TurnStore;
+  queue: TurnQueue;
+  /** How long a turn may run in the request before it is handed to the worker. Default: {@link DEFAULT_SYNC_TURN_DEADLINE_MS}. */
+  syncDeadlineMs?: number;
+  onTurnCompleted?: TurnMetricsSink;
+}
+
+export type DispatchOutcome = { kind: "completed"; result: TurnResult } | { kind: "queued"; turnId: string };
+
+/**
+ * Runs an API turn in the request while it can finish in time, and otherwise hands it to the
+ * worker: the graph is stopped between steps at the deadline, the turn is marked queued, and
+ * the worker resumes it from its last checkpoint under the same turn id. `async` skips the
+ * attempt and queues at once.
+ */
+export class TurnDispatcher {
+  private readonly syncDeadlineMs: number;
+
+  constructor(private readonly options: TurnDispatcherOptions) {
+    this.syncDeadlineMs = options.syncDeadlineMs ?? DEFAULT_SYNC_TURN_DEADLINE_MS;
+  }
+
+  async dispatch(request: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> {
+    if (mode.async) {
+      await this.options.turns.start(request.turnId, request.conversationId, "queued");
+      await this.options.queue.enqueue(apiTurnJob(request));
+      return { kind: "queued", turnId: request.turnId };
+    }
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.syncDeadlineMs);
+    const started = Date.now();
+    try {
+      const result = await this.options.runner.run({ ...request, signal: deadline.signal });
+      const turn = await this.options.turns.get(result.turnId);
+      if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
+        this.options.onTurnCompleted(turnMetricsOf(result, turn));
+      }
+      return { kind: "completed", result };
+    } catch (error) {
+      if (!deadline.signal.aborted) throw error;
+      await this.requeue(request.turnId);
+      await this.options.queue.enqueue(apiTurnJob(request));
+      return { kind: "queued", turnId: request.turnId };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The runner marked the stopped turn failed; it is not: it waits for the worker. */
+  private async requeue(turnId: string): Promise<void> {
+    const now = new Date();
+    await this.options.turns.collection.updateOne(
+      { _id: turnId, status: { $ne: "completed" } },
+      { $set: { status: "queued", updatedAt: now, "progress.step": "queued", "progress.at": now }, $unset: { error: "", completedAt: "" } },
+    );
+  }
+}
+
+/** An API turn as a queue job: the conversation id is its key, the turn id its dedupe id. */
+function apiTurnJob(request: TurnRequest): TurnJob {
+  return {
+    channel: "api",
+    conversationKey: request.conversationId,
+    caller: request.caller,
+    owner: request.caller,
+    readScope: `user:${request.caller.tenantId ?? ""}:${request.caller.userId}`,
+    content: request.content,
+    dedupeId: request.turnId,
+    receivedAt: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,28 @@
+import type { TurnResult } from "../agent/turn-runner.js";
+import type { TurnDocument } from "../store/turn-store.js";
+
+/** The per-turn figures published as CloudWatch metrics (namespace Threadwise). Numbers only. */
+export interface TurnMetrics {
+  stateTokens: number;
+  viewTokens: number;
+  inputTokens: number;
+  outputTokens: number;
+  toolCalls: number;
+  turnDurationMs: number;
+  omittedOutputs: number;
+}
+
+/** Called once for each turn that finished in this process (not for a retry that found it done). */
+export type TurnMetricsSink = (metrics: TurnMetrics) => void;
+
+export function turnMetricsOf(result: TurnResult, turn: TurnDocument | null): TurnMetrics {
+  return {
+    stateTokens: result.context.stateTokens,
+    viewTokens: result.context.viewTokens,
+    inputTokens: result.usage.inputTokens,
+    outputTokens: result.usage.outputTokens,
+    toolCalls: turn?.toolCalls ?? 0,
+    turnDurationMs: turn?.durationMs ?? 0,
+    omittedOutputs: result.context.omittedOutputs,
+  };
+}

@@ -1,0 +1,33 @@
+import { createHash } from "node:crypto";
+import type { TurnJob } from "../channels/turn-job.js";
+
+/** Hands turns to the worker: SQS FIFO in AWS, in-process in local mode. */
+export interface TurnQueue {
+  enqueue(job: TurnJob): Promise<void>;
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * The FIFO message group of a job: one per conversation, so its turns run one after another.
+ * Hashed because channel keys (Teams conversation ids) can exceed SQS's 128 characters.
+ */
+export function turnJobGroupId(job: TurnJob): string {
+  return sha256(`${job.channel}:${job.conversationKey}`);
+}
+
+/** The FIFO deduplication id: the delivered event, so a channel's retry is dropped by SQS as well. */
+export function turnJobDeduplicationId(job: TurnJob): string {
+  return sha256(`${job.channel}:${job.dedupeId}`);
+}
+
+/**
+ * The turn id a job runs under. An API job carries the API's turn id (its dedupe id); a channel
+ * job gets a UUID-shaped id derived from its event, so every redelivery of the message names
+ * the same turn and the runner resumes or returns it instead of running it again.
+ */
+export function turnIdForJob(job: TurnJob): string {
+  if (job.channel === "api") return job.dedupeId;
+  const h = sha256(`turn:${job.channel}:${job.dedupeId}`);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
