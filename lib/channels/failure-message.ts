@@ -1,4 +1,4 @@
-import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError } from "../errors.js";
+import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError, ValidationError } from "../errors.js";
 
 /**
  * The short, honest message a user gets in the thread when their turn fails: what happened
@@ -11,6 +11,10 @@ export function turnFailureMessage(error: unknown, channel: "slack" | "teams"): 
   }
   if (error instanceof ContextBudgetExceededError) {
     return `This conversation has grown too long for me to answer in. Please ${fresh} and ask again.`;
+  }
+  if (error instanceof ValidationError) {
+    // The runner refuses messages over the configured length; that is the usual cause here.
+    return "I couldn't accept that message; it may be too long. Please shorten it and send it again.";
   }
   if (error instanceof ServiceUnavailableError) {
     return "I couldn't reach a service I need to answer right now. Please try again in a few minutes.";

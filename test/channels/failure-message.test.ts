@@ -1,4 +1,4 @@
-import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError } from "../../lib/errors.js";
+import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
 import { turnFailureMessage } from "../../lib/channels/index.js";
 
 describe("failure-message", () => {
@@ -9,6 +9,10 @@ describe("failure-message", () => {
 
     it("returns advice to start a new thread in Slack when the conversation no longer fits", () => {
       expect(turnFailureMessage(new ContextBudgetExceededError("x", 1, 2), "slack")).toMatch(/start a new thread/);
+    });
+
+    it("returns a shorten-it message when the message was refused", () => {
+      expect(turnFailureMessage(new ValidationError("content exceeds 16000 characters"), "slack")).toMatch(/shorten it/);
     });
 
     it("returns a try-later message when a dependency is down", () => {
