@@ -9,6 +9,9 @@ import { apiRoutes } from "./api/api-routes.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
 import { createRouter, type Route } from "./api/router.js";
 import type { Config } from "./config/config.js";
+import { TurnDispatcher } from "./queue/turn-dispatcher.js";
+import type { TurnMetricsSink } from "./queue/turn-metrics.js";
+import type { TurnQueue } from "./queue/turn-queue.js";
 import { ThreadwiseDatabase } from "./store/database.js";
 import type { ToolDefinition } from "./tools/tool.js";
 import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
@@ -27,6 +30,10 @@ export interface AppOptions {
   /** Routes served beside the API (Slack, Teams, the local console). */
   extraRoutes?: Route[];
   onError?(error: unknown, request: HttpRequest): void;
+  /** Where long and async API turns go (SQS in AWS, in-process locally). Default: none; every turn runs in the request. */
+  turnQueue?: TurnQueue;
+  /** Receives the figures of every turn finished in the request (Lambda: CloudWatch metrics). */
+  onTurnCompleted?: TurnMetricsSink;
 }
 
 export interface App {
@@ -69,7 +76,19 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       await database.checkpointer.prune(conversationId);
     },
   });
-  const routes = [...apiRoutes({ authenticate: options.authenticate, database, runner, maxMessageChars: config.maxMessageChars }), ...(options.extraRoutes ?? [])];
+  const dispatcher = options.turnQueue
+    ? new TurnDispatcher({
+        runner,
+        turns: database.turns,
+        queue: options.turnQueue,
+        syncDeadlineMs: config.deployment.syncTurnDeadlineMs,
+        onTurnCompleted: options.onTurnCompleted,
+      })
+    : undefined;
+  const routes = [
+    ...apiRoutes({ authenticate: options.authenticate, database, runner, maxMessageChars: config.maxMessageChars, dispatcher }),
+    ...(options.extraRoutes ?? []),
+  ];
   return {
     route: createRouter(routes, options.onError),
     database,
