@@ -1,0 +1,520 @@
+/**
+ * Storage benchmark: bytes MongoDB holds for one thread as it grows, for the product's
+ * checkpointing (ThreadwiseSaver, pruned after every turn, large tool outputs offloaded to
+ * `artifacts`) and for stock MongoDBSaver use (default durability, no pruning, outputs inline),
+ * driving the same compiled LangGraph StateGraph with scripted messages (no LLM).
+ *
+ *   npm run bench:storage [-- --turns 200 --stock-turns 50]
+ *
+ * Bytes are the BSON size of every document of the thread, from `BSON.calculateObjectSize`
+ * (the embedded server has no collStats). Persistence time is the time spent in the
+ * checkpointer's put/putWrites, plus, for the product, its artifact inserts and prune.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
+import { BSON, MongoClient, type Db } from "mongodb";
+import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
+import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
+import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+
+/** Tool output sizes in KB, cycled turn after turn: 2 to 100 KB, 31 KB on average. */
+const TOOL_OUTPUT_KB = [2, 5, 10, 20, 50, 100];
+/** Characters of an offloaded output kept in the ToolMessage. */
+const PREVIEW_CHARS = 200;
+/** Turns at which both runs are measured and reported. */
+const REPORTED_TURNS = [10, 50, 200];
+/** Interval between measurements drawn in the chart. */
+const SAMPLE_EVERY = 10;
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const RESULTS = join(HERE, "results");
+
+interface Sample {
+  turn: number;
+  bytes: number;
+  documents: number;
+  /** The thread's largest document, in BSON bytes. */
+  largestDocument: number;
+  /** Mean persistence time of the turns since the previous sample. */
+  persistenceMs: number;
+}
+
+interface Run {
+  name: string;
+  samples: Sample[];
+}
+
+/** Deterministic text of `bytes` ASCII characters, the shape of a tabular tool result. */
+function toolOutput(turn: number, bytes: number): string {
+  const row = `| ${turn} | customer-${turn % 97} | region-${turn % 7} | 1234.56 | 2026-11-30 |\n`;
+  return row.repeat(Math.ceil(bytes / row.length)).slice(0, bytes);
+}
+
+/** Accumulates the time spent in the saver's writes. */
+function instrument(saver: BaseCheckpointSaver, meter: { ms: number }): void {
+  const put = saver.put.bind(saver);
+  const putWrites = saver.putWrites.bind(saver);
+  saver.put = async (...args) => {
+    const start = performance.now();
+    try {
+      return await put(...args);
+    } finally {
+      meter.ms += performance.now() - start;
+    }
+  };
+  saver.putWrites = async (...args) => {
+    const start = performance.now();
+    try {
+      return await putWrites(...args);
+    } finally {
+      meter.ms += performance.now() - start;
+    }
+  };
+}
+
+type ToolResult = (threadId: string, toolCallId: string, output: string) => Promise<string>;
+
+/** Agent and tool nodes with scripted messages: one tool call per question, then an answer. */
+function scriptedGraph(saver: BaseCheckpointSaver, toolResult: ToolResult) {
+  const lastOf = (messages: BaseMessage[]) => messages[messages.length - 1];
+  const turnOf = (messages: BaseMessage[]) => messages.filter((m) => HumanMessage.isInstance(m)).length;
+  return new StateGraph(MessagesAnnotation)
+    .addNode("agent", ({ messages }) => {
+      const turn = turnOf(messages);
+      if (HumanMessage.isInstance(lastOf(messages))) {
+        const call = { id: `call_${turn}`, name: "query_sales", args: { quarter: `Q${(turn % 4) + 1}`, region: turn % 7 } };
+        return { messages: [new AIMessage({ content: "Let me look that up.", tool_calls: [call] })] };
+      }
+      return { messages: [new AIMessage(`Turn ${turn}: revenue in region ${turn % 7} grew by ${turn % 13}% on the quarter.`)] };
+    })
+    .addNode("tools", async ({ messages }, config) => {
+      const turn = turnOf(messages);
+      const callId = (lastOf(messages) as AIMessage).tool_calls?.[0]?.id ?? "";
+      const kb = TOOL_OUTPUT_KB[(turn - 1) % TOOL_OUTPUT_KB.length];
+      const threadId = String(config.configurable?.thread_id);
+      const content = await toolResult(threadId, callId, toolOutput(turn, kb * 1024));
+      return { messages: [new ToolMessage({ content, tool_call_id: callId, name: "query_sales" })] };
+    })
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", ({ messages }) => ((lastOf(messages) as AIMessage).tool_calls?.length ? "tools" : END))
+    .addEdge("tools", "agent")
+    .compile({ checkpointer: saver });
+}
+
+async function threadBytes(
+  db: Db,
+  collections: string[],
+  threadId: string,
+): Promise<{ bytes: number; documents: number; largestDocument: number }> {
+  let bytes = 0;
+  let documents = 0;
+  let largestDocument = 0;
+  for (const name of collections) {
+    for await (const doc of db.collection(name).find({ thread_id: threadId })) {
+      const size = BSON.calculateObjectSize(doc);
+      bytes += size;
+      documents += 1;
+      largestDocument = Math.max(largestDocument, size);
+    }
+  }
+  return { bytes, documents, largestDocument };
+}
+
+interface Subject {
+  name: string;
+  db: Db;
+  saver: BaseCheckpointSaver;
+  collections: string[];
+  toolResult: ToolResult;
+  afterTurn: (threadId: string) => Promise<void>;
+  meter: { ms: number };
+}
+
+async function timed<T>(meter: { ms: number }, work: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await work();
+  } finally {
+    meter.ms += performance.now() - start;
+  }
+}
+
+/** ThreadwiseSaver, pruned after every turn, tool outputs stored once in `artifacts`. */
+function productSubject(client: MongoClient, dbName: string): Subject {
+  const db = client.db(dbName);
+  const meter = { ms: 0 };
+  const saver = new ThreadwiseSaver({ client, dbName });
+  instrument(saver, meter);
+  const artifacts = db.collection<{ _id: string; thread_id: string; tool_call_id: string; bytes: number; content: string }>("artifacts");
+  return {
+    name: "product",
+    db,
+    saver,
+    meter,
+    collections: [saver.checkpointCollectionName, saver.checkpointWritesCollectionName, saver.checkpointBlobsCollectionName, "artifacts"],
+    async toolResult(threadId, toolCallId, output) {
+      const handle = randomUUID();
+      await timed(meter, () => artifacts.insertOne({ _id: handle, thread_id: threadId, tool_call_id: toolCallId, bytes: output.length, content: output }));
+      return `${output.slice(0, PREVIEW_CHARS)}\n[${output.length} bytes, stored as artifact ${handle}]`;
+    },
+    async afterTurn(threadId) {
+      await timed(meter, () => saver.prune(threadId));
+    },
+  };
+}
+
+/** Stock MongoDBSaver as documented: default durability, no pruning, tool outputs inline. */
+function stockSubject(client: MongoClient, dbName: string): Subject {
+  const meter = { ms: 0 };
+  const saver = new MongoDBSaver({ client, dbName });
+  instrument(saver, meter);
+  return {
+    name: "stock",
+    db: client.db(dbName),
+    saver,
+    meter,
+    collections: [saver.checkpointCollectionName, saver.checkpointWritesCollectionName],
+    toolResult: async (_threadId, _toolCallId, output) => output,
+    afterTurn: async () => undefined,
+  };
+}
+
+async function runThread(subject: Subject, turns: number): Promise<Run> {
+  const threadId = randomUUID();
+  const graph = scriptedGraph(subject.saver, subject.toolResult);
+  const samples: Sample[] = [];
+  let msAtSample = 0;
+  let turnAtSample = 0;
+  for (let turn = 1; turn <= turns; turn += 1) {
+    await graph.invoke({ messages: [new HumanMessage(`Question ${turn}: how did sales do?`)] }, { configurable: { thread_id: threadId } });
+    await subject.afterTurn(threadId);
+    if (turn % SAMPLE_EVERY === 0 || REPORTED_TURNS.includes(turn) || turn === turns) {
+      const size = await threadBytes(subject.db, subject.collections, threadId);
+      samples.push({ turn, ...size, persistenceMs: (subject.meter.ms - msAtSample) / (turn - turnAtSample) });
+      msAtSample = subject.meter.ms;
+      turnAtSample = turn;
+      process.stderr.write(`${subject.name}: turn ${turn}, ${formatBytes(size.bytes)}, ${size.documents} documents\n`);
+    }
+  }
+  return { name: subject.name, samples };
+}
+
+function formatBytes(bytes: number): string {
+  const units = ["B", "KB", "MB", "GB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(value >= 100 || Number.isInteger(value) ? 0 : 1)} ${units[unit]}`;
+}
+
+/** Least-squares polynomial of the given degree through the samples (normal equations). */
+function fitPolynomial(points: { x: number; y: number }[], degree: number): number[] {
+  const n = degree + 1;
+  const a = Array.from({ length: n }, () => new Array<number>(n + 1).fill(0));
+  for (const { x, y } of points) {
+    for (let i = 0; i < n; i += 1) {
+      for (let j = 0; j < n; j += 1) a[i][j] += x ** (i + j);
+      a[i][n] += y * x ** i;
+    }
+  }
+  for (let col = 0; col < n; col += 1) {
+    for (let row = col + 1; row < n; row += 1) {
+      const factor = a[row][col] / a[col][col];
+      for (let k = col; k <= n; k += 1) a[row][k] -= factor * a[col][k];
+    }
+  }
+  const coefficients = new Array<number>(n).fill(0);
+  for (let row = n - 1; row >= 0; row -= 1) {
+    let sum = a[row][n];
+    for (let k = row + 1; k < n; k += 1) sum -= a[row][k] * coefficients[k];
+    coefficients[row] = sum / a[row][row];
+  }
+  return coefficients;
+}
+
+function evaluate(coefficients: number[], x: number): number {
+  return coefficients.reduce((sum, c, i) => sum + c * x ** i, 0);
+}
+
+function rSquared(points: { x: number; y: number }[], coefficients: number[]): number {
+  const mean = points.reduce((sum, p) => sum + p.y, 0) / points.length;
+  const total = points.reduce((sum, p) => sum + (p.y - mean) ** 2, 0);
+  const residual = points.reduce((sum, p) => sum + (p.y - evaluate(coefficients, p.x)) ** 2, 0);
+  return 1 - residual / total;
+}
+
+interface Analysis {
+  stock: Run;
+  product: Run;
+  stockFit: number[];
+  productFit: number[];
+  productR2: number;
+  stockQuadraticR2: number;
+  turns: number;
+  stockTurns: number;
+}
+
+function analyse(stock: Run, product: Run, turns: number, stockTurns: number): Analysis {
+  const points = (run: Run) => run.samples.map((s) => ({ x: s.turn, y: s.bytes }));
+  const productFit = fitPolynomial(points(product), 1);
+  const stockFit = fitPolynomial(points(stock), 2);
+  return {
+    stock,
+    product,
+    stockFit,
+    productFit,
+    productR2: rSquared(points(product), productFit),
+    stockQuadraticR2: rSquared(points(stock), stockFit),
+    turns,
+    stockTurns,
+  };
+}
+
+function sampleAt(run: Run, turn: number): Sample | undefined {
+  return run.samples.find((s) => s.turn === turn);
+}
+
+function tableRows(analysis: Analysis): string[][] {
+  const rows: string[][] = [];
+  for (const turn of REPORTED_TURNS.filter((t) => t <= analysis.turns)) {
+    const product = sampleAt(analysis.product, turn);
+    const stock = sampleAt(analysis.stock, turn);
+    if (!product) continue;
+    const stockBytes = stock?.bytes ?? evaluate(analysis.stockFit, turn);
+    rows.push([
+      String(turn),
+      stock ? formatBytes(stock.bytes) : `~${formatBytes(stockBytes)} (extrapolated)`,
+      formatBytes(product.bytes),
+      `${stock ? "" : "~"}${(stockBytes / product.bytes).toFixed(0)}×`,
+      stock ? formatBytes(stock.largestDocument) : "—",
+      formatBytes(product.largestDocument),
+      stock ? stock.persistenceMs.toFixed(1) : "—",
+      product.persistenceMs.toFixed(1),
+    ]);
+  }
+  return rows;
+}
+
+const HEADER = [
+  "turns",
+  "stock bytes",
+  "product bytes",
+  "stock / product",
+  "stock largest doc",
+  "product largest doc",
+  "stock persistence ms/turn",
+  "product persistence ms/turn",
+];
+
+function printTable(rows: string[][]): void {
+  const widths = HEADER.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i])).join("  ");
+  console.log(line(HEADER));
+  for (const row of rows) console.log(line(row));
+}
+
+function markdown(analysis: Analysis, rows: string[][]): string {
+  const { product, stock, productFit } = analysis;
+  const perTurn = (run: Run, from: number, to: number) => {
+    const a = sampleAt(run, from);
+    const b = sampleAt(run, to);
+    return a && b ? formatBytes((b.bytes - a.bytes) / (to - from)) : "—";
+  };
+  const lastProduct = product.samples[product.samples.length - 1];
+  const lastStock = stock.samples[stock.samples.length - 1];
+  return `# Storage benchmark
+
+Generated by \`npm run bench:storage\` on ${new Date().toISOString().slice(0, 10)} against the embedded
+MongoDB-compatible server. One thread; every turn is a user question, an agent tool call, a tool
+output and an answer, driven through a compiled LangGraph \`StateGraph\` (\`MessagesAnnotation\`,
+an agent node and a tool node with scripted messages, no LLM). Tool outputs cycle through
+${TOOL_OUTPUT_KB.join(", ")} KB (${(TOOL_OUTPUT_KB.reduce((a, b) => a + b, 0) / TOOL_OUTPUT_KB.length).toFixed(0)} KB on average).
+
+- **product**: \`ThreadwiseSaver\` (channel values stored once per version in \`checkpoint_blobs\`,
+  only changed versions written), \`prune()\` after every turn (latest 3 checkpoints kept), each
+  tool output stored once in \`artifacts\` with a ${PREVIEW_CHARS}-character preview and the handle in the
+  \`ToolMessage\`. Bytes count \`checkpoints\`, \`checkpoint_writes\`, \`checkpoint_blobs\` and \`artifacts\`.
+- **stock**: \`MongoDBSaver\` as documented: default durability (\`async\`), no pruning, outputs
+  inline. Bytes count \`checkpoints\` and \`checkpoint_writes\`.
+
+Bytes are the sum of \`BSON.calculateObjectSize\` over the thread's documents (the embedded server
+has no collStats). Persistence time is the mean per turn, over the ${SAMPLE_EVERY} turns before the
+measurement, of the time spent in the checkpointer's \`put\`/\`putWrites\` (plus, for the product,
+the artifact insert and \`prune\`).
+
+| ${HEADER.join(" | ")} |
+|${HEADER.map(() => "---:").join("|")}|
+${rows.map((r) => `| ${r.join(" | ")} |`).join("\n")}
+
+Stock was run for ${analysis.stockTurns} turns, not ${analysis.turns}: it rewrites the whole message list, tool outputs
+included, into every checkpoint (5 per turn), so its bytes grow quadratically (a quadratic fits its
+samples with R² = ${analysis.stockQuadraticR2.toFixed(4)}) and ${analysis.turns} turns would write gigabytes into the
+embedded server. Its figure at ${analysis.turns} turns is that fit, extrapolated, and marked as such.
+At ${lastStock.turn} turns its largest document was already ${formatBytes(lastStock.largestDocument)}; the single latest
+checkpoint grows by about ${formatBytes((TOOL_OUTPUT_KB.reduce((a, b) => a + b, 0) / TOOL_OUTPUT_KB.length) * 1024)} per turn toward MongoDB's 16 MB limit.
+
+The product grows linearly: a straight line fits its ${product.samples.length} samples with R² = ${analysis.productR2.toFixed(4)},
+at ${formatBytes(productFit[1])} per turn (about the average tool output, stored once). Growth per turn was
+${perTurn(product, 10, 50)} between turns 10 and 50 and ${perTurn(product, 50, Math.min(200, analysis.turns))} between 50 and ${Math.min(200, analysis.turns)}. Its largest
+document after ${lastProduct.turn} turns was ${formatBytes(lastProduct.largestDocument)}, the latest version of the message list (previews and
+handles, not outputs); the size guard refuses any document above ${formatBytes(DEFAULT_MAX_DOCUMENT_BYTES)}.
+
+Persistence time per turn is lower for the product, but it still grows with the thread: every
+checkpoint of a turn (5 per turn) writes a new version of the message list blob, which grows by
+the turn's messages. Pruning bounds how many versions are kept, not what one version costs to
+write. Absolute times are the embedded server's, which is slow with large documents.
+
+![bytes stored per thread](storage.svg)
+`;
+}
+
+/** Hand-written SVG: log-scale comparison on the left, the product alone on a linear scale on the right. */
+function chart(analysis: Analysis): string {
+  const width = 960;
+  const height = 440;
+  const panel = { top: 60, bottom: 360, width: 380 };
+  const lefts = [70, 550];
+  const maxTurn = analysis.turns;
+  const x = (left: number, turn: number) => left + (turn / maxTurn) * panel.width;
+  const stockColor = "#c0392b";
+  const productColor = "#1f6fb2";
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="white"/>`,
+    `<text x="${width / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">Bytes stored in MongoDB for one thread</text>`,
+  );
+
+  // Left panel: both runs, log scale, gridlines at 100 KB, 1 MB, 10 MB, ...
+  const all = [...analysis.stock.samples, ...analysis.product.samples].map((s) => s.bytes);
+  const extrapolated = evaluate(analysis.stockFit, maxTurn);
+  const ticks = [100 * 1024, 1024 ** 2, 10 * 1024 ** 2, 100 * 1024 ** 2, 1024 ** 3, 10 * 1024 ** 3];
+  const low = Math.log10(Math.min(...all, ...ticks.filter((t) => t <= Math.min(...all)).slice(-1)));
+  const high = Math.log10(Math.max(...all, extrapolated, ...ticks.filter((t) => t >= Math.max(...all, extrapolated)).slice(0, 1)));
+  const yLog = (bytes: number) => panel.bottom - ((Math.log10(bytes) - low) / (high - low)) * (panel.bottom - panel.top);
+  const left = lefts[0];
+  parts.push(`<text x="${left + panel.width / 2}" y="48" text-anchor="middle">stock vs product (log scale)</text>`);
+  for (const tick of ticks.filter((t) => Math.log10(t) >= low - 1e-9 && Math.log10(t) <= high + 1e-9)) {
+    parts.push(
+      `<line x1="${left}" x2="${left + panel.width}" y1="${yLog(tick)}" y2="${yLog(tick)}" stroke="#ddd"/>`,
+      `<text x="${left - 6}" y="${yLog(tick) + 4}" text-anchor="end">${formatBytes(tick)}</text>`,
+    );
+  }
+  const axes = (l: number) => {
+    parts.push(
+      `<line x1="${l}" x2="${l}" y1="${panel.top}" y2="${panel.bottom}" stroke="#333"/>`,
+      `<line x1="${l}" x2="${l + panel.width}" y1="${panel.bottom}" y2="${panel.bottom}" stroke="#333"/>`,
+      `<text x="${l + panel.width / 2}" y="${panel.bottom + 36}" text-anchor="middle">turns</text>`,
+    );
+    for (let turn = 0; turn <= maxTurn; turn += maxTurn >= 100 ? 50 : 10) {
+      parts.push(
+        `<line x1="${x(l, turn)}" x2="${x(l, turn)}" y1="${panel.bottom}" y2="${panel.bottom + 5}" stroke="#333"/>`,
+        `<text x="${x(l, turn)}" y="${panel.bottom + 18}" text-anchor="middle">${turn}</text>`,
+      );
+    }
+  };
+  axes(left);
+  const polyline = (samples: Sample[], color: string, toY: (b: number) => number, l: number) =>
+    `<polyline fill="none" stroke="${color}" stroke-width="2" points="${samples.map((s) => `${x(l, s.turn).toFixed(1)},${toY(s.bytes).toFixed(1)}`).join(" ")}"/>` +
+    samples.map((s) => `<circle cx="${x(l, s.turn).toFixed(1)}" cy="${toY(s.bytes).toFixed(1)}" r="2.5" fill="${color}"/>`).join("");
+  parts.push(polyline(analysis.stock.samples, stockColor, yLog, left));
+  parts.push(polyline(analysis.product.samples, productColor, yLog, left));
+  const lastStockTurn = analysis.stock.samples[analysis.stock.samples.length - 1].turn;
+  if (lastStockTurn < maxTurn) {
+    const points: string[] = [];
+    for (let turn = lastStockTurn; turn <= maxTurn; turn += 5) points.push(`${x(left, turn).toFixed(1)},${yLog(evaluate(analysis.stockFit, turn)).toFixed(1)}`);
+    parts.push(`<polyline fill="none" stroke="${stockColor}" stroke-width="2" stroke-dasharray="6 4" points="${points.join(" ")}"/>`);
+  }
+  const legend = [
+    [stockColor, "stock MongoDBSaver (measured)", ""],
+    [stockColor, "stock, quadratic fit (extrapolated)", "6 4"],
+    [productColor, "product: ThreadwiseSaver + prune + artifacts", ""],
+  ];
+  legend.forEach(([color, label, dash], i) => {
+    const lx = 70 + i * 300;
+    const ly = height - 16;
+    parts.push(
+      `<line x1="${lx}" x2="${lx + 28}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`,
+      `<text x="${lx + 34}" y="${ly + 4}">${label}</text>`,
+    );
+  });
+
+  // Right panel: the product alone, linear scale.
+  const right = lefts[1];
+  const productMax = Math.max(...analysis.product.samples.map((s) => s.bytes));
+  const steps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100].map((mb) => mb * 1024 ** 2);
+  const step = steps.find((candidate) => productMax / candidate <= 8) ?? steps[steps.length - 1];
+  const top = Math.ceil(productMax / step) * step;
+  const yLin = (bytes: number) => panel.bottom - (bytes / top) * (panel.bottom - panel.top);
+  parts.push(`<text x="${right + panel.width / 2}" y="48" text-anchor="middle">product alone (linear scale)</text>`);
+  for (let value = 0; value <= top + 1; value += step) {
+    parts.push(
+      `<line x1="${right}" x2="${right + panel.width}" y1="${yLin(value)}" y2="${yLin(value)}" stroke="#ddd"/>`,
+      `<text x="${right - 6}" y="${yLin(value) + 4}" text-anchor="end">${formatBytes(value)}</text>`,
+    );
+  }
+  axes(right);
+  const fit = analysis.productFit;
+  parts.push(
+    `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluate(fit, 0)))}" x2="${x(right, maxTurn)}" y2="${yLin(evaluate(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
+  );
+  parts.push(polyline(analysis.product.samples, productColor, yLin, right));
+  parts.push(
+    `<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`,
+  );
+  parts.push("</svg>");
+  return parts.join("\n") + "\n";
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      turns: { type: "string", default: "200" },
+      "stock-turns": { type: "string", default: "50" },
+    },
+  });
+  const turns = Number(values.turns);
+  const stockTurns = Math.min(Number(values["stock-turns"]), turns);
+  if (!Number.isInteger(turns) || turns < SAMPLE_EVERY || !Number.isInteger(stockTurns) || stockTurns < SAMPLE_EVERY * 3) {
+    throw new Error(`--turns must be an integer of at least ${SAMPLE_EVERY}, --stock-turns at least ${SAMPLE_EVERY * 3}`);
+  }
+  let embedded: EmbeddedMongo | undefined;
+  const uri = process.env.MONGODB_URI ?? (embedded = await startEmbeddedMongo()).uri;
+  const client = new MongoClient(uri);
+  const run = randomUUID().slice(0, 8);
+  const subjects = [stockSubject(client, `bench_storage_${run}_stock`), productSubject(client, `bench_storage_${run}_product`)];
+  try {
+    await client.connect();
+    for (const subject of subjects) {
+      const errors = await (subject.saver as MongoDBSaver).setup();
+      if (errors.length > 0) throw new AggregateError(errors, `${subject.name} setup failed`);
+    }
+    const stock = await runThread(subjects[0], stockTurns);
+    const product = await runThread(subjects[1], turns);
+    const analysis = analyse(stock, product, turns, stockTurns);
+    const rows = tableRows(analysis);
+    printTable(rows);
+    await mkdir(RESULTS, { recursive: true });
+    await writeFile(join(RESULTS, "storage.md"), markdown(analysis, rows));
+    await writeFile(join(RESULTS, "storage.svg"), chart(analysis));
+    console.log(`\nwrote ${join("bench", "results", "storage.md")} and ${join("bench", "results", "storage.svg")}`);
+  } finally {
+    for (const subject of subjects) {
+      await Promise.all(subject.collections.map((name) => subject.db.collection(name).drop().catch(() => undefined)));
+    }
+    await client.close();
+    await embedded?.stop();
+  }
+}
+
+await main();
