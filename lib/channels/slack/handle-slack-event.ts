@@ -2,7 +2,7 @@ import { ChannelAuthenticationError, ValidationError, type ChannelAuthentication
 import type { EventDeduper } from "../channel-event-deduper.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import type { EnqueueTurn } from "../turn-job.js";
-import { parseSlackEvent, slackTurnJob, type SlackIgnoreReason } from "./slack-event.js";
+import { parseSlackEvent, slackTurnJob, type SlackDelivery, type SlackIgnoreReason } from "./slack-event.js";
 import { verifySlackRequest } from "./verify-slack-request.js";
 
 /** What became of one delivery; for logs and metrics (numbers and reasons, never text). */
@@ -44,7 +44,7 @@ export async function handleSlackEvent(input: HandleSlackEventInput): Promise<Ch
     return jsonResponse(401, { error: { code: "unauthenticated", message: "invalid slack signature" } });
   }
 
-  let delivery;
+  let delivery: SlackDelivery;
   try {
     delivery = parseSlackEvent(input.request.rawBody, { botUserId: input.botUserId });
   } catch (error) {

@@ -2,7 +2,7 @@ import { ChannelAuthenticationError, ValidationError, type ChannelAuthentication
 import type { EventDeduper } from "../channel-event-deduper.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import type { EnqueueTurn } from "../turn-job.js";
-import { parseTeamsActivity, teamsTurnJob, type TeamsIgnoreReason } from "./teams-activity.js";
+import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
 
 /** What became of one activity; for logs and metrics (reasons, never text). */
@@ -66,7 +66,7 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
     return jsonResponse(401, { error: { code: "unauthenticated", message: "invalid bot framework token" } });
   }
 
-  let delivery;
+  let delivery: TeamsDelivery;
   try {
     delivery = parseTeamsActivity(body);
   } catch (error) {
