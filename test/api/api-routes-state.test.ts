@@ -1,9 +1,6 @@
-import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-import { mongoUri } from "../support/mongo.js";
-import { bigReportApp } from "../local/big-report-tool.js";
+import { bigReportTool } from "../local/big-report-tool.js";
 
 /** Releases the big_report tool when the test says so; open by default. */
 class Gate {
@@ -34,28 +31,22 @@ class Gate {
 
 describe("apiRoutes", () => {
   let t: TestServer;
-  let client: MongoClient;
   let alice: string;
   const gate = new Gate();
 
   beforeAll(async () => {
-    const dbName = `state_${randomUUID().slice(0, 8)}`;
-    client = new MongoClient(mongoUri());
-    await client.connect();
-    const app = await bigReportApp(client.db(dbName), { gate: () => gate.pass() });
-    t = await startTestServer({ MONGODB_DB: dbName }, { app });
+    t = await startTestServer({}, { app: { tools: [bigReportTool({ gate: () => gate.pass() })] } });
     alice = await t.token("alice");
   });
 
   afterAll(async () => {
     await t?.close();
-    await client?.close();
   });
 
   const newConversation = async (token = alice): Promise<string> => (await t.call("POST", "/v1/conversations", { token })).body.conversationId;
 
   describe("GET /v1/conversations/{id}/state", () => {
-    it("returns every checkpointed message of a turn with a tool call, the offloaded output as its preview and artifact", async () => {
+    it("returns every checkpointed message of a turn with tool calls, the offloaded output as its preview and artifact", async () => {
       const id = await newConversation();
       const turn = await t.call("POST", `/v1/conversations/${id}/messages`, { token: alice, json: { content: 'big_report {"rows": 3000}' } });
       expect(turn.status).toBe(200);
@@ -64,7 +55,7 @@ describe("apiRoutes", () => {
 
       expect(res.status).toBe(200);
       const messages = res.body.messages;
-      expect(messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+      expect(messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "tool", "assistant"]);
       expect(messages[0]).toMatchObject({ id: `${turn.body.turnId}:user`, content: 'big_report {"rows": 3000}' });
       const call = messages[1].toolCalls[0];
       expect(call).toMatchObject({ name: "big_report", args: { rows: 3000 } });

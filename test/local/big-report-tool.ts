@@ -1,9 +1,4 @@
 import { z } from "zod";
-import type { Db } from "mongodb";
-import type { OutputOffload } from "../../lib/agent/registry-tool-runner.js";
-import { ArtifactStore } from "../../lib/store/artifact-store.js";
-import { offloadToolOutput } from "../../lib/tools/output-offload.js";
-import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 
 export interface BigReportOptions {
@@ -26,15 +21,5 @@ export function bigReportTool(options: BigReportOptions = {}): ToolDefinition {
       for (let i = 1; i <= rows; i++) lines.push(`${i},${regions[i % 4]},product-${i % 37},${(i * 7919) % 10_000}.${i % 100}`);
       return lines.join("\n");
     },
-  };
-}
-
-/** The tools and the offload the product wires, over the test's own database. */
-export async function bigReportApp(db: Db, options: BigReportOptions = {}): Promise<{ tools: ToolRegistry; offload: OutputOffload }> {
-  const artifacts = new ArtifactStore(db);
-  await artifacts.setup();
-  return {
-    tools: new ToolRegistry([bigReportTool(options)]),
-    offload: (output, meta) => offloadToolOutput(output, meta, { artifacts }),
   };
 }
