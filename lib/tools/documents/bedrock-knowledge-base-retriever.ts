@@ -1,0 +1,61 @@
+import { RetrieveCommand, type BedrockAgentRuntimeClient, type RetrievalResultLocation } from "@aws-sdk/client-bedrock-agent-runtime";
+import { ToolError } from "../../errors.js";
+import type { DocumentRetriever, Passage } from "./document-retriever.js";
+
+export interface BedrockKnowledgeBaseRetrieverOptions {
+  /** Created once per container by the composition root. */
+  client: BedrockAgentRuntimeClient;
+  knowledgeBaseId: string;
+}
+
+function sourceOf(location: RetrievalResultLocation | undefined): string {
+  return (
+    location?.s3Location?.uri ??
+    location?.webLocation?.url ??
+    location?.confluenceLocation?.url ??
+    location?.sharePointLocation?.url ??
+    location?.salesforceLocation?.url ??
+    location?.customDocumentLocation?.id ??
+    location?.type ??
+    "unknown"
+  );
+}
+
+/** Retrieval from an Amazon Bedrock knowledge base (`Retrieve`), as passages with their source. */
+export class BedrockKnowledgeBaseRetriever implements DocumentRetriever {
+  readonly #o: BedrockKnowledgeBaseRetrieverOptions;
+
+  constructor(options: BedrockKnowledgeBaseRetrieverOptions) {
+    this.#o = options;
+  }
+
+  async search(query: string, maxResults: number, signal?: AbortSignal): Promise<Passage[]> {
+    let response;
+    try {
+      response = await this.#o.client.send(
+        new RetrieveCommand({
+          knowledgeBaseId: this.#o.knowledgeBaseId,
+          retrievalQuery: { text: query },
+          retrievalConfiguration: { vectorSearchConfiguration: { numberOfResults: maxResults } },
+        }),
+        { abortSignal: signal },
+      );
+    } catch (error) {
+      const name = error instanceof Error ? error.name : "Error";
+      throw new ToolError(`the knowledge base could not be searched (${name}); try again or answer without documents`, "search_documents", {
+        cause: error,
+      });
+    }
+    return (response.retrievalResults ?? [])
+      .filter((r) => r.content?.text)
+      .map((r) => {
+        const title = r.metadata?.["title"];
+        return {
+          source: sourceOf(r.location),
+          ...(typeof title === "string" && { title }),
+          text: r.content!.text!,
+          score: Number((r.score ?? 0).toFixed(3)),
+        };
+      });
+  }
+}
