@@ -1,11 +1,13 @@
 import { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { createChatModel } from "./agent/chat-model.js";
+import type { FaultInjector } from "./agent/fault-points.js";
 import { createAgentGraph } from "./agent/graph.js";
 import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
 import { TurnRunner } from "./agent/turn-runner.js";
 import { apiRoutes } from "./api/api-routes.js";
+import { IdempotentRequests } from "./api/idempotent-requests.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
 import { createRouter, type Route } from "./api/router.js";
 import type { Config } from "./config/config.js";
@@ -29,6 +31,8 @@ export interface AppOptions {
   tools?: ToolDefinition[];
   /** Routes served beside the API (Slack, Teams, the local console). */
   extraRoutes?: Route[];
+  /** Test-only crash points; never set in production. */
+  faults?: FaultInjector;
   onError?(error: unknown, request: HttpRequest): void;
   /** Where long and async API turns go (SQS in AWS, in-process locally). Default: none; every turn runs in the request. */
   turnQueue?: TurnQueue;
@@ -50,15 +54,15 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   if (ownsClient) await client.connect();
   const database = new ThreadwiseDatabase(client, { dbName: config.dbName });
   await database.setup();
-  const registry = new ToolRegistry([...(options.tools ?? []), createReadToolOutputTool(database.artifacts)], {
-    guard: new ToolIdempotencyGuard({ collection: database.idempotency }),
-  });
+  const guard = new ToolIdempotencyGuard({ collection: database.idempotency });
+  const registry = new ToolRegistry([...(options.tools ?? []), createReadToolOutputTool(database.artifacts)], { guard });
   const graph = createAgentGraph({
     model: options.model ?? createChatModel(config.model),
     tools: new RegistryToolRunner(registry, (output, meta) =>
       offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
     ),
     checkpointer: database.checkpointer,
+    faults: options.faults,
     policy: {
       systemPrompt: config.view.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
       finishedTurns: config.view.finishedTurns,
@@ -72,6 +76,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     messages: database.messages,
     turns: database.turns,
     lease: database.lease,
+    faults: options.faults,
     afterTurn: async (conversationId) => {
       await database.checkpointer.prune(conversationId);
     },
@@ -85,8 +90,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         onTurnCompleted: options.onTurnCompleted,
       })
     : undefined;
+  const idempotentRequests = new IdempotentRequests({ collection: database.idempotency });
+  await Promise.all([guard.setup(), idempotentRequests.setup()]);
   const routes = [
-    ...apiRoutes({ authenticate: options.authenticate, database, runner, maxMessageChars: config.maxMessageChars, dispatcher }),
+    ...apiRoutes({ authenticate: options.authenticate, database, runner, idempotentRequests, maxMessageChars: config.maxMessageChars, dispatcher }),
     ...(options.extraRoutes ?? []),
   ];
   return {

@@ -169,3 +169,8 @@ export class ChannelDeliveryError extends ThreadwiseError {
     super(message, options);
   }
 }
+
+/** An Idempotency-Key was reused with a different request body. */
+export class IdempotencyKeyReusedError extends ThreadwiseError {
+  override name = "IdempotencyKeyReusedError";
+}

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { buildModelView, countTextTokens, type ModelViewPolicy } from "../model-view/index.js";
 import type { ModelCallRecord, Usage } from "../store/turn-store.js";
 import type { Caller, ToolDefinition } from "../tools/tool.js";
+import type { FaultInjector } from "./fault-points.js";
 import type { ToolRunner } from "./tool-runner.js";
 import { toViewMessages } from "./view-record.js";
 import type { FunctionTool } from "./local-chat-model.js";
@@ -26,6 +27,8 @@ export interface AgentGraphOptions {
   tools: ToolRunner;
   checkpointer: BaseCheckpointSaver;
   policy: Omit<ModelViewPolicy, "toolSchemaTokens">;
+  /** Test-only crash points; absent in production. */
+  faults?: FaultInjector;
 }
 
 function toFunctionTool(tool: ToolDefinition): FunctionTool {
@@ -60,7 +63,7 @@ function turnContext(config: LangGraphRunnableConfig): TurnContext {
  * and a tool node. Compile once per container; every invocation rehydrates from the checkpointer.
  */
 export function createAgentGraph(options: AgentGraphOptions) {
-  const { model, tools, checkpointer, policy } = options;
+  const { model, tools, checkpointer, policy, faults } = options;
 
   async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
@@ -81,6 +84,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       usage: reportedUsage(response),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),
     });
+    faults?.at("after-model-call");
     return { messages: [response] };
   }
 
@@ -98,6 +102,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
         );
       }),
     );
+    faults?.at("after-tool-effect");
     return { messages: results };
   }
 

@@ -7,6 +7,8 @@ import { addUsage, ZERO_USAGE, type ModelCallRecord, type TurnDocument, type Tur
 import { countMessageTokens } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
+import { randomUUID } from "node:crypto";
+import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { toViewMessages } from "./view-record.js";
 
@@ -60,6 +62,8 @@ export interface TurnRunnerDeps {
   /** Called after a completed turn (checkpoint pruning). */
   afterTurn?(conversationId: string): Promise<void>;
   maxModelCalls?: number;
+  /** Test-only crash points; absent in production. */
+  faults?: FaultInjector;
 }
 
 function textOf(message: BaseMessage): string {
@@ -96,15 +100,21 @@ export class TurnRunner {
     const { conversationId, turnId, caller } = request;
     await conversations.getOwned(conversationId, caller);
     const started = Date.now();
-    await lease.acquire(conversationId, turnId);
+    // Per attempt, so a retry of the same turn waits while the first attempt is alive.
+    const holder = `${turnId}:${randomUUID()}`;
+    await lease.acquire(conversationId, holder);
+    const faults = this.deps.faults;
     try {
       const existing = await turns.start(turnId, conversationId);
       if (existing.status === "completed") return this.resultOf(existing, await turns.listCalls(turnId));
       await turns.markRunning(turnId);
       await messages.append({ conversationId, turnId, role: "user", content: request.content });
-      const answerMessage = await this.invokeGraph(request, onProgress);
+      faults?.at("after-user-message");
+      const answerMessage = await this.invokeGraph(request, holder, onProgress);
+      faults?.at("after-answer");
       const answer = textOf(answerMessage);
       await messages.append({ conversationId, turnId, role: "assistant", content: answer });
+      faults?.at("after-record");
       const calls = await turns.listCalls(turnId);
       const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
       const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
@@ -116,7 +126,7 @@ export class TurnRunner {
       await turns.fail(turnId, { code: error instanceof Error ? error.name : "Error", message: "the turn failed" }).catch(() => undefined);
       throw error;
     } finally {
-      await lease.release(conversationId, turnId).catch(() => undefined);
+      await lease.release(conversationId, holder).catch(() => undefined);
     }
   }
 
@@ -139,8 +149,8 @@ export class TurnRunner {
   }
 
   /** Starts the turn, or resumes it when the checkpoint already holds its user message. */
-  private async invokeGraph(request: TurnRequest, onProgress?: TurnContext["onProgress"]): Promise<AIMessage> {
-    const { graph, turns } = this.deps;
+  private async invokeGraph(request: TurnRequest, holder: string, onProgress?: TurnContext["onProgress"]): Promise<AIMessage> {
+    const { graph, turns, lease } = this.deps;
     const config = { configurable: { thread_id: request.conversationId } };
     const userMessageId = `${request.turnId}:user`;
     const snapshot = await graph.getState(config);
@@ -152,7 +162,11 @@ export class TurnRunner {
       turnId: request.turnId,
       conversationId: request.conversationId,
       caller: request.caller,
-      recordModelCall: (record) => turns.recordModelCall(request.conversationId, record),
+      recordModelCall: async (record) => {
+        await turns.recordModelCall(request.conversationId, record);
+        // Each model call renews the lease, so a long turn keeps it and a dead one loses it.
+        await lease.acquire(request.conversationId, holder);
+      },
       onProgress,
     };
     const input = alreadyStarted ? null : { messages: [new HumanMessage({ content: request.content, id: userMessageId })] };

@@ -6,8 +6,9 @@ import { summarizeContext } from "../agent/turn-runner.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import { TURN_STATUSES, type TurnDocument, type TurnWithCalls } from "../store/turn-store.js";
-import type { TurnDispatcher } from "../queue/turn-dispatcher.js";
+import type { DispatchOutcome, TurnDispatcher } from "../queue/turn-dispatcher.js";
 import type { Caller } from "../tools/tool.js";
+import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
 import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
@@ -16,6 +17,7 @@ export interface ApiRoutesDeps {
   authenticate: Authenticate;
   database: ThreadwiseDatabase;
   runner: TurnRunner;
+  idempotentRequests: IdempotentRequests;
   maxMessageChars: number;
   /** Hands long and async turns to the worker. Default: none; every turn runs in the request. */
   dispatcher?: TurnDispatcher;
@@ -34,7 +36,7 @@ function wantsAsync(request: HttpRequest): boolean {
   return /(^|[\s,;])respond-async([\s,;]|$)/i.test(request.headers.prefer ?? "") || request.query.async === "true";
 }
 
-/** A repeated Idempotency-Key from the same caller on the same conversation names the same turn. */
+/** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
   if (key === undefined) return randomUUID();
   if (!IDEMPOTENCY_KEY.test(key)) throw new ValidationError("malformed Idempotency-Key", [{ path: "Idempotency-Key", message: "1 to 255 printable ASCII characters" }]);
@@ -135,10 +137,13 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         if (text.length > deps.maxMessageChars) {
           throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
         }
-        const turnId = turnIdFor(caller, conversation._id, request.headers["idempotency-key"]);
+        const key = request.headers["idempotency-key"];
+        const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
-        if (!deps.dispatcher) return json(200, await runner.run(turn));
-        const outcome = await deps.dispatcher.dispatch(turn, { async: wantsAsync(request) });
+        const dispatch = async (): Promise<DispatchOutcome> =>
+          deps.dispatcher ? deps.dispatcher.dispatch(turn, { async: wantsAsync(request) }) : { kind: "completed", result: await runner.run(turn) };
+        const scope = [caller.tenantId ?? "", caller.userId, conversation._id];
+        const outcome = key === undefined ? await dispatch() : await deps.idempotentRequests.run(scope, key, text, dispatch);
         if (outcome.kind === "completed") return json(200, outcome.result);
         const location = `/v1/conversations/${conversation._id}/turns/${turnId}`;
         return json(202, { turnId, status: "queued", location }, { location });

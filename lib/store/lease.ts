@@ -2,8 +2,10 @@ import type { Collection } from "mongodb";
 import { ConflictError } from "../errors.js";
 import type { ConversationDocument } from "./conversation-store.js";
 
-/** How long a lease lasts unless renewed: long enough for a turn, short enough that a crash does not block for long. */
+/** How long a lease lasts unless renewed: long enough for a model call, short enough that a crash does not block for long. */
 export const DEFAULT_LEASE_TTL_MS = 120_000;
+/** Longest `Retry-After` suggested to a caller that meets a held lease: turns usually end sooner than leases. */
+export const MAX_RETRY_AFTER_S = 5;
 
 /**
  * One turn at a time per conversation: a lease taken with one atomic update that only
@@ -28,7 +30,8 @@ export class ConversationLease {
     if (result.matchedCount === 1) return;
     const current = await this.conversations.findOne({ _id: conversationId });
     const remainingMs = current?.lease ? current.lease.expiresAt.getTime() - now.getTime() : this.ttlMs;
-    throw new ConflictError("a turn is already running on this conversation", Math.max(1, Math.ceil(remainingMs / 1000)));
+    const retryAfter = Math.min(MAX_RETRY_AFTER_S, Math.max(1, Math.ceil(remainingMs / 1000)));
+    throw new ConflictError("a turn is already running on this conversation", retryAfter);
   }
 
   async release(conversationId: string, holder: string): Promise<void> {

@@ -1,0 +1,80 @@
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from "@aws-lambda-powertools/idempotency";
+import type { Collection } from "mongodb";
+import { ConflictError, IdempotencyKeyReusedError } from "../errors.js";
+import { DEFAULT_LEASE_TTL_MS } from "../store/lease.js";
+import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../store/idempotency-persistence-layer.js";
+
+/** Prefix of request keys in the `idempotency` collection (tool side effects use their own). */
+export const DEFAULT_API_IDEMPOTENCY_KEY_PREFIX = "threadwise.api";
+/** How long a repeated Idempotency-Key answers with the first response. */
+export const DEFAULT_API_IDEMPOTENCY_TTL_S = 24 * 3600;
+
+interface KeyedRequest {
+  key: string;
+  payload: string;
+}
+
+interface Deadline {
+  getRemainingTimeInMillis(): number;
+}
+
+export interface IdempotentRequestsOptions {
+  collection: Collection<IdempotencyDocument>;
+  /** Default: {@link DEFAULT_API_IDEMPOTENCY_TTL_S}. */
+  expiresAfterSeconds?: number;
+  /** After this long an in-progress request is presumed dead and may be retried. Default: the lease TTL. */
+  inProgressTimeoutMs?: number;
+}
+
+/**
+ * Requests with an Idempotency-Key (`POST .../messages`), through Powertools `makeIdempotent`
+ * and the MongoDB persistence layer: a repeat returns the first response, a repeat while the
+ * first is running is a conflict, and the same key with another payload is refused.
+ */
+export class IdempotentRequests {
+  readonly #persistence: IdempotencyPersistenceLayer;
+  readonly #run: (request: KeyedRequest, deadline: Deadline, work: () => Promise<unknown>) => Promise<unknown>;
+  readonly #deadline: Deadline;
+
+  constructor(options: IdempotentRequestsOptions) {
+    this.#persistence = new IdempotencyPersistenceLayer({ collection: options.collection });
+    const inProgressMs = options.inProgressTimeoutMs ?? DEFAULT_LEASE_TTL_MS;
+    // Powertools takes the in-progress expiry from a Lambda-style context; a turn has the lease's.
+    this.#deadline = { getRemainingTimeInMillis: () => inProgressMs };
+    this.#run = makeIdempotent(async (_request: KeyedRequest, _deadline: Deadline, work: () => Promise<unknown>) => work(), {
+      persistenceStore: this.#persistence,
+      keyPrefix: DEFAULT_API_IDEMPOTENCY_KEY_PREFIX,
+      config: new IdempotencyConfig({
+        eventKeyJmesPath: "key",
+        payloadValidationJmesPath: "payload",
+        throwOnNoIdempotencyKey: true,
+        expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_API_IDEMPOTENCY_TTL_S,
+      }),
+    });
+  }
+
+  async setup(): Promise<void> {
+    await this.#persistence.setup();
+  }
+
+  /** `scope` names whose key it is (caller and resource); `payload` must match on a repeat. */
+  async run<T>(scope: readonly string[], idempotencyKey: string, payload: string, work: () => Promise<T>): Promise<T> {
+    const key = JSON.stringify([...scope, idempotencyKey]);
+    try {
+      return (await this.#run({ key, payload }, this.#deadline, work)) as T;
+    } catch (error) {
+      if (error instanceof IdempotencyAlreadyInProgressError) {
+        throw new ConflictError("a request with this Idempotency-Key is still in progress", 1, { cause: error });
+      }
+      if (error instanceof IdempotencyValidationError) {
+        throw new IdempotencyKeyReusedError("this Idempotency-Key was used with a different body", { cause: error });
+      }
+      throw error;
+    }
+  }
+}
