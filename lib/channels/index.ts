@@ -25,8 +25,10 @@ export { splitText } from "./split-text.js";
 export {
   TURN_CHANNELS,
   parseTurnJob,
+  turnJobIds,
   turnJobSchema,
   type EnqueueTurn,
+  type TurnJobIds,
   type SlackReplyTarget,
   type SlackTurnJob,
   type TeamsReplyTarget,
