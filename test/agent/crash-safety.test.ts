@@ -1,0 +1,104 @@
+import { randomUUID } from "node:crypto";
+import type { BaseMessage } from "@langchain/core/messages";
+import { MongoClient } from "mongodb";
+import { z } from "zod";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FAULT_POINTS, type FaultInjector, type FaultPoint } from "../../lib/agent/fault-points.js";
+import { createApp, type App } from "../../lib/app.js";
+import { loadConfig } from "../../lib/config/config.js";
+import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import { dropKnownCollections } from "../support/drop-collections.js";
+import { mongoUri } from "../support/mongo.js";
+
+const caller: Caller = { userId: "alice", roles: [] };
+const dbName = `crash_${randomUUID().slice(0, 8)}`;
+const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
+let client: MongoClient;
+
+class SimulatedCrash extends Error {
+  override name = "SimulatedCrash";
+}
+
+/** Throws once at the chosen point, as a process dying there would stop the turn. */
+function crashOnceAt(point: FaultPoint): FaultInjector & { fired: boolean } {
+  return {
+    fired: false,
+    at(p) {
+      if (p === point && !this.fired) {
+        this.fired = true;
+        throw new SimulatedCrash(point);
+      }
+    },
+  };
+}
+
+/** A tool with a side effect the test can count: one document per effect. */
+function effectTool(): ToolDefinition {
+  return {
+    name: "record_effect",
+    description: "Records an effect.",
+    schema: z.object({ note: z.string() }),
+    sideEffects: true,
+    run: async ({ note }: { note: string }, ctx) => {
+      await client.db(dbName).collection("follow_ups").insertOne({ conversationId: ctx.conversationId, note });
+      return `recorded ${note}`;
+    },
+  };
+}
+
+async function appWith(faults?: FaultInjector): Promise<App> {
+  return createApp(config, { mongoClient: client, authenticate: async () => caller, tools: [effectTool()], faults });
+}
+
+beforeAll(async () => {
+  client = new MongoClient(mongoUri());
+  await client.connect();
+});
+afterAll(async () => {
+  await dropKnownCollections(client.db(dbName));
+  await client.close();
+});
+
+describe("TurnRunner", () => {
+  describe("run after a crash", () => {
+    for (const point of FAULT_POINTS) {
+      it(`resumes a turn that died ${point} with one user message, one answer and one effect`, async () => {
+        const faults = crashOnceAt(point);
+        const app = await appWith(faults);
+        const { _id: conversationId } = await app.database.conversations.create(caller);
+        const turnId = randomUUID();
+        const request = { conversationId, caller, content: 'record_effect {"note": "ship it"}', turnId };
+
+        await expect(app.runner.run(request)).rejects.toThrow(SimulatedCrash);
+        expect(faults.fired).toBe(true);
+        const result = await app.runner.run(request);
+
+        expect(result.answer).toContain("recorded ship it");
+        const record = await app.database.messages.list(conversationId);
+        expect(record.map((m) => m.role)).toEqual(["user", "assistant"]);
+        expect(record[1].content).toBe(result.answer);
+        const effects = await client.db(dbName).collection("follow_ups").countDocuments({ conversationId });
+        expect(effects).toBe(1);
+        const state = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
+        const types = (state?.checkpoint.channel_values.messages as BaseMessage[]).map((m) => m.getType());
+        expect(types).toEqual(["human", "ai", "tool", "ai"]);
+        expect((await app.database.turns.get(turnId))?.status).toBe("completed");
+      });
+    }
+  });
+
+  describe("run while another attempt holds the lease", () => {
+    it("throws a conflict until the dead holder's lease expires, then resumes", async () => {
+      const app = await appWith();
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      await app.database.conversations.collection.updateOne(
+        { _id: conversationId },
+        { $set: { lease: { holder: "crashed-attempt", expiresAt: new Date(Date.now() + 400) } } },
+      );
+      const request = { conversationId, caller, content: "hello", turnId: randomUUID() };
+      await expect(app.runner.run(request)).rejects.toMatchObject({ name: "ConflictError", retryAfterSeconds: 1 });
+      await new Promise((r) => setTimeout(r, 450));
+      await expect(app.runner.run(request)).resolves.toMatchObject({ turnId: request.turnId });
+    });
+  });
+});
