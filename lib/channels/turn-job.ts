@@ -91,7 +91,6 @@ export function parseTurnJob(body: string): TurnJob {
   return parsed.data;
 }
 
-
 /** SQS FIFO group and deduplication ids, and the turn id, for a job. */
 export interface TurnJobIds {
   /** One group per conversation: turns of a conversation run in order, others in parallel. */

@@ -121,7 +121,11 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.unsupportedEvent };
   }
   const parsedEvent = messageEventSchema.safeParse(rawEvent);
-  if (!parsedEvent.success) throw invalid(parsedEvent.error, "event");
+  if (!parsedEvent.success) {
+    // Some system subtypes are shaped differently; they are ignored anyway, so their shape does not matter.
+    if (typeof rawEvent.subtype === "string") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notUserText };
+    throw invalid(parsedEvent.error, "event");
+  }
   const event = parsedEvent.data;
 
   const botUserIds = new Set(

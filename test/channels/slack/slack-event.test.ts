@@ -73,6 +73,13 @@ describe("slack/slack-event", () => {
       },
     );
 
+    it("ignores a system subtype even when it lacks the fields of a user message", () => {
+      expect(parseSlackEvent(envelope({ type: "message", subtype: "message_replied", hidden: true, event_ts: "1.1" }))).toEqual({
+        kind: "ignore",
+        reason: "not_user_text",
+      });
+    });
+
     it("ignores a mention with no question in it", () => {
       expect(parseSlackEvent(envelope(appMention({ text: `  <@${BOT_USER}>  ` })))).toEqual({ kind: "ignore", reason: "empty" });
     });
