@@ -19,8 +19,11 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
  */
 export const DEFAULT_TEXT_CACHE_CHARS = 4_000_000;
 
-/** Texts longer than this are counted every time rather than pinned in the cache. */
-export const DEFAULT_MAX_CACHED_TEXT_CHARS = 200_000;
+/**
+ * Texts longer than this are counted every time rather than pinned in the cache: they are tool
+ * outputs far over any per-output threshold, which are offloaded and do not come back in state.
+ */
+export const DEFAULT_MAX_CACHED_TEXT_CHARS = 32_000;
 
 // Insertion-ordered, so the first key is the least recently used one.
 const textTokens = new Map<string, number>();
