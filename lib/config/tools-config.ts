@@ -35,6 +35,7 @@ const envSchema = z.object({
   ATHENA_DATABASE: z.string().min(1).optional(),
   ATHENA_CATALOG: z.string().min(1).optional(),
   ATHENA_OUTPUT_LOCATION: z.string().regex(/^s3:\/\//, "must be an s3:// URI").optional(),
+  ATHENA_SCHEMA_DESCRIPTION: z.string().min(1).optional(),
   DOCUMENTS_ENGINE: z.enum(["local", "bedrock-kb"]).optional(),
   BEDROCK_KB_ID: z.string().min(1).optional(),
   BEDROCK_KB_REGION: z.string().min(1).optional(),
@@ -46,6 +47,7 @@ const envSchema = z.object({
   POWERBI_LOGIN_URL: z.string().url().optional(),
   POWERBI_CLIENT_ID_SECRET: z.string().min(1).optional(),
   POWERBI_CLIENT_SECRET_SECRET: z.string().min(1).optional(),
+  POWERBI_MODEL_DESCRIPTION: z.string().min(1).optional(),
   FOLLOW_UP_WEBHOOK_URL: z.string().url().optional(),
   TOOL_TIMEOUT_MS: positiveInt.optional(),
   SQL_MAX_ROWS: positiveInt.optional(),
@@ -57,7 +59,16 @@ const envSchema = z.object({
 
 export type SqlEngineConfig =
   | { engine: "sqlite" }
-  | { engine: "athena"; workgroup: string; database: string; catalog: string; outputLocation?: string; region: string };
+  | {
+      engine: "athena";
+      workgroup: string;
+      database: string;
+      catalog: string;
+      outputLocation?: string;
+      region: string;
+      /** Tables and columns as told to the model. Default: the sample sales schema. */
+      schemaDescription?: string;
+    };
 
 export type DocumentsConfig = { engine: "local" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
 
@@ -70,6 +81,8 @@ export interface PowerBiConfig {
   /** Names looked up in the secret store; the values never appear in configuration. */
   clientIdSecret: string;
   clientSecretSecret: string;
+  /** Tables and measures of the semantic model, as told to the model. */
+  modelDescription?: string;
 }
 
 export interface ToolsConfig {
@@ -125,6 +138,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       catalog: e.ATHENA_CATALOG ?? DEFAULT_ATHENA_CATALOG,
       outputLocation: e.ATHENA_OUTPUT_LOCATION,
       region,
+      schemaDescription: e.ATHENA_SCHEMA_DESCRIPTION,
     };
   }
 
@@ -149,6 +163,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
           loginUrl: e.POWERBI_LOGIN_URL ?? DEFAULT_POWERBI_LOGIN_URL,
           clientIdSecret: e.POWERBI_CLIENT_ID_SECRET ?? DEFAULT_POWERBI_CLIENT_ID_SECRET,
           clientSecretSecret: e.POWERBI_CLIENT_SECRET_SECRET ?? DEFAULT_POWERBI_CLIENT_SECRET_SECRET,
+          modelDescription: e.POWERBI_MODEL_DESCRIPTION,
         }
       : undefined;
 

@@ -1,0 +1,115 @@
+import { AthenaClient } from "@aws-sdk/client-athena";
+import { BedrockAgentRuntimeClient } from "@aws-sdk/client-bedrock-agent-runtime";
+import type { Collection } from "mongodb";
+import type { ToolsConfig } from "../config/tools-config.js";
+import { BedrockKnowledgeBaseRetriever } from "./documents/bedrock-knowledge-base-retriever.js";
+import type { DocumentRetriever } from "./documents/document-retriever.js";
+import { LocalDocumentIndex } from "./documents/local-document-index.js";
+import { createSearchDocumentsTool } from "./documents/search-documents-tool.js";
+import { createFollowUpTool, type FollowUpDocument } from "./follow-up/create-follow-up-tool.js";
+import { EntraTokenProvider } from "./powerbi/entra-token-provider.js";
+import { PowerBiClient } from "./powerbi/power-bi-client.js";
+import { createQuerySemanticModelTool } from "./powerbi/query-semantic-model-tool.js";
+import type { SecretSource } from "./secrets.js";
+import { AthenaQueryEngine } from "./sql/athena-query-engine.js";
+import type { QueryEngine } from "./sql/query-engine.js";
+import { buildSalesDatabase, SALES_SCHEMA_DESCRIPTION } from "./sql/sales-dataset.js";
+import { createSqlQueryTool } from "./sql/sql-query-tool.js";
+import { SqliteQueryEngine } from "./sql/sqlite-query-engine.js";
+import type { ToolDefinition } from "./tool.js";
+
+export interface DefaultToolsDeps {
+  /** Where `create_follow_up` records follow-ups (the `follow_ups` collection). */
+  followUps: Collection<FollowUpDocument>;
+  /** Power BI credentials are read from here. */
+  secrets: SecretSource;
+  /** Reused when given; otherwise created here, once, for the container. */
+  athenaClient?: AthenaClient;
+  bedrockAgentRuntimeClient?: BedrockAgentRuntimeClient;
+  fetch?: typeof fetch;
+}
+
+export interface DefaultTools {
+  tools: ToolDefinition[];
+  /** Stops the local SQL query processes and closes the local document index. */
+  close(): Promise<void>;
+}
+
+/**
+ * The deployment's tools, chosen by configuration: SQLite and the bundled handbook locally,
+ * Athena and a Bedrock knowledge base in AWS; Power BI when configured; `create_follow_up`
+ * always (it posts only when a webhook is configured). Per-tool roles come from `TOOL_ROLES`.
+ */
+export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps): DefaultTools {
+  const roles = (name: string) => config.roles[name];
+  const closers: (() => Promise<void> | void)[] = [];
+
+  let engine: QueryEngine;
+  if (config.sql.engine === "athena") {
+    engine = new AthenaQueryEngine({
+      client: deps.athenaClient ?? new AthenaClient({ region: config.sql.region }),
+      workgroup: config.sql.workgroup,
+      database: config.sql.database,
+      catalog: config.sql.catalog,
+      outputLocation: config.sql.outputLocation,
+      schemaDescription: config.sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
+    });
+  } else {
+    engine = new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+  }
+  closers.push(() => engine.close());
+
+  let retriever: DocumentRetriever;
+  if (config.documents.engine === "bedrock-kb") {
+    retriever = new BedrockKnowledgeBaseRetriever({
+      client: deps.bedrockAgentRuntimeClient ?? new BedrockAgentRuntimeClient({ region: config.documents.region }),
+      knowledgeBaseId: config.documents.knowledgeBaseId,
+    });
+  } else {
+    const index = new LocalDocumentIndex();
+    closers.push(() => index.close());
+    retriever = index;
+  }
+
+  const tools: ToolDefinition[] = [
+    createSqlQueryTool({ engine, maxRows: config.sql.maxRows, timeoutMs: config.sql.timeoutMs, allowedRoles: roles("sql_query") }),
+    createSearchDocumentsTool({ retriever, maxResults: config.documents.maxResults, allowedRoles: roles("search_documents") }),
+  ];
+
+  if (config.powerBi) {
+    const p = config.powerBi;
+    const tokens = new EntraTokenProvider({
+      loginUrl: p.loginUrl,
+      tenantId: p.tenantId,
+      secrets: deps.secrets,
+      clientIdSecret: p.clientIdSecret,
+      clientSecretSecret: p.clientSecretSecret,
+      fetch: deps.fetch,
+    });
+    const client = new PowerBiClient({ apiUrl: p.apiUrl, groupId: p.groupId, datasetId: p.datasetId, tokens, fetch: deps.fetch });
+    tools.push(
+      createQuerySemanticModelTool({
+        client,
+        maxRows: config.sql.maxRows,
+        modelDescription: p.modelDescription,
+        allowedRoles: roles("query_semantic_model"),
+      }),
+    );
+  }
+
+  tools.push(
+    createFollowUpTool({
+      collection: deps.followUps,
+      webhookUrl: config.followUpWebhookUrl,
+      allowedRoles: roles("create_follow_up"),
+      fetch: deps.fetch,
+    }),
+  );
+
+  return {
+    tools,
+    async close() {
+      for (const close of closers) await close();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadToolsConfig } from "../../lib/config/tools-config.js";
+import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
+import { createDefaultTools, type DefaultTools } from "../../lib/tools/create-default-tools.js";
+import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-up-tool.js";
+import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
+import { ToolRegistry } from "../../lib/tools/tool-registry.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+const analyst = { userId: "ana", roles: ["analyst"] };
+const viewer = { userId: "vic", roles: ["viewer"] };
+
+describe("createDefaultTools", () => {
+  let t: TestDatabase;
+  let local: DefaultTools;
+  let registry: ToolRegistry;
+
+  beforeAll(async () => {
+    t = await openTestDatabase("defaulttools");
+    const config = loadToolsConfig({ TOOL_ROLES: '{"create_follow_up": ["analyst"]}' });
+    local = createDefaultTools(config, {
+      followUps: t.db.collection<FollowUpDocument>("follow_ups"),
+      secrets: { get: async () => undefined },
+    });
+    registry = new ToolRegistry(local.tools, {
+      guard: new ToolIdempotencyGuard({ collection: t.db.collection<IdempotencyDocument>("idempotency") }),
+    });
+  });
+  afterAll(async () => {
+    await local.close();
+    await t.db.collection("follow_ups").deleteMany({});
+    await t.db.collection("idempotency").deleteMany({});
+    await t.client.close();
+  });
+
+  it("returns the local tools, without Power BI when it is not configured", () => {
+    expect(local.tools.map((tool) => tool.name)).toEqual(["sql_query", "search_documents", "create_follow_up"]);
+  });
+
+  it("returns query_semantic_model when Power BI is configured", async () => {
+    const config = loadToolsConfig({ POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d" });
+    const withPowerBi = createDefaultTools(config, {
+      followUps: t.db.collection<FollowUpDocument>("follow_ups"),
+      secrets: { get: async () => undefined },
+    });
+    expect(withPowerBi.tools.map((tool) => tool.name)).toContain("query_semantic_model");
+    await withPowerBi.close();
+  });
+
+  it("returns Athena and Bedrock KB tools in AWS mode, named for their dialect", async () => {
+    const config = loadToolsConfig({
+      SQL_ENGINE: "athena",
+      ATHENA_WORKGROUP: "wg",
+      ATHENA_DATABASE: "sales",
+      DOCUMENTS_ENGINE: "bedrock-kb",
+      BEDROCK_KB_ID: "KB123",
+      AWS_REGION: "eu-west-1",
+    });
+    const aws = createDefaultTools(config, { followUps: t.db.collection<FollowUpDocument>("follow_ups"), secrets: { get: async () => undefined } });
+    expect(aws.tools.find((tool) => tool.name === "sql_query")?.description).toContain("Trino SQL (Amazon Athena)");
+    await aws.close();
+  });
+
+  it("offers create_follow_up only to the roles configured for it", () => {
+    expect(registry.available(analyst).map((tool) => tool.name)).toContain("create_follow_up");
+    expect(registry.available(viewer).map((tool) => tool.name)).toEqual(["sql_query", "search_documents"]);
+  });
+
+  it("answers a margin question end to end through the registry", async () => {
+    const result = await registry.execute(
+      { id: "1", name: "sql_query", args: { sql: "SELECT month, round(100.0*sum(gross_profit)/sum(revenue),1) AS gm FROM sales WHERE month >= '2026-09' GROUP BY month" } },
+      { conversationId: "c", turnId: "t", caller: viewer },
+    );
+    expect(result.content).toBe("2 rows (truncated: no)\nmonth | gm\n2026-09 | 33.5\n2026-10 | 27.7");
+  });
+
+  it("records a follow-up without posting when no webhook is configured", async () => {
+    const result = await registry.execute(
+      { id: "f1", name: "create_follow_up", args: { title: "Explain the West volume deals" } },
+      { conversationId: "c", turnId: "t", caller: analyst },
+    );
+    expect(result.content).toMatch(/^Recorded follow-up FU-[0-9A-F]{8}.*No task webhook is configured/);
+    expect(await t.db.collection("follow_ups").countDocuments({ _id: "c:f1" as never })).toBe(1);
+  });
+});
