@@ -1,12 +1,18 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { MongoClient } from "mongodb";
+import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { errorResponse } from "../api/error-response.js";
+import { json } from "../api/http.js";
+import { parseJsonBody } from "../api/request-parsing.js";
+import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
+import { AuthenticationError, UnsupportedMediaTypeError } from "../errors.js";
+import { consoleRoutes } from "./console-routes.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
-import { loadOrCreateLocalKeys, DEFAULT_LOCAL_DIR } from "./local-keys.js";
+import { loadOrCreateLocalKeys, mintLocalToken, DEFAULT_LOCAL_DIR, type LocalKeys } from "./local-keys.js";
 import { toHttpRequest, writeHttpResponse } from "./node-http-adapter.js";
 
 export interface LocalServer {
@@ -32,6 +38,29 @@ function logServerError(error: unknown, request: { method: string; path: string 
   console.error(JSON.stringify({ level: "error", message: "request failed", error: name, method: request.method, route: request.path.replace(/[0-9a-f-]{36}/gi, "{id}") }));
 }
 
+const principal = z.string().regex(/^[\w.@-]{1,64}$/, "1 to 64 letters, digits or . _ @ -");
+const localTokenBody = z.strictObject({ user: principal, tenant: principal.optional(), roles: z.array(principal).max(20).optional() });
+const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
+
+/**
+ * `POST /local/token`: the console's sign-in, minting what `npm run token` prints. JSON only (a
+ * cross-site form cannot send it without a preflight this server never answers) and loopback
+ * Host only (a DNS-rebound name is refused).
+ */
+function localTokenRoute(keys: LocalKeys): Route {
+  return {
+    method: "POST",
+    pattern: /^\/local\/token$/,
+    handler: async (request) => {
+      if (!LOOPBACK_HOST.test(request.headers.host ?? "")) throw new AuthenticationError("local sign-in answers on a loopback host only");
+      if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "")) throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
+      const claims = parseJsonBody(request, localTokenBody);
+      const token = await mintLocalToken(keys, claims);
+      return json(200, { token, userId: claims.user, tenantId: claims.tenant ?? null }, { "cache-control": "no-store" });
+    },
+  };
+}
+
 /**
  * The product on one machine: the same router the Lambda handlers use, behind node:http,
  * with the embedded MongoDB unless `MONGODB_URI` names a real one.
@@ -52,6 +81,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   const app = await createApp({ ...config, mongodbUri }, {
     onError: logServerError,
     ...options.app,
+    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...(options.app?.extraRoutes ?? [])],
     mongoClient: client,
     authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
   });

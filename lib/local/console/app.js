@@ -1,0 +1,754 @@
+// Threadwise console: a plain ES module with no dependencies. It talks to this origin's API only
+// (the Content-Security-Policy allows nothing else) and builds every node with textContent, so
+// message contents are never parsed as HTML.
+
+/** How often a running turn's progress is asked for, in milliseconds. */
+const POLL_MS = 300;
+/** Characters of a message shown before "Show all". */
+const PREVIEW_CHARS = 480;
+const TOKEN_KEY = "threadwise.token";
+const PRINCIPAL = /^[\w.@-]{1,64}$/;
+
+const numberFormat = new Intl.NumberFormat("en");
+const n = (value) => numberFormat.format(Math.round(value ?? 0));
+
+const state = {
+  token: null,
+  userId: null,
+  tenantId: null,
+  conversations: [],
+  conversationId: null,
+  /** The application record of the open conversation: user and assistant messages with their turn ids. */
+  messages: [],
+  running: false,
+  /** Checkpointed messages per conversation; dropped when a turn changes them. */
+  threads: new Map(),
+  inspector: null,
+  /** The turn whose "Inspect turn" button gets focus back when the inspector closes. */
+  inspectorOpener: null,
+};
+
+const $ = (id) => document.getElementById(id);
+
+/** Builds an element; `text` becomes textContent, `on*` become listeners, other keys attributes. */
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { authorization: `Bearer ${state.token}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 204) return null;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = new ApiError(response.status, data?.error?.code ?? "error", data?.error?.message ?? `request failed (${response.status})`);
+    if (response.status === 401) signOut("Your token was refused or has expired. Sign in again.");
+    throw error;
+  }
+  return data;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in
+
+function claimsOf(token) {
+  try {
+    const payload = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(payload.padEnd(payload.length + ((4 - (payload.length % 4)) % 4), "=")));
+  } catch {
+    return null;
+  }
+}
+
+async function useToken(token) {
+  const claims = claimsOf(token);
+  if (!claims || typeof claims.sub !== "string") throw new Error("That is not a token from npm run token.");
+  state.token = token;
+  state.userId = claims.sub;
+  state.tenantId = typeof claims.tenant === "string" ? claims.tenant : null;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  // The first API call checks the token; a refused one signs out with a message.
+  await loadConversations();
+  showWorkspace();
+}
+
+function showWorkspace() {
+  $("sign-in").hidden = true;
+  $("workspace").hidden = false;
+  $("session").hidden = false;
+  $("session-user").textContent = state.userId;
+  $("session-tenant").textContent = state.tenantId ? ` (tenant ${state.tenantId})` : "";
+  renderChat();
+  $("new-conversation").focus();
+}
+
+function signOut(message = "") {
+  sessionStorage.removeItem(TOKEN_KEY);
+  Object.assign(state, { token: null, userId: null, tenantId: null, conversations: [], conversationId: null, messages: [], inspector: null });
+  state.threads.clear();
+  $("workspace").hidden = true;
+  $("session").hidden = true;
+  $("sign-in").hidden = false;
+  closeInspector(false);
+  $("inspector-body").replaceChildren();
+  $("conversation-list").replaceChildren();
+  $("messages").replaceChildren();
+  $("token-input").value = "";
+  $("sign-in-error").textContent = message;
+  $("sign-in-user").focus();
+}
+
+async function signInAs(user, tenant) {
+  const response = await fetch("/local/token", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(tenant ? { user, tenant } : { user }),
+  });
+  const data = await response.json().catch(() => null);
+  if (response.status === 404) throw new Error("This server has no local sign-in: paste a token instead.");
+  if (!response.ok) throw new Error(data?.error?.message ?? `sign-in failed (${response.status})`);
+  await useToken(data.token);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conversations
+
+async function loadConversations() {
+  const page = await api("GET", "/v1/conversations?limit=100");
+  state.conversations = page.conversations;
+  renderConversations();
+}
+
+function conversationLabel(c) {
+  return c.title || "New conversation";
+}
+
+function renderConversations() {
+  const list = $("conversation-list");
+  list.replaceChildren(
+    ...state.conversations.map((c) => {
+      const current = c.conversationId === state.conversationId;
+      const when = new Date(c.updatedAt).toLocaleString("en", { dateStyle: "medium", timeStyle: "short" });
+      return h(
+        "li",
+        { class: current ? "conversation current" : "conversation" },
+        h(
+          "button",
+          { type: "button", class: "conversation-open", "aria-current": current ? "true" : null, onclick: guard(() => selectConversation(c.conversationId), "chat-error") },
+          h("span", { class: "conversation-title", text: conversationLabel(c) }),
+          h("span", { class: "conversation-date", text: when }),
+        ),
+        h("button", {
+          type: "button",
+          class: "conversation-delete button-quiet",
+          "aria-label": `Delete conversation: ${conversationLabel(c)}`,
+          text: "Delete",
+          onclick: guard(() => deleteConversation(c), "chat-error"),
+        }),
+      );
+    }),
+  );
+  $("conversation-empty").hidden = state.conversations.length > 0;
+}
+
+async function createConversation() {
+  const created = await api("POST", "/v1/conversations");
+  await loadConversations();
+  await selectConversation(created.conversationId);
+  $("composer-input").focus();
+}
+
+async function deleteConversation(c) {
+  if (!window.confirm(`Delete "${conversationLabel(c)}" everywhere (messages, turns, checkpoints, artifacts)?`)) return;
+  await api("DELETE", `/v1/conversations/${c.conversationId}`);
+  state.threads.delete(c.conversationId);
+  if (state.conversationId === c.conversationId) {
+    state.conversationId = null;
+    state.messages = [];
+    closeInspector(false);
+  }
+  await loadConversations();
+  renderChat();
+  $("new-conversation").focus();
+}
+
+async function selectConversation(conversationId) {
+  if (state.running) return;
+  state.conversationId = conversationId;
+  closeInspector(false);
+  renderConversations();
+  await loadMessages();
+}
+
+async function loadMessages() {
+  const record = await api("GET", `/v1/conversations/${state.conversationId}/messages`);
+  state.messages = record.messages;
+  renderChat();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat
+
+/** Turn ids in the order their first message was recorded. */
+function turnOrder() {
+  const ids = [];
+  for (const m of state.messages) if (!ids.includes(m.turnId)) ids.push(m.turnId);
+  return ids;
+}
+
+function renderChat() {
+  const current = state.conversations.find((c) => c.conversationId === state.conversationId);
+  $("chat-title").textContent = current ? conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
+  const order = turnOrder();
+  $("messages").replaceChildren(
+    ...state.messages.map((m) => {
+      const turnNumber = order.indexOf(m.turnId) + 1;
+      const isAnswer = m.role === "assistant";
+      const inspected = state.inspector?.turn.turnId === m.turnId;
+      return h(
+        "li",
+        { class: `chat-message ${m.role}${inspected ? " inspected" : ""}`, "data-turn-id": m.turnId },
+        h("div", { class: "chat-meta" }, h("span", { class: "chat-role", text: isAnswer ? "Assistant" : "You" }), h("span", { class: "chat-turn", text: `turn ${turnNumber}` })),
+        h("div", { class: "chat-text", text: m.content }),
+        isAnswer
+          ? h("button", {
+              type: "button",
+              class: "inspect-button",
+              "aria-controls": "inspector",
+              "aria-label": `Inspect turn ${turnNumber}: what the model was sent`,
+              "aria-pressed": inspected ? "true" : "false",
+              text: "Inspect turn",
+              onclick: () => openInspector(m.turnId, m.turnId),
+            })
+          : null,
+      );
+    }),
+  );
+  const enabled = Boolean(state.conversationId) && !state.running;
+  $("composer-input").disabled = !enabled;
+  $("send").disabled = !enabled;
+  const log = $("messages");
+  // Follow the conversation as it grows, not when only the inspected turn changed.
+  if (log.childElementCount !== renderChat.shown) log.scrollTop = log.scrollHeight;
+  renderChat.shown = log.childElementCount;
+}
+
+function appendPending(content) {
+  $("messages").append(
+    h(
+      "li",
+      { class: "chat-message user pending" },
+      h("div", { class: "chat-meta" }, h("span", { class: "chat-role", text: "You" }), h("span", { class: "chat-turn", text: "sending" })),
+      h("div", { class: "chat-text", text: content }),
+    ),
+  );
+  $("messages").scrollTop = $("messages").scrollHeight;
+}
+
+function describeProgress(progress, elapsedMs) {
+  const seconds = `${(elapsedMs / 1000).toFixed(1)} s`;
+  if (!progress) return { step: "starting", text: `Starting the turn… ${seconds}` };
+  const calls = `${progress.modelCalls} model call${progress.modelCalls === 1 ? "" : "s"} so far`;
+  if (progress.step === "tool") return { step: "tool", text: `Running tool ${progress.tool ?? ""} · ${calls} · ${seconds}` };
+  if (progress.step === "done") return { step: "done", text: `Saving the answer · ${calls} · ${seconds}` };
+  if (progress.step === "queued") return { step: "queued", text: `Queued · ${seconds}` };
+  return { step: "model", text: `Calling the model · ${calls} · ${seconds}` };
+}
+
+function renderProgress(progress, elapsedMs) {
+  const { step, text } = describeProgress(progress, elapsedMs);
+  const box = $("progress");
+  box.dataset.step = step;
+  if (progress?.tool) box.dataset.tool = progress.tool;
+  else delete box.dataset.tool;
+  box.replaceChildren(h("span", { class: "spinner", "aria-hidden": "true" }), h("span", { class: "progress-text", text }));
+}
+
+/** Polls the conversation's running turn until stopped; the POST that runs it answers only at the end. */
+function pollProgress(conversationId) {
+  const started = Date.now();
+  let stopped = false;
+  let timer;
+  const tick = async () => {
+    try {
+      const { turns } = await api("GET", `/v1/conversations/${conversationId}/turns?status=running`);
+      if (!stopped) renderProgress(turns[0]?.progress, Date.now() - started);
+    } catch {
+      // A missed poll only delays the next update.
+    }
+    if (!stopped) timer = setTimeout(tick, POLL_MS);
+  };
+  renderProgress(undefined, 0);
+  timer = setTimeout(tick, POLL_MS / 2);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    const box = $("progress");
+    box.replaceChildren();
+    delete box.dataset.step;
+    delete box.dataset.tool;
+  };
+}
+
+async function send(content) {
+  const conversationId = state.conversationId;
+  state.running = true;
+  $("chat-error").textContent = "";
+  renderChat();
+  appendPending(content);
+  const stop = pollProgress(conversationId);
+  let result = null;
+  try {
+    result = await api("POST", `/v1/conversations/${conversationId}/messages`, { content });
+  } catch (error) {
+    $("chat-error").textContent = `The turn failed: ${error.message}`;
+  } finally {
+    stop();
+    state.running = false;
+  }
+  state.threads.delete(conversationId);
+  if (state.conversationId !== conversationId) return;
+  await loadMessages();
+  await loadConversations();
+  renderChat();
+  if (result && !$("inspector").hidden) await openInspector(result.turnId, result.turnId);
+  $("composer-input").focus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inspector: the view each model call was sent, beside the durable state it was built from
+
+async function threadOf(conversationId) {
+  if (!state.threads.has(conversationId)) {
+    const { messages } = await api("GET", `/v1/conversations/${conversationId}/state`);
+    state.threads.set(conversationId, messages);
+  }
+  return state.threads.get(conversationId);
+}
+
+async function openInspector(turnId, opener) {
+  if (opener) state.inspectorOpener = opener;
+  const aside = $("inspector");
+  aside.hidden = false;
+  $("workspace").classList.add("with-inspector");
+  $("inspector-body").replaceChildren(h("p", { class: "hint", text: "Loading the turn…" }));
+  try {
+    const [turn, thread] = await Promise.all([api("GET", `/v1/conversations/${state.conversationId}/turns/${turnId}`), threadOf(state.conversationId)]);
+    state.inspector = { turn, thread, callIndex: Math.max(0, turn.calls.length - 1) };
+    renderInspector();
+    renderChat();
+  } catch (error) {
+    $("inspector-body").replaceChildren(h("p", { class: "error", role: "alert", text: `Could not load the turn: ${error.message}` }));
+  }
+  $("inspector-title").focus();
+}
+
+function closeInspector(restoreFocus = true) {
+  const wasOpen = state.inspector !== null;
+  state.inspector = null;
+  if (wasOpen) renderChat();
+  $("inspector").hidden = true;
+  $("workspace").classList.remove("with-inspector");
+  const opener = state.inspectorOpener && document.querySelector(`.chat-message[data-turn-id="${state.inspectorOpener}"] .inspect-button`);
+  if (restoreFocus && opener) opener.focus();
+}
+
+/** Splits state messages into turns: each starts at a user message. */
+function groupTurns(messages) {
+  const groups = [];
+  let leading = null;
+  messages.forEach((message, index) => {
+    if (message.role === "user") groups.push({ start: index, items: [] });
+    const target = groups[groups.length - 1] ?? (leading ??= { start: 0, items: [], leading: true });
+    target.items.push({ message, index });
+  });
+  return { leading, groups };
+}
+
+/** The final answer of a finished turn, as the view takes it: its last assistant message, when that calls no tool. */
+function finalAnswerIndex(group) {
+  for (let i = group.items.length - 1; i > 0; i--) {
+    const { message, index } = group.items[i];
+    if (message.role !== "assistant") continue;
+    return message.toolCalls?.length ? -1 : index;
+  }
+  return -1;
+}
+
+const FATES = {
+  sent: { label: "sent as stored", kind: "sent" },
+  question: { label: "sent as the question of a Q/A pair", kind: "condensed" },
+  answer: { label: "sent as the answer of a Q/A pair", kind: "condensed" },
+  exchange: { label: "left out: tool exchange of a finished turn", kind: "omitted" },
+  older: { label: "left out: older than the finished turns kept", kind: "omitted" },
+  budget: { label: "left out: dropped to fit the budget", kind: "omitted" },
+  system: { label: "left out: the view has its own system prompt", kind: "omitted" },
+  notice: { label: "replaced by a notice", kind: "notice" },
+};
+
+/**
+ * What became of each stored message in one call's view. The view is: system prompt, the last
+ * `finishedTurnsKept` finished turns as (question, answer), then the active turn whole, with
+ * the outputs in `omittedOutputs` replaced by notices.
+ */
+function classify(thread, stats) {
+  const stored = thread.slice(0, stats.stateMessages);
+  const { leading, groups } = groupTurns(stored);
+  const finished = groups.slice(0, -1);
+  const keptFrom = finished.length - stats.finishedTurnsKept;
+  const droppedFrom = keptFrom - (stats.finishedTurnsDroppedForBudget ?? 0);
+  const omitted = new Map(stats.omittedOutputs.map((o) => [o.toolCallId, o]));
+  const turns = groups.map((group, t) => {
+    const active = t === groups.length - 1;
+    let summary;
+    if (active) summary = "active turn: sent whole";
+    else if (t >= keptFrom) summary = "finished: condensed to a Q/A pair";
+    else if (t >= droppedFrom) summary = "finished: dropped to fit the budget";
+    else summary = "finished: older than the turns kept";
+    const answerAt = active ? -1 : finalAnswerIndex(group);
+    const items = group.items.map(({ message, index }) => {
+      let fate;
+      if (active) fate = message.role === "tool" && omitted.has(message.toolCallId) ? "notice" : "sent";
+      else if (t < droppedFrom) fate = "older";
+      else if (t < keptFrom) fate = "budget";
+      else if (index === group.start) fate = "question";
+      else if (index === answerAt) fate = "answer";
+      else fate = "exchange";
+      return { message, index, fate, omitted: fate === "notice" ? omitted.get(message.toolCallId) : undefined };
+    });
+    return { number: t + 1, turnId: turnIdOf(group), active, summary, items };
+  });
+  const leadingItems = leading ? leading.items.map(({ message, index }) => ({ message, index, fate: "system" })) : [];
+  return { stored, turns, leadingItems, keptFrom, finishedCount: finished.length };
+}
+
+function turnIdOf(group) {
+  const id = group.items[0]?.message.id ?? "";
+  return id.endsWith(":user") ? id.slice(0, -":user".length) : null;
+}
+
+function renderInspector() {
+  const { turn, thread, callIndex } = state.inspector;
+  const order = turnOrder();
+  const number = order.indexOf(turn.turnId) + 1;
+  $("inspector-title").textContent = `Turn ${number || "?"}: what the model was sent`;
+  const reported = turn.usage ?? { inputTokens: 0, outputTokens: 0 };
+  const meta = h(
+    "p",
+    { class: "inspector-meta" },
+    `${turn.status} · ${turn.calls.length} model call${turn.calls.length === 1 ? "" : "s"}`,
+    turn.durationMs !== null ? ` · ${(turn.durationMs / 1000).toFixed(1)} s` : "",
+    ` · reported by the model: ${n(reported.inputTokens)} input, ${n(reported.outputTokens)} output tokens`,
+  );
+  if (turn.calls.length === 0) {
+    $("inspector-body").replaceChildren(meta, h("p", { class: "hint", text: "This turn made no model call." }));
+    return;
+  }
+  const tabs = h(
+    "div",
+    { class: "call-tabs", role: "tablist", "aria-label": "Model calls of this turn" },
+    turn.calls.map((call, i) =>
+      h("button", {
+        type: "button",
+        role: "tab",
+        id: `call-tab-${i}`,
+        class: "call-tab",
+        "aria-selected": i === callIndex ? "true" : "false",
+        "aria-controls": "call-panel",
+        tabindex: i === callIndex ? "0" : "-1",
+        text: `Call ${i + 1}${call.toolCalls.length ? ` → ${call.toolCalls.join(", ")}` : " → answer"}`,
+        onclick: () => selectCall(i),
+        onkeydown: (event) => onTabKey(event, i, turn.calls.length),
+      }),
+    ),
+  );
+  const call = turn.calls[callIndex];
+  const panel = h("div", { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" }, renderCall(call, thread, turn));
+  $("inspector-body").replaceChildren(meta, tabs, panel);
+}
+
+function selectCall(i, focus = false) {
+  state.inspector.callIndex = i;
+  renderInspector();
+  if (focus) $(`call-tab-${i}`).focus();
+}
+
+function onTabKey(event, i, count) {
+  const next = { ArrowRight: (i + 1) % count, ArrowLeft: (i - 1 + count) % count, Home: 0, End: count - 1 }[event.key];
+  if (next === undefined) return;
+  event.preventDefault();
+  selectCall(next, true);
+}
+
+function renderCall(call, thread, turn) {
+  const { stats } = call;
+  if (thread.length < stats.stateMessages) {
+    return h("p", { class: "error", text: "The stored thread is shorter than when this call was made: it was changed or deleted since." });
+  }
+  const plan = classify(thread, stats);
+  return h("div", { class: "call" }, renderFacts(call, plan), renderBudget(call), h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)));
+}
+
+function reasonText(o) {
+  return o.reason === "over-budget" ? "replaced to keep the view within its budget" : "over the limit for one tool output";
+}
+
+function renderFacts(call, plan) {
+  const { stats } = call;
+  const leftOut = plan.turns.flatMap((t) => t.items).filter((i) => FATES[i.fate].kind === "omitted").length + plan.leadingItems.length;
+  const exchange = plan.turns.flatMap((t) => t.items).filter((i) => i.fate === "exchange").length;
+  const ratio = stats.stateTokens > 0 ? Math.round((stats.viewTokens / stats.stateTokens) * 100) : 100;
+  const facts = [
+    h("li", { class: "fact fact-headline" }, h("strong", { text: `${n(stats.stateMessages)} stored messages, ${n(stats.stateTokens)} tokens` }), " → ", h("strong", { text: `${n(stats.viewMessages)} sent, ${n(stats.viewTokens)} tokens` }), ` (${ratio}% of the state's tokens)`),
+    h(
+      "li",
+      { class: "fact", "data-fact": "finished-turns" },
+      `Finished turns: ${stats.finishedTurnsInState} in state, ${stats.finishedTurnsKept} condensed into question/answer pairs`,
+      stats.finishedTurnsDroppedForBudget ? `, ${stats.finishedTurnsDroppedForBudget} dropped to fit the budget` : "",
+      ".",
+    ),
+    h("li", { class: "fact", "data-fact": "left-out" }, `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`, exchange ? ` (${exchange} from tool exchanges of finished turns)` : "", "."),
+  ];
+  if (stats.omittedOutputs.length === 0) facts.push(h("li", { class: "fact", "data-fact": "notices", text: "No tool output was replaced by a notice." }));
+  for (const o of stats.omittedOutputs) {
+    facts.push(
+      h(
+        "li",
+        { class: "fact fact-notice", "data-fact": "notices" },
+        h("strong", { text: `${o.toolName} output replaced by a notice` }),
+        `: ${n(o.tokens)} tokens, ${reasonText(o)}`,
+        o.handle ? ` · stored once as artifact ${o.handle}` : " · kept in the checkpoint only",
+        ".",
+      ),
+    );
+  }
+  const repairs = Object.entries(stats.repairs ?? {}).filter(([, count]) => count > 0);
+  if (repairs.length) facts.push(h("li", { class: "fact", text: `History repairs in the view: ${repairs.map(([k, v]) => `${k} ${v}`).join(", ")}.` }));
+  return h("ul", { class: "facts", "aria-label": "What this call was sent" }, facts);
+}
+
+function renderBudget(call) {
+  const { stats, usage } = call;
+  const rows = [
+    { key: "state", label: "Stored thread", value: stats.stateTokens, detail: `${n(stats.stateTokens)}` },
+    { key: "view", label: "Model view", value: stats.viewTokens, extra: stats.toolSchemaTokens, detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}` },
+  ];
+  if (usage?.inputTokens) rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: n(usage.inputTokens) });
+  if (usage?.outputTokens) rows.push({ key: "output", label: "Reported output", value: usage.outputTokens, detail: n(usage.outputTokens) });
+  const scale = Math.max(stats.budget, ...rows.map((r) => r.value + (r.extra ?? 0))) || 1;
+  const pct = (value) => `${Math.min(100, (value / scale) * 100).toFixed(2)}%`;
+  const budgetAt = pct(stats.budget);
+  return h(
+    "figure",
+    { class: "budget" },
+    h("figcaption", {}, "Tokens against the view budget of ", h("strong", { text: n(stats.budget) }), " (red line)"),
+    rows.map((row) => {
+      const fill = h("span", { class: `bar-fill bar-${row.key}` });
+      fill.style.width = pct(row.value);
+      const extra = row.extra ? h("span", { class: "bar-fill bar-schema" }) : null;
+      if (extra) extra.style.width = pct(row.extra);
+      const marker = h("span", { class: "bar-budget" });
+      marker.style.left = budgetAt;
+      const share = stats.budget ? Math.round(((row.value + (row.extra ?? 0)) / stats.budget) * 100) : 0;
+      return h(
+        "div",
+        { class: "bar-row", "data-bar": row.key },
+        h("span", { class: "bar-label", text: row.label }),
+        h("span", { class: "bar-track", role: "img", "aria-label": `${row.label}: ${n(row.value)} tokens${row.extra ? ` plus ${n(row.extra)} for tool schemas` : ""}, ${share}% of the budget` }, fill, extra, marker),
+        h("span", { class: "bar-value", text: row.detail }),
+      );
+    }),
+  );
+}
+
+/** A message's text, cut to a preview with a button for the rest. */
+function messageBody(text) {
+  if (text.length <= PREVIEW_CHARS) return h("pre", { class: "msg-text", text });
+  const pre = h("pre", { class: "msg-text", text: `${text.slice(0, PREVIEW_CHARS)}…` });
+  let open = false;
+  const toggle = h("button", {
+    type: "button",
+    class: "button-quiet msg-more",
+    "aria-expanded": "false",
+    text: `Show all ${n(text.length)} characters`,
+    onclick: () => {
+      open = !open;
+      pre.textContent = open ? text : `${text.slice(0, PREVIEW_CHARS)}…`;
+      toggle.textContent = open ? "Show less" : `Show all ${n(text.length)} characters`;
+      toggle.setAttribute("aria-expanded", String(open));
+    },
+  });
+  return h("div", {}, pre, toggle);
+}
+
+function toolCallList(message) {
+  if (!message.toolCalls?.length) return null;
+  return h(
+    "ul",
+    { class: "msg-calls" },
+    message.toolCalls.map((c) => h("li", {}, h("code", { text: `${c.name} ${JSON.stringify(c.args)}` }))),
+  );
+}
+
+const ROLE_NAMES = { system: "System", user: "User", assistant: "Assistant", tool: "Tool result" };
+
+function roleName(message) {
+  const name = ROLE_NAMES[message.role] ?? message.role;
+  return message.role === "tool" && message.toolName ? `${name} · ${message.toolName}` : name;
+}
+
+function renderStateColumn(plan, stats, turn) {
+  const entries = [];
+  if (plan.leadingItems.length) entries.push(h("li", { class: "turn-head", text: "Before the first question" }), plan.leadingItems.map(stateItem));
+  for (const t of plan.turns) {
+    const current = t.turnId === turn.turnId;
+    entries.push(
+      h("li", { class: `turn-head${current ? " turn-current" : ""}`, "data-turn": t.number }, h("strong", { text: `Turn ${t.number}` }), current ? " (this turn)" : "", ` · ${t.summary}`),
+      t.items.map(stateItem),
+    );
+  }
+  return h(
+    "section",
+    { class: "column column-state", "aria-labelledby": "state-title" },
+    h("h3", { id: "state-title" }, "Durable state ", h("span", { class: "column-sub", text: `checkpointed thread · ${n(stats.stateMessages)} messages · ${n(stats.stateTokens)} tokens` })),
+    h("ol", { class: "msg-list" }, entries.flat()),
+  );
+}
+
+function stateItem(item) {
+  const { message, fate } = item;
+  const info = FATES[fate];
+  const badges = [h("span", { class: `badge badge-${info.kind}`, text: fate === "notice" ? `${info.label} (${item.omitted.reason})` : info.label })];
+  if (message.artifact) {
+    badges.push(h("span", { class: "badge badge-artifact", text: `artifact ${message.artifact.handle}: ${n(message.artifact.bytes)} bytes, ${n(message.artifact.tokens)} tokens, kept out of the checkpoint` }));
+  }
+  return h(
+    "li",
+    { class: `msg msg-${info.kind}`, "data-fate": fate, "data-role": message.role },
+    h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.tokens)} tokens` })),
+    h("div", { class: "msg-badges" }, badges),
+    message.content ? messageBody(message.content) : null,
+    toolCallList(message),
+  );
+}
+
+function renderViewColumn(call, plan) {
+  const { stats, view } = call;
+  const omitted = new Map(stats.omittedOutputs.map((o) => [o.toolCallId, o]));
+  const hasSystem = view[0]?.role === "system";
+  const pairStart = hasSystem ? 1 : 0;
+  const pairEnd = pairStart + stats.finishedTurnsKept * 2;
+  const items = view.map((message, i) => {
+    let kind = "sent";
+    let label = "active turn";
+    if (hasSystem && i === 0) label = "system prompt (from the policy)";
+    else if (i < pairEnd) {
+      const pair = Math.floor((i - pairStart) / 2);
+      const turnNumber = plan.keptFrom + pair + 1;
+      kind = "condensed";
+      label = `${(i - pairStart) % 2 === 0 ? "question" : "answer"} of turn ${turnNumber} (Q/A pair)`;
+    } else if (message.role === "tool" && omitted.has(message.toolCallId)) {
+      const o = omitted.get(message.toolCallId);
+      kind = "notice";
+      label = `notice standing for the ${o.toolName} output (${o.reason})`;
+    }
+    return h(
+      "li",
+      { class: `msg msg-${kind}`, "data-kind": kind, "data-role": message.role },
+      h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.content.length)} chars` })),
+      h("div", { class: "msg-badges" }, h("span", { class: `badge badge-${kind}`, text: label })),
+      message.content ? messageBody(message.content) : null,
+      toolCallList(message),
+    );
+  });
+  return h(
+    "section",
+    { class: "column column-view", "aria-labelledby": "view-title" },
+    h("h3", { id: "view-title" }, "Model view ", h("span", { class: "column-sub", text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} messages · ${n(stats.viewTokens)} tokens` })),
+    h("ol", { class: "msg-list" }, items),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Wiring
+
+function guard(action, errorBox) {
+  return async (...args) => {
+    try {
+      $(errorBox).textContent = "";
+      await action(...args);
+    } catch (error) {
+      $(errorBox).textContent = error.message;
+    }
+  };
+}
+
+function start() {
+  $("sign-in-form").addEventListener(
+    "submit",
+    guard(async (event) => {
+      event.preventDefault();
+      const user = $("sign-in-user").value.trim();
+      const tenant = $("sign-in-tenant").value.trim();
+      if (!PRINCIPAL.test(user)) throw new Error("Enter a user name: 1 to 64 letters, digits or . _ @ -");
+      if (tenant && !PRINCIPAL.test(tenant)) throw new Error("A tenant is 1 to 64 letters, digits or . _ @ -");
+      await signInAs(user, tenant);
+    }, "sign-in-error"),
+  );
+  $("token-form").addEventListener(
+    "submit",
+    guard(async (event) => {
+      event.preventDefault();
+      await useToken($("token-input").value.trim());
+    }, "sign-in-error"),
+  );
+  $("sign-out").addEventListener("click", () => signOut());
+  $("new-conversation").addEventListener("click", guard(createConversation, "chat-error"));
+  $("composer").addEventListener(
+    "submit",
+    guard(async (event) => {
+      event.preventDefault();
+      const input = $("composer-input");
+      const content = input.value.trim();
+      if (!content || state.running || !state.conversationId) return;
+      input.value = "";
+      await send(content);
+    }, "chat-error"),
+  );
+  $("composer-input").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("inspector-close").addEventListener("click", () => closeInspector());
+  $("inspector").addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeInspector();
+  });
+  const saved = sessionStorage.getItem(TOKEN_KEY);
+  if (saved) guard(() => useToken(saved), "sign-in-error")();
+  else $("sign-in-user").focus();
+}
+
+start();

@@ -1,0 +1,178 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "../support/api-client.js";
+import { bigReportTool } from "./big-report-tool.js";
+
+/** Debian's chromium package; `.ci/install-chromium.sh` installs it. */
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const SCREENSHOT = "test-results/console.png";
+const FIRST_QUESTION = 'big_report {"rows": 5000}';
+const SECOND_QUESTION = "What did the report show?";
+
+const haveChromium = existsSync(CHROMIUM);
+// In CI a missing browser fails the run; on a workstation the suite says why it is skipped.
+const inCi = process.env.CI === "true" || process.env.CI === "1";
+if (!haveChromium && !inCi) console.warn(`console e2e skipped: ${CHROMIUM} not found (run: bash .ci/install-chromium.sh)`);
+const describeWithBrowser = haveChromium || inCi ? describe : describe.skip;
+
+/** Holds the big_report tool until the test has seen the page report it running. */
+function gate() {
+  let release!: () => void;
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  return { pass: () => opened, open: () => release() };
+}
+
+const format = (value: number) => new Intl.NumberFormat("en").format(value);
+
+describeWithBrowser("console", () => {
+  let t: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const toolGate = gate();
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    if (!haveChromium) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium.sh`);
+    t = await startTestServer({}, { app: { tools: [bigReportTool({ gate: toolGate.pass })] } });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+    // CSP violations and script errors show up here; the page must have none.
+    page.on("console", (message) => {
+      if (message.type() === "error") pageErrors.push(message.text());
+    });
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("dialog", (dialog) => void dialog.accept());
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  const latestTurn = async (token: string, conversationId: string, position: number) => {
+    const { messages } = (await t.call("GET", `/v1/conversations/${conversationId}/messages`, { token })).body;
+    const turnIds = [...new Set(messages.map((m: { turnId: string }) => m.turnId))] as string[];
+    return (await t.call("GET", `/v1/conversations/${conversationId}/turns/${turnIds[position]}`, { token })).body;
+  };
+
+  it("signs in as a local user, chats through a tool call with progress, and shows each call's view beside the stored thread", async () => {
+    await page.goto(t.url);
+    await page.getByLabel("User", { exact: true }).fill("alice");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.locator("#session-user").textContent()).toBe("alice");
+
+    await page.getByRole("button", { name: "New conversation" }).click();
+    const composer = page.getByLabel("Message");
+    await composer.fill(FIRST_QUESTION);
+    await composer.press("Enter");
+
+    // While the tool is held, the page must say which step and which tool the turn is on.
+    const progress = page.getByRole("status");
+    await progress.locator("text=Running tool big_report").waitFor({ timeout: 15_000 });
+    expect(await progress.getAttribute("data-step")).toBe("tool");
+    toolGate.open();
+    await page.locator(".chat-message.assistant").first().waitFor();
+    expect(await progress.textContent()).toBe("");
+
+    await composer.fill(SECOND_QUESTION);
+    await page.getByRole("button", { name: "Send" }).click();
+    await expect.poll(() => page.locator(".chat-message.assistant").count()).toBe(2);
+
+    const token = await page.evaluate(() => sessionStorage.getItem("threadwise.token"));
+    const conversationId = (await t.call("GET", "/v1/conversations", { token: token as string })).body.conversations[0].conversationId;
+    const turn1 = await latestTurn(token as string, conversationId, 0);
+    const turn2 = await latestTurn(token as string, conversationId, 1);
+    expect(turn1.calls).toHaveLength(3);
+    const omitted = turn1.calls[2].stats.omittedOutputs[0];
+    expect(omitted).toMatchObject({ toolName: "big_report", reason: "over-threshold" });
+
+    // Turn 1: the big output was replaced in the view by a notice naming its artifact; the local
+    // model then read part of it with read_tool_output and answered.
+    await page.getByRole("button", { name: "Inspect turn 1: what the model was sent" }).click();
+    const inspector = page.getByRole("complementary");
+    await expect.poll(() => inspector.getByRole("heading", { level: 2 }).textContent()).toBe("Turn 1: what the model was sent");
+    const tabs = inspector.getByRole("tab");
+    expect(await tabs.allTextContents()).toEqual(["Call 1 → big_report", "Call 2 → read_tool_output", "Call 3 → answer"]);
+    expect(await inspector.getByRole("tab", { selected: true }).textContent()).toBe("Call 3 → answer");
+    const view = inspector.locator(".column-view");
+    const notice = view.locator('[data-kind="notice"]');
+    expect(await notice.count()).toBe(1);
+    expect(await notice.locator(".badge").textContent()).toBe("notice standing for the big_report output (over-threshold)");
+    expect(await notice.locator(".msg-text").textContent()).toContain('[Output of tool "big_report" not shown');
+    expect(await inspector.locator('[data-fact="notices"]').textContent()).toContain(`big_report output replaced by a notice: ${format(omitted.tokens)} tokens`);
+    const stored = inspector.locator('.column-state [data-fate="notice"]');
+    expect(await stored.locator(".badge-artifact").textContent()).toContain(`artifact ${omitted.handle}`);
+
+    // Keyboard: the call tabs follow the arrow keys.
+    await inspector.getByRole("tab", { selected: true }).press("ArrowLeft");
+    expect(await inspector.getByRole("tab", { selected: true }).textContent()).toBe("Call 2 → read_tool_output");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("call-tab-1");
+
+    // Turn 2: turn 1 is condensed to its question and answer; its tool exchange stays in state only.
+    await page.getByRole("button", { name: "Inspect turn 2: what the model was sent" }).click();
+    await expect.poll(() => inspector.getByRole("heading", { level: 2 }).textContent()).toBe("Turn 2: what the model was sent");
+    expect(await view.locator(".badge").allTextContents()).toEqual([
+      "system prompt (from the policy)",
+      "question of turn 1 (Q/A pair)",
+      "answer of turn 1 (Q/A pair)",
+      "active turn",
+    ]);
+    expect(await inspector.locator(".column-state .msg").evaluateAll((items) => items.map((i) => (i as HTMLElement).dataset.fate))).toEqual([
+      "question",
+      "exchange",
+      "exchange",
+      "exchange",
+      "exchange",
+      "answer",
+      "sent",
+    ]);
+    expect(await inspector.locator('[data-fact="finished-turns"]').textContent()).toBe("Finished turns: 1 in state, 1 condensed into question/answer pairs.");
+    expect(await inspector.locator('[data-fact="left-out"]').textContent()).toBe("Left out of the view: 4 stored messages (4 from tool exchanges of finished turns).");
+
+    // Token counts: the bars show the recorded figures against the budget.
+    const stats = turn2.calls[0].stats;
+    expect(await inspector.locator('[data-bar="state"] .bar-value').textContent()).toBe(format(stats.stateTokens));
+    expect(stats.toolSchemaTokens).toBeGreaterThan(0);
+    expect(await inspector.locator('[data-bar="view"] .bar-value').textContent()).toBe(`${format(stats.viewTokens)} + ${format(stats.toolSchemaTokens)} tool schemas`);
+    expect(await inspector.locator('[data-bar="input"] .bar-value').textContent()).toBe(format(turn2.calls[0].usage.inputTokens));
+    expect(await inspector.locator(".budget figcaption").textContent()).toContain(format(stats.budget));
+    expect(await inspector.locator('[data-bar="view"] .bar-track').getAttribute("aria-label")).toBe(
+      `Model view: ${format(stats.viewTokens)} tokens plus ${format(stats.toolSchemaTokens)} for tool schemas, ${Math.round(((stats.viewTokens + stats.toolSchemaTokens) / stats.budget) * 100)}% of the budget`,
+    );
+
+    await mkdir("test-results", { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+    expect(pageErrors).toEqual([]);
+  }, 90_000);
+
+  it("signs in with a pasted token and deletes a conversation everywhere", async () => {
+    const bob = await t.token("bob");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByText("Or paste a token from").click();
+    await page.getByLabel("Token").fill(bob);
+    await page.getByRole("button", { name: "Use this token" }).click();
+    await expect.poll(() => page.locator("#session-user").textContent()).toBe("bob");
+    expect(await page.locator(".conversation").count()).toBe(0);
+
+    await page.getByRole("button", { name: "New conversation" }).click();
+    await page.locator(".conversation").waitFor();
+    const { conversations } = (await t.call("GET", "/v1/conversations", { token: bob })).body;
+    await page.getByRole("button", { name: "Delete conversation: New conversation" }).click();
+    await expect.poll(() => page.locator(".conversation").count()).toBe(0);
+
+    expect((await t.call("GET", `/v1/conversations/${conversations[0].conversationId}`, { token: bob })).status).toBe(404);
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+});
