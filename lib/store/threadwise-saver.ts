@@ -2,7 +2,6 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   TASKS,
   WRITES_IDX_MAP,
-  compareChannelVersions,
   compareWritesSortKeys,
   copyCheckpoint,
   getCheckpointId,
@@ -21,6 +20,7 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
+import { ChannelBlobStore, type BlobDocument } from "./checkpoint/channel-blob-store.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
@@ -34,9 +34,6 @@ export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = "checkpoint_blobs";
  * the latest; a few more leave the end of the last turn inspectable.
  */
 export const DEFAULT_CHECKPOINTS_KEPT = 3;
-
-/** Marks a channel that was cleared at this version; it has no value to restore. */
-const EMPTY_BLOB_TYPE = "empty";
 
 export interface ThreadwiseSaverOptions {
   client: MongoClient;
@@ -102,15 +99,6 @@ interface WriteDocument {
   value: Binary;
 }
 
-interface BlobDocument {
-  thread_id: string;
-  checkpoint_ns: string;
-  channel: string;
-  version: string;
-  type: string;
-  blob: Binary | null;
-}
-
 interface ThreadPosition {
   thread_id: string;
   checkpoint_ns: string;
@@ -144,8 +132,10 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  * stores each channel value once per version in `checkpoint_blobs`, keyed by (thread, namespace,
  * channel, version), writes only the versions `put` is told are new (as the Postgres and SQLite
  * savers do) and reassembles `channel_values` from the checkpoint's `channel_versions` on read.
- * {@link prune} then removes superseded checkpoints, their writes and the blob versions no kept
- * checkpoint references, so only the last few versions of the message list remain.
+ * A long list value (the message list) is stored as content-addressed chunks, so a new version
+ * writes only its changed last chunk and the list of chunk hashes (see {@link ChannelBlobStore}).
+ * {@link prune} then removes superseded checkpoints, their writes, and the blob versions and
+ * chunks no kept checkpoint references.
  *
  * Every document is measured before it is written and refused with `DocumentTooLargeError`
  * above `maxDocumentBytes`. Channel versions are LangGraph's default integers, so a blob version
@@ -156,6 +146,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointBlobsCollectionName: string;
   readonly maxDocumentBytes: number;
   readonly checkpointsKept: number;
+  private readonly blobs: ChannelBlobStore;
 
   constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
     const checked = parseOptions(optionsSchema, options, "checkpointer options");
@@ -172,6 +163,10 @@ export class ThreadwiseSaver extends MongoDBSaver {
     this.checkpointBlobsCollectionName = options.checkpointBlobsCollectionName ?? DEFAULT_CHECKPOINT_BLOBS_COLLECTION;
     this.maxDocumentBytes = checked.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES;
     this.checkpointsKept = checked.checkpointsKept ?? DEFAULT_CHECKPOINTS_KEPT;
+    this.blobs = new ChannelBlobStore(this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName), this.serde, {
+      maxDocumentBytes: this.maxDocumentBytes,
+      timestamps: this.enableTimestamps,
+    });
   }
 
   private get checkpoints(): Collection<CheckpointDocument> {
@@ -180,10 +175,6 @@ export class ThreadwiseSaver extends MongoDBSaver {
 
   private get writes(): Collection<WriteDocument> {
     return this.db.collection<WriteDocument>(this.checkpointWritesCollectionName);
-  }
-
-  private get blobs(): Collection<BlobDocument> {
-    return this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
   }
 
   /**
@@ -199,16 +190,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * set. Idempotent; returns the errors (empty when every index exists) for the caller to check.
    */
   override async setup(): Promise<Error[]> {
-    const operations: Promise<string>[] = [
-      this.blobs.createIndex(
-        { thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 },
-        { name: "thread_ns_channel_version_idx", unique: true },
-      ),
-    ];
-    if (this.ttl != null) {
-      operations.push(this.blobs.createIndex({ upserted_at: 1 }, { expireAfterSeconds: this.ttl }));
-    }
-    const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled(operations)]);
+    const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled(this.blobs.createIndexes(this.ttl))]);
     const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason as Error);
     return [...baseErrors, ...errors];
   }
@@ -284,31 +266,10 @@ export class ThreadwiseSaver extends MongoDBSaver {
     };
     assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
 
-    const changed = newVersions ?? header.channel_versions;
-    const blobDocs = await Promise.all(
-      Object.entries(changed).map(async ([channel, version]) => {
-        const [type, bytes] =
-          channel in values ? await this.serde.dumpsTyped(values[channel]) : [EMPTY_BLOB_TYPE, null];
-        const blob = bytes === null ? null : new Binary(bytes);
-        const doc: BlobDocument = { thread_id, checkpoint_ns, channel, version: String(version), type, blob };
-        assertDocumentFits(doc, this.maxDocumentBytes, `channel "${channel}" of checkpoint ${checkpoint_id}`);
-        return doc;
-      }),
-    );
-
-    if (blobDocs.length > 0) {
-      await this.blobs.bulkWrite(
-        blobDocs.map(({ thread_id, checkpoint_ns, channel, version, type, blob }) => ({
-          updateOne: {
-            filter: { thread_id, checkpoint_ns, channel, version },
-            // $set, not $setOnInsert: a retry after a crash recomputes the same version and its value wins.
-            update: { $set: { type, blob, ...this.stamp() } },
-            upsert: true,
-          },
-        })),
-      );
-    }
-    if (this.enableTimestamps) await this.touchUnchangedBlobs({ thread_id, checkpoint_ns }, header.channel_versions, changed);
+    const position = { thread_id, checkpoint_ns };
+    const blobs = await this.blobs.prepare(position, values, newVersions ?? header.channel_versions, `checkpoint ${checkpoint_id}`);
+    await this.blobs.write(blobs);
+    if (this.enableTimestamps) await this.blobs.touch(position);
     await this.checkpoints.updateOne(
       { thread_id, checkpoint_ns, checkpoint_id },
       { $set: { ...checkpointDoc, ...this.stamp() } },
@@ -356,7 +317,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     await Promise.all([
       this.checkpoints.deleteMany({ thread_id: threadId }),
       this.writes.deleteMany({ thread_id: threadId }),
-      this.blobs.deleteMany({ thread_id: threadId }),
+      this.blobs.deleteThread(threadId),
     ]);
   }
 
@@ -390,45 +351,12 @@ export class ThreadwiseSaver extends MongoDBSaver {
       ]);
       result.checkpoints += removedCheckpoints.deletedCount;
       result.writes += removedWrites.deletedCount;
-      result.blobs += await this.pruneBlobs(position, kept);
+      const keptVersions = await Promise.all(
+        kept.map(async (doc) => ((await this.serde.loadsTyped(doc.type, doc.checkpoint.buffer)) as Checkpoint).channel_versions),
+      );
+      result.blobs += await this.blobs.prune(position, keptVersions);
     }
     return result;
-  }
-
-  private async pruneBlobs(position: ThreadPosition, kept: CheckpointDocument[]): Promise<number> {
-    const referenced = new Set<string>();
-    const newestReferenced = new Map<string, string | number>();
-    for (const doc of kept) {
-      const header: Checkpoint = await this.serde.loadsTyped(doc.type, doc.checkpoint.buffer);
-      for (const [channel, version] of Object.entries(header.channel_versions)) {
-        referenced.add(JSON.stringify([channel, String(version)]));
-        const newest = newestReferenced.get(channel);
-        newestReferenced.set(channel, newest === undefined ? version : maxChannelVersion(newest, version));
-      }
-    }
-    const blobs = await this.blobs.find(position, { projection: { channel: 1, version: 1 } }).toArray();
-    const superseded = blobs.filter((blob) => {
-      if (referenced.has(JSON.stringify([blob.channel, blob.version]))) return false;
-      const newest = newestReferenced.get(blob.channel);
-      return newest !== undefined && compareChannelVersions(versionOf(blob.version), newest) < 0;
-    });
-    if (superseded.length === 0) return 0;
-    const removed = await this.blobs.deleteMany({ _id: { $in: superseded.map((b) => b._id) } });
-    return removed.deletedCount;
-  }
-
-  /** Keeps blobs a new checkpoint still references from expiring while the thread is active. */
-  private async touchUnchangedBlobs(
-    position: ThreadPosition,
-    versions: ChannelVersions,
-    changed: ChannelVersions,
-  ): Promise<void> {
-    const unchanged = Object.entries(versions).filter(([channel]) => !(channel in changed));
-    if (unchanged.length === 0) return;
-    await this.blobs.updateMany(
-      { ...position, $or: unchanged.map(([channel, version]) => ({ channel, version: String(version) })) },
-      { $set: { upserted_at: new Date() } },
-    );
   }
 
   private async loadTuple(doc: CheckpointDocument): Promise<CheckpointTuple> {
@@ -439,7 +367,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
       this.serde.loadsTyped(doc.type, doc.metadata.buffer) as Promise<CheckpointMetadata>,
       this.loadWrites(position, checkpoint_id),
     ]);
-    checkpoint.channel_values = await this.loadChannelValues(position, checkpoint.channel_versions);
+    checkpoint.channel_values = await this.blobs.read(position, checkpoint.channel_versions);
     if (checkpoint.v < 4 && parent_checkpoint_id != null) {
       await this.migratePendingSends(checkpoint, position, parent_checkpoint_id);
     }
@@ -453,22 +381,6 @@ export class ThreadwiseSaver extends MongoDBSaver {
           ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id } }
           : undefined,
     };
-  }
-
-  private async loadChannelValues(position: ThreadPosition, versions: ChannelVersions): Promise<Record<string, unknown>> {
-    const entries = Object.entries(versions ?? {});
-    if (entries.length === 0) return {};
-    const docs = await this.blobs
-      .find({ ...position, $or: entries.map(([channel, version]) => ({ channel, version: String(version) })) })
-      .toArray();
-    const values: Record<string, unknown> = {};
-    await Promise.all(
-      docs.map(async (doc) => {
-        if (doc.type === EMPTY_BLOB_TYPE || doc.blob === null) return;
-        values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
-      }),
-    );
-    return values;
   }
 
   /** The checkpoint's writes in `writesSortKey` order, the order live execution applies them in. */
@@ -503,10 +415,4 @@ export class ThreadwiseSaver extends MongoDBSaver {
     checkpoint.channel_versions[TASKS] =
       existing.length > 0 ? maxChannelVersion(...existing) : this.getNextVersion(undefined);
   }
-}
-
-/** Blob versions are stored as strings; compare numeric ones as numbers, like LangGraph does. */
-function versionOf(stored: string): string | number {
-  const asNumber = Number(stored);
-  return stored.trim() !== "" && Number.isFinite(asNumber) ? asNumber : stored;
 }

@@ -2,11 +2,12 @@ import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
-import type { Db } from "mongodb";
+import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
 import { DocumentTooLargeError, ValidationError } from "../../lib/errors.js";
+import { DEFAULT_CHUNK_ITEMS } from "../../lib/store/checkpoint/channel-blob-store.js";
 import { MONGODB_MAX_DOCUMENT_BYTES } from "../../lib/store/checkpoint/document-size.js";
 import { ThreadwiseSaver, type ThreadwiseSaverOptions } from "../../lib/store/threadwise-saver.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 let test: TestDatabase;
 
@@ -142,6 +143,28 @@ describe("ThreadwiseSaver", () => {
       expect((await saver.getTuple(second))?.checkpoint.channel_values).toEqual({ big: "unchanged", small: 2 });
     });
 
+    it("stores a long list once per chunk and writes only the chunks a new version changes", async () => {
+      const monitored = new MongoClient(mongoUri(), { monitorCommands: true });
+      onTestFinished(() => monitored.close());
+      const { saver, db } = await newSaver({ client: monitored });
+      const long = Array.from({ length: DEFAULT_CHUNK_ITEMS * 2 + 3 }, (_, i) => ({ item: i }));
+      const first = await saver.put({ configurable: { thread_id: "t" } }, checkpointWith({ list: long }, { list: 1 }), metadata, { list: 1 });
+      const longer = [...long, { item: "appended" }];
+      const updates: unknown[] = [];
+      const listener = (event: CommandStartedEvent) => {
+        if (event.commandName === "update" && event.command.update === "checkpoint_blobs") updates.push(...event.command.updates);
+      };
+      monitored.on("commandStarted", listener);
+      const second = await saver.put(first, checkpointWith({ list: longer }, { list: 2 }), metadata, { list: 2 });
+      monitored.off("commandStarted", listener);
+      // The changed last chunk and the version listing the chunks; the two full chunks are shared.
+      expect(updates.length).toBe(2);
+      const chunks = (await documents(db, "checkpoint_blobs", "t")).filter((b) => b.chunk === true);
+      expect(chunks.length).toBe(4);
+      expect((await saver.getTuple(first))?.checkpoint.channel_values).toEqual({ list: long });
+      expect((await saver.getTuple(second))?.checkpoint.channel_values).toEqual({ list: longer });
+    });
+
     it("throws DocumentTooLargeError before writing anything when a channel value exceeds the limit", async () => {
       const { saver, db } = await newSaver({ maxDocumentBytes: 10_000 });
       const put = saver.put(
@@ -229,6 +252,18 @@ describe("ThreadwiseSaver", () => {
       for (const blob of blobs) expect(referenced).toContain(`${blob.channel}@${blob.version}`);
     });
 
+    it("removes the chunks no remaining version lists and keeps those it does", async () => {
+      const { saver, db } = await newSaver();
+      const list = (n: number) => Array.from({ length: n }, (_, i) => ({ item: i }));
+      let config = await saver.put({ configurable: { thread_id: "t" } }, checkpointWith({ list: list(20) }, { list: 1 }), metadata, { list: 1 });
+      config = await saver.put(config, checkpointWith({ list: list(21) }, { list: 2 }), metadata, { list: 2 });
+      config = await saver.put(config, checkpointWith({ list: list(40) }, { list: 3 }), metadata, { list: 3 });
+      await saver.prune("t", { keep: 1 });
+      const chunks = (await documents(db, "checkpoint_blobs", "t")).filter((b) => b.chunk === true);
+      expect(chunks.length).toBe(3);
+      expect((await saver.getTuple(config))?.checkpoint.channel_values).toEqual({ list: list(40) });
+    });
+
     it("leaves the kept checkpoints reading exactly as before", async () => {
       const { saver } = await newSaver();
       await runTurns(saver, "t", 3, false);
@@ -248,11 +283,16 @@ describe("ThreadwiseSaver", () => {
       );
     });
 
-    it("keeps the number of message-list versions bounded however long the thread", async () => {
+    it("keeps the stored message list to the kept versions and the chunks they list", async () => {
       const { saver, db } = await newSaver({ checkpointsKept: 2 });
-      await runTurns(saver, "t", 8, true);
+      const state = await runTurns(saver, "t", 10, true);
       const messageBlobs = (await documents(db, "checkpoint_blobs", "t")).filter((b) => b.channel === "messages");
-      expect(messageBlobs.length).toBeLessThanOrEqual(2);
+      const versions = messageBlobs.filter((b) => b.chunk !== true);
+      const chunks = messageBlobs.filter((b) => b.chunk === true);
+      expect(versions.length).toBeLessThanOrEqual(2);
+      const listed = new Set(versions.flatMap((v) => v.chunks ?? []).map((hash: string) => `chunk:${hash}`));
+      expect(chunks.map((c) => c.version).sort()).toEqual([...listed].sort());
+      expect(chunks.length).toBeLessThanOrEqual(Math.ceil(state.messages.length / DEFAULT_CHUNK_ITEMS) + 2);
     });
 
     it("leaves other threads untouched", async () => {
