@@ -1,4 +1,4 @@
-import { MongoClient } from "mongodb";
+import type { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { createChatModel } from "./agent/chat-model.js";
 import type { FaultInjector } from "./agent/fault-points.js";
@@ -15,6 +15,7 @@ import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
 import type { TurnQueue } from "./queue/turn-queue.js";
 import { ThreadwiseDatabase } from "./store/database.js";
+import { createMongoClient } from "./store/mongo-client.js";
 import type { ToolDefinition } from "./tools/tool.js";
 import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "./tools/tool-registry.js";
@@ -50,9 +51,9 @@ export interface App {
 /** The composition root: one per container (Lambda) or process (local server). */
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
   const ownsClient = !options.mongoClient;
-  const client = options.mongoClient ?? new MongoClient(requireUri(config));
+  const client = options.mongoClient ?? createMongoClient(requireUri(config), { serverSelectionTimeoutMs: config.mongoServerSelectionTimeoutMs });
   if (ownsClient) await client.connect();
-  const database = new ThreadwiseDatabase(client, { dbName: config.dbName });
+  const database = new ThreadwiseDatabase(client, { dbName: config.dbName, leaseTtlMs: config.leaseTtlMs });
   await database.setup();
   const guard = new ToolIdempotencyGuard({ collection: database.idempotency });
   const registry = new ToolRegistry([...(options.tools ?? []), createReadToolOutputTool(database.artifacts)], { guard });
@@ -90,7 +91,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         onTurnCompleted: options.onTurnCompleted,
       })
     : undefined;
-  const idempotentRequests = new IdempotentRequests({ collection: database.idempotency });
+  const idempotentRequests = new IdempotentRequests({ collection: database.idempotency, inProgressTimeoutMs: config.leaseTtlMs });
   await Promise.all([guard.setup(), idempotentRequests.setup()]);
   const routes = [
     ...apiRoutes({ authenticate: options.authenticate, database, runner, idempotentRequests, maxMessageChars: config.maxMessageChars, dispatcher }),

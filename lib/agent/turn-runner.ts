@@ -105,6 +105,7 @@ export class TurnRunner {
     await lease.acquire(conversationId, holder);
     const faults = this.deps.faults;
     try {
+      await turns.failInterrupted(conversationId, turnId);
       const existing = await turns.start(turnId, conversationId);
       if (existing.status === "completed") return this.resultOf(existing, await turns.listCalls(turnId));
       await turns.markRunning(turnId);

@@ -16,8 +16,12 @@ import { json, type HttpResponse } from "./http.js";
 /** Seconds a client is asked to wait when MongoDB is unreachable. */
 export const DEFAULT_UNAVAILABLE_RETRY_AFTER_S = 5;
 
+/** Looks through wrappers (Powertools, LangGraph) for the driver's own "unreachable" errors. */
 function isMongoUnavailable(error: unknown): boolean {
-  return error instanceof MongoServerSelectionError || error instanceof MongoNetworkError || error instanceof MongoNetworkTimeoutError;
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof MongoServerSelectionError || e instanceof MongoNetworkError || e instanceof MongoNetworkTimeoutError) return true;
+  }
+  return false;
 }
 
 /** The one place where errors become HTTP statuses. Unknown errors are 500 with no detail. */

@@ -37,6 +37,8 @@ const positiveInt = z.coerce.number().int().positive();
 const envSchema = z.object({
   MONGODB_URI: z.string().min(1).optional(),
   MONGODB_DB: z.string().min(1).optional(),
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt.optional(),
+  LEASE_TTL_MS: positiveInt.optional(),
   MODEL_PROVIDER: z.enum(["local", "bedrock"]).optional(),
   BEDROCK_MODEL_ID: z.string().min(1).optional(),
   BEDROCK_REGION: z.string().min(1).optional(),
@@ -103,6 +105,10 @@ export interface DeploymentConfig {
 export interface Config {
   mongodbUri?: string;
   dbName: string;
+  /** How long a MongoDB operation waits for a reachable server. Default: 5,000 ms (`DEFAULT_SERVER_SELECTION_TIMEOUT_MS`). */
+  mongoServerSelectionTimeoutMs?: number;
+  /** How long a turn's lease on its conversation lasts unless renewed. Default: 120,000 ms (`DEFAULT_LEASE_TTL_MS`). */
+  leaseTtlMs?: number;
   model: ModelConfig;
   view: ViewConfig;
   auth: AuthConfig;
@@ -126,6 +132,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     mongodbUri: e.MONGODB_URI,
     dbName: e.MONGODB_DB ?? DEFAULT_DB_NAME,
+    mongoServerSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+    leaseTtlMs: e.LEASE_TTL_MS,
     model: {
       provider: e.MODEL_PROVIDER ?? DEFAULT_MODEL_PROVIDER,
       bedrockModelId: e.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID,

@@ -151,6 +151,15 @@ export class TurnStore {
     await this.collection.updateOne({ _id: turnId }, { $set: { status: "failed", error, updatedAt: now, completedAt: now } });
   }
 
+  /** Turns of the conversation left running by an attempt that died; called under the lease, so none is alive. */
+  async failInterrupted(conversationId: string, exceptTurnId: string, now = new Date()): Promise<number> {
+    const result = await this.collection.updateMany(
+      { conversationId, status: "running", _id: { $ne: exceptTurnId } },
+      { $set: { status: "failed", error: { code: "interrupted", message: "the turn was interrupted and not retried" }, updatedAt: now, completedAt: now } },
+    );
+    return result.modifiedCount;
+  }
+
   async deleteByConversation(conversationId: string): Promise<void> {
     await this.calls.deleteMany({ conversationId });
     await this.collection.deleteMany({ conversationId });
