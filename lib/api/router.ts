@@ -1,4 +1,4 @@
-import { MethodNotAllowedError, NotFoundError } from "../errors.js";
+import { MethodNotAllowedError, NotFoundError, ValidationError } from "../errors.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpRequest, HttpResponse } from "./http.js";
 
@@ -21,11 +21,19 @@ export function createRouter(routes: Route[], onError: (error: unknown, request:
       if (matching.length === 0) throw new NotFoundError(`no route for ${path}`);
       const route = matching.find((r) => r.method === method);
       if (!route) throw new MethodNotAllowedError(`${method} is not allowed on ${path}`, [...new Set(matching.map((r) => r.method))]);
-      const params = route.pattern.exec(path)?.slice(1).map(decodeURIComponent) ?? [];
+      const params = route.pattern.exec(path)?.slice(1).map(decodeParam) ?? [];
       return await route.handler(request, params);
     } catch (error) {
       onError(error, request);
       return errorResponse(error);
     }
   };
+}
+
+function decodeParam(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch (error) {
+    throw new ValidationError("malformed path", [{ path: "path", message: "invalid percent-encoding" }], { cause: error });
+  }
 }

@@ -4,7 +4,8 @@ import { MAX_BODY_BYTES } from "../api/request-parsing.js";
 
 /** Reads a node:http request into the router's shape; bodies far over the limit are cut (the router answers 413). */
 export async function toHttpRequest(req: IncomingMessage): Promise<HttpRequest> {
-  const url = new URL(req.url ?? "/", "http://localhost");
+  // Prefixing the origin keeps a path such as "//x" a path instead of a host.
+  const url = new URL(`http://localhost${req.url?.startsWith("/") ? req.url : "/"}`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
