@@ -1,6 +1,23 @@
-// PLACEHOLDER (issue 5, phase 1): lets the CDK stack bundle and synthesize before the real
-// handler exists. It is replaced by the middy handler over lib/ in phase 2; do not build on it.
-export const handler = async (): Promise<{ statusCode: number; body: string }> => ({
-  statusCode: 503,
-  body: JSON.stringify({ error: { code: "not_implemented", message: "the api handler is not deployed yet" } }),
-});
+import middy from "@middy/core";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import type { Context } from "aws-lambda";
+import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
+import { appFor, config, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, turnQueue } from "./shared/runtime.js";
+
+const claims = new VerifiedClaims(config.auth);
+
+/** The HTTP API (every route of design.md) on API Gateway HTTP API events. */
+async function api(event: HttpApiEvent, context: Context) {
+  const app = await appFor(credentialsOf(context), {
+    authenticate: claims.authenticate,
+    turnQueue,
+    onTurnCompleted: publishTurnMetrics,
+    onError: logServerError,
+  });
+  const response = await app.route(claims.attach(toHttpRequest(event), event));
+  logger.info("request", { route: event.routeKey, status: response.status });
+  return toResult(response);
+}
+
+export const handler = middy(api).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());

@@ -1,6 +1,31 @@
-// PLACEHOLDER (issue 5, phase 1): lets the CDK stack bundle and synthesize before the real
-// handler exists. It is replaced by the middy handler over lib/ in phase 2; do not build on it.
-export const handler = async (): Promise<{ statusCode: number; body: string }> => ({
-  statusCode: 503,
-  body: JSON.stringify({ error: { code: "not_implemented", message: "the slack handler is not deployed yet" } }),
-});
+import middy from "@middy/core";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import type { Context } from "aws-lambda";
+import { decodeGatewayBody, handleSlackEvent, lowercaseHeaders } from "../lib/channels/index.js";
+import { ValidationError } from "../lib/errors.js";
+import { deduperFor } from "./shared/channel-clients.js";
+import { toResult, type HttpApiEvent } from "./shared/http-event.js";
+import { appFor, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, requireTurnQueue } from "./shared/runtime.js";
+
+const NO_API = async (): Promise<never> => {
+  throw new ValidationError("the slack function serves only /slack/events");
+};
+
+/** Slack Events API: verify the signature, dedupe, enqueue, answer within Slack's three seconds. */
+async function slack(event: HttpApiEvent, context: Context) {
+  const credentials = credentialsOf(context);
+  if (!credentials.slackSigningSecret) throw new ValidationError("slack is not configured", [{ path: "slackSigningSecret", message: "missing" }]);
+  const app = await appFor(credentials, { authenticate: NO_API, onError: logServerError });
+  const queue = requireTurnQueue();
+  const response = await handleSlackEvent({
+    request: { headers: lowercaseHeaders(event.headers), rawBody: decodeGatewayBody(event) },
+    signingSecret: credentials.slackSigningSecret,
+    deduper: await deduperFor(app),
+    enqueue: (job) => queue.enqueue(job),
+    onOutcome: (outcome) => logger.info("slack event", { ...outcome }),
+  });
+  return toResult(response);
+}
+
+export const handler = middy(slack).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());

@@ -1,6 +1,31 @@
-// PLACEHOLDER (issue 5, phase 1): lets the CDK stack bundle and synthesize before the real
-// handler exists. It is replaced by the middy handler over lib/ in phase 2; do not build on it.
-export const handler = async (): Promise<{ statusCode: number; body: string }> => ({
-  statusCode: 503,
-  body: JSON.stringify({ error: { code: "not_implemented", message: "the teams handler is not deployed yet" } }),
-});
+import middy from "@middy/core";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import type { Context } from "aws-lambda";
+import { decodeGatewayBody, handleTeamsActivity, lowercaseHeaders } from "../lib/channels/index.js";
+import { ValidationError } from "../lib/errors.js";
+import { deduperFor } from "./shared/channel-clients.js";
+import { toResult, type HttpApiEvent } from "./shared/http-event.js";
+import { appFor, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, requireTurnQueue } from "./shared/runtime.js";
+
+const NO_API = async (): Promise<never> => {
+  throw new ValidationError("the teams function serves only /teams/messages");
+};
+
+/** Bot Framework activities: verify the token, dedupe, enqueue; the worker replies through the Bot Connector. */
+async function teams(event: HttpApiEvent, context: Context) {
+  const credentials = credentialsOf(context);
+  if (!credentials.teamsAppId) throw new ValidationError("teams is not configured", [{ path: "teamsAppId", message: "missing" }]);
+  const app = await appFor(credentials, { authenticate: NO_API, onError: logServerError });
+  const queue = requireTurnQueue();
+  const response = await handleTeamsActivity({
+    request: { headers: lowercaseHeaders(event.headers), rawBody: decodeGatewayBody(event) },
+    appId: credentials.teamsAppId,
+    deduper: await deduperFor(app),
+    enqueue: (job) => queue.enqueue(job),
+    onOutcome: (outcome) => logger.info("teams activity", { ...outcome }),
+  });
+  return toResult(response);
+}
+
+export const handler = middy(teams).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());

@@ -1,6 +1,50 @@
-// PLACEHOLDER (issue 5, phase 1): lets the CDK stack bundle and synthesize before the real
-// handler exists. It is replaced by the middy handler over lib/ in phase 2; do not build on it.
-export const handler = async (): Promise<{ statusCode: number; body: string }> => ({
-  statusCode: 503,
-  body: JSON.stringify({ error: { code: "not_implemented", message: "the worker handler is not deployed yet" } }),
-});
+import middy from "@middy/core";
+import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
+import { parseTurnJob } from "../lib/channels/index.js";
+import { AuthenticationError, ThreadwiseError, ValidationError } from "../lib/errors.js";
+import { appFor, credentialsMiddleware, credentialsOf, logger, metrics, publishTurnMetrics, requireTurnQueue } from "./shared/runtime.js";
+import { workerFor } from "./shared/channel-clients.js";
+
+/** Thrown for a record the queue should deliver again; its visibility is already set to the retry delay. */
+class TurnRetryError extends ThreadwiseError {
+  override name = "TurnRetryError";
+}
+
+/** The worker serves no HTTP request, so nobody authenticates through it. */
+const NO_HTTP_CALLERS = async (): Promise<never> => {
+  throw new AuthenticationError("the worker serves no HTTP requests");
+};
+
+async function runTurn(record: SQSRecord, context: Context): Promise<void> {
+  let job;
+  try {
+    job = parseTurnJob(record.body);
+  } catch (error) {
+    // A body that is not a turn job never will be: drop it rather than retry it into the DLQ.
+    if (error instanceof ValidationError) return logger.error("invalid turn job dropped", { messageId: record.messageId });
+    throw error;
+  }
+  const credentials = credentialsOf(context);
+  const app = await appFor(credentials, { authenticate: NO_HTTP_CALLERS });
+  const receiveCount = Number(record.attributes.ApproximateReceiveCount);
+  const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount);
+  const error = "error" in outcome && outcome.error instanceof Error ? outcome.error.name : undefined;
+  logger.info("turn job", { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount, error });
+  if (outcome.kind === "retry") {
+    await requireTurnQueue().retryAfter(record.receiptHandle, outcome.delaySeconds);
+    throw new TurnRetryError(`turn ${outcome.turnId} will be retried`);
+  }
+}
+
+const processor = new SqsFifoPartialProcessorAsync();
+
+/** Runs queued turns (one message per turn) and reports the ones to retry as batch item failures. */
+async function worker(event: SQSEvent, context: Context) {
+  // A retry is expected, not a function error: it must not trip the errors alarm.
+  return processPartialResponse(event, runTurn, processor, { context, throwOnFullBatchFailure: false });
+}
+
+export const handler = middy(worker).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());

@@ -60,6 +60,9 @@ export class ThreadwiseStack extends Stack {
       POWERTOOLS_SERVICE_NAME: serviceName,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: "INFO",
+      // Atlas is reached across the internet: the handlers refuse a URI without TLS.
+      MONGODB_REQUIRE_TLS: "true",
+      TURN_MAX_RECEIVES: String(config.maxReceiveCount),
       JWT_ISSUER: config.jwtIssuer,
       JWT_AUDIENCE: config.jwtAudience.join(","),
       ...(config.jwtJwksUrl ? { JWT_JWKS_URL: config.jwtJwksUrl } : {}),

@@ -15,20 +15,11 @@ import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { TURN_METRIC_NAMES, TURN_METRICS_NAMESPACE } from "../../lib/queue/turn-metrics.js";
 
-/** CloudWatch namespace of the per-turn metrics the handlers publish through Powertools. */
-export const METRICS_NAMESPACE = "Threadwise";
-
-/** Per-turn metrics (Powertools EMF), published once per finished turn. */
-export const TURN_METRICS = {
-  stateTokens: "StateTokens",
-  viewTokens: "ViewTokens",
-  inputTokens: "InputTokens",
-  outputTokens: "OutputTokens",
-  toolCalls: "ToolCalls",
-  turnDurationMs: "TurnDurationMs",
-  omittedOutputs: "OmittedOutputs",
-} as const;
+/** Namespace and names of the per-turn metrics are the handlers' (lib/queue), so the dashboard cannot drift from them. */
+export const METRICS_NAMESPACE = TURN_METRICS_NAMESPACE;
+export const TURN_METRICS = TURN_METRIC_NAMES;
 
 /** Period of every alarm and dashboard metric. */
 export const ALARM_PERIOD = Duration.minutes(5);

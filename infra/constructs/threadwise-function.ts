@@ -111,5 +111,7 @@ export class ThreadwiseFunction extends Construct {
     this.fn.addEventSource(
       new SqsEventSource(queue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency }),
     );
+    // The event source grants ChangeMessageVisibility; the worker uses it to time its retries.
+    this.fn.addEnvironment(FUNCTION_ENV.turnQueueUrl, queue.queueUrl);
   }
 }

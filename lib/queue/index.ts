@@ -8,5 +8,11 @@ export {
   type TurnJobOutcome,
   type TurnJobWorkerOptions,
 } from "./turn-job-worker.js";
-export { turnMetricsOf, type TurnMetrics, type TurnMetricsSink } from "./turn-metrics.js";
+export {
+  TURN_METRIC_NAMES,
+  TURN_METRICS_NAMESPACE,
+  turnMetricsOf,
+  type TurnMetrics,
+  type TurnMetricsSink,
+} from "./turn-metrics.js";
 export { turnIdForJob, turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";

@@ -1,6 +1,20 @@
 import type { TurnResult } from "../agent/turn-runner.js";
 import type { TurnDocument } from "../store/turn-store.js";
 
+/** CloudWatch namespace of the per-turn metrics; the stack's dashboard reads it. */
+export const TURN_METRICS_NAMESPACE = "Threadwise";
+
+/** Metric name of each per-turn figure, as published and as graphed on the dashboard. */
+export const TURN_METRIC_NAMES = {
+  stateTokens: "StateTokens",
+  viewTokens: "ViewTokens",
+  inputTokens: "InputTokens",
+  outputTokens: "OutputTokens",
+  toolCalls: "ToolCalls",
+  turnDurationMs: "TurnDurationMs",
+  omittedOutputs: "OmittedOutputs",
+} as const;
+
 /** The per-turn figures published as CloudWatch metrics (namespace Threadwise). Numbers only. */
 export interface TurnMetrics {
   stateTokens: number;

@@ -1,0 +1,96 @@
+import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+let h: Harness;
+const alice = jwtClaims("alice", { tenant: "acme" });
+const bob = jwtClaims("bob", { tenant: "acme" });
+
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => h?.close());
+
+async function newConversation(claims = alice): Promise<string> {
+  const created = await h.api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims });
+  expect(created.status).toBe(201);
+  return created.json.conversationId as string;
+}
+
+const postMessage = (id: string, content: string, extra: { headers?: Record<string, string>; base64?: boolean; claims?: Record<string, string> } = {}) =>
+  h.api({
+    method: "POST",
+    path: `/v1/conversations/${id}/messages`,
+    routeKey: "POST /v1/conversations/{id}/messages",
+    claims: extra.claims ?? alice,
+    body: { content },
+    headers: extra.headers,
+    base64: extra.base64,
+  });
+
+const getTurn = (id: string, turnId: string) =>
+  h.api({ method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice });
+
+describe("functions/api", () => {
+  describe("handler", () => {
+    it("returns 200 on /healthz without a token", async () => {
+      const res = await h.api({ method: "GET", path: "/healthz", routeKey: "GET /healthz" });
+      expect(res).toMatchObject({ status: 200, json: { status: "ok" } });
+    });
+
+    it("returns 401 when API Gateway passed no verified claims", async () => {
+      const res = await h.api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations" });
+      expect(res.status).toBe(401);
+    });
+
+    it("returns the answer of a sync turn with the model's usage", async () => {
+      const id = await newConversation();
+      const res = await postMessage(id, "What is the capital of France?");
+      expect(res.status).toBe(200);
+      expect(res.json.answer).toContain("What is the capital of France?");
+      expect(res.json.usage.inputTokens).toBeGreaterThan(0);
+      expect(h.converse.requests.at(-1)?.status).toBe(200);
+    });
+
+    it("returns the answer for a base64-encoded body", async () => {
+      const id = await newConversation();
+      const res = await postMessage(id, "encoded question", { base64: true });
+      expect(res.status).toBe(200);
+      expect(res.json.answer).toContain("encoded question");
+    });
+
+    it("returns 404 for another user's conversation", async () => {
+      const id = await newConversation(alice);
+      const res = await h.api({ method: "GET", path: `/v1/conversations/${id}`, routeKey: "GET /v1/conversations/{id}", claims: bob });
+      expect(res.status).toBe(404);
+    });
+
+    it("returns 202 for an async turn, and the worker finishes it", async () => {
+      const id = await newConversation();
+      const before = h.aws.sent.length;
+      const accepted = await postMessage(id, "answer me later", { headers: { prefer: "respond-async" } });
+      expect(accepted.status).toBe(202);
+      expect(accepted.headers.location).toBe(`/v1/conversations/${id}/turns/${accepted.json.turnId}`);
+      expect((await getTurn(id, accepted.json.turnId)).json.status).toBe("queued");
+
+      const [message] = h.aws.sent.slice(before);
+      expect(message.queueUrl).toBe(h.aws.queueUrl);
+      expect(JSON.parse(message.body)).toMatchObject({ channel: "api", conversationKey: id, dedupeId: accepted.json.turnId });
+      const result = await h.worker(sqsEvent(sqsRecord(message)));
+      expect(result.batchItemFailures).toEqual([]);
+
+      const turn = await getTurn(id, accepted.json.turnId);
+      expect(turn.json).toMatchObject({ status: "completed", answer: expect.stringContaining("answer me later") });
+    });
+
+    it("puts every turn of one conversation in one message group", async () => {
+      const id = await newConversation();
+      const before = h.aws.sent.length;
+      await postMessage(id, "first", { headers: { prefer: "respond-async" } });
+      await h.worker(sqsEvent(sqsRecord(h.aws.sent[before])));
+      await postMessage(id, "second", { headers: { prefer: "respond-async" } });
+      const [first, second] = h.aws.sent.slice(before);
+      expect(second.groupId).toBe(first.groupId);
+      expect(second.deduplicationId).not.toBe(first.deduplicationId);
+    });
+  });
+});

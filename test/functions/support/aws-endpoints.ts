@@ -1,0 +1,117 @@
+import { createHash, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * Local stand-ins for the two AWS JSON APIs the handlers call besides Bedrock: Secrets Manager
+ * GetSecretValue (awsJson1_1) and SQS SendMessage / ChangeMessageVisibility (awsJson1_0). The
+ * real SDK clients reach them through AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_SQS,
+ * so everything up to the HTTP request is the code that runs in Lambda.
+ */
+
+export const TEST_ACCOUNT = "123456789012";
+export const TEST_REGION = "us-east-1";
+
+export interface SentMessage {
+  messageId: string;
+  queueUrl: string;
+  body: string;
+  groupId: string;
+  deduplicationId: string;
+  sequenceNumber: string;
+}
+
+export interface LocalAws {
+  url: string;
+  queueUrl: string;
+  secretArn: string;
+  sent: SentMessage[];
+  visibilityChanges: { receiptHandle: string; visibilityTimeout: number }[];
+  secretFetches: number;
+  /** Variables that point the SDK here, with dummy credentials, and name the secret and queue. */
+  environment: Record<string, string>;
+  setSecret(value: unknown): void;
+  close(): Promise<void>;
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (c: Buffer) => chunks.push(c));
+    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    request.on("error", reject);
+  });
+}
+
+function reply(response: ServerResponse, status: number, body: unknown, contentType: string): void {
+  response.writeHead(status, { "content-type": contentType, "x-amzn-requestid": randomUUID() });
+  response.end(JSON.stringify(body));
+}
+
+export async function startLocalAws(): Promise<LocalAws> {
+  const secretArn = `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:test/threadwise/credentials-AbC123`;
+  let secret = "{}";
+  const sent: SentMessage[] = [];
+  const visibilityChanges: LocalAws["visibilityChanges"] = [];
+  let secretFetches = 0;
+  let sequence = 0;
+
+  const server: Server = createServer(async (request, response) => {
+    const target = String(request.headers["x-amz-target"] ?? "");
+    const body = JSON.parse((await readBody(request)) || "{}") as Record<string, unknown>;
+    if (!String(request.headers.authorization ?? "").startsWith("AWS4-HMAC-SHA256 ")) {
+      return reply(response, 403, { __type: "MissingAuthenticationToken", message: "unsigned" }, "application/x-amz-json-1.1");
+    }
+    if (target === "secretsmanager.GetSecretValue") {
+      if (body.SecretId !== secretArn) {
+        return reply(response, 400, { __type: "ResourceNotFoundException", message: "Secrets Manager can't find the specified secret." }, "application/x-amz-json-1.1");
+      }
+      secretFetches += 1;
+      return reply(response, 200, { ARN: secretArn, Name: "test/threadwise/credentials", SecretString: secret, VersionId: randomUUID(), CreatedDate: Date.now() / 1000 }, "application/x-amz-json-1.1");
+    }
+    if (target === "AmazonSQS.SendMessage") {
+      const message: SentMessage = {
+        messageId: randomUUID(),
+        queueUrl: String(body.QueueUrl),
+        body: String(body.MessageBody),
+        groupId: String(body.MessageGroupId),
+        deduplicationId: String(body.MessageDeduplicationId),
+        sequenceNumber: String(++sequence).padStart(20, "0"),
+      };
+      sent.push(message);
+      const md5 = createHash("md5").update(message.body).digest("hex");
+      return reply(response, 200, { MessageId: message.messageId, MD5OfMessageBody: md5, SequenceNumber: message.sequenceNumber }, "application/x-amz-json-1.0");
+    }
+    if (target === "AmazonSQS.ChangeMessageVisibility") {
+      visibilityChanges.push({ receiptHandle: String(body.ReceiptHandle), visibilityTimeout: Number(body.VisibilityTimeout) });
+      return reply(response, 200, {}, "application/x-amz-json-1.0");
+    }
+    reply(response, 400, { __type: "UnknownOperationException", message: target }, "application/x-amz-json-1.0");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const queueUrl = `${url}/${TEST_ACCOUNT}/test-threadwise-turns.fifo`;
+  return {
+    url,
+    queueUrl,
+    secretArn,
+    sent,
+    visibilityChanges,
+    get secretFetches() {
+      return secretFetches;
+    },
+    environment: {
+      AWS_REGION: TEST_REGION,
+      AWS_ACCESS_KEY_ID: "AKIDLOCALTEST",
+      AWS_SECRET_ACCESS_KEY: "local-test-secret",
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: url,
+      AWS_ENDPOINT_URL_SQS: url,
+      SECRET_ARN: secretArn,
+      TURN_QUEUE_URL: queueUrl,
+    },
+    setSecret(value: unknown) {
+      secret = JSON.stringify(value);
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,60 @@
+import type { APIGatewayProxyStructuredResultV2, Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { startConverseEndpoint, type ConverseEndpoint, type ConverseEndpointOptions } from "../../support/converse-endpoint.js";
+import { dropKnownCollections } from "../../support/drop-collections.js";
+import { mongoUri, openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { startLocalAws, type LocalAws } from "./aws-endpoints.js";
+import { apiEvent, lambdaContext, type ApiEventInput } from "./events.js";
+
+type Handler<E, R> = (event: E, context: Context) => Promise<R>;
+
+export interface Harness {
+  aws: LocalAws;
+  converse: ConverseEndpoint;
+  database: TestDatabase;
+  api(input: ApiEventInput): Promise<{ status: number; headers: Record<string, string>; json: any }>;
+  worker(event: SQSEvent): Promise<SQSBatchResponse>;
+  slack: Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the local AWS endpoints and the Converse endpoint, sets the environment the stack sets,
+ * and only then imports the handlers (they read configuration and prefetch the secret at import,
+ * as in a Lambda cold start). Each test file gets its own process, so its own handler modules.
+ */
+export async function startHarness(options: { env?: Record<string, string>; converse?: ConverseEndpointOptions } = {}): Promise<Harness> {
+  const aws = await startLocalAws();
+  const converse = await startConverseEndpoint(options.converse);
+  const database = await openTestDatabase("fn");
+  aws.setSecret({ mongodbUri: mongoUri(), slackSigningSecret: "test-signing-secret", slackBotToken: "xoxb-test" });
+  Object.assign(process.env, aws.environment, converse.environment, {
+    MODEL_PROVIDER: "bedrock",
+    MONGODB_DB: database.dbName,
+    POWERTOOLS_SERVICE_NAME: "threadwise-test",
+    POWERTOOLS_METRICS_NAMESPACE: "Threadwise",
+    POWERTOOLS_LOG_LEVEL: "SILENT",
+    POWERTOOLS_DEV: "true",
+    ...options.env,
+  });
+  const api = (await import("../../../functions/api.js")).handler as unknown as Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;
+  const worker = (await import("../../../functions/worker.js")).handler as unknown as Handler<SQSEvent, SQSBatchResponse>;
+  const slack = (await import("../../../functions/slack.js")).handler as unknown as Harness["slack"];
+  return {
+    aws,
+    converse,
+    database,
+    async api(input) {
+      const result = await api(apiEvent(input), lambdaContext("test-threadwise-api"));
+      const body = result.body ?? "";
+      return { status: result.statusCode ?? 0, headers: (result.headers ?? {}) as Record<string, string>, json: body ? JSON.parse(body) : undefined };
+    },
+    worker: (event) => worker(event, lambdaContext("test-threadwise-worker", 300_000)),
+    slack,
+    async close() {
+      await dropKnownCollections(database.db);
+      await database.cleanup();
+      await converse.close();
+      await aws.close();
+    },
+  };
+}
