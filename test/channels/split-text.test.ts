@@ -13,15 +13,20 @@ describe("split-text", () => {
       expect(splitText(`${a}\n\n${b}`, 100)).toEqual([a, b]);
     });
 
+    it("returns a word longer than the limit cut into pieces of the limit", () => {
+      expect(splitText("x".repeat(25), 10)).toEqual(["x".repeat(10), "x".repeat(10), "x".repeat(5)]);
+    });
+
     it("returns pieces no longer than the limit whose words, in order, are the text's", () => {
       const word = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }).filter((s) => !/\s/.test(s)), fc.constantFrom("\n", "\n\n"));
       fc.assert(
-        fc.property(fc.array(word, { maxLength: 200 }), fc.integer({ min: 20, max: 300 }), (words, max) => {
+        fc.property(fc.array(word, { maxLength: 200 }), fc.integer({ min: 12, max: 300 }), (words, max) => {
           const text = words.join(" ");
           const pieces = splitText(text, max);
           expect(pieces.every((p) => p.length <= max)).toBe(true);
           expect(pieces.join(" ").split(/\s+/).filter(Boolean)).toEqual(text.split(/\s+/).filter(Boolean));
         }),
+        { numRuns: 1_000 },
       );
     });
   });
