@@ -1,0 +1,453 @@
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { z } from "zod";
+import { countTextTokens } from "../../lib/model-view/token-counter.js";
+
+/**
+ * A local stand-in for the Bedrock Runtime Converse API, spoken over HTTP/2 cleartext as the
+ * AWS SDK's HTTP/2 handler speaks it. The real `ChatBedrockConverse` is pointed at it through
+ * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (see `environment`). It rejects, with Bedrock's status and
+ * error shape, every request Bedrock rejects for the rules in design.md, so a test that passes
+ * here sent a request Bedrock would accept.
+ */
+
+/** Context window of the simulated model, in tokens (Claude Sonnet 4 on Bedrock). */
+export const DEFAULT_CONTEXT_WINDOW_TOKENS = 200_000;
+/** Largest `maxTokens` the simulated model accepts (Claude Sonnet 4's output limit). */
+export const DEFAULT_MAX_OUTPUT_TOKENS_LIMIT = 64_000;
+
+const toolResultContentSchema = z.union([
+  z.object({ text: z.string() }).strict(),
+  z.object({ json: z.unknown() }).strict(),
+]);
+
+const contentBlockSchema = z.union([
+  z.object({ text: z.string() }).strict(),
+  z.object({ toolUse: z.object({ toolUseId: z.string(), name: z.string(), input: z.unknown() }).strict() }).strict(),
+  z
+    .object({
+      toolResult: z
+        .object({
+          toolUseId: z.string(),
+          content: z.array(toolResultContentSchema),
+          status: z.enum(["success", "error"]).optional(),
+        })
+        .strict(),
+    })
+    .strict(),
+  z.object({ cachePoint: z.object({ type: z.literal("default") }) }).strict(),
+]);
+
+const converseRequestSchema = z.object({
+  messages: z.array(z.object({ role: z.enum(["user", "assistant"]), content: z.array(contentBlockSchema) }).strict()),
+  system: z.array(z.union([z.object({ text: z.string() }).strict(), z.object({ cachePoint: z.object({ type: z.literal("default") }) }).strict()])).optional(),
+  inferenceConfig: z
+    .object({
+      maxTokens: z.number().int().optional(),
+      temperature: z.number().optional(),
+      topP: z.number().optional(),
+      stopSequences: z.array(z.string()).optional(),
+    })
+    .strict()
+    .optional(),
+  toolConfig: z
+    .object({
+      tools: z.array(
+        z.object({
+          toolSpec: z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.object({ json: z.unknown() }) }),
+        }),
+      ),
+      toolChoice: z.unknown().optional(),
+    })
+    .optional(),
+  additionalModelRequestFields: z.unknown().optional(),
+  requestMetadata: z.record(z.string(), z.string()).optional(),
+});
+
+export type ConverseRequest = z.infer<typeof converseRequestSchema>;
+export type ConverseMessage = ConverseRequest["messages"][number];
+export type ConverseContentBlock = z.infer<typeof contentBlockSchema>;
+
+/** One tool call the scripted model makes. */
+export interface ScriptedToolUse {
+  name: string;
+  input: Record<string, unknown>;
+  /** Default: `tooluse_<request number>_<position>`, deterministic. */
+  toolUseId?: string;
+}
+
+/** What the scripted model answers to one request. */
+export type ScriptedReply =
+  | { text: string }
+  | { toolUses: ScriptedToolUse[]; text?: string }
+  /** A service-side failure (throttling, outage), answered with this status and error type. */
+  | { error: { status: number; type: string; message: string } };
+
+export type Responder = (request: ConverseRequest, context: { modelId: string; requestNumber: number }) => ScriptedReply | Promise<ScriptedReply>;
+
+/** One request as the endpoint received it, kept for assertions. */
+export interface RecordedConverseRequest {
+  modelId: string;
+  operation: "converse";
+  /** The parsed body; undefined when the body was not the Converse JSON shape. */
+  body: ConverseRequest | undefined;
+  headers: Record<string, string>;
+  /** The endpoint's estimate of the input tokens (cl100k over all text, tool inputs and schemas). */
+  inputTokens: number;
+  status: number;
+  /** The error type when rejected (`ValidationException`, ...). */
+  errorType?: string;
+  errorMessage?: string;
+}
+
+export interface ConverseEndpointOptions {
+  /** Tokens the simulated model accepts, input plus `maxTokens`. Default: DEFAULT_CONTEXT_WINDOW_TOKENS. */
+  contextWindowTokens?: number;
+  /** Default: DEFAULT_MAX_OUTPUT_TOKENS_LIMIT. */
+  maxOutputTokensLimit?: number;
+  /**
+   * Rejects requests without `inferenceConfig.maxTokens`. Bedrock does not, but the product
+   * always sets it, so a request without it is a regression. Default: true.
+   */
+  requireMaxTokens?: boolean;
+  /** Default: `defaultResponder`. */
+  respond?: Responder;
+}
+
+export interface ConverseEndpoint {
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  /** Every request received, oldest first. */
+  requests: RecordedConverseRequest[];
+  /** The variables that point the AWS SDK (and so `ChatBedrockConverse`) at this endpoint with dummy credentials. */
+  environment: Record<string, string>;
+  /** Replaces the responder for the following requests. */
+  setResponder(respond: Responder): void;
+  close(): Promise<void>;
+}
+
+class BedrockRejection extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function validation(message: string): BedrockRejection {
+  return new BedrockRejection(400, "ValidationException", message);
+}
+
+function isBlank(text: string): boolean {
+  return text.trim().length === 0;
+}
+
+/** Throws the rejection Bedrock answers for the first rule the request breaks. */
+export function checkConverseRules(request: ConverseRequest, limits: Required<Omit<ConverseEndpointOptions, "respond">>, inputTokens: number): void {
+  const { messages } = request;
+  if (messages.length === 0 || messages[0].role !== "user") {
+    throw validation("A conversation must start with a user message. Try again with a conversation that starts with a user message.");
+  }
+  (request.system ?? []).forEach((block, i) => {
+    if ("text" in block && isBlank(block.text)) {
+      throw validation(`The text field in the SystemContentBlock object at system.${i} is blank. Add text to the text field, and try again.`);
+    }
+  });
+  let hasToolBlocks = false;
+  messages.forEach((message, m) => {
+    if (m > 0 && messages[m - 1].role === message.role) {
+      throw validation("A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.");
+    }
+    if (message.content.length === 0) {
+      throw validation(`The content field in the Message object at messages.${m} is empty. Add a ContentBlock object to the content field and try again.`);
+    }
+    message.content.forEach((block, b) => {
+      if ("text" in block && isBlank(block.text)) {
+        throw validation(`The text field in the ContentBlock object at messages.${m}.content.${b} is blank. Add text to the text field, and try again.`);
+      }
+      if ("toolUse" in block) {
+        hasToolBlocks = true;
+        if (message.role !== "assistant") throw validation(`messages.${m}.content.${b}: toolUse blocks are only allowed in assistant messages.`);
+      }
+      if ("toolResult" in block) {
+        hasToolBlocks = true;
+        if (message.role !== "user") throw validation(`messages.${m}.content.${b}: toolResult blocks are only allowed in user messages.`);
+        block.toolResult.content.forEach((part, p) => {
+          if ("text" in part && isBlank(part.text)) {
+            throw validation(`The text field in the ToolResultContentBlock object at messages.${m}.content.${b}.toolResult.content.${p} is blank. Add text to the text field, and try again.`);
+          }
+        });
+      }
+    });
+    checkToolPairing(messages, m);
+  });
+  if (hasToolBlocks && !request.toolConfig) {
+    throw validation("The toolConfig field must be defined when using toolUse and toolResult content blocks.");
+  }
+  const names = new Set<string>();
+  for (const tool of request.toolConfig?.tools ?? []) {
+    const { name } = tool.toolSpec;
+    if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) throw validation(`Tool name ${JSON.stringify(name)} must match ^[a-zA-Z0-9_-]{1,64}$.`);
+    if (names.has(name)) throw validation(`Tool names must be unique: ${name} appears more than once.`);
+    names.add(name);
+  }
+  if (messages[messages.length - 1].role !== "user") {
+    throw validation("A conversation must end with a user message. Try again with a conversation that ends with a user message.");
+  }
+  const maxTokens = request.inferenceConfig?.maxTokens;
+  if (maxTokens === undefined) {
+    if (limits.requireMaxTokens) throw validation("inferenceConfig.maxTokens is required (the product always sets it).");
+  } else if (maxTokens < 1 || maxTokens > limits.maxOutputTokensLimit) {
+    throw validation(`The maximum tokens you requested exceeds the model limit of ${limits.maxOutputTokensLimit}. Try again with a maximum tokens value that is lower than ${limits.maxOutputTokensLimit}.`);
+  }
+  if (inputTokens > limits.contextWindowTokens) {
+    throw validation(`The model returned the following errors: prompt is too long: ${inputTokens} tokens > ${limits.contextWindowTokens} maximum`);
+  }
+  if (maxTokens !== undefined && inputTokens + maxTokens > limits.contextWindowTokens) {
+    throw validation(
+      `The model returned the following errors: input length and \`max_tokens\` exceed context limit: ${inputTokens} + ${maxTokens} > ${limits.contextWindowTokens}, decrease input length or \`max_tokens\` and try again`,
+    );
+  }
+}
+
+/** Every toolUse is answered in the next message by toolResults with exactly its ids, and no toolResult lacks its toolUse. */
+function checkToolPairing(messages: ConverseMessage[], m: number): void {
+  const message = messages[m];
+  if (message.role === "assistant") {
+    const ids = message.content.flatMap((b) => ("toolUse" in b ? [b.toolUse.toolUseId] : []));
+    if (new Set(ids).size !== ids.length) throw validation(`messages.${m}.content: toolUse ids must be unique.`);
+    if (ids.length === 0) return;
+    const next = messages[m + 1];
+    const answered = new Set(next?.role === "user" ? next.content.flatMap((b) => ("toolResult" in b ? [b.toolResult.toolUseId] : [])) : []);
+    const missing = ids.filter((id) => !answered.has(id));
+    if (missing.length > 0) {
+      throw validation(`Expected toolResult blocks at messages.${m + 1}.content for the following Ids: ${missing.join(", ")}`);
+    }
+    return;
+  }
+  const results = message.content.flatMap((b) => ("toolResult" in b ? [b.toolResult.toolUseId] : []));
+  if (results.length === 0) return;
+  const previous = messages[m - 1];
+  const asked = new Set(previous?.role === "assistant" ? previous.content.flatMap((b) => ("toolUse" in b ? [b.toolUse.toolUseId] : [])) : []);
+  if (results.length > asked.size) {
+    throw validation(`The number of toolResult blocks at messages.${m}.content exceeds the number of toolUse blocks of previous turn.`);
+  }
+  const unexpected = results.filter((id) => !asked.has(id));
+  if (unexpected.length > 0) {
+    throw validation(
+      `messages.${m}.content: unexpected tool_use_id found in tool_result blocks: ${unexpected.join(", ")}. Each tool_result block must have a corresponding tool_use block in the previous message.`,
+    );
+  }
+}
+
+function blockText(block: ConverseContentBlock): string {
+  if ("text" in block) return block.text;
+  if ("toolUse" in block) return `${block.toolUse.name} ${JSON.stringify(block.toolUse.input)}`;
+  if ("toolResult" in block) return block.toolResult.content.map((c) => ("text" in c ? c.text : JSON.stringify(c.json))).join("\n");
+  return "";
+}
+
+/** A rough input-token count, as the model would bill it: every text, tool input and tool schema. */
+export function estimateInputTokens(request: ConverseRequest): number {
+  let tokens = 0;
+  for (const block of request.system ?? []) if ("text" in block) tokens += countTextTokens(block.text);
+  for (const message of request.messages) {
+    tokens += 4;
+    for (const block of message.content) tokens += countTextTokens(blockText(block));
+  }
+  for (const tool of request.toolConfig?.tools ?? []) tokens += countTextTokens(JSON.stringify(tool.toolSpec));
+  return tokens;
+}
+
+/** The text of the last user message, tool results left out. */
+export function lastUserText(request: ConverseRequest): string {
+  const last = request.messages[request.messages.length - 1];
+  return last.content.flatMap((b) => ("text" in b ? [b.text] : [])).join("\n");
+}
+
+function sampleArguments(schema: unknown): Record<string, unknown> {
+  const { properties = {}, required = [] } = (schema ?? {}) as { properties?: Record<string, { type?: string }>; required?: string[] };
+  const args: Record<string, unknown> = {};
+  for (const name of required) {
+    const type = properties[name]?.type;
+    args[name] = type === "number" || type === "integer" ? 1 : type === "boolean" ? true : type === "array" ? [] : type === "object" ? {} : "example";
+  }
+  return args;
+}
+
+/**
+ * The scripted model used unless a test gives its own: after tool results, a text answer that
+ * summarises them; else a call of the first offered tool named in the user's text (required
+ * arguments filled with samples); else an echo of the question.
+ */
+export const defaultResponder: Responder = (request) => {
+  const last = request.messages[request.messages.length - 1];
+  const results = last.content.flatMap((b) => ("toolResult" in b ? [b.toolResult] : []));
+  if (results.length > 0) {
+    const previous = request.messages[request.messages.length - 2];
+    const names = new Map(previous.content.flatMap((b) => ("toolUse" in b ? [[b.toolUse.toolUseId, b.toolUse.name] as const] : [])));
+    const parts = results.map((r) => {
+      const text = r.content.map((c) => ("text" in c ? c.text : JSON.stringify(c.json))).join(" ");
+      return `${names.get(r.toolUseId)} returned ${JSON.stringify(text.slice(0, 200))}`;
+    });
+    return { text: `Summary of ${results.length} tool result(s): ${parts.join("; ")}` };
+  }
+  const question = lastUserText(request);
+  const tool = request.toolConfig?.tools.find((t) => question.toLowerCase().includes(t.toolSpec.name.toLowerCase()));
+  if (tool) return { toolUses: [{ name: tool.toolSpec.name, input: sampleArguments(tool.toolSpec.inputSchema.json) }] };
+  return { text: `You asked: ${question}` };
+};
+
+function replyContent(reply: Exclude<ScriptedReply, { error: unknown }>, requestNumber: number): ConverseContentBlock[] {
+  if ("toolUses" in reply) {
+    const content: ConverseContentBlock[] = reply.text ? [{ text: reply.text }] : [];
+    reply.toolUses.forEach((use, i) =>
+      content.push({ toolUse: { toolUseId: use.toolUseId ?? `tooluse_${requestNumber}_${i}`, name: use.name, input: use.input } }),
+    );
+    return content;
+  }
+  return [{ text: reply.text }];
+}
+
+function flattenHeaders(headers: http2.IncomingHttpHeaders): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers)) {
+    if (value !== undefined && !key.startsWith(":")) flat[key] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return flat;
+}
+
+function readBody(stream: http2.ServerHttp2Stream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+    stream.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    stream.on("error", reject);
+  });
+}
+
+function send(stream: http2.ServerHttp2Stream, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (stream.destroyed || stream.closed) return;
+  const payload = JSON.stringify(body);
+  stream.respond({
+    ":status": status,
+    "content-type": "application/json",
+    "x-amzn-requestid": crypto.randomUUID(),
+    ...headers,
+  });
+  stream.end(payload);
+}
+
+function sendRejection(stream: http2.ServerHttp2Stream, rejection: BedrockRejection): void {
+  // Bedrock names the error in this header; the SDK maps it to the exception class.
+  send(stream, rejection.status, { message: rejection.message }, { "x-amzn-errortype": `${rejection.type}:http://internal.amazon.com/coral/com.amazon.bedrock/` });
+}
+
+/** Starts the endpoint on 127.0.0.1 and an ephemeral port. */
+export async function startConverseEndpoint(options: ConverseEndpointOptions = {}): Promise<ConverseEndpoint> {
+  const limits = {
+    contextWindowTokens: options.contextWindowTokens ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
+    maxOutputTokensLimit: options.maxOutputTokensLimit ?? DEFAULT_MAX_OUTPUT_TOKENS_LIMIT,
+    requireMaxTokens: options.requireMaxTokens ?? true,
+  };
+  let respond = options.respond ?? defaultResponder;
+  const requests: RecordedConverseRequest[] = [];
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const server = http2.createServer();
+  server.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+  });
+
+  async function handle(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): Promise<void> {
+    const started = performance.now();
+    const raw = await readBody(stream);
+    const path = String(headers[":path"] ?? "");
+    const match = /^\/model\/([^/]+)\/converse$/.exec(path.split("?")[0]);
+    if (headers[":method"] !== "POST" || !match) {
+      if (/^\/model\/[^/]+\/converse-stream$/.test(path)) {
+        sendRejection(stream, validation("converse-stream is not implemented by the local endpoint; create the model with disableStreaming: true."));
+        return;
+      }
+      sendRejection(stream, new BedrockRejection(404, "UnknownOperationException", `No operation at ${headers[":method"]} ${path}`));
+      return;
+    }
+    const modelId = decodeURIComponent(match[1]);
+    const record: RecordedConverseRequest = {
+      modelId,
+      operation: "converse",
+      body: undefined,
+      headers: flattenHeaders(headers),
+      inputTokens: 0,
+      status: 200,
+    };
+    requests.push(record);
+    const requestNumber = requests.length;
+    try {
+      const authorization = record.headers.authorization ?? "";
+      if (!authorization.startsWith("AWS4-HMAC-SHA256 ") && !authorization.startsWith("Bearer ")) {
+        throw new BedrockRejection(403, "AccessDeniedException", "Missing Authentication Token");
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(raw);
+      } catch {
+        throw validation("Malformed input request, please reformat your input and try again.");
+      }
+      const parsed = converseRequestSchema.safeParse(json);
+      if (!parsed.success) {
+        throw validation(`Malformed input request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+      }
+      record.body = parsed.data;
+      record.inputTokens = estimateInputTokens(parsed.data);
+      checkConverseRules(parsed.data, limits, record.inputTokens);
+      const reply = await respond(parsed.data, { modelId, requestNumber });
+      if ("error" in reply) throw new BedrockRejection(reply.error.status, reply.error.type, reply.error.message);
+      const content = replyContent(reply, requestNumber);
+      const outputTokens = content.reduce((n, block) => n + countTextTokens(blockText(block)), 0);
+      send(stream, 200, {
+        output: { message: { role: "assistant", content } },
+        stopReason: "toolUses" in reply ? "tool_use" : "end_turn",
+        usage: { inputTokens: record.inputTokens, outputTokens, totalTokens: record.inputTokens + outputTokens },
+        metrics: { latencyMs: Math.max(1, Math.round(performance.now() - started)) },
+      });
+    } catch (error) {
+      const rejection = error instanceof BedrockRejection ? error : new BedrockRejection(500, "InternalServerException", String(error));
+      record.status = rejection.status;
+      record.errorType = rejection.type;
+      record.errorMessage = rejection.message;
+      sendRejection(stream, rejection);
+    }
+  }
+
+  server.on("stream", (stream, headers) => {
+    handle(stream, headers).catch((error: unknown) => stream.destroy(error as Error));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    requests,
+    environment: {
+      AWS_ENDPOINT_URL_BEDROCK_RUNTIME: url,
+      AWS_ACCESS_KEY_ID: "AKIDLOCALTEST",
+      AWS_SECRET_ACCESS_KEY: "local-test-secret",
+      AWS_REGION: "us-east-1",
+      AWS_DEFAULT_REGION: "us-east-1",
+    },
+    setResponder(next) {
+      respond = next;
+    },
+    close() {
+      // The SDK keeps its HTTP/2 sessions open for reuse; close would wait for them forever.
+      for (const session of sessions) session.destroy();
+      return new Promise((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+    },
+  };
+}
