@@ -53,7 +53,12 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const ownsClient = !options.mongoClient;
   const client = options.mongoClient ?? createMongoClient(requireUri(config), { serverSelectionTimeoutMs: config.mongoServerSelectionTimeoutMs });
   if (ownsClient) await client.connect();
-  const database = new ThreadwiseDatabase(client, { dbName: config.dbName, leaseTtlMs: config.leaseTtlMs });
+  const database = new ThreadwiseDatabase(client, {
+    dbName: config.dbName,
+    leaseTtlMs: config.leaseTtlMs,
+    retentionDays: config.retentionDays,
+    checkpointsKept: config.checkpointsKept,
+  });
   await database.setup();
   const guard = new ToolIdempotencyGuard({ collection: database.idempotency });
   const registry = new ToolRegistry([...(options.tools ?? []), createReadToolOutputTool(database.artifacts)], { guard });
@@ -80,6 +85,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     faults: options.faults,
     afterTurn: async (conversationId) => {
       await database.checkpointer.prune(conversationId);
+      await database.retention.touch(conversationId);
     },
   });
   const dispatcher = options.turnQueue

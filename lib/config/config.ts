@@ -39,6 +39,8 @@ const envSchema = z.object({
   MONGODB_DB: z.string().min(1).optional(),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt.optional(),
   LEASE_TTL_MS: positiveInt.optional(),
+  RETENTION_DAYS: positiveInt.optional(),
+  CHECKPOINTS_KEPT: positiveInt.optional(),
   MODEL_PROVIDER: z.enum(["local", "bedrock"]).optional(),
   BEDROCK_MODEL_ID: z.string().min(1).optional(),
   BEDROCK_REGION: z.string().min(1).optional(),
@@ -109,6 +111,10 @@ export interface Config {
   mongoServerSelectionTimeoutMs?: number;
   /** How long a turn's lease on its conversation lasts unless renewed. Default: 120,000 ms (`DEFAULT_LEASE_TTL_MS`). */
   leaseTtlMs?: number;
+  /** Days of inactivity before a conversation expires from every collection. Default: 90 (`DEFAULT_RETENTION_DAYS`). */
+  retentionDays?: number;
+  /** Checkpoints kept per thread after each turn. Default: 3 (`DEFAULT_CHECKPOINTS_KEPT`). */
+  checkpointsKept?: number;
   model: ModelConfig;
   view: ViewConfig;
   auth: AuthConfig;
@@ -134,6 +140,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dbName: e.MONGODB_DB ?? DEFAULT_DB_NAME,
     mongoServerSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
     leaseTtlMs: e.LEASE_TTL_MS,
+    retentionDays: e.RETENTION_DAYS,
+    checkpointsKept: e.CHECKPOINTS_KEPT,
     model: {
       provider: e.MODEL_PROVIDER ?? DEFAULT_MODEL_PROVIDER,
       bedrockModelId: e.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID,

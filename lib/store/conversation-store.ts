@@ -31,6 +31,8 @@ export interface ConversationDocument {
   createdAt: Date;
   updatedAt: Date;
   lease?: Lease | null;
+  /** When the conversation expires unless it is active again (see RetentionPolicy). */
+  expiresAt?: Date;
 }
 
 export interface ConversationSummary {
@@ -65,7 +67,11 @@ function ownedBy(caller: Caller) {
 export class ConversationStore {
   readonly collection: Collection<ConversationDocument>;
 
-  constructor(db: Db) {
+  /** `retentionMs`: a new conversation expires after this long unless it is used. */
+  constructor(
+    db: Db,
+    private readonly retentionMs?: number,
+  ) {
     this.collection = db.collection<ConversationDocument>(COLLECTIONS.conversations);
   }
 
@@ -87,6 +93,7 @@ export class ConversationStore {
       updatedAt: now,
       lease: null,
     };
+    if (this.retentionMs) doc.expiresAt = new Date(now.getTime() + this.retentionMs);
     await this.collection.insertOne(doc);
     return doc;
   }

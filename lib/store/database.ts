@@ -6,6 +6,7 @@ import type { IdempotencyDocument } from "./idempotency-persistence-layer.js";
 import { ConversationStore } from "./conversation-store.js";
 import { ConversationLease } from "./lease.js";
 import { MessageStore } from "./message-store.js";
+import { RetentionPolicy } from "./retention.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnStore } from "./turn-store.js";
 
@@ -17,6 +18,8 @@ export interface ThreadwiseDatabaseOptions {
   dbName: string;
   /** Default: {@link DEFAULT_LEASE_TTL_MS} from lease.ts. */
   leaseTtlMs?: number;
+  /** Days of inactivity before a conversation expires everywhere. Default: `DEFAULT_RETENTION_DAYS`. */
+  retentionDays?: number;
   /** Checkpoints kept per thread after each turn. Default: the saver's `DEFAULT_CHECKPOINTS_KEPT`. */
   checkpointsKept?: number;
 }
@@ -35,10 +38,12 @@ export class ThreadwiseDatabase {
   /** Idempotency records of requests and tool side effects (Powertools persistence layer). */
   readonly idempotency: Collection<IdempotencyDocument>;
   readonly checkpointer: ThreadwiseSaver;
+  readonly retention: RetentionPolicy;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
-    this.conversations = new ConversationStore(this.db);
+    this.retention = new RetentionPolicy(this.db, { days: options.retentionDays });
+    this.conversations = new ConversationStore(this.db, this.retention.periodMs);
     this.messages = new MessageStore(this.db);
     this.turns = new TurnStore(this.db);
     this.lease = new ConversationLease(this.conversations.collection, options.leaseTtlMs);
@@ -49,7 +54,7 @@ export class ThreadwiseDatabase {
 
   async setup(): Promise<void> {
     const errors = [...(await this.checkpointer.setup())];
-    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup()]);
+    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup(), this.retention.setup()]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
   }

@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp, type App } from "../../lib/app.js";
+import { loadConfig } from "../../lib/config/config.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import type { Caller } from "../../lib/tools/tool.js";
+import { dropKnownCollections } from "../support/drop-collections.js";
+import { mongoUri } from "../support/mongo.js";
+import { bigReport } from "../support/test-tools.js";
+
+const caller: Caller = { userId: "alice", roles: [] };
+const dbName = `retention_${randomUUID().slice(0, 8)}`;
+const RETAINED = [
+  COLLECTIONS.conversations,
+  COLLECTIONS.messages,
+  COLLECTIONS.turns,
+  COLLECTIONS.modelCalls,
+  COLLECTIONS.artifacts,
+  COLLECTIONS.checkpoints,
+  COLLECTIONS.checkpointWrites,
+  COLLECTIONS.checkpointBlobs,
+];
+let client: MongoClient;
+let app: App;
+
+beforeAll(async () => {
+  client = new MongoClient(mongoUri());
+  await client.connect();
+  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, RETENTION_DAYS: "7" }), {
+    mongoClient: client,
+    authenticate: async () => caller,
+    tools: [bigReport],
+  });
+});
+afterAll(async () => {
+  await dropKnownCollections(client.db(dbName));
+  await client.close();
+});
+
+describe("RetentionPolicy", () => {
+  describe("setup", () => {
+    it("creates a TTL index on every collection that holds a conversation", async () => {
+      for (const name of RETAINED) {
+        const indexes = await client.db(dbName).collection(name).listIndexes().toArray();
+        const ttl = indexes.find((i) => i.key.expiresAt === 1);
+        expect(ttl, name).toMatchObject({ expireAfterSeconds: 0 });
+      }
+    });
+  });
+
+  describe("touch", () => {
+    it("gives every document of an active conversation an expiry a full period ahead", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const before = Date.now();
+      await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 3000}', turnId: randomUUID() });
+      const week = 7 * 86_400_000;
+      for (const name of RETAINED) {
+        const field = name === COLLECTIONS.conversations ? "_id" : name.startsWith("checkpoint") ? "thread_id" : "conversationId";
+        const docs = await client.db(dbName).collection(name).find({ [field]: conversationId }).toArray();
+        expect(docs.length, name).toBeGreaterThan(0);
+        for (const doc of docs) {
+          expect(doc.expiresAt, name).toBeInstanceOf(Date);
+          expect(doc.expiresAt.getTime() - before, name).toBeGreaterThanOrEqual(week - 1_000);
+        }
+      }
+    });
+
+    it("leaves expiries far from due untouched, so a busy conversation is not rewritten every turn", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      await app.runner.run({ conversationId, caller, content: "hello", turnId: randomUUID() });
+      const first = await client.db(dbName).collection(COLLECTIONS.messages).findOne({ conversationId });
+      await app.database.retention.touch(conversationId, new Date(Date.now() + 86_400_000));
+      const unchanged = await client.db(dbName).collection(COLLECTIONS.messages).findOne({ _id: first!._id });
+      expect(unchanged!.expiresAt).toEqual(first!.expiresAt);
+      await app.database.retention.touch(conversationId, new Date(Date.now() + 5 * 86_400_000));
+      const renewed = await client.db(dbName).collection(COLLECTIONS.messages).findOne({ _id: first!._id });
+      expect(renewed!.expiresAt.getTime()).toBeGreaterThan(first!.expiresAt.getTime());
+    });
+  });
+});
