@@ -19,7 +19,10 @@ const TITLE_CHARS = 80;
 
 export interface TurnRequest {
   conversationId: string;
+  /** Who asks: tools check their permissions against this caller. */
   caller: Caller;
+  /** Who owns the conversation, when not the caller (a Slack workspace, a Teams tenant). Default: the caller. */
+  owner?: Caller;
   content: string;
   turnId: string;
   /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
@@ -98,7 +101,7 @@ export class TurnRunner {
   async run(request: TurnRequest, onProgress?: TurnContext["onProgress"]): Promise<TurnResult> {
     const { conversations, messages, turns, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
-    await conversations.getOwned(conversationId, caller);
+    await conversations.getOwned(conversationId, request.owner ?? caller);
     const started = Date.now();
     // Per attempt, so a retry of the same turn waits while the first attempt is alive.
     const holder = `${turnId}:${randomUUID()}`;
