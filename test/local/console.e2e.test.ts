@@ -20,6 +20,7 @@ const CHROMIUM_ARGS = [
 const SCREENSHOT = "test-results/console.png";
 const FIRST_QUESTION = 'big_report {"rows": 5000}';
 const SECOND_QUESTION = "What did the report show?";
+const VIEW_BUDGET = 4_000;
 
 const haveChromium = existsSync(CHROMIUM);
 // In CI a missing browser fails the run; on a workstation the suite says why it is skipped.
@@ -36,6 +37,38 @@ function gate() {
 
 const format = (value: number) => new Intl.NumberFormat("en").format(value);
 
+/** Visible text under WCAG AA contrast (4.5:1, 3:1 for large text) against its nearest opaque background. */
+function lowContrastTexts(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const rgb = (css: string) => (css.match(/[\d.]+/g) ?? []).map(Number);
+    const luminance = ([r, g, b]: number[]) => {
+      const c = [r, g, b].map((v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4));
+      return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+    };
+    const background = (el: Element | null): number[] => {
+      for (let node = el; node; node = node.parentElement) {
+        const color = rgb(getComputedStyle(node).backgroundColor);
+        if (color.length === 3 || color[3] === 1) return color.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    const failures: string[] = [];
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const el = node.parentElement;
+      if (!el || !node.textContent?.trim() || el.closest("[hidden], .visually-hidden, .skip-link, :disabled")) continue;
+      if (el.getClientRects().length === 0) continue;
+      const style = getComputedStyle(el);
+      const [l1, l2] = [luminance(rgb(style.color)), luminance(background(el))].sort((a, b) => b - a);
+      const ratio = (l1 + 0.05) / (l2 + 0.05);
+      const size = parseFloat(style.fontSize);
+      const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+      if (ratio < (large ? 3 : 4.5)) failures.push(`${ratio.toFixed(2)}: ${node.textContent.trim().slice(0, 40)}`);
+    }
+    return failures;
+  });
+}
+
 describeWithBrowser("console", () => {
   let t: TestServer;
   let browser: Browser;
@@ -45,7 +78,8 @@ describeWithBrowser("console", () => {
 
   beforeAll(async () => {
     if (!haveChromium) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium.sh`);
-    t = await startTestServer({}, { app: { tools: [bigReportTool({ gate: toolGate.pass })] } });
+    // A budget small enough that the bars in the screenshot have visible lengths.
+    t = await startTestServer({ VIEW_TOTAL_BUDGET: String(VIEW_BUDGET) }, { app: { tools: [bigReportTool({ gate: toolGate.pass })] } });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     // CSP violations and script errors show up here; the page must have none.
@@ -147,10 +181,16 @@ describeWithBrowser("console", () => {
     expect(stats.toolSchemaTokens).toBeGreaterThan(0);
     expect(await inspector.locator('[data-bar="view"] .bar-value').textContent()).toBe(`${format(stats.viewTokens)} + ${format(stats.toolSchemaTokens)} tool schemas`);
     expect(await inspector.locator('[data-bar="input"] .bar-value').textContent()).toBe(format(turn2.calls[0].usage.inputTokens));
-    expect(await inspector.locator(".budget figcaption").textContent()).toContain(format(stats.budget));
+    expect(stats.budget).toBe(VIEW_BUDGET);
+    expect(await inspector.locator(".budget figcaption").textContent()).toContain(format(VIEW_BUDGET));
     expect(await inspector.locator('[data-bar="view"] .bar-track').getAttribute("aria-label")).toBe(
       `Model view: ${format(stats.viewTokens)} tokens plus ${format(stats.toolSchemaTokens)} for tool schemas, ${Math.round(((stats.viewTokens + stats.toolSchemaTokens) / stats.budget) * 100)}% of the budget`,
     );
+
+    // Accessibility: every control has a name, and text meets WCAG AA contrast.
+    const tree = await page.locator("body").ariaSnapshot();
+    expect(tree).not.toMatch(/^\s*- (button|textbox|tab|checkbox|link)\s*(\[[^\]]*\])?:?$/m);
+    expect(await lowContrastTexts(page)).toEqual([]);
 
     await mkdir("test-results", { recursive: true });
     await page.screenshot({ path: SCREENSHOT });

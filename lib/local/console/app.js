@@ -311,6 +311,20 @@ function pollProgress(conversationId) {
   };
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls a queued turn until it finishes; resolves like the synchronous POST would. */
+async function waitForTurn(conversationId, turnId) {
+  const started = Date.now();
+  for (;;) {
+    const turn = await api("GET", `/v1/conversations/${conversationId}/turns/${turnId}`);
+    if (turn.status === "completed") return { turnId, answer: turn.answer };
+    if (turn.status === "failed") throw new Error(turn.error?.message ?? "the turn failed");
+    renderProgress(turn.progress, Date.now() - started);
+    await sleep(POLL_MS);
+  }
+}
+
 async function send(content) {
   const conversationId = state.conversationId;
   state.running = true;
@@ -321,6 +335,8 @@ async function send(content) {
   let result = null;
   try {
     result = await api("POST", `/v1/conversations/${conversationId}/messages`, { content });
+    // A deployment with a turn queue may answer 202 and run the turn elsewhere.
+    if (result?.status === "queued") result = await waitForTurn(conversationId, result.turnId);
   } catch (error) {
     $("chat-error").textContent = `The turn failed: ${error.message}`;
   } finally {
@@ -507,7 +523,7 @@ function renderCall(call, thread, turn) {
     return h("p", { class: "error", text: "The stored thread is shorter than when this call was made: it was changed or deleted since." });
   }
   const plan = classify(thread, stats);
-  return h("div", { class: "call" }, renderFacts(call, plan), renderBudget(call), h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)));
+  return h("div", { class: "call" }, renderFacts(call, plan), renderBudget(call), renderLegend(), h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)));
 }
 
 function reasonText(o) {
@@ -546,6 +562,18 @@ function renderFacts(call, plan) {
   const repairs = Object.entries(stats.repairs ?? {}).filter(([, count]) => count > 0);
   if (repairs.length) facts.push(h("li", { class: "fact", text: `History repairs in the view: ${repairs.map(([k, v]) => `${k} ${v}`).join(", ")}.` }));
   return h("ul", { class: "facts", "aria-label": "What this call was sent" }, facts);
+}
+
+function renderLegend() {
+  const entry = (kind, text) => h("li", {}, h("span", { class: `badge badge-${kind}`, text }));
+  return h(
+    "ul",
+    { class: "legend", "aria-label": "Legend" },
+    entry("sent", "sent as stored"),
+    entry("condensed", "condensed: question/answer pair"),
+    entry("notice", "replaced by a notice"),
+    entry("omitted", "in state only, left out of the view"),
+  );
 }
 
 function renderBudget(call) {
