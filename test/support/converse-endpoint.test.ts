@@ -122,6 +122,30 @@ describe("startConverseEndpoint", () => {
     });
   });
 
+  describe("converse-stream", () => {
+    it("streams a text answer with usage to ChatBedrockConverse", async () => {
+      const chunks: string[] = [];
+      for await (const chunk of await model().stream([new HumanMessage("Stream this")])) chunks.push(String(chunk.content));
+      expect(chunks.join("")).toBe("You asked: Stream this");
+      expect(endpoint.requests.at(-1)).toMatchObject({ operation: "converse-stream", status: 200 });
+    });
+
+    it("streams a tool call that an invoke with streaming on returns whole", async () => {
+      const streaming = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 512, streaming: true }).bindTools([weather]);
+      const answer = await streaming.invoke([new HumanMessage("get_weather for Paris")]);
+      expect(answer.tool_calls).toEqual([expect.objectContaining({ name: "get_weather", args: { city: "example" } })]);
+      expect(answer.usage_metadata?.input_tokens).toBe(endpoint.requests.at(-1)!.inputTokens);
+      expect(endpoint.requests.at(-1)!.operation).toBe("converse-stream");
+    });
+
+    it("rejects what converse rejects, before streaming", async () => {
+      const streaming = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 512, streaming: true });
+      const error = await rejection([new HumanMessage("One"), new HumanMessage("Two")], streaming);
+      expect(error).toMatchObject({ name: "ValidationException" });
+      expect(endpoint.requests.at(-1)!.operation).toBe("converse-stream");
+    });
+  });
+
   describe("rejections", () => {
     it("answers 400 with x-amzn-errortype ValidationException and a {message} body", async () => {
       const session = http2.connect(endpoint.url);

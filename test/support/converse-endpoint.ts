@@ -4,8 +4,9 @@ import { z } from "zod";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 
 /**
- * A local stand-in for the Bedrock Runtime Converse API, spoken over HTTP/2 cleartext as the
- * AWS SDK's HTTP/2 handler speaks it. The real `ChatBedrockConverse` is pointed at it through
+ * A local stand-in for the Bedrock Runtime Converse and ConverseStream APIs, spoken over HTTP/2
+ * cleartext as the AWS SDK's HTTP/2 handler speaks it (ChatBedrockConverse streams when a caller
+ * streams, e.g. LangGraph's "messages" stream mode). The real `ChatBedrockConverse` is pointed at it through
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (see `environment`). It rejects, with Bedrock's status and
  * error shape, every request Bedrock rejects for the rules in design.md, so a test that passes
  * here sent a request Bedrock would accept.
@@ -88,7 +89,7 @@ export type Responder = (request: ConverseRequest, context: { modelId: string; r
 /** One request as the endpoint received it, kept for assertions. */
 export interface RecordedConverseRequest {
   modelId: string;
-  operation: "converse";
+  operation: "converse" | "converse-stream";
   /** The parsed body; undefined when the body was not the Converse JSON shape. */
   body: ConverseRequest | undefined;
   headers: Record<string, string>;
@@ -311,6 +312,63 @@ function replyContent(reply: Exclude<ScriptedReply, { error: unknown }>, request
   return [{ text: reply.text }];
 }
 
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(bytes: Buffer): number {
+  let crc = 0xffffffff;
+  for (const byte of bytes) crc = CRC_TABLE[(crc ^ byte) & 0xff] ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** One message of the `application/vnd.amazon.eventstream` framing ConverseStream answers with. */
+function eventMessage(eventType: string, payload: unknown): Buffer {
+  const headers = Buffer.concat(
+    Object.entries({ ":event-type": eventType, ":content-type": "application/json", ":message-type": "event" }).map(([name, value]) => {
+      const nameBytes = Buffer.from(name, "utf8");
+      const valueBytes = Buffer.from(value, "utf8");
+      const header = Buffer.alloc(1 + nameBytes.length + 3 + valueBytes.length);
+      header.writeUInt8(nameBytes.length, 0);
+      nameBytes.copy(header, 1);
+      header.writeUInt8(7, 1 + nameBytes.length); // 7: string value
+      header.writeUInt16BE(valueBytes.length, 2 + nameBytes.length);
+      valueBytes.copy(header, 4 + nameBytes.length);
+      return header;
+    }),
+  );
+  const body = Buffer.from(JSON.stringify(payload), "utf8");
+  const total = 12 + headers.length + body.length + 4;
+  const message = Buffer.alloc(total);
+  message.writeUInt32BE(total, 0);
+  message.writeUInt32BE(headers.length, 4);
+  message.writeUInt32BE(crc32(message.subarray(0, 8)), 8);
+  headers.copy(message, 12);
+  body.copy(message, 12 + headers.length);
+  message.writeUInt32BE(crc32(message.subarray(0, total - 4)), total - 4);
+  return message;
+}
+
+/** The ConverseStream events of one answer: text as one delta per block, tool inputs as JSON strings. */
+function streamEvents(content: ConverseContentBlock[], stopReason: string, usage: unknown, latencyMs: number): Buffer[] {
+  const events = [eventMessage("messageStart", { role: "assistant" })];
+  content.forEach((block, contentBlockIndex) => {
+    if ("toolUse" in block) {
+      const { toolUseId, name, input } = block.toolUse;
+      events.push(eventMessage("contentBlockStart", { contentBlockIndex, start: { toolUse: { toolUseId, name } } }));
+      events.push(eventMessage("contentBlockDelta", { contentBlockIndex, delta: { toolUse: { input: JSON.stringify(input) } } }));
+    } else if ("text" in block) {
+      events.push(eventMessage("contentBlockDelta", { contentBlockIndex, delta: { text: block.text } }));
+    }
+    events.push(eventMessage("contentBlockStop", { contentBlockIndex }));
+  });
+  events.push(eventMessage("messageStop", { stopReason }));
+  events.push(eventMessage("metadata", { usage, metrics: { latencyMs } }));
+  return events;
+}
+
 function flattenHeaders(headers: http2.IncomingHttpHeaders): Record<string, string> {
   const flat: Record<string, string> = {};
   for (const [key, value] of Object.entries(headers)) {
@@ -365,19 +423,15 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
     const started = performance.now();
     const raw = await readBody(stream);
     const path = String(headers[":path"] ?? "");
-    const match = /^\/model\/([^/]+)\/converse$/.exec(path.split("?")[0]);
+    const match = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(path.split("?")[0]);
     if (headers[":method"] !== "POST" || !match) {
-      if (/^\/model\/[^/]+\/converse-stream$/.test(path)) {
-        sendRejection(stream, validation("converse-stream is not implemented by the local endpoint; create the model with disableStreaming: true."));
-        return;
-      }
       sendRejection(stream, new BedrockRejection(404, "UnknownOperationException", `No operation at ${headers[":method"]} ${path}`));
       return;
     }
     const modelId = decodeURIComponent(match[1]);
     const record: RecordedConverseRequest = {
       modelId,
-      operation: "converse",
+      operation: match[2] as RecordedConverseRequest["operation"],
       body: undefined,
       headers: flattenHeaders(headers),
       inputTokens: 0,
@@ -407,12 +461,15 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
       if ("error" in reply) throw new BedrockRejection(reply.error.status, reply.error.type, reply.error.message);
       const content = replyContent(reply, requestNumber);
       const outputTokens = content.reduce((n, block) => n + countTextTokens(blockText(block)), 0);
-      send(stream, 200, {
-        output: { message: { role: "assistant", content } },
-        stopReason: "toolUses" in reply ? "tool_use" : "end_turn",
-        usage: { inputTokens: record.inputTokens, outputTokens, totalTokens: record.inputTokens + outputTokens },
-        metrics: { latencyMs: Math.max(1, Math.round(performance.now() - started)) },
-      });
+      const stopReason = "toolUses" in reply ? "tool_use" : "end_turn";
+      const usage = { inputTokens: record.inputTokens, outputTokens, totalTokens: record.inputTokens + outputTokens };
+      const latencyMs = Math.max(1, Math.round(performance.now() - started));
+      if (record.operation === "converse-stream") {
+        stream.respond({ ":status": 200, "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": crypto.randomUUID() });
+        stream.end(Buffer.concat(streamEvents(content, stopReason, usage, latencyMs)));
+        return;
+      }
+      send(stream, 200, { output: { message: { role: "assistant", content } }, stopReason, usage, metrics: { latencyMs } });
     } catch (error) {
       const rejection = error instanceof BedrockRejection ? error : new BedrockRejection(500, "InternalServerException", String(error));
       record.status = rejection.status;
