@@ -20,15 +20,16 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
-import { ChannelBlobStore, type BlobDocument } from "./checkpoint/channel-blob-store.js";
+import { ChannelBlobStore, type BlobDocument, type BlobPosition } from "./checkpoint/channel-blob-store.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
+import { COLLECTIONS } from "./collections.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
-export const DEFAULT_CHECKPOINTS_COLLECTION = "checkpoints";
+export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
 /** Collection of pending writes, one document per write. */
-export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = "checkpoint_writes";
-/** Collection of channel values, one document per (thread, namespace, channel, version). */
-export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = "checkpoint_blobs";
+export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = COLLECTIONS.checkpointWrites;
+/** Collection of channel values and list chunks, keyed by (thread, namespace, channel, version). */
+export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = COLLECTIONS.checkpointBlobs;
 /**
  * Checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps. Resuming needs only
  * the latest; a few more leave the end of the last turn inspectable.
@@ -97,11 +98,6 @@ interface WriteDocument {
   channel: string;
   type: string;
   value: Binary;
-}
-
-interface ThreadPosition {
-  thread_id: string;
-  checkpoint_ns: string;
 }
 
 function readConfigString(name: string, value: unknown, required = false): string | undefined {
@@ -385,7 +381,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
 
   /** The checkpoint's writes in `writesSortKey` order, the order live execution applies them in. */
   private async loadWrites(
-    position: ThreadPosition,
+    position: BlobPosition,
     checkpoint_id: string,
     channel?: string,
   ): Promise<{ taskId: string; channel: string; value: unknown }[]> {
@@ -408,7 +404,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * Checkpoints before format v4 kept pending sends as `TASKS` writes on their parent; the
    * base spec expects them to surface as the `TASKS` channel of the child.
    */
-  private async migratePendingSends(checkpoint: Checkpoint, position: ThreadPosition, parentId: string): Promise<void> {
+  private async migratePendingSends(checkpoint: Checkpoint, position: BlobPosition, parentId: string): Promise<void> {
     const sends = await this.loadWrites(position, parentId, TASKS);
     const existing = Object.values(checkpoint.channel_versions);
     checkpoint.channel_values[TASKS] = sends.map((w) => w.value);
