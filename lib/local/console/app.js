@@ -221,6 +221,8 @@ function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
   $("chat-title").textContent = current ? conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
   const order = turnOrder();
+  // A turn without an answer (failed or interrupted) is inspected from its question.
+  const answered = new Set(state.messages.filter((m) => m.role === "assistant").map((m) => m.turnId));
   $("messages").replaceChildren(
     ...state.messages.map((m) => {
       const turnNumber = order.indexOf(m.turnId) + 1;
@@ -231,7 +233,7 @@ function renderChat() {
         { class: `chat-message ${m.role}${inspected ? " inspected" : ""}`, "data-turn-id": m.turnId },
         h("div", { class: "chat-meta" }, h("span", { class: "chat-role", text: isAnswer ? "Assistant" : "You" }), h("span", { class: "chat-turn", text: `turn ${turnNumber}` })),
         h("div", { class: "chat-text", text: m.content }),
-        isAnswer
+        isAnswer || !answered.has(m.turnId)
           ? h("button", {
               type: "button",
               class: "inspect-button",
@@ -248,6 +250,9 @@ function renderChat() {
   const enabled = Boolean(state.conversationId) && !state.running;
   $("composer-input").disabled = !enabled;
   $("send").disabled = !enabled;
+  // One turn at a time: switching away mid-turn would leave its progress nowhere to show.
+  $("new-conversation").disabled = state.running;
+  for (const button of document.querySelectorAll(".conversation button")) button.disabled = state.running;
   const log = $("messages");
   // Follow the conversation as it grows, not when only the inspected turn changed.
   if (log.childElementCount !== renderChat.shown) log.scrollTop = log.scrollHeight;
