@@ -88,8 +88,8 @@ export class TurnJobWorker {
   }
 }
 
-/** A held lease says when it ends; anything else backs off exponentially. */
+/** Exponential backoff, and never sooner than a conflict's Retry-After (the lease's remaining time, capped). */
 function retryDelaySeconds(error: unknown, receiveCount: number): number {
-  if (error instanceof ConflictError && error.retryAfterSeconds !== undefined) return error.retryAfterSeconds;
-  return Math.min(DEFAULT_RETRY_BASE_SECONDS * 2 ** (receiveCount - 1), DEFAULT_RETRY_MAX_SECONDS);
+  const backoff = Math.min(DEFAULT_RETRY_BASE_SECONDS * 2 ** (receiveCount - 1), DEFAULT_RETRY_MAX_SECONDS);
+  return error instanceof ConflictError && error.retryAfterSeconds !== undefined ? Math.max(backoff, error.retryAfterSeconds) : backoff;
 }

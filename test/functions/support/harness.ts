@@ -1,6 +1,7 @@
 import type { APIGatewayProxyStructuredResultV2, Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { startConverseEndpoint, type ConverseEndpoint, type ConverseEndpointOptions } from "../../support/converse-endpoint.js";
 import { dropKnownCollections } from "../../support/drop-collections.js";
+import { TEST_SLACK_SIGNING_SECRET } from "../../support/slack-signing.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "../../support/mongo.js";
 import { startLocalAws, type LocalAws } from "./aws-endpoints.js";
 import { apiEvent, lambdaContext, type ApiEventInput } from "./events.js";
@@ -26,14 +27,15 @@ export async function startHarness(options: { env?: Record<string, string>; conv
   const aws = await startLocalAws();
   const converse = await startConverseEndpoint(options.converse);
   const database = await openTestDatabase("fn");
-  aws.setSecret({ mongodbUri: mongoUri(), slackSigningSecret: "test-signing-secret", slackBotToken: "xoxb-test" });
+  aws.setSecret({ mongodbUri: mongoUri(), slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-test" });
   Object.assign(process.env, aws.environment, converse.environment, {
     MODEL_PROVIDER: "bedrock",
     MONGODB_DB: database.dbName,
     POWERTOOLS_SERVICE_NAME: "threadwise-test",
     POWERTOOLS_METRICS_NAMESPACE: "Threadwise",
-    POWERTOOLS_LOG_LEVEL: "SILENT",
+    POWERTOOLS_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "SILENT",
     POWERTOOLS_DEV: "true",
+    POWERTOOLS_METRICS_DISABLED: "false",
     ...options.env,
   });
   const api = (await import("../../../functions/api.js")).handler as unknown as Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;

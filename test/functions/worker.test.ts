@@ -1,0 +1,113 @@
+import { DEFAULT_TURN_MAX_RECEIVES } from "../../lib/config/config.js";
+import { DEFAULT_RETRY_BASE_SECONDS } from "../../lib/queue/index.js";
+import { lastUserText } from "../support/converse-endpoint.js";
+import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
+import { startHarness, type Harness } from "./support/harness.js";
+import type { SentMessage } from "./support/aws-endpoints.js";
+
+let h: Harness;
+const alice = jwtClaims("alice");
+
+beforeAll(async () => {
+  h = await startHarness({
+    converse: {
+      respond: (request) =>
+        lastUserText(request).includes("break")
+          ? { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } }
+          : { text: `answer to: ${lastUserText(request)}` },
+    },
+  });
+});
+afterAll(async () => h?.close());
+
+/** Posts an async turn and returns its queue message. */
+async function queuedTurn(content: string): Promise<{ conversationId: string; turnId: string; message: SentMessage }> {
+  const created = await h.api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice });
+  const conversationId = created.json.conversationId as string;
+  const before = h.aws.sent.length;
+  const accepted = await h.api({
+    method: "POST",
+    path: `/v1/conversations/${conversationId}/messages`,
+    routeKey: "POST /v1/conversations/{id}/messages",
+    claims: alice,
+    query: { async: "true" },
+    body: { content },
+  });
+  expect(accepted.status).toBe(202);
+  return { conversationId, turnId: accepted.json.turnId, message: h.aws.sent[before] };
+}
+
+const turnOf = (conversationId: string, turnId: string) =>
+  h.api({ method: "GET", path: `/v1/conversations/${conversationId}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice });
+
+describe("functions/worker", () => {
+  describe("handler", () => {
+    it("returns no failures and completes the turn", async () => {
+      const { conversationId, turnId, message } = await queuedTurn("first question");
+      const result = await h.worker(sqsEvent(sqsRecord(message)));
+      expect(result).toEqual({ batchItemFailures: [] });
+      expect((await turnOf(conversationId, turnId)).json).toMatchObject({ status: "completed", answer: "answer to: first question" });
+    });
+
+    it("does not run the turn again when the queue delivers the same message twice", async () => {
+      const { conversationId, message } = await queuedTurn("asked once");
+      await h.worker(sqsEvent(sqsRecord(message, 1)));
+      const modelCalls = h.converse.requests.length;
+      const again = await h.worker(sqsEvent(sqsRecord(message, 2)));
+      expect(again.batchItemFailures).toEqual([]);
+      expect(h.converse.requests.length).toBe(modelCalls);
+      const record = await h.api({ method: "GET", path: `/v1/conversations/${conversationId}/messages`, routeKey: "GET /v1/conversations/{id}/messages", claims: alice });
+      expect(record.json.messages).toHaveLength(2);
+    });
+
+    it("returns the message as a failure, due back after a backoff, while another turn holds the conversation", async () => {
+      const { conversationId, message } = await queuedTurn("wait for the lease");
+      await h.database.db
+        .collection<{ _id: string }>("conversations")
+        .updateOne({ _id: conversationId }, { $set: { lease: { holder: "another-turn", expiresAt: new Date(Date.now() + 60_000) } } });
+      const record = sqsRecord(message);
+      const result = await h.worker(sqsEvent(record));
+      expect(result.batchItemFailures).toEqual([{ itemIdentifier: message.messageId }]);
+      const change = h.aws.visibilityChanges.find((c) => c.receiptHandle === record.receiptHandle);
+      expect(change?.visibilityTimeout).toBe(DEFAULT_RETRY_BASE_SECONDS);
+    });
+
+    it("returns a failing turn for a retry, backing off, before its last receive", async () => {
+      const { message } = await queuedTurn("please break");
+      const record = sqsRecord(message, 2);
+      const result = await h.worker(sqsEvent(record));
+      expect(result.batchItemFailures).toEqual([{ itemIdentifier: message.messageId }]);
+      expect(h.aws.visibilityChanges.find((c) => c.receiptHandle === record.receiptHandle)?.visibilityTimeout).toBe(DEFAULT_RETRY_BASE_SECONDS * 2);
+    });
+
+    it("returns no failure on the last receive of a failing turn, and records the turn as failed", async () => {
+      const { conversationId, turnId, message } = await queuedTurn("please break again");
+      const result = await h.worker(sqsEvent(sqsRecord(message, DEFAULT_TURN_MAX_RECEIVES)));
+      expect(result.batchItemFailures).toEqual([]);
+      expect((await turnOf(conversationId, turnId)).json.status).toBe("failed");
+    });
+
+    it("drops a message that is not a turn job instead of retrying it", async () => {
+      const poison = { ...h.aws.sent[0], messageId: "poison-1", body: JSON.stringify({ hello: "world" }) };
+      const result = await h.worker(sqsEvent(sqsRecord(poison)));
+      expect(result.batchItemFailures).toEqual([]);
+    });
+
+    it("publishes the per-turn metrics as CloudWatch EMF in the Threadwise namespace", async () => {
+      const { message } = await queuedTurn("measure me");
+      const lines: string[] = [];
+      const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+      try {
+        await h.worker(sqsEvent(sqsRecord(message)));
+      } finally {
+        spy.mockRestore();
+      }
+      const emf = lines.map((l) => JSON.parse(l) as Record<string, any>).find((l) => l._aws?.CloudWatchMetrics);
+      expect(emf?._aws.CloudWatchMetrics[0].Namespace).toBe("Threadwise");
+      const names = emf?._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
+      expect(names).toEqual(expect.arrayContaining(["StateTokens", "ViewTokens", "InputTokens", "OutputTokens", "ToolCalls", "TurnDurationMs", "OmittedOutputs"]));
+      expect(emf?.InputTokens).toBeGreaterThan(0);
+      expect(emf?.service).toBe("threadwise-test");
+    });
+  });
+});

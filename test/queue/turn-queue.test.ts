@@ -1,0 +1,96 @@
+import type { TurnJob } from "../../lib/channels/index.js";
+import { InProcessTurnQueue, turnIdForJob, turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/index.js";
+
+const caller = { userId: "U1", roles: [] };
+function job(overrides: Partial<TurnJob> = {}): TurnJob {
+  return {
+    channel: "slack",
+    conversationKey: "T1:C1:1700000000.000100",
+    caller,
+    owner: { userId: "workspace:T1", roles: [] },
+    readScope: "slack:T1:C1",
+    content: "hi",
+    dedupeId: "Ev001",
+    receivedAt: new Date(0).toISOString(),
+    replyTo: { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" },
+    ...overrides,
+  } as TurnJob;
+}
+
+describe("turn-queue", () => {
+  describe("turnJobGroupId", () => {
+    it("returns one group per conversation, within SQS's 128 characters", () => {
+      const long = "19:" + "x".repeat(300) + "@thread.tacv2";
+      expect(turnJobGroupId(job({ dedupeId: "Ev1" }))).toBe(turnJobGroupId(job({ dedupeId: "Ev2" })));
+      expect(turnJobGroupId(job({ conversationKey: "other" }))).not.toBe(turnJobGroupId(job()));
+      expect(turnJobGroupId(job({ conversationKey: long })).length).toBeLessThanOrEqual(128);
+    });
+  });
+
+  describe("turnJobDeduplicationId", () => {
+    it("returns the same id for a retried event and another for a new one", () => {
+      expect(turnJobDeduplicationId(job())).toBe(turnJobDeduplicationId(job({ receivedAt: new Date(5).toISOString() })));
+      expect(turnJobDeduplicationId(job({ dedupeId: "Ev002" }))).not.toBe(turnJobDeduplicationId(job()));
+    });
+  });
+
+  describe("turnIdForJob", () => {
+    it("returns the API's turn id for an API job", () => {
+      expect(turnIdForJob(job({ channel: "api", dedupeId: "6f1c1f39-1a1b-4c1d-8e1f-000000000001" } as Partial<TurnJob>))).toBe("6f1c1f39-1a1b-4c1d-8e1f-000000000001");
+    });
+
+    it("returns a stable UUID-shaped id per channel event", () => {
+      const id = turnIdForJob(job());
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(turnIdForJob(job())).toBe(id);
+      expect(turnIdForJob(job({ dedupeId: "Ev002" }))).not.toBe(id);
+    });
+  });
+});
+
+describe("InProcessTurnQueue", () => {
+  describe("enqueue", () => {
+    it("returns at once and runs one conversation's jobs in order, one at a time", async () => {
+      const events: string[] = [];
+      const queue = new InProcessTurnQueue(async (j) => {
+        events.push(`start ${j.dedupeId}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        events.push(`end ${j.dedupeId}`);
+      });
+      await queue.enqueue(job({ dedupeId: "a" }));
+      await queue.enqueue(job({ dedupeId: "b" }));
+      expect(events).not.toContain("end a");
+      await queue.drain();
+      expect(events).toEqual(["start a", "end a", "start b", "end b"]);
+    });
+
+    it("returns other conversations' jobs without waiting for a slow one", async () => {
+      const events: string[] = [];
+      const queue = new InProcessTurnQueue(async (j) => {
+        if (j.dedupeId === "slow") await new Promise((resolve) => setTimeout(resolve, 50));
+        events.push(j.dedupeId);
+      });
+      await queue.enqueue(job({ dedupeId: "slow" }));
+      await queue.enqueue(job({ dedupeId: "fast", conversationKey: "other" }));
+      await queue.drain();
+      expect(events).toEqual(["fast", "slow"]);
+    });
+
+    it("returns a failure to onError and keeps running the group", async () => {
+      const failures: string[] = [];
+      const done: string[] = [];
+      const queue = new InProcessTurnQueue(
+        async (j) => {
+          if (j.dedupeId === "bad") throw new Error("boom");
+          done.push(j.dedupeId);
+        },
+        (_error, j) => failures.push(j.dedupeId),
+      );
+      await queue.enqueue(job({ dedupeId: "bad" }));
+      await queue.enqueue(job({ dedupeId: "good" }));
+      await queue.drain();
+      expect(failures).toEqual(["bad"]);
+      expect(done).toEqual(["good"]);
+    });
+  });
+});
