@@ -1,6 +1,6 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
-import { countMessageTokens, countMessagesTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
+import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import type { ModelView, ModelViewPolicy, OmittedOutput, ViewRepairs } from "./types.js";
@@ -321,7 +321,7 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
     messages: view,
     stats: {
       stateMessages: messages.length,
-      stateTokens: countMessagesTokens(messages),
+      stateTokens: countStateTokens(messages),
       viewMessages: view.length,
       viewTokens: total - toolSchemaTokens,
       toolSchemaTokens,

@@ -13,44 +13,69 @@ function getEncoder(): Tiktoken {
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 
 /**
- * Characters of text whose token counts are remembered across calls. State is rehydrated from
- * checkpoints on every invocation, so message objects are new each turn while their texts repeat;
- * remembering texts makes the first view of a turn as cheap as the later ones.
+ * Characters of message text whose token counts are remembered across calls. State is rehydrated
+ * from checkpoints on every invocation, so message objects are new each turn while their texts
+ * repeat; remembering texts makes the first view of a turn cheap too.
  */
 export const DEFAULT_TEXT_CACHE_CHARS = 4_000_000;
 
 /**
- * Texts longer than this are counted every time rather than pinned in the cache: they are tool
- * outputs far over any per-output threshold, which are offloaded and do not come back in state.
+ * Message texts longer than this are counted every time rather than pinned in the cache: in state
+ * they are rare, since tool outputs over the per-output threshold are offloaded.
  */
 export const DEFAULT_MAX_CACHED_TEXT_CHARS = 32_000;
 
-// Insertion-ordered, so the first key is the least recently used one.
-const textTokens = new Map<string, number>();
-let cachedChars = 0;
+/** Messages whose token counts are remembered by message id, for the statistics of the whole state. */
+export const DEFAULT_ID_CACHE_ENTRIES = 200_000;
 
-function rememberText(text: string, tokens: number): void {
-  textTokens.set(text, tokens);
-  cachedChars += text.length;
-  while (cachedChars > DEFAULT_TEXT_CACHE_CHARS) {
-    const oldest = textTokens.keys().next().value as string;
-    textTokens.delete(oldest);
-    cachedChars -= oldest.length;
+/**
+ * A bounded memo with two generations: hits in the older one are promoted, and when the newer one
+ * is full the older one is dropped. Amortised O(1), no per-hit reordering.
+ */
+class GenerationalMemo<V> {
+  private current = new Map<string, V>();
+  private previous = new Map<string, V>();
+  private currentWeight = 0;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly weigh: (key: string) => number,
+  ) {}
+
+  get(key: string): V | undefined {
+    const hit = this.current.get(key);
+    if (hit !== undefined) return hit;
+    const old = this.previous.get(key);
+    if (old !== undefined) this.set(key, old);
+    return old;
+  }
+
+  set(key: string, value: V): void {
+    if (this.currentWeight >= this.capacity / 2) {
+      this.previous = this.current;
+      this.current = new Map();
+      this.currentWeight = 0;
+    }
+    this.current.set(key, value);
+    this.currentWeight += this.weigh(key);
   }
 }
 
-/** Tokens of `text` under cl100k_base. Memoised by content: tokenizing is ~3 MB/s, a lookup is not. */
+const textTokens = new GenerationalMemo<number>(DEFAULT_TEXT_CACHE_CHARS, (text) => text.length);
+
+/** Tokens of `text` under cl100k_base. Not memoised: most texts counted alone (tool outputs) never recur. */
 export function countTextTokens(text: string): number {
   if (text.length === 0) return 0;
+  return getEncoder().encode(text, [], []).length;
+}
+
+/** `countTextTokens`, memoised by content: message texts recur in every view of the thread, and tokenizing runs at a few MB/s. */
+function countRecurringTextTokens(text: string): number {
+  if (text.length === 0 || text.length > DEFAULT_MAX_CACHED_TEXT_CHARS) return countTextTokens(text);
   const known = textTokens.get(text);
-  if (known !== undefined) {
-    // Refresh recency: re-inserting moves the key to the end of the map.
-    textTokens.delete(text);
-    textTokens.set(text, known);
-    return known;
-  }
-  const tokens = getEncoder().encode(text, [], []).length;
-  if (text.length <= DEFAULT_MAX_CACHED_TEXT_CHARS) rememberText(text, tokens);
+  if (known !== undefined) return known;
+  const tokens = countTextTokens(text);
+  textTokens.set(text, tokens);
   return tokens;
 }
 
@@ -75,13 +100,17 @@ interface CountedMessage {
 // message whose fields were reassigned is counted again rather than reported stale.
 const messageTokens = new WeakMap<BaseMessage, CountedMessage>();
 
-/** Tokens of one message: framing, content and tool calls (name and JSON arguments). */
+function toolCallsOf(message: BaseMessage): ToolCallLike[] | undefined {
+  return (message as { tool_calls?: ToolCallLike[] }).tool_calls;
+}
+
+/** Tokens of one message: framing, content and tool calls (name and JSON arguments). Exact. */
 export function countMessageTokens(message: BaseMessage): number {
-  const toolCalls = (message as { tool_calls?: ToolCallLike[] }).tool_calls;
+  const toolCalls = toolCallsOf(message);
   const counted = messageTokens.get(message);
   if (counted && counted.content === message.content && counted.toolCalls === toolCalls) return counted.tokens;
-  let tokens = MESSAGE_OVERHEAD_TOKENS + countTextTokens(contentText(message));
-  for (const call of toolCalls ?? []) tokens += countTextTokens(call.name) + countTextTokens(JSON.stringify(call.args) ?? "");
+  let tokens = MESSAGE_OVERHEAD_TOKENS + countRecurringTextTokens(contentText(message));
+  for (const call of toolCalls ?? []) tokens += countRecurringTextTokens(call.name) + countRecurringTextTokens(JSON.stringify(call.args) ?? "");
   messageTokens.set(message, { content: message.content, toolCalls, tokens });
   return tokens;
 }
@@ -89,5 +118,42 @@ export function countMessageTokens(message: BaseMessage): number {
 export function countMessagesTokens(messages: readonly BaseMessage[]): number {
   let total = 0;
   for (const m of messages) total += countMessageTokens(m);
+  return total;
+}
+
+interface IdentifiedCount {
+  type: string;
+  chars: number;
+  toolCalls: number;
+  tokens: number;
+}
+
+const idTokens = new GenerationalMemo<IdentifiedCount>(DEFAULT_ID_CACHE_ENTRIES, () => 1);
+
+/**
+ * Tokens of the whole state, for statistics. LangGraph's messages reducer gives every message an
+ * id that survives checkpoints, so a rehydrated message is recognised by id (with its type, text
+ * length and number of tool calls as a guard against a message replaced under the same id) without
+ * hashing its text. Messages without an id are counted as `countMessageTokens` does. The view's own
+ * tokens, which the budget rests on, are always counted exactly.
+ */
+export function countStateTokens(messages: readonly BaseMessage[]): number {
+  let total = 0;
+  for (const message of messages) {
+    if (!message.id) {
+      total += countMessageTokens(message);
+      continue;
+    }
+    const chars = typeof message.content === "string" ? message.content.length : contentText(message).length;
+    const toolCalls = toolCallsOf(message)?.length ?? 0;
+    const known = idTokens.get(message.id);
+    if (known && known.type === message.type && known.chars === chars && known.toolCalls === toolCalls) {
+      total += known.tokens;
+      continue;
+    }
+    const tokens = countMessageTokens(message);
+    idTokens.set(message.id, { type: message.type, chars, toolCalls, tokens });
+    total += tokens;
+  }
   return total;
 }

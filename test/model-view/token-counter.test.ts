@@ -1,6 +1,6 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { countMessagesTokens, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
+import { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
 
 describe("token counter", () => {
   describe("countTextTokens", () => {
@@ -41,6 +41,19 @@ describe("token counter", () => {
     it("returns the sum over the messages", () => {
       const messages = [new HumanMessage("hello world"), new AIMessage("hello")];
       expect(countMessagesTokens(messages)).toBe(2 * MESSAGE_OVERHEAD_TOKENS + 3);
+    });
+  });
+
+  describe("countStateTokens", () => {
+    it("returns the same total as countMessagesTokens, with and without ids", () => {
+      const messages = [new HumanMessage({ content: "hello world", id: "m1" }), new AIMessage("hello"), new HumanMessage({ content: "row row", id: "m2" })];
+      expect(countStateTokens(messages)).toBe(countMessagesTokens(messages));
+    });
+
+    it("counts a message again when its id comes back with a different text", () => {
+      countStateTokens([new HumanMessage({ content: "hello world", id: "m3" })]);
+      const replaced = new HumanMessage({ content: "hello world, and more words", id: "m3" });
+      expect(countStateTokens([replaced])).toBe(countMessageTokens(replaced));
     });
   });
 });
