@@ -48,10 +48,9 @@ function h(tag, attrs = {}, ...children) {
 }
 
 class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, message) {
     super(message);
     this.status = status;
-    this.code = code;
   }
 }
 
@@ -62,7 +61,7 @@ async function api(method, path, body) {
   if (response.status === 204) return null;
   const data = await response.json().catch(() => null);
   if (!response.ok) {
-    const error = new ApiError(response.status, data?.error?.code ?? "error", data?.error?.message ?? `request failed (${response.status})`);
+    const error = new ApiError(response.status, data?.error?.message ?? `request failed (${response.status})`);
     if (response.status === 401) signOut("Your token was refused or has expired. Sign in again.");
     throw error;
   }
@@ -732,6 +731,8 @@ function guard(action, errorBox) {
       $(errorBox).textContent = "";
       await action(...args);
     } catch (error) {
+      // A refused token has already signed out, with its own message.
+      if (error instanceof ApiError && error.status === 401) return;
       $(errorBox).textContent = error.message;
     }
   };
