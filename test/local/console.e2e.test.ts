@@ -95,7 +95,7 @@ describeWithBrowser("console", () => {
     await t?.close();
   });
 
-  const latestTurn = async (token: string, conversationId: string, position: number) => {
+  const turnAt = async (token: string, conversationId: string, position: number) => {
     const { messages } = (await t.call("GET", `/v1/conversations/${conversationId}/messages`, { token })).body;
     const turnIds = [...new Set(messages.map((m: { turnId: string }) => m.turnId))] as string[];
     return (await t.call("GET", `/v1/conversations/${conversationId}/turns/${turnIds[position]}`, { token })).body;
@@ -126,8 +126,8 @@ describeWithBrowser("console", () => {
 
     const token = await page.evaluate(() => sessionStorage.getItem("threadwise.token"));
     const conversationId = (await t.call("GET", "/v1/conversations", { token: token as string })).body.conversations[0].conversationId;
-    const turn1 = await latestTurn(token as string, conversationId, 0);
-    const turn2 = await latestTurn(token as string, conversationId, 1);
+    const turn1 = await turnAt(token as string, conversationId, 0);
+    const turn2 = await turnAt(token as string, conversationId, 1);
     expect(turn1.calls).toHaveLength(3);
     const omitted = turn1.calls[2].stats.omittedOutputs[0];
     expect(omitted).toMatchObject({ toolName: "big_report", reason: "over-threshold" });
