@@ -20,7 +20,7 @@ import type { ToolDefinition } from "./tools/tool.js";
 import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "./tools/tool-registry.js";
 import { offloadToolOutput } from "./tools/output-offload.js";
-import { createReadToolOutputTool } from "./tools/read-tool-output.js";
+import { createReadToolOutputTool, DEFAULT_READ_MAX_TOKENS } from "./tools/read-tool-output.js";
 
 export interface AppOptions {
   authenticate: Authenticate;
@@ -61,7 +61,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   });
   await database.setup();
   const guard = new ToolIdempotencyGuard({ collection: database.idempotency });
-  const registry = new ToolRegistry([...(options.tools ?? []), createReadToolOutputTool(database.artifacts)], { guard });
+  const registry = new ToolRegistry([...(options.tools ?? []), readToolOutput(database, config)], { guard });
   const graph = createAgentGraph({
     model: options.model ?? createChatModel(config.model),
     tools: new RegistryToolRunner(registry, (output, meta) =>
@@ -111,6 +111,12 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       if (ownsClient) await client.close();
     },
   };
+}
+
+/** Its pages stay under the offload threshold, or its own answers would come back as notices. */
+function readToolOutput(database: ThreadwiseDatabase, config: Config): ToolDefinition {
+  const maxTokens = Math.max(200, Math.min(DEFAULT_READ_MAX_TOKENS, config.view.toolOutputTokens - 100));
+  return createReadToolOutputTool(database.artifacts, { maxTokens });
 }
 
 function requireUri(config: Config): string {
