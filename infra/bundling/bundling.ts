@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { OutputFormat, type BundlingOptions } from "aws-cdk-lib/aws-lambda-nodejs";
 
 /**
@@ -27,6 +28,17 @@ export const BUNDLE_TARGET = "node22";
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __threadwiseCreateRequire } from 'node:module'; const require = __threadwiseCreateRequire(import.meta.url);";
 
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+
+/** Packages replaced in the bundles by smaller modules of ours with the same exports (see each file). */
+export const BUNDLE_ALIASES: Readonly<Record<string, string>> = {
+  "whatwg-url": here("./whatwg-url.ts"),
+  "js-tiktoken/ranks/cl100k_base": here("./cl100k-base.ts"),
+};
+
+/** Writes the data files the aliases read at run time into a bundle directory. */
+export const WRITE_BUNDLE_DATA_SCRIPT = here("./write-tokenizer-data.mjs");
+
 /**
  * How every function is bundled. The AWS SDK is bundled rather than taken from the runtime, so
  * the deployed code runs the SDK versions it was tested with (the runtime's copy lags and
@@ -42,4 +54,10 @@ export const FUNCTION_BUNDLING: BundlingOptions = {
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,
   externalModules: [...MONGODB_OPTIONAL_MODULES],
+  esbuildArgs: Object.fromEntries(Object.entries(BUNDLE_ALIASES).map(([name, path]) => [`--alias:${name}`, path])),
+  commandHooks: {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_inputDir: string, outputDir: string) => [`node "${WRITE_BUNDLE_DATA_SCRIPT}" "${outputDir}"`],
+  },
 };

@@ -7,7 +7,7 @@ import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { FUNCTION_BUNDLING } from "../bundling.js";
+import { FUNCTION_BUNDLING } from "../bundling/bundling.js";
 
 /** Runtime of every function; the bundle target in bundling.ts matches it. */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;

@@ -1,7 +1,20 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Template } from "aws-cdk-lib/assertions";
-import { ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES } from "../../infra/bundling.js";
+import { build } from "esbuild";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { pathToFileURL } from "node:url";
+import {
+  BUNDLE_ALIASES,
+  BUNDLE_TARGET,
+  ESM_REQUIRE_BANNER,
+  MONGODB_OPTIONAL_MODULES,
+  WRITE_BUNDLE_DATA_SCRIPT,
+} from "../../infra/bundling/bundling.js";
+import { TOKENIZER_DATA_FILE } from "../../infra/bundling/cl100k-base.js";
+import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { buildStack } from "./synth.js";
 
 describe("ThreadwiseStack bundling", () => {
@@ -27,11 +40,39 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(dir, "index.mjs")).size).toBeGreaterThan(0);
     });
 
+    it("returns the worker's tokenizer ranks as a data file beside the bundle, not inside it", () => {
+      const dir = bundleDir("dev-threadwise-worker");
+      const ranks = JSON.parse(readFileSync(join(dir, TOKENIZER_DATA_FILE), "utf8")) as { bpe_ranks: string };
+      expect(ranks.bpe_ranks.length).toBeGreaterThan(500_000);
+      expect(readFileSync(join(dir, "index.mjs"), "utf8").includes(ranks.bpe_ranks.slice(0, 200))).toBe(false);
+    });
+
     it("returns a worker bundle that leaves the driver's optional modules to require() at run time", () => {
       const code = readFileSync(join(bundleDir("dev-threadwise-worker"), "index.mjs"), "utf8");
       // An external module stays a call on its bare name (esbuild renames `require`); a bundled one would be inlined.
       const required = MONGODB_OPTIONAL_MODULES.filter((name) => new RegExp(`[\\w$]+\\(["']${name.replace(/[/@.]/g, "\\$&")}["']\\)`).test(code));
       expect(required).toEqual(expect.arrayContaining(["kerberos", "snappy", "@mongodb-js/zstd", "mongodb-client-encryption"]));
+    });
+  });
+
+  describe("BUNDLE_ALIASES", () => {
+    it("returns the same token counts from a bundle as from the source", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "tw-bundle-"));
+      await build({
+        entryPoints: [new URL("../../lib/model-view/token-counter.ts", import.meta.url).pathname],
+        outfile: join(dir, "index.mjs"),
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        target: BUNDLE_TARGET,
+        banner: { js: ESM_REQUIRE_BANNER },
+        alias: { ...BUNDLE_ALIASES },
+        logLevel: "silent",
+      });
+      execFileSync(process.execPath, [WRITE_BUNDLE_DATA_SCRIPT, dir]);
+      const bundled = (await import(pathToFileURL(join(dir, "index.mjs")).href)) as { countTextTokens(text: string): number };
+      const text = "Threadwise keeps durable state and sends only what helps answer. Ünïcödé, code `x => x + 1`.";
+      expect(bundled.countTextTokens(text)).toBe(countTextTokens(text));
     });
   });
 });
