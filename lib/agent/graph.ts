@@ -18,8 +18,8 @@ export type TurnContext = {
   caller: Caller;
   /** Called once per model call with what was sent; keyed by index so a resumed turn overwrites. */
   recordModelCall(record: ModelCallRecord): Promise<void>;
-  /** Progress for long turns (which step, which tool). */
-  onProgress?(progress: { step: "model" | "tool"; tool?: string }): void;
+  /** Progress for long turns (which step, which tool, how many model calls so far). */
+  onProgress?(progress: { step: "model" | "tool"; tool?: string; modelCalls: number }): Promise<void>;
 };
 
 export interface AgentGraphOptions {
@@ -70,7 +70,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const offered = tools.available(ctx.caller).map(toFunctionTool);
     const toolSchemaTokens = offered.length ? countTextTokens(JSON.stringify(offered)) : 0;
     const view = buildModelView(state.messages, { ...policy, toolSchemaTokens });
-    ctx.onProgress?.({ step: "model" });
+    await ctx.onProgress?.({ step: "model", modelCalls: callIndex(state.messages) });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
     const response = (await bound.invoke(view.messages, { signal: config.signal })) as AIMessage;
@@ -92,9 +92,9 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const ctx = turnContext(config);
     const last = state.messages[state.messages.length - 1] as AIMessage;
     const calls = last.tool_calls ?? [];
+    await ctx.onProgress?.({ step: "tool", tool: calls.map((c) => c.name).join(", "), modelCalls: callIndex(state.messages) });
     const results = await Promise.all(
       calls.map((call) => {
-        ctx.onProgress?.({ step: "tool", tool: call.name });
         const toolCallId = call.id ?? "";
         return tools.run(
           { id: toolCallId, name: call.name, args: call.args },

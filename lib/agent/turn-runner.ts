@@ -98,7 +98,7 @@ export class TurnRunner {
     this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
   }
 
-  async run(request: TurnRequest, onProgress?: TurnContext["onProgress"]): Promise<TurnResult> {
+  async run(request: TurnRequest): Promise<TurnResult> {
     const { conversations, messages, turns, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
     await conversations.getOwned(conversationId, request.owner ?? caller);
@@ -114,7 +114,7 @@ export class TurnRunner {
       await turns.markRunning(turnId);
       await messages.append({ conversationId, turnId, role: "user", content: request.content });
       faults?.at("after-user-message");
-      const answerMessage = await this.invokeGraph(request, holder, onProgress);
+      const answerMessage = await this.invokeGraph(request, holder);
       faults?.at("after-answer");
       const answer = textOf(answerMessage);
       await messages.append({ conversationId, turnId, role: "assistant", content: answer });
@@ -153,7 +153,7 @@ export class TurnRunner {
   }
 
   /** Starts the turn, or resumes it when the checkpoint already holds its user message. */
-  private async invokeGraph(request: TurnRequest, holder: string, onProgress?: TurnContext["onProgress"]): Promise<AIMessage> {
+  private async invokeGraph(request: TurnRequest, holder: string): Promise<AIMessage> {
     const { graph, turns, lease } = this.deps;
     const config = { configurable: { thread_id: request.conversationId } };
     const userMessageId = `${request.turnId}:user`;
@@ -171,7 +171,7 @@ export class TurnRunner {
         // Each model call renews the lease, so a long turn keeps it and a dead one loses it.
         await lease.acquire(request.conversationId, holder);
       },
-      onProgress,
+      onProgress: (progress) => turns.setProgress(request.turnId, progress),
     };
     const input = alreadyStarted ? null : { messages: [new HumanMessage({ content: request.content, id: userMessageId })] };
     const result = await graph.invoke(input, {

@@ -4,6 +4,7 @@ import { startLocalServer } from "./local-server.js";
 const config = loadConfig();
 const server = await startLocalServer(config);
 console.log(`threadwise listening on ${server.url}`);
+console.log(`console at ${server.url}/`);
 console.log(`mongodb ${server.mongodbUri}`);
 console.log(`model provider ${config.model.provider}`);
 console.log("get a token with: npm run token -- <user> [--tenant <tenant>]");

@@ -140,6 +140,10 @@ export class TurnStore {
     await this.collection.updateOne({ _id: call.turnId }, { $set: { updatedAt: now, progress } });
   }
 
+  async setProgress(turnId: string, progress: Omit<TurnProgress, "at">, now = new Date()): Promise<void> {
+    await this.collection.updateOne({ _id: turnId }, { $set: { updatedAt: now, progress: { ...progress, at: now } } });
+  }
+
   async complete(turnId: string, result: { answer: string; usage: Usage; toolCalls: number; durationMs: number }, now = new Date()): Promise<void> {
     await this.collection.updateOne(
       { _id: turnId },
