@@ -319,9 +319,10 @@ export class ThreadwiseSaver extends MongoDBSaver {
 
   /**
    * Keeps the latest `keep` checkpoints of each namespace of the thread and removes older
-   * checkpoints, their writes, and blob versions that no kept checkpoint references and that a
-   * kept checkpoint has superseded. Blobs newer than every kept reference are left alone: they
-   * may belong to a checkpoint still being written. Call it between turns.
+   * checkpoints, their writes, the blob versions that no kept checkpoint references and that a
+   * kept checkpoint has superseded, and the chunks no remaining version lists. Call it between
+   * turns, never while a turn of the same thread runs (the conversation lease ensures this): the
+   * chunks of a checkpoint being written are listed by no version until its put completes.
    */
   async prune(threadId: string, options: PruneOptions = {}): Promise<PruneResult> {
     if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
