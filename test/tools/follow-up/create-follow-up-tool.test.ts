@@ -90,6 +90,22 @@ describe("create_follow_up", () => {
       expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-4" })).toBe(1);
     });
 
+    it("sends the same Idempotency-Key when a call that timed out after posting is retried", async () => {
+      // The post reached the webhook, but the answer came too late: the call failed, so the
+      // guard released it and the retry posts again. Downstream dedupes on the key; we keep one record.
+      webhook.setDelayMs(500);
+      const tool = createFollowUpTool({ collection: t.db.collection<FollowUpDocument>("follow_ups"), webhookUrl: webhook.url });
+      const guard = new ToolIdempotencyGuard({ collection: t.db.collection<IdempotencyDocument>("idempotency"), pollIntervalMs: 20 });
+      const impatient = new ToolRegistry([tool], { guard, timeoutMs: 100 });
+      const first = await impatient.execute(call("tc-6"), context("conv-6"));
+      expect(first.content).toMatch(/timed out after 100 ms/);
+      webhook.setDelayMs(0);
+      const retry = await freshRegistry().execute(call("tc-6"), context("conv-6"));
+      expect(retry.status).toBe("success");
+      expect(webhook.requests.map((r) => r.headers["idempotency-key"])).toEqual(["conv-6:tc-6", "conv-6:tc-6"]);
+      expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-6" })).toBe(1);
+    });
+
     it("returns a validation error for a malformed due date", async () => {
       const result = await freshRegistry().execute(
         { id: "tc-5", name: "create_follow_up", args: { ...args, dueDate: "next Tuesday" } },
