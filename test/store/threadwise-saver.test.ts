@@ -3,7 +3,7 @@ import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langcha
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointMetadata } from "@langchain/langgraph-checkpoint";
 import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
-import { DocumentTooLargeError, ValidationError } from "../../lib/errors.js";
+import { DocumentTooLargeError, ThreadwiseError, ValidationError } from "../../lib/errors.js";
 import { DEFAULT_CHUNK_ITEMS } from "../../lib/store/checkpoint/channel-blob-store.js";
 import { MONGODB_MAX_DOCUMENT_BYTES } from "../../lib/store/checkpoint/document-size.js";
 import { ThreadwiseSaver, type ThreadwiseSaverOptions } from "../../lib/store/threadwise-saver.js";
@@ -201,6 +201,16 @@ describe("ThreadwiseSaver", () => {
       await saver.put(first, checkpointWith({ kept: "v", moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
       const [after] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
       expect(after.upserted_at.getTime()).toBeGreaterThan(before.upserted_at.getTime());
+    });
+  });
+
+  describe("getTuple", () => {
+    it("throws when a chunk of a stored list is missing, rather than returning part of the list", async () => {
+      const { saver, db } = await newSaver();
+      const long = Array.from({ length: DEFAULT_CHUNK_ITEMS * 2 }, (_, i) => ({ item: i }));
+      const config = await saver.put({ configurable: { thread_id: "t" } }, checkpointWith({ list: long }, { list: 1 }), metadata, { list: 1 });
+      await db.collection("checkpoint_blobs").deleteOne({ thread_id: "t", chunk: true });
+      await expect(saver.getTuple(config)).rejects.toThrow(ThreadwiseError);
     });
   });
 
