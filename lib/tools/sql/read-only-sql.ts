@@ -1,4 +1,7 @@
-/** Which lexical rules apply: SQLite also quotes identifiers in brackets; Trino uses brackets for subscripts. */
+/**
+ * Which lexical rules apply: SQLite also quotes identifiers in backticks and brackets; Trino uses
+ * brackets for subscripts and has no backtick quoting, so there their contents are checked too.
+ */
 export type SqlDialect = "sqlite" | "athena";
 
 export type ReadOnlyCheck = { ok: true; statement: string } | { ok: false; reason: string };
@@ -68,7 +71,7 @@ function lex(sql: string, dialect: SqlDialect): Lexed {
       const close = sql.indexOf("*/", i + 2);
       if (close < 0) return { ok: false, reason: "unterminated comment" };
       i = close + 2;
-    } else if (c === "'" || c === '"' || c === "`" || (c === "[" && dialect === "sqlite")) {
+    } else if (c === "'" || c === '"' || ((c === "`" || c === "[") && dialect === "sqlite")) {
       const close = c === "[" ? "]" : c;
       const end = quoted(close, c === "'" ? "string literal" : "quoted identifier");
       if (typeof end === "string") return { ok: false, reason: end };

@@ -3,8 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LocalDocumentIndex } from "../../../lib/tools/documents/local-document-index.js";
-import { createSearchDocumentsTool } from "../../../lib/tools/documents/search-documents-tool.js";
-import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 
 describe("LocalDocumentIndex", () => {
   const index = new LocalDocumentIndex();
@@ -68,26 +66,6 @@ describe("LocalDocumentIndex", () => {
       const scores = hits.map((h) => h.score);
       expect(scores).toEqual([...scores].sort((a, b) => b - a));
       expect(hits[0]?.source).toBe("supplier-notice-networking-2026.md");
-    });
-  });
-});
-
-describe("search_documents", () => {
-  const index = new LocalDocumentIndex();
-  const registry = new ToolRegistry([createSearchDocumentsTool({ retriever: index, maxResults: 2 })]);
-  const ctx = { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } };
-  afterAll(() => index.close());
-
-  describe("run", () => {
-    it("returns numbered passages with source and heading", async () => {
-      const result = await registry.execute({ id: "1", name: "search_documents", args: { query: "discount approval tiers" } }, ctx);
-      expect(result.status).toBe("success");
-      expect(result.content).toMatch(/^2 passages\n\n\[1\] source: discount-policy\.md \| Discount and deal approval policy › Approval tiers/);
-    });
-
-    it("returns a hint when nothing matches", async () => {
-      const result = await registry.execute({ id: "2", name: "search_documents", args: { query: "xylophone quasar" } }, ctx);
-      expect(result).toEqual({ status: "success", content: 'No passages match "xylophone quasar". Try other words.' });
     });
   });
 });

@@ -23,7 +23,7 @@ const spaced = (text: string) =>
 
 /** Every way we know to smuggle a write next to, inside or behind a read. */
 const hidden = fc
-  .tuple(fc.constantFrom(...WRITES), fc.integer({ min: 0, max: 11 }), fc.constantFrom("", ";", " ; ", ";\n-- done"))
+  .tuple(fc.constantFrom(...WRITES), fc.integer({ min: 0, max: 13 }), fc.constantFrom("", ";", " ; ", ";\n-- done"))
   .chain(([write, shape, tail]) =>
     fc.tuple(randomCase(write), spaced(write)).map(([cased, gapped]) => {
       const w = shape % 2 === 0 ? cased : gapped;
@@ -49,8 +49,12 @@ const hidden = fc
           return `(${READ}) ; ${w}`;
         case 10:
           return `SELECT * FROM (${w})`;
-        default:
+        case 11:
           return `${READ} /* ; */ ; /* */ ${w}`;
+        case 12:
+          return `SELECT \`a;b\`, [c;d] FROM t;\u00a0${w}`;
+        default:
+          return `SELECT 1\n;\u2003${w}`;
       }
     }),
   );
