@@ -1,0 +1,492 @@
+/**
+ * Context benchmark: for every model call of a synthetic conversation, the tokens of the shaped
+ * model view (`buildModelView` with the default policy) against full replay (every stored message
+ * with every tool output inline, as stock LangGraph sends it), and the time to build the view.
+ *
+ *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)]
+ *
+ * Conversations of 50 and 200 turns, generated from a seeded PRNG: each turn is a question, zero
+ * to two rounds of tool calls (one or two in parallel, outputs of 1 KB to 100 KB, log-uniform),
+ * sometimes a `read_tool_output` call after a notice, then a final answer. Outputs over the
+ * per-output threshold are offloaded as the product does (preview and artifact reference in the
+ * ToolMessage). Tokens are cl100k_base counts; both sides include the system prompt and the tool
+ * schemas.
+ *
+ * Build time is measured two ways at every call: on the live message objects (counts memoised
+ * per object from earlier calls) and on a rehydrated copy (new objects, as a checkpoint load
+ * gives each invocation; per-text memo warm, as in a warm container).
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
+import { ContextBudgetExceededError } from "../lib/errors.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_TOOL_OUTPUT_TOKENS, DEFAULT_VIEW_TOTAL_BUDGET } from "../lib/config/config.js";
+import { buildModelView, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS, type ModelViewPolicy } from "../lib/model-view/index.js";
+import { previewOf } from "../lib/store/artifact-store.js";
+
+const CONVERSATION_TURNS = [50, 200];
+const MIN_OUTPUT_BYTES = 1_024;
+const MAX_OUTPUT_BYTES = 100 * 1_024;
+/** Context window of the target model (Claude Sonnet 4 on Bedrock), to show where full replay stops fitting. */
+const CONTEXT_WINDOW_TOKENS = 200_000;
+/** Repeated builds of the last state, for the median and p95 at the last turn. */
+const TIMING_REPEATS = 400;
+const TARGET_RATIO_TURN = 50;
+const TARGET_RATIO = 20;
+const TARGET_BUILD_MS = 2;
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const RESULTS = join(HERE, "results");
+
+/** mulberry32: small, fast, and the same sequence on every machine. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+type Random = () => number;
+const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
+const int = (random: Random, min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
+
+const REGIONS = ["north", "south", "east", "west", "central"];
+const PRODUCTS = ["widgets", "gadgets", "sprockets", "gizmos", "doohickeys", "thingamajigs"];
+const WORDS =
+  "the margin revenue customers quarter region decline growth because orders pricing discount mix shipped returns cost forecast above below compared previous month drove mostly largest accounts segment".split(
+    " ",
+  );
+
+/** The tools offered to the model, in the shape `bindTools` gets, for the schema tokens. */
+const TOOLS = [
+  { name: "sql_query", description: "Run a read-only SQL query on the sales database.", parameters: { type: "object", properties: { query: { type: "string" }, maxRows: { type: "integer" } }, required: ["query"] } },
+  { name: "search_documents", description: "Search the document index and return matching passages.", parameters: { type: "object", properties: { query: { type: "string" }, top: { type: "integer" } }, required: ["query"] } },
+  { name: "power_bi_query", description: "Evaluate a DAX query against the Power BI semantic model.", parameters: { type: "object", properties: { dax: { type: "string" } }, required: ["dax"] } },
+  {
+    name: "read_tool_output",
+    description: "Read part of a tool output that was replaced by a notice: a range of lines, or the lines matching a search.",
+    parameters: { type: "object", properties: { handle: { type: "string" }, startLine: { type: "integer" }, lineCount: { type: "integer" }, search: { type: "string" } }, required: ["handle"] },
+  },
+].map((t) => ({ type: "function", function: t }));
+
+function prose(random: Random, words: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) out.push(pick(random, WORDS));
+  return `${out.join(" ")}.`;
+}
+
+/** A tabular tool output of about `bytes` bytes, with varied values (so tokens are realistic). */
+function tableOutput(random: Random, bytes: number): string {
+  const lines = ["date,region,customer,product,units,revenue,margin"];
+  let size = lines[0].length;
+  while (size < bytes) {
+    const line = `2026-${String(int(random, 1, 12)).padStart(2, "0")}-${String(int(random, 1, 28)).padStart(2, "0")},${pick(random, REGIONS)},customer-${int(random, 1, 4_000)},${pick(random, PRODUCTS)},${int(random, 1, 900)},${(random() * 90_000).toFixed(2)},${(random() * 0.6 - 0.1).toFixed(3)}`;
+    lines.push(line);
+    size += line.length + 1;
+  }
+  return lines.join("\n").slice(0, bytes);
+}
+
+function outputBytes(random: Random): number {
+  return Math.round(Math.exp(Math.log(MIN_OUTPUT_BYTES) + random() * (Math.log(MAX_OUTPUT_BYTES) - Math.log(MIN_OUTPUT_BYTES))));
+}
+
+interface CallSample {
+  turn: number;
+  call: number;
+  viewTokens: number;
+  fullReplayTokens: number;
+  stateTokens: number;
+  buildMs: number;
+  rehydratedBuildMs: number;
+  finishedTurnsKept: number;
+  notices: number;
+}
+
+interface Timing {
+  median: number;
+  p95: number;
+  max: number;
+}
+
+/** Wall-clock and CPU time (process user + system, which other load on the machine does not inflate). */
+interface Measured {
+  wall: Timing;
+  cpu: Timing;
+}
+
+interface Run {
+  turns: number;
+  seed: number;
+  samples: CallSample[];
+  budgetErrors: number;
+  offloadedOutputs: number;
+  toolOutputs: number;
+  /** Builds of the last model call of the last turn, repeated. */
+  lastTurnLive: Measured;
+  lastTurnRehydrated: Measured;
+  /** Tokenizing the whole state once: what a build costs on top when nothing is memoised (a new container). */
+  lastTurnCold: Measured;
+  lastStateMessages: number;
+  lastStateChars: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function timing(values: number[]): Timing {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { median: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted[sorted.length - 1] };
+}
+
+/** A deep copy, as deserializing a checkpoint gives: new strings with the same contents. */
+function fresh<T>(value: T): T {
+  return value === undefined ? value : (JSON.parse(JSON.stringify(value)) as T);
+}
+
+/** New message objects with the same fields, as a checkpoint load produces for each invocation. */
+function rehydrate(messages: readonly BaseMessage[]): BaseMessage[] {
+  return messages.map((m) => {
+    if (m.type === "human") return new HumanMessage({ content: fresh(m.content), id: m.id });
+    if (m.type === "ai") return new AIMessage({ content: fresh(m.content), id: m.id, tool_calls: fresh((m as AIMessage).tool_calls) });
+    const tool = m as ToolMessage;
+    return new ToolMessage({ content: fresh(tool.content), tool_call_id: tool.tool_call_id, name: tool.name, artifact: fresh(tool.artifact), id: tool.id });
+  });
+}
+
+/** Tokenizes every text of the state once, as a build does when nothing is memoised. */
+function countEveryText(messages: readonly BaseMessage[]): void {
+  for (const m of messages) {
+    countTextTokens(typeof m.content === "string" ? m.content : JSON.stringify(m.content));
+    for (const call of (m as AIMessage).tool_calls ?? []) countTextTokens(JSON.stringify(call.args));
+  }
+}
+
+function runConversation(turns: number, seed: number, policy: ModelViewPolicy): Run {
+  const random = prng(seed);
+  const state: BaseMessage[] = [];
+  const fixedTokens = countMessageTokens(new SystemMessage(policy.systemPrompt)) + (policy.toolSchemaTokens ?? 0);
+  // Stock replay sends every message with its output inline; kept as a running sum.
+  let storedReplayTokens = 0;
+  const samples: CallSample[] = [];
+  let budgetErrors = 0;
+  let offloadedOutputs = 0;
+  let toolOutputs = 0;
+  let nextId = 0;
+
+  const append = (stored: BaseMessage, replayTokens: number) => {
+    // As LangGraph's messages reducer does: every message in state gets an id, kept in checkpoints.
+    stored.id ??= randomUUID();
+    state.push(stored);
+    storedReplayTokens += replayTokens;
+  };
+
+  const modelCall = (turn: number, call: number) => {
+    let started = performance.now();
+    let view;
+    try {
+      view = buildModelView(state, policy);
+    } catch (error) {
+      // The product fails the turn here; the benchmark counts it against the target and goes on.
+      if (!(error instanceof ContextBudgetExceededError)) throw error;
+      budgetErrors++;
+      return;
+    }
+    const buildMs = performance.now() - started;
+    const copy = rehydrate(state);
+    started = performance.now();
+    buildModelView(copy, policy);
+    const rehydratedBuildMs = performance.now() - started;
+    samples.push({
+      turn,
+      call,
+      viewTokens: view.stats.viewTokens + view.stats.toolSchemaTokens,
+      fullReplayTokens: fixedTokens + storedReplayTokens,
+      stateTokens: view.stats.stateTokens,
+      buildMs,
+      rehydratedBuildMs,
+      finishedTurnsKept: view.stats.finishedTurnsKept,
+      notices: view.stats.omittedOutputs.length,
+    });
+  };
+
+  for (let turn = 1; turn <= turns; turn++) {
+    const question = new HumanMessage(`Turn ${turn}: ${prose(random, int(random, 12, 40))} What happened in ${pick(random, REGIONS)} for ${pick(random, PRODUCTS)}?`);
+    append(question, countMessageTokens(question));
+    let call = 1;
+    const rounds = random() < 0.15 ? 0 : int(random, 1, 2);
+    let lastHandle: string | undefined;
+    for (let round = 0; round < rounds; round++) {
+      modelCall(turn, call++);
+      const parallel = int(random, 1, 2);
+      const toolCalls = Array.from({ length: parallel }, () => {
+        const name = pick(random, ["sql_query", "search_documents", "power_bi_query"]);
+        return { id: `call-${nextId++}`, name, args: { query: prose(random, 8) }, type: "tool_call" as const };
+      });
+      const assistant = new AIMessage({ content: "", tool_calls: toolCalls });
+      append(assistant, countMessageTokens(assistant));
+      for (const toolCall of toolCalls) {
+        const output = tableOutput(random, outputBytes(random));
+        const tokens = countTextTokens(output);
+        const inline = new ToolMessage({ content: output, tool_call_id: toolCall.id, name: toolCall.name });
+        // The stock side stores and replays the output itself; tokens counted once.
+        const replayTokens = MESSAGE_OVERHEAD_TOKENS + tokens;
+        toolOutputs++;
+        if (tokens > policy.toolOutputTokens) {
+          const handle = `art_${seed}_${toolCall.id}`;
+          const preview = previewOf(output);
+          append(new ToolMessage({ content: preview, tool_call_id: toolCall.id, name: toolCall.name, artifact: { handle, bytes: Buffer.byteLength(output), tokens, preview } }), replayTokens);
+          offloadedOutputs++;
+          lastHandle = handle;
+        } else append(inline, replayTokens);
+      }
+    }
+    if (lastHandle && random() < 0.4) {
+      // The model follows a notice and reads a bounded part of the offloaded output.
+      modelCall(turn, call++);
+      const read = { id: `call-${nextId++}`, name: "read_tool_output", args: { handle: lastHandle, search: pick(random, REGIONS) }, type: "tool_call" as const };
+      const assistant = new AIMessage({ content: "", tool_calls: [read] });
+      append(assistant, countMessageTokens(assistant));
+      const part = new ToolMessage({ content: tableOutput(random, int(random, 1_000, 5_000)), tool_call_id: read.id, name: read.name });
+      append(part, countMessageTokens(part));
+    }
+    modelCall(turn, call++);
+    const answer = new AIMessage(prose(random, int(random, 60, 220)));
+    append(answer, countMessageTokens(answer));
+  }
+
+  // Median and p95 at the last turn: repeat its last model call's build on the final state.
+  const lastState = state.slice(0, -1);
+  const live = measurer();
+  const rehydrated = measurer();
+  for (let i = 0; i < TIMING_REPEATS; i++) {
+    live.run(() => buildModelView(lastState, policy));
+    const copy = rehydrate(lastState);
+    rehydrated.run(() => buildModelView(copy, policy));
+  }
+  const cold = measurer();
+  for (let i = 0; i < 5; i++) cold.run(() => countEveryText(lastState));
+  return {
+    turns,
+    seed,
+    samples,
+    budgetErrors,
+    offloadedOutputs,
+    toolOutputs,
+    lastTurnLive: live.result(),
+    lastTurnRehydrated: rehydrated.result(),
+    lastTurnCold: cold.result(),
+    lastStateMessages: lastState.length,
+    lastStateChars: lastState.reduce((n, m) => n + (typeof m.content === "string" ? m.content.length : JSON.stringify(m.content).length), 0),
+  };
+}
+
+/** Collects wall-clock and CPU time of repeated runs. */
+function measurer(): { run(fn: () => unknown): void; result(): Measured } {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  return {
+    run(fn) {
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      fn();
+      wall.push(performance.now() - started);
+      const used = process.cpuUsage(cpuBefore);
+      cpu.push((used.user + used.system) / 1_000);
+    },
+    result: () => ({ wall: timing(wall), cpu: timing(cpu) }),
+  };
+}
+
+const measured = (m: Measured) => `median ${ms(m.wall.median)} ms, p95 ${ms(m.wall.p95)} ms (CPU median ${ms(m.cpu.median)} ms, p95 ${ms(m.cpu.p95)} ms)`;
+const perCall = (run: Run, key: "buildMs" | "rehydratedBuildMs"): Timing => timing(run.samples.map((s) => s[key]));
+const fmt = (n: number) => n.toLocaleString("en-US");
+const ms = (n: number) => n.toFixed(3);
+
+function reportedTurns(turns: number): number[] {
+  return turns <= 50 ? [1, 2, 5, 10, 20, 30, 40, 50] : [1, 10, 25, 50, 75, 100, 125, 150, 175, 200];
+}
+
+/** One row per reported turn: the turn's last model call (the largest state of the turn). */
+function table(run: Run): string[] {
+  const rows = ["| turn | model calls so far | shaped view (tokens) | full replay (tokens) | full / view | finished pairs kept | notices | build, live (ms) | build, rehydrated (ms) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"];
+  for (const turn of reportedTurns(run.turns)) {
+    const index = run.samples.findLastIndex((s) => s.turn === turn);
+    const s = run.samples[index];
+    const over = s.fullReplayTokens > CONTEXT_WINDOW_TOKENS ? " ⚠" : "";
+    rows.push(
+      `| ${turn} | ${index + 1} | ${fmt(s.viewTokens)} | ${fmt(s.fullReplayTokens)}${over} | ${(s.fullReplayTokens / s.viewTokens).toFixed(1)}× | ${s.finishedTurnsKept} | ${s.notices} | ${ms(s.buildMs)} | ${ms(s.rehydratedBuildMs)} |`,
+    );
+  }
+  return rows;
+}
+
+interface Verdicts {
+  neverOverBudget: boolean;
+  ratioAtTurn50: number;
+  buildAtLastTurn: number;
+}
+
+function verdicts(runs: Run[], budget: number): Verdicts {
+  const all = runs.flatMap((r) => r.samples);
+  const atTurn50 = all.filter((s) => s.turn === TARGET_RATIO_TURN);
+  const longest = runs[runs.length - 1];
+  return {
+    neverOverBudget: runs.every((r) => r.budgetErrors === 0) && all.every((s) => s.viewTokens <= budget),
+    ratioAtTurn50: Math.min(...atTurn50.map((s) => s.fullReplayTokens / s.viewTokens)),
+    buildAtLastTurn: Math.max(longest.lastTurnLive.wall.median, longest.lastTurnRehydrated.wall.median),
+  };
+}
+
+function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoadMs: number): string {
+  const v = verdicts(runs, policy.totalBudget);
+  const all = runs.flatMap((r) => r.samples);
+  const maxView = Math.max(...all.map((s) => s.viewTokens));
+  const firstOverWindow = (r: Run) => r.samples.find((s) => s.fullReplayTokens > CONTEXT_WINDOW_TOKENS)?.turn;
+  const check = (ok: boolean) => (ok ? "✅" : "❌");
+  const last = runs[runs.length - 1];
+  const lines = [
+    "# Context benchmark",
+    "",
+    `Generated by \`npm run bench:context\` (seed ${seed}, Node ${process.version}, ${cpus().length} CPUs, load average ${loadavg()[0].toFixed(1)} when it finished). Tokens are cl100k_base counts and include the system prompt and the tool schemas (${fmt(policy.toolSchemaTokens ?? 0)} tokens) on both sides.`,
+    `Policy: the defaults — ${policy.finishedTurns} finished turns kept, ${fmt(policy.toolOutputTokens)}-token per-output threshold, ${fmt(policy.totalBudget)}-token total budget.`,
+    "Full replay is every stored message with every tool output inline, as stock LangGraph sends it.",
+    "",
+    "![shaped view and full replay tokens per model call](context.svg)",
+    "",
+    "## Targets",
+    "",
+    "| target | measured | |",
+    "|---|---|---|",
+    `| the view never exceeds the budget | largest view ${fmt(maxView)} of ${fmt(policy.totalBudget)} tokens over ${fmt(all.length)} model calls; ${runs.reduce((n, r) => n + r.budgetErrors, 0)} budget errors | ${check(v.neverOverBudget)} |`,
+    `| at turn ${TARGET_RATIO_TURN}, full replay ≥ ${TARGET_RATIO}× the view | ${v.ratioAtTurn50.toFixed(1)}× (smallest over the model calls of turn ${TARGET_RATIO_TURN}, both conversations) | ${check(v.ratioAtTurn50 >= TARGET_RATIO)} |`,
+    `| building the view at turn ${last.turns} < ${TARGET_BUILD_MS} ms (median) | live objects: ${measured(last.lastTurnLive)}; rehydrated: ${measured(last.lastTurnRehydrated)} | ${check(v.buildAtLastTurn < TARGET_BUILD_MS)} |`,
+    "",
+    `Build times are over ${TIMING_REPEATS} repeated builds of the last model call of the last turn. "Live" reuses the message objects of earlier calls; "rehydrated" builds from new objects with new strings of the same contents, as each invocation gets them from the checkpointer, in a warm container (state token counts are memoised by message id, the view's by text). ` +
+      `Wall-clock p95 is sensitive to other load on the machine; CPU time is not. Loading the tokenizer's ranks costs ${fmt(Math.round(encoderLoadMs))} ms once per container, before the first count.`,
+    "",
+  ];
+  for (const run of runs) {
+    const over = firstOverWindow(run);
+    lines.push(
+      `## ${run.turns} turns`,
+      "",
+      `${fmt(run.samples.length)} model calls, ${fmt(run.toolOutputs)} tool outputs of 1–100 KB (${fmt(run.offloadedOutputs)} over the threshold, offloaded). ` +
+        (over ? `Full replay no longer fits a ${fmt(CONTEXT_WINDOW_TOKENS)}-token context window from turn ${over} (⚠).` : "Full replay stays within the context window."),
+      "",
+      ...table(run),
+      "",
+      `At turn ${run.turns} (state of ${fmt(run.lastStateMessages)} messages, ${fmt(run.lastStateChars)} characters), building the view: live ${measured(run.lastTurnLive)}; rehydrated ${measured(run.lastTurnRehydrated)}. ` +
+        `With nothing memoised (this conversation's first turn in a new container), tokenizing the state adds ${measured(run.lastTurnCold)} once. ` +
+        `Over all ${fmt(run.samples.length)} model calls, the first build after new messages (which tokenizes them): median ${ms(perCall(run, "buildMs").median)} ms, p95 ${ms(perCall(run, "buildMs").p95)} ms; rehydrated: median ${ms(perCall(run, "rehydratedBuildMs").median)} ms, p95 ${ms(perCall(run, "rehydratedBuildMs").p95)} ms.`,
+      "",
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Hand-written SVG: one panel per conversation, tokens per model call on a log scale. */
+function chart(runs: Run[], budget: number): string {
+  const panelWidth = 520;
+  const panelHeight = 340;
+  const margin = { left: 70, right: 20, top: 40, bottom: 50 };
+  const width = panelWidth * runs.length;
+  const height = panelHeight + 40;
+  const maxTokens = Math.max(...runs.flatMap((r) => r.samples.map((s) => s.fullReplayTokens)));
+  const minExp = 2;
+  const maxExp = Math.ceil(Math.log10(maxTokens));
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+  ];
+  const label = (exp: number) => (exp >= 6 ? `${10 ** (exp - 6)}M` : exp >= 3 ? `${10 ** (exp - 3)}K` : `${10 ** exp}`);
+  runs.forEach((run, p) => {
+    const x0 = p * panelWidth + margin.left;
+    const plotWidth = panelWidth - margin.left - margin.right;
+    const plotHeight = panelHeight - margin.top - margin.bottom;
+    const y0 = margin.top;
+    const calls = run.samples.length;
+    const x = (i: number) => x0 + (i / Math.max(1, calls - 1)) * plotWidth;
+    const y = (tokens: number) => y0 + plotHeight - ((Math.log10(Math.max(tokens, 10 ** minExp)) - minExp) / (maxExp - minExp)) * plotHeight;
+    parts.push(`<text x="${x0 + plotWidth / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${run.turns} turns, ${calls} model calls</text>`);
+    for (let exp = minExp; exp <= maxExp; exp++) {
+      parts.push(`<line x1="${x0}" y1="${y(10 ** exp)}" x2="${x0 + plotWidth}" y2="${y(10 ** exp)}" stroke="#e5e5e5"/>`);
+      parts.push(`<text x="${x0 - 8}" y="${y(10 ** exp) + 4}" text-anchor="end" fill="#555">${label(exp)}</text>`);
+    }
+    const turnTicks = run.turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200];
+    for (const turn of turnTicks) {
+      const i = run.samples.findIndex((s) => s.turn === turn);
+      parts.push(`<line x1="${x(i)}" y1="${y0 + plotHeight}" x2="${x(i)}" y2="${y0 + plotHeight + 5}" stroke="#333"/>`);
+      parts.push(`<text x="${x(i)}" y="${y0 + plotHeight + 18}" text-anchor="middle" fill="#555">${turn}</text>`);
+    }
+    parts.push(`<text x="${x0 + plotWidth / 2}" y="${y0 + plotHeight + 38}" text-anchor="middle" fill="#333">turn (each point is one model call)</text>`);
+    parts.push(`<text transform="translate(${x0 - 52},${y0 + plotHeight / 2}) rotate(-90)" text-anchor="middle" fill="#333">tokens sent (log scale)</text>`);
+    parts.push(`<rect x="${x0}" y="${y0}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#333"/>`);
+    const line = (values: number[], color: string, dash = "") =>
+      `<polyline fill="none" stroke="${color}" stroke-width="1.8"${dash ? ` stroke-dasharray="${dash}"` : ""} points="${values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ")}"/>`;
+    parts.push(line(run.samples.map(() => CONTEXT_WINDOW_TOKENS), "#999999", "2 4"));
+    parts.push(line(run.samples.map(() => budget), "#2b8a3e", "6 4"));
+    parts.push(line(run.samples.map((s) => s.fullReplayTokens), "#d6336c"));
+    parts.push(line(run.samples.map((s) => s.viewTokens), "#1c7ed6"));
+  });
+  const legend = [
+    ["#d6336c", "", "full replay"],
+    ["#1c7ed6", "", "shaped view"],
+    ["#2b8a3e", "6 4", `budget (${budget.toLocaleString("en-US")} tokens)`],
+    ["#999999", "2 4", `${CONTEXT_WINDOW_TOKENS.toLocaleString("en-US")}-token context window`],
+  ];
+  legend.forEach(([color, dash, text], k) => {
+    const lx = margin.left + k * 210;
+    const ly = panelHeight + 22;
+    parts.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`);
+    parts.push(`<text x="${lx + 30}" y="${ly + 4}" fill="#333">${text}</text>`);
+  });
+  parts.push("</svg>");
+  return parts.join("\n");
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { seed: { type: "string", default: "7" }, turns: { type: "string" } } });
+  const seed = Number(values.seed);
+  const conversations = values.turns ? [Number(values.turns)] : CONVERSATION_TURNS;
+  let started = performance.now();
+  countTextTokens("load the ranks");
+  const encoderLoadMs = performance.now() - started;
+  const policy: ModelViewPolicy = {
+    systemPrompt: DEFAULT_SYSTEM_PROMPT,
+    finishedTurns: DEFAULT_VIEW_FINISHED_TURNS,
+    toolOutputTokens: DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
+    totalBudget: DEFAULT_VIEW_TOTAL_BUDGET,
+    toolSchemaTokens: countTextTokens(JSON.stringify(TOOLS)),
+  };
+  const runs: Run[] = [];
+  for (const turns of conversations) {
+    started = performance.now();
+    const run = runConversation(turns, seed * 1_000 + turns, policy);
+    runs.push(run);
+    console.log(`\n${turns} turns: ${run.samples.length} model calls (${((performance.now() - started) / 1_000).toFixed(1)} s)\n`);
+    console.log(table(run).join("\n"));
+    console.log(
+      `\nbuild at turn ${turns}: live ${measured(run.lastTurnLive)}; rehydrated ${measured(run.lastTurnRehydrated)}; cold +${measured(run.lastTurnCold)}`,
+    );
+  }
+  const v = verdicts(runs, policy.totalBudget);
+  console.log(`\nnever over budget: ${v.neverOverBudget}; full/view at turn ${TARGET_RATIO_TURN}: ${v.ratioAtTurn50.toFixed(1)}× (target ≥ ${TARGET_RATIO}×); build at the last turn: ${ms(v.buildAtLastTurn)} ms median (target < ${TARGET_BUILD_MS} ms)`);
+  await mkdir(RESULTS, { recursive: true });
+  await writeFile(join(RESULTS, "context.md"), markdown(runs, policy, seed, encoderLoadMs));
+  await writeFile(join(RESULTS, "context.svg"), chart(runs, policy.totalBudget));
+  console.log(`\nwrote ${join("bench", "results", "context.md")} and ${join("bench", "results", "context.svg")}`);
+  if (!v.neverOverBudget || v.ratioAtTurn50 < TARGET_RATIO || v.buildAtLastTurn >= TARGET_BUILD_MS) process.exitCode = 1;
+}
+
+await main();
