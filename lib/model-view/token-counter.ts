@@ -63,10 +63,31 @@ class GenerationalMemo<V> {
 
 const textTokens = new GenerationalMemo<number>(DEFAULT_TEXT_CACHE_CHARS, (text) => text.length);
 
+/**
+ * Letter and symbol runs longer than this are counted in slices of this many characters:
+ * js-tiktoken's byte-pair merge is super-quadratic in a run's length (4,000 letters without a
+ * space took 3.4 s, 16,000 took 70 s), so one crafted message could stall a turn for minutes.
+ * BPE merges never span such long runs in practice, so the counts stay the same.
+ */
+export const MAX_RUN_CHARS = 24;
+const LONG_RUN = /\p{L}{25,}|[^\s\p{L}\p{N}]{25,}/gu;
+
+function encodeLength(part: string): number {
+  return part.length === 0 ? 0 : getEncoder().encode(part, [], []).length;
+}
+
 /** Tokens of `text` under cl100k_base. Not memoised: most texts counted alone (tool outputs) never recur. */
 export function countTextTokens(text: string): number {
   if (text.length === 0) return 0;
-  return getEncoder().encode(text, [], []).length;
+  let tokens = 0;
+  let last = 0;
+  for (const match of text.matchAll(LONG_RUN)) {
+    tokens += encodeLength(text.slice(last, match.index));
+    const chars = Array.from(match[0]);
+    for (let i = 0; i < chars.length; i += MAX_RUN_CHARS) tokens += encodeLength(chars.slice(i, i + MAX_RUN_CHARS).join(""));
+    last = match.index + match[0].length;
+  }
+  return tokens + encodeLength(text.slice(last));
 }
 
 /** `countTextTokens`, memoised by content: message texts recur in every view of the thread, and tokenizing runs at a few MB/s. */

@@ -1,6 +1,8 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
+import { encodingForModel } from "js-tiktoken";
 import { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
+import { MAX_RUN_CHARS } from "../../lib/model-view/token-counter.js";
 
 describe("token counter", () => {
   describe("countTextTokens", () => {
@@ -11,6 +13,22 @@ describe("token counter", () => {
     it("returns cl100k_base token counts", () => {
       expect(countTextTokens("hello world")).toBe(2);
       expect(countTextTokens(`row${" row".repeat(99)}`)).toBe(100);
+    });
+
+    it("returns the plain BPE count for text with long words and symbol runs", () => {
+      const text = "Pneumonoultramicroscopicsilicovolcanoconiosis is long; so is ==================================== this.";
+      expect(countTextTokens(text)).toBe(encodingForModel("gpt-4").encode(text).length);
+    });
+
+    it("returns a count for a 16,000-letter run without stalling on it", () => {
+      const tokens = countTextTokens("a".repeat(16_000));
+      expect(tokens).toBeGreaterThan(16_000 / MAX_RUN_CHARS);
+      expect(tokens).toBeLessThan(16_000);
+    });
+
+    it("returns a count for a long run of CJK characters", () => {
+      const tokens = countTextTokens("漢字".repeat(2_000));
+      expect(tokens).toBeGreaterThan(4_000 / MAX_RUN_CHARS);
     });
 
     it("returns the same count when asked again", () => {
