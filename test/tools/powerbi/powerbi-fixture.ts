@@ -1,0 +1,50 @@
+import Database from "better-sqlite3";
+import { EntraTokenProvider } from "../../../lib/tools/powerbi/entra-token-provider.js";
+import { PowerBiClient } from "../../../lib/tools/powerbi/power-bi-client.js";
+import type { SecretSource } from "../../../lib/tools/secrets.js";
+import { buildSalesDatabase } from "../../../lib/tools/sql/sales-dataset.js";
+import { startPowerBiEndpoint, type PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
+
+export const MARGIN_BY_MONTH = `EVALUATE
+  SUMMARIZECOLUMNS ( 'Date'[Month], "Gross Margin %", [Gross Margin %] )
+  ORDER BY 'Date'[Month]`;
+
+/** The semantic model's answer, computed from the same sample data the SQL tool serves. */
+function marginRows(): Record<string, unknown>[] {
+  const db = new Database(buildSalesDatabase(), { readonly: true });
+  const rows = db
+    .prepare("SELECT month, 100.0 * sum(gross_profit) / sum(revenue) AS gm FROM sales GROUP BY month ORDER BY month")
+    .all() as { month: string; gm: number }[];
+  db.close();
+  return rows.map((r) => ({ "Date[Month]": r.month, "[Gross Margin %]": r.gm }));
+}
+
+export const secrets = (values: Record<string, string>): SecretSource => ({ get: async (name) => values[name] });
+export const creds = { powerBiClientId: "app-123", powerBiClientSecret: "s3cr3t-value" };
+
+/** The local Power BI and Entra ID endpoint, serving the margin-by-month query. */
+export function startSampleEndpoint(): Promise<PowerBiEndpoint> {
+  return startPowerBiEndpoint({
+    tenantId: "tenant-1",
+    clientId: creds.powerBiClientId,
+    clientSecret: creds.powerBiClientSecret,
+    groupId: "group-1",
+    datasetId: "dataset-1",
+    queries: { [MARGIN_BY_MONTH]: marginRows() },
+  });
+}
+
+export function tokenProvider(endpoint: PowerBiEndpoint, secretValues: Record<string, string> = creds, expirySkewMs?: number) {
+  return new EntraTokenProvider({
+    loginUrl: endpoint.loginUrl,
+    tenantId: "tenant-1",
+    secrets: secrets(secretValues),
+    clientIdSecret: "powerBiClientId",
+    clientSecretSecret: "powerBiClientSecret",
+    expirySkewMs,
+  });
+}
+
+export function powerBiClient(endpoint: PowerBiEndpoint, tokens: EntraTokenProvider, datasetId = "dataset-1") {
+  return new PowerBiClient({ apiUrl: endpoint.apiUrl, groupId: "group-1", datasetId, tokens, maxWaitMs: 2_000 });
+}
