@@ -76,7 +76,7 @@ function withoutBlankText(content: Content): Content {
 }
 
 function isEmpty(content: Content): boolean {
-  return typeof content === "string" ? content.length === 0 : content.length === 0;
+  return content.length === 0;
 }
 
 function toolCallsOf(message: BaseMessage): ToolCall[] {
@@ -141,7 +141,7 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
     for (const [id, call] of pending) {
       if (call.answered) continue;
       const message = new ToolMessage({ content: INTERRUPTED_TOOL_RESULT, tool_call_id: id, name: call.name, status: "error" });
-      push(message, { toolCallId: id, toolName: call.name, outputTokens: countMessageTokens(message), preview: "", noticed: false });
+      push(message, { toolCallId: id, toolName: call.name, outputTokens: countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS, preview: "", noticed: false });
       repairs.syntheticToolResults++;
     }
     pending = new Map();

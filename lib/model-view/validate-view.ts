@@ -30,7 +30,6 @@ interface ConverseTurn {
   role: "user" | "assistant";
   /** Index of the (first) LangChain message it came from, for error messages. */
   index: number;
-  blocks: number;
   toolUseIds: string[];
   toolResultIds: string[];
 }
@@ -63,9 +62,8 @@ function contentBlocks(content: BaseMessage["content"], index: number, allowEmpt
 function toConverseTurn(message: BaseMessage, index: number): ConverseTurn {
   switch (message.type) {
     case "human": {
-      const blocks = contentBlocks(message.content, index, false);
-      if (blocks === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has no content blocks`);
-      return { role: "user", index, blocks, toolUseIds: [], toolResultIds: [] };
+      if (contentBlocks(message.content, index, false) === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has no content blocks`);
+      return { role: "user", index, toolUseIds: [], toolResultIds: [] };
     }
     case "ai": {
       // An empty string is not sent as a block, so a message made only of tool calls is fine.
@@ -74,16 +72,15 @@ function toConverseTurn(message: BaseMessage, index: number): ConverseTurn {
         if (typeof call.id !== "string" || call.id.length === 0) fail(CONVERSE_RULES.toolUseId, `message ${index} has a tool call without an id`);
         return call.id;
       });
-      const blocks = contentBlocks(message.content, index, true) + calls.length;
-      if (blocks === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has neither text nor tool calls`);
-      return { role: "assistant", index, blocks, toolUseIds, toolResultIds: [] };
+      if (contentBlocks(message.content, index, true) + calls.length === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has neither text nor tool calls`);
+      return { role: "assistant", index, toolUseIds, toolResultIds: [] };
     }
     case "tool": {
       // The result's own content becomes the toolResult's blocks: it must not be empty either.
       if (contentBlocks(message.content, index, false) === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has an empty tool result`);
       const id = (message as { tool_call_id?: string }).tool_call_id;
       if (typeof id !== "string" || id.length === 0) fail(CONVERSE_RULES.toolUseId, `message ${index} is a tool result without a tool call id`);
-      return { role: "user", index, blocks: 1, toolUseIds: [], toolResultIds: [id] };
+      return { role: "user", index, toolUseIds: [], toolResultIds: [id] };
     }
     default:
       return fail(CONVERSE_RULES.knownMessageType, `message ${index} has type ${message.type}, which Converse does not take`);
@@ -116,7 +113,6 @@ export function validateConverseView(messages: readonly BaseMessage[], options: 
     const previous = turns[turns.length - 1];
     if (previous && turn.toolResultIds.length > 0 && previous.role === "user" && previous.toolResultIds.length > 0) {
       previous.toolResultIds.push(...turn.toolResultIds);
-      previous.blocks += turn.blocks;
       return;
     }
     turns.push(turn);
