@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ToolError } from "../../lib/errors.js";
+import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
+import type { ToolContext, ToolDefinition } from "../../lib/tools/tool.js";
+import { DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX, ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+describe("ToolIdempotencyGuard", () => {
+  let t: TestDatabase;
+  let runs = 0;
+  const slowEffect: ToolDefinition = {
+    name: "slow_effect",
+    description: "",
+    schema: z.object({ v: z.number() }),
+    sideEffects: true,
+    run: async (input: { v: number }) => {
+      runs++;
+      await new Promise((r) => setTimeout(r, 120));
+      return `done ${input.v} (run ${runs})`;
+    },
+  };
+  const failing: ToolDefinition = { ...slowEffect, name: "failing", run: async () => (runs++, Promise.reject(new ToolError("nope", "failing"))) };
+  const ctx = (toolCallId: string): ToolContext => ({ conversationId: "conv", turnId: "turn", toolCallId, caller: { userId: "u", roles: [] } });
+
+  beforeAll(async () => {
+    t = await openTestDatabase("guard");
+  });
+  afterAll(async () => {
+    await t.db.collection("idempotency").deleteMany({});
+    await t.client.close();
+  });
+
+  const guard = (keyPrefix?: string) =>
+    new ToolIdempotencyGuard({ collection: t.db.collection<IdempotencyDocument>("idempotency"), pollIntervalMs: 10, keyPrefix });
+
+  describe("keyOf", () => {
+    it("returns conversationId:toolCallId", () => {
+      expect(ToolIdempotencyGuard.keyOf({ conversationId: "c-1", toolCallId: "tooluse_9" })).toBe("c-1:tooluse_9");
+    });
+  });
+
+  describe("run", () => {
+    it("stores a completed record under the explicit key prefix", async () => {
+      await guard().run(slowEffect, { v: 1 }, ctx("a"));
+      const docs = await t.db.collection<IdempotencyDocument>("idempotency").find({}).toArray();
+      expect(docs.some((d) => d._id.startsWith(`${DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX}#`) && d.status === "COMPLETED")).toBe(true);
+    });
+
+    it("returns the twin's result to a call that found it in progress, running the tool once", async () => {
+      runs = 0;
+      const [a, b] = await Promise.all([guard().run(slowEffect, { v: 2 }, ctx("b")), guard().run(slowEffect, { v: 2 }, ctx("b"))]);
+      expect(a).toBe("done 2 (run 1)");
+      expect(b).toBe(a);
+      expect(runs).toBe(1);
+    });
+
+    it("runs again for the same call id under another key prefix", async () => {
+      runs = 0;
+      await guard("one").run(slowEffect, { v: 3 }, ctx("c"));
+      await guard("two").run(slowEffect, { v: 3 }, ctx("c"));
+      expect(runs).toBe(2);
+    });
+
+    it("throws the tool's error and lets a retry run the tool again", async () => {
+      runs = 0;
+      await expect(guard().run(failing, { v: 4 }, ctx("d"))).rejects.toBeInstanceOf(ToolError);
+      await expect(guard().run(failing, { v: 4 }, ctx("d"))).rejects.toBeInstanceOf(ToolError);
+      expect(runs).toBe(2);
+    });
+
+    it("throws a ToolError when the call id is reused with other arguments", async () => {
+      await guard().run(slowEffect, { v: 5 }, ctx("e"));
+      await expect(guard().run(slowEffect, { v: 6 }, ctx("e"))).rejects.toThrow(/already made with different arguments/);
+    });
+  });
+});
