@@ -119,6 +119,11 @@ export class SqliteQueryEngine implements QueryEngine {
       env: { THREADWISE_SQLITE_MODULE: this.#modulePath },
     });
     child.send({ image: this.#image });
+    // A process that dies while idle must not be handed the next query.
+    child.once("exit", () => {
+      const at = this.#idle.indexOf(child);
+      if (at >= 0) this.#idle.splice(at, 1);
+    });
     // An idle query process must not keep ours alive.
     child.unref();
     child.channel?.unref();

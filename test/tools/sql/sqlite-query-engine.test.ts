@@ -1,3 +1,4 @@
+import { execSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,6 +78,19 @@ describe("SqliteQueryEngine", () => {
       expect(Date.now() - started).toBeLessThan(2_000);
       const next = await engine.query("SELECT count(*) FROM regions", limits);
       expect(next.rows[0]![0]).toBe(5);
+    });
+
+    it("answers with a fresh process when the idle one has died", async () => {
+      await engine.query("SELECT 1", limits);
+      const queryProcesses = execSync(`ps -o pid=,args= --ppid ${process.pid}`, { encoding: "utf8" })
+        .split("\n")
+        .filter((line) => line.includes("THREADWISE_SQLITE_MODULE"))
+        .map((line) => Number(line.trim().split(/\s+/)[0]));
+      expect(queryProcesses.length).toBeGreaterThan(0);
+      for (const pid of queryProcesses) process.kill(pid, "SIGKILL");
+      await new Promise((r) => setTimeout(r, 200));
+      const result = await engine.query("SELECT count(*) FROM regions", limits);
+      expect(result.rows[0]![0]).toBe(5);
     });
 
     it("answers overlapping queries independently", async () => {
