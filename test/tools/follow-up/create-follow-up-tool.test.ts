@@ -93,12 +93,14 @@ describe("create_follow_up", () => {
     it("sends the same Idempotency-Key when a call that timed out after posting is retried", async () => {
       // The post reached the webhook, but the answer came too late: the call failed, so the
       // guard released it and the retry posts again. Downstream dedupes on the key; we keep one record.
-      webhook.setDelayMs(500);
+      // Generous margins: the post must reach the webhook before the limit, even on a loaded machine.
+      webhook.setDelayMs(3_000);
       const tool = createFollowUpTool({ collection: t.db.collection<FollowUpDocument>("follow_ups"), webhookUrl: webhook.url });
       const guard = new ToolIdempotencyGuard({ collection: t.db.collection<IdempotencyDocument>("idempotency"), pollIntervalMs: 20 });
-      const impatient = new ToolRegistry([tool], { guard, timeoutMs: 100 });
+      const impatient = new ToolRegistry([tool], { guard, timeoutMs: 1_000 });
       const first = await impatient.execute(call("tc-6"), context("conv-6"));
-      expect(first.content).toMatch(/timed out after 100 ms/);
+      expect(first.content).toMatch(/timed out after 1000 ms/);
+      expect(webhook.requests).toHaveLength(1);
       webhook.setDelayMs(0);
       const retry = await freshRegistry().execute(call("tc-6"), context("conv-6"));
       expect(retry.status).toBe("success");
