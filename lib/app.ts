@@ -2,6 +2,7 @@ import type { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { createChatModel } from "./agent/chat-model.js";
 import type { FaultInjector } from "./agent/fault-points.js";
+import type { StructuredLogger } from "./logger.js";
 import { createAgentGraph } from "./agent/graph.js";
 import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
@@ -34,6 +35,8 @@ export interface AppOptions {
   extraRoutes?: Route[];
   /** Test-only crash points; never set in production. */
   faults?: FaultInjector;
+  /** Default: silent. */
+  logger?: StructuredLogger;
   onError?(error: unknown, request: HttpRequest): void;
   /** Where long and async API turns go (SQS in AWS, in-process locally). Default: none; every turn runs in the request. */
   turnQueue?: TurnQueue;
@@ -61,7 +64,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   });
   await database.setup();
   const guard = new ToolIdempotencyGuard({ collection: database.idempotency });
-  const registry = new ToolRegistry([...(options.tools ?? []), readToolOutput(database, config)], { guard });
+  const registry = new ToolRegistry([...(options.tools ?? []), readToolOutput(database, config)], { guard, logger: options.logger });
   const graph = createAgentGraph({
     model: options.model ?? createChatModel(config.model),
     tools: new RegistryToolRunner(registry, (output, meta) =>
@@ -69,6 +72,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     ),
     checkpointer: database.checkpointer,
     faults: options.faults,
+    logger: options.logger,
     policy: {
       systemPrompt: config.view.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
       finishedTurns: config.view.finishedTurns,

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { buildModelView, countTextTokens, type ModelViewPolicy } from "../model-view/index.js";
 import type { ModelCallRecord, Usage } from "../store/turn-store.js";
 import type { Caller, ToolDefinition } from "../tools/tool.js";
+import type { StructuredLogger } from "../logger.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { ToolRunner } from "./tool-runner.js";
 import { toViewMessages } from "./view-record.js";
@@ -29,6 +30,8 @@ export interface AgentGraphOptions {
   policy: Omit<ModelViewPolicy, "toolSchemaTokens">;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+  /** Each model call is logged as numbers (tokens, sizes, durations), never contents. */
+  logger?: StructuredLogger;
 }
 
 function toFunctionTool(tool: ToolDefinition): FunctionTool {
@@ -63,7 +66,7 @@ function turnContext(config: LangGraphRunnableConfig): TurnContext {
  * and a tool node. Compile once per container; every invocation rehydrates from the checkpointer.
  */
 export function createAgentGraph(options: AgentGraphOptions) {
-  const { model, tools, checkpointer, policy, faults } = options;
+  const { model, tools, checkpointer, policy, faults, logger } = options;
 
   async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
@@ -74,7 +77,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
     const response = (await bound.invoke(view.messages, { signal: config.signal })) as AIMessage;
-    await ctx.recordModelCall({
+    const record: ModelCallRecord = {
       turnId: ctx.turnId,
       index: callIndex(state.messages),
       startedAt,
@@ -83,6 +86,23 @@ export function createAgentGraph(options: AgentGraphOptions) {
       stats: view.stats,
       usage: reportedUsage(response),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),
+    };
+    await ctx.recordModelCall(record);
+    logger?.info("model call", {
+      turnId: record.turnId,
+      call: record.index,
+      durationMs: record.durationMs,
+      stateMessages: view.stats.stateMessages,
+      stateTokens: view.stats.stateTokens,
+      viewMessages: view.stats.viewMessages,
+      viewTokens: view.stats.viewTokens,
+      budget: view.stats.budget,
+      finishedTurnsKept: view.stats.finishedTurnsKept,
+      omittedOutputs: view.stats.omittedOutputs.length,
+      buildMs: Math.round(view.stats.buildMs * 1000) / 1000,
+      inputTokens: record.usage.inputTokens,
+      outputTokens: record.usage.outputTokens,
+      toolCalls: record.toolCalls.length,
     });
     faults?.at("after-model-call");
     return { messages: [response] };

@@ -8,6 +8,7 @@ import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
+import { jsonConsoleLogger } from "../logger.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, UnsupportedMediaTypeError } from "../errors.js";
 import { consoleRoutes } from "./console-routes.js";
@@ -80,6 +81,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   });
   const app = await createApp({ ...config, mongodbUri }, {
     onError: logServerError,
+    logger: jsonConsoleLogger,
     ...options.app,
     extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...(options.app?.extraRoutes ?? [])],
     mongoClient: client,

@@ -71,6 +71,36 @@ describe("TurnRunner", () => {
     });
   });
 
+  describe("logs", () => {
+    it("logs each model call as numbers, never the message contents", async () => {
+      const entries: { message: string; fields: Record<string, unknown> }[] = [];
+      const capture = (message: string, fields: Record<string, unknown>) => entries.push({ message, fields });
+      const client = new MongoClient(mongoUri());
+      await client.connect();
+      clients.push(client);
+      const app = await createApp(config, {
+        mongoClient: client,
+        authenticate: async () => caller,
+        tools: [bigReport],
+        logger: { info: capture, warn: capture, error: capture },
+      });
+      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const secret = "the launch code is swordfish";
+      await app.runner.run({ conversationId, caller, content: `${secret} big_report {"rows": 2}`, turnId: randomUUID() });
+
+      const calls = entries.filter((e) => e.message === "model call");
+      expect(calls).toHaveLength(2);
+      for (const { fields } of calls) {
+        expect(fields.viewTokens).toBeGreaterThan(0);
+        expect(fields.stateTokens).toBeGreaterThan(0);
+        expect(fields.inputTokens).toBeGreaterThan(0);
+        expect(Object.values(fields).every((v) => typeof v === "number" || (typeof v === "string" && v === fields.turnId))).toBe(true);
+      }
+      expect(JSON.stringify(entries)).not.toContain("swordfish");
+      expect(JSON.stringify(entries)).not.toContain("region-1");
+    });
+  });
+
   describe("deleteConversation", () => {
     it("leaves nothing of the conversation in any collection", async () => {
       const app = await freshApp();

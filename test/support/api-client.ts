@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { MongoClient, type Db } from "mongodb";
 import { loadConfig } from "../../lib/config/config.js";
+import { silentLogger } from "../../lib/logger.js";
 import { startLocalServer, type LocalServer, type LocalServerOptions } from "../../lib/local/local-server.js";
 import { loadOrCreateLocalKeys, mintLocalToken, type TokenClaims } from "../../lib/local/local-keys.js";
 import { dropKnownCollections } from "./drop-collections.js";
@@ -30,7 +31,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   const dbName = `api_${randomUUID().slice(0, 8)}`;
   const localDir = await mkdtemp(join(tmpdir(), "threadwise-keys-"));
   const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, ...env });
-  const server = await startLocalServer(config, { port: 0, localDir, ...options });
+  const server = await startLocalServer(config, { port: 0, localDir, ...options, app: { logger: silentLogger, ...options.app } });
   const keys = await loadOrCreateLocalKeys(localDir);
   const inspector = new MongoClient(mongoUri());
   await inspector.connect();
