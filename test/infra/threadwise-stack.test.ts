@@ -53,6 +53,13 @@ describe("ThreadwiseStack", () => {
       }
     });
 
+    it("tells the worker its queue (for retry delays) and every function to insist on TLS to MongoDB", () => {
+      template.hasResourceProperties("AWS::Lambda::Function", {
+        FunctionName: "prod-threadwise-worker",
+        Environment: { Variables: Match.objectLike({ TURN_QUEUE_URL: Match.anyValue(), MONGODB_REQUIRE_TLS: "true", TURN_MAX_RECEIVES: "3" }) },
+      });
+    });
+
     it("feeds the worker one turn per invocation with partial batch failures", () => {
       template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
         BatchSize: 1,
