@@ -6,6 +6,9 @@ import { mongoUri, openTestDatabase, type TestDatabase } from "../../support/mon
 import { startLocalAws, type LocalAws } from "./aws-endpoints.js";
 import { apiEvent, lambdaContext, type ApiEventInput } from "./events.js";
 
+/** The bot's Microsoft App ID in the test secret. */
+export const TEST_TEAMS_APP_ID = "00000000-0000-0000-0000-00000000b07";
+
 type Handler<E, R> = (event: E, context: Context) => Promise<R>;
 
 export interface Harness {
@@ -15,6 +18,7 @@ export interface Harness {
   api(input: ApiEventInput): Promise<{ status: number; headers: Record<string, string>; json: any }>;
   worker(event: SQSEvent): Promise<SQSBatchResponse>;
   slack: Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;
+  teams: Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;
   close(): Promise<void>;
 }
 
@@ -27,7 +31,7 @@ export async function startHarness(options: { env?: Record<string, string>; conv
   const aws = await startLocalAws();
   const converse = await startConverseEndpoint(options.converse);
   const database = await openTestDatabase("fn");
-  aws.setSecret({ mongodbUri: mongoUri(), slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-test" });
+  aws.setSecret({ mongodbUri: mongoUri(), slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-test", teamsAppId: TEST_TEAMS_APP_ID, teamsAppPassword: "test-password" });
   Object.assign(process.env, aws.environment, converse.environment, {
     MODEL_PROVIDER: "bedrock",
     MONGODB_DB: database.dbName,
@@ -41,6 +45,7 @@ export async function startHarness(options: { env?: Record<string, string>; conv
   const api = (await import("../../../functions/api.js")).handler as unknown as Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;
   const worker = (await import("../../../functions/worker.js")).handler as unknown as Handler<SQSEvent, SQSBatchResponse>;
   const slack = (await import("../../../functions/slack.js")).handler as unknown as Harness["slack"];
+  const teams = (await import("../../../functions/teams.js")).handler as unknown as Harness["teams"];
   return {
     aws,
     converse,
@@ -52,6 +57,7 @@ export async function startHarness(options: { env?: Record<string, string>; conv
     },
     worker: (event) => worker(event, lambdaContext("test-threadwise-worker", 300_000)),
     slack,
+    teams,
     async close() {
       await dropKnownCollections(database.db);
       await database.cleanup();
