@@ -25,6 +25,8 @@ export interface IdempotencyPersistenceLayerOptions {
 }
 
 const DUPLICATE_KEY = 11000;
+/** Inserts tried when each collides with a record that is gone by the time it is read. */
+const MAX_PUT_ATTEMPTS = 3;
 
 /**
  * Powertools idempotency records in MongoDB. Writes are conditional and atomic: an
@@ -56,37 +58,42 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
 
   protected async _putRecord(record: IdempotencyRecord): Promise<void> {
     const doc = this.#toDocument(record);
-    try {
-      await this.#collection.insertOne(doc);
-      return;
-    } catch (error) {
-      if (!(error instanceof MongoServerError) || error.code !== DUPLICATE_KEY) throw error;
-    }
-    // A record exists: take it over only if it can no longer answer for this key.
-    const nowMs = Date.now();
     const { _id, ...fields } = doc;
     // A takeover starts afresh: no stale result, no stale in-progress expiry.
     const unset: Record<string, ""> = { data: "" };
     if (doc.inProgressExpiryTimestamp === undefined) unset.inProgressExpiryTimestamp = "";
-    const taken = await this.#collection.updateOne(
-      {
-        _id,
-        $or: [
-          { expiryTimestamp: { $lt: nowMs / 1000 } },
-          {
-            status: IdempotencyRecordStatus.INPROGRESS,
-            inProgressExpiryTimestamp: { $exists: true, $lt: nowMs },
-          },
-        ],
-      },
-      { $set: fields, $unset: unset },
-    );
-    if (taken.matchedCount === 1) return;
-    const existing = await this.#collection.findOne({ _id });
-    throw new IdempotencyItemAlreadyExistsError(
-      `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
-      existing ? toRecord(existing) : undefined,
-    );
+    // The record we collide with may be deleted (its owner failed) before we read it: then try again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#collection.insertOne(doc);
+        return;
+      } catch (error) {
+        if (!(error instanceof MongoServerError) || error.code !== DUPLICATE_KEY) throw error;
+      }
+      // A record exists: take it over only if it can no longer answer for this key.
+      const nowMs = Date.now();
+      const taken = await this.#collection.updateOne(
+        {
+          _id,
+          $or: [
+            { expiryTimestamp: { $lt: nowMs / 1000 } },
+            {
+              status: IdempotencyRecordStatus.INPROGRESS,
+              inProgressExpiryTimestamp: { $exists: true, $lt: nowMs },
+            },
+          ],
+        },
+        { $set: fields, $unset: unset },
+      );
+      if (taken.matchedCount === 1) return;
+      const existing = await this.#collection.findOne({ _id });
+      if (existing || attempt >= MAX_PUT_ATTEMPTS) {
+        throw new IdempotencyItemAlreadyExistsError(
+          `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
+          existing ? toRecord(existing) : undefined,
+        );
+      }
+    }
   }
 
   protected async _updateRecord(record: IdempotencyRecord): Promise<void> {

@@ -90,6 +90,28 @@ describe("IdempotencyPersistenceLayer", () => {
       expect(reasons.every((e: unknown) => e instanceof IdempotencyItemAlreadyExistsError)).toBe(true);
     });
 
+    it("returns after inserting when the colliding record is deleted before it can be read", async () => {
+      await layer.put(inProgress("vanishing"));
+      // Its owner fails and deletes it right after our insert collided with it.
+      let deleted = false;
+      const racing = new Proxy(collection, {
+        get(target, prop, receiver) {
+          if (prop === "updateOne" && !deleted) {
+            return async (...args: Parameters<typeof target.updateOne>) => {
+              deleted = true;
+              await target.deleteOne({ _id: "vanishing" });
+              return target.updateOne(...args);
+            };
+          }
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const raced = new ExposedLayer({ collection: racing });
+      await expect(raced.put(inProgress("vanishing"))).resolves.toBeUndefined();
+      expect(await collection.countDocuments({ _id: "vanishing" })).toBe(1);
+    });
+
     it("takes over a record whose expiry has passed", async () => {
       await layer.put(inProgress("old", { expiryTimestamp: nowSeconds() - 10 }));
       await layer.put(inProgress("old"));

@@ -103,7 +103,7 @@ describe("create_follow_up", () => {
       expect(webhook.requests).toHaveLength(1);
       webhook.setDelayMs(0);
       const retry = await freshRegistry().execute(call("tc-6"), context("conv-6"));
-      expect(retry.status).toBe("success");
+      expect(retry).toMatchObject({ status: "success" });
       expect(webhook.requests.map((r) => r.headers["idempotency-key"])).toEqual(["conv-6:tc-6", "conv-6:tc-6"]);
       expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-6" })).toBe(1);
     });
