@@ -57,7 +57,6 @@ const envSchema = z.object({
   JWT_TENANT_CLAIM: z.string().min(1).optional(),
   JWT_ROLES_CLAIM: z.string().min(1).optional(),
   PORT: positiveInt.optional(),
-  LOG_MESSAGE_CONTENT: z.enum(["true", "false"]).optional(),
   SECRET_ARN: z.string().startsWith("arn:").optional(),
   TURN_QUEUE_URL: z.string().url().optional(),
   TURN_MAX_RECEIVES: positiveInt.optional(),
@@ -120,8 +119,6 @@ export interface Config {
   auth: AuthConfig;
   maxMessageChars: number;
   port: number;
-  /** Message contents are kept out of logs unless this is set. */
-  logMessageContent: boolean;
   deployment: DeploymentConfig;
 }
 
@@ -163,7 +160,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
     port: e.PORT ?? DEFAULT_PORT,
-    logMessageContent: e.LOG_MESSAGE_CONTENT === "true",
     deployment: {
       secretArn: e.SECRET_ARN,
       turnQueueUrl: e.TURN_QUEUE_URL,
