@@ -20,6 +20,9 @@ import { createMongoClient } from "./store/mongo-client.js";
 import type { ToolDefinition } from "./tools/tool.js";
 import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "./tools/tool-registry.js";
+import { createDefaultTools } from "./tools/create-default-tools.js";
+import type { SecretSource } from "./tools/secrets.js";
+import { COLLECTIONS } from "./store/collections.js";
 import { offloadToolOutput } from "./tools/output-offload.js";
 import { createReadToolOutputTool, DEFAULT_READ_MAX_TOKENS } from "./tools/read-tool-output.js";
 
@@ -29,8 +32,10 @@ export interface AppOptions {
   mongoClient?: MongoClient;
   /** Default: the provider named by config. */
   model?: BaseChatModel;
-  /** The deployment's tools; `read_tool_output` is always added. Default: none. */
+  /** The tools offered besides `read_tool_output`. Default: the deployment's tools, chosen by `config.tools`. */
   tools?: ToolDefinition[];
+  /** Where the default tools read their credentials (Power BI). Default: none. */
+  secrets?: SecretSource;
   /** Routes served beside the API (Slack, Teams, the local console). */
   extraRoutes?: Route[];
   /** Test-only crash points; never set in production. */
@@ -63,8 +68,19 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     checkpointsKept: config.checkpointsKept,
   });
   await database.setup();
-  const guard = new ToolIdempotencyGuard({ collection: database.idempotency });
-  const registry = new ToolRegistry([...(options.tools ?? []), readToolOutput(database, config)], { guard, logger: options.logger });
+  const defaults = options.tools
+    ? undefined
+    : createDefaultTools(config.tools, { followUps: database.db.collection(COLLECTIONS.followUps), secrets: options.secrets ?? NO_SECRETS });
+  const guard = new ToolIdempotencyGuard({
+    collection: database.idempotency,
+    inProgressTimeoutMs: config.tools.timeoutMs,
+    expiresAfterSeconds: config.tools.idempotencyTtlSeconds,
+  });
+  const registry = new ToolRegistry([...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config)], {
+    guard,
+    timeoutMs: config.tools.timeoutMs,
+    logger: options.logger,
+  });
   const graph = createAgentGraph({
     model: options.model ?? createChatModel(config.model),
     tools: new RegistryToolRunner(registry, (output, meta) =>
@@ -112,6 +128,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     database,
     runner,
     async close() {
+      await defaults?.close();
       if (ownsClient) await client.close();
     },
   };
@@ -122,6 +139,8 @@ function readToolOutput(database: ThreadwiseDatabase, config: Config): ToolDefin
   const maxTokens = Math.max(200, Math.min(DEFAULT_READ_MAX_TOKENS, config.view.toolOutputTokens - 100));
   return createReadToolOutputTool(database.artifacts, { maxTokens });
 }
+
+const NO_SECRETS: SecretSource = { get: async () => undefined };
 
 function requireUri(config: Config): string {
   if (!config.mongodbUri) throw new Error("MONGODB_URI is not set");

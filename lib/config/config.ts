@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
+import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
 export const DEFAULT_DB_NAME = "threadwise";
@@ -63,6 +64,9 @@ const envSchema = z.object({
   SYNC_TURN_DEADLINE_MS: positiveInt.optional(),
   SECRET_CACHE_MS: positiveInt.optional(),
   MONGODB_REQUIRE_TLS: z.enum(["true", "false"]).optional(),
+  SLACK_API_URL: z.string().url().optional(),
+  TEAMS_OPENID_METADATA_URL: z.string().url().optional(),
+  TEAMS_TOKEN_URL: z.string().url().optional(),
 });
 
 export type ModelProvider = "local" | "bedrock";
@@ -103,6 +107,19 @@ export interface DeploymentConfig {
   mongodbRequireTls: boolean;
 }
 
+/**
+ * Where the channels' services are, when not at Slack and Microsoft: tests and local tries point
+ * them at local stand-ins. Channel secrets are credentials (`lib/config/credentials.ts`), not here.
+ */
+export interface ChannelEndpointsConfig {
+  /** Slack Web API base URL. Default: `https://slack.com/api/` (`DEFAULT_SLACK_API_URL`). */
+  slackApiUrl?: string;
+  /** OpenID metadata naming the keys that sign Bot Framework requests. Default: the Bot Framework's (`DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL`). */
+  teamsOpenIdMetadataUrl?: string;
+  /** Client-credentials token URL; `{tenant}` is replaced. Default: Entra's (`DEFAULT_BOT_CONNECTOR_TOKEN_URL`). */
+  teamsTokenUrl?: string;
+}
+
 export interface Config {
   mongodbUri?: string;
   dbName: string;
@@ -119,6 +136,9 @@ export interface Config {
   auth: AuthConfig;
   maxMessageChars: number;
   port: number;
+  /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
+  tools: ToolsConfig;
+  channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
 
@@ -160,6 +180,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
     port: e.PORT ?? DEFAULT_PORT,
+    tools: loadToolsConfig(env),
+    channels: {
+      slackApiUrl: e.SLACK_API_URL,
+      teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,
+      teamsTokenUrl: e.TEAMS_TOKEN_URL,
+    },
     deployment: {
       secretArn: e.SECRET_ARN,
       turnQueueUrl: e.TURN_QUEUE_URL,

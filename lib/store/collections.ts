@@ -9,6 +9,7 @@ export const COLLECTIONS = {
   modelCalls: "model_calls",
   artifacts: "artifacts",
   idempotency: "idempotency",
+  followUps: "follow_ups",
   channelEvents: "channel_events",
 } as const;
 

@@ -66,6 +66,7 @@ export class ThreadwiseDatabase {
       this.messages.deleteByConversation(conversationId),
       this.turns.deleteByConversation(conversationId),
       this.artifacts.deleteByConversation(conversationId),
+      this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),
     ]);
     await this.conversations.delete(conversationId);
   }

@@ -12,6 +12,7 @@ const OWNER_FIELD: Record<string, string> = {
   [COLLECTIONS.turns]: "conversationId",
   [COLLECTIONS.modelCalls]: "conversationId",
   [COLLECTIONS.artifacts]: "conversationId",
+  [COLLECTIONS.followUps]: "conversationId",
   [COLLECTIONS.checkpoints]: "thread_id",
   [COLLECTIONS.checkpointWrites]: "thread_id",
   [COLLECTIONS.checkpointBlobs]: "thread_id",
