@@ -55,6 +55,10 @@ export interface TurnDocument {
   usage: Usage;
   toolCalls: number;
   progress: TurnProgress;
+  /** A channel turn: when a worker began sending its reply (or failure message); see `claimReply`. */
+  replyClaimedAt?: Date;
+  /** A channel turn: when its reply was delivered. Set once; a redelivered job then sends nothing. */
+  repliedAt?: Date;
 }
 
 export function addUsage(a: Usage, b: Usage): Usage {
@@ -153,6 +157,33 @@ export class TurnStore {
 
   async fail(turnId: string, error: { code: string; message: string }, now = new Date()): Promise<void> {
     await this.collection.updateOne({ _id: turnId }, { $set: { status: "failed", error, updatedAt: now, completedAt: now } });
+  }
+
+  /**
+   * Claims the sending of a channel turn's reply: true for one caller only, until the reply is
+   * marked sent or the claim is released or older than `staleAfterMs` (a worker that died
+   * mid-send; its reply may or may not have landed, and a second is better than none).
+   */
+  async claimReply(turnId: string, staleAfterMs: number, now = new Date()): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      {
+        _id: turnId,
+        repliedAt: { $exists: false },
+        $or: [{ replyClaimedAt: { $exists: false } }, { replyClaimedAt: { $lt: new Date(now.getTime() - staleAfterMs) } }],
+      },
+      { $set: { replyClaimedAt: now } },
+    );
+    return result.modifiedCount === 1;
+  }
+
+  /** The claimed reply was delivered: no later delivery of the job sends it again. */
+  async markReplied(turnId: string, now = new Date()): Promise<void> {
+    await this.collection.updateOne({ _id: turnId }, { $set: { repliedAt: now } });
+  }
+
+  /** The claimed reply was not delivered: a retry may claim it at once. */
+  async releaseReply(turnId: string): Promise<void> {
+    await this.collection.updateOne({ _id: turnId, repliedAt: { $exists: false } }, { $unset: { replyClaimedAt: "" } });
   }
 
   /** Turns of the conversation left running by an attempt that died; called under the lease, so none is alive. */
