@@ -1,0 +1,18 @@
+export { createAgentGraph, type AgentGraph, type AgentGraphOptions, type TurnContext } from "./graph.js";
+export {
+  TurnRunner,
+  DEFAULT_MAX_MODEL_CALLS,
+  summarizeContext,
+  type ThreadMessage,
+  type TurnContextSummary,
+  type TurnRequest,
+  type TurnResult,
+  type TurnRunnerDeps,
+} from "./turn-runner.js";
+export { createChatModel } from "./chat-model.js";
+export { LocalChatModel, type FunctionTool } from "./local-chat-model.js";
+export { RegistryToolRunner, type OutputOffload, type ToolExecution, type ToolExecutor } from "./registry-tool-runner.js";
+export type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
+export { DEFAULT_SYSTEM_PROMPT } from "./system-prompt.js";
+export { FAULT_POINTS, type FaultInjector, type FaultPoint } from "./fault-points.js";
+export { toViewMessages } from "./view-record.js";

@@ -1,0 +1,55 @@
+export { COLLECTIONS, type CollectionName } from "./collections.js";
+export { ThreadwiseDatabase, DatabaseSetupError, type ThreadwiseDatabaseOptions } from "./database.js";
+export { createMongoClient, DEFAULT_SERVER_SELECTION_TIMEOUT_MS, type MongoClientOptions } from "./mongo-client.js";
+export {
+  ConversationStore,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  toSummary,
+  type ChannelBinding,
+  type ChannelName,
+  type ConversationDocument,
+  type ConversationPage,
+  type ConversationSummary,
+  type Lease,
+} from "./conversation-store.js";
+export { MessageStore, type MessageDocument, type RecordedMessage, type RecordRole } from "./message-store.js";
+export {
+  TurnStore,
+  TURN_STATUSES,
+  ZERO_USAGE,
+  addUsage,
+  type ModelCallRecord,
+  type TurnDocument,
+  type TurnProgress,
+  type TurnStatus,
+  type TurnWithCalls,
+  type Usage,
+  type ViewMessage,
+} from "./turn-store.js";
+export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "./lease.js";
+export { RetentionPolicy, DEFAULT_RETENTION_DAYS, type RetentionOptions } from "./retention.js";
+export {
+  ArtifactStore,
+  DEFAULT_ARTIFACT_PART_BYTES,
+  DEFAULT_MAX_ARTIFACT_BYTES,
+  DEFAULT_PREVIEW_CHARS,
+  previewOf,
+  type ArtifactRef,
+  type ArtifactStoreOptions,
+  type NewArtifact,
+  type StoredArtifact,
+} from "./artifact-store.js";
+export { IdempotencyPersistenceLayer, type IdempotencyDocument, type IdempotencyPersistenceLayerOptions } from "./idempotency-persistence-layer.js";
+export {
+  ThreadwiseSaver,
+  DEFAULT_CHECKPOINTS_KEPT,
+  DEFAULT_CHECKPOINTS_COLLECTION,
+  DEFAULT_CHECKPOINT_WRITES_COLLECTION,
+  DEFAULT_CHECKPOINT_BLOBS_COLLECTION,
+  type PruneOptions,
+  type PruneResult,
+  type ThreadwiseSaverOptions,
+} from "./threadwise-saver.js";
+export { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES } from "./checkpoint/document-size.js";
+export { DEFAULT_CHUNK_ITEMS } from "./checkpoint/channel-blob-store.js";
