@@ -2,7 +2,8 @@ import middy from "@middy/core";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context } from "aws-lambda";
-import { decodeGatewayBody, handleSlackEvent, lowercaseHeaders } from "../lib/channels/index.js";
+import { channelNotConfiguredResponse, decodeGatewayBody, handleSlackEvent, lowercaseHeaders } from "../lib/channels/index.js";
+import { channelCredentialsOf } from "../lib/config/credentials.js";
 import { ValidationError } from "../lib/errors.js";
 import { deduperFor } from "./shared/channel-clients.js";
 import { toResult, type HttpApiEvent } from "./shared/http-event.js";
@@ -15,12 +16,13 @@ const NO_API = async (): Promise<never> => {
 /** Slack Events API: verify the signature, dedupe, enqueue, answer within Slack's three seconds. */
 async function slack(event: HttpApiEvent, context: Context) {
   const credentials = credentialsOf(context);
-  if (!credentials.slackSigningSecret) throw new ValidationError("slack is not configured", [{ path: "slackSigningSecret", message: "missing" }]);
+  const slackCredentials = channelCredentialsOf(credentials).slack;
+  if (!slackCredentials) return toResult(channelNotConfiguredResponse("slack", "add slackSigningSecret and slackBotToken to the credentials secret"));
   const app = await appFor(credentials, { authenticate: NO_API, onError: logServerError });
   const queue = requireTurnQueue();
   const response = await handleSlackEvent({
     request: { headers: lowercaseHeaders(event.headers), rawBody: decodeGatewayBody(event) },
-    signingSecret: credentials.slackSigningSecret,
+    signingSecret: slackCredentials.signingSecret,
     deduper: await deduperFor(app),
     enqueue: (job) => queue.enqueue(job),
     onOutcome: (outcome) => logger.info("slack event", { ...outcome }),

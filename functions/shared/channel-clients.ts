@@ -1,6 +1,6 @@
 import type { App } from "../../lib/app.js";
-import { BotConnectorTokenProvider, ChannelEventDeduper, ChannelReplier, SlackReplier, TeamsReplier } from "../../lib/channels/index.js";
-import type { Credentials } from "../../lib/config/credentials.js";
+import { ChannelEventDeduper, createChannelReplier } from "../../lib/channels/index.js";
+import { channelCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { TurnJobWorker, type TurnMetricsSink } from "../../lib/queue/index.js";
 import { config } from "./runtime.js";
 
@@ -11,20 +11,13 @@ export function workerFor(app: App, credentials: Credentials, onTurnCompleted: T
   const key = JSON.stringify(credentials);
   const cached = workers.get(app);
   if (cached?.key === key) return cached.worker;
-  const { slackBotToken, teamsAppId, teamsAppPassword, teamsTenantId } = credentials;
-  const replier = new ChannelReplier({
-    slack: slackBotToken ? new SlackReplier({ botToken: slackBotToken }) : undefined,
-    teams:
-      teamsAppId && teamsAppPassword
-        ? new TeamsReplier({ tokens: new BotConnectorTokenProvider({ appId: teamsAppId, appPassword: teamsAppPassword, tenant: teamsTenantId }) })
-        : undefined,
-  });
   const worker = new TurnJobWorker({
     runner: app.runner,
     conversations: app.database.conversations,
     turns: app.database.turns,
-    replier,
+    replier: createChannelReplier(channelCredentialsOf(credentials), config.channels),
     maxReceives: config.deployment.turnMaxReceives,
+    maxMessageChars: config.maxMessageChars,
     onTurnCompleted,
   });
   workers.set(app, { key, worker });

@@ -39,3 +39,11 @@ export function jsonResponse(status: number, body: unknown): ChannelResponse {
 export function emptyResponse(status: number): ChannelResponse {
   return { status, headers: {}, body: "" };
 }
+
+/**
+ * The answer of a webhook whose channel has no credentials: 503, so the channel retries once it
+ * is configured, and a message that says what to set.
+ */
+export function channelNotConfiguredResponse(channel: "slack" | "teams", hint: string): ChannelResponse {
+  return jsonResponse(503, { error: { code: "channel_not_configured", message: `${channel} is not configured: ${hint}` } });
+}

@@ -1,6 +1,9 @@
+import type { ChannelEndpointsConfig } from "../config/config.js";
+import type { ChannelCredentials } from "../config/credentials.js";
 import { ChannelDeliveryError } from "../errors.js";
-import type { SlackReplier } from "./slack/slack-replier.js";
-import type { TeamsReplier } from "./teams/teams-replier.js";
+import { SlackReplier } from "./slack/slack-replier.js";
+import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
+import { TeamsReplier } from "./teams/teams-replier.js";
 import type { TurnJob } from "./turn-job.js";
 
 export interface ChannelRepliers {
@@ -34,4 +37,25 @@ export class ChannelReplier {
     if (!this.repliers.teams) throw new ChannelDeliveryError("teams is not configured", "teams");
     return this.repliers.teams;
   }
+}
+
+/**
+ * The repliers of the connected channels. They hold HTTP clients and a token cache: make them
+ * once per container (and per credentials version), not per turn.
+ */
+export function createChannelReplier(channels: ChannelCredentials, endpoints: ChannelEndpointsConfig = {}): ChannelReplier {
+  const { slack, teams } = channels;
+  return new ChannelReplier({
+    slack: slack ? new SlackReplier({ botToken: slack.botToken, slackApiUrl: endpoints.slackApiUrl }) : undefined,
+    teams: teams
+      ? new TeamsReplier({
+          tokens: new BotConnectorTokenProvider({
+            appId: teams.appId,
+            appPassword: teams.appPassword,
+            tenant: teams.tenantId,
+            tokenUrl: endpoints.teamsTokenUrl,
+          }),
+        })
+      : undefined,
+  });
 }

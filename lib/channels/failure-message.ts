@@ -1,4 +1,4 @@
-import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError, ValidationError } from "../errors.js";
+import { ConflictError, ContextBudgetExceededError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 
 /**
  * The short, honest message a user gets in the thread when their turn fails: what happened
@@ -12,9 +12,11 @@ export function turnFailureMessage(error: unknown, channel: "slack" | "teams"): 
   if (error instanceof ContextBudgetExceededError) {
     return `This conversation has grown too long for me to answer in. Please ${fresh} and ask again.`;
   }
+  if (error instanceof PayloadTooLargeError) {
+    return `That message is too long for me (the limit is ${error.limit.toLocaleString("en-US")} characters). Please shorten it and send it again.`;
+  }
   if (error instanceof ValidationError) {
-    // The runner refuses messages over the configured length; that is the usual cause here.
-    return "I couldn't accept that message; it may be too long. Please shorten it and send it again.";
+    return "I couldn't accept that message. Please rephrase it and send it again.";
   }
   if (error instanceof ServiceUnavailableError) {
     return "I couldn't reach a service I need to answer right now. Please try again in a few minutes.";

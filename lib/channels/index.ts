@@ -6,6 +6,7 @@ export {
   type EventDeduper,
 } from "./channel-event-deduper.js";
 export {
+  channelNotConfiguredResponse,
   decodeGatewayBody,
   emptyResponse,
   jsonResponse,
@@ -13,22 +14,15 @@ export {
   type ChannelRequest,
   type ChannelResponse,
 } from "./channel-http.js";
-export {
-  channelCredentialsSchema,
-  parseChannelCredentials,
-  type ChannelCredentials,
-} from "./channel-credentials.js";
-export { ChannelReplier, type ChannelRepliers } from "./channel-replier.js";
+export { ChannelReplier, createChannelReplier, type ChannelRepliers } from "./channel-replier.js";
 export { channelRoutes, type ChannelRoutesOptions } from "./channel-routes.js";
 export { turnFailureMessage } from "./failure-message.js";
 export { splitText } from "./split-text.js";
 export {
   TURN_CHANNELS,
   parseTurnJob,
-  turnJobIds,
   turnJobSchema,
   type EnqueueTurn,
-  type TurnJobIds,
   type SlackReplyTarget,
   type SlackTurnJob,
   type TeamsReplyTarget,

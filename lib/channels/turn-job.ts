@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
 
@@ -89,39 +88,4 @@ export function parseTurnJob(body: string): TurnJob {
     );
   }
   return parsed.data;
-}
-
-/** SQS FIFO group and deduplication ids, and the turn id, for a job. */
-export interface TurnJobIds {
-  /** One group per conversation: turns of a conversation run in order, others in parallel. */
-  messageGroupId: string;
-  /** Same for every delivery of one channel event, so SQS drops a second send within 5 minutes. */
-  messageDeduplicationId: string;
-  /** Stable across redeliveries, so a retried job resumes its turn instead of starting another. */
-  turnId: string;
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
-
-/** A name-based (version 5 shaped) UUID from a hex digest. */
-function uuidFromHash(hex: string): string {
-  const d = hex.slice(0, 32).split("");
-  d[12] = "5";
-  d[16] = ((parseInt(d[16], 16) & 0x3) | 0x8).toString(16);
-  const h = d.join("");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
-}
-
-/**
- * Ids derived from the job. Hashed because SQS allows at most 128 characters from a limited
- * set and a Teams conversation id can be longer; the turn id has the shape of a UUID.
- */
-export function turnJobIds(job: TurnJob): TurnJobIds {
-  return {
-    messageGroupId: sha256(`${job.channel}:${job.conversationKey}`),
-    messageDeduplicationId: sha256(job.dedupeId),
-    turnId: uuidFromHash(sha256(`turn:${job.dedupeId}`)),
-  };
 }

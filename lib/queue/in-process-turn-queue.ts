@@ -1,22 +1,33 @@
 import type { TurnJob } from "../channels/turn-job.js";
 import { turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
+/** What processing one delivery asks of the queue: nothing (done), or to deliver the job again later. */
+export type InProcessDelivery = void | { retryAfterSeconds: number };
+
+/**
+ * Processes one delivery of a job; `receiveCount` counts deliveries, this one included, as SQS's
+ * `ApproximateReceiveCount` does. It decides when to stop asking for retries.
+ */
+export type InProcessJobHandler = (job: TurnJob, receiveCount: number) => Promise<InProcessDelivery>;
+
 /**
  * The turn queue of local mode: jobs run in this process, one at a time per conversation (as
- * FIFO groups do), without blocking the caller. A failure goes to `onError`; there is no retry.
+ * FIFO groups do), without blocking the caller. A job that asks to be retried is delivered again
+ * after its delay, holding its group meanwhile as an in-flight FIFO message does. A thrown
+ * error goes to `onError` and ends the job.
  */
 export class InProcessTurnQueue implements TurnQueue {
   private readonly tails = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly process: (job: TurnJob) => Promise<void>,
+    private readonly handle: InProcessJobHandler,
     private readonly onError: (error: unknown, job: TurnJob) => void = () => undefined,
   ) {}
 
   async enqueue(job: TurnJob): Promise<void> {
     const group = turnJobGroupId(job);
     const tail = (this.tails.get(group) ?? Promise.resolve())
-      .then(() => this.process(job))
+      .then(() => this.deliver(job))
       .catch((error: unknown) => this.onError(error, job))
       .finally(() => {
         if (this.tails.get(group) === tail) this.tails.delete(group);
@@ -27,5 +38,14 @@ export class InProcessTurnQueue implements TurnQueue {
   /** Resolves when every job enqueued so far has finished (shutdown, tests). */
   async drain(): Promise<void> {
     while (this.tails.size > 0) await Promise.all([...this.tails.values()]);
+  }
+
+  private async deliver(job: TurnJob): Promise<void> {
+    for (let receiveCount = 1; ; receiveCount += 1) {
+      const outcome = await this.handle(job, receiveCount);
+      if (!outcome) return;
+      // Unref'd: a pending retry does not keep a stopping process alive.
+      await new Promise<void>((resolve) => setTimeout(resolve, outcome.retryAfterSeconds * 1000).unref());
+    }
   }
 }

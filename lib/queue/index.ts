@@ -1,7 +1,8 @@
-export { InProcessTurnQueue } from "./in-process-turn-queue.js";
+export { InProcessTurnQueue, type InProcessDelivery, type InProcessJobHandler } from "./in-process-turn-queue.js";
 export { SqsTurnQueue, type SqsTurnQueueOptions } from "./sqs-turn-queue.js";
 export { TurnDispatcher, type DispatchOutcome, type TurnDispatcherOptions } from "./turn-dispatcher.js";
 export {
+  DEFAULT_REPLY_CLAIM_MS,
   DEFAULT_RETRY_BASE_SECONDS,
   DEFAULT_RETRY_MAX_SECONDS,
   TurnJobWorker,

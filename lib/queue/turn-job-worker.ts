@@ -1,9 +1,10 @@
 import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelReplier } from "../channels/channel-replier.js";
 import type { TurnJob } from "../channels/turn-job.js";
-import { DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
+import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
 import {
   AuthenticationError,
+  ChannelDeliveryError,
   ConflictError,
   ContextBudgetExceededError,
   InvalidModelViewError,
@@ -20,6 +21,11 @@ import { turnIdForJob } from "./turn-queue.js";
 export const DEFAULT_RETRY_BASE_SECONDS = 10;
 /** Longest wait before a retry. */
 export const DEFAULT_RETRY_MAX_SECONDS = 300;
+/**
+ * How long a claim to send a reply holds before another delivery may take it over: longer than
+ * the slowest send (Slack: three 10 s attempts with backoff; Teams: token plus two 10 s posts).
+ */
+export const DEFAULT_REPLY_CLAIM_MS = 120_000;
 
 export interface TurnJobWorkerOptions {
   runner: TurnRunner;
@@ -28,6 +34,10 @@ export interface TurnJobWorkerOptions {
   replier: ChannelReplier;
   /** Receives after which a failing turn is given up and the user told. Default: {@link DEFAULT_TURN_MAX_RECEIVES}. */
   maxReceives?: number;
+  /** Longest channel message taken as a question, as the API's limit. Default: {@link DEFAULT_MAX_MESSAGE_CHARS}. */
+  maxMessageChars?: number;
+  /** Default: {@link DEFAULT_REPLY_CLAIM_MS}. */
+  replyClaimMs?: number;
   onTurnCompleted?: TurnMetricsSink;
 }
 
@@ -36,55 +46,122 @@ export type TurnJobOutcome =
   /** Failed for good: the user got the failure message; the message must not come back. */
   | { kind: "gave-up"; turnId: string; error: unknown }
   /** Failed for now: the message should come back after `delaySeconds`. */
-  | { kind: "retry"; turnId: string; error: unknown; delaySeconds: number };
+  | { kind: "retry"; turnId: string; error: unknown; delaySeconds: number }
+  /** A redelivery of a job whose reply was already sent: nothing was run or sent again. */
+  | { kind: "already-replied"; turnId: string };
+
+/** HTTP statuses that mean "not now" although they are 4xx: timeout and throttling. */
+const TRANSIENT_CLIENT_STATUSES = new Set([408, 429]);
+
+/**
+ * An AWS SDK error (Bedrock's `ValidationException`, `AccessDeniedException`, …) that the
+ * service answered with a 4xx status and the SDK does not call retryable: the same request
+ * will be refused again.
+ */
+function isPermanentSdkError(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const { $metadata, $retryable } = error as { $metadata?: { httpStatusCode?: unknown }; $retryable?: unknown };
+  const status = $metadata?.httpStatusCode;
+  return typeof status === "number" && status >= 400 && status < 500 && !TRANSIENT_CLIENT_STATUSES.has(status) && !$retryable;
+}
+
+/**
+ * Slack refused the call (`channel_not_found`, `not_in_channel`, … carry status 200 from the
+ * replier) or the Bot Connector answered 4xx: posting the same reply again fails again.
+ */
+function isPermanentDelivery(error: unknown): boolean {
+  return (
+    error instanceof ChannelDeliveryError &&
+    error.status !== undefined &&
+    error.status >= 200 &&
+    error.status < 500 &&
+    !TRANSIENT_CLIENT_STATUSES.has(error.status)
+  );
+}
 
 /** Errors that the same job would meet again: retrying only delays the user's answer. */
 function isPermanent(error: unknown): boolean {
-  return [ValidationError, NotFoundError, AuthenticationError, PayloadTooLargeError, ContextBudgetExceededError, InvalidModelViewError].some(
-    (type) => error instanceof type,
+  return (
+    [ValidationError, NotFoundError, AuthenticationError, PayloadTooLargeError, ContextBudgetExceededError, InvalidModelViewError].some(
+      (type) => error instanceof type,
+    ) ||
+    isPermanentSdkError(error) ||
+    isPermanentDelivery(error)
   );
 }
 
 /**
  * The worker's logic for one queued turn: bind the channel conversation, run (or resume) the
  * turn under an id derived from the event, reply in the channel. A redelivered message finds
- * its turn completed and only replies, so a turn never runs twice.
+ * its turn completed and does not run it again; once the reply is recorded as sent, it sends
+ * nothing either, so each channel turn gets exactly one reply (or one failure message).
  */
 export class TurnJobWorker {
   private readonly maxReceives: number;
+  private readonly maxMessageChars: number;
+  private readonly replyClaimMs: number;
 
   constructor(private readonly options: TurnJobWorkerOptions) {
     this.maxReceives = options.maxReceives ?? DEFAULT_TURN_MAX_RECEIVES;
+    this.maxMessageChars = options.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS;
+    this.replyClaimMs = options.replyClaimMs ?? DEFAULT_REPLY_CLAIM_MS;
   }
 
   /** `receiveCount`: how often the queue has delivered this message, this time included. */
   async process(job: TurnJob, receiveCount: number): Promise<TurnJobOutcome> {
     const turnId = turnIdForJob(job);
+    const { turns, runner } = this.options;
     const started = Date.now();
     try {
-      const { conversationId, caller } = await this.bind(job);
-      const result = await this.options.runner.run({ conversationId, caller, content: job.content, turnId });
-      const turn = await this.options.turns.get(turnId);
+      if (job.channel !== "api" && (await turns.get(turnId))?.repliedAt) return { kind: "already-replied", turnId };
+      const conversationId = await this.bind(job);
+      // The turn exists before anything can fail, so its failure and its reply are recorded on it.
+      await turns.start(turnId, conversationId, "queued");
+      if (job.content.length > this.maxMessageChars) {
+        const error = new PayloadTooLargeError(`content is over ${this.maxMessageChars} characters`, this.maxMessageChars);
+        await turns.fail(turnId, { code: error.name, message: "the message is too long" });
+        throw error;
+      }
+      // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
+      const result = await runner.run({ conversationId, caller: job.caller, owner: job.owner, content: job.content, turnId });
+      const turn = await turns.get(turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
       }
-      await this.options.replier.reply(job, result.answer);
+      await this.replyOnce(job, turnId, () => this.options.replier.reply(job, result.answer));
       return { kind: "completed", turnId, result };
     } catch (error) {
       if (!isPermanent(error) && receiveCount < this.maxReceives) {
         return { kind: "retry", turnId, error, delaySeconds: retryDelaySeconds(error, receiveCount) };
       }
       // The user hears of it either way; a failure to tell them must not bring the turn back.
-      await this.options.replier.replyFailure(job, error).catch(() => undefined);
+      await this.replyOnce(job, turnId, () => this.options.replier.replyFailure(job, error)).catch(() => undefined);
       return { kind: "gave-up", turnId, error };
     }
   }
 
   /** API jobs name their conversation; a channel job's thread is bound to one on first use, owned by the workspace or tenant. */
-  private async bind(job: TurnJob) {
-    if (job.channel === "api") return { conversationId: job.conversationKey, caller: job.caller };
+  private async bind(job: TurnJob): Promise<string> {
+    if (job.channel === "api") return job.conversationKey;
     const conversation = await this.options.conversations.findOrCreateByChannelKey(job.owner, { channel: job.channel, key: job.conversationKey });
-    return { conversationId: conversation._id, caller: job.owner };
+    return conversation._id;
+  }
+
+  /**
+   * Sends at most one reply per turn across deliveries: claim, send, record. A send that fails
+   * releases the claim so the retry can send; API turns are answered by the API instead.
+   */
+  private async replyOnce(job: TurnJob, turnId: string, send: () => Promise<void>): Promise<void> {
+    if (job.channel === "api") return;
+    const { turns } = this.options;
+    if (!(await turns.claimReply(turnId, this.replyClaimMs))) return;
+    try {
+      await send();
+    } catch (error) {
+      await turns.releaseReply(turnId).catch(() => undefined);
+      throw error;
+    }
+    await turns.markReplied(turnId);
   }
 }
 

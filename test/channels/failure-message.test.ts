@@ -1,4 +1,4 @@
-import { ConflictError, ContextBudgetExceededError, ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
+import { ConflictError, ContextBudgetExceededError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
 import { turnFailureMessage } from "../../lib/channels/index.js";
 
 describe("failure-message", () => {
@@ -11,8 +11,14 @@ describe("failure-message", () => {
       expect(turnFailureMessage(new ContextBudgetExceededError("x", 1, 2), "slack")).toMatch(/start a new thread/);
     });
 
-    it("returns a shorten-it message when the message was refused", () => {
-      expect(turnFailureMessage(new ValidationError("content exceeds 16000 characters"), "slack")).toMatch(/shorten it/);
+    it("returns a shorten-it message naming the limit when the message is too long", () => {
+      expect(turnFailureMessage(new PayloadTooLargeError("content is over 16000 characters", 16_000), "slack")).toBe(
+        "That message is too long for me (the limit is 16,000 characters). Please shorten it and send it again.",
+      );
+    });
+
+    it("returns a rephrase-it message when the message was refused", () => {
+      expect(turnFailureMessage(new ValidationError("invalid"), "slack")).toMatch(/rephrase it/);
     });
 
     it("returns a try-later message when a dependency is down", () => {

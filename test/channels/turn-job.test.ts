@@ -1,5 +1,5 @@
 import { ValidationError } from "../../lib/errors.js";
-import { parseTurnJob, turnJobIds, type TurnJob } from "../../lib/channels/index.js";
+import { parseTurnJob, type TurnJob } from "../../lib/channels/index.js";
 
 const slackJob: TurnJob = {
   channel: "slack",
@@ -53,37 +53,6 @@ describe("turn-job", () => {
 
     it("throws ValidationError for a body that is not JSON", () => {
       expect(() => parseTurnJob("{")).toThrow(ValidationError);
-    });
-  });
-});
-
-describe("turn-job ids", () => {
-  describe("turnJobIds", () => {
-    const teamsJob: TurnJob = {
-      ...slackJob,
-      channel: "teams",
-      conversationKey: `teams:19:${"x".repeat(200)}@thread.tacv2;messageid=1700000000123`,
-      dedupeId: `teams:19:${"x".repeat(200)}@thread.tacv2;messageid=1700000000123:1700000000999`,
-      replyTo: { serviceUrl: "https://smba.trafficmanager.net/amer/", conversationId: "19:x", activityId: "1", botId: "28:b", userId: "29:u" },
-    };
-
-    it("returns SQS ids within 128 characters of SQS's alphabet, even for long Teams ids", () => {
-      const ids = turnJobIds(teamsJob);
-      for (const id of [ids.messageGroupId, ids.messageDeduplicationId]) expect(id).toMatch(/^[0-9a-f]{1,128}$/);
-    });
-
-    it("returns the same ids for every delivery of one event", () => {
-      expect(turnJobIds({ ...slackJob, receivedAt: "2026-03-01T12:04:00.000Z" })).toEqual(turnJobIds(slackJob));
-    });
-
-    it("returns one group for two events of one conversation, and different turn ids", () => {
-      const other = turnJobIds({ ...slackJob, dedupeId: "slack:Ev2" });
-      expect(other.messageGroupId).toBe(turnJobIds(slackJob).messageGroupId);
-      expect(other.turnId).not.toBe(turnJobIds(slackJob).turnId);
-    });
-
-    it("returns a turn id shaped as a UUID", () => {
-      expect(turnJobIds(slackJob).turnId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     });
   });
 });

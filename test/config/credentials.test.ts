@@ -1,4 +1,4 @@
-import { mongodbUriUsesTls, parseCredentials } from "../../lib/config/credentials.js";
+import { channelCredentialsFromEnv, channelCredentialsOf, mongodbUriUsesTls, parseCredentials } from "../../lib/config/credentials.js";
 import { ValidationError } from "../../lib/errors.js";
 
 describe("credentials", () => {
@@ -32,6 +32,57 @@ describe("credentials", () => {
         expect(error).toBeInstanceOf(ValidationError);
         expect(JSON.stringify({ message: (error as ValidationError).message, details: (error as ValidationError).details })).not.toContain("hunter2");
       }
+    });
+  });
+
+  describe("channelCredentialsOf", () => {
+    it("returns both channels when both are complete", () => {
+      const secret = parseCredentials(
+        { mongodbUri: "mongodb://x", slackSigningSecret: "s", slackBotToken: "xoxb-1", teamsAppId: "app", teamsAppPassword: "pw", teamsTenantId: "tenant" },
+        { requireTls: false },
+      );
+      expect(channelCredentialsOf(secret)).toEqual({
+        slack: { signingSecret: "s", botToken: "xoxb-1" },
+        teams: { appId: "app", appPassword: "pw", tenantId: "tenant" },
+      });
+    });
+
+    it("returns no channel when none is configured", () => {
+      expect(channelCredentialsOf({})).toEqual({});
+    });
+
+    it("throws ValidationError naming the missing key of a half-configured channel", () => {
+      try {
+        channelCredentialsOf({ teamsAppId: "app" });
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).details).toEqual([{ path: "teamsAppPassword", message: expect.any(String) }]);
+      }
+    });
+  });
+
+  describe("channelCredentialsFromEnv", () => {
+    it("returns the channels set by environment variables, empty ones left off", () => {
+      const env = { SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: "xoxb-1", TEAMS_APP_ID: "", TEAMS_APP_PASSWORD: "" };
+      expect(channelCredentialsFromEnv(env)).toEqual({ slack: { signingSecret: "s", botToken: "xoxb-1" } });
+    });
+
+    it("throws ValidationError naming the variable, not the value, for a token that is not a bot token", () => {
+      try {
+        channelCredentialsFromEnv({ SLACK_SIGNING_SECRET: "s", SLACK_BOT_TOKEN: "xoxp-user-secret" });
+        expect.unreachable();
+      } catch (error) {
+        expect(error).toBeInstanceOf(ValidationError);
+        expect((error as ValidationError).details).toEqual([{ path: "SLACK_BOT_TOKEN", message: expect.any(String) }]);
+        expect(JSON.stringify((error as ValidationError).details)).not.toContain("xoxp-user-secret");
+      }
+    });
+
+    it("throws ValidationError naming the missing variable of a half-configured channel", () => {
+      expect(() => channelCredentialsFromEnv({ TEAMS_APP_ID: "app" })).toThrow(
+        expect.objectContaining({ details: [{ path: "TEAMS_APP_PASSWORD", message: expect.any(String) }] }),
+      );
     });
   });
 });

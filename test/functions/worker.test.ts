@@ -11,10 +11,12 @@ const alice = jwtClaims("alice");
 beforeAll(async () => {
   h = await startHarness({
     converse: {
-      respond: (request) =>
-        lastUserText(request).includes("break")
-          ? { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } }
-          : { text: `answer to: ${lastUserText(request)}` },
+      respond: (request) => {
+        const text = lastUserText(request);
+        if (text.includes("reject")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
+        if (text.includes("break")) return { error: { status: 503, type: "ServiceUnavailableException", message: "The model is unavailable." } };
+        return { text: `answer to: ${text}` };
+      },
     },
   });
 });
@@ -78,6 +80,13 @@ describe("functions/worker", () => {
       const result = await h.worker(sqsEvent(record));
       expect(result.batchItemFailures).toEqual([{ itemIdentifier: message.messageId }]);
       expect(h.aws.visibilityChanges.find((c) => c.receiptHandle === record.receiptHandle)?.visibilityTimeout).toBe(DEFAULT_RETRY_BASE_SECONDS * 2);
+    });
+
+    it("returns no failure on the first receive when the model refuses the request (4xx), and records the turn as failed", async () => {
+      const { conversationId, turnId, message } = await queuedTurn("please reject this");
+      const result = await h.worker(sqsEvent(sqsRecord(message, 1)));
+      expect(result.batchItemFailures).toEqual([]);
+      expect((await turnOf(conversationId, turnId)).json).toMatchObject({ status: "failed", error: { code: "ValidationException" } });
     });
 
     it("returns no failure on the last receive of a failing turn, and records the turn as failed", async () => {
