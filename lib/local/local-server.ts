@@ -8,7 +8,14 @@ import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
-import { jsonConsoleLogger } from "../logger.js";
+import { channelNotConfiguredResponse } from "../channels/channel-http.js";
+import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
+import { createChannelReplier } from "../channels/channel-replier.js";
+import { channelRoutes } from "../channels/channel-routes.js";
+import type { ChannelCredentials } from "../config/credentials.js";
+import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
+import { TurnJobWorker, type TurnJobOutcome } from "../queue/turn-job-worker.js";
+import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, UnsupportedMediaTypeError } from "../errors.js";
 import { consoleRoutes } from "./console-routes.js";
@@ -20,6 +27,10 @@ export interface LocalServer {
   url: string;
   mongodbUri: string;
   app: App;
+  /** Where Slack, Teams and async API turns wait for the worker; `drain()` waits for them. */
+  turnQueue: InProcessTurnQueue;
+  /** Runs queued turns and replies in the channel (the worker Lambda's logic, in this process). */
+  worker: TurnJobWorker;
   close(): Promise<void>;
 }
 
@@ -30,6 +41,29 @@ export interface LocalServerOptions {
   port?: number;
   /** Overrides for the composed app (tests give their own model or tools). */
   app?: Partial<Omit<AppOptions, "authenticate" | "mongoClient">>;
+  /** Serve `POST /slack/events` and `POST /teams/messages` for these (`channelCredentialsFromEnv`). Default: neither. */
+  channels?: ChannelCredentials;
+}
+
+/** One line per queued turn: its outcome and numbers, never its text. */
+function logTurnJob(logger: StructuredLogger, outcome: TurnJobOutcome, channel: string, receiveCount: number): void {
+  const error = "error" in outcome && outcome.error instanceof Error ? outcome.error.name : undefined;
+  logger.info("turn job", { outcome: outcome.kind, channel, turnId: outcome.turnId, receiveCount, error });
+}
+
+/**
+ * Both webhook paths exist locally: a channel without credentials answers 503 naming the
+ * variables to set, rather than a 404 that looks like a wrong URL.
+ */
+function unconfiguredChannelRoutes(channels: ChannelCredentials): Route[] {
+  const routes: Route[] = [];
+  if (!channels.slack) {
+    routes.push({ method: "POST", pattern: /^\/slack\/events$/, handler: async () => channelNotConfiguredResponse("slack", "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN") });
+  }
+  if (!channels.teams) {
+    routes.push({ method: "POST", pattern: /^\/teams\/messages$/, handler: async () => channelNotConfiguredResponse("teams", "set TEAMS_APP_ID and TEAMS_APP_PASSWORD") });
+  }
+  return routes;
 }
 
 /** Server faults only, as fixed messages with numbers and names: never request contents. */
@@ -79,13 +113,48 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     tenantClaim: config.auth.tenantClaim,
     rolesClaim: config.auth.rolesClaim,
   });
+  const channels = options.channels ?? {};
+  const logger = options.app?.logger ?? jsonConsoleLogger;
+  const deduper = new ChannelEventDeduper(client.db(config.dbName));
+  await deduper.setup();
+  // The worker needs the app's runner and the app needs the queue: the queue reaches the worker
+  // once both exist, which is before the server takes its first request.
+  let worker: TurnJobWorker | undefined;
+  const turnQueue = new InProcessTurnQueue(
+    async (job, receiveCount) => {
+      const outcome = await worker!.process(job, receiveCount);
+      logTurnJob(logger, outcome, job.channel, receiveCount);
+      return outcome.kind === "retry" ? { retryAfterSeconds: outcome.delaySeconds } : undefined;
+    },
+    (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }),
+  );
+  const webhookRoutes = [
+    ...channelRoutes({
+      slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
+      teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+      deduper,
+      enqueue: (job) => turnQueue.enqueue(job),
+      onSlackOutcome: (outcome) => logger.info("slack event", { ...outcome }),
+      onTeamsOutcome: (outcome) => logger.info("teams activity", { ...outcome }),
+    }),
+    ...unconfiguredChannelRoutes(channels),
+  ];
   const app = await createApp({ ...config, mongodbUri }, {
     onError: logServerError,
     logger: jsonConsoleLogger,
+    turnQueue,
     ...options.app,
-    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...(options.app?.extraRoutes ?? [])],
+    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...webhookRoutes, ...(options.app?.extraRoutes ?? [])],
     mongoClient: client,
     authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
+  });
+  worker = new TurnJobWorker({
+    runner: app.runner,
+    conversations: app.database.conversations,
+    turns: app.database.turns,
+    replier: createChannelReplier(channels, config.channels),
+    maxReceives: config.deployment.turnMaxReceives,
+    maxMessageChars: config.maxMessageChars,
   });
   const server: Server = createServer((req, res) => {
     toHttpRequest(req)
@@ -101,6 +170,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     url: `http://127.0.0.1:${port}`,
     mongodbUri,
     app,
+    turnQueue,
+    worker,
     async close() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
