@@ -1,0 +1,72 @@
+import { startTestServer, type TestServer } from "../support/api-client.js";
+import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+
+/** The model takes this long when asked to be slow; longer than the deadline below. */
+const SLOW_MODEL_MS = 600;
+const DEADLINE_MS = 150;
+
+let converse: ConverseEndpoint;
+let t: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  converse = await startConverseEndpoint({
+    respond: async (request) => {
+      const text = lastUserText(request);
+      if (text.includes("slowly")) await new Promise((resolve) => setTimeout(resolve, SLOW_MODEL_MS));
+      return { text: `answer to: ${text}` };
+    },
+  });
+  for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
+  t = await startTestServer({ MODEL_PROVIDER: "bedrock", SYNC_TURN_DEADLINE_MS: String(DEADLINE_MS) });
+  token = await t.token("alice", { tenant: "acme" });
+});
+
+afterAll(async () => {
+  await t?.close();
+  await converse?.close();
+  vi.unstubAllEnvs();
+});
+
+async function conversation(): Promise<string> {
+  return (await t.call("POST", "/v1/conversations", { token })).body.conversationId;
+}
+
+describe("local server: API turns through the in-process queue", () => {
+  describe("POST /v1/conversations/{id}/messages", () => {
+    it("returns 202 for Prefer: respond-async, and the worker completes the turn", async () => {
+      const id = await conversation();
+      const accepted = await t.call("POST", `/v1/conversations/${id}/messages`, {
+        token,
+        json: { content: "answer me later" },
+        headers: { prefer: "respond-async" },
+      });
+      expect(accepted.status).toBe(202);
+      expect(accepted.body).toMatchObject({ status: "queued", location: `/v1/conversations/${id}/turns/${accepted.body.turnId}` });
+      await t.server.turnQueue.drain();
+      const turn = await t.call("GET", accepted.body.location, { token });
+      expect(turn.body).toMatchObject({ status: "completed", answer: "answer to: answer me later" });
+    });
+
+    it("returns 202 when the turn outlives the deadline, and the worker finishes it with the question recorded once", async () => {
+      const id = await conversation();
+      const accepted = await t.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "think slowly" } });
+      expect(accepted.status).toBe(202);
+      await t.server.turnQueue.drain();
+      const turn = await t.call("GET", accepted.body.location, { token });
+      expect(turn.body).toMatchObject({ status: "completed", answer: "answer to: think slowly" });
+      const record = await t.call("GET", `/v1/conversations/${id}/messages`, { token });
+      expect(record.body.messages.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
+        ["user", "think slowly"],
+        ["assistant", "answer to: think slowly"],
+      ]);
+    });
+
+    it("returns 200 with the answer when the turn finishes within the deadline", async () => {
+      const id = await conversation();
+      const answered = await t.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "quick one" } });
+      expect(answered.status).toBe(200);
+      expect(answered.body.answer).toBe("answer to: quick one");
+    });
+  });
+});
