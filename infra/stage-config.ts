@@ -1,6 +1,7 @@
 import type { Node } from "constructs";
 import { z } from "zod";
 import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE } from "../lib/config/config.js";
+import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
 import { ValidationError } from "../lib/errors.js";
 
 /** Stage deployed when `-c stage=...` is not given. */
@@ -24,9 +25,25 @@ export const DEFAULT_RETAINED_STAGES: readonly string[] = ["prod"];
 /** CloudWatch Logs retention values, in days. */
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
 
+/**
+ * Longest Athena schema description accepted: Lambda allows 4 KB of environment variables per
+ * function in all, and the description shares them with everything else.
+ */
+export const MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS = 2_000;
+
 /** Context values arrive as strings from `-c key=value` and as JSON values from cdk.json. */
 const contextNumber = z.coerce.number().int().positive();
 const contextBoolean = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
+/** A list as a JSON array (cdk.json) or comma-separated (`-c key=a,b`). */
+const contextList = <T extends z.ZodType<string>>(item: T) =>
+  z.preprocess(
+    (v) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter((s) => s.length > 0) : v),
+    z.array(item).min(1),
+  );
+
+const S3_BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const S3_BUCKET_ARN = /^arn:aws[a-z-]*:s3:::[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const S3_URI = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/;
 
 const contextSchema = z.object({
   stage: z
@@ -49,6 +66,23 @@ const contextSchema = z.object({
   maxReceiveCount: contextNumber.max(1000).optional(),
   alarmTopicArn: z.string().startsWith("arn:").optional(),
   retainData: contextBoolean.optional(),
+  athenaWorkgroup: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "an Athena workgroup name").optional(),
+  athenaDatabase: z
+    .string()
+    .regex(/^[a-z0-9_]{1,255}$/, "lowercase letters, digits and underscores, as Athena names Glue databases")
+    .optional(),
+  athenaCatalog: z.string().regex(/^[A-Za-z0-9_@-]{1,128}$/, "an Athena data catalog name").optional(),
+  athenaOutputLocation: z.string().regex(S3_URI, "s3://bucket/prefix").optional(),
+  athenaResultsBucket: z.string().regex(S3_BUCKET_NAME, "an S3 bucket name").optional(),
+  athenaDataBucketArns: contextList(z.string().regex(S3_BUCKET_ARN, "an S3 bucket ARN (arn:aws:s3:::bucket)")).optional(),
+  athenaSchemaDescription: z.string().min(1).max(MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS).optional(),
+  knowledgeBaseId: z.string().regex(/^[0-9A-Za-z]{1,10}$/, "a Bedrock knowledge base id").optional(),
+  knowledgeBaseRegion: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "an AWS region").optional(),
+  powerBiTenantId: z.string().regex(/^[A-Za-z0-9.-]{1,255}$/, "an Entra tenant id or domain").optional(),
+  powerBiGroupId: z.guid().optional(),
+  powerBiDatasetId: z.guid().optional(),
+  followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
+  toolRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
 });
 
 /** Everything that differs between deployments, read from CDK context once, in app.ts. */
@@ -72,6 +106,40 @@ export interface StageConfig {
   maxReceiveCount: number;
   alarmTopicArn?: string;
   retainData: boolean;
+  /** AWS engines and settings of the tools for the functions that run turns; all unset: local defaults. */
+  tools: StageToolsConfig;
+}
+
+/** Where Athena writes query results, as a bucket and a key prefix ("" for the whole bucket). */
+export interface S3Location {
+  bucket: string;
+  prefix: string;
+}
+
+export interface AthenaStageConfig {
+  workgroup: string;
+  database: string;
+  /** Default `AwsDataCatalog` (this account's Glue Data Catalog). */
+  catalog: string;
+  /** `athenaOutputLocation`; unset: the workgroup's own setting decides. */
+  outputLocation?: string;
+  /** The location the functions may read and write results in: the output location, else `athenaResultsBucket`. */
+  results?: S3Location;
+  /** Buckets of the tables' data, readable by the functions. */
+  dataBucketArns: string[];
+  schemaDescription?: string;
+}
+
+export interface StageToolsConfig {
+  /** Set: `sql_query` runs on Athena. */
+  athena?: AthenaStageConfig;
+  /** Set: `search_documents` retrieves from this Bedrock knowledge base. */
+  knowledgeBase?: { id: string; /** Unset: the stack's region. */ region?: string };
+  /** Set: `query_semantic_model` is offered; its client id and secret come from the credentials secret. */
+  powerBi?: { tenantId: string; groupId: string; datasetId: string };
+  followUpWebhookUrl?: string;
+  /** `TOOL_ROLES` as normalized JSON: tool name to the roles allowed to use it. */
+  toolRoles?: string;
 }
 
 /** Context keys, in the order documented in cdk.json and the README. */
@@ -94,6 +162,7 @@ export function readStageConfig(node: Node): StageConfig {
   }
   const c = parsed.data;
   const stage = c.stage ?? DEFAULT_STAGE;
+  const tools = readToolsConfig(c);
   return {
     stage,
     jwtIssuer: c.jwtIssuer ?? PLACEHOLDER_JWT_ISSUER,
@@ -113,5 +182,75 @@ export function readStageConfig(node: Node): StageConfig {
     maxReceiveCount: c.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT,
     alarmTopicArn: c.alarmTopicArn,
     retainData: c.retainData ?? DEFAULT_RETAINED_STAGES.includes(stage),
+    tools,
   };
+}
+
+type Context = z.infer<typeof contextSchema>;
+
+const invalidContext = (issues: { path: string; message: string }[], cause?: unknown) =>
+  new ValidationError("invalid CDK context", issues, cause === undefined ? undefined : { cause });
+
+/** The tool keys that only mean something together, checked here so a half-configured engine fails synth, not the first turn. */
+function readToolsConfig(c: Context): StageToolsConfig {
+  const issues: { path: string; message: string }[] = [];
+  const athenaKeys = ["athenaCatalog", "athenaOutputLocation", "athenaResultsBucket", "athenaDataBucketArns", "athenaSchemaDescription"] as const;
+  const athenaOn = c.athenaWorkgroup !== undefined || c.athenaDatabase !== undefined;
+  if (athenaOn && (c.athenaWorkgroup === undefined || c.athenaDatabase === undefined)) {
+    issues.push({ path: c.athenaWorkgroup === undefined ? "athenaWorkgroup" : "athenaDatabase", message: "athenaWorkgroup and athenaDatabase go together" });
+  }
+  for (const key of athenaKeys) {
+    if (!athenaOn && c[key] !== undefined) issues.push({ path: key, message: "needs athenaWorkgroup and athenaDatabase" });
+  }
+  if (c.athenaOutputLocation !== undefined && c.athenaResultsBucket !== undefined) {
+    issues.push({ path: "athenaResultsBucket", message: "only for a workgroup that sets its own results location; with athenaOutputLocation the grant follows that" });
+  }
+  if (c.knowledgeBaseRegion !== undefined && c.knowledgeBaseId === undefined) {
+    issues.push({ path: "knowledgeBaseRegion", message: "needs knowledgeBaseId" });
+  }
+  const powerBi = [c.powerBiTenantId, c.powerBiGroupId, c.powerBiDatasetId];
+  if (powerBi.some((v) => v !== undefined) && !powerBi.every((v) => v !== undefined)) {
+    issues.push({ path: "powerBiTenantId", message: "powerBiTenantId, powerBiGroupId and powerBiDatasetId go together" });
+  }
+  const toolRoles = c.toolRoles === undefined ? undefined : normalizeToolRoles(c.toolRoles);
+  if (issues.length > 0) throw invalidContext(issues);
+
+  let athena: AthenaStageConfig | undefined;
+  if (c.athenaWorkgroup !== undefined && c.athenaDatabase !== undefined) {
+    const output = c.athenaOutputLocation === undefined ? undefined : S3_URI.exec(c.athenaOutputLocation);
+    athena = {
+      workgroup: c.athenaWorkgroup,
+      database: c.athenaDatabase,
+      catalog: c.athenaCatalog ?? DEFAULT_ATHENA_CATALOG,
+      outputLocation: c.athenaOutputLocation,
+      results: output
+        ? { bucket: output[1], prefix: (output[2] ?? "").replace(/\/+$/, "") }
+        : c.athenaResultsBucket !== undefined
+          ? { bucket: c.athenaResultsBucket, prefix: "" }
+          : undefined,
+      dataBucketArns: c.athenaDataBucketArns ?? [],
+      schemaDescription: c.athenaSchemaDescription,
+    };
+  }
+  return {
+    athena,
+    knowledgeBase: c.knowledgeBaseId === undefined ? undefined : { id: c.knowledgeBaseId, region: c.knowledgeBaseRegion },
+    powerBi:
+      c.powerBiTenantId && c.powerBiGroupId && c.powerBiDatasetId
+        ? { tenantId: c.powerBiTenantId, groupId: c.powerBiGroupId, datasetId: c.powerBiDatasetId }
+        : undefined,
+    followUpWebhookUrl: c.followUpWebhookUrl,
+    toolRoles,
+  };
+}
+
+/** Validates `toolRoles` exactly as the functions will read `TOOL_ROLES`, so a bad map fails synth. */
+function normalizeToolRoles(raw: string | Record<string, unknown>): string {
+  const json = typeof raw === "string" ? raw : JSON.stringify(raw);
+  try {
+    return JSON.stringify(loadToolsConfig({ TOOL_ROLES: json }).roles);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw invalidContext([{ path: "toolRoles", message: 'expected JSON {"tool_name": ["role", ...]}' }], error);
+  }
 }

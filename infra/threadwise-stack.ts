@@ -4,12 +4,14 @@ import { Secret, type ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
+import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
 import { bedrockResourceArns } from "./bedrock-model.js";
 import { METRICS_NAMESPACE, Operations } from "./constructs/operations.js";
 import { ThreadwiseApi } from "./constructs/threadwise-api.js";
 import { FUNCTION_RUNTIME, ThreadwiseFunction } from "./constructs/threadwise-function.js";
+import { athenaResourceArns, knowledgeBaseArn } from "./constructs/tool-resources.js";
 import { TurnQueues } from "./constructs/turn-queues.js";
-import { PLACEHOLDER_JWT_ISSUER, type StageConfig } from "./stage-config.js";
+import { PLACEHOLDER_JWT_ISSUER, type StageConfig, type StageToolsConfig } from "./stage-config.js";
 
 /** API Gateway stops waiting for an HTTP API integration after 30 s; the function ends just before. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
@@ -18,6 +20,18 @@ export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
 
 /** How cdk-nag prints the pseudo parameters inside the ARNs it reports. */
 const NAG_ARN_PLACEHOLDERS = { partition: "<AWS::Partition>", region: "<AWS::Region>", account: "<AWS::AccountId>" };
+/** The pseudo parameters themselves, resolved by CloudFormation at deploy time. */
+const STACK_ARN_CONTEXT = { partition: Aws.PARTITION, region: Aws.REGION, account: Aws.ACCOUNT_ID };
+
+/** Why each wildcard in the Athena grants is needed, by the resource it ends. */
+const ATHENA_WILDCARD_REASONS = {
+  glueTables:
+    "Athena resolves whichever tables of this one Glue database the model's query names, and those tables are created and replaced by the data team after deployment; the grant is read-only and limited to this database.",
+  dataObjects:
+    "Athena reads the objects of the queried tables with the caller's permissions; their keys change with every data load, so reading covers the objects of the bucket the operator named as the tables' data (read-only, no write or delete).",
+  resultsObjects:
+    "Athena writes each query's results under a new key named after its query id and reads them back for GetQueryResults, so the keys are unknown in advance; reading and writing are limited to the configured results prefix.",
+} as const;
 
 const entry = (name: string) => fileURLToPath(new URL(`../functions/${name}.ts`, import.meta.url));
 
@@ -48,11 +62,7 @@ export class ThreadwiseStack extends Stack {
       workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
       maxReceiveCount: config.maxReceiveCount,
     });
-    const bedrockArns = bedrockResourceArns(
-      config.bedrockModelId,
-      { partition: Aws.PARTITION, region: Aws.REGION, account: Aws.ACCOUNT_ID },
-      config.bedrockFoundationModelId,
-    );
+    const bedrockArns = bedrockResourceArns(config.bedrockModelId, STACK_ARN_CONTEXT, config.bedrockFoundationModelId);
 
     const environment: Record<string, string> = {
       STAGE: stage,
@@ -90,6 +100,10 @@ export class ThreadwiseStack extends Stack {
     worker.useSecret(secret);
     worker.useBedrockModel(config.bedrockModelId, bedrockArns);
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
+
+    // The api runs sync turns and the worker async ones, so both call the tools; the webhooks only enqueue.
+    this.warnAboutTools(config.tools);
+    for (const f of [api, worker]) this.useTools(f, config.tools);
 
     const slack = fn("slack", "Threadwise Slack Events API webhook: verify, dedupe, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
     slack.useSecret(secret);
@@ -138,6 +152,53 @@ export class ThreadwiseStack extends Stack {
     new CfnOutput(this, "TurnQueueUrl", { value: queues.queue.queueUrl });
     new CfnOutput(this, "SecretArn", { value: secret.secretArn, description: "Put the credentials JSON here (see README)" });
     new CfnOutput(this, "DashboardName", { value: operations.dashboard.dashboardName });
+  }
+
+  /** Turns on each configured AWS tool engine for `f`, with its grants, variables and the acknowledgements of its wildcards. */
+  private useTools(f: ThreadwiseFunction, tools: StageToolsConfig): void {
+    if (tools.athena) {
+      f.useAthena(tools.athena, athenaResourceArns(tools.athena, STACK_ARN_CONTEXT));
+      // Same function, cdk-nag's placeholders: the names of the wildcard resources it reports.
+      const nag = athenaResourceArns(tools.athena, NAG_ARN_PLACEHOLDERS);
+      const wildcards: [string | undefined, string][] = [
+        ...nag.glue.filter((a) => a.includes("*")).map((a): [string, string] => [a, ATHENA_WILDCARD_REASONS.glueTables]),
+        ...nag.dataObjects.map((a): [string, string] => [a, ATHENA_WILDCARD_REASONS.dataObjects]),
+        [nag.resultsObjects, ATHENA_WILDCARD_REASONS.resultsObjects],
+      ];
+      for (const [arn, reason] of wildcards) {
+        if (arn) Validations.of(f.role).acknowledge({ id: `AwsSolutions-IAM5[Resource::${arn}]`, reason });
+      }
+    }
+    if (tools.knowledgeBase) {
+      f.useKnowledgeBase(tools.knowledgeBase, knowledgeBaseArn(tools.knowledgeBase.id, tools.knowledgeBase.region, STACK_ARN_CONTEXT));
+    }
+    if (tools.powerBi) f.usePowerBi(tools.powerBi);
+    if (tools.followUpWebhookUrl) f.useFollowUpWebhook(tools.followUpWebhookUrl);
+    if (tools.toolRoles) f.useToolRoles(tools.toolRoles);
+  }
+
+  /** Grants the stack cannot derive from context, said at synth rather than discovered at the first query. */
+  private warnAboutTools(tools: StageToolsConfig): void {
+    const athena = tools.athena;
+    if (!athena) return;
+    if (athena.catalog !== DEFAULT_ATHENA_CATALOG) {
+      Annotations.of(this).addWarningV2(
+        "threadwise:athena-catalog",
+        `athenaCatalog ${athena.catalog} is not ${DEFAULT_ATHENA_CATALOG}: no Glue grant was added; grant the api and worker roles what that catalog needs (another account's Glue, or its Lambda connector)`,
+      );
+    }
+    if (!athena.results) {
+      Annotations.of(this).addWarningV2(
+        "threadwise:athena-results",
+        "neither athenaOutputLocation nor athenaResultsBucket is set: no S3 grant for query results was added, which works only with a workgroup that uses Athena managed query results",
+      );
+    }
+    if (athena.dataBucketArns.length === 0) {
+      Annotations.of(this).addWarningV2(
+        "threadwise:athena-data",
+        "athenaDataBucketArns is not set: no S3 read grant on the tables' data was added; queries fail unless the data is readable another way",
+      );
+    }
   }
 
   private credentialsSecret(config: StageConfig, removalPolicy: RemovalPolicy): ISecret {

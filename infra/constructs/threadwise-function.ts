@@ -8,6 +8,8 @@ import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { FUNCTION_BUNDLING } from "../bundling/bundling.js";
+import type { AthenaStageConfig, StageToolsConfig } from "../stage-config.js";
+import type { AthenaResourceArns } from "./tool-resources.js";
 
 /** Runtime of every function; the bundle target in bundling.ts matches it. */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
@@ -18,7 +20,38 @@ export const FUNCTION_ENV = {
   turnQueueUrl: "TURN_QUEUE_URL",
   modelProvider: "MODEL_PROVIDER",
   bedrockModelId: "BEDROCK_MODEL_ID",
+  sqlEngine: "SQL_ENGINE",
+  athenaWorkgroup: "ATHENA_WORKGROUP",
+  athenaDatabase: "ATHENA_DATABASE",
+  athenaCatalog: "ATHENA_CATALOG",
+  athenaOutputLocation: "ATHENA_OUTPUT_LOCATION",
+  athenaSchemaDescription: "ATHENA_SCHEMA_DESCRIPTION",
+  documentsEngine: "DOCUMENTS_ENGINE",
+  knowledgeBaseId: "BEDROCK_KB_ID",
+  knowledgeBaseRegion: "BEDROCK_KB_REGION",
+  powerBiTenantId: "POWERBI_TENANT_ID",
+  powerBiGroupId: "POWERBI_GROUP_ID",
+  powerBiDatasetId: "POWERBI_DATASET_ID",
+  followUpWebhookUrl: "FOLLOW_UP_WEBHOOK_URL",
+  toolRoles: "TOOL_ROLES",
 } as const;
+
+/** What `sql_query` may do in Athena: run, watch, read and stop queries (no workgroup or catalog changes). */
+export const ATHENA_QUERY_ACTIONS = [
+  "athena:StartQueryExecution",
+  "athena:GetQueryExecution",
+  "athena:GetQueryResults",
+  "athena:StopQueryExecution",
+] as const;
+/** Glue Data Catalog reads Athena makes, with the caller's permissions, to plan a query. */
+export const GLUE_READ_ACTIONS = ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"] as const;
+/** Bucket-level reads Athena makes on the data and results buckets. */
+export const S3_BUCKET_READ_ACTIONS = ["s3:GetBucketLocation", "s3:ListBucket"] as const;
+/** Object reads of table data. */
+export const S3_DATA_OBJECT_ACTIONS = ["s3:GetObject"] as const;
+/** Athena writes results in parts and reads them back for GetQueryResults. */
+export const S3_RESULTS_BUCKET_ACTIONS = [...S3_BUCKET_READ_ACTIONS, "s3:ListBucketMultipartUploads"] as const;
+export const S3_RESULTS_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"] as const;
 
 export interface ThreadwiseFunctionProps {
   stage: string;
@@ -104,6 +137,59 @@ export class ThreadwiseFunction extends Construct {
   }
 
   /**
+   * Runs `sql_query` on Athena in one workgroup over one database: query actions on the
+   * workgroup, Glue reads on the database and its tables, S3 reads on the data buckets, and
+   * reads and writes under the results location only.
+   */
+  useAthena(athena: AthenaStageConfig, arns: AthenaResourceArns): void {
+    this.allow(ATHENA_QUERY_ACTIONS, [arns.workgroup]);
+    if (arns.glue.length > 0) this.allow(GLUE_READ_ACTIONS, arns.glue);
+    if (arns.dataBuckets.length > 0) {
+      this.allow(S3_BUCKET_READ_ACTIONS, arns.dataBuckets);
+      this.allow(S3_DATA_OBJECT_ACTIONS, arns.dataObjects);
+    }
+    if (arns.resultsBucket && arns.resultsObjects) {
+      this.allow(S3_RESULTS_BUCKET_ACTIONS, [arns.resultsBucket]);
+      this.allow(S3_RESULTS_OBJECT_ACTIONS, [arns.resultsObjects]);
+    }
+    this.fn.addEnvironment(FUNCTION_ENV.sqlEngine, "athena");
+    this.fn.addEnvironment(FUNCTION_ENV.athenaWorkgroup, athena.workgroup);
+    this.fn.addEnvironment(FUNCTION_ENV.athenaDatabase, athena.database);
+    this.fn.addEnvironment(FUNCTION_ENV.athenaCatalog, athena.catalog);
+    if (athena.outputLocation) this.fn.addEnvironment(FUNCTION_ENV.athenaOutputLocation, athena.outputLocation);
+    if (athena.schemaDescription) this.fn.addEnvironment(FUNCTION_ENV.athenaSchemaDescription, athena.schemaDescription);
+  }
+
+  /** Runs `search_documents` on a Bedrock knowledge base: `bedrock:Retrieve` on that one only. */
+  useKnowledgeBase(knowledgeBase: NonNullable<StageToolsConfig["knowledgeBase"]>, arn: string): void {
+    this.allow(["bedrock:Retrieve"], [arn]);
+    this.fn.addEnvironment(FUNCTION_ENV.documentsEngine, "bedrock-kb");
+    this.fn.addEnvironment(FUNCTION_ENV.knowledgeBaseId, knowledgeBase.id);
+    // Unset, the tools use the function's own region, which the ARN above names too.
+    if (knowledgeBase.region) this.fn.addEnvironment(FUNCTION_ENV.knowledgeBaseRegion, knowledgeBase.region);
+  }
+
+  /**
+   * Offers `query_semantic_model`. No IAM grant: Power BI is outside AWS, and its client id and
+   * secret are read from the credentials secret that `useSecret` already grants.
+   */
+  usePowerBi(powerBi: NonNullable<StageToolsConfig["powerBi"]>): void {
+    this.fn.addEnvironment(FUNCTION_ENV.powerBiTenantId, powerBi.tenantId);
+    this.fn.addEnvironment(FUNCTION_ENV.powerBiGroupId, powerBi.groupId);
+    this.fn.addEnvironment(FUNCTION_ENV.powerBiDatasetId, powerBi.datasetId);
+  }
+
+  /** Posts follow-ups to this webhook (outside AWS: no grant). */
+  useFollowUpWebhook(url: string): void {
+    this.fn.addEnvironment(FUNCTION_ENV.followUpWebhookUrl, url);
+  }
+
+  /** Restricts tools to callers with these roles (`TOOL_ROLES` JSON). */
+  useToolRoles(toolRoles: string): void {
+    this.fn.addEnvironment(FUNCTION_ENV.toolRoles, toolRoles);
+  }
+
+  /**
    * Runs one turn per invocation from the FIFO queue. One message per batch keeps a long turn from
    * holding back other conversations' turns; failures are still reported per item.
    */
@@ -113,5 +199,9 @@ export class ThreadwiseFunction extends Construct {
     );
     // The event source grants ChangeMessageVisibility; the worker uses it to time its retries.
     this.fn.addEnvironment(FUNCTION_ENV.turnQueueUrl, queue.queueUrl);
+  }
+
+  private allow(actions: readonly string[], resources: string[]): void {
+    this.role.addToPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: [...actions], resources }));
   }
 }

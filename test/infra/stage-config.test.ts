@@ -6,6 +6,7 @@ import {
   CONTEXT_KEYS,
   DEFAULT_LOG_RETENTION_DAYS,
   DEFAULT_STAGE,
+  MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS,
   PLACEHOLDER_JWT_ISSUER,
   readStageConfig,
 } from "../../infra/stage-config.js";
@@ -51,6 +52,120 @@ describe("stage-config", () => {
 
     it("throws when the log retention is not a CloudWatch value", () => {
       expect(() => read({ logRetentionDays: 31 })).toThrow(ValidationError);
+    });
+  });
+
+  describe("readStageConfig tools", () => {
+    const athena = { athenaWorkgroup: "analytics", athenaDatabase: "sales" };
+    const powerBi = {
+      powerBiTenantId: "contoso.onmicrosoft.com",
+      powerBiGroupId: "0f8e7c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6",
+      powerBiDatasetId: "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
+    };
+    const issuesOf = (context: Record<string, unknown>) => {
+      try {
+        read(context);
+      } catch (error) {
+        if (error instanceof ValidationError) return error.details?.map((d) => d.path) ?? [];
+        throw error;
+      }
+      throw new Error("no ValidationError");
+    };
+
+    it("returns no AWS tool engine when no tool key is given", () => {
+      expect(read({}).tools).toEqual({});
+    });
+
+    it("returns Athena with the default catalog and the output location as results bucket and prefix", () => {
+      const config = read({ ...athena, athenaOutputLocation: "s3://tw-results/athena/queries/" }).tools.athena;
+      expect(config).toEqual({
+        workgroup: "analytics",
+        database: "sales",
+        catalog: "AwsDataCatalog",
+        outputLocation: "s3://tw-results/athena/queries/",
+        results: { bucket: "tw-results", prefix: "athena/queries" },
+        dataBucketArns: [],
+        schemaDescription: undefined,
+      });
+    });
+
+    it("returns the whole results bucket when only athenaResultsBucket is given", () => {
+      const config = read({ ...athena, athenaResultsBucket: "tw-results" }).tools.athena;
+      expect(config?.results).toEqual({ bucket: "tw-results", prefix: "" });
+      expect(config?.outputLocation).toBeUndefined();
+    });
+
+    it("returns the data bucket ARNs from a comma-separated string and from a JSON array alike", () => {
+      const arns = ["arn:aws:s3:::tw-lake", "arn:aws:s3:::tw-lake-archive"];
+      expect(read({ ...athena, athenaDataBucketArns: arns.join(", ") }).tools.athena?.dataBucketArns).toEqual(arns);
+      expect(read({ ...athena, athenaDataBucketArns: arns }).tools.athena?.dataBucketArns).toEqual(arns);
+    });
+
+    it("returns the knowledge base with its region only when one is given", () => {
+      expect(read({ knowledgeBaseId: "KB12345678" }).tools.knowledgeBase).toEqual({ id: "KB12345678", region: undefined });
+      expect(read({ knowledgeBaseId: "KB12345678", knowledgeBaseRegion: "eu-central-1" }).tools.knowledgeBase?.region).toBe("eu-central-1");
+    });
+
+    it("returns Power BI when tenant, group and dataset are all given", () => {
+      expect(read(powerBi).tools.powerBi).toEqual({
+        tenantId: powerBi.powerBiTenantId,
+        groupId: powerBi.powerBiGroupId,
+        datasetId: powerBi.powerBiDatasetId,
+      });
+    });
+
+    it("returns toolRoles as normalized JSON whether given as a string or as an object", () => {
+      const roles = { create_follow_up: ["analyst", "manager"] };
+      expect(read({ toolRoles: ` ${JSON.stringify(roles, null, 2)} ` }).tools.toolRoles).toBe(JSON.stringify(roles));
+      expect(read({ toolRoles: roles }).tools.toolRoles).toBe(JSON.stringify(roles));
+    });
+
+    it("throws when athenaWorkgroup comes without athenaDatabase", () => {
+      expect(issuesOf({ athenaWorkgroup: "analytics" })).toEqual(["athenaDatabase"]);
+    });
+
+    it("throws when an Athena option comes without the workgroup and database", () => {
+      expect(issuesOf({ athenaOutputLocation: "s3://tw-results/athena", athenaDataBucketArns: "arn:aws:s3:::tw-lake" })).toEqual([
+        "athenaOutputLocation",
+        "athenaDataBucketArns",
+      ]);
+    });
+
+    it("throws when both athenaOutputLocation and athenaResultsBucket are given", () => {
+      expect(issuesOf({ ...athena, athenaOutputLocation: "s3://a-results/x", athenaResultsBucket: "b-results" })).toEqual(["athenaResultsBucket"]);
+    });
+
+    it("throws when the output location is not an s3:// URI or a data bucket is not a bucket ARN", () => {
+      expect(issuesOf({ ...athena, athenaOutputLocation: "https://tw-results.s3.amazonaws.com/athena" })).toEqual(["athenaOutputLocation"]);
+      expect(issuesOf({ ...athena, athenaDataBucketArns: "arn:aws:s3:::tw-lake/prefix" })).toEqual(["athenaDataBucketArns.0"]);
+    });
+
+    it("throws when the database name is not one Athena gives a Glue database", () => {
+      expect(issuesOf({ ...athena, athenaDatabase: "Sales" })).toEqual(["athenaDatabase"]);
+    });
+
+    it("throws when the schema description would not fit Lambda's environment", () => {
+      const long = "x".repeat(MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS + 1);
+      expect(issuesOf({ ...athena, athenaSchemaDescription: long })).toEqual(["athenaSchemaDescription"]);
+    });
+
+    it("throws when knowledgeBaseRegion comes without knowledgeBaseId", () => {
+      expect(issuesOf({ knowledgeBaseRegion: "eu-central-1" })).toEqual(["knowledgeBaseRegion"]);
+    });
+
+    it("throws when only part of the Power BI keys is given", () => {
+      expect(issuesOf({ powerBiTenantId: powerBi.powerBiTenantId, powerBiGroupId: powerBi.powerBiGroupId })).toEqual(["powerBiTenantId"]);
+    });
+
+    it("throws when the follow-up webhook is not https", () => {
+      expect(issuesOf({ followUpWebhookUrl: "http://hooks.example.com/follow-ups" })).toEqual(["followUpWebhookUrl"]);
+    });
+
+    it.each([
+      ["not JSON", "{create_follow_up: analyst}"],
+      ["roles not a list", '{"create_follow_up":"analyst"}'],
+    ])("throws when toolRoles is %s", (_name, toolRoles) => {
+      expect(issuesOf({ toolRoles })).toEqual(["toolRoles"]);
     });
   });
 
