@@ -48,6 +48,7 @@ export {
   DEFAULT_SLACK_MAX_MESSAGE_CHARS,
   DEFAULT_SLACK_RETRIES,
   DEFAULT_SLACK_TIMEOUT_MS,
+  SLACK_TRANSIENT_ERRORS,
   SlackReplier,
   type SlackBotIdentity,
   type SlackReplierOptions,

@@ -76,6 +76,18 @@ describe("InProcessTurnQueue", () => {
       expect(events).toEqual(["fast", "slow"]);
     });
 
+    it("delivers a job again after the delay it asks for, counting receives, and holds its group meanwhile", async () => {
+      const deliveries: string[] = [];
+      const queue = new InProcessTurnQueue(async (j, receiveCount) => {
+        deliveries.push(`${j.dedupeId}#${receiveCount}`);
+        if (j.dedupeId === "flaky" && receiveCount < 3) return { retryAfterSeconds: 0.01 };
+      });
+      await queue.enqueue(job({ dedupeId: "flaky" }));
+      await queue.enqueue(job({ dedupeId: "next" }));
+      await queue.drain();
+      expect(deliveries).toEqual(["flaky#1", "flaky#2", "flaky#3", "next#1"]);
+    });
+
     it("returns a failure to onError and keeps running the group", async () => {
       const failures: string[] = [];
       const done: string[] = [];

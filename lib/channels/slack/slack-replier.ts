@@ -16,6 +16,13 @@ export const DEFAULT_SLACK_TIMEOUT_MS = 10_000;
 /** Slack truncates `chat.postMessage` text past 40,000 characters; longer replies are split below that. */
 export const DEFAULT_SLACK_MAX_MESSAGE_CHARS = 39_000;
 
+/**
+ * `ok: false` error codes that mean "not now" rather than "never": Slack's side failed or
+ * throttled. Every other code (`channel_not_found`, `not_in_channel`, `invalid_auth`, …) is
+ * refused again on a retry.
+ */
+export const SLACK_TRANSIENT_ERRORS: readonly string[] = ["ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"];
+
 export interface SlackReplierOptions {
   /** Bot token (`xoxb-…`) from the secret store. */
   botToken: string;
@@ -90,7 +97,9 @@ export class SlackReplier {
     } catch (error) {
       if (error instanceof WebAPIPlatformError) {
         // Slack's error codes (`channel_not_found`, `invalid_auth`, …) name no content and no secret.
-        throw new ChannelDeliveryError(`slack refused the call: ${error.data.error}`, "slack", 200, { cause: error });
+        // A refusal carries Slack's 200 as its status; a transient failure none, as an unreachable Slack.
+        const status = SLACK_TRANSIENT_ERRORS.includes(error.data.error ?? "") ? undefined : 200;
+        throw new ChannelDeliveryError(`slack refused the call: ${error.data.error}`, "slack", status, { cause: error });
       }
       if (error instanceof WebAPIHTTPError) {
         throw new ChannelDeliveryError("slack answered with an HTTP error", "slack", error.statusCode, { cause: error });

@@ -42,9 +42,16 @@ describe("slack/slack-replier", () => {
       expect(slack.posts).toHaveLength(0);
     });
 
-    it("throws ChannelDeliveryError when Slack refuses the post", async () => {
+    it("throws ChannelDeliveryError with Slack's status 200 when Slack refuses the post", async () => {
       slack.failNextPost("channel_not_found");
-      await expect(replier().reply(target, "hi")).rejects.toBeInstanceOf(ChannelDeliveryError);
+      await expect(replier().reply(target, "hi")).rejects.toMatchObject({ name: "ChannelDeliveryError", status: 200 });
+    });
+
+    it("throws ChannelDeliveryError without a status when Slack fails for now", async () => {
+      slack.failNextPost("service_unavailable");
+      const error = await replier().reply(target, "hi").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ChannelDeliveryError);
+      expect((error as ChannelDeliveryError).status).toBeUndefined();
     });
 
     it("throws ChannelDeliveryError when Slack cannot be reached", async () => {

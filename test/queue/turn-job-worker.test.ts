@@ -1,0 +1,172 @@
+import { z } from "zod";
+import { createApp, type App } from "../../lib/app.js";
+import { ChannelReplier, SlackReplier, slackTurnJob, type SlackTurnJob } from "../../lib/channels/index.js";
+import { loadConfig } from "../../lib/config/config.js";
+import { AuthenticationError } from "../../lib/errors.js";
+import { silentLogger } from "../../lib/logger.js";
+import { turnIdForJob, TurnJobWorker, type TurnJobWorkerOptions } from "../../lib/queue/index.js";
+import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
+
+const BOT_TOKEN = "xoxb-worker-test";
+const TEAM = "T0WORK";
+const CHANNEL = "C0WORK";
+
+/** The callers a tool saw, by turn. */
+const seenCallers: Caller[] = [];
+const whoAmI: ToolDefinition = {
+  name: "who_am_i",
+  description: "Names the person asking.",
+  schema: z.object({}),
+  sideEffects: false,
+  run: async (_input, ctx) => {
+    seenCallers.push(ctx.caller);
+    return `you are ${ctx.caller.userId}`;
+  },
+};
+
+/** What the scripted model answers, by a keyword in the question. */
+function respond(text: string, toolResults: boolean): ScriptedReply {
+  if (text.includes("who am i") && !toolResults) return { toolUses: [{ name: "who_am_i", input: {} }] };
+  if (text.includes("refused")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
+  if (text.includes("throttled")) return { error: { status: 429, type: "ThrottlingException", message: "Too many requests." } };
+  return { text: `answer to: ${text}` };
+}
+
+let converse: ConverseEndpoint;
+let slackApi: SlackApiEndpoint;
+let database: TestDatabase;
+let app: App;
+
+beforeAll(async () => {
+  converse = await startConverseEndpoint({
+    respond: (request) => {
+      const last = request.messages[request.messages.length - 1];
+      const toolResults = last.content.some((b) => "toolResult" in b);
+      const question = request.messages.filter((m) => m.role === "user" && m.content.some((b) => "text" in b)).at(-1);
+      return respond(question ? lastUserText({ ...request, messages: [question] }) : "", toolResults);
+    },
+  });
+  for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
+  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM });
+  database = await openTestDatabase("worker");
+  const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
+  app = await createApp(config, {
+    authenticate: async () => {
+      throw new AuthenticationError("no HTTP callers in this test");
+    },
+    mongoClient: database.client,
+    tools: [whoAmI],
+    logger: silentLogger,
+  });
+});
+
+afterAll(async () => {
+  await app?.close();
+  await database?.cleanup();
+  await slackApi?.close();
+  await converse?.close();
+  vi.unstubAllEnvs();
+});
+
+function worker(options: Partial<TurnJobWorkerOptions> = {}): TurnJobWorker {
+  return new TurnJobWorker({
+    runner: app.runner,
+    conversations: app.database.conversations,
+    turns: app.database.turns,
+    replier: new ChannelReplier({ slack: new SlackReplier({ botToken: BOT_TOKEN, slackApiUrl: slackApi.slackApiUrl, retries: 0 }) }),
+    ...options,
+  });
+}
+
+let eventCounter = 0;
+/** A Slack app_mention's job in a thread of its own. */
+function job(text: string): SlackTurnJob {
+  eventCounter += 1;
+  const ts = `1700002${String(eventCounter).padStart(3, "0")}.000100`;
+  return slackTurnJob({ eventId: `Ev0WORK${eventCounter}`, teamId: TEAM, channelId: CHANNEL, userId: "U0ALICE", text, ts, threadTs: ts }, new Date());
+}
+
+const postsIn = (j: SlackTurnJob) => slackApi.posts.filter((p) => p.threadTs === j.replyTo.threadTs);
+
+describe("TurnJobWorker", () => {
+  describe("process", () => {
+    it("returns completed and posts the answer in the job's thread", async () => {
+      const j = job("what were sales?");
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "completed", result: { answer: "answer to: what were sales?" } });
+      expect(postsIn(j)).toEqual([expect.objectContaining({ channel: CHANNEL, text: "answer to: what were sales?" })]);
+    });
+
+    it("runs tools as the person who wrote, in a conversation the workspace owns", async () => {
+      const j = job("who am i?");
+      await worker().process(j, 1);
+      expect(seenCallers.at(-1)).toEqual({ userId: `slack:${TEAM}:U0ALICE`, tenantId: `slack:${TEAM}`, roles: [] });
+      const conversation = await app.database.conversations.collection.findOne({ "channel.key": j.conversationKey });
+      expect(conversation).toMatchObject({ ownerId: `slack:${TEAM}`, tenantId: `slack:${TEAM}` });
+    });
+
+    it("returns already-replied and neither runs nor posts anything for a delivery after the reply", async () => {
+      const j = job("asked once");
+      await worker().process(j, 1);
+      const modelCalls = converse.requests.length;
+      expect(await worker().process(j, 2)).toEqual({ kind: "already-replied", turnId: turnIdForJob(j) });
+      expect(postsIn(j)).toHaveLength(1);
+      expect(converse.requests.length).toBe(modelCalls);
+    });
+
+    it("returns retry when Slack fails for now, and the next delivery posts the answer once without running the turn again", async () => {
+      const j = job("post me later");
+      slackApi.failNextPost("service_unavailable");
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "retry", delaySeconds: 10 });
+      expect(postsIn(j)).toEqual([]);
+      const modelCalls = converse.requests.length;
+      expect(await worker().process(j, 2)).toMatchObject({ kind: "completed" });
+      expect(postsIn(j).map((p) => p.text)).toEqual(["answer to: post me later"]);
+      expect(converse.requests.length).toBe(modelCalls);
+    });
+
+    it("returns gave-up at once when Slack refuses the post for good", async () => {
+      const j = job("nowhere to post");
+      slackApi.failNextPost("channel_not_found");
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "ChannelDeliveryError" } });
+    });
+
+    it("posts nothing while another delivery holds a fresh claim on the reply, and takes over a stale one", async () => {
+      const j = job("claimed elsewhere");
+      const turnId = turnIdForJob(j);
+      await worker().process(j, 1);
+      await app.database.turns.collection.updateOne({ _id: turnId }, { $unset: { repliedAt: "" }, $set: { replyClaimedAt: new Date() } });
+      const posts = postsIn(j).length;
+      await worker().process(j, 2);
+      expect(postsIn(j).length).toBe(posts);
+      await app.database.turns.collection.updateOne({ _id: turnId }, { $set: { replyClaimedAt: new Date(Date.now() - 10 * 60_000) } });
+      await worker({ replyClaimMs: 60_000 }).process(j, 3);
+      expect(postsIn(j).length).toBe(posts + 1);
+    });
+
+    it("returns gave-up on the first receive for a model 4xx, and tells the user once", async () => {
+      const j = job("this gets refused");
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "ValidationException" } });
+      expect(postsIn(j).map((p) => p.text)).toEqual(["Sorry, something went wrong and I couldn't answer this message. Please try again."]);
+      expect(await worker().process(j, 2)).toMatchObject({ kind: "already-replied" });
+      expect(postsIn(j)).toHaveLength(1);
+    });
+
+    it("returns retry for a throttled model (429) before the last receive, and says nothing yet", async () => {
+      const j = job("this gets throttled");
+      expect(await worker({ maxReceives: 3 }).process(j, 1)).toMatchObject({ kind: "retry" });
+      expect(postsIn(j)).toEqual([]);
+    });
+
+    it("returns gave-up and says the message is too long when it is over the limit, calling no model", async () => {
+      const j = job("x".repeat(101));
+      const modelCalls = converse.requests.length;
+      expect(await worker({ maxMessageChars: 100 }).process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "PayloadTooLargeError" } });
+      expect(postsIn(j).map((p) => p.text)).toEqual(["That message is too long for me (the limit is 100 characters). Please shorten it and send it again."]);
+      expect(converse.requests.length).toBe(modelCalls);
+      expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "failed" });
+    });
+  });
+});
