@@ -11,6 +11,25 @@ const prod = {
   bedrockFoundationModelId: "anthropic.claude-sonnet-4-20250514-v1:0",
 };
 
+/** Every AWS tool engine on, with each kind of wildcard the Athena grants need. */
+const tools = {
+  athenaWorkgroup: "analytics",
+  athenaDatabase: "sales",
+  athenaOutputLocation: "s3://tw-results/athena",
+  athenaDataBucketArns: "arn:aws:s3:::tw-lake",
+  knowledgeBaseId: "KB12345678",
+  powerBiTenantId: "contoso.onmicrosoft.com",
+  powerBiGroupId: "0f8e7c1a-2b3c-4d5e-8f90-a1b2c3d4e5f6",
+  powerBiDatasetId: "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
+  followUpWebhookUrl: "https://hooks.example.com/follow-ups",
+  toolRoles: '{"create_follow_up":["analyst"]}',
+};
+const ATHENA_WILDCARDS = [
+  "Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/sales/*",
+  "Resource::arn:aws:s3:::tw-lake/*",
+  "Resource::arn:<AWS::Partition>:s3:::tw-results/athena/*",
+];
+
 /** The same checks with every acknowledgement ignored: what the stack would report without them. */
 class IgnoringAcknowledgements extends AwsSolutionsChecks {}
 (IgnoringAcknowledgements.prototype as unknown as { isAcknowledged: () => boolean }).isAcknowledged = () => false;
@@ -31,6 +50,8 @@ describe("ThreadwiseStack cdk-nag", () => {
     it.each([
       ["dev defaults", {}],
       ["prod with an imported secret and an application inference profile", prod],
+      ["prod with every AWS tool engine", { ...prod, ...tools }],
+      ["a results bucket instead of an output location", { ...tools, athenaOutputLocation: "", athenaResultsBucket: "tw-results" }],
     ])("returns no unacknowledged finding for %s", (_name, context) => {
       const { stack } = buildStack({ context });
       const report = new AwsSolutionsChecks().validateScope(stack);
@@ -44,9 +65,29 @@ describe("ThreadwiseStack cdk-nag", () => {
     });
   });
 
+  describe("AwsSolutionsChecks with the AWS tools", () => {
+    it("returns IAM5 for exactly the Athena wildcards once the acknowledgements are gone", () => {
+      const findings = (context: Record<string, unknown>) =>
+        new IgnoringAcknowledgements()
+          .validateScope(buildStack({ context }).stack)
+          .violations.filter((v) => v.ruleName.startsWith("AwsSolutions-IAM5"))
+          .map((v) => v.ruleName.replace(/^AwsSolutions-IAM5\[(.*)\]$/, "$1"));
+      const before = new Set(findings({}));
+      expect(findings(tools).filter((f) => !before.has(f)).sort()).toEqual([...ATHENA_WILDCARDS].sort());
+    });
+
+    it("acknowledges the Athena wildcards on the api and worker roles only", () => {
+      const paths = acknowledgements(buildStack({ context: tools }).stack)
+        .filter((a) => ATHENA_WILDCARDS.some((w) => a.id.endsWith(`AwsSolutions-IAM5[${w}]`)))
+        .map((a) => a.path);
+      expect(new Set(paths)).toEqual(new Set(["dev-threadwise/ApiFunction/Role", "dev-threadwise/WorkerFunction/Role"]));
+      expect(paths).toHaveLength(ATHENA_WILDCARDS.length * 2);
+    });
+  });
+
   describe("acknowledgements", () => {
     it("returns a reason of substance for every acknowledgement", () => {
-      const acks = acknowledgements(buildStack().stack);
+      const acks = acknowledgements(buildStack({ context: tools }).stack);
       expect(acks.length).toBeGreaterThan(0);
       for (const ack of acks) expect(ack.reason.length, `${ack.id} on ${ack.path}`).toBeGreaterThan(60);
     });
