@@ -12,15 +12,15 @@
  * SQS are the local endpoints of the handler tests: this machine, no network.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { build, type BuildOptions } from "esbuild";
-import { BUNDLE_ALIASES, BUNDLE_TARGET, ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES, WRITE_BUNDLE_DATA_SCRIPT } from "../infra/bundling/bundling.js";
+import { build } from "esbuild";
+import { BUNDLE_FILE, BUNDLE_TARGET, bundleFunction, ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES } from "../infra/bundling/bundling.js";
 import { TOKENIZER_DATA_FILE } from "../infra/bundling/cl100k-base.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
@@ -37,26 +37,6 @@ type FunctionName = (typeof FUNCTIONS)[number];
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const require = createRequire(import.meta.url);
-
-/** The stack's esbuild settings (infra/bundling), as esbuild API options. */
-function carefulOptions(entry: string, outfile: string): BuildOptions {
-  return {
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: BUNDLE_TARGET,
-    mainFields: ["module", "main"],
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    banner: { js: ESM_REQUIRE_BANNER },
-    external: [...MONGODB_OPTIONAL_MODULES],
-    alias: { ...BUNDLE_ALIASES },
-    logLevel: "error",
-  };
-}
 
 /** Every subpath a package exports for `import`, as import specifiers. */
 function exportedSpecifiers(pkg: string): string[] {
@@ -166,11 +146,47 @@ function probeOnce(bundle: string, env: Record<string, string>, probe: string): 
   });
 }
 
-async function measure(bundle: string, event: unknown, context: unknown, env: Record<string, string>, runs: number, probe: string): Promise<Timing> {
-  const timings: Timing[] = [];
-  const probeEnv = { ...env, BENCH_EVENT: JSON.stringify(event), BENCH_CONTEXT: JSON.stringify(context) };
-  for (let i = 0; i < runs; i++) timings.push(await probeOnce(bundle, probeEnv, probe));
-  return { importMs: median(timings.map((t) => t.importMs)), invokeMs: median(timings.map((t) => t.invokeMs)) };
+interface Target {
+  bundle: string;
+  event: unknown;
+  context: unknown;
+}
+
+/**
+ * Medians over `runs` rounds, each round one fresh process per target in turn: interleaved, so a
+ * change in the machine's load during the run affects every target alike.
+ */
+async function measure(targets: Record<string, Target>, env: Record<string, string>, runs: number, probe: string): Promise<Record<string, Timing>> {
+  const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
+  for (let i = 0; i < runs; i++) {
+    for (const [name, { bundle, event, context }] of Object.entries(targets)) {
+      timings[name].push(await probeOnce(bundle, { ...env, BENCH_EVENT: JSON.stringify(event), BENCH_CONTEXT: JSON.stringify(context) }, probe));
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(timings).map(([name, ts]) => [name, { importMs: median(ts.map((t) => t.importMs)), invokeMs: median(ts.map((t) => t.invokeMs)) }]),
+  );
+}
+
+/** Runs in each fresh process: import the bundled token counter, then time its first count (the encoder is built then). */
+const TOKENIZER_PROBE = `
+const { countTextTokens } = await import(process.argv[2]);
+const t0 = performance.now();
+countTextTokens("How many tokens is this?");
+const t1 = performance.now();
+countTextTokens("And this, once the encoder exists?");
+const t2 = performance.now();
+process.stdout.write(JSON.stringify({ firstMs: t1 - t0, secondMs: t2 - t1 }));
+`;
+
+/** The first token count in fresh processes (median ms): how long it blocks the event loop. */
+async function measureFirstCount(dir: string, runs: number): Promise<{ firstMs: number; secondMs: number }> {
+  const outdir = join(dir, "tokenizer");
+  await bundleFunction(join(root, "lib/model-view/token-counter.ts"), outdir);
+  const probe = join(dir, "tokenizer-probe.mjs");
+  writeFileSync(probe, TOKENIZER_PROBE);
+  const samples = Array.from({ length: runs }, () => JSON.parse(execFileSync(process.execPath, [probe, pathToFileURL(join(outdir, BUNDLE_FILE)).href], { encoding: "utf8" })) as { firstMs: number; secondMs: number });
+  return { firstMs: median(samples.map((s) => s.firstMs)), secondMs: median(samples.map((s) => s.secondMs)) };
 }
 
 async function main(): Promise<void> {
@@ -182,10 +198,8 @@ async function main(): Promise<void> {
 
   const bundles = {} as Record<FunctionName, { file: string; bytes: number; gzipBytes: number; dataBytes: number }>;
   for (const name of FUNCTIONS) {
-    const file = join(dir, "careful", name, "index.mjs");
-    mkdirSync(dirname(file), { recursive: true });
-    await build(carefulOptions(join(root, `functions/${name}.ts`), file));
-    execFileSync(process.execPath, [WRITE_BUNDLE_DATA_SCRIPT, dirname(file)]);
+    const file = join(dir, "careful", name, BUNDLE_FILE);
+    await bundleFunction(join(root, `functions/${name}.ts`), dirname(file));
     const code = readFileSync(file);
     bundles[name] = { file, bytes: code.length, gzipBytes: gzipSync(code).length, dataBytes: statSync(join(dirname(file), TOKENIZER_DATA_FILE)).size };
   }
@@ -203,6 +217,8 @@ async function main(): Promise<void> {
     POWERTOOLS_METRICS_NAMESPACE: "Threadwise",
     POWERTOOLS_LOG_LEVEL: "SILENT",
     NODE_OPTIONS: "--enable-source-maps",
+    // Where the bundles find the AWS SDK, as on Lambda, whose runtime puts its SDK on NODE_PATH.
+    NODE_PATH: join(root, "node_modules"),
   };
   const workerJob = {
     channel: "api",
@@ -224,16 +240,16 @@ async function main(): Promise<void> {
   };
 
   const rows: string[] = [];
-  const results: Record<string, Timing> = {};
+  let results: Record<string, Timing>;
   try {
-    for (const name of FUNCTIONS) {
-      results[name] = await measure(bundles[name].file, events[name], lambdaContext(`bench-${name}`), env, runs, probe);
-    }
-    results.carelessWorker = await measure(careless.outfile, events.worker, lambdaContext("bench-worker"), env, runs, probe);
+    const targets: Record<string, Target> = Object.fromEntries(FUNCTIONS.map((name) => [name, { bundle: bundles[name].file, event: events[name], context: lambdaContext(`bench-${name}`) }]));
+    targets.carelessWorker = { bundle: careless.outfile, event: events.worker, context: lambdaContext("bench-worker") };
+    results = await measure(targets, env, runs, probe);
   } finally {
     await aws.close();
     await mongo.stop();
   }
+  const tokenizer = await measureFirstCount(dir, runs);
 
   const mb = (b: number) => `${(b / 1024 / 1024).toFixed(2)} MB`;
   const ms = (t: number) => `${t.toFixed(0)} ms`;
@@ -249,7 +265,7 @@ async function main(): Promise<void> {
   const report = [
     "# Cold start",
     "",
-    `Generated by \`npm run bench:cold-start\` (${runs} fresh \`node\` processes per bundle, medians; Node ${process.version}, ${process.arch}; NODE_OPTIONS=--enable-source-maps as deployed).`,
+    `Generated by \`npm run bench:cold-start\` (${runs} rounds of one fresh \`node\` process per bundle, interleaved; medians; Node ${process.version}, ${process.arch}; NODE_OPTIONS=--enable-source-maps as deployed; the AWS SDK from NODE_PATH as on Lambda).`,
     "First invocation = credentials from Secrets Manager (local endpoint), MongoDB connect and index setup (embedded server), then the handler's first queries.",
     "",
     "| bundle | code (minified) | code (gzip) | tokenizer data file | import | first invocation | total |",
@@ -259,6 +275,8 @@ async function main(): Promise<void> {
     `Careless worker: ${careless.modules} extra entry modules (every export of LangChain's packages, every installed AWS SDK client, mongodb 5 beside mongodb 6), CommonJS builds preferred, no minification, no tree shaking.`,
     "",
     `Ratios, careless ÷ careful worker: size ${(carelessCode.length / w.bytes).toFixed(1)}×, import ${(cw.importMs / wt.importMs).toFixed(1)}×, import + first invocation ${((cw.importMs + cw.invokeMs) / (wt.importMs + wt.invokeMs)).toFixed(1)}×.`,
+    "",
+    `Tokenizer (the bundled token counter, fresh processes): first count ${tokenizer.firstMs.toFixed(0)} ms (builds the encoder from the ranks file; blocks the event loop), next count ${tokenizer.secondMs.toFixed(2)} ms.`,
     "",
     `Targets: worker code ≤ ${mb(TARGET_WORKER_BYTES)}: ${w.bytes <= TARGET_WORKER_BYTES ? "met" : `not met (${mb(w.bytes)})`}; import < ${TARGET_IMPORT_MS} ms: ${wt.importMs < TARGET_IMPORT_MS ? "met" : `not met (${ms(wt.importMs)})`}.`,
     "",

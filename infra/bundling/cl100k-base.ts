@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 
 // Stands in for `js-tiktoken/ranks/cl100k_base` in the Lambda bundles. The ranks are 1 MB of
-// data, not code: they ship beside the bundle as a JSON file (written by write-tokenizer-data.mjs)
+// data, not code: they ship beside the bundle as a JSON file (written by writeTokenizerData in bundling.ts)
 // and are read on first use, so they neither bloat the code bundle nor slow its import.
 interface Ranks {
   pat_str: string;

@@ -7,7 +7,7 @@ import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { FUNCTION_BUNDLING } from "../bundling/bundling.js";
+import { functionCode } from "../bundling/bundling.js";
 import type { AthenaStageConfig, StageToolsConfig } from "../stage-config.js";
 import type { AthenaResourceArns } from "./tool-resources.js";
 
@@ -94,15 +94,15 @@ export class ThreadwiseFunction extends Construct {
     this.fn = new NodejsFunction(this, "Function", {
       functionName,
       description: props.description,
-      entry: props.entry,
-      handler: "handler",
+      // Bundled by infra/bundling (esbuild with plugins), not by NodejsFunction's own esbuild command.
+      code: functionCode(props.entry),
+      handler: "index.handler",
       runtime: FUNCTION_RUNTIME,
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize,
       timeout: props.timeout,
       role: this.role,
       logGroup: this.logGroup,
-      bundling: FUNCTION_BUNDLING,
       environment: {
         ...props.environment,
         // Maps minified stack traces back to TypeScript lines in the logs.

@@ -1,21 +1,21 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { Template } from "aws-cdk-lib/assertions";
 import { build } from "esbuild";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { execFileSync } from "node:child_process";
-import { pathToFileURL } from "node:url";
-import {
-  BUNDLE_ALIASES,
-  BUNDLE_TARGET,
-  ESM_REQUIRE_BANNER,
-  MONGODB_OPTIONAL_MODULES,
-  WRITE_BUNDLE_DATA_SCRIPT,
-} from "../../infra/bundling/bundling.js";
+import { MODULE_REPLACEMENTS } from "../../infra/bundling/bundle-plugins.js";
+import { BUNDLE_FILE, bundleOptions, ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES, writeTokenizerData } from "../../infra/bundling/bundling.js";
 import { TOKENIZER_DATA_FILE } from "../../infra/bundling/cl100k-base.js";
-import { countTextTokens } from "../../lib/model-view/token-counter.js";
+import { Client, LANGSMITH_TRACING_VARIABLES } from "../../infra/bundling/langsmith-client.js";
+import * as source from "./support/bundle-probe.js";
 import { buildStack } from "./synth.js";
+
+/** The issue's target for the worker's code (index.mjs, minified). */
+const WORKER_BUNDLE_BUDGET_BYTES = 1.5 * 1024 * 1024;
+
+/** Matches a `require("name")` call as it stays in the minified code for a module left out of the bundle. */
+const requireOf = (name: string) => new RegExp(`[\\w$]+\\(["']${name.replace(/[/@.]/g, "\\$&")}["']\\)`);
 
 describe("ThreadwiseStack bundling", () => {
   // One synth with real esbuild bundling (local, no Docker), shared by the tests below.
@@ -30,49 +30,104 @@ describe("ThreadwiseStack bundling", () => {
     return join(assemblyDir, `asset.${key.replace(/\.zip$/, "")}`);
   }
 
-  describe("NodejsFunction assets", () => {
+  const workerCode = () => readFileSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE), "utf8");
+
+  describe("function assets", () => {
     it.each(["api", "worker", "slack", "teams"])("returns an ESM bundle with a source map for %s", (name) => {
       const dir = bundleDir(`dev-threadwise-${name}`);
-      const code = readFileSync(join(dir, "index.mjs"), "utf8");
+      const code = readFileSync(join(dir, BUNDLE_FILE), "utf8");
       expect(code.startsWith(ESM_REQUIRE_BANNER)).toBe(true);
       expect(/export\s*\{[^}]*\bas handler\b|export\s*\{[^}]*\bhandler\b/.test(code)).toBe(true);
-      expect(existsSync(join(dir, "index.mjs.map"))).toBe(true);
-      expect(statSync(join(dir, "index.mjs")).size).toBeGreaterThan(0);
+      expect(existsSync(join(dir, `${BUNDLE_FILE}.map`))).toBe(true);
+    });
+
+    it("returns a worker bundle within the 1.5 MB target", () => {
+      expect(statSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE)).size).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
     });
 
     it("returns the worker's tokenizer ranks as a data file beside the bundle, not inside it", () => {
       const dir = bundleDir("dev-threadwise-worker");
       const ranks = JSON.parse(readFileSync(join(dir, TOKENIZER_DATA_FILE), "utf8")) as { bpe_ranks: string };
       expect(ranks.bpe_ranks.length).toBeGreaterThan(500_000);
-      expect(readFileSync(join(dir, "index.mjs"), "utf8").includes(ranks.bpe_ranks.slice(0, 200))).toBe(false);
+      expect(workerCode().includes(ranks.bpe_ranks.slice(0, 200))).toBe(false);
     });
 
     it("returns a worker bundle that leaves the driver's optional modules to require() at run time", () => {
-      const code = readFileSync(join(bundleDir("dev-threadwise-worker"), "index.mjs"), "utf8");
-      // An external module stays a call on its bare name (esbuild renames `require`); a bundled one would be inlined.
-      const required = MONGODB_OPTIONAL_MODULES.filter((name) => new RegExp(`[\\w$]+\\(["']${name.replace(/[/@.]/g, "\\$&")}["']\\)`).test(code));
+      const code = workerCode();
+      const required = MONGODB_OPTIONAL_MODULES.filter((name) => requireOf(name).test(code));
       expect(required).toEqual(expect.arrayContaining(["kerberos", "snappy", "@mongodb-js/zstd", "mongodb-client-encryption"]));
+    });
+
+    it("returns a worker bundle that requires the runtime's AWS SDK instead of containing it", () => {
+      const code = workerCode();
+      expect(["@aws-sdk/client-sqs", "@aws-sdk/client-secrets-manager", "@aws-sdk/client-bedrock-runtime"].filter((name) => !requireOf(name).test(code))).toEqual([]);
+      // ESM imports would not find the runtime's copy, which is on NODE_PATH.
+      expect(code).not.toMatch(/from\s*["']@(aws-sdk|smithy)\//);
+      // A header name set inside the SDK's middleware, so in the code only if the SDK is.
+      expect(code).not.toContain("x-amz-user-agent");
+    });
+
+    it("returns a worker bundle without the code the replacements stand in for", () => {
+      const code = workerCode();
+      // zod's Spanish messages, LangSmith's REST client, the SAX parser, LangChain's fake chat models.
+      for (const marker of ["Entrada inválida", "/runs/multipart", "Unclosed root tag", "FakeListChatModel"]) expect(code).not.toContain(marker);
     });
   });
 
-  describe("BUNDLE_ALIASES", () => {
-    it("returns the same token counts from a bundle as from the source", async () => {
+  describe("bundleOptions", () => {
+    /** The probe module bundled as the functions are, with the tokenizer data beside it. */
+    async function bundledProbe(): Promise<typeof source> {
       const dir = mkdtempSync(join(tmpdir(), "tw-bundle-"));
-      await build({
-        entryPoints: [new URL("../../lib/model-view/token-counter.ts", import.meta.url).pathname],
-        outfile: join(dir, "index.mjs"),
-        bundle: true,
-        platform: "node",
-        format: "esm",
-        target: BUNDLE_TARGET,
-        banner: { js: ESM_REQUIRE_BANNER },
-        alias: { ...BUNDLE_ALIASES },
-        logLevel: "silent",
-      });
-      execFileSync(process.execPath, [WRITE_BUNDLE_DATA_SCRIPT, dir]);
-      const bundled = (await import(pathToFileURL(join(dir, "index.mjs")).href)) as { countTextTokens(text: string): number };
+      const { metafile } = await build({ ...bundleOptions(new URL("./support/bundle-probe.ts", import.meta.url).pathname, join(dir, BUNDLE_FILE)), metafile: true });
+      // Each replacement must have been used, or the probe would not test it.
+      const replacements = Object.keys(metafile.inputs).filter((input) => MODULE_REPLACEMENTS.some(({ replacement }) => ("file" in replacement ? input.endsWith(replacement.file.split("/").slice(-2).join("/")) : input.startsWith("threadwise-replacement:"))));
+      expect(replacements.length).toBe(MODULE_REPLACEMENTS.length);
+      await writeTokenizerData(dir);
+      return (await import(pathToFileURL(join(dir, BUNDLE_FILE)).href)) as typeof source;
+    }
+    const probe = bundledProbe();
+
+    it("returns the same token counts from a bundle as from the source", async () => {
       const text = "Threadwise keeps durable state and sends only what helps answer. Ünïcödé, code `x => x + 1`.";
-      expect(bundled.countTextTokens(text)).toBe(countTextTokens(text));
+      expect((await probe).countTextTokens(text)).toBe(source.countTextTokens(text));
+    });
+
+    it("returns the same checkpointed turns from a bundle as from the source", async () => {
+      const contents = ["My name is Ada.", "What is my name?"];
+      expect(await (await probe).runTurns(contents)).toEqual(await source.runTurns(contents));
+    });
+
+    it("returns messages and prompt values revived from a checkpoint as the source does", async () => {
+      const bundled = await (await probe).roundTrip();
+      expect(bundled).toEqual(await source.roundTrip());
+      expect(bundled).toMatchObject({ prompt: "Human: prompted" });
+    });
+
+    it("returns a context variable carried into nested runnables", async () => {
+      expect(await (await probe).contextVariable()).toBe("carried");
+    });
+
+    it("returns zod's English messages, and z.compile parsing as the runtime parser does", async () => {
+      const bundled = (await probe).zodMessages();
+      expect(bundled).toEqual(source.zodMessages());
+      expect(bundled).toMatchObject({ plain: [expect.stringMatching(/^name: Invalid input/), expect.any(String)] });
+    });
+  });
+});
+
+describe("LangSmith Client stand-in", () => {
+  describe("constructor", () => {
+    afterEach(() => {
+      for (const name of LANGSMITH_TRACING_VARIABLES) delete process.env[name];
+    });
+
+    it("returns a client when tracing is off", () => {
+      expect(new Client()).toBeInstanceOf(Client);
+    });
+
+    it("throws when tracing is switched on, naming the variable", () => {
+      process.env.LANGSMITH_TRACING = "true";
+      expect(() => new Client()).toThrow(/LANGSMITH_TRACING/);
     });
   });
 });

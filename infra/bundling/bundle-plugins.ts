@@ -1,0 +1,80 @@
+import type { Plugin } from "esbuild";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+
+/**
+ * Packages the Lambda Node.js runtime provides (the full AWS SDK for JavaScript v3, and the Smithy
+ * packages it is built on), left out of the bundles.
+ */
+export const RUNTIME_PROVIDED_MODULES: readonly RegExp[] = [/^@aws-sdk\//, /^@smithy\//];
+
+const RUNTIME_NAMESPACE = "threadwise-runtime-require";
+
+/**
+ * Loads the runtime's AWS SDK with `require()`, also where our code and LangChain `import` it. The
+ * runtime's copy is found through NODE_PATH, which only CommonJS resolution reads, and each package's
+ * CommonJS build is one file where its ESM build is dozens: importing the same clients as ESM from
+ * node_modules took ~100 ms more CPU on this machine.
+ */
+export const runtimeProvidedSdk: Plugin = {
+  name: "threadwise-runtime-provided-sdk",
+  setup(build) {
+    for (const filter of RUNTIME_PROVIDED_MODULES) {
+      build.onResolve({ filter }, (args) =>
+        args.namespace === RUNTIME_NAMESPACE || args.kind === "require-call"
+          ? { path: args.path, external: true }
+          : { path: args.path, namespace: RUNTIME_NAMESPACE },
+      );
+    }
+    build.onLoad({ filter: /.*/, namespace: RUNTIME_NAMESPACE }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: "js",
+    }));
+  },
+};
+
+/** A module inside a package, imported by a relative path, that the bundles take from infra/bundling instead. */
+export interface ModuleReplacement {
+  /** The import path exactly as the package writes it. */
+  importPath: string;
+  /** Matches the importing file, so only that package's import is replaced. */
+  importer: RegExp;
+  /** Our module with the same exports, or its source when it is one line resolved beside the importer. */
+  replacement: { file: string } | { contents: string };
+}
+
+/**
+ * Modules replaced by smaller ones of ours with the same exports (each file says why it is safe).
+ * esbuild's `alias` only sees bare package names; these are relative imports inside packages.
+ */
+export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
+  { importPath: "../locales/index.js", importer: /[\\/]zod[\\/]v4[\\/](core|classic|mini)[\\/]/, replacement: { file: here("./zod-locales.ts") } },
+  { importPath: "./compile.js", importer: /[\\/]zod[\\/]v4[\\/]core[\\/]index\.js$/, replacement: { file: here("./zod-compile.ts") } },
+  { importPath: "./import_map.js", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]load[\\/]index\.js$/, replacement: { file: here("./langchain-import-map.ts") } },
+  { importPath: "../utils/sax-js/sax.js", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]output_parsers[\\/]xml\.js$/, replacement: { file: here("./langchain-sax.ts") } },
+  { importPath: "./client.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]run_trees\.mjs$/, replacement: { file: here("./langsmith-client.ts") } },
+  // The package root re-exports the generated REST client too; LangChain only takes these two names from it.
+  { importPath: "langsmith", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]/, replacement: { file: here("./langsmith.ts") } },
+  // LangSmith's environment helpers take only its version from the package index, which imports the tracing client.
+  { importPath: "../index.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/, replacement: { contents: 'export { VERSION as __version__ } from "../../version.mjs";' } },
+];
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+
+const REPLACEMENT_NAMESPACE = "threadwise-replacement";
+
+export const moduleReplacements: Plugin = {
+  name: "threadwise-module-replacements",
+  setup(build) {
+    for (const { importPath, importer, replacement } of MODULE_REPLACEMENTS) {
+      build.onResolve({ filter: new RegExp(`^${escape(importPath)}$`) }, (args) => {
+        if (!importer.test(args.importer)) return undefined;
+        if ("file" in replacement) return { path: replacement.file };
+        return { path: `${args.importer}:${importPath}`, namespace: REPLACEMENT_NAMESPACE, pluginData: { contents: replacement.contents, resolveDir: dirname(args.importer) } };
+      });
+    }
+    build.onLoad({ filter: /.*/, namespace: REPLACEMENT_NAMESPACE }, (args) => ({ ...(args.pluginData as { contents: string; resolveDir: string }), loader: "js" }));
+  },
+};

@@ -1,0 +1,64 @@
+// Bundled by test/infra/bundling.test.ts with the stack's bundle options and compared with the
+// same module run from source: each function goes through code the bundles replace (the tracing
+// client behind RunTree, the LangChain import map, zod's locales and compiler, the tokenizer ranks).
+import { getContextVariable, setContextVariable } from "@langchain/core/context";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { ChatPromptValue } from "@langchain/core/prompt_values";
+import { RunnableLambda } from "@langchain/core/runnables";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { z } from "zod";
+import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
+import { countTextTokens } from "../../../lib/model-view/token-counter.js";
+
+export { countTextTokens };
+
+const describeMessage = (m: BaseMessage) => ({ type: m.getType(), content: m.content, toolCalls: (m as AIMessage).tool_calls ?? [] });
+
+/** Turns through a checkpointed graph with the offline model; the state comes back through the serializer. */
+export async function runTurns(contents: string[]): Promise<unknown[]> {
+  const model = new LocalChatModel();
+  const graph = new StateGraph(MessagesAnnotation)
+    .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
+    .addEdge(START, "agent")
+    .addEdge("agent", END)
+    .compile({ checkpointer: new MemorySaver() });
+  const config = { configurable: { thread_id: "probe" } };
+  for (const content of contents) await graph.invoke({ messages: [new HumanMessage(content)] }, config);
+  return ((await graph.getState(config)).values.messages as BaseMessage[]).map(describeMessage);
+}
+
+/** The LangChain data classes a checkpoint holds, through the checkpoint serializer and back (class instances, or `getType` throws). */
+export async function roundTrip(): Promise<unknown> {
+  const serde = new JsonPlusSerializer();
+  const value = {
+    messages: [
+      new SystemMessage("rules"),
+      new HumanMessage({ content: "hi", id: "h1" }),
+      new AIMessage({ content: "", tool_calls: [{ id: "c1", name: "run_sql", args: { sql: "select 1" } }] }),
+      new ToolMessage({ content: "1", tool_call_id: "c1" }),
+    ],
+    prompt: new ChatPromptValue([new HumanMessage("prompted")]),
+  };
+  const [type, bytes] = await serde.dumpsTyped(value);
+  const back = (await serde.loadsTyped(type, bytes)) as typeof value;
+  return { messages: back.messages.map(describeMessage), prompt: back.prompt instanceof ChatPromptValue ? back.prompt.toString() : "not a ChatPromptValue" };
+}
+
+/** A context variable set in one runnable and read in a nested one (carried by RunTree). */
+export async function contextVariable(): Promise<unknown> {
+  const inner = RunnableLambda.from(() => getContextVariable("probe"));
+  const outer = RunnableLambda.from(async () => {
+    setContextVariable("probe", "carried");
+    return inner.invoke({});
+  });
+  return outer.invoke({});
+}
+
+/** zod's messages for invalid input, plain and through `z.compile`. */
+export function zodMessages(): unknown {
+  const schema = z.object({ name: z.string(), age: z.number().int().min(0) });
+  const input = { name: 3, age: -1.5 };
+  const issues = (result: z.ZodSafeParseResult<unknown>) => (result.success ? [] : result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
+  return { plain: issues(schema.safeParse(input)), compiled: issues(z.compile(schema).safeParse(input)), valid: z.compile(schema).parse({ name: "a", age: 1 }) };
+}
