@@ -41,7 +41,7 @@ export interface ModuleReplacement {
   importPath: string;
   /** Matches the importing file, so only that package's import is replaced. */
   importer: RegExp;
-  /** Our module with the same exports, or its source when it is one line resolved beside the importer. */
+  /** Our module with the same exports, or its source when it is one line (resolved beside the module it replaces). */
   replacement: { file: string } | { contents: string };
 }
 
@@ -57,8 +57,11 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   { importPath: "./client.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]run_trees\.mjs$/, replacement: { file: here("./langsmith-client.ts") } },
   // The package root re-exports the generated REST client too; LangChain only takes these two names from it.
   { importPath: "langsmith", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]/, replacement: { file: here("./langsmith.ts") } },
+  // The package root also exports the Kendra and knowledge-base retrievers and embeddings, whose SDK
+  // clients would be loaded at start for nothing (~8 ms for Kendra's alone); we use the chat model.
+  { importPath: "@langchain/aws", importer: /[\\/]lib[\\/]agent[\\/]/, replacement: { contents: 'export { ChatBedrockConverse } from "./chat_models.js";' } },
   // LangSmith's environment helpers take only its version from the package index, which imports the tracing client.
-  { importPath: "../index.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/, replacement: { contents: 'export { VERSION as __version__ } from "../../version.mjs";' } },
+  { importPath: "../index.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/, replacement: { contents: 'export { VERSION as __version__ } from "../version.mjs";' } },
 ];
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
@@ -69,10 +72,13 @@ export const moduleReplacements: Plugin = {
   name: "threadwise-module-replacements",
   setup(build) {
     for (const { importPath, importer, replacement } of MODULE_REPLACEMENTS) {
-      build.onResolve({ filter: new RegExp(`^${escape(importPath)}$`) }, (args) => {
+      build.onResolve({ filter: new RegExp(`^${escape(importPath)}$`) }, async (args) => {
         if (!importer.test(args.importer)) return undefined;
         if ("file" in replacement) return { path: replacement.file };
-        return { path: `${args.importer}:${importPath}`, namespace: REPLACEMENT_NAMESPACE, pluginData: { contents: replacement.contents, resolveDir: dirname(args.importer) } };
+        // Resolved as if not replaced (no importer, so this plugin passes), to find its directory.
+        const replaced = await build.resolve(importPath, { kind: args.kind, resolveDir: args.resolveDir });
+        if (replaced.errors.length > 0) return { errors: replaced.errors };
+        return { path: replaced.path, namespace: REPLACEMENT_NAMESPACE, pluginData: { contents: replacement.contents, resolveDir: dirname(replaced.path) } };
       });
     }
     build.onLoad({ filter: /.*/, namespace: REPLACEMENT_NAMESPACE }, (args) => ({ ...(args.pluginData as { contents: string; resolveDir: string }), loader: "js" }));

@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Template } from "aws-cdk-lib/assertions";
+import { startConverseEndpoint } from "../support/converse-endpoint.js";
 import { build } from "esbuild";
 import { MODULE_REPLACEMENTS } from "../../infra/bundling/bundle-plugins.js";
-import { BUNDLE_FILE, bundleOptions, ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES, writeTokenizerData } from "../../infra/bundling/bundling.js";
+import { BUNDLE_FILE, bundleOptions, ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES, PROJECT_ROOT, writeTokenizerData } from "../../infra/bundling/bundling.js";
 import { TOKENIZER_DATA_FILE } from "../../infra/bundling/cl100k-base.js";
 import { Client, LANGSMITH_TRACING_VARIABLES } from "../../infra/bundling/langsmith-client.js";
 import * as source from "./support/bundle-probe.js";
@@ -75,9 +75,13 @@ describe("ThreadwiseStack bundling", () => {
   });
 
   describe("bundleOptions", () => {
+    // Under the project, so the bundle's require() finds the AWS SDK in node_modules as Lambda's finds the runtime's.
+    mkdirSync(join(PROJECT_ROOT, "node_modules/.cache"), { recursive: true });
+    const dir = mkdtempSync(join(PROJECT_ROOT, "node_modules/.cache/tw-bundle-"));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
     /** The probe module bundled as the functions are, with the tokenizer data beside it. */
     async function bundledProbe(): Promise<typeof source> {
-      const dir = mkdtempSync(join(tmpdir(), "tw-bundle-"));
       const { metafile } = await build({ ...bundleOptions(new URL("./support/bundle-probe.ts", import.meta.url).pathname, join(dir, BUNDLE_FILE)), metafile: true });
       // Each replacement must have been used, or the probe would not test it.
       const replacements = Object.keys(metafile.inputs).filter((input) => MODULE_REPLACEMENTS.some(({ replacement }) => ("file" in replacement ? input.endsWith(replacement.file.split("/").slice(-2).join("/")) : input.startsWith("threadwise-replacement:"))));
@@ -105,6 +109,20 @@ describe("ThreadwiseStack bundling", () => {
 
     it("returns a context variable carried into nested runnables", async () => {
       expect(await (await probe).contextVariable()).toBe("carried");
+    });
+
+    it("returns the same Bedrock answer through the runtime's AWS SDK as the source does", async () => {
+      const endpoint = await startConverseEndpoint();
+      const saved = { ...process.env };
+      Object.assign(process.env, endpoint.environment);
+      try {
+        const bundled = await (await probe).bedrockAnswer("My name is Ada.");
+        expect(bundled).toEqual(await source.bedrockAnswer("My name is Ada."));
+        expect(endpoint.requests.length).toBe(2);
+      } finally {
+        process.env = saved;
+        await endpoint.close();
+      }
     });
 
     it("returns zod's English messages, and z.compile parsing as the runtime parser does", async () => {

@@ -1,6 +1,7 @@
 // Bundled by test/infra/bundling.test.ts with the stack's bundle options and compared with the
 // same module run from source: each function goes through code the bundles replace (the tracing
-// client behind RunTree, the LangChain import map, zod's locales and compiler, the tokenizer ranks).
+// client behind RunTree, the LangChain import map, zod's locales and compiler, the tokenizer ranks,
+// the chat model taken from @langchain/aws's chat module) or loads the AWS SDK with require().
 import { getContextVariable, setContextVariable } from "@langchain/core/context";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatPromptValue } from "@langchain/core/prompt_values";
@@ -8,6 +9,7 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { z } from "zod";
+import { createChatModel } from "../../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
 import { countTextTokens } from "../../../lib/model-view/token-counter.js";
 
@@ -61,4 +63,11 @@ export function zodMessages(): unknown {
   const input = { name: 3, age: -1.5 };
   const issues = (result: z.ZodSafeParseResult<unknown>) => (result.success ? [] : result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   return { plain: issues(schema.safeParse(input)), compiled: issues(z.compile(schema).safeParse(input)), valid: z.compile(schema).parse({ name: "a", age: 1 }) };
+}
+
+/** One answer from Bedrock's Converse API (a local endpoint when AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at one). */
+export async function bedrockAnswer(question: string): Promise<unknown> {
+  const model = createChatModel({ provider: "bedrock", bedrockModelId: "anthropic.claude-sonnet-4-20250514-v1:0", region: "us-east-1", maxOutputTokens: 256 });
+  const answer = await model.invoke([new HumanMessage(question)]);
+  return { type: answer.getType(), content: answer.content };
 }
