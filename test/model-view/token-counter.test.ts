@@ -1,5 +1,6 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { encodingForModel } from "js-tiktoken";
 import { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
 import { MAX_RUN_CHARS } from "../../lib/model-view/token-counter.js";
@@ -13,6 +14,15 @@ describe("token counter", () => {
     it("returns cl100k_base token counts", () => {
       expect(countTextTokens("hello world")).toBe(2);
       expect(countTextTokens(`row${" row".repeat(99)}`)).toBe(100);
+    });
+
+    it("returns the counts of a stock js-tiktoken encoder (its own constructor) for text in any script", () => {
+      // The counter builds only the encoding table itself; a stock encoder builds both tables.
+      const stock = encodingForModel("gpt-4");
+      const corpus = ["Ünïcödé straße — naïve café", "東京は晴れ。¿Qué tal? Привет, мир! مرحبا", "emoji 👩‍👩‍👧 🚀🚀", "const f = (x) => x ** 2; // ok\n\tif (a !== b) {}", "   spaces\n\n\n  and 12345678901234567890 digits", "<|endoftext|> as plain text"];
+      for (const text of corpus) expect(countTextTokens(text)).toBe(stock.encode(text, [], []).length);
+      // Strings of up to 24 characters have no run long enough to be counted in slices.
+      fc.assert(fc.property(fc.string({ unit: "grapheme", maxLength: 24 }), (text) => countTextTokens(text) === stock.encode(text, [], []).length));
     });
 
     it("returns the plain BPE count for text with long words and symbol runs", () => {
