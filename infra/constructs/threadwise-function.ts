@@ -179,6 +179,12 @@ export class ThreadwiseFunction extends Construct {
     this.fn.addEnvironment(FUNCTION_ENV.powerBiDatasetId, powerBi.datasetId);
   }
 
+  /** Offers no tool of this kind: its local default (SQLite sample data, bundled handbook) is not for AWS. */
+  withoutTool(kind: "sql" | "documents"): void {
+    if (kind === "sql") this.fn.addEnvironment(FUNCTION_ENV.sqlEngine, "none");
+    else this.fn.addEnvironment(FUNCTION_ENV.documentsEngine, "none");
+  }
+
   /** Posts follow-ups to this webhook (outside AWS: no grant). */
   useFollowUpWebhook(url: string): void {
     this.fn.addEnvironment(FUNCTION_ENV.followUpWebhookUrl, url);

@@ -30,13 +30,13 @@ const positiveInt = z.coerce.number().int().positive();
 const toolRolesSchema = z.record(z.string().min(1), z.array(z.string().min(1)));
 
 const envSchema = z.object({
-  SQL_ENGINE: z.enum(["sqlite", "athena"]).optional(),
+  SQL_ENGINE: z.enum(["sqlite", "athena", "none"]).optional(),
   ATHENA_WORKGROUP: z.string().min(1).optional(),
   ATHENA_DATABASE: z.string().min(1).optional(),
   ATHENA_CATALOG: z.string().min(1).optional(),
   ATHENA_OUTPUT_LOCATION: z.string().regex(/^s3:\/\//, "must be an s3:// URI").optional(),
   ATHENA_SCHEMA_DESCRIPTION: z.string().min(1).optional(),
-  DOCUMENTS_ENGINE: z.enum(["local", "bedrock-kb"]).optional(),
+  DOCUMENTS_ENGINE: z.enum(["local", "bedrock-kb", "none"]).optional(),
   BEDROCK_KB_ID: z.string().min(1).optional(),
   BEDROCK_KB_REGION: z.string().min(1).optional(),
   AWS_REGION: z.string().min(1).optional(),
@@ -57,8 +57,10 @@ const envSchema = z.object({
   TOOL_ROLES: z.string().min(1).optional(),
 });
 
+/** `none`: no `sql_query` tool (a deployment without a data source: the sample SQLite is for local mode). */
 export type SqlEngineConfig =
   | { engine: "sqlite" }
+  | { engine: "none" }
   | {
       engine: "athena";
       workgroup: string;
@@ -70,7 +72,8 @@ export type SqlEngineConfig =
       schemaDescription?: string;
     };
 
-export type DocumentsConfig = { engine: "local" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
+/** `none`: no `search_documents` tool (the bundled handbook is for local mode). */
+export type DocumentsConfig = { engine: "local" } | { engine: "none" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
 
 export interface PowerBiConfig {
   tenantId: string;
@@ -127,7 +130,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
   const e = parsed.data;
   const region = e.AWS_REGION ?? DEFAULT_TOOLS_REGION;
 
-  let sql: SqlEngineConfig = { engine: "sqlite" };
+  let sql: SqlEngineConfig = { engine: e.SQL_ENGINE === "none" ? "none" : "sqlite" };
   if (e.SQL_ENGINE === "athena") {
     if (!e.ATHENA_DATABASE) throw invalid("ATHENA_DATABASE", "required when SQL_ENGINE=athena");
     if (!e.ATHENA_WORKGROUP) throw invalid("ATHENA_WORKGROUP", "required when SQL_ENGINE=athena");
@@ -142,7 +145,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
     };
   }
 
-  let documents: DocumentsConfig = { engine: "local" };
+  let documents: DocumentsConfig = { engine: e.DOCUMENTS_ENGINE === "none" ? "none" : "local" };
   if (e.DOCUMENTS_ENGINE === "bedrock-kb") {
     if (!e.BEDROCK_KB_ID) throw invalid("BEDROCK_KB_ID", "required when DOCUMENTS_ENGINE=bedrock-kb");
     documents = { engine: "bedrock-kb", knowledgeBaseId: e.BEDROCK_KB_ID, region: e.BEDROCK_KB_REGION ?? region };

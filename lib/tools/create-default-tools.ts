@@ -44,37 +44,39 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
   const roles = (name: string) => config.roles[name];
   const closers: (() => Promise<void> | void)[] = [];
 
-  let engine: QueryEngine;
-  if (config.sql.engine === "athena") {
-    engine = new AthenaQueryEngine({
-      client: deps.athenaClient ?? new AthenaClient({ region: config.sql.region }),
-      workgroup: config.sql.workgroup,
-      database: config.sql.database,
-      catalog: config.sql.catalog,
-      outputLocation: config.sql.outputLocation,
-      schemaDescription: config.sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
-    });
-  } else {
-    engine = new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
-  }
-  closers.push(() => engine.close());
-
-  let retriever: DocumentRetriever;
-  if (config.documents.engine === "bedrock-kb") {
-    retriever = new BedrockKnowledgeBaseRetriever({
-      client: deps.bedrockAgentRuntimeClient ?? new BedrockAgentRuntimeClient({ region: config.documents.region }),
-      knowledgeBaseId: config.documents.knowledgeBaseId,
-    });
-  } else {
-    const index = new LocalDocumentIndex();
-    closers.push(() => index.close());
-    retriever = index;
+  const tools: ToolDefinition[] = [];
+  const sql = config.sql;
+  if (sql.engine !== "none") {
+    const engine: QueryEngine =
+      sql.engine === "athena"
+        ? new AthenaQueryEngine({
+            client: deps.athenaClient ?? new AthenaClient({ region: sql.region }),
+            workgroup: sql.workgroup,
+            database: sql.database,
+            catalog: sql.catalog,
+            outputLocation: sql.outputLocation,
+            schemaDescription: sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
+          })
+        : new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+    closers.push(() => engine.close());
+    tools.push(createSqlQueryTool({ engine, maxRows: sql.maxRows, timeoutMs: sql.timeoutMs, allowedRoles: roles("sql_query") }));
   }
 
-  const tools: ToolDefinition[] = [
-    createSqlQueryTool({ engine, maxRows: config.sql.maxRows, timeoutMs: config.sql.timeoutMs, allowedRoles: roles("sql_query") }),
-    createSearchDocumentsTool({ retriever, maxResults: config.documents.maxResults, allowedRoles: roles("search_documents") }),
-  ];
+  const documents = config.documents;
+  if (documents.engine !== "none") {
+    let retriever: DocumentRetriever;
+    if (documents.engine === "bedrock-kb") {
+      retriever = new BedrockKnowledgeBaseRetriever({
+        client: deps.bedrockAgentRuntimeClient ?? new BedrockAgentRuntimeClient({ region: documents.region }),
+        knowledgeBaseId: documents.knowledgeBaseId,
+      });
+    } else {
+      const index = new LocalDocumentIndex();
+      closers.push(() => index.close());
+      retriever = index;
+    }
+    tools.push(createSearchDocumentsTool({ retriever, maxResults: documents.maxResults, allowedRoles: roles("search_documents") }));
+  }
 
   if (config.powerBi) {
     const p = config.powerBi;

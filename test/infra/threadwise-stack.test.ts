@@ -170,9 +170,14 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("sets no tool variable on any function without tool context", () => {
-      for (const [name, vars] of Object.entries(environmentsOf(template))) {
-        expect(Object.keys(vars).filter((k) => TOOL_VARIABLES.test(k)), name).toEqual([]);
+    it("turns off the local-only SQL and document tools on the api and the worker, and sets no other tool variable, without tool context", () => {
+      const envs = environmentsOf(template);
+      for (const name of ["api", "worker"]) {
+        const tools = Object.fromEntries(Object.entries(envs[name]).filter(([k]) => TOOL_VARIABLES.test(k)));
+        expect(tools, name).toEqual({ SQL_ENGINE: "none", DOCUMENTS_ENGINE: "none" });
+      }
+      for (const name of ["slack", "teams"]) {
+        expect(Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)), name).toEqual([]);
       }
     });
 

@@ -37,6 +37,13 @@ describe("createDefaultTools", () => {
     expect(local.tools.map((tool) => tool.name)).toEqual(["sql_query", "search_documents", "create_follow_up"]);
   });
 
+  it("returns neither sql_query nor search_documents when both engines are none", async () => {
+    const config = loadToolsConfig({ SQL_ENGINE: "none", DOCUMENTS_ENGINE: "none" });
+    const bare = createDefaultTools(config, { followUps: t.db.collection<FollowUpDocument>("follow_ups"), secrets: { get: async () => undefined } });
+    expect(bare.tools.map((tool) => tool.name)).toEqual(["create_follow_up"]);
+    await bare.close();
+  });
+
   it("returns query_semantic_model when Power BI is configured", async () => {
     const config = loadToolsConfig({ POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d" });
     const withPowerBi = createDefaultTools(config, {
