@@ -126,7 +126,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       logTurnJob(logger, outcome, job.channel, receiveCount);
       return outcome.kind === "retry" ? { retryAfterSeconds: outcome.delaySeconds } : undefined;
     },
-    (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }),
+    { onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }) },
   );
   const webhookRoutes = [
     ...channelRoutes({

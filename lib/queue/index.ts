@@ -1,4 +1,10 @@
-export { InProcessTurnQueue, type InProcessDelivery, type InProcessJobHandler } from "./in-process-turn-queue.js";
+export {
+  DEFAULT_IN_PROCESS_CONCURRENCY,
+  InProcessTurnQueue,
+  type InProcessDelivery,
+  type InProcessJobHandler,
+  type InProcessTurnQueueOptions,
+} from "./in-process-turn-queue.js";
 export { SqsTurnQueue, type SqsTurnQueueOptions } from "./sqs-turn-queue.js";
 export { TurnDispatcher, type DispatchOutcome, type TurnDispatcherOptions } from "./turn-dispatcher.js";
 export {

@@ -76,6 +76,23 @@ describe("InProcessTurnQueue", () => {
       expect(events).toEqual(["fast", "slow"]);
     });
 
+    it("runs at most `concurrency` jobs at once across conversations", async () => {
+      let running = 0;
+      let most = 0;
+      const queue = new InProcessTurnQueue(
+        async () => {
+          running += 1;
+          most = Math.max(most, running);
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          running -= 1;
+        },
+        { concurrency: 2 },
+      );
+      for (let i = 0; i < 6; i += 1) await queue.enqueue(job({ dedupeId: `c${i}`, conversationKey: `conversation-${i}` }));
+      await queue.drain();
+      expect(most).toBe(2);
+    });
+
     it("delivers a job again after the delay it asks for, counting receives, and holds its group meanwhile", async () => {
       const deliveries: string[] = [];
       const queue = new InProcessTurnQueue(async (j, receiveCount) => {
@@ -96,7 +113,7 @@ describe("InProcessTurnQueue", () => {
           if (j.dedupeId === "bad") throw new Error("boom");
           done.push(j.dedupeId);
         },
-        (_error, j) => failures.push(j.dedupeId),
+        { onError: (_error, j) => failures.push(j.dedupeId) },
       );
       await queue.enqueue(job({ dedupeId: "bad" }));
       await queue.enqueue(job({ dedupeId: "good" }));
