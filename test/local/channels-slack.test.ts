@@ -190,18 +190,27 @@ describe("local server: Slack", () => {
   });
 });
 
-describe("local server without Slack credentials", () => {
+describe("local server without channel credentials", () => {
+  let bare: TestServer;
+  beforeAll(async () => {
+    bare = await startTestServer();
+  });
+  afterAll(async () => bare?.close());
+
   describe("POST /slack/events", () => {
     it("returns 503 channel_not_configured naming the variables to set", async () => {
-      const bare = await startTestServer();
-      try {
-        const body = envelope(appMention());
-        const response = await bare.call("POST", "/slack/events", { body, headers: signSlackRequest(body) });
-        expect(response.status).toBe(503);
-        expect(response.body.error).toEqual({ code: "channel_not_configured", message: expect.stringContaining("SLACK_SIGNING_SECRET") });
-      } finally {
-        await bare.close();
-      }
+      const body = envelope(appMention());
+      const response = await bare.call("POST", "/slack/events", { body, headers: signSlackRequest(body) });
+      expect(response.status).toBe(503);
+      expect(response.body.error).toEqual({ code: "channel_not_configured", message: expect.stringContaining("SLACK_SIGNING_SECRET") });
+    });
+  });
+
+  describe("POST /teams/messages", () => {
+    it("returns 503 channel_not_configured naming the variables to set", async () => {
+      const response = await bare.call("POST", "/teams/messages", { json: { type: "message" } });
+      expect(response.status).toBe(503);
+      expect(response.body.error).toEqual({ code: "channel_not_configured", message: expect.stringContaining("TEAMS_APP_ID") });
     });
   });
 });
