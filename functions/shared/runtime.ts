@@ -9,6 +9,7 @@ import { loadConfig } from "../../lib/config/config.js";
 import { parseCredentials, type Credentials } from "../../lib/config/credentials.js";
 import { ValidationError } from "../../lib/errors.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
+import type { SecretSource } from "../../lib/tools/index.js";
 
 /** Everything here is created once per container and reused by every invocation. */
 export const config = loadConfig();
@@ -48,7 +49,7 @@ let current: { uri: string; app: Promise<App> } | undefined;
 export function appFor(credentials: Credentials, options: Omit<AppOptions, "mongoClient">): Promise<App> {
   if (current?.uri !== credentials.mongodbUri) {
     const previous = current;
-    const app = createApp({ ...config, mongodbUri: credentials.mongodbUri }, options);
+    const app = createApp({ ...config, mongodbUri: credentials.mongodbUri }, { logger, secrets: secretsOf(credentials), ...options });
     current = { uri: credentials.mongodbUri, app };
     // A failed start must not stick: the next invocation tries again.
     app.catch(() => {
@@ -57,6 +58,16 @@ export function appFor(credentials: Credentials, options: Omit<AppOptions, "mong
     previous?.app.then((old) => old.close()).catch(() => undefined);
   }
   return current!.app;
+}
+
+/** Tools read their credentials (Power BI) from the same secret, by key. */
+function secretsOf(credentials: Credentials): SecretSource {
+  return {
+    get: async (name) => {
+      const value = (credentials as Record<string, unknown>)[name];
+      return typeof value === "string" ? value : undefined;
+    },
+  };
 }
 
 /** One data point per figure per finished turn; flushed by the logMetrics middleware. */

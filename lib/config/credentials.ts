@@ -23,9 +23,15 @@ export const channelCredentialsSchema = z.object({
  * required; a channel's keys are needed once that channel is connected. Local mode reads the
  * same channel keys from the environment ({@link channelCredentialsFromEnv}).
  */
-export const credentialsSchema = channelCredentialsSchema.extend({
-  mongodbUri: z.string().regex(/^mongodb(\+srv)?:\/\//, "a mongodb:// or mongodb+srv:// URI"),
-});
+export const credentialsSchema = channelCredentialsSchema
+  .extend({
+    mongodbUri: z.string().regex(/^mongodb(\+srv)?:\/\//, "a mongodb:// or mongodb+srv:// URI"),
+    /** The Entra ID app that reads the Power BI semantic model (`query_semantic_model`). */
+    powerBiClientId: z.string().min(1).optional(),
+    powerBiClientSecret: z.string().min(1).optional(),
+  })
+  // Other string keys stay readable by name, for tools whose secret names are configured.
+  .catchall(z.string());
 
 export type Credentials = z.infer<typeof credentialsSchema>;
 

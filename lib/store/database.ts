@@ -54,9 +54,14 @@ export class ThreadwiseDatabase {
 
   async setup(): Promise<void> {
     const errors = [...(await this.checkpointer.setup())];
-    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup(), this.retention.setup()]);
+    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup(), this.retention.setup(), this.setupFollowUps()]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
+  }
+
+  /** Deletion and retention find a conversation's follow-ups by its id. */
+  private async setupFollowUps(): Promise<void> {
+    await this.db.collection(COLLECTIONS.followUps).createIndex({ conversationId: 1 }, { name: "conversation" });
   }
 
   /** Removes the conversation from every collection, checkpoints and writes included. */

@@ -20,6 +20,20 @@ describe("credentials", () => {
       expect(parseCredentials(value, { requireTls: true })).toEqual(value);
     });
 
+    it("returns the Power BI keys and other string keys, for tools that read secrets by name", () => {
+      const parsed = parseCredentials(
+        { mongodbUri: "mongodb+srv://u:p@c.example.net/", powerBiClientId: "app", powerBiClientSecret: "s3cr3t", customSecret: "x" },
+        { requireTls: true },
+      );
+      expect(parsed.powerBiClientId).toBe("app");
+      expect(parsed.powerBiClientSecret).toBe("s3cr3t");
+      expect((parsed as Record<string, unknown>).customSecret).toBe("x");
+    });
+
+    it("throws when a key holds something other than a string", () => {
+      expect(() => parseCredentials({ mongodbUri: "mongodb+srv://u:p@c.example.net/", powerBiClientId: 42 }, { requireTls: true })).toThrow(ValidationError);
+    });
+
     it("throws when TLS is required and the URI does not use it", () => {
       expect(() => parseCredentials({ mongodbUri: "mongodb://10.0.0.1:27017/" }, { requireTls: true })).toThrow(ValidationError);
     });
