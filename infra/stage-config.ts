@@ -3,6 +3,7 @@ import { z } from "zod";
 import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE } from "../lib/config/config.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
 import { ValidationError } from "../lib/errors.js";
+import { parseOrThrow } from "../lib/validation.js";
 
 /** Stage deployed when `-c stage=...` is not given. */
 export const DEFAULT_STAGE = "dev";
@@ -153,14 +154,7 @@ export function readStageConfig(node: Node): StageConfig {
     // An empty value (`-c secretArn=` or "" in cdk.json) means "not set", so defaults apply.
     if (value !== undefined && value !== null && value !== "") raw[key] = value;
   }
-  const parsed = contextSchema.safeParse(raw);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "invalid CDK context",
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  const c = parsed.data;
+  const c = parseOrThrow(contextSchema, raw, "invalid CDK context");
   const stage = c.stage ?? DEFAULT_STAGE;
   const tools = readToolsConfig(c);
   return {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from "../errors.js";
 import type { HttpRequest } from "./http.js";
+import { parseOrThrow } from "../validation.js";
 
 /** Largest request body accepted, in bytes. */
 export const MAX_BODY_BYTES = 256 * 1024;
@@ -28,23 +29,9 @@ export function parseJsonBody<T>(request: HttpRequest, schema: z.ZodType<T>, opt
   } else if (!options.optional) {
     throw new ValidationError("request body is required");
   }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "request body is invalid",
-      parsed.error.issues.map((i) => ({ path: i.path.join(".") || "(body)", message: i.message })),
-    );
-  }
-  return parsed.data;
+  return parseOrThrow(schema, value, "request body is invalid", "(body)");
 }
 
 export function parseQuery<T>(request: HttpRequest, schema: z.ZodType<T>): T {
-  const parsed = schema.safeParse(request.query);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "query is invalid",
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  return parsed.data;
+  return parseOrThrow(schema, request.query, "query is invalid");
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
+import { parseOrThrow } from "../validation.js";
 
 /** Where a turn came from; the worker picks the replier by it. */
 export const TURN_CHANNELS = { slack: "slack", teams: "teams", api: "api" } as const;
@@ -80,12 +81,5 @@ export function parseTurnJob(body: string): TurnJob {
   } catch (error) {
     throw new ValidationError("turn job is not JSON", undefined, { cause: error });
   }
-  const parsed = turnJobSchema.safeParse(json);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "invalid turn job",
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  return parsed.data;
+  return parseOrThrow(turnJobSchema, json, "invalid turn job");
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { ValidationError } from "../errors.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
+import { parseOrThrow } from "../validation.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
 export const DEFAULT_DB_NAME = "threadwise";
@@ -144,14 +144,7 @@ export interface Config {
 
 /** Reads and validates configuration; the only place in `lib/` that looks at the environment. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "invalid configuration",
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  const e = parsed.data;
+  const e = parseOrThrow(envSchema, env, "invalid configuration");
   return {
     mongodbUri: e.MONGODB_URI,
     dbName: e.MONGODB_DB ?? DEFAULT_DB_NAME,

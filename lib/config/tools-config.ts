@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
+import { parseOrThrow } from "../validation.js";
 
 /** Longest a single tool call may run before it comes back to the model as a timeout error. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
@@ -120,14 +121,7 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
 
 /** Reads and validates the tools' configuration (composed into `loadConfig`). */
 export function loadToolsConfig(env: Record<string, string | undefined> = process.env): ToolsConfig {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "invalid configuration",
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  const e = parsed.data;
+  const e = parseOrThrow(envSchema, env, "invalid configuration");
   const region = e.AWS_REGION ?? DEFAULT_TOOLS_REGION;
 
   let sql: SqlEngineConfig = { engine: e.SQL_ENGINE === "none" ? "none" : "sqlite" };

@@ -23,6 +23,7 @@ import { ValidationError } from "../errors.js";
 import { ChannelBlobStore, type BlobDocument, type BlobPosition } from "./checkpoint/channel-blob-store.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
 import { COLLECTIONS } from "./collections.js";
+import { parseOrThrow } from "../validation.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
@@ -110,14 +111,7 @@ function readConfigString(name: string, value: unknown, required = false): strin
 }
 
 function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new ValidationError(
-      `invalid ${what}`,
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  return parsed.data;
+  return parseOrThrow(schema, value, `invalid ${what}`);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ValidationError } from "../../errors.js";
 import type { SlackTurnJob } from "../turn-job.js";
+import { issueDetails } from "../../validation.js";
 
 /**
  * Message subtypes that still carry text a person wrote. Every other subtype (edits,
@@ -76,7 +77,7 @@ export interface ParseSlackEventOptions {
 function invalid(error: z.ZodError, what: string): ValidationError {
   return new ValidationError(
     `invalid slack ${what}`,
-    error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
+    issueDetails(error),
   );
 }
 

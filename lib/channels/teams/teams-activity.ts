@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { ValidationError } from "../../errors.js";
 import type { Caller } from "../../tools/tool.js";
 import type { TeamsTurnJob } from "../turn-job.js";
+import { parseOrThrow } from "../../validation.js";
 
 export const TEAMS_IGNORE_REASONS = {
   notMessage: "not_message",
@@ -79,14 +79,7 @@ export function stripTeamsMention(activity: Pick<TeamsActivity, "text" | "entiti
  * `ValidationError` when the body is not an activity.
  */
 export function parseTeamsActivity(body: unknown): TeamsDelivery {
-  const parsed = activitySchema.safeParse(body);
-  if (!parsed.success) {
-    throw new ValidationError(
-      "invalid bot framework activity",
-      parsed.error.issues.map((i) => ({ path: i.path.join("."), message: i.message })),
-    );
-  }
-  const activity = parsed.data;
+  const activity = parseOrThrow(activitySchema, body, "invalid bot framework activity");
   if (activity.type !== "message" || !activity.id) return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.notMessage };
   if (activity.from.id === activity.recipient.id) return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.ownMessage };
   const text = stripTeamsMention(activity);
