@@ -14,6 +14,26 @@ export interface EventDeduper {
   release(eventId: string): Promise<void>;
 }
 
+/**
+ * Claims the event and hands its job to the queue, exactly once: false for a duplicate; a
+ * failed enqueue releases the claim and rethrows, so the channel's retry gets through.
+ */
+export async function enqueueOnce<J extends { dedupeId: string }>(
+  job: J,
+  deduper: EventDeduper,
+  enqueue: (job: J) => Promise<void>,
+  now: Date,
+): Promise<boolean> {
+  if (!(await deduper.claim(job.dedupeId, now))) return false;
+  try {
+    await enqueue(job);
+  } catch (error) {
+    await deduper.release(job.dedupeId);
+    throw error;
+  }
+  return true;
+}
+
 export interface ChannelEventDocument {
   _id: string;
   receivedAt: Date;

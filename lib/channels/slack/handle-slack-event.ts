@@ -1,5 +1,5 @@
 import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
-import type { EventDeduper } from "../channel-event-deduper.js";
+import { enqueueOnce, type EventDeduper } from "../channel-event-deduper.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import type { EnqueueTurn } from "../turn-job.js";
 import { parseSlackEvent, slackTurnJob, type SlackDelivery, type SlackIgnoreReason } from "./slack-event.js";
@@ -67,15 +67,9 @@ export async function handleSlackEvent(input: HandleSlackEventInput): Promise<Ch
 
   const retryNum = Number(input.request.headers["x-slack-retry-num"] ?? 0) || 0;
   const job = slackTurnJob(delivery.message, now);
-  if (!(await input.deduper.claim(job.dedupeId, now))) {
+  if (!(await enqueueOnce(job, input.deduper, input.enqueue, now))) {
     report({ kind: "duplicate", retryNum });
     return emptyResponse(200);
-  }
-  try {
-    await input.enqueue(job);
-  } catch (error) {
-    await input.deduper.release(job.dedupeId);
-    throw error;
   }
   report({ kind: "enqueued", retryNum });
   return emptyResponse(200);

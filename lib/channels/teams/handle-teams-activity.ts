@@ -1,5 +1,5 @@
 import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
-import type { EventDeduper } from "../channel-event-deduper.js";
+import { enqueueOnce, type EventDeduper } from "../channel-event-deduper.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import type { EnqueueTurn } from "../turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
@@ -80,15 +80,9 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
   }
 
   const job = teamsTurnJob(delivery.message, now);
-  if (!(await input.deduper.claim(job.dedupeId, now))) {
+  if (!(await enqueueOnce(job, input.deduper, input.enqueue, now))) {
     report({ kind: "duplicate" });
     return emptyResponse(200);
-  }
-  try {
-    await input.enqueue(job);
-  } catch (error) {
-    await input.deduper.release(job.dedupeId);
-    throw error;
   }
   report({ kind: "enqueued" });
   return emptyResponse(202);
