@@ -3,7 +3,7 @@ import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { z } from "zod";
-import { buildModelView, countTextTokens, type ModelViewPolicy } from "../model-view/index.js";
+import { buildModelView, countTextTokens, stampTokenCount, type ModelViewPolicy } from "../model-view/index.js";
 import type { ModelCallRecord, Usage } from "../store/turn-store.js";
 import type { Caller, ToolDefinition } from "../tools/tool.js";
 import type { StructuredLogger } from "../logger.js";
@@ -105,7 +105,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       toolCalls: record.toolCalls.length,
     });
     faults?.at("after-model-call");
-    return { messages: [response] };
+    return { messages: [stampTokenCount(response)] };
   }
 
   async function runTools(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {

@@ -1,4 +1,5 @@
 import { ToolMessage } from "@langchain/core/messages";
+import { stampTokenCount } from "../model-view/index.js";
 import type { Caller, ToolContext, ToolDefinition } from "../tools/tool.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 
@@ -36,6 +37,6 @@ export class RegistryToolRunner implements ToolRunner {
       result.status === "success" && this.offload
         ? await this.offload(result.content, { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId: call.id, toolName: call.name })
         : { content: result.content };
-    return new ToolMessage({ tool_call_id: call.id, name: call.name, status: result.status, ...fields });
+    return stampTokenCount(new ToolMessage({ tool_call_id: call.id, name: call.name, status: result.status, ...fields }));
   }
 }

@@ -4,7 +4,7 @@ import type { ConversationStore } from "../store/conversation-store.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import { addUsage, ZERO_USAGE, type ModelCallRecord, type TurnDocument, type TurnStore, type Usage, type ViewMessage } from "../store/turn-store.js";
-import { countMessageTokens } from "../model-view/token-counter.js";
+import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
 import { randomUUID } from "node:crypto";
@@ -173,7 +173,7 @@ export class TurnRunner {
       },
       onProgress: (progress) => turns.setProgress(request.turnId, progress),
     };
-    const input = alreadyStarted ? null : { messages: [new HumanMessage({ content: request.content, id: userMessageId })] };
+    const input = alreadyStarted ? null : { messages: [stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }))] };
     const result = await graph.invoke(input, {
       ...config,
       signal: request.signal,

@@ -6,7 +6,15 @@ export {
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
 } from "./build-model-view.js";
-export { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
+export {
+  countMessagesTokens,
+  countMessageTokens,
+  countStateTokens,
+  countTextTokens,
+  MESSAGE_OVERHEAD_TOKENS,
+  stampTokenCount,
+  TOKEN_COUNT_KEY,
+} from "./token-counter.js";
 export { offloadedArtifact, toolOutputArtifactSchema } from "./tool-output-artifact.js";
 export type { ToolOutputArtifact } from "./tool-output-artifact.js";
 export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice } from "./tool-output-notice.js";

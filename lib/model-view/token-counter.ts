@@ -172,6 +172,19 @@ export function countMessagesTokens(messages: readonly BaseMessage[]): number {
   return total;
 }
 
+/**
+ * Where a message's token count is kept from the moment it enters the state. It is checkpointed
+ * with the message, so a thread rehydrated in a new container is not tokenized again for its
+ * statistics (about 550 ms at turn 200 otherwise).
+ */
+export const TOKEN_COUNT_KEY = "tokenCount";
+
+/** Records the message's token count on it; call only on a message about to enter the state. */
+export function stampTokenCount<M extends BaseMessage>(message: M): M {
+  message.response_metadata = { ...message.response_metadata, [TOKEN_COUNT_KEY]: countMessageTokens(message) };
+  return message;
+}
+
 interface IdentifiedCount {
   type: string;
   chars: number;
@@ -191,6 +204,11 @@ const idTokens = new GenerationalMemo<IdentifiedCount>(DEFAULT_ID_CACHE_ENTRIES,
 export function countStateTokens(messages: readonly BaseMessage[]): number {
   let total = 0;
   for (const message of messages) {
+    const stamped = (message.response_metadata as Record<string, unknown> | undefined)?.[TOKEN_COUNT_KEY];
+    if (typeof stamped === "number") {
+      total += stamped;
+      continue;
+    }
     if (!message.id) {
       total += countMessageTokens(message);
       continue;

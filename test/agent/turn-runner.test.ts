@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BaseMessage } from "@langchain/core/messages";
 import { createApp, type App } from "../../lib/app.js";
+import { countMessageTokens, TOKEN_COUNT_KEY } from "../../lib/model-view/index.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import type { Caller } from "../../lib/tools/tool.js";
@@ -57,6 +59,10 @@ describe("TurnRunner", () => {
       const thread = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
       const types = (thread?.checkpoint.channel_values.messages as { getType(): string }[]).map((m) => m.getType());
       expect(types).toEqual(["human", "ai", "tool", "ai"]);
+      // Every message enters the state with its token count, so a new container need not tokenize the thread again.
+      for (const m of thread?.checkpoint.channel_values.messages as BaseMessage[]) {
+        expect(m.response_metadata[TOKEN_COUNT_KEY], m.getType()).toBe(countMessageTokens(m));
+      }
     });
 
     it("returns the recorded result when a completed turn is run again with the same id", async () => {

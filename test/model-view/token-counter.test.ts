@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { encodingForModel } from "js-tiktoken";
 import { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
-import { MAX_RUN_CHARS } from "../../lib/model-view/token-counter.js";
+import { MAX_RUN_CHARS, stampTokenCount, TOKEN_COUNT_KEY } from "../../lib/model-view/token-counter.js";
 
 describe("token counter", () => {
   describe("countTextTokens", () => {
@@ -72,7 +72,19 @@ describe("token counter", () => {
     });
   });
 
+  describe("stampTokenCount", () => {
+    it("records the message's exact count in its response metadata", () => {
+      const message = stampTokenCount(new HumanMessage({ content: "hello world", id: "stamp-1" }));
+      expect(message.response_metadata[TOKEN_COUNT_KEY]).toBe(countMessageTokens(new HumanMessage("hello world")));
+    });
+  });
+
   describe("countStateTokens", () => {
+    it("returns the stamped count without tokenizing a stamped message again", () => {
+      const stamped = new HumanMessage({ content: "hello world", id: "stamp-2", response_metadata: { [TOKEN_COUNT_KEY]: 1234 } });
+      expect(countStateTokens([stamped])).toBe(1234);
+    });
+
     it("returns the same total as countMessagesTokens, with and without ids", () => {
       const messages = [new HumanMessage({ content: "hello world", id: "m1" }), new AIMessage("hello"), new HumanMessage({ content: "row row", id: "m2" })];
       expect(countStateTokens(messages)).toBe(countMessagesTokens(messages));
