@@ -28,6 +28,7 @@ import { ContextBudgetExceededError } from "../lib/errors.js";
 import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_TOOL_OUTPUT_TOKENS, DEFAULT_VIEW_TOTAL_BUDGET } from "../lib/config/config.js";
 import { buildModelView, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS, type ModelViewPolicy } from "../lib/model-view/index.js";
 import { previewOf } from "../lib/store/artifact-store.js";
+import { prng } from "../lib/prng.js";
 
 const CONVERSATION_TURNS = [50, 200];
 const MIN_OUTPUT_BYTES = 1_024;
@@ -42,18 +43,6 @@ const TARGET_BUILD_MS = 2;
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(HERE, "results");
-
-/** mulberry32: small, fast, and the same sequence on every machine. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];

@@ -61,7 +61,7 @@ describe("TurnRunner", () => {
       expect(types).toEqual(["human", "ai", "tool", "ai"]);
       // Every message enters the state with its token count, so a new container need not tokenize the thread again.
       for (const m of thread?.checkpoint.channel_values.messages as BaseMessage[]) {
-        expect(m.response_metadata[TOKEN_COUNT_KEY], m.getType()).toBe(countMessageTokens(m));
+        expect((m.response_metadata as Record<string, unknown>)[TOKEN_COUNT_KEY], m.getType()).toBe(countMessageTokens(m));
       }
     });
 

@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { prng } from "../../prng.js";
 
 /**
  * "Today" for the sample company: orders run up to the day before, so "last month" is
@@ -59,18 +60,6 @@ SELECT l.line_id, o.order_id, o.order_date, substr(o.order_date, 1, 7) AS month,
 FROM order_lines l JOIN orders o USING (order_id) JOIN customers c USING (customer_id)
   JOIN regions r ON r.region_id = o.region_id JOIN products p USING (product_id);
 `;
-
-/** mulberry32: tiny, fast and good enough for sample data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const REGIONS = [
   { name: "North", manager: "Ingrid Solberg", reps: ["Ola Berg", "Mia Lund", "Tom Hale"] },
