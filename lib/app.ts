@@ -12,6 +12,7 @@ import { IdempotentRequests } from "./api/idempotent-requests.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
 import { createRouter, type Route } from "./api/router.js";
 import type { Config } from "./config/config.js";
+import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
 import type { TurnQueue } from "./queue/turn-queue.js";
@@ -118,7 +119,6 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       })
     : undefined;
   const idempotentRequests = new IdempotentRequests({ collection: database.idempotency, inProgressTimeoutMs: config.leaseTtlMs });
-  await Promise.all([guard.setup(), idempotentRequests.setup()]);
   const routes = [
     ...apiRoutes({ authenticate: options.authenticate, database, runner, idempotentRequests, maxMessageChars: config.maxMessageChars, dispatcher }),
     ...(options.extraRoutes ?? []),
@@ -143,6 +143,6 @@ function readToolOutput(database: ThreadwiseDatabase, config: Config): ToolDefin
 const NO_SECRETS: SecretSource = { get: async () => undefined };
 
 function requireUri(config: Config): string {
-  if (!config.mongodbUri) throw new Error("MONGODB_URI is not set");
+  if (!config.mongodbUri) throw new ValidationError("MONGODB_URI is not set", [{ path: "MONGODB_URI", message: "required" }]);
   return config.mongodbUri;
 }

@@ -2,7 +2,7 @@ import type { Collection, Db, MongoClient } from "mongodb";
 import { ThreadwiseError } from "../errors.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
-import type { IdempotencyDocument } from "./idempotency-persistence-layer.js";
+import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempotency-persistence-layer.js";
 import { ConversationStore } from "./conversation-store.js";
 import { ConversationLease } from "./lease.js";
 import { MessageStore } from "./message-store.js";
@@ -54,9 +54,14 @@ export class ThreadwiseDatabase {
 
   async setup(): Promise<void> {
     const errors = [...(await this.checkpointer.setup())];
-    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup(), this.retention.setup(), this.setupFollowUps()]);
+    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup(), this.retention.setup(), this.setupFollowUps(), this.setupIdempotency()]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
+  }
+
+  /** The TTL index that removes expired idempotency records, of requests and tool effects alike. */
+  private async setupIdempotency(): Promise<void> {
+    await new IdempotencyPersistenceLayer({ collection: this.idempotency }).setup();
   }
 
   /** Deletion and retention find a conversation's follow-ups by its id. */
