@@ -1,5 +1,5 @@
-import { AthenaClient } from "@aws-sdk/client-athena";
-import { BedrockAgentRuntimeClient } from "@aws-sdk/client-bedrock-agent-runtime";
+import type { AthenaClient } from "@aws-sdk/client-athena";
+import type { BedrockAgentRuntimeClient } from "@aws-sdk/client-bedrock-agent-runtime";
 import type { Collection } from "mongodb";
 import type { ToolsConfig } from "../config/tools-config.js";
 import { BedrockKnowledgeBaseRetriever } from "./documents/bedrock-knowledge-base-retriever.js";
@@ -23,7 +23,7 @@ export interface DefaultToolsDeps {
   followUps: Collection<FollowUpDocument>;
   /** Power BI credentials are read from here. */
   secrets: SecretSource;
-  /** Reused when given; otherwise created here, once, for the container. */
+  /** Reused when given; otherwise created on first use, once, for the container. */
   athenaClient?: AthenaClient;
   bedrockAgentRuntimeClient?: BedrockAgentRuntimeClient;
   fetch?: typeof fetch;
@@ -50,7 +50,8 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     const engine: QueryEngine =
       sql.engine === "athena"
         ? new AthenaQueryEngine({
-            client: deps.athenaClient ?? new AthenaClient({ region: sql.region }),
+            client: deps.athenaClient,
+            region: sql.region,
             workgroup: sql.workgroup,
             database: sql.database,
             catalog: sql.catalog,
@@ -67,7 +68,8 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     let retriever: DocumentRetriever;
     if (documents.engine === "bedrock-kb") {
       retriever = new BedrockKnowledgeBaseRetriever({
-        client: deps.bedrockAgentRuntimeClient ?? new BedrockAgentRuntimeClient({ region: documents.region }),
+        client: deps.bedrockAgentRuntimeClient,
+        region: documents.region,
         knowledgeBaseId: documents.knowledgeBaseId,
       });
     } else {

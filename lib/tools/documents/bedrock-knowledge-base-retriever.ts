@@ -1,10 +1,16 @@
-import { RetrieveCommand, type BedrockAgentRuntimeClient, type RetrievalResultLocation } from "@aws-sdk/client-bedrock-agent-runtime";
+import type { BedrockAgentRuntimeClient, RetrievalResultLocation } from "@aws-sdk/client-bedrock-agent-runtime";
 import { ToolError } from "../../errors.js";
 import type { DocumentRetriever, Passage } from "./document-retriever.js";
 
+/** Loaded on the first search, not at start-up, so a cold start without searches does not load it. */
+let agentRuntimeSdk: Promise<typeof import("@aws-sdk/client-bedrock-agent-runtime")> | undefined;
+const loadAgentRuntimeSdk = () => (agentRuntimeSdk ??= import("@aws-sdk/client-bedrock-agent-runtime"));
+
 export interface BedrockKnowledgeBaseRetrieverOptions {
-  /** Created once per container by the composition root. */
-  client: BedrockAgentRuntimeClient;
+  /** Default: one client, created on the first search in `region`. */
+  client?: BedrockAgentRuntimeClient;
+  /** Region of the client created on the first search. */
+  region?: string;
   knowledgeBaseId: string;
 }
 
@@ -24,15 +30,19 @@ function sourceOf(location: RetrievalResultLocation | undefined): string {
 /** Retrieval from an Amazon Bedrock knowledge base (`Retrieve`), as passages with their source. */
 export class BedrockKnowledgeBaseRetriever implements DocumentRetriever {
   readonly #o: BedrockKnowledgeBaseRetrieverOptions;
+  #client: BedrockAgentRuntimeClient | undefined;
 
   constructor(options: BedrockKnowledgeBaseRetrieverOptions) {
     this.#o = options;
+    this.#client = options.client;
   }
 
   async search(query: string, maxResults: number, signal?: AbortSignal): Promise<Passage[]> {
+    const { BedrockAgentRuntimeClient, RetrieveCommand } = await loadAgentRuntimeSdk();
+    const client = (this.#client ??= new BedrockAgentRuntimeClient({ region: this.#o.region }));
     let response;
     try {
-      response = await this.#o.client.send(
+      response = await client.send(
         new RetrieveCommand({
           knowledgeBaseId: this.#o.knowledgeBaseId,
           retrievalQuery: { text: query },

@@ -1,11 +1,4 @@
-import {
-  GetQueryExecutionCommand,
-  GetQueryResultsCommand,
-  StartQueryExecutionCommand,
-  StopQueryExecutionCommand,
-  type AthenaClient,
-  type ColumnInfo,
-} from "@aws-sdk/client-athena";
+import type { AthenaClient, ColumnInfo } from "@aws-sdk/client-athena";
 import { ToolError } from "../../errors.js";
 import type { QueryEngine, QueryLimits, QueryResult } from "./query-engine.js";
 
@@ -14,9 +7,18 @@ export const DEFAULT_ATHENA_POLL_MS = 200;
 /** Longest wait between status polls. */
 export const DEFAULT_ATHENA_MAX_POLL_MS = 2_000;
 
+/**
+ * The Athena SDK is loaded on the first query, not at start-up: a container whose turns never
+ * query Athena does not pay for loading it (it is part of every cold start otherwise).
+ */
+let athenaSdk: Promise<typeof import("@aws-sdk/client-athena")> | undefined;
+const loadAthenaSdk = () => (athenaSdk ??= import("@aws-sdk/client-athena"));
+
 export interface AthenaQueryEngineOptions {
-  /** Created once per container by the composition root. */
-  client: AthenaClient;
+  /** Default: one client, created on the first query in `region`. */
+  client?: AthenaClient;
+  /** Region of the client created on the first query. */
+  region?: string;
   workgroup: string;
   database: string;
   catalog: string;
@@ -54,16 +56,21 @@ export class AthenaQueryEngine implements QueryEngine {
   readonly dialect = "athena" as const;
   readonly schemaDescription: string;
   readonly #o: AthenaQueryEngineOptions;
+  #client: AthenaClient | undefined;
 
   constructor(options: AthenaQueryEngineOptions) {
     this.#o = options;
+    this.#client = options.client;
     this.schemaDescription = options.schemaDescription;
   }
 
   async query(sql: string, limits: QueryLimits): Promise<QueryResult> {
     const o = this.#o;
     const deadline = Date.now() + limits.timeoutMs;
-    const started = await o.client.send(
+    const { AthenaClient, GetQueryExecutionCommand, GetQueryResultsCommand, StartQueryExecutionCommand, StopQueryExecutionCommand } =
+      await loadAthenaSdk();
+    const client = (this.#client ??= new AthenaClient({ region: o.region }));
+    const started = await client.send(
       new StartQueryExecutionCommand({
         QueryString: sql,
         WorkGroup: o.workgroup,
@@ -77,7 +84,7 @@ export class AthenaQueryEngine implements QueryEngine {
 
     let wait = o.pollMs ?? DEFAULT_ATHENA_POLL_MS;
     for (;;) {
-      const { QueryExecution } = await o.client.send(new GetQueryExecutionCommand({ QueryExecutionId: id }), {
+      const { QueryExecution } = await client.send(new GetQueryExecutionCommand({ QueryExecutionId: id }), {
         abortSignal: limits.signal,
       });
       const state = QueryExecution?.Status?.State;
@@ -87,7 +94,7 @@ export class AthenaQueryEngine implements QueryEngine {
         throw new ToolError(`Athena query ${state.toLowerCase()}: ${reason ?? "no reason given"}`, "sql_query");
       }
       if (Date.now() + wait > deadline || limits.signal?.aborted) {
-        await o.client.send(new StopQueryExecutionCommand({ QueryExecutionId: id })).catch(() => undefined);
+        await client.send(new StopQueryExecutionCommand({ QueryExecutionId: id })).catch(() => undefined);
         throw new ToolError(
           `the query ran longer than ${limits.timeoutMs} ms and was stopped; aggregate more, filter to a shorter period, or add LIMIT`,
           "sql_query",
@@ -102,7 +109,7 @@ export class AthenaQueryEngine implements QueryEngine {
     let header = true;
     let nextToken: string | undefined;
     do {
-      const page = await o.client.send(
+      const page = await client.send(
         new GetQueryResultsCommand({ QueryExecutionId: id, NextToken: nextToken, MaxResults: Math.min(1_000, limits.maxRows + 2) }),
         { abortSignal: limits.signal },
       );
@@ -125,6 +132,6 @@ export class AthenaQueryEngine implements QueryEngine {
   }
 
   async close(): Promise<void> {
-    // The client belongs to the composition root.
+    // A given client belongs to the composition root; one made here holds no connections to close.
   }
 }
