@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { MongoClient } from "mongodb";
 import { z } from "zod";
@@ -17,7 +17,7 @@ import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
 import { TurnJobWorker, type TurnJobOutcome } from "../queue/turn-job-worker.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
-import { AuthenticationError, UnsupportedMediaTypeError } from "../errors.js";
+import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
 import { consoleRoutes } from "./console-routes.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
 import { loadOrCreateLocalKeys, mintLocalToken, DEFAULT_LOCAL_DIR, type LocalKeys } from "./local-keys.js";
@@ -96,6 +96,20 @@ function localTokenRoute(keys: LocalKeys): Route {
   };
 }
 
+export class LocalServerError extends ThreadwiseError {
+  override name = "LocalServerError";
+}
+
+function listen(server: Server, port: number, host: string): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server);
+    });
+  });
+}
+
 /**
  * The product on one machine: the same router the Lambda handlers use, behind node:http,
  * with the embedded MongoDB unless `MONGODB_URI` names a real one.
@@ -156,16 +170,27 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });
-  const server: Server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     toHttpRequest(req)
       .then((request) => app.route(request))
       .then((response) => writeHttpResponse(res, response))
       .catch(() => {
         if (!res.headersSent) writeHttpResponse(res, { status: 500, headers: { "content-type": "application/json" }, body: '{"error":{"code":"internal_error","message":"internal error"}}' });
       });
-  });
-  await new Promise<void>((resolve) => server.listen(options.port ?? config.port, "127.0.0.1", resolve));
+  };
+  const server: Server = createServer(handle);
+  const wanted = options.port ?? config.port;
+  try {
+    await listen(server, wanted, "127.0.0.1");
+  } catch (error) {
+    await app.close();
+    await client.close();
+    await embedded?.stop();
+    throw new LocalServerError(`cannot listen on 127.0.0.1:${wanted} (${(error as NodeJS.ErrnoException).code ?? "error"}); set PORT to a free port`, { cause: error });
+  }
   const { port } = server.address() as AddressInfo;
+  // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.
+  const server6: Server | undefined = await listen(createServer(handle), port, "::1").catch(() => undefined);
   return {
     url: `http://127.0.0.1:${port}`,
     mongodbUri,
@@ -173,8 +198,11 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     turnQueue,
     worker,
     async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      for (const s of [server, server6]) {
+        if (!s) continue;
+        await new Promise<void>((resolve) => s.close(() => resolve()));
+        s.closeAllConnections();
+      }
       await app.close();
       await client.close();
       await embedded?.stop();

@@ -1,10 +1,14 @@
 import { loadConfig } from "../config/config.js";
 import { channelCredentialsFromEnv } from "../config/credentials.js";
-import { startLocalServer } from "./local-server.js";
+import { LocalServerError, startLocalServer } from "./local-server.js";
 
 const config = loadConfig();
 const channels = channelCredentialsFromEnv(process.env);
-const server = await startLocalServer(config, { channels });
+const server = await startLocalServer(config, { channels }).catch((error: unknown) => {
+  if (!(error instanceof LocalServerError)) throw error;
+  console.error(error.message);
+  process.exit(1);
+});
 console.log(`threadwise listening on ${server.url}`);
 console.log(`console at ${server.url}/`);
 console.log(`mongodb ${server.mongodbUri}`);
