@@ -2,10 +2,9 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
-import { z } from "zod";
 import { buildModelView, countTextTokens, stampTokenCount, type ModelViewPolicy } from "../model-view/index.js";
 import type { ModelCallRecord, Usage } from "../store/turn-store.js";
-import type { Caller, ToolDefinition } from "../tools/tool.js";
+import type { Caller } from "../tools/tool.js";
 import type { StructuredLogger } from "../logger.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { ToolRunner } from "./tool-runner.js";
@@ -34,13 +33,6 @@ export interface AgentGraphOptions {
   logger?: StructuredLogger;
 }
 
-function toFunctionTool(tool: ToolDefinition): FunctionTool {
-  return {
-    type: "function",
-    function: { name: tool.name, description: tool.description, parameters: z.toJSONSchema(tool.schema) as Record<string, unknown> },
-  };
-}
-
 function reportedUsage(message: AIMessage): Usage {
   const u = message.usage_metadata;
   return { inputTokens: u?.input_tokens ?? 0, outputTokens: u?.output_tokens ?? 0, totalTokens: u?.total_tokens ?? 0 };
@@ -67,11 +59,20 @@ function turnContext(config: LangGraphRunnableConfig): TurnContext {
  */
 export function createAgentGraph(options: AgentGraphOptions) {
   const { model, tools, checkpointer, policy, faults, logger } = options;
+  // A caller's tool set rarely changes between calls; its schemas are not tokenized on each one.
+  const schemaTokenCounts = new Map<string, number>();
+  const schemaTokens = (offered: FunctionTool[]): number => {
+    if (offered.length === 0) return 0;
+    const json = JSON.stringify(offered);
+    let tokens = schemaTokenCounts.get(json);
+    if (tokens === undefined) schemaTokenCounts.set(json, (tokens = countTextTokens(json)));
+    return tokens;
+  };
 
   async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
-    const offered = tools.available(ctx.caller).map(toFunctionTool);
-    const toolSchemaTokens = offered.length ? countTextTokens(JSON.stringify(offered)) : 0;
+    const offered = tools.toolSpecs(ctx.caller);
+    const toolSchemaTokens = schemaTokens(offered);
     const view = buildModelView(state.messages, { ...policy, toolSchemaTokens });
     await ctx.onProgress?.({ step: "model", modelCalls: callIndex(state.messages) });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;

@@ -1,6 +1,7 @@
 import { ToolMessage } from "@langchain/core/messages";
 import { stampTokenCount } from "../model-view/index.js";
-import type { Caller, ToolContext, ToolDefinition } from "../tools/tool.js";
+import type { Caller, ToolContext } from "../tools/tool.js";
+import type { FunctionTool } from "./local-chat-model.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 
 export interface ToolExecution {
@@ -10,7 +11,7 @@ export interface ToolExecution {
 
 /** The shape of `ToolRegistry`: permissions, validation, timeouts and the idempotency guard live there. */
 export interface ToolExecutor {
-  available(caller: Caller): ToolDefinition[];
+  toolSpecs(caller: Caller): FunctionTool[];
   execute(call: ToolCallRequest, ctx: ToolContext): Promise<ToolExecution>;
 }
 
@@ -27,8 +28,8 @@ export class RegistryToolRunner implements ToolRunner {
     private readonly offload?: OutputOffload,
   ) {}
 
-  available(caller: Caller): ToolDefinition[] {
-    return this.executor.available(caller);
+  toolSpecs(caller: Caller): FunctionTool[] {
+    return this.executor.toolSpecs(caller);
   }
 
   async run(call: ToolCallRequest, ctx: ToolContext): Promise<ToolMessage> {

@@ -1,5 +1,6 @@
 import type { ToolMessage } from "@langchain/core/messages";
-import type { Caller, ToolContext, ToolDefinition } from "../tools/tool.js";
+import type { Caller, ToolContext } from "../tools/tool.js";
+import type { FunctionTool } from "./local-chat-model.js";
 
 export interface ToolCallRequest {
   id: string;
@@ -8,10 +9,10 @@ export interface ToolCallRequest {
 }
 
 /**
- * What the graph's tool node needs: the tools a caller may be offered, and a way to run
- * one call into the ToolMessage that is checkpointed (large outputs already offloaded).
+ * What the graph needs: the tools a caller may be offered (as `bindTools` takes them), and a way
+ * to run one call into the ToolMessage that is checkpointed (large outputs already offloaded).
  */
 export interface ToolRunner {
-  available(caller: Caller): ToolDefinition[];
+  toolSpecs(caller: Caller): FunctionTool[];
   run(call: ToolCallRequest, ctx: ToolContext): Promise<ToolMessage>;
 }

@@ -109,12 +109,12 @@ export class TurnRunner {
     const faults = this.deps.faults;
     try {
       await turns.failInterrupted(conversationId, turnId);
-      const existing = await turns.start(turnId, conversationId);
-      if (existing.status === "completed") return this.resultOf(existing, await turns.listCalls(turnId));
+      const { turn, created } = await turns.start(turnId, conversationId);
+      if (turn.status === "completed") return this.resultOf(turn, await turns.listCalls(turnId));
       await turns.markRunning(turnId);
       await messages.append({ conversationId, turnId, role: "user", content: request.content });
       faults?.at("after-user-message");
-      const answerMessage = await this.invokeGraph(request, holder);
+      const answerMessage = await this.invokeGraph(request, holder, created);
       faults?.at("after-answer");
       const answer = textOf(answerMessage);
       await messages.append({ conversationId, turnId, role: "assistant", content: answer });
@@ -152,16 +152,23 @@ export class TurnRunner {
     return { turnId: turn._id, answer: turn.answer ?? "", usage: turn.usage, context: summarizeContext(calls) };
   }
 
-  /** Starts the turn, or resumes it when the checkpoint already holds its user message. */
-  private async invokeGraph(request: TurnRequest, holder: string): Promise<AIMessage> {
+  /**
+   * Starts the turn, or resumes it when the checkpoint already holds its user message. A turn
+   * whose record was just created cannot be in the checkpoint yet, so only a retried or queued
+   * turn pays for loading the thread before the graph loads it again.
+   */
+  private async invokeGraph(request: TurnRequest, holder: string, newTurn: boolean): Promise<AIMessage> {
     const { graph, turns, lease } = this.deps;
     const config = { configurable: { thread_id: request.conversationId } };
     const userMessageId = `${request.turnId}:user`;
-    const snapshot = await graph.getState(config);
-    const stateMessages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
-    const alreadyStarted = stateMessages.some((m) => m.id === userMessageId);
-    const last = stateMessages[stateMessages.length - 1];
-    if (alreadyStarted && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return last;
+    let alreadyStarted = false;
+    if (!newTurn) {
+      const snapshot = await graph.getState(config);
+      const stateMessages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
+      alreadyStarted = stateMessages.some((m) => m.id === userMessageId);
+      const last = stateMessages[stateMessages.length - 1];
+      if (alreadyStarted && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return last;
+    }
     const context: TurnContext = {
       turnId: request.turnId,
       conversationId: request.conversationId,

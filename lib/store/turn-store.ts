@@ -1,4 +1,4 @@
-import type { Collection, Db } from "mongodb";
+import { MongoServerError, type Collection, type Db } from "mongodb";
 import type { ModelViewStats } from "../model-view/types.js";
 import { COLLECTIONS } from "./collections.js";
 
@@ -61,6 +61,8 @@ export interface TurnDocument {
   repliedAt?: Date;
 }
 
+const DUPLICATE_KEY = 11000;
+
 export function addUsage(a: Usage, b: Usage): Usage {
   return {
     inputTokens: a.inputTokens + b.inputTokens,
@@ -99,8 +101,11 @@ export class TurnStore {
     await this.calls.createIndex({ conversationId: 1 }, { name: "conversation_calls" });
   }
 
-  /** Creates the turn, or returns the existing one when a retry names the same id. */
-  async start(turnId: string, conversationId: string, status: TurnStatus = "running", now = new Date()): Promise<TurnDocument> {
+  /**
+   * Creates the turn, or returns the existing one when a retry (or the worker, for a queued turn)
+   * names the same id; `created` says which, so a new turn need not look for earlier progress.
+   */
+  async start(turnId: string, conversationId: string, status: TurnStatus = "running", now = new Date()): Promise<{ turn: TurnDocument; created: boolean }> {
     const fresh: TurnDocument = {
       _id: turnId,
       conversationId,
@@ -111,12 +116,15 @@ export class TurnStore {
       toolCalls: 0,
       progress: { step: status === "queued" ? "queued" : "model", modelCalls: 0, at: now },
     };
-    const existing = await this.collection.findOneAndUpdate(
-      { _id: turnId },
-      { $setOnInsert: fresh },
-      { upsert: true, returnDocument: "after" },
-    );
-    return existing ?? fresh;
+    try {
+      await this.collection.insertOne(fresh);
+      return { turn: fresh, created: true };
+    } catch (error) {
+      if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
+    }
+    const existing = await this.collection.findOne({ _id: turnId });
+    if (!existing) throw new Error(`turn ${turnId} vanished while starting`);
+    return { turn: existing, created: false };
   }
 
   async get(turnId: string): Promise<TurnDocument | null> {

@@ -48,6 +48,8 @@ class ToolTimeoutError extends Error {
  */
 export class ToolRegistry {
   readonly #tools: Map<string, ToolDefinition>;
+  /** Converted once: the schemas are offered on every model call. */
+  readonly #specs = new Map<string, ToolSpec>();
   readonly #guard?: ToolIdempotencyGuard;
   readonly #timeoutMs: number;
   readonly #logger?: ToolLogger;
@@ -58,6 +60,8 @@ export class ToolRegistry {
       if (this.#tools.has(tool.name)) throw new Error(`duplicate tool name: ${tool.name}`);
       if (tool.sideEffects && !options.guard) throw new Error(`tool ${tool.name} has side effects but no idempotency guard was given`);
       this.#tools.set(tool.name, tool);
+      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: "input" }) as Record<string, unknown>;
+      this.#specs.set(tool.name, { type: "function", function: { name: tool.name, description: tool.description, parameters } });
     }
     this.#guard = options.guard;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
@@ -71,10 +75,7 @@ export class ToolRegistry {
 
   /** What `bindTools` needs for this caller: name, description and JSON schema of each permitted tool. */
   toolSpecs(caller: Caller): ToolSpec[] {
-    return this.available(caller).map((tool) => {
-      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: "input" }) as Record<string, unknown>;
-      return { type: "function", function: { name: tool.name, description: tool.description, parameters } };
-    });
+    return this.available(caller).map((tool) => this.#specs.get(tool.name)!);
   }
 
   /** Runs one tool call for the caller in `ctx`; resolves with the tool message content, never rejects. */
