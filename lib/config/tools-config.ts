@@ -6,6 +6,8 @@ import { parseOrThrow } from "../validation.js";
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
 /** Most rows a SQL result returns; the table says when it was truncated. */
 export const DEFAULT_SQL_MAX_ROWS = 200;
+/** Most bytes of values a SQL result holds; rows past it are cut off as rows past the row limit are. */
+export const DEFAULT_SQL_MAX_RESULT_BYTES = 1_000_000;
 /** Longest a SQL query may run, in milliseconds (the local engine is terminated, Athena's query stopped). */
 export const DEFAULT_SQL_TIMEOUT_MS = 10_000;
 /** Passages returned by one document search. */
@@ -52,13 +54,14 @@ const envSchema = z.object({
   FOLLOW_UP_WEBHOOK_URL: z.string().url().optional(),
   TOOL_TIMEOUT_MS: positiveInt.optional(),
   SQL_MAX_ROWS: positiveInt.optional(),
+  SQL_MAX_RESULT_BYTES: positiveInt.optional(),
   SQL_TIMEOUT_MS: positiveInt.optional(),
   DOCUMENT_RESULTS: positiveInt.max(50).optional(),
   TOOL_IDEMPOTENCY_TTL_SECONDS: positiveInt.optional(),
   TOOL_ROLES: z.string().min(1).optional(),
 });
 
-/** `none`: no `sql_query` tool (a deployment without a data source: the sample SQLite is for local mode). */
+/** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
 export type SqlEngineConfig =
   | { engine: "sqlite" }
   | { engine: "none" }
@@ -73,7 +76,7 @@ export type SqlEngineConfig =
       schemaDescription?: string;
     };
 
-/** `none`: no `search_documents` tool (the bundled handbook is for local mode). */
+/** `none`: no `search_documents` tool (what the stack sets without a knowledge base, unless the stage keeps the sample tools). */
 export type DocumentsConfig = { engine: "local" } | { engine: "none" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
 
 export interface PowerBiConfig {
@@ -90,7 +93,7 @@ export interface PowerBiConfig {
 }
 
 export interface ToolsConfig {
-  sql: SqlEngineConfig & { maxRows: number; timeoutMs: number };
+  sql: SqlEngineConfig & { maxRows: number; maxBytes: number; timeoutMs: number };
   documents: DocumentsConfig & { maxResults: number };
   /** Absent unless the tenant, group and dataset are configured: the tool is then not offered. */
   powerBi?: PowerBiConfig;
@@ -165,7 +168,12 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       : undefined;
 
   return {
-    sql: { ...sql, maxRows: e.SQL_MAX_ROWS ?? DEFAULT_SQL_MAX_ROWS, timeoutMs: e.SQL_TIMEOUT_MS ?? DEFAULT_SQL_TIMEOUT_MS },
+    sql: {
+      ...sql,
+      maxRows: e.SQL_MAX_ROWS ?? DEFAULT_SQL_MAX_ROWS,
+      maxBytes: e.SQL_MAX_RESULT_BYTES ?? DEFAULT_SQL_MAX_RESULT_BYTES,
+      timeoutMs: e.SQL_TIMEOUT_MS ?? DEFAULT_SQL_TIMEOUT_MS,
+    },
     documents: { ...documents, maxResults: e.DOCUMENT_RESULTS ?? DEFAULT_DOCUMENT_RESULTS },
     powerBi,
     followUpWebhookUrl: e.FOLLOW_UP_WEBHOOK_URL,

@@ -31,7 +31,7 @@ export interface DefaultToolsDeps {
 
 export interface DefaultTools {
   tools: ToolDefinition[];
-  /** Stops the local SQL query processes and closes the local document index. */
+  /** Stops the local SQL query workers and closes the local document index. */
   close(): Promise<void>;
 }
 
@@ -58,9 +58,9 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
             outputLocation: sql.outputLocation,
             schemaDescription: sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
           })
-        : new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+        : new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     closers.push(() => engine.close());
-    tools.push(createSqlQueryTool({ engine, maxRows: sql.maxRows, timeoutMs: sql.timeoutMs, allowedRoles: roles("sql_query") }));
+    tools.push(createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs, allowedRoles: roles("sql_query") }));
   }
 
   const documents = config.documents;

@@ -7,7 +7,7 @@ describe("search_documents", () => {
   const index = new LocalDocumentIndex();
   const registry = new ToolRegistry([createSearchDocumentsTool({ retriever: index, maxResults: 2 })]);
   const ctx = { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } };
-  afterAll(() => index.close());
+  afterAll(async () => index.close());
 
   describe("run", () => {
     it("returns numbered passages with source and heading", async () => {

@@ -26,7 +26,7 @@ describe("sql_query", () => {
   const run = (sql: string) => registry.execute({ id: `q${++call}`, name: "sql_query", args: { sql } }, ctx);
 
   beforeAll(() => {
-    engine = new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+    engine = new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     registry = new ToolRegistry([createSqlQueryTool({ engine, maxRows: 25, timeoutMs: 5_000 })]);
   });
   afterAll(async () => engine.close());
