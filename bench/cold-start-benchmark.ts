@@ -219,8 +219,7 @@ async function main(): Promise<void> {
     NODE_OPTIONS: "--enable-source-maps",
     // Where the bundles find the AWS SDK, as on Lambda, whose runtime puts its SDK on NODE_PATH.
     NODE_PATH: join(root, "node_modules"),
-    // The tool engines of a deployment (clients made at start, no calls): the local ones load
-    // better-sqlite3, a native module that does not load from an ESM bundle.
+    // The tool engines of a deployment (clients made at start, no calls), not the sample ones.
     SQL_ENGINE: "athena",
     ATHENA_WORKGROUP: "bench",
     ATHENA_DATABASE: "sales",
