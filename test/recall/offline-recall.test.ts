@@ -8,6 +8,7 @@ import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
 
 const alice: Caller = { userId: "alice", roles: [] };
+const bob: Caller = { userId: "bob", roles: [] };
 const dbName = `recall_offline_${randomUUID().slice(0, 8)}`;
 let client: MongoClient;
 let app: App;
@@ -26,9 +27,9 @@ afterAll(async () => {
   await client.close();
 });
 
-async function converse(conversationId: string, contents: string[]): Promise<string[]> {
+async function converse(conversationId: string, contents: string[], caller = alice): Promise<string[]> {
   const answers: string[] = [];
-  for (const content of contents) answers.push((await app.runner.run({ conversationId, caller: alice, content, turnId: randomUUID() })).answer);
+  for (const content of contents) answers.push((await app.runner.run({ conversationId, caller, content, turnId: randomUUID() })).answer);
   return answers;
 }
 
@@ -53,6 +54,21 @@ describe("the offline model with search_conversation", () => {
     const answer = (await converse(conversationId, ["What did we decide about the quarterly review?"]))[0];
     expect(answer).toContain("search_conversation returned");
     expect(answer).toContain("EMEA revenue numbers");
+  });
+
+  it("finds only what was said in the caller's own conversation, never another user's or conversation's", async () => {
+    const { _id: alices } = await app.database.conversations.create(alice);
+    const { _id: alicesOther } = await app.database.conversations.create(alice);
+    const { _id: bobs } = await app.database.conversations.create(bob);
+    await converse(bobs, ["My name is Bob.", ...FILLER], bob);
+    await converse(alicesOther, ["My name is Grace.", ...FILLER]);
+    await converse(alices, ["My name is Ada.", ...FILLER]);
+    expect(await converse(bobs, ["What is my name?"], bob)).toEqual(["Your name is Bob."]);
+    expect(await converse(alices, ["What is my name?"])).toEqual(["Your name is Ada."]);
+    const { turnId } = await app.runner.run({ conversationId: alices, caller: alice, content: "What did I say about my name?", turnId: randomUUID() });
+    const found = (await app.database.turns.getWithCalls(turnId))?.calls[1].view.find((m) => m.role === "tool")?.content;
+    expect(found).toContain("My name is Ada.");
+    expect(found).not.toMatch(/Bob|Grace/);
   });
 
   it("answers from the conversation it sees, without searching, while no turn is out of sight", async () => {
