@@ -85,7 +85,8 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   });
   const embedder = options.embedder ?? createEmbedder(config);
   const indexer = new TurnIndexer({ index: database.recall, messages: database.messages, turns: database.turns, embedder, logger: options.logger });
-  const registry = new ToolRegistry([...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config), searchConversation(database, config, embedder, options)], {
+  const offered = [...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config), searchConversation(database, config, embedder, options)];
+  const registry = new ToolRegistry(offered, {
     guard,
     timeoutMs: config.tools.timeoutMs,
     logger: options.logger,
@@ -157,7 +158,8 @@ function readToolOutput(database: ThreadwiseDatabase, config: Config): ToolDefin
 function searchConversation(database: ThreadwiseDatabase, config: Config, embedder: Embedder | undefined, options: AppOptions): ToolDefinition {
   const maxTokens = Math.max(200, Math.min(config.recall.maxTokens, config.view.toolOutputTokens - 100));
   const search = new ConversationSearch({ index: database.recall, embedder, logger: options.logger });
-  return createSearchConversationTool({ search, visibleTurns: config.view.finishedTurns, maxTokens, allowedRoles: config.tools.roles[SEARCH_CONVERSATION_NAME] });
+  const allowedRoles = config.tools.roles[SEARCH_CONVERSATION_NAME];
+  return createSearchConversationTool({ search, visibleTurns: config.view.finishedTurns, maxTokens, allowedRoles });
 }
 
 function createEmbedder(config: Config): Embedder | undefined {

@@ -79,7 +79,20 @@ function recalledFact(question: string, earlierQuestions: string[]): string | un
 
 /** The tool that searches turns out of sight, and the phrases that point back at something said before. */
 const SEARCH_TOOL = "search_conversation";
-const REFERS_BACK = /\b(what (did|do) (i|we|you) (say|tell|mention|decide|agree)|as (we|i|you) (discussed|said|mentioned|agreed)|(earlier|before),? you said|you (said|told me|mentioned) (earlier|before)|did i (say|mention|tell)|remind me|do you remember)\b/i;
+const REFERS_BACK = new RegExp(
+  [
+    "what (did|do) (i|we|you) (say|tell|mention|decide|agree)",
+    "as (we|i|you) (discussed|said|mentioned|agreed)",
+    "(earlier|before),? you said",
+    "you (said|told me|mentioned) (earlier|before)",
+    "did i (say|mention|tell)",
+    "remind me",
+    "do you remember",
+  ]
+    .map((phrase) => `\\b${phrase}\\b`)
+    .join("|"),
+  "i",
+);
 
 /**
  * Searches the conversation when the question points back ("what did I say about …", "as we
@@ -89,7 +102,8 @@ function recallSearch(messages: BaseMessage[], question: string, tools: Function
   const system = messages.find((m) => isType(m, "system"));
   if (!tools.some((t) => t.function.name === SEARCH_TOOL) || !system || !textOf(system).includes(SEARCH_TOOL)) return undefined;
   if (!REFERS_BACK.test(question) && !/what(?:'s| is) my /i.test(question)) return undefined;
-  return new AIMessage({ content: "", tool_calls: [{ id: callId(messages, SEARCH_TOOL), name: SEARCH_TOOL, args: { query: question.trim() }, type: "tool_call" }] });
+  const call = { id: callId(messages, SEARCH_TOOL), name: SEARCH_TOOL, args: { query: question.trim() }, type: "tool_call" as const };
+  return new AIMessage({ content: "", tool_calls: [call] });
 }
 
 function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>, question: string): AIMessage {

@@ -55,7 +55,8 @@ export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTo
   }
   const caveat = outcome.semanticUnavailable ? " Semantic search was unavailable, so this was ranked lexically only." : "";
   if (outcome.hits.length === 0) {
-    return `No earlier turn matches "${query}" (searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}).${caveat} Try other words, or say that you do not know.`;
+    const searched = `searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}`;
+    return `No earlier turn matches "${query}" (${searched}).${caveat} Try other words, or say that you do not know.`;
   }
   const header =
     `${outcome.hits.length} earlier turn${outcome.hits.length === 1 ? "" : "s"} for "${query}", best match first ` +
