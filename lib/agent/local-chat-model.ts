@@ -77,7 +77,39 @@ function recalledFact(question: string, earlierQuestions: string[]): string | un
   return undefined;
 }
 
-function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>): AIMessage {
+/** The tool that searches turns out of sight, and the phrases that point back at something said before. */
+const SEARCH_TOOL = "search_conversation";
+const REFERS_BACK = new RegExp(
+  [
+    "what (did|do) (i|we|you) (say|tell|mention|decide|agree)",
+    "as (we|i|you) (discussed|said|mentioned|agreed)",
+    "(earlier|before),? you said",
+    "you (said|told me|mentioned) (earlier|before)",
+    "did i (say|mention|tell)",
+    "remind me",
+    "do you remember",
+  ]
+    .map((phrase) => `\\b${phrase}\\b`)
+    .join("|"),
+  "i",
+);
+
+/**
+ * Searches the conversation when the question points back ("what did I say about …", "as we
+ * discussed") or asks "what is my X?", but only while the system part says turns are out of sight.
+ */
+function recallSearch(messages: BaseMessage[], question: string, tools: FunctionTool[]): AIMessage | undefined {
+  const system = messages.find((m) => isType(m, "system"));
+  if (!tools.some((t) => t.function.name === SEARCH_TOOL) || !system || !textOf(system).includes(SEARCH_TOOL)) return undefined;
+  if (!REFERS_BACK.test(question) && !/what(?:'s| is) my /i.test(question)) return undefined;
+  const call = { id: callId(messages, SEARCH_TOOL), name: SEARCH_TOOL, args: { query: question.trim() }, type: "tool_call" as const };
+  return new AIMessage({ content: "", tool_calls: [call] });
+}
+
+function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>, question: string): AIMessage {
+  const found = results.filter((r) => r.name === SEARCH_TOOL).map((r) => textOf(r).replace(/^Assistant: .*$/gm, ""));
+  const fact = found.length > 0 ? recalledFact(question, found) : undefined;
+  if (fact) return new AIMessage(fact);
   const canRead = tools.some((t) => t.function.name === "read_tool_output");
   for (const result of results) {
     const handle = /\bhandle\W+([\w:.-]+)/i.exec(textOf(result))?.[1];
@@ -136,7 +168,7 @@ export class LocalChatModel extends BaseChatModel {
       const alreadyRead = new Set(
         active.flatMap((m) => ((m as AIMessage).tool_calls ?? []).filter((c) => c.name === "read_tool_output").map((c) => String(c.args.handle))),
       );
-      return answerFromToolResults(trailingResults, this.tools, alreadyRead);
+      return answerFromToolResults(trailingResults, this.tools, alreadyRead, textOf(messages[lastHuman]));
     }
     const question = textOf(messages[lastHuman]);
     const call = requestedCall(question, this.tools);
@@ -144,6 +176,8 @@ export class LocalChatModel extends BaseChatModel {
     const earlier = messages.slice(0, lastHuman).filter((m) => isType(m, "human")).map(textOf);
     const fact = recalledFact(question, earlier);
     if (fact) return new AIMessage(fact);
+    const search = recallSearch(messages, question, this.tools);
+    if (search) return search;
     const memory = earlier.length
       ? ` I can see ${earlier.length} earlier question${earlier.length === 1 ? "" : "s"} in this conversation; the last was: "${earlier[earlier.length - 1]}".`
       : " This is the first question I can see in this conversation.";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { parseOrThrow } from "../validation.js";
 
@@ -138,6 +139,8 @@ export interface Config {
   port: number;
   /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
   tools: ToolsConfig;
+  /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */
+  recall: RecallConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -174,6 +177,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
     port: e.PORT ?? DEFAULT_PORT,
     tools: loadToolsConfig(env),
+    recall: loadRecallConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

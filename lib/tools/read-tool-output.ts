@@ -78,7 +78,7 @@ export function readableLines(content: string, wrapChars = DEFAULT_READ_WRAP_CHA
 }
 
 /** Cuts a single line that alone is over the budget, keeping as much as fits. */
-function fitLine(line: string, budget: number): string {
+export function fitLine(line: string, budget: number): string {
   let low = 0;
   let high = line.length;
   while (low < high) {

@@ -20,6 +20,8 @@ const RETAINED = [
   COLLECTIONS.checkpoints,
   COLLECTIONS.checkpointWrites,
   COLLECTIONS.checkpointBlobs,
+  COLLECTIONS.recallTurns,
+  COLLECTIONS.recallIndex,
 ];
 let client: MongoClient;
 let app: App;
