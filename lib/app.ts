@@ -80,6 +80,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const registry = new ToolRegistry([...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config)], {
     guard,
     timeoutMs: config.tools.timeoutMs,
+    roles: config.tools.roles,
     logger: options.logger,
   });
   const graph = createAgentGraph({

@@ -2,13 +2,15 @@ import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolError } from "../../lib/errors.js";
 import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import type { Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const analyst: Caller = { userId: "u-analyst", roles: ["analyst"] };
-const guest: Caller = { userId: "u-guest", roles: [] };
+const analyst: Caller = { principal: apiPrincipal("u-analyst"), roles: ["analyst"] };
+const guest: Caller = { principal: apiPrincipal("u-guest"), roles: [] };
 const ctx = (caller: Caller) => ({ conversationId: "c1", turnId: "t1", caller });
 
 const echo: ToolDefinition = {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../../errors.js";
+import { slackPrincipal, tenantOwner } from "../../auth/principal.js";
 import type { SlackTurnJob } from "../turn-job.js";
 import { issueDetails } from "../../validation.js";
 
@@ -183,15 +184,15 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
 
 /**
  * The turn for a Slack message. A thread is one conversation, owned by the workspace; who may
- * read it follows the channel.
+ * read it follows the channel. The writer is a Slack principal of the workspace; their roles
+ * come from `SLACK_ROLES` when the turn runs.
  */
 export function slackTurnJob(message: SlackUserMessage, receivedAt: Date): SlackTurnJob {
-  const tenantId = `slack:${message.teamId}`;
   return {
     channel: "slack",
     conversationKey: `slack:${message.teamId}:${message.channelId}:${message.threadTs}`,
-    caller: { userId: `slack:${message.teamId}:${message.userId}`, tenantId, roles: [] },
-    owner: { userId: tenantId, tenantId, roles: [] },
+    principal: slackPrincipal(message.teamId, message.userId),
+    owner: tenantOwner("slack", message.teamId),
     readScope: `slack:${message.teamId}:${message.channelId}`,
     content: message.text,
     dedupeId: `slack:${message.eventId}`,

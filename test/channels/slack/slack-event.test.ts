@@ -159,10 +159,10 @@ describe("slack/slack-event", () => {
       expect(a.readScope).toBe(b.readScope);
     });
 
-    it("returns the writer as caller and the workspace as owner and tenant", () => {
+    it("returns the writer as a Slack principal of the workspace, and the workspace as owner", () => {
       const job = slackTurnJob(message(parseSlackEvent(envelope(appMention()))), at);
-      expect(job.caller).toEqual({ userId: `slack:${TEAM}:${USER}`, tenantId: `slack:${TEAM}`, roles: [] });
-      expect(job.owner).toEqual({ userId: `slack:${TEAM}`, tenantId: `slack:${TEAM}`, roles: [] });
+      expect(job.principal).toEqual({ issuer: "slack", tenant: TEAM, subject: USER });
+      expect(job.owner).toEqual({ issuer: "slack", tenant: TEAM, subject: null });
       expect(job.readScope).toBe(`slack:${TEAM}:${CHANNEL}`);
     });
 
