@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
+import { MongoServerError, type Collection, type Db } from "mongodb";
 import type { Owner } from "../auth/principal.js";
 import { NotFoundError, ValidationError } from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
@@ -68,6 +68,8 @@ function ownedBy(owner: Owner) {
 
 /** The index of the owner-and-tenant shape (`ownerId`, `tenantId` strings) that principals replaced. */
 const LEGACY_OWNER_INDEX = "owner_recent";
+const INDEX_NOT_FOUND = 27;
+const COMMAND_NOT_FOUND = 59;
 
 /**
  * The owner of a conversation stored before principals, from its channel binding (set by the
@@ -124,7 +126,10 @@ export class ConversationStore {
       const owner = legacyOwner(doc as Parameters<typeof legacyOwner>[0]);
       if (owner) await this.collection.updateOne({ _id: doc._id, owner: { $exists: false } }, { $set: { owner }, $unset: { ownerId: "", tenantId: "" } });
     }
-    await this.collection.dropIndex(LEGACY_OWNER_INDEX).catch(() => undefined);
+    await this.collection.dropIndex(LEGACY_OWNER_INDEX).catch((error: unknown) => {
+      // Dropped by a concurrent start (IndexNotFound), or a server without dropIndexes (the embedded one, which then checks again next start).
+      if (!(error instanceof MongoServerError) || (error.code !== INDEX_NOT_FOUND && error.code !== COMMAND_NOT_FOUND)) throw error;
+    });
   }
 
   async create(owner: Owner, channel: ChannelBinding = { channel: "api" }, now = new Date()): Promise<ConversationDocument> {
