@@ -92,7 +92,7 @@ describe("local server: roles and principals of channel users", () => {
       const ts = await mention("U0ALICE", "a thread only Slack reaches");
       const conversation = await t.db.collection("conversations").findOne({ "channel.key": `slack:${TEAM}:${CHANNEL}:${ts}` });
       expect(conversation?.owner).toEqual({ issuer: "slack", tenant: TEAM, subject: null });
-      const id = conversation?._id as string;
+      const id = String(conversation?._id);
       for (const [user, tenant] of [[`slack:${TEAM}`, `slack:${TEAM}`], ["U0ALICE", TEAM], [TEAM, undefined]] as const) {
         const token = await t.token(user, tenant ? { tenant } : {});
         const listed = await t.call("GET", "/v1/conversations", { token });
