@@ -1,5 +1,6 @@
 import { ValidationError } from "../../../lib/errors.js";
 import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, turnJobSchema, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { expectLinearWork } from "../../support/linear-work.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, PERSONAL_CONVERSATION, TENANT, USER_AAD, USER_ACCOUNT, channelMention, messageActivity } from "./fixtures.js";
 
 const SERVICE_URL = "https://smba.trafficmanager.net/amer/";
@@ -11,6 +12,10 @@ function message(delivery: TeamsDelivery) {
 
 describe("teams/teams-activity", () => {
   describe("parseTeamsActivity", () => {
+    it("parses in time linear in the activity, whatever the text holds", () => {
+      expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
+    });
+
     it("returns a personal chat message with its text", () => {
       const m = message(parseTeamsActivity(messageActivity(SERVICE_URL)));
       expect(m).toMatchObject({ text: "what were last month's sales?", conversationId: PERSONAL_CONVERSATION, tenantId: TENANT });
