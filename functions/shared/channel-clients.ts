@@ -17,7 +17,7 @@ export function workerFor(app: App, credentials: Credentials, onTurnCompleted: T
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channelCredentialsOf(credentials), config.channels),
-    roles: new ChannelRoles({ config: config.auth.channelRoles }),
+    roles: new ChannelRoles(config.auth.channelRoles),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
     onTurnCompleted,

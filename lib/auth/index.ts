@@ -1,4 +1,4 @@
-export { ChannelRoles, type ChannelRolesOptions, type GroupDirectory } from "./channel-roles.js";
+export { ChannelRoles } from "./channel-roles.js";
 export { callerFromClaims, type ClaimNames } from "./caller-from-claims.js";
 export { JwtVerifier, DEFAULT_CLOCK_TOLERANCE_S, type JwtVerifierOptions } from "./jwt-verifier.js";
 export {

@@ -43,8 +43,6 @@ const tenantRolesSchema = z.strictObject({
   default: roleList.optional(),
   /** By user: a Slack user id (`U…`, `W…`), an Entra object id. */
   users: z.record(z.string().min(1), roleList).optional(),
-  /** By group: a Slack user group id (`S…`), an Entra group object id; membership is looked up when a turn runs. */
-  groups: z.record(z.string().min(1), roleList).optional(),
 });
 /** Keyed by Slack team id or Entra tenant id; a workspace or tenant not listed has no roles. */
 const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
@@ -64,7 +62,7 @@ function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesM
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
     throw new ValidationError("invalid configuration", [
-      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}` },
+      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}}}` },
     ]);
   }
   return parsed.data;

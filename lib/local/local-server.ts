@@ -168,7 +168,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channels, config.channels),
-    roles: new ChannelRoles({ config: config.auth.channelRoles }),
+    roles: new ChannelRoles(config.auth.channelRoles),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });
