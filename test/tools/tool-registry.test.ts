@@ -71,6 +71,20 @@ describe("ToolRegistry", () => {
     it("returns the open tools but not a restricted one to a caller without its roles", () => {
       expect(registry.available(guest).map((t) => t.name)).toEqual(["echo", "failing", "slow"]);
     });
+
+    it("returns tools restricted by the roles option (TOOL_ROLES) over their own roles", () => {
+      const configured = new ToolRegistry([echo, finance], { roles: { echo: ["analyst"], finance_only: ["nobody"] } });
+      expect(configured.available(analyst).map((t) => t.name)).toEqual(["echo"]);
+      expect(configured.available(guest)).toEqual([]);
+    });
+  });
+
+  describe("mayUse", () => {
+    it("returns false for a tool that is not registered, so an unknown name opens nothing", () => {
+      expect(registry.mayUse("echo", guest)).toBe(true);
+      expect(registry.mayUse("finance_only", guest)).toBe(false);
+      expect(registry.mayUse("no_such_tool", analyst)).toBe(false);
+    });
   });
 
   describe("toolSpecs", () => {
