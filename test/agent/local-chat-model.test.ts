@@ -1,7 +1,7 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { describeArguments, LocalChatModel, MAX_ARGUMENT_DEPTH, type FunctionTool } from "../../lib/agent/local-chat-model.js";
-import { expectLinearWork } from "../support/linear-work.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
 
 const sqlQuery: FunctionTool = {
   type: "function",
@@ -50,7 +50,7 @@ describe("LocalChatModel", () => {
     it("answers in time linear in the question", async () => {
       const respond = (text: string) => (model as unknown as { respond(m: HumanMessage[]): AIMessage }).respond([new HumanMessage(text)]);
       expectLinearWork(respond, { wrap: (text) => `sql_query ${text}` });
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
   });
 
   describe("describeArguments", () => {

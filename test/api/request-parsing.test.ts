@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { HttpRequest } from "../../lib/api/http.js";
 import { parseIdempotencyKey, parseJsonBody, prefersAsync, trimTrailingSlashes } from "../../lib/api/request-parsing.js";
 import { ValidationError } from "../../lib/errors.js";
-import { expectLinearWork } from "../support/linear-work.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
 
 function request(fields: Partial<HttpRequest> = {}): HttpRequest {
   return { method: "POST", path: "/v1/conversations", headers: { "content-type": "application/json" }, query: {}, ...fields };
@@ -25,7 +25,7 @@ describe("api/request-parsing", () => {
 
     it("reads the header in time linear in its length", () => {
       expectLinearWork((text) => prefersAsync(request({ headers: { prefer: text } })));
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
   });
 
   describe("parseIdempotencyKey", () => {
@@ -49,7 +49,7 @@ describe("api/request-parsing", () => {
 
     it("trims in time linear in the path", () => {
       expectLinearWork((text) => trimTrailingSlashes(`/${text}`));
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
   });
 
   describe("parseJsonBody", () => {
@@ -71,6 +71,6 @@ describe("api/request-parsing", () => {
         },
         { wrap: (text) => (text.startsWith("[") || text.startsWith("{") ? `{"content":${text}}` : JSON.stringify({ content: text })) },
       );
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
   });
 });

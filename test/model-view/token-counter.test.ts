@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { encodingForModel } from "js-tiktoken";
 import { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
 import { COMBINING, EMOJI, runShapes, WHITESPACE } from "../support/adversarial-text.js";
-import { expectLinearWork } from "../support/linear-work.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
 import { stampTokenCount, TOKEN_COUNT_KEY } from "../../lib/model-view/token-counter.js";
 
 // Built once: a stock encoder builds both of its tables (about a second here).
@@ -49,7 +49,7 @@ describe("token counter", () => {
     it("counts in time linear in the text, whatever the text holds", () => {
       // Each whitespace class, combining mark and emoji sequence every time; other shapes at random.
       expectLinearWork(countTextTokens, { shapes: runShapes([...WHITESPACE, ...COMBINING, ...EMOJI]), numRuns: 8 });
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
 
     it("returns the same count when asked again", () => {
       const text = "SELECT region, SUM(revenue) FROM sales GROUP BY region";

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { ValidationError } from "../../../lib/errors.js";
 import { parseSlackEvent, slackTurnJob, stripSlackMention, turnJobSchema, type SlackDelivery } from "../../../lib/channels/index.js";
-import { expectLinearWork } from "../../support/linear-work.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_USER, CHANNEL, DM, TEAM, USER, appMention, directMessage, envelope } from "./fixtures.js";
 
 function message(delivery: SlackDelivery) {
@@ -102,7 +102,7 @@ describe("slack/slack-event", () => {
     it("parses in time linear in the body, whatever the text holds", () => {
       // The mention pattern once took 1.3 s on 40,000 spaces, before the three-second acknowledgement.
       expectLinearWork((text) => parseSlackEvent(envelope(appMention({ text: `<@${BOT_USER}> ${text}` }))));
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
 
     it("throws ValidationError for a body that is not JSON", () => {
       expect(() => parseSlackEvent("token=abc&challenge=x")).toThrow(ValidationError);

@@ -1,6 +1,6 @@
 import { ValidationError } from "../../../lib/errors.js";
 import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, turnJobSchema, type TeamsDelivery } from "../../../lib/channels/index.js";
-import { expectLinearWork } from "../../support/linear-work.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, PERSONAL_CONVERSATION, TENANT, USER_AAD, USER_ACCOUNT, channelMention, messageActivity } from "./fixtures.js";
 
 const SERVICE_URL = "https://smba.trafficmanager.net/amer/";
@@ -14,7 +14,7 @@ describe("teams/teams-activity", () => {
   describe("parseTeamsActivity", () => {
     it("parses in time linear in the activity, whatever the text holds", () => {
       expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
-    });
+    }, LINEAR_WORK_TIMEOUT_MS);
 
     it("returns a personal chat message with its text", () => {
       const m = message(parseTeamsActivity(messageActivity(SERVICE_URL)));
