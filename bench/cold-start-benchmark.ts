@@ -26,6 +26,7 @@ import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
+import { apiPrincipal } from "../lib/auth/principal.js";
 
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
@@ -230,8 +231,8 @@ async function main(): Promise<void> {
   const workerJob = {
     channel: "api",
     conversationKey: "00000000-0000-4000-8000-000000000000",
-    caller: { userId: "bench", roles: [] },
-    owner: { userId: "bench", roles: [] },
+    caller: { principal: apiPrincipal("bench"), roles: [] },
+    owner: { principal: apiPrincipal("bench"), roles: [] },
     readScope: "user::bench",
     content: "hello",
     dedupeId: "00000000-0000-4000-8000-000000000001",

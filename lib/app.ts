@@ -89,6 +89,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const registry = new ToolRegistry(offered, {
     guard,
     timeoutMs: config.tools.timeoutMs,
+    roles: config.tools.roles,
     logger: options.logger,
   });
   const graph = createAgentGraph({

@@ -27,6 +27,12 @@ export const DEFAULT_TOOLS_REGION = "us-east-1";
 /** Athena data catalog. */
 export const DEFAULT_ATHENA_CATALOG = "AwsDataCatalog";
 
+/**
+ * Every tool the product has, whether or not a deployment offers it: the names `TOOL_ROLES` may
+ * use (test/tools/create-default-tools.test.ts checks them against the tools).
+ */
+export const TOOL_NAMES = ["sql_query", "search_documents", "query_semantic_model", "create_follow_up", "read_tool_output"] as const;
+
 const positiveInt = z.coerce.number().int().positive();
 
 /** `{"tool_name": ["role", ...]}`: a tool absent from the map is open to every caller. */
@@ -119,6 +125,11 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
   }
   const parsed = toolRolesSchema.safeParse(json);
   if (!parsed.success) throw invalid("TOOL_ROLES", 'expected {"tool_name": ["role", ...]}');
+  // A misspelt name would leave the real tool open to everyone: refuse to start instead.
+  const unknown = Object.keys(parsed.data).filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw invalid("TOOL_ROLES", `unknown tool name${unknown.length === 1 ? "" : "s"} ${unknown.join(", ")}; valid names: ${TOOL_NAMES.join(", ")}`);
+  }
   return parsed.data;
 }
 

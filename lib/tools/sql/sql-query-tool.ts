@@ -14,7 +14,6 @@ export interface SqlQueryToolOptions {
   maxBytes?: number;
   /** Default: `DEFAULT_SQL_TIMEOUT_MS`. */
   timeoutMs?: number;
-  allowedRoles?: readonly string[];
 }
 
 const schema = z.object({
@@ -36,7 +35,6 @@ export function createSqlQueryTool(options: SqlQueryToolOptions): ToolDefinition
       `(at most ${maxRows} rows; aggregate rather than list). Tables:\n${engine.schemaDescription}`,
     schema,
     sideEffects: false,
-    allowedRoles: options.allowedRoles,
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       const check = checkReadOnlySql(input.sql, engine.dialect);
       if (!check.ok) throw new ToolError(`query refused: ${check.reason}`, "sql_query");

@@ -5,6 +5,7 @@ import { buildSalesDatabase, OCTOBER_2026_STORY, SALES_SCHEMA_DESCRIPTION } from
 import { createSqlQueryTool } from "../../../lib/tools/sql/sql-query-tool.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 import { startAthenaEndpoint, type AthenaEndpoint } from "./athena-endpoint.js";
+import { apiPrincipal } from "../../../lib/auth/principal.js";
 
 /** An endpoint of its own with an engine on it, for tests that hold a query running. */
 async function heldEndpoint(): Promise<{ endpoint: AthenaEndpoint; engine: AthenaQueryEngine }> {
@@ -195,7 +196,7 @@ describe("AthenaQueryEngine", () => {
           name: "sql_query",
           args: { sql: "SELECT customer, sum(discount_amount) AS d FROM sales WHERE month = '2026-10' GROUP BY customer ORDER BY d DESC" },
         },
-        { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } },
+        { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } },
       );
       const customers = result.content.split("\n").slice(2).map((l) => l.split(" | ")[0]);
       expect(customers.sort()).toEqual([...OCTOBER_2026_STORY.discountedCustomers].sort());
@@ -205,7 +206,7 @@ describe("AthenaQueryEngine", () => {
       const registry = new ToolRegistry([createSqlQueryTool({ engine })]);
       const result = await registry.execute(
         { id: "2", name: "sql_query", args: { sql: "SELECT 1; DROP TABLE orders" } },
-        { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } },
+        { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } },
       );
       expect(result.status).toBe("error");
       expect(endpoint.calls).toHaveLength(0);
