@@ -12,6 +12,7 @@ import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { channelNotConfiguredResponse } from "../channels/channel-http.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
 import { createChannelReplier } from "../channels/channel-replier.js";
+import { createGroupDirectories } from "../channels/group-directories.js";
 import { channelRoutes } from "../channels/channel-routes.js";
 import type { ChannelCredentials } from "../config/credentials.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
@@ -168,7 +169,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channels, config.channels),
-    roles: new ChannelRoles(config.auth.channelRoles),
+    roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });
