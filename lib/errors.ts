@@ -99,6 +99,14 @@ export class RoleLookupError extends ServiceUnavailableError {
   }
 }
 
+/**
+ * The model cannot be called with what this process has: no AWS credentials for Bedrock, or
+ * credentials Bedrock refuses. The message says what to do; the turn's stored error names it.
+ */
+export class ModelCredentialsError extends ThreadwiseError {
+  override name = "ModelCredentialsError";
+}
+
 /** The model view cannot be made to fit the total budget, even after every reduction. */
 export class ContextBudgetExceededError extends ThreadwiseError {
   override name = "ContextBudgetExceededError";
