@@ -1,11 +1,15 @@
 export {
   buildModelView,
+  DEFAULT_HISTORY_BLOCK_TURNS,
   DEFAULT_TOOL_SCHEMA_TOKENS,
+  EXACT_TOKEN_ESTIMATE,
   EMPTY_TOOL_OUTPUT,
   EMPTY_USER_MESSAGE,
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
 } from "./build-model-view.js";
+export { isCachePointBlock, MAX_CACHE_POINTS, placeCachePoints, withCachePoints } from "./cache-points.js";
+export type { CacheLayout, CachePointBlock } from "./cache-points.js";
 export {
   countMessagesTokens,
   countMessageTokens,
@@ -21,4 +25,15 @@ export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice }
 export type { ToolOutputNoticeInput } from "./tool-output-notice.js";
 export { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
 export type { ConverseRule, ValidateConverseViewOptions } from "./validate-view.js";
-export type { ModelView, ModelViewPolicy, ModelViewStats, OmittedOutput, ViewRepairs } from "./types.js";
+export type {
+  CachePoint,
+  CachePointKind,
+  CacheTtl,
+  ModelView,
+  ModelViewPolicy,
+  ModelViewStats,
+  OmittedOutput,
+  PromptCachePolicy,
+  TokenEstimate,
+  ViewRepairs,
+} from "./types.js";
