@@ -19,6 +19,14 @@ export {
   stampTokenCount,
   TOKEN_COUNT_KEY,
 } from "./token-counter.js";
+export {
+  DEFAULT_CALIBRATION_WINDOW,
+  DEFAULT_INITIAL_TOKEN_MARGIN,
+  DEFAULT_MIN_TOKEN_MARGIN,
+  estimateError,
+  TokenCalibration,
+} from "./token-calibration.js";
+export type { TokenCalibrationOptions } from "./token-calibration.js";
 export { offloadedArtifact, toolOutputArtifactSchema } from "./tool-output-artifact.js";
 export type { ToolOutputArtifact } from "./tool-output-artifact.js";
 export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice } from "./tool-output-notice.js";
