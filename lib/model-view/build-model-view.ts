@@ -14,7 +14,7 @@ export const DEFAULT_TOOL_SCHEMA_TOKENS = 0;
 export const DEFAULT_HISTORY_BLOCK_TURNS = 1;
 
 /** Token estimate assumed when the policy gives none: the model counts as the local tokenizer does. */
-export const EXACT_TOKEN_ESTIMATE: TokenEstimate = { ratio: 1, margin: 0 };
+export const EXACT_TOKEN_ESTIMATE: TokenEstimate = { ratio: 1, offset: 0, margin: 0 };
 
 /**
  * Stands in the view for the answer of a finished turn that has none (it failed or was interrupted).
@@ -279,9 +279,9 @@ function cacheLayout(view: readonly BaseMessage[], firstTokens: number, pairs: r
  *   `finishedTurns + historyBlockTurns - 1`, so the history's beginning changes once a block;
  * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
  *   naming the tool, its size, the handle and how to read part of it;
- * - `ceil((viewTokens + toolSchemaTokens) × ratio × (1 + margin)) <= policy.totalBudget`, the budget
- *   being in the model's tokens (`policy.tokenEstimate`): the oldest pairs are dropped first, then the
- *   largest active-turn results are replaced by notices;
+ * - `ceil(((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)) <= policy.totalBudget`,
+ *   the budget being in the model's tokens (`policy.tokenEstimate`): the oldest pairs are dropped
+ *   first, then the largest active-turn results are replaced by notices;
  * - with `policy.cache`, at most `MAX_CACHE_POINTS` cache points (`placeCachePoints`), in view order;
  * - the view satisfies the Bedrock Converse rules (`validateConverseView`), whatever the history,
  *   with its cache points too (`withCachePoints`).
@@ -295,8 +295,8 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const repairs = zeroRepairs();
   const toolSchemaTokens = policy.toolSchemaTokens ?? DEFAULT_TOOL_SCHEMA_TOKENS;
   const estimate = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
-  const scale = estimate.ratio * (1 + estimate.margin);
-  const modelTokens = (localTokens: number) => Math.ceil(localTokens * scale);
+  const expected = (localTokens: number) => Math.ceil(localTokens * estimate.ratio + estimate.offset);
+  const modelTokens = (localTokens: number) => Math.ceil((localTokens * estimate.ratio + estimate.offset) * (1 + estimate.margin));
   const overBudget = (localTokens: number) => modelTokens(localTokens) > policy.totalBudget;
 
   const turnStarts: number[] = [];
@@ -376,8 +376,8 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
       viewMessages: view.length,
       viewTokens: total - toolSchemaTokens,
       toolSchemaTokens,
-      tokenEstimate: { ratio: estimate.ratio, margin: estimate.margin },
-      estimatedInputTokens: Math.ceil(total * estimate.ratio),
+      tokenEstimate: { ratio: estimate.ratio, offset: estimate.offset, margin: estimate.margin },
+      estimatedInputTokens: expected(total),
       cachePoints,
       finishedTurnsInState,
       finishedTurnsKept: pairs.length,

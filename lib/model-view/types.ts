@@ -13,10 +13,15 @@ export interface PromptCachePolicy {
   turnTtl: CacheTtl;
 }
 
-/** The model's tokens per local (cl100k) token, as `TokenCalibration` learns it, and the safety margin over it. */
+/**
+ * The model's input tokens for a request of `local` local (cl100k) tokens: `local × ratio + offset`,
+ * as `TokenCalibration` learns it, and the safety margin over it. The offset is what the model adds
+ * whatever the request's size (Claude's tool-use system prompt, for one).
+ */
 export interface TokenEstimate {
   ratio: number;
-  /** The budget holds for requests counting up to `ratio × (1 + margin)` model tokens per local token. */
+  offset: number;
+  /** The budget holds for requests counting up to `(local × ratio + offset) × (1 + margin)` model tokens. */
   margin: number;
 }
 
@@ -94,11 +99,11 @@ export interface ModelViewStats {
   viewMessages: number;
   /** Tokens of the view's messages, system prompt included, tool schemas excluded. */
   viewTokens: number;
-  /** Tokens of the tool schemas; `(viewTokens + toolSchemaTokens) × ratio × (1 + margin)` never exceeds `budget`. */
+  /** Tokens of the tool schemas; `((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)` never exceeds `budget`. */
   toolSchemaTokens: number;
   /** The estimate the budget was enforced with. */
   tokenEstimate: TokenEstimate;
-  /** The model's input tokens expected for this view: `(viewTokens + toolSchemaTokens) × ratio`, margin not included. */
+  /** The model's input tokens expected for this view: `(viewTokens + toolSchemaTokens) × ratio + offset`, margin not included. */
   estimatedInputTokens: number;
   /** At most four (Bedrock's limit), in view order; empty without a cache policy. */
   cachePoints: CachePoint[];

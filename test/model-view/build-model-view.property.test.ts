@@ -101,11 +101,11 @@ describe("model view", () => {
         fc.property(case_, ({ messages, policy }) => {
           const view = viewOrBudgetError(messages, policy);
           if (!view) return;
-          const { ratio, margin } = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
+          const { ratio, offset, margin } = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
           const local = view.stats.viewTokens + view.stats.toolSchemaTokens;
           expect(view.stats.viewTokens).toBe(countMessagesTokens(view.messages));
-          expect(Math.ceil(local * ratio * (1 + margin))).toBeLessThanOrEqual(policy.totalBudget);
-          expect(view.stats.estimatedInputTokens).toBe(Math.ceil(local * ratio));
+          expect(Math.ceil((local * ratio + offset) * (1 + margin))).toBeLessThanOrEqual(policy.totalBudget);
+          expect(view.stats.estimatedInputTokens).toBe(Math.ceil(local * ratio + offset));
           expect(view.stats.stateTokens).toBe(countMessagesTokens(messages));
         }),
         { numRuns: RUNS },

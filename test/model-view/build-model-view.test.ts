@@ -209,23 +209,25 @@ describe("model view", () => {
       expect(view.stats.viewTokens + view.stats.toolSchemaTokens).toBeLessThanOrEqual(viewTokens + 10);
     });
 
-    it("keeps the budget in the model's tokens: local tokens times the estimated ratio and its margin", () => {
+    it("keeps the budget in the model's tokens: local tokens times the estimated ratio, plus its offset, and its margin", () => {
       const state = [...finishedTurn(1), ...finishedTurn(2), user("q3")];
       const local = buildModelView(state, policy()).stats;
       const localTotal = local.viewTokens + local.toolSchemaTokens;
       const exact = buildModelView(state, policy({ totalBudget: localTotal }));
       expect(exact.stats.finishedTurnsKept).toBe(2);
-      // The same budget counts 1.2 × 1.25 = 1.5 model tokens a local token: a pair must go.
-      const scaled = buildModelView(state, policy({ totalBudget: localTotal, tokenEstimate: { ratio: 1.2, margin: 0.25 } }));
+      // The same budget counts 1.2 × 1.25 = 1.5 model tokens a local token, plus 10: a pair must go.
+      const tokenEstimate = { ratio: 1.2, offset: 8, margin: 0.25 };
+      const scaled = buildModelView(state, policy({ totalBudget: localTotal, tokenEstimate }));
+      const scaledLocal = scaled.stats.viewTokens + scaled.stats.toolSchemaTokens;
       expect(scaled.stats.finishedTurnsKept).toBeLessThan(2);
-      expect(Math.ceil((scaled.stats.viewTokens + scaled.stats.toolSchemaTokens) * 1.5)).toBeLessThanOrEqual(localTotal);
-      expect(scaled.stats.estimatedInputTokens).toBe(Math.ceil((scaled.stats.viewTokens + scaled.stats.toolSchemaTokens) * 1.2));
-      expect(scaled.stats.tokenEstimate).toEqual({ ratio: 1.2, margin: 0.25 });
+      expect(Math.ceil((scaledLocal * 1.2 + 8) * 1.25)).toBeLessThanOrEqual(localTotal);
+      expect(scaled.stats.estimatedInputTokens).toBe(Math.ceil(scaledLocal * 1.2 + 8));
+      expect(scaled.stats.tokenEstimate).toEqual(tokenEstimate);
     });
 
     it("throws ContextBudgetExceededError with the model's tokens when the estimate puts the smallest view over the budget", () => {
       const state = [user(`q ${rows(300)}`)];
-      const act = () => buildModelView(state, policy({ totalBudget: 400, tokenEstimate: { ratio: 1.5, margin: 0.1 } }));
+      const act = () => buildModelView(state, policy({ totalBudget: 400, tokenEstimate: { ratio: 1.5, offset: 0, margin: 0.1 } }));
       expect(act).toThrow(expect.objectContaining({ name: "ContextBudgetExceededError", budget: 400, tokens: expect.any(Number) }));
       const { viewTokens } = buildModelView(state, policy()).stats;
       expect(() => act()).toThrow(String(Math.ceil(viewTokens * 1.65)));

@@ -83,7 +83,11 @@ export const policySpec: fc.Arbitrary<ModelViewPolicy> = fc.record(
     cache: fc.oneof(fc.constant(undefined), cacheSpec, cacheSpec),
     tokenEstimate: fc.oneof(
       fc.constant(undefined),
-      fc.record({ ratio: fc.double({ min: 0.7, max: 1.6, noNaN: true }), margin: fc.double({ min: 0, max: 0.5, noNaN: true }) }),
+      fc.record({
+        ratio: fc.double({ min: 0.7, max: 1.6, noNaN: true }),
+        offset: fc.integer({ min: -50, max: 400 }),
+        margin: fc.double({ min: 0, max: 0.5, noNaN: true }),
+      }),
     ),
   },
   { requiredKeys: ["systemPrompt", "finishedTurns", "toolOutputTokens", "totalBudget"] },

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { BedrockRuntimeClient, CountTokensCommand } from "@aws-sdk/client-bedrock-runtime";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { countClaudeTokens } from "./claude-tokens.js";
-import { countInputTokens, defaultResponder, startConverseEndpoint, toolSpecs, type ConverseEndpoint } from "./converse-endpoint.js";
+import { countInputTokens, defaultResponder, startConverseEndpoint, TOOL_USE_SYSTEM_PROMPT_TOKENS, toolSpecs, type ConverseEndpoint } from "./converse-endpoint.js";
 import { TTL_MS } from "./prompt-cache.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
@@ -170,6 +170,14 @@ describe("startConverseEndpoint", () => {
       const answer = await model().invoke([new HumanMessage(code)]);
       expect(answer.usage_metadata?.input_tokens).toBe(countClaudeTokens(code) + 3);
       expect(countClaudeTokens(code)).not.toBe(countTextTokens(code));
+    });
+
+    it("returns input tokens with Claude's tool-use system prompt added when tools are offered", async () => {
+      const question = [new HumanMessage("Any tools?")];
+      const without = (await model().invoke(question)).usage_metadata!.input_tokens;
+      const withTools = (await model().bindTools([weather]).invoke([new HumanMessage("Any tools?")])).usage_metadata!.input_tokens;
+      const spec = toolSpecs(endpoint.requests.at(-1)!.body!)[0];
+      expect(withTools - without).toBe(TOOL_USE_SYSTEM_PROMPT_TOKENS + countClaudeTokens(JSON.stringify(spec)));
     });
 
     it("answers CountTokens with the count a Converse request of the same input is billed", async () => {

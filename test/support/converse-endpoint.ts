@@ -27,6 +27,11 @@ export const DEFAULT_MAX_OUTPUT_TOKENS_LIMIT = 64_000;
 export const MAX_CACHE_POINTS = 4;
 /** Tokens the simulated model adds for each message (role markers). */
 export const MESSAGE_FRAMING_TOKENS = 3;
+/**
+ * Tokens Claude adds to a request that offers tools: its tool-use system prompt (346 for Claude
+ * Sonnet 4 with automatic tool choice, in Anthropic's tool-use documentation). Billed as input.
+ */
+export const TOOL_USE_SYSTEM_PROMPT_TOKENS = 346;
 
 const cachePointSchema = z.object({ cachePoint: z.object({ type: z.literal("default"), ttl: z.enum(["5m", "1h"]).optional() }).strict() }).strict();
 
@@ -289,6 +294,7 @@ type PrefixPart = { tokens: number; json: unknown } | { cachePoint: { ttl?: "5m"
 
 function prefixParts(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): PrefixPart[] {
   const parts: PrefixPart[] = [];
+  if (toolSpecs(request).length > 0) parts.push({ tokens: TOOL_USE_SYSTEM_PROMPT_TOKENS, json: "tool-use system prompt" });
   for (const tool of request.toolConfig?.tools ?? []) {
     parts.push("toolSpec" in tool ? { tokens: countClaudeTokens(JSON.stringify(tool.toolSpec)), json: tool } : tool);
   }
@@ -300,7 +306,7 @@ function prefixParts(request: Pick<ConverseRequest, "messages" | "system" | "too
   return parts;
 }
 
-/** All input tokens of a request by the simulated model's tokenizer: every text, tool input, tool schema and message framing. */
+/** All input tokens of a request by the simulated model's tokenizer: every text, tool input, tool schema and message framing, and the tool-use system prompt. */
 export function countInputTokens(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): number {
   return prefixParts(request).reduce((n, part) => n + ("tokens" in part ? part.tokens : 0), 0);
 }
@@ -329,7 +335,7 @@ function prefixPoints(parts: readonly PrefixPart[]): PrefixPoint[] {
 }
 
 /** The tool specifications of a request, its cache points left out. */
-export function toolSpecs(request: ConverseRequest) {
+export function toolSpecs(request: Pick<ConverseRequest, "toolConfig">) {
   return (request.toolConfig?.tools ?? []).flatMap((tool) => ("toolSpec" in tool ? [tool.toolSpec] : []));
 }
 
