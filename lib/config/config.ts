@@ -29,7 +29,7 @@ export const DEFAULT_VIEW_TOKEN_MARGIN_MIN = 0.02;
 /** Tokens Bedrock needs between cache points for Claude Sonnet (the first point after 1,024, the second after 2,048). */
 export const DEFAULT_PROMPT_CACHE_MIN_TOKENS = 1_024;
 /** TTL of the cache points of the system prompt and finished-turn block, and of the active turn's: Bedrock's default. */
-export const DEFAULT_PROMPT_CACHE_TTL = "5m";
+export const DEFAULT_PROMPT_CACHE_TTL: "5m" | "1h" = "5m";
 
 /** A model's on-demand price in US dollars per million tokens, by kind of token. */
 export interface ModelPrice {
@@ -131,7 +131,7 @@ const envSchema = z
   TEAMS_TOKEN_URL: z.string().url().optional(),
 })
   // Bedrock rejects a 1-hour cache point after a 5-minute one, and the stable points come first.
-  .refine((e) => !(e.PROMPT_CACHE_STABLE_TTL === "5m" && e.PROMPT_CACHE_TURN_TTL === "1h"), {
+  .refine((e) => !((e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL) === "5m" && e.PROMPT_CACHE_TURN_TTL === "1h"), {
     path: ["PROMPT_CACHE_TURN_TTL"],
     message: "must not be longer than PROMPT_CACHE_STABLE_TTL",
   });
