@@ -229,6 +229,15 @@ describe("startConverseEndpoint", () => {
       expect(endpoint.requests.at(-1)!.status).toBe(200);
     });
 
+    it("reads, by looking back from a point, the prefix an earlier request ended with though no point marks it now", async () => {
+      const text = (t: string) => ({ type: "text", text: t });
+      const question = new HumanMessage({ content: [text(prose("look-back", 1_200)), point()] as never });
+      await model().invoke([question]);
+      const written = endpoint.requests.at(-1)!.cache!.cacheWriteInputTokens;
+      const next = await model().invoke([new HumanMessage(prose("look-back", 1_200)), new AIMessage("Noted."), new HumanMessage({ content: [text("And then?"), point()] as never })]);
+      expect(next.usage_metadata?.input_token_details?.cache_read).toBe(written);
+    });
+
     it("caches nothing at a point under the minimum tokens per checkpoint", async () => {
       const answer = await model().invoke([new SystemMessage({ content: [{ type: "text", text: "Short." }, point()] as never }), new HumanMessage("Hi")]);
       expect(answer.usage_metadata?.input_token_details).toEqual({ cache_read: 0, cache_creation: 0 });

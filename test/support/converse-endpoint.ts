@@ -3,7 +3,7 @@ import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { countClaudeTokens } from "./claude-tokens.js";
-import { PromptCache, type CacheUsage, type PrefixPoint, type PromptCacheOptions } from "./prompt-cache.js";
+import { DEFAULT_LOOKBACK_BLOCKS, PromptCache, type CacheUsage, type Prefix, type PrefixPoint, type PromptCacheOptions } from "./prompt-cache.js";
 
 /**
  * A local stand-in for the Bedrock Runtime Converse and ConverseStream APIs, spoken over HTTP/2
@@ -290,7 +290,7 @@ function blockText(block: ConverseContentBlock): string {
 }
 
 /** The request's content in prefix order (tools, system, messages), each part with its model tokens; cache points as markers. */
-type PrefixPart = { tokens: number; json: unknown } | { cachePoint: { ttl?: "5m" | "1h" } };
+type PrefixPart = { tokens: number; json: unknown; framing?: true } | { cachePoint: { ttl?: "5m" | "1h" } };
 
 function prefixParts(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): PrefixPart[] {
   const parts: PrefixPart[] = [];
@@ -300,7 +300,7 @@ function prefixParts(request: Pick<ConverseRequest, "messages" | "system" | "too
   }
   for (const block of request.system ?? []) parts.push("text" in block ? { tokens: countClaudeTokens(block.text), json: block } : block);
   request.messages.forEach((message, m) => {
-    parts.push({ tokens: MESSAGE_FRAMING_TOKENS, json: { message: m, role: message.role } });
+    parts.push({ tokens: MESSAGE_FRAMING_TOKENS, json: { message: m, role: message.role }, framing: true });
     for (const block of message.content) parts.push("cachePoint" in block ? block : { tokens: countClaudeTokens(blockText(block)), json: block });
   });
   return parts;
@@ -311,22 +311,30 @@ export function countInputTokens(request: Pick<ConverseRequest, "messages" | "sy
   return prefixParts(request).reduce((n, part) => n + ("tokens" in part ? part.tokens : 0), 0);
 }
 
-/** The prefix each cache point closes: its tokens and a hash of everything before it. Throws Bedrock's rejections of the points. */
+/**
+ * The prefix each cache point closes (its tokens and a hash of everything before it), with the
+ * prefixes at the content-block boundaries before it, for the cache's look-back. Throws Bedrock's
+ * rejections of the points.
+ */
 function prefixPoints(parts: readonly PrefixPart[]): PrefixPoint[] {
   const points: PrefixPoint[] = [];
+  const boundaries: Prefix[] = [];
   const hash: Hash = createHash("sha256");
+  const anyPoint = parts.some((p) => "cachePoint" in p);
   let tokens = 0;
   for (const part of parts) {
     if ("tokens" in part) {
       tokens += part.tokens;
       hash.update(JSON.stringify(part.json)).update("\u0000");
+      if (anyPoint && !part.framing) boundaries.push({ tokens, key: hash.copy().digest("hex") });
       continue;
     }
     const ttl = part.cachePoint.ttl ?? "5m";
     if (ttl === "1h" && points.some((p) => p.ttl === "5m")) {
       throw validation("The model returned the following errors: a cache point with ttl='1h' must not come after a cache point with ttl='5m'.");
     }
-    points.push({ tokens, key: hash.copy().digest("hex"), ttl });
+    const earlier = boundaries.slice(-DEFAULT_LOOKBACK_BLOCKS - 1).reverse();
+    points.push({ tokens, key: hash.copy().digest("hex"), ttl, earlier });
   }
   if (points.length > MAX_CACHE_POINTS) {
     throw validation(`The model returned the following errors: A maximum of ${MAX_CACHE_POINTS} blocks with cache_control may be provided. Found ${points.length}.`);

@@ -64,6 +64,16 @@ describe("PromptCache", () => {
       expect(cache.use(MODEL, [point(400, "b", "1h"), point(600, "c", "5m")])).toMatchObject({ cacheReadInputTokens: 400, cacheWriteInputTokens: 200 });
     });
 
+    it("reads a prefix an earlier request cached at a block boundary within the look-back before a point", () => {
+      const cache = new PromptCache({ minTokensPerCheckpoint: 100 });
+      cache.use(MODEL, [point(400, "b")]);
+      const later = { ...point(700, "c"), earlier: [{ tokens: 650, key: "x" }, { tokens: 400, key: "b" }] };
+      expect(cache.use(MODEL, [later])).toMatchObject({ cacheReadInputTokens: 400, cacheWriteInputTokens: 300 });
+      const beyond = new PromptCache({ minTokensPerCheckpoint: 100, lookbackBlocks: 1 });
+      beyond.use(MODEL, [point(400, "b")]);
+      expect(beyond.use(MODEL, [later])).toMatchObject({ cacheReadInputTokens: 0, cacheWriteInputTokens: 700 });
+    });
+
     it("keeps each model's cache apart", () => {
       const cache = new PromptCache({ minTokensPerCheckpoint: 100 });
       cache.use(MODEL, [point(400, "b")]);
