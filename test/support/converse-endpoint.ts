@@ -312,6 +312,23 @@ export function countInputTokens(request: Pick<ConverseRequest, "messages" | "sy
 }
 
 /**
+ * The prefixes of a request ending at each of its parts (cache points left out): tokens so far and a
+ * hash of the content so far. Two requests share a prefix of `tokens` where they share a `key`.
+ */
+export function prefixesOf(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): Prefix[] {
+  const prefixes: Prefix[] = [];
+  const hash = createHash("sha256");
+  let tokens = 0;
+  for (const part of prefixParts(request)) {
+    if (!("tokens" in part)) continue;
+    tokens += part.tokens;
+    hash.update(JSON.stringify(part.json)).update("\u0000");
+    prefixes.push({ tokens, key: hash.copy().digest("hex") });
+  }
+  return prefixes;
+}
+
+/**
  * The prefix each cache point closes (its tokens and a hash of everything before it), with the
  * prefixes at the content-block boundaries before it, for the cache's look-back. Throws Bedrock's
  * rejections of the points.
