@@ -5,7 +5,7 @@ import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfi
 import type { ModelPrice } from "../config/config.js";
 import { buildModelView, countTextTokens, estimateError, stampTokenCount, TokenCalibration, withCachePoints, type ModelViewPolicy } from "../model-view/index.js";
 import type { ModelCallRecord } from "../store/turn-store.js";
-import type { Caller } from "../tools/tool.js";
+import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { ModelTokenCounter } from "./bedrock-token-counter.js";
 import type { FaultInjector } from "./fault-points.js";

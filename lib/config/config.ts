@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
-import { parseOrThrow } from "../validation.js";
+import { ValidationError } from "../errors.js";
+import { issueDetails, parseOrThrow } from "../validation.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
 export const DEFAULT_DB_NAME = "threadwise";
@@ -87,6 +89,40 @@ const modelPrices = z
   })
   .pipe(z.record(z.string().min(1), z.object({ input: price, output: price, cacheRead: price, cacheWrite: price, cacheWrite1h: price }).strict()));
 
+const roleList = z.array(z.string().min(1));
+/** Roles of the principals of one Slack workspace or Teams tenant (`SLACK_ROLES`, `TEAMS_ROLES`). */
+const tenantRolesSchema = z.strictObject({
+  /** Every principal of the tenant. */
+  default: roleList.optional(),
+  /** By user: a Slack user id (`U…`, `W…`), an Entra object id. */
+  users: z.record(z.string().min(1), roleList).optional(),
+  /** By group the user is a member of: a Slack user group id (`S…`), an Entra group object id. Looked up when a turn runs. */
+  groups: z.record(z.string().min(1), roleList).optional(),
+});
+/** Keyed by Slack team id or Entra tenant id; a workspace or tenant not listed has no roles. */
+const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
+
+export type TenantRoles = z.infer<typeof tenantRolesSchema>;
+export type ChannelRolesMap = z.infer<typeof channelRolesSchema>;
+
+function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
+  if (raw === undefined) return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    throw new ValidationError("invalid configuration", [{ path: name, message: "not JSON" }], { cause: error });
+  }
+  const parsed = channelRolesSchema.safeParse(json);
+  if (!parsed.success) {
+    const [first] = issueDetails(parsed.error);
+    throw new ValidationError("invalid configuration", [
+      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}` },
+    ]);
+  }
+  return parsed.data;
+}
+
 const envSchema = z
   .object({
   MONGODB_URI: z.string().min(1).optional(),
@@ -129,6 +165,9 @@ const envSchema = z
   SLACK_API_URL: z.string().url().optional(),
   TEAMS_OPENID_METADATA_URL: z.string().url().optional(),
   TEAMS_TOKEN_URL: z.string().url().optional(),
+  TEAMS_GRAPH_URL: z.string().url().optional(),
+  SLACK_ROLES: z.string().min(1).optional(),
+  TEAMS_ROLES: z.string().min(1).optional(),
 })
   // Bedrock rejects a 1-hour cache point after a 5-minute one, and the stable points come first.
   .refine((e) => !((e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL) === "5m" && e.PROMPT_CACHE_TURN_TTL === "1h"), {
@@ -180,6 +219,8 @@ export interface AuthConfig {
   jwksUrl?: string;
   tenantClaim: string;
   rolesClaim: string;
+  /** Roles of Slack and Teams users, by workspace or tenant (API callers' roles come from their tokens). */
+  channelRoles: { slack: ChannelRolesMap; teams: ChannelRolesMap };
 }
 
 /** Set by the CDK stack for the Lambda handlers; unused in local mode. */
@@ -206,6 +247,8 @@ export interface ChannelEndpointsConfig {
   teamsOpenIdMetadataUrl?: string;
   /** Client-credentials token URL; `{tenant}` is replaced. Default: Entra's (`DEFAULT_BOT_CONNECTOR_TOKEN_URL`). */
   teamsTokenUrl?: string;
+  /** Microsoft Graph base URL, for Entra group roles. Default: `https://graph.microsoft.com/v1.0/` (`DEFAULT_GRAPH_URL`). */
+  teamsGraphUrl?: string;
 }
 
 export interface Config {
@@ -226,6 +269,8 @@ export interface Config {
   port: number;
   /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
   tools: ToolsConfig;
+  /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */
+  recall: RecallConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -268,14 +313,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwksUrl: e.JWT_JWKS_URL,
       tenantClaim: e.JWT_TENANT_CLAIM ?? "tenant",
       rolesClaim: e.JWT_ROLES_CLAIM ?? "roles",
+      channelRoles: { slack: parseChannelRoles(e.SLACK_ROLES, "SLACK_ROLES"), teams: parseChannelRoles(e.TEAMS_ROLES, "TEAMS_ROLES") },
     },
     maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
     port: e.PORT ?? DEFAULT_PORT,
     tools: loadToolsConfig(env),
+    recall: loadRecallConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,
       teamsTokenUrl: e.TEAMS_TOKEN_URL,
+      teamsGraphUrl: e.TEAMS_GRAPH_URL,
     },
     deployment: {
       secretArn: e.SECRET_ARN,

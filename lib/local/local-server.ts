@@ -7,10 +7,12 @@ import { errorResponse } from "../api/error-response.js";
 import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
+import { ChannelRoles } from "../auth/channel-roles.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { channelNotConfiguredResponse } from "../channels/channel-http.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
 import { createChannelReplier } from "../channels/channel-replier.js";
+import { createGroupDirectories } from "../channels/group-directories.js";
 import { channelRoutes } from "../channels/channel-routes.js";
 import type { ChannelCredentials } from "../config/credentials.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
@@ -167,6 +169,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channels, config.channels),
+    roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });

@@ -2,6 +2,7 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, 
 import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
 import { placeCachePoints, withCachePoints, type CacheLayout } from "./cache-points.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
+import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import type { ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
@@ -265,6 +266,16 @@ function cacheLayout(view: readonly BaseMessage[], firstTokens: number, pairs: r
 }
 
 /**
+ * The system prompt, and after it the out-of-sight notice when finished turns before the oldest kept
+ * one exist (turns dropped for the budget are not counted: the notice gives a lower bound).
+ */
+function systemPart(policy: ModelViewPolicy, hiddenTurns: number): BaseMessage[] {
+  const notice = policy.outOfSight && outOfSightNotice(hiddenTurns, policy.outOfSight);
+  const text = [policy.systemPrompt, notice].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
+  return text.length === 0 ? [] : [new SystemMessage(text)];
+}
+
+/**
  * Builds the messages for one model call from the thread's messages and a policy.
  *
  * Contract (checked by the tests in `test/model-view`):
@@ -277,6 +288,8 @@ function cacheLayout(view: readonly BaseMessage[], firstTokens: number, pairs: r
  * - the oldest kept finished turn moves `policy.historyBlockTurns` turns at a time: at least the
  *   last `policy.finishedTurns` finished turns are kept (budget permitting), at most
  *   `finishedTurns + historyBlockTurns - 1`, so the history's beginning changes once a block;
+ * - with `policy.outOfSight`, the system part says how many finished turns before the oldest kept one
+ *   are out of sight, in steps that keep it unchanged across turns (`outOfSightNotice`);
  * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
  *   naming the tool, its size, the handle and how to read part of it;
  * - `ceil(((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)) <= policy.totalBudget`,
@@ -306,8 +319,13 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   if (turnStarts.length === 0) throw new InvalidModelViewError("the thread has no user message to answer", CONVERSE_RULES.firstMessageUser);
   for (let i = 0; i < turnStarts[0]; i++) if (messages[i].type !== "system") repairs.droppedMessages++;
 
+  const finishedTurnsInState = turnStarts.length - 1;
+  const blockTurns = Math.max(1, policy.historyBlockTurns ?? DEFAULT_HISTORY_BLOCK_TURNS);
+  const beyond = finishedTurnsInState - policy.finishedTurns;
+  const firstKept = beyond <= 0 ? 0 : beyond - (beyond % blockTurns);
+
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs);
-  const system = isBlank(policy.systemPrompt) ? [] : [new SystemMessage(policy.systemPrompt)];
+  const system = systemPart(policy, firstKept);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
 
@@ -321,10 +339,6 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
     }
   }
 
-  const finishedTurnsInState = turnStarts.length - 1;
-  const blockTurns = Math.max(1, policy.historyBlockTurns ?? DEFAULT_HISTORY_BLOCK_TURNS);
-  const beyond = finishedTurnsInState - policy.finishedTurns;
-  const firstKept = beyond <= 0 ? 0 : beyond - (beyond % blockTurns);
   // The block is whole once it holds `finishedTurns` turns; turns after it are appended one a turn.
   const blockEndTurn = policy.finishedTurns > 0 && finishedTurnsInState - firstKept >= policy.finishedTurns ? firstKept + policy.finishedTurns - 1 : -1;
   // Newest first, so dropping for the budget pops the oldest.

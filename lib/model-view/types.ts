@@ -1,4 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
+import type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 
 /** How long Bedrock keeps a cached prefix after its last use: `5m` everywhere, `1h` on recent Claude models (writes cost more). */
 export type CacheTtl = "5m" | "1h";
@@ -47,6 +48,8 @@ export interface ModelViewPolicy {
   totalBudget: number;
   /** Tokens taken by the tool schemas sent beside the messages; counted against the budget. Default: `DEFAULT_TOOL_SCHEMA_TOKENS` (0). */
   toolSchemaTokens?: number;
+  /** Finished turns older than `finishedTurns` are counted in a notice after the system prompt (`outOfSightNotice`). Default: no notice. */
+  outOfSight?: OutOfSightPolicy;
 }
 
 export interface OmittedOutput {

@@ -6,12 +6,13 @@ import { DEFAULT_MODEL_PRICES, loadConfig } from "../../lib/config/config.js";
 import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger, type StructuredLogger } from "../../lib/logger.js";
 import type { ModelCallRecord } from "../../lib/store/turn-store.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type RecordedConverseRequest } from "../support/converse-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
-const caller: Caller = { userId: "ada", tenantId: "acme", roles: [] };
+const caller: Caller = { principal: apiPrincipal("ada", "acme"), roles: [] };
 
 /** Code, which Claude's tokenizer counts about 10 % longer than cl100k: a cl100k budget would be overrun. */
 function code(turn: number, lines: number): string {
@@ -78,7 +79,7 @@ async function bedrockApp(env: Record<string, string> = {}, logger: StructuredLo
 
 /** Runs the questions as turns of one conversation; returns every model call with the request that carried it. */
 async function converse_(app: App, questions: string[]): Promise<{ call: ModelCallRecord; request: RecordedConverseRequest }[]> {
-  const { _id: conversationId } = await app.database.conversations.create(caller);
+  const { _id: conversationId } = await app.database.conversations.create(caller.principal);
   const calls: { call: ModelCallRecord; request: RecordedConverseRequest }[] = [];
   for (const content of questions) {
     const before = converse.requests.filter((r) => r.operation !== "count-tokens").length;
@@ -127,7 +128,7 @@ describe("createAgentGraph", () => {
 
     it("records each call's cost by the model's price, and the turn's as the sum of its calls", async () => {
       const app = await bedrockApp();
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const turnId = randomUUID();
       await app.runner.run({ conversationId, caller, content: `Read the log twice.\n${code(1, 8)}`, turnId });
       const turn = await app.database.turns.getWithCalls(turnId);

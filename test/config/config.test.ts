@@ -10,59 +10,101 @@ import {
 } from "../../lib/config/config.js";
 import { ValidationError } from "../../lib/errors.js";
 
-describe("loadConfig", () => {
-  describe("model view and prompt cache", () => {
-    it("returns the defaults: history blocks, cache points with Bedrock's default TTL, the token margin", () => {
-      const { view, model } = loadConfig({});
-      expect(view).toMatchObject({
-        historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
-        tokenMargin: { initial: DEFAULT_VIEW_TOKEN_MARGIN, min: DEFAULT_VIEW_TOKEN_MARGIN_MIN },
-        promptCache: { enabled: true, minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: "5m", turnTtl: "5m" },
-      });
-      expect(model).toMatchObject({ prices: DEFAULT_MODEL_PRICES, countTokens: false });
+function refusal(env: Record<string, string>): ValidationError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ValidationError) return error;
+    throw error;
+  }
+  throw new Error("the configuration was accepted");
+}
+
+describe("config", () => {
+  describe("loadConfig", () => {
+    it("returns no channel roles when SLACK_ROLES and TEAMS_ROLES are unset", () => {
+      expect(loadConfig({}).auth.channelRoles).toEqual({ slack: {}, teams: {} });
     });
 
-    it("returns the TTL policy, the margin and CountTokens as set", () => {
-      const { view, model } = loadConfig({
-        PROMPT_CACHE: "off",
-        PROMPT_CACHE_STABLE_TTL: "1h",
-        PROMPT_CACHE_TURN_TTL: "5m",
-        VIEW_TOKEN_MARGIN: "0.3",
-        VIEW_TOKEN_MARGIN_MIN: "0.05",
-        BEDROCK_COUNT_TOKENS: "true",
+    it("returns the roles of Slack and Teams users by workspace and tenant", () => {
+      const config = loadConfig({
+        SLACK_ROLES: '{"T0123": {"default": ["viewer"], "users": {"U0ALICE": ["analyst"]}}}',
+        TEAMS_ROLES: '{"72f988bf-0000-4000-8000-00000000aa01": {"users": {"6f0c0000-0000-4000-8000-0000000000a1": ["analyst"]}}}',
       });
-      expect(view.promptCache).toMatchObject({ enabled: false, stableTtl: "1h", turnTtl: "5m" });
-      expect(view.tokenMargin).toEqual({ initial: 0.3, min: 0.05 });
-      expect(model.countTokens).toBe(true);
+      expect(config.auth.channelRoles.slack).toEqual({ T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } });
+      expect(Object.keys(config.auth.channelRoles.teams)).toEqual(["72f988bf-0000-4000-8000-00000000aa01"]);
     });
 
-    it("throws ValidationError for a one-hour turn TTL after five-minute stable points, which Bedrock rejects", () => {
-      expect(() => loadConfig({ PROMPT_CACHE_STABLE_TTL: "5m", PROMPT_CACHE_TURN_TTL: "1h" })).toThrow(ValidationError);
-      expect(() => loadConfig({ PROMPT_CACHE_TURN_TTL: "1h" })).toThrow(ValidationError);
+    it("throws ValidationError naming the variable for roles that are not JSON or not role lists", () => {
+      expect(refusal({ SLACK_ROLES: "T0123=analyst" }).details).toEqual([{ path: "SLACK_ROLES", message: "not JSON" }]);
+      expect(refusal({ TEAMS_ROLES: '{"t1": {"users": {"u1": "analyst"}}}' }).details?.[0]?.path).toBe("TEAMS_ROLES.t1.users.u1");
+    });
+
+    it("throws ValidationError for a key it does not know, such as a misspelt groups, rather than ignoring it", () => {
+      const error = refusal({ SLACK_ROLES: '{"T0123": {"group": {"S0FIN": ["finance"]}}}' });
+      expect(error.details?.[0]?.path).toBe("SLACK_ROLES.T0123");
+    });
+
+    it("returns group roles by Slack user group or Entra group id", () => {
+      const config = loadConfig({ TEAMS_ROLES: '{"tenant-1": {"groups": {"9a000000-0000-4000-8000-00000000f1a0": ["finance"]}}}' });
+      expect(config.auth.channelRoles.teams["tenant-1"].groups).toEqual({ "9a000000-0000-4000-8000-00000000f1a0": ["finance"] });
     });
   });
 
-  describe("model prices", () => {
-    it("returns MODEL_PRICES over the default table", () => {
-      const custom = { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25, cacheWrite1h: 2 };
-      const { prices } = loadConfig({ MODEL_PRICES: JSON.stringify({ "my.model-v1": custom }) }).model;
-      expect(prices["my.model-v1"]).toEqual(custom);
-      expect(prices["anthropic.claude-sonnet-4-20250514-v1:0"]).toEqual(DEFAULT_MODEL_PRICES["anthropic.claude-sonnet-4-20250514-v1:0"]);
+  describe("loadConfig (model view, prompt cache, prices)", () => {
+    describe("model view and prompt cache", () => {
+      it("returns the defaults: history blocks, cache points with Bedrock's default TTL, the token margin", () => {
+        const { view, model } = loadConfig({});
+        expect(view).toMatchObject({
+          historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+          tokenMargin: { initial: DEFAULT_VIEW_TOKEN_MARGIN, min: DEFAULT_VIEW_TOKEN_MARGIN_MIN },
+          promptCache: { enabled: true, minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: "5m", turnTtl: "5m" },
+        });
+        expect(model).toMatchObject({ prices: DEFAULT_MODEL_PRICES, countTokens: false });
+      });
+
+      it("returns the TTL policy, the margin and CountTokens as set", () => {
+        const { view, model } = loadConfig({
+          PROMPT_CACHE: "off",
+          PROMPT_CACHE_STABLE_TTL: "1h",
+          PROMPT_CACHE_TURN_TTL: "5m",
+          VIEW_TOKEN_MARGIN: "0.3",
+          VIEW_TOKEN_MARGIN_MIN: "0.05",
+          BEDROCK_COUNT_TOKENS: "true",
+        });
+        expect(view.promptCache).toMatchObject({ enabled: false, stableTtl: "1h", turnTtl: "5m" });
+        expect(view.tokenMargin).toEqual({ initial: 0.3, min: 0.05 });
+        expect(model.countTokens).toBe(true);
+      });
+
+      it("throws ValidationError for a one-hour turn TTL after five-minute stable points, which Bedrock rejects", () => {
+        expect(() => loadConfig({ PROMPT_CACHE_STABLE_TTL: "5m", PROMPT_CACHE_TURN_TTL: "1h" })).toThrow(ValidationError);
+        expect(() => loadConfig({ PROMPT_CACHE_TURN_TTL: "1h" })).toThrow(ValidationError);
+      });
     });
 
-    it("throws ValidationError for prices that are not JSON or lack a kind of token", () => {
-      expect(() => loadConfig({ MODEL_PRICES: "{not json" })).toThrow(ValidationError);
-      expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: 1, output: 5 } }) })).toThrow(ValidationError);
-      expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: -1, output: 5, cacheRead: 0, cacheWrite: 0, cacheWrite1h: 0 } }) })).toThrow(ValidationError);
+    describe("model prices", () => {
+      it("returns MODEL_PRICES over the default table", () => {
+        const custom = { input: 1, output: 5, cacheRead: 0.1, cacheWrite: 1.25, cacheWrite1h: 2 };
+        const { prices } = loadConfig({ MODEL_PRICES: JSON.stringify({ "my.model-v1": custom }) }).model;
+        expect(prices["my.model-v1"]).toEqual(custom);
+        expect(prices["anthropic.claude-sonnet-4-20250514-v1:0"]).toEqual(DEFAULT_MODEL_PRICES["anthropic.claude-sonnet-4-20250514-v1:0"]);
+      });
+
+      it("throws ValidationError for prices that are not JSON or lack a kind of token", () => {
+        expect(() => loadConfig({ MODEL_PRICES: "{not json" })).toThrow(ValidationError);
+        expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: 1, output: 5 } }) })).toThrow(ValidationError);
+        expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: -1, output: 5, cacheRead: 0, cacheWrite: 0, cacheWrite1h: 0 } }) })).toThrow(ValidationError);
+      });
     });
   });
-});
 
-describe("priceOf", () => {
-  it("returns a model's price by its id or by its id without the inference-profile prefix", () => {
-    const sonnet = DEFAULT_MODEL_PRICES["anthropic.claude-sonnet-4-20250514-v1:0"];
-    expect(priceOf(DEFAULT_MODEL_PRICES, "us.anthropic.claude-sonnet-4-20250514-v1:0")).toBe(sonnet);
-    expect(priceOf(DEFAULT_MODEL_PRICES, "eu.anthropic.claude-sonnet-4-20250514-v1:0")).toBe(sonnet);
-    expect(priceOf(DEFAULT_MODEL_PRICES, "local")).toBeUndefined();
+  describe("priceOf", () => {
+    it("returns a model's price by its id or by its id without the inference-profile prefix", () => {
+      const sonnet = DEFAULT_MODEL_PRICES["anthropic.claude-sonnet-4-20250514-v1:0"];
+      expect(priceOf(DEFAULT_MODEL_PRICES, "us.anthropic.claude-sonnet-4-20250514-v1:0")).toBe(sonnet);
+      expect(priceOf(DEFAULT_MODEL_PRICES, "eu.anthropic.claude-sonnet-4-20250514-v1:0")).toBe(sonnet);
+      expect(priceOf(DEFAULT_MODEL_PRICES, "local")).toBeUndefined();
+    });
   });
 });
