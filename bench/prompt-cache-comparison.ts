@@ -104,7 +104,8 @@ export class CacheComparison {
         respond: () => (comparison as CacheComparison).reply,
         cache: { now: () => (comparison as CacheComparison).clockMs },
       });
-      const client = new BedrockRuntimeClient({ region: "us-east-1", endpoint: endpoint.url, credentials: { accessKeyId: "AKIDLOCALBENCH", secretAccessKey: "local-bench-secret" } });
+      const credentials = { accessKeyId: "AKIDLOCALBENCH", secretAccessKey: "local-bench-secret" };
+      const client = new BedrockRuntimeClient({ region: "us-east-1", endpoint: endpoint.url, credentials });
       const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 2_048, temperature: 0, client });
       variants.push({ key, endpoint, client, model, calls: [], budgetErrors: 0, sent: new Set() });
     }
@@ -249,7 +250,8 @@ export function costChart(runs: { turns: number; variants: VariantRun[] }[]): st
     return dollars;
   };
   const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"` +
+      ` font-family="Helvetica, Arial, sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
   ];
   runs.forEach((run, p) => {

@@ -1,4 +1,11 @@
-import { CountTokensCommand, type BedrockRuntimeClient, type ContentBlock, type Message, type SystemContentBlock, type ToolUseBlock } from "@aws-sdk/client-bedrock-runtime";
+import {
+  CountTokensCommand,
+  type BedrockRuntimeClient,
+  type ContentBlock,
+  type Message,
+  type SystemContentBlock,
+  type ToolUseBlock,
+} from "@aws-sdk/client-bedrock-runtime";
 import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
 import type { FunctionTool } from "./local-chat-model.js";
 
@@ -54,7 +61,11 @@ export function bedrockTokenCounter(client: BedrockRuntimeClient, modelId: strin
   return async (messages, tools) => {
     const input = converseInput(messages);
     const toolConfig = tools.length
-      ? { tools: tools.map((t) => ({ toolSpec: { name: t.function.name, description: t.function.description, inputSchema: { json: t.function.parameters as DocumentType } } })) }
+      ? {
+          tools: tools.map((t) => ({
+            toolSpec: { name: t.function.name, description: t.function.description, inputSchema: { json: t.function.parameters as DocumentType } },
+          })),
+        }
       : undefined;
     const { inputTokens } = await client.send(new CountTokensCommand({ modelId, input: { converse: { ...input, toolConfig } } }));
     return inputTokens ?? 0;

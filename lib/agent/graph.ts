@@ -3,7 +3,15 @@ import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { ModelPrice } from "../config/config.js";
-import { buildModelView, countTextTokens, estimateError, stampTokenCount, TokenCalibration, withCachePoints, type ModelViewPolicy } from "../model-view/index.js";
+import {
+  buildModelView,
+  countTextTokens,
+  estimateError,
+  stampTokenCount,
+  TokenCalibration,
+  withCachePoints,
+  type ModelViewPolicy,
+} from "../model-view/index.js";
 import type { ModelCallRecord } from "../store/turn-store.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";

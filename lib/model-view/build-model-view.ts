@@ -153,7 +153,8 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
     for (const [id, call] of pending) {
       if (call.answered) continue;
       const message = new ToolMessage({ content: INTERRUPTED_TOOL_RESULT, tool_call_id: id, name: call.name, status: "error" });
-      push(message, { toolCallId: id, toolName: call.name, outputTokens: countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS, preview: "", noticed: false, synthetic: true });
+      const outputTokens = countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS;
+      push(message, { toolCallId: id, toolName: call.name, outputTokens, preview: "", noticed: false, synthetic: true });
       repairs.syntheticToolResults++;
     }
     pending = new Map();
@@ -243,7 +244,13 @@ function applyNotice(item: ActiveItem, notice: { message: ToolMessage; tokens: n
 }
 
 /** The view's parts, for placing cache points: where the system prompt, the finished-turn block and earlier calls end. */
-function cacheLayout(view: readonly BaseMessage[], firstTokens: number, pairs: readonly FinishedPair[], active: readonly ActiveItem[], blockEndTurn: number): CacheLayout {
+function cacheLayout(
+  view: readonly BaseMessage[],
+  firstTokens: number,
+  pairs: readonly FinishedPair[],
+  active: readonly ActiveItem[],
+  blockEndTurn: number,
+): CacheLayout {
   const prefixTokens: number[] = [];
   let tokens = firstTokens;
   for (const message of view) prefixTokens.push((tokens += countMessageTokens(message)));
@@ -367,7 +374,8 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   }
   if (overBudget(total)) {
     throw new ContextBudgetExceededError(
-      `the model view needs ${modelTokens(total)} tokens, over the budget of ${policy.totalBudget}, with no finished turns and every tool result in the active turn shown as a notice`,
+      `the model view needs ${modelTokens(total)} tokens, over the budget of ${policy.totalBudget}, ` +
+        "with no finished turns and every tool result in the active turn shown as a notice",
       policy.totalBudget,
       modelTokens(total),
     );

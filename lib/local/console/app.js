@@ -555,9 +555,12 @@ function cacheFact(call) {
   const read = usage?.cacheReadTokens ?? 0;
   const written = usage?.cacheWriteTokens ?? 0;
   const where = points.length
-    ? `${points.length} cache point${points.length === 1 ? "" : "s"}: ${points.map((p) => `after message ${p.after + 1} (${CACHE_POINT_TEXT[p.kind]}, ${p.ttl})`).join("; ")}`
+    ? `${points.length} cache point${points.length === 1 ? "" : "s"}: ` +
+      points.map((p) => `after message ${p.after + 1} (${CACHE_POINT_TEXT[p.kind]}, ${p.ttl})`).join("; ")
     : "No cache point";
-  const estimate = stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${stats.tokenEstimate.ratio.toFixed(3)}, margin ${Math.round(stats.tokenEstimate.margin * 100)}%)` : "";
+  const ratio = stats.tokenEstimate?.ratio.toFixed(3);
+  const margin = Math.round((stats.tokenEstimate?.margin ?? 0) * 100);
+  const estimate = stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
   const error = call.estimateError !== null && call.estimateError !== undefined ? `, ${(call.estimateError * 100).toFixed(1)}% off the reported count.` : ".";
   return h(
     "li",
@@ -652,7 +655,9 @@ function renderBudget(call) {
     { key: "state", label: "Stored thread", value: stats.stateTokens, detail: `${n(stats.stateTokens)}` },
     { key: "view", label: "Model view", value: stats.viewTokens, extra: stats.toolSchemaTokens, detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}` },
   ];
-  if (usage?.inputTokens) rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: `${n(usage.inputTokens)} (${cachedShare(usage)} from cache)` });
+  if (usage?.inputTokens) {
+    rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: `${n(usage.inputTokens)} (${cachedShare(usage)} from cache)` });
+  }
   if (usage?.outputTokens) rows.push({ key: "output", label: "Reported output", value: usage.outputTokens, detail: n(usage.outputTokens) });
   const scale = Math.max(stats.budget, ...rows.map((r) => r.value + (r.extra ?? 0))) || 1;
   const pct = (value) => `${Math.min(100, (value / scale) * 100).toFixed(2)}%`;
@@ -783,7 +788,9 @@ function renderViewColumn(call, plan) {
       h("div", { class: "msg-badges" }, h("span", { class: `badge badge-${kind}`, text: label })),
       message.content ? messageBody(message.content) : null,
       toolCallList(message),
-      point ? h("div", { class: "cache-point", text: `cache point: ${CACHE_POINT_TEXT[point.kind]} · ${n(point.prefixTokens)} tokens up to here · ${point.ttl}` }) : null,
+      point
+        ? h("div", { class: "cache-point", text: `cache point: ${CACHE_POINT_TEXT[point.kind]} · ${n(point.prefixTokens)} tokens up to here · ${point.ttl}` })
+        : null,
     );
   });
   return h(
