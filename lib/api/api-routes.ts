@@ -50,6 +50,7 @@ export function turnView(turn: TurnWithCalls) {
       startedAt: c.startedAt.toISOString(),
       durationMs: c.durationMs,
       usage: c.usage,
+      estimateError: c.estimateError ?? null,
       stats: c.stats,
       toolCalls: c.toolCalls,
       view: c.view,
