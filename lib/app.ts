@@ -2,6 +2,7 @@ import type { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { createChatModel } from "./agent/chat-model.js";
 import type { FaultInjector } from "./agent/fault-points.js";
+import type { Clock } from "./clock.js";
 import type { StructuredLogger } from "./logger.js";
 import { createAgentGraph } from "./agent/graph.js";
 import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
@@ -41,6 +42,8 @@ export interface AppOptions {
   extraRoutes?: Route[];
   /** Test-only crash points; never set in production. */
   faults?: FaultInjector;
+  /** What leases measure time with. Default: the system clock; tests pass one they advance. */
+  clock?: Clock;
   /** Default: silent. */
   logger?: StructuredLogger;
   onError?(error: unknown, request: HttpRequest): void;
@@ -67,6 +70,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     leaseTtlMs: config.leaseTtlMs,
     retentionDays: config.retentionDays,
     checkpointsKept: config.checkpointsKept,
+    clock: options.clock,
   });
   await database.setup();
   const defaults = options.tools
@@ -103,8 +107,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     messages: database.messages,
     turns: database.turns,
     lease: database.lease,
+    threads: { claimThread: async () => undefined },
     faults: options.faults,
-    afterTurn: async (conversationId) => {
+    afterTurn: async (conversationId, fence) => {
+      await fence.assertHeld();
       await database.checkpointer.prune(conversationId);
       await database.retention.touch(conversationId);
     },

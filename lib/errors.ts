@@ -174,3 +174,47 @@ export class ChannelDeliveryError extends ThreadwiseError {
 export class IdempotencyKeyReusedError extends ThreadwiseError {
   override name = "IdempotencyKeyReusedError";
 }
+
+/**
+ * A write by a turn that no longer holds its conversation: its lease was taken over (it
+ * expired under a paused process) or the conversation was deleted. Nothing of the write is
+ * visible; the writer must stop.
+ */
+export class StaleWriterError extends ConflictError {
+  override name = "StaleWriterError";
+  constructor(
+    message: string,
+    readonly threadId: string,
+    readonly epoch?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, undefined, options);
+  }
+}
+
+/**
+ * A retried turn that is no longer its conversation's latest: later turns ran meanwhile, so it
+ * cannot be answered without answering out of order. Its question is kept in the record.
+ */
+export class TurnSupersededError extends ConflictError {
+  override name = "TurnSupersededError";
+  constructor(
+    message: string,
+    readonly turnId: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, undefined, options);
+  }
+}
+
+/** A turn needed more model calls than its cap; retrying cannot help, the same question would loop again. */
+export class ModelCallLimitError extends ThreadwiseError {
+  override name = "ModelCallLimitError";
+  constructor(
+    message: string,
+    readonly limit: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

@@ -173,11 +173,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request, [id]) => {
         const { conversation } = await owned(request, id);
         const { status } = parseQuery(request, turnsQuery);
-        const docs = await turns.collection
-          .find({ conversationId: conversation._id, ...(status ? { status } : {}) })
-          .sort({ createdAt: -1, _id: -1 })
-          .limit(MAX_PAGE_SIZE)
-          .toArray();
+        const docs = await turns.list(conversation._id, { status, limit: MAX_PAGE_SIZE });
         return json(200, { conversationId: conversation._id, turns: docs.map(turnSummary) });
       },
     },

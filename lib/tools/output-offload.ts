@@ -1,6 +1,7 @@
 import { DEFAULT_VIEW_TOOL_OUTPUT_TOKENS } from "../config/config.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import type { ArtifactRef, ArtifactStore } from "../store/artifact-store.js";
+import type { WriteFence } from "../store/write-fence.js";
 
 /**
  * Outputs above this many tokens leave the checkpoint for the artifact store. The same number
@@ -10,10 +11,11 @@ import type { ArtifactRef, ArtifactStore } from "../store/artifact-store.js";
 export const DEFAULT_OFFLOAD_TOKENS = DEFAULT_VIEW_TOOL_OUTPUT_TOKENS;
 
 export interface ToolOutputMeta {
-  conversationId: string;
   turnId: string;
   toolCallId: string;
   toolName: string;
+  /** The turn's fence: the artifact is stored only while the turn holds its conversation, with its expiry. */
+  fence: WriteFence;
 }
 
 export interface OffloadOptions {
@@ -36,6 +38,7 @@ export interface OffloadedOutput {
 export async function offloadToolOutput(output: string, meta: ToolOutputMeta, options: OffloadOptions): Promise<OffloadedOutput> {
   const tokens = countTextTokens(output);
   if (tokens <= (options.thresholdTokens ?? DEFAULT_OFFLOAD_TOKENS)) return { content: output };
-  const artifact = await options.artifacts.put({ ...meta, content: output, tokens });
+  const { fence, ...fields } = meta;
+  const artifact = await options.artifacts.put({ ...fields, content: output, tokens }, fence);
   return { content: artifact.preview, artifact };
 }

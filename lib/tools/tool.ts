@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { WriteFence } from "../store/write-fence.js";
 
 /** Who is asking: taken from the verified credential, never from the request body. */
 export interface Caller {
@@ -14,6 +15,8 @@ export interface ToolContext {
   toolCallId: string;
   caller: Caller;
   signal?: AbortSignal;
+  /** Present whenever a turn runs the tool: a tool that writes does so under it, so a stale turn writes nothing. */
+  fence?: WriteFence;
 }
 
 /**

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
 import { ChannelReplier, SlackReplier, slackTurnJob, type SlackTurnJob } from "../../lib/channels/index.js";
 import { loadConfig } from "../../lib/config/config.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
 import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger } from "../../lib/logger.js";
 import { turnIdForJob, TurnJobWorker, type TurnJobWorkerOptions } from "../../lib/queue/index.js";
@@ -134,14 +135,15 @@ describe("TurnJobWorker", () => {
     });
 
     it("posts nothing while another delivery holds a fresh claim on the reply, and takes over a stale one", async () => {
+      const turnsCollection = app.database.db.collection<{ _id: string }>(COLLECTIONS.turns);
       const j = job("claimed elsewhere");
       const turnId = turnIdForJob(j);
       await worker().process(j, 1);
-      await app.database.turns.collection.updateOne({ _id: turnId }, { $unset: { repliedAt: "" }, $set: { replyClaimedAt: new Date() } });
+      await turnsCollection.updateOne({ _id: turnId }, { $unset: { repliedAt: "" }, $set: { replyClaimedAt: new Date() } });
       const posts = postsIn(j).length;
       await worker().process(j, 2);
       expect(postsIn(j).length).toBe(posts);
-      await app.database.turns.collection.updateOne({ _id: turnId }, { $set: { replyClaimedAt: new Date(Date.now() - 10 * 60_000) } });
+      await turnsCollection.updateOne({ _id: turnId }, { $set: { replyClaimedAt: new Date(Date.now() - 10 * 60_000) } });
       await worker({ replyClaimMs: 60_000 }).process(j, 3);
       expect(postsIn(j).length).toBe(posts + 1);
     });

@@ -9,6 +9,7 @@ import {
   readableLines,
 } from "../../lib/tools/read-tool-output.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
+import { heldFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 let database: TestDatabase;
@@ -33,7 +34,8 @@ afterAll(async () => {
 let sequence = 0;
 async function store(content: string, conversationId = ctx.conversationId): Promise<string> {
   sequence += 1;
-  const ref = await artifacts.put({ conversationId, turnId: "turn-1", toolCallId: `call-${sequence}`, toolName: "sql_query", content });
+  const artifact = { turnId: "turn-1", toolCallId: `call-${sequence}`, toolName: "sql_query", content };
+  const ref = await artifacts.put(artifact, heldFence(conversationId));
   return ref.handle;
 }
 
