@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_MAX_MODEL_CALLS } from "../../lib/agent/turn-runner.js";
 import { createApp, type App } from "../../lib/app.js";
 import { ChannelReplier, SlackReplier, slackTurnJob, type SlackTurnJob } from "../../lib/channels/index.js";
 import { loadConfig } from "../../lib/config/config.js";
@@ -30,6 +31,7 @@ const whoAmI: ToolDefinition = {
 
 /** What the scripted model answers, by a keyword in the question. */
 function respond(text: string, toolResults: boolean): ScriptedReply {
+  if (text.includes("loops forever")) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("who am i") && !toolResults) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("refused")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
   if (text.includes("throttled")) return { error: { status: 429, type: "ThrottlingException", message: "Too many requests." } };
@@ -154,6 +156,15 @@ describe("TurnJobWorker", () => {
       expect(postsIn(j).map((p) => p.text)).toEqual(["Sorry, something went wrong and I couldn't answer this message. Please try again."]);
       expect(await worker().process(j, 2)).toMatchObject({ kind: "already-replied" });
       expect(postsIn(j)).toHaveLength(1);
+    });
+
+    it("returns gave-up on the first receive when the turn reaches its model-call cap, and tells the user once", async () => {
+      const j = job("this loops forever");
+      const modelCalls = converse.requests.length;
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "ModelCallLimitError" } });
+      expect(converse.requests.length - modelCalls).toBe(DEFAULT_MAX_MODEL_CALLS);
+      expect(postsIn(j)).toHaveLength(1);
+      expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "failed", error: { code: "model_call_limit" } });
     });
 
     it("returns retry for a throttled model (429) before the last receive, and says nothing yet", async () => {
