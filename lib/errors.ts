@@ -218,3 +218,15 @@ export class ModelCallLimitError extends ThreadwiseError {
     super(message, options);
   }
 }
+
+/** Only the conversation's latest finished turn can be edited or regenerated; this one is not (or a turn is still under way). */
+export class NotLatestTurnError extends ConflictError {
+  override name = "NotLatestTurnError";
+  constructor(
+    message: string,
+    readonly turnId: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, undefined, options);
+  }
+}

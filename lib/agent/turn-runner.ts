@@ -1,7 +1,7 @@
-import { AIMessage, HumanMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { Caller } from "../tools/tool.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import { ModelCallLimitError, NotFoundError, StaleWriterError, TurnSupersededError } from "../errors.js";
+import { ModelCallLimitError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import {
@@ -37,6 +37,11 @@ export interface TurnRequest {
   turnId: string;
   /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
   signal?: AbortSignal;
+  /**
+   * The conversation's latest finished turn, which this one replaces (an edited or regenerated
+   * last question): the thread forks from the turn boundary before it, and the record marks it.
+   */
+  replaces?: string;
 }
 
 /** The context figures of a turn: the last model call's view against the full state. */
@@ -170,6 +175,8 @@ export class TurnRunner {
     const { conversations, messages, turns, threads, faults } = this.deps;
     const { conversationId, turnId } = request;
     await threads.claimThread(conversationId, fence.epoch as number);
+    // Refused before anything is written; a replacing turn that already began is past this check.
+    if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.assertReplaceable(conversationId, request.replaces);
     const claim = await turns.claim(turnId, fence);
     if (!claim.claimed) return this.finished(claim.turn, fence);
     const turn = claim.turn;
@@ -231,13 +238,51 @@ export class TurnRunner {
   private async enter(turn: ClaimedTurn, request: TurnRequest, fence: WriteFence): Promise<{ seq: number; resumed: boolean }> {
     const { turns, messages } = this.deps;
     const resumed = turn.seq !== undefined;
-    const seq = turn.seq ?? (await turns.begin(turn, fence));
+    const seq = turn.seq ?? (await turns.begin(turn, fence, request.replaces ? { replaces: request.replaces } : {}));
+    turn.seq = seq;
+    turn.replaces ??= request.replaces;
     await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
+    if (turn.replaces) {
+      await messages.markReplaced(turn.replaces, turn._id, fence);
+      await turns.markReplaced(turn.replaces, turn, fence);
+    }
     if (await turns.hasLaterTurn(turn.conversationId, seq)) {
       await turns.supersede(turn, fence);
       throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
     }
     return { seq, resumed };
+  }
+
+  /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
+  private async assertReplaceable(conversationId: string, turnId: string): Promise<void> {
+    const latest = await this.deps.turns.latest(conversationId);
+    if (latest?._id !== turnId || !(latest.status === "completed" || latest.status === "failed")) {
+      throw new NotLatestTurnError(`turn ${turnId} is not the conversation's latest finished turn`, turnId);
+    }
+  }
+
+  /**
+   * Where a replacing turn starts: the newest checkpoint holding exactly the thread's messages
+   * before the replaced question (the turn boundary before it), so the original branch is left
+   * as it was. Without such a checkpoint (a first turn, or a boundary pruned before boundaries
+   * were kept) it starts from the latest checkpoint and removes the replaced turn's messages,
+   * which older checkpoints still hold.
+   */
+  private async forkPoint(conversationId: string, replaced: string): Promise<{ checkpointId?: string; remove: string[] }> {
+    const { graph } = this.deps;
+    const head = await graph.getState({ configurable: { thread_id: conversationId } });
+    const headIds = ((head.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
+    const at = headIds.indexOf(`${replaced}:user`);
+    const before = at < 0 ? headIds : headIds.slice(0, at);
+    if (before.length > 0) {
+      for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: conversationId } })) {
+        const ids = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
+        if (snapshot.next.length === 0 && ids.length === before.length && ids.every((id, i) => id === before[i])) {
+          return { checkpointId: snapshot.config.configurable?.checkpoint_id as string, remove: [] };
+        }
+      }
+    }
+    return { checkpointId: head.config.configurable?.checkpoint_id as string | undefined, remove: at < 0 ? [] : headIds.slice(at) };
   }
 
   /**
@@ -271,9 +316,12 @@ export class TurnRunner {
       recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
       onProgress: (progress) => turns.setProgress(turn, progress, fence),
     };
-    const input = started ? null : { messages: [stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }))] };
+    const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
+    const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
+    const removed = (fork?.remove ?? []).map((id) => new RemoveMessage({ id }));
+    const input = started ? null : { messages: [...removed, question] };
     const result = await graph.invoke(input, {
-      configurable: { ...thread, fence_epoch: fence.epoch },
+      configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
       signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,
       context,
       durability: "sync",

@@ -7,6 +7,7 @@ import {
   MethodNotAllowedError,
   ModelCallLimitError,
   NotFoundError,
+  NotLatestTurnError,
   PayloadTooLargeError,
   ServiceUnavailableError,
   TurnSupersededError,
@@ -34,6 +35,7 @@ export function errorResponse(error: unknown): HttpResponse {
   if (error instanceof NotFoundError) return json(404, body("not_found", error.message));
   if (error instanceof MethodNotAllowedError) return json(405, body("method_not_allowed", error.message), { allow: error.allowed.join(", ") });
   if (error instanceof TurnSupersededError) return json(409, body("turn_superseded", error.message, { turnId: error.turnId }));
+  if (error instanceof NotLatestTurnError) return json(409, body("turn_not_latest", error.message, { turnId: error.turnId }));
   if (error instanceof ConflictError) {
     return json(409, body("conflict", error.message), error.retryAfterSeconds ? { "retry-after": String(error.retryAfterSeconds) } : {});
   }

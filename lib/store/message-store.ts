@@ -60,6 +60,11 @@ export class MessageStore {
     await fence.guard(() => this.#messages.updateMany({ conversationId: fence.conversationId, turnId }, { $set: { replacedBy: byTurnId } }));
   }
 
+  /** The question a turn asked, as recorded; undefined when the turn has none. */
+  async question(conversationId: string, turnId: string): Promise<string | undefined> {
+    return (await this.#messages.findOne({ _id: `${turnId}:user`, conversationId }))?.content;
+  }
+
   /** In turn order (question before answer), whenever each was written. */
   async list(conversationId: string): Promise<RecordedMessage[]> {
     const docs = await this.#messages.find({ conversationId }).sort({ seq: 1, createdAt: 1, _id: -1 }).toArray();

@@ -164,6 +164,13 @@ export class TurnStore {
    */
   async claim(turnId: string, fence: WriteFence, now = new Date()): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
     const attempt = this.epochOf(fence);
+    // A new turn (the usual case) is created claimed; an existing one is claimed if no later attempt has it.
+    const fresh = { ...this.fresh(turnId, fence, "running", now), attempt };
+    const created = await fence.guard(
+      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
+    );
+    if (created) return { turn: fresh, claimed: true };
     const claimed = await this.#turns.findOneAndUpdate(
       {
         _id: turnId,
@@ -175,16 +182,7 @@ export class TurnStore {
       { returnDocument: "after" },
     );
     if (claimed) return { turn: claimed as ClaimedTurn, claimed: true };
-    const existing = await this.#turns.findOne({ _id: turnId });
-    if (!existing) {
-      const fresh = { ...this.fresh(turnId, fence, "running", now), attempt };
-      const created = await fence.guard(
-        () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
-        (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
-      );
-      // Another attempt created it between the two reads: claim what it created.
-      return created ? { turn: fresh, claimed: true } : this.claim(turnId, fence, now);
-    }
+    const existing = await this.require(turnId);
     if (existing.conversationId !== fence.conversationId) throw new NotFoundError(`turn ${turnId} not found`);
     if (FINAL_STATUSES.includes(existing.status)) return { turn: existing, claimed: false };
     throw fence.stale();

@@ -10,14 +10,14 @@ export interface FencedDocument {
 
 /**
  * The permission a turn writes under: every write it makes outside the turn document runs
- * through {@link guard}, which checks that the turn still holds its conversation before the
- * write and again after it, and takes the write back when the second check fails. The turn
- * document and model-call records also carry the epoch and filter on it, so they need no check.
+ * through {@link guard}, which checks after the write that the turn still holds its conversation
+ * and takes the write back when it does not. Turn documents and model-call records also carry
+ * the epoch and filter on it.
  *
  * Without multi-document transactions (the embedded server's lose concurrent updates, see the
- * README's "Turns and fencing") the remaining window is a writer that passes the first check
- * and then dies before the second: its document stays, carrying `expiresAt`, until retention
- * removes it.
+ * README's "Turns and fencing") two windows remain: a reader may see a stale write for the
+ * moment before it is taken back, and a writer that dies between its write and its check
+ * leaves the document, carrying `expiresAt`, until retention removes it.
  */
 export class WriteFence {
   constructor(
@@ -37,12 +37,11 @@ export class WriteFence {
   }
 
   /**
-   * Runs `write` only while the fence holds; when it was lost during the write, `undo` removes
-   * what the write added (it gets the write's result, to tell an insert from a no-op) and the
-   * call throws StaleWriterError.
+   * Runs `write`, then checks the fence: when it no longer holds, `undo` removes what the write
+   * added (it gets the write's result) and the call throws StaleWriterError. Checking after the
+   * write, not before, is what catches a takeover or deletion that raced it.
    */
   async guard<T>(write: () => Promise<T>, undo?: (result: T) => Promise<unknown>): Promise<T> {
-    await this.assertHeld();
     const result = await write();
     if (await this.held()) return result;
     await undo?.(result);
@@ -60,11 +59,12 @@ export class WriteFence {
     const ours = { _id, attempt } as unknown as Filter<T>;
     await this.guard(
       async () => {
-        await collection.updateOne({ _id } as Filter<T>, { $setOnInsert: { ...doc, attempt, expiresAt: this.expiresAt } } as UpdateFilter<T>, {
-          upsert: true,
-        });
-        // Raised separately: the embedded server has no `$max`.
-        await collection.updateOne({ _id, attempt: { $lt: attempt } } as unknown as Filter<T>, { $set: { attempt } } as unknown as UpdateFilter<T>);
+        const insert = { $setOnInsert: { ...doc, attempt, expiresAt: this.expiresAt } } as UpdateFilter<T>;
+        const { upsertedCount } = await collection.updateOne({ _id } as Filter<T>, insert, { upsert: true });
+        // An existing document's attempt is raised separately: the embedded server has no `$max`.
+        if (upsertedCount === 0) {
+          await collection.updateOne({ _id, attempt: { $lt: attempt } } as unknown as Filter<T>, { $set: { attempt } } as unknown as UpdateFilter<T>);
+        }
       },
       () => collection.deleteOne(ours),
     );

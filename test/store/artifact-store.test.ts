@@ -2,7 +2,7 @@ import { BSON } from "mongodb";
 import { DocumentTooLargeError } from "../../lib/errors.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore, DEFAULT_ARTIFACT_PART_BYTES, DEFAULT_PREVIEW_CHARS, previewOf } from "../../lib/store/artifact-store.js";
-import { heldFence } from "../support/fences.js";
+import { heldFence, lostFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 let database: TestDatabase;
@@ -140,6 +140,15 @@ describe("ArtifactStore", () => {
       const ref = await putIn(small, input);
       await small.collection.deleteOne({ conversationId: input.conversationId, kind: "part", index: 2 });
       expect(await small.get(ref.handle, input.conversationId)).toBeUndefined();
+    });
+  });
+
+  describe("put under a lost fence", () => {
+    it("throws StaleWriterError and leaves neither head nor parts", async () => {
+      const small = new ArtifactStore(database.db, { partBytes: 100 });
+      const input = call({ content: "v".repeat(450) });
+      await expect(small.put(input, lostFence(input.conversationId))).rejects.toMatchObject({ name: "StaleWriterError" });
+      expect(await small.collection.countDocuments({ conversationId: input.conversationId })).toBe(0);
     });
   });
 

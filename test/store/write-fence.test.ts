@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WriteFence, type FencedDocument } from "../../lib/store/write-fence.js";
-import { fenceLostDuringWrite, heldFence } from "../support/fences.js";
+import type { FencedDocument } from "../../lib/store/write-fence.js";
+import { heldFence, lostFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 interface Note extends FencedDocument {
@@ -15,7 +15,6 @@ beforeAll(async () => {
 });
 afterAll(() => database.cleanup());
 
-const lostFence = (conversationId: string) => new WriteFence(conversationId, 1, "test", new Date(), async () => false);
 
 describe("WriteFence", () => {
   describe("guard", () => {
@@ -23,19 +22,10 @@ describe("WriteFence", () => {
       await expect(heldFence("c").guard(async () => 42)).resolves.toBe(42);
     });
 
-    it("throws StaleWriterError without running the write when the fence is lost", async () => {
-      let ran = false;
-      const write = async () => {
-        ran = true;
-      };
-      await expect(lostFence("c").guard(write)).rejects.toMatchObject({ name: "StaleWriterError", threadId: "c" });
-      expect(ran).toBe(false);
-    });
-
-    it("takes the write back with its result and throws when the fence is lost during the write", async () => {
+    it("takes the write back with its result and throws StaleWriterError when the fence is lost", async () => {
       const undone: number[] = [];
-      const guarded = fenceLostDuringWrite("c").guard(async () => 7, async (result) => undone.push(result));
-      await expect(guarded).rejects.toMatchObject({ name: "StaleWriterError" });
+      const guarded = lostFence("c").guard(async () => 7, async (result) => undone.push(result));
+      await expect(guarded).rejects.toMatchObject({ name: "StaleWriterError", threadId: "c" });
       expect(undone).toEqual([7]);
     });
   });
@@ -48,8 +38,8 @@ describe("WriteFence", () => {
       expect(await notes().findOne({ _id: "once" })).toEqual({ _id: "once", text: "first", attempt: 3, expiresAt: fence.expiresAt });
     });
 
-    it("removes its own document when the fence is lost during the write", async () => {
-      await expect(fenceLostDuringWrite("c-lost", 4).insertOnce(notes(), { _id: "lost", text: "late" })).rejects.toMatchObject({
+    it("removes its own document when the fence is lost", async () => {
+      await expect(lostFence("c-lost", 4).insertOnce(notes(), { _id: "lost", text: "late" })).rejects.toMatchObject({
         name: "StaleWriterError",
       });
       expect(await notes().countDocuments({ _id: "lost" })).toBe(0);
@@ -57,7 +47,7 @@ describe("WriteFence", () => {
 
     it("leaves a newer attempt's document alone when an older attempt takes its write back", async () => {
       await heldFence("c-newer", 5).insertOnce(notes(), { _id: "shared", text: "newer" });
-      await expect(fenceLostDuringWrite("c-newer", 4).insertOnce(notes(), { _id: "shared", text: "older" })).rejects.toMatchObject({
+      await expect(lostFence("c-newer", 4).insertOnce(notes(), { _id: "shared", text: "older" })).rejects.toMatchObject({
         name: "StaleWriterError",
       });
       expect(await notes().findOne({ _id: "shared" })).toMatchObject({ text: "newer", attempt: 5 });

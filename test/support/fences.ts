@@ -8,8 +8,7 @@ export function heldFence(conversationId: string, epoch = 1): WriteFence {
   return new WriteFence(conversationId, epoch, "test", TEST_EXPIRY, async () => true);
 }
 
-/** A fence that holds when a write starts and is lost by the time it lands, as when a deletion or another turn intervenes. */
-export function fenceLostDuringWrite(conversationId: string, epoch = 1): WriteFence {
-  let checks = 0;
-  return new WriteFence(conversationId, epoch, "test", TEST_EXPIRY, async () => ++checks === 1);
+/** A fence already lost (taken over or deleted): every guarded write is taken back. */
+export function lostFence(conversationId: string, epoch = 1): WriteFence {
+  return new WriteFence(conversationId, epoch, "test", TEST_EXPIRY, async () => false);
 }
