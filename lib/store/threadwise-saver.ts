@@ -20,6 +20,7 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
+import { ThreadFences, isVisible, readFenceEpoch, type FenceStamp, type FenceView, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
 import { ChannelBlobStore, type BlobDocument, type BlobPosition } from "./checkpoint/channel-blob-store.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
 import { COLLECTIONS } from "./collections.js";
@@ -31,6 +32,8 @@ export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
 export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = COLLECTIONS.checkpointWrites;
 /** Collection of channel values and list chunks, keyed by (thread, namespace, channel, version). */
 export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = COLLECTIONS.checkpointBlobs;
+/** Collection of per-thread fences (see {@link ThreadwiseSaver.claimThread}). */
+export const DEFAULT_CHECKPOINT_THREADS_COLLECTION = COLLECTIONS.checkpointThreads;
 /**
  * Checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps. Resuming needs only
  * the latest; a few more leave the end of the last turn inspectable.
@@ -47,6 +50,8 @@ export interface ThreadwiseSaverOptions {
   checkpointWritesCollectionName?: string;
   /** Default: {@link DEFAULT_CHECKPOINT_BLOBS_COLLECTION}. */
   checkpointBlobsCollectionName?: string;
+  /** Default: {@link DEFAULT_CHECKPOINT_THREADS_COLLECTION}. */
+  checkpointThreadsCollectionName?: string;
   /**
    * Seconds of inactivity after which a thread's documents expire (TTL indexes on `upserted_at`,
    * created by `setup()`). Default: no expiry.
@@ -78,7 +83,7 @@ const optionsSchema = z.object({
 
 const keepSchema = z.number().int().positive();
 
-interface CheckpointDocument {
+interface CheckpointDocument extends FenceStamp {
   thread_id: string;
   checkpoint_ns: string;
   checkpoint_id: string;
@@ -89,7 +94,7 @@ interface CheckpointDocument {
   metadata_search: CheckpointMetadata;
 }
 
-interface WriteDocument {
+interface WriteDocument extends FenceStamp {
   thread_id: string;
   checkpoint_ns: string;
   checkpoint_id: string;
@@ -134,9 +139,11 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  */
 export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointBlobsCollectionName: string;
+  readonly checkpointThreadsCollectionName: string;
   readonly maxDocumentBytes: number;
   readonly checkpointsKept: number;
   private readonly blobs: ChannelBlobStore;
+  private readonly fences: ThreadFences;
 
   constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
     const checked = parseOptions(optionsSchema, options, "checkpointer options");
@@ -153,6 +160,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
     this.checkpointBlobsCollectionName = options.checkpointBlobsCollectionName ?? DEFAULT_CHECKPOINT_BLOBS_COLLECTION;
     this.maxDocumentBytes = checked.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES;
     this.checkpointsKept = checked.checkpointsKept ?? DEFAULT_CHECKPOINTS_KEPT;
+    this.checkpointThreadsCollectionName = options.checkpointThreadsCollectionName ?? DEFAULT_CHECKPOINT_THREADS_COLLECTION;
+    this.fences = new ThreadFences(this.db.collection<ThreadFenceDocument>(this.checkpointThreadsCollectionName), () => this.stamp());
     this.blobs = new ChannelBlobStore(this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName), this.serde, {
       maxDocumentBytes: this.maxDocumentBytes,
       timestamps: this.enableTimestamps,
@@ -180,9 +189,24 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * set. Idempotent; returns the errors (empty when every index exists) for the caller to check.
    */
   override async setup(): Promise<Error[]> {
-    const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled(this.blobs.createIndexes(this.ttl))]);
+    const fenceIndexes = this.ttl != null ? [this.fences.collection.createIndex({ upserted_at: 1 }, { expireAfterSeconds: this.ttl })] : [];
+    const [baseErrors, results] = await Promise.all([
+      super.setup(),
+      Promise.allSettled([...this.blobs.createIndexes(this.ttl), ...fenceIndexes]),
+    ]);
     const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason as Error);
     return [...baseErrors, ...errors];
+  }
+
+  /**
+   * Raises the thread's fence to `epoch`, creating its record if absent. From then on a `put` or
+   * `putWrites` whose `configurable.fence_epoch` is below `epoch` is refused with
+   * StaleWriterError, and nothing it wrote becomes visible. Claiming the current epoch again is
+   * allowed. An epoch belongs to one writer, and a thread's epochs only grow.
+   * @throws StaleWriterError when the thread is already fenced at a higher epoch.
+   */
+  async claimThread(threadId: string, epoch: number): Promise<void> {
+    await this.fences.claim(threadId, epoch);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -193,8 +217,11 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const query: Filter<CheckpointDocument> = checkpoint_id
       ? { thread_id, checkpoint_ns, checkpoint_id }
       : { thread_id, checkpoint_ns };
-    const [doc] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
-    return doc === undefined ? undefined : this.loadTuple(doc);
+    const fences = new FenceCache(this.fences);
+    for await (const doc of this.checkpoints.find(query).sort({ checkpoint_id: -1 })) {
+      if (await fences.visible(doc)) return this.loadTuple(doc, fences);
+    }
+    return undefined;
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
@@ -215,15 +242,23 @@ export class ThreadwiseSaver extends MongoDBSaver {
     }
     const beforeId = readConfigString("checkpoint_id", before?.configurable?.checkpoint_id);
     if (beforeId !== undefined) query.checkpoint_id = { $lt: beforeId };
-    let cursor = this.checkpoints.find(query).sort({ checkpoint_id: -1 });
-    if (limit !== undefined) cursor = cursor.limit(limit);
-    for await (const doc of cursor) yield await this.loadTuple(doc);
+    if (limit !== undefined && limit <= 0) return;
+    const fences = new FenceCache(this.fences);
+    let yielded = 0;
+    for await (const doc of this.checkpoints.find(query).sort({ checkpoint_id: -1 })) {
+      if (!(await fences.visible(doc))) continue;
+      yield await this.loadTuple(doc, fences);
+      yielded += 1;
+      if (limit !== undefined && yielded >= limit) return;
+    }
   }
 
   /**
    * Stores the checkpoint header and, as blobs, the channel values whose versions are in
    * `newVersions` (all of them when it is omitted). Every document is size-checked before the
    * first write; blobs are written before the header, so a header never points at missing blobs.
+   * With `configurable.fence_epoch`, the header becomes visible only if the fence still allows
+   * the epoch when it is committed (see {@link claimThread}).
    */
   override async put(
     config: RunnableConfig,
@@ -234,6 +269,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const parent_checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id);
+    const epoch = readFenceEpoch(config.configurable?.fence_epoch);
     const checkpoint_id = checkpoint.id;
     const header = copyCheckpoint(checkpoint);
     const values: Record<string, unknown> = header.channel_values;
@@ -257,20 +293,22 @@ export class ThreadwiseSaver extends MongoDBSaver {
     assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
 
     const position = { thread_id, checkpoint_ns };
+    if (epoch !== undefined) await this.fences.assertHeld(thread_id, epoch);
     const blobs = await this.blobs.prepare(position, values, newVersions ?? header.channel_versions, `checkpoint ${checkpoint_id}`);
     await this.blobs.write(blobs);
     if (this.enableTimestamps) await this.blobs.touch(position);
-    await this.checkpoints.updateOne(
-      { thread_id, checkpoint_ns, checkpoint_id },
-      { $set: { ...checkpointDoc, ...this.stamp() } },
-      { upsert: true },
-    );
+    const key = { thread_id, checkpoint_ns, checkpoint_id };
+    const writeHeader = (stamp: FenceStamp) =>
+      this.checkpoints.updateOne(key, { $set: { ...checkpointDoc, ...stamp, ...this.stamp() } }, { upsert: true });
+    if (epoch === undefined) await writeHeader({});
+    else await this.fences.write(thread_id, epoch, (token) => writeHeader({ epoch, token }), (token) => this.checkpoints.deleteOne({ ...key, epoch, token }));
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id } };
   }
 
   /**
    * Stores intermediate writes as stock does, plus the task path that orders them on read, each
-   * document size-checked before any is written.
+   * document size-checked before any is written. With `configurable.fence_epoch`, the writes
+   * become visible only if the fence still allows the epoch when they are committed.
    */
   override async putWrites(
     config: RunnableConfig,
@@ -281,29 +319,41 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id, true) as string;
+    const epoch = readFenceEpoch(config.configurable?.fence_epoch);
     const allSpecial = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    const operations = await Promise.all(
-      writes.map(async ([channel, value], idx): Promise<AnyBulkWriteOperation<WriteDocument>> => {
-        const filter = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, idx: WRITES_IDX_MAP[channel] ?? idx };
+    const prepared = await Promise.all(
+      writes.map(async ([channel, value], idx) => {
+        // Each epoch writes documents of its own, so a stale writer never overwrites a newer one's.
+        const filter = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, idx: WRITES_IDX_MAP[channel] ?? idx, epoch: epoch ?? null };
         const [type, serialized] = await this.serde.dumpsTyped(value);
         const fields = { channel, type, value: new Binary(serialized), task_path: taskPath ?? "" };
         assertDocumentFits({ ...filter, ...fields }, this.maxDocumentBytes, `write to "${channel}" of task ${taskId}`);
-        return {
-          updateOne: {
-            filter,
-            // Special writes (errors, interrupts) replace earlier ones; regular writes are kept once.
-            update: allSpecial ? { $set: { ...fields, ...this.stamp() } } : { $setOnInsert: { ...fields, ...this.stamp() } },
-            upsert: true,
-          },
-        };
+        return { filter, fields };
       }),
     );
-    if (operations.length > 0) await this.writes.bulkWrite(operations);
+    if (prepared.length === 0) return;
+    const writeAll = (stamp: FenceStamp) =>
+      this.writes.bulkWrite(
+        prepared.map(({ filter, fields }): AnyBulkWriteOperation<WriteDocument> => {
+          const set = { ...fields, ...stamp, ...this.stamp() };
+          // Special writes (errors, interrupts) replace earlier ones; regular writes are kept once.
+          return { updateOne: { filter, update: allSpecial ? { $set: set } : { $setOnInsert: set }, upsert: true } };
+        }),
+      );
+    if (epoch === undefined) await writeAll({});
+    else {
+      const taskWrites = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, epoch };
+      await this.fences.write(thread_id, epoch, (token) => writeAll({ token }), (token) => this.writes.deleteMany({ ...taskWrites, token }));
+    }
   }
 
-  /** Removes every checkpoint, write and blob of the thread, in every namespace. */
+  /**
+   * Removes every checkpoint, write and blob of the thread, in every namespace, and its fence
+   * first: a fenced writer still running is refused from then on and leaves nothing visible.
+   */
   override async deleteThread(threadId: string): Promise<void> {
     if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
+    await this.fences.remove(threadId);
     await Promise.all([
       this.checkpoints.deleteMany({ thread_id: threadId }),
       this.writes.deleteMany({ thread_id: threadId }),
@@ -350,17 +400,17 @@ export class ThreadwiseSaver extends MongoDBSaver {
     return result;
   }
 
-  private async loadTuple(doc: CheckpointDocument): Promise<CheckpointTuple> {
+  private async loadTuple(doc: CheckpointDocument, fences: FenceCache): Promise<CheckpointTuple> {
     const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = doc;
     const position = { thread_id, checkpoint_ns };
     const [checkpoint, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(doc.type, doc.checkpoint.buffer) as Promise<Checkpoint>,
       this.serde.loadsTyped(doc.type, doc.metadata.buffer) as Promise<CheckpointMetadata>,
-      this.loadWrites(position, checkpoint_id),
+      this.loadWrites(position, checkpoint_id, fences),
     ]);
     checkpoint.channel_values = await this.blobs.read(position, checkpoint.channel_versions);
     if (checkpoint.v < 4 && parent_checkpoint_id != null) {
-      await this.migratePendingSends(checkpoint, position, parent_checkpoint_id);
+      await this.migratePendingSends(checkpoint, position, parent_checkpoint_id, fences);
     }
     return {
       config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
@@ -374,15 +424,27 @@ export class ThreadwiseSaver extends MongoDBSaver {
     };
   }
 
-  /** The checkpoint's writes in `writesSortKey` order, the order live execution applies them in. */
+  /**
+   * The checkpoint's visible writes in `writesSortKey` order, the order live execution applies
+   * them in. Where writers of several epochs wrote the same task's write, the latest epoch's counts.
+   */
   private async loadWrites(
     position: BlobPosition,
     checkpoint_id: string,
+    fences: FenceCache,
     channel?: string,
   ): Promise<{ taskId: string; channel: string; value: unknown }[]> {
-    const docs = await this.writes
+    const found = await this.writes
       .find(channel === undefined ? { ...position, checkpoint_id } : { ...position, checkpoint_id, channel })
       .toArray();
+    const latest = new Map<string, WriteDocument>();
+    for (const doc of found) {
+      if (!(await fences.visible(doc))) continue;
+      const key = JSON.stringify([doc.task_id, doc.idx]);
+      const other = latest.get(key);
+      if (other === undefined || (other.epoch ?? -1) < (doc.epoch ?? -1)) latest.set(key, doc);
+    }
+    const docs = [...latest.values()];
     docs.sort((a, b) =>
       compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
     );
@@ -399,11 +461,26 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * Checkpoints before format v4 kept pending sends as `TASKS` writes on their parent; the
    * base spec expects them to surface as the `TASKS` channel of the child.
    */
-  private async migratePendingSends(checkpoint: Checkpoint, position: BlobPosition, parentId: string): Promise<void> {
-    const sends = await this.loadWrites(position, parentId, TASKS);
+  private async migratePendingSends(checkpoint: Checkpoint, position: BlobPosition, parentId: string, fences: FenceCache): Promise<void> {
+    const sends = await this.loadWrites(position, parentId, fences, TASKS);
     const existing = Object.values(checkpoint.channel_versions);
     checkpoint.channel_values[TASKS] = sends.map((w) => w.value);
-    checkpoint.channel_versions[TASKS] =
-      existing.length > 0 ? maxChannelVersion(...existing) : this.getNextVersion(undefined);
+    // Read deterministically: the same checkpoint reads back the same versions every time.
+    checkpoint.channel_versions[TASKS] = existing.length > 0 ? maxChannelVersion(...existing) : 1;
+  }
+}
+
+/** The fences of the threads one read touches, each read once. */
+class FenceCache {
+  private readonly views = new Map<string, Promise<FenceView>>();
+
+  constructor(private readonly fences: ThreadFences) {}
+
+  /** Whether readers see the document (unfenced or committed; see `isVisible`). */
+  async visible(doc: FenceStamp & { thread_id: string }): Promise<boolean> {
+    if (doc.token === undefined || doc.token === null) return true;
+    let view = this.views.get(doc.thread_id);
+    if (view === undefined) this.views.set(doc.thread_id, (view = this.fences.view(doc.thread_id)));
+    return isVisible(doc, await view);
   }
 }
