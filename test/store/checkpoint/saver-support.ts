@@ -68,11 +68,12 @@ const lastOf = (messages: BaseMessage[]) => messages[messages.length - 1];
 /**
  * A scripted agent and tool, compiled with the checkpointer: each user message gets one tool
  * call, a tool result of `toolOutput` characters, then an answer naming the question. `beforeAnswer`,
- * when given, is awaited by the agent before it answers (explicit synchronisation for tests).
+ * when given, is awaited by the agent before it answers (explicit synchronisation for tests);
+ * `interruptBefore` is LangGraph's.
  */
 export function scriptedGraph(
   checkpointer: BaseCheckpointSaver,
-  options: { toolOutput?: number; beforeAnswer?: () => Promise<void> } = {},
+  options: { toolOutput?: number; beforeAnswer?: () => Promise<void>; interruptBefore?: ("agent" | "tools")[] } = {},
 ) {
   return new StateGraph(MessagesAnnotation)
     .addNode("agent", async ({ messages }) => {
@@ -91,7 +92,7 @@ export function scriptedGraph(
     .addEdge(START, "agent")
     .addConditionalEdges("agent", ({ messages }) => ((lastOf(messages) as AIMessage).tool_calls?.length ? "tools" : END))
     .addEdge("tools", "agent")
-    .compile({ checkpointer });
+    .compile({ checkpointer, interruptBefore: options.interruptBefore });
 }
 
 /** A promise to wait on and the function that settles it. */
