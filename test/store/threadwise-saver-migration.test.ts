@@ -102,15 +102,15 @@ describe("ThreadwiseSaver", () => {
       expect([...resumed.done].sort()).toEqual(["a", "b", "c"]);
     });
 
-    it("continues a stock thread and keeps every message through prune", async () => {
+    it("keeps every message of a stock thread through prune, and continues it", async () => {
       const { saver, stock } = await bothSavers();
       const stockGraph = scriptedGraph(stock);
-      for (const question of ["q1", "q2"]) await stockGraph.invoke({ messages: [new HumanMessage(question)] }, thread);
+      for (const question of ["q1", "q2", "q3"]) await stockGraph.invoke({ messages: [new HumanMessage(question)] }, thread);
       const graph = scriptedGraph(saver);
-      for (const question of ["q3", "q4"]) {
-        await graph.invoke({ messages: [new HumanMessage(question)] }, thread);
-        await saver.prune("t", { keep: 1 });
-      }
+      await saver.prune("t");
+      expect((await graph.getState(thread)).values.messages).toHaveLength(12);
+      await graph.invoke({ messages: [new HumanMessage("q4")] }, thread);
+      await saver.prune("t", { keep: 1 });
       const state = await graph.getState(thread);
       expect(state.values.messages).toHaveLength(16);
       expect(texts(state.values.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2", "answer to q3", "answer to q4"]);
