@@ -107,11 +107,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     messages: database.messages,
     turns: database.turns,
     lease: database.lease,
-    threads: { claimThread: async () => undefined },
+    threads: database.checkpointer,
     faults: options.faults,
     afterTurn: async (conversationId, fence) => {
-      await fence.assertHeld();
-      await database.checkpointer.prune(conversationId);
+      await database.checkpointer.prune(conversationId, { fenceEpoch: fence.epoch });
       await database.retention.touch(conversationId);
     },
   });

@@ -122,6 +122,80 @@ export class DocumentTooLargeError extends ThreadwiseError {
   }
 }
 
+/** Options of {@link StaleWriterError}: the thread's fence when the write was refused. */
+export interface StaleWriterErrorOptions extends ErrorOptions {
+  currentEpoch?: number;
+}
+
+/**
+ * A write by a writer that no longer holds the thread: a later writer raised the thread's fence
+ * epoch (its lease was taken over) or the thread was deleted. Nothing of the refused write is
+ * visible to readers; the writer must stop.
+ */
+export class StaleWriterError extends ConflictError {
+  override name = "StaleWriterError";
+  /** The thread's fence epoch when the write was refused; undefined when the thread has no fence (deleted). */
+  readonly currentEpoch?: number;
+  constructor(
+    message: string,
+    readonly threadId: string,
+    /** The epoch the refused writer wrote under. */
+    readonly epoch?: number,
+    options?: StaleWriterErrorOptions,
+  ) {
+    super(message, undefined, options);
+    this.currentEpoch = options?.currentEpoch;
+  }
+}
+
+/**
+ * A checkpoint that a run or write starts from does not exist (it was pruned, deleted, or never
+ * written). Nothing was written: starting from an empty state instead would replace the thread's state.
+ */
+export class CheckpointNotFoundError extends NotFoundError {
+  override name = "CheckpointNotFoundError";
+  constructor(
+    message: string,
+    readonly threadId: string,
+    readonly checkpointNs: string,
+    readonly checkpointId: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A stored checkpoint names a channel value that is not in storage (a value, a list segment or a
+ * version it builds on). Reading it would return a state that was never written, so it is refused.
+ */
+export class ChannelValueMissingError extends ThreadwiseError {
+  override name = "ChannelValueMissingError";
+  constructor(
+    message: string,
+    readonly threadId: string,
+    readonly channel: string,
+    readonly version: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Two different values were written under one channel version; the first is kept and the second refused. */
+export class ChannelVersionConflictError extends ThreadwiseError {
+  override name = "ChannelVersionConflictError";
+  constructor(
+    message: string,
+    readonly threadId: string,
+    readonly channel: string,
+    readonly version: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
 /** A tool refused or failed; the model sees the message as a tool error. */
 export class ToolError extends ThreadwiseError {
   override name = "ToolError";
@@ -173,23 +247,6 @@ export class ChannelDeliveryError extends ThreadwiseError {
 /** An Idempotency-Key was reused with a different request body. */
 export class IdempotencyKeyReusedError extends ThreadwiseError {
   override name = "IdempotencyKeyReusedError";
-}
-
-/**
- * A write by a turn that no longer holds its conversation: its lease was taken over (it
- * expired under a paused process) or the conversation was deleted. Nothing of the write is
- * visible; the writer must stop.
- */
-export class StaleWriterError extends ConflictError {
-  override name = "StaleWriterError";
-  constructor(
-    message: string,
-    readonly threadId: string,
-    readonly epoch?: number,
-    options?: ErrorOptions,
-  ) {
-    super(message, undefined, options);
-  }
 }
 
 /**

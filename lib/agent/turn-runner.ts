@@ -4,6 +4,7 @@ import type { ConversationStore } from "../store/conversation-store.js";
 import { ModelCallLimitError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
+import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import {
   addUsage,
   ZERO_USAGE,
@@ -71,11 +72,8 @@ export interface ThreadMessage extends ViewMessage {
   artifact?: { handle: string; bytes: number; tokens: number };
 }
 
-/** What the runner needs of the checkpointer beyond the graph: the thread's fence. */
-export interface ThreadFencing {
-  /** Raises the thread's fence to `epoch`; a checkpoint write under a lower epoch is then refused. */
-  claimThread(threadId: string, epoch: number): Promise<void>;
-}
+/** What the runner needs of the checkpointer beyond the graph: the thread's fence, and removing a deleted conversation's thread. */
+export type ThreadFencing = Pick<ThreadwiseSaver, "claimThread" | "deleteThread">;
 
 export interface TurnRunnerDeps {
   graph: AgentGraph;
@@ -212,12 +210,18 @@ export class TurnRunner {
     await this.deps.turns.fail(turn, { code: errorCode(error), message: "the turn failed" }, fence);
   }
 
-  /** An error of an attempt that lost its fence says so; one whose conversation was deleted meanwhile is NotFound. */
+  /**
+   * An error of an attempt that lost its fence says so. One whose conversation was deleted
+   * meanwhile is NotFound, and the thread is deleted again: a claim that raced the deletion may
+   * have left the thread's fence behind.
+   */
   private async explain(error: unknown, fence: WriteFence, lost: AbortSignal): Promise<unknown> {
     const stale = error instanceof StaleWriterError ? error : lost.aborted ? fence.stale(error) : undefined;
     if (!stale) return error;
     const exists = await this.deps.conversations.get(fence.conversationId).catch(() => undefined);
-    return exists === null ? new NotFoundError(`conversation ${fence.conversationId} was deleted`, { cause: stale }) : stale;
+    if (exists !== null) return stale;
+    await this.deps.threads.deleteThread(fence.conversationId).catch(() => undefined);
+    return new NotFoundError(`conversation ${fence.conversationId} was deleted`, { cause: stale });
   }
 
   /** A final turn run again: a completed one answers as it did (its record repaired if the first attempt died before it), a superseded one refuses. */

@@ -56,7 +56,12 @@ export class ThreadwiseDatabase {
     });
     this.artifacts = new ArtifactStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
-    this.checkpointer = new ThreadwiseSaver({ client, dbName: options.dbName, checkpointsKept: options.checkpointsKept });
+    this.checkpointer = new ThreadwiseSaver({
+      client,
+      dbName: options.dbName,
+      checkpointsKept: options.checkpointsKept,
+      expiresAfterMs: this.retention.periodMs,
+    });
   }
 
   async setup(): Promise<void> {

@@ -47,9 +47,10 @@ export {
   DEFAULT_CHECKPOINTS_COLLECTION,
   DEFAULT_CHECKPOINT_WRITES_COLLECTION,
   DEFAULT_CHECKPOINT_BLOBS_COLLECTION,
+  DEFAULT_CHECKPOINT_THREADS_COLLECTION,
   type PruneOptions,
   type PruneResult,
   type ThreadwiseSaverOptions,
 } from "./threadwise-saver.js";
 export { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES } from "./checkpoint/document-size.js";
-export { DEFAULT_CHUNK_ITEMS } from "./checkpoint/channel-blob-store.js";
+export { DEFAULT_LIST_LINK_BYTES } from "./checkpoint/channel-blob-store.js";

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
-import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
@@ -8,6 +7,7 @@ import { silentLogger } from "../../lib/logger.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../lib/store/lease.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import type { Caller } from "../../lib/tools/tool.js";
+import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
 import { ManualClock } from "../support/manual-clock.js";
@@ -60,15 +60,6 @@ async function stateMessages(app: App, conversationId: string): Promise<BaseMess
   return (tuple?.checkpoint.channel_values.messages as BaseMessage[] | undefined) ?? [];
 }
 
-/** Every kept checkpoint's parent is the next older kept one: the thread never forked. */
-async function expectLinearChain(app: App, conversationId: string): Promise<void> {
-  const tuples: CheckpointTuple[] = [];
-  for await (const tuple of app.database.checkpointer.list({ configurable: { thread_id: conversationId, checkpoint_ns: "" } })) tuples.push(tuple);
-  for (let i = 0; i + 1 < tuples.length; i++) {
-    expect(tuples[i].parentConfig?.configurable?.checkpoint_id).toBe(tuples[i + 1].config.configurable?.checkpoint_id);
-  }
-}
-
 describe("TurnRunner", () => {
   describe("run with a model call longer than the lease", () => {
     it("keeps the lease through a five-minute model call: another turn meets a conflict throughout", async () => {
@@ -117,7 +108,7 @@ describe("TurnRunner", () => {
 
       await expect(stale).rejects.toMatchObject({ name: "StaleWriterError" });
       expect((await stateMessages(a, conversationId)).map((m) => m.content)).toEqual(["frozen question", "next question", "answer to: next question"]);
-      await expectLinearChain(a, conversationId);
+      expect(await chainBreak(a.database.checkpointer, conversationId)).toBeUndefined();
       const record = await a.database.messages.list(conversationId);
       expect(record.map((m) => `${m.turnId}:${m.role}`)).toEqual([`${tA}:user`, `${tB}:user`, `${tB}:assistant`]);
       expect(await a.database.turns.get(tA)).toMatchObject({ status: "failed", error: { code: "interrupted" } });

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
-import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { TurnResult } from "../../lib/agent/turn-runner.js";
@@ -9,6 +8,7 @@ import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../lib/store/lease.js";
 import type { Caller } from "../../lib/tools/tool.js";
+import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
 import { ManualClock } from "../support/manual-clock.js";
@@ -146,13 +146,9 @@ const answerTo = (question: unknown) => `answer to: ${String(question)}`;
 
 async function checkInvariants(conversationId: string, runs: Run[]): Promise<void> {
   const app = containers[0];
-  const tuples: CheckpointTuple[] = [];
-  for await (const tuple of app.database.checkpointer.list({ configurable: { thread_id: conversationId, checkpoint_ns: "" } })) tuples.push(tuple);
-  for (let i = 0; i + 1 < tuples.length; i++) {
-    expect(tuples[i].parentConfig?.configurable?.checkpoint_id, "the chain forked").toBe(tuples[i + 1].config.configurable?.checkpoint_id);
-  }
-
-  const messages = (tuples[0]?.checkpoint.channel_values.messages as BaseMessage[] | undefined) ?? [];
+  expect(await chainBreak(app.database.checkpointer, conversationId)).toBeUndefined();
+  const latest = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
+  const messages = (latest?.checkpoint.channel_values.messages as BaseMessage[] | undefined) ?? [];
   for (const [i, message] of messages.entries()) {
     if (message.getType() !== "ai") continue;
     const previous = messages[i - 1];
