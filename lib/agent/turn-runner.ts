@@ -175,7 +175,7 @@ export class TurnRunner {
     await threads.claimThread(conversationId, fence.epoch as number);
     // Refused before anything is written; a replacing turn that already began is past this check.
     if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.assertReplaceable(conversationId, request.replaces);
-    const claim = await turns.claim(turnId, fence);
+    const claim = await turns.claim(turnId, fence, request.replaces ? { replaces: request.replaces } : {});
     if (!claim.claimed) return this.finished(claim.turn, fence);
     const turn = claim.turn;
     try {
@@ -242,9 +242,10 @@ export class TurnRunner {
   private async enter(turn: ClaimedTurn, request: TurnRequest, fence: WriteFence): Promise<{ seq: number; resumed: boolean }> {
     const { turns, messages } = this.deps;
     const resumed = turn.seq !== undefined;
-    const seq = turn.seq ?? (await turns.begin(turn, fence, request.replaces ? { replaces: request.replaces } : {}));
+    // A replacing turn that the worker took over before it began is checked here, as the request was.
+    if (!resumed && turn.replaces && !request.replaces) await this.assertReplaceable(turn.conversationId, turn.replaces);
+    const seq = turn.seq ?? (await turns.begin(turn, fence));
     turn.seq = seq;
-    turn.replaces ??= request.replaces;
     await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
     if (turn.replaces) {
       await messages.markReplaced(turn.replaces, turn._id, fence);

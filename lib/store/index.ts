@@ -19,15 +19,18 @@ export {
   TURN_STATUSES,
   ZERO_USAGE,
   addUsage,
+  type ClaimedTurn,
   type ModelCallRecord,
   type TurnDocument,
+  type TurnError,
   type TurnProgress,
   type TurnStatus,
   type TurnWithCalls,
   type Usage,
   type ViewMessage,
 } from "./turn-store.js";
-export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "./lease.js";
+export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S, type ConversationLeaseOptions } from "./lease.js";
+export { WriteFence, type FencedDocument } from "./write-fence.js";
 export { RetentionPolicy, DEFAULT_RETENTION_DAYS, type RetentionOptions } from "./retention.js";
 export {
   ArtifactStore,

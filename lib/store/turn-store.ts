@@ -162,10 +162,15 @@ export class TurnStore {
    * it with `claimed: false` when it is final (completed, superseded), which no attempt changes.
    * @throws StaleWriterError when a later attempt has claimed it.
    */
-  async claim(turnId: string, fence: WriteFence, now = new Date()): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
+  async claim(
+    turnId: string,
+    fence: WriteFence,
+    fields: { replaces?: string } = {},
+    now = new Date(),
+  ): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
     const attempt = this.epochOf(fence);
     // A new turn (the usual case) is created claimed; an existing one is claimed if no later attempt has it.
-    const fresh = { ...this.fresh(turnId, fence, "running", now), attempt };
+    const fresh = { ...this.fresh(turnId, fence, "running", now), attempt, ...fields };
     const created = await fence.guard(
       () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
       (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
@@ -189,9 +194,9 @@ export class TurnStore {
   }
 
   /** The turn's question enters the record and the thread under this attempt's epoch; returns that sequence number. */
-  async begin(turn: ClaimedTurn, fence: WriteFence, fields: { replaces?: string } = {}, now = new Date()): Promise<number> {
+  async begin(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<number> {
     const seq = this.epochOf(fence);
-    await this.update(turn, fence, { $set: { seq, updatedAt: now, ...fields } });
+    await this.update(turn, fence, { $set: { seq, updatedAt: now } });
     return seq;
   }
 
