@@ -249,12 +249,9 @@ export class IdempotencyKeyReusedError extends ThreadwiseError {
   override name = "IdempotencyKeyReusedError";
 }
 
-/**
- * A retried turn that is no longer its conversation's latest: later turns ran meanwhile, so it
- * cannot be answered without answering out of order. Its question is kept in the record.
- */
-export class TurnSupersededError extends ConflictError {
-  override name = "TurnSupersededError";
+/** A conflict about one turn, which `turnId` names. */
+export class TurnConflictError extends ConflictError {
+  override name = "TurnConflictError";
   constructor(
     message: string,
     readonly turnId: string,
@@ -262,6 +259,14 @@ export class TurnSupersededError extends ConflictError {
   ) {
     super(message, undefined, options);
   }
+}
+
+/**
+ * A retried turn that is no longer its conversation's latest: later turns ran meanwhile, so it
+ * cannot be answered without answering out of order. Its question is kept in the record.
+ */
+export class TurnSupersededError extends TurnConflictError {
+  override name = "TurnSupersededError";
 }
 
 /** A turn needed more model calls than its cap; retrying cannot help, the same question would loop again. */
@@ -277,13 +282,6 @@ export class ModelCallLimitError extends ThreadwiseError {
 }
 
 /** Only the conversation's latest finished turn can be edited or regenerated; this one is not (or a turn is still under way). */
-export class NotLatestTurnError extends ConflictError {
+export class NotLatestTurnError extends TurnConflictError {
   override name = "NotLatestTurnError";
-  constructor(
-    message: string,
-    readonly turnId: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, undefined, options);
-  }
 }

@@ -1,32 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COLLECTIONS } from "../../lib/store/collections.js";
-import { startTestServer, type TestServer } from "../support/api-client.js";
-import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import type { TestServer } from "../support/api-client.js";
+import { lastUserText } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
+import { startServerWithModel, type ModelServer } from "../support/model-server.js";
 
-let converse: ConverseEndpoint;
+let server: ModelServer;
 let api: TestServer;
 let token: string;
 /** Model calls for a question containing "hold" wait here until the test opens the gate. */
 let gate = new Gate();
 
 beforeAll(async () => {
-  converse = await startConverseEndpoint({
-    respond: async (request) => {
-      const text = lastUserText(request);
-      if (text.includes("hold")) await gate.pass();
-      return { text: `answer to: ${text}` };
-    },
+  server = await startServerWithModel(async (request) => {
+    const text = lastUserText(request);
+    if (text.includes("hold")) await gate.pass();
+    return { text: `answer to: ${text}` };
   });
-  for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  api = await startTestServer({ MODEL_PROVIDER: "bedrock" });
+  api = server.api;
   token = await api.token("alice");
 });
 
 afterAll(async () => {
-  await api?.close();
-  await converse?.close();
-  vi.unstubAllEnvs();
+  gate.open();
+  await server?.close();
 });
 
 /** Every document of any collection that names the conversation, by collection. */

@@ -1,25 +1,21 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestServer, type TestServer } from "../support/api-client.js";
-import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestServer } from "../support/api-client.js";
+import { lastUserText } from "../support/converse-endpoint.js";
+import { startServerWithModel, type ModelServer } from "../support/model-server.js";
 
-let converse: ConverseEndpoint;
+let server: ModelServer;
 let api: TestServer;
 let token: string;
 
 beforeAll(async () => {
   // The request number tells a regenerated answer from the first one.
-  converse = await startConverseEndpoint({ respond: (request, { requestNumber }) => ({ text: `answer #${requestNumber} to: ${lastUserText(request)}` }) });
-  for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  api = await startTestServer({ MODEL_PROVIDER: "bedrock" });
+  server = await startServerWithModel((request, { requestNumber }) => ({ text: `answer #${requestNumber} to: ${lastUserText(request)}` }));
+  api = server.api;
   token = await api.token("alice");
 });
 
-afterAll(async () => {
-  await api?.close();
-  await converse?.close();
-  vi.unstubAllEnvs();
-});
+afterAll(() => server?.close());
 
 async function conversationWith(...questions: string[]): Promise<{ id: string; turnIds: string[] }> {
   const id = (await api.call("POST", "/v1/conversations", { token })).body.conversationId as string;
