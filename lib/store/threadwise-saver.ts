@@ -21,7 +21,14 @@ import { Binary, type AnyBulkWriteOperation, type Collection, type Document, typ
 import { z } from "zod";
 import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
-import { BlobReader, ChannelBlobStore, DEFAULT_LIST_LINK_BYTES, type BlobDocument, type BlobPosition, type ChannelWrite } from "./checkpoint/channel-blob-store.js";
+import {
+  BlobReader,
+  ChannelBlobStore,
+  DEFAULT_LIST_LINK_BYTES,
+  type BlobDocument,
+  type BlobPosition,
+  type ChannelWrite,
+} from "./checkpoint/channel-blob-store.js";
 import { nextChannelVersion } from "./checkpoint/channel-versions.js";
 import {
   HEADER_FORMAT,
@@ -107,6 +114,9 @@ const optionsSchema = z.object({
 });
 
 const keepSchema = z.number().int().positive();
+
+/** Epochs below the fence whose marks prune lets accumulate before it compacts them. */
+const SEALED_EPOCHS_PER_COMPACTION = 8;
 
 interface WriteDocument extends FenceStamp {
   thread_id: string;
@@ -570,13 +580,16 @@ export class ThreadwiseSaver extends MongoDBSaver {
   }
 
   /**
-   * Drops the commit tokens of epochs below the fence: committed documents keep their epoch
-   * without a token (always visible), uncommitted ones are removed, then the marks are forgotten.
+   * Once several epochs are below the fence, drops their commit tokens: committed documents keep
+   * their epoch without a token (always visible), uncommitted ones are removed, then the marks are
+   * forgotten. Batched, so that the fence document stays small without a rewrite every turn.
    */
   private async compactSealedEpochs(threadId: string, view: FenceView): Promise<{ checkpoints: number; writes: number }> {
-    if (view === null) return { checkpoints: 0, writes: 0 };
-    const sealed = Object.entries(view.marks ?? {}).filter(([epoch]) => Number(epoch) < view.fence);
-    const collections = [this.db.collection<FenceStamp & { thread_id: string }>(this.checkpointCollectionName), this.db.collection<FenceStamp & { thread_id: string }>(this.checkpointWritesCollectionName)];
+    const sealed = Object.entries(view?.marks ?? {}).filter(([epoch]) => view !== null && Number(epoch) < view.fence);
+    if (view === null || sealed.length < SEALED_EPOCHS_PER_COMPACTION) return { checkpoints: 0, writes: 0 };
+    const collections = [this.checkpointCollectionName, this.checkpointWritesCollectionName].map((name) =>
+      this.db.collection<FenceStamp & { thread_id: string }>(name),
+    );
     for (const collection of collections) {
       for (const [epoch, mark] of sealed) {
         await collection.updateMany({ thread_id: threadId, epoch: Number(epoch), token: { $lte: mark } }, { $unset: { token: "" } });

@@ -346,7 +346,8 @@ describe("ThreadwiseSaver", () => {
       const graph = graphWithSubgraph(saver);
       await graph.invoke({ messages: [new HumanMessage("q")] }, thread());
       const namespaced = async () => {
-        const counts = await Promise.all(SAVER_COLLECTIONS.slice(0, 3).map((c) => db.collection(c).countDocuments({ thread_id: "t", checkpoint_ns: { $ne: "" } })));
+        const inSubgraphs = { thread_id: "t", checkpoint_ns: { $ne: "" } };
+        const counts = await Promise.all(SAVER_COLLECTIONS.slice(0, 3).map((c) => db.collection(c).countDocuments(inSubgraphs)));
         return counts.reduce((a, b) => a + b, 0);
       };
       expect(await namespaced()).toBeGreaterThan(0);

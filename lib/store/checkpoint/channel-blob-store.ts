@@ -265,8 +265,10 @@ export class ChannelBlobStore {
     }
     const gone = new Set(removable.map((d) => d._id.toHexString()));
     const remaining = docs.filter((d) => !gone.has(d._id.toHexString()));
-    const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
-    removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
+    if (remaining.some((d) => d.chunk === true)) {
+      const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
+      removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
+    }
     removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))));
     return removed;
   }
