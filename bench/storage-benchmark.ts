@@ -383,8 +383,8 @@ ${TOOL_OUTPUT_KB.join(", ")} KB (${(TOOL_OUTPUT_KB.reduce((a, b) => a + b, 0) / 
 - **product**: \`ThreadwiseSaver\` (channel values stored once per version in \`checkpoint_blobs\`,
   only changed versions written, each version of the message list storing only the messages it
   appends), every turn claiming the thread with a new fence epoch and writing under it,
-  \`prune()\` after every turn, which keeps every turn's first checkpoint and the one it started
-  from (the previous turn's end) plus the latest ${DEFAULT_CHECKPOINTS_KEPT}, each tool output stored once in
+  \`prune()\` after every turn, which keeps every turn's first checkpoint (the state the turn
+  started from, and its question) plus the latest ${DEFAULT_CHECKPOINTS_KEPT}, each tool output stored once in
   \`artifacts\` with a ${PREVIEW_CHARS}-character preview and the handle in the \`ToolMessage\`. Bytes count
   \`checkpoints\`, \`checkpoint_writes\`, \`checkpoint_blobs\`, \`checkpoint_threads\` and \`artifacts\`.
 - **stock**: \`MongoDBSaver\` as documented: default durability (\`async\`), no pruning, outputs
@@ -408,8 +408,8 @@ At ${lastStock.turn} turns its largest document was already ${formatBytes(lastSt
 checkpoint grows by about ${formatBytes((TOOL_OUTPUT_KB.reduce((a, b) => a + b, 0) / TOOL_OUTPUT_KB.length) * 1024)} per turn toward MongoDB's 16 MB limit.
 
 The product grows linearly: a straight line fits its ${product.samples.length} samples with R² = ${analysis.productR2.toFixed(4)},
-at ${formatBytes(productFit[1])} per turn (about the average tool output, stored once, plus the two checkpoints
-kept per turn). Growth per turn was
+at ${formatBytes(productFit[1])} per turn (about the average tool output, stored once, plus the checkpoint kept
+per turn). Growth per turn was
 ${perTurn(product, 10, 50)} between turns 10 and 50 and ${perTurn(product, 50, Math.min(200, analysis.turns))} between 50 and ${Math.min(200, analysis.turns)}. Its largest
 document after ${lastProduct.turn} turns was ${formatBytes(lastProduct.largestDocument)} (${lastProduct.documents} documents in all); the size guard refuses any
 document above ${formatBytes(DEFAULT_MAX_DOCUMENT_BYTES)}.
@@ -417,9 +417,12 @@ document above ${formatBytes(DEFAULT_MAX_DOCUMENT_BYTES)}.
 Each checkpoint of a product turn writes only the channels whose version changed; a new version
 of the message list stores only the messages appended since its parent checkpoint's version and
 names that version as its base, so the list is stored once however many turn-boundary checkpoints
-reference it. The product's time per turn still grows slowly: each put serializes and hashes the
-whole list to check that it extends its base (CPU, not I/O), and loading the state reads it whole.
-Absolute times are the embedded server's, on a shared machine.
+reference it (prune merges what a turn appended into one document). The product's time per turn
+grows with the thread: the thread keeps about ${(lastProduct.documents / lastProduct.turn).toFixed(0)} documents per turn (its first checkpoint, that
+checkpoint's pending writes, the turn's messages, its artifact), and the embedded server scans a
+collection's documents on every write (it does not use indexes for upserts); each put also
+serializes and hashes the whole list to check that it extends its base, and loading the state
+reads it whole. Absolute times are the embedded server's, on a shared machine.
 
 ![bytes stored per thread](storage.svg)
 `;

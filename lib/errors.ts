@@ -165,12 +165,9 @@ export class CheckpointNotFoundError extends NotFoundError {
   }
 }
 
-/**
- * A stored checkpoint names a channel value that is not in storage (a value, a list segment or a
- * version it builds on). Reading it would return a state that was never written, so it is refused.
- */
-export class ChannelValueMissingError extends ThreadwiseError {
-  override name = "ChannelValueMissingError";
+/** A channel value of a thread's checkpoints, at one version, cannot be read or written as it must be. */
+export class ChannelValueError extends ThreadwiseError {
+  override name = "ChannelValueError";
   constructor(
     message: string,
     readonly threadId: string,
@@ -182,18 +179,17 @@ export class ChannelValueMissingError extends ThreadwiseError {
   }
 }
 
+/**
+ * A stored checkpoint names a channel value that is not in storage (a value, a list link or a
+ * version it builds on). Reading it would return a state that was never written, so it is refused.
+ */
+export class ChannelValueMissingError extends ChannelValueError {
+  override name = "ChannelValueMissingError";
+}
+
 /** Two different values were written under one channel version; the first is kept and the second refused. */
-export class ChannelVersionConflictError extends ThreadwiseError {
+export class ChannelVersionConflictError extends ChannelValueError {
   override name = "ChannelVersionConflictError";
-  constructor(
-    message: string,
-    readonly threadId: string,
-    readonly channel: string,
-    readonly version: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
 }
 
 /** A tool refused or failed; the model sees the message as a tool error. */

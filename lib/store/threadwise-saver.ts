@@ -21,9 +21,23 @@ import { Binary, type AnyBulkWriteOperation, type Collection, type Document, typ
 import { z } from "zod";
 import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
-import { BlobReader, ChannelBlobStore, DEFAULT_LIST_LINK_BYTES, type BlobDocument, type BlobPosition, type ChannelWrite } from "./checkpoint/channel-blob-store.js";
+import {
+  BlobReader,
+  ChannelBlobStore,
+  DEFAULT_LIST_LINK_BYTES,
+  type BlobDocument,
+  type BlobPosition,
+  type ChannelWrite,
+} from "./checkpoint/channel-blob-store.js";
 import { nextChannelVersion } from "./checkpoint/channel-versions.js";
-import { HEADER_FORMAT, HEADER_TYPE_PREFIX, decodeHeader, type CheckpointDocument, type DecodedHeader } from "./checkpoint/checkpoint-header.js";
+import {
+  HEADER_FORMAT,
+  HEADER_TYPE_PREFIX,
+  decodeHeader,
+  type CheckpointDocument,
+  type DecodedHeader,
+  type InlineValue,
+} from "./checkpoint/checkpoint-header.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
 import { planPrune, type PruneCandidate } from "./checkpoint/prune-plan.js";
 import { ThreadFences, isVisible, readFenceEpoch, type FenceStamp, type FenceView, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
@@ -43,6 +57,11 @@ export const DEFAULT_CHECKPOINT_THREADS_COLLECTION = COLLECTIONS.checkpointThrea
  * turn inspectable.
  */
 export const DEFAULT_CHECKPOINTS_KEPT = 3;
+/**
+ * Serialized bytes up to which a channel value is kept in its checkpoint's header instead of a
+ * blob document: the graph's small bookkeeping channels and short inputs cost no document.
+ */
+export const DEFAULT_INLINE_VALUE_BYTES = 4 * 1024;
 
 export interface ThreadwiseSaverOptions {
   client: MongoClient;
@@ -96,6 +115,9 @@ const optionsSchema = z.object({
 
 const keepSchema = z.number().int().positive();
 
+/** Epochs below the fence whose marks prune lets accumulate before it compacts them. */
+const SEALED_EPOCHS_PER_COMPACTION = 8;
+
 interface WriteDocument extends FenceStamp {
   thread_id: string;
   checkpoint_ns: string;
@@ -108,10 +130,11 @@ interface WriteDocument extends FenceStamp {
   value: Binary;
 }
 
-/** Where the channels of a new checkpoint come from: values to write, keys carried over, channels without a value. */
+/** Where the channels of a new checkpoint are: blobs to write, blob keys, values in the header, channels without a value. */
 interface ChannelPlan {
   writes: ChannelWrite[];
   keys: Map<string, string>;
+  inline: Map<string, InlineValue>;
   absent: string[];
 }
 
@@ -316,9 +339,14 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const values: Record<string, unknown> = header.channel_values;
     header.channel_values = {};
 
-    const parent = parent_checkpoint_id === undefined ? undefined : await this.loadParent(position, parent_checkpoint_id);
-    // Fail fast: a writer already fenced out writes nothing at all.
-    if (epoch !== undefined) await this.fences.assertHeld(thread_id, epoch);
+    const read = new ReadContext(this.fences, this.blobs.reader());
+    const [view, parentDoc] = await Promise.all([
+      // Fail fast: a writer already fenced out writes nothing at all.
+      epoch === undefined ? undefined : this.fences.assertHeld(thread_id, epoch),
+      parent_checkpoint_id === undefined ? undefined : this.checkpoints.findOne({ ...position, checkpoint_id: parent_checkpoint_id }),
+    ]);
+    if (view !== undefined) read.seed(thread_id, view);
+    const parent = parent_checkpoint_id === undefined ? undefined : await this.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
     const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent);
     const blobs = await this.blobs.prepare(position, plan.writes, `checkpoint ${checkpoint_id}`);
 
@@ -339,6 +367,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
       metadata_search: metadata,
       format: HEADER_FORMAT,
       ...(carried.length > 0 ? { blob_keys: Object.fromEntries(carried) } : {}),
+      ...(plan.inline.size > 0 ? { inline_values: Object.fromEntries(plan.inline) } : {}),
       ...(plan.absent.length > 0 ? { absent: plan.absent } : {}),
     };
     assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
@@ -354,9 +383,12 @@ export class ThreadwiseSaver extends MongoDBSaver {
   }
 
   /** The visible parent header; anything else is a run from a checkpoint that no longer exists. */
-  private async loadParent(position: BlobPosition, checkpointId: string): Promise<{ id: string; header: DecodedHeader }> {
-    const doc = await this.checkpoints.findOne({ ...position, checkpoint_id: checkpointId });
-    const read = new ReadContext(this.fences, this.blobs.reader());
+  private async parentOf(
+    position: BlobPosition,
+    checkpointId: string,
+    doc: CheckpointDocument | null,
+    read: ReadContext,
+  ): Promise<{ id: string; header: DecodedHeader }> {
     if (doc === null || !(await read.visible(doc))) {
       throw new CheckpointNotFoundError(
         `checkpoint ${checkpointId} of thread ${position.thread_id} does not exist (pruned, deleted or never written); nothing was written`,
@@ -369,10 +401,12 @@ export class ThreadwiseSaver extends MongoDBSaver {
   }
 
   /**
-   * For each versioned channel: a channel in `newVersions` is written; one at the version its
-   * parent (of this format) has names the parent's value; one at the version of a legacy parent
-   * is written again from `values`, under a key of its own (legacy versions may repeat across
-   * branches); any other names the stored value of its version if there is one, else none.
+   * Where each versioned channel's value goes. A channel at a version in `newVersions` is
+   * written: a list as links, a small value inline in the header, a larger one as a blob, none
+   * when the channel has no value. A channel at the version its parent (of this format) has
+   * names what the parent names. One at the version of a legacy parent is written again from
+   * `values` (a blob gets a key of its own: legacy versions may repeat across branches). Any
+   * other names the blob stored under its version if there is one, else no value.
    */
   private async planChannels(
     position: BlobPosition,
@@ -381,41 +415,55 @@ export class ThreadwiseSaver extends MongoDBSaver {
     values: Record<string, unknown>,
     parent: { id: string; header: DecodedHeader } | undefined,
   ): Promise<ChannelPlan> {
-    const plan: ChannelPlan = { writes: [], keys: new Map(), absent: [] };
-    const write = (channel: string, key: string) => plan.writes.push({ channel, key, present: channel in values, value: values[channel] });
-    for (const [channel, version] of Object.entries(newVersions)) write(channel, String(version));
-    const unknown: [string, string][] = [];
-    for (const [channel, version] of Object.entries(versions)) {
-      if (newVersions[channel] === version) {
-        plan.keys.set(channel, String(version));
-        continue;
+    const plan: ChannelPlan = { writes: [], keys: new Map(), inline: new Map(), absent: [] };
+    const parentFormat = parent?.header.format === HEADER_FORMAT ? parent.header : undefined;
+    // A list extends the version its parent names, when that version is a list link.
+    const bases = new Map<string, string>();
+    const store = async (channel: string, key: string, referenced: boolean) => {
+      if (!(channel in values)) {
+        if (referenced) plan.absent.push(channel);
+        return;
       }
+      const value = values[channel];
+      if (Array.isArray(value)) {
+        const baseKey = parentFormat?.keys.get(channel);
+        if (baseKey !== undefined) bases.set(channel, baseKey);
+        plan.writes.push({ channel, key, list: value });
+        if (referenced) plan.keys.set(channel, key);
+        return;
+      }
+      const [type, bytes] = await this.serde.dumpsTyped(value);
+      if (referenced && bytes.byteLength <= DEFAULT_INLINE_VALUE_BYTES) {
+        plan.inline.set(channel, { type, blob: new Binary(bytes) });
+        return;
+      }
+      plan.writes.push({ channel, key, serialized: { type, bytes } });
+      if (referenced) plan.keys.set(channel, key);
+    };
+    const unknown: [string, string][] = [];
+    for (const [channel, version] of Object.entries(newVersions)) await store(channel, String(version), versions[channel] === version);
+    for (const [channel, version] of Object.entries(versions)) {
+      if (newVersions[channel] === version) continue;
       const inherited = parent?.header.checkpoint.channel_versions[channel] === version ? parent : undefined;
-      if (inherited?.header.format === HEADER_FORMAT) {
-        plan.keys.set(channel, inherited.header.keys.get(channel) as string);
-        if (inherited.header.absent.has(channel)) plan.absent.push(channel);
-      } else if (inherited !== undefined && channel in values) {
-        const key = `${version}~${inherited.id}`;
-        plan.keys.set(channel, key);
-        write(channel, key);
+      if (inherited !== undefined && parentFormat !== undefined) {
+        const inline = parentFormat.inline.get(channel);
+        const key = parentFormat.keys.get(channel);
+        if (inline !== undefined) plan.inline.set(channel, inline);
+        else if (key !== undefined) plan.keys.set(channel, key);
+        else plan.absent.push(channel);
       } else if (inherited !== undefined) {
-        plan.keys.set(channel, String(version));
-        plan.absent.push(channel);
+        await store(channel, `${version}~${inherited.id}`, true);
       } else {
-        plan.keys.set(channel, String(version));
         unknown.push([channel, String(version)]);
       }
     }
     const stored = await this.blobs.stored(position, unknown);
-    for (const [channel, key] of unknown) if (!stored.has(`${channel}\u0000${key}`)) plan.absent.push(channel);
-    // A list extends the version its parent names, when that version is a list of this format.
-    const bases = new Map<string, string>();
-    for (const w of plan.writes) {
-      const baseKey = parent?.header.format === HEADER_FORMAT && Array.isArray(w.value) ? parent.header.keys.get(w.channel) : undefined;
-      if (baseKey !== undefined && !parent?.header.absent.has(w.channel)) bases.set(w.channel, baseKey);
+    for (const [channel, key] of unknown) {
+      if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
+      else plan.absent.push(channel);
     }
     const heads = await this.blobs.listHeads(position, bases);
-    for (const w of plan.writes) w.base = heads.get(w.channel);
+    for (const w of plan.writes) if ("list" in w) w.base = heads.get(w.channel);
     return plan;
   }
 
@@ -490,8 +538,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
     const keep = parseOptions(keepSchema, options.keep ?? this.checkpointsKept, "keep");
     const fenceEpoch = options.fenceEpoch === undefined ? undefined : readFenceEpoch(options.fenceEpoch);
-    if (fenceEpoch !== undefined) await this.fences.assertHeld(threadId, fenceEpoch);
-    const view = await this.fences.view(threadId);
+    const view = fenceEpoch === undefined ? await this.fences.view(threadId) : await this.fences.assertHeld(threadId, fenceEpoch);
     const sealed = (epoch: number) => view === null || epoch < view.fence;
     const docs = await this.checkpoints.find({ thread_id: threadId }).toArray();
     const visible = docs.filter((doc) => isVisible(doc, view));
@@ -523,10 +570,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     for (const ns of new Set(kept.map((doc) => doc.checkpoint_ns))) {
       const roots = kept
         .filter((doc) => doc.checkpoint_ns === ns)
-        .flatMap((doc) => {
-          const header = decoded.get(doc._id.toHexString()) as DecodedHeader;
-          return [...header.keys].filter(([channel]) => !header.absent.has(channel));
-        });
+        .flatMap((doc) => [...(decoded.get(doc._id.toHexString()) as DecodedHeader).keys]);
       result.blobs += await this.blobs.prune({ thread_id: threadId, checkpoint_ns: ns }, roots, sealed);
     }
     const compacted = await this.compactSealedEpochs(threadId, view);
@@ -536,13 +580,16 @@ export class ThreadwiseSaver extends MongoDBSaver {
   }
 
   /**
-   * Drops the commit tokens of epochs below the fence: committed documents keep their epoch
-   * without a token (always visible), uncommitted ones are removed, then the marks are forgotten.
+   * Once several epochs are below the fence, drops their commit tokens: committed documents keep
+   * their epoch without a token (always visible), uncommitted ones are removed, then the marks are
+   * forgotten. Batched, so that the fence document stays small without a rewrite every turn.
    */
   private async compactSealedEpochs(threadId: string, view: FenceView): Promise<{ checkpoints: number; writes: number }> {
-    if (view === null) return { checkpoints: 0, writes: 0 };
-    const sealed = Object.entries(view.marks ?? {}).filter(([epoch]) => Number(epoch) < view.fence);
-    const collections = [this.db.collection<FenceStamp & { thread_id: string }>(this.checkpointCollectionName), this.db.collection<FenceStamp & { thread_id: string }>(this.checkpointWritesCollectionName)];
+    const sealed = Object.entries(view?.marks ?? {}).filter(([epoch]) => view !== null && Number(epoch) < view.fence);
+    if (view === null || sealed.length < SEALED_EPOCHS_PER_COMPACTION) return { checkpoints: 0, writes: 0 };
+    const collections = [this.checkpointCollectionName, this.checkpointWritesCollectionName].map((name) =>
+      this.db.collection<FenceStamp & { thread_id: string }>(name),
+    );
     for (const collection of collections) {
       for (const [epoch, mark] of sealed) {
         await collection.updateMany({ thread_id: threadId, epoch: Number(epoch), token: { $lte: mark } }, { $unset: { token: "" } });
@@ -585,10 +632,11 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * inline, else (earlier releases) the blobs stored under each version, where there are any.
    */
   private async loadValues(position: BlobPosition, header: DecodedHeader, blobs: BlobReader): Promise<Record<string, unknown>> {
-    const inline = header.checkpoint.channel_values ?? {};
-    if (header.format !== HEADER_FORMAT && Object.keys(inline).length > 0) return inline;
-    const keys = new Map([...header.keys].filter(([channel]) => !header.absent.has(channel)));
+    const stockValues = header.checkpoint.channel_values ?? {};
+    if (header.format !== HEADER_FORMAT && Object.keys(stockValues).length > 0) return stockValues;
+    const keys = header.keys;
     const { values, missing } = await blobs.read(position, keys);
+    for (const [channel, { type, blob }] of header.inline) values[channel] = await this.serde.loadsTyped(type, blob.buffer);
     if (header.format === HEADER_FORMAT && missing.length > 0) {
       const channel = missing[0];
       const key = keys.get(channel) as string;
@@ -662,6 +710,11 @@ class ReadContext {
     private readonly fences: ThreadFences,
     readonly blobs: BlobReader,
   ) {}
+
+  /** Uses a fence already read for the thread. */
+  seed(threadId: string, view: FenceView): void {
+    this.views.set(threadId, Promise.resolve(view));
+  }
 
   /** Whether readers see the document (unfenced or committed; see `isVisible`). */
   async visible(doc: FenceStamp & { thread_id: string }): Promise<boolean> {

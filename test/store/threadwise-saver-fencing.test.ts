@@ -150,6 +150,25 @@ describe("ThreadwiseSaver", () => {
     });
   });
 
+  describe("prune", () => {
+    it("compacts the commit marks of epochs below the fence, leaving every kept checkpoint as it read", async () => {
+      const { saver, db } = await newSaver(test);
+      const graph = scriptedGraph(saver);
+      for (let epoch = 1; epoch <= 9; epoch += 1) {
+        await saver.claimThread("t", epoch);
+        await graph.invoke({ messages: [new HumanMessage(`q${epoch}`)] }, fenced("t", epoch));
+        if (epoch < 9) await saver.prune("t", { fenceEpoch: epoch });
+      }
+      const before = await snapshotThread(saver, "t");
+      expect(Object.keys((await documents(db, "checkpoint_threads", "t"))[0].marks)).toHaveLength(9);
+      await saver.prune("t", { fenceEpoch: 9, keep: 100 });
+      expect(Object.keys((await documents(db, "checkpoint_threads", "t"))[0].marks)).toEqual(["9"]);
+      const tokens = await db.collection("checkpoints").countDocuments({ thread_id: "t", epoch: { $lt: 9 }, token: { $exists: true } });
+      expect(tokens).toBe(0);
+      expect(await snapshotThread(saver, "t")).toEqual(before);
+    });
+  });
+
   describe("with a compiled graph", () => {
     it("stops a stale run at its next write, leaving the new holder's chain linear and unchanged", async () => {
       const { saver } = await newSaver(test);

@@ -2,9 +2,9 @@ import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messa
 import { Command, END, MessagesAnnotation, START, StateGraph, interrupt } from "@langchain/langgraph";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { BSON, MongoClient, type CommandStartedEvent, type Db, type Document } from "mongodb";
-import { DocumentTooLargeError, StaleWriterError, ValidationError } from "../../lib/errors.js";
+import { ChannelVersionConflictError, DocumentTooLargeError, StaleWriterError, ValidationError } from "../../lib/errors.js";
 import { MONGODB_MAX_DOCUMENT_BYTES } from "../../lib/store/checkpoint/document-size.js";
-import { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
+import { DEFAULT_INLINE_VALUE_BYTES, ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import {
   GatedSerializer,
@@ -29,6 +29,8 @@ afterAll(async () => {
 
 const newSaver = (options: Parameters<typeof newSaverIn>[1] = {}) => newSaverIn(test, options);
 const thread = (thread_id = "t") => ({ configurable: { thread_id } });
+/** A string value too large to be kept in a header. */
+const large = (text: string) => text.padEnd(DEFAULT_INLINE_VALUE_BYTES + 1, ".");
 const texts = (messages: BaseMessage[]) => messages.map((m) => String(m.content));
 
 async function runTurns(saver: ThreadwiseSaver, threadId: string, turns: number, prune: boolean, first = 0) {
@@ -112,7 +114,7 @@ describe("ThreadwiseSaver", () => {
         checkpointThreadsCollectionName: "cpt",
       });
       await saver.claimThread("t", 1);
-      const config = await saver.put({ configurable: { thread_id: "t", fence_epoch: 1 } }, checkpointWith({ a: 1 }, { a: 1 }), metadata, { a: 1 });
+      const config = await saver.put({ configurable: { thread_id: "t", fence_epoch: 1 } }, checkpointWith({ a: [1] }, { a: 1 }), metadata, { a: 1 });
       await saver.putWrites(config, [["a", 2]], "task");
       for (const name of ["cp", "cpw", "cpb", "cpt"]) expect((await documents(db, name)).length, name).toBe(1);
     });
@@ -121,17 +123,36 @@ describe("ThreadwiseSaver", () => {
   describe("put", () => {
     it("writes only the channel versions named in newVersions", async () => {
       const { saver, db } = await newSaver();
-      const first = await saver.put(thread(), checkpointWith({ big: "unchanged", small: 1 }, { big: 1, small: 1 }), metadata, { big: 1, small: 1 });
-      await saver.put(first, checkpointWith({ big: "unchanged", small: 2 }, { big: 1, small: 2 }), metadata, { small: 2 });
+      const first = await saver.put(thread(), checkpointWith({ big: large("unchanged"), other: large("1") }, { big: 1, other: 1 }), metadata, {
+        big: 1,
+        other: 1,
+      });
+      await saver.put(first, checkpointWith({ big: large("unchanged"), other: large("2") }, { big: 1, other: 2 }), metadata, { other: 2 });
       const blobs = await documents(db, "checkpoint_blobs", "t");
-      expect(blobs.map((b) => `${b.channel}@${b.version}`).sort()).toEqual(["big@1", "small@1", "small@2"]);
+      expect(blobs.map((b) => `${b.channel}@${b.version}`).sort()).toEqual(["big@1", "other@1", "other@2"]);
+    });
+
+    it("throws ChannelVersionConflictError when a version is written again with another value, keeping the first", async () => {
+      const { saver } = await newSaver();
+      const first = await saver.put(thread(), checkpointWith({ a: large("first") }, { a: 1 }), metadata, { a: 1 });
+      await expect(saver.put(thread(), checkpointWith({ a: large("second") }, { a: 1 }), metadata, { a: 1 })).rejects.toThrow(
+        ChannelVersionConflictError,
+      );
+      expect((await saver.getTuple(first))?.checkpoint.channel_values).toEqual({ a: large("first") });
+    });
+
+    it("keeps a small value in the checkpoint's header rather than in a blob", async () => {
+      const { saver, db } = await newSaver();
+      const config = await saver.put(thread(), checkpointWith({ small: "s", big: large("b") }, { small: 1, big: 1 }), metadata, { small: 1, big: 1 });
+      expect((await documents(db, "checkpoint_blobs", "t")).map((b) => b.channel)).toEqual(["big"]);
+      expect((await saver.getTuple(config))?.checkpoint.channel_values).toEqual({ small: "s", big: large("b") });
     });
 
     it("returns channel values written by earlier checkpoints", async () => {
       const { saver } = await newSaver();
-      const first = await saver.put(thread(), checkpointWith({ big: "unchanged", small: 1 }, { big: 1, small: 1 }), metadata, { big: 1, small: 1 });
-      const second = await saver.put(first, checkpointWith({ big: "unchanged", small: 2 }, { big: 1, small: 2 }), metadata, { small: 2 });
-      expect((await saver.getTuple(second))?.checkpoint.channel_values).toEqual({ big: "unchanged", small: 2 });
+      const first = await saver.put(thread(), checkpointWith({ big: large("unchanged"), small: 1 }, { big: 1, small: 1 }), metadata, { big: 1, small: 1 });
+      const second = await saver.put(first, checkpointWith({ big: large("unchanged"), small: 2 }, { big: 1, small: 2 }), metadata, { small: 2 });
+      expect((await saver.getTuple(second))?.checkpoint.channel_values).toEqual({ big: large("unchanged"), small: 2 });
     });
 
     it("stores only the items a list version appends to its parent's version", async () => {
@@ -174,9 +195,10 @@ describe("ThreadwiseSaver", () => {
     it("stamps upserted_at on every document it writes when a ttl is set", async () => {
       const { saver, db } = await newSaver({ ttl: 3600 });
       await saver.claimThread("t", 1);
-      const config = await saver.put({ configurable: { thread_id: "t", fence_epoch: 1 } }, checkpointWith({ a: 1 }, { a: 1 }), metadata, { a: 1 });
+      const config = await saver.put({ configurable: { thread_id: "t", fence_epoch: 1 } }, checkpointWith({ a: [1] }, { a: 1 }), metadata, { a: 1 });
       await saver.putWrites(config, [["a", 2]], "task");
       for (const name of SAVER_COLLECTIONS) {
+        expect((await documents(db, name)).length, name).toBeGreaterThan(0);
         for (const doc of await documents(db, name)) expect(doc.upserted_at, name).toBeInstanceOf(Date);
       }
     });
@@ -188,6 +210,7 @@ describe("ThreadwiseSaver", () => {
       const config = await saver.put({ configurable: { thread_id: "t", fence_epoch: 1 } }, checkpointWith({ a: [1] }, { a: 1 }), metadata, { a: 1 });
       await saver.putWrites(config, [["a", 2]], "task");
       for (const name of SAVER_COLLECTIONS) {
+        expect((await documents(db, name)).length, name).toBeGreaterThan(0);
         for (const doc of await documents(db, name)) {
           expect(doc.expiresAt.getTime(), name).toBeGreaterThanOrEqual(before + 3_600_000);
           expect(doc.expiresAt.getTime(), name).toBeLessThanOrEqual(Date.now() + 3_600_000);
@@ -197,10 +220,10 @@ describe("ThreadwiseSaver", () => {
 
     it("refreshes upserted_at of the unchanged blobs a new checkpoint references, when a ttl is set", async () => {
       const { saver, db } = await newSaver({ ttl: 3600 });
-      const first = await saver.put(thread(), checkpointWith({ kept: "v", moving: 1 }, { kept: 1, moving: 1 }), metadata, { kept: 1, moving: 1 });
+      const first = await saver.put(thread(), checkpointWith({ kept: ["v"], moving: 1 }, { kept: 1, moving: 1 }), metadata, { kept: 1, moving: 1 });
       const [before] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
       await new Promise((resolve) => setTimeout(resolve, 20));
-      await saver.put(first, checkpointWith({ kept: "v", moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
+      await saver.put(first, checkpointWith({ kept: ["v"], moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
       const [after] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
       expect(after.upserted_at.getTime()).toBeGreaterThan(before.upserted_at.getTime());
     });
@@ -227,22 +250,22 @@ describe("ThreadwiseSaver", () => {
   });
 
   describe("prune", () => {
-    it("keeps every turn's first checkpoint and the state it started from, so any turn can be replayed", async () => {
+    it("keeps every turn's first checkpoint, from which the turn can be read, replayed or edited", async () => {
       const { saver } = await newSaver();
       await runTurns(saver, "t", 4, true);
-      const history = await rootHistory(saver);
-      const starts = history.filter((t) => t.metadata?.source === "input");
-      expect(starts).toHaveLength(4);
-      const ids = new Set(history.map((t) => t.checkpoint.id));
-      for (const start of starts.slice(0, 3)) expect(ids.has(start.parentConfig?.configurable?.checkpoint_id)).toBe(true);
-      // Turn q1 again from its start: the same question, answered again on the state before it.
-      const graph = scriptedGraph(saver);
+      const starts = (await rootHistory(saver)).filter((t) => t.metadata?.source === "input");
       const input = (t: CheckpointTuple) => (t.checkpoint.channel_values.__start__ as { messages: BaseMessage[] }).messages[0].content;
-      const q1 = starts.find((t) => input(t) === "q1");
-      const replayed = await graph.invoke(null, q1?.config);
+      expect(starts.map(input)).toEqual(["q3", "q2", "q1", "q0"]);
+      const graph = scriptedGraph(saver);
+      const q1 = starts.find((t) => input(t) === "q1") as CheckpointTuple;
+      // It holds the state the turn started from: the end of the turn before.
+      expect(texts((await graph.getState(q1.config)).values.messages).at(-1)).toBe("answer to q0");
+      // Replayed: the same question answered again on that state.
+      const replayed = await graph.invoke(null, q1.config);
       expect(texts(replayed.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q0", "answer to q1"]);
-      // Or edit it: a new question on the state q1 started from.
-      const edited = await graph.invoke({ messages: [new HumanMessage("q1 edited")] }, q1?.parentConfig);
+      // Edited: another question on that state.
+      const edited = await graph.invoke({ messages: [new HumanMessage("q1 edited")] }, q1.config);
+      expect(texts(edited.messages).filter((t) => t.startsWith("q"))).toEqual(["q0", "q1 edited"]);
       expect(texts(edited.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q0", "answer to q1 edited"]);
     });
 
@@ -251,9 +274,9 @@ describe("ThreadwiseSaver", () => {
       await runTurns(saver, "t", 3, false);
       const result = await saver.prune("t", { keep: 1 });
       const remaining = await rootHistory(saver);
-      // Per turn its start and its end (the next one's start state), and the latest.
-      expect(remaining.map((t) => t.metadata?.source)).toEqual(["loop", "input", "loop", "input", "loop", "input"]);
-      expect(result.checkpoints).toBe(15 - 6);
+      // Every turn's start, and the latest.
+      expect(remaining.map((t) => t.metadata?.source)).toEqual(["loop", "input", "input", "input"]);
+      expect(result.checkpoints).toBe(15 - 4);
       const kept = new Set(remaining.map((t) => t.checkpoint.id));
       for (const write of await documents(db, "checkpoint_writes", "t")) expect(kept.has(write.checkpoint_id)).toBe(true);
     });
@@ -264,10 +287,19 @@ describe("ThreadwiseSaver", () => {
       await runTurns(saver, "t", 2, false);
       const tip = (await rootHistory(saver))[0];
       const start = (await rootHistory(saver)).filter((t) => t.metadata?.source === "input")[0];
-      await graph.invoke({ messages: [new HumanMessage("q1 edited")] }, start.parentConfig);
+      await graph.invoke({ messages: [new HumanMessage("q1 edited")] }, start.config);
       await saver.prune("t", { keep: 1 });
       const tipState = await graph.getState(tip.config);
       expect(texts(tipState.values.messages).at(-1)).toBe("answer to q1");
+    });
+
+    it("stores what each finished turn appended to the message list as one document", async () => {
+      const { saver, db } = await newSaver();
+      await runTurns(saver, "t", 3, true);
+      await saver.prune("t", { keep: 1 });
+      const links = (await documents(db, "checkpoint_blobs", "t")).filter((b) => b.channel === "messages");
+      expect(links.map((l) => l.items.length)).toEqual([4, 4, 4]);
+      expect(texts((await scriptedGraph(saver).getState(thread())).values.messages)).toHaveLength(12);
     });
 
     it("removes the blob versions no kept checkpoint reaches", async () => {
@@ -314,7 +346,8 @@ describe("ThreadwiseSaver", () => {
       const graph = graphWithSubgraph(saver);
       await graph.invoke({ messages: [new HumanMessage("q")] }, thread());
       const namespaced = async () => {
-        const counts = await Promise.all(SAVER_COLLECTIONS.slice(0, 3).map((c) => db.collection(c).countDocuments({ thread_id: "t", checkpoint_ns: { $ne: "" } })));
+        const inSubgraphs = { thread_id: "t", checkpoint_ns: { $ne: "" } };
+        const counts = await Promise.all(SAVER_COLLECTIONS.slice(0, 3).map((c) => db.collection(c).countDocuments(inSubgraphs)));
         return counts.reduce((a, b) => a + b, 0);
       };
       expect(await namespaced()).toBeGreaterThan(0);

@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Filter } from "mongodb";
+import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Filter, type WithId } from "mongodb";
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
-import { planLinks, prefixDigests, serializeItems, type ListHead } from "./list-links.js";
+import { planLinks, prefixDigests, serializeItems, type ListHead, type SerializedItem } from "./list-links.js";
 
 /**
  * Serialized bytes of list items per stored link. A new version of the message list stores only
@@ -13,7 +13,7 @@ import { planLinks, prefixDigests, serializeItems, type ListHead } from "./list-
  */
 export const DEFAULT_LIST_LINK_BYTES = 1024 * 1024;
 
-/** Marks a channel that was cleared at this version; it has no value to restore. */
+/** Marks a channel cleared at this version, in documents of earlier releases (headers now list such channels). */
 const EMPTY_TYPE = "empty";
 /** A version of a list channel (or a link of one): items appended to its `base`. */
 const LIST_TYPE = "list";
@@ -39,12 +39,13 @@ export interface BlobDocument extends BlobPosition {
   blob: Binary | null;
   /** Identifies the value: equal for equal values. Absent on documents of earlier releases. */
   content?: string;
-  /** A list link: the link it appends to, the list's length and digest up to it, its items. */
+  /** A list link: the link it appends to, the list's length and digest up to it, its items and their bytes. */
   base?: string;
   count?: number;
   digest?: string;
   items?: Binary[];
   item_types?: string[];
+  bytes?: number;
   /** Earlier releases' chunked list versions and chunks. */
   chunks?: string[];
   chunk?: true;
@@ -54,14 +55,10 @@ export interface BlobDocument extends BlobPosition {
   expiresAt?: Date;
 }
 
-/** A channel value to store under `key`. A list may extend the stored version `base`. */
-export interface ChannelWrite {
-  channel: string;
-  key: string;
-  present: boolean;
-  value?: unknown;
-  base?: ListHead;
-}
+/** A channel value to store under `key`: a list (which may extend the stored version `base`), or a serialized value. */
+export type ChannelWrite =
+  | { channel: string; key: string; list: unknown[]; base?: ListHead }
+  | { channel: string; key: string; serialized: SerializedItem };
 
 /** Channel values serialized and size-checked, ready to be written. */
 export interface PreparedBlobs {
@@ -70,6 +67,9 @@ export interface PreparedBlobs {
 }
 
 const pairKey = (channel: string, key: string) => `${channel}\u0000${key}`;
+const headKey = (position: BlobPosition, channel: string, key: string) => JSON.stringify([position.thread_id, position.checkpoint_ns, channel, key]);
+/** List heads a store remembers (least recently used forgotten first). */
+const REMEMBERED_LIST_HEADS = 1024;
 const chunkVersion = (hash: string) => `chunk:${hash}`;
 const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
 
@@ -85,6 +85,8 @@ const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.u
  * visible checkpoint references can be read back whole, or reading fails loudly.
  */
 export class ChannelBlobStore {
+  private readonly heads = new Map<string, ListHead>();
+
   constructor(
     private readonly collection: Collection<BlobDocument>,
     private readonly serde: SerializerProtocol,
@@ -104,25 +106,12 @@ export class ChannelBlobStore {
   }
 
   /**
-   * Serializes the values and checks every document against the size limit. Versions already
-   * stored with the same value are left out; a version stored with another value is refused.
-   * @throws DocumentTooLargeError, ChannelVersionConflictError, before anything is written.
+   * Serializes the values and checks every document against the size limit.
+   * @throws DocumentTooLargeError before anything is written.
    */
   async prepare(position: BlobPosition, writes: ChannelWrite[], what: string): Promise<PreparedBlobs> {
     const perChannel = await Promise.all(writes.map((write) => this.documentsFor(position, write, what)));
-    const documents = perChannel.flat();
-    if (documents.length === 0) return { position, documents };
-    const stored = await this.collection
-      .find({ ...position, $or: documents.map(({ channel, version }) => ({ channel, version })) }, { projection: { channel: 1, version: 1, content: 1 } })
-      .toArray();
-    const storedContent = new Map(stored.map((d) => [pairKey(d.channel, d.version), d.content]));
-    const fresh = documents.filter((doc) => {
-      const key = pairKey(doc.channel, doc.version);
-      if (!storedContent.has(key)) return true;
-      if (storedContent.get(key) !== doc.content) throw conflict(position, doc);
-      return false;
-    });
-    return { position, documents: fresh };
+    return { position, documents: perChannel.flat() };
   }
 
   private async documentsFor(position: BlobPosition, write: ChannelWrite, what: string): Promise<BlobDocument[]> {
@@ -131,13 +120,11 @@ export class ChannelBlobStore {
       assertDocumentFits(doc, this.options.maxDocumentBytes, `channel "${channel}" of ${what}`);
       return doc;
     };
-    const base = { ...position, channel, version: key };
-    if (!write.present) return [checked({ ...base, type: EMPTY_TYPE, blob: null, content: EMPTY_TYPE })];
-    if (!Array.isArray(write.value)) {
-      const [type, bytes] = await this.serde.dumpsTyped(write.value);
-      return [checked({ ...base, type, blob: new Binary(bytes), content: sha256(type, "\0", bytes) })];
+    if ("serialized" in write) {
+      const { type, bytes } = write.serialized;
+      return [checked({ ...position, channel, version: key, type, blob: new Binary(bytes), content: sha256(type, "\0", bytes) })];
     }
-    const items = await serializeItems(this.serde, write.value);
+    const items = await serializeItems(this.serde, write.list);
     const links = planLinks(key, items, prefixDigests(items), write.base, this.options.linkBytes);
     return links.map((link) =>
       checked({
@@ -146,19 +133,23 @@ export class ChannelBlobStore {
         version: link.key,
         type: LIST_TYPE,
         blob: null,
-        content: `${link.digest}:${link.count}:${link.base ?? ""}`,
+        // The list up to this link, whatever links it is split into (prune may merge them).
+        content: `${link.digest}:${link.count}`,
         ...(link.base === undefined ? {} : { base: link.base }),
         count: link.count,
         digest: link.digest,
         items: link.items.map((item) => new Binary(item.bytes)),
         item_types: link.items.map((item) => item.type),
+        bytes: link.items.reduce((sum, item) => sum + item.bytes.byteLength, 0),
       }),
     );
   }
 
   /**
-   * Writes prepared documents, bases before the links on them, each only if its key is new.
-   * @throws ChannelVersionConflictError when another writer stored a different value under a key meanwhile.
+   * Writes prepared documents, bases before the links on them; a key already stored with the
+   * same value is left as it is.
+   * @throws ChannelVersionConflictError when a key is stored with another value (the documents
+   *   before it in the batch may be written; no checkpoint references them).
    */
   async write(prepared: PreparedBlobs, stamp: { epoch?: number; upserted_at?: Date; expiresAt?: Date }): Promise<void> {
     if (prepared.documents.length === 0) return;
@@ -171,6 +162,7 @@ export class ChannelBlobStore {
     }));
     try {
       await this.collection.bulkWrite(operations, { ordered: true });
+      for (const doc of prepared.documents) if (doc.type === LIST_TYPE) this.rememberHead(prepared.position, doc);
     } catch (error) {
       const first = error instanceof MongoBulkWriteError ? [error.writeErrors].flat()[0] : undefined;
       const code = first?.code ?? (error instanceof MongoServerError ? error.code : undefined);
@@ -187,16 +179,37 @@ export class ChannelBlobStore {
     await this.collection.updateMany(position, { $set: { upserted_at: new Date() } });
   }
 
-  /** The newest links of the list versions among `keys` (channel → key), by channel. */
+  /**
+   * The newest links of the list versions among `keys` (channel → key), by channel. Links are
+   * never changed in what they stand for, so those this store wrote or read recently are
+   * remembered: the next step's put usually extends the version the previous one wrote.
+   */
   async listHeads(position: BlobPosition, keys: Map<string, string>): Promise<Map<string, ListHead>> {
-    if (keys.size === 0) return new Map();
+    const heads = new Map<string, ListHead>();
+    const unknown = new Map<string, string>();
+    for (const [channel, key] of keys) {
+      const known = this.heads.get(headKey(position, channel, key));
+      if (known === undefined) unknown.set(channel, key);
+      else heads.set(channel, known);
+    }
+    if (unknown.size === 0) return heads;
     const docs = await this.collection
       .find(
-        { ...position, type: LIST_TYPE, $or: [...keys].map(([channel, version]) => ({ channel, version })) },
+        { ...position, type: LIST_TYPE, $or: [...unknown].map(([channel, version]) => ({ channel, version })) },
         { projection: { channel: 1, version: 1, count: 1, digest: 1 } },
       )
       .toArray();
-    return new Map(docs.map((d) => [d.channel, { key: d.version, count: d.count ?? 0, digest: d.digest ?? "" }]));
+    for (const doc of docs) heads.set(doc.channel, this.rememberHead(position, doc));
+    return heads;
+  }
+
+  private rememberHead(position: BlobPosition, doc: BlobDocument): ListHead {
+    const head = { key: doc.version, count: doc.count ?? 0, digest: doc.digest ?? "" };
+    const key = headKey(position, doc.channel, doc.version);
+    this.heads.delete(key);
+    this.heads.set(key, head);
+    if (this.heads.size > REMEMBERED_LIST_HEADS) this.heads.delete(this.heads.keys().next().value as string);
+    return head;
   }
 
   /** Which of the (channel, key) pairs are stored. */
@@ -218,7 +231,8 @@ export class ChannelBlobStore {
    * base of a list version it reaches) and that are either older than the newest kept version of
    * their channel or stamped with an epoch `sealed` says can no longer commit; then the chunks of
    * earlier releases that no remaining version lists. Newer versions stay: they may belong to a
-   * checkpoint being written.
+   * checkpoint being written. Finally merges the list links between kept versions (see
+   * {@link mergeLinks}).
    */
   async prune(position: BlobPosition, roots: [string, string][], sealed: (epoch: number) => boolean): Promise<number> {
     const newest = new Map<string, string>();
@@ -227,7 +241,7 @@ export class ChannelBlobStore {
       if (current === undefined || compareVersionKeys(current, key) < 0) newest.set(channel, key);
     }
     const docs = await this.collection
-      .find(position, { projection: { channel: 1, version: 1, type: 1, base: 1, chunks: 1, chunk: 1, epoch: 1 } })
+      .find(position, { projection: { channel: 1, version: 1, type: 1, base: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 } })
       .toArray();
     const byKey = new Map(docs.map((d) => [pairKey(d.channel, d.version), d]));
     const reached = new Set<string>();
@@ -250,8 +264,60 @@ export class ChannelBlobStore {
       removed += (await this.collection.deleteMany({ _id: { $in: removable.map((d) => d._id) } })).deletedCount;
     }
     const gone = new Set(removable.map((d) => d._id.toHexString()));
-    const listed = docs.filter((d) => !gone.has(d._id.toHexString())).flatMap((d) => (d.chunks ?? []).map(chunkVersion));
-    removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
+    const remaining = docs.filter((d) => !gone.has(d._id.toHexString()));
+    if (remaining.some((d) => d.chunk === true)) {
+      const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
+      removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
+    }
+    removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))));
+    return removed;
+  }
+
+  /**
+   * Merges into each list version a kept checkpoint names the links behind it that only it
+   * builds on, up to the link size: what a turn appended step by step becomes one document. The
+   * version keeps its key, count and digest (the list it stands for does not change); the merged
+   * links go. A reader that fetched the links before the merge finds its chain broken and reads
+   * them again.
+   */
+  private async mergeLinks(docs: WithId<BlobDocument>[], roots: Set<string>): Promise<number> {
+    const links = docs.filter((d) => d.type === LIST_TYPE);
+    const byKey = new Map(links.map((d) => [pairKey(d.channel, d.version), d]));
+    const referrers = new Map<string, number>();
+    for (const link of links) {
+      if (link.base !== undefined) referrers.set(pairKey(link.channel, link.base), (referrers.get(pairKey(link.channel, link.base)) ?? 0) + 1);
+    }
+    let removed = 0;
+    for (const root of links.filter((d) => roots.has(pairKey(d.channel, d.version)))) {
+      const merged: WithId<BlobDocument>[] = [];
+      let bytes = root.bytes ?? Infinity;
+      let current = root;
+      while (current.base !== undefined) {
+        const key = pairKey(root.channel, current.base);
+        const base = byKey.get(key);
+        if (base === undefined || roots.has(key) || referrers.get(key) !== 1 || bytes + (base.bytes ?? Infinity) > this.options.linkBytes) break;
+        merged.push(base);
+        bytes += base.bytes ?? 0;
+        current = base;
+      }
+      if (merged.length === 0) continue;
+      const full = await this.collection.find({ _id: { $in: [root, ...merged].map((d) => d._id) } }).toArray();
+      const byId = new Map(full.map((d) => [d._id.toHexString(), d]));
+      const ordered = [...merged.reverse(), root].map((d) => byId.get(d._id.toHexString()) as WithId<BlobDocument>);
+      const { _id, base: _base, ...rootFields } = byId.get(root._id.toHexString()) as WithId<BlobDocument>;
+      const newBase = merged[0].base;
+      await this.collection.replaceOne(
+        { _id: root._id },
+        {
+          ...rootFields,
+          ...(newBase === undefined ? {} : { base: newBase }),
+          items: ordered.flatMap((d) => d.items ?? []),
+          item_types: ordered.flatMap((d) => d.item_types ?? []),
+          bytes,
+        },
+      );
+      removed += (await this.collection.deleteMany({ _id: { $in: merged.map((d) => d._id) } })).deletedCount;
+    }
     return removed;
   }
 
@@ -280,12 +346,26 @@ function conflict(position: BlobPosition, doc: BlobDocument | undefined, cause?:
 
 /** Reads channel values of one thread namespace or several, fetching each list channel's links once. */
 export class BlobReader {
-  private readonly links = new Map<string, Promise<Map<string, BlobDocument>>>();
+  private readonly cache = new Map<string, Promise<Map<string, BlobDocument>>>();
 
   constructor(
     private readonly collection: Collection<BlobDocument>,
     private readonly serde: SerializerProtocol,
   ) {}
+
+  /** Every list link of the channel at the position, by key; fetched once per reader unless `refresh`. */
+  private links(position: BlobPosition, channel: string, refresh = false): Promise<Map<string, BlobDocument>> {
+    const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
+    let links = this.cache.get(cacheKey);
+    if (links === undefined || refresh) {
+      links = this.collection
+        .find({ ...position, channel, type: LIST_TYPE })
+        .toArray()
+        .then((docs) => new Map(docs.map((d) => [d.version, d])));
+      this.cache.set(cacheKey, links);
+    }
+    return links;
+  }
 
   /**
    * The values stored under `keys` (channel → key). A cleared channel has no value; `missing`
@@ -296,7 +376,8 @@ export class BlobReader {
     const values: Record<string, unknown> = {};
     if (keys.size === 0) return { values, missing: [] };
     const filter: Filter<BlobDocument> = { ...position, $or: [...keys].map(([channel, version]) => ({ channel, version })) };
-    const docs = await this.collection.find(filter).toArray();
+    // A list's items are read with the rest of its links.
+    const docs = await this.collection.find(filter, { projection: { items: 0, item_types: 0 } }).toArray();
     const found = new Set(docs.map((d) => d.channel));
     await Promise.all(
       docs.map(async (doc) => {
@@ -309,30 +390,30 @@ export class BlobReader {
   }
 
   private async readList(position: BlobPosition, head: BlobDocument): Promise<unknown[]> {
-    const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, head.channel]);
-    let links = this.links.get(cacheKey);
-    if (links === undefined) {
-      links = this.collection
-        .find({ ...position, channel: head.channel, type: LIST_TYPE })
-        .toArray()
-        .then((docs) => new Map(docs.map((d) => [d.version, d])));
-      this.links.set(cacheKey, links);
-    }
-    const byKey = await links;
-    const chain: BlobDocument[] = [];
-    let link: BlobDocument | undefined = byKey.get(head.version) ?? head;
-    while (link !== undefined) {
-      chain.push(link);
-      if (link.base === undefined || chain.length > byKey.size) break;
-      const base: BlobDocument | undefined = byKey.get(link.base);
-      if (base === undefined) throw missing(position, head, `its base ${link.base}`);
-      link = base;
-    }
+    let chain = this.chain(await this.links(position, head.channel), head);
+    // Written, or merged by prune, after this reader fetched the channel's links: fetch them again.
+    if (typeof chain === "string") chain = this.chain(await this.links(position, head.channel, true), head);
+    if (typeof chain === "string") throw missing(position, head, chain);
     const items = await Promise.all(
-      chain.reverse().flatMap((l) => (l.items ?? []).map((bytes, i) => this.serde.loadsTyped((l.item_types ?? [])[i] ?? "json", bytes.buffer))),
+      chain.flatMap((l) => (l.items ?? []).map((bytes, i) => this.serde.loadsTyped((l.item_types ?? [])[i] ?? "json", bytes.buffer))),
     );
     if (items.length !== head.count) throw missing(position, head, `${(head.count ?? 0) - items.length} of its items`);
     return items;
+  }
+
+  /** The links of a list version, oldest first, or what is missing. */
+  private chain(byKey: Map<string, BlobDocument>, head: BlobDocument): BlobDocument[] | string {
+    const chain: BlobDocument[] = [];
+    let link = byKey.get(head.version);
+    if (link === undefined) return "its items";
+    while (link.base !== undefined && chain.length <= byKey.size) {
+      chain.push(link);
+      const base: BlobDocument | undefined = byKey.get(link.base);
+      if (base === undefined) return `its base ${link.base}`;
+      link = base;
+    }
+    chain.push(link);
+    return chain.reverse();
   }
 
   private async readChunks(position: BlobPosition, version: BlobDocument): Promise<unknown[]> {

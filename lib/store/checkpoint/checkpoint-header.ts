@@ -29,10 +29,18 @@ export interface CheckpointDocument extends FenceStamp {
   format?: number;
   /** Channel → blob key, for channels whose value is not stored under the version itself. */
   blob_keys?: Record<string, string>;
-  /** Versioned channels the writer had no value for, so none was stored (read back without one). */
+  /** Small channel values, kept in the header rather than in a blob document of their own. */
+  inline_values?: Record<string, InlineValue>;
+  /** Versioned channels without a value: cleared, or the writer had none to store. */
   absent?: string[];
   upserted_at?: Date;
   expiresAt?: Date;
+}
+
+/** A serialized channel value kept in its checkpoint's header. */
+export interface InlineValue {
+  type: string;
+  blob: Binary;
 }
 
 /** A header as read back, with where each channel's value is stored. */
@@ -41,8 +49,9 @@ export interface DecodedHeader {
   metadata: CheckpointMetadata;
   /** {@link HEADER_FORMAT}, or 0 for a legacy header. */
   format: number;
-  /** Channel → blob key, for every versioned channel. */
+  /** Channel → blob key, for every versioned channel stored in `checkpoint_blobs`. */
   keys: Map<string, string>;
+  inline: Map<string, InlineValue>;
   absent: Set<string>;
 }
 
@@ -53,6 +62,12 @@ export async function decodeHeader(doc: CheckpointDocument, serde: SerializerPro
     Checkpoint,
     CheckpointMetadata,
   ];
-  const keys = new Map(Object.entries(checkpoint.channel_versions ?? {}).map(([channel, version]) => [channel, doc.blob_keys?.[channel] ?? String(version)]));
-  return { checkpoint, metadata, format: current ? HEADER_FORMAT : 0, keys, absent: new Set(doc.absent ?? []) };
+  const inline = new Map(Object.entries(doc.inline_values ?? {}));
+  const absent = new Set(doc.absent ?? []);
+  const keys = new Map(
+    Object.entries(checkpoint.channel_versions ?? {})
+      .filter(([channel]) => !inline.has(channel) && !absent.has(channel))
+      .map(([channel, version]) => [channel, doc.blob_keys?.[channel] ?? String(version)]),
+  );
+  return { checkpoint, metadata, format: current ? HEADER_FORMAT : 0, keys, inline, absent };
 }

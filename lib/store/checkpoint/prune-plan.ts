@@ -25,10 +25,11 @@ export interface PrunePlan {
  * Which checkpoints of one thread prune keeps (pure).
  *
  * Root namespace: the latest `keepLatest`; every checkpoint that starts a run
- * ({@link RUN_START_SOURCES}) and its parent, the state the run started from, so every turn's
- * start and end survive and a turn can be replayed or forked; and every branch tip (a checkpoint
- * no other one names as its parent), so a fork never loses the branch it left. Everything else is
- * a step inside a run that a later checkpoint of the same run supersedes.
+ * ({@link RUN_START_SOURCES}): it holds the state the run started from (the previous turn's end)
+ * and the run's input, so each turn can be read as it began, replayed (`invoke(null, config)`) or
+ * forked with another input; and every branch tip (a checkpoint no other one names as its
+ * parent), so a fork never loses the branch it left. Everything else is a step inside a run that
+ * a later checkpoint of the same run supersedes.
  *
  * Subgraph namespaces: a namespace whose newest checkpoint was written under the latest root
  * checkpoint belongs to a subgraph still running or interrupted, and keeps its latest
@@ -55,10 +56,7 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
       const parents = new Set(list.map((h) => h.parent_checkpoint_id));
       for (const header of list) {
         if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
-        if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) {
-          kept.add(header.checkpoint_id);
-          if (header.parent_checkpoint_id !== undefined) kept.add(header.parent_checkpoint_id);
-        }
+        if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);
       }
     }
     const drop = list.filter((h) => !kept.has(h.checkpoint_id)).map((h) => h.checkpoint_id);

@@ -104,10 +104,11 @@ export class ThreadFences {
     return this.collection.findOne({ _id: threadId }, { projection: { fence: 1, marks: 1 } });
   }
 
-  /** Throws StaleWriterError unless the thread has a fence at or below `epoch`. */
-  async assertHeld(threadId: string, epoch: number): Promise<void> {
+  /** The thread's fence; throws StaleWriterError unless it is at or below `epoch`. */
+  async assertHeld(threadId: string, epoch: number): Promise<FenceView> {
     const view = await this.view(threadId);
     if (view === null || view.fence > epoch) throw stale(threadId, epoch, view?.fence);
+    return view;
   }
 
   /**
