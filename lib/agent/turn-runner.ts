@@ -268,10 +268,11 @@ export class TurnRunner {
 
   /**
    * Where a replacing turn starts: the newest checkpoint holding exactly the thread's messages
-   * before the replaced question (the turn boundary before it), so the original branch is left
-   * as it was. Without such a checkpoint (a first turn, or a boundary pruned before boundaries
-   * were kept) it starts from the latest checkpoint and removes the replaced turn's messages,
-   * which older checkpoints still hold.
+   * before the replaced question (the turn boundary before it: the replaced turn's first
+   * checkpoint, which prune keeps, or the previous turn's end), so the original branch is left as
+   * it was. Without such a checkpoint (a thread pruned before turn boundaries were kept) it starts
+   * from the latest checkpoint and removes the replaced turn's messages, which older checkpoints
+   * still hold.
    */
   private async forkPoint(conversationId: string, replaced: string): Promise<{ checkpointId?: string; remove: string[] }> {
     const { graph } = this.deps;
@@ -279,12 +280,12 @@ export class TurnRunner {
     const headIds = ((head.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
     const at = headIds.indexOf(`${replaced}:user`);
     const before = at < 0 ? headIds : headIds.slice(0, at);
-    if (before.length > 0) {
-      for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: conversationId } })) {
-        const ids = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
-        if (snapshot.next.length === 0 && ids.length === before.length && ids.every((id, i) => id === before[i])) {
-          return { checkpointId: snapshot.config.configurable?.checkpoint_id as string, remove: [] };
-        }
+    for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: conversationId } })) {
+      const ids = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
+      // A turn's first checkpoint (source "input") still has the question it began with pending; a run with new input discards it.
+      const boundary = snapshot.next.length === 0 || snapshot.metadata?.source === "input";
+      if (boundary && ids.length === before.length && ids.every((id, i) => id === before[i])) {
+        return { checkpointId: snapshot.config.configurable?.checkpoint_id as string, remove: [] };
       }
     }
     return { checkpointId: head.config.configurable?.checkpoint_id as string | undefined, remove: at < 0 ? [] : headIds.slice(at) };

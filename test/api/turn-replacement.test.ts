@@ -69,11 +69,14 @@ describe("POST /v1/conversations/{id}/turns/{turnId}/edit", () => {
     ]);
   });
 
-  it("replaces a conversation's only turn", async () => {
+  it("replaces a conversation's only turn, forking from the thread's first checkpoint", async () => {
     const { id, turnIds } = await conversationWith("only question");
+    const before = await api.server.app.database.checkpointer.getTuple({ configurable: { thread_id: id } });
     const edited = await api.call("POST", `/v1/conversations/${id}/turns/${turnIds[0]}/edit`, { token, json: { content: "only question, edited" } });
     expect(edited.status).toBe(200);
     expect(contents(await latestState(id))).toEqual(["only question, edited", "answer to: only question, edited"]);
+    const original = await api.server.app.database.checkpointer.getTuple(before!.config);
+    expect(contents(original?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(["only question", "answer to: only question"]);
   });
 
   it("answers 409 turn_not_latest for a turn that is not the conversation's latest, and changes nothing", async () => {
