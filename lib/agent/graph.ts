@@ -6,7 +6,7 @@ import { buildModelView, countTextTokens, stampTokenCount, type ModelViewPolicy 
 import { ModelCallLimitError } from "../errors.js";
 import type { ModelCallRecord, Usage } from "../store/turn-store.js";
 import type { WriteFence } from "../store/write-fence.js";
-import type { Caller } from "../tools/tool.js";
+import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { ToolRunner } from "./tool-runner.js";

@@ -1,7 +1,8 @@
 import { ToolMessage } from "@langchain/core/messages";
 import { stampTokenCount } from "../model-view/index.js";
 import type { WriteFence } from "../store/write-fence.js";
-import type { Caller, ToolContext } from "../tools/tool.js";
+import type { Caller, Principal } from "../auth/principal.js";
+import type { ToolCallContext } from "../tools/tool.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 
@@ -13,13 +14,13 @@ export interface ToolExecution {
 /** The shape of `ToolRegistry`: permissions, validation, timeouts and the idempotency guard live there. */
 export interface ToolExecutor {
   toolSpecs(caller: Caller): FunctionTool[];
-  execute(call: ToolCallRequest, ctx: ToolContext): Promise<ToolExecution>;
+  execute(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolExecution>;
 }
 
 /** Fields of the checkpointed ToolMessage for one output: inline, or a preview and an artifact handle. */
 export type OutputOffload = (
   output: string,
-  meta: { turnId: string; toolCallId: string; toolName: string; fence: WriteFence },
+  meta: { createdBy: Principal; turnId: string; toolCallId: string; toolName: string; fence: WriteFence },
 ) => Promise<{ content: string; artifact?: unknown }>;
 
 /** Runs calls through the registry and keeps large outputs out of checkpoints. */
@@ -33,13 +34,19 @@ export class RegistryToolRunner implements ToolRunner {
     return this.executor.toolSpecs(caller);
   }
 
-  async run(call: ToolCallRequest, ctx: ToolContext): Promise<ToolMessage> {
+  async run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage> {
     const result = await this.executor.execute(call, ctx);
     const offload = result.status === "success" ? this.offload : undefined;
     if (offload && !ctx.fence) throw new TypeError("tool outputs are offloaded only within a turn, under its fence");
     const fields =
       offload && ctx.fence
-        ? await offload(result.content, { turnId: ctx.turnId, toolCallId: call.id, toolName: call.name, fence: ctx.fence })
+        ? await offload(result.content, {
+            createdBy: ctx.caller.principal,
+            turnId: ctx.turnId,
+            toolCallId: call.id,
+            toolName: call.name,
+            fence: ctx.fence,
+          })
         : { content: result.content };
     return stampTokenCount(new ToolMessage({ tool_call_id: call.id, name: call.name, status: result.status, ...fields }));
   }

@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import type { Principal } from "../auth/principal.js";
 import { DocumentTooLargeError } from "../errors.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import { COLLECTIONS } from "./collections.js";
@@ -22,6 +23,7 @@ export interface ArtifactRef {
 
 export interface StoredArtifact extends ArtifactRef {
   conversationId: string;
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
@@ -30,6 +32,8 @@ export interface StoredArtifact extends ArtifactRef {
 }
 
 export interface NewArtifact {
+  /** Whose tool call produced it. */
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
@@ -38,10 +42,17 @@ export interface NewArtifact {
   tokens?: number;
 }
 
+/** Who reads an artifact, and in which conversation. */
+export interface ArtifactScope {
+  conversationId: string;
+  reader: Principal;
+}
+
 interface ArtifactHead {
   _id: string;
   kind: "artifact";
   conversationId: string;
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
@@ -148,8 +159,9 @@ export class ArtifactStore {
    */
   async put(artifact: NewArtifact, fence: WriteFence, now = new Date()): Promise<ArtifactRef> {
     const { conversationId } = fence;
+    const scope = { conversationId, reader: artifact.createdBy };
     const handle = handleFor(conversationId, artifact.toolCallId);
-    const existing = await this.findHead(handle, conversationId);
+    const existing = await this.findHead(handle, scope);
     if (existing) return refOf(existing);
 
     const bytes = Buffer.byteLength(artifact.content, "utf8");
@@ -160,6 +172,7 @@ export class ArtifactStore {
       _id: handle,
       kind: "artifact",
       conversationId,
+      createdBy: artifact.createdBy,
       turnId: artifact.turnId,
       toolCallId: artifact.toolCallId,
       toolName: artifact.toolName,
@@ -187,13 +200,18 @@ export class ArtifactStore {
       () => this.collection.deleteMany({ $or: [{ kind: "part", handle, partSet }, { _id: handle, kind: "artifact", attempt: head.attempt }] }),
     );
     // A concurrent put may have won: answer with what is stored.
-    const stored = await this.findHead(handle, conversationId);
+    const stored = await this.findHead(handle, scope);
     return refOf(stored ?? head);
   }
 
-  /** The artifact, or undefined when the handle is unknown or belongs to another conversation. */
-  async get(handle: string, conversationId: string): Promise<StoredArtifact | undefined> {
-    const head = await this.findHead(handle, conversationId);
+  /**
+   * The artifact, or undefined when the handle is unknown, belongs to another conversation, or was
+   * made for a principal of another issuer or tenant than the reader. The conversation's owner is
+   * checked before any tool runs; this keeps an output inside its issuer and tenant besides.
+   */
+  async get(handle: string, scope: ArtifactScope): Promise<StoredArtifact | undefined> {
+    const { conversationId } = scope;
+    const head = await this.findHead(handle, scope);
     if (!head) return undefined;
     let content = head.content ?? "";
     if (head.partSet !== undefined) {
@@ -207,6 +225,7 @@ export class ArtifactStore {
     return {
       ...refOf(head),
       conversationId: head.conversationId,
+      createdBy: head.createdBy,
       turnId: head.turnId,
       toolCallId: head.toolCallId,
       toolName: head.toolName,
@@ -220,8 +239,14 @@ export class ArtifactStore {
     await this.collection.deleteMany({ conversationId });
   }
 
-  private async findHead(handle: string, conversationId: string): Promise<ArtifactHead | undefined> {
-    const doc = await this.collection.findOne({ _id: handle, conversationId, kind: "artifact" });
+  private async findHead(handle: string, { conversationId, reader }: ArtifactScope): Promise<ArtifactHead | undefined> {
+    const doc = await this.collection.findOne({
+      _id: handle,
+      conversationId,
+      kind: "artifact",
+      "createdBy.issuer": reader.issuer,
+      "createdBy.tenant": reader.tenant,
+    });
     return (doc as ArtifactHead | null) ?? undefined;
   }
 }

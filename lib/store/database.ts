@@ -7,6 +7,7 @@ import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempot
 import { ConversationStore } from "./conversation-store.js";
 import { ConversationLease } from "./lease.js";
 import { MessageStore } from "./message-store.js";
+import { RecallIndexStore } from "./recall-index-store.js";
 import { RetentionPolicy } from "./retention.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnStore } from "./turn-store.js";
@@ -42,6 +43,8 @@ export class ThreadwiseDatabase {
   readonly idempotency: Collection<IdempotencyDocument>;
   readonly checkpointer: ThreadwiseSaver;
   readonly retention: RetentionPolicy;
+  /** What `search_conversation` searches: finished turns, indexed when they finish. */
+  readonly recall: RecallIndexStore;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
@@ -55,6 +58,7 @@ export class ThreadwiseDatabase {
       clock: options.clock,
     });
     this.artifacts = new ArtifactStore(this.db);
+    this.recall = new RecallIndexStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({
       client,
@@ -72,6 +76,7 @@ export class ThreadwiseDatabase {
       this.turns.setup(),
       this.artifacts.setup(),
       this.retention.setup(),
+      this.recall.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
     ]);
@@ -101,6 +106,7 @@ export class ThreadwiseDatabase {
       this.messages.deleteByConversation(conversationId),
       this.turns.deleteByConversation(conversationId),
       this.artifacts.deleteByConversation(conversationId),
+      this.recall.deleteByConversation(conversationId),
       this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),
     ]);
     await this.conversations.delete(conversationId);

@@ -65,6 +65,12 @@ export class MessageStore {
     return (await this.#messages.findOne({ _id: `${turnId}:user`, conversationId }))?.content;
   }
 
+  /** The conversation's questions recorded at or after `since`, in the order they were written (what the recall index catches up from). */
+  async questionsSince(conversationId: string, since?: Date): Promise<MessageDocument[]> {
+    const filter = { conversationId, role: "user" as const, ...(since ? { createdAt: { $gte: since } } : {}) };
+    return this.#messages.find(filter).sort({ createdAt: 1, _id: 1 }).toArray();
+  }
+
   /** In turn order (question before answer), whenever each was written. */
   async list(conversationId: string): Promise<RecordedMessage[]> {
     const docs = await this.#messages.find({ conversationId }).sort({ seq: 1, createdAt: 1, _id: -1 }).toArray();

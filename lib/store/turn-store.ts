@@ -214,6 +214,10 @@ export class TurnStore {
     return this.#turns.findOne({ _id: turnId });
   }
 
+  async getMany(turnIds: readonly string[]): Promise<TurnDocument[]> {
+    return this.#turns.find({ _id: { $in: [...turnIds] } }).toArray();
+  }
+
   async getWithCalls(turnId: string): Promise<TurnWithCalls | null> {
     const turn = await this.get(turnId);
     if (!turn) return null;
@@ -227,6 +231,14 @@ export class TurnStore {
       .sort({ createdAt: -1, _id: -1 })
       .limit(options.limit)
       .toArray();
+  }
+
+  /** The record of the turn's last model call, if it made one. */
+  async lastCall(turnId: string): Promise<ModelCallRecord | null> {
+    const doc = await this.#calls.find({ turnId }).sort({ index: -1 }).limit(1).next();
+    if (!doc) return null;
+    const { _id, conversationId, attempt, expiresAt, ...call } = doc;
+    return call;
   }
 
   async listCalls(turnId: string): Promise<ModelCallRecord[]> {

@@ -6,14 +6,14 @@ import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../lib/store/lease.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
-import type { Caller } from "../../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
 let converse: ConverseEndpoint;
 let database: TestDatabase;
@@ -65,7 +65,7 @@ describe("TurnRunner", () => {
     it("keeps the lease through a five-minute model call: another turn meets a conflict throughout", async () => {
       const clock = new ManualClock();
       const [a, b] = [await container(clock), await container(clock)];
-      const { _id: conversationId } = await a.database.conversations.create(caller);
+      const { _id: conversationId } = await a.database.conversations.create(caller.principal);
       const slow = gate("five minutes");
       const first = a.runner.run({ conversationId, caller, content: "five minutes of thought", turnId: randomUUID() });
       await slow.reached;
@@ -94,7 +94,7 @@ describe("TurnRunner", () => {
     it("throws StaleWriterError when the late model answer arrives, and writes none of it", async () => {
       const clock = new ManualClock();
       const [a, b] = [await container(clock), await container(clock)];
-      const { _id: conversationId } = await a.database.conversations.create(caller);
+      const { _id: conversationId } = await a.database.conversations.create(caller.principal);
       const frozen = gate("frozen question");
       const tA = randomUUID();
       const stale = a.runner.run({ conversationId, caller, content: "frozen question", turnId: tA });
@@ -118,7 +118,7 @@ describe("TurnRunner", () => {
     it("aborts the model call when its next heartbeat finds the lease taken, before any answer", async () => {
       const clock = new ManualClock();
       const [a, b] = [await container(clock), await container(clock)];
-      const { _id: conversationId } = await a.database.conversations.create(caller);
+      const { _id: conversationId } = await a.database.conversations.create(caller.principal);
       const never = gate("never answered");
       const stale = a.runner.run({ conversationId, caller, content: "never answered", turnId: randomUUID() });
       await never.reached;

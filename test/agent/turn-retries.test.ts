@@ -7,11 +7,12 @@ import { DEFAULT_MAX_MODEL_CALLS } from "../../lib/agent/turn-runner.js";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
 class SimulatedCrash extends Error {
   override name = "SimulatedCrash";
@@ -76,7 +77,7 @@ describe("TurnRunner", () => {
     it("throws TurnSupersededError, keeps its question and takes no later answer when later turns completed meanwhile", async () => {
       const t1 = randomUUID();
       const app = await appWith(crashAfterFirstModelCall());
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const ask = (turnId: string, content: string) => app.runner.run({ conversationId, caller, content, turnId });
 
       await expect(ask(t1, "first question")).rejects.toThrow(SimulatedCrash);
@@ -104,7 +105,7 @@ describe("TurnRunner", () => {
     it("resumes a failed turn that is still the conversation's latest", async () => {
       const t1 = randomUUID();
       const app = await appWith(crashAfterFirstModelCall());
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const request = { conversationId, caller, content: "only question", turnId: t1 };
       await expect(app.runner.run(request)).rejects.toThrow(SimulatedCrash);
       await expect(app.runner.run(request)).resolves.toMatchObject({ answer: "answer to: only question" });
@@ -116,7 +117,7 @@ describe("TurnRunner", () => {
   describe("run of a turn that needs too many model calls", () => {
     it("throws ModelCallLimitError after the cap, fails the turn with model_call_limit, and a retry makes no further call", async () => {
       const app = await appWith();
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const request = { conversationId, caller, content: `loop forever ${conversationId}`, turnId: randomUUID() };
 
       await expect(app.runner.run(request)).rejects.toMatchObject({ name: "ModelCallLimitError" });

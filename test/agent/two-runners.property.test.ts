@@ -7,14 +7,14 @@ import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../lib/store/lease.js";
-import type { Caller } from "../../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
 /**
  * What the test does next. `ask`: a runner starts a new turn, which waits in its model call;
@@ -100,7 +100,7 @@ afterAll(async () => {
 
 /** Plays the steps on one new conversation with both containers, and returns every run. */
 async function play(steps: Step[]): Promise<{ conversationId: string; runs: Run[] }> {
-  const { _id: conversationId } = await containers[0].database.conversations.create(caller);
+  const { _id: conversationId } = await containers[0].database.conversations.create(caller.principal);
   const runs: Run[] = [];
   const busy: (Run | undefined)[] = [undefined, undefined];
   const start = async (runner: 0 | 1, turnId: string, question: string) => {

@@ -3,8 +3,9 @@ import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const caller = { userId: "alice", roles: [] };
+const owner = apiPrincipal("alice");
 const RETENTION_MS = 86_400_000;
 let database: TestDatabase;
 let conversations: ConversationStore;
@@ -19,7 +20,7 @@ function leaseOn(clock: ManualClock): ConversationLease {
   return new ConversationLease(conversations.collection, { retentionMs: RETENTION_MS, clock });
 }
 
-const newConversation = async () => (await conversations.create(caller))._id;
+const newConversation = async () => (await conversations.create(owner))._id;
 
 describe("ConversationLease", () => {
   describe("acquire", () => {

@@ -8,8 +8,9 @@ import { TurnStore, ZERO_USAGE, type ClaimedTurn, type ModelCallRecord } from ".
 import type { WriteFence } from "../../lib/store/write-fence.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const caller = { userId: "alice", roles: [] };
+const owner = apiPrincipal("alice");
 let database: TestDatabase;
 let conversations: ConversationStore;
 let turns: TurnStore;
@@ -26,7 +27,7 @@ afterAll(() => database.cleanup());
 async function conversation() {
   const clock = new ManualClock();
   const lease = new ConversationLease(conversations.collection, { retentionMs: 86_400_000, clock });
-  const { _id } = await conversations.create(caller);
+  const { _id } = await conversations.create(owner);
   return {
     id: _id,
     lease,

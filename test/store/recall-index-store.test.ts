@@ -1,0 +1,141 @@
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp, type App } from "../../lib/app.js";
+import { StaleWriterError } from "../../lib/errors.js";
+import { loadConfig } from "../../lib/config/config.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
+import { dropKnownCollections } from "../support/drop-collections.js";
+import { heldFence, lostFence } from "../support/fences.js";
+import { mongoUri } from "../support/mongo.js";
+import { bigReport } from "../support/test-tools.js";
+
+const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
+const dbName = `recall_store_${randomUUID().slice(0, 8)}`;
+let client: MongoClient;
+let app: App;
+
+beforeAll(async () => {
+  client = new MongoClient(mongoUri());
+  await client.connect();
+  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_TOOL_OUTPUT_TOKENS: "500" }), {
+    mongoClient: client,
+    authenticate: async () => alice,
+    tools: [bigReport],
+  });
+});
+afterAll(async () => {
+  await dropKnownCollections(client.db(dbName));
+  await client.close();
+});
+
+async function run(conversationId: string, content: string): Promise<string> {
+  const turnId = randomUUID();
+  await app.runner.run({ conversationId, caller: alice, content, turnId });
+  return turnId;
+}
+
+/** A turn that asked its question and ended without an answer, recorded as the turn runner records it, under the lease. */
+async function askAndEnd(conversationId: string, question: string, end: "failed" | "superseded"): Promise<string> {
+  const turnId = randomUUID();
+  const { lease, turns, messages } = app.database;
+  const fence = await lease.acquire(conversationId, turnId);
+  const claim = await turns.claim(turnId, fence);
+  if (!claim.claimed) throw new Error("a new turn is claimed");
+  const seq = await turns.begin(claim.turn, fence);
+  await messages.append({ turnId, seq, role: "user", content: question }, fence);
+  if (end === "failed") await turns.fail(claim.turn, { code: "Error", message: "the turn failed" }, fence);
+  else await turns.supersede(claim.turn, fence);
+  await lease.release(fence);
+  return turnId;
+}
+
+function record(conversationId: string, turnNumber: number): RecallTurnDocument {
+  return { _id: `${conversationId}-${turnNumber}`, conversationId, turnNumber, at: new Date(), status: "completed", question: "q", answer: "a", tools: [] };
+}
+
+describe("RecallIndexStore", () => {
+  describe("add", () => {
+    it("returns each finished turn in order with its question, answer, and tool call with the start of its output", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
+      const first = await run(conversationId, "My name is Ada.");
+      const second = await run(conversationId, 'big_report {"rows": 400}');
+      const entries = await app.database.recall.entries(conversationId);
+      expect(entries.map((e) => [e.turnNumber, e.turnId])).toEqual([
+        [1, first],
+        [2, second],
+      ]);
+      expect(entries[0].terms.has("ada")).toBe(true);
+      const [report] = await app.database.recall.records(conversationId, [second]);
+      expect(report).toMatchObject({ turnNumber: 2, status: "completed", question: 'big_report {"rows": 400}' });
+      expect(report.tools.map((t) => [t.name, t.args])).toEqual([
+        ["big_report", '{"rows":400}'],
+        ["read_tool_output", expect.stringMatching(/^\{"handle":"art_[0-9a-f]{24}"/)],
+      ]);
+      expect(report.tools[0].preview).toMatch(/^\[Output of tool "big_report" not shown/);
+      expect(report.tools[1].preview).toContain("| 1 | region-0 |");
+    });
+
+    it("returns a failed turn too, indexed with the turn after it", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
+      const failed = await askAndEnd(conversationId, "Budget owner is Priya.", "failed");
+      const next = await run(conversationId, "Hello again.");
+      const records = await app.database.recall.records(conversationId, [failed, next]);
+      expect(records.map((r) => [r.turnNumber, r.status, r.answer]).sort()).toEqual([
+        [1, "failed", ""],
+        [2, "completed", expect.stringContaining("Hello again.")],
+      ]);
+    });
+
+    it("skips a superseded turn, which has no answer of its own, and indexes the turns after it", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
+      const superseded = await askAndEnd(conversationId, "Overtaken question.", "superseded");
+      const next = await run(conversationId, "Hello again.");
+      const records = await app.database.recall.records(conversationId, [superseded, next]);
+      expect(records.map((r) => [r._id, r.turnNumber, r.status])).toEqual([[next, 1, "completed"]]);
+    });
+
+    it("adds a turn once, however often it is added", async () => {
+      const store = new RecallIndexStore(client.db(dbName), { segmentTurns: 2 });
+      for (const n of [1, 2, 2, 3, 1]) await store.add(record("once", n), { length: 1, terms: new Map([["x", 1]]) }, heldFence("once"));
+      expect((await store.entries("once")).map((e) => e.turnNumber)).toEqual([1, 2, 3]);
+      expect(await client.db(dbName).collection(COLLECTIONS.recallIndex).countDocuments({ conversationId: "once" })).toBe(2);
+    });
+
+    it("writes the record and its segment with the fence's expiry", async () => {
+      const store = new RecallIndexStore(client.db(dbName));
+      const fence = heldFence("expiring");
+      await store.add(record("expiring", 1), { length: 1, terms: new Map([["x", 1]]) }, fence);
+      for (const name of [COLLECTIONS.recallTurns, COLLECTIONS.recallIndex]) {
+        const docs = await client.db(dbName).collection(name).find({ conversationId: "expiring" }).toArray();
+        expect(docs.map((d) => d.expiresAt), name).toEqual([fence.expiresAt]);
+      }
+    });
+
+    it("throws StaleWriterError and leaves the index as it was when the fence is lost", async () => {
+      const store = new RecallIndexStore(client.db(dbName), { segmentTurns: 2 });
+      await store.add(record("fenced", 1), { length: 1, terms: new Map([["x", 1]]) }, heldFence("fenced"));
+      const before = await store.entries("fenced");
+      await expect(store.add(record("fenced", 2), { length: 1, terms: new Map([["y", 1]]) }, lostFence("fenced"))).rejects.toBeInstanceOf(StaleWriterError);
+      await expect(store.add(record("fenced", 3), { length: 1, terms: new Map([["z", 1]]) }, lostFence("fenced"))).rejects.toBeInstanceOf(StaleWriterError);
+      expect(await store.entries("fenced")).toEqual(before);
+      expect(await store.records("fenced", ["fenced-1", "fenced-2", "fenced-3"])).toHaveLength(1);
+    });
+  });
+
+  describe("deleteByConversation", () => {
+    it("leaves nothing of the conversation's index when the conversation is deleted, and other conversations' untouched", async () => {
+      const { _id: gone } = await app.database.conversations.create(alice.principal);
+      const { _id: kept } = await app.database.conversations.create(alice.principal);
+      await run(gone, "My name is Ada.");
+      await run(kept, "My name is Grace.");
+      await app.database.deleteConversation(gone);
+      for (const name of [COLLECTIONS.recallTurns, COLLECTIONS.recallIndex]) {
+        expect(await client.db(dbName).collection(name).countDocuments({ conversationId: gone }), name).toBe(0);
+        expect(await client.db(dbName).collection(name).countDocuments({ conversationId: kept }), name).toBe(1);
+      }
+    });
+  });
+});
