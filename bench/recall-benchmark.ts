@@ -36,6 +36,8 @@ import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome,
 import { recallTerms } from "../lib/recall/recall-terms.js";
 import { TurnIndexer } from "../lib/recall/turn-indexer.js";
 import { ThreadwiseDatabase } from "../lib/store/database.js";
+import { ZERO_USAGE } from "../lib/store/turn-store.js";
+import { apiPrincipal } from "../lib/auth/principal.js";
 import type { ModelViewStats } from "../lib/model-view/types.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID } from "../test/support/embeddings-endpoint.js";
 import { ACKNOWLEDGEMENTS, FACTS } from "./recall-facts.js";
@@ -166,7 +168,8 @@ async function main() {
     });
 
     // Two conversations with the same turns: one indexed lexically (offline), one with embeddings.
-    const conversations = { lexical: randomUUID(), semantic: randomUUID() };
+    const owner = apiPrincipal("bench");
+    const conversations = { lexical: (await database.conversations.create(owner))._id, semantic: (await database.conversations.create(owner))._id };
     const indexMs: Record<keyof typeof conversations, number[]> = { lexical: [], semantic: [] };
     const indexers = {
       lexical: new TurnIndexer({ index: database.recall, messages: database.messages, turns: database.turns }),
@@ -178,21 +181,27 @@ async function main() {
       for (const [i, turn] of turns.entries()) {
         const turnId = `${conversationId}-${i + 1}`;
         const at = new Date(start + i * 3_600_000);
-        await database.turns.start(turnId, conversationId, "running", at);
-        await database.messages.append({ conversationId, turnId, role: "user", content: turn.question }, at);
+        // Recorded as the turn runner records a turn: claimed and begun under the lease, every write under its fence.
+        const fence = await database.lease.acquire(conversationId, turnId);
+        const claim = await database.turns.claim(turnId, fence, {}, at);
+        if (!claim.claimed) throw new Error(`turn ${turnId} was already recorded`);
+        const seq = await database.turns.begin(claim.turn, fence, at);
+        await database.messages.append({ turnId, seq, role: "user", content: turn.question }, fence, at);
         if (turn.tool) {
           const view = [
             { role: "user" as const, content: turn.question },
             { role: "assistant" as const, content: "", toolCalls: [{ id: "c", name: turn.tool.name, args: turn.tool.args }] },
             { role: "tool" as const, content: turn.tool.output, toolCallId: "c", toolName: turn.tool.name },
           ];
-          await database.turns.recordModelCall(conversationId, { turnId, index: 1, startedAt: at, durationMs: 0, view, stats: {} as ModelViewStats, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, toolCalls: [] }, at);
+          const call = { turnId, index: 1, startedAt: at, durationMs: 0, view, stats: {} as ModelViewStats, usage: ZERO_USAGE, toolCalls: [] };
+          await database.turns.recordModelCall(claim.turn, call, fence, at);
         }
-        await database.turns.complete(turnId, { answer: turn.answer, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, toolCalls: turn.tool ? 1 : 0, durationMs: 0 }, at);
-        await database.messages.append({ conversationId, turnId, role: "assistant", content: turn.answer }, at);
+        await database.turns.complete(claim.turn, { answer: turn.answer, usage: ZERO_USAGE, toolCalls: turn.tool ? 1 : 0, durationMs: 0 }, fence, at);
+        await database.messages.append({ turnId, seq, role: "assistant", content: turn.answer }, fence, at);
         const began = performance.now();
-        await indexers[key].indexFinishedTurns(conversationId);
+        await indexers[key].indexFinishedTurns(conversationId, fence);
         indexMs[key].push(performance.now() - began);
+        await database.lease.release(fence);
       }
     }
 

@@ -1,7 +1,8 @@
 /**
  * Storage benchmark: bytes MongoDB holds for one thread as it grows, for the product's
- * checkpointing (ThreadwiseSaver, pruned after every turn, large tool outputs offloaded to
- * `artifacts`) and for stock MongoDBSaver use (default durability, no pruning, outputs inline),
+ * checkpointing (ThreadwiseSaver, each turn fenced with a new epoch as the turn runner does,
+ * pruned after every turn, large tool outputs offloaded to `artifacts`) and for stock
+ * MongoDBSaver use (default durability, no pruning, outputs inline),
  * driving the same compiled LangGraph StateGraph with scripted messages (no LLM).
  *
  *   npm run bench:storage [-- --turns 200 --stock-turns 50]
@@ -21,7 +22,6 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { BSON, MongoClient, type Db } from "mongodb";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
-import { DEFAULT_CHUNK_ITEMS } from "../lib/store/checkpoint/channel-blob-store.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
 import { DEFAULT_CHECKPOINTS_KEPT, ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
 
@@ -134,7 +134,9 @@ interface Subject {
   saver: BaseCheckpointSaver;
   collections: string[];
   toolResult: ToolResult;
-  afterTurn: (threadId: string) => Promise<void>;
+  /** Runs before a turn; returns what the turn adds to `configurable`. */
+  beforeTurn: (threadId: string, turn: number) => Promise<Record<string, unknown>>;
+  afterTurn: (threadId: string, turn: number) => Promise<void>;
   meter: { ms: number };
 }
 
@@ -147,7 +149,10 @@ async function timed<T>(meter: { ms: number }, work: () => Promise<T>): Promise<
   }
 }
 
-/** ThreadwiseSaver, pruned after every turn, tool outputs stored once in `artifacts`. */
+/**
+ * ThreadwiseSaver, each turn claiming the thread with a new fence epoch and writing under it (as
+ * the turn runner does), pruned after every turn, tool outputs stored once in `artifacts`.
+ */
 function productSubject(client: MongoClient, dbName: string): Subject {
   const db = client.db(dbName);
   const meter = { ms: 0 };
@@ -159,14 +164,24 @@ function productSubject(client: MongoClient, dbName: string): Subject {
     db,
     saver,
     meter,
-    collections: [saver.checkpointCollectionName, saver.checkpointWritesCollectionName, saver.checkpointBlobsCollectionName, "artifacts"],
+    collections: [
+      saver.checkpointCollectionName,
+      saver.checkpointWritesCollectionName,
+      saver.checkpointBlobsCollectionName,
+      saver.checkpointThreadsCollectionName,
+      "artifacts",
+    ],
     async toolResult(threadId, toolCallId, output) {
       const handle = randomUUID();
       await timed(meter, () => artifacts.insertOne({ _id: handle, thread_id: threadId, tool_call_id: toolCallId, bytes: output.length, content: output }));
       return `${output.slice(0, PREVIEW_CHARS)}\n[${output.length} bytes, stored as artifact ${handle}]`;
     },
-    async afterTurn(threadId) {
-      await timed(meter, () => saver.prune(threadId));
+    async beforeTurn(threadId, turn) {
+      await timed(meter, () => saver.claimThread(threadId, turn));
+      return { fence_epoch: turn };
+    },
+    async afterTurn(threadId, turn) {
+      await timed(meter, () => saver.prune(threadId, { fenceEpoch: turn }));
     },
   };
 }
@@ -183,6 +198,7 @@ function stockSubject(client: MongoClient, dbName: string): Subject {
     meter,
     collections: [saver.checkpointCollectionName, saver.checkpointWritesCollectionName],
     toolResult: async (_threadId, _toolCallId, output) => output,
+    beforeTurn: async () => ({}),
     afterTurn: async () => undefined,
   };
 }
@@ -203,8 +219,10 @@ function runner(subject: Subject, turns: number): Runner {
 
 async function runTurn(r: Runner, turn: number): Promise<void> {
   const before = r.subject.meter.ms;
-  await r.graph.invoke({ messages: [new HumanMessage(`Question ${turn}: how did sales do?`)] }, { configurable: { thread_id: r.threadId } });
-  await r.subject.afterTurn(r.threadId);
+  const extra = await r.subject.beforeTurn(r.threadId, turn);
+  const configurable = { thread_id: r.threadId, ...extra };
+  await r.graph.invoke({ messages: [new HumanMessage(`Question ${turn}: how did sales do?`)] }, { configurable });
+  await r.subject.afterTurn(r.threadId, turn);
   r.turnTimes.push(r.subject.meter.ms - before);
   if (turn % SAMPLE_EVERY === 0 || REPORTED_TURNS.includes(turn) || turn === r.turns) {
     const size = await threadBytes(r.subject.db, r.subject.collections, r.threadId);
@@ -363,10 +381,12 @@ an agent node and a tool node with scripted messages, no LLM). Tool outputs cycl
 ${TOOL_OUTPUT_KB.join(", ")} KB (${(TOOL_OUTPUT_KB.reduce((a, b) => a + b, 0) / TOOL_OUTPUT_KB.length).toFixed(0)} KB on average).
 
 - **product**: \`ThreadwiseSaver\` (channel values stored once per version in \`checkpoint_blobs\`,
-  only changed versions written, the message list in shared chunks), \`prune()\` after every turn
-  (latest ${DEFAULT_CHECKPOINTS_KEPT} checkpoints kept), each
-  tool output stored once in \`artifacts\` with a ${PREVIEW_CHARS}-character preview and the handle in the
-  \`ToolMessage\`. Bytes count \`checkpoints\`, \`checkpoint_writes\`, \`checkpoint_blobs\` and \`artifacts\`.
+  only changed versions written, each version of the message list storing only the messages it
+  appends), every turn claiming the thread with a new fence epoch and writing under it,
+  \`prune()\` after every turn, which keeps every turn's first checkpoint (the state the turn
+  started from, and its question) plus the latest ${DEFAULT_CHECKPOINTS_KEPT}, each tool output stored once in
+  \`artifacts\` with a ${PREVIEW_CHARS}-character preview and the handle in the \`ToolMessage\`. Bytes count
+  \`checkpoints\`, \`checkpoint_writes\`, \`checkpoint_blobs\`, \`checkpoint_threads\` and \`artifacts\`.
 - **stock**: \`MongoDBSaver\` as documented: default durability (\`async\`), no pruning, outputs
   inline. Bytes count \`checkpoints\` and \`checkpoint_writes\`.
 
@@ -388,17 +408,21 @@ At ${lastStock.turn} turns its largest document was already ${formatBytes(lastSt
 checkpoint grows by about ${formatBytes((TOOL_OUTPUT_KB.reduce((a, b) => a + b, 0) / TOOL_OUTPUT_KB.length) * 1024)} per turn toward MongoDB's 16 MB limit.
 
 The product grows linearly: a straight line fits its ${product.samples.length} samples with R² = ${analysis.productR2.toFixed(4)},
-at ${formatBytes(productFit[1])} per turn (about the average tool output, stored once). Growth per turn was
+at ${formatBytes(productFit[1])} per turn (about the average tool output, stored once, plus the checkpoint kept
+per turn). Growth per turn was
 ${perTurn(product, 10, 50)} between turns 10 and 50 and ${perTurn(product, 50, Math.min(200, analysis.turns))} between 50 and ${Math.min(200, analysis.turns)}. Its largest
-document after ${lastProduct.turn} turns was ${formatBytes(lastProduct.largestDocument)}; the size guard refuses any document above
-${formatBytes(DEFAULT_MAX_DOCUMENT_BYTES)}.
+document after ${lastProduct.turn} turns was ${formatBytes(lastProduct.largestDocument)} (${lastProduct.documents} documents in all); the size guard refuses any
+document above ${formatBytes(DEFAULT_MAX_DOCUMENT_BYTES)}.
 
-Each checkpoint of a product turn writes only the channels whose version changed; the message
-list is stored in chunks of ${DEFAULT_CHUNK_ITEMS} messages shared between versions, so a new version writes its
-last chunk and the list of chunk hashes, not the whole list. The product's time per turn still
-grows slowly: each put serializes and hashes the whole list to find the chunks that changed (CPU,
-not I/O), and loading the state reads it whole. Absolute times are the embedded server's, on a
-shared machine.
+Each checkpoint of a product turn writes only the channels whose version changed; a new version
+of the message list stores only the messages appended since its parent checkpoint's version and
+names that version as its base, so the list is stored once however many turn-boundary checkpoints
+reference it (prune merges what a turn appended into one document). The product's time per turn
+grows with the thread: the thread keeps about ${(lastProduct.documents / lastProduct.turn).toFixed(0)} documents per turn (its first checkpoint, that
+checkpoint's pending writes, the turn's messages, its artifact), and the embedded server scans a
+collection's documents on every write (it does not use indexes for upserts); each put also
+serializes and hashes the whole list to check that it extends its base, and loading the state
+reads it whole. Absolute times are the embedded server's, on a shared machine.
 
 ![bytes stored per thread](storage.svg)
 `;

@@ -2,6 +2,7 @@ import type { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { createChatModel, createModelTokenCounter } from "./agent/chat-model.js";
 import type { FaultInjector } from "./agent/fault-points.js";
+import type { Clock } from "./clock.js";
 import type { StructuredLogger } from "./logger.js";
 import { createAgentGraph } from "./agent/graph.js";
 import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
@@ -46,6 +47,8 @@ export interface AppOptions {
   extraRoutes?: Route[];
   /** Test-only crash points; never set in production. */
   faults?: FaultInjector;
+  /** What leases measure time with. Default: the system clock; tests pass one they advance. */
+  clock?: Clock;
   /** Embeds turns and queries for `search_conversation`. Default: Bedrock when `RECALL_EMBEDDINGS_MODEL_ID` is set, else none (lexical search only). */
   embedder?: Embedder;
   /** Default: silent. */
@@ -74,6 +77,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     leaseTtlMs: config.leaseTtlMs,
     retentionDays: config.retentionDays,
     checkpointsKept: config.checkpointsKept,
+    clock: options.clock,
   });
   await database.setup();
   const defaults = options.tools
@@ -127,13 +131,14 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     messages: database.messages,
     turns: database.turns,
     lease: database.lease,
+    threads: database.checkpointer,
     faults: options.faults,
-    afterTurn: async (conversationId) => {
+    afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
-      await indexer.indexFinishedTurns(conversationId).catch((error: unknown) => {
+      await indexer.indexFinishedTurns(conversationId, fence).catch((error: unknown) => {
         options.logger?.warn("recall indexing failed", { conversationId, error: error instanceof Error ? error.name : "Error" });
       });
-      await database.checkpointer.prune(conversationId);
+      await database.checkpointer.prune(conversationId, { fenceEpoch: fence.epoch });
       await database.retention.touch(conversationId);
     },
   });

@@ -145,6 +145,76 @@ export class DocumentTooLargeError extends ThreadwiseError {
   }
 }
 
+/** Options of {@link StaleWriterError}: the thread's fence when the write was refused. */
+export interface StaleWriterErrorOptions extends ErrorOptions {
+  currentEpoch?: number;
+}
+
+/**
+ * A write by a writer that no longer holds the thread: a later writer raised the thread's fence
+ * epoch (its lease was taken over) or the thread was deleted. Nothing of the refused write is
+ * visible to readers; the writer must stop.
+ */
+export class StaleWriterError extends ConflictError {
+  override name = "StaleWriterError";
+  /** The thread's fence epoch when the write was refused; undefined when the thread has no fence (deleted). */
+  readonly currentEpoch?: number;
+  constructor(
+    message: string,
+    readonly threadId: string,
+    /** The epoch the refused writer wrote under. */
+    readonly epoch?: number,
+    options?: StaleWriterErrorOptions,
+  ) {
+    super(message, undefined, options);
+    this.currentEpoch = options?.currentEpoch;
+  }
+}
+
+/**
+ * A checkpoint that a run or write starts from does not exist (it was pruned, deleted, or never
+ * written). Nothing was written: starting from an empty state instead would replace the thread's state.
+ */
+export class CheckpointNotFoundError extends NotFoundError {
+  override name = "CheckpointNotFoundError";
+  constructor(
+    message: string,
+    readonly threadId: string,
+    readonly checkpointNs: string,
+    readonly checkpointId: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A channel value of a thread's checkpoints, at one version, cannot be read or written as it must be. */
+export class ChannelValueError extends ThreadwiseError {
+  override name = "ChannelValueError";
+  constructor(
+    message: string,
+    readonly threadId: string,
+    readonly channel: string,
+    readonly version: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A stored checkpoint names a channel value that is not in storage (a value, a list link or a
+ * version it builds on). Reading it would return a state that was never written, so it is refused.
+ */
+export class ChannelValueMissingError extends ChannelValueError {
+  override name = "ChannelValueMissingError";
+}
+
+/** Two different values were written under one channel version; the first is kept and the second refused. */
+export class ChannelVersionConflictError extends ChannelValueError {
+  override name = "ChannelVersionConflictError";
+}
+
 /** A tool refused or failed; the model sees the message as a tool error. */
 export class ToolError extends ThreadwiseError {
   override name = "ToolError";
@@ -196,4 +266,41 @@ export class ChannelDeliveryError extends ThreadwiseError {
 /** An Idempotency-Key was reused with a different request body. */
 export class IdempotencyKeyReusedError extends ThreadwiseError {
   override name = "IdempotencyKeyReusedError";
+}
+
+/** A conflict about one turn, which `turnId` names. */
+export class TurnConflictError extends ConflictError {
+  override name = "TurnConflictError";
+  constructor(
+    message: string,
+    readonly turnId: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, undefined, options);
+  }
+}
+
+/**
+ * A retried turn that is no longer its conversation's latest: later turns ran meanwhile, so it
+ * cannot be answered without answering out of order. Its question is kept in the record.
+ */
+export class TurnSupersededError extends TurnConflictError {
+  override name = "TurnSupersededError";
+}
+
+/** A turn needed more model calls than its cap; retrying cannot help, the same question would loop again. */
+export class ModelCallLimitError extends ThreadwiseError {
+  override name = "ModelCallLimitError";
+  constructor(
+    message: string,
+    readonly limit: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Only the conversation's latest finished turn can be edited or regenerated; this one is not (or a turn is still under way). */
+export class NotLatestTurnError extends TurnConflictError {
+  override name = "NotLatestTurnError";
 }

@@ -52,6 +52,7 @@ export interface ModuleReplacement {
 export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   { importPath: "../locales/index.js", importer: /[\\/]zod[\\/]v4[\\/](core|classic|mini)[\\/]/, replacement: { file: here("./zod-locales.ts") } },
   { importPath: "./compile.js", importer: /[\\/]zod[\\/]v4[\\/]core[\\/]index\.js$/, replacement: { file: here("./zod-compile.ts") } },
+  { importPath: "./from-json-schema.js", importer: /[\\/]zod[\\/]v4[\\/]classic[\\/]external\.js$/, replacement: { file: here("./zod-from-json-schema.ts") } },
   { importPath: "./import_map.js", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]load[\\/]index\.js$/, replacement: { file: here("./langchain-import-map.ts") } },
   { importPath: "../utils/sax-js/sax.js", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]output_parsers[\\/]xml\.js$/, replacement: { file: here("./langchain-sax.ts") } },
   { importPath: "./client.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]run_trees\.mjs$/, replacement: { file: here("./langsmith-client.ts") } },

@@ -12,7 +12,9 @@ import {
   withCachePoints,
   type ModelViewPolicy,
 } from "../model-view/index.js";
-import type { ModelCallRecord } from "../store/turn-store.js";
+import { ModelCallLimitError } from "../errors.js";
+import type { ModelCallRecord, Usage } from "../store/turn-store.js";
+import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { ModelTokenCounter } from "./bedrock-token-counter.js";
@@ -27,6 +29,10 @@ export type TurnContext = {
   turnId: string;
   conversationId: string;
   caller: Caller;
+  /** The turn's fence: tools write under it. */
+  fence: WriteFence;
+  /** Model calls the turn may make, counted from state, so a resumed or retried turn cannot exceed them. */
+  maxModelCalls: number;
   /** Called once per model call with what was sent; keyed by index so a resumed turn overwrites. */
   recordModelCall(record: ModelCallRecord): Promise<void>;
   /** Progress for long turns (which step, which tool, how many model calls so far). */
@@ -108,10 +114,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
 
   async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
+    const index = callIndex(state.messages);
+    if (index >= ctx.maxModelCalls) {
+      throw new ModelCallLimitError(`the turn reached its limit of ${ctx.maxModelCalls} model calls`, ctx.maxModelCalls);
+    }
     const offered = tools.toolSpecs(ctx.caller);
     const toolSchemaTokens = schemaTokens(offered);
     const view = await calibratedView(state.messages, offered, toolSchemaTokens);
-    await ctx.onProgress?.({ step: "model", modelCalls: callIndex(state.messages) });
+    await ctx.onProgress?.({ step: "model", modelCalls: index });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
     const sent = options.sendCachePoints ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
@@ -120,7 +130,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
     const record: ModelCallRecord = {
       turnId: ctx.turnId,
-      index: callIndex(state.messages),
+      index,
       startedAt,
       durationMs: Date.now() - startedAt.getTime(),
       view: toViewMessages(view.messages),
@@ -167,7 +177,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
         const toolCallId = call.id ?? "";
         return tools.run(
           { id: toolCallId, name: call.name, args: call.args },
-          { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId, caller: ctx.caller, signal: config.signal },
+          { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId, caller: ctx.caller, signal: config.signal, fence: ctx.fence },
         );
       }),
     );

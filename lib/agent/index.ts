@@ -3,6 +3,7 @@ export {
   TurnRunner,
   DEFAULT_MAX_MODEL_CALLS,
   summarizeContext,
+  type ThreadFencing,
   type ThreadMessage,
   type TurnContextSummary,
   type TurnRequest,

@@ -1,5 +1,6 @@
 import { ToolMessage } from "@langchain/core/messages";
 import { stampTokenCount } from "../model-view/index.js";
+import type { WriteFence } from "../store/write-fence.js";
 import type { Caller, Principal } from "../auth/principal.js";
 import type { ToolCallContext } from "../tools/tool.js";
 import type { FunctionTool } from "./local-chat-model.js";
@@ -19,7 +20,7 @@ export interface ToolExecutor {
 /** Fields of the checkpointed ToolMessage for one output: inline, or a preview and an artifact handle. */
 export type OutputOffload = (
   output: string,
-  meta: { conversationId: string; createdBy: Principal; turnId: string; toolCallId: string; toolName: string },
+  meta: { createdBy: Principal; turnId: string; toolCallId: string; toolName: string; fence: WriteFence },
 ) => Promise<{ content: string; artifact?: unknown }>;
 
 /** Runs calls through the registry and keeps large outputs out of checkpoints. */
@@ -35,14 +36,16 @@ export class RegistryToolRunner implements ToolRunner {
 
   async run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage> {
     const result = await this.executor.execute(call, ctx);
+    const offload = result.status === "success" ? this.offload : undefined;
+    if (offload && !ctx.fence) throw new TypeError("tool outputs are offloaded only within a turn, under its fence");
     const fields =
-      result.status === "success" && this.offload
-        ? await this.offload(result.content, {
-            conversationId: ctx.conversationId,
+      offload && ctx.fence
+        ? await offload(result.content, {
             createdBy: ctx.caller.principal,
             turnId: ctx.turnId,
             toolCallId: call.id,
             toolName: call.name,
+            fence: ctx.fence,
           })
         : { content: result.content };
     return stampTokenCount(new ToolMessage({ tool_call_id: call.id, name: call.name, status: result.status, ...fields }));

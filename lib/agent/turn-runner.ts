@@ -1,13 +1,24 @@
-import { AIMessage, HumanMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
+import { ModelCallLimitError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
-import { addUsage, ZERO_USAGE, type ModelCallRecord, type TurnDocument, type TurnStore, type Usage, type ViewMessage } from "../store/turn-store.js";
+import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
+import {
+  addUsage,
+  ZERO_USAGE,
+  type ClaimedTurn,
+  type ModelCallRecord,
+  type TurnDocument,
+  type TurnStore,
+  type Usage,
+  type ViewMessage,
+} from "../store/turn-store.js";
+import type { WriteFence } from "../store/write-fence.js";
 import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
-import { randomUUID } from "node:crypto";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { toViewMessages } from "./view-record.js";
@@ -27,6 +38,11 @@ export interface TurnRequest {
   turnId: string;
   /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
   signal?: AbortSignal;
+  /**
+   * The conversation's latest finished turn, which this one replaces (an edited or regenerated
+   * last question): the thread forks from the turn boundary before it, and the record marks it.
+   */
+  replaces?: string;
 }
 
 /** The context figures of a turn: the last model call's view against the full state. */
@@ -56,17 +72,28 @@ export interface ThreadMessage extends ViewMessage {
   artifact?: { handle: string; bytes: number; tokens: number };
 }
 
+/** What the runner needs of the checkpointer beyond the graph: the thread's fence, and removing a deleted conversation's thread. */
+export type ThreadFencing = Pick<ThreadwiseSaver, "claimThread" | "deleteThread">;
+
 export interface TurnRunnerDeps {
   graph: AgentGraph;
   conversations: ConversationStore;
   messages: MessageStore;
   turns: TurnStore;
   lease: ConversationLease;
-  /** Called after a completed turn (checkpoint pruning). */
-  afterTurn?(conversationId: string): Promise<void>;
+  threads: ThreadFencing;
+  /** Called after a completed turn, while it still holds the conversation (checkpoint pruning). */
+  afterTurn?(conversationId: string, fence: WriteFence): Promise<void>;
+  /** Default: {@link DEFAULT_MAX_MODEL_CALLS}. */
   maxModelCalls?: number;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+}
+
+/** Turn error codes that are not an error class's name. */
+function errorCode(error: unknown): string {
+  if (error instanceof ModelCallLimitError) return "model_call_limit";
+  return error instanceof Error ? error.name : "Error";
 }
 
 function textOf(message: BaseMessage): string {
@@ -89,7 +116,14 @@ export function summarizeContext(calls: ModelCallRecord[]): TurnContextSummary {
 
 /**
  * Runs one turn: lease, record, graph invocation (rehydrated from checkpoints), answer.
- * A retry with the same turn id resumes from the last checkpoint instead of starting over.
+ *
+ * Every acquisition of the lease has its own epoch: the turn claims the thread's checkpoints and
+ * its turn record with it, and writes everything else through its fence, so an attempt that lost
+ * the conversation (its lease lapsed under a frozen process, or the conversation was deleted)
+ * writes nothing more and stops. A heartbeat renews the lease while the turn works.
+ *
+ * A retry with the same turn id resumes from the last checkpoint, as long as the turn is still
+ * the conversation's latest; otherwise it ends as superseded, keeping its question.
  */
 export class TurnRunner {
   private readonly maxModelCalls: number;
@@ -98,39 +132,26 @@ export class TurnRunner {
     this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
   }
 
+  /** Records a turn handed to the worker as queued, unless the conversation is gone; a redelivery finds the turn as it is. */
+  async accept(conversationId: string, turnId: string): Promise<void> {
+    await this.deps.turns.enqueue(turnId, this.deps.lease.existing(conversationId));
+  }
+
   async run(request: TurnRequest): Promise<TurnResult> {
-    const { conversations, messages, turns, lease } = this.deps;
+    const { conversations, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
     await conversations.getOwned(conversationId, request.owner ?? caller.principal);
     const started = Date.now();
-    // Per attempt, so a retry of the same turn waits while the first attempt is alive.
-    const holder = `${turnId}:${randomUUID()}`;
-    await lease.acquire(conversationId, holder);
-    const faults = this.deps.faults;
+    const fence = await lease.acquire(conversationId, turnId);
+    const lost = new AbortController();
+    const stopHeartbeat = lease.keepAlive(fence, () => lost.abort(fence.stale()));
     try {
-      await turns.failInterrupted(conversationId, turnId);
-      const { turn, created } = await turns.start(turnId, conversationId);
-      if (turn.status === "completed") return this.resultOf(turn, await turns.listCalls(turnId));
-      await turns.markRunning(turnId);
-      await messages.append({ conversationId, turnId, role: "user", content: request.content });
-      faults?.at("after-user-message");
-      const answerMessage = await this.invokeGraph(request, holder, created);
-      faults?.at("after-answer");
-      const answer = textOf(answerMessage);
-      await messages.append({ conversationId, turnId, role: "assistant", content: answer });
-      faults?.at("after-record");
-      const calls = await turns.listCalls(turnId);
-      const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
-      const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
-      await turns.complete(turnId, { answer, usage, toolCalls, durationMs: Date.now() - started });
-      await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
-      await this.deps.afterTurn?.(conversationId);
-      return { turnId, answer, usage, context: summarizeContext(calls) };
+      return await this.runHeld(request, fence, lost.signal, started);
     } catch (error) {
-      await turns.fail(turnId, { code: error instanceof Error ? error.name : "Error", message: "the turn failed" }).catch(() => undefined);
-      throw error;
+      throw await this.explain(error, fence, lost.signal);
     } finally {
-      await lease.release(conversationId, holder).catch(() => undefined);
+      stopHeartbeat();
+      await lease.release(fence).catch(() => undefined);
     }
   }
 
@@ -148,45 +169,170 @@ export class TurnRunner {
     });
   }
 
-  private resultOf(turn: TurnDocument, calls: ModelCallRecord[]): TurnResult {
+  private async runHeld(request: TurnRequest, fence: WriteFence, lost: AbortSignal, started: number): Promise<TurnResult> {
+    const { conversations, messages, turns, threads, faults } = this.deps;
+    const { conversationId, turnId } = request;
+    await threads.claimThread(conversationId, fence.epoch as number);
+    // Refused before anything is written; a replacing turn that already began is past this check.
+    if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.assertReplaceable(conversationId, request.replaces);
+    const claim = await turns.claim(turnId, fence, request.replaces ? { replaces: request.replaces } : {});
+    if (!claim.claimed) return this.finished(claim.turn, fence);
+    const turn = claim.turn;
+    try {
+      await turns.interruptOthers(turn, fence);
+      const { seq, resumed } = await this.enter(turn, request, fence);
+      faults?.at("after-user-message");
+      const answerMessage = await this.invokeGraph(request, turn, fence, lost, resumed);
+      faults?.at("after-answer");
+      const answer = textOf(answerMessage);
+      const calls = await turns.listCalls(turnId);
+      const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
+      const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
+      await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
+      await messages.append({ turnId, seq, role: "assistant", content: answer }, fence);
+      faults?.at("after-record");
+      await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
+      await this.deps.afterTurn?.(conversationId, fence);
+      return { turnId, answer, usage, context: summarizeContext(calls) };
+    } catch (error) {
+      await this.settle(turn, fence, error, request.signal, lost).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Records how the attempt ended, when it still may: stopped at the caller's deadline, the turn
+   * waits for the worker; any other error fails it. A superseded or fenced-out attempt writes nothing.
+   */
+  private async settle(turn: ClaimedTurn, fence: WriteFence, error: unknown, deadline: AbortSignal | undefined, lost: AbortSignal): Promise<void> {
+    if (error instanceof TurnSupersededError || error instanceof StaleWriterError || lost.aborted) return;
+    if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
+    await this.deps.turns.fail(turn, { code: errorCode(error), message: "the turn failed" }, fence);
+  }
+
+  /**
+   * An error of an attempt that lost its fence says so. One whose conversation was deleted
+   * meanwhile is NotFound, and the thread is deleted again: a claim that raced the deletion may
+   * have left the thread's fence behind.
+   */
+  private async explain(error: unknown, fence: WriteFence, lost: AbortSignal): Promise<unknown> {
+    const stale = error instanceof StaleWriterError ? error : lost.aborted ? fence.stale(error) : undefined;
+    if (!stale) return error;
+    const exists = await this.deps.conversations.get(fence.conversationId).catch(() => undefined);
+    if (exists !== null) return stale;
+    await this.deps.threads.deleteThread(fence.conversationId).catch(() => undefined);
+    return new NotFoundError(`conversation ${fence.conversationId} was deleted`, { cause: stale });
+  }
+
+  /** A final turn run again: a completed one answers as it did (its record repaired if the first attempt died before it), a superseded one refuses. */
+  private async finished(turn: TurnDocument, fence: WriteFence): Promise<TurnResult> {
+    if (turn.status === "superseded") throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
+    if (turn.seq !== undefined) {
+      await this.deps.messages.append({ turnId: turn._id, seq: turn.seq, role: "assistant", content: turn.answer ?? "" }, fence);
+    }
+    const calls = await this.deps.turns.listCalls(turn._id);
     return { turnId: turn._id, answer: turn.answer ?? "", usage: turn.usage, context: summarizeContext(calls) };
   }
 
   /**
-   * Starts the turn, or resumes it when the checkpoint already holds its user message. A turn
-   * whose record was just created cannot be in the checkpoint yet, so only a retried or queued
-   * turn pays for loading the thread before the graph loads it again.
+   * Puts the turn's question in the record: a new turn begins under this attempt's epoch, which
+   * makes it the conversation's latest; a turn begun by an earlier attempt is resumed only while
+   * no later turn began.
    */
-  private async invokeGraph(request: TurnRequest, holder: string, newTurn: boolean): Promise<AIMessage> {
-    const { graph, turns, lease } = this.deps;
-    const config = { configurable: { thread_id: request.conversationId } };
+  private async enter(turn: ClaimedTurn, request: TurnRequest, fence: WriteFence): Promise<{ seq: number; resumed: boolean }> {
+    const { turns, messages } = this.deps;
+    const resumed = turn.seq !== undefined;
+    // A replacing turn that the worker took over before it began is checked here, as the request was.
+    if (!resumed && turn.replaces && !request.replaces) await this.assertReplaceable(turn.conversationId, turn.replaces);
+    const seq = turn.seq ?? (await turns.begin(turn, fence));
+    turn.seq = seq;
+    await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
+    if (turn.replaces) {
+      await messages.markReplaced(turn.replaces, turn._id, fence);
+      await turns.markReplaced(turn.replaces, turn, fence);
+    }
+    if (await turns.hasLaterTurn(turn.conversationId, seq)) {
+      await turns.supersede(turn, fence);
+      throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
+    }
+    return { seq, resumed };
+  }
+
+  /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
+  private async assertReplaceable(conversationId: string, turnId: string): Promise<void> {
+    const latest = await this.deps.turns.latest(conversationId);
+    if (latest?._id !== turnId || !(latest.status === "completed" || latest.status === "failed")) {
+      throw new NotLatestTurnError(`turn ${turnId} is not the conversation's latest finished turn`, turnId);
+    }
+  }
+
+  /**
+   * Where a replacing turn starts: the newest checkpoint holding exactly the thread's messages
+   * before the replaced question (the turn boundary before it: the replaced turn's first
+   * checkpoint, which prune keeps, or the previous turn's end), so the original branch is left as
+   * it was. Without such a checkpoint (a thread pruned before turn boundaries were kept) it starts
+   * from the latest checkpoint and removes the replaced turn's messages, which older checkpoints
+   * still hold.
+   */
+  private async forkPoint(conversationId: string, replaced: string): Promise<{ checkpointId?: string; remove: string[] }> {
+    const { graph } = this.deps;
+    const head = await graph.getState({ configurable: { thread_id: conversationId } });
+    const headIds = ((head.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
+    const at = headIds.indexOf(`${replaced}:user`);
+    const before = at < 0 ? headIds : headIds.slice(0, at);
+    for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: conversationId } })) {
+      const ids = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
+      // A turn's first checkpoint (source "input") still has the question it began with pending; a run with new input discards it.
+      const boundary = snapshot.next.length === 0 || snapshot.metadata?.source === "input";
+      if (boundary && ids.length === before.length && ids.every((id, i) => id === before[i])) {
+        return { checkpointId: snapshot.config.configurable?.checkpoint_id as string, remove: [] };
+      }
+    }
+    return { checkpointId: head.config.configurable?.checkpoint_id as string | undefined, remove: at < 0 ? [] : headIds.slice(at) };
+  }
+
+  /**
+   * Starts the turn from its question, or continues it from the checkpoint when the thread's
+   * latest question is already this turn's. A turn that has just begun cannot be in the thread
+   * yet, so only a resumed one pays for loading the thread before the graph loads it again.
+   */
+  private async invokeGraph(request: TurnRequest, turn: ClaimedTurn, fence: WriteFence, lost: AbortSignal, resumed: boolean): Promise<AIMessage> {
+    const { graph, turns } = this.deps;
+    const thread = { thread_id: request.conversationId };
     const userMessageId = `${request.turnId}:user`;
-    let alreadyStarted = false;
-    if (!newTurn) {
-      const snapshot = await graph.getState(config);
+    let started = false;
+    if (resumed) {
+      const snapshot = await graph.getState({ configurable: thread });
       const stateMessages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
-      alreadyStarted = stateMessages.some((m) => m.id === userMessageId);
+      const lastQuestion = stateMessages.findLast((m) => m.getType() === "human");
+      started = lastQuestion?.id === userMessageId;
+      if (!started && stateMessages.some((m) => m.id === userMessageId)) {
+        await turns.supersede(turn, fence);
+        throw new TurnSupersededError(`turn ${turn._id} is not the thread's latest question`, turn._id);
+      }
       const last = stateMessages[stateMessages.length - 1];
-      if (alreadyStarted && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return last;
+      if (started && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return last;
     }
     const context: TurnContext = {
       turnId: request.turnId,
       conversationId: request.conversationId,
       caller: request.caller,
-      recordModelCall: async (record) => {
-        await turns.recordModelCall(request.conversationId, record);
-        // Each model call renews the lease, so a long turn keeps it and a dead one loses it.
-        await lease.acquire(request.conversationId, holder);
-      },
-      onProgress: (progress) => turns.setProgress(request.turnId, progress),
+      fence,
+      maxModelCalls: this.maxModelCalls,
+      recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
+      onProgress: (progress) => turns.setProgress(turn, progress, fence),
     };
-    const input = alreadyStarted ? null : { messages: [stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }))] };
+    const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
+    const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
+    const removed = (fork?.remove ?? []).map((id) => new RemoveMessage({ id }));
+    const input = started ? null : { messages: [...removed, question] };
     const result = await graph.invoke(input, {
-      ...config,
-      signal: request.signal,
+      configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
+      signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,
       context,
       durability: "sync",
-      recursionLimit: this.maxModelCalls * 2 + 1,
+      // The model-call cap is enforced by the agent node, from state; this only stops a runaway graph.
+      recursionLimit: this.maxModelCalls * 2 + 3,
     });
     const finalMessages = (result as { messages: BaseMessage[] }).messages;
     return finalMessages[finalMessages.length - 1] as AIMessage;

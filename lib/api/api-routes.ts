@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
-import { NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
-import type { TurnRunner } from "../agent/turn-runner.js";
+import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../agent/turn-runner.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
@@ -8,11 +8,11 @@ import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
 import type { DispatchOutcome, TurnDispatcher } from "../queue/turn-dispatcher.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
-import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
+import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
 import type { Route } from "./router.js";
 import { openApiDocument } from "./openapi.js";
-import { createConversationBody, listQuery, postMessageBody, turnsQuery } from "./schemas.js";
+import { createConversationBody, listQuery, postMessageBody, regenerateBody, turnsQuery } from "./schemas.js";
 
 export interface ApiRoutesDeps {
   authenticate: Authenticate;
@@ -42,6 +42,8 @@ export function turnView(turn: TurnWithCalls) {
     durationMs: turn.durationMs ?? null,
     answer: turn.answer ?? null,
     error: turn.error ?? null,
+    replaces: turn.replaces ?? null,
+    replacedBy: turn.replacedBy ?? null,
     usage: turn.usage,
     context: summarizeContext(turn.calls),
     progress: { ...turn.progress, at: turn.progress.at.toISOString() },
@@ -58,6 +60,13 @@ export function turnView(turn: TurnWithCalls) {
   };
 }
 
+/** 200 with the answer, or 202 with where to poll when the turn went to the worker. */
+function outcomeResponse(conversationId: string, turnId: string, outcome: DispatchOutcome): HttpResponse {
+  if (outcome.kind === "completed") return json(200, outcome.result);
+  const location = `/v1/conversations/${conversationId}/turns/${turnId}`;
+  return json(202, { turnId, status: "queued", location }, { location });
+}
+
 /** A turn without its model calls: what a client polls for progress. */
 function turnSummary(turn: TurnDocument) {
   return {
@@ -67,6 +76,15 @@ function turnSummary(turn: TurnDocument) {
     completedAt: turn.completedAt?.toISOString() ?? null,
     progress: { ...turn.progress, at: turn.progress.at.toISOString() },
   };
+}
+
+/** A question as the API takes it: trimmed, not blank, within the size limit. */
+function questionOf(request: HttpRequest, maxMessageChars: number): string {
+  const { content } = parseJsonBody(request, postMessageBody);
+  const text = content.trim();
+  if (text.length === 0) throw new ValidationError("content is empty", [{ path: "content", message: "must not be blank" }]);
+  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`content is over ${maxMessageChars} characters`, maxMessageChars);
+  return text;
 }
 
 /** The routes of the HTTP API (v1) of design.md. */
@@ -79,6 +97,22 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
     const caller = await authenticate(request);
     const conversation = await conversations.getOwned(parseId(rawId, "conversationId"), caller.principal);
     return { caller, conversation };
+  };
+
+  const ownedTurn = async (conversationId: string, rawTurnId: string): Promise<TurnDocument> => {
+    const turn = await turns.get(parseId(rawTurnId, "turnId"));
+    if (!turn || turn.conversationId !== conversationId) throw new NotFoundError(`turn ${rawTurnId} not found`);
+    return turn;
+  };
+
+  const dispatch = async (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> =>
+    deps.dispatcher ? deps.dispatcher.dispatch(turn, mode) : { kind: "completed", result: await runner.run(turn) };
+
+  /** Runs a turn replacing the conversation's latest one; in the request, as its deadline allows (a queued job carries no `replaces`). */
+  const replaceTurn = async (caller: Caller, conversationId: string, replaces: string, content: string): Promise<HttpResponse> => {
+    const turnId = randomUUID();
+    const outcome = await dispatch({ conversationId, caller, content, turnId, replaces });
+    return outcomeResponse(conversationId, turnId, outcome);
   };
 
   return [
@@ -122,22 +156,38 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       pattern: /^\/v1\/conversations\/([^/]+)\/messages$/,
       handler: async (request, [id]) => {
         const { caller, conversation } = await owned(request, id);
-        const { content } = parseJsonBody(request, postMessageBody);
-        const text = content.trim();
-        if (text.length === 0) throw new ValidationError("content is empty", [{ path: "content", message: "must not be blank" }]);
-        if (text.length > deps.maxMessageChars) {
-          throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
-        }
+        const text = questionOf(request, deps.maxMessageChars);
         const key = parseIdempotencyKey(request);
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
-        const dispatch = async (): Promise<DispatchOutcome> =>
-          deps.dispatcher ? deps.dispatcher.dispatch(turn, { async: prefersAsync(request) }) : { kind: "completed", result: await runner.run(turn) };
+        const run = () => dispatch(turn, { async: prefersAsync(request) });
         const scope = [ownerKey(caller.principal), conversation._id];
-        const outcome = key === undefined ? await dispatch() : await deps.idempotentRequests.run(scope, key, text, dispatch);
-        if (outcome.kind === "completed") return json(200, outcome.result);
-        const location = `/v1/conversations/${conversation._id}/turns/${turnId}`;
-        return json(202, { turnId, status: "queued", location }, { location });
+        const outcome = key === undefined ? await run() : await deps.idempotentRequests.run(scope, key, text, run);
+        return outcomeResponse(conversation._id, turnId, outcome);
+      },
+    },
+    {
+      // Edit and resend the last question: a new turn replaces the named one, from the turn boundary before it.
+      method: "POST",
+      pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/edit$/,
+      handler: async (request, [id, rawTurnId]) => {
+        const { caller, conversation } = await owned(request, id);
+        const replaced = await ownedTurn(conversation._id, rawTurnId);
+        const content = questionOf(request, deps.maxMessageChars);
+        return replaceTurn(caller, conversation._id, replaced._id, content);
+      },
+    },
+    {
+      // Regenerate the last answer: the same question asked again as a new turn that replaces the named one.
+      method: "POST",
+      pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/regenerate$/,
+      handler: async (request, [id, rawTurnId]) => {
+        const { caller, conversation } = await owned(request, id);
+        const replaced = await ownedTurn(conversation._id, rawTurnId);
+        parseJsonBody(request, regenerateBody, { optional: true });
+        const question = await messages.question(conversation._id, replaced._id);
+        if (question === undefined) throw new NotLatestTurnError(`turn ${replaced._id} has no question to ask again`, replaced._id);
+        return replaceTurn(caller, conversation._id, replaced._id, question);
       },
     },
     {
@@ -164,11 +214,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request, [id]) => {
         const { conversation } = await owned(request, id);
         const { status } = parseQuery(request, turnsQuery);
-        const docs = await turns.collection
-          .find({ conversationId: conversation._id, ...(status ? { status } : {}) })
-          .sort({ createdAt: -1, _id: -1 })
-          .limit(MAX_PAGE_SIZE)
-          .toArray();
+        const docs = await turns.list(conversation._id, { status, limit: MAX_PAGE_SIZE });
         return json(200, { conversationId: conversation._id, turns: docs.map(turnSummary) });
       },
     },
@@ -177,8 +223,8 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)$/,
       handler: async (request, [id, rawTurnId]) => {
         const { conversation } = await owned(request, id);
-        const turn = await turns.getWithCalls(parseId(rawTurnId, "turnId"));
-        if (!turn || turn.conversationId !== conversation._id) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        const turn = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
+        if (!turn) throw new NotFoundError(`turn ${rawTurnId} not found`);
         return json(200, turnView(turn));
       },
     },

@@ -5,9 +5,12 @@ import {
   ContextBudgetExceededError,
   IdempotencyKeyReusedError,
   MethodNotAllowedError,
+  ModelCallLimitError,
   NotFoundError,
+  NotLatestTurnError,
   PayloadTooLargeError,
   ServiceUnavailableError,
+  TurnSupersededError,
   UnsupportedMediaTypeError,
   ValidationError,
 } from "../errors.js";
@@ -31,6 +34,8 @@ export function errorResponse(error: unknown): HttpResponse {
   if (error instanceof AuthenticationError) return json(401, body("unauthorized", error.message), { "www-authenticate": "Bearer" });
   if (error instanceof NotFoundError) return json(404, body("not_found", error.message));
   if (error instanceof MethodNotAllowedError) return json(405, body("method_not_allowed", error.message), { allow: error.allowed.join(", ") });
+  if (error instanceof TurnSupersededError) return json(409, body("turn_superseded", error.message, { turnId: error.turnId }));
+  if (error instanceof NotLatestTurnError) return json(409, body("turn_not_latest", error.message, { turnId: error.turnId }));
   if (error instanceof ConflictError) {
     return json(409, body("conflict", error.message), error.retryAfterSeconds ? { "retry-after": String(error.retryAfterSeconds) } : {});
   }
@@ -40,6 +45,7 @@ export function errorResponse(error: unknown): HttpResponse {
   if (error instanceof ContextBudgetExceededError) {
     return json(422, body("context_budget_exceeded", error.message, { budget: error.budget, tokens: error.tokens }));
   }
+  if (error instanceof ModelCallLimitError) return json(422, body("model_call_limit", error.message, { limit: error.limit }));
   if (error instanceof ServiceUnavailableError) {
     return json(503, body("service_unavailable", error.message), { "retry-after": String(error.retryAfterSeconds) });
   }

@@ -14,6 +14,7 @@ export const idParam = z.string().min(1).max(100).meta({ description: "An id the
 
 export const postMessageBody = z.strictObject({ content: z.string().meta({ description: "The question; trimmed, never blank." }) });
 export const createConversationBody = z.strictObject({});
+export const regenerateBody = z.strictObject({});
 export const listQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
   cursor: z.string().min(1).max(200).optional().meta({ description: "`nextCursor` of the previous page." }),

@@ -20,8 +20,8 @@ export type DispatchOutcome = { kind: "completed"; result: TurnResult } | { kind
 
 /**
  * Runs an API turn in the request while it can finish in time, and otherwise hands it to the
- * worker: the graph is stopped between steps at the deadline, the turn is marked queued, and
- * the worker resumes it from its last checkpoint under the same turn id. `async` skips the
+ * worker: the graph is stopped between steps at the deadline, the runner leaves the turn queued,
+ * and the worker resumes it from its last checkpoint under the same turn id. `async` skips the
  * attempt and queues at once.
  */
 export class TurnDispatcher {
@@ -33,7 +33,7 @@ export class TurnDispatcher {
 
   async dispatch(request: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> {
     if (mode.async) {
-      await this.options.turns.start(request.turnId, request.conversationId, "queued");
+      await this.options.runner.accept(request.conversationId, request.turnId);
       await this.options.queue.enqueue(apiTurnJob(request));
       return { kind: "queued", turnId: request.turnId };
     }
@@ -48,22 +48,13 @@ export class TurnDispatcher {
       }
       return { kind: "completed", result };
     } catch (error) {
+      // The runner left the stopped turn queued; the worker resumes it.
       if (!deadline.signal.aborted) throw error;
-      await this.requeue(request.turnId);
       await this.options.queue.enqueue(apiTurnJob(request));
       return { kind: "queued", turnId: request.turnId };
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  /** The runner marked the stopped turn failed; it is not: it waits for the worker. */
-  private async requeue(turnId: string): Promise<void> {
-    const now = new Date();
-    await this.options.turns.collection.updateOne(
-      { _id: turnId, status: { $ne: "completed" } },
-      { $set: { status: "queued", updatedAt: now, "progress.step": "queued", "progress.at": now }, $unset: { error: "", completedAt: "" } },
-    );
   }
 }
 

@@ -10,8 +10,10 @@ import {
   ConflictError,
   ContextBudgetExceededError,
   InvalidModelViewError,
+  ModelCallLimitError,
   NotFoundError,
   PayloadTooLargeError,
+  TurnSupersededError,
   ValidationError,
 } from "../errors.js";
 import type { ConversationStore } from "../store/conversation-store.js";
@@ -86,9 +88,16 @@ function isPermanentDelivery(error: unknown): boolean {
 /** Errors that the same job would meet again: retrying only delays the user's answer. */
 function isPermanent(error: unknown): boolean {
   return (
-    [ValidationError, NotFoundError, AuthenticationError, PayloadTooLargeError, ContextBudgetExceededError, InvalidModelViewError].some(
-      (type) => error instanceof type,
-    ) ||
+    [
+      ValidationError,
+      NotFoundError,
+      AuthenticationError,
+      PayloadTooLargeError,
+      ContextBudgetExceededError,
+      InvalidModelViewError,
+      ModelCallLimitError,
+      TurnSupersededError,
+    ].some((type) => error instanceof type) ||
     isPermanentSdkError(error) ||
     isPermanentDelivery(error)
   );
@@ -120,10 +129,10 @@ export class TurnJobWorker {
       if (job.channel !== "api" && (await turns.get(turnId))?.repliedAt) return { kind: "already-replied", turnId };
       const conversationId = await this.bind(job);
       // The turn exists before anything can fail, so its failure and its reply are recorded on it.
-      await turns.start(turnId, conversationId, "queued");
+      await runner.accept(conversationId, turnId);
       if (job.content.length > this.maxMessageChars) {
         const error = new PayloadTooLargeError(`content is over ${this.maxMessageChars} characters`, this.maxMessageChars);
-        await turns.fail(turnId, { code: error.name, message: "the message is too long" });
+        await turns.reject(turnId, { code: error.name, message: "the message is too long" });
         throw error;
       }
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.

@@ -2,6 +2,7 @@ import type { StructuredLogger } from "../logger.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { RecallIndexStore, RecallToolOutput, RecallTurnDocument } from "../store/recall-index-store.js";
 import type { TurnDocument, TurnStore, ViewMessage } from "../store/turn-store.js";
+import type { WriteFence } from "../store/write-fence.js";
 import type { Embedder } from "./embedder.js";
 import { termFrequencies } from "./recall-terms.js";
 
@@ -53,25 +54,28 @@ function toolOutputs(view: readonly ViewMessage[]): RecallToolOutput[] {
 export class TurnIndexer {
   constructor(private readonly deps: TurnIndexerDeps) {}
 
-  /** Indexes every finished turn not yet indexed, in order; returns how many it added. */
-  async indexFinishedTurns(conversationId: string): Promise<number> {
+  /**
+   * Indexes every finished turn not yet indexed, in order, under the fence of the turn that just
+   * finished; returns how many it added.
+   * @throws StaleWriterError when the fence was lost (the conversation deleted or taken over).
+   */
+  async indexFinishedTurns(conversationId: string, fence: WriteFence): Promise<number> {
     const { index, messages, turns } = this.deps;
     const mark = await index.watermark(conversationId);
-    const questions = await messages.collection
-      .find({ conversationId, role: "user", ...(mark ? { createdAt: { $gte: mark.at } } : {}) })
-      .sort({ createdAt: 1, _id: 1 })
-      .toArray();
+    const questions = await messages.questionsSince(conversationId, mark?.at);
     const fresh = questions.filter((q) => !mark?.recentTurnIds.has(q.turnId));
     if (fresh.length === 0) return 0;
-    const turnById = new Map((await turns.collection.find({ _id: { $in: fresh.map((q) => q.turnId) } }).toArray()).map((t) => [t._id, t]));
+    const turnById = new Map((await turns.getMany(fresh.map((q) => q.turnId))).map((t) => [t._id, t]));
     let turnNumber = mark?.turnNumber ?? 0;
     let added = 0;
     for (const question of fresh) {
       const turn = turnById.get(question.turnId);
+      // A superseded turn has a question and no answer of its own: nothing to recall.
+      if (turn?.status === "superseded") continue;
       // Numbers follow the order questions were asked: stop at one still running, and go on after it finishes.
       if (!turn || !FINISHED.has(turn.status)) break;
       turnNumber++;
-      const lastCall = await turns.calls.find({ turnId: turn._id }).sort({ index: -1 }).limit(1).next();
+      const lastCall = await turns.lastCall(turn._id);
       const record: RecallTurnDocument = {
         _id: turn._id,
         conversationId,
@@ -86,7 +90,7 @@ export class TurnIndexer {
       const terms = termFrequencies(text);
       let length = 0;
       for (const count of terms.values()) length += count;
-      await index.add(record, { length, terms, vector: await this.embed(text, conversationId) });
+      await index.add(record, { length, terms, vector: await this.embed(text, conversationId) }, fence);
       added++;
     }
     return added;

@@ -4,6 +4,7 @@ import type { Principal } from "../auth/principal.js";
 import { DocumentTooLargeError } from "../errors.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import { COLLECTIONS } from "./collections.js";
+import type { WriteFence } from "./write-fence.js";
 
 /** Largest tool output stored, in UTF-8 bytes; a larger one is refused with `DocumentTooLargeError`. */
 export const DEFAULT_MAX_ARTIFACT_BYTES = 16 * 1024 * 1024;
@@ -31,7 +32,6 @@ export interface StoredArtifact extends ArtifactRef {
 }
 
 export interface NewArtifact {
-  conversationId: string;
   /** Whose tool call produced it. */
   createdBy: Principal;
   turnId: string;
@@ -65,6 +65,9 @@ interface ArtifactHead {
   /** The parts' write attempt and count, when split: parts of a failed attempt are never read. */
   partSet?: string;
   parts?: number;
+  /** The turn attempt (lease epoch) that stored it: a stale attempt takes back only its own. */
+  attempt: number;
+  expiresAt: Date;
 }
 
 interface ArtifactPart {
@@ -76,6 +79,7 @@ interface ArtifactPart {
   index: number;
   content: string;
   createdAt: Date;
+  expiresAt: Date;
 }
 
 type ArtifactDocument = ArtifactHead | ArtifactPart;
@@ -147,13 +151,17 @@ export class ArtifactStore {
   }
 
   /**
-   * Stores the output once; a retry for the same conversation and tool call returns the first
-   * stored reference, whatever content it carries.
+   * Stores the output once, while `fence` holds (the turn still holds the conversation); a
+   * retry for the same conversation and tool call returns the first stored reference, whatever
+   * content it carries.
    * @throws DocumentTooLargeError when the content is over the configured maximum.
+   * @throws StaleWriterError when the fence was lost; nothing of this call is left stored.
    */
-  async put(artifact: NewArtifact, now = new Date()): Promise<ArtifactRef> {
-    const handle = handleFor(artifact.conversationId, artifact.toolCallId);
-    const existing = await this.findHead(handle, { conversationId: artifact.conversationId, reader: artifact.createdBy });
+  async put(artifact: NewArtifact, fence: WriteFence, now = new Date()): Promise<ArtifactRef> {
+    const { conversationId } = fence;
+    const scope = { conversationId, reader: artifact.createdBy };
+    const handle = handleFor(conversationId, artifact.toolCallId);
+    const existing = await this.findHead(handle, scope);
     if (existing) return refOf(existing);
 
     const bytes = Buffer.byteLength(artifact.content, "utf8");
@@ -163,7 +171,7 @@ export class ArtifactStore {
     const head: ArtifactHead = {
       _id: handle,
       kind: "artifact",
-      conversationId: artifact.conversationId,
+      conversationId,
       createdBy: artifact.createdBy,
       turnId: artifact.turnId,
       toolCallId: artifact.toolCallId,
@@ -172,32 +180,27 @@ export class ArtifactStore {
       tokens: artifact.tokens ?? countTextTokens(artifact.content),
       preview: previewOf(artifact.content, this.previewChars),
       createdAt: now,
+      attempt: fence.epoch ?? 0,
+      expiresAt: fence.expiresAt,
     };
-    if (bytes <= this.partBytes) {
-      head.content = artifact.content;
-    } else {
-      // Parts are written before the head, so a head always names a complete set.
-      const partSet = randomUUID();
-      const parts = splitByBytes(artifact.content, this.partBytes);
-      for (const [index, content] of parts.entries()) {
-        await this.collection.insertOne({
-          _id: `${handle}.${partSet}.${index}`,
-          kind: "part",
-          conversationId: artifact.conversationId,
-          handle,
-          partSet,
-          index,
-          content,
-          createdAt: now,
-        });
-      }
-      head.partSet = partSet;
-      head.parts = parts.length;
-    }
-    const { _id, ...fields } = head;
-    await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
+    // Parts are written before the head, so a head always names a complete set.
+    const partSet = randomUUID();
+    const parts = bytes <= this.partBytes ? [] : splitByBytes(artifact.content, this.partBytes);
+    if (parts.length === 0) head.content = artifact.content;
+    else Object.assign(head, { partSet, parts: parts.length });
+    await fence.guard(
+      async () => {
+        for (const [index, content] of parts.entries()) {
+          const _id = `${handle}.${partSet}.${index}`;
+          await this.collection.insertOne({ _id, kind: "part", conversationId, handle, partSet, index, content, createdAt: now, expiresAt: fence.expiresAt });
+        }
+        const { _id, ...fields } = head;
+        await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
+      },
+      () => this.collection.deleteMany({ $or: [{ kind: "part", handle, partSet }, { _id: handle, kind: "artifact", attempt: head.attempt }] }),
+    );
     // A concurrent put may have won: answer with what is stored.
-    const stored = await this.findHead(handle, { conversationId: artifact.conversationId, reader: artifact.createdBy });
+    const stored = await this.findHead(handle, scope);
     return refOf(stored ?? head);
   }
 

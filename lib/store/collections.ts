@@ -3,6 +3,7 @@ export const COLLECTIONS = {
   checkpoints: "checkpoints",
   checkpointWrites: "checkpoint_writes",
   checkpointBlobs: "checkpoint_blobs",
+  checkpointThreads: "checkpoint_threads",
   conversations: "conversations",
   messages: "messages",
   turns: "turns",

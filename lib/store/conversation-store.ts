@@ -31,6 +31,8 @@ export interface ConversationDocument {
   createdAt: Date;
   updatedAt: Date;
   lease?: Lease | null;
+  /** Raised by every lease acquisition (and by deletion): the fencing token of the turn holding the lease. */
+  leaseEpoch?: number;
   /** When the conversation expires unless it is active again (see RetentionPolicy). */
   expiresAt?: Date;
 }

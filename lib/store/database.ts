@@ -1,4 +1,5 @@
 import type { Collection, Db, MongoClient } from "mongodb";
+import type { Clock } from "../clock.js";
 import { ThreadwiseError } from "../errors.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
@@ -23,6 +24,8 @@ export interface ThreadwiseDatabaseOptions {
   retentionDays?: number;
   /** Checkpoints kept per thread after each turn. Default: the saver's `DEFAULT_CHECKPOINTS_KEPT`. */
   checkpointsKept?: number;
+  /** What the lease measures time with. Default: the system clock. */
+  clock?: Clock;
 }
 
 /**
@@ -49,16 +52,34 @@ export class ThreadwiseDatabase {
     this.conversations = new ConversationStore(this.db, this.retention.periodMs);
     this.messages = new MessageStore(this.db);
     this.turns = new TurnStore(this.db);
-    this.lease = new ConversationLease(this.conversations.collection, options.leaseTtlMs);
+    this.lease = new ConversationLease(this.conversations.collection, {
+      ttlMs: options.leaseTtlMs,
+      retentionMs: this.retention.periodMs,
+      clock: options.clock,
+    });
     this.artifacts = new ArtifactStore(this.db);
     this.recall = new RecallIndexStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
-    this.checkpointer = new ThreadwiseSaver({ client, dbName: options.dbName, checkpointsKept: options.checkpointsKept });
+    this.checkpointer = new ThreadwiseSaver({
+      client,
+      dbName: options.dbName,
+      checkpointsKept: options.checkpointsKept,
+      expiresAfterMs: this.retention.periodMs,
+    });
   }
 
   async setup(): Promise<void> {
     const errors = [...(await this.checkpointer.setup())];
-    const results = await Promise.allSettled([this.conversations.setup(), this.messages.setup(), this.turns.setup(), this.artifacts.setup(), this.retention.setup(), this.recall.setup(), this.setupFollowUps(), this.setupIdempotency()]);
+    const results = await Promise.allSettled([
+      this.conversations.setup(),
+      this.messages.setup(),
+      this.turns.setup(),
+      this.artifacts.setup(),
+      this.retention.setup(),
+      this.recall.setup(),
+      this.setupFollowUps(),
+      this.setupIdempotency(),
+    ]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
   }
@@ -73,8 +94,13 @@ export class ThreadwiseDatabase {
     await this.db.collection(COLLECTIONS.followUps).createIndex({ conversationId: 1 }, { name: "conversation" });
   }
 
-  /** Removes the conversation from every collection, checkpoints and writes included. */
+  /**
+   * Removes the conversation from every collection, checkpoints and writes included. The lease
+   * is revoked first, so a turn still running is fenced out: its next write fails and its
+   * heartbeat stops it (README, "Turns and fencing").
+   */
   async deleteConversation(conversationId: string): Promise<void> {
+    await this.lease.revoke(conversationId);
     await this.checkpointer.deleteThread(conversationId);
     await Promise.all([
       this.messages.deleteByConversation(conversationId),

@@ -19,15 +19,18 @@ export {
   TURN_STATUSES,
   ZERO_USAGE,
   addUsage,
+  type ClaimedTurn,
   type ModelCallRecord,
   type TurnDocument,
+  type TurnError,
   type TurnProgress,
   type TurnStatus,
   type TurnWithCalls,
   type Usage,
   type ViewMessage,
 } from "./turn-store.js";
-export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "./lease.js";
+export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S, type ConversationLeaseOptions } from "./lease.js";
+export { WriteFence, type FencedDocument } from "./write-fence.js";
 export { RetentionPolicy, DEFAULT_RETENTION_DAYS, type RetentionOptions } from "./retention.js";
 export {
   ArtifactStore,
@@ -47,12 +50,13 @@ export {
   DEFAULT_CHECKPOINTS_COLLECTION,
   DEFAULT_CHECKPOINT_WRITES_COLLECTION,
   DEFAULT_CHECKPOINT_BLOBS_COLLECTION,
+  DEFAULT_CHECKPOINT_THREADS_COLLECTION,
   type PruneOptions,
   type PruneResult,
   type ThreadwiseSaverOptions,
 } from "./threadwise-saver.js";
 export { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES } from "./checkpoint/document-size.js";
-export { DEFAULT_CHUNK_ITEMS } from "./checkpoint/channel-blob-store.js";
+export { DEFAULT_LIST_LINK_BYTES } from "./checkpoint/channel-blob-store.js";
 export {
   RecallIndexStore,
   RecallIndexConflictError,

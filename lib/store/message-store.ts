@@ -1,5 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import { COLLECTIONS } from "./collections.js";
+import type { WriteFence } from "./write-fence.js";
 
 export type RecordRole = "user" | "assistant";
 
@@ -11,6 +12,14 @@ export interface MessageDocument {
   role: RecordRole;
   content: string;
   createdAt: Date;
+  /** The turn's sequence number (`TurnDocument.seq`): a late write still sorts with its own turn. */
+  seq?: number;
+  /** The turn that replaced this message's turn (edit or regenerate). */
+  replacedBy?: string;
+  /** The latest attempt that wrote it, so an older attempt that takes its write back leaves a newer one's alone. */
+  attempt?: number;
+  /** Retention: set on the first write (see RetentionPolicy). */
+  expiresAt?: Date;
 }
 
 export interface RecordedMessage {
@@ -18,6 +27,8 @@ export interface RecordedMessage {
   role: RecordRole;
   content: string;
   createdAt: string;
+  /** Present when an edited or regenerated turn replaced this one. */
+  replacedBy?: string;
 }
 
 /**
@@ -25,31 +36,54 @@ export interface RecordedMessage {
  * Separate from LangGraph's checkpoints, which hold the technical state.
  */
 export class MessageStore {
-  readonly collection: Collection<MessageDocument>;
+  readonly #messages: Collection<MessageDocument>;
 
   constructor(db: Db) {
-    this.collection = db.collection<MessageDocument>(COLLECTIONS.messages);
+    this.#messages = db.collection<MessageDocument>(COLLECTIONS.messages);
   }
 
   async setup(): Promise<void> {
-    await this.collection.createIndex({ conversationId: 1, createdAt: 1, _id: 1 }, { name: "conversation_order" });
+    await this.#messages.createIndex({ conversationId: 1, seq: 1, createdAt: 1, _id: 1 }, { name: "conversation_seq_order" });
   }
 
-  /** Idempotent per turn and role. */
-  async append(message: { conversationId: string; turnId: string; role: RecordRole; content: string }, now = new Date()): Promise<void> {
-    await this.collection.updateOne(
-      { _id: `${message.turnId}:${message.role}` },
-      { $setOnInsert: { ...message, createdAt: now } },
-      { upsert: true },
-    );
+  /** Idempotent per turn and role; written only while `fence` holds. */
+  async append(
+    message: { turnId: string; seq: number; role: RecordRole; content: string },
+    fence: WriteFence,
+    now = new Date(),
+  ): Promise<void> {
+    await fence.insertOnce(this.#messages, { _id: `${message.turnId}:${message.role}`, ...message, conversationId: fence.conversationId, createdAt: now });
   }
 
+  /** Marks the messages of a replaced turn; they stay in the record. */
+  async markReplaced(turnId: string, byTurnId: string, fence: WriteFence): Promise<void> {
+    await fence.guard(() => this.#messages.updateMany({ conversationId: fence.conversationId, turnId }, { $set: { replacedBy: byTurnId } }));
+  }
+
+  /** The question a turn asked, as recorded; undefined when the turn has none. */
+  async question(conversationId: string, turnId: string): Promise<string | undefined> {
+    return (await this.#messages.findOne({ _id: `${turnId}:user`, conversationId }))?.content;
+  }
+
+  /** The conversation's questions recorded at or after `since`, in the order they were written (what the recall index catches up from). */
+  async questionsSince(conversationId: string, since?: Date): Promise<MessageDocument[]> {
+    const filter = { conversationId, role: "user" as const, ...(since ? { createdAt: { $gte: since } } : {}) };
+    return this.#messages.find(filter).sort({ createdAt: 1, _id: 1 }).toArray();
+  }
+
+  /** In turn order (question before answer), whenever each was written. */
   async list(conversationId: string): Promise<RecordedMessage[]> {
-    const docs = await this.collection.find({ conversationId }).sort({ createdAt: 1, _id: -1 }).toArray();
-    return docs.map((d) => ({ turnId: d.turnId, role: d.role, content: d.content, createdAt: d.createdAt.toISOString() }));
+    const docs = await this.#messages.find({ conversationId }).sort({ seq: 1, createdAt: 1, _id: -1 }).toArray();
+    return docs.map((d) => ({
+      turnId: d.turnId,
+      role: d.role,
+      content: d.content,
+      createdAt: d.createdAt.toISOString(),
+      ...(d.replacedBy ? { replacedBy: d.replacedBy } : {}),
+    }));
   }
 
   async deleteByConversation(conversationId: string): Promise<void> {
-    await this.collection.deleteMany({ conversationId });
+    await this.#messages.deleteMany({ conversationId });
   }
 }

@@ -1,6 +1,7 @@
 import { Binary, MongoServerError, type Collection, type Db } from "mongodb";
 import { ThreadwiseError } from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
+import type { WriteFence } from "./write-fence.js";
 
 /** Turns per index segment: a search at 200 turns reads two documents, and a segment stays far below 16 MB. */
 export const DEFAULT_RECALL_SEGMENT_TURNS = 100;
@@ -129,9 +130,17 @@ export class RecallIndexStore {
    * turn: an entry already there (a retried hook) is not added again. The segment is rewritten whole
    * with a check that nobody wrote it in between (the embedded server has no `$push`); turns of a
    * conversation finish under its lease, so a lost race is retried, not expected.
+   * Written under the turn's fence, with its expiry: once the conversation is deleted or taken
+   * over, each write is taken back.
+   * @throws StaleWriterError when the fence was lost.
    */
-  async add(record: RecallTurnDocument, entry: Pick<RecallEntry, "length" | "terms" | "vector">): Promise<void> {
-    await this.turns.replaceOne({ _id: record._id }, record, { upsert: true });
+  async add(record: RecallTurnDocument, entry: Pick<RecallEntry, "length" | "terms" | "vector">, fence: WriteFence): Promise<void> {
+    const stored = await this.turns.findOne({ _id: record._id });
+    const withExpiry = { ...record, expiresAt: stored?.expiresAt ?? fence.expiresAt };
+    await fence.guard(
+      () => this.turns.replaceOne({ _id: record._id }, withExpiry, { upsert: true }),
+      () => (stored ? this.turns.replaceOne({ _id: record._id }, stored) : this.turns.deleteOne({ _id: record._id })),
+    );
     const segment = Math.floor((record.turnNumber - 1) / this.segmentTurns);
     const _id = `${record.conversationId}:${segment}`;
     const line = encodeEntry({ turnNumber: record.turnNumber, at: record.at, ...entry });
@@ -148,14 +157,19 @@ export class RecallIndexStore {
         vectors: [...(current?.vectors ?? []), vector],
         lastTurnNumber: Math.max(current?.lastTurnNumber ?? 0, record.turnNumber),
         lastAt: current && current.lastAt > record.at ? current.lastAt : record.at,
+        expiresAt: current?.expiresAt ?? fence.expiresAt,
       };
-      if (current?.expiresAt) next.expiresAt = current.expiresAt;
+      // A write is taken back only while nobody wrote the segment after it.
+      const ours = { _id, turnIds: { $size: next.turnIds.length } };
       try {
         if (!current) {
-          await this.segments.insertOne(next);
+          await fence.guard(() => this.segments.insertOne(next), () => this.segments.deleteOne(ours));
           return;
         }
-        const result = await this.segments.replaceOne({ _id, turnIds: { $size: current.turnIds.length } }, next);
+        const result = await fence.guard(
+          () => this.segments.replaceOne({ _id, turnIds: { $size: current.turnIds.length } }, next),
+          (replaced) => (replaced.matchedCount === 1 ? this.segments.replaceOne(ours, current) : Promise.resolve()),
+        );
         if (result.matchedCount === 1) return;
       } catch (error) {
         if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;

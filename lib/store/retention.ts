@@ -18,6 +18,7 @@ const OWNER_FIELD: Record<string, string> = {
   [COLLECTIONS.checkpoints]: "thread_id",
   [COLLECTIONS.checkpointWrites]: "thread_id",
   [COLLECTIONS.checkpointBlobs]: "thread_id",
+  [COLLECTIONS.checkpointThreads]: "thread_id",
 };
 
 export interface RetentionOptions {

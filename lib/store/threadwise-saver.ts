@@ -19,23 +19,49 @@ import {
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
-import { ValidationError } from "../errors.js";
-import { ChannelBlobStore, type BlobDocument, type BlobPosition } from "./checkpoint/channel-blob-store.js";
-import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
-import { COLLECTIONS } from "./collections.js";
+import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
+import {
+  BlobReader,
+  ChannelBlobStore,
+  DEFAULT_LIST_LINK_BYTES,
+  type BlobDocument,
+  type BlobPosition,
+  type ChannelWrite,
+} from "./checkpoint/channel-blob-store.js";
+import { nextChannelVersion } from "./checkpoint/channel-versions.js";
+import {
+  HEADER_FORMAT,
+  HEADER_TYPE_PREFIX,
+  decodeHeader,
+  type CheckpointDocument,
+  type DecodedHeader,
+  type InlineValue,
+} from "./checkpoint/checkpoint-header.js";
+import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
+import { planPrune, type PruneCandidate } from "./checkpoint/prune-plan.js";
+import { ThreadFences, isVisible, readFenceEpoch, type FenceStamp, type FenceView, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
+import { COLLECTIONS } from "./collections.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
 /** Collection of pending writes, one document per write. */
 export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = COLLECTIONS.checkpointWrites;
-/** Collection of channel values and list chunks, keyed by (thread, namespace, channel, version). */
+/** Collection of channel values and list links, keyed by (thread, namespace, channel, version). */
 export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = COLLECTIONS.checkpointBlobs;
+/** Collection of per-thread fences (see {@link ThreadwiseSaver.claimThread}). */
+export const DEFAULT_CHECKPOINT_THREADS_COLLECTION = COLLECTIONS.checkpointThreads;
 /**
- * Checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps. Resuming needs only
- * the latest; a few more leave the end of the last turn inspectable.
+ * Latest checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps besides every
+ * turn's start and end. Resuming needs only the latest; a few more leave the end of the last
+ * turn inspectable.
  */
 export const DEFAULT_CHECKPOINTS_KEPT = 3;
+/**
+ * Serialized bytes up to which a channel value is kept in its checkpoint's header instead of a
+ * blob document: the graph's small bookkeeping channels and short inputs cost no document.
+ */
+export const DEFAULT_INLINE_VALUE_BYTES = 4 * 1024;
 
 export interface ThreadwiseSaverOptions {
   client: MongoClient;
@@ -47,11 +73,19 @@ export interface ThreadwiseSaverOptions {
   checkpointWritesCollectionName?: string;
   /** Default: {@link DEFAULT_CHECKPOINT_BLOBS_COLLECTION}. */
   checkpointBlobsCollectionName?: string;
+  /** Default: {@link DEFAULT_CHECKPOINT_THREADS_COLLECTION}. */
+  checkpointThreadsCollectionName?: string;
   /**
    * Seconds of inactivity after which a thread's documents expire (TTL indexes on `upserted_at`,
    * created by `setup()`). Default: no expiry.
    */
   ttl?: number;
+  /**
+   * Milliseconds after its first write at which a document is set to expire (`expiresAt`, which
+   * `RetentionPolicy` indexes and pushes forward while the conversation is active), so that
+   * nothing a writer leaves behind outlives retention. Default: no `expiresAt`.
+   */
+  expiresAfterMs?: number;
   /** Largest document written, in BSON bytes. Default: {@link DEFAULT_MAX_DOCUMENT_BYTES}. */
   maxDocumentBytes?: number;
   /** Checkpoints per namespace kept by `prune()` when no `keep` is given. Default: {@link DEFAULT_CHECKPOINTS_KEPT}. */
@@ -59,8 +93,10 @@ export interface ThreadwiseSaverOptions {
 }
 
 export interface PruneOptions {
-  /** Latest checkpoints kept per namespace. Default: the saver's `checkpointsKept`. */
+  /** Latest checkpoints kept per namespace, besides turn boundaries and branch tips. Default: the saver's `checkpointsKept`. */
   keep?: number;
+  /** The pruning writer's fence epoch: prune refuses with StaleWriterError when the thread is fenced higher. */
+  fenceEpoch?: number;
 }
 
 /** Documents removed by one {@link ThreadwiseSaver.prune} call. */
@@ -72,24 +108,17 @@ export interface PruneResult {
 
 const optionsSchema = z.object({
   ttl: z.number().int().positive().optional(),
+  expiresAfterMs: z.number().int().positive().optional(),
   maxDocumentBytes: z.number().int().positive().max(MONGODB_MAX_DOCUMENT_BYTES).optional(),
   checkpointsKept: z.number().int().positive().optional(),
 });
 
 const keepSchema = z.number().int().positive();
 
-interface CheckpointDocument {
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id?: string;
-  type: string;
-  checkpoint: Binary;
-  metadata: Binary;
-  metadata_search: CheckpointMetadata;
-}
+/** Epochs below the fence whose marks prune lets accumulate before it compacts them. */
+const SEALED_EPOCHS_PER_COMPACTION = 8;
 
-interface WriteDocument {
+interface WriteDocument extends FenceStamp {
   thread_id: string;
   checkpoint_ns: string;
   checkpoint_id: string;
@@ -99,6 +128,14 @@ interface WriteDocument {
   channel: string;
   type: string;
   value: Binary;
+}
+
+/** Where the channels of a new checkpoint are: blobs to write, blob keys, values in the header, channels without a value. */
+interface ChannelPlan {
+  writes: ChannelWrite[];
+  keys: Map<string, string>;
+  inline: Map<string, InlineValue>;
+  absent: string[];
 }
 
 function readConfigString(name: string, value: unknown, required = false): string | undefined {
@@ -115,28 +152,37 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
 }
 
 /**
- * A `MongoDBSaver` whose storage stays linear in the length of a thread.
+ * A `MongoDBSaver` whose storage stays linear in the length of a thread, whose branches never
+ * touch each other, and whose writers can be fenced.
  *
  * Stock `MongoDBSaver` serializes every channel value into every checkpoint, so the growing
  * message list is copied once per step and a thread's storage grows quadratically. This saver
- * stores each channel value once per version in `checkpoint_blobs`, keyed by (thread, namespace,
- * channel, version), writes only the versions `put` is told are new (as the Postgres and SQLite
- * savers do) and reassembles `channel_values` from the checkpoint's `channel_versions` on read.
- * A long list value (the message list) is stored as content-addressed chunks, so a new version
- * writes only its changed last chunk and the list of chunk hashes (see {@link ChannelBlobStore}).
- * {@link prune} then removes superseded checkpoints, their writes, and the blob versions and
- * chunks no kept checkpoint references.
+ * stores each channel value once per version in `checkpoint_blobs`, writes only the versions
+ * `put` is told are new (as the Postgres and SQLite savers do) and reassembles `channel_values`
+ * on read. A list value (the message list) is stored as links: a new version stores only the
+ * items appended since its parent checkpoint's version (see {@link ChannelBlobStore}).
+ *
+ * - Channel versions are a counter plus a random fraction ({@link getNextVersion}), so a fork
+ *   (or a second writer) never reuses a version, and a stored value is never overwritten.
+ * - A checkpoint whose parent does not exist is refused with CheckpointNotFoundError, and a
+ *   stored checkpoint whose value is missing fails to read with ChannelValueMissingError.
+ * - Fencing: see {@link claimThread}.
+ * - Checkpoints written by stock `MongoDBSaver` or earlier releases are read as written; the
+ *   first checkpoint written after one stores its values anew (README, "Checkpoint storage").
+ * - {@link prune} keeps every turn's start and end and the latest few checkpoints, and removes
+ *   the rest, finished subgraph namespaces, and the values nothing kept reaches.
  *
  * Every document is measured before it is written and refused with `DocumentTooLargeError`
- * above `maxDocumentBytes`. Channel versions are LangGraph's default integers, so a blob version
- * is rewritten when a retry recomputes it; forking a thread from an older checkpoint would reuse
- * versions and is not supported (Threadwise keeps each thread's chain linear).
+ * above `maxDocumentBytes`.
  */
 export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointBlobsCollectionName: string;
+  readonly checkpointThreadsCollectionName: string;
   readonly maxDocumentBytes: number;
   readonly checkpointsKept: number;
+  private readonly expiresAfterMs?: number;
   private readonly blobs: ChannelBlobStore;
+  private readonly fences: ThreadFences;
 
   constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
     const checked = parseOptions(optionsSchema, options, "checkpointer options");
@@ -151,11 +197,16 @@ export class ThreadwiseSaver extends MongoDBSaver {
       serde,
     );
     this.checkpointBlobsCollectionName = options.checkpointBlobsCollectionName ?? DEFAULT_CHECKPOINT_BLOBS_COLLECTION;
+    this.checkpointThreadsCollectionName = options.checkpointThreadsCollectionName ?? DEFAULT_CHECKPOINT_THREADS_COLLECTION;
     this.maxDocumentBytes = checked.maxDocumentBytes ?? DEFAULT_MAX_DOCUMENT_BYTES;
     this.checkpointsKept = checked.checkpointsKept ?? DEFAULT_CHECKPOINTS_KEPT;
+    this.expiresAfterMs = checked.expiresAfterMs;
+    this.fences = new ThreadFences(this.db.collection<ThreadFenceDocument>(this.checkpointThreadsCollectionName), () => this.stamp());
+    // Links well under the document limit leave room for the link's own fields.
+    const linkBytes = Math.min(DEFAULT_LIST_LINK_BYTES, Math.floor(this.maxDocumentBytes / 2));
     this.blobs = new ChannelBlobStore(this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName), this.serde, {
       maxDocumentBytes: this.maxDocumentBytes,
-      timestamps: this.enableTimestamps,
+      linkBytes,
     });
   }
 
@@ -168,21 +219,51 @@ export class ThreadwiseSaver extends MongoDBSaver {
   }
 
   /**
-   * `upserted_at`, which the TTL indexes expire on, when a ttl is set. Set from the client clock
-   * rather than with `$currentDate`, which the embedded server used locally does not support.
+   * `upserted_at`, which the TTL indexes expire on, when a ttl is set (from the client clock
+   * rather than with `$currentDate`, which the embedded server used locally does not support),
+   * and `expiresAt` when `expiresAfterMs` is set.
    */
-  private stamp(): { upserted_at?: Date } {
-    return this.enableTimestamps ? { upserted_at: new Date() } : {};
+  private stamp(): { upserted_at?: Date; expiresAt?: Date } {
+    const now = new Date();
+    return {
+      ...(this.enableTimestamps ? { upserted_at: now } : {}),
+      ...(this.expiresAfterMs === undefined ? {} : { expiresAt: new Date(now.getTime() + this.expiresAfterMs) }),
+    };
   }
 
   /**
-   * Creates the indexes of the three collections, and the `upserted_at` TTL indexes when a ttl is
+   * Creates the indexes of the four collections, and the `upserted_at` TTL indexes when a ttl is
    * set. Idempotent; returns the errors (empty when every index exists) for the caller to check.
    */
   override async setup(): Promise<Error[]> {
-    const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled(this.blobs.createIndexes(this.ttl))]);
+    const fenceIndexes = this.ttl != null ? [this.fences.collection.createIndex({ upserted_at: 1 }, { expireAfterSeconds: this.ttl })] : [];
+    const [baseErrors, results] = await Promise.all([
+      super.setup(),
+      Promise.allSettled([...this.blobs.createIndexes(this.ttl), ...fenceIndexes]),
+    ]);
     const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason as Error);
     return [...baseErrors, ...errors];
+  }
+
+  /**
+   * The version after `current`: its integer counter plus one, plus a random fraction. Unique
+   * per branch and per writer, so a fork or a second writer never writes under a version another
+   * checkpoint references; numeric, so it compares with the integer versions of stock threads.
+   */
+  override getNextVersion(current: string | number | undefined): number {
+    return nextChannelVersion(current);
+  }
+
+  /**
+   * Raises the thread's fence to `epoch`, creating its record if absent. From then on a `put` or
+   * `putWrites` whose `configurable.fence_epoch` is below `epoch` is refused with
+   * StaleWriterError, and nothing it wrote becomes visible: its commit is a conditional update of
+   * the thread's fence record (see `ThreadFences`). Claiming the current epoch again is allowed.
+   * An epoch belongs to one writer, and a thread's epochs only grow.
+   * @throws StaleWriterError when the thread is already fenced at a higher epoch.
+   */
+  async claimThread(threadId: string, epoch: number): Promise<void> {
+    await this.fences.claim(threadId, epoch);
   }
 
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -193,8 +274,15 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const query: Filter<CheckpointDocument> = checkpoint_id
       ? { thread_id, checkpoint_ns, checkpoint_id }
       : { thread_id, checkpoint_ns };
-    const [doc] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
-    return doc === undefined ? undefined : this.loadTuple(doc);
+    const read = new ReadContext(this.fences, this.blobs.reader());
+    const [newest] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
+    if (newest === undefined) return undefined;
+    if (await read.visible(newest)) return this.loadTuple(newest, read);
+    // A fenced write that was refused, or is not committed yet: the newest visible one is older.
+    for await (const doc of this.checkpoints.find({ ...query, checkpoint_id: { $lt: newest.checkpoint_id } }).sort({ checkpoint_id: -1 })) {
+      if (await read.visible(doc)) return this.loadTuple(doc, read);
+    }
+    return undefined;
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
@@ -215,15 +303,25 @@ export class ThreadwiseSaver extends MongoDBSaver {
     }
     const beforeId = readConfigString("checkpoint_id", before?.configurable?.checkpoint_id);
     if (beforeId !== undefined) query.checkpoint_id = { $lt: beforeId };
-    let cursor = this.checkpoints.find(query).sort({ checkpoint_id: -1 });
-    if (limit !== undefined) cursor = cursor.limit(limit);
-    for await (const doc of cursor) yield await this.loadTuple(doc);
+    if (limit !== undefined && limit <= 0) return;
+    const read = new ReadContext(this.fences, this.blobs.reader());
+    let yielded = 0;
+    for await (const doc of this.checkpoints.find(query).sort({ checkpoint_id: -1 })) {
+      if (!(await read.visible(doc as CheckpointDocument))) continue;
+      yield await this.loadTuple(doc as CheckpointDocument, read);
+      yielded += 1;
+      if (limit !== undefined && yielded >= limit) return;
+    }
   }
 
   /**
    * Stores the checkpoint header and, as blobs, the channel values whose versions are in
-   * `newVersions` (all of them when it is omitted). Every document is size-checked before the
-   * first write; blobs are written before the header, so a header never points at missing blobs.
+   * `newVersions` (all of them when it is omitted); the other channels name the value their
+   * parent checkpoint names. Every document is size-checked before the first write; blobs are
+   * written before the header, so a header never points at missing blobs. With
+   * `configurable.fence_epoch`, the header becomes visible only if the fence still allows the
+   * epoch when it is committed (see {@link claimThread}).
+   * @throws CheckpointNotFoundError when the parent checkpoint (`configurable.checkpoint_id`) does not exist.
    */
   override async put(
     config: RunnableConfig,
@@ -234,43 +332,147 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const parent_checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id);
+    const epoch = readFenceEpoch(config.configurable?.fence_epoch);
     const checkpoint_id = checkpoint.id;
+    const position = { thread_id, checkpoint_ns };
     const header = copyCheckpoint(checkpoint);
     const values: Record<string, unknown> = header.channel_values;
     header.channel_values = {};
 
-    const [[checkpointType, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
+    const read = new ReadContext(this.fences, this.blobs.reader());
+    const [view, parentDoc] = await Promise.all([
+      // Fail fast: a writer already fenced out writes nothing at all.
+      epoch === undefined ? undefined : this.fences.assertHeld(thread_id, epoch),
+      parent_checkpoint_id === undefined ? undefined : this.checkpoints.findOne({ ...position, checkpoint_id: parent_checkpoint_id }),
+    ]);
+    if (view !== undefined) read.seed(thread_id, view);
+    const parent = parent_checkpoint_id === undefined ? undefined : await this.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
+    const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent);
+    const blobs = await this.blobs.prepare(position, plan.writes, `checkpoint ${checkpoint_id}`);
+
+    const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
       this.serde.dumpsTyped(header),
       this.serde.dumpsTyped(metadata),
     ]);
-    if (checkpointType !== metadataType) throw new Error("Mismatched checkpoint and metadata types.");
+    if (type !== metadataType) throw new Error("Mismatched checkpoint and metadata types.");
+    const carried = [...plan.keys].filter(([channel, key]) => key !== String(header.channel_versions[channel]));
     const checkpointDoc: CheckpointDocument = {
       thread_id,
       checkpoint_ns,
       checkpoint_id,
       parent_checkpoint_id,
-      type: checkpointType,
+      type: `${HEADER_TYPE_PREFIX}${type}`,
       checkpoint: new Binary(serializedCheckpoint),
       metadata: new Binary(serializedMetadata),
       metadata_search: metadata,
+      format: HEADER_FORMAT,
+      ...(carried.length > 0 ? { blob_keys: Object.fromEntries(carried) } : {}),
+      ...(plan.inline.size > 0 ? { inline_values: Object.fromEntries(plan.inline) } : {}),
+      ...(plan.absent.length > 0 ? { absent: plan.absent } : {}),
     };
     assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
 
-    const position = { thread_id, checkpoint_ns };
-    const blobs = await this.blobs.prepare(position, values, newVersions ?? header.channel_versions, `checkpoint ${checkpoint_id}`);
-    await this.blobs.write(blobs);
+    await this.blobs.write(blobs, { ...(epoch === undefined ? {} : { epoch }), ...this.stamp() });
     if (this.enableTimestamps) await this.blobs.touch(position);
-    await this.checkpoints.updateOne(
-      { thread_id, checkpoint_ns, checkpoint_id },
-      { $set: { ...checkpointDoc, ...this.stamp() } },
-      { upsert: true },
-    );
+    const key = { thread_id, checkpoint_ns, checkpoint_id };
+    const writeHeader = (stamp: FenceStamp) =>
+      this.checkpoints.replaceOne(key, { ...checkpointDoc, ...stamp, ...this.stamp() }, { upsert: true });
+    if (epoch === undefined) await writeHeader({});
+    else await this.fences.write(thread_id, epoch, (token) => writeHeader({ epoch, token }), (token) => this.checkpoints.deleteOne({ ...key, epoch, token }));
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id } };
+  }
+
+  /** The visible parent header; anything else is a run from a checkpoint that no longer exists. */
+  private async parentOf(
+    position: BlobPosition,
+    checkpointId: string,
+    doc: CheckpointDocument | null,
+    read: ReadContext,
+  ): Promise<{ id: string; header: DecodedHeader }> {
+    if (doc === null || !(await read.visible(doc))) {
+      throw new CheckpointNotFoundError(
+        `checkpoint ${checkpointId} of thread ${position.thread_id} does not exist (pruned, deleted or never written); nothing was written`,
+        position.thread_id,
+        position.checkpoint_ns,
+        checkpointId,
+      );
+    }
+    return { id: checkpointId, header: await decodeHeader(doc, this.serde) };
+  }
+
+  /**
+   * Where each versioned channel's value goes. A channel at a version in `newVersions` is
+   * written: a list as links, a small value inline in the header, a larger one as a blob, none
+   * when the channel has no value. A channel at the version its parent (of this format) has
+   * names what the parent names. One at the version of a legacy parent is written again from
+   * `values` (a blob gets a key of its own: legacy versions may repeat across branches). Any
+   * other names the blob stored under its version if there is one, else no value.
+   */
+  private async planChannels(
+    position: BlobPosition,
+    versions: ChannelVersions,
+    newVersions: ChannelVersions,
+    values: Record<string, unknown>,
+    parent: { id: string; header: DecodedHeader } | undefined,
+  ): Promise<ChannelPlan> {
+    const plan: ChannelPlan = { writes: [], keys: new Map(), inline: new Map(), absent: [] };
+    const parentFormat = parent?.header.format === HEADER_FORMAT ? parent.header : undefined;
+    // A list extends the version its parent names, when that version is a list link.
+    const bases = new Map<string, string>();
+    const store = async (channel: string, key: string, referenced: boolean) => {
+      if (!(channel in values)) {
+        if (referenced) plan.absent.push(channel);
+        return;
+      }
+      const value = values[channel];
+      if (Array.isArray(value)) {
+        const baseKey = parentFormat?.keys.get(channel);
+        if (baseKey !== undefined) bases.set(channel, baseKey);
+        plan.writes.push({ channel, key, list: value });
+        if (referenced) plan.keys.set(channel, key);
+        return;
+      }
+      const [type, bytes] = await this.serde.dumpsTyped(value);
+      if (referenced && bytes.byteLength <= DEFAULT_INLINE_VALUE_BYTES) {
+        plan.inline.set(channel, { type, blob: new Binary(bytes) });
+        return;
+      }
+      plan.writes.push({ channel, key, serialized: { type, bytes } });
+      if (referenced) plan.keys.set(channel, key);
+    };
+    const unknown: [string, string][] = [];
+    for (const [channel, version] of Object.entries(newVersions)) await store(channel, String(version), versions[channel] === version);
+    for (const [channel, version] of Object.entries(versions)) {
+      if (newVersions[channel] === version) continue;
+      const inherited = parent?.header.checkpoint.channel_versions[channel] === version ? parent : undefined;
+      if (inherited !== undefined && parentFormat !== undefined) {
+        const inline = parentFormat.inline.get(channel);
+        const key = parentFormat.keys.get(channel);
+        if (inline !== undefined) plan.inline.set(channel, inline);
+        else if (key !== undefined) plan.keys.set(channel, key);
+        else plan.absent.push(channel);
+      } else if (inherited !== undefined) {
+        await store(channel, `${version}~${inherited.id}`, true);
+      } else {
+        unknown.push([channel, String(version)]);
+      }
+    }
+    const stored = await this.blobs.stored(position, unknown);
+    for (const [channel, key] of unknown) {
+      if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
+      else plan.absent.push(channel);
+    }
+    const heads = await this.blobs.listHeads(position, bases);
+    for (const w of plan.writes) if ("list" in w) w.base = heads.get(w.channel);
+    return plan;
   }
 
   /**
    * Stores intermediate writes as stock does, plus the task path that orders them on read, each
-   * document size-checked before any is written.
+   * document size-checked before any is written. With `configurable.fence_epoch`, the writes
+   * become visible only if the fence still allows the epoch when they are committed. A write to a
+   * checkpoint not stored yet is accepted: LangGraph writes a task's results while the put of
+   * their checkpoint may still be in flight.
    */
   override async putWrites(
     config: RunnableConfig,
@@ -281,29 +483,41 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id, true) as string;
+    const epoch = readFenceEpoch(config.configurable?.fence_epoch);
     const allSpecial = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    const operations = await Promise.all(
-      writes.map(async ([channel, value], idx): Promise<AnyBulkWriteOperation<WriteDocument>> => {
-        const filter = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, idx: WRITES_IDX_MAP[channel] ?? idx };
+    const prepared = await Promise.all(
+      writes.map(async ([channel, value], idx) => {
+        // Each epoch writes documents of its own, so a stale writer never overwrites a newer one's.
+        const filter = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, idx: WRITES_IDX_MAP[channel] ?? idx, epoch: epoch ?? null };
         const [type, serialized] = await this.serde.dumpsTyped(value);
         const fields = { channel, type, value: new Binary(serialized), task_path: taskPath ?? "" };
         assertDocumentFits({ ...filter, ...fields }, this.maxDocumentBytes, `write to "${channel}" of task ${taskId}`);
-        return {
-          updateOne: {
-            filter,
-            // Special writes (errors, interrupts) replace earlier ones; regular writes are kept once.
-            update: allSpecial ? { $set: { ...fields, ...this.stamp() } } : { $setOnInsert: { ...fields, ...this.stamp() } },
-            upsert: true,
-          },
-        };
+        return { filter, fields };
       }),
     );
-    if (operations.length > 0) await this.writes.bulkWrite(operations);
+    if (prepared.length === 0) return;
+    const writeAll = (stamp: FenceStamp) =>
+      this.writes.bulkWrite(
+        prepared.map(({ filter, fields }): AnyBulkWriteOperation<WriteDocument> => {
+          const set = { ...fields, ...stamp, ...this.stamp() };
+          // Special writes (errors, interrupts) replace earlier ones; regular writes are kept once.
+          return { updateOne: { filter, update: allSpecial ? { $set: set } : { $setOnInsert: set }, upsert: true } };
+        }),
+      );
+    if (epoch === undefined) await writeAll({});
+    else {
+      const taskWrites = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, epoch };
+      await this.fences.write(thread_id, epoch, (token) => writeAll({ token }), (token) => this.writes.deleteMany({ ...taskWrites, token }));
+    }
   }
 
-  /** Removes every checkpoint, write and blob of the thread, in every namespace. */
+  /**
+   * Removes every checkpoint, write and blob of the thread, in every namespace, and its fence
+   * first: a fenced writer still running is refused from then on and leaves nothing visible.
+   */
   override async deleteThread(threadId: string): Promise<void> {
     if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
+    await this.fences.remove(threadId);
     await Promise.all([
       this.checkpoints.deleteMany({ thread_id: threadId }),
       this.writes.deleteMany({ thread_id: threadId }),
@@ -312,60 +526,98 @@ export class ThreadwiseSaver extends MongoDBSaver {
   }
 
   /**
-   * Keeps the latest `keep` checkpoints of each namespace of the thread and removes older
-   * checkpoints, their writes, the blob versions that no kept checkpoint references and that a
-   * kept checkpoint has superseded, and the chunks no remaining version lists. Call it between
-   * turns, never while a turn of the same thread runs (the conversation lease ensures this): the
-   * chunks of a checkpoint being written are listed by no version until its put completes.
+   * Removes what a thread no longer needs: in the root namespace, checkpoints inside finished
+   * runs (every turn's start and end, branch tips and the latest `keep` stay; see `planPrune`),
+   * finished subgraph namespaces whole, the writes of removed checkpoints, values no kept
+   * checkpoint reaches, and what stale fenced writers left. Safe while a writer of the thread
+   * runs (it removes only what it listed and values older than every kept one), but meant for
+   * between turns; pass `fenceEpoch` so that a stale writer's prune is refused.
+   * @throws StaleWriterError when `fenceEpoch` is below the thread's fence.
    */
   async prune(threadId: string, options: PruneOptions = {}): Promise<PruneResult> {
     if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
     const keep = parseOptions(keepSchema, options.keep ?? this.checkpointsKept, "keep");
-    const docs = await this.checkpoints
-      .find({ thread_id: threadId })
-      .sort({ checkpoint_ns: 1, checkpoint_id: -1 })
-      .toArray();
-    const byNamespace = new Map<string, CheckpointDocument[]>();
-    for (const doc of docs) {
-      const list = byNamespace.get(doc.checkpoint_ns) ?? [];
-      list.push(doc);
-      byNamespace.set(doc.checkpoint_ns, list);
-    }
+    const fenceEpoch = options.fenceEpoch === undefined ? undefined : readFenceEpoch(options.fenceEpoch);
+    const view = fenceEpoch === undefined ? await this.fences.view(threadId) : await this.fences.assertHeld(threadId, fenceEpoch);
+    const sealed = (epoch: number) => view === null || epoch < view.fence;
+    const docs = await this.checkpoints.find({ thread_id: threadId }).toArray();
+    const visible = docs.filter((doc) => isVisible(doc, view));
+    const decoded = new Map(await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde)] as const)));
+    const candidates: PruneCandidate[] = visible.map((doc) => ({
+      checkpoint_ns: doc.checkpoint_ns,
+      checkpoint_id: doc.checkpoint_id,
+      parent_checkpoint_id: doc.parent_checkpoint_id ?? undefined,
+      source: decoded.get(doc._id.toHexString())?.metadata.source,
+      parents: decoded.get(doc._id.toHexString())?.metadata.parents,
+    }));
+    const plan = planPrune(candidates, keep);
+    const dropped = (doc: CheckpointDocument) =>
+      plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
+    const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));
+    const removed = [...visible.filter(dropped), ...junk];
     const result: PruneResult = { checkpoints: 0, writes: 0, blobs: 0 };
-    for (const [checkpoint_ns, namespaceDocs] of byNamespace) {
-      const kept = namespaceDocs.slice(0, keep);
-      const oldestKept = kept[kept.length - 1].checkpoint_id;
-      const position = { thread_id: threadId, checkpoint_ns };
-      const [removedCheckpoints, removedWrites] = await Promise.all([
-        this.checkpoints.deleteMany({ ...position, checkpoint_id: { $lt: oldestKept } }),
-        this.writes.deleteMany({ ...position, checkpoint_id: { $lt: oldestKept } }),
-      ]);
-      result.checkpoints += removedCheckpoints.deletedCount;
-      result.writes += removedWrites.deletedCount;
-      const keptVersions = await Promise.all(
-        kept.map(async (doc) => ((await this.serde.loadsTyped(doc.type, doc.checkpoint.buffer)) as Checkpoint).channel_versions),
-      );
-      result.blobs += await this.blobs.prune(position, keptVersions);
+    if (removed.length > 0) {
+      result.checkpoints += (await this.checkpoints.deleteMany({ _id: { $in: removed.map((d) => d._id) } })).deletedCount;
     }
+    for (const [ns, ids] of groupIds(removed)) {
+      result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns, checkpoint_id: { $in: ids } })).deletedCount;
+    }
+    for (const ns of plan.finished) {
+      result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns })).deletedCount;
+      result.blobs += await this.blobs.deleteNamespace({ thread_id: threadId, checkpoint_ns: ns });
+    }
+    const kept = visible.filter((doc) => !dropped(doc));
+    for (const ns of new Set(kept.map((doc) => doc.checkpoint_ns))) {
+      const roots = kept
+        .filter((doc) => doc.checkpoint_ns === ns)
+        .flatMap((doc) => [...(decoded.get(doc._id.toHexString()) as DecodedHeader).keys]);
+      result.blobs += await this.blobs.prune({ thread_id: threadId, checkpoint_ns: ns }, roots, sealed);
+    }
+    const compacted = await this.compactSealedEpochs(threadId, view);
+    result.checkpoints += compacted.checkpoints;
+    result.writes += compacted.writes;
     return result;
   }
 
-  private async loadTuple(doc: CheckpointDocument): Promise<CheckpointTuple> {
+  /**
+   * Once several epochs are below the fence, drops their commit tokens: committed documents keep
+   * their epoch without a token (always visible), uncommitted ones are removed, then the marks are
+   * forgotten. Batched, so that the fence document stays small without a rewrite every turn.
+   */
+  private async compactSealedEpochs(threadId: string, view: FenceView): Promise<{ checkpoints: number; writes: number }> {
+    const sealed = Object.entries(view?.marks ?? {}).filter(([epoch]) => view !== null && Number(epoch) < view.fence);
+    if (view === null || sealed.length < SEALED_EPOCHS_PER_COMPACTION) return { checkpoints: 0, writes: 0 };
+    const collections = [this.checkpointCollectionName, this.checkpointWritesCollectionName].map((name) =>
+      this.db.collection<FenceStamp & { thread_id: string }>(name),
+    );
+    for (const collection of collections) {
+      for (const [epoch, mark] of sealed) {
+        await collection.updateMany({ thread_id: threadId, epoch: Number(epoch), token: { $lte: mark } }, { $unset: { token: "" } });
+      }
+    }
+    const [checkpoints, writes] = await Promise.all(
+      collections.map((collection) => collection.deleteMany({ thread_id: threadId, epoch: { $lt: view.fence }, token: { $exists: true } })),
+    );
+    await this.fences.forgetMarks(
+      threadId,
+      sealed.map(([epoch]) => epoch),
+    );
+    return { checkpoints: checkpoints.deletedCount, writes: writes.deletedCount };
+  }
+
+  private async loadTuple(doc: CheckpointDocument, read: ReadContext): Promise<CheckpointTuple> {
     const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = doc;
     const position = { thread_id, checkpoint_ns };
-    const [checkpoint, metadata, pendingWrites] = await Promise.all([
-      this.serde.loadsTyped(doc.type, doc.checkpoint.buffer) as Promise<Checkpoint>,
-      this.serde.loadsTyped(doc.type, doc.metadata.buffer) as Promise<CheckpointMetadata>,
-      this.loadWrites(position, checkpoint_id),
-    ]);
-    checkpoint.channel_values = await this.blobs.read(position, checkpoint.channel_versions);
+    const [header, pendingWrites] = await Promise.all([decodeHeader(doc, this.serde), this.loadWrites(position, checkpoint_id, read)]);
+    const checkpoint = header.checkpoint;
+    checkpoint.channel_values = await this.loadValues(position, header, read.blobs);
     if (checkpoint.v < 4 && parent_checkpoint_id != null) {
-      await this.migratePendingSends(checkpoint, position, parent_checkpoint_id);
+      await this.migratePendingSends(checkpoint, position, parent_checkpoint_id, read);
     }
     return {
       config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
       checkpoint,
-      metadata,
+      metadata: header.metadata,
       pendingWrites: pendingWrites.map(({ taskId, channel, value }) => [taskId, channel, value] as CheckpointPendingWrite),
       parentConfig:
         parent_checkpoint_id != null
@@ -374,15 +626,51 @@ export class ThreadwiseSaver extends MongoDBSaver {
     };
   }
 
-  /** The checkpoint's writes in `writesSortKey` order, the order live execution applies them in. */
+  /**
+   * The channel values of a header. This format: every versioned channel not stored as absent
+   * must be stored, or reading fails. A legacy header: the values stock `MongoDBSaver` stored
+   * inline, else (earlier releases) the blobs stored under each version, where there are any.
+   */
+  private async loadValues(position: BlobPosition, header: DecodedHeader, blobs: BlobReader): Promise<Record<string, unknown>> {
+    const stockValues = header.checkpoint.channel_values ?? {};
+    if (header.format !== HEADER_FORMAT && Object.keys(stockValues).length > 0) return stockValues;
+    const keys = header.keys;
+    const { values, missing } = await blobs.read(position, keys);
+    for (const [channel, { type, blob }] of header.inline) values[channel] = await this.serde.loadsTyped(type, blob.buffer);
+    if (header.format === HEADER_FORMAT && missing.length > 0) {
+      const channel = missing[0];
+      const key = keys.get(channel) as string;
+      throw new ChannelValueMissingError(
+        `checkpoint ${header.checkpoint.id} of thread ${position.thread_id} names channel "${channel}" version ${key}, which is not stored`,
+        position.thread_id,
+        channel,
+        key,
+      );
+    }
+    return values;
+  }
+
+  /**
+   * The checkpoint's visible writes in `writesSortKey` order, the order live execution applies
+   * them in. Where writers of several epochs wrote the same task's write, the latest epoch's counts.
+   */
   private async loadWrites(
     position: BlobPosition,
     checkpoint_id: string,
+    read: ReadContext,
     channel?: string,
   ): Promise<{ taskId: string; channel: string; value: unknown }[]> {
-    const docs = await this.writes
+    const found = await this.writes
       .find(channel === undefined ? { ...position, checkpoint_id } : { ...position, checkpoint_id, channel })
       .toArray();
+    const latest = new Map<string, WriteDocument>();
+    for (const doc of found) {
+      if (!(await read.visible(doc))) continue;
+      const key = JSON.stringify([doc.task_id, doc.idx]);
+      const other = latest.get(key);
+      if (other === undefined || (other.epoch ?? -1) < (doc.epoch ?? -1)) latest.set(key, doc);
+    }
+    const docs = [...latest.values()];
     docs.sort((a, b) =>
       compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
     );
@@ -399,11 +687,40 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * Checkpoints before format v4 kept pending sends as `TASKS` writes on their parent; the
    * base spec expects them to surface as the `TASKS` channel of the child.
    */
-  private async migratePendingSends(checkpoint: Checkpoint, position: BlobPosition, parentId: string): Promise<void> {
-    const sends = await this.loadWrites(position, parentId, TASKS);
+  private async migratePendingSends(checkpoint: Checkpoint, position: BlobPosition, parentId: string, read: ReadContext): Promise<void> {
+    const sends = await this.loadWrites(position, parentId, read, TASKS);
     const existing = Object.values(checkpoint.channel_versions);
     checkpoint.channel_values[TASKS] = sends.map((w) => w.value);
-    checkpoint.channel_versions[TASKS] =
-      existing.length > 0 ? maxChannelVersion(...existing) : this.getNextVersion(undefined);
+    // Read deterministically: the same checkpoint reads back the same versions every time.
+    checkpoint.channel_versions[TASKS] = existing.length > 0 ? maxChannelVersion(...existing) : 1;
+  }
+}
+
+function groupIds(docs: CheckpointDocument[]): Map<string, string[]> {
+  const byNamespace = new Map<string, string[]>();
+  for (const doc of docs) byNamespace.set(doc.checkpoint_ns, [...(byNamespace.get(doc.checkpoint_ns) ?? []), doc.checkpoint_id]);
+  return byNamespace;
+}
+
+/** What one read call shares: the fences of the threads it touches (each read once) and a blob reader. */
+class ReadContext {
+  private readonly views = new Map<string, Promise<FenceView>>();
+
+  constructor(
+    private readonly fences: ThreadFences,
+    readonly blobs: BlobReader,
+  ) {}
+
+  /** Uses a fence already read for the thread. */
+  seed(threadId: string, view: FenceView): void {
+    this.views.set(threadId, Promise.resolve(view));
+  }
+
+  /** Whether readers see the document (unfenced or committed; see `isVisible`). */
+  async visible(doc: FenceStamp & { thread_id: string }): Promise<boolean> {
+    if (doc.token === undefined || doc.token === null) return true;
+    let view = this.views.get(doc.thread_id);
+    if (view === undefined) this.views.set(doc.thread_id, (view = this.fences.view(doc.thread_id)));
+    return isVisible(doc, await view);
   }
 }

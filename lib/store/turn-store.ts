@@ -1,9 +1,18 @@
 import { MongoServerError, type Collection, type Db } from "mongodb";
+import { NotFoundError } from "../errors.js";
 import type { ModelViewStats } from "../model-view/types.js";
 import { COLLECTIONS } from "./collections.js";
+import type { WriteFence } from "./write-fence.js";
 
-export const TURN_STATUSES = ["queued", "running", "completed", "failed"] as const;
+/**
+ * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
+ * question and has no answer.
+ */
+export const TURN_STATUSES = ["queued", "running", "completed", "failed", "superseded"] as const;
 export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+/** Statuses a turn never leaves. */
+const FINAL_STATUSES: readonly TurnStatus[] = ["completed", "superseded"];
 
 /** One message of a model view as it was sent, in a channel-neutral shape. */
 export interface ViewMessage {
@@ -51,6 +60,11 @@ export interface TurnProgress {
   at: Date;
 }
 
+export interface TurnError {
+  code: string;
+  message: string;
+}
+
 export interface TurnDocument {
   _id: string;
   conversationId: string;
@@ -60,15 +74,31 @@ export interface TurnDocument {
   completedAt?: Date;
   durationMs?: number;
   answer?: string;
-  error?: { code: string; message: string };
+  error?: TurnError;
   usage: Usage;
   toolCalls: number;
   progress: TurnProgress;
+  /** The lease epoch of the attempt running the turn (or that ran it last); other attempts' writes are refused. */
+  attempt?: number;
+  /**
+   * The epoch under which the turn began, its question entering the record and the thread. It
+   * orders the record, and the begun turn with the highest is the conversation's latest.
+   */
+  seq?: number;
+  /** The turn this one replaced (an edited or regenerated last question). */
+  replaces?: string;
+  /** The turn that replaced this one; its messages stay in the record, marked. */
+  replacedBy?: string;
   /** A channel turn: when a worker began sending its reply (or failure message); see `claimReply`. */
   replyClaimedAt?: Date;
   /** A channel turn: when its reply was delivered. Set once; a redelivered job then sends nothing. */
   repliedAt?: Date;
+  /** Retention: set on the first write (see RetentionPolicy). */
+  expiresAt?: Date;
 }
+
+/** A turn whose attempt this is: writes to it are refused once another attempt claimed it. */
+export type ClaimedTurn = TurnDocument & { attempt: number };
 
 const DUPLICATE_KEY = 11000;
 
@@ -88,6 +118,9 @@ interface ModelCallDocument extends ModelCallRecord {
   /** `${turnId}:${index}`: a resumed turn replaces the record of a call it makes again. */
   _id: string;
   conversationId: string;
+  /** The attempt that wrote it: an older attempt cannot overwrite a newer one's record. */
+  attempt: number;
+  expiresAt: Date;
 }
 
 /** A turn with the record of every model call it made, in order. */
@@ -95,53 +128,107 @@ export interface TurnWithCalls extends TurnDocument {
   calls: ModelCallRecord[];
 }
 
+function isDuplicateKey(error: unknown): boolean {
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY;
+}
+
 /**
  * Turns: status and usage, and for every model call the exact view sent with its token
  * counts. Calls are documents of their own so a long turn never grows one document.
+ *
+ * The only writer of a turn's status: one method per transition. A claimed turn's writes
+ * filter on its attempt (the lease epoch that claimed it), so an attempt that lost the
+ * conversation changes nothing and gets `StaleWriterError`.
  */
 export class TurnStore {
-  readonly collection: Collection<TurnDocument>;
-  readonly calls: Collection<ModelCallDocument>;
+  readonly #turns: Collection<TurnDocument>;
+  readonly #calls: Collection<ModelCallDocument>;
 
   constructor(db: Db) {
-    this.collection = db.collection<TurnDocument>(COLLECTIONS.turns);
-    this.calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
+    this.#turns = db.collection<TurnDocument>(COLLECTIONS.turns);
+    this.#calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
   }
 
   async setup(): Promise<void> {
-    await this.collection.createIndex({ conversationId: 1, createdAt: 1 }, { name: "conversation_turns" });
-    await this.calls.createIndex({ turnId: 1, index: 1 }, { name: "turn_calls" });
-    await this.calls.createIndex({ conversationId: 1 }, { name: "conversation_calls" });
+    await this.#turns.createIndex({ conversationId: 1, createdAt: 1 }, { name: "conversation_turns" });
+    await this.#turns.createIndex({ conversationId: 1, seq: 1 }, { name: "conversation_seq" });
+    await this.#calls.createIndex({ turnId: 1, index: 1 }, { name: "turn_calls" });
+    await this.#calls.createIndex({ conversationId: 1 }, { name: "conversation_calls" });
   }
 
   /**
-   * Creates the turn, or returns the existing one when a retry (or the worker, for a queued turn)
-   * names the same id; `created` says which, so a new turn need not look for earlier progress.
+   * Records a turn handed to the worker, or returns the existing one when a redelivery names
+   * the same id; written only while the conversation exists (`fence` from `lease.existing`).
    */
-  async start(turnId: string, conversationId: string, status: TurnStatus = "running", now = new Date()): Promise<{ turn: TurnDocument; created: boolean }> {
-    const fresh: TurnDocument = {
-      _id: turnId,
-      conversationId,
-      status,
-      createdAt: now,
-      updatedAt: now,
-      usage: ZERO_USAGE,
-      toolCalls: 0,
-      progress: { step: status === "queued" ? "queued" : "model", modelCalls: 0, at: now },
-    };
-    try {
-      await this.collection.insertOne(fresh);
-      return { turn: fresh, created: true };
-    } catch (error) {
-      if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
-    }
-    const existing = await this.collection.findOne({ _id: turnId });
-    if (!existing) throw new Error(`turn ${turnId} vanished while starting`);
-    return { turn: existing, created: false };
+  async enqueue(turnId: string, fence: WriteFence, now = new Date()): Promise<TurnDocument> {
+    const fresh = this.fresh(turnId, fence, "queued", now);
+    const inserted = await fence.guard(
+      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      (created) => (created ? this.#turns.deleteOne({ _id: turnId, status: "queued", attempt: { $exists: false } }) : Promise.resolve()),
+    );
+    if (inserted) return fresh;
+    return this.require(turnId);
+  }
+
+  /**
+   * Takes the turn for the attempt holding `fence` (created when it does not exist yet). Returns
+   * it with `claimed: false` when it is final (completed, superseded), which no attempt changes.
+   * @throws StaleWriterError when a later attempt has claimed it.
+   */
+  async claim(
+    turnId: string,
+    fence: WriteFence,
+    fields: { replaces?: string } = {},
+    now = new Date(),
+  ): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
+    const attempt = this.epochOf(fence);
+    // A new turn (the usual case) is created claimed; an existing one is claimed if no later attempt has it.
+    const fresh = { ...this.fresh(turnId, fence, "running", now), attempt, ...fields };
+    const created = await fence.guard(
+      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
+    );
+    if (created) return { turn: fresh, claimed: true };
+    const claimed = await this.#turns.findOneAndUpdate(
+      {
+        _id: turnId,
+        conversationId: fence.conversationId,
+        status: { $nin: [...FINAL_STATUSES] },
+        $or: [{ attempt: { $exists: false } }, { attempt: { $lt: attempt } }],
+      },
+      { $set: { status: "running", attempt, updatedAt: now, "progress.step": "model", "progress.at": now }, $unset: { error: "", completedAt: "" } },
+      { returnDocument: "after" },
+    );
+    if (claimed) return { turn: claimed as ClaimedTurn, claimed: true };
+    const existing = await this.require(turnId);
+    if (existing.conversationId !== fence.conversationId) throw new NotFoundError(`turn ${turnId} not found`);
+    if (FINAL_STATUSES.includes(existing.status)) return { turn: existing, claimed: false };
+    throw fence.stale();
+  }
+
+  /** The turn's question enters the record and the thread under this attempt's epoch; returns that sequence number. */
+  async begin(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<number> {
+    const seq = this.epochOf(fence);
+    await this.update(turn, fence, { $set: { seq, updatedAt: now } });
+    return seq;
+  }
+
+  /** Whether a turn of the conversation began after the one begun at `seq`. */
+  async hasLaterTurn(conversationId: string, seq: number): Promise<boolean> {
+    return (await this.#turns.findOne({ conversationId, seq: { $gt: seq } }, { projection: { _id: 1 } })) !== null;
+  }
+
+  /** The conversation's latest begun turn, if any. */
+  async latest(conversationId: string): Promise<TurnDocument | null> {
+    return this.#turns.find({ conversationId, seq: { $exists: true } }).sort({ seq: -1 }).limit(1).next();
   }
 
   async get(turnId: string): Promise<TurnDocument | null> {
-    return this.collection.findOne({ _id: turnId });
+    return this.#turns.findOne({ _id: turnId });
+  }
+
+  async getMany(turnIds: readonly string[]): Promise<TurnDocument[]> {
+    return this.#turns.find({ _id: { $in: [...turnIds] } }).toArray();
   }
 
   async getWithCalls(turnId: string): Promise<TurnWithCalls | null> {
@@ -150,34 +237,100 @@ export class TurnStore {
     return { ...turn, calls: await this.listCalls(turnId) };
   }
 
+  /** The conversation's turns, newest first, optionally of one status. */
+  async list(conversationId: string, options: { status?: TurnStatus; limit: number }): Promise<TurnDocument[]> {
+    return this.#turns
+      .find({ conversationId, ...(options.status ? { status: options.status } : {}) })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(options.limit)
+      .toArray();
+  }
+
+  /** The record of the turn's last model call, if it made one. */
+  async lastCall(turnId: string): Promise<ModelCallRecord | null> {
+    const doc = await this.#calls.find({ turnId }).sort({ index: -1 }).limit(1).next();
+    if (!doc) return null;
+    const { _id, conversationId, attempt, expiresAt, ...call } = doc;
+    return call;
+  }
+
   async listCalls(turnId: string): Promise<ModelCallRecord[]> {
-    const docs = await this.calls.find({ turnId }).sort({ index: 1 }).toArray();
-    return docs.map(({ _id, conversationId, ...call }) => call);
+    const docs = await this.#calls.find({ turnId }).sort({ index: 1 }).toArray();
+    return docs.map(({ _id, conversationId, attempt, expiresAt, ...call }) => call);
   }
 
-  async markRunning(turnId: string, now = new Date()): Promise<void> {
-    await this.collection.updateOne({ _id: turnId, status: { $in: ["queued", "running"] } }, { $set: { status: "running", updatedAt: now } });
-  }
-
-  async recordModelCall(conversationId: string, call: ModelCallRecord, now = new Date()): Promise<void> {
-    await this.calls.replaceOne({ _id: `${call.turnId}:${call.index}` }, { ...call, conversationId }, { upsert: true });
+  /**
+   * Records a model call and the turn's progress. The record is replaced only by the same or a
+   * later attempt, and only while the attempt holds the conversation.
+   */
+  async recordModelCall(turn: ClaimedTurn, call: ModelCallRecord, fence: WriteFence, now = new Date()): Promise<void> {
+    const _id = `${call.turnId}:${call.index}`;
+    const doc: ModelCallDocument = { ...call, _id, conversationId: turn.conversationId, attempt: turn.attempt, expiresAt: fence.expiresAt };
+    await fence.guard(
+      () =>
+        this.#calls
+          .replaceOne({ _id, $or: [{ attempt: { $lte: turn.attempt } }, { attempt: { $exists: false } }] }, doc, { upsert: true })
+          .catch((error: unknown) => Promise.reject(isDuplicateKey(error) ? fence.stale(error) : error)),
+      () => this.#calls.deleteOne({ _id, attempt: turn.attempt }),
+    );
     const progress: TurnProgress = { step: call.toolCalls.length ? "tool" : "done", tool: call.toolCalls[0], modelCalls: call.index + 1, at: now };
-    await this.collection.updateOne({ _id: call.turnId }, { $set: { updatedAt: now, progress } });
+    await this.update(turn, fence, { $set: { updatedAt: now, progress } });
   }
 
-  async setProgress(turnId: string, progress: Omit<TurnProgress, "at">, now = new Date()): Promise<void> {
-    await this.collection.updateOne({ _id: turnId }, { $set: { updatedAt: now, progress: { ...progress, at: now } } });
+  async setProgress(turn: ClaimedTurn, progress: Omit<TurnProgress, "at">, fence: WriteFence, now = new Date()): Promise<void> {
+    await this.update(turn, fence, { $set: { updatedAt: now, progress: { ...progress, at: now } } });
   }
 
-  async complete(turnId: string, result: { answer: string; usage: Usage; toolCalls: number; durationMs: number }, now = new Date()): Promise<void> {
-    await this.collection.updateOne(
-      { _id: turnId },
-      { $set: { ...result, status: "completed", completedAt: now, updatedAt: now, "progress.step": "done", "progress.at": now } },
+  async complete(
+    turn: ClaimedTurn,
+    result: { answer: string; usage: Usage; toolCalls: number; durationMs: number },
+    fence: WriteFence,
+    now = new Date(),
+  ): Promise<void> {
+    await this.update(turn, fence, {
+      $set: { ...result, status: "completed", completedAt: now, updatedAt: now, "progress.step": "done", "progress.at": now },
+    });
+  }
+
+  async fail(turn: ClaimedTurn, error: TurnError, fence: WriteFence, now = new Date()): Promise<void> {
+    await this.update(turn, fence, { $set: { status: "failed", error, updatedAt: now, completedAt: now } });
+  }
+
+  /** The attempt was stopped at its deadline: the turn waits for the worker, which resumes it. */
+  async requeue(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<void> {
+    await this.update(turn, fence, { $set: { status: "queued", updatedAt: now, "progress.step": "queued", "progress.at": now } });
+  }
+
+  /** The turn is no longer its conversation's latest: it ends without an answer. */
+  async supersede(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<void> {
+    await this.update(turn, fence, {
+      $set: { status: "superseded", updatedAt: now, completedAt: now, "progress.step": "done", "progress.at": now },
+    });
+  }
+
+  /** A replaced turn stays in the record, marked with the turn that replaced it. */
+  async markReplaced(turnId: string, by: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<void> {
+    await fence.guard(() => this.#turns.updateOne({ _id: turnId, conversationId: by.conversationId }, { $set: { replacedBy: by._id, updatedAt: now } }));
+  }
+
+  /** A queued turn refused before any attempt ran it (a channel message over the size limit). */
+  async reject(turnId: string, error: TurnError, now = new Date()): Promise<void> {
+    await this.#turns.updateOne(
+      { _id: turnId, status: "queued", attempt: { $exists: false } },
+      { $set: { status: "failed", error, updatedAt: now, completedAt: now } },
     );
   }
 
-  async fail(turnId: string, error: { code: string; message: string }, now = new Date()): Promise<void> {
-    await this.collection.updateOne({ _id: turnId }, { $set: { status: "failed", error, updatedAt: now, completedAt: now } });
+  /**
+   * Turns of the conversation left running by attempts older than `fence`'s, which are dead or
+   * fenced out: they are failed as interrupted. A retry decides whether they resume.
+   */
+  async interruptOthers(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<number> {
+    const result = await this.#turns.updateMany(
+      { conversationId: turn.conversationId, status: "running", _id: { $ne: turn._id }, attempt: { $lt: this.epochOf(fence) } },
+      { $set: { status: "failed", error: { code: "interrupted", message: "the turn was interrupted and not retried" }, updatedAt: now, completedAt: now } },
+    );
+    return result.modifiedCount;
   }
 
   /**
@@ -186,7 +339,7 @@ export class TurnStore {
    * mid-send; its reply may or may not have landed, and a second is better than none).
    */
   async claimReply(turnId: string, staleAfterMs: number, now = new Date()): Promise<boolean> {
-    const result = await this.collection.updateOne(
+    const result = await this.#turns.updateOne(
       {
         _id: turnId,
         repliedAt: { $exists: false },
@@ -199,25 +352,47 @@ export class TurnStore {
 
   /** The claimed reply was delivered: no later delivery of the job sends it again. */
   async markReplied(turnId: string, now = new Date()): Promise<void> {
-    await this.collection.updateOne({ _id: turnId }, { $set: { repliedAt: now } });
+    await this.#turns.updateOne({ _id: turnId }, { $set: { repliedAt: now } });
   }
 
   /** The claimed reply was not delivered: a retry may claim it at once. */
   async releaseReply(turnId: string): Promise<void> {
-    await this.collection.updateOne({ _id: turnId, repliedAt: { $exists: false } }, { $unset: { replyClaimedAt: "" } });
-  }
-
-  /** Turns of the conversation left running by an attempt that died; called under the lease, so none is alive. */
-  async failInterrupted(conversationId: string, exceptTurnId: string, now = new Date()): Promise<number> {
-    const result = await this.collection.updateMany(
-      { conversationId, status: "running", _id: { $ne: exceptTurnId } },
-      { $set: { status: "failed", error: { code: "interrupted", message: "the turn was interrupted and not retried" }, updatedAt: now, completedAt: now } },
-    );
-    return result.modifiedCount;
+    await this.#turns.updateOne({ _id: turnId, repliedAt: { $exists: false } }, { $unset: { replyClaimedAt: "" } });
   }
 
   async deleteByConversation(conversationId: string): Promise<void> {
-    await this.calls.deleteMany({ conversationId });
-    await this.collection.deleteMany({ conversationId });
+    await this.#calls.deleteMany({ conversationId });
+    await this.#turns.deleteMany({ conversationId });
+  }
+
+  private fresh(turnId: string, fence: WriteFence, status: "queued" | "running", now: Date): TurnDocument {
+    return {
+      _id: turnId,
+      conversationId: fence.conversationId,
+      status,
+      createdAt: now,
+      updatedAt: now,
+      usage: ZERO_USAGE,
+      toolCalls: 0,
+      progress: { step: status === "queued" ? "queued" : "model", modelCalls: 0, at: now },
+      expiresAt: fence.expiresAt,
+    };
+  }
+
+  private async require(turnId: string): Promise<TurnDocument> {
+    const existing = await this.#turns.findOne({ _id: turnId });
+    if (!existing) throw new NotFoundError(`turn ${turnId} not found`);
+    return existing;
+  }
+
+  /** Writes to a claimed turn while its attempt is still the one running it. */
+  private async update(turn: ClaimedTurn, fence: WriteFence, update: Record<string, unknown>): Promise<void> {
+    const result = await this.#turns.updateOne({ _id: turn._id, attempt: turn.attempt, status: "running" }, update);
+    if (result.matchedCount !== 1) throw fence.stale();
+  }
+
+  private epochOf(fence: WriteFence): number {
+    if (fence.epoch === undefined) throw new TypeError("a turn is claimed under a lease's fence, not an existence fence");
+    return fence.epoch;
   }
 }

@@ -1,6 +1,7 @@
 import { DEFAULT_VIEW_TOOL_OUTPUT_TOKENS } from "../config/config.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import type { ArtifactRef, ArtifactStore } from "../store/artifact-store.js";
+import type { WriteFence } from "../store/write-fence.js";
 import type { Principal } from "../auth/principal.js";
 
 /**
@@ -11,12 +12,13 @@ import type { Principal } from "../auth/principal.js";
 export const DEFAULT_OFFLOAD_TOKENS = DEFAULT_VIEW_TOOL_OUTPUT_TOKENS;
 
 export interface ToolOutputMeta {
-  conversationId: string;
   /** Whose tool call produced the output. */
   createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
+  /** The turn's fence: the artifact is stored only while the turn holds its conversation, with its expiry. */
+  fence: WriteFence;
 }
 
 export interface OffloadOptions {
@@ -39,6 +41,7 @@ export interface OffloadedOutput {
 export async function offloadToolOutput(output: string, meta: ToolOutputMeta, options: OffloadOptions): Promise<OffloadedOutput> {
   const tokens = countTextTokens(output);
   if (tokens <= (options.thresholdTokens ?? DEFAULT_OFFLOAD_TOKENS)) return { content: output };
-  const artifact = await options.artifacts.put({ ...meta, content: output, tokens });
+  const { fence, ...fields } = meta;
+  const artifact = await options.artifacts.put({ ...fields, content: output, tokens }, fence);
   return { content: artifact.preview, artifact };
 }

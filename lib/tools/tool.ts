@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Caller } from "../auth/principal.js";
+import type { WriteFence } from "../store/write-fence.js";
 
 /** What a tool call runs with, as the graph hands it over. */
 export interface ToolCallContext {
@@ -9,6 +10,8 @@ export interface ToolCallContext {
   /** Who asks: taken from the verified credential, never from the request body. */
   caller: Caller;
   signal?: AbortSignal;
+  /** Present whenever a turn runs the tool: a tool that writes does so under it, so a stale turn writes nothing. */
+  fence?: WriteFence;
 }
 
 /** What a tool's `run` receives: the call's context and the registry's permission check. */

@@ -22,6 +22,8 @@ const FIRST_QUESTION = 'big_report {"rows": 5000}';
 const SECOND_QUESTION = "What did the report show?";
 const VIEW_BUDGET = 4_000;
 const CACHE_MIN_TOKENS = 100;
+/** How long a turn may take to show up on a loaded machine. */
+const TURN_POLL = { timeout: 15_000 };
 
 const haveChromium = existsSync(CHROMIUM);
 // In CI a missing browser fails the run; on a workstation the suite says why it is skipped.
@@ -230,6 +232,41 @@ describeWithBrowser("console", () => {
     await expect.poll(() => page.locator(".conversation").count()).toBe(0);
 
     expect((await t.call("GET", `/v1/conversations/${conversations[0].conversationId}`, { token: bob })).status).toBe(404);
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  it("edits and resends the last question, regenerates the last answer, and keeps what each replaced, marked", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("User", { exact: true }).fill("carol");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.locator("#session-user").textContent()).toBe("carol");
+    await page.getByRole("button", { name: "New conversation" }).click();
+    const composer = page.getByLabel("Message");
+    for (const [i, question] of ["My name is Ada.", "What is my name?"].entries()) {
+      await composer.fill(question);
+      await composer.press("Enter");
+      await expect.poll(() => page.locator(".chat-message.assistant").count(), TURN_POLL).toBe(i + 1);
+    }
+
+    await page.getByRole("button", { name: "Edit your last question" }).click();
+    expect(await composer.inputValue()).toBe("What is my name?");
+    await composer.fill("What is my name, again?");
+    await page.getByRole("button", { name: "Resend", exact: true }).click();
+    await expect.poll(() => page.locator(".chat-message").count(), TURN_POLL).toBe(6);
+    expect(await page.locator(".chat-message.replaced .chat-text").allTextContents()).toEqual(["What is my name?", expect.any(String)]);
+    expect(await page.locator(".chat-message.user:not(.replaced) .chat-text").last().textContent()).toBe("What is my name, again?");
+
+    await page.getByRole("button", { name: "Regenerate the last answer" }).click();
+    await expect.poll(() => page.locator(".chat-message").count(), TURN_POLL).toBe(8);
+    expect(await page.locator(".chat-message.replaced").count()).toBe(4);
+    expect(await page.getByRole("button", { name: "Edit your last question" }).count()).toBe(1);
+
+    const carol = (await page.evaluate(() => sessionStorage.getItem("threadwise.token"))) as string;
+    const { conversationId } = (await t.call("GET", "/v1/conversations", { token: carol })).body.conversations[0];
+    const state = (await t.call("GET", `/v1/conversations/${conversationId}/state`, { token: carol })).body.messages;
+    expect(state.map((m: { content: string }) => m.content).slice(0, 3)).toEqual(["My name is Ada.", expect.any(String), "What is my name, again?"]);
+    expect(state).toHaveLength(4);
+    expect(await lowContrastTexts(page)).toEqual([]);
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });

@@ -1,7 +1,9 @@
 import { z } from "zod";
+import { DEFAULT_MAX_MODEL_CALLS } from "../../lib/agent/turn-runner.js";
 import { createApp, type App } from "../../lib/app.js";
 import { ChannelReplier, SlackGroupDirectory, SlackReplier, slackTurnJob, slackWebClient, type SlackTurnJob } from "../../lib/channels/index.js";
 import { loadConfig } from "../../lib/config/config.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
 import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger } from "../../lib/logger.js";
 import { turnIdForJob, TurnJobWorker, type TurnJobWorkerOptions } from "../../lib/queue/index.js";
@@ -31,6 +33,7 @@ const whoAmI: ToolDefinition = {
 
 /** What the scripted model answers, by a keyword in the question. */
 function respond(text: string, toolResults: boolean): ScriptedReply {
+  if (text.includes("loops forever")) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("who am i") && !toolResults) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("refused")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
   if (text.includes("throttled")) return { error: { status: 429, type: "ThrottlingException", message: "Too many requests." } };
@@ -156,14 +159,15 @@ describe("TurnJobWorker", () => {
     });
 
     it("posts nothing while another delivery holds a fresh claim on the reply, and takes over a stale one", async () => {
+      const turnsCollection = app.database.db.collection<{ _id: string }>(COLLECTIONS.turns);
       const j = job("claimed elsewhere");
       const turnId = turnIdForJob(j);
       await worker().process(j, 1);
-      await app.database.turns.collection.updateOne({ _id: turnId }, { $unset: { repliedAt: "" }, $set: { replyClaimedAt: new Date() } });
+      await turnsCollection.updateOne({ _id: turnId }, { $unset: { repliedAt: "" }, $set: { replyClaimedAt: new Date() } });
       const posts = postsIn(j).length;
       await worker().process(j, 2);
       expect(postsIn(j).length).toBe(posts);
-      await app.database.turns.collection.updateOne({ _id: turnId }, { $set: { replyClaimedAt: new Date(Date.now() - 10 * 60_000) } });
+      await turnsCollection.updateOne({ _id: turnId }, { $set: { replyClaimedAt: new Date(Date.now() - 10 * 60_000) } });
       await worker({ replyClaimMs: 60_000 }).process(j, 3);
       expect(postsIn(j).length).toBe(posts + 1);
     });
@@ -174,6 +178,15 @@ describe("TurnJobWorker", () => {
       expect(postsIn(j).map((p) => p.text)).toEqual(["Sorry, something went wrong and I couldn't answer this message. Please try again."]);
       expect(await worker().process(j, 2)).toMatchObject({ kind: "already-replied" });
       expect(postsIn(j)).toHaveLength(1);
+    });
+
+    it("returns gave-up on the first receive when the turn reaches its model-call cap, and tells the user once", async () => {
+      const j = job("this loops forever");
+      const modelCalls = converse.requests.length;
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "ModelCallLimitError" } });
+      expect(converse.requests.length - modelCalls).toBe(DEFAULT_MAX_MODEL_CALLS);
+      expect(postsIn(j)).toHaveLength(1);
+      expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "failed", error: { code: "model_call_limit" } });
     });
 
     it("returns retry for a throttled model (429) before the last receive, and says nothing yet", async () => {

@@ -8,6 +8,7 @@ import { recallText } from "../../lib/recall/turn-indexer.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID, type EmbeddingsEndpoint } from "../support/embeddings-endpoint.js";
+import { heldFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 let database: TestDatabase;
@@ -41,7 +42,7 @@ async function addTurns(conversationId: string, questions: string[], withVectors
     };
     const terms = termFrequencies(recallText(record));
     const length = [...terms.values()].reduce((a, b) => a + b, 0);
-    await store.add(record, { length, terms, vector: withVectors ? await embedder.embed(recallText(record)) : undefined });
+    await store.add(record, { length, terms, vector: withVectors ? await embedder.embed(recallText(record)) : undefined }, heldFence(record.conversationId));
     records.push(record);
   }
   return records;

@@ -1,20 +1,26 @@
 import { randomUUID } from "node:crypto";
-import { validate } from "@langchain/langgraph-checkpoint-validation";
+import { deltaChannelHistoryTests, validate, type CheckpointSaverTestInitializer } from "@langchain/langgraph-checkpoint-validation";
 import type { Db } from "mongodb";
 import { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
-// LangGraph's checkpoint conformance suite (718 checks), run against the checkpointer as the
-// product configures it. Each checkpointer gets a database of its own, as the suite requires.
+// LangGraph's checkpoint conformance suite (718 checks) and its opt-in DeltaChannel history
+// checks, run against the checkpointer as the product configures it. Each checkpointer gets a
+// database of its own, as the suite requires.
 let test: TestDatabase;
 const databases = new WeakMap<ThreadwiseSaver, Db>();
 
 async function dropCollections(saver: ThreadwiseSaver, db: Db): Promise<void> {
-  const names = [saver.checkpointCollectionName, saver.checkpointWritesCollectionName, saver.checkpointBlobsCollectionName];
+  const names = [
+    saver.checkpointCollectionName,
+    saver.checkpointWritesCollectionName,
+    saver.checkpointBlobsCollectionName,
+    saver.checkpointThreadsCollectionName,
+  ];
   await Promise.all(names.map((name) => db.collection(name).drop().catch(() => undefined)));
 }
 
-validate<ThreadwiseSaver>({
+const initializer: CheckpointSaverTestInitializer<ThreadwiseSaver> = {
   checkpointerName: "ThreadwiseSaver",
   beforeAllTimeout: 60_000,
   async beforeAll() {
@@ -37,4 +43,7 @@ validate<ThreadwiseSaver>({
     const db = databases.get(saver);
     if (db) await dropCollections(saver, db);
   },
-});
+};
+
+validate(initializer);
+deltaChannelHistoryTests(initializer);

@@ -2,11 +2,13 @@ import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
+import { StaleWriterError } from "../../lib/errors.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
+import { heldFence, lostFence } from "../support/fences.js";
 import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
 
@@ -32,6 +34,21 @@ afterAll(async () => {
 async function run(conversationId: string, content: string): Promise<string> {
   const turnId = randomUUID();
   await app.runner.run({ conversationId, caller: alice, content, turnId });
+  return turnId;
+}
+
+/** A turn that asked its question and ended without an answer, recorded as the turn runner records it, under the lease. */
+async function askAndEnd(conversationId: string, question: string, end: "failed" | "superseded"): Promise<string> {
+  const turnId = randomUUID();
+  const { lease, turns, messages } = app.database;
+  const fence = await lease.acquire(conversationId, turnId);
+  const claim = await turns.claim(turnId, fence);
+  if (!claim.claimed) throw new Error("a new turn is claimed");
+  const seq = await turns.begin(claim.turn, fence);
+  await messages.append({ turnId, seq, role: "user", content: question }, fence);
+  if (end === "failed") await turns.fail(claim.turn, { code: "Error", message: "the turn failed" }, fence);
+  else await turns.supersede(claim.turn, fence);
+  await lease.release(fence);
   return turnId;
 }
 
@@ -63,10 +80,7 @@ describe("RecallIndexStore", () => {
 
     it("returns a failed turn too, indexed with the turn after it", async () => {
       const { _id: conversationId } = await app.database.conversations.create(alice.principal);
-      const failed = randomUUID();
-      await app.database.turns.start(failed, conversationId);
-      await app.database.messages.append({ conversationId, turnId: failed, role: "user", content: "Budget owner is Priya." });
-      await app.database.turns.fail(failed, { code: "Error", message: "the turn failed" });
+      const failed = await askAndEnd(conversationId, "Budget owner is Priya.", "failed");
       const next = await run(conversationId, "Hello again.");
       const records = await app.database.recall.records(conversationId, [failed, next]);
       expect(records.map((r) => [r.turnNumber, r.status, r.answer]).sort()).toEqual([
@@ -75,11 +89,39 @@ describe("RecallIndexStore", () => {
       ]);
     });
 
+    it("skips a superseded turn, which has no answer of its own, and indexes the turns after it", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
+      const superseded = await askAndEnd(conversationId, "Overtaken question.", "superseded");
+      const next = await run(conversationId, "Hello again.");
+      const records = await app.database.recall.records(conversationId, [superseded, next]);
+      expect(records.map((r) => [r._id, r.turnNumber, r.status])).toEqual([[next, 1, "completed"]]);
+    });
+
     it("adds a turn once, however often it is added", async () => {
       const store = new RecallIndexStore(client.db(dbName), { segmentTurns: 2 });
-      for (const n of [1, 2, 2, 3, 1]) await store.add(record("once", n), { length: 1, terms: new Map([["x", 1]]) });
+      for (const n of [1, 2, 2, 3, 1]) await store.add(record("once", n), { length: 1, terms: new Map([["x", 1]]) }, heldFence("once"));
       expect((await store.entries("once")).map((e) => e.turnNumber)).toEqual([1, 2, 3]);
       expect(await client.db(dbName).collection(COLLECTIONS.recallIndex).countDocuments({ conversationId: "once" })).toBe(2);
+    });
+
+    it("writes the record and its segment with the fence's expiry", async () => {
+      const store = new RecallIndexStore(client.db(dbName));
+      const fence = heldFence("expiring");
+      await store.add(record("expiring", 1), { length: 1, terms: new Map([["x", 1]]) }, fence);
+      for (const name of [COLLECTIONS.recallTurns, COLLECTIONS.recallIndex]) {
+        const docs = await client.db(dbName).collection(name).find({ conversationId: "expiring" }).toArray();
+        expect(docs.map((d) => d.expiresAt), name).toEqual([fence.expiresAt]);
+      }
+    });
+
+    it("throws StaleWriterError and leaves the index as it was when the fence is lost", async () => {
+      const store = new RecallIndexStore(client.db(dbName), { segmentTurns: 2 });
+      await store.add(record("fenced", 1), { length: 1, terms: new Map([["x", 1]]) }, heldFence("fenced"));
+      const before = await store.entries("fenced");
+      await expect(store.add(record("fenced", 2), { length: 1, terms: new Map([["y", 1]]) }, lostFence("fenced"))).rejects.toBeInstanceOf(StaleWriterError);
+      await expect(store.add(record("fenced", 3), { length: 1, terms: new Map([["z", 1]]) }, lostFence("fenced"))).rejects.toBeInstanceOf(StaleWriterError);
+      expect(await store.entries("fenced")).toEqual(before);
+      expect(await store.records("fenced", ["fenced-1", "fenced-2", "fenced-3"])).toHaveLength(1);
     });
   });
 

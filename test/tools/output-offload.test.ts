@@ -1,6 +1,7 @@
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore, DEFAULT_PREVIEW_CHARS } from "../../lib/store/artifact-store.js";
 import { DEFAULT_OFFLOAD_TOKENS, offloadToolOutput } from "../../lib/tools/output-offload.js";
+import { heldFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
@@ -20,7 +21,7 @@ afterAll(async () => {
 });
 
 const alice = apiPrincipal("alice");
-const meta = (toolCallId: string) => ({ conversationId: "conv-offload", createdBy: alice, turnId: "turn-1", toolCallId, toolName: "sql_query" });
+const meta = (toolCallId: string) => ({ createdBy: alice, turnId: "turn-1", toolCallId, toolName: "sql_query", fence: heldFence("conv-offload") });
 
 function rows(count: number): string {
   return Array.from({ length: count }, (_, i) => `${i + 1}\tcustomer ${i + 1}\t${(i * 37.5).toFixed(2)}\tEMEA`).join("\n");

@@ -10,6 +10,7 @@ import {
   readableLines,
 } from "../../lib/tools/read-tool-output.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
+import { heldFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
@@ -37,7 +38,8 @@ afterAll(async () => {
 let sequence = 0;
 async function store(content: string, conversationId = ctx.conversationId): Promise<string> {
   sequence += 1;
-  const ref = await artifacts.put({ conversationId, createdBy: reader, turnId: "turn-1", toolCallId: `call-${sequence}`, toolName: "sql_query", content });
+  const artifact = { createdBy: reader, turnId: "turn-1", toolCallId: `call-${sequence}`, toolName: "sql_query", content };
+  const ref = await artifacts.put(artifact, heldFence(conversationId));
   return ref.handle;
 }
 
@@ -190,13 +192,12 @@ describe("createReadToolOutputTool", () => {
     it("throws a ToolError for an output made for a principal of another issuer, even in the same conversation", async () => {
       sequence += 1;
       const { handle } = await artifacts.put({
-        conversationId: ctx.conversationId,
         createdBy: slackPrincipal("T0LOCAL", "U0ALICE"),
         turnId: "turn-1",
         toolCallId: `call-${sequence}`,
         toolName: "sql_query",
         content: report(3),
-      });
+      }, heldFence(ctx.conversationId));
       const asApiToken = { ...ctx, caller: { principal: apiPrincipal("U0ALICE", "T0LOCAL"), roles: [] } };
       await expect(tool.run({ handle }, asApiToken)).rejects.toBeInstanceOf(ToolError);
       await expect(tool.run({ handle }, { ...ctx, caller: { principal: slackPrincipal("T0LOCAL", "U0BOB"), roles: [] } })).resolves.toContain("1: row 1");

@@ -21,6 +21,8 @@ const state = {
   /** The application record of the open conversation: user and assistant messages with their turn ids. */
   messages: [],
   running: false,
+  /** The last question being edited in the composer: its turn id, or null for a new message. */
+  editing: null,
   /** Checkpointed messages per conversation; dropped when a turn changes them. */
   threads: new Map(),
   inspector: null,
@@ -216,10 +218,17 @@ function turnOrder() {
   return ids;
 }
 
+/** The turn an edit or a regeneration would replace: the one of the last message not already replaced. */
+function lastTurnId() {
+  for (let i = state.messages.length - 1; i >= 0; i--) if (!state.messages[i].replacedBy) return state.messages[i].turnId;
+  return null;
+}
+
 function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
   $("chat-title").textContent = current ? conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
   const order = turnOrder();
+  const last = lastTurnId();
   // A turn without an answer (failed or interrupted) is inspected from its question.
   const answered = new Set(state.messages.filter((m) => m.role === "assistant").map((m) => m.turnId));
   $("messages").replaceChildren(
@@ -227,28 +236,54 @@ function renderChat() {
       const turnNumber = order.indexOf(m.turnId) + 1;
       const isAnswer = m.role === "assistant";
       const inspected = state.inspector?.turn.turnId === m.turnId;
+      const replaced = Boolean(m.replacedBy);
+      const isLast = m.turnId === last && !state.running;
       return h(
         "li",
-        { class: `chat-message ${m.role}${inspected ? " inspected" : ""}`, "data-turn-id": m.turnId },
-        h("div", { class: "chat-meta" }, h("span", { class: "chat-role", text: isAnswer ? "Assistant" : "You" }), h("span", { class: "chat-turn", text: `turn ${turnNumber}` })),
+        { class: `chat-message ${m.role}${inspected ? " inspected" : ""}${replaced ? " replaced" : ""}`, "data-turn-id": m.turnId },
+        h(
+          "div",
+          { class: "chat-meta" },
+          h("span", { class: "chat-role", text: isAnswer ? "Assistant" : "You" }),
+          h("span", { class: "chat-turn", text: `turn ${turnNumber}` }),
+          replaced ? h("span", { class: "chat-replaced", text: isAnswer ? "replaced by a newer answer" : "replaced by an edit" }) : null,
+        ),
         h("div", { class: "chat-text", text: m.content }),
-        isAnswer || !answered.has(m.turnId)
-          ? h("button", {
-              type: "button",
-              class: "inspect-button",
-              "aria-controls": "inspector",
-              "aria-label": `Inspect turn ${turnNumber}: what the model was sent`,
-              "aria-pressed": inspected ? "true" : "false",
-              text: "Inspect turn",
-              onclick: () => openInspector(m.turnId, m.turnId),
-            })
-          : null,
+        h(
+          "div",
+          { class: "chat-actions" },
+          isAnswer || !answered.has(m.turnId)
+            ? h("button", {
+                type: "button",
+                class: "inspect-button",
+                "aria-controls": "inspector",
+                "aria-label": `Inspect turn ${turnNumber}: what the model was sent`,
+                "aria-pressed": inspected ? "true" : "false",
+                text: "Inspect turn",
+                onclick: () => openInspector(m.turnId, m.turnId),
+              })
+            : null,
+          isLast && !isAnswer
+            ? h("button", { type: "button", class: "edit-button", "aria-label": "Edit your last question", text: "Edit", onclick: () => startEditing(m) })
+            : null,
+          isLast && isAnswer
+            ? h("button", {
+                type: "button",
+                class: "regenerate-button",
+                "aria-label": "Regenerate the last answer",
+                text: "Regenerate",
+                onclick: guard(() => regenerate(m.turnId), "chat-error"),
+              })
+            : null,
+        ),
       );
     }),
   );
   const enabled = Boolean(state.conversationId) && !state.running;
   $("composer-input").disabled = !enabled;
   $("send").disabled = !enabled;
+  $("send").textContent = state.editing ? "Resend" : "Send";
+  $("editing").hidden = !state.editing;
   // One turn at a time: switching away mid-turn would leave its progress nowhere to show.
   $("new-conversation").disabled = state.running;
   for (const button of document.querySelectorAll(".conversation button")) button.disabled = state.running;
@@ -256,6 +291,26 @@ function renderChat() {
   // Follow the conversation as it grows, not when only the inspected turn changed.
   if (log.childElementCount !== renderChat.shown) log.scrollTop = log.scrollHeight;
   renderChat.shown = log.childElementCount;
+}
+
+/** Puts the last question in the composer; sending it replaces that turn. */
+function startEditing(message) {
+  state.editing = message.turnId;
+  $("composer-input").value = message.content;
+  renderChat();
+  $("composer-input").focus();
+}
+
+function stopEditing() {
+  state.editing = null;
+  $("composer-input").value = "";
+  renderChat();
+  $("composer-input").focus();
+}
+
+async function regenerate(turnId) {
+  const question = state.messages.find((m) => m.turnId === turnId && m.role === "user");
+  await runTurn(`/v1/conversations/${state.conversationId}/turns/${turnId}/regenerate`, undefined, question?.content ?? "");
 }
 
 function appendPending(content) {
@@ -324,21 +379,33 @@ async function waitForTurn(conversationId, turnId) {
     const turn = await api("GET", `/v1/conversations/${conversationId}/turns/${turnId}`);
     if (turn.status === "completed") return { turnId, answer: turn.answer };
     if (turn.status === "failed") throw new Error(turn.error?.message ?? "the turn failed");
+    if (turn.status === "superseded") throw new Error("a later turn superseded this one");
     renderProgress(turn.progress, Date.now() - started);
     await sleep(POLL_MS);
   }
 }
 
+/** A new message, or, while editing, the edited last question. */
 async function send(content) {
+  const editing = state.editing;
+  state.editing = null;
+  const path = editing
+    ? `/v1/conversations/${state.conversationId}/turns/${editing}/edit`
+    : `/v1/conversations/${state.conversationId}/messages`;
+  await runTurn(path, { content }, content);
+}
+
+/** Runs one turn through `path` and shows its progress; `shown` is the question shown while it runs. */
+async function runTurn(path, body, shown) {
   const conversationId = state.conversationId;
   state.running = true;
   $("chat-error").textContent = "";
   renderChat();
-  appendPending(content);
+  appendPending(shown);
   const stop = pollProgress(conversationId);
   let result = null;
   try {
-    result = await api("POST", `/v1/conversations/${conversationId}/messages`, { content });
+    result = await api("POST", path, body);
     // A deployment with a turn queue may answer 202 and run the turn elsewhere.
     if (result?.status === "queued") result = await waitForTurn(conversationId, result.turnId);
   } catch (error) {
@@ -855,6 +922,7 @@ function start() {
       $("composer").requestSubmit();
     }
   });
+  $("cancel-edit").addEventListener("click", () => stopEditing());
   $("inspector-close").addEventListener("click", () => closeInspector());
   $("inspector").addEventListener("keydown", (event) => {
     if (event.key === "Escape") closeInspector();

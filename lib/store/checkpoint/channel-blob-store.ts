@@ -1,20 +1,25 @@
 import { createHash } from "node:crypto";
-import { compareChannelVersions, maxChannelVersion, type ChannelVersions, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { Binary, type AnyBulkWriteOperation, type Collection } from "mongodb";
-import { ThreadwiseError } from "../../errors.js";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Filter, type WithId } from "mongodb";
+import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
+import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
+import { planLinks, prefixDigests, serializeItems, type ListHead, type SerializedItem } from "./list-links.js";
 
 /**
- * A list channel longer than this is stored as chunks of this many items, each chunk once per
- * content. The message list grows at its end, so a new version shares every full chunk with the
- * previous one and writes only its last chunk and a list of chunk hashes.
+ * Serialized bytes of list items per stored link. A new version of the message list stores only
+ * the messages a step appended, usually far less; a list stored whole is split into links of
+ * this size, and one larger item gets a link of its own.
  */
-export const DEFAULT_CHUNK_ITEMS = 16;
+export const DEFAULT_LIST_LINK_BYTES = 1024 * 1024;
 
-/** Marks a channel that was cleared at this version; it has no value to restore. */
+/** Marks a channel cleared at this version, in documents of earlier releases (headers now list such channels). */
 const EMPTY_TYPE = "empty";
-/** Marks a version stored as a list of chunks (`chunks`), not as one value. */
+/** A version of a list channel (or a link of one): items appended to its `base`. */
+const LIST_TYPE = "list";
+/** A list version stored by releases before list links, as `chunks` of content-addressed chunk documents. */
 const CHUNKED_TYPE = "chunked";
+const DUPLICATE_KEY = 11000;
 
 /** Where a thread's channel values live: one thread, one checkpoint namespace. */
 export interface BlobPosition {
@@ -23,19 +28,37 @@ export interface BlobPosition {
 }
 
 /**
- * One document of `checkpoint_blobs`: a channel value at a version, or, with `chunk: true`, a
- * chunk of a list value, its `version` being `chunk:<sha256 of its serialized items>`.
+ * One document of `checkpoint_blobs`, keyed by (thread, namespace, channel, version key): a
+ * channel value, a cleared channel, or a link of a list version. Written once: a second write of
+ * a key must carry the same `content`.
  */
 export interface BlobDocument extends BlobPosition {
   channel: string;
   version: string;
   type: string;
   blob: Binary | null;
-  /** Hashes of the chunks, in order, of a `chunked` version. */
+  /** Identifies the value: equal for equal values. Absent on documents of earlier releases. */
+  content?: string;
+  /** A list link: the link it appends to, the list's length and digest up to it, its items and their bytes. */
+  base?: string;
+  count?: number;
+  digest?: string;
+  items?: Binary[];
+  item_types?: string[];
+  bytes?: number;
+  /** Earlier releases' chunked list versions and chunks. */
   chunks?: string[];
   chunk?: true;
+  /** The fenced writer's epoch, so that prune can drop what a stale writer left. */
+  epoch?: number;
   upserted_at?: Date;
+  expiresAt?: Date;
 }
+
+/** A channel value to store under `key`: a list (which may extend the stored version `base`), or a serialized value. */
+export type ChannelWrite =
+  | { channel: string; key: string; list: unknown[]; base?: ListHead }
+  | { channel: string; key: string; serialized: SerializedItem };
 
 /** Channel values serialized and size-checked, ready to be written. */
 export interface PreparedBlobs {
@@ -43,27 +66,31 @@ export interface PreparedBlobs {
   documents: BlobDocument[];
 }
 
+const pairKey = (channel: string, key: string) => `${channel}\u0000${key}`;
+const headKey = (position: BlobPosition, channel: string, key: string) => JSON.stringify([position.thread_id, position.checkpoint_ns, channel, key]);
+/** List heads a store remembers (least recently used forgotten first). */
+const REMEMBERED_LIST_HEADS = 1024;
 const chunkVersion = (hash: string) => `chunk:${hash}`;
-
-/** Blob versions are stored as strings; numeric ones compare as numbers, as LangGraph's do. */
-function versionOf(stored: string): string | number {
-  const asNumber = Number(stored);
-  return stored.trim() !== "" && Number.isFinite(asNumber) ? asNumber : stored;
-}
+const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
 
 /**
- * The `checkpoint_blobs` collection: channel values keyed by (thread, namespace, channel,
- * version), list values split into content-addressed chunks shared between versions.
+ * The `checkpoint_blobs` collection: each channel value once per version. A list value (the
+ * message list) is stored as links: a version that extends the version its parent checkpoint
+ * referenced stores only the appended items and names that version as its `base`, so the list
+ * is stored once however many versions of it are kept.
  *
- * Invariants: chunks are written before the version that lists them (one ordered bulk write),
- * and a chunk is deleted only when no remaining version lists it; so every stored version can
- * be read back whole.
+ * Invariant: a link is written before any checkpoint header references it, and prune removes a
+ * version only when no kept checkpoint reaches it (directly or as a base) and it is older than
+ * the newest kept version of its channel, or was left by a stale writer; so every version a
+ * visible checkpoint references can be read back whole, or reading fails loudly.
  */
 export class ChannelBlobStore {
+  private readonly heads = new Map<string, ListHead>();
+
   constructor(
     private readonly collection: Collection<BlobDocument>,
     private readonly serde: SerializerProtocol,
-    private readonly options: { maxDocumentBytes: number; timestamps: boolean },
+    private readonly options: { maxDocumentBytes: number; linkBytes: number },
   ) {}
 
   /** Index creations for `setup()`: the unique key, and the TTL index when `ttl` is set. */
@@ -79,81 +106,69 @@ export class ChannelBlobStore {
   }
 
   /**
-   * Serializes the values of `versions` (a channel absent from `values` was cleared) and checks
-   * every document against the size limit. Chunks already stored for the channel are left out.
+   * Serializes the values and checks every document against the size limit.
+   * @throws DocumentTooLargeError before anything is written.
    */
-  async prepare(
-    position: BlobPosition,
-    values: Record<string, unknown>,
-    versions: ChannelVersions,
-    what: string,
-  ): Promise<PreparedBlobs> {
-    const perChannel = await Promise.all(
-      Object.entries(versions).map(([channel, version]) =>
-        this.prepareChannel(position, channel, String(version), channel in values, values[channel], what),
-      ),
-    );
+  async prepare(position: BlobPosition, writes: ChannelWrite[], what: string): Promise<PreparedBlobs> {
+    const perChannel = await Promise.all(writes.map((write) => this.documentsFor(position, write, what)));
     return { position, documents: perChannel.flat() };
   }
 
-  private async prepareChannel(
-    position: BlobPosition,
-    channel: string,
-    version: string,
-    present: boolean,
-    value: unknown,
-    what: string,
-  ): Promise<BlobDocument[]> {
-    const base = { ...position, channel, version };
+  private async documentsFor(position: BlobPosition, write: ChannelWrite, what: string): Promise<BlobDocument[]> {
+    const { channel, key } = write;
     const checked = (doc: BlobDocument) => {
       assertDocumentFits(doc, this.options.maxDocumentBytes, `channel "${channel}" of ${what}`);
       return doc;
     };
-    if (!present) return [checked({ ...base, type: EMPTY_TYPE, blob: null })];
-    if (!Array.isArray(value) || value.length <= DEFAULT_CHUNK_ITEMS) {
-      const [type, bytes] = await this.serde.dumpsTyped(value);
-      return [checked({ ...base, type, blob: new Binary(bytes) })];
+    if ("serialized" in write) {
+      const { type, bytes } = write.serialized;
+      return [checked({ ...position, channel, version: key, type, blob: new Binary(bytes), content: sha256(type, "\0", bytes) })];
     }
-    const slices: unknown[][] = [];
-    for (let start = 0; start < value.length; start += DEFAULT_CHUNK_ITEMS) slices.push(value.slice(start, start + DEFAULT_CHUNK_ITEMS));
-    const [chunks, stored] = await Promise.all([
-      Promise.all(
-        slices.map(async (slice) => {
-          const [type, bytes] = await this.serde.dumpsTyped(slice);
-          const hash = createHash("sha256").update(type).update("\0").update(bytes).digest("hex");
-          return { hash, doc: { ...position, channel, version: chunkVersion(hash), type, blob: new Binary(bytes), chunk: true as const } };
-        }),
-      ),
-      this.storedChunks(position, channel),
-    ]);
-    const fresh = new Map(chunks.filter((c) => !stored.has(c.hash)).map((c) => [c.hash, checked(c.doc)]));
-    return [...fresh.values(), checked({ ...base, type: CHUNKED_TYPE, blob: null, chunks: chunks.map((c) => c.hash) })];
-  }
-
-  /** Hashes listed by the stored versions of the channel; by the invariant, all present. */
-  private async storedChunks(position: BlobPosition, channel: string): Promise<Set<string>> {
-    const versions = await this.collection.find({ ...position, channel, type: CHUNKED_TYPE }).toArray();
-    return new Set(versions.flatMap((v) => v.chunks ?? []));
-  }
-
-  /** Writes prepared documents, chunks first, in one ordered bulk write. */
-  async write(prepared: PreparedBlobs): Promise<void> {
-    if (prepared.documents.length === 0) return;
-    const stamp = this.options.timestamps ? { upserted_at: new Date() } : {};
-    const operations: AnyBulkWriteOperation<BlobDocument>[] = prepared.documents.map(
-      ({ thread_id, checkpoint_ns, channel, version, type, blob, chunks, chunk }) => ({
-        updateOne: {
-          filter: { thread_id, checkpoint_ns, channel, version },
-          // $set, not $setOnInsert: a retry after a crash recomputes the same version and its value wins.
-          update:
-            chunks === undefined
-              ? { $set: { type, blob, ...(chunk ? { chunk } : {}), ...stamp }, $unset: { chunks: "" } }
-              : { $set: { type, blob, chunks, ...stamp } },
-          upsert: true,
-        },
+    const items = await serializeItems(this.serde, write.list);
+    const links = planLinks(key, items, prefixDigests(items), write.base, this.options.linkBytes);
+    return links.map((link) =>
+      checked({
+        ...position,
+        channel,
+        version: link.key,
+        type: LIST_TYPE,
+        blob: null,
+        // The list up to this link, whatever links it is split into (prune may merge them).
+        content: `${link.digest}:${link.count}`,
+        ...(link.base === undefined ? {} : { base: link.base }),
+        count: link.count,
+        digest: link.digest,
+        items: link.items.map((item) => new Binary(item.bytes)),
+        item_types: link.items.map((item) => item.type),
+        bytes: link.items.reduce((sum, item) => sum + item.bytes.byteLength, 0),
       }),
     );
-    await this.collection.bulkWrite(operations, { ordered: true });
+  }
+
+  /**
+   * Writes prepared documents, bases before the links on them; a key already stored with the
+   * same value is left as it is.
+   * @throws ChannelVersionConflictError when a key is stored with another value (the documents
+   *   before it in the batch may be written; no checkpoint references them).
+   */
+  async write(prepared: PreparedBlobs, stamp: { epoch?: number; upserted_at?: Date; expiresAt?: Date }): Promise<void> {
+    if (prepared.documents.length === 0) return;
+    const operations: AnyBulkWriteOperation<BlobDocument>[] = prepared.documents.map((doc) => ({
+      updateOne: {
+        filter: { thread_id: doc.thread_id, checkpoint_ns: doc.checkpoint_ns, channel: doc.channel, version: doc.version, content: doc.content },
+        update: { $setOnInsert: { ...doc, ...stamp } },
+        upsert: true,
+      },
+    }));
+    try {
+      await this.collection.bulkWrite(operations, { ordered: true });
+      for (const doc of prepared.documents) if (doc.type === LIST_TYPE) this.rememberHead(prepared.position, doc);
+    } catch (error) {
+      const first = error instanceof MongoBulkWriteError ? [error.writeErrors].flat()[0] : undefined;
+      const code = first?.code ?? (error instanceof MongoServerError ? error.code : undefined);
+      if (code === DUPLICATE_KEY) throw conflict(prepared.position, prepared.documents[first?.index ?? 0], error);
+      throw error;
+    }
   }
 
   /**
@@ -164,21 +179,241 @@ export class ChannelBlobStore {
     await this.collection.updateMany(position, { $set: { upserted_at: new Date() } });
   }
 
-  /** The channel values at `versions`; channels without a stored value are left out. */
-  async read(position: BlobPosition, versions: ChannelVersions): Promise<Record<string, unknown>> {
-    const entries = Object.entries(versions ?? {});
-    if (entries.length === 0) return {};
+  /**
+   * The newest links of the list versions among `keys` (channel → key), by channel. Links are
+   * never changed in what they stand for, so those this store wrote or read recently are
+   * remembered: the next step's put usually extends the version the previous one wrote.
+   */
+  async listHeads(position: BlobPosition, keys: Map<string, string>): Promise<Map<string, ListHead>> {
+    const heads = new Map<string, ListHead>();
+    const unknown = new Map<string, string>();
+    for (const [channel, key] of keys) {
+      const known = this.heads.get(headKey(position, channel, key));
+      if (known === undefined) unknown.set(channel, key);
+      else heads.set(channel, known);
+    }
+    if (unknown.size === 0) return heads;
     const docs = await this.collection
-      .find({ ...position, $or: entries.map(([channel, version]) => ({ channel, version: String(version) })) })
+      .find(
+        { ...position, type: LIST_TYPE, $or: [...unknown].map(([channel, version]) => ({ channel, version })) },
+        { projection: { channel: 1, version: 1, count: 1, digest: 1 } },
+      )
       .toArray();
+    for (const doc of docs) heads.set(doc.channel, this.rememberHead(position, doc));
+    return heads;
+  }
+
+  private rememberHead(position: BlobPosition, doc: BlobDocument): ListHead {
+    const head = { key: doc.version, count: doc.count ?? 0, digest: doc.digest ?? "" };
+    const key = headKey(position, doc.channel, doc.version);
+    this.heads.delete(key);
+    this.heads.set(key, head);
+    if (this.heads.size > REMEMBERED_LIST_HEADS) this.heads.delete(this.heads.keys().next().value as string);
+    return head;
+  }
+
+  /** Which of the (channel, key) pairs are stored. */
+  async stored(position: BlobPosition, keys: [string, string][]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const docs = await this.collection
+      .find({ ...position, $or: keys.map(([channel, version]) => ({ channel, version })) }, { projection: { channel: 1, version: 1 } })
+      .toArray();
+    return new Set(docs.map((d) => pairKey(d.channel, d.version)));
+  }
+
+  /** A reader for one call: the links of each list channel are fetched once, however many checkpoints it reads. */
+  reader(): BlobReader {
+    return new BlobReader(this.collection, this.serde);
+  }
+
+  /**
+   * Deletes the versions of the position that no kept checkpoint reaches (directly or as the
+   * base of a list version it reaches) and that are either older than the newest kept version of
+   * their channel or stamped with an epoch `sealed` says can no longer commit; then the chunks of
+   * earlier releases that no remaining version lists. Newer versions stay: they may belong to a
+   * checkpoint being written. Finally merges the list links between kept versions (see
+   * {@link mergeLinks}).
+   */
+  async prune(position: BlobPosition, roots: [string, string][], sealed: (epoch: number) => boolean): Promise<number> {
+    const newest = new Map<string, string>();
+    for (const [channel, key] of roots) {
+      const current = newest.get(channel);
+      if (current === undefined || compareVersionKeys(current, key) < 0) newest.set(channel, key);
+    }
+    const docs = await this.collection
+      .find(position, { projection: { channel: 1, version: 1, type: 1, base: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 } })
+      .toArray();
+    const byKey = new Map(docs.map((d) => [pairKey(d.channel, d.version), d]));
+    const reached = new Set<string>();
+    const pending = roots.map(([channel, key]) => pairKey(channel, key));
+    while (pending.length > 0) {
+      const key = pending.pop() as string;
+      if (reached.has(key)) continue;
+      reached.add(key);
+      const doc = byKey.get(key);
+      if (doc?.base !== undefined) pending.push(pairKey(doc.channel, doc.base));
+    }
+    const removable = docs.filter((doc) => {
+      if (doc.chunk === true || reached.has(pairKey(doc.channel, doc.version))) return false;
+      if (doc.epoch !== undefined && doc.epoch !== null && sealed(doc.epoch)) return true;
+      const newestKept = newest.get(doc.channel);
+      return newestKept !== undefined && compareVersionKeys(doc.version, newestKept) < 0;
+    });
+    let removed = 0;
+    if (removable.length > 0) {
+      removed += (await this.collection.deleteMany({ _id: { $in: removable.map((d) => d._id) } })).deletedCount;
+    }
+    const gone = new Set(removable.map((d) => d._id.toHexString()));
+    const remaining = docs.filter((d) => !gone.has(d._id.toHexString()));
+    if (remaining.some((d) => d.chunk === true)) {
+      const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
+      removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
+    }
+    removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))));
+    return removed;
+  }
+
+  /**
+   * Merges into each list version a kept checkpoint names the links behind it that only it
+   * builds on, up to the link size: what a turn appended step by step becomes one document. The
+   * version keeps its key, count and digest (the list it stands for does not change); the merged
+   * links go. A reader that fetched the links before the merge finds its chain broken and reads
+   * them again.
+   */
+  private async mergeLinks(docs: WithId<BlobDocument>[], roots: Set<string>): Promise<number> {
+    const links = docs.filter((d) => d.type === LIST_TYPE);
+    const byKey = new Map(links.map((d) => [pairKey(d.channel, d.version), d]));
+    const referrers = new Map<string, number>();
+    for (const link of links) {
+      if (link.base !== undefined) referrers.set(pairKey(link.channel, link.base), (referrers.get(pairKey(link.channel, link.base)) ?? 0) + 1);
+    }
+    let removed = 0;
+    for (const root of links.filter((d) => roots.has(pairKey(d.channel, d.version)))) {
+      const merged: WithId<BlobDocument>[] = [];
+      let bytes = root.bytes ?? Infinity;
+      let current = root;
+      while (current.base !== undefined) {
+        const key = pairKey(root.channel, current.base);
+        const base = byKey.get(key);
+        if (base === undefined || roots.has(key) || referrers.get(key) !== 1 || bytes + (base.bytes ?? Infinity) > this.options.linkBytes) break;
+        merged.push(base);
+        bytes += base.bytes ?? 0;
+        current = base;
+      }
+      if (merged.length === 0) continue;
+      const full = await this.collection.find({ _id: { $in: [root, ...merged].map((d) => d._id) } }).toArray();
+      const byId = new Map(full.map((d) => [d._id.toHexString(), d]));
+      const ordered = [...merged.reverse(), root].map((d) => byId.get(d._id.toHexString()) as WithId<BlobDocument>);
+      const { _id, base: _base, ...rootFields } = byId.get(root._id.toHexString()) as WithId<BlobDocument>;
+      const newBase = merged[0].base;
+      await this.collection.replaceOne(
+        { _id: root._id },
+        {
+          ...rootFields,
+          ...(newBase === undefined ? {} : { base: newBase }),
+          items: ordered.flatMap((d) => d.items ?? []),
+          item_types: ordered.flatMap((d) => d.item_types ?? []),
+          bytes,
+        },
+      );
+      removed += (await this.collection.deleteMany({ _id: { $in: merged.map((d) => d._id) } })).deletedCount;
+    }
+    return removed;
+  }
+
+  /** Deletes every blob of the position. */
+  async deleteNamespace(position: BlobPosition): Promise<number> {
+    return (await this.collection.deleteMany(position)).deletedCount;
+  }
+
+  /** Deletes every blob of the thread, in every namespace. */
+  async deleteThread(threadId: string): Promise<void> {
+    await this.collection.deleteMany({ thread_id: threadId });
+  }
+}
+
+function conflict(position: BlobPosition, doc: BlobDocument | undefined, cause?: unknown): ChannelVersionConflictError {
+  const channel = doc?.channel ?? "?";
+  const version = doc?.version ?? "?";
+  return new ChannelVersionConflictError(
+    `channel "${channel}" version ${version} of thread ${position.thread_id} is already stored with another value`,
+    position.thread_id,
+    channel,
+    version,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+/** Reads channel values of one thread namespace or several, fetching each list channel's links once. */
+export class BlobReader {
+  private readonly cache = new Map<string, Promise<Map<string, BlobDocument>>>();
+
+  constructor(
+    private readonly collection: Collection<BlobDocument>,
+    private readonly serde: SerializerProtocol,
+  ) {}
+
+  /** Every list link of the channel at the position, by key; fetched once per reader unless `refresh`. */
+  private links(position: BlobPosition, channel: string, refresh = false): Promise<Map<string, BlobDocument>> {
+    const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
+    let links = this.cache.get(cacheKey);
+    if (links === undefined || refresh) {
+      links = this.collection
+        .find({ ...position, channel, type: LIST_TYPE })
+        .toArray()
+        .then((docs) => new Map(docs.map((d) => [d.version, d])));
+      this.cache.set(cacheKey, links);
+    }
+    return links;
+  }
+
+  /**
+   * The values stored under `keys` (channel → key). A cleared channel has no value; `missing`
+   * lists the channels whose key is not stored at all.
+   * @throws ChannelValueMissingError when a list version or chunk a stored version builds on is missing.
+   */
+  async read(position: BlobPosition, keys: Map<string, string>): Promise<{ values: Record<string, unknown>; missing: string[] }> {
     const values: Record<string, unknown> = {};
+    if (keys.size === 0) return { values, missing: [] };
+    const filter: Filter<BlobDocument> = { ...position, $or: [...keys].map(([channel, version]) => ({ channel, version })) };
+    // A list's items are read with the rest of its links.
+    const docs = await this.collection.find(filter, { projection: { items: 0, item_types: 0 } }).toArray();
+    const found = new Set(docs.map((d) => d.channel));
     await Promise.all(
       docs.map(async (doc) => {
-        if (doc.type === CHUNKED_TYPE) values[doc.channel] = await this.readChunks(position, doc);
+        if (doc.type === LIST_TYPE) values[doc.channel] = await this.readList(position, doc);
+        else if (doc.type === CHUNKED_TYPE) values[doc.channel] = await this.readChunks(position, doc);
         else if (doc.type !== EMPTY_TYPE && doc.blob !== null) values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
       }),
     );
-    return values;
+    return { values, missing: [...keys.keys()].filter((channel) => !found.has(channel)) };
+  }
+
+  private async readList(position: BlobPosition, head: BlobDocument): Promise<unknown[]> {
+    let chain = this.chain(await this.links(position, head.channel), head);
+    // Written, or merged by prune, after this reader fetched the channel's links: fetch them again.
+    if (typeof chain === "string") chain = this.chain(await this.links(position, head.channel, true), head);
+    if (typeof chain === "string") throw missing(position, head, chain);
+    const items = await Promise.all(
+      chain.flatMap((l) => (l.items ?? []).map((bytes, i) => this.serde.loadsTyped((l.item_types ?? [])[i] ?? "json", bytes.buffer))),
+    );
+    if (items.length !== head.count) throw missing(position, head, `${(head.count ?? 0) - items.length} of its items`);
+    return items;
+  }
+
+  /** The links of a list version, oldest first, or what is missing. */
+  private chain(byKey: Map<string, BlobDocument>, head: BlobDocument): BlobDocument[] | string {
+    const chain: BlobDocument[] = [];
+    let link = byKey.get(head.version);
+    if (link === undefined) return "its items";
+    while (link.base !== undefined && chain.length <= byKey.size) {
+      chain.push(link);
+      const base: BlobDocument | undefined = byKey.get(link.base);
+      if (base === undefined) return `its base ${link.base}`;
+      link = base;
+    }
+    chain.push(link);
+    return chain.reverse();
   }
 
   private async readChunks(position: BlobPosition, version: BlobDocument): Promise<unknown[]> {
@@ -190,49 +425,18 @@ export class ChannelBlobStore {
     const items: unknown[] = [];
     for (const hash of hashes) {
       const chunk = byVersion.get(chunkVersion(hash));
-      if (!chunk?.blob) {
-        throw new ThreadwiseError(`chunk ${hash} of channel "${version.channel}" version ${version.version} is missing`);
-      }
+      if (!chunk?.blob) throw missing(position, version, `chunk ${hash}`);
       items.push(...((await this.serde.loadsTyped(chunk.type, chunk.blob.buffer)) as unknown[]));
     }
     return items;
   }
+}
 
-  /**
-   * Deletes the versions of the position that no kept checkpoint references and that a kept
-   * checkpoint has superseded, then the chunks no remaining version lists. Versions newer than
-   * every kept reference stay: they may belong to a checkpoint being written.
-   */
-  async prune(position: BlobPosition, kept: ChannelVersions[]): Promise<number> {
-    const referenced = new Set<string>();
-    const newest = new Map<string, string | number>();
-    for (const versions of kept) {
-      for (const [channel, version] of Object.entries(versions)) {
-        referenced.add(JSON.stringify([channel, String(version)]));
-        const current = newest.get(channel);
-        newest.set(channel, current === undefined ? version : maxChannelVersion(current, version));
-      }
-    }
-    const versions = await this.collection
-      .find({ ...position, chunk: { $ne: true } }, { projection: { channel: 1, version: 1, type: 1, chunks: 1 } })
-      .toArray();
-    const superseded = versions.filter((doc) => {
-      if (referenced.has(JSON.stringify([doc.channel, doc.version]))) return false;
-      const newestKept = newest.get(doc.channel);
-      return newestKept !== undefined && compareChannelVersions(versionOf(doc.version), newestKept) < 0;
-    });
-    let removed = 0;
-    if (superseded.length > 0) {
-      removed += (await this.collection.deleteMany({ _id: { $in: superseded.map((d) => d._id) } })).deletedCount;
-    }
-    const gone = new Set(superseded.map((d) => d._id.toHexString()));
-    const listed = versions.filter((d) => !gone.has(d._id.toHexString())).flatMap((d) => (d.chunks ?? []).map(chunkVersion));
-    removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
-    return removed;
-  }
-
-  /** Deletes every blob of the thread, in every namespace. */
-  async deleteThread(threadId: string): Promise<void> {
-    await this.collection.deleteMany({ thread_id: threadId });
-  }
+function missing(position: BlobPosition, version: BlobDocument, what: string): ChannelValueMissingError {
+  return new ChannelValueMissingError(
+    `${what} of channel "${version.channel}" version ${version.version} is missing`,
+    position.thread_id,
+    version.channel,
+    version.version,
+  );
 }

@@ -19,6 +19,10 @@ export interface FollowUpDocument {
   owner?: string;
   dueDate?: string;
   createdAt: Date;
+  /** The turn attempt (lease epoch) that last recorded it: a stale attempt takes back only its own write. */
+  attempt?: number;
+  /** Retention: the conversation's, from the first write. */
+  expiresAt?: Date;
 }
 
 export interface CreateFollowUpToolOptions {
@@ -67,7 +71,9 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
         ...(input.dueDate !== undefined && { dueDate: input.dueDate }),
         createdAt: new Date(),
       };
-      await options.collection.updateOne({ _id: key }, { $setOnInsert: doc }, { upsert: true });
+      // Recorded only while the turn holds the conversation: a stale attempt or a deleted conversation gets no task.
+      if (ctx.fence) await ctx.fence.insertOnce(options.collection, doc);
+      else await options.collection.updateOne({ _id: key }, { $setOnInsert: doc }, { upsert: true });
       const summary = `follow-up ${followUpId}: "${input.title}"${input.owner ? `, owner ${input.owner}` : ""}${
         input.dueDate ? `, due ${input.dueDate}` : ""
       }`;

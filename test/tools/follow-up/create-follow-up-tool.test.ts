@@ -4,6 +4,7 @@ import { createFollowUpTool, type FollowUpDocument } from "../../../lib/tools/fo
 import type { Caller } from "../../../lib/auth/principal.js";
 import { ToolIdempotencyGuard } from "../../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
+import { heldFence, lostFence } from "../../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
 import { startWebhookEndpoint, type WebhookEndpoint } from "../../support/webhook-endpoint.js";
 import { apiPrincipal } from "../../../lib/auth/principal.js";
@@ -108,6 +109,19 @@ describe("create_follow_up", () => {
       expect(retry).toMatchObject({ status: "success" });
       expect(webhook.requests.map((r) => r.headers["idempotency-key"])).toEqual(["conv-6:tc-6", "conv-6:tc-6"]);
       expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-6" })).toBe(1);
+    });
+
+    it("records the follow-up with the turn's expiry under a fence that holds", async () => {
+      const fence = heldFence("conv-7", 3);
+      await freshRegistry().execute(call("tc-7"), { ...context("conv-7"), fence });
+      expect(await t.db.collection<FollowUpDocument>("follow_ups").findOne({ _id: "conv-7:tc-7" })).toMatchObject({ attempt: 3, expiresAt: fence.expiresAt });
+    });
+
+    it("records nothing and posts nothing when the turn no longer holds its conversation", async () => {
+      const result = await freshRegistry().execute(call("tc-8"), { ...context("conv-8"), fence: lostFence("conv-8") });
+      expect(result.status).toBe("error");
+      expect(webhook.requests).toHaveLength(0);
+      expect(await t.db.collection("follow_ups").countDocuments({ conversationId: "conv-8" })).toBe(0);
     });
 
     it("returns a validation error for a malformed due date", async () => {

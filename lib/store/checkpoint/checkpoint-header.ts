@@ -1,0 +1,73 @@
+import type { Checkpoint, CheckpointMetadata, SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { Binary } from "mongodb";
+import type { FenceStamp } from "./thread-fences.js";
+
+/**
+ * Format of the checkpoint headers this saver writes. Headers without a format were written by
+ * stock `MongoDBSaver` (channel values inline) or by Threadwise releases before it (values in
+ * `checkpoint_blobs` under the version itself, lists in chunks).
+ */
+export const HEADER_FORMAT = 2;
+
+/**
+ * Prefixed to the serializer's type in headers of {@link HEADER_FORMAT}, so that stock
+ * `MongoDBSaver` refuses to load them ("Unknown serialization type") rather than reading a
+ * checkpoint without its channel values as an empty state.
+ */
+export const HEADER_TYPE_PREFIX = "threadwise+";
+
+/** One document of `checkpoints`: a checkpoint without its channel values. */
+export interface CheckpointDocument extends FenceStamp {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id?: string;
+  type: string;
+  checkpoint: Binary;
+  metadata: Binary;
+  metadata_search: CheckpointMetadata;
+  format?: number;
+  /** Channel → blob key, for channels whose value is not stored under the version itself. */
+  blob_keys?: Record<string, string>;
+  /** Small channel values, kept in the header rather than in a blob document of their own. */
+  inline_values?: Record<string, InlineValue>;
+  /** Versioned channels without a value: cleared, or the writer had none to store. */
+  absent?: string[];
+  upserted_at?: Date;
+  expiresAt?: Date;
+}
+
+/** A serialized channel value kept in its checkpoint's header. */
+export interface InlineValue {
+  type: string;
+  blob: Binary;
+}
+
+/** A header as read back, with where each channel's value is stored. */
+export interface DecodedHeader {
+  checkpoint: Checkpoint;
+  metadata: CheckpointMetadata;
+  /** {@link HEADER_FORMAT}, or 0 for a legacy header. */
+  format: number;
+  /** Channel → blob key, for every versioned channel stored in `checkpoint_blobs`. */
+  keys: Map<string, string>;
+  inline: Map<string, InlineValue>;
+  absent: Set<string>;
+}
+
+export async function decodeHeader(doc: CheckpointDocument, serde: SerializerProtocol): Promise<DecodedHeader> {
+  const current = doc.format === HEADER_FORMAT;
+  const type = current && doc.type.startsWith(HEADER_TYPE_PREFIX) ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
+  const [checkpoint, metadata] = (await Promise.all([serde.loadsTyped(type, doc.checkpoint.buffer), serde.loadsTyped(type, doc.metadata.buffer)])) as [
+    Checkpoint,
+    CheckpointMetadata,
+  ];
+  const inline = new Map(Object.entries(doc.inline_values ?? {}));
+  const absent = new Set(doc.absent ?? []);
+  const keys = new Map(
+    Object.entries(checkpoint.channel_versions ?? {})
+      .filter(([channel]) => !inline.has(channel) && !absent.has(channel))
+      .map(([channel, version]) => [channel, doc.blob_keys?.[channel] ?? String(version)]),
+  );
+  return { checkpoint, metadata, format: current ? HEADER_FORMAT : 0, keys, inline, absent };
+}

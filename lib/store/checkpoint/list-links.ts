@@ -1,0 +1,86 @@
+import { createHash } from "node:crypto";
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+
+/** Digest of the empty list: where every list's digest chain starts. */
+export const EMPTY_LIST_DIGEST = "0".repeat(64);
+
+/** One list item as the serializer wrote it. */
+export interface SerializedItem {
+  type: string;
+  bytes: Uint8Array;
+}
+
+/** The newest link of a stored list version: a new version of the list may extend it. */
+export interface ListHead {
+  key: string;
+  count: number;
+  digest: string;
+}
+
+/** One link to store: the items it adds to its base, and the count and digest of the list up to it. */
+export interface PlannedLink {
+  key: string;
+  base?: string;
+  count: number;
+  digest: string;
+  items: SerializedItem[];
+}
+
+export async function serializeItems(serde: SerializerProtocol, items: unknown[]): Promise<SerializedItem[]> {
+  return Promise.all(
+    items.map(async (item) => {
+      const [type, bytes] = await serde.dumpsTyped(item);
+      return { type, bytes };
+    }),
+  );
+}
+
+/**
+ * The digest of each prefix of the list: entry `k` covers items `0..k`. Chained, so a stored
+ * version's digest tells whether a new list starts with exactly that version's items.
+ */
+export function prefixDigests(items: SerializedItem[]): string[] {
+  const digests: string[] = [];
+  let previous = EMPTY_LIST_DIGEST;
+  for (const { type, bytes } of items) {
+    previous = createHash("sha256").update(previous).update(type).update("\0").update(bytes).digest("hex");
+    digests.push(previous);
+  }
+  return digests;
+}
+
+/**
+ * Plans the links that store `items` as version `key`. When the list starts with the items of
+ * `base` (same count prefix, same digest), only the items after it are stored, in links that
+ * build on it; otherwise the whole list is stored. Items are grouped greedily into links of at
+ * most `linkBytes` serialized bytes; an item larger than that gets a link of its own. The last
+ * link has the version's key, earlier ones `<key>#<n>`. An unchanged list still gets one (empty)
+ * link, so every version has a document of its own.
+ */
+export function planLinks(key: string, items: SerializedItem[], digests: string[], base: ListHead | undefined, linkBytes: number): PlannedLink[] {
+  const extendsBase = base !== undefined && base.count > 0 && base.count <= items.length && digests[base.count - 1] === base.digest;
+  const start = extendsBase ? base.count : 0;
+  const groups: SerializedItem[][] = [];
+  let current: SerializedItem[] = [];
+  let bytes = 0;
+  for (const item of items.slice(start)) {
+    if (current.length > 0 && bytes + item.bytes.byteLength > linkBytes) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.bytes.byteLength;
+  }
+  if (current.length > 0 || groups.length === 0) groups.push(current);
+  const links: PlannedLink[] = [];
+  let previous = extendsBase ? base.key : undefined;
+  let count = start;
+  groups.forEach((group, i) => {
+    count += group.length;
+    const linkKey = i === groups.length - 1 ? key : `${key}#${i}`;
+    links.push({ key: linkKey, base: previous, count, digest: count === 0 ? EMPTY_LIST_DIGEST : digests[count - 1], items: group });
+    previous = linkKey;
+  });
+  return links;
+}

@@ -1,0 +1,66 @@
+/**
+ * Metadata sources of a root checkpoint that starts a run: `input` (each `invoke` with input,
+ * i.e. each turn), `update` (`updateState`) and `fork` (a run from an older checkpoint).
+ */
+export const RUN_START_SOURCES: readonly string[] = ["input", "update", "fork"];
+
+/** What prune needs to know of a visible checkpoint header. */
+export interface PruneCandidate {
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id?: string;
+  source?: string;
+  /** Checkpoint metadata `parents`: namespace → checkpoint of the graph that ran this subgraph. */
+  parents?: Record<string, string>;
+}
+
+export interface PrunePlan {
+  /** Headers to remove, by namespace. */
+  drop: Map<string, string[]>;
+  /** Subgraph namespaces whose run has finished: every document of them goes. */
+  finished: Set<string>;
+}
+
+/**
+ * Which checkpoints of one thread prune keeps (pure).
+ *
+ * Root namespace: the latest `keepLatest`; every checkpoint that starts a run
+ * ({@link RUN_START_SOURCES}): it holds the state the run started from (the previous turn's end)
+ * and the run's input, so each turn can be read as it began, replayed (`invoke(null, config)`) or
+ * forked with another input; and every branch tip (a checkpoint no other one names as its
+ * parent), so a fork never loses the branch it left. Everything else is a step inside a run that
+ * a later checkpoint of the same run supersedes.
+ *
+ * Subgraph namespaces: a namespace whose newest checkpoint was written under the latest root
+ * checkpoint belongs to a subgraph still running or interrupted, and keeps its latest
+ * `keepLatest`; any other has finished and is removed whole.
+ */
+export function planPrune(headers: PruneCandidate[], keepLatest: number): PrunePlan {
+  const byNamespace = new Map<string, PruneCandidate[]>();
+  for (const header of headers) {
+    const list = byNamespace.get(header.checkpoint_ns) ?? [];
+    list.push(header);
+    byNamespace.set(header.checkpoint_ns, list);
+  }
+  for (const list of byNamespace.values()) list.sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : -1));
+  const root = byNamespace.get("") ?? [];
+  const latestRoot = root[0]?.checkpoint_id;
+  const plan: PrunePlan = { drop: new Map(), finished: new Set() };
+  for (const [ns, list] of byNamespace) {
+    if (ns !== "" && latestRoot !== undefined && list[0].parents?.[""] !== latestRoot) {
+      plan.finished.add(ns);
+      continue;
+    }
+    const kept = new Set(list.slice(0, keepLatest).map((h) => h.checkpoint_id));
+    if (ns === "") {
+      const parents = new Set(list.map((h) => h.parent_checkpoint_id));
+      for (const header of list) {
+        if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
+        if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);
+      }
+    }
+    const drop = list.filter((h) => !kept.has(h.checkpoint_id)).map((h) => h.checkpoint_id);
+    if (drop.length > 0) plan.drop.set(ns, drop);
+  }
+  return plan;
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConversationStore } from "../../lib/store/conversation-store.js";
+import { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
+import { ManualClock } from "../support/manual-clock.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
+
+const owner = apiPrincipal("alice");
+const RETENTION_MS = 86_400_000;
+let database: TestDatabase;
+let conversations: ConversationStore;
+
+beforeAll(async () => {
+  database = await openTestDatabase("lease");
+  conversations = new ConversationStore(database.db);
+});
+afterAll(() => database.cleanup());
+
+function leaseOn(clock: ManualClock): ConversationLease {
+  return new ConversationLease(conversations.collection, { retentionMs: RETENTION_MS, clock });
+}
+
+const newConversation = async () => (await conversations.create(owner))._id;
+
+describe("ConversationLease", () => {
+  describe("acquire", () => {
+    it("returns a fence whose epoch rises with every acquisition", async () => {
+      const lease = leaseOn(new ManualClock());
+      const id = await newConversation();
+      const first = await lease.acquire(id, "t1");
+      await lease.release(first);
+      const second = await lease.acquire(id, "t2");
+      expect(first.epoch).toBe(1);
+      expect(second.epoch).toBe(2);
+      expect(second.expiresAt.getTime() - new ManualClock().now().getTime()).toBe(RETENTION_MS);
+    });
+
+    it("throws ConflictError with a short Retry-After while another holder's lease is unexpired", async () => {
+      const lease = leaseOn(new ManualClock());
+      const id = await newConversation();
+      await lease.acquire(id, "t1");
+      await expect(lease.acquire(id, "t2")).rejects.toMatchObject({ name: "ConflictError", retryAfterSeconds: MAX_RETRY_AFTER_S });
+    });
+
+    it("takes over an expired lease under a higher epoch, and the old fence no longer holds", async () => {
+      const clock = new ManualClock();
+      const lease = leaseOn(clock);
+      const id = await newConversation();
+      const old = await lease.acquire(id, "t1");
+      clock.pause(DEFAULT_LEASE_TTL_MS);
+      const taken = await lease.acquire(id, "t2");
+      expect(taken.epoch).toBe((old.epoch ?? 0) + 1);
+      await expect(old.assertHeld()).rejects.toMatchObject({ name: "StaleWriterError", epoch: old.epoch });
+      await expect(taken.assertHeld()).resolves.toBeUndefined();
+    });
+
+    it("throws NotFoundError for a conversation that does not exist", async () => {
+      await expect(leaseOn(new ManualClock()).acquire("no-such-conversation", "t1")).rejects.toMatchObject({ name: "NotFoundError" });
+    });
+  });
+
+  describe("keepAlive", () => {
+    it("renews the lease at every beat, so it outlives its period while the turn works", async () => {
+      const clock = new ManualClock();
+      const lease = leaseOn(clock);
+      const id = await newConversation();
+      const fence = await lease.acquire(id, "t1");
+      const stop = lease.keepAlive(fence, () => expect.unreachable("the lease was not lost"));
+      await clock.advance(5 * DEFAULT_LEASE_TTL_MS);
+      await expect(lease.acquire(id, "t2")).rejects.toMatchObject({ name: "ConflictError" });
+      stop();
+      expect(clock.scheduled).toBe(0);
+    });
+
+    it("calls onLost once and stops beating when the lease was taken over", async () => {
+      const clock = new ManualClock();
+      const lease = leaseOn(clock);
+      const id = await newConversation();
+      const fence = await lease.acquire(id, "t1");
+      let lost = 0;
+      lease.keepAlive(fence, () => (lost += 1));
+      clock.pause(DEFAULT_LEASE_TTL_MS);
+      await lease.acquire(id, "t2");
+      await clock.advance(3 * DEFAULT_LEASE_TTL_MS);
+      expect(lost).toBe(1);
+      expect(clock.scheduled).toBe(0);
+    });
+  });
+
+  describe("revoke", () => {
+    it("fences out the holder and keeps turns out while the deletion runs", async () => {
+      const lease = leaseOn(new ManualClock());
+      const id = await newConversation();
+      const fence = await lease.acquire(id, "t1");
+      const existing = lease.existing(id);
+      await expect(existing.assertHeld()).resolves.toBeUndefined();
+      expect(await lease.revoke(id)).toBe((fence.epoch ?? 0) + 1);
+      await expect(fence.assertHeld()).rejects.toMatchObject({ name: "StaleWriterError" });
+      await expect(existing.assertHeld()).rejects.toMatchObject({ name: "StaleWriterError" });
+      await expect(lease.acquire(id, "t2")).rejects.toMatchObject({ name: "ConflictError" });
+    });
+
+    it("returns undefined for a conversation that does not exist", async () => {
+      expect(await leaseOn(new ManualClock()).revoke("no-such-conversation")).toBeUndefined();
+    });
+  });
+});

@@ -1,0 +1,147 @@
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { Annotation, END, Send, START, StateGraph } from "@langchain/langgraph";
+import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
+import type { Db } from "mongodb";
+import { ChannelValueMissingError } from "../../lib/errors.js";
+import type { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { newSaver, scriptedGraph } from "./checkpoint/saver-support.js";
+
+let test: TestDatabase;
+
+beforeAll(async () => {
+  test = await openTestDatabase("migration");
+});
+
+afterAll(async () => {
+  await test.client.close();
+});
+
+const thread = { configurable: { thread_id: "t" } };
+const texts = (messages: BaseMessage[]) => messages.map((m) => String(m.content));
+
+/** A Threadwise saver and a stock one on the same database and collections. */
+async function bothSavers(): Promise<{ saver: ThreadwiseSaver; stock: MongoDBSaver; db: Db }> {
+  const { saver, db } = await newSaver(test);
+  const stock = new MongoDBSaver({ client: test.client, dbName: db.databaseName });
+  return { saver, stock, db };
+}
+
+async function allTuples(saver: BaseCheckpointSaver): Promise<CheckpointTuple[]> {
+  const tuples: CheckpointTuple[] = [];
+  for await (const tuple of saver.list(thread)) tuples.push(tuple);
+  return tuples;
+}
+
+/** Fans out one `work` task per item; a task named in `failing` throws until `failing` is emptied. */
+const FanOut = Annotation.Root({
+  items: Annotation<string[]>(),
+  done: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+});
+
+function fanOutGraph(checkpointer: BaseCheckpointSaver, failing: Set<string>, ran: string[]) {
+  return new StateGraph(FanOut)
+    .addNode("plan", () => ({}))
+    .addNode("work", (state: { item: string }) => {
+      ran.push(state.item);
+      if (failing.has(state.item)) throw new Error(`work on ${state.item} failed`);
+      return { done: [state.item] };
+    })
+    .addEdge(START, "plan")
+    .addConditionalEdges("plan", (state) => state.items.map((item) => new Send("work", { item })))
+    .addEdge("work", END)
+    .compile({ checkpointer });
+}
+
+describe("ThreadwiseSaver", () => {
+  describe("reading a thread written by stock MongoDBSaver", () => {
+    it("reads every checkpoint of a finished thread exactly as stock reads it", async () => {
+      const { saver, stock } = await bothSavers();
+      const graph = scriptedGraph(stock);
+      for (const question of ["q1", "q2", "q3"]) await graph.invoke({ messages: [new HumanMessage(question)] }, thread);
+      const written = await allTuples(stock);
+      expect(written.length).toBeGreaterThan(10);
+      for (const tuple of written) {
+        const read = await saver.getTuple(tuple.config);
+        expect(read?.checkpoint).toEqual(tuple.checkpoint);
+        expect(read?.metadata).toEqual(tuple.metadata);
+        expect(read?.parentConfig).toEqual(tuple.parentConfig);
+        expect(read?.pendingWrites).toEqual(expect.arrayContaining(tuple.pendingWrites ?? []));
+      }
+    });
+
+    it("reads a thread interrupted mid-turn with its pending step, and resumes it", async () => {
+      const { saver, stock } = await bothSavers();
+      await scriptedGraph(stock, { interruptBefore: ["tools"] }).invoke({ messages: [new HumanMessage("q1")] }, thread);
+      const stockState = await scriptedGraph(stock).getState(thread);
+      const graph = scriptedGraph(saver, { interruptBefore: ["tools"] });
+      const state = await graph.getState(thread);
+      expect(stockState.next).toEqual(["tools"]);
+      expect(state.next).toEqual(stockState.next);
+      expect(state.values).toEqual(stockState.values);
+      const resumed = await scriptedGraph(saver).invoke(null, thread);
+      expect(texts(resumed.messages).at(-1)).toBe("answer to q1");
+    });
+
+    it("reads a thread that failed mid-step with its pending sends and writes, and resumes without rerunning finished tasks", async () => {
+      const { saver, stock } = await bothSavers();
+      const failing = new Set(["b"]);
+      const ran: string[] = [];
+      await expect(fanOutGraph(stock, failing, ran).invoke({ items: ["a", "b", "c"] }, thread)).rejects.toThrow("work on b failed");
+      const stockState = await fanOutGraph(stock, failing, ran).getState(thread);
+      const state = await fanOutGraph(saver, failing, ran).getState(thread);
+      expect(stockState.tasks).toHaveLength(3);
+      expect(state.next).toEqual(stockState.next);
+      expect(state.values).toEqual(stockState.values);
+      expect(state.tasks.map((t) => [t.name, t.error?.toString()])).toEqual(stockState.tasks.map((t) => [t.name, t.error?.toString()]));
+      failing.clear();
+      ran.length = 0;
+      const resumed = await fanOutGraph(saver, failing, ran).invoke(null, thread);
+      expect(ran).toEqual(["b"]);
+      expect([...resumed.done].sort()).toEqual(["a", "b", "c"]);
+    });
+
+    it("keeps every message of a stock thread through prune, and continues it", async () => {
+      const { saver, stock } = await bothSavers();
+      const stockGraph = scriptedGraph(stock);
+      for (const question of ["q1", "q2", "q3"]) await stockGraph.invoke({ messages: [new HumanMessage(question)] }, thread);
+      const graph = scriptedGraph(saver);
+      await saver.prune("t");
+      expect((await graph.getState(thread)).values.messages).toHaveLength(12);
+      await graph.invoke({ messages: [new HumanMessage("q4")] }, thread);
+      await saver.prune("t", { keep: 1 });
+      const state = await graph.getState(thread);
+      expect(state.values.messages).toHaveLength(16);
+      expect(texts(state.values.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2", "answer to q3", "answer to q4"]);
+    });
+
+    it("leaves stock MongoDBSaver refusing the checkpoints it writes, rather than reading them without their values", async () => {
+      const { saver, stock } = await bothSavers();
+      await scriptedGraph(stock).invoke({ messages: [new HumanMessage("q1")] }, thread);
+      const stockLatest = await stock.getTuple(thread);
+      await scriptedGraph(saver).invoke({ messages: [new HumanMessage("q2")] }, thread);
+      await expect(stock.getTuple(thread)).rejects.toThrow("Unknown serialization type");
+      expect((await stock.getTuple(stockLatest?.config ?? thread))?.checkpoint).toEqual(stockLatest?.checkpoint);
+    });
+  });
+
+  describe("getTuple", () => {
+    it("throws ChannelValueMissingError when a channel the checkpoint names has no stored value", async () => {
+      const { saver, db } = await newSaver(test);
+      await scriptedGraph(saver).invoke({ messages: [new HumanMessage("q1")] }, thread);
+      await db.collection("checkpoint_blobs").deleteMany({ thread_id: "t", channel: "messages" });
+      await expect(saver.getTuple(thread)).rejects.toThrow(ChannelValueMissingError);
+    });
+
+    it("throws ChannelValueMissingError when a list version it builds on is missing", async () => {
+      const { saver, db } = await newSaver(test);
+      const graph = scriptedGraph(saver);
+      await graph.invoke({ messages: [new HumanMessage("q1")] }, thread);
+      const links = await db.collection("checkpoint_blobs").find({ thread_id: "t", channel: "messages" }).sort({ version: 1 }).toArray();
+      await db.collection("checkpoint_blobs").deleteOne({ _id: links[0]._id });
+      await expect(saver.getTuple(thread)).rejects.toThrow(ChannelValueMissingError);
+      await expect(graph.invoke({ messages: [new AIMessage("not written")] }, thread)).rejects.toThrow(ChannelValueMissingError);
+    });
+  });
+});

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { FencedDocument } from "../../lib/store/write-fence.js";
+import { heldFence, lostFence } from "../support/fences.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+interface Note extends FencedDocument {
+  text: string;
+}
+
+let database: TestDatabase;
+const notes = () => database.db.collection<Note>("follow_ups");
+
+beforeAll(async () => {
+  database = await openTestDatabase("fence");
+});
+afterAll(() => database.cleanup());
+
+
+describe("WriteFence", () => {
+  describe("guard", () => {
+    it("returns the write's result while the fence holds", async () => {
+      await expect(heldFence("c").guard(async () => 42)).resolves.toBe(42);
+    });
+
+    it("takes the write back with its result and throws StaleWriterError when the fence is lost", async () => {
+      const undone: number[] = [];
+      const guarded = lostFence("c").guard(async () => 7, async (result) => undone.push(result));
+      await expect(guarded).rejects.toMatchObject({ name: "StaleWriterError", threadId: "c" });
+      expect(undone).toEqual([7]);
+    });
+  });
+
+  describe("insertOnce", () => {
+    it("writes the document once, with the fence's expiry and attempt, and a retry changes nothing", async () => {
+      const fence = heldFence("c-once", 3);
+      await fence.insertOnce(notes(), { _id: "once", text: "first" });
+      await fence.insertOnce(notes(), { _id: "once", text: "retry" });
+      expect(await notes().findOne({ _id: "once" })).toEqual({ _id: "once", text: "first", attempt: 3, expiresAt: fence.expiresAt });
+    });
+
+    it("removes its own document when the fence is lost", async () => {
+      await expect(lostFence("c-lost", 4).insertOnce(notes(), { _id: "lost", text: "late" })).rejects.toMatchObject({
+        name: "StaleWriterError",
+      });
+      expect(await notes().countDocuments({ _id: "lost" })).toBe(0);
+    });
+
+    it("leaves a newer attempt's document alone when an older attempt takes its write back", async () => {
+      await heldFence("c-newer", 5).insertOnce(notes(), { _id: "shared", text: "newer" });
+      await expect(lostFence("c-newer", 4).insertOnce(notes(), { _id: "shared", text: "older" })).rejects.toMatchObject({
+        name: "StaleWriterError",
+      });
+      expect(await notes().findOne({ _id: "shared" })).toMatchObject({ text: "newer", attempt: 5 });
+    });
+  });
+});
