@@ -3,6 +3,7 @@
  *
  *   npm run mutation                                        every core module, then a table of scores
  *   npm run mutation -- lib/tools/sql/read-only-sql.ts      one module (several may be named)
+ *   npm run mutation -- lib/x.ts:40-60                      only the mutants on lines 40 to 60
  *   npm run mutation -- lib/x.ts --concurrency 1            flags after the modules go to Stryker
  *
  * A core module runs only its own test files (`modules.ts`); any other module runs the test files
@@ -58,10 +59,10 @@ function strykerConfig(target: MutationModule, dir: string) {
   const related = target.tests.length === 0;
   return {
     testRunner: "vitest",
-    vitest: { configFile: "vitest.config.ts", related },
+    // The module's own tests through mutation/vitest.config.ts (MUTATION_TEST_FILES), or the tests vitest finds related.
+    vitest: { configFile: related ? "vitest.config.ts" : "mutation/vitest.config.ts", related },
     coverageAnalysis: "perTest",
     mutate: [target.module],
-    ...(related ? {} : { testFiles: target.tests }),
     reporters: ["clear-text", "progress-append-only", "html", "json"],
     clearTextReporter: { allowEmojis: false, logTests: false },
     htmlReporter: { fileName: relative(ROOT, join(dir, "index.html")) },
@@ -87,7 +88,8 @@ async function run(target: MutationModule, passThrough: string[], node: string):
   await writeFile(configFile, JSON.stringify(strykerConfig(target, dir), null, 2));
   const tests = target.tests.length > 0 ? target.tests.join(", ") : "tests vitest finds related";
   console.log(`\n=== ${target.module} (${tests})`);
-  const stryker = spawnSync(node, [STRYKER, "run", relative(ROOT, configFile), ...passThrough], { cwd: ROOT, stdio: "inherit" });
+  const env = { ...process.env, MUTATION_TEST_FILES: target.tests.join(",") };
+  const stryker = spawnSync(node, [STRYKER, "run", relative(ROOT, configFile), ...passThrough], { cwd: ROOT, env, stdio: "inherit" });
   if (stryker.status !== 0) throw new Error(`stryker failed on ${target.module} (exit ${stryker.status})`);
   const report = JSON.parse(await readFile(join(dir, "mutation.json"), "utf8")) as MutationReport;
   return scoreOf(target.module, report);
@@ -110,8 +112,10 @@ async function main(): Promise<void> {
   const firstFlag = args.findIndex((arg) => arg.startsWith("-"));
   const named = firstFlag < 0 ? args : args.slice(0, firstFlag);
   const passThrough = firstFlag < 0 ? [] : args.slice(firstFlag);
-  const targets = named.length === 0 ? CORE_MODULES : named.map((module) => CORE_MODULES.find((m) => m.module === module) ?? { module, tests: [] });
-  const missing = targets.filter((t) => !existsSync(join(ROOT, t.module)));
+  const fileOf = (module: string) => module.replace(/:[\d:-]+$/, "");
+  const targets = named.map((module) => ({ module, tests: CORE_MODULES.find((m) => m.module === fileOf(module))?.tests ?? [] }));
+  if (targets.length === 0) targets.push(...CORE_MODULES);
+  const missing = targets.filter((t) => !existsSync(join(ROOT, fileOf(t.module))));
   if (missing.length > 0) throw new Error(`no such module: ${missing.map((t) => t.module).join(", ")}`);
 
   const node = strykerNode();
