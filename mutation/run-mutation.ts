@@ -70,6 +70,10 @@ function strykerConfig(target: MutationModule, dir: string) {
     incrementalFile: relative(ROOT, join(dir, "incremental.json")),
     tempDirName: ".stryker-tmp",
     ignorePatterns: ["reports", "cdk.out", ".local", "test-results", "bench/results", "mutation/node_modules"],
+    // A mutant that loops is stopped by Stryker's hit limit, not by the clock. A generous clock keeps a loaded machine
+    // (two cores, shared) from calling slow runs timeouts, which would count as killed and inflate the score.
+    timeoutMS: 20_000,
+    timeoutFactor: 3,
   };
 }
 

@@ -92,19 +92,127 @@ describe("checkReadOnlySql", () => {
     });
   });
 
+  it("returns the statement up to its last token, whatever kind of token ends it", () => {
+    for (const statement of ["SELECT (1)", "SELECT 'a;b'", 'SELECT "x"', "SELECT 1 + 2", "VALUES (1, 'a'), (2, 'b')"]) {
+      expect(checkReadOnlySql(`${statement} ;\n`, "sqlite")).toEqual({ ok: true, statement });
+    }
+  });
+
   it("returns not ok for an unterminated string that could hide a second statement", () => {
     expect(checkReadOnlySql("SELECT 'abc; DROP TABLE orders", "sqlite")).toEqual({ ok: false, reason: "unterminated string literal" });
   });
 
+  it("returns not ok for an unterminated quoted identifier", () => {
+    expect(checkReadOnlySql('SELECT "abc; DROP TABLE orders', "athena")).toEqual({ ok: false, reason: "unterminated quoted identifier" });
+  });
+
   it("returns not ok for an unterminated block comment", () => {
-    expect(checkReadOnlySql("SELECT 1 /* DROP TABLE orders", "athena").ok).toBe(false);
+    expect(checkReadOnlySql("SELECT 1 /* DROP TABLE orders", "athena")).toEqual({ ok: false, reason: "unterminated comment" });
   });
 
   it("returns not ok for an empty query", () => {
     expect(checkReadOnlySql(" ; -- nothing", "sqlite")).toEqual({ ok: false, reason: "empty query" });
   });
 
+  it("returns not ok for two statements", () => {
+    expect(checkReadOnlySql("SELECT 1; SELECT 2", "sqlite")).toEqual({ ok: false, reason: "only one statement per query is allowed" });
+  });
+
   it("returns ok for a Trino array subscript, which SQLite would read as a quoted identifier", () => {
     expect(checkReadOnlySql("SELECT tags[1] FROM events", "athena").ok).toBe(true);
+  });
+
+  describe("lexing", () => {
+    it("returns the whole statement for minus and division, which only start a comment as -- and /*", () => {
+      for (const statement of [
+        "SELECT revenue - cost AS margin FROM sales",
+        "SELECT revenue-cost AS margin FROM sales",
+        "SELECT revenue / units AS price FROM sales",
+      ]) {
+        expect(checkReadOnlySql(statement, "athena")).toEqual({ ok: true, statement });
+      }
+    });
+
+    it("returns not ok for a write behind a comment that opens with /*/, whose star does not close it", () => {
+      expect(checkReadOnlySql("SELECT 1 /*/ DROP TABLE orders /*/", "sqlite")).toEqual({ ok: true, statement: "SELECT 1" });
+      expect(checkReadOnlySql("SELECT 1 /*/ x */ ; DROP TABLE orders", "sqlite").ok).toBe(false);
+    });
+
+    it("returns ok for doubled quotes inside a quoted identifier, read as one name", () => {
+      const sql = 'WITH "a""b" AS (SELECT 1 AS x) SELECT x FROM "a""b"';
+      expect(checkReadOnlySql(sql, "athena")).toEqual({ ok: true, statement: sql });
+    });
+
+    it("returns ok in SQLite for write words in backtick- and bracket-quoted names", () => {
+      expect(checkReadOnlySql("SELECT `delete`, [drop] FROM t", "sqlite").ok).toBe(true);
+    });
+
+    it("reads a bracketed name in SQLite up to its first closing bracket: brackets have no doubled escape", () => {
+      expect(checkReadOnlySql("SELECT [a]] ;", "sqlite")).toEqual({ ok: true, statement: "SELECT [a]]" });
+    });
+
+    it("returns not ok in Athena for write words in backticks or brackets, which Trino does not read as quotes", () => {
+      expect(checkReadOnlySql("SELECT `delete` FROM t", "athena").ok).toBe(false);
+      expect(checkReadOnlySql("SELECT m[drop] FROM t", "athena").ok).toBe(false);
+    });
+  });
+
+  describe("the query proper", () => {
+    const refused = { ok: false, reason: "only SELECT queries (optionally starting with WITH) are allowed" };
+
+    it.each([
+      "(SELECT 1) UNION (SELECT 2)",
+      "VALUES (1, 'a'), (2, 'b')",
+      "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 3) SELECT n FROM t",
+      "WITH a AS (SELECT 1 AS x), b AS (SELECT 2 AS y) SELECT * FROM a, b",
+      "WITH a AS NOT MATERIALIZED (SELECT 1 AS x) SELECT x FROM a",
+      "WITH a AS MATERIALIZED (SELECT (1) AS x) SELECT x FROM a",
+      "WITH a AS (SELECT 1 AS x) (SELECT x FROM a)",
+      "WITH \"the cte\" AS (SELECT 1 AS x) SELECT x FROM \"the cte\"",
+      "SELECT name FROM regions ORDER BY name DESC",
+    ])("returns ok for %s", (sql) => {
+      expect(checkReadOnlySql(sql, "sqlite")).toEqual({ ok: true, statement: sql });
+    });
+
+    it.each([
+      "(((",
+      "WITH",
+      "WITH t",
+      "WITH t AS",
+      "WITH t AS (SELECT 1)",
+      "WITH t(n AS (SELECT 1) SELECT 1",
+      "WITH t AS (SELECT 1 SELECT 2",
+      "WITH t NOT (SELECT 1) SELECT 1",
+      "WITH t AS x (SELECT 1) SELECT 1",
+      "WITH 'x' AS (SELECT 1) SELECT 1",
+      "WITH a AS (SELECT 1) . b AS (SELECT 2) SELECT 1",
+    ])("returns not ok for the malformed %s", (sql) => {
+      expect(checkReadOnlySql(sql, "sqlite")).toEqual(refused);
+    });
+  });
+
+  describe("words", () => {
+    // Written out here, not imported, so that a word dropped from the checker's list is noticed.
+    const writes = [
+      "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "INTO", "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME",
+      "ATTACH", "DETACH", "PRAGMA", "VACUUM", "REINDEX", "ANALYZE", "GRANT", "REVOKE", "CALL", "EXECUTE", "EXEC",
+      "PREPARE", "DEALLOCATE", "UNLOAD", "MSCK", "OPTIMIZE", "COPY", "LOAD_EXTENSION",
+    ];
+    const starters = [
+      "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "START", "END", "SET", "RESET", "USE", "SHOW", "DESCRIBE", "DESC",
+      "EXPLAIN", "REFRESH", "COMMENT",
+    ];
+
+    it.each(writes)("returns not ok for %s anywhere in a SELECT, unless double-quoted", (word) => {
+      expect(checkReadOnlySql(`SELECT id FROM t WHERE ${word.toLowerCase()}`, "athena")).toEqual({
+        ok: false,
+        reason: `"${word}" is not allowed in a read-only query (double-quote it if it is a column name)`,
+      });
+      expect(checkReadOnlySql(`SELECT "${word.toLowerCase()}" FROM t`, "athena").ok).toBe(true);
+    });
+
+    it.each(starters)("returns not ok for a subquery that starts with %s", (word) => {
+      expect(checkReadOnlySql(`SELECT * FROM (${word} x)`, "sqlite")).toEqual({ ok: false, reason: `"${word}" cannot start a subquery` });
+    });
   });
 });
