@@ -2,7 +2,7 @@ import { execSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ToolError } from "../../../lib/errors.js";
 import { buildSalesDatabase, SALES_SCHEMA_DESCRIPTION } from "../../../lib/tools/sql/sales-dataset.js";
 import { SqliteQueryEngine } from "../../../lib/tools/sql/sqlite-query-engine.js";
@@ -88,7 +88,8 @@ describe("SqliteQueryEngine", () => {
         .map((line) => Number(line.trim().split(/\s+/)[0]));
       expect(queryProcesses.length).toBeGreaterThan(0);
       for (const pid of queryProcesses) process.kill(pid, "SIGKILL");
-      await new Promise((r) => setTimeout(r, 200));
+      // A killed child stays a zombie until this process reaps it, which is when the engine hears of its exit.
+      for (const pid of queryProcesses) await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow(), { timeout: 5_000, interval: 10 });
       const result = await engine.query("SELECT count(*) FROM regions", limits);
       expect(result.rows[0]![0]).toBe(5);
     });
