@@ -88,6 +88,19 @@ describe("slack/verify-slack-request", () => {
       expect(reasonOf(() => verifySlackRequest({ headers: stale, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET }))).toBe("expired");
     });
 
+    it.each([
+      ["missing", { "x-slack-signature": undefined }, "slack signature headers missing"],
+      ["malformed", { "x-slack-request-timestamp": "soon" }, "slack request timestamp malformed"],
+      ["expired", { "x-slack-request-timestamp": "1000000000" }, "slack request timestamp outside the window"],
+      ["bad_signature", { "x-slack-signature": "v0=abc" }, "slack signature does not match"],
+    ])("throws %s with a message that says which check failed, for the logs", (reason, change, message) => {
+      const rawBody = envelope(appMention());
+      const headers = { ...signSlackRequest(rawBody, { at: NOW }), ...change };
+      const verify = () => verifySlackRequest({ headers, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW });
+      expect(verify).toThrow(message);
+      expect(reasonOf(verify)).toBe(reason);
+    });
+
     it("throws bad_signature when the body was changed after signing", () => {
       const rawBody = envelope(appMention());
       const headers = signSlackRequest(rawBody, { at: NOW });
