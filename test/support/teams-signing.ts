@@ -33,6 +33,8 @@ export interface SignActivityTokenOptions {
   omitExpiry?: boolean;
   /** Which published key signs, and the `kid` in the header. Default: {@link TEST_SIGNING_KEY_ID}. */
   keyId?: string;
+  /** Leave `kid` (and `x5t`) out of the header, so no published key is named. */
+  omitKeyId?: boolean;
   /** Sign with a key pair that is not in the published key set (a forged token), under the header's `kid`. */
   foreignKey?: boolean;
   /** Sign with HS256 and a secret of the attacker's choosing, the algorithm-confusion attack. */
@@ -65,7 +67,11 @@ export interface BotFrameworkIssuer {
  * requests it sends to bots. Its options also make the tokens a verifier must refuse.
  */
 export async function startBotFrameworkIssuer(
-  options: { keys?: PublishedKeyOptions[] } = {},
+  options: {
+    keys?: PublishedKeyOptions[];
+    /** Serve the metadata but answer 503 for the key set. */
+    keysUnavailable?: boolean;
+  } = {},
 ): Promise<BotFrameworkIssuer> {
   const published = options.keys ?? [{ kid: TEST_SIGNING_KEY_ID }];
   const pairs = new Map<string, CryptoKeyPair>();
@@ -98,6 +104,10 @@ export async function startBotFrameworkIssuer(
     }
     if (req.url === "/v1/.well-known/keys") {
       fetches.keys += 1;
+      if (options.keysUnavailable) {
+        res.writeHead(503).end();
+        return;
+      }
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ keys: jwks }));
       return;
@@ -119,7 +129,7 @@ export async function startBotFrameworkIssuer(
     if (!o.omitExpiry) jwt.setExpirationTime(iat + (o.expiresInSeconds ?? 3600));
     if (o.hmacSecret) return jwt.setProtectedHeader({ alg: "HS256", typ: "JWT", kid }).sign(o.hmacSecret);
     const critical = o.criticalHeader ? { crit: [o.criticalHeader], [o.criticalHeader]: true } : {};
-    jwt.setProtectedHeader({ alg: "RS256", typ: "JWT", kid, x5t: kid, ...critical });
+    jwt.setProtectedHeader({ alg: "RS256", typ: "JWT", ...(o.omitKeyId ? {} : { kid, x5t: kid }), ...critical });
     const key: CryptoKey = o.foreignKey ? foreign.privateKey : (pairs.get(kid) ?? foreign).privateKey;
     return jwt.sign(key, o.criticalHeader ? { crit: { [o.criticalHeader]: true } } : undefined);
   }

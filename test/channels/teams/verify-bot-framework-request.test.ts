@@ -1,5 +1,11 @@
 import { ChannelAuthenticationError, ServiceUnavailableError } from "../../../lib/errors.js";
-import { verifyBotFrameworkRequest, type VerifyBotFrameworkRequestInput } from "../../../lib/channels/index.js";
+import { errors } from "jose";
+import {
+  DEFAULT_BOT_FRAMEWORK_ISSUER,
+  DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL,
+  verifyBotFrameworkRequest,
+  type VerifyBotFrameworkRequestInput,
+} from "../../../lib/channels/index.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";
 import { messageActivity } from "./fixtures.js";
 
@@ -217,6 +223,61 @@ describe("teams/verify-bot-framework-request", () => {
       } finally {
         await twins.close();
       }
+    });
+
+    it("throws not_endorsed for a token without kid, whose signing key cannot be named", async () => {
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, omitKeyId: true })))).toBe("not_endorsed");
+    });
+
+    it.each([
+      ["missing", async () => verify(undefined), "authorization header missing", false],
+      ["malformed", async () => verify(undefined, { headers: { authorization: "Basic x" } }), "authorization is not a bearer token", false],
+      ["malformed", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body: {} }), "activity has no serviceUrl", false],
+      ["malformed", async () => verify("not-a-jwt"), "bot framework token malformed", true],
+      ["malformed", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, omitExpiry: true })), "bot framework token claim invalid", true],
+      ["expired", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { now: new Date(Date.now() + 3 * 3600_000) }), "bot framework token expired", true],
+      [
+        "expired",
+        async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, notBefore: new Date(Date.now() + 3600_000) })),
+        "bot framework token not yet valid",
+        true,
+      ],
+      ["wrong_issuer", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, issuer: "https://elsewhere" })), "bot framework token issuer mismatch", true],
+      ["wrong_audience", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, audience: "bot-b" })), "bot framework token audience mismatch", true],
+      ["bad_signature", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, foreignKey: true })), "bot framework token signature invalid", true],
+      ["wrong_service_url", async () => verify(await issuer.sign({ serviceUrl: "https://elsewhere/" })), "token serviceUrl does not match the activity", false],
+      [
+        "not_endorsed",
+        async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body: messageActivity(SERVICE_URL, { channelId: "skype" }) }),
+        "signing key does not endorse the activity's channel",
+        false,
+      ],
+    ])("throws %s with a message that says which check failed, for the logs (%s)", async (reason, attempt, message, fromJose) => {
+      const error = await attempt().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ChannelAuthenticationError);
+      expect(error).toMatchObject({ reason, message });
+      // The jose error that decided is kept as the cause, for the logs.
+      if (fromJose) expect((error as Error).cause).toBeInstanceOf(errors.JOSEError);
+    });
+
+    it("throws ServiceUnavailableError, keeping the cause, when the key set cannot be fetched", async () => {
+      const broken = await startBotFrameworkIssuer({ keysUnavailable: true });
+      try {
+        const token = await broken.sign({ serviceUrl: SERVICE_URL });
+        const error = await verify(token, { openIdMetadataUrl: broken.openIdMetadataUrl }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ServiceUnavailableError);
+        expect(error).toMatchObject({ message: "bot framework signing keys unavailable", cause: expect.any(Error) });
+      } finally {
+        await broken.close();
+      }
+    });
+
+    it("defaults to the Bot Framework's published metadata and issuer", () => {
+      expect(DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL).toBe("https://login.botframework.com/v1/.well-known/openidconfiguration");
+      expect(DEFAULT_BOT_FRAMEWORK_ISSUER).toBe("https://api.botframework.com");
     });
 
     it("fetches the metadata and the keys once for many requests", async () => {
