@@ -88,6 +88,10 @@ describe("model view", () => {
       );
     });
 
+    it("throws roles-alternate for a tool result right after a user's question (only results merge with results)", () => {
+      expect(broken([user("q"), result("c1", "x")])).toEqual(breaks(CONVERSE_RULES.rolesAlternate, "messages 0 and 1 are both user messages"));
+    });
+
     it("throws roles-alternate for consecutive assistant messages", () => {
       expect(broken([user("q1"), answer("a"), calls([["c1", "a"]]), result("c1", "x")])).toEqual(
         breaks(CONVERSE_RULES.rolesAlternate, "messages 1 and 2 are both assistant messages"),
