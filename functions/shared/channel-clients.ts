@@ -1,4 +1,5 @@
 import type { App } from "../../lib/app.js";
+import { ChannelRoles } from "../../lib/auth/index.js";
 import { ChannelEventDeduper, createChannelReplier } from "../../lib/channels/index.js";
 import { channelCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { TurnJobWorker, type TurnMetricsSink } from "../../lib/queue/index.js";
@@ -16,6 +17,7 @@ export function workerFor(app: App, credentials: Credentials, onTurnCompleted: T
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channelCredentialsOf(credentials), config.channels),
+    roles: new ChannelRoles(config.auth.channelRoles),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
     onTurnCompleted,

@@ -7,6 +7,7 @@ import { errorResponse } from "../api/error-response.js";
 import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
+import { ChannelRoles } from "../auth/channel-roles.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { channelNotConfiguredResponse } from "../channels/channel-http.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
@@ -167,6 +168,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channels, config.channels),
+    roles: new ChannelRoles(config.auth.channelRoles),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });

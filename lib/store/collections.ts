@@ -11,6 +11,8 @@ export const COLLECTIONS = {
   idempotency: "idempotency",
   followUps: "follow_ups",
   channelEvents: "channel_events",
+  recallTurns: "recall_turns",
+  recallIndex: "recall_index",
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

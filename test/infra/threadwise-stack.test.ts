@@ -181,6 +181,13 @@ describe("ThreadwiseStack", () => {
       }
     });
 
+    it("keeps the sample SQL and document tools on the api and the worker when the stage asks for them", () => {
+      const envs = environmentsOf(synthTemplate({ context: { sampleTools: "true" } }));
+      for (const name of ["api", "worker"]) {
+        expect(Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)), name).toEqual([]);
+      }
+    });
+
     it("lets the api and the worker run, read and stop queries in the configured workgroup only", () => {
       for (const fn of ["Api", "Worker"]) {
         expect(grantsOf(withTools, fn, ["athena"])).toEqual([
