@@ -17,10 +17,7 @@ export const CORE_MODULES: MutationModule[] = [
     tests: ["test/model-view/build-model-view.test.ts", "test/model-view/build-model-view.property.test.ts"],
   },
   { module: "lib/model-view/validate-view.ts", tests: ["test/model-view/validate-view.test.ts"] },
-  {
-    module: "lib/store/lease.ts",
-    tests: ["test/agent/turn-runner.test.ts", "test/agent/crash-safety.test.ts", "test/api/turn-concurrency.test.ts"],
-  },
+  { module: "lib/store/lease.ts", tests: ["test/store/lease.test.ts"] },
   { module: "lib/tools/sql/read-only-sql.ts", tests: ["test/tools/sql/read-only-sql.test.ts"] },
   { module: "lib/channels/slack/verify-slack-request.ts", tests: ["test/channels/slack/verify-slack-request.test.ts"] },
   { module: "lib/channels/teams/verify-bot-framework-request.ts", tests: ["test/channels/teams/verify-bot-framework-request.test.ts"] },
