@@ -126,6 +126,7 @@ describe("checkReadOnlySql", () => {
       for (const statement of [
         "SELECT revenue - cost AS margin FROM sales",
         "SELECT revenue-cost AS margin FROM sales",
+        "SELECT 2-1 AS one FROM sales",
         "SELECT revenue / units AS price FROM sales",
       ]) {
         expect(checkReadOnlySql(statement, "athena")).toEqual({ ok: true, statement });
@@ -144,6 +145,28 @@ describe("checkReadOnlySql", () => {
 
     it("returns ok in SQLite for write words in backtick- and bracket-quoted names", () => {
       expect(checkReadOnlySql("SELECT `delete`, [drop] FROM t", "sqlite").ok).toBe(true);
+    });
+
+    it("returns ok in SQLite for a write word inside a bracketed name, after another word", () => {
+      expect(checkReadOnlySql("SELECT [my delete] FROM t", "sqlite")).toEqual({ ok: true, statement: "SELECT [my delete] FROM t" });
+    });
+
+    it("reads blanks of every kind between words: tab, line feed to carriage return, and Unicode spaces", () => {
+      for (const blank of ["\t", "\n", "\v", "\f", "\r", "\u00a0", "\u3000", "\u2028"]) {
+        const sql = `WITH${blank}x AS (SELECT 1 AS n) SELECT n FROM x`;
+        expect({ blank, check: checkReadOnlySql(sql, "athena") }).toEqual({ blank, check: { ok: true, statement: sql } });
+      }
+    });
+
+    it("returns ok for characters that are neither blanks nor words, which the engine judges", () => {
+      for (const sql of ["SELECT\u00081", "SELECT 1 AS \u00e9t\u00e9", "SELECT 'a' || 'b' AS ab", "SELECT x FROM t WHERE y ~ 1 OR {z}"]) {
+        expect(checkReadOnlySql(sql, "athena")).toEqual({ ok: true, statement: sql });
+      }
+    });
+
+    it("reads a word from its first letter, A to Z, a to z or underscore, so a write word inside a name is not one", () => {
+      const sql = "SELECT Adrop, Zdrop, adrop, zdrop, _drop FROM t";
+      expect(checkReadOnlySql(sql, "athena")).toEqual({ ok: true, statement: sql });
     });
 
     it("reads a bracketed name in SQLite up to its first closing bracket: brackets have no doubled escape", () => {
@@ -181,6 +204,7 @@ describe("checkReadOnlySql", () => {
       "WITH t AS (SELECT 1)",
       "WITH t(n AS (SELECT 1) SELECT 1",
       "WITH t AS (SELECT 1 SELECT 2",
+      "WITH select AS (SELECT 1",
       "WITH t NOT (SELECT 1) SELECT 1",
       "WITH t AS x (SELECT 1) SELECT 1",
       "WITH 'x' AS (SELECT 1) SELECT 1",
