@@ -21,10 +21,8 @@ export class ConversationLease {
   async acquire(conversationId: string, holder: string, now = new Date()): Promise<void> {
     const expiresAt = new Date(now.getTime() + this.ttlMs);
     const result = await this.conversations.updateOne(
-      {
-        _id: conversationId,
-        $or: [{ lease: null }, { lease: { $exists: false } }, { "lease.expiresAt": { $lte: now } }, { "lease.holder": holder }],
-      },
+      // `lease: null` also matches a conversation without the field.
+      { _id: conversationId, $or: [{ lease: null }, { "lease.expiresAt": { $lte: now } }, { "lease.holder": holder }] },
       { $set: { lease: { holder, expiresAt } } },
     );
     if (result.matchedCount === 1) return;

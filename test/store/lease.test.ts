@@ -115,12 +115,14 @@ describe("ConversationLease", () => {
   });
 
   describe("release", () => {
-    it("clears the lease for its holder, so another holder can take it at once", async () => {
+    it("clears the lease of that conversation for its holder, so another holder can take it at once", async () => {
       const lease = new ConversationLease(conversations, TTL_MS);
+      const otherConversation = await conversationWith({ holder: "turn-a", expiresAt: at(TTL_MS) });
       const id = await conversationWith(null);
       await lease.acquire(id, "turn-a", NOW);
       await lease.release(id, "turn-a");
       expect(await leaseOf(id)).toBeNull();
+      expect(await leaseOf(otherConversation)).toEqual({ holder: "turn-a", expiresAt: at(TTL_MS) });
       await lease.acquire(id, "turn-b", NOW);
       expect(await leaseOf(id)).toEqual({ holder: "turn-b", expiresAt: at(TTL_MS) });
     });
