@@ -1,6 +1,6 @@
 import type { App } from "../../lib/app.js";
 import { ChannelRoles } from "../../lib/auth/index.js";
-import { ChannelEventDeduper, createChannelReplier } from "../../lib/channels/index.js";
+import { ChannelEventDeduper, createChannelReplier, createGroupDirectories } from "../../lib/channels/index.js";
 import { channelCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { TurnJobWorker, type TurnMetricsSink } from "../../lib/queue/index.js";
 import { config } from "./runtime.js";
@@ -17,7 +17,7 @@ export function workerFor(app: App, credentials: Credentials, onTurnCompleted: T
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channelCredentialsOf(credentials), config.channels),
-    roles: new ChannelRoles(config.auth.channelRoles),
+    roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channelCredentialsOf(credentials), config.channels)),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
     onTurnCompleted,

@@ -44,6 +44,8 @@ const tenantRolesSchema = z.strictObject({
   default: roleList.optional(),
   /** By user: a Slack user id (`U…`, `W…`), an Entra object id. */
   users: z.record(z.string().min(1), roleList).optional(),
+  /** By group the user is a member of: a Slack user group id (`S…`), an Entra group object id. Looked up when a turn runs. */
+  groups: z.record(z.string().min(1), roleList).optional(),
 });
 /** Keyed by Slack team id or Entra tenant id; a workspace or tenant not listed has no roles. */
 const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
@@ -63,7 +65,7 @@ function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesM
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
     throw new ValidationError("invalid configuration", [
-      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}}}` },
+      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}` },
     ]);
   }
   return parsed.data;
@@ -101,6 +103,7 @@ const envSchema = z.object({
   SLACK_API_URL: z.string().url().optional(),
   TEAMS_OPENID_METADATA_URL: z.string().url().optional(),
   TEAMS_TOKEN_URL: z.string().url().optional(),
+  TEAMS_GRAPH_URL: z.string().url().optional(),
   SLACK_ROLES: z.string().min(1).optional(),
   TEAMS_ROLES: z.string().min(1).optional(),
 });
@@ -156,6 +159,8 @@ export interface ChannelEndpointsConfig {
   teamsOpenIdMetadataUrl?: string;
   /** Client-credentials token URL; `{tenant}` is replaced. Default: Entra's (`DEFAULT_BOT_CONNECTOR_TOKEN_URL`). */
   teamsTokenUrl?: string;
+  /** Microsoft Graph base URL, for Entra group roles. Default: `https://graph.microsoft.com/v1.0/` (`DEFAULT_GRAPH_URL`). */
+  teamsGraphUrl?: string;
 }
 
 export interface Config {
@@ -220,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,
       teamsTokenUrl: e.TEAMS_TOKEN_URL,
+      teamsGraphUrl: e.TEAMS_GRAPH_URL,
     },
     deployment: {
       secretArn: e.SECRET_ARN,

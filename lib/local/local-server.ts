@@ -1,6 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { MongoClient } from "mongodb";
 import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { errorResponse } from "../api/error-response.js";
@@ -12,8 +11,10 @@ import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { channelNotConfiguredResponse } from "../channels/channel-http.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
 import { createChannelReplier } from "../channels/channel-replier.js";
+import { createGroupDirectories } from "../channels/group-directories.js";
 import { channelRoutes } from "../channels/channel-routes.js";
 import type { ChannelCredentials } from "../config/credentials.js";
+import { createMongoClient } from "../store/mongo-client.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
 import { TurnJobWorker, type TurnJobOutcome } from "../queue/turn-job-worker.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
@@ -118,7 +119,7 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
 export async function startLocalServer(config: Config, options: LocalServerOptions = {}): Promise<LocalServer> {
   let embedded: EmbeddedMongo | undefined;
   const mongodbUri = config.mongodbUri ?? (embedded = await startEmbeddedMongo()).uri;
-  const client = new MongoClient(mongodbUri);
+  const client = createMongoClient(mongodbUri, { serverSelectionTimeoutMs: config.mongoServerSelectionTimeoutMs });
   await client.connect();
   const keys = await loadOrCreateLocalKeys(options.localDir ?? DEFAULT_LOCAL_DIR);
   const verifier = new JwtVerifier({
@@ -168,7 +169,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     conversations: app.database.conversations,
     turns: app.database.turns,
     replier: createChannelReplier(channels, config.channels),
-    roles: new ChannelRoles(config.auth.channelRoles),
+    roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });

@@ -3,12 +3,12 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
-import type { Caller } from "../../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
 
-const alice: Caller = { userId: "alice", roles: [] };
-const bob: Caller = { userId: "bob", roles: [] };
+const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
+const bob: Caller = { principal: apiPrincipal("bob"), roles: [] };
 const dbName = `recall_offline_${randomUUID().slice(0, 8)}`;
 let client: MongoClient;
 let app: App;
@@ -37,7 +37,7 @@ const FILLER = ["How are the shipments doing?", "Any news on the warehouse move?
 
 describe("the offline model with search_conversation", () => {
   it("answers 'what is my X?' from a turn out of sight by searching for it", async () => {
-    const { _id: conversationId } = await app.database.conversations.create(alice);
+    const { _id: conversationId } = await app.database.conversations.create(alice.principal);
     await converse(conversationId, ["My name is Ada.", ...FILLER]);
     const { turnId, answer } = await app.runner.run({ conversationId, caller: alice, content: "What is my name?", turnId: randomUUID() });
     expect(answer).toBe("Your name is Ada.");
@@ -49,7 +49,7 @@ describe("the offline model with search_conversation", () => {
   });
 
   it("searches when the question points back at something said before, and quotes what it found", async () => {
-    const { _id: conversationId } = await app.database.conversations.create(alice);
+    const { _id: conversationId } = await app.database.conversations.create(alice.principal);
     await converse(conversationId, ["For the quarterly review we agreed to use the EMEA revenue numbers.", ...FILLER]);
     const answer = (await converse(conversationId, ["What did we decide about the quarterly review?"]))[0];
     expect(answer).toContain("search_conversation returned");
@@ -57,9 +57,9 @@ describe("the offline model with search_conversation", () => {
   });
 
   it("finds only what was said in the caller's own conversation, never another user's or conversation's", async () => {
-    const { _id: alices } = await app.database.conversations.create(alice);
-    const { _id: alicesOther } = await app.database.conversations.create(alice);
-    const { _id: bobs } = await app.database.conversations.create(bob);
+    const { _id: alices } = await app.database.conversations.create(alice.principal);
+    const { _id: alicesOther } = await app.database.conversations.create(alice.principal);
+    const { _id: bobs } = await app.database.conversations.create(bob.principal);
     await converse(bobs, ["My name is Bob.", ...FILLER], bob);
     await converse(alicesOther, ["My name is Grace.", ...FILLER]);
     await converse(alices, ["My name is Ada.", ...FILLER]);
@@ -72,7 +72,7 @@ describe("the offline model with search_conversation", () => {
   });
 
   it("answers from the conversation it sees, without searching, while no turn is out of sight", async () => {
-    const { _id: conversationId } = await app.database.conversations.create(alice);
+    const { _id: conversationId } = await app.database.conversations.create(alice.principal);
     await converse(conversationId, ["Hello there."]);
     const { turnId, answer } = await app.runner.run({ conversationId, caller: alice, content: "What did I say before?", turnId: randomUUID() });
     expect(answer).toContain('the last was: "Hello there."');

@@ -5,12 +5,12 @@ import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
-import type { Caller } from "../../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
 
-const alice: Caller = { userId: "alice", roles: [] };
+const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const dbName = `recall_store_${randomUUID().slice(0, 8)}`;
 let client: MongoClient;
 let app: App;
@@ -42,7 +42,7 @@ function record(conversationId: string, turnNumber: number): RecallTurnDocument 
 describe("RecallIndexStore", () => {
   describe("add", () => {
     it("returns each finished turn in order with its question, answer, and tool call with the start of its output", async () => {
-      const { _id: conversationId } = await app.database.conversations.create(alice);
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
       const first = await run(conversationId, "My name is Ada.");
       const second = await run(conversationId, 'big_report {"rows": 400}');
       const entries = await app.database.recall.entries(conversationId);
@@ -62,7 +62,7 @@ describe("RecallIndexStore", () => {
     });
 
     it("returns a failed turn too, indexed with the turn after it", async () => {
-      const { _id: conversationId } = await app.database.conversations.create(alice);
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
       const failed = randomUUID();
       await app.database.turns.start(failed, conversationId);
       await app.database.messages.append({ conversationId, turnId: failed, role: "user", content: "Budget owner is Priya." });
@@ -85,8 +85,8 @@ describe("RecallIndexStore", () => {
 
   describe("deleteByConversation", () => {
     it("leaves nothing of the conversation's index when the conversation is deleted, and other conversations' untouched", async () => {
-      const { _id: gone } = await app.database.conversations.create(alice);
-      const { _id: kept } = await app.database.conversations.create(alice);
+      const { _id: gone } = await app.database.conversations.create(alice.principal);
+      const { _id: kept } = await app.database.conversations.create(alice.principal);
       await run(gone, "My name is Ada.");
       await run(kept, "My name is Grace.");
       await app.database.deleteConversation(gone);

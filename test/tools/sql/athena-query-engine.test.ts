@@ -181,7 +181,7 @@ describe("AthenaQueryEngine", () => {
     it("returns a retried tool call the query its first attempt ran", async () => {
       const registry = new ToolRegistry([createSqlQueryTool({ engine })]);
       const call = { id: "tooluse-7", name: "sql_query", args: { sql: "SELECT count(*) AS n FROM orders" } };
-      const ctx = { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } };
+      const ctx = { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } };
       const first = await registry.execute(call, ctx);
       expect(await registry.execute(call, ctx)).toEqual(first);
       expect(first.status).toBe("success");
