@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
@@ -73,9 +73,8 @@ describe("the API during a MongoDB outage", () => {
     expect(stillDown.status).toBe(503);
 
     await proxy.restore();
-    await new Promise((r) => setTimeout(r, 1_100));
-    const list = await app.route(request("GET", "/v1/conversations"));
-    expect(list.status).toBe(200);
+    // Recovery is the driver noticing the server again, on its own heartbeat: wait for it, boundedly, rather than for a guessed time.
+    await vi.waitFor(async () => expect((await app.route(request("GET", "/v1/conversations"))).status).toBe(200), { timeout: 10_000, interval: 100 });
 
     // The same request, retried, finishes the interrupted turn instead of starting another.
     const retried = await app.route(request("POST", path, { content: "pull_the_plug {}" }, { "idempotency-key": "outage-1" }));

@@ -1,9 +1,16 @@
 import { startTestServer, type TestServer } from "../support/api-client.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 
-/** The model takes this long when asked to be slow; longer than the deadline below. */
-const SLOW_MODEL_MS = 600;
-const DEADLINE_MS = 150;
+/** Roomy enough that a quick turn finishes within it on a loaded machine; a slow one is held past it (below). */
+const DEADLINE_MS = 2_000;
+
+/** A question asking for slowness is held in the model until the test has seen its 202: no guessed durations. */
+let releaseSlow = () => {};
+let slowReleased = Promise.resolve();
+function holdSlowTurns(): () => void {
+  slowReleased = new Promise<void>((resolve) => (releaseSlow = resolve));
+  return releaseSlow;
+}
 
 let converse: ConverseEndpoint;
 let t: TestServer;
@@ -13,7 +20,7 @@ beforeAll(async () => {
   converse = await startConverseEndpoint({
     respond: async (request) => {
       const text = lastUserText(request);
-      if (text.includes("slowly")) await new Promise((resolve) => setTimeout(resolve, SLOW_MODEL_MS));
+      if (text.includes("slowly")) await slowReleased;
       return { text: `answer to: ${text}` };
     },
   });
@@ -50,7 +57,9 @@ describe("local server: API turns through the in-process queue", () => {
 
     it("returns 202 when the turn outlives the deadline, and the worker finishes it with the question recorded once", async () => {
       const id = await conversation();
+      const release = holdSlowTurns();
       const accepted = await t.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "think slowly" } });
+      release();
       expect(accepted.status).toBe(202);
       await t.server.turnQueue.drain();
       const turn = await t.call("GET", accepted.body.location, { token });

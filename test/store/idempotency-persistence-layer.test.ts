@@ -167,8 +167,12 @@ describe("IdempotencyPersistenceLayer", () => {
     it("throws IdempotencyAlreadyInProgressError while the first call runs", async () => {
       let release: () => void = () => undefined;
       const gate = new Promise<void>((r) => (release = r));
+      let entered: () => void = () => undefined;
+      // The function body runs only once the in-progress record is saved: from then on the key is taken.
+      const running = new Promise<void>((r) => (entered = r));
       const fn = makeIdempotent(
         async (event: { id: string }, _ctx: { getRemainingTimeInMillis(): number }) => {
+          entered();
           await gate;
           return event.id;
         },
@@ -176,7 +180,7 @@ describe("IdempotencyPersistenceLayer", () => {
       );
       const ctx = { getRemainingTimeInMillis: () => 30_000 };
       const first = fn({ id: "p" }, ctx);
-      await new Promise((r) => setTimeout(r, 50));
+      await running;
       await expect(fn({ id: "p" }, ctx)).rejects.toBeInstanceOf(IdempotencyAlreadyInProgressError);
       release();
       await expect(first).resolves.toBe("p");

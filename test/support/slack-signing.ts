@@ -10,9 +10,15 @@ export const TEST_SLACK_SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5";
  */
 export function signSlackRequest(
   rawBody: string,
-  options: { secret?: string; at?: Date; retryNum?: number } = {},
+  options: {
+    secret?: string;
+    at?: Date;
+    /** The `X-Slack-Request-Timestamp` value verbatim, signed as given (to make malformed ones). Default: `at` in seconds. */
+    timestamp?: string;
+    retryNum?: number;
+  } = {},
 ): Record<string, string> {
-  const timestamp = String(Math.floor((options.at ?? new Date()).getTime() / 1000));
+  const timestamp = options.timestamp ?? String(Math.floor((options.at ?? new Date()).getTime() / 1000));
   const mac = createHmac("sha256", options.secret ?? TEST_SLACK_SIGNING_SECRET)
     .update(`v0:${timestamp}:${rawBody}`)
     .digest("hex");

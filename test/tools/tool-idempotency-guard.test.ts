@@ -49,11 +49,29 @@ describe("ToolIdempotencyGuard", () => {
     });
 
     it("returns the twin's result to a call that found it in progress, running the tool once", async () => {
-      runs = 0;
-      const [a, b] = await Promise.all([guard().run(slowEffect, { v: 2 }, ctx("b")), guard().run(slowEffect, { v: 2 }, ctx("b"))]);
-      expect(a).toBe("done 2 (run 1)");
-      expect(b).toBe(a);
-      expect(runs).toBe(1);
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((r) => (release = r));
+      let entered: () => void = () => undefined;
+      const running = new Promise<void>((r) => (entered = r));
+      let gatedRuns = 0;
+      const gated: ToolDefinition = {
+        ...slowEffect,
+        name: "gated_effect",
+        run: async (input: { v: number }) => {
+          gatedRuns++;
+          entered();
+          await gate;
+          return `done ${input.v} (run ${gatedRuns})`;
+        },
+      };
+      const first = guard().run(gated, { v: 2 }, ctx("b"));
+      await running;
+      // Started while the first is held inside the tool, so the twin meets its in-progress record.
+      const twin = guard().run(gated, { v: 2 }, ctx("b"));
+      release();
+      expect(await first).toBe("done 2 (run 1)");
+      expect(await twin).toBe("done 2 (run 1)");
+      expect(gatedRuns).toBe(1);
     });
 
     it("runs again for the same call id under another key prefix", async () => {

@@ -115,6 +115,7 @@ export async function verifyBotFrameworkRequest(input: VerifyBotFrameworkRequest
   // A Bot Framework key signs only for the channels it endorses (msteams, webchat, …).
   const channelId = activity.data.channelId;
   if (channelId) {
+    // Stryker disable next-line OptionalChaining: jwks() is set once a token has verified against the fetched key set
     const jwk = keys.jwks()?.keys.find((k) => k.kid === verified.protectedHeader.kid);
     const endorsements: unknown = (jwk as Record<string, unknown> | undefined)?.endorsements;
     if (!Array.isArray(endorsements) || !endorsements.includes(channelId)) {

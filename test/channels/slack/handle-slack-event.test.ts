@@ -116,8 +116,10 @@ describe("slack/handle-slack-event", () => {
     });
 
     it("returns 200 and enqueues nothing for an edit", async () => {
-      await deliver(signed(envelope(directMessage({ subtype: "message_changed", user: undefined }))));
+      const response = await deliver(signed(envelope(directMessage({ subtype: "message_changed", user: undefined }))));
+      expect(response.status).toBe(200);
       expect(queue).toHaveLength(0);
+      expect(outcomes).toEqual([{ kind: "ignored", reason: "not_user_text" }]);
     });
 
     it("returns 400 with x-slack-no-retry for a signed body that is not an envelope", async () => {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { ChannelAuthenticationError } from "../../../lib/errors.js";
-import { decodeGatewayBody, verifySlackRequest } from "../../../lib/channels/index.js";
+import { DEFAULT_SLACK_MAX_SKEW_SECONDS, decodeGatewayBody, verifySlackRequest } from "../../../lib/channels/index.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";
 import { appMention, envelope } from "./fixtures.js";
 
@@ -47,6 +47,58 @@ describe("slack/verify-slack-request", () => {
       const rawBody = envelope(appMention());
       const headers = { ...signSlackRequest(rawBody, { at: NOW }), "x-slack-request-timestamp": "soon" };
       expect(reasonOf(() => verifySlackRequest({ headers, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW }))).toBe("malformed");
+    });
+
+    it.each([
+      ["trailing characters", (seconds: number) => `${seconds}x`],
+      ["leading characters", (seconds: number) => `x${seconds}`],
+      ["a fraction", (seconds: number) => `${seconds}.5`],
+      ["a sign", (seconds: number) => `+${seconds}`],
+      ["thirteen digits", (seconds: number) => `${seconds}000`],
+    ])("throws malformed for a correctly signed timestamp with %s, which must not skip the replay window", (_, timestamp) => {
+      const rawBody = envelope(appMention());
+      const headers = signSlackRequest(rawBody, { timestamp: timestamp(Math.floor(NOW.getTime() / 1000)) });
+      expect(reasonOf(() => verifySlackRequest({ headers, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW }))).toBe("malformed");
+    });
+
+    it("returns for a request signed exactly at the edge of the window, and throws expired one second past it", () => {
+      const rawBody = envelope(appMention());
+      const at = (secondsAgo: number) => signSlackRequest(rawBody, { at: new Date(NOW.getTime() - secondsAgo * 1000) });
+      const check = (headers: Record<string, string>) => () => verifySlackRequest({ headers, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW });
+      expect(check(at(DEFAULT_SLACK_MAX_SKEW_SECONDS))).not.toThrow();
+      expect(reasonOf(check(at(DEFAULT_SLACK_MAX_SKEW_SECONDS + 1)))).toBe("expired");
+      expect(check(at(-DEFAULT_SLACK_MAX_SKEW_SECONDS))).not.toThrow();
+      expect(reasonOf(check(at(-DEFAULT_SLACK_MAX_SKEW_SECONDS - 1)))).toBe("expired");
+    });
+
+    it("throws expired outside a window narrower than the default, when one is given", () => {
+      const rawBody = envelope(appMention());
+      const headers = signSlackRequest(rawBody, { at: new Date(NOW.getTime() - 60_000) });
+      const verify = (maxSkewSeconds: number) => () =>
+        verifySlackRequest({ headers, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW, maxSkewSeconds });
+      expect(reasonOf(verify(59))).toBe("expired");
+      expect(verify(60)).not.toThrow();
+    });
+
+    it("measures the window from the current time when none is given", () => {
+      const rawBody = envelope(appMention());
+      const fresh = signSlackRequest(rawBody);
+      expect(() => verifySlackRequest({ headers: fresh, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET })).not.toThrow();
+      const stale = signSlackRequest(rawBody, { at: new Date(Date.now() - (DEFAULT_SLACK_MAX_SKEW_SECONDS + 60) * 1000) });
+      expect(reasonOf(() => verifySlackRequest({ headers: stale, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET }))).toBe("expired");
+    });
+
+    it.each([
+      ["missing", { "x-slack-signature": undefined }, "slack signature headers missing"],
+      ["malformed", { "x-slack-request-timestamp": "soon" }, "slack request timestamp malformed"],
+      ["expired", { "x-slack-request-timestamp": "1000000000" }, "slack request timestamp outside the window"],
+      ["bad_signature", { "x-slack-signature": "v0=abc" }, "slack signature does not match"],
+    ])("throws %s with a message that says which check failed, for the logs", (reason, change, message) => {
+      const rawBody = envelope(appMention());
+      const headers = { ...signSlackRequest(rawBody, { at: NOW }), ...change };
+      const verify = () => verifySlackRequest({ headers, rawBody, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW });
+      expect(verify).toThrow(message);
+      expect(reasonOf(verify)).toBe(reason);
     });
 
     it("throws bad_signature when the body was changed after signing", () => {

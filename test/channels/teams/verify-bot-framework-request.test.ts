@@ -1,5 +1,11 @@
 import { ChannelAuthenticationError, ServiceUnavailableError } from "../../../lib/errors.js";
-import { verifyBotFrameworkRequest, type VerifyBotFrameworkRequestInput } from "../../../lib/channels/index.js";
+import { errors } from "jose";
+import {
+  DEFAULT_BOT_FRAMEWORK_ISSUER,
+  DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL,
+  verifyBotFrameworkRequest,
+  type VerifyBotFrameworkRequestInput,
+} from "../../../lib/channels/index.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";
 import { messageActivity } from "./fixtures.js";
 
@@ -105,6 +111,173 @@ describe("teams/verify-bot-framework-request", () => {
       const token = await issuer.sign({ serviceUrl: SERVICE_URL });
       const body = messageActivity(SERVICE_URL, { channelId: "skype" });
       expect(await reasonOf(verify(token, { body }))).toBe("not_endorsed");
+    });
+
+    it("returns the claims of a token that carries the claim as serviceUrl, as the prose spells it", async () => {
+      const claims = await verify(await issuer.sign({ serviceUrl: SERVICE_URL, serviceUrlClaim: "serviceUrl" }));
+      expect(claims).toMatchObject({ serviceUrl: SERVICE_URL });
+    });
+
+    it.each([
+      ["lower-case bearer", (t: string) => `bearer ${t}`],
+      ["spaces around it", (t: string) => `  Bearer  ${t}  `],
+    ])("returns for an Authorization header with %s", async (_, header) => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL });
+      await expect(verify(undefined, { headers: { authorization: header(token) } })).resolves.toMatchObject({ aud: TEST_APP_ID });
+    });
+
+    it.each([
+      ["another scheme", (t: string) => `Basic ${t}`],
+      ["a scheme that only ends in Bearer", (t: string) => `XBearer ${t}`],
+      ["more after the token", (t: string) => `Bearer ${t} ${t}`],
+    ])("throws malformed for an Authorization header with %s", async (_, header) => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL });
+      expect(await reasonOf(verify(undefined, { headers: { authorization: header(token) } }))).toBe("malformed");
+    });
+
+    it("throws malformed for a token without exp, which would never expire", async () => {
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, omitExpiry: true })))).toBe("malformed");
+    });
+
+    it("throws expired for a token not valid until more than five minutes from now", async () => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL, notBefore: new Date(Date.now() + 10 * 60_000) });
+      expect(await reasonOf(verify(token))).toBe("expired");
+    });
+
+    it("returns for a token valid from a time within the clock tolerance", async () => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL, notBefore: new Date(Date.now() + 2 * 60_000) });
+      await expect(verify(token)).resolves.toMatchObject({ aud: TEST_APP_ID });
+    });
+
+    it("throws expired for a token that expired within the default tolerance but outside the one given", async () => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL, at: new Date(Date.now() - 3600_000 - 2 * 60_000), expiresInSeconds: 3600 });
+      expect(await reasonOf(verify(token, { clockToleranceSeconds: 60 }))).toBe("expired");
+    });
+
+    it("returns for a token from the issuer given instead of the Bot Framework's", async () => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL, issuer: "https://sts.example/bots" });
+      await expect(verify(token, { issuer: "https://sts.example/bots" })).resolves.toMatchObject({ iss: "https://sts.example/bots" });
+    });
+
+    it("throws malformed for an HS256 token, whatever secret signed it (algorithm confusion)", async () => {
+      const token = await issuer.sign({ serviceUrl: SERVICE_URL, hmacSecret: new TextEncoder().encode("a secret the attacker chose, 32+ bytes") });
+      expect(await reasonOf(verify(token))).toBe("malformed");
+    });
+
+    it("throws malformed for a token with a critical header parameter the verifier does not know", async () => {
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, criticalHeader: "urn:example:must-understand" })))).toBe(
+        "malformed",
+      );
+    });
+
+    it("throws bad_signature for a token whose kid the key set does not publish", async () => {
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, keyId: "unpublished-key" })))).toBe("bad_signature");
+    });
+
+    it("throws malformed when the activity's serviceUrl is empty", async () => {
+      const token = await issuer.sign({ serviceUrl: "" });
+      expect(await reasonOf(verify(token, { body: messageActivity("") }))).toBe("malformed");
+    });
+
+    describe("with a key set of several keys", () => {
+      let keys: BotFrameworkIssuer;
+      beforeAll(async () => {
+        keys = await startBotFrameworkIssuer({
+          keys: [
+            { kid: "teams-key", endorsements: ["msteams"] },
+            { kid: "webchat-key", endorsements: ["webchat"] },
+            { kid: "bare-key", endorsements: null },
+          ],
+        });
+      });
+      afterAll(async () => keys.close());
+
+      const signedBy = (keyId: string) => keys.sign({ serviceUrl: SERVICE_URL, keyId });
+      const withKeys = (token: string, channelId?: string) =>
+        verify(token, { openIdMetadataUrl: keys.openIdMetadataUrl, body: messageActivity(SERVICE_URL, { channelId }) });
+
+      it("returns for each channel when the key that signed endorses it", async () => {
+        await expect(withKeys(await signedBy("teams-key"), "msteams")).resolves.toMatchObject({ aud: TEST_APP_ID });
+        await expect(withKeys(await signedBy("webchat-key"), "webchat")).resolves.toMatchObject({ aud: TEST_APP_ID });
+      });
+
+      it("throws not_endorsed when another key of the set endorses the channel but not the one that signed", async () => {
+        expect(await reasonOf(withKeys(await signedBy("webchat-key"), "msteams"))).toBe("not_endorsed");
+        expect(await reasonOf(withKeys(await signedBy("teams-key"), "webchat"))).toBe("not_endorsed");
+      });
+
+      it("throws not_endorsed when the signing key lists no endorsements", async () => {
+        expect(await reasonOf(withKeys(await signedBy("bare-key"), "msteams"))).toBe("not_endorsed");
+      });
+
+      it("returns for an activity without channelId, which asks no key to endorse it (as the Bot Framework SDK does)", async () => {
+        await expect(withKeys(await signedBy("bare-key"))).resolves.toMatchObject({ aud: TEST_APP_ID });
+      });
+    });
+
+    it("throws bad_signature when the key set publishes two keys under the token's kid", async () => {
+      const twins = await startBotFrameworkIssuer({ keys: [{ kid: "rotated" }, { kid: "rotated" }] });
+      try {
+        const token = await twins.sign({ serviceUrl: SERVICE_URL });
+        expect(await reasonOf(verify(token, { openIdMetadataUrl: twins.openIdMetadataUrl }))).toBe("bad_signature");
+      } finally {
+        await twins.close();
+      }
+    });
+
+    it("throws not_endorsed for a token without kid, whose signing key cannot be named", async () => {
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, omitKeyId: true })))).toBe("not_endorsed");
+    });
+
+    it.each([
+      ["missing", async () => verify(undefined), "authorization header missing", false],
+      ["malformed", async () => verify(undefined, { headers: { authorization: "Basic x" } }), "authorization is not a bearer token", false],
+      ["malformed", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body: {} }), "activity has no serviceUrl", false],
+      ["malformed", async () => verify("not-a-jwt"), "bot framework token malformed", true],
+      ["malformed", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, omitExpiry: true })), "bot framework token claim invalid", true],
+      ["expired", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { now: new Date(Date.now() + 3 * 3600_000) }), "bot framework token expired", true],
+      [
+        "expired",
+        async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, notBefore: new Date(Date.now() + 3600_000) })),
+        "bot framework token not yet valid",
+        true,
+      ],
+      ["wrong_issuer", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, issuer: "https://elsewhere" })), "bot framework token issuer mismatch", true],
+      ["wrong_audience", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, audience: "bot-b" })), "bot framework token audience mismatch", true],
+      ["bad_signature", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, foreignKey: true })), "bot framework token signature invalid", true],
+      ["wrong_service_url", async () => verify(await issuer.sign({ serviceUrl: "https://elsewhere/" })), "token serviceUrl does not match the activity", false],
+      [
+        "not_endorsed",
+        async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body: messageActivity(SERVICE_URL, { channelId: "skype" }) }),
+        "signing key does not endorse the activity's channel",
+        false,
+      ],
+    ])("throws %s with a message that says which check failed, for the logs (%s)", async (reason, attempt, message, fromJose) => {
+      const error = await attempt().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(ChannelAuthenticationError);
+      expect(error).toMatchObject({ reason, message });
+      // The jose error that decided is kept as the cause, for the logs.
+      if (fromJose) expect((error as Error).cause).toBeInstanceOf(errors.JOSEError);
+    });
+
+    it("throws ServiceUnavailableError, keeping the cause, when the key set cannot be fetched", async () => {
+      const broken = await startBotFrameworkIssuer({ keysUnavailable: true });
+      try {
+        const token = await broken.sign({ serviceUrl: SERVICE_URL });
+        const error = await verify(token, { openIdMetadataUrl: broken.openIdMetadataUrl }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ServiceUnavailableError);
+        expect(error).toMatchObject({ message: "bot framework signing keys unavailable", cause: expect.any(Error) });
+      } finally {
+        await broken.close();
+      }
+    });
+
+    it("defaults to the Bot Framework's published metadata and issuer", () => {
+      expect(DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL).toBe("https://login.botframework.com/v1/.well-known/openidconfiguration");
+      expect(DEFAULT_BOT_FRAMEWORK_ISSUER).toBe("https://api.botframework.com");
     });
 
     it("fetches the metadata and the keys once for many requests", async () => {
