@@ -11,6 +11,8 @@ export const COLLECTIONS = {
   idempotency: "idempotency",
   followUps: "follow_ups",
   channelEvents: "channel_events",
+  /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
+  setup: "setup",
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];
