@@ -1,8 +1,7 @@
 import middy from "@middy/core";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import type { CloudFormationCustomResourceEvent, Context } from "aws-lambda";
-import { ThreadwiseDatabase } from "../lib/store/database.js";
-import { setupDatabase } from "../lib/setup-database.js";
+import { databaseFor, setupDatabase } from "../lib/setup-database.js";
 import { config, credentialsMiddleware, credentialsOf, logger, mongoClientFor } from "./shared/runtime.js";
 
 /** What the deploy step did, in the custom resource's `Status` attribute and the log. */
@@ -34,7 +33,7 @@ async function runSetup(context: Context): Promise<SetupStatus> {
       logger.warn("database setup skipped", { reason: "mongodbUri is empty in the database secret" });
       return "skipped-no-uri";
     }
-    await setupDatabase(new ThreadwiseDatabase(mongoClientFor(credentials), { dbName: config.dbName, retentionDays: config.retentionDays }));
+    await setupDatabase(databaseFor(mongoClientFor(credentials), config));
     logger.info("database set up", { database: config.dbName });
     return "set-up";
   } catch (error) {

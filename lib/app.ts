@@ -26,7 +26,7 @@ import { createDefaultTools } from "./tools/create-default-tools.js";
 import type { SecretSource } from "./tools/secrets.js";
 import { COLLECTIONS } from "./store/collections.js";
 import { offloadToolOutput } from "./tools/output-offload.js";
-import { ensureDatabaseSetUp, setupDatabase } from "./setup-database.js";
+import { databaseFor, ensureDatabaseSetUp, setupDatabase } from "./setup-database.js";
 import { createReadToolOutputTool, DEFAULT_READ_MAX_TOKENS } from "./tools/read-tool-output.js";
 
 /**
@@ -74,12 +74,7 @@ export interface App {
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
   const ownsClient = !options.mongoClient;
   const client = options.mongoClient ?? createMongoClient(requireUri(config), config.mongo);
-  const database = new ThreadwiseDatabase(client, {
-    dbName: config.dbName,
-    leaseTtlMs: config.leaseTtlMs,
-    retentionDays: config.retentionDays,
-    checkpointsKept: config.checkpointsKept,
-  });
+  const database = databaseFor(client, config);
   const ready = await readiness(database, options.setup ?? "create", options.logger);
   const defaults = options.tools
     ? undefined

@@ -1,5 +1,17 @@
+import type { MongoClient } from "mongodb";
 import { ChannelEventDeduper } from "./channels/channel-event-deduper.js";
-import type { ThreadwiseDatabase } from "./store/database.js";
+import type { Config } from "./config/config.js";
+import { ThreadwiseDatabase } from "./store/database.js";
+
+/** The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them. */
+export function databaseFor(client: MongoClient, config: Config): ThreadwiseDatabase {
+  return new ThreadwiseDatabase(client, {
+    dbName: config.dbName,
+    leaseTtlMs: config.leaseTtlMs,
+    retentionDays: config.retentionDays,
+    checkpointsKept: config.checkpointsKept,
+  });
+}
 
 /**
  * Every index of the database, the channel events' TTL index included, recorded as done. The

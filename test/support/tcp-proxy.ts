@@ -98,10 +98,11 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
       for (const { client, upstream } of pairs) {
         client.unpipe(upstream);
         upstream.unpipe(client);
-        // Read and discard, so neither side's writes ever fail or block.
+        // Read and discard, so neither side's writes ever fail or block, and a close still arrives.
         for (const s of [client, upstream]) {
           s.removeAllListeners("data");
           s.on("data", () => undefined);
+          s.resume();
         }
       }
     },

@@ -20,6 +20,11 @@ export function synthesizeDeployedStack(context: Record<string, unknown>): Deplo
   const { app, stack } = buildStack({ context, bundle: true });
   const template = Template.fromStack(stack);
   const directory = app.synth().directory;
+  return { template, functions: functionsOf(template, (s3Key) => join(directory, `asset.${s3Key.replace(/\.zip$/, "")}`)) };
+}
+
+/** The functions of a template, each bundle found by `codeDirectory` from its S3 key. */
+export function functionsOf(template: Template, codeDirectory: (s3Key: string) => string): DeployedStack["functions"] {
   const functions: DeployedStack["functions"] = {};
   for (const fn of Object.values(template.findResources("AWS::Lambda::Function"))) {
     const p = fn.Properties;
@@ -35,14 +40,14 @@ export function synthesizeDeployedStack(context: Record<string, unknown>): Deplo
       name,
       functionName: p.FunctionName,
       handler: p.Handler,
-      codeDirectory: join(directory, `asset.${String(p.Code.S3Key).replace(/\.zip$/, "")}`),
+      codeDirectory: codeDirectory(String(p.Code.S3Key)),
       environment,
       references,
       timeoutSeconds: p.Timeout,
       memorySize: p.MemorySize,
     };
   }
-  return { template, functions };
+  return functions;
 }
 
 /** The function with its references resolved by `resolve(logicalId, resource)`; an unknown reference throws. */
