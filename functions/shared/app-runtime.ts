@@ -1,7 +1,7 @@
 import { createApp, type App, type AppOptions } from "../../lib/app.js";
 import { channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import type { TurnJobWorker, TurnMetricsSink } from "../../lib/queue/index.js";
-import { channelWorker } from "../../lib/channels/index.js";
+import { channelWorker } from "../../lib/channels/channel-worker.js";
 import type { SecretSource } from "../../lib/tools/index.js";
 import { config, logger, mongoClientFor } from "./runtime.js";
 

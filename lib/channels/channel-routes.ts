@@ -1,23 +1,15 @@
-import type { TurnRunner } from "../agent/turn-runner.js";
 import type { Route } from "../api/router.js";
-import type { ChannelEndpointsConfig } from "../config/config.js";
-import type { ChannelReplyCredentials } from "../config/credentials.js";
 import type { StructuredLogger } from "../logger.js";
-import { TurnJobWorker } from "../queue/turn-job-worker.js";
-import type { TurnMetricsSink } from "../queue/turn-metrics.js";
-import type { ConversationStore } from "../store/conversation-store.js";
-import type { TurnStore } from "../store/turn-store.js";
 import type { EventDeduper } from "./channel-event-deduper.js";
 import { channelNotConfiguredResponse } from "./channel-http.js";
-import { createChannelReplier } from "./channel-replier.js";
 import { handleSlackEvent, type SlackEventOutcome } from "./slack/handle-slack-event.js";
 import { handleTeamsActivity, type TeamsActivityOutcome } from "./teams/handle-teams-activity.js";
 import type { EnqueueTurn } from "./turn-job.js";
 
 /**
- * The channel side of Threadwise, assembled here once for the Lambda functions and the local
- * server alike: the webhook routes (verify, then dedupe and enqueue) and the worker that runs
- * queued turns and replies in the channel.
+ * The ingress of the channel side, assembled here once for the webhook functions and the local
+ * server alike: verify, then dedupe and enqueue. Its other half, the worker that runs queued turns
+ * and replies, is `channel-worker.ts`, kept apart so that neither bundle carries the other.
  */
 
 export interface ChannelRoutesOptions {
@@ -98,32 +90,4 @@ export function channelRoutes(options: ChannelRoutesOptions): Route[] {
     routes.push({ method: "POST", pattern: TEAMS_PATH, handler: async () => channelNotConfiguredResponse("teams", notConfigured.teams) });
   }
   return routes;
-}
-
-export interface ChannelWorkerOptions {
-  /** The app's turn runner and stores (`createApp`). */
-  app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore } };
-  /** The channels it can answer in; a job from another is told nothing and given up. */
-  replies: ChannelReplyCredentials;
-  endpoints: ChannelEndpointsConfig;
-  maxReceives: number;
-  maxMessageChars: number;
-  onTurnCompleted?: TurnMetricsSink;
-}
-
-/**
- * The worker of queued turns (the worker function's logic, and the local server's in-process
- * queue). Its repliers hold HTTP clients and a token cache: make it once per container and
- * credentials version, not per turn.
- */
-export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
-  return new TurnJobWorker({
-    runner: options.app.runner,
-    conversations: options.app.database.conversations,
-    turns: options.app.database.turns,
-    replier: createChannelReplier(options.replies, options.endpoints),
-    maxReceives: options.maxReceives,
-    maxMessageChars: options.maxMessageChars,
-    onTurnCompleted: options.onTurnCompleted,
-  });
 }

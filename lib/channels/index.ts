@@ -15,7 +15,8 @@ export {
   type ChannelResponse,
 } from "./channel-http.js";
 export { ChannelReplier, createChannelReplier, type ChannelRepliers } from "./channel-replier.js";
-export { channelRoutes, channelWorker, type ChannelRoutesOptions, type ChannelWorkerOptions } from "./channel-routes.js";
+export { channelRoutes, type ChannelRoutesOptions } from "./channel-routes.js";
+export { channelWorker, type ChannelWorkerOptions } from "./channel-worker.js";
 export { turnFailureMessage } from "./failure-message.js";
 export { splitText } from "./split-text.js";
 export {

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS } from "../../lib/config/credentials.js";
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
@@ -194,6 +194,16 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       );
       expect(result.statusCode).toBe(401);
       expect({ connections: proxy.accepted, sent: aws.sent.length }).toEqual(before);
+    });
+
+    it("returns bundles that sign MONGODB-AWS authentication with their own aws4 and the runtime's credential providers", () => {
+      for (const name of ["api", "worker", "slack", "teams", "setup"]) {
+        const code = readFileSync(join(stack.functions[name].codeDirectory, BUNDLE_FILE), "utf8");
+        expect(code, name).not.toMatch(/[\w$]+\(["']aws4["']\)/);
+        expect(code, name).toContain("AWS4-HMAC-SHA256");
+        expect(code, name).toMatch(/[\w$]+\(["']@aws-sdk\/credential-providers["']\)/);
+      }
+      expect(existsSync(join(nodePath, "@aws-sdk/credential-providers/package.json"))).toBe(true);
     });
 
     it("returns webhook bundles without the graph, the tools or the app", () => {
