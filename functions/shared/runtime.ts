@@ -68,13 +68,19 @@ let current: { uri: string; client: MongoClient } | undefined;
 
 /**
  * The container's one MongoClient, sized for Lambda by the stack (README, "MongoDB from Lambda").
- * It connects on its first operation, not here; a new URI in the secret (rotation) replaces it.
+ * It connects on its first operation, not here; a new URI in the secret (rotation), or a first
+ * connection that failed, replaces it.
  */
 export function mongoClientFor(credentials: Credentials): MongoClient {
   const { mongodbUri } = requireCredentials(credentials, ["mongodbUri"]);
   if (current?.uri !== mongodbUri) {
     current?.client.close().catch(() => undefined);
-    current = { uri: mongodbUri, client: createMongoClient(mongodbUri, config.mongo) };
+    const client = createMongoClient(mongodbUri, config.mongo);
+    // A client whose first connection failed stays closed for good (mongodb 6): the next invocation makes a new one.
+    client.once("topologyClosed", () => {
+      if (current?.client === client) current = undefined;
+    });
+    current = { uri: mongodbUri, client };
   }
   return current.client;
 }
