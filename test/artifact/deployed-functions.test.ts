@@ -72,7 +72,7 @@ afterAll(async () => {
   await database?.cleanup();
 });
 
-/** A new container of the named function (a cold start), its references resolved to the stand-ins. */
+/** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
 async function coldStart(name: string): Promise<FunctionProcess> {
   const artifact = resolveReferences(stack.functions[name], stack.template, (logicalId, resource) => {
     if (resource.Type === "AWS::SecretsManager::Secret") {
@@ -94,13 +94,13 @@ async function coldStart(name: string): Promise<FunctionProcess> {
     },
   });
   processes.push(fn);
+  warm.set(name, fn);
   return fn;
 }
 
 /** The function's warm container, started on first use. */
 async function container(name: string): Promise<FunctionProcess> {
-  if (!warm.has(name)) warm.set(name, await coldStart(name));
-  return warm.get(name)!;
+  return warm.get(name) ?? coldStart(name);
 }
 
 type HttpResult = { statusCode: number; headers?: Record<string, string>; body?: string };

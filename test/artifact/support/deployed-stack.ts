@@ -11,13 +11,13 @@ export interface DeployedStack {
 }
 
 /**
- * Synthesizes the stack as `cdk synth` does, bundles included, and reads each function from the
- * template: its bundle directory (through the asset hash in its S3 key), handler, timeout, memory
- * and environment. Variables whose value is a reference (`{ Ref }`) are returned as the logical id
+ * Synthesizes the stack as `cdk synth` does, bundles and CloudFormation validation included, and
+ * reads each function from the template: its bundle directory (through the asset hash in its S3
+ * key), handler, timeout, memory and environment. Variables whose value is a reference (`{ Ref }`) are returned as the logical id
  * they point at, for the caller to resolve to its stand-in, as CloudFormation resolves them.
  */
 export function synthesizeDeployedStack(context: Record<string, unknown>): DeployedStack {
-  const { app, stack } = buildStack({ context, bundle: true });
+  const { app, stack } = buildStack({ context, bundle: true, validate: true });
   const template = Template.fromStack(stack);
   const directory = app.synth().directory;
   return { template, functions: functionsOf(template, (s3Key) => join(directory, `asset.${s3Key.replace(/\.zip$/, "")}`)) };
