@@ -26,6 +26,7 @@ import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
+import { apiPrincipal } from "../lib/auth/principal.js";
 
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
@@ -219,8 +220,7 @@ async function main(): Promise<void> {
     NODE_OPTIONS: "--enable-source-maps",
     // Where the bundles find the AWS SDK, as on Lambda, whose runtime puts its SDK on NODE_PATH.
     NODE_PATH: join(root, "node_modules"),
-    // The tool engines of a deployment (clients made at start, no calls): the local ones load
-    // better-sqlite3, a native module that does not load from an ESM bundle.
+    // The tool engines of a deployment (clients made at start, no calls), not the sample ones.
     SQL_ENGINE: "athena",
     ATHENA_WORKGROUP: "bench",
     ATHENA_DATABASE: "sales",
@@ -231,8 +231,8 @@ async function main(): Promise<void> {
   const workerJob = {
     channel: "api",
     conversationKey: "00000000-0000-4000-8000-000000000000",
-    caller: { userId: "bench", roles: [] },
-    owner: { userId: "bench", roles: [] },
+    caller: { principal: apiPrincipal("bench"), roles: [] },
+    owner: { principal: apiPrincipal("bench"), roles: [] },
     readScope: "user::bench",
     content: "hello",
     dedupeId: "00000000-0000-4000-8000-000000000001",

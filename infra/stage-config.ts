@@ -118,6 +118,7 @@ const contextSchema = z.object({
   powerBiDatasetId: z.guid().optional(),
   followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
   toolRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  sampleTools: contextBoolean.optional(),
 });
 
 /** Everything that differs between deployments, read from CDK context once, in app.ts. */
@@ -188,6 +189,8 @@ export interface StageToolsConfig {
   followUpWebhookUrl?: string;
   /** `TOOL_ROLES` as normalized JSON: tool name to the roles allowed to use it. */
   toolRoles?: string;
+  /** Without Athena or a knowledge base, keep the sample SQLite sales data and handbook (a dev stage) rather than no such tool. */
+  sampleTools: boolean;
 }
 
 /** Context keys, in the order documented in cdk.json and the README. */
@@ -309,6 +312,7 @@ function readToolsConfig(c: Context): StageToolsConfig {
         : undefined,
     followUpWebhookUrl: c.followUpWebhookUrl,
     toolRoles,
+    sampleTools: c.sampleTools ?? false,
   };
 }
 

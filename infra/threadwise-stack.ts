@@ -245,9 +245,9 @@ export class ThreadwiseStack extends Stack {
     if (tools.knowledgeBase) {
       f.useKnowledgeBase(tools.knowledgeBase, knowledgeBaseArn(tools.knowledgeBase.id, tools.knowledgeBase.region, STACK_ARN_CONTEXT));
     }
-    // The sample SQLite data and handbook are local mode's; a deployment without its own source offers no such tool.
-    if (!tools.athena) f.withoutTool("sql");
-    if (!tools.knowledgeBase) f.withoutTool("documents");
+    // The sample SQLite data and handbook are local mode's; a deployment without its own source offers no such tool, unless the stage keeps them.
+    if (!tools.athena && !tools.sampleTools) f.withoutTool("sql");
+    if (!tools.knowledgeBase && !tools.sampleTools) f.withoutTool("documents");
     if (tools.powerBi) f.usePowerBi(tools.powerBi);
     if (tools.followUpWebhookUrl) f.useFollowUpWebhook(tools.followUpWebhookUrl);
     if (tools.toolRoles) f.useToolRoles(tools.toolRoles);

@@ -28,6 +28,10 @@ import { COLLECTIONS } from "./store/collections.js";
 import { offloadToolOutput } from "./tools/output-offload.js";
 import { databaseFor, ensureDatabaseSetUp, setupDatabase } from "./setup-database.js";
 import { createReadToolOutputTool, DEFAULT_READ_MAX_TOKENS } from "./tools/read-tool-output.js";
+import { ConversationSearch } from "./recall/conversation-search.js";
+import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
+import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
+import { TurnIndexer } from "./recall/turn-indexer.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -52,6 +56,8 @@ export interface AppOptions {
   extraRoutes?: Route[];
   /** Test-only crash points; never set in production. */
   faults?: FaultInjector;
+  /** Embeds turns and queries for `search_conversation`. Default: Bedrock when `RECALL_EMBEDDINGS_MODEL_ID` is set, else none (lexical search only). */
+  embedder?: Embedder;
   /** Default: silent. */
   logger?: StructuredLogger;
   onError?(error: unknown, request: HttpRequest): void;
@@ -84,9 +90,13 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     inProgressTimeoutMs: config.tools.timeoutMs,
     expiresAfterSeconds: config.tools.idempotencyTtlSeconds,
   });
-  const registry = new ToolRegistry([...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config)], {
+  const embedder = options.embedder ?? createEmbedder(config);
+  const indexer = new TurnIndexer({ index: database.recall, messages: database.messages, turns: database.turns, embedder, logger: options.logger });
+  const offered = [...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config), searchConversation(database, config, embedder, options)];
+  const registry = new ToolRegistry(offered, {
     guard,
     timeoutMs: config.tools.timeoutMs,
+    roles: config.tools.roles,
     logger: options.logger,
   });
   const graph = createAgentGraph({
@@ -102,6 +112,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       finishedTurns: config.view.finishedTurns,
       toolOutputTokens: config.view.toolOutputTokens,
       totalBudget: config.view.totalBudget,
+      outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     },
   });
   const runner = new TurnRunner({
@@ -112,6 +123,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     lease: database.lease,
     faults: options.faults,
     afterTurn: async (conversationId) => {
+      // The turn is complete whatever happens here: a turn left out is indexed with the next one.
+      await indexer.indexFinishedTurns(conversationId).catch((error: unknown) => {
+        options.logger?.warn("recall indexing failed", { conversationId, error: error instanceof Error ? error.name : "Error" });
+      });
       await database.checkpointer.prune(conversationId);
       await database.retention.touch(conversationId);
     },
@@ -157,6 +172,20 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
 function readToolOutput(database: ThreadwiseDatabase, config: Config): ToolDefinition {
   const maxTokens = Math.max(200, Math.min(DEFAULT_READ_MAX_TOKENS, config.view.toolOutputTokens - 100));
   return createReadToolOutputTool(database.artifacts, { maxTokens });
+}
+
+/** Its answers stay under the offload threshold too, for the same reason as `read_tool_output`'s. */
+function searchConversation(database: ThreadwiseDatabase, config: Config, embedder: Embedder | undefined, options: AppOptions): ToolDefinition {
+  const maxTokens = Math.max(200, Math.min(config.recall.maxTokens, config.view.toolOutputTokens - 100));
+  const search = new ConversationSearch({ index: database.recall, embedder, logger: options.logger });
+  const allowedRoles = config.tools.roles[SEARCH_CONVERSATION_NAME];
+  return createSearchConversationTool({ search, visibleTurns: config.view.finishedTurns, maxTokens, allowedRoles });
+}
+
+function createEmbedder(config: Config): Embedder | undefined {
+  const { embeddingsModelId, embeddingsRegion, embeddingDimensions } = config.recall;
+  if (!embeddingsModelId) return undefined;
+  return new BedrockEmbedder({ modelId: embeddingsModelId, region: embeddingsRegion ?? config.model.region, dimensions: embeddingDimensions });
 }
 
 const NO_SECRETS: SecretSource = { get: async () => undefined };

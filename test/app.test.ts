@@ -4,12 +4,12 @@ import type { HttpRequest } from "../lib/api/http.js";
 import { loadConfig } from "../lib/config/config.js";
 import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
 import { createMongoClient } from "../lib/store/mongo-client.js";
-import type { Caller } from "../lib/tools/tool.js";
+import { apiPrincipal, type Caller } from "../lib/auth/principal.js";
 import { dropKnownCollections } from "./support/drop-collections.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "./support/mongo.js";
 import { startTcpProxy } from "./support/tcp-proxy.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const get = (path: string): HttpRequest => ({ method: "GET", path, headers: {}, query: {} });
 /** Nothing listens on port 1: every operation fails server selection. */
 const UNREACHABLE = "mongodb://127.0.0.1:1/?directConnection=true";

@@ -49,6 +49,7 @@ export function workerFor(app: App, credentials: Credentials, onTurnCompleted: T
     app,
     replies,
     endpoints: config.channels,
+    channelRoles: config.auth.channelRoles,
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
     onTurnCompleted,

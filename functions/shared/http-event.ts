@@ -23,8 +23,9 @@ export function toResult(response: { status: number; headers: Record<string, str
 
 /**
  * API Gateway has verified the JWT (signature, issuer, audience, expiry) before the function
- * runs, and hands over its claims; array claims arrive flattened as "[a b]". The request object
- * carries them to `authenticate` without a header a client could forge.
+ * runs, and hands over its claims; array claims arrive flattened as "[a b]" and are read back as
+ * lists, which `callerFromClaims` accepts for the roles claim only (a tenant shaped "[…]" is a 401).
+ * The request object carries them to `authenticate` without a header a client could forge.
  */
 export class VerifiedClaims {
   private readonly claims = new WeakMap<HttpRequest, Record<string, unknown>>();

@@ -1,11 +1,14 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AssetHashType, DockerImage } from "aws-cdk-lib";
 import { Code } from "aws-cdk-lib/aws-lambda";
 import { build, type BuildOptions, type Metafile } from "esbuild";
 import { moduleReplacements, runtimeProvidedSdk } from "./bundle-plugins.js";
+import { DEFAULT_CORPUS_DIR } from "../../lib/tools/documents/local-document-index.js";
+import { SQLITE_WASM_PACKAGE } from "../../lib/tools/sql/sqlite-wasm.js";
 import { TOKENIZER_DATA_FILE } from "./cl100k-base.js";
 
 /**
@@ -83,11 +86,39 @@ export async function writeTokenizerData(outdir: string): Promise<void> {
   writeFileSync(join(outdir, TOKENIZER_DATA_FILE), JSON.stringify(ranks));
 }
 
-/** Bundles one handler into `outdir` (index.mjs, its source map and the tokenizer data). */
+/** The files of SQLite's WebAssembly package that Node loads: its manifest, its Node entry, and the module beside it. */
+const SQLITE_WASM_FILES = ["package.json", "dist/node.mjs", "dist/sqlite3.wasm"];
+
+/**
+ * Copies SQLite's WebAssembly package into `outdir/node_modules`, where the bundle resolves it at
+ * run time (lib/tools/sql/sqlite-wasm.ts): query workers import it by path, so it stays a file
+ * of its own rather than part of index.mjs, and only a bundle that uses SQLite carries it.
+ */
+export function writeSqliteWasm(outdir: string): void {
+  const packageDir = dirname(createRequire(import.meta.url).resolve(`${SQLITE_WASM_PACKAGE}/package.json`));
+  for (const file of SQLITE_WASM_FILES) {
+    cpSync(join(packageDir, file), join(outdir, "node_modules", SQLITE_WASM_PACKAGE, file));
+  }
+}
+
+/** Copies the handbook the local document index reads, to where the bundle's `DEFAULT_CORPUS_DIR` points. */
+export function writeCorpus(outdir: string): void {
+  cpSync(DEFAULT_CORPUS_DIR, join(outdir, basename(DEFAULT_CORPUS_DIR)), { recursive: true });
+}
+
+/** Whether a bundle contains this source module (a path relative to the project root). */
+const bundles = (metafile: Metafile, module: string) => Object.keys(metafile.inputs).some((input) => input.endsWith(module));
+
+/**
+ * Bundles one handler into `outdir`: index.mjs, its source map and the tokenizer data, plus
+ * SQLite's WebAssembly package and the handbook when the handler contains the local tools.
+ */
 export async function bundleFunction(entry: string, outdir: string): Promise<Metafile> {
   mkdirSync(outdir, { recursive: true });
   const result = await build({ ...bundleOptions(entry, join(outdir, BUNDLE_FILE)), metafile: true });
   await writeTokenizerData(outdir);
+  if (bundles(result.metafile, "lib/tools/sql/sqlite-wasm.ts")) writeSqliteWasm(outdir);
+  if (bundles(result.metafile, "lib/tools/documents/local-document-index.ts")) writeCorpus(outdir);
   return result.metafile;
 }
 

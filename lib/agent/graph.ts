@@ -4,7 +4,7 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import { buildModelView, countTextTokens, stampTokenCount, type ModelViewPolicy } from "../model-view/index.js";
 import type { ModelCallRecord, Usage } from "../store/turn-store.js";
-import type { Caller } from "../tools/tool.js";
+import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { ToolRunner } from "./tool-runner.js";

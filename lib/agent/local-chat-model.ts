@@ -23,27 +23,38 @@ function isType(message: BaseMessage, type: string): boolean {
   return message.getType() === type;
 }
 
-/** `tool_name {json}` anywhere in the text names a call with those arguments. */
-function requestedCall(text: string, tools: FunctionTool[]): { name: string; args: Record<string, unknown> } | undefined {
+/** Deepest nesting of objects and arrays taken as arguments: deeper JSON cannot even be serialised back (it overflows the stack). */
+export const MAX_ARGUMENT_DEPTH = 32;
+
+/** What the latest message asks for: a call, or a call whose arguments could not be read. */
+type RequestedCall =
+  | { kind: "call"; name: string; args: Record<string, unknown> }
+  | { kind: "malformed"; tool: FunctionTool; problem: string };
+
+/**
+ * `tool_name {json}` anywhere in the text names a call with those arguments. A JSON object that
+ * does not parse is reported rather than passed over, so the user learns the tool was not called.
+ */
+function requestedCall(text: string, tools: FunctionTool[]): RequestedCall | undefined {
   for (const tool of tools) {
     const name = tool.function.name;
     const at = text.indexOf(name);
     if (at < 0) continue;
     const rest = text.slice(at + name.length).trimStart();
     if (!rest.startsWith("{")) continue;
-    const json = balancedObject(rest);
-    if (!json) continue;
+    const object = balancedObject(rest);
+    if ("problem" in object) return { kind: "malformed", tool, problem: object.problem };
     try {
-      const args = JSON.parse(json) as unknown;
-      if (args && typeof args === "object" && !Array.isArray(args)) return { name, args: args as Record<string, unknown> };
-    } catch {
-      continue;
+      return { kind: "call", name, args: JSON.parse(object.json) as Record<string, unknown> };
+    } catch (error) {
+      return { kind: "malformed", tool, problem: `the arguments are not valid JSON (${(error as Error).message})` };
     }
   }
   return undefined;
 }
 
-function balancedObject(text: string): string | undefined {
+/** The object at the start of `text`, up to its matching brace; one pass, strings skipped. */
+function balancedObject(text: string): { json: string } | { problem: string } {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
@@ -52,10 +63,23 @@ function balancedObject(text: string): string | undefined {
       if (ch === "\\") i++;
       else if (ch === '"') inString = false;
     } else if (ch === '"') inString = true;
-    else if (ch === "{") depth++;
-    else if (ch === "}" && --depth === 0) return text.slice(0, i + 1);
+    else if (ch === "{" || ch === "[") {
+      if (++depth > MAX_ARGUMENT_DEPTH) return { problem: `the arguments nest deeper than ${MAX_ARGUMENT_DEPTH} levels` };
+    } else if ((ch === "}" || ch === "]") && --depth === 0) {
+      return { json: text.slice(0, i + 1) };
+    }
   }
-  return undefined;
+  return { problem: inString ? "a string in the arguments is not closed" : "the JSON object of arguments is not closed (a } is missing)" };
+}
+
+/** The arguments a tool takes, from its JSON schema: `{"sql": string}`, optional ones marked with `?`. */
+export function describeArguments(tool: FunctionTool): string {
+  const { properties, required } = tool.function.parameters as { properties?: Record<string, { type?: unknown }>; required?: string[] };
+  const fields = Object.entries(properties ?? {}).map(([field, schema]) => {
+    const type = typeof schema.type === "string" ? schema.type : "value";
+    return `"${field}"${required?.includes(field) ? "" : "?"}: ${type}`;
+  });
+  return `{${fields.join(", ")}}`;
 }
 
 /** Deterministic, and distinct across turns because the view it is derived from differs. */
@@ -77,7 +101,39 @@ function recalledFact(question: string, earlierQuestions: string[]): string | un
   return undefined;
 }
 
-function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>): AIMessage {
+/** The tool that searches turns out of sight, and the phrases that point back at something said before. */
+const SEARCH_TOOL = "search_conversation";
+const REFERS_BACK = new RegExp(
+  [
+    "what (did|do) (i|we|you) (say|tell|mention|decide|agree)",
+    "as (we|i|you) (discussed|said|mentioned|agreed)",
+    "(earlier|before),? you said",
+    "you (said|told me|mentioned) (earlier|before)",
+    "did i (say|mention|tell)",
+    "remind me",
+    "do you remember",
+  ]
+    .map((phrase) => `\\b${phrase}\\b`)
+    .join("|"),
+  "i",
+);
+
+/**
+ * Searches the conversation when the question points back ("what did I say about …", "as we
+ * discussed") or asks "what is my X?", but only while the system part says turns are out of sight.
+ */
+function recallSearch(messages: BaseMessage[], question: string, tools: FunctionTool[]): AIMessage | undefined {
+  const system = messages.find((m) => isType(m, "system"));
+  if (!tools.some((t) => t.function.name === SEARCH_TOOL) || !system || !textOf(system).includes(SEARCH_TOOL)) return undefined;
+  if (!REFERS_BACK.test(question) && !/what(?:'s| is) my /i.test(question)) return undefined;
+  const call = { id: callId(messages, SEARCH_TOOL), name: SEARCH_TOOL, args: { query: question.trim() }, type: "tool_call" as const };
+  return new AIMessage({ content: "", tool_calls: [call] });
+}
+
+function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>, question: string): AIMessage {
+  const found = results.filter((r) => r.name === SEARCH_TOOL).map((r) => textOf(r).replace(/^Assistant: .*$/gm, ""));
+  const fact = found.length > 0 ? recalledFact(question, found) : undefined;
+  if (fact) return new AIMessage(fact);
   const canRead = tools.some((t) => t.function.name === "read_tool_output");
   for (const result of results) {
     const handle = /\bhandle\W+([\w:.-]+)/i.exec(textOf(result))?.[1];
@@ -136,14 +192,22 @@ export class LocalChatModel extends BaseChatModel {
       const alreadyRead = new Set(
         active.flatMap((m) => ((m as AIMessage).tool_calls ?? []).filter((c) => c.name === "read_tool_output").map((c) => String(c.args.handle))),
       );
-      return answerFromToolResults(trailingResults, this.tools, alreadyRead);
+      return answerFromToolResults(trailingResults, this.tools, alreadyRead, textOf(messages[lastHuman]));
     }
     const question = textOf(messages[lastHuman]);
     const call = requestedCall(question, this.tools);
-    if (call) return new AIMessage({ content: "", tool_calls: [{ id: callId(messages, call.name), name: call.name, args: call.args, type: "tool_call" }] });
+    if (call?.kind === "call") {
+      return new AIMessage({ content: "", tool_calls: [{ id: callId(messages, call.name), name: call.name, args: call.args, type: "tool_call" }] });
+    }
+    if (call?.kind === "malformed") {
+      const name = call.tool.function.name;
+      return new AIMessage(`I did not call ${name}: ${call.problem}. ${name} takes a JSON object like ${describeArguments(call.tool)}.`);
+    }
     const earlier = messages.slice(0, lastHuman).filter((m) => isType(m, "human")).map(textOf);
     const fact = recalledFact(question, earlier);
     if (fact) return new AIMessage(fact);
+    const search = recallSearch(messages, question, this.tools);
+    if (search) return search;
     const memory = earlier.length
       ? ` I can see ${earlier.length} earlier question${earlier.length === 1 ? "" : "s"} in this conversation; the last was: "${earlier[earlier.length - 1]}".`
       : " This is the first question I can see in this conversation.";

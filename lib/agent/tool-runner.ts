@@ -1,5 +1,6 @@
 import type { ToolMessage } from "@langchain/core/messages";
-import type { Caller, ToolContext } from "../tools/tool.js";
+import type { Caller } from "../auth/principal.js";
+import type { ToolCallContext } from "../tools/tool.js";
 import type { FunctionTool } from "./local-chat-model.js";
 
 export interface ToolCallRequest {
@@ -14,5 +15,5 @@ export interface ToolCallRequest {
  */
 export interface ToolRunner {
   toolSpecs(caller: Caller): FunctionTool[];
-  run(call: ToolCallRequest, ctx: ToolContext): Promise<ToolMessage>;
+  run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage>;
 }

@@ -1,5 +1,5 @@
 import { AIMessage, HumanMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
-import type { Caller } from "../tools/tool.js";
+import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
@@ -21,8 +21,8 @@ export interface TurnRequest {
   conversationId: string;
   /** Who asks: tools check their permissions against this caller. */
   caller: Caller;
-  /** Who owns the conversation, when not the caller (a Slack workspace, a Teams tenant). Default: the caller. */
-  owner?: Caller;
+  /** Who owns the conversation, when not the caller (a Slack workspace, a Teams tenant). Default: the caller's principal. */
+  owner?: Owner;
   content: string;
   turnId: string;
   /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
@@ -101,7 +101,7 @@ export class TurnRunner {
   async run(request: TurnRequest): Promise<TurnResult> {
     const { conversations, messages, turns, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
-    await conversations.getOwned(conversationId, request.owner ?? caller);
+    await conversations.getOwned(conversationId, request.owner ?? caller.principal);
     const started = Date.now();
     // Per attempt, so a retry of the same turn waits while the first attempt is alive.
     const holder = `${turnId}:${randomUUID()}`;

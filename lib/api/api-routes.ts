@@ -7,10 +7,10 @@ import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import { TURN_STATUSES, type TurnDocument, type TurnWithCalls } from "../store/turn-store.js";
 import type { DispatchOutcome, TurnDispatcher } from "../queue/turn-dispatcher.js";
-import type { Caller } from "../tools/tool.js";
+import { ownerKey, type Caller } from "../auth/principal.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
-import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
+import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
 import type { Route } from "./router.js";
 
 export interface ApiRoutesDeps {
@@ -29,18 +29,11 @@ const listQuery = z.object({
   cursor: z.string().min(1).max(200).optional(),
 });
 const turnsQuery = z.strictObject({ status: z.enum(TURN_STATUSES).optional() });
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-/** `Prefer: respond-async` (RFC 7240) or `?async=true`: answer 202 at once and let the worker run the turn. */
-function wantsAsync(request: HttpRequest): boolean {
-  return /(^|[\s,;])respond-async([\s,;]|$)/i.test(request.headers.prefer ?? "") || request.query.async === "true";
-}
 
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
   if (key === undefined) return randomUUID();
-  if (!IDEMPOTENCY_KEY.test(key)) throw new ValidationError("malformed Idempotency-Key", [{ path: "Idempotency-Key", message: "1 to 255 printable ASCII characters" }]);
-  const h = createHash("sha256").update(JSON.stringify([caller.tenantId ?? null, caller.userId, conversationId, key])).digest("hex");
+  const h = createHash("sha256").update(JSON.stringify([ownerKey(caller.principal), conversationId, key])).digest("hex");
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -87,7 +80,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
 
   const owned = async (request: HttpRequest, rawId: string) => {
     const caller = await authenticate(request);
-    const conversation = await conversations.getOwned(parseId(rawId, "conversationId"), caller);
+    const conversation = await conversations.getOwned(parseId(rawId, "conversationId"), caller.principal);
     return { caller, conversation };
   };
 
@@ -108,7 +101,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request) => {
         const caller = await authenticate(request);
         parseJsonBody(request, z.strictObject({}), { optional: true });
-        const doc = await conversations.create(caller);
+        const doc = await conversations.create(caller.principal);
         return json(201, { conversationId: doc._id, createdAt: doc.createdAt.toISOString() }, { location: `/v1/conversations/${doc._id}` });
       },
     },
@@ -118,7 +111,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request) => {
         const caller = await authenticate(request);
         const query = parseQuery(request, listQuery);
-        return json(200, await conversations.list(caller, query));
+        return json(200, await conversations.list(caller.principal, query));
       },
     },
     {
@@ -146,12 +139,12 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         if (text.length > deps.maxMessageChars) {
           throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
         }
-        const key = request.headers["idempotency-key"];
+        const key = parseIdempotencyKey(request);
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
         const dispatch = async (): Promise<DispatchOutcome> =>
-          deps.dispatcher ? deps.dispatcher.dispatch(turn, { async: wantsAsync(request) }) : { kind: "completed", result: await runner.run(turn) };
-        const scope = [caller.tenantId ?? "", caller.userId, conversation._id];
+          deps.dispatcher ? deps.dispatcher.dispatch(turn, { async: prefersAsync(request) }) : { kind: "completed", result: await runner.run(turn) };
+        const scope = [ownerKey(caller.principal), conversation._id];
         const outcome = key === undefined ? await dispatch() : await deps.idempotentRequests.run(scope, key, text, dispatch);
         if (outcome.kind === "completed") return json(200, outcome.result);
         const location = `/v1/conversations/${conversation._id}/turns/${turnId}`;

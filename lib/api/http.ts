@@ -1,4 +1,4 @@
-import type { Caller } from "../tools/tool.js";
+import type { Caller } from "../auth/principal.js";
 
 /** A request as every adapter (local server, Lambda) hands it to the router. */
 export interface HttpRequest {

@@ -32,6 +32,34 @@ export function parseJsonBody<T>(request: HttpRequest, schema: z.ZodType<T>, opt
   return parseOrThrow(schema, value, "request body is invalid", "(body)");
 }
 
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** The `Idempotency-Key` header: 1 to 255 printable ASCII characters, or absent. */
+export function parseIdempotencyKey(request: HttpRequest): string | undefined {
+  const key = request.headers["idempotency-key"];
+  if (key === undefined) return undefined;
+  if (!IDEMPOTENCY_KEY.test(key)) throw new ValidationError("malformed Idempotency-Key", [{ path: "Idempotency-Key", message: "1 to 255 printable ASCII characters" }]);
+  return key;
+}
+
+/**
+ * `Prefer: respond-async` (RFC 7240) or `?async=true`: answer 202 at once and let the worker run
+ * the turn. The header is split into its preferences rather than searched with a pattern.
+ */
+export function prefersAsync(request: HttpRequest): boolean {
+  if (request.query.async === "true") return true;
+  const prefer = request.headers.prefer;
+  if (prefer === undefined) return false;
+  return prefer.split(",").some((preference) => preference.split(";", 1)[0].trim().toLowerCase() === "respond-async");
+}
+
+/** The path without trailing slashes ("/" stays "/"), trimmed by hand: `/\/+$/` retries at every slash of a long run. */
+export function trimTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 1 && path.charCodeAt(end - 1) === 0x2f) end -= 1;
+  return path.slice(0, end);
+}
+
 export function parseQuery<T>(request: HttpRequest, schema: z.ZodType<T>): T {
   return parseOrThrow(schema, request.query, "query is invalid");
 }

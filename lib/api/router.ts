@@ -1,6 +1,7 @@
 import { MethodNotAllowedError, NotFoundError, ValidationError } from "../errors.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpRequest, HttpResponse } from "./http.js";
+import { trimTrailingSlashes } from "./request-parsing.js";
 
 export type RouteHandler = (request: HttpRequest, params: string[]) => Promise<HttpResponse>;
 
@@ -15,7 +16,7 @@ export interface Route {
 export function createRouter(routes: Route[], onError: (error: unknown, request: HttpRequest) => void = () => undefined) {
   return async function route(request: HttpRequest): Promise<HttpResponse> {
     try {
-      const path = request.path.length > 1 ? request.path.replace(/\/+$/, "") : request.path;
+      const path = trimTrailingSlashes(request.path);
       const method = request.method.toUpperCase();
       const matching = routes.filter((r) => r.pattern.test(path));
       if (matching.length === 0) throw new NotFoundError(`no route for ${path}`);

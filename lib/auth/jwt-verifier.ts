@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey, type CryptoKey, type KeyObject } from "jose";
 import { AuthenticationError } from "../errors.js";
-import type { Caller } from "../tools/tool.js";
+import type { Caller } from "./principal.js";
 import { callerFromClaims, type ClaimNames } from "./caller-from-claims.js";
 
 /** Clock skew tolerated on `exp` and `nbf`. */

@@ -1,5 +1,6 @@
 import type { TurnRunner } from "../agent/turn-runner.js";
-import type { ChannelEndpointsConfig } from "../config/config.js";
+import { ChannelRoles } from "../auth/channel-roles.js";
+import type { ChannelEndpointsConfig, Config } from "../config/config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { TurnJobWorker } from "../queue/turn-job-worker.js";
 import type { TurnMetricsSink } from "../queue/turn-metrics.js";
@@ -18,6 +19,8 @@ export interface ChannelWorkerOptions {
   /** The channels it can answer in; a job from another is told nothing and given up. */
   replies: ChannelReplyCredentials;
   endpoints: ChannelEndpointsConfig;
+  /** The roles of Slack and Teams users (`SLACK_ROLES`, `TEAMS_ROLES`). */
+  channelRoles: Config["auth"]["channelRoles"];
   maxReceives: number;
   maxMessageChars: number;
   onTurnCompleted?: TurnMetricsSink;
@@ -34,6 +37,7 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     conversations: options.app.database.conversations,
     turns: options.app.database.turns,
     replier: createChannelReplier(options.replies, options.endpoints),
+    roles: new ChannelRoles(options.channelRoles),
     maxReceives: options.maxReceives,
     maxMessageChars: options.maxMessageChars,
     onTurnCompleted: options.onTurnCompleted,

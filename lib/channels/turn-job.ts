@@ -1,16 +1,11 @@
 import { z } from "zod";
+import { ownerSchema, principalSchema } from "../auth/principal.js";
 import { ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
 
 /** Where a turn came from; the worker picks the replier by it. */
 export const TURN_CHANNELS = { slack: "slack", teams: "teams", api: "api" } as const;
 export type TurnChannel = (typeof TURN_CHANNELS)[keyof typeof TURN_CHANNELS];
-
-const callerSchema = z.object({
-  userId: z.string().min(1),
-  tenantId: z.string().min(1).optional(),
-  roles: z.array(z.string()),
-});
 
 const slackReplyTargetSchema = z.object({
   teamId: z.string().min(1),
@@ -40,10 +35,8 @@ const jobFields = {
    * The worker binds it to a conversation (`findOrCreateByChannelKey`).
    */
   conversationKey: z.string().min(1),
-  /** The person who wrote the message, from the verified request. */
-  caller: callerSchema,
-  /** Who owns the conversation: the Slack workspace or the Teams tenant, not the first writer. */
-  owner: callerSchema,
+  /** Who owns the conversation: the Slack workspace or the Teams tenant, not the first writer; the API caller. */
+  owner: ownerSchema,
   /**
    * Who may read the conversation: everyone who can read this channel scope
    * (a Slack channel or DM, a Teams channel or chat).
@@ -57,11 +50,18 @@ const jobFields = {
   receivedAt: z.iso.datetime(),
 };
 
-/** The message the ingress puts on the queue and the worker takes off it. */
+/** The person who wrote the message, from the verified request: a principal of the job's own channel only. */
+const principalOf = <I extends TurnChannel>(issuer: I) => principalSchema.extend({ issuer: z.literal(issuer) });
+
+/**
+ * The message the ingress puts on the queue and the worker takes off it. A channel job carries
+ * the writer's principal, and the worker gives it its roles (`ChannelRoles`) when the turn runs;
+ * an API job carries the roles of its token, which nothing else could tell.
+ */
 export const turnJobSchema = z.discriminatedUnion("channel", [
-  z.object({ channel: z.literal(TURN_CHANNELS.slack), ...jobFields, replyTo: slackReplyTargetSchema }),
-  z.object({ channel: z.literal(TURN_CHANNELS.teams), ...jobFields, replyTo: teamsReplyTargetSchema }),
-  z.object({ channel: z.literal(TURN_CHANNELS.api), ...jobFields }),
+  z.object({ channel: z.literal(TURN_CHANNELS.slack), ...jobFields, principal: principalOf("slack"), replyTo: slackReplyTargetSchema }),
+  z.object({ channel: z.literal(TURN_CHANNELS.teams), ...jobFields, principal: principalOf("teams"), replyTo: teamsReplyTargetSchema }),
+  z.object({ channel: z.literal(TURN_CHANNELS.api), ...jobFields, principal: principalOf("api"), roles: z.array(z.string()) }),
 ]);
 
 export type TurnJob = z.infer<typeof turnJobSchema>;

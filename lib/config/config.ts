@@ -1,7 +1,9 @@
 import { z } from "zod";
+import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
-import { parseOrThrow } from "../validation.js";
+import { ValidationError } from "../errors.js";
+import { issueDetails, parseOrThrow } from "../validation.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
 export const DEFAULT_DB_NAME = "threadwise";
@@ -35,6 +37,38 @@ export const DEFAULT_TURN_MAX_RECEIVES = 3;
 export const DEFAULT_SECRET_CACHE_MS = 300_000;
 
 const positiveInt = z.coerce.number().int().positive();
+
+const roleList = z.array(z.string().min(1));
+/** Roles of the principals of one Slack workspace or Teams tenant (`SLACK_ROLES`, `TEAMS_ROLES`). */
+const tenantRolesSchema = z.strictObject({
+  /** Every principal of the tenant. */
+  default: roleList.optional(),
+  /** By user: a Slack user id (`U…`, `W…`), an Entra object id. */
+  users: z.record(z.string().min(1), roleList).optional(),
+});
+/** Keyed by Slack team id or Entra tenant id; a workspace or tenant not listed has no roles. */
+const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
+
+export type TenantRoles = z.infer<typeof tenantRolesSchema>;
+export type ChannelRolesMap = z.infer<typeof channelRolesSchema>;
+
+function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
+  if (raw === undefined) return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    throw new ValidationError("invalid configuration", [{ path: name, message: "not JSON" }], { cause: error });
+  }
+  const parsed = channelRolesSchema.safeParse(json);
+  if (!parsed.success) {
+    const [first] = issueDetails(parsed.error);
+    throw new ValidationError("invalid configuration", [
+      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}}}` },
+    ]);
+  }
+  return parsed.data;
+}
 
 const envSchema = z.object({
   MONGODB_URI: z.string().min(1).optional(),
@@ -71,6 +105,8 @@ const envSchema = z.object({
   SLACK_API_URL: z.string().url().optional(),
   TEAMS_OPENID_METADATA_URL: z.string().url().optional(),
   TEAMS_TOKEN_URL: z.string().url().optional(),
+  SLACK_ROLES: z.string().min(1).optional(),
+  TEAMS_ROLES: z.string().min(1).optional(),
 });
 
 export type ModelProvider = "local" | "bedrock";
@@ -96,6 +132,8 @@ export interface AuthConfig {
   jwksUrl?: string;
   tenantClaim: string;
   rolesClaim: string;
+  /** Roles of Slack and Teams users, by workspace or tenant (API callers' roles come from their tokens). */
+  channelRoles: { slack: ChannelRolesMap; teams: ChannelRolesMap };
 }
 
 /** Set by the CDK stack for the Lambda handlers; unused in local mode. */
@@ -153,6 +191,8 @@ export interface Config {
   port: number;
   /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
   tools: ToolsConfig;
+  /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */
+  recall: RecallConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -190,10 +230,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwksUrl: e.JWT_JWKS_URL,
       tenantClaim: e.JWT_TENANT_CLAIM ?? "tenant",
       rolesClaim: e.JWT_ROLES_CLAIM ?? "roles",
+      channelRoles: { slack: parseChannelRoles(e.SLACK_ROLES, "SLACK_ROLES"), teams: parseChannelRoles(e.TEAMS_ROLES, "TEAMS_ROLES") },
     },
     maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
     port: e.PORT ?? DEFAULT_PORT,
     tools: loadToolsConfig(env),
+    recall: loadRecallConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

@@ -6,6 +6,8 @@ import { parseOrThrow } from "../validation.js";
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
 /** Most rows a SQL result returns; the table says when it was truncated. */
 export const DEFAULT_SQL_MAX_ROWS = 200;
+/** Most bytes of values a SQL result holds; rows past it are cut off as rows past the row limit are. */
+export const DEFAULT_SQL_MAX_RESULT_BYTES = 1_000_000;
 /** Longest a SQL query may run, in milliseconds (the local engine is terminated, Athena's query stopped). */
 export const DEFAULT_SQL_TIMEOUT_MS = 10_000;
 /** Passages returned by one document search. */
@@ -24,6 +26,12 @@ export const DEFAULT_POWERBI_CLIENT_SECRET_SECRET = "powerBiClientSecret";
 export const DEFAULT_TOOLS_REGION = "us-east-1";
 /** Athena data catalog. */
 export const DEFAULT_ATHENA_CATALOG = "AwsDataCatalog";
+
+/**
+ * Every tool the product has, whether or not a deployment offers it: the names `TOOL_ROLES` may
+ * use (test/tools/create-default-tools.test.ts checks them against the tools).
+ */
+export const TOOL_NAMES = ["sql_query", "search_documents", "query_semantic_model", "create_follow_up", "read_tool_output"] as const;
 
 const positiveInt = z.coerce.number().int().positive();
 
@@ -52,13 +60,14 @@ const envSchema = z.object({
   FOLLOW_UP_WEBHOOK_URL: z.string().url().optional(),
   TOOL_TIMEOUT_MS: positiveInt.optional(),
   SQL_MAX_ROWS: positiveInt.optional(),
+  SQL_MAX_RESULT_BYTES: positiveInt.optional(),
   SQL_TIMEOUT_MS: positiveInt.optional(),
   DOCUMENT_RESULTS: positiveInt.max(50).optional(),
   TOOL_IDEMPOTENCY_TTL_SECONDS: positiveInt.optional(),
   TOOL_ROLES: z.string().min(1).optional(),
 });
 
-/** `none`: no `sql_query` tool (a deployment without a data source: the sample SQLite is for local mode). */
+/** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
 export type SqlEngineConfig =
   | { engine: "sqlite" }
   | { engine: "none" }
@@ -73,7 +82,7 @@ export type SqlEngineConfig =
       schemaDescription?: string;
     };
 
-/** `none`: no `search_documents` tool (the bundled handbook is for local mode). */
+/** `none`: no `search_documents` tool (what the stack sets without a knowledge base, unless the stage keeps the sample tools). */
 export type DocumentsConfig = { engine: "local" } | { engine: "none" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
 
 export interface PowerBiConfig {
@@ -90,7 +99,7 @@ export interface PowerBiConfig {
 }
 
 export interface ToolsConfig {
-  sql: SqlEngineConfig & { maxRows: number; timeoutMs: number };
+  sql: SqlEngineConfig & { maxRows: number; maxBytes: number; timeoutMs: number };
   documents: DocumentsConfig & { maxResults: number };
   /** Absent unless the tenant, group and dataset are configured: the tool is then not offered. */
   powerBi?: PowerBiConfig;
@@ -116,6 +125,11 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
   }
   const parsed = toolRolesSchema.safeParse(json);
   if (!parsed.success) throw invalid("TOOL_ROLES", 'expected {"tool_name": ["role", ...]}');
+  // A misspelt name would leave the real tool open to everyone: refuse to start instead.
+  const unknown = Object.keys(parsed.data).filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw invalid("TOOL_ROLES", `unknown tool name${unknown.length === 1 ? "" : "s"} ${unknown.join(", ")}; valid names: ${TOOL_NAMES.join(", ")}`);
+  }
   return parsed.data;
 }
 
@@ -165,7 +179,12 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       : undefined;
 
   return {
-    sql: { ...sql, maxRows: e.SQL_MAX_ROWS ?? DEFAULT_SQL_MAX_ROWS, timeoutMs: e.SQL_TIMEOUT_MS ?? DEFAULT_SQL_TIMEOUT_MS },
+    sql: {
+      ...sql,
+      maxRows: e.SQL_MAX_ROWS ?? DEFAULT_SQL_MAX_ROWS,
+      maxBytes: e.SQL_MAX_RESULT_BYTES ?? DEFAULT_SQL_MAX_RESULT_BYTES,
+      timeoutMs: e.SQL_TIMEOUT_MS ?? DEFAULT_SQL_TIMEOUT_MS,
+    },
     documents: { ...documents, maxResults: e.DOCUMENT_RESULTS ?? DEFAULT_DOCUMENT_RESULTS },
     powerBi,
     followUpWebhookUrl: e.FOLLOW_UP_WEBHOOK_URL,

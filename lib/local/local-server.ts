@@ -148,6 +148,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     app,
     replies: channels,
     endpoints: config.channels,
+    channelRoles: config.auth.channelRoles,
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });

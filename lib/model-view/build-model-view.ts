@@ -1,6 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
+import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import type { ModelView, ModelViewPolicy, OmittedOutput, ViewRepairs } from "./types.js";
@@ -231,6 +232,16 @@ function applyNotice(item: ActiveItem, notice: { message: ToolMessage; tokens: n
 }
 
 /**
+ * The system prompt, and after it the out-of-sight notice when finished turns beyond `finishedTurns`
+ * exist (turns dropped for the budget are not counted: the notice gives a lower bound).
+ */
+function systemPart(policy: ModelViewPolicy, finishedTurnsInState: number): BaseMessage[] {
+  const notice = policy.outOfSight && outOfSightNotice(finishedTurnsInState - policy.finishedTurns, policy.outOfSight);
+  const text = [policy.systemPrompt, notice].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
+  return text.length === 0 ? [] : [new SystemMessage(text)];
+}
+
+/**
  * Builds the messages for one model call from the thread's messages and a policy.
  *
  * Contract (checked by the tests in `test/model-view`):
@@ -239,6 +250,8 @@ function applyNotice(item: ActiveItem, notice: { message: ToolMessage; tokens: n
  * - the view is: the system prompt; the last `policy.finishedTurns` finished turns, each exactly
  *   (question, final answer) — a turn without a final answer shows its question and `NO_ANSWER_STUB`;
  *   the active turn (from the latest user message) whole, every tool call followed by its result;
+ * - with `policy.outOfSight`, the system part says how many finished turns are out of sight, in steps
+ *   that keep it unchanged across turns (`outOfSightNotice`);
  * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
  *   naming the tool, its size, the handle and how to read part of it;
  * - `viewTokens + toolSchemaTokens <= policy.totalBudget`: the oldest pairs are dropped first, then
@@ -262,7 +275,7 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   for (let i = 0; i < turnStarts[0]; i++) if (messages[i].type !== "system") repairs.droppedMessages++;
 
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs);
-  const system = isBlank(policy.systemPrompt) ? [] : [new SystemMessage(policy.systemPrompt)];
+  const system = systemPart(policy, turnStarts.length - 1);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
 

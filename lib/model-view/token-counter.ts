@@ -1,43 +1,10 @@
-import { Tiktoken, type TiktokenBPE } from "js-tiktoken/lite";
 import cl100k from "js-tiktoken/ranks/cl100k_base";
 import type { BaseMessage } from "@langchain/core/messages";
-
-/**
- * The encoding table (token bytes, as js-tiktoken keys them: decimal and comma-separated, to rank)
- * from the compressed ranks: one line per run of consecutive ranks, "<unused> <first rank> <base64 token>...".
- */
-function encodingRanks(bpeRanks: string): Map<string, number> {
-  const ranks = new Map<string, number>();
-  for (const line of bpeRanks.split("\n")) {
-    if (line.length === 0) continue;
-    const fields = line.split(" ");
-    const first = Number.parseInt(fields[1], 10);
-    for (let i = 2; i < fields.length; i++) ranks.set(Buffer.from(fields[i], "base64").join(","), first + i - 2);
-  }
-  return ranks;
-}
-
-/**
- * An encoder for `ranks`, built ~3x faster than by js-tiktoken's constructor, which made the first
- * count block the event loop for ~310 ms (bench/results/cold-start.md; ~110 ms this way): it also
- * builds the decoding table and goes through a 100,000-key object and a JavaScript base64 decoder,
- * while counting only encodes.
- * The encoder gets an empty rank list and then the one table `encode` reads (`rankMap`, internal
- * to js-tiktoken, so test/model-view/token-counter.test.ts compares counts with a stock encoder).
- * `decode` does not work on it.
- */
-function createEncoder(ranks: TiktokenBPE): Tiktoken {
-  const encoder = new Tiktoken({ ...ranks, bpe_ranks: "" });
-  (encoder as unknown as { rankMap: Map<string, number> }).rankMap = encodingRanks(ranks.bpe_ranks);
-  return encoder;
-}
+import { createBpeCounter, type BpeCounter } from "./bpe-counter.js";
 
 // Claude's tokenizer is not published; cl100k_base is a real BPE within a few percent on English and code.
-let encoder: Tiktoken | undefined;
-function getEncoder(): Tiktoken {
-  encoder ??= createEncoder(cl100k);
-  return encoder;
-}
+// Built on first use: the table takes ~0.1 s (bench/results/cold-start.md).
+let counter: BpeCounter | undefined;
 
 /** Per-message framing overhead (role markers), as chat formats add. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
@@ -94,30 +61,14 @@ class GenerationalMemo<V> {
 const textTokens = new GenerationalMemo<number>(DEFAULT_TEXT_CACHE_CHARS, (text) => text.length);
 
 /**
- * Letter and symbol runs longer than this are counted in slices of this many characters:
- * js-tiktoken's byte-pair merge is super-quadratic in a run's length (4,000 letters without a
- * space took 3.4 s, 16,000 took 70 s), so one crafted message could stall a turn for minutes.
- * BPE merges never span such long runs in practice, so the counts stay the same.
+ * Tokens of `text` under cl100k_base, the count a stock js-tiktoken encoder gives, in time linear in
+ * the text (bpe-counter.ts; `npm run bench:tokenizer` measures the worst case found). Not memoised:
+ * most texts counted alone (tool outputs) never recur.
  */
-export const MAX_RUN_CHARS = 24;
-const LONG_RUN = /\p{L}{25,}|[^\s\p{L}\p{N}]{25,}/gu;
-
-function encodeLength(part: string): number {
-  return part.length === 0 ? 0 : getEncoder().encode(part, [], []).length;
-}
-
-/** Tokens of `text` under cl100k_base. Not memoised: most texts counted alone (tool outputs) never recur. */
 export function countTextTokens(text: string): number {
   if (text.length === 0) return 0;
-  let tokens = 0;
-  let last = 0;
-  for (const match of text.matchAll(LONG_RUN)) {
-    tokens += encodeLength(text.slice(last, match.index));
-    const chars = Array.from(match[0]);
-    for (let i = 0; i < chars.length; i += MAX_RUN_CHARS) tokens += encodeLength(chars.slice(i, i + MAX_RUN_CHARS).join(""));
-    last = match.index + match[0].length;
-  }
-  return tokens + encodeLength(text.slice(last));
+  counter ??= createBpeCounter(cl100k);
+  return counter(text);
 }
 
 /** `countTextTokens`, memoised by content: message texts recur in every view of the thread, and tokenizing runs at a few MB/s. */

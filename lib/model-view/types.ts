@@ -1,4 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
+import type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 
 /** What the model view may keep. Every field has a documented default in `lib/config`. */
 export interface ModelViewPolicy {
@@ -12,6 +13,8 @@ export interface ModelViewPolicy {
   totalBudget: number;
   /** Tokens taken by the tool schemas sent beside the messages; counted against the budget. Default: `DEFAULT_TOOL_SCHEMA_TOKENS` (0). */
   toolSchemaTokens?: number;
+  /** Finished turns older than `finishedTurns` are counted in a notice after the system prompt (`outOfSightNotice`). Default: no notice. */
+  outOfSight?: OutOfSightPolicy;
 }
 
 export interface OmittedOutput {

@@ -1,6 +1,8 @@
 import type { TurnRequest, TurnResult, TurnRunner } from "../agent/turn-runner.js";
+import { apiPrincipal, ownerKey } from "../auth/principal.js";
 import type { TurnJob } from "../channels/turn-job.js";
 import { DEFAULT_SYNC_TURN_DEADLINE_MS } from "../config/config.js";
+import { ValidationError } from "../errors.js";
 import type { TurnStore } from "../store/turn-store.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
 import type { TurnQueue } from "./turn-queue.js";
@@ -67,12 +69,15 @@ export class TurnDispatcher {
 
 /** An API turn as a queue job: the conversation id is its key, the turn id its dedupe id. */
 function apiTurnJob(request: TurnRequest): TurnJob {
+  const { principal } = request.caller;
+  if (principal.issuer !== "api") throw new ValidationError("only API turns are dispatched to the worker");
   return {
     channel: "api",
     conversationKey: request.conversationId,
-    caller: request.caller,
-    owner: request.caller,
-    readScope: `user:${request.caller.tenantId ?? ""}:${request.caller.userId}`,
+    principal: apiPrincipal(principal.subject, principal.tenant),
+    roles: request.caller.roles,
+    owner: request.caller.principal,
+    readScope: `user:${ownerKey(request.caller.principal)}`,
     content: request.content,
     dedupeId: request.turnId,
     receivedAt: new Date().toISOString(),

@@ -1,4 +1,6 @@
 import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
+import type { ChannelRoles } from "../auth/channel-roles.js";
+import type { Caller } from "../auth/principal.js";
 import type { ChannelReplier } from "../channels/channel-replier.js";
 import type { TurnJob } from "../channels/turn-job.js";
 import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
@@ -32,6 +34,8 @@ export interface TurnJobWorkerOptions {
   conversations: ConversationStore;
   turns: TurnStore;
   replier: ChannelReplier;
+  /** The roles of Slack and Teams users (`SLACK_ROLES`, `TEAMS_ROLES`). Default: none, so role-gated tools stay closed to them. */
+  roles?: ChannelRoles;
   /** Receives after which a failing turn is given up and the user told. Default: {@link DEFAULT_TURN_MAX_RECEIVES}. */
   maxReceives?: number;
   /** Longest channel message taken as a question, as the API's limit. Default: {@link DEFAULT_MAX_MESSAGE_CHARS}. */
@@ -123,7 +127,7 @@ export class TurnJobWorker {
         throw error;
       }
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
-      const result = await runner.run({ conversationId, caller: job.caller, owner: job.owner, content: job.content, turnId });
+      const result = await runner.run({ conversationId, caller: this.callerOf(job), owner: job.owner, content: job.content, turnId });
       const turn = await turns.get(turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
@@ -138,6 +142,12 @@ export class TurnJobWorker {
       await this.replyOnce(job, turnId, () => this.options.replier.replyFailure(job, error)).catch(() => undefined);
       return { kind: "gave-up", turnId, error };
     }
+  }
+
+  /** An API job carries its token's roles; a channel user's are looked up now, so a changed mapping applies to queued turns too. */
+  private callerOf(job: TurnJob): Caller {
+    if (job.channel === "api") return { principal: job.principal, roles: job.roles };
+    return { principal: job.principal, roles: this.options.roles?.rolesOf(job.principal) ?? [] };
   }
 
   /** API jobs name their conversation; a channel job's thread is bound to one on first use, owned by the workspace or tenant. */

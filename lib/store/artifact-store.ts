@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import type { Principal } from "../auth/principal.js";
 import { DocumentTooLargeError } from "../errors.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import { COLLECTIONS } from "./collections.js";
@@ -21,6 +22,7 @@ export interface ArtifactRef {
 
 export interface StoredArtifact extends ArtifactRef {
   conversationId: string;
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
@@ -30,6 +32,8 @@ export interface StoredArtifact extends ArtifactRef {
 
 export interface NewArtifact {
   conversationId: string;
+  /** Whose tool call produced it. */
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
@@ -38,10 +42,17 @@ export interface NewArtifact {
   tokens?: number;
 }
 
+/** Who reads an artifact, and in which conversation. */
+export interface ArtifactScope {
+  conversationId: string;
+  reader: Principal;
+}
+
 interface ArtifactHead {
   _id: string;
   kind: "artifact";
   conversationId: string;
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;
@@ -142,7 +153,7 @@ export class ArtifactStore {
    */
   async put(artifact: NewArtifact, now = new Date()): Promise<ArtifactRef> {
     const handle = handleFor(artifact.conversationId, artifact.toolCallId);
-    const existing = await this.findHead(handle, artifact.conversationId);
+    const existing = await this.findHead(handle, { conversationId: artifact.conversationId, reader: artifact.createdBy });
     if (existing) return refOf(existing);
 
     const bytes = Buffer.byteLength(artifact.content, "utf8");
@@ -153,6 +164,7 @@ export class ArtifactStore {
       _id: handle,
       kind: "artifact",
       conversationId: artifact.conversationId,
+      createdBy: artifact.createdBy,
       turnId: artifact.turnId,
       toolCallId: artifact.toolCallId,
       toolName: artifact.toolName,
@@ -185,13 +197,18 @@ export class ArtifactStore {
     const { _id, ...fields } = head;
     await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
     // A concurrent put may have won: answer with what is stored.
-    const stored = await this.findHead(handle, artifact.conversationId);
+    const stored = await this.findHead(handle, { conversationId: artifact.conversationId, reader: artifact.createdBy });
     return refOf(stored ?? head);
   }
 
-  /** The artifact, or undefined when the handle is unknown or belongs to another conversation. */
-  async get(handle: string, conversationId: string): Promise<StoredArtifact | undefined> {
-    const head = await this.findHead(handle, conversationId);
+  /**
+   * The artifact, or undefined when the handle is unknown, belongs to another conversation, or was
+   * made for a principal of another issuer or tenant than the reader. The conversation's owner is
+   * checked before any tool runs; this keeps an output inside its issuer and tenant besides.
+   */
+  async get(handle: string, scope: ArtifactScope): Promise<StoredArtifact | undefined> {
+    const { conversationId } = scope;
+    const head = await this.findHead(handle, scope);
     if (!head) return undefined;
     let content = head.content ?? "";
     if (head.partSet !== undefined) {
@@ -205,6 +222,7 @@ export class ArtifactStore {
     return {
       ...refOf(head),
       conversationId: head.conversationId,
+      createdBy: head.createdBy,
       turnId: head.turnId,
       toolCallId: head.toolCallId,
       toolName: head.toolName,
@@ -218,8 +236,14 @@ export class ArtifactStore {
     await this.collection.deleteMany({ conversationId });
   }
 
-  private async findHead(handle: string, conversationId: string): Promise<ArtifactHead | undefined> {
-    const doc = await this.collection.findOne({ _id: handle, conversationId, kind: "artifact" });
+  private async findHead(handle: string, { conversationId, reader }: ArtifactScope): Promise<ArtifactHead | undefined> {
+    const doc = await this.collection.findOne({
+      _id: handle,
+      conversationId,
+      kind: "artifact",
+      "createdBy.issuer": reader.issuer,
+      "createdBy.tenant": reader.tenant,
+    });
     return (doc as ArtifactHead | null) ?? undefined;
   }
 }

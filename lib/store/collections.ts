@@ -11,6 +11,8 @@ export const COLLECTIONS = {
   idempotency: "idempotency",
   followUps: "follow_ups",
   channelEvents: "channel_events",
+  recallTurns: "recall_turns",
+  recallIndex: "recall_index",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { Collection, Db } from "mongodb";
+import { MongoServerError, type Collection, type Db } from "mongodb";
+import type { Owner } from "../auth/principal.js";
 import { NotFoundError, ValidationError } from "../errors.js";
-import type { Caller } from "../tools/tool.js";
 import { COLLECTIONS } from "./collections.js";
 
 /** Page size of `GET /v1/conversations` when the caller gives none. */
@@ -24,8 +24,8 @@ export interface Lease {
 
 export interface ConversationDocument {
   _id: string;
-  ownerId: string;
-  tenantId: string | null;
+  /** An API principal, a Slack workspace or Teams tenant (its channel threads), or a Teams user without a tenant. */
+  owner: Owner;
   title: string | null;
   channel: ChannelBinding;
   createdAt: Date;
@@ -58,9 +58,35 @@ export function toSummary(doc: ConversationDocument): ConversationSummary {
   };
 }
 
-/** The caller may see a conversation only when owner and tenant both match. */
-function ownedBy(caller: Caller) {
-  return { ownerId: caller.userId, tenantId: caller.tenantId ?? null };
+/**
+ * A conversation is reached only by its owner: issuer kind, tenant and subject all equal, so an
+ * API principal never matches a channel owner whatever its subject says.
+ */
+function ownedBy(owner: Owner) {
+  return { "owner.issuer": owner.issuer, "owner.tenant": owner.tenant, "owner.subject": owner.subject };
+}
+
+/** The index of the owner-and-tenant shape (`ownerId`, `tenantId` strings) that principals replaced. */
+const LEGACY_OWNER_INDEX = "owner_recent";
+const INDEX_NOT_FOUND = 27;
+const COMMAND_NOT_FOUND = 59;
+
+/**
+ * The owner of a conversation stored before principals, from its channel binding (set by the
+ * server, never by a token): API conversations belong to the token's subject and tenant, channel
+ * ones to their workspace or tenant as the channel wrote them. Undefined when the fields do not
+ * fit their channel: such a conversation stays unreachable.
+ */
+export function legacyOwner(doc: { ownerId?: unknown; tenantId?: unknown; channel?: { channel?: unknown } }): Owner | undefined {
+  const { ownerId, tenantId } = doc;
+  if (typeof ownerId !== "string" || ownerId.length === 0 || (tenantId !== null && typeof tenantId !== "string")) return undefined;
+  const channel = doc.channel?.channel;
+  if (channel === "api") return { issuer: "api", tenant: tenantId || null, subject: ownerId };
+  if (channel !== "slack" && channel !== "teams") return undefined;
+  const prefix = `${channel}:`;
+  if (!ownerId.startsWith(prefix) || ownerId.length === prefix.length) return undefined;
+  if (tenantId === ownerId) return { issuer: channel, tenant: ownerId.slice(prefix.length), subject: null };
+  return channel === "teams" && tenantId === null ? { issuer: "teams", tenant: null, subject: ownerId.slice(prefix.length) } : undefined;
 }
 
 /** Conversations: owner, tenant, channel binding, title, timestamps and the turn lease. */
@@ -76,17 +102,40 @@ export class ConversationStore {
   }
 
   async setup(): Promise<void> {
-    await this.collection.createIndex({ ownerId: 1, tenantId: 1, updatedAt: -1, _id: -1 }, { name: "owner_recent" });
+    await this.migrateLegacyOwners();
+    await this.collection.createIndex(
+      { "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1, updatedAt: -1, _id: -1 },
+      { name: "principal_recent" },
+    );
     await this.collection.createIndex(
       { "channel.channel": 1, "channel.key": 1 },
       { name: "channel_key", unique: true, partialFilterExpression: { "channel.key": { $type: "string" } } },
     );
   }
 
-  async create(caller: Caller, channel: ChannelBinding = { channel: "api" }, now = new Date()): Promise<ConversationDocument> {
+  /**
+   * Gives conversations stored before principals their owner (see `legacyOwner`), once: the old
+   * index marks a database not yet migrated and is dropped last, so an interrupted migration
+   * runs again at the next start. Concurrent starts write the same owners.
+   */
+  private async migrateLegacyOwners(): Promise<void> {
+    const indexes = await this.collection.listIndexes().toArray().catch(() => []);
+    if (!indexes.some((index) => index.name === LEGACY_OWNER_INDEX)) return;
+    const legacy = this.collection.find({ owner: { $exists: false } }, { projection: { ownerId: 1, tenantId: 1, channel: 1 } });
+    for await (const doc of legacy) {
+      const owner = legacyOwner(doc as Parameters<typeof legacyOwner>[0]);
+      if (owner) await this.collection.updateOne({ _id: doc._id, owner: { $exists: false } }, { $set: { owner }, $unset: { ownerId: "", tenantId: "" } });
+    }
+    await this.collection.dropIndex(LEGACY_OWNER_INDEX).catch((error: unknown) => {
+      // Dropped by a concurrent start (IndexNotFound), or a server without dropIndexes (the embedded one, which then checks again next start).
+      if (!(error instanceof MongoServerError) || (error.code !== INDEX_NOT_FOUND && error.code !== COMMAND_NOT_FOUND)) throw error;
+    });
+  }
+
+  async create(owner: Owner, channel: ChannelBinding = { channel: "api" }, now = new Date()): Promise<ConversationDocument> {
     const doc: ConversationDocument = {
       _id: randomUUID(),
-      ...ownedBy(caller),
+      owner,
       title: null,
       channel,
       createdAt: now,
@@ -99,11 +148,11 @@ export class ConversationStore {
   }
 
   /** The conversation bound to a channel key, created on first use (Slack thread, Teams conversation). */
-  async findOrCreateByChannelKey(caller: Caller, channel: Required<ChannelBinding>, now = new Date()): Promise<ConversationDocument> {
+  async findOrCreateByChannelKey(owner: Owner, channel: Required<ChannelBinding>, now = new Date()): Promise<ConversationDocument> {
     const found = await this.collection.findOne({ "channel.channel": channel.channel, "channel.key": channel.key });
     if (found) return found;
     try {
-      return await this.create(caller, channel, now);
+      return await this.create(owner, channel, now);
     } catch (error) {
       const raced = await this.collection.findOne({ "channel.channel": channel.channel, "channel.key": channel.key });
       if (raced) return raced;
@@ -111,9 +160,9 @@ export class ConversationStore {
     }
   }
 
-  /** Throws NotFoundError for unknown ids and for conversations the caller does not own. */
-  async getOwned(conversationId: string, caller: Caller): Promise<ConversationDocument> {
-    const doc = await this.collection.findOne({ _id: conversationId, ...ownedBy(caller) });
+  /** Throws NotFoundError for unknown ids and for conversations `owner` does not own. */
+  async getOwned(conversationId: string, owner: Owner): Promise<ConversationDocument> {
+    const doc = await this.collection.findOne({ _id: conversationId, ...ownedBy(owner) });
     if (!doc) throw new NotFoundError(`conversation ${conversationId} not found`);
     return doc;
   }
@@ -123,9 +172,9 @@ export class ConversationStore {
   }
 
   /** Newest first; the cursor is opaque to callers. */
-  async list(caller: Caller, options: { limit?: number; cursor?: string } = {}): Promise<ConversationPage> {
+  async list(owner: Owner, options: { limit?: number; cursor?: string } = {}): Promise<ConversationPage> {
     const limit = Math.min(options.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-    const filter: Record<string, unknown> = { ...ownedBy(caller) };
+    const filter: Record<string, unknown> = { ...ownedBy(owner) };
     if (options.cursor) {
       const { updatedAt, id } = decodeCursor(options.cursor);
       filter.$or = [{ updatedAt: { $lt: updatedAt } }, { updatedAt, _id: { $lt: id } }];

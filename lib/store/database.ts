@@ -6,6 +6,7 @@ import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempot
 import { ConversationStore } from "./conversation-store.js";
 import { ConversationLease } from "./lease.js";
 import { MessageStore } from "./message-store.js";
+import { RecallIndexStore } from "./recall-index-store.js";
 import { RetentionPolicy } from "./retention.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnStore } from "./turn-store.js";
@@ -54,6 +55,8 @@ export class ThreadwiseDatabase {
   readonly idempotency: Collection<IdempotencyDocument>;
   readonly checkpointer: ThreadwiseSaver;
   readonly retention: RetentionPolicy;
+  /** What `search_conversation` searches: finished turns, indexed when they finish. */
+  readonly recall: RecallIndexStore;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
@@ -63,6 +66,7 @@ export class ThreadwiseDatabase {
     this.turns = new TurnStore(this.db);
     this.lease = new ConversationLease(this.conversations.collection, options.leaseTtlMs);
     this.artifacts = new ArtifactStore(this.db);
+    this.recall = new RecallIndexStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({ client, dbName: options.dbName, checkpointsKept: options.checkpointsKept });
   }
@@ -76,6 +80,7 @@ export class ThreadwiseDatabase {
       this.turns.setup(),
       this.artifacts.setup(),
       this.retention.setup(),
+      this.recall.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
       ...extra.map((step) => step()),
@@ -112,6 +117,7 @@ export class ThreadwiseDatabase {
       this.messages.deleteByConversation(conversationId),
       this.turns.deleteByConversation(conversationId),
       this.artifacts.deleteByConversation(conversationId),
+      this.recall.deleteByConversation(conversationId),
       this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),
     ]);
     await this.conversations.delete(conversationId);

@@ -59,3 +59,13 @@ export {
 } from "./threadwise-saver.js";
 export { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES } from "./checkpoint/document-size.js";
 export { DEFAULT_CHUNK_ITEMS } from "./checkpoint/channel-blob-store.js";
+export {
+  RecallIndexStore,
+  RecallIndexConflictError,
+  DEFAULT_RECALL_SEGMENT_TURNS,
+  type RecallEntry,
+  type RecallIndexStoreOptions,
+  type RecallToolOutput,
+  type RecallTurnDocument,
+  type RecallWatermark,
+} from "./recall-index-store.js";

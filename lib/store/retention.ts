@@ -13,6 +13,8 @@ const OWNER_FIELD: Record<string, string> = {
   [COLLECTIONS.modelCalls]: "conversationId",
   [COLLECTIONS.artifacts]: "conversationId",
   [COLLECTIONS.followUps]: "conversationId",
+  [COLLECTIONS.recallTurns]: "conversationId",
+  [COLLECTIONS.recallIndex]: "conversationId",
   [COLLECTIONS.checkpoints]: "thread_id",
   [COLLECTIONS.checkpointWrites]: "thread_id",
   [COLLECTIONS.checkpointBlobs]: "thread_id",

@@ -31,17 +31,16 @@ export interface DefaultToolsDeps {
 
 export interface DefaultTools {
   tools: ToolDefinition[];
-  /** Stops the local SQL query processes and closes the local document index. */
+  /** Stops the local SQL query workers and closes the local document index. */
   close(): Promise<void>;
 }
 
 /**
  * The deployment's tools, chosen by configuration: SQLite and the bundled handbook locally,
  * Athena and a Bedrock knowledge base in AWS; Power BI when configured; `create_follow_up`
- * always (it posts only when a webhook is configured). Per-tool roles come from `TOOL_ROLES`.
+ * always (it posts only when a webhook is configured). Per-tool roles (`TOOL_ROLES`) are applied by the registry.
  */
 export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps): DefaultTools {
-  const roles = (name: string) => config.roles[name];
   const closers: (() => Promise<void> | void)[] = [];
 
   const tools: ToolDefinition[] = [];
@@ -58,9 +57,9 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
             outputLocation: sql.outputLocation,
             schemaDescription: sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
           })
-        : new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+        : new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     closers.push(() => engine.close());
-    tools.push(createSqlQueryTool({ engine, maxRows: sql.maxRows, timeoutMs: sql.timeoutMs, allowedRoles: roles("sql_query") }));
+    tools.push(createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs }));
   }
 
   const documents = config.documents;
@@ -77,7 +76,7 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
       closers.push(() => index.close());
       retriever = index;
     }
-    tools.push(createSearchDocumentsTool({ retriever, maxResults: documents.maxResults, allowedRoles: roles("search_documents") }));
+    tools.push(createSearchDocumentsTool({ retriever, maxResults: documents.maxResults }));
   }
 
   if (config.powerBi) {
@@ -96,7 +95,6 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
         client,
         maxRows: config.sql.maxRows,
         modelDescription: p.modelDescription,
-        allowedRoles: roles("query_semantic_model"),
       }),
     );
   }
@@ -105,7 +103,6 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     createFollowUpTool({
       collection: deps.followUps,
       webhookUrl: config.followUpWebhookUrl,
-      allowedRoles: roles("create_follow_up"),
       fetch: deps.fetch,
     }),
   );

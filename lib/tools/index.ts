@@ -1,4 +1,4 @@
-export type { Caller, ToolContext, ToolDefinition } from "./tool.js";
+export type { ToolCallContext, ToolContext, ToolDefinition } from "./tool.js";
 export { ToolRegistry } from "./tool-registry.js";
 export type { ToolCallRequest, ToolCallResult, ToolLogger, ToolRegistryOptions, ToolSpec } from "./tool-registry.js";
 export { ToolIdempotencyGuard, DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX, DEFAULT_IN_PROGRESS_POLL_MS } from "./tool-idempotency-guard.js";

@@ -1,6 +1,7 @@
 import { DEFAULT_VIEW_TOOL_OUTPUT_TOKENS } from "../config/config.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import type { ArtifactRef, ArtifactStore } from "../store/artifact-store.js";
+import type { Principal } from "../auth/principal.js";
 
 /**
  * Outputs above this many tokens leave the checkpoint for the artifact store. The same number
@@ -11,6 +12,8 @@ export const DEFAULT_OFFLOAD_TOKENS = DEFAULT_VIEW_TOOL_OUTPUT_TOKENS;
 
 export interface ToolOutputMeta {
   conversationId: string;
+  /** Whose tool call produced the output. */
+  createdBy: Principal;
   turnId: string;
   toolCallId: string;
   toolName: string;

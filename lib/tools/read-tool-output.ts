@@ -78,7 +78,7 @@ export function readableLines(content: string, wrapChars = DEFAULT_READ_WRAP_CHA
 }
 
 /** Cuts a single line that alone is over the budget, keeping as much as fits. */
-function fitLine(line: string, budget: number): string {
+export function fitLine(line: string, budget: number): string {
   let low = 0;
   let high = line.length;
   while (low < high) {
@@ -162,7 +162,7 @@ function readMatches(artifact: StoredArtifact, lines: string[], input: ReadToolO
 /**
  * `read_tool_output`: a bounded, narrower part of a tool output that the model view replaced by
  * a notice — a range of lines, or the lines matching a search — read from the artifact store,
- * scoped to the calling conversation.
+ * scoped to the calling conversation, and only for a caller allowed to use the tool that produced it.
  */
 export function createReadToolOutputTool(artifacts: ArtifactStore, options: ReadToolOutputOptions = {}): ToolDefinition<typeof schema> {
   const maxTokens = options.maxTokens ?? DEFAULT_READ_MAX_TOKENS;
@@ -177,9 +177,13 @@ export function createReadToolOutputTool(artifacts: ArtifactStore, options: Read
     sideEffects: false,
     async run(input: ReadToolOutputInput, ctx: ToolContext): Promise<string> {
       const handle = input.handle.trim();
-      const artifact = await artifacts.get(handle, ctx.conversationId);
+      const artifact = await artifacts.get(handle, { conversationId: ctx.conversationId, reader: ctx.caller.principal });
       if (!artifact) {
         throw new ToolError(`No tool output with handle ${JSON.stringify(handle)} in this conversation. Use the handle exactly as the notice gives it.`, READ_TOOL_OUTPUT_NAME);
+      }
+      // An output is as confidential as its tool: whoever may not call the tool may not read what it returned.
+      if (!ctx.mayUse(artifact.toolName)) {
+        throw new ToolError(`You are not permitted to read the output of ${artifact.toolName}, so ${handle} cannot be shown.`, READ_TOOL_OUTPUT_NAME);
       }
       const lines = readableLines(artifact.content, wrapChars);
       const start = input.startLine ?? 1;

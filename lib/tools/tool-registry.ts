@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
 import { ToolError } from "../errors.js";
-import type { Caller, ToolContext, ToolDefinition } from "./tool.js";
+import type { Caller } from "../auth/principal.js";
+import type { ToolCallContext, ToolContext, ToolDefinition } from "./tool.js";
 import type { ToolIdempotencyGuard } from "./tool-idempotency-guard.js";
 
 /** A tool call as the model emitted it. */
@@ -34,6 +35,12 @@ export interface ToolRegistryOptions {
   guard?: ToolIdempotencyGuard;
   /** Per-call time limit. Default: `DEFAULT_TOOL_TIMEOUT_MS`. */
   timeoutMs?: number;
+  /**
+   * Roles allowed per tool name (`TOOL_ROLES`), over each tool's own `allowedRoles`; a tool in
+   * neither is open to every caller. Names of tools not registered here are refused by
+   * configuration (`loadToolsConfig`) unless they are tools this deployment leaves off.
+   */
+  roles?: Readonly<Record<string, readonly string[]>>;
   logger?: ToolLogger;
 }
 
@@ -52,6 +59,8 @@ export class ToolRegistry {
   readonly #specs = new Map<string, ToolSpec>();
   readonly #guard?: ToolIdempotencyGuard;
   readonly #timeoutMs: number;
+  /** Roles per tool name; absent: open to every caller. */
+  readonly #allowedRoles = new Map<string, readonly string[]>();
   readonly #logger?: ToolLogger;
 
   constructor(tools: readonly ToolDefinition[], options: ToolRegistryOptions = {}) {
@@ -60,6 +69,8 @@ export class ToolRegistry {
       if (this.#tools.has(tool.name)) throw new Error(`duplicate tool name: ${tool.name}`);
       if (tool.sideEffects && !options.guard) throw new Error(`tool ${tool.name} has side effects but no idempotency guard was given`);
       this.#tools.set(tool.name, tool);
+      const allowed = options.roles?.[tool.name] ?? tool.allowedRoles;
+      if (allowed !== undefined) this.#allowedRoles.set(tool.name, allowed);
       const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: "input" }) as Record<string, unknown>;
       this.#specs.set(tool.name, { type: "function", function: { name: tool.name, description: tool.description, parameters } });
     }
@@ -70,7 +81,7 @@ export class ToolRegistry {
 
   /** The tools this caller may use, in registration order. */
   available(caller: Caller): ToolDefinition[] {
-    return [...this.#tools.values()].filter((tool) => mayUse(tool, caller));
+    return [...this.#tools.values()].filter((tool) => this.mayUse(tool.name, caller));
   }
 
   /** What `bindTools` needs for this caller: name, description and JSON schema of each permitted tool. */
@@ -78,10 +89,18 @@ export class ToolRegistry {
     return this.available(caller).map((tool) => this.#specs.get(tool.name)!);
   }
 
+  /** Whether the caller may use the named tool: false for a tool not registered, so unknown names fail closed. */
+  mayUse(toolName: string, caller: Caller): boolean {
+    if (!this.#tools.has(toolName)) return false;
+    const allowed = this.#allowedRoles.get(toolName);
+    return allowed === undefined || allowed.some((role) => caller.roles.includes(role));
+  }
+
   /** Runs one tool call for the caller in `ctx`; resolves with the tool message content, never rejects. */
-  async execute(call: ToolCallRequest, ctx: Omit<ToolContext, "toolCallId">): Promise<ToolCallResult> {
+  async execute(call: ToolCallRequest, ctx: Omit<ToolCallContext, "toolCallId">): Promise<ToolCallResult> {
     const started = Date.now();
-    const result = await this.#execute(call, { ...ctx, toolCallId: call.id });
+    const caller = ctx.caller;
+    const result = await this.#execute(call, { ...ctx, toolCallId: call.id, mayUse: (name) => this.mayUse(name, caller) });
     this.#logger?.info("tool call finished", {
       tool: this.#tools.has(call.name) ? call.name : "unknown",
       status: result.status,
@@ -93,7 +112,7 @@ export class ToolRegistry {
 
   async #execute(call: ToolCallRequest, ctx: ToolContext): Promise<ToolCallResult> {
     const tool = this.#tools.get(call.name);
-    if (!tool || !mayUse(tool, ctx.caller)) {
+    if (!tool || !this.mayUse(tool.name, ctx.caller)) {
       // A tool the caller may not use is answered like an unknown one among those offered.
       const offered = this.available(ctx.caller).map((t) => t.name);
       const reason = tool ? `you are not permitted to use the tool "${call.name}"` : `there is no tool named "${call.name}"`;
@@ -141,10 +160,6 @@ export class ToolRegistry {
     this.#logger?.warn("tool call failed unexpectedly", { tool: tool.name, errorName: kind });
     return `${tool.name} failed unexpectedly (${kind}). You may retry once or answer without this tool.`;
   }
-}
-
-function mayUse(tool: ToolDefinition, caller: Caller): boolean {
-  return tool.allowedRoles === undefined || tool.allowedRoles.some((role) => caller.roles.includes(role));
 }
 
 function failure(message: string): ToolCallResult {

@@ -1,19 +1,20 @@
 import type { z } from "zod";
+import type { Caller } from "../auth/principal.js";
 
-/** Who is asking: taken from the verified credential, never from the request body. */
-export interface Caller {
-  userId: string;
-  tenantId?: string;
-  /** Roles or groups from the credential; tool permissions are checked against them. */
-  roles: string[];
-}
-
-export interface ToolContext {
+/** What a tool call runs with, as the graph hands it over. */
+export interface ToolCallContext {
   conversationId: string;
   turnId: string;
   toolCallId: string;
+  /** Who asks: taken from the verified credential, never from the request body. */
   caller: Caller;
   signal?: AbortSignal;
+}
+
+/** What a tool's `run` receives: the call's context and the registry's permission check. */
+export interface ToolContext extends ToolCallContext {
+  /** Whether the caller may use the named tool, by the registry's rules (`read_tool_output` asks it of the tool that produced an output). */
+  mayUse(toolName: string): boolean;
 }
 
 /**

@@ -6,11 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAULT_POINTS, type FaultInjector, type FaultPoint } from "../../lib/agent/fault-points.js";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import type { Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const dbName = `crash_${randomUUID().slice(0, 8)}`;
 const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
 let client: MongoClient;
@@ -65,7 +67,7 @@ describe("TurnRunner", () => {
       it(`resumes a turn that died ${point} with one user message, one answer and one effect`, async () => {
         const faults = crashOnceAt(point);
         const app = await appWith(faults);
-        const { _id: conversationId } = await app.database.conversations.create(caller);
+        const { _id: conversationId } = await app.database.conversations.create(caller.principal);
         const turnId = randomUUID();
         const request = { conversationId, caller, content: 'record_effect {"note": "ship it"}', turnId };
 
@@ -90,7 +92,7 @@ describe("TurnRunner", () => {
   describe("run while another attempt holds the lease", () => {
     it("throws a conflict until the dead holder's lease expires, then resumes", async () => {
       const app = await appWith();
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       await app.database.conversations.collection.updateOne(
         { _id: conversationId },
         { $set: { lease: { holder: "crashed-attempt", expiresAt: new Date(Date.now() + 400) } } },

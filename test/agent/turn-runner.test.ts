@@ -6,12 +6,13 @@ import { createApp, type App } from "../../lib/app.js";
 import { countMessageTokens, TOKEN_COUNT_KEY } from "../../lib/model-view/index.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
-import type { Caller } from "../../lib/tools/tool.js";
+import type { Caller } from "../../lib/auth/principal.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const caller: Caller = { userId: "alice", tenantId: "acme", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice", "acme"), roles: [] };
 const dbName = `runner_${randomUUID().slice(0, 8)}`;
 const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
 const clients: MongoClient[] = [];
@@ -38,7 +39,7 @@ describe("TurnRunner", () => {
   describe("run", () => {
     it("rehydrates the thread from MongoDB with a new client and a newly compiled graph", async () => {
       const first = await freshApp();
-      const { _id: conversationId } = await first.database.conversations.create(caller);
+      const { _id: conversationId } = await first.database.conversations.create(caller.principal);
       await first.runner.run({ conversationId, caller, content: "My name is Ada.", turnId: randomUUID() });
 
       const second = await freshApp();
@@ -49,7 +50,7 @@ describe("TurnRunner", () => {
 
     it("keeps the application record apart from the checkpoints: tool exchanges only in the latter", async () => {
       const app = await freshApp();
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const result = await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 3}', turnId: randomUUID() });
       expect(result.answer).toContain("region-2");
 
@@ -67,7 +68,7 @@ describe("TurnRunner", () => {
 
     it("returns the recorded result when a completed turn is run again with the same id", async () => {
       const app = await freshApp();
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const turnId = randomUUID();
       const once = await app.runner.run({ conversationId, caller, content: "hello", turnId });
       const twice = await app.runner.run({ conversationId, caller, content: "hello", turnId });
@@ -90,7 +91,7 @@ describe("TurnRunner", () => {
         tools: [bigReport],
         logger: { info: capture, warn: capture, error: capture },
       });
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const secret = "the launch code is swordfish";
       await app.runner.run({ conversationId, caller, content: `${secret} big_report {"rows": 2}`, turnId: randomUUID() });
 
@@ -110,7 +111,7 @@ describe("TurnRunner", () => {
   describe("deleteConversation", () => {
     it("leaves nothing of the conversation in any collection", async () => {
       const app = await freshApp();
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 4000}', turnId: randomUUID() });
       await app.runner.run({ conversationId, caller, content: "thanks", turnId: randomUUID() });
       const db = inspector.db(dbName);

@@ -5,13 +5,15 @@ import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import type { HttpRequest } from "../../lib/api/http.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import type { Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import type { MongoClient } from "mongodb";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 let proxy: TcpProxy;
 let client: MongoClient;
 let app: App;

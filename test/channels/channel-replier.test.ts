@@ -1,20 +1,21 @@
 import { ChannelDeliveryError } from "../../lib/errors.js";
 import { ChannelReplier, SlackReplier, type TurnJob } from "../../lib/channels/index.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
+import { apiPrincipal, slackPrincipal, teamsPrincipal } from "../../lib/auth/principal.js";
 
 const base = {
   conversationKey: "k",
-  caller: { userId: "u", roles: [] },
-  owner: { userId: "u", roles: [] },
+  owner: apiPrincipal("u"),
   readScope: "s",
   content: "hello",
   dedupeId: "d",
   receivedAt: "2026-03-01T12:00:00.000Z",
 };
-const slackJob: TurnJob = { ...base, channel: "slack", replyTo: { teamId: "T1", channelId: "C1", threadTs: "1.1" } };
+const slackJob: TurnJob = { ...base, channel: "slack", principal: slackPrincipal("T1", "U1"), replyTo: { teamId: "T1", channelId: "C1", threadTs: "1.1" } };
 const teamsJob: TurnJob = {
   ...base,
   channel: "teams",
+  principal: teamsPrincipal("t1", "u1"),
   replyTo: { serviceUrl: "http://127.0.0.1:9/", conversationId: "a:1", activityId: "1", botId: "28:b", userId: "29:u" },
 };
 
@@ -34,7 +35,7 @@ describe("channel-replier", () => {
 
     it("posts nothing for an API job, which the API response answers", async () => {
       const replier = new ChannelReplier({ slack: new SlackReplier({ botToken: "xoxb-t", slackApiUrl: slack.slackApiUrl, retries: 0 }) });
-      await replier.reply({ ...base, channel: "api" }, "answer");
+      await replier.reply({ ...base, channel: "api", principal: apiPrincipal("u"), roles: [] }, "answer");
       expect(slack.calls).toHaveLength(0);
     });
 

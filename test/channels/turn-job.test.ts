@@ -1,11 +1,12 @@
 import { ValidationError } from "../../lib/errors.js";
 import { parseTurnJob, type TurnJob } from "../../lib/channels/index.js";
+import { apiPrincipal, slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 
 const slackJob: TurnJob = {
   channel: "slack",
   conversationKey: "slack:T1:C1:1.1",
-  caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] },
-  owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] },
+  principal: slackPrincipal("T1", "U1"),
+  owner: tenantOwner("slack", "T1"),
   readScope: "slack:T1:C1",
   content: "hello",
   dedupeId: "slack:Ev1",
@@ -19,10 +20,30 @@ describe("turn-job", () => {
       expect(parseTurnJob(JSON.stringify(slackJob))).toEqual(slackJob);
     });
 
-    it("returns an api job, which has no reply target", () => {
+    it("returns an api job, which has no reply target and carries its token's roles", () => {
       const { replyTo: _, ...rest } = slackJob;
-      const api = { ...rest, channel: "api" };
+      const api = { ...rest, channel: "api", principal: apiPrincipal("alice", "acme"), owner: apiPrincipal("alice", "acme"), roles: ["analyst"] };
       expect(parseTurnJob(JSON.stringify(api))).toEqual(api);
+    });
+
+    it("throws ValidationError for a job whose writer is a principal of another issuer than its channel", () => {
+      // An API principal riding a Slack job, or a Slack principal an API job: neither may be turned into the other.
+      expect(() => parseTurnJob(JSON.stringify({ ...slackJob, principal: apiPrincipal("U1", "T1") }))).toThrow(ValidationError);
+      const { replyTo: _, ...rest } = slackJob;
+      expect(() => parseTurnJob(JSON.stringify({ ...rest, channel: "api", roles: [] }))).toThrow(ValidationError);
+      expect(() => parseTurnJob(JSON.stringify({ ...slackJob, principal: teamsPrincipal("T1", "U1") }))).toThrow(ValidationError);
+    });
+
+    it("throws ValidationError for a job in the shape before principals", () => {
+      const { principal: _, ...rest } = slackJob;
+      const old = { ...rest, caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] }, owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] } };
+      expect(() => parseTurnJob(JSON.stringify(old))).toThrow(ValidationError);
+    });
+
+    it("throws ValidationError for an API owner without a subject", () => {
+      const { replyTo: _, ...rest } = slackJob;
+      const api = { ...rest, channel: "api", principal: apiPrincipal("alice"), owner: { issuer: "api", tenant: "acme", subject: null }, roles: [] };
+      expect(() => parseTurnJob(JSON.stringify(api))).toThrow(ValidationError);
     });
 
     it("throws ValidationError for a Slack job without its reply thread", () => {

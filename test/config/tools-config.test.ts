@@ -3,6 +3,7 @@ import {
   DEFAULT_SQL_MAX_ROWS,
   DEFAULT_TOOL_TIMEOUT_MS,
   loadToolsConfig,
+  TOOL_NAMES,
 } from "../../lib/config/tools-config.js";
 import { ValidationError } from "../../lib/errors.js";
 
@@ -47,6 +48,27 @@ describe("loadToolsConfig", () => {
 
   it("returns the roles per tool from TOOL_ROLES", () => {
     expect(loadToolsConfig({ TOOL_ROLES: '{"sql_query":["analyst","finance"]}' }).roles).toEqual({ sql_query: ["analyst", "finance"] });
+  });
+
+  it("throws for TOOL_ROLES naming a tool that does not exist, with the unknown and the valid names", () => {
+    // A typo once left the real tool open to everyone.
+    const error = (() => {
+      try {
+        loadToolsConfig({ TOOL_ROLES: '{"create_followup":["analyst"],"sql_query":["analyst"],"read_output":[]}' });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(ValidationError);
+    const detail = (error as ValidationError).details?.[0];
+    expect(detail?.path).toBe("TOOL_ROLES");
+    expect(detail?.message).toContain("unknown tool names create_followup, read_output");
+    expect(detail?.message).toContain(`valid names: ${TOOL_NAMES.join(", ")}`);
+  });
+
+  it("returns roles for every tool name, read_tool_output included", () => {
+    const roles = Object.fromEntries(TOOL_NAMES.map((name) => [name, ["analyst"]]));
+    expect(loadToolsConfig({ TOOL_ROLES: JSON.stringify(roles) }).roles).toEqual(roles);
   });
 
   it("throws for TOOL_ROLES that is not a map of role lists", () => {

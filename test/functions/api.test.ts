@@ -42,6 +42,26 @@ describe("functions/api", () => {
       expect(res.status).toBe(401);
     });
 
+    it("returns 401 naming the claim when the tenant claim arrives as a list or empty, and reads nothing", async () => {
+      // API Gateway hands a list claim over as "[a b]"; it once counted as "no tenant" and read no-tenant conversations.
+      const noTenant = jwtClaims("alice");
+      const mine = await newConversation(noTenant);
+      for (const tenant of ["[acme globex]", "[]", ""]) {
+        const claims = jwtClaims("alice", { tenant });
+        const listed = await h.api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims });
+        expect(listed).toMatchObject({ status: 401, json: { error: { code: "unauthorized", message: "the tenant claim must be a non-empty string when present" } } });
+        const read = await h.api({ method: "GET", path: `/v1/conversations/${mine}`, routeKey: "GET /v1/conversations/{id}", claims });
+        expect(read.status).toBe(401);
+      }
+    });
+
+    it("returns the caller's conversations when the roles claim arrives as a list", async () => {
+      const claims = jwtClaims("carol", { tenant: "acme", roles: "[analyst finance]" });
+      const id = await newConversation(claims);
+      const listed = await h.api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims });
+      expect(listed.json.conversations.map((c: { conversationId: string }) => c.conversationId)).toEqual([id]);
+    });
+
     it("returns the answer of a sync turn with the model's usage", async () => {
       const id = await newConversation();
       const res = await postMessage(id, "What is the capital of France?");

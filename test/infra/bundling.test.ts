@@ -1,11 +1,21 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { SQLITE_WASM_PACKAGE } from "../../lib/tools/sql/sqlite-wasm.js";
 import { Template } from "aws-cdk-lib/assertions";
 import { startConverseEndpoint } from "../support/converse-endpoint.js";
 import { build } from "esbuild";
 import { MODULE_REPLACEMENTS } from "../../infra/bundling/bundle-plugins.js";
-import { BUNDLE_FILE, bundleOptions, ESM_REQUIRE_BANNER, MONGODB_OPTIONAL_MODULES, PROJECT_ROOT, writeTokenizerData } from "../../infra/bundling/bundling.js";
+import {
+  BUNDLE_FILE,
+  bundleOptions,
+  ESM_REQUIRE_BANNER,
+  MONGODB_OPTIONAL_MODULES,
+  PROJECT_ROOT,
+  writeCorpus,
+  writeSqliteWasm,
+  writeTokenizerData,
+} from "../../infra/bundling/bundling.js";
 import { TOKENIZER_DATA_FILE } from "../../infra/bundling/cl100k-base.js";
 import { Client, LANGSMITH_TRACING_VARIABLES } from "../../infra/bundling/langsmith-client.js";
 import * as source from "./support/bundle-probe.js";
@@ -67,6 +77,15 @@ describe("ThreadwiseStack bundling", () => {
       expect(code).not.toContain("x-amz-user-agent");
     });
 
+    it.each(["api", "worker"])("returns SQLite's WebAssembly package and the handbook beside the %s bundle, not inside it", (name) => {
+      const dir = bundleDir(`dev-threadwise-${name}`);
+      const sqlite = join(dir, "node_modules", SQLITE_WASM_PACKAGE);
+      expect(["package.json", "dist/node.mjs", "dist/sqlite3.wasm"].filter((file) => !existsSync(join(sqlite, file)))).toEqual([]);
+      expect(existsSync(join(dir, "corpus", "discount-policy.md"))).toBe(true);
+      // Defined in the package's entry, never named in our code.
+      expect(readFileSync(join(dir, BUNDLE_FILE), "utf8").includes("sqlite3ApiBootstrap")).toBe(false);
+    });
+
     it("returns a worker bundle without the code the replacements stand in for", () => {
       const code = workerCode();
       // zod's Spanish messages, LangSmith's REST client, the SAX parser, LangChain's fake chat models.
@@ -87,6 +106,8 @@ describe("ThreadwiseStack bundling", () => {
       const replacements = Object.keys(metafile.inputs).filter((input) => MODULE_REPLACEMENTS.some(({ replacement }) => ("file" in replacement ? input.endsWith(replacement.file.split("/").slice(-2).join("/")) : input.startsWith("threadwise-replacement:"))));
       expect(replacements.length).toBe(MODULE_REPLACEMENTS.length);
       await writeTokenizerData(dir);
+      writeSqliteWasm(dir);
+      writeCorpus(dir);
       return (await import(pathToFileURL(join(dir, BUNDLE_FILE)).href)) as typeof source;
     }
     const probe = bundledProbe();
@@ -123,6 +144,14 @@ describe("ThreadwiseStack bundling", () => {
         process.env = saved;
         await endpoint.close();
       }
+    });
+
+    it("returns the sample tools' answers from a bundle, with SQLite loaded from beside it, as the source does", async () => {
+      const bundled = await (await probe).sampleTools();
+      const { sqlite, ...answers } = await source.sampleTools();
+      expect(bundled).toEqual({ ...answers, sqlite: pathToFileURL(join(dir, "node_modules", SQLITE_WASM_PACKAGE, "dist/node.mjs")).href });
+      expect(answers).toMatchObject({ rows: expect.arrayContaining([["West", expect.any(Number)]]), source: "discount-policy.md" });
+      expect(sqlite).not.toBe(bundled.sqlite);
     });
 
     it("returns zod's English messages, and z.compile parsing as the runtime parser does", async () => {

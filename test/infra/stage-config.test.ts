@@ -108,8 +108,13 @@ describe("stage-config", () => {
       throw new Error("no ValidationError");
     };
 
-    it("returns no AWS tool engine when no tool key is given", () => {
-      expect(read({}).tools).toEqual({});
+    it("returns no AWS tool engine, and no sample tools, when no tool key is given", () => {
+      expect(read({}).tools).toEqual({ sampleTools: false });
+    });
+
+    it("returns the sample tools kept when sampleTools is true, from cdk.json or -c", () => {
+      expect(read({ sampleTools: true }).tools.sampleTools).toBe(true);
+      expect(read({ sampleTools: "true" }).tools.sampleTools).toBe(true);
     });
 
     it("returns Athena with the default catalog and the output location as results bucket and prefix", () => {

@@ -7,6 +7,7 @@ import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
 import { apiRoutes } from "../../lib/api/api-routes.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 import type { Route } from "../../lib/api/router.js";
 import { ChannelEventDeduper, channelRoutes } from "../../lib/channels/index.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
@@ -399,6 +400,13 @@ describe("ThreadwiseStack", () => {
       }
     });
 
+    it("keeps the sample SQL and document tools on the api and the worker when the stage asks for them", () => {
+      const envs = environmentsOf(synthTemplate({ context: { sampleTools: "true" } }));
+      for (const name of ["api", "worker"]) {
+        expect(Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)), name).toEqual([]);
+      }
+    });
+
     it("lets the api and the worker run, read and stop queries in the configured workgroup only", () => {
       for (const fn of ["Api", "Worker"]) {
         expect(grantsOf(withTools, fn, ["athena"])).toEqual([
@@ -532,7 +540,7 @@ describe("ThreadwiseStack", () => {
     it("routes to the api function every route its router serves, and no other", () => {
       // Enumerating the routes builds no connection: a MongoClient connects on its first operation.
       const database = new ThreadwiseDatabase(new MongoClient("mongodb://127.0.0.1:1/"), { dbName: "routes" });
-      const routes = apiRoutes({ authenticate: async () => ({ userId: "u", roles: [] }), database, runner: {} as never, idempotentRequests: {} as never, maxMessageChars: 1 });
+      const routes = apiRoutes({ authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }), database, runner: {} as never, idempotentRequests: {} as never, maxMessageChars: 1 });
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 

@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { encodingForModel } from "js-tiktoken";
 import { countMessagesTokens, countMessageTokens, countStateTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS } from "../../lib/model-view/index.js";
-import { MAX_RUN_CHARS, stampTokenCount, TOKEN_COUNT_KEY } from "../../lib/model-view/token-counter.js";
+import { COMBINING, EMOJI, runShapes, WHITESPACE } from "../support/adversarial-text.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
+import { stampTokenCount, TOKEN_COUNT_KEY } from "../../lib/model-view/token-counter.js";
+
+// Built once: a stock encoder builds both of its tables (about a second here).
+const stock = encodingForModel("gpt-4");
 
 describe("token counter", () => {
   describe("countTextTokens", () => {
@@ -17,29 +22,34 @@ describe("token counter", () => {
     });
 
     it("returns the counts of a stock js-tiktoken encoder (its own constructor) for text in any script", () => {
-      // The counter builds only the encoding table itself; a stock encoder builds both tables.
-      const stock = encodingForModel("gpt-4");
       const corpus = ["Ünïcödé straße — naïve café", "東京は晴れ。¿Qué tal? Привет, мир! مرحبا", "emoji 👩‍👩‍👧 🚀🚀", "const f = (x) => x ** 2; // ok\n\tif (a !== b) {}", "   spaces\n\n\n  and 12345678901234567890 digits", "<|endoftext|> as plain text"];
       for (const text of corpus) expect(countTextTokens(text)).toBe(stock.encode(text, [], []).length);
-      // Strings of up to 24 characters have no run long enough to be counted in slices.
-      fc.assert(fc.property(fc.string({ unit: "grapheme", maxLength: 24 }), (text) => countTextTokens(text) === stock.encode(text, [], []).length));
+      fc.assert(fc.property(fc.string({ unit: "grapheme", maxLength: 200 }), (text) => countTextTokens(text) === stock.encode(text, [], []).length));
+      fc.assert(fc.property(fc.string({ unit: "binary", maxLength: 200 }), (text) => countTextTokens(text) === stock.encode(text, [], []).length));
+    });
+
+    it("returns the stock encoder's counts for runs of blanks, letters, symbols and newlines, each one piece to the pre-tokenizer", () => {
+      const unit = fc.constantFrom(" ", "\t", "\n", "\r", "\u3000", "\u00a0", "\u2003", "a", "é", "漢", "!", "1", "'s", "\u0301", "👩‍👧");
+      const runs = fc.array(fc.tuple(unit, fc.integer({ min: 1, max: 64 })), { minLength: 1, maxLength: 4 }).map((parts) => parts.map(([u, n]) => u.repeat(n)).join(""));
+      fc.assert(fc.property(runs, (text) => countTextTokens(text) === stock.encode(text, [], []).length), { numRuns: 100 });
     });
 
     it("returns the plain BPE count for text with long words and symbol runs", () => {
       const text = "Pneumonoultramicroscopicsilicovolcanoconiosis is long; so is ==================================== this.";
-      expect(countTextTokens(text)).toBe(encodingForModel("gpt-4").encode(text).length);
+      expect(countTextTokens(text)).toBe(stock.encode(text).length);
     });
 
-    it("returns a count for a 16,000-letter run without stalling on it", () => {
-      const tokens = countTextTokens("a".repeat(16_000));
-      expect(tokens).toBeGreaterThan(16_000 / MAX_RUN_CHARS);
-      expect(tokens).toBeLessThan(16_000);
+    it("returns a count for 16,000 ideographic spaces, which a stock encoder takes minutes over", () => {
+      // 8,000 took js-tiktoken 66 s; test/model-view/linear-time.test.ts bounds the work per character.
+      // Two ideographic spaces are one cl100k token, as the stock encoder counts shorter runs.
+      expect(countTextTokens("\u3000".repeat(16_000))).toBe(8_000);
+      expect(stock.encode("\u3000".repeat(100)).length).toBe(50);
     });
 
-    it("returns a count for a long run of CJK characters", () => {
-      const tokens = countTextTokens("漢字".repeat(2_000));
-      expect(tokens).toBeGreaterThan(4_000 / MAX_RUN_CHARS);
-    });
+    it("counts in time linear in the text, whatever the text holds", () => {
+      // Each whitespace class, combining mark and emoji sequence every time; other shapes at random.
+      expectLinearWork(countTextTokens, { shapes: runShapes([...WHITESPACE, ...COMBINING, ...EMOJI]), numRuns: 8 });
+    }, LINEAR_WORK_TIMEOUT_MS);
 
     it("returns the same count when asked again", () => {
       const text = "SELECT region, SUM(revenue) FROM sales GROUP BY region";

@@ -5,7 +5,9 @@ import { loadConfig } from "../../lib/config/config.js";
 import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger } from "../../lib/logger.js";
 import { turnIdForJob, TurnJobWorker, type TurnJobWorkerOptions } from "../../lib/queue/index.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import { ChannelRoles } from "../../lib/auth/channel-roles.js";
+import type { Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
@@ -23,7 +25,7 @@ const whoAmI: ToolDefinition = {
   sideEffects: false,
   run: async (_input, ctx) => {
     seenCallers.push(ctx.caller);
-    return `you are ${ctx.caller.userId}`;
+    return `you are ${ctx.caller.principal.subject}`;
   },
 };
 
@@ -102,9 +104,15 @@ describe("TurnJobWorker", () => {
     it("runs tools as the person who wrote, in a conversation the workspace owns", async () => {
       const j = job("who am i?");
       await worker().process(j, 1);
-      expect(seenCallers.at(-1)).toEqual({ userId: `slack:${TEAM}:U0ALICE`, tenantId: `slack:${TEAM}`, roles: [] });
+      expect(seenCallers.at(-1)).toEqual({ principal: { issuer: "slack", tenant: TEAM, subject: "U0ALICE" }, roles: [] });
       const conversation = await app.database.conversations.collection.findOne({ "channel.key": j.conversationKey });
-      expect(conversation).toMatchObject({ ownerId: `slack:${TEAM}`, tenantId: `slack:${TEAM}` });
+      expect(conversation?.owner).toEqual({ issuer: "slack", tenant: TEAM, subject: null });
+    });
+
+    it("runs tools with the roles configured for the person and their workspace", async () => {
+      const roles = new ChannelRoles({ slack: { [TEAM]: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } }, teams: {} });
+      await worker({ roles }).process(job("who am i?"), 1);
+      expect(seenCallers.at(-1)?.roles).toEqual(["analyst", "viewer"]);
     });
 
     it("returns already-replied and neither runs nor posts anything for a delivery after the reply", async () => {

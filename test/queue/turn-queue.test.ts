@@ -1,13 +1,13 @@
 import type { TurnJob } from "../../lib/channels/index.js";
 import { InProcessTurnQueue, turnIdForJob, turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/index.js";
+import { slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 
-const caller = { userId: "U1", roles: [] };
 function job(overrides: Partial<TurnJob> = {}): TurnJob {
   return {
     channel: "slack",
     conversationKey: "T1:C1:1700000000.000100",
-    caller,
-    owner: { userId: "workspace:T1", roles: [] },
+    principal: slackPrincipal("T1", "U1"),
+    owner: tenantOwner("slack", "T1"),
     readScope: "slack:T1:C1",
     content: "hi",
     dedupeId: "Ev001",

@@ -3,6 +3,11 @@ import { DocumentTooLargeError } from "../../lib/errors.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore, DEFAULT_ARTIFACT_PART_BYTES, DEFAULT_PREVIEW_CHARS, previewOf } from "../../lib/store/artifact-store.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
+
+const alice = apiPrincipal("alice", "acme");
+/** Reads as the principal the artifacts of `call` are made for. */
+const asAlice = (conversationId: string) => ({ conversationId, reader: alice });
 
 let database: TestDatabase;
 let store: ArtifactStore;
@@ -24,6 +29,7 @@ function call(overrides: Partial<{ conversationId: string; toolCallId: string; c
   sequence += 1;
   return {
     conversationId: overrides.conversationId ?? `conv-${sequence}`,
+    createdBy: alice,
     turnId: `turn-${sequence}`,
     toolCallId: overrides.toolCallId ?? `call-${sequence}`,
     toolName: "sql_query",
@@ -56,7 +62,7 @@ describe("ArtifactStore", () => {
       const ref = await store.put(first);
       const retry = await store.put({ ...first, content: "a different output on retry" });
       expect(retry).toEqual(ref);
-      expect((await store.get(ref.handle, first.conversationId))?.content).toBe(first.content);
+      expect((await store.get(ref.handle, asAlice(first.conversationId)))?.content).toBe(first.content);
       expect(await store.collection.countDocuments({ conversationId: first.conversationId })).toBe(1);
     });
 
@@ -77,7 +83,7 @@ describe("ArtifactStore", () => {
       expect(parts.length).toBeGreaterThanOrEqual(Math.ceil(ref.bytes / 1_000));
       expect(Math.max(...sizes)).toBeLessThanOrEqual(1_000);
       expect(sizes.reduce((a, b) => a + b, 0)).toBe(ref.bytes);
-      expect((await small.get(ref.handle, input.conversationId))?.content).toBe(content);
+      expect((await small.get(ref.handle, asAlice(input.conversationId)))?.content).toBe(content);
     });
 
     it("keeps every document of a 10 MB output far below MongoDB's 16 MB limit", async () => {
@@ -88,7 +94,7 @@ describe("ArtifactStore", () => {
       const docs = await store.collection.find({ conversationId: input.conversationId }).toArray();
       expect(docs.length).toBe(Math.ceil(ref.bytes / DEFAULT_ARTIFACT_PART_BYTES) + 1);
       for (const doc of docs) expect(BSON.calculateObjectSize(doc)).toBeLessThan(DEFAULT_ARTIFACT_PART_BYTES + 1024);
-      expect((await store.get(ref.handle, input.conversationId))?.content).toBe(content);
+      expect((await store.get(ref.handle, asAlice(input.conversationId)))?.content).toBe(content);
     });
 
     it("ignores the parts a failed earlier attempt left behind", async () => {
@@ -98,7 +104,7 @@ describe("ArtifactStore", () => {
       await small.collection.deleteOne({ _id: ref.handle });
       const retry = await small.put({ ...input, content: "the output of the retried call\n".repeat(20) });
       expect(retry.handle).toBe(ref.handle);
-      expect((await small.get(ref.handle, input.conversationId))?.content).toBe("the output of the retried call\n".repeat(20));
+      expect((await small.get(ref.handle, asAlice(input.conversationId)))?.content).toBe("the output of the retried call\n".repeat(20));
     });
 
     it("throws DocumentTooLargeError with the size and the limit when the content is over the maximum", async () => {
@@ -115,7 +121,7 @@ describe("ArtifactStore", () => {
     it("returns the stored content and its metadata", async () => {
       const input = call();
       const ref = await store.put(input);
-      const stored = await store.get(ref.handle, input.conversationId);
+      const stored = await store.get(ref.handle, asAlice(input.conversationId));
       expect(stored).toMatchObject({ ...ref, ...input });
       expect(stored?.createdAt).toBeInstanceOf(Date);
     });
@@ -123,11 +129,19 @@ describe("ArtifactStore", () => {
     it("returns undefined for a handle of another conversation", async () => {
       const input = call();
       const ref = await store.put(input);
-      expect(await store.get(ref.handle, "another-conversation")).toBeUndefined();
+      expect(await store.get(ref.handle, asAlice("another-conversation"))).toBeUndefined();
+    });
+
+    it("returns undefined to a reader of another issuer or tenant than the principal it was made for", async () => {
+      const input = call();
+      const ref = await store.put(input);
+      expect(await store.get(ref.handle, { conversationId: input.conversationId, reader: apiPrincipal("alice", "globex") })).toBeUndefined();
+      expect(await store.get(ref.handle, { conversationId: input.conversationId, reader: slackPrincipal("acme", "alice") })).toBeUndefined();
+      expect(await store.get(ref.handle, { conversationId: input.conversationId, reader: apiPrincipal("bob", "acme") })).toBeDefined();
     });
 
     it("returns undefined for an unknown handle", async () => {
-      expect(await store.get("art_000000000000000000000000", "conv-unknown")).toBeUndefined();
+      expect(await store.get("art_000000000000000000000000", asAlice("conv-unknown"))).toBeUndefined();
     });
 
     it("returns undefined when a part is missing", async () => {
@@ -135,7 +149,7 @@ describe("ArtifactStore", () => {
       const input = call({ content: "z".repeat(450) });
       const ref = await small.put(input);
       await small.collection.deleteOne({ conversationId: input.conversationId, kind: "part", index: 2 });
-      expect(await small.get(ref.handle, input.conversationId)).toBeUndefined();
+      expect(await small.get(ref.handle, asAlice(input.conversationId))).toBeUndefined();
     });
   });
 
@@ -149,8 +163,8 @@ describe("ArtifactStore", () => {
       const keptRef = await small.put(kept);
       await small.deleteByConversation(gone.conversationId);
       expect(await small.collection.countDocuments({ conversationId: gone.conversationId })).toBe(0);
-      expect(await small.get(goneRef.handle, gone.conversationId)).toBeUndefined();
-      expect((await small.get(keptRef.handle, kept.conversationId))?.content).toBe(kept.content);
+      expect(await small.get(goneRef.handle, asAlice(gone.conversationId))).toBeUndefined();
+      expect((await small.get(keptRef.handle, asAlice(kept.conversationId)))?.content).toBe(kept.content);
     });
   });
 });

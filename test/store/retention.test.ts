@@ -4,12 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
-import type { Caller } from "../../lib/tools/tool.js";
+import type { Caller } from "../../lib/auth/principal.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const caller: Caller = { userId: "alice", roles: [] };
+const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const dbName = `retention_${randomUUID().slice(0, 8)}`;
 const RETAINED = [
   COLLECTIONS.conversations,
@@ -20,6 +21,8 @@ const RETAINED = [
   COLLECTIONS.checkpoints,
   COLLECTIONS.checkpointWrites,
   COLLECTIONS.checkpointBlobs,
+  COLLECTIONS.recallTurns,
+  COLLECTIONS.recallIndex,
 ];
 let client: MongoClient;
 let app: App;
@@ -51,7 +54,7 @@ describe("RetentionPolicy", () => {
 
   describe("touch", () => {
     it("gives every document of an active conversation an expiry a full period ahead", async () => {
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const before = Date.now();
       await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 3000}', turnId: randomUUID() });
       const week = 7 * 86_400_000;
@@ -67,7 +70,7 @@ describe("RetentionPolicy", () => {
     });
 
     it("leaves expiries far from due untouched, so a busy conversation is not rewritten every turn", async () => {
-      const { _id: conversationId } = await app.database.conversations.create(caller);
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       await app.runner.run({ conversationId, caller, content: "hello", turnId: randomUUID() });
       const first = await client.db(dbName).collection(COLLECTIONS.messages).findOne({ conversationId });
       await app.database.retention.touch(conversationId, new Date(Date.now() + 86_400_000));

@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadToolsConfig } from "../../lib/config/tools-config.js";
+import { loadToolsConfig, TOOL_NAMES } from "../../lib/config/tools-config.js";
+import { READ_TOOL_OUTPUT_NAME } from "../../lib/tools/read-tool-output.js";
 import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
 import { createDefaultTools, type DefaultTools } from "../../lib/tools/create-default-tools.js";
 import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-up-tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const analyst = { userId: "ana", roles: ["analyst"] };
-const viewer = { userId: "vic", roles: ["viewer"] };
+const analyst = { principal: apiPrincipal("ana"), roles: ["analyst"] };
+const viewer = { principal: apiPrincipal("vic"), roles: ["viewer"] };
 
 describe("createDefaultTools", () => {
   let t: TestDatabase;
@@ -23,6 +25,7 @@ describe("createDefaultTools", () => {
       secrets: { get: async () => undefined },
     });
     registry = new ToolRegistry(local.tools, {
+      roles: config.roles,
       guard: new ToolIdempotencyGuard({ collection: t.db.collection<IdempotencyDocument>("idempotency") }),
     });
   });
@@ -52,6 +55,13 @@ describe("createDefaultTools", () => {
     });
     expect(withPowerBi.tools.map((tool) => tool.name)).toContain("query_semantic_model");
     await withPowerBi.close();
+  });
+
+  it("returns tools whose names, with read_tool_output, are exactly the names TOOL_ROLES accepts", async () => {
+    const config = loadToolsConfig({ POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d" });
+    const every = createDefaultTools(config, { followUps: t.db.collection<FollowUpDocument>("follow_ups"), secrets: { get: async () => undefined } });
+    expect([...every.tools.map((tool) => tool.name), READ_TOOL_OUTPUT_NAME].sort()).toEqual([...TOOL_NAMES].sort());
+    await every.close();
   });
 
   it("returns Athena and Bedrock KB tools in AWS mode, named for their dialect", async () => {

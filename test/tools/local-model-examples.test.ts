@@ -8,6 +8,7 @@ import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-u
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
 /** The README's example questions, verbatim: each must reach its tool through the offline model. */
 const README_EXAMPLES: { question: string; tool: string; expect: RegExp }[] = [
@@ -57,7 +58,7 @@ describe("README examples with the offline model", () => {
   let t: TestDatabase;
   let defaults: DefaultTools;
   let registry: ToolRegistry;
-  const caller = { userId: "readme", roles: [] };
+  const caller = { principal: apiPrincipal("readme"), roles: [] };
 
   beforeAll(async () => {
     t = await openTestDatabase("readme");

@@ -2,6 +2,7 @@ import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore, DEFAULT_PREVIEW_CHARS } from "../../lib/store/artifact-store.js";
 import { DEFAULT_OFFLOAD_TOKENS, offloadToolOutput } from "../../lib/tools/output-offload.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
 let database: TestDatabase;
 let artifacts: ArtifactStore;
@@ -18,7 +19,8 @@ afterAll(async () => {
   await database.client.close();
 });
 
-const meta = (toolCallId: string) => ({ conversationId: "conv-offload", turnId: "turn-1", toolCallId, toolName: "sql_query" });
+const alice = apiPrincipal("alice");
+const meta = (toolCallId: string) => ({ conversationId: "conv-offload", createdBy: alice, turnId: "turn-1", toolCallId, toolName: "sql_query" });
 
 function rows(count: number): string {
   return Array.from({ length: count }, (_, i) => `${i + 1}\tcustomer ${i + 1}\t${(i * 37.5).toFixed(2)}\tEMEA`).join("\n");
@@ -40,7 +42,7 @@ describe("offloadToolOutput", () => {
     expect(fields.content).toBe(fields.artifact?.preview);
     expect(fields.content).toBe(`${output.slice(0, DEFAULT_PREVIEW_CHARS)}…`);
     expect(fields.artifact).toMatchObject({ bytes: Buffer.byteLength(output), tokens: countTextTokens(output) });
-    expect((await artifacts.get(fields.artifact!.handle, "conv-offload"))?.content).toBe(output);
+    expect((await artifacts.get(fields.artifact!.handle, { conversationId: "conv-offload", reader: alice }))?.content).toBe(output);
   });
 
   it("uses DEFAULT_OFFLOAD_TOKENS when no threshold is given", async () => {

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { ToolError } from "../../lib/errors.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore } from "../../lib/store/artifact-store.js";
@@ -10,12 +11,15 @@ import {
 } from "../../lib/tools/read-tool-output.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
+import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 
 let database: TestDatabase;
 let artifacts: ArtifactStore;
 let tool: ReturnType<typeof createReadToolOutputTool>;
 
-const ctx: ToolContext = { conversationId: "conv-read", turnId: "turn-2", toolCallId: "call-read", caller: { userId: "u1", roles: [] } };
+const reader = apiPrincipal("u1");
+const ctx: ToolContext = { conversationId: "conv-read", turnId: "turn-2", toolCallId: "call-read", caller: { principal: reader, roles: [] }, mayUse: () => true };
 
 beforeAll(async () => {
   database = await openTestDatabase("read_tool");
@@ -33,7 +37,7 @@ afterAll(async () => {
 let sequence = 0;
 async function store(content: string, conversationId = ctx.conversationId): Promise<string> {
   sequence += 1;
-  const ref = await artifacts.put({ conversationId, turnId: "turn-1", toolCallId: `call-${sequence}`, toolName: "sql_query", content });
+  const ref = await artifacts.put({ conversationId, createdBy: reader, turnId: "turn-1", toolCallId: `call-${sequence}`, toolName: "sql_query", content });
   return ref.handle;
 }
 
@@ -181,6 +185,40 @@ describe("createReadToolOutputTool", () => {
       const handle = await store(report(10), "conv-other");
       await expect(tool.run({ handle }, ctx)).rejects.toBeInstanceOf(ToolError);
       await expect(tool.run({ handle }, { ...ctx, conversationId: "conv-other" })).resolves.toContain("1: row 1");
+    });
+
+    it("throws a ToolError for an output made for a principal of another issuer, even in the same conversation", async () => {
+      sequence += 1;
+      const { handle } = await artifacts.put({
+        conversationId: ctx.conversationId,
+        createdBy: slackPrincipal("T0LOCAL", "U0ALICE"),
+        turnId: "turn-1",
+        toolCallId: `call-${sequence}`,
+        toolName: "sql_query",
+        content: report(3),
+      });
+      const asApiToken = { ...ctx, caller: { principal: apiPrincipal("U0ALICE", "T0LOCAL"), roles: [] } };
+      await expect(tool.run({ handle }, asApiToken)).rejects.toBeInstanceOf(ToolError);
+      await expect(tool.run({ handle }, { ...ctx, caller: { principal: slackPrincipal("T0LOCAL", "U0BOB"), roles: [] } })).resolves.toContain("1: row 1");
+    });
+
+    it("throws a ToolError when the caller may not use the tool that produced the output", async () => {
+      const handle = await store(report(5));
+      const error = await tool.run({ handle }, { ...ctx, mayUse: (name) => name !== "sql_query" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolError);
+      expect((error as ToolError).message).toContain("not permitted to read the output of sql_query");
+    });
+
+    it("returns an output through the registry only to callers with the producing tool's role", async () => {
+      const handle = await store(report(5));
+      const sqlQuery = { name: "sql_query", description: "stands in", schema: z.object({}), sideEffects: false, run: async () => "" };
+      const registry = new ToolRegistry([sqlQuery, tool], { roles: { sql_query: ["analyst"] } });
+      const call = { id: "call-gated", name: READ_TOOL_OUTPUT_NAME, args: { handle } };
+      const scope = { conversationId: ctx.conversationId, turnId: "turn-3" };
+      const guest = await registry.execute(call, { ...scope, caller: { principal: reader, roles: [] } });
+      const analyst = await registry.execute(call, { ...scope, caller: { principal: reader, roles: ["analyst"] } });
+      expect(guest).toMatchObject({ status: "error", content: expect.stringContaining("not permitted to read the output of sql_query") });
+      expect(analyst).toMatchObject({ status: "success", content: expect.stringContaining("1: row 1") });
     });
 
     it("throws a ToolError naming the line count when startLine is past the end", async () => {

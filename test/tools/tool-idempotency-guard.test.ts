@@ -5,6 +5,7 @@ import type { IdempotencyDocument } from "../../lib/store/idempotency-persistenc
 import type { ToolContext, ToolDefinition } from "../../lib/tools/tool.js";
 import { DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX, ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
 describe("ToolIdempotencyGuard", () => {
   let t: TestDatabase;
@@ -21,7 +22,7 @@ describe("ToolIdempotencyGuard", () => {
     },
   };
   const failing: ToolDefinition = { ...slowEffect, name: "failing", run: async () => (runs++, Promise.reject(new ToolError("nope", "failing"))) };
-  const ctx = (toolCallId: string): ToolContext => ({ conversationId: "conv", turnId: "turn", toolCallId, caller: { userId: "u", roles: [] } });
+  const ctx = (toolCallId: string): ToolContext => ({ conversationId: "conv", turnId: "turn", toolCallId, caller: { principal: apiPrincipal("u"), roles: [] }, mayUse: () => true });
 
   beforeAll(async () => {
     t = await openTestDatabase("guard");

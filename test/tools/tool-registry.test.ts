@@ -2,13 +2,15 @@ import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolError } from "../../lib/errors.js";
 import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
-import type { Caller, ToolDefinition } from "../../lib/tools/tool.js";
+import type { Caller } from "../../lib/auth/principal.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
 
-const analyst: Caller = { userId: "u-analyst", roles: ["analyst"] };
-const guest: Caller = { userId: "u-guest", roles: [] };
+const analyst: Caller = { principal: apiPrincipal("u-analyst"), roles: ["analyst"] };
+const guest: Caller = { principal: apiPrincipal("u-guest"), roles: [] };
 const ctx = (caller: Caller) => ({ conversationId: "c1", turnId: "t1", caller });
 
 const echo: ToolDefinition = {
@@ -68,6 +70,20 @@ describe("ToolRegistry", () => {
 
     it("returns the open tools but not a restricted one to a caller without its roles", () => {
       expect(registry.available(guest).map((t) => t.name)).toEqual(["echo", "failing", "slow"]);
+    });
+
+    it("returns tools restricted by the roles option (TOOL_ROLES) over their own roles", () => {
+      const configured = new ToolRegistry([echo, finance], { roles: { echo: ["analyst"], finance_only: ["nobody"] } });
+      expect(configured.available(analyst).map((t) => t.name)).toEqual(["echo"]);
+      expect(configured.available(guest)).toEqual([]);
+    });
+  });
+
+  describe("mayUse", () => {
+    it("returns false for a tool that is not registered, so an unknown name opens nothing", () => {
+      expect(registry.mayUse("echo", guest)).toBe(true);
+      expect(registry.mayUse("finance_only", guest)).toBe(false);
+      expect(registry.mayUse("no_such_tool", analyst)).toBe(false);
     });
   });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../../errors.js";
+import { slackPrincipal, tenantOwner } from "../../auth/principal.js";
 import type { SlackTurnJob } from "../turn-job.js";
 import { issueDetails } from "../../validation.js";
 
@@ -81,17 +82,38 @@ function invalid(error: z.ZodError, what: string): ValidationError {
   );
 }
 
-/** A user mention with the blanks around it, so removing it leaves one space. */
-const MENTION = /[ \t]*<@([A-Z0-9]+)(?:\|[^>]*)?>[ \t]*/g;
-const LEADING_MENTION = /^[ \t]*<@[A-Z0-9]+(?:\|[^>]*)?>[ \t]*/;
+/**
+ * A user mention, `<@U123>` or `<@U123|name>`. The label stops at the next `<` as well as `>`, so
+ * each character is scanned once: with `[^>]*` every unclosed `<@U1|` scanned to the end of the text.
+ */
+const MENTION = /<@([A-Z0-9]+)(?:\|[^<>]*)?>/g;
+const BLANKS = /^[ \t]*$/;
+
+function isBlank(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
 
 /**
- * Removes mentions of the bot. With no known bot id, an `app_mention`'s leading mention is
- * taken to be the bot's, since Slack sends that event only when the bot is mentioned.
+ * Removes mentions of the bot, each with the blanks around it, leaving one space. With no known
+ * bot id, an `app_mention`'s leading mention is taken to be the bot's, since Slack sends that
+ * event only when the bot is mentioned. Linear in the text: blanks are skipped by hand rather
+ * than matched around the mention, which a backtracking regex retried at every blank.
  */
 export function stripSlackMention(text: string, botUserIds: ReadonlySet<string>, leadingIsBot: boolean): string {
-  const rest = botUserIds.size === 0 && leadingIsBot ? text.replace(LEADING_MENTION, "") : text;
-  return rest.replace(MENTION, (whole, id: string) => (botUserIds.has(id) ? " " : whole)).trim();
+  let out = "";
+  let last = 0;
+  let first = true;
+  for (const match of text.matchAll(MENTION)) {
+    const leading = first && BLANKS.test(text.slice(0, match.index));
+    first = false;
+    if (!botUserIds.has(match[1]) && !(leading && leadingIsBot && botUserIds.size === 0)) continue;
+    let before = match.index;
+    while (before > last && isBlank(text.charCodeAt(before - 1))) before -= 1;
+    out += `${text.slice(last, before)} `;
+    last = match.index + match[0].length;
+    while (last < text.length && isBlank(text.charCodeAt(last))) last += 1;
+  }
+  return (out + text.slice(last)).trim();
 }
 
 /**
@@ -162,15 +184,15 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
 
 /**
  * The turn for a Slack message. A thread is one conversation, owned by the workspace; who may
- * read it follows the channel.
+ * read it follows the channel. The writer is a Slack principal of the workspace; their roles
+ * come from `SLACK_ROLES` when the turn runs.
  */
 export function slackTurnJob(message: SlackUserMessage, receivedAt: Date): SlackTurnJob {
-  const tenantId = `slack:${message.teamId}`;
   return {
     channel: "slack",
     conversationKey: `slack:${message.teamId}:${message.channelId}:${message.threadTs}`,
-    caller: { userId: `slack:${message.teamId}:${message.userId}`, tenantId, roles: [] },
-    owner: { userId: tenantId, tenantId, roles: [] },
+    principal: slackPrincipal(message.teamId, message.userId),
+    owner: tenantOwner("slack", message.teamId),
     readScope: `slack:${message.teamId}:${message.channelId}`,
     content: message.text,
     dedupeId: `slack:${message.eventId}`,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Caller } from "../../tools/tool.js";
+import { teamsPrincipal, tenantOwner } from "../../auth/principal.js";
 import type { TeamsTurnJob } from "../turn-job.js";
 import { parseOrThrow } from "../../validation.js";
 
@@ -103,21 +103,17 @@ export function parseTeamsActivity(body: unknown): TeamsDelivery {
 /**
  * The turn for a Teams message. A Teams conversation id is one conversation, owned by the
  * tenant; who may read it follows the chat or channel (a channel thread's id is the channel's
- * id plus `;messageid=…`).
+ * id plus `;messageid=…`). The writer is a Teams principal of the tenant; their roles come from
+ * `TEAMS_ROLES` when the turn runs.
  */
 export function teamsTurnJob(message: TeamsUserMessage, receivedAt: Date): TeamsTurnJob {
-  const tenantId = message.tenantId ? `teams:${message.tenantId}` : undefined;
-  const caller: Caller = {
-    userId: tenantId ? `${tenantId}:${message.userKey}` : `teams:${message.userKey}`,
-    tenantId,
-    roles: [],
-  };
+  const principal = teamsPrincipal(message.tenantId ?? null, message.userKey);
   return {
     channel: "teams",
     conversationKey: `teams:${message.conversationId}`,
-    caller,
+    principal,
     // Without a tenant (emulator, web chat) there is no organisation to own it: the person does.
-    owner: tenantId ? { userId: tenantId, tenantId, roles: [] } : caller,
+    owner: message.tenantId ? tenantOwner("teams", message.tenantId) : principal,
     readScope: `teams:${message.conversationId.split(";messageid=")[0]}`,
     content: message.text,
     dedupeId: `teams:${message.conversationId}:${message.activityId}`,

@@ -563,9 +563,33 @@ function renderFacts(call, plan) {
       ),
     );
   }
+  for (const search of conversationSearches(call.view)) {
+    facts.push(
+      h(
+        "li",
+        { class: "fact fact-search", "data-fact": "search" },
+        h("strong", { text: `Searched earlier turns for "${search.query}"` }),
+        search.turns.length ? `: found turn${search.turns.length === 1 ? "" : "s"} ${search.turns.join(", ")} (best first), sent in this view.` : `: ${search.summary}`,
+      ),
+    );
+  }
   const repairs = Object.entries(stats.repairs ?? {}).filter(([, count]) => count > 0);
   if (repairs.length) facts.push(h("li", { class: "fact", text: `History repairs in the view: ${repairs.map(([k, v]) => `${k} ${v}`).join(", ")}.` }));
   return h("ul", { class: "facts", "aria-label": "What this call was sent" }, facts);
+}
+
+const SEARCH_TOOL = "search_conversation";
+
+/** The `search_conversation` calls a view carries with their results: the query and the turns found, best first. */
+function conversationSearches(view) {
+  const queries = new Map(view.flatMap((m) => (m.toolCalls ?? []).filter((c) => c.name === SEARCH_TOOL).map((c) => [c.id, String(c.args?.query ?? "")])));
+  return view
+    .filter((m) => m.role === "tool" && m.toolName === SEARCH_TOOL)
+    .map((m) => ({
+      query: queries.get(m.toolCallId) ?? "",
+      turns: [...m.content.matchAll(/^\[Turn (\d+), /gm)].map((match) => match[1]),
+      summary: m.content.split("\n")[0],
+    }));
 }
 
 function renderLegend() {
@@ -700,6 +724,9 @@ function renderViewColumn(call, plan) {
       const turnNumber = plan.keptFrom + pair + 1;
       kind = "condensed";
       label = `${(i - pairStart) % 2 === 0 ? "question" : "answer"} of turn ${turnNumber} (Q/A pair)`;
+    } else if (message.role === "tool" && message.toolName === SEARCH_TOOL) {
+      const found = conversationSearches([message]).at(0)?.turns ?? [];
+      label = found.length ? `search results: turn${found.length === 1 ? "" : "s"} ${found.join(", ")}` : "search results: none";
     } else if (message.role === "tool" && omitted.has(message.toolCallId)) {
       const o = omitted.get(message.toolCallId);
       kind = "notice";

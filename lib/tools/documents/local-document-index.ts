@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import type { Database } from "@sqlite.org/sqlite-wasm";
+import { loadSqlite } from "../sql/sqlite-wasm.js";
 import type { DocumentRetriever, Passage } from "./document-retriever.js";
 
 /** The bundled handbook of the sample company. */
@@ -86,43 +87,41 @@ export interface LocalDocumentIndexOptions {
   maxPassageChars?: number;
 }
 
+/** bm25 weights per column: source (unindexed), title, heading, text. */
+const SEARCH_SQL =
+  "SELECT source, title, heading, text, bm25(passages, 0, 2.0, 3.0, 1.0) AS rank FROM passages WHERE passages MATCH ? ORDER BY rank LIMIT ?";
+
+interface Index {
+  db: Database;
+  passageCount: number;
+}
+
 /**
  * Full-text search over a folder of markdown documents: an in-memory SQLite FTS5 index (porter
- * stemming) built once at start-up, ranked with bm25, headings weighted above body text.
+ * stemming), ranked with bm25, headings weighted above body text. Built on the first search (or
+ * `passageCount()`), so a deployment that never searches never loads SQLite.
  */
 export class LocalDocumentIndex implements DocumentRetriever {
-  readonly #db: Database.Database;
-  readonly #search: Database.Statement<[string, number], { source: string; title: string; heading: string; text: string; rank: number }>;
-  readonly passageCount: number;
+  readonly #corpusDir: string;
+  readonly #maxChars: number;
+  #index: Promise<Index> | undefined;
 
   constructor(options: LocalDocumentIndexOptions = {}) {
-    const dir = options.corpusDir ?? DEFAULT_CORPUS_DIR;
-    const maxChars = options.maxPassageChars ?? DEFAULT_MAX_PASSAGE_CHARS;
-    this.#db = new Database(":memory:");
-    this.#db.exec(
-      "CREATE VIRTUAL TABLE passages USING fts5(source UNINDEXED, title, heading, text, tokenize = 'porter unicode61')",
-    );
-    const insert = this.#db.prepare("INSERT INTO passages (source, title, heading, text) VALUES (?, ?, ?, ?)");
-    let count = 0;
-    this.#db.transaction(() => {
-      for (const file of readdirSync(dir).filter((f) => f.endsWith(".md")).sort()) {
-        for (const s of sections(file, readFileSync(join(dir, file), "utf8"), maxChars)) {
-          insert.run(s.source, s.title, s.heading, s.text);
-          count++;
-        }
-      }
-    })();
-    this.passageCount = count;
-    // bm25 weights per column: source (unindexed), title, heading, text.
-    this.#search = this.#db.prepare(
-      "SELECT source, title, heading, text, bm25(passages, 0, 2.0, 3.0, 1.0) AS rank FROM passages WHERE passages MATCH ? ORDER BY rank LIMIT ?",
-    );
+    this.#corpusDir = options.corpusDir ?? DEFAULT_CORPUS_DIR;
+    this.#maxChars = options.maxPassageChars ?? DEFAULT_MAX_PASSAGE_CHARS;
+  }
+
+  /** Passages in the index (building it if no search has yet). */
+  async passageCount(): Promise<number> {
+    return (await this.#open()).passageCount;
   }
 
   async search(query: string, maxResults: number): Promise<Passage[]> {
     const fts = toFtsQuery(query);
     if (!fts) return [];
-    return this.#search.all(fts, maxResults).map((r) => ({
+    const { db } = await this.#open();
+    const rows = db.selectObjects(SEARCH_SQL, [fts, maxResults]) as { source: string; title: string; heading: string; text: string; rank: number }[];
+    return rows.map((r) => ({
       source: r.source,
       title: r.title,
       heading: r.heading || undefined,
@@ -132,7 +131,26 @@ export class LocalDocumentIndex implements DocumentRetriever {
     }));
   }
 
-  close(): void {
-    this.#db.close();
+  async close(): Promise<void> {
+    const index = await this.#index?.catch(() => undefined);
+    index?.db.close();
+  }
+
+  #open(): Promise<Index> {
+    this.#index ??= (async () => {
+      const { oo1 } = await loadSqlite();
+      const db = new oo1.DB(":memory:", "c");
+      db.exec("CREATE VIRTUAL TABLE passages USING fts5(source UNINDEXED, title, heading, text, tokenize = 'porter unicode61')");
+      const rows = readdirSync(this.#corpusDir)
+        .filter((f) => f.endsWith(".md"))
+        .sort()
+        .flatMap((file) => sections(file, readFileSync(join(this.#corpusDir, file), "utf8"), this.#maxChars));
+      db.exec({
+        sql: "INSERT INTO passages (source, title, heading, text) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?)",
+        bind: [JSON.stringify(rows.map((s) => [s.source, s.title, s.heading, s.text]))],
+      });
+      return { db, passageCount: rows.length };
+    })();
+    return this.#index;
   }
 }

@@ -7,7 +7,6 @@ export interface SearchDocumentsToolOptions {
   retriever: DocumentRetriever;
   /** Default: `DEFAULT_DOCUMENT_RESULTS`. */
   maxResults?: number;
-  allowedRoles?: readonly string[];
 }
 
 const schema = z.object({
@@ -30,7 +29,6 @@ export function createSearchDocumentsTool(options: SearchDocumentsToolOptions): 
       "the best-matching passages with their source. Cite the source when you use a passage.",
     schema,
     sideEffects: false,
-    allowedRoles: options.allowedRoles,
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       const passages = await options.retriever.search(input.query, input.maxResults ?? defaultResults, ctx.signal);
       if (passages.length === 0) return `No passages match "${input.query}". Try other words.`;

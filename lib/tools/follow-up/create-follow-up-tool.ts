@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Collection } from "mongodb";
 import { z } from "zod";
 import { ToolError } from "../../errors.js";
+import type { Principal } from "../../auth/principal.js";
 import type { ToolContext, ToolDefinition } from "../tool.js";
 
 /** A follow-up task as recorded in the `follow_ups` collection. */
@@ -11,8 +12,8 @@ export interface FollowUpDocument {
   followUpId: string;
   conversationId: string;
   turnId: string;
-  createdBy: string;
-  tenantId?: string;
+  /** Who asked for it: issuer kind, tenant and subject, as verified. */
+  createdBy: Principal;
   title: string;
   details?: string;
   owner?: string;
@@ -24,7 +25,6 @@ export interface CreateFollowUpToolOptions {
   collection: Collection<FollowUpDocument>;
   /** Absent: the follow-up is recorded only. */
   webhookUrl?: string;
-  allowedRoles?: readonly string[];
   fetch?: typeof fetch;
 }
 
@@ -52,7 +52,6 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
       "Use only when the user asks for a follow-up or action item.",
     schema,
     sideEffects: true,
-    allowedRoles: options.allowedRoles,
     async run(input: FollowUpInput, ctx: ToolContext): Promise<string> {
       const key = `${ctx.conversationId}:${ctx.toolCallId}`;
       const followUpId = `FU-${createHash("sha256").update(key).digest("hex").slice(0, 8).toUpperCase()}`;
@@ -61,8 +60,7 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
         followUpId,
         conversationId: ctx.conversationId,
         turnId: ctx.turnId,
-        createdBy: ctx.caller.userId,
-        ...(ctx.caller.tenantId !== undefined && { tenantId: ctx.caller.tenantId }),
+        createdBy: ctx.caller.principal,
         title: input.title,
         ...(input.details !== undefined && { details: input.details }),
         ...(input.owner !== undefined && { owner: input.owner }),
@@ -87,7 +85,7 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
             owner: input.owner,
             dueDate: input.dueDate,
             conversationId: ctx.conversationId,
-            createdBy: ctx.caller.userId,
+            createdBy: ctx.caller.principal,
           }),
           signal: ctx.signal,
         });

@@ -134,6 +134,6 @@ function toResult(body: unknown, maxRows: number): QueryResult {
   return {
     columns,
     rows: rows.slice(0, maxRows).map((r) => columns.map((c) => r[c] ?? null)),
-    truncated: rows.length > maxRows,
+    truncated: rows.length > maxRows && "rows",
   };
 }

@@ -10,7 +10,6 @@ export interface QuerySemanticModelToolOptions {
   maxRows?: number;
   /** What the model should know of the semantic model: tables, measures. */
   modelDescription?: string;
-  allowedRoles?: readonly string[];
 }
 
 const schema = z.object({
@@ -28,7 +27,6 @@ export function createQuerySemanticModelTool(options: QuerySemanticModelToolOpti
       (options.modelDescription ? `\n${options.modelDescription}` : ""),
     schema,
     sideEffects: false,
-    allowedRoles: options.allowedRoles,
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       // executeQueries only evaluates; DAX has no statements that write, so no read-only check is needed.
       const result = await options.client.executeQuery(input.dax, maxRows, ctx.signal);

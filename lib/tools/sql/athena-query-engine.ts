@@ -1,11 +1,16 @@
-import type { AthenaClient, ColumnInfo } from "@aws-sdk/client-athena";
+import { createHash } from "node:crypto";
+import type { AthenaClient, ColumnInfo, QueryExecution } from "@aws-sdk/client-athena";
 import { ToolError } from "../../errors.js";
-import type { QueryEngine, QueryLimits, QueryResult } from "./query-engine.js";
+import { queryCancelled, queryTimedOut, type QueryEngine, type QueryLimits, type QueryResult } from "./query-engine.js";
 
 /** First wait between status polls; it grows by half each time up to the maximum. */
 export const DEFAULT_ATHENA_POLL_MS = 200;
 /** Longest wait between status polls. */
 export const DEFAULT_ATHENA_MAX_POLL_MS = 2_000;
+/** Stopped queries of earlier attempts a retried call starts afresh before it reports the stop. */
+export const DEFAULT_ATHENA_MAX_RESTARTS = 5;
+/** Longest wait for `StopQueryExecution` once a query's caller has given up. */
+const STOP_TIMEOUT_MS = 5_000;
 
 /**
  * The Athena SDK is loaded on the first query, not at start-up: a container whose turns never
@@ -41,16 +46,32 @@ function typed(value: string | undefined, column: ColumnInfo | undefined): unkno
   return value;
 }
 
+/**
+ * The idempotency token (`ClientRequestToken`, 32 to 128 characters) of a query: the same for
+ * every attempt of one tool call and statement, so Athena answers a retry with the query the
+ * first attempt started, running or finished, instead of starting another.
+ */
+const requestToken = (...parts: (string | undefined)[]) => createHash("sha256").update(JSON.stringify(parts)).digest("hex");
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 
 /**
- * Amazon Athena behind `sql_query`: start the query, poll its state, stop it when the time limit
- * passes, and page through results only up to the row limit. Reads are enforced by
- * `checkReadOnlySql` before the query gets here, and should also be by the workgroup's IAM role.
+ * Amazon Athena behind `sql_query`: start the query, poll its state, and page through results only
+ * up to the row and byte limits. A query whose caller gives up (the time limit, or the caller's
+ * signal, as when the API hands a long turn to the worker) is stopped with `StopQueryExecution`.
+ * Given a `requestKey`, a retried call reuses the query an earlier attempt started; one that the
+ * earlier attempt stopped is started again under the next token in a chain every retry derives
+ * alike. Reads are enforced by `checkReadOnlySql` before the query gets here, and should also be
+ * by the workgroup's IAM role.
  */
 export class AthenaQueryEngine implements QueryEngine {
   readonly dialect = "athena" as const;
@@ -67,50 +88,84 @@ export class AthenaQueryEngine implements QueryEngine {
   async query(sql: string, limits: QueryLimits): Promise<QueryResult> {
     const o = this.#o;
     const deadline = Date.now() + limits.timeoutMs;
-    const { AthenaClient, GetQueryExecutionCommand, GetQueryResultsCommand, StartQueryExecutionCommand, StopQueryExecutionCommand } =
-      await loadAthenaSdk();
-    const client = (this.#client ??= new AthenaClient({ region: o.region }));
-    const started = await client.send(
-      new StartQueryExecutionCommand({
-        QueryString: sql,
-        WorkGroup: o.workgroup,
-        QueryExecutionContext: { Database: o.database, Catalog: o.catalog },
-        ...(o.outputLocation && { ResultConfiguration: { OutputLocation: o.outputLocation } }),
-      }),
-      { abortSignal: limits.signal },
-    );
-    const id = started.QueryExecutionId;
-    if (!id) throw new ToolError("Athena did not start the query", "sql_query");
+    const sdk = await loadAthenaSdk();
+    const client = (this.#client ??= new sdk.AthenaClient({ region: o.region }));
+    const status = async (id: string): Promise<QueryExecution | undefined> => {
+      if (limits.signal?.aborted) throw queryCancelled();
+      try {
+        return (await client.send(new sdk.GetQueryExecutionCommand({ QueryExecutionId: id }), { abortSignal: limits.signal })).QueryExecution;
+      } catch (error) {
+        throw limits.signal?.aborted ? queryCancelled() : error;
+      }
+    };
 
-    let wait = o.pollMs ?? DEFAULT_ATHENA_POLL_MS;
-    for (;;) {
-      const { QueryExecution } = await client.send(new GetQueryExecutionCommand({ QueryExecutionId: id }), {
-        abortSignal: limits.signal,
-      });
-      const state = QueryExecution?.Status?.State;
-      if (state === "SUCCEEDED") break;
-      if (state === "FAILED" || state === "CANCELLED") {
-        const reason = QueryExecution?.Status?.StateChangeReason ?? QueryExecution?.Status?.AthenaError?.ErrorMessage;
-        throw new ToolError(`Athena query ${state.toLowerCase()}: ${reason ?? "no reason given"}`, "sql_query");
+    let token = limits.requestKey === undefined ? undefined : requestToken(limits.requestKey, sql, o.workgroup, o.database, o.catalog, o.outputLocation);
+    for (let restarts = 0; ; restarts++) {
+      // Not given the caller's signal: a start cut short could leave a query running whose id we never learn.
+      const started = await client.send(
+        new sdk.StartQueryExecutionCommand({
+          QueryString: sql,
+          WorkGroup: o.workgroup,
+          QueryExecutionContext: { Database: o.database, Catalog: o.catalog },
+          ...(o.outputLocation && { ResultConfiguration: { OutputLocation: o.outputLocation } }),
+          ClientRequestToken: token,
+        }),
+      );
+      const id = started.QueryExecutionId;
+      if (!id) throw new ToolError("Athena did not start the query", "sql_query");
+      let finished = false;
+      try {
+        let execution = await status(id);
+        // Cancelled before we polled it: the query of an earlier attempt, stopped when that attempt's caller gave up.
+        const stoppedEarlier = token !== undefined && execution?.Status?.State === "CANCELLED";
+        let wait = o.pollMs ?? DEFAULT_ATHENA_POLL_MS;
+        for (;;) {
+          const state = execution?.Status?.State;
+          if (state === "SUCCEEDED" || state === "FAILED" || state === "CANCELLED") {
+            finished = true;
+            break;
+          }
+          if (Date.now() + wait > deadline) throw queryTimedOut(limits.timeoutMs);
+          await sleep(wait, limits.signal);
+          execution = await status(id);
+          wait = Math.min(Math.ceil(wait * 1.5), DEFAULT_ATHENA_MAX_POLL_MS);
+        }
+        const state = execution?.Status?.State;
+        if (state === "SUCCEEDED") return await this.#results(client, sdk, id, limits);
+        if (stoppedEarlier && restarts < DEFAULT_ATHENA_MAX_RESTARTS) {
+          // Every attempt derives the same next token, so concurrent retries still share one query.
+          token = requestToken(token, id);
+          continue;
+        }
+        const reason = execution?.Status?.StateChangeReason ?? execution?.Status?.AthenaError?.ErrorMessage;
+        throw new ToolError(`Athena query ${state!.toLowerCase()}: ${reason ?? "no reason given"}`, "sql_query");
+      } finally {
+        if (!finished) await this.#stop(client, sdk, id);
       }
-      if (Date.now() + wait > deadline || limits.signal?.aborted) {
-        await client.send(new StopQueryExecutionCommand({ QueryExecutionId: id })).catch(() => undefined);
-        throw new ToolError(
-          `the query ran longer than ${limits.timeoutMs} ms and was stopped; aggregate more, filter to a shorter period, or add LIMIT`,
-          "sql_query",
-        );
-      }
-      await sleep(wait, limits.signal);
-      wait = Math.min(Math.ceil(wait * 1.5), DEFAULT_ATHENA_MAX_POLL_MS);
     }
+  }
 
+  async close(): Promise<void> {
+    // A given client belongs to the composition root; one made here holds no connections to close.
+  }
+
+  async #stop(client: AthenaClient, sdk: typeof import("@aws-sdk/client-athena"), id: string): Promise<void> {
+    // Best effort: if Athena cannot be reached, the workgroup's own time limit ends the query.
+    await client
+      .send(new sdk.StopQueryExecutionCommand({ QueryExecutionId: id }), { abortSignal: AbortSignal.timeout(STOP_TIMEOUT_MS) })
+      .catch(() => undefined);
+  }
+
+  async #results(client: AthenaClient, sdk: typeof import("@aws-sdk/client-athena"), id: string, limits: QueryLimits): Promise<QueryResult> {
     let columns: ColumnInfo[] | undefined;
     const rows: unknown[][] = [];
+    let truncated: QueryResult["truncated"] = false;
+    let bytes = 0;
     let header = true;
     let nextToken: string | undefined;
-    do {
+    pages: do {
       const page = await client.send(
-        new GetQueryResultsCommand({ QueryExecutionId: id, NextToken: nextToken, MaxResults: Math.min(1_000, limits.maxRows + 2) }),
+        new sdk.GetQueryResultsCommand({ QueryExecutionId: id, NextToken: nextToken, MaxResults: Math.min(1_000, limits.maxRows + 2) }),
         { abortSignal: limits.signal },
       );
       columns ??= page.ResultSet?.ResultSetMetadata?.ColumnInfo ?? [];
@@ -120,18 +175,22 @@ export class AthenaQueryEngine implements QueryEngine {
           header = false;
           continue;
         }
-        rows.push((row.Data ?? []).map((d, i) => typed(d.VarCharValue, columns?.[i])));
+        if (rows.length === limits.maxRows) {
+          truncated = "rows";
+          break pages;
+        }
+        const values = (row.Data ?? []).map((d) => d.VarCharValue);
+        bytes += values.reduce((sum, v) => sum + (v === undefined ? 8 : Buffer.byteLength(v)), 0);
+        if (limits.maxBytes !== undefined && bytes > limits.maxBytes) {
+          truncated = "bytes";
+          break pages;
+        }
+        rows.push(values.map((v, i) => typed(v, columns?.[i])));
       }
       nextToken = page.NextToken;
-    } while (nextToken && rows.length <= limits.maxRows);
-    return {
-      columns: (columns ?? []).map((c) => c.Name ?? ""),
-      rows: rows.slice(0, limits.maxRows),
-      truncated: rows.length > limits.maxRows || (nextToken !== undefined && rows.length >= limits.maxRows),
-    };
-  }
-
-  async close(): Promise<void> {
-    // A given client belongs to the composition root; one made here holds no connections to close.
+      // A full result with more pages behind it is cut off without fetching them.
+      if (nextToken && rows.length === limits.maxRows) truncated = "rows";
+    } while (nextToken && !truncated);
+    return { columns: (columns ?? []).map((c) => c.Name ?? ""), rows, truncated };
   }
 }

@@ -1,15 +1,27 @@
+import { ToolError } from "../../errors.js";
+
 /** Limits applied to one query. */
 export interface QueryLimits {
   maxRows: number;
+  /**
+   * Most bytes of values a result holds (text and blobs by their length, other values as 8);
+   * rows past it are cut off as rows past `maxRows` are. Unset: rows alone limit the result.
+   */
+  maxBytes?: number;
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * The same for every attempt of one tool call (conversation, turn and tool call id): an engine
+   * that can (Athena) reuses the query an earlier attempt started rather than starting another.
+   */
+  requestKey?: string;
 }
 
-/** Rows as arrays, in column order; `truncated` says more rows existed than `maxRows`. */
+/** Rows as arrays, in column order; `truncated` names the limit that cut rows off, if one did. */
 export interface QueryResult {
   columns: string[];
   rows: unknown[][];
-  truncated: boolean;
+  truncated: false | "rows" | "bytes";
 }
 
 /** A read-only SQL engine behind `sql_query`. Failures are `ToolError`s the model can act on. */
@@ -21,3 +33,10 @@ export interface QueryEngine {
   query(sql: string, limits: QueryLimits): Promise<QueryResult>;
   close(): Promise<void>;
 }
+
+/** The error of a query stopped at its time limit, with what the model can do about it. */
+export const queryTimedOut = (timeoutMs: number) =>
+  new ToolError(`the query ran longer than ${timeoutMs} ms and was stopped; aggregate more, filter to a shorter period, or add LIMIT`, "sql_query");
+
+/** The error of a query stopped because its caller gave up. */
+export const queryCancelled = () => new ToolError("the query was cancelled", "sql_query");

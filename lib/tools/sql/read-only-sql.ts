@@ -43,6 +43,16 @@ interface Token {
 
 type Lexed = { ok: true; tokens: Token[] } | { ok: false; reason: string };
 
+// Sticky patterns consume a whole run from a position at once: one regex call per run, not per character.
+const BLANKS = /\s+/y;
+const WORD = /[A-Za-z_][A-Za-z0-9_$]*/y;
+
+/** The index after the run `pattern` matches at `at`, or `at` when it matches nothing there. */
+function runEnd(pattern: RegExp, sql: string, at: number): number {
+  pattern.lastIndex = at;
+  return pattern.test(sql) ? pattern.lastIndex : at;
+}
+
 function lex(sql: string, dialect: SqlDialect): Lexed {
   const tokens: Token[] = [];
   let i = 0;
@@ -61,8 +71,9 @@ function lex(sql: string, dialect: SqlDialect): Lexed {
   };
   while (i < sql.length) {
     const c = sql[i]!;
-    if (/\s/.test(c)) {
-      i++;
+    const code = sql.charCodeAt(i);
+    if (code === 0x20 || (code >= 0x09 && code <= 0x0d) || (code > 0x7f && /\s/.test(c))) {
+      i = runEnd(BLANKS, sql, i);
     } else if (c === "-" && sql[i + 1] === "-") {
       const nl = sql.indexOf("\n", i);
       i = nl < 0 ? sql.length : nl + 1;
@@ -77,9 +88,8 @@ function lex(sql: string, dialect: SqlDialect): Lexed {
       if (typeof end === "string") return { ok: false, reason: end };
       tokens.push({ kind: c === "'" ? "other" : "quoted", text: sql.slice(i, end), start: i, end });
       i = end;
-    } else if (/[A-Za-z_]/.test(c)) {
-      let j = i + 1;
-      while (j < sql.length && /[A-Za-z0-9_$]/.test(sql[j]!)) j++;
+    } else if ((code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a) || code === 0x5f) {
+      const j = runEnd(WORD, sql, i);
       tokens.push({ kind: "word", text: sql.slice(i, j).toUpperCase(), start: i, end: j });
       i = j;
     } else if (c === ";") {

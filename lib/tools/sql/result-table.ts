@@ -17,14 +17,18 @@ function cell(value: unknown, maxChars: number): string {
 }
 
 /**
- * A compact pipe table for the model: a header line with the row count and whether rows were
- * cut off, the column names, then one line per row. No padding: alignment costs tokens.
+ * A compact pipe table for the model: a header line with the row count and whether (and by which
+ * limit) rows were cut off, the column names, then one line per row. No padding: alignment costs tokens.
  */
 export function formatResultTable(result: QueryResult, maxRows: number, maxCellChars = DEFAULT_MAX_CELL_CHARS): string {
   const count = result.rows.length;
-  const header = result.truncated
-    ? `${count} rows (truncated: more rows exist beyond the ${maxRows}-row limit; aggregate or filter to see them)`
-    : `${count} row${count === 1 ? "" : "s"} (truncated: no)`;
+  const rows = `${count} row${count === 1 ? "" : "s"}`;
+  const header =
+    result.truncated === "rows"
+      ? `${rows} (truncated: more rows exist beyond the ${maxRows}-row limit; aggregate or filter to see them)`
+      : result.truncated === "bytes"
+        ? `${rows} (truncated: more rows exist beyond the result size limit; select fewer or shorter columns, or aggregate)`
+        : `${rows} (truncated: no)`;
   const lines = [header, result.columns.map((c) => cell(c, maxCellChars)).join(" | ")];
   for (const row of result.rows) lines.push(row.map((v) => cell(v, maxCellChars)).join(" | "));
   return lines.join("\n");

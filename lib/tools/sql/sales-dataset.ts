@@ -1,5 +1,5 @@
-import Database from "better-sqlite3";
 import { prng } from "../../prng.js";
+import { loadSqlite } from "./sqlite-wasm.js";
 
 /**
  * "Today" for the sample company: orders run up to the day before, so "last month" is
@@ -101,118 +101,136 @@ function monthsFrom(first: string, count: number): { year: number; month: number
 const pad = (n: number) => String(n).padStart(2, "0");
 const money = (n: number) => Math.round(n * 100) / 100;
 
-/**
- * Builds the sample sales database in memory and returns its serialized image (open it with
- * `new Database(image, { readonly: true })`). Deterministic for a given seed.
- */
-export function buildSalesDatabase(seed = DEFAULT_SALES_SEED): Buffer {
+type Row = (string | number)[];
+const TABLES = ["regions", "customers", "products", "orders", "order_lines"] as const;
+
+/** The sample data, as rows in column order per table. Deterministic for a given seed. */
+function generateSalesRows(seed: number): Record<(typeof TABLES)[number], Row[]> {
   const rand = prng(seed);
   const between = (lo: number, hi: number) => lo + rand() * (hi - lo);
   const int = (lo: number, hi: number) => Math.floor(between(lo, hi + 1));
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
 
-  const db = new Database(":memory:");
+  const tables = { regions: [] as Row[], customers: [] as Row[], products: [] as Row[], orders: [] as Row[], order_lines: [] as Row[] };
+  const inserter = (rows: Row[]) => (...values: Row) => void rows.push(values);
+  const insertRegion = inserter(tables.regions);
+  const insertCustomer = inserter(tables.customers);
+  const insertProduct = inserter(tables.products);
+  const insertOrder = inserter(tables.orders);
+  const insertLine = inserter(tables.order_lines);
+
+  REGIONS.forEach((r, i) => insertRegion(i + 1, r.name, r.manager));
+  const westId = REGIONS.findIndex((r) => r.name === OCTOBER_2026_STORY.region) + 1;
+
+  const products: { id: number; category: string; price: number; cost: number }[] = [];
+  for (const [ci, category] of CATEGORIES.entries()) {
+    for (const [pi, item] of category.items.entries()) {
+      const id = products.length + 1;
+      const price = money(between(category.price[0], category.price[1]));
+      const cost = money(price * category.costRatio * between(0.95, 1.05));
+      const current =
+        category.name === OCTOBER_2026_STORY.costIncreaseCategory ? money(cost * (1 + OCTOBER_2026_STORY.costIncrease)) : cost;
+      insertProduct(id, `${category.name.slice(0, 3).toUpperCase()}-${ci + 1}${pad(pi + 1)}`, item, category.name, current, price);
+      products.push({ id, category: category.name, price, cost });
+    }
+  }
+
+  type Customer = { id: number; segment: (typeof SEGMENTS)[number]; regionId: number; weight: number };
+  const customers: Customer[] = [];
+  const names = new Set<string>();
+  const story = new Map<number, string>();
+  for (const segment of SEGMENTS) {
+    for (let i = 0; i < segment.count; i++) {
+      let name = `${pick(NAME_A)} ${pick(NAME_B)} ${pick(NAME_C)}`;
+      while (names.has(name)) name = `${pick(NAME_A)} ${pick(NAME_B)} ${pick(NAME_C)}`;
+      let regionId = int(1, REGIONS.length);
+      const storyIndex = segment.name === "Enterprise" ? i : -1;
+      const storyName = OCTOBER_2026_STORY.discountedCustomers[storyIndex];
+      if (storyName) {
+        name = storyName;
+        regionId = westId;
+      }
+      names.add(name);
+      const id = customers.length + 1;
+      if (storyName) story.set(id, storyName);
+      insertCustomer(id, name, segment.name, regionId, `2024-${pad(int(1, 12))}-${pad(int(1, 28))}`);
+      customers.push({ id, segment, regionId, weight: segment.weight * between(0.5, 1.5) });
+    }
+  }
+  const totalWeight = customers.reduce((s, c) => s + c.weight, 0);
+  const drawCustomer = () => {
+    let x = rand() * totalWeight;
+    for (const c of customers) {
+      x -= c.weight;
+      if (x <= 0) return c;
+    }
+    return customers[customers.length - 1] as Customer;
+  };
+
+  let orderId = 0;
+  let lineId = 0;
+  const addOrder = (customer: Customer, date: string, deal: boolean) => {
+    orderId++;
+    const region = REGIONS[customer.regionId - 1]!;
+    insertOrder(orderId, customer.id, customer.regionId, date, deal ? "Direct" : pick(CHANNELS), pick(region.reps));
+    const lines = deal ? int(3, 6) : int(1, 3);
+    const costUp = date >= "2026-10-01";
+    // Prices were raised 3% at the start of 2026; costs follow the product, and Networking's rose in October.
+    const priceFactor = date >= "2026-01-01" ? 1.03 : 1;
+    for (let l = 0; l < lines; l++) {
+      const product = deal ? pick(products.filter((p) => p.category === "Hardware" || p.category === "Networking" || p.category === "Displays")) : pick(products);
+      const quantity = deal ? int(20, 60) : int(customer.segment.qty[0], customer.segment.qty[1]);
+      const discount = deal
+        ? between(0.3, 0.36)
+        : rand() < 0.4 && customer.segment.name !== "Enterprise"
+          ? 0
+          : between(customer.segment.discount[0], customer.segment.discount[1]);
+      const cost =
+        costUp && product.category === OCTOBER_2026_STORY.costIncreaseCategory
+          ? product.cost * (1 + OCTOBER_2026_STORY.costIncrease)
+          : product.cost;
+      lineId++;
+      insertLine(lineId, orderId, product.id, quantity, money(product.price * priceFactor), money(cost), Math.round(discount * 1000) / 1000);
+    }
+  };
+
+  for (const [index, { year, month }] of monthsFrom(SALES_FIRST_MONTH, 18).entries()) {
+    const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+    const growth = 1 + index * 0.01;
+    const season = month === 7 || month === 8 ? 0.85 : month === 3 || month === 9 || month === 10 ? 1.08 : 1;
+    const count = Math.round(ORDERS_PER_MONTH * growth * season * between(0.97, 1.03));
+    for (let i = 0; i < count; i++) {
+      addOrder(drawCustomer(), `${year}-${pad(month)}-${pad(int(1, days))}`, false);
+    }
+    if (year === 2026 && month === 10) {
+      for (const id of story.keys()) {
+        const customer = customers[id - 1]!;
+        for (let d = 0; d < 7; d++) addOrder(customer, `2026-10-${pad(int(6, 30))}`, true);
+      }
+    }
+  }
+  return tables;
+}
+
+/**
+ * Builds the sample sales database in memory and returns its serialized image (open it with
+ * `openDatabaseImage`). Deterministic for a given seed: the same seed gives the same rows as the
+ * better-sqlite3 build this replaced (test/tools/sql/sales-dataset.test.ts pins their digest).
+ */
+export async function buildSalesDatabase(seed = DEFAULT_SALES_SEED): Promise<Uint8Array> {
+  const tables = generateSalesRows(seed);
+  const { capi, oo1 } = await loadSqlite();
+  const db = new oo1.DB(":memory:", "c");
   try {
     db.exec(DDL);
-    const insertRegion = db.prepare("INSERT INTO regions VALUES (?, ?, ?)");
-    const insertCustomer = db.prepare("INSERT INTO customers VALUES (?, ?, ?, ?, ?)");
-    const insertProduct = db.prepare("INSERT INTO products VALUES (?, ?, ?, ?, ?, ?)");
-    const insertOrder = db.prepare("INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?)");
-    const insertLine = db.prepare("INSERT INTO order_lines VALUES (?, ?, ?, ?, ?, ?, ?)");
-
     db.transaction(() => {
-      REGIONS.forEach((r, i) => insertRegion.run(i + 1, r.name, r.manager));
-      const westId = REGIONS.findIndex((r) => r.name === OCTOBER_2026_STORY.region) + 1;
-
-      const products: { id: number; category: string; price: number; cost: number }[] = [];
-      for (const [ci, category] of CATEGORIES.entries()) {
-        for (const [pi, item] of category.items.entries()) {
-          const id = products.length + 1;
-          const price = money(between(category.price[0], category.price[1]));
-          const cost = money(price * category.costRatio * between(0.95, 1.05));
-          const current =
-            category.name === OCTOBER_2026_STORY.costIncreaseCategory ? money(cost * (1 + OCTOBER_2026_STORY.costIncrease)) : cost;
-          insertProduct.run(id, `${category.name.slice(0, 3).toUpperCase()}-${ci + 1}${pad(pi + 1)}`, item, category.name, current, price);
-          products.push({ id, category: category.name, price, cost });
-        }
+      for (const table of TABLES) {
+        // One statement per table, its rows read from a JSON array: no per-row crossing into WebAssembly.
+        const columns = tables[table][0]!.map((_, i) => `value ->> ${i}`).join(", ");
+        db.exec({ sql: `INSERT INTO ${table} SELECT ${columns} FROM json_each(?)`, bind: [JSON.stringify(tables[table])] });
       }
-
-      type Customer = { id: number; segment: (typeof SEGMENTS)[number]; regionId: number; weight: number };
-      const customers: Customer[] = [];
-      const names = new Set<string>();
-      const story = new Map<number, string>();
-      for (const segment of SEGMENTS) {
-        for (let i = 0; i < segment.count; i++) {
-          let name = `${pick(NAME_A)} ${pick(NAME_B)} ${pick(NAME_C)}`;
-          while (names.has(name)) name = `${pick(NAME_A)} ${pick(NAME_B)} ${pick(NAME_C)}`;
-          let regionId = int(1, REGIONS.length);
-          const storyIndex = segment.name === "Enterprise" ? i : -1;
-          const storyName = OCTOBER_2026_STORY.discountedCustomers[storyIndex];
-          if (storyName) {
-            name = storyName;
-            regionId = westId;
-          }
-          names.add(name);
-          const id = customers.length + 1;
-          if (storyName) story.set(id, storyName);
-          insertCustomer.run(id, name, segment.name, regionId, `2024-${pad(int(1, 12))}-${pad(int(1, 28))}`);
-          customers.push({ id, segment, regionId, weight: segment.weight * between(0.5, 1.5) });
-        }
-      }
-      const totalWeight = customers.reduce((s, c) => s + c.weight, 0);
-      const drawCustomer = () => {
-        let x = rand() * totalWeight;
-        for (const c of customers) {
-          x -= c.weight;
-          if (x <= 0) return c;
-        }
-        return customers[customers.length - 1] as Customer;
-      };
-
-      let orderId = 0;
-      let lineId = 0;
-      const addOrder = (customer: Customer, date: string, deal: boolean) => {
-        orderId++;
-        const region = REGIONS[customer.regionId - 1]!;
-        insertOrder.run(orderId, customer.id, customer.regionId, date, deal ? "Direct" : pick(CHANNELS), pick(region.reps));
-        const lines = deal ? int(3, 6) : int(1, 3);
-        const costUp = date >= "2026-10-01";
-        // Prices were raised 3% at the start of 2026; costs follow the product, and Networking's rose in October.
-        const priceFactor = date >= "2026-01-01" ? 1.03 : 1;
-        for (let l = 0; l < lines; l++) {
-          const product = deal ? pick(products.filter((p) => p.category === "Hardware" || p.category === "Networking" || p.category === "Displays")) : pick(products);
-          const quantity = deal ? int(20, 60) : int(customer.segment.qty[0], customer.segment.qty[1]);
-          const discount = deal
-            ? between(0.3, 0.36)
-            : rand() < 0.4 && customer.segment.name !== "Enterprise"
-              ? 0
-              : between(customer.segment.discount[0], customer.segment.discount[1]);
-          const cost =
-            costUp && product.category === OCTOBER_2026_STORY.costIncreaseCategory
-              ? product.cost * (1 + OCTOBER_2026_STORY.costIncrease)
-              : product.cost;
-          lineId++;
-          insertLine.run(lineId, orderId, product.id, quantity, money(product.price * priceFactor), money(cost), Math.round(discount * 1000) / 1000);
-        }
-      };
-
-      for (const [index, { year, month }] of monthsFrom(SALES_FIRST_MONTH, 18).entries()) {
-        const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
-        const growth = 1 + index * 0.01;
-        const season = month === 7 || month === 8 ? 0.85 : month === 3 || month === 9 || month === 10 ? 1.08 : 1;
-        const count = Math.round(ORDERS_PER_MONTH * growth * season * between(0.97, 1.03));
-        for (let i = 0; i < count; i++) {
-          addOrder(drawCustomer(), `${year}-${pad(month)}-${pad(int(1, days))}`, false);
-        }
-        if (year === 2026 && month === 10) {
-          for (const id of story.keys()) {
-            const customer = customers[id - 1]!;
-            for (let d = 0; d < 7; d++) addOrder(customer, `2026-10-${pad(int(6, 30))}`, true);
-          }
-        }
-      }
-    })();
-    return db.serialize();
+    });
+    return capi.sqlite3_js_db_export(db.pointer!);
   } finally {
     db.close();
   }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_SQL_MAX_ROWS, DEFAULT_SQL_TIMEOUT_MS } from "../../config/tools-config.js";
+import { DEFAULT_SQL_MAX_RESULT_BYTES, DEFAULT_SQL_MAX_ROWS, DEFAULT_SQL_TIMEOUT_MS } from "../../config/tools-config.js";
 import { ToolError } from "../../errors.js";
 import type { ToolContext, ToolDefinition } from "../tool.js";
 import type { QueryEngine } from "./query-engine.js";
@@ -10,9 +10,10 @@ export interface SqlQueryToolOptions {
   engine: QueryEngine;
   /** Default: `DEFAULT_SQL_MAX_ROWS`. */
   maxRows?: number;
+  /** Default: `DEFAULT_SQL_MAX_RESULT_BYTES`. */
+  maxBytes?: number;
   /** Default: `DEFAULT_SQL_TIMEOUT_MS`. */
   timeoutMs?: number;
-  allowedRoles?: readonly string[];
 }
 
 const schema = z.object({
@@ -21,9 +22,10 @@ const schema = z.object({
 
 const DIALECT_NAMES = { sqlite: "SQLite", athena: "Trino SQL (Amazon Athena)" } as const;
 
-/** `sql_query`: one read-only query, row- and time-limited, answered as a compact table. */
+/** `sql_query`: one read-only query, limited in rows, bytes and time, answered as a compact table. */
 export function createSqlQueryTool(options: SqlQueryToolOptions): ToolDefinition<typeof schema> {
   const maxRows = options.maxRows ?? DEFAULT_SQL_MAX_ROWS;
+  const maxBytes = options.maxBytes ?? DEFAULT_SQL_MAX_RESULT_BYTES;
   const timeoutMs = options.timeoutMs ?? DEFAULT_SQL_TIMEOUT_MS;
   const { engine } = options;
   return {
@@ -33,11 +35,12 @@ export function createSqlQueryTool(options: SqlQueryToolOptions): ToolDefinition
       `(at most ${maxRows} rows; aggregate rather than list). Tables:\n${engine.schemaDescription}`,
     schema,
     sideEffects: false,
-    allowedRoles: options.allowedRoles,
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       const check = checkReadOnlySql(input.sql, engine.dialect);
       if (!check.ok) throw new ToolError(`query refused: ${check.reason}`, "sql_query");
-      const result = await engine.query(check.statement, { maxRows, timeoutMs, signal: ctx.signal });
+      // Every attempt of this tool call (a retry, the worker resuming a handed-off turn) carries the same key.
+      const requestKey = `${ctx.conversationId}:${ctx.turnId}:${ctx.toolCallId}`;
+      const result = await engine.query(check.statement, { maxRows, maxBytes, timeoutMs, signal: ctx.signal, requestKey });
       return formatResultTable(result, maxRows);
     },
   };

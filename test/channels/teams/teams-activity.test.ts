@@ -1,5 +1,6 @@
 import { ValidationError } from "../../../lib/errors.js";
 import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, turnJobSchema, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, PERSONAL_CONVERSATION, TENANT, USER_AAD, USER_ACCOUNT, channelMention, messageActivity } from "./fixtures.js";
 
 const SERVICE_URL = "https://smba.trafficmanager.net/amer/";
@@ -11,6 +12,10 @@ function message(delivery: TeamsDelivery) {
 
 describe("teams/teams-activity", () => {
   describe("parseTeamsActivity", () => {
+    it("parses in time linear in the activity, whatever the text holds", () => {
+      expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
+    }, LINEAR_WORK_TIMEOUT_MS);
+
     it("returns a personal chat message with its text", () => {
       const m = message(parseTeamsActivity(messageActivity(SERVICE_URL)));
       expect(m).toMatchObject({ text: "what were last month's sales?", conversationId: PERSONAL_CONVERSATION, tenantId: TENANT });
@@ -62,18 +67,18 @@ describe("teams/teams-activity", () => {
       expect(job.readScope).toBe("teams:19:abcdef0123456789@thread.tacv2");
     });
 
-    it("returns the Entra object id as caller and the tenant as owner", () => {
+    it("returns the Entra object id as a Teams principal of the tenant, and the tenant as owner", () => {
       const job = teamsTurnJob(message(parseTeamsActivity(messageActivity(SERVICE_URL))), at);
-      expect(job.caller).toEqual({ userId: `teams:${TENANT}:${USER_AAD}`, tenantId: `teams:${TENANT}`, roles: [] });
-      expect(job.owner).toEqual({ userId: `teams:${TENANT}`, tenantId: `teams:${TENANT}`, roles: [] });
+      expect(job.principal).toEqual({ issuer: "teams", tenant: TENANT, subject: USER_AAD });
+      expect(job.owner).toEqual({ issuer: "teams", tenant: TENANT, subject: null });
     });
 
     it("returns the tenant from conversation.tenantId when channelData has none", () => {
       const job = teamsTurnJob(message(parseTeamsActivity(messageActivity(SERVICE_URL, { channelData: {} }))), at);
-      expect(job.caller.tenantId).toBe(`teams:${TENANT}`);
+      expect(job.principal.tenant).toBe(TENANT);
     });
 
-    it("returns the channel account as caller, and the caller as owner, without Entra ids", () => {
+    it("returns the channel account as principal, and the principal as owner, without Entra ids", () => {
       const activity = messageActivity(SERVICE_URL, {
         channelId: "webchat",
         from: { id: "webchat-user-1" },
@@ -81,8 +86,8 @@ describe("teams/teams-activity", () => {
         channelData: undefined,
       });
       const job = teamsTurnJob(message(parseTeamsActivity(activity)), at);
-      expect(job.caller).toEqual({ userId: "teams:webchat-user-1", tenantId: undefined, roles: [] });
-      expect(job.owner).toEqual(job.caller);
+      expect(job.principal).toEqual({ issuer: "teams", tenant: null, subject: "webchat-user-1" });
+      expect(job.owner).toEqual(job.principal);
     });
 
     it("returns a job that the queue schema accepts, addressed back to the activity", () => {

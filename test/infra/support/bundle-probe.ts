@@ -1,7 +1,8 @@
 // Bundled by test/infra/bundling.test.ts with the stack's bundle options and compared with the
 // same module run from source: each function goes through code the bundles replace (the tracing
 // client behind RunTree, the LangChain import map, zod's locales and compiler, the tokenizer ranks,
-// the chat model taken from @langchain/aws's chat module) or loads the AWS SDK with require().
+// the chat model taken from @langchain/aws's chat module), loads the AWS SDK with require(), or
+// loads SQLite's WebAssembly package and the handbook from files beside the bundle.
 import { getContextVariable, setContextVariable } from "@langchain/core/context";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { ChatPromptValue } from "@langchain/core/prompt_values";
@@ -12,6 +13,10 @@ import { z } from "zod";
 import { createChatModel } from "../../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
 import { countTextTokens } from "../../../lib/model-view/token-counter.js";
+import { LocalDocumentIndex } from "../../../lib/tools/documents/local-document-index.js";
+import { buildSalesDatabase, SALES_SCHEMA_DESCRIPTION } from "../../../lib/tools/sql/sales-dataset.js";
+import { SqliteQueryEngine } from "../../../lib/tools/sql/sqlite-query-engine.js";
+import { sqliteModuleUrl } from "../../../lib/tools/sql/sqlite-wasm.js";
 
 export { countTextTokens };
 
@@ -70,4 +75,21 @@ export async function bedrockAnswer(question: string): Promise<unknown> {
   const model = createChatModel({ provider: "bedrock", bedrockModelId: "anthropic.claude-sonnet-4-20250514-v1:0", region: "us-east-1", maxOutputTokens: 256 });
   const answer = await model.invoke([new HumanMessage(question)]);
   return { type: answer.getType(), content: answer.content };
+}
+
+/** The sample SQL and document tools as a dev stage that keeps them runs them: a query in a worker, a handbook search. */
+export async function sampleTools(): Promise<{ sqlite: string; rows: unknown[][]; source?: string }> {
+  const engine = new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+  const index = new LocalDocumentIndex();
+  try {
+    const result = await engine.query("SELECT region, round(sum(revenue)) FROM sales WHERE month = '2026-10' GROUP BY region ORDER BY region", {
+      maxRows: 10,
+      timeoutMs: 10_000,
+    });
+    const [passage] = await index.search("who approves a discount above 15%", 1);
+    return { sqlite: sqliteModuleUrl(), rows: result.rows, source: passage?.source };
+  } finally {
+    await engine.close();
+    await index.close();
+  }
 }

@@ -22,7 +22,7 @@ describe("BedrockKnowledgeBaseRetriever", () => {
   afterAll(async () => {
     client.destroy();
     await endpoint.close();
-    index.close();
+    await index.close();
   });
 
   describe("search", () => {

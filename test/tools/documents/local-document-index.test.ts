@@ -6,11 +6,11 @@ import { LocalDocumentIndex } from "../../../lib/tools/documents/local-document-
 
 describe("LocalDocumentIndex", () => {
   const index = new LocalDocumentIndex();
-  afterAll(() => index.close());
+  afterAll(async () => index.close());
 
   describe("constructor", () => {
-    it("returns an index of every section of the bundled corpus", () => {
-      expect(index.passageCount).toBeGreaterThanOrEqual(40);
+    it("returns an index of every section of the bundled corpus", async () => {
+      expect(await index.passageCount()).toBeGreaterThanOrEqual(40);
     });
 
     it("splits a long section into passages at paragraph boundaries", async () => {
@@ -18,10 +18,10 @@ describe("LocalDocumentIndex", () => {
       const paragraph = (n: number) => `Paragraph ${n} about zebras. ${"Filler words here. ".repeat(20)}`;
       writeFileSync(join(dir, "long.md"), `# Long\n\n## Only section\n${[1, 2, 3, 4].map(paragraph).join("\n\n")}\n`);
       const small = new LocalDocumentIndex({ corpusDir: dir, maxPassageChars: 800 });
-      expect(small.passageCount).toBe(4);
+      expect(await small.passageCount()).toBe(4);
       const hits = await small.search("zebras", 10);
       expect(hits.every((h) => h.heading === "Only section" && h.text.length <= 800)).toBe(true);
-      small.close();
+      await small.close();
     });
   });
 

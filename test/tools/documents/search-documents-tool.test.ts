@@ -2,12 +2,13 @@ import { afterAll, describe, expect, it } from "vitest";
 import { LocalDocumentIndex } from "../../../lib/tools/documents/local-document-index.js";
 import { createSearchDocumentsTool } from "../../../lib/tools/documents/search-documents-tool.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
+import { apiPrincipal } from "../../../lib/auth/principal.js";
 
 describe("search_documents", () => {
   const index = new LocalDocumentIndex();
   const registry = new ToolRegistry([createSearchDocumentsTool({ retriever: index, maxResults: 2 })]);
-  const ctx = { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } };
-  afterAll(() => index.close());
+  const ctx = { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } };
+  afterAll(async () => index.close());
 
   describe("run", () => {
     it("returns numbered passages with source and heading", async () => {

@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { IdempotencyDocument } from "../../../lib/store/idempotency-persistence-layer.js";
 import { createFollowUpTool, type FollowUpDocument } from "../../../lib/tools/follow-up/create-follow-up-tool.js";
-import type { Caller } from "../../../lib/tools/tool.js";
+import type { Caller } from "../../../lib/auth/principal.js";
 import { ToolIdempotencyGuard } from "../../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
 import { startWebhookEndpoint, type WebhookEndpoint } from "../../support/webhook-endpoint.js";
+import { apiPrincipal } from "../../../lib/auth/principal.js";
 
-const caller: Caller = { userId: "u-1", tenantId: "acme", roles: ["analyst"] };
+const caller: Caller = { principal: apiPrincipal("u-1", "acme"), roles: ["analyst"] };
 const args = { title: "Review West region discount approvals", owner: "dana@alderpike.example", dueDate: "2026-11-15" };
 
 describe("create_follow_up", () => {
@@ -52,9 +53,10 @@ describe("create_follow_up", () => {
       expect(result.content).toMatch(/Created follow-up FU-[0-9A-F]{8}: "Review West region discount approvals"/);
       expect(webhook.requests).toHaveLength(1);
       expect(webhook.requests[0]!.headers["idempotency-key"]).toBe("conv-1:tc-1");
-      expect(JSON.parse(webhook.requests[0]!.body)).toMatchObject({ title: args.title, dueDate: "2026-11-15" });
+      const principal = { issuer: "api", tenant: "acme", subject: "u-1" };
+      expect(JSON.parse(webhook.requests[0]!.body)).toMatchObject({ title: args.title, dueDate: "2026-11-15", createdBy: principal });
       const doc = await t.db.collection<FollowUpDocument>("follow_ups").findOne({ _id: "conv-1:tc-1" });
-      expect(doc).toMatchObject({ createdBy: "u-1", tenantId: "acme", owner: args.owner });
+      expect(doc).toMatchObject({ createdBy: principal, owner: args.owner });
     });
 
     it("posts exactly once when the same tool call is retried after a crash before the checkpoint", async () => {

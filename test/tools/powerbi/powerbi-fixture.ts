@@ -1,8 +1,8 @@
-import Database from "better-sqlite3";
 import { EntraTokenProvider } from "../../../lib/tools/powerbi/entra-token-provider.js";
 import { PowerBiClient } from "../../../lib/tools/powerbi/power-bi-client.js";
 import type { SecretSource } from "../../../lib/tools/secrets.js";
 import { buildSalesDatabase } from "../../../lib/tools/sql/sales-dataset.js";
+import { openDatabaseImage } from "../../../lib/tools/sql/sqlite-wasm.js";
 import { startPowerBiEndpoint, type PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
 
 export const MARGIN_BY_MONTH = `EVALUATE
@@ -10,11 +10,12 @@ export const MARGIN_BY_MONTH = `EVALUATE
   ORDER BY 'Date'[Month]`;
 
 /** The semantic model's answer, computed from the same sample data the SQL tool serves. */
-function marginRows(): Record<string, unknown>[] {
-  const db = new Database(buildSalesDatabase(), { readonly: true });
-  const rows = db
-    .prepare("SELECT month, 100.0 * sum(gross_profit) / sum(revenue) AS gm FROM sales GROUP BY month ORDER BY month")
-    .all() as { month: string; gm: number }[];
+async function marginRows(): Promise<Record<string, unknown>[]> {
+  const db = await openDatabaseImage(await buildSalesDatabase());
+  const rows = db.selectObjects("SELECT month, 100.0 * sum(gross_profit) / sum(revenue) AS gm FROM sales GROUP BY month ORDER BY month") as {
+    month: string;
+    gm: number;
+  }[];
   db.close();
   return rows.map((r) => ({ "Date[Month]": r.month, "[Gross Margin %]": r.gm }));
 }
@@ -23,14 +24,14 @@ export const secrets = (values: Record<string, string>): SecretSource => ({ get:
 export const creds = { powerBiClientId: "app-123", powerBiClientSecret: "s3cr3t-value" };
 
 /** The local Power BI and Entra ID endpoint, serving the margin-by-month query. */
-export function startSampleEndpoint(): Promise<PowerBiEndpoint> {
+export async function startSampleEndpoint(): Promise<PowerBiEndpoint> {
   return startPowerBiEndpoint({
     tenantId: "tenant-1",
     clientId: creds.powerBiClientId,
     clientSecret: creds.powerBiClientSecret,
     groupId: "group-1",
     datasetId: "dataset-1",
-    queries: { [MARGIN_BY_MONTH]: marginRows() },
+    queries: { [MARGIN_BY_MONTH]: await marginRows() },
   });
 }
 

@@ -3,6 +3,7 @@ import { createQuerySemanticModelTool } from "../../../lib/tools/powerbi/query-s
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 import type { PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
 import { creds, MARGIN_BY_MONTH, powerBiClient, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
+import { apiPrincipal } from "../../../lib/auth/principal.js";
 
 describe("query_semantic_model", () => {
   let endpoint: PowerBiEndpoint;
@@ -21,7 +22,7 @@ describe("query_semantic_model", () => {
     const client = powerBiClient(endpoint, tokens, overrides.datasetId);
     const registry = new ToolRegistry([createQuerySemanticModelTool({ client, maxRows: overrides.maxRows ?? 50 })]);
     const run = (dax: string) =>
-      registry.execute({ id: "call", name: "query_semantic_model", args: { dax } }, { conversationId: "c", turnId: "t", caller: { userId: "u", roles: [] } });
+      registry.execute({ id: "call", name: "query_semantic_model", args: { dax } }, { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } });
     return { run };
   }
 

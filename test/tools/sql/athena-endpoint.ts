@@ -1,17 +1,25 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import Database from "better-sqlite3";
+import { openDatabaseImage } from "../../../lib/tools/sql/sqlite-wasm.js";
 
 export interface AthenaEndpoint {
   url: string;
   /** Every API call received, by operation name (StartQueryExecution, ...). */
   calls: { operation: string; body: Record<string, unknown> }[];
+  /** Ids of the query executions created, in order (a start answered from its token creates none). */
+  created: string[];
+  /** Resolves when the next call of this operation has been answered. */
+  nextCall(operation: string): Promise<void>;
+  /** Lets queries mentioning `held_query` finish: until then they stay RUNNING. */
+  release(): void;
   close(): Promise<void>;
 }
 
 interface Execution {
   sql: string;
+  /** The parameters a start with the same ClientRequestToken must repeat. */
+  request: string;
   polls: number;
   state: "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED";
   reason?: string;
@@ -27,13 +35,35 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 /**
  * A local Amazon Athena speaking its JSON 1.1 protocol (`X-Amz-Target: AmazonAthena.<Operation>`).
  * Queries run against the given SQLite image; an execution reports RUNNING on its first poll and
- * then its outcome, a query mentioning `sleep_forever` runs until stopped, and results page with
- * NextToken, the first row of the first page holding the column names as Athena's does.
+ * then its outcome, a query mentioning `sleep_forever` runs until stopped, one mentioning
+ * `held_query` until `release()`, and results page with NextToken, the first row of the first page
+ * holding the column names as Athena's does. A start repeating a ClientRequestToken is answered
+ * with that token's execution, whatever its state, and refused if its parameters differ, as
+ * Athena documents for the token.
  */
-export async function startAthenaEndpoint(image: Buffer): Promise<AthenaEndpoint> {
-  const db = new Database(image, { readonly: true });
+export async function startAthenaEndpoint(image: Uint8Array): Promise<AthenaEndpoint> {
+  const db = await openDatabaseImage(image);
   const executions = new Map<string, Execution>();
+  const byToken = new Map<string, string>();
   const calls: AthenaEndpoint["calls"] = [];
+  const created: string[] = [];
+  const waiting: { operation: string; resolve: () => void }[] = [];
+  let released = false;
+  const running = (e: Execution) => e.sql.includes("sleep_forever") || (e.sql.includes("held_query") && !released);
+  /** Runs the query the moment its execution finishes, as Athena's result reflects the data then. */
+  const evaluate = (execution: Execution) => {
+    try {
+      const columnNames: string[] = [];
+      const rows = db.exec({ sql: execution.sql, rowMode: "array", returnValue: "resultRows", columnNames }) as unknown[][];
+      execution.columns = columnNames.map((name, i) => ({
+        name,
+        type: rows.length > 0 && typeof rows[0]![i] === "number" ? (Number.isInteger(rows[0]![i]) ? "bigint" : "double") : "varchar",
+      }));
+      execution.rows = rows.map((r) => r.map((v) => (v === null ? null : String(v))));
+    } catch (error) {
+      execution.reason = `SYNTAX_ERROR: line 1:1: ${(error as Error).message}`;
+    }
+  };
 
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
@@ -41,26 +71,29 @@ export async function startAthenaEndpoint(image: Buffer): Promise<AthenaEndpoint
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Record<string, unknown>;
     const operation = String(req.headers["x-amz-target"] ?? "").replace(/^AmazonAthena\./, "");
     calls.push({ operation, body });
+    res.once("finish", () => {
+      for (const w of waiting.filter((w) => w.operation === operation)) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.resolve();
+      }
+    });
 
     if (operation === "StartQueryExecution") {
       if (!body.WorkGroup) return send(res, 400, { __type: "InvalidRequestException", Message: "WorkGroup is required" });
-      const id = randomUUID();
-      const execution: Execution = { sql: String(body.QueryString), polls: 0, state: "QUEUED", columns: [], rows: [] };
-      if (!execution.sql.includes("sleep_forever")) {
-        try {
-          const stmt = db.prepare(execution.sql).raw(true);
-          const cols = stmt.columns();
-          const rows = stmt.all() as unknown[][];
-          execution.columns = cols.map((c, i) => ({
-            name: c.name,
-            type: rows.length > 0 && typeof rows[0]![i] === "number" ? (Number.isInteger(rows[0]![i]) ? "bigint" : "double") : "varchar",
-          }));
-          execution.rows = rows.map((r) => r.map((v) => (v === null ? null : String(v))));
-        } catch (error) {
-          execution.reason = `SYNTAX_ERROR: line 1:1: ${(error as Error).message}`;
+      const { ClientRequestToken: token, ...params } = body;
+      const request = JSON.stringify(params);
+      const earlier = typeof token === "string" ? byToken.get(token) : undefined;
+      if (earlier) {
+        if (executions.get(earlier)!.request !== request) {
+          return send(res, 400, { __type: "InvalidRequestException", Message: "Idempotent parameters do not match" });
         }
+        return send(res, 200, { QueryExecutionId: earlier });
       }
+      const id = randomUUID();
+      const execution: Execution = { sql: String(body.QueryString), request, polls: 0, state: "QUEUED", columns: [], rows: [] };
       executions.set(id, execution);
+      created.push(id);
+      if (typeof token === "string") byToken.set(token, id);
       return send(res, 200, { QueryExecutionId: id });
     }
 
@@ -69,10 +102,13 @@ export async function startAthenaEndpoint(image: Buffer): Promise<AthenaEndpoint
 
     if (operation === "GetQueryExecution") {
       execution.polls++;
-      if (execution.state !== "CANCELLED" && !execution.sql.includes("sleep_forever")) {
-        execution.state = execution.polls < 2 ? "RUNNING" : execution.reason ? "FAILED" : "SUCCEEDED";
-      } else if (execution.state === "QUEUED") {
-        execution.state = "RUNNING";
+      if (execution.state === "QUEUED" || execution.state === "RUNNING") {
+        if (running(execution) || execution.polls < 2) {
+          execution.state = "RUNNING";
+        } else {
+          evaluate(execution);
+          execution.state = execution.reason ? "FAILED" : "SUCCEEDED";
+        }
       }
       return send(res, 200, {
         QueryExecution: {
@@ -84,7 +120,8 @@ export async function startAthenaEndpoint(image: Buffer): Promise<AthenaEndpoint
     }
 
     if (operation === "StopQueryExecution") {
-      execution.state = "CANCELLED";
+      // Stopping a finished query changes nothing, as in Athena.
+      if (execution.state === "QUEUED" || execution.state === "RUNNING") execution.state = "CANCELLED";
       return send(res, 200, {});
     }
 
@@ -114,6 +151,11 @@ export async function startAthenaEndpoint(image: Buffer): Promise<AthenaEndpoint
   return {
     url: `http://127.0.0.1:${port}`,
     calls,
+    created,
+    nextCall: (operation) => new Promise<void>((resolve) => waiting.push({ operation, resolve })),
+    release: () => {
+      released = true;
+    },
     close: () =>
       new Promise<void>((resolve, reject) => {
         db.close();

@@ -2,6 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { checkReadOnlySql, type SqlDialect } from "../../../lib/tools/sql/read-only-sql.js";
 import { WRITES } from "./sql-writes.js";
+import { FRAGMENTS, runShapes } from "../../support/adversarial-text.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 
 
 const READ = "SELECT count(*) FROM orders";
@@ -84,6 +86,12 @@ describe("checkReadOnlySql", () => {
       });
     });
   }
+
+  it("decides in time linear in the query", () => {
+    // Quotes, comments, brackets and blanks are what the lexer scans ahead over; SQLite's dialect has every kind of quote.
+    const shapes = runShapes([" ", "\u3000", "'", '"', "`", "[", "]", "(", ")", "-", "/", "*", ";", ...FRAGMENTS]);
+    expectLinearWork((sql) => checkReadOnlySql(sql, "sqlite"), { wrap: (text) => `WITH x AS (SELECT ${text}) SELECT 1`, shapes, numRuns: 6 });
+  }, LINEAR_WORK_TIMEOUT_MS);
 
   it("returns the statement without its trailing semicolon and comments", () => {
     expect(checkReadOnlySql("  WITH t AS (SELECT 1 AS x) SELECT x FROM t ; -- bye\n", "sqlite")).toEqual({

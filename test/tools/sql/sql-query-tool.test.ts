@@ -5,8 +5,9 @@ import { createSqlQueryTool } from "../../../lib/tools/sql/sql-query-tool.js";
 import { SqliteQueryEngine } from "../../../lib/tools/sql/sqlite-query-engine.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 import { WRITES } from "./sql-writes.js";
+import { apiPrincipal } from "../../../lib/auth/principal.js";
 
-const caller = { userId: "u1", roles: [] };
+const caller = { principal: apiPrincipal("u1"), roles: [] };
 const ctx = { conversationId: "c1", turnId: "t1", caller };
 
 /** Parses the tool's pipe table back into records, as a reader of the output would. */
@@ -26,7 +27,7 @@ describe("sql_query", () => {
   const run = (sql: string) => registry.execute({ id: `q${++call}`, name: "sql_query", args: { sql } }, ctx);
 
   beforeAll(() => {
-    engine = new SqliteQueryEngine({ image: buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+    engine = new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     registry = new ToolRegistry([createSqlQueryTool({ engine, maxRows: 25, timeoutMs: 5_000 })]);
   });
   afterAll(async () => engine.close());

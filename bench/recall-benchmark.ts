@@ -1,0 +1,314 @@
+/**
+ * Recall benchmark: a generated 200-turn conversation with 40 facts planted at random turns, then one
+ * question per fact that asks for it in other words (`bench/recall-facts.ts`: no content word in common).
+ * Each question is answered three ways from the same thread:
+ *
+ * - the shaped view alone (`buildModelView`, default policy): the fact reaches the model only if its
+ *   turn is among the last `VIEW_FINISHED_TURNS`;
+ * - full replay (every stored message, tool outputs inline): every fact reaches the model;
+ * - the shaped view with search: the model calls `search_conversation` with the question; the fact
+ *   reaches it if its turn is in view or among the top 3 results. Ranked lexically (BM25, as offline),
+ *   and again with embeddings from the local Titan V2 stand-in (`test/support/embeddings-endpoint.ts`,
+ *   WordNet synsets hashed; far weaker than Titan, so a floor, not Titan's figure).
+ *
+ * The turns go through the real stores on the embedded MongoDB server: the application record is
+ * written as a turn writes it, and the `TurnIndexer` indexes each turn as the app's hook does.
+ *
+ *   npm run bench:recall [-- --seed 7] [-- --write]   (--write updates bench/results/recall.md)
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { MongoClient } from "mongodb";
+import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_TOOL_OUTPUT_TOKENS, DEFAULT_VIEW_TOTAL_BUDGET } from "../lib/config/config.js";
+import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
+import { buildModelView, countMessagesTokens, countMessageTokens, type ModelViewPolicy } from "../lib/model-view/index.js";
+import { prng } from "../lib/prng.js";
+import { bm25, ConversationSearch } from "../lib/recall/conversation-search.js";
+import { BedrockEmbedder, type Embedder } from "../lib/recall/embedder.js";
+import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome, SEARCH_CONVERSATION_NAME } from "../lib/recall/search-conversation-tool.js";
+import { recallTerms } from "../lib/recall/recall-terms.js";
+import { TurnIndexer } from "../lib/recall/turn-indexer.js";
+import { ThreadwiseDatabase } from "../lib/store/database.js";
+import type { ModelViewStats } from "../lib/model-view/types.js";
+import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID } from "../test/support/embeddings-endpoint.js";
+import { ACKNOWLEDGEMENTS, FACTS } from "./recall-facts.js";
+
+const TURNS = 200;
+const TARGET_RECALL = 0.95;
+const TARGET_RESULT_TOKENS = 1_500;
+const TARGET_SEARCH_MS = 20;
+/** Each question is searched this many times for the timing figures. */
+const TIMING_REPEATS = 5;
+const RESULTS = join(dirname(fileURLToPath(import.meta.url)), "results");
+
+type Random = () => number;
+const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
+const int = (random: Random, min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
+
+const REGIONS = ["north", "south", "east", "west", "central"];
+const METRICS = ["revenue", "gross margin", "order count", "average discount", "units shipped", "late deliveries"];
+const MONTHS = ["May", "June", "July", "August", "September", "October"];
+const TOPICS = ["the travel policy", "the expense rules", "the onboarding checklist", "the security guidelines", "the pricing playbook"];
+const PEOPLE = ["Daniel", "Aisha", "Tom", "Mei", "Carlos", "Nina"];
+
+interface Turn {
+  question: string;
+  answer: string;
+  tool?: { name: string; args: Record<string, unknown>; output: string };
+}
+
+/** Work chatter: data questions answered with a SQL tool, policy questions answered from documents, small requests. */
+function fillerTurn(random: Random): Turn {
+  const region = pick(random, REGIONS);
+  const metric = pick(random, METRICS);
+  const month = pick(random, MONTHS);
+  switch (int(random, 0, 3)) {
+    case 0: {
+      const rows = Array.from({ length: int(random, 5, 60) }, (_, i) => `| ${region}-${i + 1} | ${month} | ${int(random, 100, 99_000)} |`);
+      return {
+        question: `What was the ${metric} for the ${region} region in ${month}?`,
+        answer: `The ${region} region's ${metric} in ${month} was ${int(random, 100, 99_000).toLocaleString("en-US")}, ${pick(random, ["up", "down"])} ${int(random, 1, 19)}% on the month before.`,
+        tool: { name: "sql_query", args: { sql: `SELECT account, month, ${metric.replace(/ /g, "_")} FROM sales WHERE region = '${region}' AND month = '${month}'` }, output: ["| account | month | value |", ...rows].join("\n") },
+      };
+    }
+    case 1: {
+      const topic = pick(random, TOPICS);
+      return {
+        question: `What does ${topic} say about ${pick(random, ["approvals", "limits", "exceptions", "deadlines"])}?`,
+        answer: `According to ${topic}, requests above the limit go to a director, and exceptions are logged in the tracker.`,
+        tool: { name: "search_documents", args: { query: topic }, output: `${topic}: section ${int(random, 1, 9)}. Requests above the limit need a director's sign-off; exceptions are logged.` },
+      };
+    }
+    case 2:
+      return {
+        question: `Can you draft a short message to ${pick(random, PEOPLE)} about the ${metric} numbers for ${month}?`,
+        answer: `Here is a draft: "Hi, the ${month} ${metric} figures are in the shared folder; the ${region} region stands out. Let me know if you need more detail."`,
+      };
+    default:
+      return {
+        question: `Compare ${metric} between ${region} and ${pick(random, REGIONS)} for ${month}.`,
+        answer: `${region} was ${int(random, 2, 30)}% ${pick(random, ["higher", "lower"])} than the other region on ${metric} in ${month}, mostly because of ${pick(random, ["two large accounts", "pricing", "a late shipment", "returns"])}.`,
+      };
+  }
+}
+
+/** The thread as checkpointed messages, for the view and full replay. */
+function threadMessages(turns: readonly Turn[]): BaseMessage[] {
+  return turns.flatMap((turn, i) => {
+    const messages: BaseMessage[] = [new HumanMessage({ content: turn.question, id: `t${i}:user` })];
+    if (turn.tool) {
+      const id = `call-${i}`;
+      messages.push(new AIMessage({ content: "", tool_calls: [{ id, name: turn.tool.name, args: turn.tool.args, type: "tool_call" }] }));
+      messages.push(new ToolMessage({ content: turn.tool.output, tool_call_id: id, name: turn.tool.name }));
+    }
+    messages.push(new AIMessage(turn.answer));
+    return messages;
+  });
+}
+
+function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+const median = (values: number[]) => quantile(values, 0.5);
+
+/** The control question: the fact's own words, taken mechanically (its first two words of five letters or more). */
+function keywordQuestion(statement: string): string {
+  const words = statement.match(/[A-Za-z]{5,}/g) ?? [];
+  return `What did I say about ${words.slice(0, 2).join(" ").toLowerCase()}?`;
+}
+const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+const pct = (n: number) => `${(n * 100).toFixed(1)} %`;
+
+interface Way {
+  name: string;
+  reached: number;
+  tokensPerCall: string;
+  note: string;
+}
+
+async function main() {
+  const { values } = parseArgs({ options: { seed: { type: "string", default: "7" }, write: { type: "boolean", default: false } } });
+  const seed = Number(values.seed);
+  const random = prng(seed);
+
+  const factTurns = new Map<number, number>();
+  const slots = Array.from({ length: TURNS }, (_, i) => i);
+  for (let f = 0; f < FACTS.length; f++) factTurns.set(slots.splice(Math.floor(random() * slots.length), 1)[0], f);
+  const turns: Turn[] = Array.from({ length: TURNS }, (_, i) => {
+    const fact = factTurns.get(i);
+    return fact === undefined ? fillerTurn(random) : { question: FACTS[fact].statement, answer: pick(random, ACKNOWLEDGEMENTS) };
+  });
+  const turnOfFact = new Map([...factTurns].map(([turn, fact]) => [fact, turn + 1]));
+  const sharedStems = FACTS.filter((f) => {
+    const stated = new Set(recallTerms(f.statement));
+    return recallTerms(f.question).some((t) => stated.has(t));
+  }).length;
+
+  const mongo = await startEmbeddedMongo();
+  const client = new MongoClient(mongo.uri);
+  await client.connect();
+  const endpoint = await startEmbeddingsEndpoint();
+  try {
+    const database = new ThreadwiseDatabase(client, { dbName: `bench_recall_${randomUUID().slice(0, 8)}` });
+    await database.setup();
+    const embedder: Embedder = new BedrockEmbedder({
+      modelId: TITAN_V2_MODEL_ID,
+      client: new BedrockRuntimeClient({ endpoint: endpoint.url, region: "us-east-1", credentials: { accessKeyId: "AKIDLOCAL", secretAccessKey: "local" }, maxAttempts: 1 }),
+    });
+
+    // Two conversations with the same turns: one indexed lexically (offline), one with embeddings.
+    const conversations = { lexical: randomUUID(), semantic: randomUUID() };
+    const indexMs: Record<keyof typeof conversations, number[]> = { lexical: [], semantic: [] };
+    const indexers = {
+      lexical: new TurnIndexer({ index: database.recall, messages: database.messages, turns: database.turns }),
+      semantic: new TurnIndexer({ index: database.recall, messages: database.messages, turns: database.turns, embedder }),
+    };
+    const start = Date.UTC(2026, 4, 4, 9);
+    for (const key of ["lexical", "semantic"] as const) {
+      const conversationId = conversations[key];
+      for (const [i, turn] of turns.entries()) {
+        const turnId = `${conversationId}-${i + 1}`;
+        const at = new Date(start + i * 3_600_000);
+        await database.turns.start(turnId, conversationId, "running", at);
+        await database.messages.append({ conversationId, turnId, role: "user", content: turn.question }, at);
+        if (turn.tool) {
+          const view = [
+            { role: "user" as const, content: turn.question },
+            { role: "assistant" as const, content: "", toolCalls: [{ id: "c", name: turn.tool.name, args: turn.tool.args }] },
+            { role: "tool" as const, content: turn.tool.output, toolCallId: "c", toolName: turn.tool.name },
+          ];
+          await database.turns.recordModelCall(conversationId, { turnId, index: 1, startedAt: at, durationMs: 0, view, stats: {} as ModelViewStats, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, toolCalls: [] }, at);
+        }
+        await database.turns.complete(turnId, { answer: turn.answer, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, toolCalls: turn.tool ? 1 : 0, durationMs: 0 }, at);
+        await database.messages.append({ conversationId, turnId, role: "assistant", content: turn.answer }, at);
+        const began = performance.now();
+        await indexers[key].indexFinishedTurns(conversationId);
+        indexMs[key].push(performance.now() - began);
+      }
+    }
+
+    const policy: ModelViewPolicy = {
+      systemPrompt: DEFAULT_SYSTEM_PROMPT,
+      finishedTurns: DEFAULT_VIEW_FINISHED_TURNS,
+      toolOutputTokens: DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
+      totalBudget: DEFAULT_VIEW_TOTAL_BUDGET,
+      outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
+    };
+    const thread = threadMessages(turns);
+    const searches = { lexical: new ConversationSearch({ index: database.recall }), semantic: new ConversationSearch({ index: database.recall, embedder }) };
+    const reached = { view: 0, replay: 0, lexical: 0, semantic: 0, keywords: 0 };
+    const tokens = { view: [] as number[], replay: [] as number[], lexical: [] as number[], semantic: [] as number[] };
+    const resultTokens = { lexical: [] as number[], semantic: [] as number[] };
+    const searchMs = { lexical: [] as number[], semantic: [] as number[] };
+    const missed = { lexical: [] as number[], semantic: [] as number[] };
+    // The same search's two parts: reading the index segments from MongoDB, and ranking in memory.
+    const readMs: number[] = [];
+    const rankMs: number[] = [];
+    for (const fact of FACTS) {
+      let began = performance.now();
+      const entries = await database.recall.entries(conversations.lexical);
+      readMs.push(performance.now() - began);
+      began = performance.now();
+      bm25(entries, recallTerms(fact.question));
+      rankMs.push(performance.now() - began);
+    }
+    for (const [f, fact] of FACTS.entries()) {
+      const factTurn = turnOfFact.get(f) as number;
+      const state = [...thread, new HumanMessage(fact.question)];
+      const view = buildModelView(state, policy);
+      const inView = factTurn > TURNS - DEFAULT_VIEW_FINISHED_TURNS;
+      if (inView) reached.view++;
+      reached.replay++;
+      tokens.view.push(view.stats.viewTokens);
+      tokens.replay.push(countMessagesTokens(state));
+      const control = await searches.lexical.search({
+        conversationId: conversations.lexical,
+        query: keywordQuestion(fact.statement),
+        limit: DEFAULT_RECALL_RESULTS,
+        visibleTurns: DEFAULT_VIEW_FINISHED_TURNS,
+      });
+      if (inView || control.hits.some((h) => h.record.turnNumber === factTurn)) reached.keywords++;
+      for (const key of ["lexical", "semantic"] as const) {
+        const request = { conversationId: conversations[key], query: fact.question, limit: DEFAULT_RECALL_RESULTS, visibleTurns: DEFAULT_VIEW_FINISHED_TURNS };
+        let outcome = await searches[key].search(request);
+        for (let r = 0; r < TIMING_REPEATS; r++) {
+          const began = performance.now();
+          outcome = await searches[key].search(request);
+          searchMs[key].push(performance.now() - began);
+        }
+        const found = outcome.hits.some((h) => h.record.turnNumber === factTurn);
+        if (inView || found) reached[key]++;
+        else missed[key].push(f + 1);
+        const answer = formatSearchOutcome(fact.question, outcome, DEFAULT_RECALL_MAX_TOKENS);
+        const call = new AIMessage({ content: "", tool_calls: [{ id: "s", name: SEARCH_CONVERSATION_NAME, args: { query: fact.question }, type: "tool_call" }] });
+        const result = new ToolMessage({ content: answer, tool_call_id: "s", name: SEARCH_CONVERSATION_NAME });
+        resultTokens[key].push(countMessageTokens(result));
+        tokens[key].push(buildModelView([...state, call, result], policy).stats.viewTokens);
+      }
+    }
+
+    const n = FACTS.length;
+    const ways: Way[] = [
+      { name: "shaped view alone", reached: reached.view, tokensPerCall: fmt(median(tokens.view)), note: `facts in the last ${DEFAULT_VIEW_FINISHED_TURNS} turns only` },
+      { name: "full replay", reached: reached.replay, tokensPerCall: fmt(median(tokens.replay)), note: "every message and tool output, each call" },
+      {
+        name: "shaped view + search, lexical (offline)",
+        reached: reached.lexical,
+        tokensPerCall: `${fmt(median(tokens.view))} then ${fmt(median(tokens.lexical))}`,
+        note: `search ${median(searchMs.lexical).toFixed(1)} ms median, ${quantile(searchMs.lexical, 0.95).toFixed(1)} ms p95`,
+      },
+      {
+        name: "shaped view + search, lexical + embeddings stand-in",
+        reached: reached.semantic,
+        tokensPerCall: `${fmt(median(tokens.view))} then ${fmt(median(tokens.semantic))}`,
+        note: `search ${median(searchMs.semantic).toFixed(1)} ms median, ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms p95 (query embedded by the local stand-in)`,
+      },
+    ];
+    const lines = [
+      `# Recall benchmark`,
+      "",
+      `\`npm run bench:recall -- --seed ${seed}\` — ${TURNS} turns, ${n} planted facts, ${n} paraphrased questions (${sharedStems} of ${n} share a word stem with their fact), ` +
+        `top ${DEFAULT_RECALL_RESULTS} results, view of the last ${DEFAULT_VIEW_FINISHED_TURNS} turns. Node ${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}; embedded MongoDB server.`,
+      "",
+      "| way | fact reaches the model | tokens per model call (median) | |",
+      "|---|---:|---:|---|",
+      ...ways.map((w) => `| ${w.name} | ${w.reached} of ${n} (${pct(w.reached / n)}) | ${w.tokensPerCall} | ${w.note} |`),
+      `| control: lexical search, questions in the fact's own words | ${reached.keywords} of ${n} (${pct(reached.keywords / n)}) | | "What did I say about <its first two long words>?" |`,
+      "",
+      `With search a question takes two model calls: the view, then the view with the search call and its result.`,
+      "",
+      "| search figure | lexical | with embeddings stand-in | target |",
+      "|---|---:|---:|---|",
+      `| recall (fact in view or top ${DEFAULT_RECALL_RESULTS}) | ${pct(reached.lexical / n)} | ${pct(reached.semantic / n)} | ≥ ${pct(TARGET_RECALL)} |`,
+      `| search result tokens, largest | ${fmt(Math.max(...resultTokens.lexical))} | ${fmt(Math.max(...resultTokens.semantic))} | ≤ ${fmt(TARGET_RESULT_TOKENS)} |`,
+      `| search time at ${TURNS} turns, median / p95 | ${median(searchMs.lexical).toFixed(1)} / ${quantile(searchMs.lexical, 0.95).toFixed(1)} ms | ${median(searchMs.semantic).toFixed(1)} / ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms | < ${TARGET_SEARCH_MS} ms |`,
+      `| of which: reading the index from MongoDB / ranking in memory (lexical), median | ${median(readMs).toFixed(1)} ms / ${median(rankMs).toFixed(2)} ms | | |`,
+      `| indexing a finished turn, median / p95 | ${median(indexMs.lexical).toFixed(1)} / ${quantile(indexMs.lexical, 0.95).toFixed(1)} ms | ${median(indexMs.semantic).toFixed(1)} / ${quantile(indexMs.semantic, 0.95).toFixed(1)} ms | |`,
+      "",
+      `Facts missed (by number in \`bench/recall-facts.ts\`): lexical ${missed.lexical.join(", ") || "none"}; with embeddings stand-in ${missed.semantic.join(", ") || "none"}.`,
+      "",
+    ];
+    const markdown = lines.join("\n");
+    console.log(markdown);
+    if (values.write) {
+      await mkdir(RESULTS, { recursive: true });
+      await writeFile(join(RESULTS, "recall.md"), markdown);
+      console.log(`written to ${join(RESULTS, "recall.md")}`);
+    }
+  } finally {
+    await endpoint.close();
+    await client.close();
+    await mongo.stop();
+  }
+}
+
+await main();

@@ -1,0 +1,152 @@
+import type { StructuredLogger } from "../logger.js";
+import type { RecallEntry, RecallIndexStore, RecallTurnDocument } from "../store/recall-index-store.js";
+import { cosine, type Embedder } from "./embedder.js";
+import { quotedPhrases, recallTerms } from "./recall-terms.js";
+import { recallText } from "./turn-indexer.js";
+
+/** BM25 term-frequency saturation (the usual value). */
+export const DEFAULT_BM25_K1 = 1.2;
+/** BM25 length normalization (the usual value). */
+export const DEFAULT_BM25_B = 0.75;
+/** Reciprocal rank fusion constant: how much a first place outweighs a tenth (the value of the original paper). */
+export const DEFAULT_RRF_K = 60;
+/** Query terms considered; a longer query keeps its first ones, so a search stays bounded by its index, not its input. */
+export const MAX_QUERY_TERMS = 64;
+/** Candidates checked for a quoted phrase, per result asked for. */
+const PHRASE_CANDIDATES_PER_RESULT = 10;
+
+export interface ConversationSearchDeps {
+  index: RecallIndexStore;
+  /** Without one, search is lexical only. */
+  embedder?: Embedder;
+  logger?: StructuredLogger;
+}
+
+export interface SearchRequest {
+  conversationId: string;
+  query: string;
+  limit: number;
+  /** The newest finished turns the model already sees; they are not searched. */
+  visibleTurns: number;
+  signal?: AbortSignal;
+}
+
+export interface RecallHit {
+  record: RecallTurnDocument;
+  /** BM25 score; 0 when no query term is in the turn. */
+  lexical: number;
+  /** Cosine similarity to the query; absent without embeddings. */
+  semantic?: number;
+}
+
+export interface SearchOutcome {
+  /** Best first. */
+  hits: RecallHit[];
+  /** Finished turns out of sight, all of which were ranked. */
+  searchedTurns: number;
+  /** Finished turns in the index, seen or not. */
+  indexedTurns: number;
+  ranking: "lexical" | "lexical and semantic";
+  /** Set when embeddings are configured but the query could not be embedded. */
+  semanticUnavailable?: boolean;
+}
+
+/** BM25 over the given entries; only entries that contain a query term get a score. */
+export function bm25(entries: readonly RecallEntry[], queryTerms: readonly string[], k1 = DEFAULT_BM25_K1, b = DEFAULT_BM25_B): Map<RecallEntry, number> {
+  const scores = new Map<RecallEntry, number>();
+  if (entries.length === 0) return scores;
+  const averageLength = Math.max(1, entries.reduce((sum, e) => sum + e.length, 0) / entries.length);
+  for (const term of queryTerms) {
+    const containing = entries.filter((e) => e.terms.has(term));
+    if (containing.length === 0) continue;
+    const idf = Math.log(1 + (entries.length - containing.length + 0.5) / (containing.length + 0.5));
+    for (const entry of containing) {
+      const tf = entry.terms.get(term) as number;
+      const score = (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * entry.length) / averageLength));
+      scores.set(entry, (scores.get(entry) ?? 0) + score);
+    }
+  }
+  return scores;
+}
+
+/** Ranks by descending score, newer turns first on ties. */
+function ranked(scores: Map<RecallEntry, number>): RecallEntry[] {
+  return [...scores].sort((a, b) => b[1] - a[1] || b[0].turnNumber - a[0].turnNumber).map(([entry]) => entry);
+}
+
+/** Reciprocal rank fusion of rankings that score on different scales. */
+function fuse(rankings: readonly RecallEntry[][], k = DEFAULT_RRF_K): RecallEntry[] {
+  const scores = new Map<RecallEntry, number>();
+  for (const ranking of rankings) ranking.forEach((entry, rank) => scores.set(entry, (scores.get(entry) ?? 0) + 1 / (k + rank + 1)));
+  return ranked(scores);
+}
+
+function normalizedText(record: RecallTurnDocument): string {
+  return recallText(record).toLowerCase().replace(/\s+/g, " ");
+}
+
+/**
+ * Searches a conversation's finished turns that are out of the model's sight, in its own index only:
+ * BM25 over stemmed terms, fused with embedding similarity when an embeddings model is configured,
+ * quoted phrases first. Reads the conversation's index segments and the records of the hits; it never
+ * rebuilds the index.
+ */
+export class ConversationSearch {
+  constructor(private readonly deps: ConversationSearchDeps) {}
+
+  async search(request: SearchRequest): Promise<SearchOutcome> {
+    const { index } = this.deps;
+    const [entries, queryVector] = await Promise.all([index.entries(request.conversationId), this.embedQuery(request)]);
+    const newest = entries.reduce((n, e) => Math.max(n, e.turnNumber), 0);
+    const outOfSight = entries.filter((e) => e.turnNumber <= newest - request.visibleTurns);
+    const queryTerms = [...new Set(recallTerms(request.query))].slice(0, MAX_QUERY_TERMS);
+    const lexical = bm25(outOfSight, queryTerms);
+    const rankings = [ranked(lexical)];
+    const semantic = new Map<RecallEntry, number>();
+    if (queryVector) {
+      for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
+      rankings.push(ranked(semantic));
+    }
+    let order = rankings.length === 1 ? rankings[0] : fuse(rankings);
+    const phrases = quotedPhrases(request.query);
+    const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
+    const records = new Map((await index.records(request.conversationId, shortlist.map((e) => e.turnId))).map((r) => [r._id, r]));
+    if (phrases.length > 0) {
+      const matches = (e: RecallEntry) => {
+        const record = records.get(e.turnId);
+        return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
+      };
+      order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
+    }
+    const hits: RecallHit[] = [];
+    for (const entry of order.slice(0, request.limit)) {
+      const record = records.get(entry.turnId);
+      if (!record) continue;
+      const hit: RecallHit = { record, lexical: lexical.get(entry) ?? 0 };
+      if (queryVector) hit.semantic = semantic.get(entry);
+      hits.push(hit);
+    }
+    return {
+      hits,
+      searchedTurns: outOfSight.length,
+      indexedTurns: entries.length,
+      ranking: queryVector ? "lexical and semantic" : "lexical",
+      ...(this.deps.embedder && !queryVector ? { semanticUnavailable: true } : {}),
+    };
+  }
+
+  private async embedQuery(request: SearchRequest): Promise<Float32Array | undefined> {
+    const { embedder, logger } = this.deps;
+    if (!embedder) return undefined;
+    try {
+      return await embedder.embed(request.query, request.signal);
+    } catch (error) {
+      logger?.warn("recall query embedding failed", {
+        conversationId: request.conversationId,
+        modelId: embedder.modelId,
+        error: error instanceof Error ? error.name : "Error",
+      });
+      return undefined;
+    }
+  }
+}

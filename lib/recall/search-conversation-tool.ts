@@ -1,0 +1,101 @@
+import { z } from "zod";
+import { countTextTokens } from "../model-view/token-counter.js";
+import { fitLine } from "../tools/read-tool-output.js";
+import type { ToolDefinition } from "../tools/tool.js";
+import type { RecallTurnDocument } from "../store/recall-index-store.js";
+import type { ConversationSearch, SearchOutcome } from "./conversation-search.js";
+
+export const SEARCH_CONVERSATION_NAME = "search_conversation";
+/** Turns one search returns when the model does not say. */
+export const DEFAULT_RECALL_RESULTS = 3;
+/** Most turns one search may return. */
+export const MAX_RECALL_RESULTS = 5;
+/**
+ * Ceiling on one search's answer, in tokens, all results together. Like `read_tool_output`'s, it stays
+ * below the view's per-output threshold (2,000 by default), so an answer is never itself replaced by a notice.
+ */
+export const DEFAULT_RECALL_MAX_TOKENS = 1_500;
+/** Longest query, in characters. */
+export const MAX_RECALL_QUERY_CHARS = 500;
+
+const schema = z.object({
+  query: z
+    .string()
+    .trim()
+    .min(1)
+    .max(MAX_RECALL_QUERY_CHARS)
+    .describe('What to look for, in words likely to have been used: a topic, a name, a number, a date; "quoted phrases" must appear as written.'),
+  maxResults: z.number().int().min(1).max(MAX_RECALL_RESULTS).optional().describe(`How many turns to return (default ${DEFAULT_RECALL_RESULTS}).`),
+});
+
+export type SearchConversationInput = z.infer<typeof schema>;
+
+export interface SearchConversationToolOptions {
+  search: ConversationSearch;
+  /** The finished turns the view keeps (`VIEW_FINISHED_TURNS`): the model sees them, so they are not searched. */
+  visibleTurns: number;
+  /** Default: {@link DEFAULT_RECALL_MAX_TOKENS}. */
+  maxTokens?: number;
+  /** Roles allowed to use the tool. Default: everyone. */
+  allowedRoles?: readonly string[];
+}
+
+function turnBlock(record: RecallTurnDocument): string {
+  const lines = [`[Turn ${record.turnNumber}, ${record.at.toISOString().slice(0, 16).replace("T", " ")} UTC]`, `User: ${record.question}`];
+  lines.push(record.status === "completed" ? `Assistant: ${record.answer}` : "Assistant: [no answer: this turn failed]");
+  for (const tool of record.tools) lines.push(`Tool ${tool.name} ${tool.args} returned: ${tool.preview}`);
+  return lines.join("\n");
+}
+
+/** The answer the model reads: the matching turns, best first, each cut to its share of `maxTokens`. */
+export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTokens: number): string {
+  const seen = outcome.indexedTurns - outcome.searchedTurns;
+  if (outcome.searchedTurns === 0) {
+    return `Nothing to search: ${seen === 0 ? "this conversation has no earlier finished turns" : `all ${seen} earlier turns are already in view`}.`;
+  }
+  const caveat = outcome.semanticUnavailable ? " Semantic search was unavailable, so this was ranked lexically only." : "";
+  if (outcome.hits.length === 0) {
+    const searched = `searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}`;
+    return `No earlier turn matches "${query}" (${searched}).${caveat} Try other words, or say that you do not know.`;
+  }
+  const header =
+    `${outcome.hits.length} earlier turn${outcome.hits.length === 1 ? "" : "s"} for "${query}", best match first ` +
+    `(searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}).${caveat}`;
+  const parts = [header];
+  let remaining = maxTokens - countTextTokens(header) - 1;
+  outcome.hits.forEach((hit, i) => {
+    const share = Math.floor(remaining / (outcome.hits.length - i));
+    const block = turnBlock(hit.record);
+    const text = countTextTokens(block) + 2 <= share ? block : fitLine(block, share - 2);
+    remaining -= countTextTokens(text) + 2;
+    parts.push(text);
+  });
+  return parts.join("\n\n");
+}
+
+/**
+ * `search_conversation`: looks up what was said in this conversation's finished turns that are out of
+ * the model's sight. Scoped to the caller's conversation by the tool context, never by the model's input.
+ */
+export function createSearchConversationTool(options: SearchConversationToolOptions): ToolDefinition<typeof schema> {
+  const maxTokens = options.maxTokens ?? DEFAULT_RECALL_MAX_TOKENS;
+  return {
+    name: SEARCH_CONVERSATION_NAME,
+    description:
+      "Searches the earlier turns of this conversation that are no longer shown to you (questions, answers, tool calls and the start of their outputs) " +
+      "and returns the best matches with their turn number and time. Use it when the user refers to something said before that you cannot see.",
+    schema,
+    sideEffects: false,
+    allowedRoles: options.allowedRoles,
+    async run(input, ctx) {
+      const outcome = await options.search.search({
+        conversationId: ctx.conversationId,
+        query: input.query,
+        limit: input.maxResults ?? DEFAULT_RECALL_RESULTS,
+        visibleTurns: options.visibleTurns,
+        signal: ctx.signal,
+      });
+      return formatSearchOutcome(input.query, outcome, maxTokens);
+    },
+  };
+}

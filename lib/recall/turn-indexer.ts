@@ -1,0 +1,106 @@
+import type { StructuredLogger } from "../logger.js";
+import type { MessageStore } from "../store/message-store.js";
+import type { RecallIndexStore, RecallToolOutput, RecallTurnDocument } from "../store/recall-index-store.js";
+import type { TurnDocument, TurnStore, ViewMessage } from "../store/turn-store.js";
+import type { Embedder } from "./embedder.js";
+import { termFrequencies } from "./recall-terms.js";
+
+/** Characters of a tool output kept in the index: its start, as the checkpoint keeps an offloaded output's preview. */
+export const DEFAULT_RECALL_PREVIEW_CHARS = 400;
+/** Characters of a tool call's arguments kept in the index. */
+export const DEFAULT_RECALL_ARGS_CHARS = 300;
+
+const FINISHED: ReadonlySet<TurnDocument["status"]> = new Set(["completed", "failed"]);
+
+export interface TurnIndexerDeps {
+  index: RecallIndexStore;
+  messages: MessageStore;
+  turns: TurnStore;
+  /** Without one, turns are indexed for lexical search only. */
+  embedder?: Embedder;
+  logger?: StructuredLogger;
+}
+
+/** The text of a turn that is searched and embedded: question, answer, and each tool call with the start of its output. */
+export function recallText(record: Pick<RecallTurnDocument, "question" | "answer" | "tools">): string {
+  const tools = record.tools.map((t) => `${t.name} ${t.args}\n${t.preview}`);
+  return [record.question, record.answer, ...tools].filter((part) => part.length > 0).join("\n");
+}
+
+/** The tool calls of a turn and the start of each output, from the view its last model call was sent (the active turn is whole there). */
+function toolOutputs(view: readonly ViewMessage[]): RecallToolOutput[] {
+  const start = view.findLastIndex((m) => m.role === "user");
+  const args = new Map<string, string>();
+  const outputs: RecallToolOutput[] = [];
+  for (const message of view.slice(start + 1)) {
+    for (const call of message.toolCalls ?? []) args.set(call.id, JSON.stringify(call.args ?? {}).slice(0, DEFAULT_RECALL_ARGS_CHARS));
+    if (message.role === "tool") {
+      outputs.push({
+        name: message.toolName ?? "tool",
+        args: args.get(message.toolCallId ?? "") ?? "",
+        preview: message.content.slice(0, DEFAULT_RECALL_PREVIEW_CHARS),
+      });
+    }
+  }
+  return outputs;
+}
+
+/**
+ * Adds a conversation's finished turns to its recall index, from the application record (`messages`,
+ * `turns`, `model_calls`), never from checkpoints. It catches up from where the index left off, so a
+ * turn whose hook failed, or one that failed without a hook, is indexed with the next one.
+ */
+export class TurnIndexer {
+  constructor(private readonly deps: TurnIndexerDeps) {}
+
+  /** Indexes every finished turn not yet indexed, in order; returns how many it added. */
+  async indexFinishedTurns(conversationId: string): Promise<number> {
+    const { index, messages, turns } = this.deps;
+    const mark = await index.watermark(conversationId);
+    const questions = await messages.collection
+      .find({ conversationId, role: "user", ...(mark ? { createdAt: { $gte: mark.at } } : {}) })
+      .sort({ createdAt: 1, _id: 1 })
+      .toArray();
+    const fresh = questions.filter((q) => !mark?.recentTurnIds.has(q.turnId));
+    if (fresh.length === 0) return 0;
+    const turnById = new Map((await turns.collection.find({ _id: { $in: fresh.map((q) => q.turnId) } }).toArray()).map((t) => [t._id, t]));
+    let turnNumber = mark?.turnNumber ?? 0;
+    let added = 0;
+    for (const question of fresh) {
+      const turn = turnById.get(question.turnId);
+      // Numbers follow the order questions were asked: stop at one still running, and go on after it finishes.
+      if (!turn || !FINISHED.has(turn.status)) break;
+      turnNumber++;
+      const lastCall = await turns.calls.find({ turnId: turn._id }).sort({ index: -1 }).limit(1).next();
+      const record: RecallTurnDocument = {
+        _id: turn._id,
+        conversationId,
+        turnNumber,
+        at: question.createdAt,
+        status: turn.status === "completed" ? "completed" : "failed",
+        question: question.content,
+        answer: turn.status === "completed" ? (turn.answer ?? "") : "",
+        tools: lastCall ? toolOutputs(lastCall.view) : [],
+      };
+      const text = recallText(record);
+      const terms = termFrequencies(text);
+      let length = 0;
+      for (const count of terms.values()) length += count;
+      await index.add(record, { length, terms, vector: await this.embed(text, conversationId) });
+      added++;
+    }
+    return added;
+  }
+
+  /** Without a vector the turn is still found lexically; the failure is logged, as numbers and names. */
+  private async embed(text: string, conversationId: string): Promise<Float32Array | undefined> {
+    const { embedder, logger } = this.deps;
+    if (!embedder) return undefined;
+    try {
+      return await embedder.embed(text);
+    } catch (error) {
+      logger?.warn("recall embedding failed", { conversationId, modelId: embedder.modelId, error: error instanceof Error ? error.name : "Error" });
+      return undefined;
+    }
+  }
+}

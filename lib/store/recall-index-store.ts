@@ -1,0 +1,181 @@
+import { Binary, MongoServerError, type Collection, type Db } from "mongodb";
+import { ThreadwiseError } from "../errors.js";
+import { COLLECTIONS } from "./collections.js";
+
+/** Turns per index segment: a search at 200 turns reads two documents, and a segment stays far below 16 MB. */
+export const DEFAULT_RECALL_SEGMENT_TURNS = 100;
+
+const DUPLICATE_KEY = 11000;
+/** Rewrites of a segment tried before giving up on a concurrent writer. */
+const MAX_WRITE_ATTEMPTS = 3;
+
+/** Another writer kept changing a conversation's index segment (two turns of one conversation finishing at once). */
+export class RecallIndexConflictError extends ThreadwiseError {
+  override name = "RecallIndexConflictError";
+}
+
+/** A tool call of a finished turn, as search shows it: the name, its arguments and the start of its output. */
+export interface RecallToolOutput {
+  name: string;
+  args: string;
+  preview: string;
+}
+
+/** What search returns of a finished turn: its number in the conversation, when it was asked, and its text. */
+export interface RecallTurnDocument {
+  /** The turn id. */
+  _id: string;
+  conversationId: string;
+  /** 1-based position of the turn in the conversation. */
+  turnNumber: number;
+  /** When the question was asked. */
+  at: Date;
+  status: "completed" | "failed";
+  question: string;
+  /** Empty for a failed turn. */
+  answer: string;
+  tools: RecallToolOutput[];
+  expiresAt?: Date;
+}
+
+/** One turn's entry in the index: its term frequencies, its length in terms, and its embedding when one was made. */
+export interface RecallEntry {
+  turnId: string;
+  turnNumber: number;
+  at: Date;
+  length: number;
+  terms: Map<string, number>;
+  vector?: Float32Array;
+}
+
+/**
+ * Up to `segmentTurns` entries, packed: one tab-separated line per turn (number, time, length,
+ * `term:count` pairs) and one float32 vector per turn (empty when the turn has no embedding). Few,
+ * compact documents keep a search to one small read per hundred turns.
+ */
+interface RecallSegmentDocument {
+  /** `${conversationId}:${segment}` */
+  _id: string;
+  conversationId: string;
+  segment: number;
+  turnIds: string[];
+  entries: string[];
+  vectors: Binary[];
+  lastTurnNumber: number;
+  lastAt: Date;
+  expiresAt?: Date;
+}
+
+/** Where indexing left off: the newest indexed turn, and the ids of its segment (asked in the same millisecond is not asked twice). */
+export interface RecallWatermark {
+  turnNumber: number;
+  at: Date;
+  recentTurnIds: ReadonlySet<string>;
+}
+
+export interface RecallIndexStoreOptions {
+  /** Default: {@link DEFAULT_RECALL_SEGMENT_TURNS}. */
+  segmentTurns?: number;
+}
+
+function encodeEntry(entry: Omit<RecallEntry, "turnId" | "vector">): string {
+  const terms = [...entry.terms].map(([term, count]) => `${term}:${count}`).join(" ");
+  return `${entry.turnNumber}\t${entry.at.getTime()}\t${entry.length}\t${terms}`;
+}
+
+function decodeEntry(line: string, turnId: string, vector: Binary | undefined): RecallEntry {
+  const [turnNumber, at, length, pairs] = line.split("\t");
+  const terms = new Map<string, number>();
+  for (const pair of pairs ? pairs.split(" ") : []) {
+    const colon = pair.lastIndexOf(":");
+    terms.set(pair.slice(0, colon), Number(pair.slice(colon + 1)));
+  }
+  const entry: RecallEntry = { turnId, turnNumber: Number(turnNumber), at: new Date(Number(at)), length: Number(length), terms };
+  const bytes = vector?.buffer;
+  // Copied: a Float32Array needs 4-byte alignment, which a slice of a BSON buffer does not promise.
+  if (bytes && bytes.byteLength > 0) entry.vector = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  return entry;
+}
+
+/**
+ * The recall index of each conversation: `recall_turns` holds one document per finished turn (what a
+ * search returns), `recall_index` the segments a search ranks (terms and embeddings). Both are keyed by
+ * conversation, deleted with it and expired with it (`RetentionPolicy`).
+ */
+export class RecallIndexStore {
+  readonly turns: Collection<RecallTurnDocument>;
+  readonly segments: Collection<RecallSegmentDocument>;
+  readonly segmentTurns: number;
+
+  constructor(db: Db, options: RecallIndexStoreOptions = {}) {
+    this.turns = db.collection<RecallTurnDocument>(COLLECTIONS.recallTurns);
+    this.segments = db.collection<RecallSegmentDocument>(COLLECTIONS.recallIndex);
+    this.segmentTurns = options.segmentTurns ?? DEFAULT_RECALL_SEGMENT_TURNS;
+  }
+
+  async setup(): Promise<void> {
+    await this.turns.createIndex({ conversationId: 1, turnNumber: 1 }, { name: "conversation_turns" });
+    await this.segments.createIndex({ conversationId: 1, segment: 1 }, { name: "conversation_segments" });
+  }
+
+  async watermark(conversationId: string): Promise<RecallWatermark | undefined> {
+    const last = await this.segments.find({ conversationId }).sort({ segment: -1 }).limit(1).next();
+    if (!last) return undefined;
+    return { turnNumber: last.lastTurnNumber, at: last.lastAt, recentTurnIds: new Set(last.turnIds) };
+  }
+
+  /**
+   * Adds a finished turn: its record, then its entry in the segment of its number. Idempotent per
+   * turn: an entry already there (a retried hook) is not added again. The segment is rewritten whole
+   * with a check that nobody wrote it in between (the embedded server has no `$push`); turns of a
+   * conversation finish under its lease, so a lost race is retried, not expected.
+   */
+  async add(record: RecallTurnDocument, entry: Pick<RecallEntry, "length" | "terms" | "vector">): Promise<void> {
+    await this.turns.replaceOne({ _id: record._id }, record, { upsert: true });
+    const segment = Math.floor((record.turnNumber - 1) / this.segmentTurns);
+    const _id = `${record.conversationId}:${segment}`;
+    const line = encodeEntry({ turnNumber: record.turnNumber, at: record.at, ...entry });
+    const vector = new Binary(entry.vector ? Buffer.from(entry.vector.buffer, entry.vector.byteOffset, entry.vector.byteLength) : Buffer.alloc(0));
+    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
+      const current = await this.segments.findOne({ _id });
+      if (current?.turnIds.includes(record._id)) return;
+      const next: RecallSegmentDocument = {
+        _id,
+        conversationId: record.conversationId,
+        segment,
+        turnIds: [...(current?.turnIds ?? []), record._id],
+        entries: [...(current?.entries ?? []), line],
+        vectors: [...(current?.vectors ?? []), vector],
+        lastTurnNumber: Math.max(current?.lastTurnNumber ?? 0, record.turnNumber),
+        lastAt: current && current.lastAt > record.at ? current.lastAt : record.at,
+      };
+      if (current?.expiresAt) next.expiresAt = current.expiresAt;
+      try {
+        if (!current) {
+          await this.segments.insertOne(next);
+          return;
+        }
+        const result = await this.segments.replaceOne({ _id, turnIds: { $size: current.turnIds.length } }, next);
+        if (result.matchedCount === 1) return;
+      } catch (error) {
+        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
+      }
+    }
+    throw new RecallIndexConflictError(`the recall index segment ${segment} kept changing while turn ${record.turnNumber} was added`);
+  }
+
+  /** Every entry of the conversation, oldest first. */
+  async entries(conversationId: string): Promise<RecallEntry[]> {
+    const segments = await this.segments.find({ conversationId }).sort({ segment: 1 }).toArray();
+    return segments.flatMap((s) => s.entries.map((line, i) => decodeEntry(line, s.turnIds[i], s.vectors[i])));
+  }
+
+  /** The records of these turns, only if they belong to the conversation. */
+  async records(conversationId: string, turnIds: readonly string[]): Promise<RecallTurnDocument[]> {
+    return this.turns.find({ conversationId, _id: { $in: [...turnIds] } }).toArray();
+  }
+
+  async deleteByConversation(conversationId: string): Promise<void> {
+    await Promise.all([this.turns.deleteMany({ conversationId }), this.segments.deleteMany({ conversationId })]);
+  }
+}

@@ -1,0 +1,43 @@
+import { generateKeyPair, SignJWT } from "jose";
+import { beforeAll, describe, expect, it } from "vitest";
+import { JwtVerifier } from "../../lib/auth/jwt-verifier.js";
+import { AuthenticationError } from "../../lib/errors.js";
+
+let verifier: JwtVerifier;
+let sign: (claims: Record<string, unknown>, subject?: string) => Promise<string>;
+
+beforeAll(async () => {
+  const { privateKey, publicKey } = await generateKeyPair("ES256");
+  verifier = new JwtVerifier({ audience: "threadwise", issuer: "test-issuer", key: publicKey, tenantClaim: "tenant", rolesClaim: "roles" });
+  sign = (claims, subject = "alice") =>
+    new SignJWT(claims).setProtectedHeader({ alg: "ES256" }).setSubject(subject).setIssuer("test-issuer").setAudience("threadwise").setExpirationTime("5m").sign(privateKey);
+});
+
+async function reason(header: string): Promise<string> {
+  const error = await verifier.verifyAuthorizationHeader(header).catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(AuthenticationError);
+  return (error as AuthenticationError).message;
+}
+
+describe("auth/jwt-verifier", () => {
+  describe("verifyAuthorizationHeader", () => {
+    it("returns the API principal and roles of a valid token", async () => {
+      const caller = await verifier.verifyAuthorizationHeader(`Bearer ${await sign({ tenant: "acme", roles: ["analyst"] })}`);
+      expect(caller).toEqual({ principal: { issuer: "api", tenant: "acme", subject: "alice" }, roles: ["analyst"] });
+    });
+
+    it("throws AuthenticationError with the reason for a signed token whose tenant is a list or empty", async () => {
+      expect(await reason(`Bearer ${await sign({ tenant: ["acme", "globex"] })}`)).toBe("the tenant claim must be a non-empty string when present");
+      expect(await reason(`Bearer ${await sign({ tenant: "" })}`)).toBe("the tenant claim must be a non-empty string when present");
+    });
+
+    it("throws AuthenticationError for a missing, malformed or tampered token", async () => {
+      expect(await reason("")).toBe("missing bearer token");
+      expect(await reason("Basic YWxpY2U6cHc=")).toBe("authorization header is not a bearer token");
+      const token = await sign({ tenant: "acme" });
+      const [header, payload, signature] = token.split(".");
+      const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), tenant: "globex" })).toString("base64url");
+      expect(await reason(`Bearer ${header}.${forged}.${signature}`)).toBe("invalid token");
+    });
+  });
+});

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiPrincipal, slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
+import { NotFoundError } from "../../lib/errors.js";
+import { ConversationStore, legacyOwner } from "../../lib/store/conversation-store.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await openTestDatabase("conversations_store");
+});
+
+afterAll(async () => {
+  await database.db.collection("conversations").deleteMany({});
+  await database.client.close();
+});
+
+describe("ConversationStore", () => {
+  describe("getOwned", () => {
+    it("returns a conversation only to its owner: issuer, tenant and subject all equal", async () => {
+      const store = new ConversationStore(database.db);
+      const mine = await store.create(apiPrincipal("alice", "acme"));
+      await expect(store.getOwned(mine._id, apiPrincipal("alice", "acme"))).resolves.toMatchObject({ _id: mine._id });
+      for (const other of [apiPrincipal("alice"), apiPrincipal("alice", "globex"), slackPrincipal("acme", "alice")]) {
+        await expect(store.getOwned(mine._id, other)).rejects.toBeInstanceOf(NotFoundError);
+      }
+    });
+
+    it("throws NotFoundError to an API principal for a workspace's conversation", async () => {
+      const store = new ConversationStore(database.db);
+      const thread = await store.findOrCreateByChannelKey(tenantOwner("slack", "T0"), { channel: "slack", key: "slack:T0:C0:1.1" });
+      await expect(store.getOwned(thread._id, tenantOwner("slack", "T0"))).resolves.toMatchObject({ _id: thread._id });
+      await expect(store.getOwned(thread._id, apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
+    });
+  });
+
+  describe("setup", () => {
+    it("gives conversations stored before principals their owner, by channel binding, once", async () => {
+      const db = database.client.db(`${database.db.databaseName}_legacy`);
+      const collection = db.collection("conversations");
+      await collection.createIndex({ ownerId: 1, tenantId: 1, updatedAt: -1, _id: -1 }, { name: "owner_recent" });
+      const at = new Date();
+      const common = { title: null, createdAt: at, updatedAt: at, lease: null };
+      await collection.insertMany([
+        { _id: "c-api", ownerId: "alice", tenantId: "acme", channel: { channel: "api" }, ...common },
+        // Made through the API by a token whose subject named a workspace: it stays an API principal's.
+        { _id: "c-borrowed", ownerId: "slack:T0", tenantId: "slack:T0", channel: { channel: "api" }, ...common },
+        { _id: "c-slack", ownerId: "slack:T0", tenantId: "slack:T0", channel: { channel: "slack", key: "slack:T0:C0:1.1" }, ...common },
+        { _id: "c-odd", ownerId: "someone", tenantId: null, channel: { channel: "slack", key: "slack:T0:C0:2.2" }, ...common },
+      ] as never[]);
+      const store = new ConversationStore(db);
+      await store.setup();
+      await store.setup();
+      await expect(store.getOwned("c-api", apiPrincipal("alice", "acme"))).resolves.toBeDefined();
+      await expect(store.getOwned("c-borrowed", apiPrincipal("slack:T0", "slack:T0"))).resolves.toBeDefined();
+      await expect(store.getOwned("c-slack", tenantOwner("slack", "T0"))).resolves.toBeDefined();
+      await expect(store.getOwned("c-slack", apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
+      expect(await collection.findOne({ _id: "c-odd" as never })).not.toHaveProperty("owner");
+      // The embedded server has no dropIndexes, so the old index (and a check at each start) stays there.
+      expect((await collection.listIndexes().toArray()).map((index) => index.name)).toContain("principal_recent");
+      await collection.deleteMany({});
+    });
+  });
+
+  describe("legacyOwner", () => {
+    it("returns a Teams user for a tenant-less Teams conversation, and undefined for fields that do not fit", () => {
+      expect(legacyOwner({ ownerId: "teams:29:u", tenantId: null, channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: null, subject: "29:u" });
+      expect(legacyOwner({ ownerId: "teams:t1", tenantId: "teams:t1", channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: "t1", subject: null });
+      expect(legacyOwner({ ownerId: "slack:", tenantId: "slack:", channel: { channel: "slack" } })).toBeUndefined();
+      expect(legacyOwner({ ownerId: 3, tenantId: null, channel: { channel: "api" } })).toBeUndefined();
+    });
+  });
+});
