@@ -1,6 +1,6 @@
 import type { Node } from "constructs";
 import { z } from "zod";
-import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE } from "../lib/config/config.js";
+import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/config.js";
 import { CREDENTIAL_SECRET_NAMES, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
 import { ValidationError } from "../lib/errors.js";
@@ -118,6 +118,8 @@ const contextSchema = z.object({
   powerBiDatasetId: z.guid().optional(),
   followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
   toolRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  slackRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  teamsRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   sampleTools: contextBoolean.optional(),
 });
 
@@ -189,6 +191,8 @@ export interface StageToolsConfig {
   followUpWebhookUrl?: string;
   /** `TOOL_ROLES` as normalized JSON: tool name to the roles allowed to use it. */
   toolRoles?: string;
+  /** `SLACK_ROLES` and `TEAMS_ROLES` as normalized JSON: the roles of channel users, by workspace or tenant. */
+  channelRoles: { slack?: string; teams?: string };
   /** Without Athena or a knowledge base, keep the sample SQLite sales data and handbook (a dev stage) rather than no such tool. */
   sampleTools: boolean;
 }
@@ -284,6 +288,10 @@ function readToolsConfig(c: Context): StageToolsConfig {
     issues.push({ path: "powerBiTenantId", message: "powerBiTenantId, powerBiGroupId and powerBiDatasetId go together" });
   }
   const toolRoles = c.toolRoles === undefined ? undefined : normalizeToolRoles(c.toolRoles);
+  const channelRoles = {
+    slack: c.slackRoles === undefined ? undefined : normalizeChannelRoles(c.slackRoles, "slackRoles", "SLACK_ROLES"),
+    teams: c.teamsRoles === undefined ? undefined : normalizeChannelRoles(c.teamsRoles, "teamsRoles", "TEAMS_ROLES"),
+  };
   if (issues.length > 0) throw invalidContext(issues);
 
   let athena: AthenaStageConfig | undefined;
@@ -312,8 +320,19 @@ function readToolsConfig(c: Context): StageToolsConfig {
         : undefined,
     followUpWebhookUrl: c.followUpWebhookUrl,
     toolRoles,
+    channelRoles,
     sampleTools: c.sampleTools ?? false,
   };
+}
+
+/** Validates a channel's roles exactly as the worker will read its variable, so a bad map fails synth. */
+function normalizeChannelRoles(raw: string | Record<string, unknown>, key: string, variable: string): string {
+  try {
+    return JSON.stringify(parseChannelRoles(typeof raw === "string" ? raw : JSON.stringify(raw), variable));
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw invalidContext([{ path: key, message: error.details?.[0]?.message ?? "invalid roles" }], error);
+  }
 }
 
 /** Validates `toolRoles` exactly as the functions will read `TOOL_ROLES`, so a bad map fails synth. */

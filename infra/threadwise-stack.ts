@@ -156,6 +156,8 @@ export class ThreadwiseStack extends Stack {
     const worker = fn("worker", "Threadwise worker: one queued turn per invocation, replies to its channel", 1024, Duration.seconds(config.workerTimeoutSeconds));
     worker.useBedrockModel(config.bedrockModelId, bedrockArns);
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
+    // Channel turns run only in the worker; the api's callers carry their roles in their tokens.
+    worker.useChannelRoles(config.tools.channelRoles);
 
     // The api runs sync turns and the worker async ones, so both call the tools; the webhooks only enqueue.
     this.warnAboutTools(config.tools);

@@ -39,6 +39,8 @@ export const FUNCTION_ENV = {
   powerBiDatasetId: "POWERBI_DATASET_ID",
   followUpWebhookUrl: "FOLLOW_UP_WEBHOOK_URL",
   toolRoles: "TOOL_ROLES",
+  slackRoles: "SLACK_ROLES",
+  teamsRoles: "TEAMS_ROLES",
 } as const;
 
 /**
@@ -236,6 +238,12 @@ export class ThreadwiseFunction extends Construct {
   /** Restricts tools to callers with these roles (`TOOL_ROLES` JSON). */
   useToolRoles(toolRoles: string): void {
     this.fn.addEnvironment(FUNCTION_ENV.toolRoles, toolRoles);
+  }
+
+  /** Gives Slack and Teams users their roles (`SLACK_ROLES`, `TEAMS_ROLES` JSON), looked up when their turns run. */
+  useChannelRoles(roles: { slack?: string; teams?: string }): void {
+    if (roles.slack) this.fn.addEnvironment(FUNCTION_ENV.slackRoles, roles.slack);
+    if (roles.teams) this.fn.addEnvironment(FUNCTION_ENV.teamsRoles, roles.teams);
   }
 
   /**

@@ -52,7 +52,8 @@ const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
 export type TenantRoles = z.infer<typeof tenantRolesSchema>;
 export type ChannelRolesMap = z.infer<typeof channelRolesSchema>;
 
-function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
+/** `SLACK_ROLES` or `TEAMS_ROLES` (named by `name` in its error), validated; unset is no roles. */
+export function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
   if (raw === undefined) return {};
   let json: unknown;
   try {

@@ -109,7 +109,7 @@ describe("stage-config", () => {
     };
 
     it("returns no AWS tool engine, and no sample tools, when no tool key is given", () => {
-      expect(read({}).tools).toEqual({ sampleTools: false });
+      expect(read({}).tools).toEqual({ channelRoles: {}, sampleTools: false });
     });
 
     it("returns the sample tools kept when sampleTools is true, from cdk.json or -c", () => {
@@ -161,6 +161,15 @@ describe("stage-config", () => {
       expect(read({ toolRoles: roles }).tools.toolRoles).toBe(JSON.stringify(roles));
     });
 
+    it("returns slackRoles and teamsRoles as normalized JSON whether given as a string or as an object", () => {
+      const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
+      const teams = { "contoso-tenant": { users: { "object-id": ["analyst"] } } };
+      expect(read({ slackRoles: ` ${JSON.stringify(slack, null, 2)} `, teamsRoles: teams }).tools.channelRoles).toEqual({
+        slack: JSON.stringify(slack),
+        teams: JSON.stringify(teams),
+      });
+    });
+
     it("throws when athenaWorkgroup comes without athenaDatabase", () => {
       expect(issuesOf({ athenaWorkgroup: "analytics" })).toEqual(["athenaDatabase"]);
     });
@@ -207,6 +216,13 @@ describe("stage-config", () => {
       ["roles not a list", '{"create_follow_up":"analyst"}'],
     ])("throws when toolRoles is %s", (_name, toolRoles) => {
       expect(issuesOf({ toolRoles })).toEqual(["toolRoles"]);
+    });
+
+    it.each([
+      ["slackRoles", "not JSON", "{T0123: viewer}"],
+      ["teamsRoles", "roles not a list", '{"contoso":{"default":"viewer"}}'],
+    ])("throws when %s is %s", (key, _name, value) => {
+      expect(issuesOf({ [key]: value })).toEqual([key]);
     });
   });
 

@@ -1,6 +1,7 @@
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AUTHORIZED_ROUTES } from "../../infra/constructs/threadwise-api.js";
 import { METRICS_NAMESPACE, TURN_METRICS } from "../../infra/constructs/operations.js";
+import { loadConfig } from "../../lib/config/config.js";
 import { loadToolsConfig } from "../../lib/config/tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "../../lib/config/credentials.js";
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
@@ -484,6 +485,15 @@ describe("ThreadwiseStack", () => {
         expect(config.powerBi).toMatchObject({ tenantId: "contoso.onmicrosoft.com", clientIdSecret: "powerBiClientId" });
         expect(config.followUpWebhookUrl).toBe("https://hooks.example.com/follow-ups");
         expect(config.roles).toEqual({ create_follow_up: ["analyst"] });
+      }
+    });
+
+    it("gives the worker alone the roles of Slack and Teams users, as the worker reads them back", () => {
+      const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
+      const envs = environmentsOf(synthTemplate({ context: { slackRoles: slack, teamsRoles: '{"contoso":{"default":["analyst"]}}' } }));
+      expect(loadConfig({ ...envs.worker, MONGODB_URI: "mongodb://db" }).auth.channelRoles).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
+      for (const name of ["api", "slack", "teams", "setup"]) {
+        expect(Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)), name).toEqual([]);
       }
     });
 
