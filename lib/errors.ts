@@ -84,6 +84,29 @@ export class ServiceUnavailableError extends ThreadwiseError {
   }
 }
 
+/**
+ * A channel user's group memberships could not be read (Slack user groups, Entra groups), so their
+ * roles are unknown: the turn waits and retries rather than run with fewer roles than configured.
+ */
+export class RoleLookupError extends ServiceUnavailableError {
+  override name = "RoleLookupError";
+  constructor(
+    message: string,
+    readonly channel: "slack" | "teams",
+    options?: ErrorOptions,
+  ) {
+    super(message, 30, options);
+  }
+}
+
+/**
+ * The model cannot be called with what this process has: no AWS credentials for Bedrock, or
+ * credentials Bedrock refuses. The message says what to do; the turn's stored error names it.
+ */
+export class ModelCredentialsError extends ThreadwiseError {
+  override name = "ModelCredentialsError";
+}
+
 /** The model view cannot be made to fit the total budget, even after every reduction. */
 export class ContextBudgetExceededError extends ThreadwiseError {
   override name = "ContextBudgetExceededError";

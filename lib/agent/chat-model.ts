@@ -1,6 +1,7 @@
 import { ChatBedrockConverse } from "@langchain/aws";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { ModelConfig } from "../config/config.js";
+import { ModelCredentialsError } from "../errors.js";
 import { LocalChatModel } from "./local-chat-model.js";
 
 /**
@@ -15,4 +16,26 @@ export function createChatModel(config: ModelConfig): BaseChatModel {
     maxTokens: config.maxOutputTokens,
     temperature: 0,
   });
+}
+
+/**
+ * Fails fast, with what to do, when Bedrock is the provider and this process has no AWS
+ * credentials: otherwise every turn would fail on its first model call. The check resolves the
+ * SDK's default credential chain only; it calls no AWS API.
+ */
+export async function checkModelCredentials(config: ModelConfig): Promise<void> {
+  if (config.provider !== "bedrock") return;
+  const { BedrockRuntimeClient } = await import("@aws-sdk/client-bedrock-runtime");
+  const client = new BedrockRuntimeClient({ region: config.region });
+  try {
+    await client.config.credentials();
+  } catch (error) {
+    throw new ModelCredentialsError(
+      "MODEL_PROVIDER=bedrock needs AWS credentials and none were found; set AWS_PROFILE (or AWS_ACCESS_KEY_ID and " +
+        "AWS_SECRET_ACCESS_KEY), or start with MODEL_PROVIDER=local for the offline model.",
+      { cause: error },
+    );
+  } finally {
+    client.destroy();
+  }
 }

@@ -7,6 +7,7 @@ import type { TurnMetricsSink } from "../queue/turn-metrics.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { TurnStore } from "../store/turn-store.js";
 import { createChannelReplier } from "./channel-replier.js";
+import { createGroupDirectories } from "./group-directories.js";
 
 /**
  * The worker half of the channel side, assembled here once for the worker function and the local
@@ -16,10 +17,10 @@ import { createChannelReplier } from "./channel-replier.js";
 export interface ChannelWorkerOptions {
   /** The app's turn runner and stores (`createApp`). */
   app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore } };
-  /** The channels it can answer in; a job from another is told nothing and given up. */
+  /** The channels it can answer in (a job from another is told nothing and given up), and whose groups it can look up. */
   replies: ChannelReplyCredentials;
   endpoints: ChannelEndpointsConfig;
-  /** The roles of Slack and Teams users (`SLACK_ROLES`, `TEAMS_ROLES`). */
+  /** The roles of Slack and Teams users and of their groups (`SLACK_ROLES`, `TEAMS_ROLES`). */
   channelRoles: Config["auth"]["channelRoles"];
   maxReceives: number;
   maxMessageChars: number;
@@ -37,7 +38,7 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     conversations: options.app.database.conversations,
     turns: options.app.database.turns,
     replier: createChannelReplier(options.replies, options.endpoints),
-    roles: new ChannelRoles(options.channelRoles),
+    roles: new ChannelRoles(options.channelRoles, createGroupDirectories(options.replies, options.endpoints)),
     maxReceives: options.maxReceives,
     maxMessageChars: options.maxMessageChars,
     onTurnCompleted: options.onTurnCompleted,

@@ -17,6 +17,8 @@ export {
 export { ChannelReplier, createChannelReplier, type ChannelRepliers } from "./channel-replier.js";
 export { channelRoutes, type ChannelRoutesOptions } from "./channel-routes.js";
 export { channelWorker, type ChannelWorkerOptions } from "./channel-worker.js";
+export { createGroupDirectories } from "./group-directories.js";
+export { DEFAULT_GROUP_CACHE_ENTRIES, DEFAULT_GROUP_CACHE_MS, GroupMembershipCache } from "./group-membership-cache.js";
 export { turnFailureMessage } from "./failure-message.js";
 export { splitText } from "./split-text.js";
 export {
@@ -51,9 +53,11 @@ export {
   DEFAULT_SLACK_TIMEOUT_MS,
   SLACK_TRANSIENT_ERRORS,
   SlackReplier,
+  slackWebClient,
   type SlackBotIdentity,
   type SlackReplierOptions,
 } from "./slack/slack-replier.js";
+export { SlackGroupDirectory } from "./slack/slack-group-directory.js";
 export {
   DEFAULT_SLACK_MAX_SKEW_SECONDS,
   computeSlackSignature,
@@ -70,6 +74,13 @@ export {
   DEFAULT_TOKEN_TIMEOUT_MS,
   type BotConnectorTokenProviderOptions,
 } from "./teams/bot-connector-token-provider.js";
+export {
+  DEFAULT_GRAPH_SCOPE,
+  DEFAULT_GRAPH_URL,
+  EntraGroupDirectory,
+  GRAPH_MAX_GROUPS_PER_CHECK,
+  type EntraGroupDirectoryOptions,
+} from "./teams/entra-group-directory.js";
 export {
   handleTeamsActivity,
   type HandleTeamsActivityInput,

@@ -45,6 +45,8 @@ const tenantRolesSchema = z.strictObject({
   default: roleList.optional(),
   /** By user: a Slack user id (`U…`, `W…`), an Entra object id. */
   users: z.record(z.string().min(1), roleList).optional(),
+  /** By group the user is a member of: a Slack user group id (`S…`), an Entra group object id. Looked up when a turn runs. */
+  groups: z.record(z.string().min(1), roleList).optional(),
 });
 /** Keyed by Slack team id or Entra tenant id; a workspace or tenant not listed has no roles. */
 const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
@@ -65,7 +67,7 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
     throw new ValidationError("invalid configuration", [
-      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}}}` },
+      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}` },
     ]);
   }
   return parsed.data;
@@ -106,6 +108,7 @@ const envSchema = z.object({
   SLACK_API_URL: z.string().url().optional(),
   TEAMS_OPENID_METADATA_URL: z.string().url().optional(),
   TEAMS_TOKEN_URL: z.string().url().optional(),
+  TEAMS_GRAPH_URL: z.string().url().optional(),
   SLACK_ROLES: z.string().min(1).optional(),
   TEAMS_ROLES: z.string().min(1).optional(),
 });
@@ -161,6 +164,8 @@ export interface ChannelEndpointsConfig {
   teamsOpenIdMetadataUrl?: string;
   /** Client-credentials token URL; `{tenant}` is replaced. Default: Entra's (`DEFAULT_BOT_CONNECTOR_TOKEN_URL`). */
   teamsTokenUrl?: string;
+  /** Microsoft Graph base URL, for Entra group roles. Default: `https://graph.microsoft.com/v1.0/` (`DEFAULT_GRAPH_URL`). */
+  teamsGraphUrl?: string;
 }
 
 /** How the MongoClient is sized and how long it waits (`lib/store/mongo-client.ts` has the defaults). */
@@ -241,6 +246,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,
       teamsTokenUrl: e.TEAMS_TOKEN_URL,
+      teamsGraphUrl: e.TEAMS_GRAPH_URL,
     },
     deployment: {
       secretArns: Object.fromEntries(

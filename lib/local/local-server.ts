@@ -106,6 +106,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   const mongodbUri = config.mongodbUri ?? (embedded = await startEmbeddedMongo()).uri;
   // The same timeouts as in AWS: an unreachable database answers 503 within them, not after the driver's 30 s.
   const client = createMongoClient(mongodbUri, config.mongo);
+  await client.connect();
   const keys = await loadOrCreateLocalKeys(options.localDir ?? DEFAULT_LOCAL_DIR);
   const verifier = new JwtVerifier({
     key: keys.publicKey,

@@ -127,7 +127,7 @@ export class TurnJobWorker {
         throw error;
       }
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
-      const result = await runner.run({ conversationId, caller: this.callerOf(job), owner: job.owner, content: job.content, turnId });
+      const result = await runner.run({ conversationId, caller: await this.callerOf(job), owner: job.owner, content: job.content, turnId });
       const turn = await turns.get(turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
@@ -145,9 +145,9 @@ export class TurnJobWorker {
   }
 
   /** An API job carries its token's roles; a channel user's are looked up now, so a changed mapping applies to queued turns too. */
-  private callerOf(job: TurnJob): Caller {
+  private async callerOf(job: TurnJob): Promise<Caller> {
     if (job.channel === "api") return { principal: job.principal, roles: job.roles };
-    return { principal: job.principal, roles: this.options.roles?.rolesOf(job.principal) ?? [] };
+    return { principal: job.principal, roles: (await this.options.roles?.rolesOf(job.principal)) ?? [] };
   }
 
   /** API jobs name their conversation; a channel job's thread is bound to one on first use, owned by the workspace or tenant. */

@@ -1,36 +1,87 @@
 import { describe, expect, it } from "vitest";
-import { ChannelRoles } from "../../lib/auth/channel-roles.js";
-import { apiPrincipal, slackPrincipal, teamsPrincipal } from "../../lib/auth/principal.js";
+import { ChannelRoles, type GroupDirectory } from "../../lib/auth/channel-roles.js";
+import { apiPrincipal, slackPrincipal, teamsPrincipal, type Principal } from "../../lib/auth/principal.js";
+import { RoleLookupError } from "../../lib/errors.js";
 
 const roles = new ChannelRoles({
   slack: { T1: { default: ["viewer"], users: { U1: ["analyst", "viewer"] } } },
   teams: { "tenant-1": { users: { "object-1": ["analyst"] } } },
 });
 
+/** A directory over a fixed membership table that records each lookup. */
+function directory(members: Record<string, string[]>, failure?: Error): GroupDirectory & { lookups: string[][] } {
+  const lookups: string[][] = [];
+  return {
+    lookups,
+    async memberOf(principal: Principal, groupIds: readonly string[]) {
+      lookups.push([...groupIds]);
+      if (failure) throw failure;
+      return groupIds.filter((g) => (members[principal.subject] ?? []).includes(g));
+    },
+  };
+}
+
+const grouped = { T1: { default: ["viewer"], groups: { S_FINANCE: ["analyst"], S_OPS: ["operator", "viewer"] } } };
+
 describe("auth/channel-roles", () => {
   describe("rolesOf", () => {
-    it("returns the workspace default and the user's own roles, sorted and once each", () => {
-      expect(roles.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["analyst", "viewer"]);
+    it("returns the workspace default and the user's own roles, sorted and once each", async () => {
+      expect(await roles.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["analyst", "viewer"]);
     });
 
-    it("returns the default alone for a user with no entry", () => {
-      expect(roles.rolesOf(slackPrincipal("T1", "U2"))).toEqual(["viewer"]);
+    it("returns the default alone for a user with no entry", async () => {
+      expect(await roles.rolesOf(slackPrincipal("T1", "U2"))).toEqual(["viewer"]);
     });
 
-    it("returns no roles for a workspace or tenant that is not configured, or a Teams user without a tenant", () => {
-      expect(roles.rolesOf(slackPrincipal("T9", "U1"))).toEqual([]);
-      expect(roles.rolesOf(teamsPrincipal(null, "object-1"))).toEqual([]);
-      expect(roles.rolesOf(teamsPrincipal("tenant-1", "object-1"))).toEqual(["analyst"]);
+    it("returns no roles for a workspace or tenant that is not configured, or a Teams user without a tenant", async () => {
+      expect(await roles.rolesOf(slackPrincipal("T9", "U1"))).toEqual([]);
+      expect(await roles.rolesOf(teamsPrincipal(null, "object-1"))).toEqual([]);
+      expect(await roles.rolesOf(teamsPrincipal("tenant-1", "object-1"))).toEqual(["analyst"]);
     });
 
-    it("returns no roles to an API principal named like a channel user, nor across channels", () => {
-      expect(roles.rolesOf(apiPrincipal("U1", "T1"))).toEqual([]);
-      expect(roles.rolesOf(teamsPrincipal("T1", "U1"))).toEqual([]);
+    it("returns no roles to an API principal named like a channel user, nor across channels", async () => {
+      expect(await roles.rolesOf(apiPrincipal("U1", "T1"))).toEqual([]);
+      expect(await roles.rolesOf(teamsPrincipal("T1", "U1"))).toEqual([]);
     });
 
-    it("returns no roles for ids that are names of Object's prototype", () => {
-      expect(roles.rolesOf(slackPrincipal("constructor", "toString"))).toEqual([]);
-      expect(roles.rolesOf(slackPrincipal("T1", "constructor"))).toEqual(["viewer"]);
+    it("returns no roles for ids that are names of Object's prototype", async () => {
+      expect(await roles.rolesOf(slackPrincipal("constructor", "toString"))).toEqual([]);
+      expect(await roles.rolesOf(slackPrincipal("T1", "constructor"))).toEqual(["viewer"]);
+    });
+
+    it("returns the roles of each configured group the user is a member of, asking only about those groups", async () => {
+      const slack = directory({ U1: ["S_OPS", "S_FINANCE"], U2: ["S_OPS"] });
+      const withGroups = new ChannelRoles({ slack: grouped, teams: {} }, { slack });
+      expect(await withGroups.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["analyst", "operator", "viewer"]);
+      expect(await withGroups.rolesOf(slackPrincipal("T1", "U2"))).toEqual(["operator", "viewer"]);
+      expect(await withGroups.rolesOf(slackPrincipal("T1", "U3"))).toEqual(["viewer"]);
+      expect(slack.lookups).toEqual([["S_FINANCE", "S_OPS"], ["S_FINANCE", "S_OPS"], ["S_FINANCE", "S_OPS"]]);
+    });
+
+    it("returns no group roles for a group name that is a name of Object's prototype", async () => {
+      const slack = directory({ U1: ["constructor"] });
+      const withGroups = new ChannelRoles({ slack: grouped, teams: {} }, { slack });
+      expect(await withGroups.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["viewer"]);
+    });
+
+    it("does not look groups up for a tenant whose entry names none", async () => {
+      const slack = directory({ U1: ["S_FINANCE"] });
+      const withGroups = new ChannelRoles({ slack: { ...grouped, T2: { default: ["viewer"] } }, teams: {} }, { slack });
+      expect(await withGroups.rolesOf(slackPrincipal("T2", "U1"))).toEqual(["viewer"]);
+      expect(slack.lookups).toEqual([]);
+    });
+
+    it("throws RoleLookupError when groups are configured but the channel has no directory", async () => {
+      const withGroups = new ChannelRoles({ slack: grouped, teams: {} });
+      await expect(withGroups.rolesOf(slackPrincipal("T1", "U1"))).rejects.toMatchObject({ name: "RoleLookupError", channel: "slack" });
+    });
+
+    it("throws RoleLookupError, with the directory's failure as cause, rather than return fewer roles", async () => {
+      const cause = new Error("missing_scope");
+      const withGroups = new ChannelRoles({ slack: grouped, teams: {} }, { slack: directory({}, cause) });
+      const error = await withGroups.rolesOf(slackPrincipal("T1", "U1")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RoleLookupError);
+      expect((error as RoleLookupError).cause).toBe(cause);
     });
   });
 });

@@ -32,9 +32,14 @@ describe("config", () => {
       expect(refusal({ TEAMS_ROLES: '{"t1": {"users": {"u1": "analyst"}}}' }).details?.[0]?.path).toBe("TEAMS_ROLES.t1.users.u1");
     });
 
-    it("throws ValidationError for a key it does not know, such as groups, rather than ignoring it", () => {
-      const error = refusal({ SLACK_ROLES: '{"T0123": {"groups": {"S0FIN": ["finance"]}}}' });
+    it("throws ValidationError for a key it does not know, such as a misspelt groups, rather than ignoring it", () => {
+      const error = refusal({ SLACK_ROLES: '{"T0123": {"group": {"S0FIN": ["finance"]}}}' });
       expect(error.details?.[0]?.path).toBe("SLACK_ROLES.T0123");
+    });
+
+    it("returns group roles by Slack user group or Entra group id", () => {
+      const config = loadConfig({ TEAMS_ROLES: '{"tenant-1": {"groups": {"9a000000-0000-4000-8000-00000000f1a0": ["finance"]}}}' });
+      expect(config.auth.channelRoles.teams["tenant-1"].groups).toEqual({ "9a000000-0000-4000-8000-00000000f1a0": ["finance"] });
     });
   });
 });

@@ -8,6 +8,8 @@ import { messageActivity, TENANT, USER_AAD } from "../channels/teams/fixtures.js
 
 const BOT_TOKEN = "xoxb-local-test-token";
 const APP_PASSWORD = "local-test-client-secret";
+const FINANCE_GROUP = "9a000000-0000-4000-8000-00000000f1a0";
+const ERIN_AAD = "6f0c0000-0000-4000-8000-0000000000e5";
 const FOLLOW_UP = 'create_follow_up {"title": "Review the West discounts"}';
 
 let slackApi: SlackApiEndpoint;
@@ -16,9 +18,9 @@ let connector: BotConnectorEndpoint;
 let t: TestServer;
 
 beforeAll(async () => {
-  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER });
+  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER, userGroups: { S0FINANCE: ["U0DAVE"] } });
   issuer = await startBotFrameworkIssuer();
-  connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: APP_PASSWORD });
+  connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: APP_PASSWORD, groupMembers: { [ERIN_AAD]: [FINANCE_GROUP] } });
   // The offline model calls a tool named in the message when the caller is offered it.
   t = await startTestServer(
     {
@@ -26,9 +28,10 @@ beforeAll(async () => {
       SLACK_API_URL: slackApi.slackApiUrl,
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
+      TEAMS_GRAPH_URL: connector.graphUrl,
       TOOL_ROLES: JSON.stringify({ create_follow_up: ["analyst"] }),
-      SLACK_ROLES: JSON.stringify({ [TEAM]: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } }),
-      TEAMS_ROLES: JSON.stringify({ [TENANT]: { users: { [USER_AAD]: ["analyst"] } } }),
+      SLACK_ROLES: JSON.stringify({ [TEAM]: { default: ["viewer"], users: { U0ALICE: ["analyst"] }, groups: { S0FINANCE: ["analyst"] } } }),
+      TEAMS_ROLES: JSON.stringify({ [TENANT]: { users: { [USER_AAD]: ["analyst"] }, groups: { [FINANCE_GROUP]: ["analyst"] } } }),
     },
     {
       channels: {
@@ -82,6 +85,12 @@ describe("local server: roles and principals of channel users", () => {
       expect(slackApi.posts.find((p) => p.threadTs === ts)?.text).toContain("Review the West discounts");
     });
 
+    it("runs the tool for a member of a Slack user group SLACK_ROLES gives the role", async () => {
+      await mention("U0DAVE", FOLLOW_UP);
+      expect(await followUpsBy("U0DAVE")).toEqual([expect.objectContaining({ createdBy: { issuer: "slack", tenant: TEAM, subject: "U0DAVE" } })]);
+      expect(slackApi.calls.some((c) => c.method === "usergroups.users.list" && c.authorized)).toBe(true);
+    });
+
     it("does not offer the tool to a Slack user with only the workspace's default role", async () => {
       const ts = await mention("U0BOB", FOLLOW_UP);
       expect(await followUpsBy("U0BOB")).toEqual([]);
@@ -108,6 +117,12 @@ describe("local server: roles and principals of channel users", () => {
       expect(await followUpsBy(USER_AAD)).toEqual([
         expect.objectContaining({ title: "Review the West discounts", createdBy: { issuer: "teams", tenant: TENANT, subject: USER_AAD } }),
       ]);
+    });
+
+    it("runs the tool for a member of an Entra group TEAMS_ROLES gives the role, checked with Microsoft Graph", async () => {
+      await teamsMessage({ id: "29:erin", name: "Erin", aadObjectId: ERIN_AAD }, FOLLOW_UP);
+      expect(await followUpsBy(ERIN_AAD)).toEqual([expect.objectContaining({ createdBy: { issuer: "teams", tenant: TENANT, subject: ERIN_AAD } })]);
+      expect(connector.graphChecks).toContainEqual({ objectId: ERIN_AAD, tenant: TENANT, groupIds: [FINANCE_GROUP] });
     });
 
     it("does not offer the tool to another user of the tenant", async () => {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
-import { ChannelReplier, SlackReplier, slackTurnJob, type SlackTurnJob } from "../../lib/channels/index.js";
+import { ChannelReplier, SlackGroupDirectory, SlackReplier, slackTurnJob, slackWebClient, type SlackTurnJob } from "../../lib/channels/index.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger } from "../../lib/logger.js";
@@ -113,6 +113,20 @@ describe("TurnJobWorker", () => {
       const roles = new ChannelRoles({ slack: { [TEAM]: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } }, teams: {} });
       await worker({ roles }).process(job("who am i?"), 1);
       expect(seenCallers.at(-1)?.roles).toEqual(["analyst", "viewer"]);
+    });
+
+    it("returns retry, running nothing and saying nothing yet, while the person's group roles cannot be read", async () => {
+      slackApi.failNextGroupList("ratelimited");
+      const groups = new ChannelRoles({ slack: { [TEAM]: { groups: { S0ANALYSTS: ["analyst"] } } }, teams: {} }, {
+        slack: new SlackGroupDirectory(slackWebClient({ botToken: BOT_TOKEN, slackApiUrl: slackApi.slackApiUrl, retries: 0 })),
+      });
+      const j = job("who am i?");
+      const calls = seenCallers.length;
+      expect(await worker({ roles: groups }).process(j, 1)).toMatchObject({ kind: "retry", error: { name: "RoleLookupError" } });
+      expect(seenCallers.length).toBe(calls);
+      expect(postsIn(j)).toEqual([]);
+      expect(await worker({ roles: groups, maxReceives: 2 }).process(j, 2)).toMatchObject({ kind: "gave-up", error: { name: "RoleLookupError" } });
+      expect(postsIn(j)).toEqual([expect.objectContaining({ text: expect.stringMatching(/couldn't reach a service/) })]);
     });
 
     it("returns already-replied and neither runs nor posts anything for a delivery after the reply", async () => {

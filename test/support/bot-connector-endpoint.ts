@@ -15,6 +15,12 @@ export interface BotConnectorEndpoint {
   serviceUrl: string;
   /** Token URL template for `BotConnectorTokenProvider` (`{tenant}` left in). */
   tokenUrl: string;
+  /** Microsoft Graph base URL (ends in `/v1.0/`): `checkMemberGroups` with a Graph-scoped token. */
+  graphUrl: string;
+  /** `checkMemberGroups` requests: the user's object id, the tenant of the token, the group ids asked for. */
+  graphChecks: { objectId: string; tenant: string; groupIds: string[] }[];
+  /** The next `checkMemberGroups` is answered with this HTTP status. */
+  failNextGraphCheck(status: number): void;
   replies: RecordedTeamsReply[];
   /** Token requests, by tenant path segment. */
   tokenRequests: { tenant: string; clientId: string; scope: string }[];
@@ -28,6 +34,8 @@ export interface BotConnectorEndpoint {
 export interface BotConnectorEndpointOptions {
   appId: string;
   appPassword: string;
+  /** Entra groups (transitive) of each user object id, for Graph's `checkMemberGroups`. */
+  groupMembers?: Record<string, string[]>;
 }
 
 async function readText(req: IncomingMessage): Promise<string> {
@@ -42,12 +50,17 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * On loopback, the parts of Entra's token endpoint (client credentials) and of the Bot
- * Connector REST API (reply to an activity) that the Teams replier uses. Tokens are opaque
+ * On loopback, the parts of Entra's token endpoint (client credentials), of the Bot Connector
+ * REST API (reply to an activity) and of Microsoft Graph (`checkMemberGroups`) that the Teams
+ * replier and the Entra group directory use. Tokens are opaque
  * and checked on every reply; replies are recorded.
  */
 export async function startBotConnectorEndpoint(options: BotConnectorEndpointOptions): Promise<BotConnectorEndpoint> {
   const issued = new Set<string>();
+  /** Graph tokens, by the tenant they were issued for; never accepted by the connector, nor its tokens by Graph. */
+  const graphTokens = new Map<string, string>();
+  const graphChecks: { objectId: string; tenant: string; groupIds: string[] }[] = [];
+  const graphFailures: number[] = [];
   const replies: RecordedTeamsReply[] = [];
   const tokenRequests: { tenant: string; clientId: string; scope: string }[] = [];
   const failures: number[] = [];
@@ -63,10 +76,30 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
       if (request.clientId !== options.appId || form.get("client_secret") !== options.appPassword) {
         return json(res, 401, { error: "invalid_client" });
       }
+      if (request.scope === "https://graph.microsoft.com/.default") {
+        const graphToken = `test-graph-token-${randomUUID()}`;
+        graphTokens.set(graphToken, request.tenant);
+        return json(res, 200, { token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: graphToken });
+      }
       if (request.scope !== "https://api.botframework.com/.default") return json(res, 400, { error: "invalid_scope" });
       const accessToken = `test-connector-token-${randomUUID()}`;
       issued.add(accessToken);
       return json(res, 200, { token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: accessToken });
+    }
+    const check = /^\/graph\/v1\.0\/users\/([^/]+)\/checkMemberGroups$/.exec(url.pathname);
+    if (req.method === "POST" && check) {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+      const body = JSON.parse((await readText(req)) || "{}") as { groupIds?: unknown };
+      const tenant = bearer ? graphTokens.get(bearer) : undefined;
+      if (tenant === undefined) return json(res, 401, { error: { code: "InvalidAuthenticationToken", message: "Access token is empty." } });
+      const groupIds = Array.isArray(body.groupIds) ? body.groupIds.map(String) : [];
+      if (groupIds.length === 0 || groupIds.length > 20) return json(res, 400, { error: { code: "Request_BadRequest", message: "groupIds" } });
+      const objectId = decodeURIComponent(check[1]);
+      graphChecks.push({ objectId, tenant, groupIds });
+      const status = graphFailures.shift();
+      if (status) return json(res, status, { error: { code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation." } });
+      const member = new Set(options.groupMembers?.[objectId] ?? []);
+      return json(res, 200, { "@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(Edm.String)", value: groupIds.filter((g) => member.has(g)) });
     }
     const reply = /^\/v3\/conversations\/([^/]+)\/activities\/([^/]+)$/.exec(url.pathname);
     if (req.method === "POST" && reply) {
@@ -89,6 +122,9 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
   return {
     serviceUrl: `${base}/`,
     tokenUrl: `${base}/{tenant}/oauth2/v2.0/token`,
+    graphUrl: `${base}/graph/v1.0/`,
+    graphChecks,
+    failNextGraphCheck: (status) => void graphFailures.push(status),
     replies,
     tokenRequests,
     revokeTokens: () => issued.clear(),

@@ -17,6 +17,8 @@ export interface SlackApiEndpoint {
   calls: { method: string; authorized: boolean }[];
   /** The next `chat.postMessage` answers `{ok: false, error}`, as Slack does for a refused call. */
   failNextPost(error: string): void;
+  /** The next `usergroups.users.list` answers `{ok: false, error}` (`missing_scope` for a bot without `usergroups:read`). */
+  failNextGroupList(error: string): void;
   close(): Promise<void>;
 }
 
@@ -25,6 +27,8 @@ export interface SlackApiEndpointOptions {
   teamId?: string;
   botUserId?: string;
   botId?: string;
+  /** Members of each user group, for `usergroups.users.list`; a group not listed answers `no_such_subteam`. */
+  userGroups?: Record<string, string[]>;
 }
 
 async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
@@ -42,7 +46,8 @@ function send(res: ServerResponse, body: unknown): void {
 }
 
 /**
- * The part of the Slack Web API the replier uses (`auth.test`, `chat.postMessage`), on
+ * The part of the Slack Web API the replier and the group directory use (`auth.test`,
+ * `chat.postMessage`, `usergroups.users.list`), on
  * loopback. It checks the bearer bot token as Slack does and records every post.
  */
 export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): Promise<SlackApiEndpoint> {
@@ -51,6 +56,7 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
   const posts: RecordedSlackPost[] = [];
   const calls: { method: string; authorized: boolean }[] = [];
   const pendingFailures: string[] = [];
+  const groupListFailures: string[] = [];
   let seq = 0;
 
   const server = createServer(async (req, res) => {
@@ -72,6 +78,13 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
       posts.push({ channel: body.channel, threadTs: typeof body.thread_ts === "string" ? body.thread_ts : undefined, text: body.text, ts });
       return send(res, { ok: true, channel: body.channel, ts, message: { text: body.text, ts, thread_ts: body.thread_ts } });
     }
+    if (method === "usergroups.users.list") {
+      const failure = groupListFailures.shift();
+      if (failure) return send(res, { ok: false, error: failure });
+      if (body.team_id !== undefined && body.team_id !== teamId) return send(res, { ok: false, error: "team_not_found" });
+      const users = typeof body.usergroup === "string" && options.userGroups ? options.userGroups[body.usergroup] : undefined;
+      return send(res, users ? { ok: true, users } : { ok: false, error: "no_such_subteam" });
+    }
     return send(res, { ok: false, error: "unknown_method" });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -81,6 +94,7 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
     posts,
     calls,
     failNextPost: (error) => void pendingFailures.push(error),
+    failNextGroupList: (error) => void groupListFailures.push(error),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());

@@ -42,20 +42,25 @@ export interface SlackBotIdentity {
   botId?: string;
 }
 
+/** A Web API client with the bot token, bounded retries and timeouts; one per container and token. */
+export function slackWebClient(options: Pick<SlackReplierOptions, "botToken" | "slackApiUrl" | "retries" | "timeoutMs">): WebClient {
+  return new WebClient(options.botToken, {
+    slackApiUrl: options.slackApiUrl ?? DEFAULT_SLACK_API_URL,
+    retryConfig: { retries: options.retries ?? DEFAULT_SLACK_RETRIES, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
+    timeout: options.timeoutMs ?? DEFAULT_SLACK_TIMEOUT_MS,
+    logLevel: LogLevel.ERROR,
+    // Targets come from verified events; a method name must never redirect the token elsewhere.
+    allowAbsoluteUrls: false,
+  });
+}
+
 /** Posts the assistant's answers into the Slack thread a turn came from. Create once per container. */
 export class SlackReplier {
   readonly client: WebClient;
   private readonly maxMessageChars: number;
 
   constructor(options: SlackReplierOptions) {
-    this.client = new WebClient(options.botToken, {
-      slackApiUrl: options.slackApiUrl ?? DEFAULT_SLACK_API_URL,
-      retryConfig: { retries: options.retries ?? DEFAULT_SLACK_RETRIES, factor: 2, minTimeout: 500, maxTimeout: 4_000 },
-      timeout: options.timeoutMs ?? DEFAULT_SLACK_TIMEOUT_MS,
-      logLevel: LogLevel.ERROR,
-      // The thread target comes from a verified event; a method name must never redirect the token elsewhere.
-      allowAbsoluteUrls: false,
-    });
+    this.client = slackWebClient(options);
     this.maxMessageChars = options.maxMessageChars ?? DEFAULT_SLACK_MAX_MESSAGE_CHARS;
   }
 

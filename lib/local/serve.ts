@@ -1,0 +1,37 @@
+import { checkModelCredentials } from "../agent/chat-model.js";
+import { loadConfig, type Config } from "../config/config.js";
+import { channelCredentialsFromEnv } from "../config/credentials.js";
+import { startLocalServer } from "./local-server.js";
+import { explainStartupError } from "./startup-error.js";
+
+/** Starts the server, or exits with one line that says what to fix. */
+async function start() {
+  let config: Config | undefined;
+  try {
+    config = loadConfig();
+    const channels = channelCredentialsFromEnv(process.env);
+    await checkModelCredentials(config.model);
+    return { config, channels, server: await startLocalServer(config, { channels }) };
+  } catch (error) {
+    console.error(explainStartupError(error, { mongodbUri: config?.mongodbUri, serverSelectionTimeoutMs: config?.mongoServerSelectionTimeoutMs }));
+    process.exit(1);
+  }
+}
+
+const { config, channels, server } = await start();
+console.log(`threadwise listening on ${server.url}`);
+console.log(`console at ${server.url}/`);
+console.log(`mongodb ${server.mongodbUri}`);
+console.log(`model provider ${config.model.provider}`);
+console.log(`slack ${channels.slack ? `on: POST ${server.url}/slack/events` : "off (set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN)"}`);
+console.log(`teams ${channels.teams ? `on: POST ${server.url}/teams/messages` : "off (set TEAMS_APP_ID and TEAMS_APP_PASSWORD)"}`);
+console.log("get a token with: npm run token -- <user> [--tenant <tenant>]");
+
+let closing = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (closing) return;
+    closing = true;
+    server.close().then(() => process.exit(0), () => process.exit(1));
+  });
+}
