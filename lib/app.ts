@@ -1,6 +1,6 @@
 import type { MongoClient } from "mongodb";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { createChatModel } from "./agent/chat-model.js";
+import { createChatModel, createModelTokenCounter } from "./agent/chat-model.js";
 import type { FaultInjector } from "./agent/fault-points.js";
 import type { StructuredLogger } from "./logger.js";
 import { createAgentGraph } from "./agent/graph.js";
@@ -12,7 +12,8 @@ import { IdempotentRequests } from "./api/idempotent-requests.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
 import { errorResponse } from "./api/error-response.js";
 import { createRouter, type Route } from "./api/router.js";
-import type { Config } from "./config/config.js";
+import { priceOf, type Config } from "./config/config.js";
+import { TokenCalibration } from "./model-view/token-calibration.js";
 import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
@@ -99,8 +100,17 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     roles: config.tools.roles,
     logger: options.logger,
   });
+  const model = options.model ?? createChatModel(config.model);
+  const bedrock = config.model.provider === "bedrock";
+  const modelId = bedrock ? config.model.bedrockModelId : "local";
+  const { promptCache, tokenMargin } = config.view;
   const graph = createAgentGraph({
-    model: options.model ?? createChatModel(config.model),
+    model,
+    modelId,
+    calibration: new TokenCalibration({ initialMargin: tokenMargin.initial, minMargin: tokenMargin.min }),
+    price: priceOf(config.model.prices, modelId),
+    sendCachePoints: bedrock && promptCache.enabled,
+    countTokens: config.model.countTokens ? createModelTokenCounter(model, modelId) : undefined,
     tools: new RegistryToolRunner(registry, (output, meta) =>
       offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
     ),
@@ -110,8 +120,11 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     policy: {
       systemPrompt: config.view.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
       finishedTurns: config.view.finishedTurns,
+      historyBlockTurns: config.view.historyBlockTurns,
       toolOutputTokens: config.view.toolOutputTokens,
       totalBudget: config.view.totalBudget,
+      // Computed for the local model too, so the console shows where a Bedrock request would be cached.
+      cache: promptCache.enabled ? promptCache : undefined,
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     },
   });

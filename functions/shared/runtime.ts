@@ -91,6 +91,9 @@ export function publishTurnMetrics(m: TurnMetrics): void {
   metrics.addMetric(TURN_METRIC_NAMES.viewTokens, MetricUnit.Count, m.viewTokens);
   metrics.addMetric(TURN_METRIC_NAMES.inputTokens, MetricUnit.Count, m.inputTokens);
   metrics.addMetric(TURN_METRIC_NAMES.outputTokens, MetricUnit.Count, m.outputTokens);
+  metrics.addMetric(TURN_METRIC_NAMES.cacheReadTokens, MetricUnit.Count, m.cacheReadTokens);
+  metrics.addMetric(TURN_METRIC_NAMES.cacheWriteTokens, MetricUnit.Count, m.cacheWriteTokens);
+  if (m.costUsd !== undefined) metrics.addMetric(TURN_METRIC_NAMES.costUsd, MetricUnit.NoUnit, m.costUsd);
   metrics.addMetric(TURN_METRIC_NAMES.toolCalls, MetricUnit.Count, m.toolCalls);
   metrics.addMetric(TURN_METRIC_NAMES.turnDurationMs, MetricUnit.Milliseconds, m.turnDurationMs);
   metrics.addMetric(TURN_METRIC_NAMES.omittedOutputs, MetricUnit.Count, m.omittedOutputs);

@@ -5,6 +5,7 @@ import {
   ComparisonOperator,
   Dashboard,
   GraphWidget,
+  MathExpression,
   Metric,
   TextWidget,
   TreatMissingData,
@@ -82,6 +83,31 @@ export class Operations extends Construct {
       new GraphWidget({
         title: "Turn duration (ms)",
         left: ["p50", "p90", "p99"].map((s) => turnMetric(TURN_METRICS.turnDurationMs, s).with({ label: s })),
+        width: 12,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: "Prompt cache: share of input tokens (%)",
+        left: [
+          new MathExpression({
+            expression: "100 * read / input",
+            usingMetrics: { read: turnMetric(TURN_METRICS.cacheReadTokens, "Sum"), input: turnMetric(TURN_METRICS.inputTokens, "Sum") },
+            label: "read from cache",
+            period: ALARM_PERIOD,
+          }),
+          new MathExpression({
+            expression: "100 * written / input",
+            usingMetrics: { written: turnMetric(TURN_METRICS.cacheWriteTokens, "Sum"), input: turnMetric(TURN_METRICS.inputTokens, "Sum") },
+            label: "written to cache",
+            period: ALARM_PERIOD,
+          }),
+        ],
+        width: 12,
+      }),
+      new GraphWidget({
+        title: "Model cost per turn (USD, average)",
+        left: [turnMetric(TURN_METRICS.costUsd, "Average")],
         width: 12,
       }),
     );

@@ -108,6 +108,12 @@ export class ThreadwiseApi extends Construct {
         reason: "Readiness probe for monitors that hold no token: it answers only whether the database is reachable and set up, and returns no data.",
       },
       {
+        path: "/openapi.json",
+        method: HttpMethod.GET,
+        integration: api,
+        reason: "The API's public description (OpenAPI 3.1), the same for every caller; it holds no data.",
+      },
+      {
         path: "/slack/events",
         method: HttpMethod.POST,
         integration: new HttpLambdaIntegration("Slack", props.slackFunction),

@@ -2,11 +2,22 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
-import { buildModelView, countTextTokens, stampTokenCount, type ModelViewPolicy } from "../model-view/index.js";
-import type { ModelCallRecord, Usage } from "../store/turn-store.js";
+import type { ModelPrice } from "../config/config.js";
+import {
+  buildModelView,
+  countTextTokens,
+  estimateError,
+  stampTokenCount,
+  TokenCalibration,
+  withCachePoints,
+  type ModelViewPolicy,
+} from "../model-view/index.js";
+import type { ModelCallRecord } from "../store/turn-store.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
+import type { ModelTokenCounter } from "./bedrock-token-counter.js";
 import type { FaultInjector } from "./fault-points.js";
+import { reportedUsage } from "./model-usage.js";
 import type { ToolRunner } from "./tool-runner.js";
 import { toViewMessages } from "./view-record.js";
 import type { FunctionTool } from "./local-chat-model.js";
@@ -26,16 +37,21 @@ export interface AgentGraphOptions {
   model: BaseChatModel;
   tools: ToolRunner;
   checkpointer: BaseCheckpointSaver;
-  policy: Omit<ModelViewPolicy, "toolSchemaTokens">;
+  policy: Omit<ModelViewPolicy, "toolSchemaTokens" | "tokenEstimate">;
+  /** The model's id, for its token calibration and price. Default: "local". */
+  modelId?: string;
+  /** Learns the model's tokens per local token; the budget is kept in the model's tokens. Default: one per graph (per container). */
+  calibration?: TokenCalibration;
+  /** The model's price, for each call's cost. Default: none (no cost recorded). */
+  price?: ModelPrice;
+  /** Whether the model takes Bedrock cache points (`ChatBedrockConverse` does, the local model does not). Default: false. */
+  sendCachePoints?: boolean;
+  /** Counts a view in the model's tokens (Bedrock CountTokens) before the model's first call in this container. Default: none. */
+  countTokens?: ModelTokenCounter;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
   /** Each model call is logged as numbers (tokens, sizes, durations), never contents. */
   logger?: StructuredLogger;
-}
-
-function reportedUsage(message: AIMessage): Usage {
-  const u = message.usage_metadata;
-  return { inputTokens: u?.input_tokens ?? 0, outputTokens: u?.output_tokens ?? 0, totalTokens: u?.total_tokens ?? 0 };
 }
 
 /** Index of this model call within the active turn: the AI messages since the latest user message. */
@@ -58,7 +74,10 @@ function turnContext(config: LangGraphRunnableConfig): TurnContext {
  * and a tool node. Compile once per container; every invocation rehydrates from the checkpointer.
  */
 export function createAgentGraph(options: AgentGraphOptions) {
-  const { model, tools, checkpointer, policy, faults, logger } = options;
+  const { model, tools, checkpointer, policy, faults, logger, price, countTokens } = options;
+  const modelId = options.modelId ?? "local";
+  const calibration = options.calibration ?? new TokenCalibration();
+  let countTokensAvailable = countTokens !== undefined;
   // A caller's tool set rarely changes between calls; its schemas are not tokenized on each one.
   const schemaTokenCounts = new Map<string, number>();
   const schemaTokens = (offered: FunctionTool[]): number => {
@@ -69,15 +88,36 @@ export function createAgentGraph(options: AgentGraphOptions) {
     return tokens;
   };
 
+  const buildView = (messages: BaseMessage[], toolSchemaTokens: number) =>
+    buildModelView(messages, { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) });
+
+  /** The view within the budget in the model's tokens; a model not seen yet in this container is first measured with CountTokens, if given. */
+  async function calibratedView(messages: BaseMessage[], offered: FunctionTool[], toolSchemaTokens: number) {
+    const view = buildView(messages, toolSchemaTokens);
+    if (!countTokens || !countTokensAvailable || calibration.seen(modelId) > 0) return view;
+    try {
+      calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, await countTokens(view.messages, offered));
+    } catch (error) {
+      // Not every model has CountTokens; reported usage calibrates from the first call instead.
+      countTokensAvailable = false;
+      logger?.warn("count tokens unavailable", { error: error instanceof Error ? error.name : "unknown" });
+      return view;
+    }
+    return buildView(messages, toolSchemaTokens);
+  }
+
   async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
     const offered = tools.toolSpecs(ctx.caller);
     const toolSchemaTokens = schemaTokens(offered);
-    const view = buildModelView(state.messages, { ...policy, toolSchemaTokens });
+    const view = await calibratedView(state.messages, offered, toolSchemaTokens);
     await ctx.onProgress?.({ step: "model", modelCalls: callIndex(state.messages) });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
-    const response = (await bound.invoke(view.messages, { signal: config.signal })) as AIMessage;
+    const sent = options.sendCachePoints ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
+    const response = (await bound.invoke(sent, { signal: config.signal })) as AIMessage;
+    const usage = reportedUsage(response, price);
+    calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
     const record: ModelCallRecord = {
       turnId: ctx.turnId,
       index: callIndex(state.messages),
@@ -85,7 +125,8 @@ export function createAgentGraph(options: AgentGraphOptions) {
       durationMs: Date.now() - startedAt.getTime(),
       view: toViewMessages(view.messages),
       stats: view.stats,
-      usage: reportedUsage(response),
+      usage,
+      ...(usage.inputTokens > 0 && { estimateError: estimateError(view.stats.estimatedInputTokens, usage.inputTokens) }),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),
     };
     await ctx.recordModelCall(record);
@@ -101,8 +142,15 @@ export function createAgentGraph(options: AgentGraphOptions) {
       finishedTurnsKept: view.stats.finishedTurnsKept,
       omittedOutputs: view.stats.omittedOutputs.length,
       buildMs: Math.round(view.stats.buildMs * 1000) / 1000,
-      inputTokens: record.usage.inputTokens,
-      outputTokens: record.usage.outputTokens,
+      inputTokens: usage.inputTokens,
+      outputTokens: usage.outputTokens,
+      cachePoints: view.stats.cachePoints.length,
+      cacheReadTokens: usage.cacheReadTokens,
+      cacheWriteTokens: usage.cacheWriteTokens,
+      estimatedInputTokens: view.stats.estimatedInputTokens,
+      tokenMargin: view.stats.tokenEstimate.margin,
+      ...(record.estimateError !== undefined && { estimateError: record.estimateError }),
+      ...(usage.costUsd !== undefined && { costUsd: usage.costUsd }),
       toolCalls: record.toolCalls.length,
     });
     faults?.at("after-model-call");

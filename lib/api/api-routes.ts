@@ -1,17 +1,18 @@
 import { createHash, randomUUID } from "node:crypto";
-import { z } from "zod";
 import { NotFoundError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../agent/turn-runner.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
-import { TURN_STATUSES, type TurnDocument, type TurnWithCalls } from "../store/turn-store.js";
+import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
 import type { DispatchOutcome, TurnDispatcher } from "../queue/turn-dispatcher.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
 import type { Route } from "./router.js";
+import { openApiDocument } from "./openapi.js";
+import { createConversationBody, listQuery, postMessageBody, turnsQuery } from "./schemas.js";
 
 export interface ApiRoutesDeps {
   authenticate: Authenticate;
@@ -23,12 +24,6 @@ export interface ApiRoutesDeps {
   dispatcher?: TurnDispatcher;
 }
 
-const postMessageBody = z.strictObject({ content: z.string() });
-const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
-  cursor: z.string().min(1).max(200).optional(),
-});
-const turnsQuery = z.strictObject({ status: z.enum(TURN_STATUSES).optional() });
 
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
@@ -55,6 +50,7 @@ export function turnView(turn: TurnWithCalls) {
       startedAt: c.startedAt.toISOString(),
       durationMs: c.durationMs,
       usage: c.usage,
+      estimateError: c.estimateError ?? null,
       stats: c.stats,
       toolCalls: c.toolCalls,
       view: c.view,
@@ -77,6 +73,7 @@ function turnSummary(turn: TurnDocument) {
 export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, messages, turns } = database;
+  const document = openApiDocument();
 
   const owned = async (request: HttpRequest, rawId: string) => {
     const caller = await authenticate(request);
@@ -86,6 +83,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
 
   return [
     { method: "GET", pattern: /^\/healthz$/, handler: async () => json(200, { status: "ok" }) },
+    { method: "GET", pattern: /^\/openapi\.json$/, handler: async () => json(200, document) },
     {
       // Readiness: the database answers and is set up; unreachable is the usual 503 with Retry-After.
       method: "GET",
@@ -100,7 +98,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       pattern: /^\/v1\/conversations$/,
       handler: async (request) => {
         const caller = await authenticate(request);
-        parseJsonBody(request, z.strictObject({}), { optional: true });
+        parseJsonBody(request, createConversationBody, { optional: true });
         const doc = await conversations.create(caller.principal);
         return json(201, { conversationId: doc._id, createdAt: doc.createdAt.toISOString() }, { location: `/v1/conversations/${doc._id}` });
       },

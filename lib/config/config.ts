@@ -21,8 +21,46 @@ export const DEFAULT_MAX_MESSAGE_CHARS = 16_000;
 export const DEFAULT_VIEW_FINISHED_TURNS = 6;
 /** A single tool output above this many tokens is replaced in the view by a notice. */
 export const DEFAULT_VIEW_TOOL_OUTPUT_TOKENS = 2_000;
-/** Hard ceiling on the tokens of one model view (system prompt and tool schemas included). */
+/** Hard ceiling on the tokens of one model view (system prompt and tool schemas included), in the model's tokens. */
 export const DEFAULT_VIEW_TOTAL_BUDGET = 24_000;
+/** The oldest finished turn in the view moves this many turns at a time, so the cached history prefix lasts that long. */
+export const DEFAULT_VIEW_HISTORY_BLOCK_TURNS = 6;
+/** Safety margin over the model's estimated tokens before its first reported usage in a container. */
+export const DEFAULT_VIEW_TOKEN_MARGIN = 0.5;
+/** The smallest safety margin once the estimate has settled. */
+export const DEFAULT_VIEW_TOKEN_MARGIN_MIN = 0.02;
+/** Tokens Bedrock needs between cache points for Claude Sonnet (the first point after 1,024, the second after 2,048). */
+export const DEFAULT_PROMPT_CACHE_MIN_TOKENS = 1_024;
+/** TTL of the cache points of the system prompt and finished-turn block, and of the active turn's: Bedrock's default. */
+export const DEFAULT_PROMPT_CACHE_TTL: "5m" | "1h" = "5m";
+
+/** A model's on-demand price in US dollars per million tokens, by kind of token. */
+export interface ModelPrice {
+  /** Input tokens neither read from nor written to the cache. */
+  input: number;
+  output: number;
+  cacheRead: number;
+  /** Written with the default 5-minute TTL. */
+  cacheWrite: number;
+  /** Written with the 1-hour TTL. */
+  cacheWrite1h: number;
+}
+
+const CLAUDE_SONNET_4_PRICE: ModelPrice = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75, cacheWrite1h: 6 };
+
+/**
+ * Bedrock on-demand prices (US regions) used when `MODEL_PRICES` does not name the model. A model
+ * id is looked up as given, then without its inference-profile prefix (`us.`, `eu.`, `apac.`, `global.`).
+ */
+export const DEFAULT_MODEL_PRICES: Record<string, ModelPrice> = {
+  "anthropic.claude-sonnet-4-20250514-v1:0": CLAUDE_SONNET_4_PRICE,
+  "anthropic.claude-sonnet-4-5-20250929-v1:0": CLAUDE_SONNET_4_PRICE,
+};
+
+/** The price of a model by its id or its id without the inference-profile prefix; undefined when none is configured. */
+export function priceOf(prices: Record<string, ModelPrice>, modelId: string): ModelPrice | undefined {
+  return prices[modelId] ?? prices[modelId.replace(/^(us|eu|apac|global)\./, "")];
+}
 /** Audience expected in API JWTs. */
 export const DEFAULT_JWT_AUDIENCE = "threadwise";
 /** Issuer of locally minted JWTs. */
@@ -37,6 +75,20 @@ export const DEFAULT_TURN_MAX_RECEIVES = 3;
 export const DEFAULT_SECRET_CACHE_MS = 300_000;
 
 const positiveInt = z.coerce.number().int().positive();
+const cacheTtl = z.enum(["5m", "1h"]);
+const margin = z.coerce.number().min(0).max(4);
+const price = z.number().nonnegative();
+const modelPrices = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "not JSON" });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().min(1), z.object({ input: price, output: price, cacheRead: price, cacheWrite: price, cacheWrite1h: price }).strict()));
 
 const roleList = z.array(z.string().min(1));
 /** Roles of the principals of one Slack workspace or Teams tenant (`SLACK_ROLES`, `TEAMS_ROLES`). */
@@ -73,7 +125,8 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   return parsed.data;
 }
 
-const envSchema = z.object({
+const envSchema = z
+  .object({
   MONGODB_URI: z.string().min(1).optional(),
   MONGODB_DB: z.string().min(1).optional(),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt.optional(),
@@ -92,6 +145,15 @@ const envSchema = z.object({
   VIEW_FINISHED_TURNS: z.coerce.number().int().min(0).optional(),
   VIEW_TOOL_OUTPUT_TOKENS: positiveInt.optional(),
   VIEW_TOTAL_BUDGET: positiveInt.optional(),
+  VIEW_HISTORY_BLOCK_TURNS: positiveInt.optional(),
+  VIEW_TOKEN_MARGIN: margin.optional(),
+  VIEW_TOKEN_MARGIN_MIN: margin.optional(),
+  PROMPT_CACHE: z.enum(["on", "off"]).optional(),
+  PROMPT_CACHE_MIN_TOKENS: positiveInt.optional(),
+  PROMPT_CACHE_STABLE_TTL: cacheTtl.optional(),
+  PROMPT_CACHE_TURN_TTL: cacheTtl.optional(),
+  MODEL_PRICES: modelPrices.optional(),
+  BEDROCK_COUNT_TOKENS: z.enum(["true", "false"]).optional(),
   SYSTEM_PROMPT: z.string().min(1).optional(),
   JWT_ISSUER: z.string().min(1).optional(),
   JWT_AUDIENCE: z.string().min(1).optional(),
@@ -111,7 +173,12 @@ const envSchema = z.object({
   TEAMS_GRAPH_URL: z.string().url().optional(),
   SLACK_ROLES: z.string().min(1).optional(),
   TEAMS_ROLES: z.string().min(1).optional(),
-});
+})
+  // Bedrock rejects a 1-hour cache point after a 5-minute one, and the stable points come first.
+  .refine((e) => !((e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL) === "5m" && e.PROMPT_CACHE_TURN_TTL === "1h"), {
+    path: ["PROMPT_CACHE_TURN_TTL"],
+    message: "must not be longer than PROMPT_CACHE_STABLE_TTL",
+  });
 
 export type ModelProvider = "local" | "bedrock";
 
@@ -120,12 +187,33 @@ export interface ModelConfig {
   bedrockModelId: string;
   region: string;
   maxOutputTokens: number;
+  /** Per-model prices for each call's cost: `DEFAULT_MODEL_PRICES` with `MODEL_PRICES` over it. */
+  prices: Record<string, ModelPrice>;
+  /** Calibrate a model's first call in a container with Bedrock's CountTokens (not every model has it). Default: false. */
+  countTokens: boolean;
+}
+
+export interface PromptCacheConfig {
+  /** Whether views sent to Bedrock carry cache points. Default: true. */
+  enabled: boolean;
+  /** Default: `DEFAULT_PROMPT_CACHE_MIN_TOKENS`. */
+  minTokensPerCheckpoint: number;
+  /** TTL of the system prompt's and finished-turn block's points. Default: `DEFAULT_PROMPT_CACHE_TTL`. */
+  stableTtl: "5m" | "1h";
+  /** TTL of the points within the growing part of the view. Default: `DEFAULT_PROMPT_CACHE_TTL`. */
+  turnTtl: "5m" | "1h";
 }
 
 export interface ViewConfig {
   finishedTurns: number;
+  /** Default: `DEFAULT_VIEW_HISTORY_BLOCK_TURNS`. */
+  historyBlockTurns: number;
   toolOutputTokens: number;
+  /** In the model's tokens. */
   totalBudget: number;
+  /** The token estimate's safety margin before any usage is seen, and its floor. Defaults: `DEFAULT_VIEW_TOKEN_MARGIN`, `DEFAULT_VIEW_TOKEN_MARGIN_MIN`. */
+  tokenMargin: { initial: number; min: number };
+  promptCache: PromptCacheConfig;
   systemPrompt?: string;
 }
 
@@ -223,11 +311,21 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       bedrockModelId: e.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID,
       region: e.BEDROCK_REGION ?? e.AWS_REGION ?? DEFAULT_REGION,
       maxOutputTokens: e.MODEL_MAX_TOKENS ?? DEFAULT_MAX_OUTPUT_TOKENS,
+      prices: { ...DEFAULT_MODEL_PRICES, ...e.MODEL_PRICES },
+      countTokens: e.BEDROCK_COUNT_TOKENS === "true",
     },
     view: {
       finishedTurns: e.VIEW_FINISHED_TURNS ?? DEFAULT_VIEW_FINISHED_TURNS,
+      historyBlockTurns: e.VIEW_HISTORY_BLOCK_TURNS ?? DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
       toolOutputTokens: e.VIEW_TOOL_OUTPUT_TOKENS ?? DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
       totalBudget: e.VIEW_TOTAL_BUDGET ?? DEFAULT_VIEW_TOTAL_BUDGET,
+      tokenMargin: { initial: e.VIEW_TOKEN_MARGIN ?? DEFAULT_VIEW_TOKEN_MARGIN, min: e.VIEW_TOKEN_MARGIN_MIN ?? DEFAULT_VIEW_TOKEN_MARGIN_MIN },
+      promptCache: {
+        enabled: (e.PROMPT_CACHE ?? "on") === "on",
+        minTokensPerCheckpoint: e.PROMPT_CACHE_MIN_TOKENS ?? DEFAULT_PROMPT_CACHE_MIN_TOKENS,
+        stableTtl: e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL,
+        turnTtl: e.PROMPT_CACHE_TURN_TTL ?? DEFAULT_PROMPT_CACHE_TTL,
+      },
       systemPrompt: e.SYSTEM_PROMPT,
     },
     auth: {

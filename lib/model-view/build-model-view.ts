@@ -1,14 +1,21 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
+import { placeCachePoints, withCachePoints, type CacheLayout } from "./cache-points.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
 import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
-import type { ModelView, ModelViewPolicy, OmittedOutput, ViewRepairs } from "./types.js";
+import type { ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
 import { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
 
 /** Tool schema tokens assumed when the policy does not say (a model called without tools). */
 export const DEFAULT_TOOL_SCHEMA_TOKENS = 0;
+
+/** Finished-turn block assumed when the policy does not say: the window moves one pair a turn. */
+export const DEFAULT_HISTORY_BLOCK_TURNS = 1;
+
+/** Token estimate assumed when the policy gives none: the model counts as the local tokenizer does. */
+export const EXACT_TOKEN_ESTIMATE: TokenEstimate = { ratio: 1, offset: 0, margin: 0 };
 
 /**
  * Stands in the view for the answer of a finished turn that has none (it failed or was interrupted).
@@ -36,6 +43,8 @@ interface ActiveToolResult {
   handle?: string;
   preview: string;
   noticed: boolean;
+  /** Stands in for a result the interrupted call never got: no model call ever saw the turn up to it. */
+  synthetic?: boolean;
 }
 
 interface ActiveItem {
@@ -45,6 +54,8 @@ interface ActiveItem {
 }
 
 interface FinishedPair {
+  /** Index of the finished turn in the thread, oldest 0. */
+  turn: number;
   question: BaseMessage;
   answer: BaseMessage;
   tokens: number;
@@ -95,7 +106,7 @@ function userMessage(message: BaseMessage): BaseMessage {
 }
 
 /** A finished turn's (question, final answer); the final answer is its last assistant message, if that makes no tool call. */
-function finishedPair(messages: readonly BaseMessage[], start: number, end: number): FinishedPair {
+function finishedPair(messages: readonly BaseMessage[], turn: number, start: number, end: number): FinishedPair {
   const question = userMessage(messages[start]);
   let answer: BaseMessage | undefined;
   for (let i = end - 1; i > start; i--) {
@@ -113,7 +124,7 @@ function finishedPair(messages: readonly BaseMessage[], start: number, end: numb
   }
   const stubbed = answer === undefined;
   answer ??= new AIMessage(NO_ANSWER_STUB);
-  return { question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed };
+  return { turn, question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed };
 }
 
 function mergeContent(a: Content, b: Content): Content {
@@ -142,7 +153,8 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
     for (const [id, call] of pending) {
       if (call.answered) continue;
       const message = new ToolMessage({ content: INTERRUPTED_TOOL_RESULT, tool_call_id: id, name: call.name, status: "error" });
-      push(message, { toolCallId: id, toolName: call.name, outputTokens: countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS, preview: "", noticed: false });
+      const outputTokens = countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS;
+      push(message, { toolCallId: id, toolName: call.name, outputTokens, preview: "", noticed: false, synthetic: true });
       repairs.syntheticToolResults++;
     }
     pending = new Map();
@@ -231,12 +243,41 @@ function applyNotice(item: ActiveItem, notice: { message: ToolMessage; tokens: n
   return delta;
 }
 
+/** The view's parts, for placing cache points: where the system prompt, the finished-turn block and earlier calls end. */
+function cacheLayout(
+  view: readonly BaseMessage[],
+  firstTokens: number,
+  pairs: readonly FinishedPair[],
+  active: readonly ActiveItem[],
+  blockEndTurn: number,
+): CacheLayout {
+  const prefixTokens: number[] = [];
+  let tokens = firstTokens;
+  for (const message of view) prefixTokens.push((tokens += countMessageTokens(message)));
+  const system = view[0]?.type === "system" ? 0 : undefined;
+  const firstPair = system === undefined ? 0 : 1;
+  const earlierEnds: number[] = [];
+  let historyBlockEnd: number | undefined;
+  // `pairs` is newest first.
+  for (let p = pairs.length - 1, question = firstPair; p >= 0; p--, question += 2) {
+    if (pairs[p].turn === blockEndTurn) historyBlockEnd = question + 1;
+    if (pairs[p].turn > blockEndTurn) earlierEnds.push(question);
+  }
+  const activeStart = firstPair + 2 * pairs.length;
+  // A call of this turn ended at its question or after a group of real tool results; the last item is this call's end.
+  for (let i = 0; i < active.length - 1; i++) {
+    const groupEnd = active[i].message.type === "tool" && active[i + 1].message.type !== "tool" && !active[i].result?.synthetic;
+    if (i === 0 || groupEnd) earlierEnds.push(activeStart + i);
+  }
+  return { prefixTokens, system, historyBlockEnd, earlierEnds };
+}
+
 /**
- * The system prompt, and after it the out-of-sight notice when finished turns beyond `finishedTurns`
- * exist (turns dropped for the budget are not counted: the notice gives a lower bound).
+ * The system prompt, and after it the out-of-sight notice when finished turns before the oldest kept
+ * one exist (turns dropped for the budget are not counted: the notice gives a lower bound).
  */
-function systemPart(policy: ModelViewPolicy, finishedTurnsInState: number): BaseMessage[] {
-  const notice = policy.outOfSight && outOfSightNotice(finishedTurnsInState - policy.finishedTurns, policy.outOfSight);
+function systemPart(policy: ModelViewPolicy, hiddenTurns: number): BaseMessage[] {
+  const notice = policy.outOfSight && outOfSightNotice(hiddenTurns, policy.outOfSight);
   const text = [policy.systemPrompt, notice].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
   return text.length === 0 ? [] : [new SystemMessage(text)];
 }
@@ -247,16 +288,23 @@ function systemPart(policy: ModelViewPolicy, finishedTurnsInState: number): Base
  * Contract (checked by the tests in `test/model-view`):
  * - pure: `messages` and the message objects in it are never changed; unchanged messages are
  *   reused, changed ones are new objects;
- * - the view is: the system prompt; the last `policy.finishedTurns` finished turns, each exactly
- *   (question, final answer) — a turn without a final answer shows its question and `NO_ANSWER_STUB`;
- *   the active turn (from the latest user message) whole, every tool call followed by its result;
- * - with `policy.outOfSight`, the system part says how many finished turns are out of sight, in steps
- *   that keep it unchanged across turns (`outOfSightNotice`);
+ * - the view is, most stable first: the system prompt; the finished turns from the oldest kept one,
+ *   each exactly (question, final answer) — a turn without a final answer shows its question and
+ *   `NO_ANSWER_STUB`; the active turn (from the latest user message) whole, every tool call followed
+ *   by its result;
+ * - the oldest kept finished turn moves `policy.historyBlockTurns` turns at a time: at least the
+ *   last `policy.finishedTurns` finished turns are kept (budget permitting), at most
+ *   `finishedTurns + historyBlockTurns - 1`, so the history's beginning changes once a block;
+ * - with `policy.outOfSight`, the system part says how many finished turns before the oldest kept one
+ *   are out of sight, in steps that keep it unchanged across turns (`outOfSightNotice`);
  * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
  *   naming the tool, its size, the handle and how to read part of it;
- * - `viewTokens + toolSchemaTokens <= policy.totalBudget`: the oldest pairs are dropped first, then
- *   the largest active-turn results are replaced by notices;
- * - the view satisfies the Bedrock Converse rules (`validateConverseView`), whatever the history.
+ * - `ceil(((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)) <= policy.totalBudget`,
+ *   the budget being in the model's tokens (`policy.tokenEstimate`): the oldest pairs are dropped
+ *   first, then the largest active-turn results are replaced by notices;
+ * - with `policy.cache`, at most `MAX_CACHE_POINTS` cache points (`placeCachePoints`), in view order;
+ * - the view satisfies the Bedrock Converse rules (`validateConverseView`), whatever the history,
+ *   with its cache points too (`withCachePoints`).
  *
  * @throws ContextBudgetExceededError when even the reduced view exceeds the budget.
  * @throws InvalidModelViewError when no valid view exists: the thread has no user message, or it
@@ -266,6 +314,10 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const started = performance.now();
   const repairs = zeroRepairs();
   const toolSchemaTokens = policy.toolSchemaTokens ?? DEFAULT_TOOL_SCHEMA_TOKENS;
+  const estimate = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
+  const expected = (localTokens: number) => Math.ceil(localTokens * estimate.ratio + estimate.offset);
+  const modelTokens = (localTokens: number) => Math.ceil((localTokens * estimate.ratio + estimate.offset) * (1 + estimate.margin));
+  const overBudget = (localTokens: number) => modelTokens(localTokens) > policy.totalBudget;
 
   const turnStarts: number[] = [];
   messages.forEach((message, index) => {
@@ -274,8 +326,13 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   if (turnStarts.length === 0) throw new InvalidModelViewError("the thread has no user message to answer", CONVERSE_RULES.firstMessageUser);
   for (let i = 0; i < turnStarts[0]; i++) if (messages[i].type !== "system") repairs.droppedMessages++;
 
+  const finishedTurnsInState = turnStarts.length - 1;
+  const blockTurns = Math.max(1, policy.historyBlockTurns ?? DEFAULT_HISTORY_BLOCK_TURNS);
+  const beyond = finishedTurnsInState - policy.finishedTurns;
+  const firstKept = beyond <= 0 ? 0 : beyond - (beyond % blockTurns);
+
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs);
-  const system = systemPart(policy, turnStarts.length - 1);
+  const system = systemPart(policy, firstKept);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
 
@@ -289,24 +346,25 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
     }
   }
 
-  const finishedTurnsInState = turnStarts.length - 1;
+  // The block is whole once it holds `finishedTurns` turns; turns after it are appended one a turn.
+  const blockEndTurn = policy.finishedTurns > 0 && finishedTurnsInState - firstKept >= policy.finishedTurns ? firstKept + policy.finishedTurns - 1 : -1;
   // Newest first, so dropping for the budget pops the oldest.
   const pairs: FinishedPair[] = [];
-  for (let t = finishedTurnsInState - 1; t >= 0 && pairs.length < policy.finishedTurns; t--) {
-    const pair = finishedPair(messages, turnStarts[t], turnStarts[t + 1]);
+  for (let t = finishedTurnsInState - 1; t >= firstKept; t--) {
+    const pair = finishedPair(messages, t, turnStarts[t], turnStarts[t + 1]);
     pairs.push(pair);
     total += pair.tokens;
   }
   let finishedTurnsDroppedForBudget = 0;
-  while (total > policy.totalBudget && pairs.length > 0) {
+  while (overBudget(total) && pairs.length > 0) {
     total -= (pairs.pop() as FinishedPair).tokens;
     finishedTurnsDroppedForBudget++;
   }
 
-  if (total > policy.totalBudget) {
+  if (overBudget(total)) {
     const largestFirst = active.filter((item) => item.result && !item.result.noticed).sort((a, b) => b.tokens - a.tokens);
     for (const item of largestFirst) {
-      if (total <= policy.totalBudget) break;
+      if (!overBudget(total)) break;
       const notice = noticeFor(item, "over-budget", policy.toolOutputTokens);
       // A result already shorter than its notice stays: replacing it would not help.
       if (notice.tokens >= item.tokens) continue;
@@ -314,11 +372,12 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
       omittedOutputs.push(notice.omitted);
     }
   }
-  if (total > policy.totalBudget) {
+  if (overBudget(total)) {
     throw new ContextBudgetExceededError(
-      `the model view needs ${total} tokens, over the budget of ${policy.totalBudget}, with no finished turns and every tool result in the active turn shown as a notice`,
+      `the model view needs ${modelTokens(total)} tokens, over the budget of ${policy.totalBudget}, ` +
+        "with no finished turns and every tool result in the active turn shown as a notice",
       policy.totalBudget,
-      total,
+      modelTokens(total),
     );
   }
 
@@ -328,7 +387,8 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
     if (pairs[p].stubbed) repairs.stubbedAnswers++;
   }
   for (const item of active) view.push(item.message);
-  validateConverseView(view);
+  const cachePoints = policy.cache ? placeCachePoints(cacheLayout(view, toolSchemaTokens, pairs, active, blockEndTurn), policy.cache, estimate.ratio) : [];
+  validateConverseView(withCachePoints(view, cachePoints));
 
   return {
     messages: view,
@@ -338,6 +398,9 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
       viewMessages: view.length,
       viewTokens: total - toolSchemaTokens,
       toolSchemaTokens,
+      tokenEstimate: { ratio: estimate.ratio, offset: estimate.offset, margin: estimate.margin },
+      estimatedInputTokens: expected(total),
+      cachePoints,
       finishedTurnsInState,
       finishedTurnsKept: pairs.length,
       finishedTurnsDroppedForBudget,

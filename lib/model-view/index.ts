@@ -1,11 +1,15 @@
 export {
   buildModelView,
+  DEFAULT_HISTORY_BLOCK_TURNS,
   DEFAULT_TOOL_SCHEMA_TOKENS,
+  EXACT_TOKEN_ESTIMATE,
   EMPTY_TOOL_OUTPUT,
   EMPTY_USER_MESSAGE,
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
 } from "./build-model-view.js";
+export { isCachePointBlock, MAX_CACHE_POINTS, placeCachePoints, withCachePoints } from "./cache-points.js";
+export type { CacheLayout, CachePointBlock } from "./cache-points.js";
 export {
   countMessagesTokens,
   countMessageTokens,
@@ -15,6 +19,14 @@ export {
   stampTokenCount,
   TOKEN_COUNT_KEY,
 } from "./token-counter.js";
+export {
+  DEFAULT_CALIBRATION_WINDOW,
+  DEFAULT_INITIAL_TOKEN_MARGIN,
+  DEFAULT_MIN_TOKEN_MARGIN,
+  estimateError,
+  TokenCalibration,
+} from "./token-calibration.js";
+export type { TokenCalibrationOptions } from "./token-calibration.js";
 export { offloadedArtifact, toolOutputArtifactSchema } from "./tool-output-artifact.js";
 export type { ToolOutputArtifact } from "./tool-output-artifact.js";
 export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice } from "./tool-output-notice.js";
@@ -23,4 +35,15 @@ export { DEFAULT_OUT_OF_SIGHT_STEP_TURNS, outOfSightNotice } from "./out-of-sigh
 export type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 export { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
 export type { ConverseRule, ValidateConverseViewOptions } from "./validate-view.js";
-export type { ModelView, ModelViewPolicy, ModelViewStats, OmittedOutput, ViewRepairs } from "./types.js";
+export type {
+  CachePoint,
+  CachePointKind,
+  CacheTtl,
+  ModelView,
+  ModelViewPolicy,
+  ModelViewStats,
+  OmittedOutput,
+  PromptCachePolicy,
+  TokenEstimate,
+  ViewRepairs,
+} from "./types.js";

@@ -1,15 +1,50 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 
+/** How long Bedrock keeps a cached prefix after its last use: `5m` everywhere, `1h` on recent Claude models (writes cost more). */
+export type CacheTtl = "5m" | "1h";
+
+/** Where the view asks Bedrock to cache, and for how long. */
+export interface PromptCachePolicy {
+  /** The model's tokens a checkpoint must follow the previous one by, or Bedrock does not cache it (1,024 for Claude Sonnet). */
+  minTokensPerCheckpoint: number;
+  /** TTL of the points after the system prompt and the finished-turn block. Must not be shorter than `turnTtl` (Bedrock's order). */
+  stableTtl: CacheTtl;
+  /** TTL of the points within the growing part: later questions and the active turn's steps. */
+  turnTtl: CacheTtl;
+}
+
+/**
+ * The model's input tokens for a request of `local` local (cl100k) tokens: `local × ratio + offset`,
+ * as `TokenCalibration` learns it, and the safety margin over it. The offset is what the model adds
+ * whatever the request's size (Claude's tool-use system prompt, for one).
+ */
+export interface TokenEstimate {
+  ratio: number;
+  offset: number;
+  /** The budget holds for requests counting up to `(local × ratio + offset) × (1 + margin)` model tokens. */
+  margin: number;
+}
+
 /** What the model view may keep. Every field has a documented default in `lib/config`. */
 export interface ModelViewPolicy {
   /** Sent first; a blank prompt sends no system message (Converse rejects blank text). */
   systemPrompt: string;
-  /** Finished turns kept as (question, final answer) pairs. */
+  /** Finished turns kept at least as (question, final answer) pairs (budget permitting); up to `finishedTurns + historyBlockTurns - 1`. */
   finishedTurns: number;
+  /**
+   * The oldest kept finished turn moves this many turns at a time, so the history's beginning (and
+   * the cached prefix) changes once every so many turns rather than every turn.
+   * Default: `DEFAULT_HISTORY_BLOCK_TURNS` (1: the window moves one pair a turn).
+   */
+  historyBlockTurns?: number;
+  /** Where to put cache points. Default: none. */
+  cache?: PromptCachePolicy;
+  /** How the model's tokens relate to local counts; `totalBudget` is in the model's tokens. Default: `EXACT_TOKEN_ESTIMATE` (ratio 1, no margin). */
+  tokenEstimate?: TokenEstimate;
   /** A tool output above this many tokens is replaced in the view by a notice. */
   toolOutputTokens: number;
-  /** Hard ceiling on the view's tokens, tool schemas included. */
+  /** Hard ceiling on the view's tokens in the model's tokens (as estimated by `tokenEstimate`, margin included), tool schemas included. */
   totalBudget: number;
   /** Tokens taken by the tool schemas sent beside the messages; counted against the budget. Default: `DEFAULT_TOOL_SCHEMA_TOKENS` (0). */
   toolSchemaTokens?: number;
@@ -43,6 +78,23 @@ export interface ViewRepairs {
   droppedMessages: number;
 }
 
+/** What a cache point marks the end of. */
+export type CachePointKind = "system" | "history" | "previous" | "end";
+
+/** A cache point of the view: Bedrock caches the request's prefix up to the end of message `after`. */
+export interface CachePoint {
+  /** Index in the view's messages of the message the point follows. */
+  after: number;
+  /**
+   * `system`: tools and system prompt; `history`: the block of finished turns; `previous`: the longest
+   * prefix an earlier call of the thread ended with (and so wrote); `end`: this request, for the next call.
+   */
+  kind: CachePointKind;
+  ttl: CacheTtl;
+  /** Local tokens of the prefix it closes, tool schemas included. */
+  prefixTokens: number;
+}
+
 export interface ModelViewStats {
   stateMessages: number;
   /** Tokens of every stored message, as they are in state (offloaded outputs as their previews). */
@@ -50,14 +102,21 @@ export interface ModelViewStats {
   viewMessages: number;
   /** Tokens of the view's messages, system prompt included, tool schemas excluded. */
   viewTokens: number;
-  /** Tokens of the tool schemas; `viewTokens + toolSchemaTokens` never exceeds `budget`. */
+  /** Tokens of the tool schemas; `((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)` never exceeds `budget`. */
   toolSchemaTokens: number;
+  /** The estimate the budget was enforced with. */
+  tokenEstimate: TokenEstimate;
+  /** The model's input tokens expected for this view: `(viewTokens + toolSchemaTokens) × ratio + offset`, margin not included. */
+  estimatedInputTokens: number;
+  /** At most four (Bedrock's limit), in view order; empty without a cache policy. */
+  cachePoints: CachePoint[];
   finishedTurnsInState: number;
   finishedTurnsKept: number;
-  /** Finished turns within `finishedTurns` that were dropped to fit the budget. */
+  /** Finished turns within the kept window that were dropped to fit the budget. */
   finishedTurnsDroppedForBudget: number;
   omittedOutputs: OmittedOutput[];
   repairs: ViewRepairs;
+  /** `totalBudget`, in the model's tokens. */
   budget: number;
   buildMs: number;
 }

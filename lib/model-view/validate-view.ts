@@ -1,5 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { InvalidModelViewError } from "../errors.js";
+import { isCachePointBlock, MAX_CACHE_POINTS } from "./cache-points.js";
 
 /** The Bedrock Converse rules a view must satisfy; `InvalidModelViewError.rule` is one of these. */
 export const CONVERSE_RULES = {
@@ -16,6 +17,7 @@ export const CONVERSE_RULES = {
   toolUseAnswered: "tool-use-answered",
   toolResultHasUse: "tool-result-has-use",
   toolConfigPresent: "tool-config-present",
+  cachePointLimit: "cache-point-limit",
 } as const;
 
 export type ConverseRule = (typeof CONVERSE_RULES)[keyof typeof CONVERSE_RULES];
@@ -42,7 +44,7 @@ function isBlank(text: string): boolean {
   return text.trim().length === 0;
 }
 
-/** Counts content blocks; any text block must carry non-blank text. */
+/** Counts content blocks other than cache points (a cache point alone is no content); any text block must carry non-blank text. */
 function contentBlocks(content: BaseMessage["content"], index: number, allowEmptyString: boolean): number {
   if (typeof content === "string") {
     if (content.length === 0) {
@@ -56,7 +58,11 @@ function contentBlocks(content: BaseMessage["content"], index: number, allowEmpt
     const text = typeof block === "string" ? block : block.type === "text" ? (block as { text?: unknown }).text : undefined;
     if (typeof text === "string" && isBlank(text)) fail(CONVERSE_RULES.noBlankText, `message ${index} has a blank text block`);
   }
-  return content.length;
+  return content.length - cachePoints(content);
+}
+
+function cachePoints(content: BaseMessage["content"]): number {
+  return typeof content === "string" ? 0 : content.filter(isCachePointBlock).length;
 }
 
 function toConverseTurn(message: BaseMessage, index: number): ConverseTurn {
@@ -102,6 +108,8 @@ export function validateConverseView(messages: readonly BaseMessage[], options: 
   const toolsConfigured = options.toolsConfigured ?? true;
   const turns: ConverseTurn[] = [];
   let systemAllowed = true;
+  const points = messages.reduce((n, message) => n + cachePoints(message.content), 0);
+  if (points > MAX_CACHE_POINTS) fail(CONVERSE_RULES.cachePointLimit, `the view has ${points} cache points, over Bedrock's ${MAX_CACHE_POINTS}`);
   messages.forEach((message, index) => {
     if (message.type === "system") {
       if (!systemAllowed) fail(CONVERSE_RULES.systemFirst, `message ${index} is a system message after the conversation started`);

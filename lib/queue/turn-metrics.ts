@@ -10,6 +10,9 @@ export const TURN_METRIC_NAMES = {
   viewTokens: "ViewTokens",
   inputTokens: "InputTokens",
   outputTokens: "OutputTokens",
+  cacheReadTokens: "CacheReadInputTokens",
+  cacheWriteTokens: "CacheWriteInputTokens",
+  costUsd: "CostUsd",
   toolCalls: "ToolCalls",
   turnDurationMs: "TurnDurationMs",
   omittedOutputs: "OmittedOutputs",
@@ -19,8 +22,13 @@ export const TURN_METRIC_NAMES = {
 export interface TurnMetrics {
   stateTokens: number;
   viewTokens: number;
+  /** Every input token, cache reads and writes included. */
   inputTokens: number;
   outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  /** Absent when the model has no configured price. */
+  costUsd?: number;
   toolCalls: number;
   turnDurationMs: number;
   omittedOutputs: number;
@@ -30,11 +38,15 @@ export interface TurnMetrics {
 export type TurnMetricsSink = (metrics: TurnMetrics) => void;
 
 export function turnMetricsOf(result: TurnResult, turn: TurnDocument | null): TurnMetrics {
+  const { usage } = result;
   return {
     stateTokens: result.context.stateTokens,
     viewTokens: result.context.viewTokens,
-    inputTokens: result.usage.inputTokens,
-    outputTokens: result.usage.outputTokens,
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    cacheReadTokens: usage.cacheReadTokens ?? 0,
+    cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+    ...(usage.costUsd !== undefined && { costUsd: usage.costUsd }),
     toolCalls: turn?.toolCalls ?? 0,
     turnDurationMs: turn?.durationMs ?? 0,
     omittedOutputs: result.context.omittedOutputs,

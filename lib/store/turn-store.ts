@@ -15,12 +15,19 @@ export interface ViewMessage {
 }
 
 export interface Usage {
+  /** Every input token, those read from or written to the prompt cache included. */
   inputTokens: number;
   outputTokens: number;
   totalTokens: number;
+  /** Input tokens read from the prompt cache. Absent in records made before prompt caching. */
+  cacheReadTokens?: number;
+  /** Input tokens written to the prompt cache. Absent in records made before prompt caching. */
+  cacheWriteTokens?: number;
+  /** What the call (or turn) cost in US dollars, by its model's configured price; absent when the model has none. */
+  costUsd?: number;
 }
 
-export const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+export const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
 
 /** What one model call was sent and what it cost. */
 export interface ModelCallRecord {
@@ -32,6 +39,8 @@ export interface ModelCallRecord {
   stats: ModelViewStats;
   /** As reported by the model; zero when it reports nothing. */
   usage: Usage;
+  /** (estimated − reported) / reported input tokens, the estimate being `stats.estimatedInputTokens`; absent when the model reported none. */
+  estimateError?: number;
   toolCalls: string[];
 }
 
@@ -64,11 +73,15 @@ export interface TurnDocument {
 const DUPLICATE_KEY = 11000;
 
 export function addUsage(a: Usage, b: Usage): Usage {
-  return {
+  const sum: Usage = {
     inputTokens: a.inputTokens + b.inputTokens,
     outputTokens: a.outputTokens + b.outputTokens,
     totalTokens: a.totalTokens + b.totalTokens,
+    cacheReadTokens: (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0),
+    cacheWriteTokens: (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0),
   };
+  if (a.costUsd !== undefined || b.costUsd !== undefined) sum.costUsd = (a.costUsd ?? 0) + (b.costUsd ?? 0);
+  return sum;
 }
 
 interface ModelCallDocument extends ModelCallRecord {

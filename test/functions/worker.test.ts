@@ -114,7 +114,10 @@ describe("functions/worker", () => {
       const emf = lines.map((l) => JSON.parse(l) as Record<string, any>).find((l) => l._aws?.CloudWatchMetrics);
       expect(emf?._aws.CloudWatchMetrics[0].Namespace).toBe("Threadwise");
       const names = emf?._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
-      expect(names).toEqual(expect.arrayContaining(["StateTokens", "ViewTokens", "InputTokens", "OutputTokens", "ToolCalls", "TurnDurationMs", "OmittedOutputs"]));
+      expect(names).toEqual(
+        expect.arrayContaining(["StateTokens", "ViewTokens", "InputTokens", "OutputTokens", "CacheReadInputTokens", "CacheWriteInputTokens", "CostUsd", "ToolCalls", "TurnDurationMs", "OmittedOutputs"]),
+      );
+      expect(emf?.CostUsd).toBeGreaterThan(0);
       expect(emf?.InputTokens).toBeGreaterThan(0);
       expect(emf?.service).toBe("threadwise-test");
     });

@@ -540,11 +540,11 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("leaves /healthz, /readyz and the webhooks to the functions", () => {
-      for (const key of ["GET /healthz", "GET /readyz", "POST /slack/events", "POST /teams/messages"]) {
+    it("leaves /healthz, /readyz, /openapi.json and the webhooks to the functions", () => {
+      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /teams/messages"]) {
         template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: key, AuthorizationType: "NONE" });
       }
-      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 4);
+      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 5);
     });
 
     it("routes to the api function every route its router serves, and no other", () => {

@@ -21,6 +21,7 @@ const SCREENSHOT = "test-results/console.png";
 const FIRST_QUESTION = 'big_report {"rows": 5000}';
 const SECOND_QUESTION = "What did the report show?";
 const VIEW_BUDGET = 4_000;
+const CACHE_MIN_TOKENS = 100;
 
 const haveChromium = existsSync(CHROMIUM);
 // In CI a missing browser fails the run; on a workstation the suite says why it is skipped.
@@ -79,7 +80,11 @@ describeWithBrowser("console", () => {
   beforeAll(async () => {
     if (!haveChromium) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium.sh`);
     // A budget small enough that the bars in the screenshot have visible lengths.
-    t = await startTestServer({ VIEW_TOTAL_BUDGET: String(VIEW_BUDGET) }, { app: { tools: [bigReportTool({ gate: toolGate.pass })] } });
+    // A small minimum per cache point, so these short views carry cache points to show.
+    t = await startTestServer(
+      { VIEW_TOTAL_BUDGET: String(VIEW_BUDGET), PROMPT_CACHE_MIN_TOKENS: String(CACHE_MIN_TOKENS) },
+      { app: { tools: [bigReportTool({ gate: toolGate.pass })] } },
+    );
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     // CSP violations and script errors show up here; the page must have none.
@@ -180,12 +185,24 @@ describeWithBrowser("console", () => {
     expect(await inspector.locator('[data-bar="state"] .bar-value').textContent()).toBe(format(stats.stateTokens));
     expect(stats.toolSchemaTokens).toBeGreaterThan(0);
     expect(await inspector.locator('[data-bar="view"] .bar-value').textContent()).toBe(`${format(stats.viewTokens)} + ${format(stats.toolSchemaTokens)} tool schemas`);
-    expect(await inspector.locator('[data-bar="input"] .bar-value').textContent()).toBe(format(turn2.calls[0].usage.inputTokens));
+    expect(await inspector.locator('[data-bar="input"] .bar-value').textContent()).toBe(`${format(turn2.calls[0].usage.inputTokens)} (0% from cache)`);
     expect(stats.budget).toBe(VIEW_BUDGET);
     expect(await inspector.locator(".budget figcaption").textContent()).toContain(format(VIEW_BUDGET));
     expect(await inspector.locator('[data-bar="view"] .bar-track').getAttribute("aria-label")).toBe(
       `Model view: ${format(stats.viewTokens)} tokens plus ${format(stats.toolSchemaTokens)} for tool schemas, ${Math.round(((stats.viewTokens + stats.toolSchemaTokens) / stats.budget) * 100)}% of the budget`,
     );
+
+    // Cache points: marked on the messages they follow, listed with the call's cached share (the local model caches nothing).
+    const points = stats.cachePoints as { after: number; kind: string; ttl: string }[];
+    expect(points.length).toBeGreaterThan(0);
+    expect(await view.locator(".msg").evaluateAll((items) => items.map((i) => (i as HTMLElement).dataset.cachePoint ?? null))).toEqual(
+      turn2.calls[0].view.map((_: unknown, i: number) => points.find((p) => p.after === i)?.kind ?? null),
+    );
+    const cacheFact = await inspector.locator('[data-fact="cache"]').textContent();
+    expect(cacheFact).toContain(`${points.length} cache point${points.length === 1 ? "" : "s"}: after message ${points[0].after + 1}`);
+    expect(cacheFact).toContain("0% of input read from cache");
+    expect(cacheFact).toContain(`Estimated ${format(stats.estimatedInputTokens)} input tokens`);
+    expect(await inspector.locator('[data-meta="turn"]').textContent()).toContain("0% of input read from cache");
 
     // Accessibility: every control has a name, and text meets WCAG AA contrast.
     const tree = await page.locator("body").ariaSnapshot();

@@ -1,14 +1,18 @@
-import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ContextBudgetExceededError } from "../../lib/errors.js";
+import { ContextBudgetExceededError, InvalidModelViewError } from "../../lib/errors.js";
 import {
   buildModelView,
   countMessagesTokens,
   EMPTY_USER_MESSAGE,
+  DEFAULT_HISTORY_BLOCK_TURNS,
+  EXACT_TOKEN_ESTIMATE,
   INTERRUPTED_TOOL_RESULT,
+  MAX_CACHE_POINTS,
   NO_ANSWER_STUB,
   validateConverseView,
+  withCachePoints,
   type ModelView,
   type ModelViewPolicy,
 } from "../../lib/model-view/index.js";
@@ -23,6 +27,16 @@ function viewOrBudgetError(messages: BaseMessage[], policy: ModelViewPolicy): Mo
     return buildModelView(messages, policy);
   } catch (error) {
     if (error instanceof ContextBudgetExceededError) return undefined;
+    throw error;
+  }
+}
+
+/** The view, or undefined when there is none to build: over the budget, or nothing to answer. */
+function viewOrInvalid(messages: BaseMessage[], policy: ModelViewPolicy): ModelView | undefined {
+  try {
+    return viewOrBudgetError(messages, policy);
+  } catch (error) {
+    if (error instanceof InvalidModelViewError) return undefined;
     throw error;
   }
 }
@@ -44,26 +58,140 @@ function activeStart(view: BaseMessage[]): number {
   return view.findLastIndex((m) => m.type === "human");
 }
 
+/** What Bedrock would see of a message: its type, text, tool calls and result id. */
+function sameMessage(a: BaseMessage, b: BaseMessage): boolean {
+  return a.type === b.type && textOf(a) === textOf(b) && JSON.stringify(toolCallIds(a)) === JSON.stringify(toolCallIds(b)) && (a as ToolMessage).tool_call_id === (b as ToolMessage).tool_call_id;
+}
+
+/** The view of a state one step later, when both views kept the same history and needed no reduction beyond the per-output threshold. */
+function comparable(before: ModelView, after: ModelView | undefined, addedTurns: number): after is ModelView {
+  const reduced = (v: ModelView) => v.stats.finishedTurnsDroppedForBudget > 0 || v.stats.omittedOutputs.some((o) => o.reason === "over-budget");
+  return after !== undefined && !reduced(before) && !reduced(after) && after.stats.finishedTurnsKept === before.stats.finishedTurnsKept + addedTurns;
+}
+
+/**
+ * The next call's view reads what this one wrote: a point on the same message, closing the same prefix.
+ * Not when the finished-turn block became whole in between: the next call then writes the block's point.
+ * Not when this view ends with an interrupted call's synthetic result: the graph runs the tools again
+ * rather than the model, so the layout does not take that end for an earlier call's.
+ */
+function expectEndReadBack(before: ModelView, after: ModelView): void {
+  const end = before.stats.cachePoints.find((p) => p.kind === "end");
+  const block = (v: ModelView) => v.stats.cachePoints.find((p) => p.kind === "history")?.prefixTokens;
+  const synthetic = (m: BaseMessage | undefined) => m?.type === "tool" && m.content === INTERRUPTED_TOOL_RESULT;
+  if (!end || block(before) !== block(after) || synthetic(before.messages[end.after])) return;
+  const read = after.stats.cachePoints.find((p) => p.after === end.after);
+  expect(read).toMatchObject({ kind: "previous", prefixTokens: end.prefixTokens });
+  for (let i = 0; i <= end.after; i++) expect(sameMessage(before.messages[i], after.messages[i])).toBe(true);
+}
+
 describe("model view", () => {
   describe("buildModelView (properties)", () => {
-    it("returns a view that passes the Converse validator, or throws only ContextBudgetExceededError", () => {
+    it("returns a view that passes the Converse validator with its cache points, or throws only ContextBudgetExceededError", () => {
       fc.assert(
         fc.property(case_, ({ messages, policy }) => {
           const view = viewOrBudgetError(messages, policy);
-          if (view) validateConverseView(view.messages);
+          if (!view) return;
+          validateConverseView(view.messages);
+          validateConverseView(withCachePoints(view.messages, view.stats.cachePoints));
         }),
         { numRuns: RUNS },
       );
     });
 
-    it("returns a view within the budget, tool schemas included, with exact token stats", () => {
+    it("returns a view within the budget in the model's tokens, tool schemas and safety margin included, with exact token stats", () => {
       fc.assert(
         fc.property(case_, ({ messages, policy }) => {
           const view = viewOrBudgetError(messages, policy);
           if (!view) return;
+          const { ratio, offset, margin } = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
+          const local = view.stats.viewTokens + view.stats.toolSchemaTokens;
           expect(view.stats.viewTokens).toBe(countMessagesTokens(view.messages));
-          expect(view.stats.viewTokens + view.stats.toolSchemaTokens).toBeLessThanOrEqual(policy.totalBudget);
+          expect(Math.ceil((local * ratio + offset) * (1 + margin))).toBeLessThanOrEqual(policy.totalBudget);
+          expect(view.stats.estimatedInputTokens).toBe(Math.ceil(local * ratio + offset));
           expect(view.stats.stateTokens).toBe(countMessagesTokens(messages));
+        }),
+        { numRuns: RUNS },
+      );
+    });
+
+    it("returns at most four cache points, in order, each far enough from the one before to be cached, the end one on the last message", () => {
+      const ORDER = ["system", "history", "previous", "end"];
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const view = viewOrBudgetError(messages, policy);
+          if (!view) return;
+          const points = view.stats.cachePoints;
+          if (!policy.cache) {
+            expect(points).toEqual([]);
+            return;
+          }
+          expect(points.length).toBeLessThanOrEqual(MAX_CACHE_POINTS);
+          const { ratio } = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
+          let previousTokens = 0;
+          points.forEach((point, i) => {
+            if (i > 0) expect(ORDER.indexOf(point.kind)).toBeGreaterThan(ORDER.indexOf(points[i - 1].kind));
+            if (i > 0) expect(point.after).toBeGreaterThan(points[i - 1].after);
+            expect((point.prefixTokens - previousTokens) * ratio).toBeGreaterThanOrEqual(policy.cache!.minTokensPerCheckpoint);
+            previousTokens = point.prefixTokens;
+            expect(point.prefixTokens).toBe(view.stats.toolSchemaTokens + countMessagesTokens(view.messages.slice(0, point.after + 1)));
+            // Bedrock rejects a longer TTL after a shorter one.
+            if (i > 0 && points[i - 1].ttl === "5m") expect(point.ttl).toBe("5m");
+            const message = view.messages[point.after];
+            expect(message.type === "ai" && toolCallIds(message).length > 0).toBe(false);
+          });
+          for (const point of points) if (point.kind === "end") expect(point.after).toBe(view.messages.length - 1);
+          if (points[0]?.kind === "system") expect(view.messages[0].type).toBe("system");
+        }),
+        { numRuns: RUNS },
+      );
+    });
+
+    it("returns its previous point where an earlier call of the thread placed its end point, on the same prefix", () => {
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const view = viewOrBudgetError(messages, policy);
+          const previous = view?.stats.cachePoints.find((p) => p.kind === "previous");
+          if (!view || !previous || !comparable(view, view, 0)) return;
+          // Earlier calls ended at a question or after a group of tool results.
+          const ends = messages.flatMap((m, j) => (m.type === "human" || (m.type === "tool" && messages[j + 1]?.type !== "tool") ? [j] : []));
+          const written = ends.flatMap((j) => {
+            // A cut that no call could have seen (before the first question, or after a final answer) has no view.
+            const earlier = viewOrInvalid(messages.slice(0, j + 1), policy);
+            const end = earlier?.stats.cachePoints.find((p) => p.kind === "end");
+            return earlier && end ? [{ view: earlier, end }] : [];
+          });
+          const match = written.find(
+            ({ view: earlier, end }) =>
+              end.after === previous.after && end.prefixTokens === previous.prefixTokens && earlier.messages.slice(0, end.after + 1).every((m, i) => sameMessage(m, view.messages[i])),
+          );
+          expect(match).toBeDefined();
+        }),
+        { numRuns: RUNS },
+      );
+    });
+
+    it("returns a view whose end point the next call of the turn reads back on the same prefix", () => {
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const before = viewOrBudgetError(messages, policy);
+          if (!before) return;
+          const step = [new AIMessage({ content: "", tool_calls: [{ id: "next-step", name: "sql_query", args: { query: "more" }, type: "tool_call" }] }), new ToolMessage({ content: "north,1", tool_call_id: "next-step", name: "sql_query" })];
+          const after = viewOrBudgetError([...messages, ...step], policy);
+          if (comparable(before, after, 0)) expectEndReadBack(before, after);
+        }),
+        { numRuns: RUNS },
+      );
+    });
+
+    it("returns a first call's view whose end point the next turn reads back on the same prefix until the history block moves", () => {
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const before = viewOrBudgetError(messages, policy);
+          // A turn's later calls end after tool results, which the next turn condenses away.
+          if (!before || before.messages[before.messages.length - 1].type !== "human") return;
+          const after = viewOrBudgetError([...messages, new AIMessage("the final answer"), new HumanMessage("and next?")], policy);
+          if (comparable(before, after, 1)) expectEndReadBack(before, after);
         }),
         { numRuns: RUNS },
       );
@@ -129,7 +257,13 @@ describe("model view", () => {
           const v = view.messages.filter((m) => m.type !== "system");
           const pairs = v.slice(0, activeStart(v));
           expect(pairs.length).toBe(2 * view.stats.finishedTurnsKept);
-          expect(view.stats.finishedTurnsKept).toBeLessThanOrEqual(policy.finishedTurns);
+          const blockTurns = policy.historyBlockTurns ?? DEFAULT_HISTORY_BLOCK_TURNS;
+          const { finishedTurnsInState, finishedTurnsKept, finishedTurnsDroppedForBudget } = view.stats;
+          expect(finishedTurnsKept).toBeLessThanOrEqual(policy.finishedTurns + blockTurns - 1);
+          // The window's first turn moves a block at a time; only the budget drops turns within it.
+          const windowStart = finishedTurnsInState - finishedTurnsKept - finishedTurnsDroppedForBudget;
+          expect(windowStart % blockTurns).toBe(0);
+          expect(finishedTurnsKept + finishedTurnsDroppedForBudget).toBeGreaterThanOrEqual(Math.min(policy.finishedTurns, finishedTurnsInState));
           const humans = messages.map((m, i) => (m.type === "human" ? i : -1)).filter((i) => i >= 0);
           const finishedStarts = humans.slice(0, -1).slice(-view.stats.finishedTurnsKept || humans.length);
           const expectedQuestions = view.stats.finishedTurnsKept === 0 ? [] : finishedStarts.map((i) => textOf(messages[i]));

@@ -44,6 +44,25 @@ describe("model view", () => {
       expect(view.stats.finishedTurnsKept).toBe(2);
     });
 
+    it("returns the history from the same first turn until a block of turns has passed", () => {
+      const firstQuestion = (finished: number) => {
+        const state = [...Array.from({ length: finished }, (_, t) => finishedTurn(t + 1)).flat(), user("next")];
+        const view = buildModelView(state, policy({ finishedTurns: 2, historyBlockTurns: 3 }));
+        return { first: view.messages[1].content, kept: view.stats.finishedTurnsKept };
+      };
+      expect([2, 3, 4].map(firstQuestion)).toEqual([
+        { first: "q1", kept: 2 },
+        { first: "q1", kept: 3 },
+        { first: "q1", kept: 4 },
+      ]);
+      expect([5, 6, 7, 8].map(firstQuestion)).toEqual([
+        { first: "q4", kept: 2 },
+        { first: "q4", kept: 3 },
+        { first: "q4", kept: 4 },
+        { first: "q7", kept: 2 },
+      ]);
+    });
+
     it("returns no finished turns when the policy keeps none", () => {
       const state = [...finishedTurn(1), user("q2")];
       expect(shape(buildModelView(state, policy({ finishedTurns: 0 })).messages.slice(1))).toEqual(["human:q2"]);
@@ -188,6 +207,30 @@ describe("model view", () => {
       const view = buildModelView(state, policy({ totalBudget: viewTokens + 10, toolSchemaTokens: 20 }));
       expect(view.stats.finishedTurnsKept).toBe(0);
       expect(view.stats.viewTokens + view.stats.toolSchemaTokens).toBeLessThanOrEqual(viewTokens + 10);
+    });
+
+    it("keeps the budget in the model's tokens: local tokens times the estimated ratio, plus its offset, and its margin", () => {
+      const state = [...finishedTurn(1), ...finishedTurn(2), user("q3")];
+      const local = buildModelView(state, policy()).stats;
+      const localTotal = local.viewTokens + local.toolSchemaTokens;
+      const exact = buildModelView(state, policy({ totalBudget: localTotal }));
+      expect(exact.stats.finishedTurnsKept).toBe(2);
+      // The same budget counts 1.2 × 1.25 = 1.5 model tokens a local token, plus 10: a pair must go.
+      const tokenEstimate = { ratio: 1.2, offset: 8, margin: 0.25 };
+      const scaled = buildModelView(state, policy({ totalBudget: localTotal, tokenEstimate }));
+      const scaledLocal = scaled.stats.viewTokens + scaled.stats.toolSchemaTokens;
+      expect(scaled.stats.finishedTurnsKept).toBeLessThan(2);
+      expect(Math.ceil((scaledLocal * 1.2 + 8) * 1.25)).toBeLessThanOrEqual(localTotal);
+      expect(scaled.stats.estimatedInputTokens).toBe(Math.ceil(scaledLocal * 1.2 + 8));
+      expect(scaled.stats.tokenEstimate).toEqual(tokenEstimate);
+    });
+
+    it("throws ContextBudgetExceededError with the model's tokens when the estimate puts the smallest view over the budget", () => {
+      const state = [user(`q ${rows(300)}`)];
+      const act = () => buildModelView(state, policy({ totalBudget: 400, tokenEstimate: { ratio: 1.5, offset: 0, margin: 0.1 } }));
+      expect(act).toThrow(expect.objectContaining({ name: "ContextBudgetExceededError", budget: 400, tokens: expect.any(Number) }));
+      const { viewTokens } = buildModelView(state, policy()).stats;
+      expect(() => act()).toThrow(String(Math.ceil(viewTokens * 1.65)));
     });
 
     it("throws ContextBudgetExceededError when even the reduced view is over budget", () => {

@@ -1,6 +1,6 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import fc from "fast-check";
-import type { ModelViewPolicy } from "../../lib/model-view/index.js";
+import type { ModelViewPolicy, PromptCachePolicy } from "../../lib/model-view/index.js";
 import { rows } from "./histories.js";
 
 /**
@@ -66,13 +66,32 @@ export const historySpec: fc.Arbitrary<HistorySpec> = fc.record({
   active: turnSpec(["none", "none", "blank-answer"]),
 });
 
-export const policySpec: fc.Arbitrary<ModelViewPolicy> = fc.record({
-  systemPrompt: fc.constantFrom("You answer questions about sales data.", "", "Be brief. Cite the tool you used."),
-  finishedTurns: fc.integer({ min: 0, max: 8 }),
-  toolOutputTokens: fc.constantFrom(100, 500, 2_000),
-  totalBudget: fc.oneof(fc.integer({ min: 50, max: 3_000 }), fc.integer({ min: 3_000, max: 30_000 })),
-  toolSchemaTokens: fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 800 })),
-});
+/** Cache policies with minimums from "every boundary" to Claude Sonnet's 1,024, and both TTL orders Bedrock accepts. */
+const cacheSpec: fc.Arbitrary<PromptCachePolicy> = fc.record({
+  minTokensPerCheckpoint: fc.constantFrom(1, 40, 300, 1_024),
+  ttls: fc.constantFrom(["5m", "5m"] as const, ["1h", "5m"] as const, ["1h", "1h"] as const),
+}).map(({ minTokensPerCheckpoint, ttls }) => ({ minTokensPerCheckpoint, stableTtl: ttls[0], turnTtl: ttls[1] }));
+
+export const policySpec: fc.Arbitrary<ModelViewPolicy> = fc.record(
+  {
+    systemPrompt: fc.constantFrom("You answer questions about sales data.", "", "Be brief. Cite the tool you used."),
+    finishedTurns: fc.integer({ min: 0, max: 8 }),
+    historyBlockTurns: fc.oneof(fc.constant(undefined), fc.integer({ min: 1, max: 6 })),
+    toolOutputTokens: fc.constantFrom(100, 500, 2_000),
+    totalBudget: fc.oneof(fc.integer({ min: 50, max: 3_000 }), fc.integer({ min: 3_000, max: 30_000 })),
+    toolSchemaTokens: fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 800 })),
+    cache: fc.oneof(fc.constant(undefined), cacheSpec, cacheSpec),
+    tokenEstimate: fc.oneof(
+      fc.constant(undefined),
+      fc.record({
+        ratio: fc.double({ min: 0.7, max: 1.6, noNaN: true }),
+        offset: fc.integer({ min: -50, max: 400 }),
+        margin: fc.double({ min: 0, max: 0.5, noNaN: true }),
+      }),
+    ),
+  },
+  { requiredKeys: ["systemPrompt", "finishedTurns", "toolOutputTokens", "totalBudget"] },
+);
 
 const SMALL = [5, 20, 60, 95];
 const LARGE = [150, 600, 1_800, 2_500];

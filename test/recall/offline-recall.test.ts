@@ -16,7 +16,8 @@ let app: App;
 beforeAll(async () => {
   client = new MongoClient(mongoUri());
   await client.connect();
-  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_FINISHED_TURNS: "3" }), {
+  // A window moving one turn at a time, so a turn leaves the view as soon as three newer ones are finished.
+  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_FINISHED_TURNS: "3", VIEW_HISTORY_BLOCK_TURNS: "1" }), {
     mongoClient: client,
     authenticate: async () => alice,
     tools: [],

@@ -9,6 +9,7 @@ import { startLocalServer, type LocalServer, type LocalServerOptions } from "../
 import { loadOrCreateLocalKeys, mintLocalToken, type TokenClaims } from "../../lib/local/local-keys.js";
 import { dropKnownCollections } from "./drop-collections.js";
 import { mongoUri } from "./mongo.js";
+import { assertConformsToOpenApi } from "./openapi-conformance.js";
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -57,6 +58,8 @@ export async function startTestServer(env: Record<string, string> = {}, options:
       } catch {
         // Non-JSON bodies are returned as text for the assertion to inspect.
       }
+      // Every API test's responses are held to the OpenAPI document.
+      assertConformsToOpenApi(method, path, res.status, parsed);
       return { status: res.status, headers: res.headers, body: parsed as any };
     },
     async close() {

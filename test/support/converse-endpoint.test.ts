@@ -3,14 +3,20 @@ import { ChatBedrockConverse } from "@langchain/aws";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { z } from "zod";
-import { defaultResponder, startConverseEndpoint, type ConverseEndpoint } from "./converse-endpoint.js";
+import { BedrockRuntimeClient, CountTokensCommand } from "@aws-sdk/client-bedrock-runtime";
+import { countTextTokens } from "../../lib/model-view/token-counter.js";
+import { countClaudeTokens } from "./claude-tokens.js";
+import { countInputTokens, defaultResponder, startConverseEndpoint, TOOL_USE_SYSTEM_PROMPT_TOKENS, toolSpecs, type ConverseEndpoint } from "./converse-endpoint.js";
+import { TTL_MS } from "./prompt-cache.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 
 let endpoint: ConverseEndpoint;
+/** The simulated cache's clock: tests move it instead of waiting. */
+const clock = { now: Date.now() };
 
 beforeAll(async () => {
-  endpoint = await startConverseEndpoint({ contextWindowTokens: 5_000 });
+  endpoint = await startConverseEndpoint({ contextWindowTokens: 5_000, cache: { now: () => clock.now } });
   // The AWS SDK reads AWS_ENDPOINT_URL_BEDROCK_RUNTIME itself: no endpoint is passed to the client.
   for (const [name, value] of Object.entries(endpoint.environment)) vi.stubEnv(name, value);
 });
@@ -40,6 +46,18 @@ async function rejection(messages: BaseMessage[], chat: { invoke(m: BaseMessage[
   );
   expect(endpoint.requests.length).toBe(before + 1);
   return error;
+}
+
+const point = (ttl?: "1h") => ({ type: "cache_point", cachePoint: ttl ? { type: "default", ttl } : { type: "default" } });
+
+/** `n` words of prose (at least `n` Claude tokens), distinct per `seed` so no test reads another's cache. */
+function prose(seed: string, n: number): string {
+  const words = ["north", "revenue", "margin", "customers", "quarter", "grew", "because", "pricing"];
+  return [seed, ...Array.from({ length: n }, (_, i) => words[i % words.length])].join(" ");
+}
+
+function cachedSystem(seed: string, tokens = 1_200): SystemMessage {
+  return new SystemMessage({ content: [{ type: "text", text: prose(seed, tokens) }, point()] as never });
 }
 
 describe("startConverseEndpoint", () => {
@@ -73,7 +91,7 @@ describe("startConverseEndpoint", () => {
       const answer = await model().bindTools([weather]).invoke([new HumanMessage("Use get_weather please")]);
       expect(answer.tool_calls).toEqual([{ id: expect.stringMatching(/^tooluse_/), name: "get_weather", args: { city: "example" }, type: "tool_call" }]);
       expect(answer.response_metadata.stopReason).toBe("tool_use");
-      expect(endpoint.requests.at(-1)!.body?.toolConfig?.tools.map((t) => t.toolSpec.name)).toEqual(["get_weather"]);
+      expect(toolSpecs(endpoint.requests.at(-1)!.body!).map((spec) => spec.name)).toEqual(["get_weather"]);
     });
 
     it("drives a multi-turn conversation with tool use: call, result, answer, follow-up", async () => {
@@ -143,6 +161,115 @@ describe("startConverseEndpoint", () => {
       const error = await rejection([new HumanMessage("One"), new HumanMessage("Two")], streaming);
       expect(error).toMatchObject({ name: "ValidationException" });
       expect(endpoint.requests.at(-1)!.operation).toBe("converse-stream");
+    });
+  });
+
+  describe("token counts", () => {
+    it("returns input tokens counted by Claude's published tokenizer, not cl100k", async () => {
+      const code = "function total(rows) { return rows.map((r) => r.units * r.price).reduce((a, b) => a + b, 0); }\n".repeat(20);
+      const answer = await model().invoke([new HumanMessage(code)]);
+      expect(answer.usage_metadata?.input_tokens).toBe(countClaudeTokens(code) + 3);
+      expect(countClaudeTokens(code)).not.toBe(countTextTokens(code));
+    });
+
+    it("returns input tokens with Claude's tool-use system prompt added when tools are offered", async () => {
+      const question = [new HumanMessage("Any tools?")];
+      const without = (await model().invoke(question)).usage_metadata!.input_tokens;
+      const withTools = (await model().bindTools([weather]).invoke([new HumanMessage("Any tools?")])).usage_metadata!.input_tokens;
+      const spec = toolSpecs(endpoint.requests.at(-1)!.body!)[0];
+      expect(withTools - without).toBe(TOOL_USE_SYSTEM_PROMPT_TOKENS + countClaudeTokens(JSON.stringify(spec)));
+    });
+
+    it("answers CountTokens with the count a Converse request of the same input is billed", async () => {
+      const client = new BedrockRuntimeClient({ region: "us-east-1" });
+      const converse = { system: [{ text: "Be brief." }], messages: [{ role: "user" as const, content: [{ text: "How did the north region do?" }] }] };
+      const counted = await client.send(new CountTokensCommand({ modelId: MODEL_ID, input: { converse } }));
+      expect(endpoint.requests.at(-1)).toMatchObject({ operation: "count-tokens", status: 200 });
+      expect(counted.inputTokens).toBe(countInputTokens(converse));
+      const answer = await model().invoke([new SystemMessage("Be brief."), new HumanMessage("How did the north region do?")]);
+      expect(answer.usage_metadata?.input_tokens).toBe(counted.inputTokens);
+      client.destroy();
+    });
+  });
+
+  describe("prompt cache", () => {
+    it("returns usage as Bedrock reports it: the prefix up to a cache point written, then read", async () => {
+      const messages = [cachedSystem("written-then-read"), new HumanMessage("What changed?")];
+      const first = await model().invoke(messages);
+      const total = endpoint.requests.at(-1)!.inputTokens;
+      const prefix = countClaudeTokens(prose("written-then-read", 1_200));
+      expect(endpoint.requests.at(-1)!.body!.system).toEqual([{ text: prose("written-then-read", 1_200) }, { cachePoint: { type: "default" } }]);
+      expect(first.usage_metadata).toMatchObject({ input_tokens: total, input_token_details: { cache_read: 0, cache_creation: prefix } });
+      expect(first.response_metadata.usage).toMatchObject({ inputTokens: total - prefix, cacheReadInputTokens: 0, cacheWriteInputTokens: prefix, cacheDetails: [{ ttl: "5m", inputTokens: prefix }] });
+      const second = await model().invoke(messages);
+      expect(second.usage_metadata).toMatchObject({ input_tokens: total, input_token_details: { cache_read: prefix, cache_creation: 0 } });
+    });
+
+    it("receives cache points in user, assistant and tool messages as sent, with their TTL", async () => {
+      const text = (t: string) => ({ type: "text", text: t });
+      await model()
+        .bindTools([weather])
+        .invoke([
+          new SystemMessage({ content: [text("Be brief."), point("1h")] as never }),
+          new HumanMessage({ content: [text("Weather?"), point("1h")] as never }),
+          new AIMessage({ content: [text("Sunny."), point()] as never }),
+          new HumanMessage("And in Paris?"),
+          calls("tooluse_cached"),
+          new ToolMessage({ tool_call_id: "tooluse_cached", content: [text("Sunny and 21°C"), point()] as never }),
+        ]);
+      const body = endpoint.requests.at(-1)!.body!;
+      expect(body.system).toEqual([{ text: "Be brief." }, { cachePoint: { type: "default", ttl: "1h" } }]);
+      expect(body.messages.map((m) => m.content)).toEqual([
+        [{ text: "Weather?" }, { cachePoint: { type: "default", ttl: "1h" } }],
+        [{ text: "Sunny." }, { cachePoint: { type: "default" } }],
+        [{ text: "And in Paris?" }],
+        [{ toolUse: { toolUseId: "tooluse_cached", name: "get_weather", input: { city: "Paris" } } }],
+        [{ toolResult: { toolUseId: "tooluse_cached", content: [{ text: "Sunny and 21°C" }] } }, { cachePoint: { type: "default" } }],
+      ]);
+      expect(endpoint.requests.at(-1)!.status).toBe(200);
+    });
+
+    it("reads, by looking back from a point, the prefix an earlier request ended with though no point marks it now", async () => {
+      const text = (t: string) => ({ type: "text", text: t });
+      const question = new HumanMessage({ content: [text(prose("look-back", 1_200)), point()] as never });
+      await model().invoke([question]);
+      const written = endpoint.requests.at(-1)!.cache!.cacheWriteInputTokens;
+      const next = await model().invoke([new HumanMessage(prose("look-back", 1_200)), new AIMessage("Noted."), new HumanMessage({ content: [text("And then?"), point()] as never })]);
+      expect(next.usage_metadata?.input_token_details?.cache_read).toBe(written);
+    });
+
+    it("caches nothing at a point under the minimum tokens per checkpoint", async () => {
+      const answer = await model().invoke([new SystemMessage({ content: [{ type: "text", text: "Short." }, point()] as never }), new HumanMessage("Hi")]);
+      expect(answer.usage_metadata?.input_token_details).toEqual({ cache_read: 0, cache_creation: 0 });
+    });
+
+    it("writes again once the prefix has been unused for its TTL, by the endpoint's clock", async () => {
+      const messages = [cachedSystem("expires"), new HumanMessage("Still there?")];
+      await model().invoke(messages);
+      clock.now += TTL_MS["5m"] - 1_000;
+      expect((await model().invoke(messages)).usage_metadata?.input_token_details?.cache_read).toBeGreaterThan(0);
+      clock.now += TTL_MS["5m"] + 1_000;
+      expect((await model().invoke(messages)).usage_metadata?.input_token_details).toMatchObject({ cache_read: 0, cache_creation: expect.any(Number) });
+    });
+
+    it("answers 400 ValidationException to a fifth cache point", async () => {
+      const text = (t: string) => ({ type: "text", text: t });
+      const error = await rejection(
+        [
+          new SystemMessage({ content: [text("One."), point(), text("Two."), point()] as never }),
+          new HumanMessage({ content: [text("Three."), point()] as never }),
+          new AIMessage({ content: [text("Four."), point()] as never }),
+          new HumanMessage({ content: [text("Five."), point()] as never }),
+        ],
+        model(),
+      );
+      expect(error).toMatchObject({ name: "ValidationException", $metadata: { httpStatusCode: 400 } });
+      expect(error?.message).toContain("A maximum of 4 blocks with cache_control may be provided. Found 5.");
+    });
+
+    it("answers 400 ValidationException to a one-hour point after a five-minute one", async () => {
+      const error = await rejection([new SystemMessage({ content: [{ type: "text", text: "Be brief." }, point()] as never }), new HumanMessage({ content: [{ type: "text", text: "Hi" }, point("1h")] as never })], model());
+      expect(error?.message).toContain("ttl='1h' must not come after");
     });
   });
 

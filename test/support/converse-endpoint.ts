@@ -1,7 +1,9 @@
+import { createHash, type Hash } from "node:crypto";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
-import { countTextTokens } from "../../lib/model-view/token-counter.js";
+import { countClaudeTokens } from "./claude-tokens.js";
+import { DEFAULT_LOOKBACK_BLOCKS, PromptCache, type CacheUsage, type Prefix, type PrefixPoint, type PromptCacheOptions } from "./prompt-cache.js";
 
 /**
  * A local stand-in for the Bedrock Runtime Converse and ConverseStream APIs, spoken over HTTP/2
@@ -10,12 +12,28 @@ import { countTextTokens } from "../../lib/model-view/token-counter.js";
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (see `environment`). It rejects, with Bedrock's status and
  * error shape, every request Bedrock rejects for the rules in design.md, so a test that passes
  * here sent a request Bedrock would accept.
+ *
+ * Input tokens are counted by Anthropic's published Claude tokenizer (not cl100k, which the product
+ * counts with), and the prompt cache is simulated (`PromptCache`): usage is reported as Bedrock
+ * reports it, `inputTokens` without the tokens read from or written to the cache. CountTokens
+ * (`/model/{id}/count-tokens`) answers the same count.
  */
 
 /** Context window of the simulated model, in tokens (Claude Sonnet 4 on Bedrock). */
 export const DEFAULT_CONTEXT_WINDOW_TOKENS = 200_000;
 /** Largest `maxTokens` the simulated model accepts (Claude Sonnet 4's output limit). */
 export const DEFAULT_MAX_OUTPUT_TOKENS_LIMIT = 64_000;
+/** Cache points Bedrock accepts in one request, tools, system and messages together. */
+export const MAX_CACHE_POINTS = 4;
+/** Tokens the simulated model adds for each message (role markers). */
+export const MESSAGE_FRAMING_TOKENS = 3;
+/**
+ * Tokens Claude adds to a request that offers tools: its tool-use system prompt (346 for Claude
+ * Sonnet 4 with automatic tool choice, in Anthropic's tool-use documentation). Billed as input.
+ */
+export const TOOL_USE_SYSTEM_PROMPT_TOKENS = 346;
+
+const cachePointSchema = z.object({ cachePoint: z.object({ type: z.literal("default"), ttl: z.enum(["5m", "1h"]).optional() }).strict() }).strict();
 
 const toolResultContentSchema = z.union([
   z.object({ text: z.string() }).strict(),
@@ -36,12 +54,12 @@ const contentBlockSchema = z.union([
         .strict(),
     })
     .strict(),
-  z.object({ cachePoint: z.object({ type: z.literal("default") }) }).strict(),
+  cachePointSchema,
 ]);
 
 const converseRequestSchema = z.object({
   messages: z.array(z.object({ role: z.enum(["user", "assistant"]), content: z.array(contentBlockSchema) }).strict()),
-  system: z.array(z.union([z.object({ text: z.string() }).strict(), z.object({ cachePoint: z.object({ type: z.literal("default") }) }).strict()])).optional(),
+  system: z.array(z.union([z.object({ text: z.string() }).strict(), cachePointSchema])).optional(),
   inferenceConfig: z
     .object({
       maxTokens: z.number().int().optional(),
@@ -54,9 +72,12 @@ const converseRequestSchema = z.object({
   toolConfig: z
     .object({
       tools: z.array(
-        z.object({
-          toolSpec: z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.object({ json: z.unknown() }) }),
-        }),
+        z.union([
+          z.object({
+            toolSpec: z.object({ name: z.string(), description: z.string().optional(), inputSchema: z.object({ json: z.unknown() }) }),
+          }),
+          cachePointSchema,
+        ]),
       ),
       toolChoice: z.unknown().optional(),
     })
@@ -64,6 +85,13 @@ const converseRequestSchema = z.object({
   additionalModelRequestFields: z.unknown().optional(),
   requestMetadata: z.record(z.string(), z.string()).optional(),
 });
+
+/** CountTokens' body: the Converse request's messages, system and tools under `input.converse`. */
+const countTokensRequestSchema = z
+  .object({
+    input: z.object({ converse: converseRequestSchema.pick({ messages: true, system: true, toolConfig: true }).strict() }).strict(),
+  })
+  .strict();
 
 export type ConverseRequest = z.infer<typeof converseRequestSchema>;
 export type ConverseMessage = ConverseRequest["messages"][number];
@@ -89,12 +117,14 @@ export type Responder = (request: ConverseRequest, context: { modelId: string; r
 /** One request as the endpoint received it, kept for assertions. */
 export interface RecordedConverseRequest {
   modelId: string;
-  operation: "converse" | "converse-stream";
-  /** The parsed body; undefined when the body was not the Converse JSON shape. */
+  operation: "converse" | "converse-stream" | "count-tokens";
+  /** The parsed body (of count-tokens: `input.converse`); undefined when the body was not the Converse JSON shape. */
   body: ConverseRequest | undefined;
   headers: Record<string, string>;
-  /** The endpoint's estimate of the input tokens (cl100k over all text, tool inputs and schemas). */
+  /** All input tokens by the simulated model's tokenizer, cached ones included (`countInputTokens`). */
   inputTokens: number;
+  /** What the cache read and wrote; absent for a request without cache points. */
+  cache?: CacheUsage;
   status: number;
   /** The error type when rejected (`ValidationException`, ...). */
   errorType?: string;
@@ -113,6 +143,14 @@ export interface ConverseEndpointOptions {
   requireMaxTokens?: boolean;
   /** Default: `defaultResponder`. */
   respond?: Responder;
+  /** The simulated prompt cache's minimum per checkpoint and clock. */
+  cache?: PromptCacheOptions;
+}
+
+interface Limits {
+  contextWindowTokens: number;
+  maxOutputTokensLimit: number;
+  requireMaxTokens: boolean;
 }
 
 export interface ConverseEndpoint {
@@ -146,7 +184,7 @@ function isBlank(text: string): boolean {
 }
 
 /** Throws the rejection Bedrock answers for the first rule the request breaks. */
-export function checkConverseRules(request: ConverseRequest, limits: Required<Omit<ConverseEndpointOptions, "respond">>, inputTokens: number): void {
+export function checkConverseRules(request: ConverseRequest, limits: Limits, inputTokens: number): void {
   const { messages } = request;
   if (messages.length === 0 || messages[0].role !== "user") {
     throw validation("A conversation must start with a user message. Try again with a conversation that starts with a user message.");
@@ -189,6 +227,7 @@ export function checkConverseRules(request: ConverseRequest, limits: Required<Om
   }
   const names = new Set<string>();
   for (const tool of request.toolConfig?.tools ?? []) {
+    if (!("toolSpec" in tool)) continue;
     const { name } = tool.toolSpec;
     if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name)) throw validation(`Tool name ${JSON.stringify(name)} must match ^[a-zA-Z0-9_-]{1,64}$.`);
     if (names.has(name)) throw validation(`Tool names must be unique: ${name} appears more than once.`);
@@ -250,16 +289,79 @@ function blockText(block: ConverseContentBlock): string {
   return "";
 }
 
-/** A rough input-token count, as the model would bill it: every text, tool input and tool schema. */
-export function estimateInputTokens(request: ConverseRequest): number {
-  let tokens = 0;
-  for (const block of request.system ?? []) if ("text" in block) tokens += countTextTokens(block.text);
-  for (const message of request.messages) {
-    tokens += 4;
-    for (const block of message.content) tokens += countTextTokens(blockText(block));
+/** The request's content in prefix order (tools, system, messages), each part with its model tokens; cache points as markers. */
+type PrefixPart = { tokens: number; json: unknown; framing?: true } | { cachePoint: { ttl?: "5m" | "1h" } };
+
+function prefixParts(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): PrefixPart[] {
+  const parts: PrefixPart[] = [];
+  if (toolSpecs(request).length > 0) parts.push({ tokens: TOOL_USE_SYSTEM_PROMPT_TOKENS, json: "tool-use system prompt" });
+  for (const tool of request.toolConfig?.tools ?? []) {
+    parts.push("toolSpec" in tool ? { tokens: countClaudeTokens(JSON.stringify(tool.toolSpec)), json: tool } : tool);
   }
-  for (const tool of request.toolConfig?.tools ?? []) tokens += countTextTokens(JSON.stringify(tool.toolSpec));
-  return tokens;
+  for (const block of request.system ?? []) parts.push("text" in block ? { tokens: countClaudeTokens(block.text), json: block } : block);
+  request.messages.forEach((message, m) => {
+    parts.push({ tokens: MESSAGE_FRAMING_TOKENS, json: { message: m, role: message.role }, framing: true });
+    for (const block of message.content) parts.push("cachePoint" in block ? block : { tokens: countClaudeTokens(blockText(block)), json: block });
+  });
+  return parts;
+}
+
+/** All input tokens of a request by the simulated model's tokenizer: every text, tool input, tool schema and message framing, and the tool-use system prompt. */
+export function countInputTokens(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): number {
+  return prefixParts(request).reduce((n, part) => n + ("tokens" in part ? part.tokens : 0), 0);
+}
+
+/**
+ * The prefixes of a request ending at each of its parts (cache points left out): tokens so far and a
+ * hash of the content so far. Two requests share a prefix of `tokens` where they share a `key`.
+ */
+export function prefixesOf(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): Prefix[] {
+  const prefixes: Prefix[] = [];
+  const hash = createHash("sha256");
+  let tokens = 0;
+  for (const part of prefixParts(request)) {
+    if (!("tokens" in part)) continue;
+    tokens += part.tokens;
+    hash.update(JSON.stringify(part.json)).update("\u0000");
+    prefixes.push({ tokens, key: hash.copy().digest("hex") });
+  }
+  return prefixes;
+}
+
+/**
+ * The prefix each cache point closes (its tokens and a hash of everything before it), with the
+ * prefixes at the content-block boundaries before it, for the cache's look-back. Throws Bedrock's
+ * rejections of the points.
+ */
+function prefixPoints(parts: readonly PrefixPart[]): PrefixPoint[] {
+  const points: PrefixPoint[] = [];
+  const boundaries: Prefix[] = [];
+  const hash: Hash = createHash("sha256");
+  const anyPoint = parts.some((p) => "cachePoint" in p);
+  let tokens = 0;
+  for (const part of parts) {
+    if ("tokens" in part) {
+      tokens += part.tokens;
+      hash.update(JSON.stringify(part.json)).update("\u0000");
+      if (anyPoint && !part.framing) boundaries.push({ tokens, key: hash.copy().digest("hex") });
+      continue;
+    }
+    const ttl = part.cachePoint.ttl ?? "5m";
+    if (ttl === "1h" && points.some((p) => p.ttl === "5m")) {
+      throw validation("The model returned the following errors: a cache point with ttl='1h' must not come after a cache point with ttl='5m'.");
+    }
+    const earlier = boundaries.slice(-DEFAULT_LOOKBACK_BLOCKS - 1).reverse();
+    points.push({ tokens, key: hash.copy().digest("hex"), ttl, earlier });
+  }
+  if (points.length > MAX_CACHE_POINTS) {
+    throw validation(`The model returned the following errors: A maximum of ${MAX_CACHE_POINTS} blocks with cache_control may be provided. Found ${points.length}.`);
+  }
+  return points;
+}
+
+/** The tool specifications of a request, its cache points left out. */
+export function toolSpecs(request: Pick<ConverseRequest, "toolConfig">) {
+  return (request.toolConfig?.tools ?? []).flatMap((tool) => ("toolSpec" in tool ? [tool.toolSpec] : []));
 }
 
 /** The text of the last user message, tool results left out. */
@@ -296,8 +398,8 @@ export const defaultResponder: Responder = (request) => {
     return { text: `Summary of ${results.length} tool result(s): ${parts.join("; ")}` };
   }
   const question = lastUserText(request);
-  const tool = request.toolConfig?.tools.find((t) => question.toLowerCase().includes(t.toolSpec.name.toLowerCase()));
-  if (tool) return { toolUses: [{ name: tool.toolSpec.name, input: sampleArguments(tool.toolSpec.inputSchema.json) }] };
+  const tool = toolSpecs(request).find((spec) => question.toLowerCase().includes(spec.name.toLowerCase()));
+  if (tool) return { toolUses: [{ name: tool.name, input: sampleArguments(tool.inputSchema.json) }] };
   return { text: `You asked: ${question}` };
 };
 
@@ -369,6 +471,26 @@ function streamEvents(content: ConverseContentBlock[], stopReason: string, usage
   return events;
 }
 
+function parseOrReject<T>(schema: z.ZodType<T>, json: unknown): T {
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw validation(`Malformed input request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return parsed.data;
+}
+
+/** Usage as Bedrock reports it: `inputTokens` leaves out what was read from or written to the cache; `totalTokens` counts everything. */
+function reportedUsage(inputTokens: number, outputTokens: number, cache: CacheUsage | undefined) {
+  if (!cache) return { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens };
+  const { cacheReadInputTokens, cacheWriteInputTokens, cacheDetails } = cache;
+  return {
+    inputTokens: inputTokens - cacheReadInputTokens - cacheWriteInputTokens,
+    outputTokens,
+    totalTokens: inputTokens + outputTokens,
+    cacheReadInputTokens,
+    cacheWriteInputTokens,
+    ...(cacheDetails.length > 0 ? { cacheDetails } : {}),
+  };
+}
+
 function flattenHeaders(headers: http2.IncomingHttpHeaders): Record<string, string> {
   const flat: Record<string, string> = {};
   for (const [key, value] of Object.entries(headers)) {
@@ -405,7 +527,8 @@ function sendRejection(stream: http2.ServerHttp2Stream, rejection: BedrockReject
 
 /** Starts the endpoint on 127.0.0.1 and an ephemeral port. */
 export async function startConverseEndpoint(options: ConverseEndpointOptions = {}): Promise<ConverseEndpoint> {
-  const limits = {
+  const cache = new PromptCache(options.cache);
+  const limits: Limits = {
     contextWindowTokens: options.contextWindowTokens ?? DEFAULT_CONTEXT_WINDOW_TOKENS,
     maxOutputTokensLimit: options.maxOutputTokensLimit ?? DEFAULT_MAX_OUTPUT_TOKENS_LIMIT,
     requireMaxTokens: options.requireMaxTokens ?? true,
@@ -423,7 +546,7 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
     const started = performance.now();
     const raw = await readBody(stream);
     const path = String(headers[":path"] ?? "");
-    const match = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(path.split("?")[0]);
+    const match = /^\/model\/([^/]+)\/(converse|converse-stream|count-tokens)$/.exec(path.split("?")[0]);
     if (headers[":method"] !== "POST" || !match) {
       sendRejection(stream, new BedrockRejection(404, "UnknownOperationException", `No operation at ${headers[":method"]} ${path}`));
       return;
@@ -450,19 +573,26 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
       } catch {
         throw validation("Malformed input request, please reformat your input and try again.");
       }
-      const parsed = converseRequestSchema.safeParse(json);
-      if (!parsed.success) {
-        throw validation(`Malformed input request: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+      if (record.operation === "count-tokens") {
+        const parsed = parseOrReject(countTokensRequestSchema, json);
+        record.body = parsed.input.converse;
+        record.inputTokens = countInputTokens(parsed.input.converse);
+        send(stream, 200, { inputTokens: record.inputTokens });
+        return;
       }
-      record.body = parsed.data;
-      record.inputTokens = estimateInputTokens(parsed.data);
-      checkConverseRules(parsed.data, limits, record.inputTokens);
-      const reply = await respond(parsed.data, { modelId, requestNumber });
+      const parsed = parseOrReject(converseRequestSchema, json);
+      record.body = parsed;
+      const parts = prefixParts(parsed);
+      record.inputTokens = parts.reduce((n, part) => n + ("tokens" in part ? part.tokens : 0), 0);
+      const points = prefixPoints(parts);
+      checkConverseRules(parsed, limits, record.inputTokens);
+      const reply = await respond(parsed, { modelId, requestNumber });
       if ("error" in reply) throw new BedrockRejection(reply.error.status, reply.error.type, reply.error.message);
+      if (points.length > 0) record.cache = cache.use(modelId, points);
       const content = replyContent(reply, requestNumber);
-      const outputTokens = content.reduce((n, block) => n + countTextTokens(blockText(block)), 0);
+      const outputTokens = content.reduce((n, block) => n + countClaudeTokens(blockText(block)), 0);
       const stopReason = "toolUses" in reply ? "tool_use" : "end_turn";
-      const usage = { inputTokens: record.inputTokens, outputTokens, totalTokens: record.inputTokens + outputTokens };
+      const usage = reportedUsage(record.inputTokens, outputTokens, record.cache);
       const latencyMs = Math.max(1, Math.round(performance.now() - started));
       if (record.operation === "converse-stream") {
         stream.respond({ ":status": 200, "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": crypto.randomUUID() });

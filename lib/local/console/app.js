@@ -476,10 +476,12 @@ function renderInspector() {
   const reported = turn.usage ?? { inputTokens: 0, outputTokens: 0 };
   const meta = h(
     "p",
-    { class: "inspector-meta" },
+    { class: "inspector-meta", "data-meta": "turn" },
     `${turn.status} · ${turn.calls.length} model call${turn.calls.length === 1 ? "" : "s"}`,
     turn.durationMs !== null ? ` · ${(turn.durationMs / 1000).toFixed(1)} s` : "",
     ` · reported by the model: ${n(reported.inputTokens)} input, ${n(reported.outputTokens)} output tokens`,
+    ` · ${cachedShare(reported)} of input read from cache`,
+    reported.costUsd !== undefined ? ` · ${dollars(reported.costUsd)}` : "",
   );
   if (turn.calls.length === 0) {
     $("inspector-body").replaceChildren(meta, h("p", { class: "hint", text: "This turn made no model call." }));
@@ -530,6 +532,48 @@ function renderCall(call, thread, turn) {
   return h("div", { class: "call" }, renderFacts(call, plan), renderBudget(call), renderLegend(), h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)));
 }
 
+/** The share of a usage's input tokens read from the prompt cache, as a percentage. */
+function cachedShare(usage) {
+  return `${usage.inputTokens ? Math.round(((usage.cacheReadTokens ?? 0) / usage.inputTokens) * 100) : 0}%`;
+}
+
+function dollars(value) {
+  return `$${value.toFixed(value < 0.01 ? 5 : 4)}`;
+}
+
+const CACHE_POINT_TEXT = {
+  system: "tools and system prompt",
+  history: "block of finished turns",
+  previous: "prefix an earlier call wrote",
+  end: "this request, for the next call",
+};
+
+/** Where the view asked Bedrock to cache, and what the cache read and wrote for this call. */
+function cacheFact(call) {
+  const { stats, usage } = call;
+  const points = stats.cachePoints ?? [];
+  const read = usage?.cacheReadTokens ?? 0;
+  const written = usage?.cacheWriteTokens ?? 0;
+  const where = points.length
+    ? `${points.length} cache point${points.length === 1 ? "" : "s"}: ` +
+      points.map((p) => `after message ${p.after + 1} (${CACHE_POINT_TEXT[p.kind]}, ${p.ttl})`).join("; ")
+    : "No cache point";
+  const ratio = stats.tokenEstimate?.ratio.toFixed(3);
+  const margin = Math.round((stats.tokenEstimate?.margin ?? 0) * 100);
+  const estimate = stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
+  const error = call.estimateError !== null && call.estimateError !== undefined ? `, ${(call.estimateError * 100).toFixed(1)}% off the reported count.` : ".";
+  return h(
+    "li",
+    { class: "fact", "data-fact": "cache" },
+    `${where}. `,
+    h("strong", { text: `${cachedShare(usage ?? { inputTokens: 0 })} of input read from cache` }),
+    ` (${n(read)} read, ${n(written)} written, ${n((usage?.inputTokens ?? 0) - read - written)} uncached)`,
+    usage?.costUsd !== undefined ? ` · ${dollars(usage.costUsd)}` : "",
+    ".",
+    estimate ? `${estimate}${error}` : "",
+  );
+}
+
 function reasonText(o) {
   return o.reason === "over-budget" ? "replaced to keep the view within its budget" : "over the limit for one tool output";
 }
@@ -549,6 +593,7 @@ function renderFacts(call, plan) {
       ".",
     ),
     h("li", { class: "fact", "data-fact": "left-out" }, `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`, exchange ? ` (${exchange} from tool exchanges of finished turns)` : "", "."),
+    cacheFact(call),
   ];
   if (stats.omittedOutputs.length === 0) facts.push(h("li", { class: "fact", "data-fact": "notices", text: "No tool output was replaced by a notice." }));
   for (const o of stats.omittedOutputs) {
@@ -610,7 +655,9 @@ function renderBudget(call) {
     { key: "state", label: "Stored thread", value: stats.stateTokens, detail: `${n(stats.stateTokens)}` },
     { key: "view", label: "Model view", value: stats.viewTokens, extra: stats.toolSchemaTokens, detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}` },
   ];
-  if (usage?.inputTokens) rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: n(usage.inputTokens) });
+  if (usage?.inputTokens) {
+    rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: `${n(usage.inputTokens)} (${cachedShare(usage)} from cache)` });
+  }
   if (usage?.outputTokens) rows.push({ key: "output", label: "Reported output", value: usage.outputTokens, detail: n(usage.outputTokens) });
   const scale = Math.max(stats.budget, ...rows.map((r) => r.value + (r.extra ?? 0))) || 1;
   const pct = (value) => `${Math.min(100, (value / scale) * 100).toFixed(2)}%`;
@@ -618,7 +665,7 @@ function renderBudget(call) {
   return h(
     "figure",
     { class: "budget" },
-    h("figcaption", {}, "Tokens against the view budget of ", h("strong", { text: n(stats.budget) }), " (red line)"),
+    h("figcaption", {}, "Tokens against the view budget of ", h("strong", { text: n(stats.budget) }), " model tokens (red line)"),
     rows.map((row) => {
       const fill = h("span", { class: `bar-fill bar-${row.key}` });
       fill.style.width = pct(row.value);
@@ -715,6 +762,7 @@ function renderViewColumn(call, plan) {
   const hasSystem = view[0]?.role === "system";
   const pairStart = hasSystem ? 1 : 0;
   const pairEnd = pairStart + stats.finishedTurnsKept * 2;
+  const cachePoints = new Map((stats.cachePoints ?? []).map((p) => [p.after, p]));
   const items = view.map((message, i) => {
     let kind = "sent";
     let label = "active turn";
@@ -732,13 +780,17 @@ function renderViewColumn(call, plan) {
       kind = "notice";
       label = `notice standing for the ${o.toolName} output (${o.reason})`;
     }
+    const point = cachePoints.get(i);
     return h(
       "li",
-      { class: `msg msg-${kind}`, "data-kind": kind, "data-role": message.role },
+      { class: `msg msg-${kind}${point ? " msg-cache-point" : ""}`, "data-kind": kind, "data-role": message.role, "data-cache-point": point?.kind },
       h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.content.length)} chars` })),
       h("div", { class: "msg-badges" }, h("span", { class: `badge badge-${kind}`, text: label })),
       message.content ? messageBody(message.content) : null,
       toolCallList(message),
+      point
+        ? h("div", { class: "cache-point", text: `cache point: ${CACHE_POINT_TEXT[point.kind]} · ${n(point.prefixTokens)} tokens up to here · ${point.ttl}` })
+        : null,
     );
   });
   return h(

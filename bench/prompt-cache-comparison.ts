@@ -1,0 +1,292 @@
+/**
+ * The prompt-cache part of the context benchmark: every model call of a conversation is sent three
+ * ways, through the real `ChatBedrockConverse`, each to its own local Converse endpoint (Claude's
+ * published tokenizer, simulated Bedrock prompt cache with look-back, one controlled clock):
+ *
+ * - today: the view as it was before cache points (window moving one pair a turn, budget in cl100k);
+ * - today + cache_control: the same view with `@langchain/aws`'s `cache_control` call option (cache
+ *   points after the tools, the system prompt and the last message), what a LangChain user would add;
+ * - cache-stable: the product's view now (history in blocks, cache points from `placeCachePoints`,
+ *   budget in the model's tokens from a `TokenCalibration` fed with reported usage, as the graph does).
+ */
+import { ChatBedrockConverse } from "@langchain/aws";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import { reportedUsage } from "../lib/agent/model-usage.js";
+import { DEFAULT_MODEL_PRICES, DEFAULT_PROMPT_CACHE_MIN_TOKENS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS, priceOf } from "../lib/config/config.js";
+import { ContextBudgetExceededError } from "../lib/errors.js";
+import { buildModelView, estimateError, TokenCalibration, withCachePoints, type ModelViewPolicy } from "../lib/model-view/index.js";
+import { prng } from "../lib/prng.js";
+import { prefixesOf, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../test/support/converse-endpoint.js";
+
+export const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+const PRICE = priceOf(DEFAULT_MODEL_PRICES, MODEL_ID)!;
+/** Between two model calls of a turn: the model's latency and the tools' time. */
+export const CALL_GAP_MS = 6_000;
+/** Between a turn's answer and the next question: log-uniform, so a few turns find a 5-minute cache expired. */
+export const TURN_GAP_MS = { min: 15_000, max: 360_000 };
+
+export const VARIANTS = ["today", "todayCacheControl", "cacheStable"] as const;
+export type VariantKey = (typeof VARIANTS)[number];
+export const VARIANT_LABELS: Record<VariantKey, string> = {
+  today: "today's view",
+  todayCacheControl: "today's view + cache_control",
+  cacheStable: "cache-stable view",
+};
+
+/** One model call as the endpoint billed it. */
+export interface BilledCall {
+  turn: number;
+  call: number;
+  /** Every input token, cached ones included, in the model's (Claude's) tokens. */
+  inputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  /** Local (cl100k) tokens of the view and tool schemas. */
+  localTokens: number;
+  /** The view's estimate of `inputTokens` and its relative error. */
+  estimatedTokens: number;
+  estimateError: number;
+  margin: number;
+  cachePoints: number;
+  /** The longest prefix this request shares with any earlier request of the conversation: what any cache could have read. */
+  sharedTokens: number;
+}
+
+export interface VariantRun {
+  key: VariantKey;
+  calls: BilledCall[];
+  budgetErrors: number;
+}
+
+interface Variant extends VariantRun {
+  /** Every prefix the variant's earlier requests held, by key. */
+  sent: Set<string>;
+  endpoint: ConverseEndpoint;
+  model: ChatBedrockConverse;
+  client: BedrockRuntimeClient;
+}
+
+function cachePointsOf(body: ConverseRequest): number {
+  const blocks = [...(body.toolConfig?.tools ?? []), ...(body.system ?? []), ...body.messages.flatMap((m) => m.content)];
+  return blocks.filter((b) => "cachePoint" in b).length;
+}
+
+function scripted(reply: AIMessage): ScriptedReply {
+  const calls = reply.tool_calls ?? [];
+  if (calls.length > 0) return { toolUses: calls.map((c) => ({ name: c.name, input: c.args, toolUseId: c.id })) };
+  return { text: typeof reply.content === "string" ? reply.content : JSON.stringify(reply.content) };
+}
+
+export class CacheComparison {
+  private readonly calibration = new TokenCalibration();
+  private readonly gaps: () => number;
+  private clockMs = Date.UTC(2026, 0, 5, 9);
+  private reply: ScriptedReply = { text: "" };
+
+  private constructor(
+    private readonly variants: Variant[],
+    private readonly policy: ModelViewPolicy,
+    private readonly tools: unknown[],
+    seed: number,
+  ) {
+    this.gaps = prng(seed);
+  }
+
+  /** Starts one endpoint per variant; `policy` is the product's default view policy (before this change's settings). */
+  static async start(policy: ModelViewPolicy, tools: unknown[], seed: number): Promise<CacheComparison> {
+    const variants: Variant[] = [];
+    let comparison: CacheComparison | undefined;
+    for (const key of VARIANTS) {
+      const endpoint = await startConverseEndpoint({
+        respond: () => (comparison as CacheComparison).reply,
+        cache: { now: () => (comparison as CacheComparison).clockMs },
+      });
+      const credentials = { accessKeyId: "AKIDLOCALBENCH", secretAccessKey: "local-bench-secret" };
+      const client = new BedrockRuntimeClient({ region: "us-east-1", endpoint: endpoint.url, credentials });
+      const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 2_048, temperature: 0, client });
+      variants.push({ key, endpoint, client, model, calls: [], budgetErrors: 0, sent: new Set() });
+    }
+    comparison = new CacheComparison(variants, policy, tools, seed);
+    return comparison;
+  }
+
+  /** The user takes a while to read the answer and ask the next question. */
+  nextTurn(): void {
+    const { min, max } = TURN_GAP_MS;
+    this.clockMs += Math.round(Math.exp(Math.log(min) + this.gaps() * (Math.log(max) - Math.log(min))));
+  }
+
+  /** Sends the call's view, as each variant builds it, and bills what the model answers (`reply`, planned by the conversation). */
+  async call(state: readonly BaseMessage[], turn: number, call: number, reply: AIMessage): Promise<void> {
+    if (call > 1) this.clockMs += CALL_GAP_MS;
+    this.reply = scripted(reply);
+    for (const variant of this.variants) await this.send(variant, state, turn, call);
+  }
+
+  private async send(variant: Variant, state: readonly BaseMessage[], turn: number, call: number): Promise<void> {
+    const stable = variant.key === "cacheStable";
+    const policy: ModelViewPolicy = stable
+      ? {
+          ...this.policy,
+          historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+          cache: { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: "5m", turnTtl: "5m" },
+          tokenEstimate: this.calibration.estimate(MODEL_ID),
+        }
+      : { ...this.policy, historyBlockTurns: 1 };
+    let view;
+    try {
+      view = buildModelView(state, policy);
+    } catch (error) {
+      if (!(error instanceof ContextBudgetExceededError)) throw error;
+      variant.budgetErrors++;
+      return;
+    }
+    const bound = variant.model.bindTools(this.tools as never);
+    const messages = stable ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
+    const options = variant.key === "todayCacheControl" ? { cache_control: { type: "ephemeral" as const } } : {};
+    const response = (await bound.invoke(messages, options)) as AIMessage;
+    const usage = reportedUsage(response, PRICE);
+    const localTokens = view.stats.viewTokens + view.stats.toolSchemaTokens;
+    if (stable) this.calibration.observe(MODEL_ID, localTokens, usage.inputTokens);
+    const request = variant.endpoint.requests[variant.endpoint.requests.length - 1];
+    const prefixes = request.body ? prefixesOf(request.body) : [];
+    const shared = prefixes.findLast((p) => variant.sent.has(p.key))?.tokens ?? 0;
+    for (const p of prefixes) variant.sent.add(p.key);
+    variant.calls.push({
+      turn,
+      call,
+      inputTokens: usage.inputTokens,
+      cacheReadTokens: usage.cacheReadTokens ?? 0,
+      cacheWriteTokens: usage.cacheWriteTokens ?? 0,
+      outputTokens: usage.outputTokens,
+      costUsd: usage.costUsd ?? 0,
+      localTokens,
+      estimatedTokens: view.stats.estimatedInputTokens,
+      estimateError: estimateError(view.stats.estimatedInputTokens, usage.inputTokens),
+      margin: view.stats.tokenEstimate.margin,
+      cachePoints: request.body ? cachePointsOf(request.body) : 0,
+      sharedTokens: shared,
+    });
+  }
+
+  results(): VariantRun[] {
+    return this.variants.map(({ key, calls, budgetErrors }) => ({ key, calls, budgetErrors }));
+  }
+
+  async close(): Promise<void> {
+    for (const variant of this.variants) {
+      variant.client.destroy();
+      await variant.endpoint.close();
+    }
+  }
+}
+
+/** Totals of one variant over a conversation. */
+export interface CacheSummary {
+  key: VariantKey;
+  calls: number;
+  turns: number;
+  inputTokens: number;
+  cachedShare: number;
+  writtenShare: number;
+  dollarsPerTurn: number;
+  /** The part of `dollarsPerTurn` paid for output tokens, which no cache changes. */
+  outputDollarsPerTurn: number;
+  /**
+   * The least any placement of cache points could cost with the same requests: each request's prefix
+   * shared with an earlier one read at the cache price, the rest at the input price (no minimum, no expiry).
+   */
+  floorDollarsPerTurn: number;
+  /** The most any placement could read from cache: the share of input tokens an earlier request already held. */
+  sharedShare: number;
+  inputTokensPerCall: number;
+  maxInputTokens: number;
+  /** Largest |estimate error| from the fourth call on. */
+  maxErrorAfterThird: number;
+  /** Largest |estimate error| over the first three calls. */
+  maxErrorFirstThree: number;
+  budgetErrors: number;
+}
+
+export function summarize(run: VariantRun, turns: number): CacheSummary {
+  const sum = (pick: (c: BilledCall) => number) => run.calls.reduce((n, c) => n + pick(c), 0);
+  const inputTokens = sum((c) => c.inputTokens);
+  const errors = run.calls.map((c) => Math.abs(c.estimateError));
+  return {
+    key: run.key,
+    calls: run.calls.length,
+    turns,
+    inputTokens,
+    cachedShare: sum((c) => c.cacheReadTokens) / inputTokens,
+    writtenShare: sum((c) => c.cacheWriteTokens) / inputTokens,
+    dollarsPerTurn: sum((c) => c.costUsd) / turns,
+    outputDollarsPerTurn: (sum((c) => c.outputTokens) * PRICE.output) / 1_000_000 / turns,
+    sharedShare: sum((c) => c.sharedTokens) / inputTokens,
+    floorDollarsPerTurn:
+      sum((c) => c.outputTokens * PRICE.output + c.sharedTokens * PRICE.cacheRead + (c.inputTokens - c.sharedTokens) * PRICE.input) / 1_000_000 / turns,
+    inputTokensPerCall: inputTokens / run.calls.length,
+    maxInputTokens: Math.max(...run.calls.map((c) => c.inputTokens)),
+    maxErrorAfterThird: Math.max(0, ...errors.slice(3)),
+    maxErrorFirstThree: Math.max(0, ...errors.slice(0, 3)),
+    budgetErrors: run.budgetErrors,
+  };
+}
+
+/** Dollars spent up to each turn: one panel per conversation, one line per variant. */
+export function costChart(runs: { turns: number; variants: VariantRun[] }[]): string {
+  const panelWidth = 520;
+  const panelHeight = 320;
+  const margin = { left: 70, right: 20, top: 40, bottom: 50 };
+  const width = panelWidth * runs.length;
+  const height = panelHeight + 40;
+  const colors: Record<VariantKey, [string, string]> = { today: ["#d6336c", ""], todayCacheControl: ["#f08c00", "6 4"], cacheStable: ["#1c7ed6", ""] };
+  const cumulative = (run: VariantRun, turns: number) => {
+    const dollars = new Array<number>(turns).fill(0);
+    for (const c of run.calls) dollars[c.turn - 1] += c.costUsd;
+    for (let t = 1; t < turns; t++) dollars[t] += dollars[t - 1];
+    return dollars;
+  };
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"` +
+      ` font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+  ];
+  runs.forEach((run, p) => {
+    const x0 = p * panelWidth + margin.left;
+    const plotWidth = panelWidth - margin.left - margin.right;
+    const plotHeight = panelHeight - margin.top - margin.bottom;
+    const series = run.variants.map((v) => ({ key: v.key, dollars: cumulative(v, run.turns) }));
+    const top = Math.max(...series.flatMap((s) => s.dollars)) * 1.05;
+    const rough = top / 5;
+    const magnitude = 10 ** Math.floor(Math.log10(rough));
+    const step = [1, 2, 5, 10].map((m) => m * magnitude).find((m) => m >= rough) as number;
+    const x = (turn: number) => x0 + ((turn - 1) / Math.max(1, run.turns - 1)) * plotWidth;
+    const y = (dollars: number) => margin.top + plotHeight - (dollars / top) * plotHeight;
+    parts.push(`<text x="${x0 + plotWidth / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${run.turns} turns: model cost so far</text>`);
+    for (let d = 0; d <= top; d += step) {
+      parts.push(`<line x1="${x0}" y1="${y(d).toFixed(1)}" x2="${x0 + plotWidth}" y2="${y(d).toFixed(1)}" stroke="#e5e5e5"/>`);
+      parts.push(`<text x="${x0 - 8}" y="${(y(d) + 4).toFixed(1)}" text-anchor="end" fill="#555">$${d.toFixed(2)}</text>`);
+    }
+    const ticks = run.turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200];
+    for (const turn of ticks) parts.push(`<text x="${x(turn)}" y="${margin.top + plotHeight + 18}" text-anchor="middle" fill="#555">${turn}</text>`);
+    parts.push(`<text x="${x0 + plotWidth / 2}" y="${margin.top + plotHeight + 38}" text-anchor="middle" fill="#333">turn</text>`);
+    parts.push(`<rect x="${x0}" y="${margin.top}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#333"/>`);
+    for (const s of series) {
+      const [color, dash] = colors[s.key];
+      const points = s.dollars.map((d, i) => `${x(i + 1).toFixed(1)},${y(d).toFixed(1)}`).join(" ");
+      parts.push(`<polyline fill="none" stroke="${color}" stroke-width="1.6"${dash ? ` stroke-dasharray="${dash}"` : ""} points="${points}"/>`);
+    }
+  });
+  VARIANTS.forEach((key, k) => {
+    const [color, dash] = colors[key];
+    const lx = margin.left + k * 260;
+    const ly = panelHeight + 22;
+    parts.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`);
+    parts.push(`<text x="${lx + 30}" y="${ly + 4}" fill="#333">${VARIANT_LABELS[key]}</text>`);
+  });
+  parts.push("</svg>");
+  return parts.join("\n");
+}

@@ -1,0 +1,189 @@
+import { z } from "zod";
+import * as s from "./schemas.js";
+
+/** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
+interface Operation {
+  method: "get" | "post" | "delete";
+  path: string;
+  operationId: string;
+  summary: string;
+  /** Path parameters, in order; each is an id. */
+  params?: string[];
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** Successful responses: status, description, body (none for 204). */
+  responses: Record<number, { description: string; schema?: z.ZodType; headers?: string[] }>;
+  /** Error statuses this operation can answer, besides 401, 429, 500 and 503 (the database unreachable) for every authenticated one. */
+  errors?: number[];
+  public?: boolean;
+}
+
+/** The document's version: the API's major (v1) and its revisions. */
+export const API_VERSION = "1.0.0";
+
+const conversation = "/v1/conversations/{conversationId}";
+
+/** The operations, in the order the README's route table lists them. */
+export const OPERATIONS: Operation[] = [
+  { method: "get", path: "/healthz", operationId: "health", summary: "Liveness.", public: true, responses: { 200: { description: "Alive.", schema: s.health } } },
+  {
+    method: "post",
+    path: "/v1/conversations",
+    operationId: "createConversation",
+    summary: "Start a conversation owned by the caller.",
+    body: s.createConversationBody,
+    responses: { 201: { description: "Created.", schema: s.conversationCreated, headers: ["location"] } },
+    errors: [400, 415],
+  },
+  {
+    method: "get",
+    path: "/v1/conversations",
+    operationId: "listConversations",
+    summary: "The caller's conversations, most recently active first.",
+    query: s.listQuery,
+    responses: { 200: { description: "One page.", schema: s.conversationPage } },
+    errors: [400],
+  },
+  {
+    method: "get",
+    path: conversation,
+    operationId: "getConversation",
+    summary: "One conversation's summary.",
+    params: ["conversationId"],
+    responses: { 200: { description: "The conversation.", schema: s.conversationSummary } },
+    errors: [400, 404],
+  },
+  {
+    method: "delete",
+    path: conversation,
+    operationId: "deleteConversation",
+    summary: "Delete a conversation and everything stored for it; a running turn stops.",
+    params: ["conversationId"],
+    responses: { 204: { description: "Deleted." } },
+    errors: [400, 404],
+  },
+  {
+    method: "post",
+    path: `${conversation}/messages`,
+    operationId: "postMessage",
+    summary: "Ask a question: the answer, or 202 and the turn to poll when it runs long or `Prefer: respond-async` asks.",
+    params: ["conversationId"],
+    body: s.postMessageBody,
+    responses: {
+      200: { description: "The turn finished within the deadline.", schema: s.turnResult },
+      202: { description: "The turn was queued; poll `location`.", schema: s.turnQueued, headers: ["location"] },
+    },
+    errors: [400, 404, 409, 413, 415, 422, 503],
+  },
+  {
+    method: "get",
+    path: `${conversation}/messages`,
+    operationId: "listMessages",
+    summary: "The conversation's questions and answers, oldest first.",
+    params: ["conversationId"],
+    responses: { 200: { description: "The messages.", schema: s.recordedMessages } },
+    errors: [400, 404],
+  },
+  {
+    method: "get",
+    path: `${conversation}/state`,
+    operationId: "getState",
+    summary: "The durable state (checkpointed messages), read-only.",
+    params: ["conversationId"],
+    responses: { 200: { description: "The thread's messages.", schema: s.threadState } },
+    errors: [400, 404],
+  },
+  {
+    method: "get",
+    path: `${conversation}/turns`,
+    operationId: "listTurns",
+    summary: "The conversation's turns, newest first; `?status=running` names the one to poll.",
+    params: ["conversationId"],
+    query: s.turnsQuery,
+    responses: { 200: { description: "The turns, without their model calls.", schema: s.turnList } },
+    errors: [400, 404],
+  },
+  {
+    method: "get",
+    path: `${conversation}/turns/{turnId}`,
+    operationId: "getTurn",
+    summary: "One turn with its model calls and the view each was sent.",
+    params: ["conversationId", "turnId"],
+    responses: { 200: { description: "The turn.", schema: s.turnDetail } },
+    errors: [400, 404],
+  },
+];
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "Invalid request.",
+  401: "Missing or invalid bearer token.",
+  404: "Not found, or not the caller's.",
+  409: "A turn is already running on the conversation, or the same Idempotency-Key is in progress.",
+  413: "The message is over the limit.",
+  415: "The body is not JSON.",
+  422: "The Idempotency-Key was used with another body, or the conversation no longer fits the context budget.",
+  429: "Throttled (API Gateway).",
+  500: "Internal error.",
+  503: "A dependency is unavailable; retry after `Retry-After`.",
+};
+
+const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" });
+  return rest;
+};
+const jsonContent = (schema: z.ZodType, io: "input" | "output") => ({ "application/json": { schema: jsonSchema(schema, io) } });
+
+function operationObject(op: Operation) {
+  const parameters = [
+    ...(op.params ?? []).map((name) => ({ name, in: "path", required: true, schema: jsonSchema(s.idParam, "input") })),
+    ...Object.entries(op.query?.shape ?? {}).map(([name, schema]) => ({
+      name,
+      in: "query",
+      required: !(schema as z.ZodType).safeParse(undefined).success,
+      schema: jsonSchema(schema as z.ZodType, "input"),
+    })),
+    ...(op.method === "post" && op.path.endsWith("/messages")
+      ? [
+          { name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 }, description: "Retries with the same key return the same turn." },
+          { name: "Prefer", in: "header", required: false, schema: { type: "string" }, description: "`respond-async`: answer 202 at once." },
+        ]
+      : []),
+  ];
+  const errors = op.public ? (op.errors ?? []) : [...new Set([...(op.errors ?? []), 401, 429, 500, 503])].sort();
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of Object.entries(op.responses)) {
+    responses[status] = {
+      description: r.description,
+      ...(r.headers ? { headers: Object.fromEntries(r.headers.map((h) => [h, { schema: { type: "string" } }])) } : {}),
+      ...(r.schema ? { content: jsonContent(r.schema, "output") } : {}),
+    };
+  }
+  for (const status of errors) responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    ...(op.public ? { security: [] } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(op.body ? { requestBody: { required: op.operationId !== "createConversation", content: jsonContent(op.body, "input") } } : {}),
+    responses,
+  };
+}
+
+/**
+ * The OpenAPI 3.1 document of the HTTP API, generated from `schemas.ts`; served at
+ * `/openapi.json` and checked against every API test's responses.
+ */
+export function openApiDocument(): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) (paths[op.path] ??= {})[op.method] = operationObject(op);
+  return {
+    openapi: "3.1.0",
+    info: { title: "Threadwise HTTP API", version: API_VERSION, description: "A stateful assistant: conversations, turns and their model views." },
+    security: [{ bearer: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
+      schemas: { Error: jsonSchema(s.errorResponse, "output") },
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { OPERATIONS, openApiDocument } from "../../lib/api/openapi.js";
+import { startTestServer, type TestServer } from "../support/api-client.js";
+import { assertConformsToOpenApi } from "../support/openapi-conformance.js";
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+});
+afterAll(async () => t?.close());
+
+describe("api/openapi", () => {
+  describe("openApiDocument", () => {
+    it("returns an OpenAPI 3.1 document that an established validator accepts", async () => {
+      const validator = new Validator();
+      const result = await validator.validate(openApiDocument());
+      expect(result.errors ?? []).toEqual([]);
+      expect(result.valid).toBe(true);
+      expect(validator.version).toBe("3.1");
+    });
+
+    it("returns request schemas generated from the zod schemas that validate requests", () => {
+      const post = (openApiDocument() as any).paths["/v1/conversations/{conversationId}/messages"].post;
+      expect(post.requestBody.content["application/json"].schema).toMatchObject({
+        type: "object",
+        required: ["content"],
+        additionalProperties: false,
+      });
+      const limit = (openApiDocument() as any).paths["/v1/conversations"].get.parameters.find((p: { name: string }) => p.name === "limit");
+      expect(limit).toMatchObject({ in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 100 } });
+    });
+  });
+
+  describe("GET /openapi.json", () => {
+    it("returns the document without a token", async () => {
+      const response = await t.call("GET", "/openapi.json");
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual(openApiDocument());
+    });
+  });
+
+  describe("every operation", () => {
+    it.each(OPERATIONS.map((op) => [op.method.toUpperCase(), op.path] as const))("is served by the local server: %s %s", async (method, path) => {
+      const token = await t.token(`openapi-${randomUUID()}`);
+      const concrete = path.replace(/\{[^}]+\}/g, randomUUID());
+      const response = await t.call(method, concrete, { token, ...(method === "POST" ? { json: path.endsWith("/messages") ? { content: "hi" } : {} } : {}) });
+      // A route that exists answers its own statuses (404 here is "no such conversation", in the error shape), never 405.
+      expect(response.status).not.toBe(405);
+      if (response.status === 404) expect(response.body.error.message).toMatch(/not found/);
+    });
+  });
+
+  describe("assertConformsToOpenApi", () => {
+    it("throws for a status the operation does not document, and for a body that does not match", () => {
+      expect(() => assertConformsToOpenApi("GET", "/healthz", 404, { error: { code: "not_found", message: "x" } })).toThrow(/does not list/);
+      expect(() => assertConformsToOpenApi("GET", "/healthz", 200, { status: "maybe" })).toThrow(/does not match/);
+      expect(() => assertConformsToOpenApi("GET", "/v1/conversations/abc", 200, { conversationId: "abc" })).toThrow(/does not match/);
+      expect(() => assertConformsToOpenApi("GET", "/healthz", 200, { status: "ok" })).not.toThrow();
+    });
+  });
+});
