@@ -209,7 +209,7 @@ async function main(): Promise<void> {
 
   const mongo = await startEmbeddedMongo();
   const aws = await startLocalAws();
-  aws.setSecret({ mongodbUri: mongo.uri, slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-bench", teamsAppId: "00000000-0000-0000-0000-000000000001", teamsAppPassword: "bench" });
+  aws.setCredentials({ mongodbUri: mongo.uri, slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-bench", teamsAppId: "00000000-0000-0000-0000-000000000001", teamsAppPassword: "bench" });
   const env = {
     ...aws.environment,
     MONGODB_DB: "cold_start_bench",

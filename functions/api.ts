@@ -2,20 +2,25 @@ import middy from "@middy/core";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context } from "aws-lambda";
+import { errorResponse } from "../lib/api/error-response.js";
+import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
-import { appFor, config, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, turnQueue } from "./shared/runtime.js";
+import { config, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, turnQueue } from "./shared/runtime.js";
 
 const claims = new VerifiedClaims(config.auth);
 
-/** The HTTP API (every route of design.md) on API Gateway HTTP API events. */
+/** The HTTP API (every route of design.md, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
-  const app = await appFor(credentialsOf(context), {
-    authenticate: claims.authenticate,
-    turnQueue,
-    onTurnCompleted: publishTurnMetrics,
-    onError: logServerError,
-  });
-  const response = await app.route(claims.attach(toHttpRequest(event), event));
+  const request = claims.attach(toHttpRequest(event), event);
+  let response;
+  try {
+    const app = await appFor(credentialsOf(context), { authenticate: claims.authenticate, turnQueue, onTurnCompleted: publishTurnMetrics, onError: logServerError });
+    response = await app.route(request);
+  } catch (error) {
+    // No app without the secret's keys or a database client: the answer says which, and so does the log.
+    logServerError(error, request);
+    response = errorResponse(error);
+  }
   logger.info("request", { route: event.routeKey, status: response.status });
   return toResult(response);
 }

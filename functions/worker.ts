@@ -3,10 +3,12 @@ import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambd
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
+import type { App } from "../lib/app.js";
 import { parseTurnJob } from "../lib/channels/index.js";
+import type { Credentials } from "../lib/config/credentials.js";
 import { AuthenticationError, ThreadwiseError, ValidationError } from "../lib/errors.js";
-import { appFor, credentialsMiddleware, credentialsOf, logger, metrics, publishTurnMetrics, requireTurnQueue } from "./shared/runtime.js";
-import { workerFor } from "./shared/channel-clients.js";
+import { appFor, workerFor } from "./shared/app-runtime.js";
+import { credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, requireTurnQueue } from "./shared/runtime.js";
 
 /** Thrown for a record the queue should deliver again; its visibility is already set to the retry delay. */
 class TurnRetryError extends ThreadwiseError {
@@ -27,8 +29,7 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
     if (error instanceof ValidationError) return logger.error("invalid turn job dropped", { messageId: record.messageId });
     throw error;
   }
-  const credentials = credentialsOf(context);
-  const app = await appFor(credentials, { authenticate: NO_HTTP_CALLERS });
+  const { app, credentials } = await appOf(context);
   const receiveCount = Number(record.attributes.ApproximateReceiveCount);
   const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount);
   const error = "error" in outcome && outcome.error instanceof Error ? outcome.error.name : undefined;
@@ -36,6 +37,19 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   if (outcome.kind === "retry") {
     await requireTurnQueue().retryAfter(record.receiptHandle, outcome.delaySeconds);
     throw new TurnRetryError(`turn ${outcome.turnId} will be retried`);
+  }
+}
+
+/** The app, its database checked; unset keys or an unreachable database are logged, and the message comes back later. */
+async function appOf(context: Context): Promise<{ app: App; credentials: Credentials }> {
+  try {
+    const credentials = credentialsOf(context);
+    const app = await appFor(credentials, { authenticate: NO_HTTP_CALLERS });
+    await app.ready();
+    return { app, credentials };
+  } catch (error) {
+    logServerError(error, { method: "SQS", path: "turn job" });
+    throw error;
   }
 }
 

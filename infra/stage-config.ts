@@ -1,6 +1,7 @@
 import type { Node } from "constructs";
 import { z } from "zod";
-import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE } from "../lib/config/config.js";
+import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/config.js";
+import { CREDENTIAL_SECRET_NAMES, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
 import { ValidationError } from "../lib/errors.js";
 import { parseOrThrow } from "../lib/validation.js";
@@ -20,6 +21,21 @@ export const DEFAULT_WORKER_TIMEOUT_SECONDS = 300;
 export const DEFAULT_WORKER_MAX_CONCURRENCY = 10;
 /** Receives of one turn message before it moves to the dead-letter queue. */
 export const DEFAULT_MAX_RECEIVE_COUNT = 3;
+/**
+ * MongoDB connections one stage may hold at most, all its functions' containers together: an
+ * Atlas M10 allows 1,500, shared here with other stages and tools (README, "MongoDB from Lambda").
+ */
+export const DEFAULT_MONGODB_CONNECTION_BUDGET = 500;
+/** Members of the replica set: each container holds one monitoring connection to every member. */
+export const DEFAULT_MONGODB_REPLICA_SET_MEMBERS = 3;
+/**
+ * Seconds a pooled MongoDB connection may sit idle before it is closed rather than reused. A
+ * frozen Lambda container's connections may have been dropped without a word (a NAT gateway
+ * forgets an idle connection after 350 s); a fresh one costs a handshake instead of a timeout.
+ */
+export const DEFAULT_MONGODB_MAX_IDLE_SECONDS = 60;
+/** NAT gateways of the VPC created by `vpc=nat`: one is cheaper; one per availability zone (2) survives a zone's loss. */
+export const DEFAULT_VPC_NAT_GATEWAYS = 1;
 /** Stages whose data (secret, logs) is retained when the stack is deleted, unless `retainData` says otherwise. */
 export const DEFAULT_RETAINED_STAGES: readonly string[] = ["prod"];
 
@@ -57,7 +73,19 @@ const contextSchema = z.object({
   jwtTenantClaim: z.string().min(1).optional(),
   bedrockModelId: z.string().min(1).optional(),
   bedrockFoundationModelId: z.string().min(1).optional(),
-  secretArn: z.string().startsWith("arn:").optional(),
+  secretArns: z
+    .union([z.string(), z.record(z.string(), z.unknown())])
+    .transform((v, ctx) => {
+      try {
+        return typeof v === "string" ? (JSON.parse(v) as unknown) : v;
+      } catch {
+        ctx.addIssue({ code: "custom", message: 'JSON {"database": "arn:…", …}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.partialRecord(z.enum(CREDENTIAL_SECRET_NAMES as [CredentialSecretName, ...CredentialSecretName[]]), z.string().startsWith("arn:aws")))
+    .optional(),
+  secretsKmsKeyArn: z.string().regex(/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[0-9a-f-]+$/, "a KMS key ARN").optional(),
   mongodbDb: z.string().min(1).optional(),
   logRetentionDays: contextNumber
     .refine((d) => LOG_RETENTION_DAYS.includes(d), `one of ${LOG_RETENTION_DAYS.join(", ")}`)
@@ -67,6 +95,12 @@ const contextSchema = z.object({
   maxReceiveCount: contextNumber.max(1000).optional(),
   alarmTopicArn: z.string().startsWith("arn:").optional(),
   retainData: contextBoolean.optional(),
+  mongodbConnectionBudget: contextNumber.max(100_000).optional(),
+  mongodbReplicaSetMembers: contextNumber.max(50).optional(),
+  mongodbMaxIdleSeconds: contextNumber.max(3_600).optional(),
+  vpc: z.enum(["none", "nat"]).optional(),
+  vpcNatGateways: contextNumber.max(3).optional(),
+  atlasPrivateEndpointServiceName: z.string().regex(/^com\.amazonaws\.vpce\.[a-z0-9-]+\.vpce-svc-[0-9a-f]+$/, "a VPC endpoint service name (com.amazonaws.vpce.<region>.vpce-svc-…)").optional(),
   athenaWorkgroup: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "an Athena workgroup name").optional(),
   athenaDatabase: z
     .string()
@@ -84,6 +118,8 @@ const contextSchema = z.object({
   powerBiDatasetId: z.guid().optional(),
   followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
   toolRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  slackRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  teamsRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   sampleTools: contextBoolean.optional(),
 });
 
@@ -99,8 +135,10 @@ export interface StageConfig {
   bedrockModelId: string;
   /** Foundation model behind an application inference profile ARN (unknowable from the ARN). */
   bedrockFoundationModelId?: string;
-  /** Unset: the stack creates the secret. */
-  secretArn?: string;
+  /** Existing credentials secrets, by name; every one not named is created by the stack. */
+  secretArns: Partial<Record<CredentialSecretName, string>>;
+  /** The customer-managed KMS key the imported secrets are encrypted with; unset: the AWS managed key. */
+  secretsKmsKeyArn?: string;
   mongodbDb: string;
   logRetentionDays: number;
   workerTimeoutSeconds: number;
@@ -108,8 +146,19 @@ export interface StageConfig {
   maxReceiveCount: number;
   alarmTopicArn?: string;
   retainData: boolean;
+  /** What the stage's functions may hold of MongoDB's connections; reserved concurrency is derived from it. */
+  mongodb: { connectionBudget: number; replicaSetMembers: number; maxIdleSeconds: number };
+  /** Unset: the functions run outside any VPC. */
+  vpc?: StageVpcConfig;
   /** AWS engines and settings of the tools for the functions that run turns; all unset: local defaults. */
   tools: StageToolsConfig;
+}
+
+/** The functions in private subnets of a VPC the stack creates, their internet traffic through NAT gateways with fixed addresses. */
+export interface StageVpcConfig {
+  natGateways: number;
+  /** Atlas's private endpoint service: the stack adds an interface endpoint to it (AWS PrivateLink). */
+  atlasPrivateEndpointServiceName?: string;
 }
 
 /** Where Athena writes query results, as a bucket and a key prefix ("" for the whole bucket). */
@@ -142,6 +191,8 @@ export interface StageToolsConfig {
   followUpWebhookUrl?: string;
   /** `TOOL_ROLES` as normalized JSON: tool name to the roles allowed to use it. */
   toolRoles?: string;
+  /** `SLACK_ROLES` and `TEAMS_ROLES` as normalized JSON: the roles of channel users, by workspace or tenant. */
+  channelRoles: { slack?: string; teams?: string };
   /** Without Athena or a knowledge base, keep the sample SQLite sales data and handbook (a dev stage) rather than no such tool. */
   sampleTools: boolean;
 }
@@ -157,6 +208,10 @@ export function readStageConfig(node: Node): StageConfig {
     // An empty value (`-c secretArn=` or "" in cdk.json) means "not set", so defaults apply.
     if (value !== undefined && value !== null && value !== "") raw[key] = value;
   }
+  if (node.tryGetContext("secretArn")) {
+    // One secret for every key was replaced by one per group of readers: ignoring it would deploy empty secrets.
+    throw invalidContext([{ path: "secretArn", message: 'replaced by secretArns: split the secret as the README\'s "The credentials secrets" says and pass {"database": "arn:…", …}' }]);
+  }
   const c = parseOrThrow(contextSchema, raw, "invalid CDK context");
   const stage = c.stage ?? DEFAULT_STAGE;
   const tools = readToolsConfig(c);
@@ -171,7 +226,8 @@ export function readStageConfig(node: Node): StageConfig {
     jwtTenantClaim: c.jwtTenantClaim,
     bedrockModelId: c.bedrockModelId ?? DEFAULT_BEDROCK_MODEL_ID,
     bedrockFoundationModelId: c.bedrockFoundationModelId,
-    secretArn: c.secretArn,
+    secretArns: c.secretArns ?? {},
+    secretsKmsKeyArn: c.secretsKmsKeyArn,
     mongodbDb: c.mongodbDb ?? DEFAULT_DB_NAME,
     logRetentionDays: c.logRetentionDays ?? DEFAULT_LOG_RETENTION_DAYS,
     workerTimeoutSeconds: c.workerTimeoutSeconds ?? DEFAULT_WORKER_TIMEOUT_SECONDS,
@@ -179,6 +235,12 @@ export function readStageConfig(node: Node): StageConfig {
     maxReceiveCount: c.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT,
     alarmTopicArn: c.alarmTopicArn,
     retainData: c.retainData ?? DEFAULT_RETAINED_STAGES.includes(stage),
+    mongodb: {
+      connectionBudget: c.mongodbConnectionBudget ?? DEFAULT_MONGODB_CONNECTION_BUDGET,
+      replicaSetMembers: c.mongodbReplicaSetMembers ?? DEFAULT_MONGODB_REPLICA_SET_MEMBERS,
+      maxIdleSeconds: c.mongodbMaxIdleSeconds ?? DEFAULT_MONGODB_MAX_IDLE_SECONDS,
+    },
+    vpc: readVpcConfig(c),
     tools,
   };
 }
@@ -187,6 +249,22 @@ type Context = z.infer<typeof contextSchema>;
 
 const invalidContext = (issues: { path: string; message: string }[], cause?: unknown) =>
   new ValidationError("invalid CDK context", issues, cause === undefined ? undefined : { cause });
+
+/** The VPC keys mean something only with `vpc=nat`, and a customer key only with an imported secret. */
+function readVpcConfig(c: Context): StageVpcConfig | undefined {
+  const issues: { path: string; message: string }[] = [];
+  if (c.vpc !== "nat") {
+    for (const key of ["vpcNatGateways", "atlasPrivateEndpointServiceName"] as const) {
+      if (c[key] !== undefined) issues.push({ path: key, message: "needs vpc=nat" });
+    }
+  }
+  if (c.secretsKmsKeyArn !== undefined && Object.keys(c.secretArns ?? {}).length === 0) {
+    issues.push({ path: "secretsKmsKeyArn", message: "only for imported secrets (secretArns); the stack's own secrets use the AWS managed key" });
+  }
+  if (issues.length > 0) throw invalidContext(issues);
+  if (c.vpc !== "nat") return undefined;
+  return { natGateways: c.vpcNatGateways ?? DEFAULT_VPC_NAT_GATEWAYS, atlasPrivateEndpointServiceName: c.atlasPrivateEndpointServiceName };
+}
 
 /** The tool keys that only mean something together, checked here so a half-configured engine fails synth, not the first turn. */
 function readToolsConfig(c: Context): StageToolsConfig {
@@ -210,6 +288,10 @@ function readToolsConfig(c: Context): StageToolsConfig {
     issues.push({ path: "powerBiTenantId", message: "powerBiTenantId, powerBiGroupId and powerBiDatasetId go together" });
   }
   const toolRoles = c.toolRoles === undefined ? undefined : normalizeToolRoles(c.toolRoles);
+  const channelRoles = {
+    slack: c.slackRoles === undefined ? undefined : normalizeChannelRoles(c.slackRoles, "slackRoles", "SLACK_ROLES"),
+    teams: c.teamsRoles === undefined ? undefined : normalizeChannelRoles(c.teamsRoles, "teamsRoles", "TEAMS_ROLES"),
+  };
   if (issues.length > 0) throw invalidContext(issues);
 
   let athena: AthenaStageConfig | undefined;
@@ -238,8 +320,19 @@ function readToolsConfig(c: Context): StageToolsConfig {
         : undefined,
     followUpWebhookUrl: c.followUpWebhookUrl,
     toolRoles,
+    channelRoles,
     sampleTools: c.sampleTools ?? false,
   };
+}
+
+/** Validates a channel's roles exactly as the worker will read its variable, so a bad map fails synth. */
+function normalizeChannelRoles(raw: string | Record<string, unknown>, key: string, variable: string): string {
+  try {
+    return JSON.stringify(parseChannelRoles(typeof raw === "string" ? raw : JSON.stringify(raw), variable));
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw invalidContext([{ path: key, message: error.details?.[0]?.message ?? "invalid roles" }], error);
+  }
 }
 
 /** Validates `toolRoles` exactly as the functions will read `TOOL_ROLES`, so a bad map fails synth. */

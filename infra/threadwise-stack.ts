@@ -1,11 +1,16 @@
-import { Annotations, Aws, CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
+import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
+import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
-import { Secret, type ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
+import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
+import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
 import { bedrockResourceArns } from "./bedrock-model.js";
+import { FUNCTION_NAMES, FUNCTION_POOL_SIZES, planConnections, type FunctionName } from "./connection-budget.js";
+import { CredentialsSecrets } from "./constructs/credentials-secrets.js";
+import { FunctionNetwork } from "./constructs/function-network.js";
 import { METRICS_NAMESPACE, Operations } from "./constructs/operations.js";
 import { ThreadwiseApi } from "./constructs/threadwise-api.js";
 import { FUNCTION_RUNTIME, ThreadwiseFunction } from "./constructs/threadwise-function.js";
@@ -17,6 +22,20 @@ import { PLACEHOLDER_JWT_ISSUER, type StageConfig, type StageToolsConfig } from 
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
 /** Slack expects an answer within 3 s; the webhook functions only verify, dedupe and enqueue. */
 export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
+/** Building an index over a large collection takes minutes; CloudFormation waits up to an hour for a custom resource. */
+export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
+
+/**
+ * The credentials secrets each function reads, and no others (README, "The credentials secrets").
+ * `powerBi` only where `query_semantic_model` is offered.
+ */
+export const FUNCTION_SECRETS: Readonly<Record<FunctionName, readonly CredentialSecretName[]>> = {
+  api: ["database", "powerBi"],
+  worker: ["database", "teamsBot", "channelReplies", "powerBi"],
+  slack: ["database", "slackSigning"],
+  teams: ["database", "teamsBot"],
+  setup: ["database"],
+};
 
 /** How cdk-nag prints the pseudo parameters inside the ARNs it reports. */
 const NAG_ARN_PLACEHOLDERS = { partition: "<AWS::Partition>", region: "<AWS::Region>", account: "<AWS::AccountId>" };
@@ -32,6 +51,13 @@ const ATHENA_WILDCARD_REASONS = {
   resultsObjects:
     "Athena writes each query's results under a new key named after its query id and reads them back for GetQueryResults, so the keys are unknown in advance; reading and writing are limited to the configured results prefix.",
 } as const;
+
+/** The secrets the stage's functions read: Power BI's only where the tool is offered. */
+function secretsInUse(config: StageConfig): CredentialSecretName[] {
+  const names = new Set(FUNCTION_NAMES.flatMap((name) => FUNCTION_SECRETS[name]));
+  if (!config.tools.powerBi) names.delete("powerBi");
+  return [...names];
+}
 
 const entry = (name: string) => fileURLToPath(new URL(`../functions/${name}.ts`, import.meta.url));
 
@@ -56,13 +82,26 @@ export class ThreadwiseStack extends Stack {
       );
     }
 
-    const secret = this.credentialsSecret(config, removalPolicy);
+    const secretNames = secretsInUse(config);
+    const secrets = new CredentialsSecrets(this, "Credentials", {
+      stage,
+      names: secretNames,
+      imported: config.secretArns,
+      kmsKeyArn: config.secretsKmsKeyArn,
+      removalPolicy,
+    });
     const queues = new TurnQueues(this, "TurnQueues", {
       stage,
       workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
       maxReceiveCount: config.maxReceiveCount,
     });
     const bedrockArns = bedrockResourceArns(config.bedrockModelId, STACK_ARN_CONTEXT, config.bedrockFoundationModelId);
+    const connections = planConnections({
+      budget: config.mongodb.connectionBudget,
+      replicaSetMembers: config.mongodb.replicaSetMembers,
+      workerMaxConcurrency: config.workerMaxConcurrency,
+    });
+    const network = config.vpc ? new FunctionNetwork(this, "Network", { stage, logRetention, removalPolicy, ...config.vpc }) : undefined;
 
     const environment: Record<string, string> = {
       STAGE: stage,
@@ -70,7 +109,7 @@ export class ThreadwiseStack extends Stack {
       POWERTOOLS_SERVICE_NAME: serviceName,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: "INFO",
-      // Atlas is reached across the internet: the handlers refuse a URI without TLS.
+      // Atlas is reached across a network: the handlers refuse a URI without TLS.
       MONGODB_REQUIRE_TLS: "true",
       TURN_MAX_RECEIVES: String(config.maxReceiveCount),
       JWT_ISSUER: config.jwtIssuer,
@@ -78,8 +117,8 @@ export class ThreadwiseStack extends Stack {
       ...(config.jwtJwksUrl ? { JWT_JWKS_URL: config.jwtJwksUrl } : {}),
       ...(config.jwtTenantClaim ? { JWT_TENANT_CLAIM: config.jwtTenantClaim } : {}),
     };
-    const fn = (name: string, description: string, memorySize: number, timeout: Duration) =>
-      new ThreadwiseFunction(this, `${name[0].toUpperCase()}${name.slice(1)}Function`, {
+    const fn = (name: FunctionName, description: string, memorySize: number, timeout: Duration) => {
+      const f = new ThreadwiseFunction(this, `${name[0].toUpperCase()}${name.slice(1)}Function`, {
         stage,
         name,
         entry: entry(name),
@@ -89,28 +128,49 @@ export class ThreadwiseStack extends Stack {
         logRetention,
         removalPolicy,
         environment,
+        reservedConcurrency: connections.reservedConcurrency[name],
+        network: network ? { vpc: network.vpc, securityGroup: network.securityGroup } : undefined,
       });
+      f.useSecrets(secrets, FUNCTION_SECRETS[name]);
+      f.useMongoDb({
+        maxPoolSize: FUNCTION_POOL_SIZES[name],
+        maxIdleTimeMs: config.mongodb.maxIdleSeconds * 1000,
+        // An index build may take minutes on a large collection; the function's timeout bounds it.
+        ...(name === "setup" ? { socketTimeoutMs: timeout.toMilliseconds() } : {}),
+      });
+      return f;
+    };
 
-    const api = fn("api", "Threadwise HTTP API (/v1, /healthz): runs short turns, hands long ones to the worker", 1024, API_FUNCTION_TIMEOUT);
-    api.useSecret(secret);
+    const setup = fn("setup", "Threadwise database set-up (indexes): run on every deploy, and by hand once the database secret is filled in", 512, SETUP_FUNCTION_TIMEOUT);
+    const databaseSetup = new CustomResource(this, "DatabaseSetup", {
+      serviceToken: setup.fn.functionArn,
+      resourceType: "Custom::ThreadwiseDatabaseSetup",
+      // A new version of the indexes or of the code that makes them runs the set-up again.
+      properties: { Version: DATABASE_SETUP_VERSION, Code: (setup.fn.node.defaultChild as CfnFunction).code },
+    });
+
+    const api = fn("api", "Threadwise HTTP API (/v1, /healthz, /readyz): runs short turns, hands long ones to the worker", 1024, API_FUNCTION_TIMEOUT);
     api.useTurnQueue(queues.queue);
     api.useBedrockModel(config.bedrockModelId, bedrockArns);
 
     const worker = fn("worker", "Threadwise worker: one queued turn per invocation, replies to its channel", 1024, Duration.seconds(config.workerTimeoutSeconds));
-    worker.useSecret(secret);
     worker.useBedrockModel(config.bedrockModelId, bedrockArns);
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
+    // Channel turns run only in the worker; the api's callers carry their roles in their tokens.
+    worker.useChannelRoles(config.tools.channelRoles);
 
     // The api runs sync turns and the worker async ones, so both call the tools; the webhooks only enqueue.
     this.warnAboutTools(config.tools);
-    for (const f of [api, worker]) this.useTools(f, config.tools);
+    for (const f of [api, worker]) {
+      this.useTools(f, config.tools);
+      // New code serves only once the deploy step has set the database up (or found its secret empty).
+      f.fn.node.addDependency(databaseSetup);
+    }
 
     const slack = fn("slack", "Threadwise Slack Events API webhook: verify, dedupe, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
-    slack.useSecret(secret);
     slack.useTurnQueue(queues.queue);
 
     const teams = fn("teams", "Threadwise Teams (Bot Framework) webhook: verify, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
-    teams.useSecret(secret);
     teams.useTurnQueue(queues.queue);
 
     const httpApi = new ThreadwiseApi(this, "Api", {
@@ -135,7 +195,16 @@ export class ThreadwiseStack extends Stack {
     });
 
     const nodeReason = `${FUNCTION_RUNTIME.name} is pinned on purpose: the bundle targets it and it is the newest runtime the code is tested on (local dev and CI run Node 20/22); moving to a newer runtime is a deliberate, tested change.`;
-    for (const f of [api, worker, slack, teams]) Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
+    for (const f of [api, worker, slack, teams, setup]) {
+      Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
+      if (network) {
+        Validations.of(f.role).acknowledge({
+          id: "AwsSolutions-IAM5[Resource::*]",
+          reason:
+            "Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the interfaces' ids are not known before Lambda makes them.",
+        });
+      }
+    }
     // cdk-nag names each wildcard resource; the same function with CloudFormation's placeholders yields those names.
     const wildcardModelArns = bedrockResourceArns(config.bedrockModelId, NAG_ARN_PLACEHOLDERS, config.bedrockFoundationModelId).filter((a) => a.includes("*"));
     for (const f of [api, worker]) {
@@ -150,7 +219,13 @@ export class ThreadwiseStack extends Stack {
 
     new CfnOutput(this, "ApiUrl", { value: httpApi.httpApi.apiEndpoint, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "TurnQueueUrl", { value: queues.queue.queueUrl });
-    new CfnOutput(this, "SecretArn", { value: secret.secretArn, description: "Put the credentials JSON here (see README)" });
+    for (const [name, secret] of Object.entries(secrets.created) as [CredentialSecretName, { secretArn: string }][]) {
+      const id = `${name[0].toUpperCase()}${name.slice(1)}SecretArn`;
+      new CfnOutput(this, id, { value: secret.secretArn, description: `Fill in ${CREDENTIAL_SECRETS[name].keys.join(", ")} (see README)` });
+    }
+    if (network) new CfnOutput(this, "NatPublicIps", { value: network.natPublicIps, description: "Add these to Atlas's IP access list" });
+    new CfnOutput(this, "SetupFunctionName", { value: setup.fn.functionName, description: "Invoke once the database secret is filled in (see README)" });
+    new CfnOutput(this, "ReservedConnections", { value: String(connections.total), description: "MongoDB connections the stage's functions can hold at most" });
     new CfnOutput(this, "DashboardName", { value: operations.dashboard.dashboardName });
   }
 
@@ -202,25 +277,5 @@ export class ThreadwiseStack extends Stack {
         "athenaDataBucketArns is not set: no S3 read grant on the tables' data was added; queries fail unless the data is readable another way",
       );
     }
-  }
-
-  private credentialsSecret(config: StageConfig, removalPolicy: RemovalPolicy): ISecret {
-    if (config.secretArn) {
-      // A complete ARN ends in the six-character suffix Secrets Manager adds; a partial one does not.
-      return /-[A-Za-z0-9]{6}$/.test(config.secretArn)
-        ? Secret.fromSecretCompleteArn(this, "Credentials", config.secretArn)
-        : Secret.fromSecretPartialArn(this, "Credentials", config.secretArn);
-    }
-    const secret = new Secret(this, "Credentials", {
-      secretName: `${config.stage}/threadwise/credentials`,
-      description: "Threadwise credentials JSON: mongodbUri, Slack and Teams secrets (see README)",
-      removalPolicy,
-    });
-    Validations.of(secret).acknowledge({
-        id: "AwsSolutions-SMG4",
-        reason:
-          "The values (MongoDB Atlas user, Slack signing secret and bot token, Teams app password) are issued by those services, which Secrets Manager cannot rotate without a custom rotation function per service; they are rotated at the source and written with put-secret-value.",
-    });
-    return secret;
   }
 }

@@ -11,6 +11,7 @@ import { TurnRunner } from "./agent/turn-runner.js";
 import { apiRoutes } from "./api/api-routes.js";
 import { IdempotentRequests } from "./api/idempotent-requests.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
+import { errorResponse } from "./api/error-response.js";
 import { createRouter, type Route } from "./api/router.js";
 import { priceOf, type Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
@@ -27,14 +28,24 @@ import { createDefaultTools } from "./tools/create-default-tools.js";
 import type { SecretSource } from "./tools/secrets.js";
 import { COLLECTIONS } from "./store/collections.js";
 import { offloadToolOutput } from "./tools/output-offload.js";
+import { databaseFor, ensureDatabaseSetUp, setupDatabase } from "./setup-database.js";
 import { createReadToolOutputTool, DEFAULT_READ_MAX_TOKENS } from "./tools/read-tool-output.js";
 import { ConversationSearch } from "./recall/conversation-search.js";
 import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
 import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
 import { TurnIndexer } from "./recall/turn-indexer.js";
 
+/**
+ * When the app makes the database's indexes: `create` before it serves (the local server, tests);
+ * `ensure` only if the database does not record them, checked once before the first request that
+ * needs the database (Lambda, where the deploy step makes them: README, "Database set-up").
+ */
+export type DatabaseSetupMode = "create" | "ensure";
+
 export interface AppOptions {
   authenticate: Authenticate;
+  /** Default: `create`. */
+  setup?: DatabaseSetupMode;
   /** A client the caller owns; otherwise one is created from `config.mongodbUri` and closed by `close()`. */
   mongoClient?: MongoClient;
   /** Default: the provider named by config. */
@@ -62,6 +73,8 @@ export interface AppOptions {
 
 export interface App {
   route(request: HttpRequest): Promise<HttpResponse>;
+  /** Resolves once the database is known to be set up (at once in `create` mode); a failed check is tried again on the next call. */
+  ready(): Promise<void>;
   database: ThreadwiseDatabase;
   runner: TurnRunner;
   close(): Promise<void>;
@@ -70,16 +83,9 @@ export interface App {
 /** The composition root: one per container (Lambda) or process (local server). */
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
   const ownsClient = !options.mongoClient;
-  const client = options.mongoClient ?? createMongoClient(requireUri(config), { serverSelectionTimeoutMs: config.mongoServerSelectionTimeoutMs });
-  if (ownsClient) await client.connect();
-  const database = new ThreadwiseDatabase(client, {
-    dbName: config.dbName,
-    leaseTtlMs: config.leaseTtlMs,
-    retentionDays: config.retentionDays,
-    checkpointsKept: config.checkpointsKept,
-    clock: options.clock,
-  });
-  await database.setup();
+  const client = options.mongoClient ?? createMongoClient(requireUri(config), config.mongo);
+  const database = databaseFor(client, config, options.clock);
+  const ready = await readiness(database, options.setup ?? "create", options.logger);
   const defaults = options.tools
     ? undefined
     : createDefaultTools(config.tools, { followUps: database.db.collection(COLLECTIONS.followUps), secrets: options.secrets ?? NO_SECRETS });
@@ -156,8 +162,20 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     ...apiRoutes({ authenticate: options.authenticate, database, runner, idempotentRequests, maxMessageChars: config.maxMessageChars, dispatcher }),
     ...(options.extraRoutes ?? []),
   ];
+  const router = createRouter(routes, options.onError);
   return {
-    route: createRouter(routes, options.onError),
+    // Liveness answers without the database; everything else waits for it to be set up.
+    async route(request) {
+      if (request.method === "GET" && request.path === LIVENESS_PATH) return router(request);
+      try {
+        await ready();
+      } catch (error) {
+        options.onError?.(error, request);
+        return errorResponse(error);
+      }
+      return router(request);
+    },
+    ready,
     database,
     runner,
     async close() {
@@ -188,6 +206,30 @@ function createEmbedder(config: Config): Embedder | undefined {
 }
 
 const NO_SECRETS: SecretSource = { get: async () => undefined };
+
+/** The one route that must answer while the database is away (README, "HTTP API"). */
+const LIVENESS_PATH = "/healthz";
+
+/** `create`: set up now, ready at once. `ensure`: check (and set up if needed) on first call, again after a failure. */
+async function readiness(database: ThreadwiseDatabase, mode: DatabaseSetupMode, logger?: StructuredLogger): Promise<() => Promise<void>> {
+  if (mode === "create") {
+    await setupDatabase(database);
+    return async () => undefined;
+  }
+  let checked: Promise<void> | undefined;
+  return () => {
+    checked ??= ensureDatabaseSetUp(database).then(
+      (ran) => {
+        if (ran) logger?.warn("database set up at cold start", { reason: "the deploy step had not set up this database" });
+      },
+      (error: unknown) => {
+        checked = undefined;
+        throw error;
+      },
+    );
+    return checked;
+  };
+}
 
 function requireUri(config: Config): string {
   if (!config.mongodbUri) throw new ValidationError("MONGODB_URI is not set", [{ path: "MONGODB_URI", message: "required" }]);

@@ -3,15 +3,25 @@ import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import secretsManager from "@middy/secrets-manager";
 import type { Context } from "aws-lambda";
+import type { MongoClient } from "mongodb";
 import { errorResponse } from "../../lib/api/error-response.js";
-import { createApp, type App, type AppOptions } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
-import { parseCredentials, type Credentials } from "../../lib/config/credentials.js";
-import { ValidationError } from "../../lib/errors.js";
+import {
+  CREDENTIAL_SECRETS,
+  CredentialsMissingError,
+  NOT_CONFIGURED_RETRY_AFTER_S,
+  parseCredentials,
+  requireCredentials,
+  type Credentials,
+} from "../../lib/config/credentials.js";
+import { ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
-import type { SecretSource } from "../../lib/tools/index.js";
+import { createMongoClient } from "../../lib/store/mongo-client.js";
 
-/** Everything here is created once per container and reused by every invocation. */
+/**
+ * What every function shares, created once per container and reused by every invocation. It
+ * builds no app and no graph: the webhooks use only this; the api and worker add app-runtime.ts.
+ */
 export const config = loadConfig();
 export const logger = new Logger();
 export const metrics = new Metrics();
@@ -20,19 +30,33 @@ export const turnQueue = config.deployment.turnQueueUrl
   ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl })
   : undefined;
 
-/** Fetches the credentials secret into `context.credentials`, reusing it for `secretCacheMs`. */
+/**
+ * Fetches the credentials secrets this function is granted (their ARNs are in its environment,
+ * one variable per secret) into the context, fetched at cold start and reused for `secretCacheMs`.
+ */
 export function credentialsMiddleware() {
-  if (!config.deployment.secretArn) throw new ValidationError("SECRET_ARN is not set", [{ path: "SECRET_ARN", message: "required" }]);
-  return secretsManager({
-    fetchData: { credentials: config.deployment.secretArn },
-    setToContext: true,
-    cacheKey: "threadwise-credentials",
-    cacheExpiry: config.deployment.secretCacheMs,
-  });
+  const fetchData = config.deployment.secretArns;
+  if (fetchData.database === undefined) {
+    const variable = CREDENTIAL_SECRETS.database.variable;
+    throw new ValidationError(`${variable} is not set`, [{ path: variable, message: "required" }]);
+  }
+  return secretsManager({ fetchData, setToContext: true, cacheKey: "threadwise-credentials", cacheExpiry: config.deployment.secretCacheMs });
 }
 
+/**
+ * The keys of this function's secrets, merged and validated; empty keys are unset. A secret that
+ * does not validate is the deployment's fault, not the caller's: 503, and the fields are logged.
+ */
 export function credentialsOf(context: Context): Credentials {
-  return parseCredentials((context as Context & { credentials?: unknown }).credentials, { requireTls: config.deployment.mongodbRequireTls });
+  const fetched = context as Context & Record<string, unknown>;
+  const values = Object.fromEntries(Object.keys(config.deployment.secretArns).map((name) => [name, fetched[name]]));
+  try {
+    return parseCredentials(values, { requireTls: config.deployment.mongodbRequireTls });
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    logger.error("credentials invalid", { details: error.details });
+    throw new ServiceUnavailableError("the credentials secrets are invalid", NOT_CONFIGURED_RETRY_AFTER_S, { cause: error });
+  }
 }
 
 export function requireTurnQueue(): SqsTurnQueue {
@@ -40,34 +64,25 @@ export function requireTurnQueue(): SqsTurnQueue {
   return turnQueue;
 }
 
-let current: { uri: string; app: Promise<App> } | undefined;
+let current: { uri: string; client: MongoClient } | undefined;
 
 /**
- * The app (MongoClient, stores, graph) for these credentials: made on the first invocation,
- * reused after, and made again only when the secret names another database (rotation).
+ * The container's one MongoClient, sized for Lambda by the stack (README, "MongoDB from Lambda").
+ * It connects on its first operation, not here; a new URI in the secret (rotation), or a first
+ * connection that failed, replaces it.
  */
-export function appFor(credentials: Credentials, options: Omit<AppOptions, "mongoClient">): Promise<App> {
-  if (current?.uri !== credentials.mongodbUri) {
-    const previous = current;
-    const app = createApp({ ...config, mongodbUri: credentials.mongodbUri }, { logger, secrets: secretsOf(credentials), ...options });
-    current = { uri: credentials.mongodbUri, app };
-    // A failed start must not stick: the next invocation tries again.
-    app.catch(() => {
-      if (current?.app === app) current = undefined;
+export function mongoClientFor(credentials: Credentials): MongoClient {
+  const { mongodbUri } = requireCredentials(credentials, ["mongodbUri"]);
+  if (current?.uri !== mongodbUri) {
+    current?.client.close().catch(() => undefined);
+    const client = createMongoClient(mongodbUri, config.mongo);
+    // A client whose first connection failed stays closed for good (mongodb 6): the next invocation makes a new one.
+    client.once("topologyClosed", () => {
+      if (current?.client === client) current = undefined;
     });
-    previous?.app.then((old) => old.close()).catch(() => undefined);
+    current = { uri: mongodbUri, client };
   }
-  return current!.app;
-}
-
-/** Tools read their credentials (Power BI) from the same secret, by key. */
-function secretsOf(credentials: Credentials): SecretSource {
-  return {
-    get: async (name) => {
-      const value = (credentials as Record<string, unknown>)[name];
-      return typeof value === "string" ? value : undefined;
-    },
-  };
+  return current.client;
 }
 
 /** One data point per figure per finished turn; flushed by the logMetrics middleware. */
@@ -84,8 +99,13 @@ export function publishTurnMetrics(m: TurnMetrics): void {
   metrics.addMetric(TURN_METRIC_NAMES.omittedOutputs, MetricUnit.Count, m.omittedOutputs);
 }
 
-/** Server faults only, with names and numbers: never request or message contents. */
+/**
+ * Server faults only, with names and numbers: never request or message contents. Empty keys of
+ * the secrets are named, with the secret to fill them in, so a new deployment says what it lacks.
+ */
 export function logServerError(error: unknown, request: { method: string; path: string }): void {
   if (errorResponse(error).status < 500) return;
-  logger.error("request failed", { error: error instanceof Error ? error.name : "unknown", method: request.method, route: request.path.replace(/[0-9a-f-]{36}/gi, "{id}") });
+  const route = request.path.replace(/[0-9a-f-]{36}/gi, "{id}");
+  if (error instanceof CredentialsMissingError) return logger.error("credentials missing", { missing: error.missing, method: request.method, route });
+  logger.error("request failed", { error: error instanceof Error ? error.name : "unknown", method: request.method, route });
 }

@@ -13,16 +13,16 @@ import { TOKENIZER_DATA_FILE } from "./cl100k-base.js";
 
 /**
  * Optional dependencies of the mongodb driver, loaded with `require()` inside try/catch only when a
- * feature needs them (Kerberos, compression, client-side encryption, MONGODB-AWS auth, SOCKS, GCP).
- * None is installed or needed here, so they stay out of the bundle. `@aws-sdk/credential-providers`
- * is also provided by the Lambda Node.js runtime, so MONGODB-AWS auth still works if enabled.
+ * feature needs them (Kerberos, compression, client-side encryption, SOCKS, GCP), none installed or
+ * needed here, so they stay out of the bundle. MONGODB-AWS (IAM) authentication needs `aws4`, a
+ * dependency and so bundled, and `@aws-sdk/credential-providers`, which the Lambda Node.js runtime
+ * provides (README, "Passwords or IAM").
  */
 export const MONGODB_OPTIONAL_MODULES: readonly string[] = [
   "kerberos",
   "snappy",
   "@mongodb-js/zstd",
   "mongodb-client-encryption",
-  "aws4",
   "gcp-metadata",
   "socks",
   "@aws-sdk/credential-providers",

@@ -12,7 +12,7 @@ export const DEFAULT_THROTTLE_RATE = 50;
 /** Burst of requests the stage accepts above the steady rate. */
 export const DEFAULT_THROTTLE_BURST = 100;
 
-/** The JWT-protected routes of design.md, served by the api function. */
+/** The JWT-protected routes, served by the api function: every /v1 route of its router (a test compares them). */
 export const AUTHORIZED_ROUTES: readonly { method: HttpMethod; path: string }[] = [
   { method: HttpMethod.POST, path: "/v1/conversations" },
   { method: HttpMethod.GET, path: "/v1/conversations" },
@@ -20,6 +20,8 @@ export const AUTHORIZED_ROUTES: readonly { method: HttpMethod; path: string }[] 
   { method: HttpMethod.DELETE, path: "/v1/conversations/{id}" },
   { method: HttpMethod.POST, path: "/v1/conversations/{id}/messages" },
   { method: HttpMethod.GET, path: "/v1/conversations/{id}/messages" },
+  { method: HttpMethod.GET, path: "/v1/conversations/{id}/state" },
+  { method: HttpMethod.GET, path: "/v1/conversations/{id}/turns" },
   { method: HttpMethod.GET, path: "/v1/conversations/{id}/turns/{turnId}" },
 ];
 
@@ -98,6 +100,18 @@ export class ThreadwiseApi extends Construct {
         method: HttpMethod.GET,
         integration: api,
         reason: "Liveness probe by design (design.md: GET /healthz, no auth); it returns no data.",
+      },
+      {
+        path: "/readyz",
+        method: HttpMethod.GET,
+        integration: api,
+        reason: "Readiness probe for monitors that hold no token: it answers only whether the database is reachable and set up, and returns no data.",
+      },
+      {
+        path: "/openapi.json",
+        method: HttpMethod.GET,
+        integration: api,
+        reason: "The API's public description (OpenAPI 3.1), the same for every caller; it holds no data.",
       },
       {
         path: "/slack/events",

@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
@@ -7,8 +8,10 @@ import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../../lib/config/credentials.js";
 import { functionCode } from "../bundling/bundling.js";
 import type { AthenaStageConfig, StageToolsConfig } from "../stage-config.js";
+import type { CredentialsSecrets } from "./credentials-secrets.js";
 import type { AthenaResourceArns } from "./tool-resources.js";
 
 /** Runtime of every function; the bundle target in bundling.ts matches it. */
@@ -16,8 +19,10 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
 
 /** Environment variable names set by the stack, each next to the grant that makes it usable. */
 export const FUNCTION_ENV = {
-  secretArn: "SECRET_ARN",
   turnQueueUrl: "TURN_QUEUE_URL",
+  mongodbMaxPoolSize: "MONGODB_MAX_POOL_SIZE",
+  mongodbMaxIdleTimeMs: "MONGODB_MAX_IDLE_TIME_MS",
+  mongodbSocketTimeoutMs: "MONGODB_SOCKET_TIMEOUT_MS",
   modelProvider: "MODEL_PROVIDER",
   bedrockModelId: "BEDROCK_MODEL_ID",
   sqlEngine: "SQL_ENGINE",
@@ -34,7 +39,22 @@ export const FUNCTION_ENV = {
   powerBiDatasetId: "POWERBI_DATASET_ID",
   followUpWebhookUrl: "FOLLOW_UP_WEBHOOK_URL",
   toolRoles: "TOOL_ROLES",
+  slackRoles: "SLACK_ROLES",
+  teamsRoles: "TEAMS_ROLES",
 } as const;
+
+/**
+ * What Lambda does with the execution role to place a function in a VPC: one network interface
+ * per subnet and security group, created, described and deleted by the service.
+ */
+export const VPC_NETWORK_INTERFACE_ACTIONS = [
+  "ec2:CreateNetworkInterface",
+  "ec2:DescribeNetworkInterfaces",
+  "ec2:DescribeSubnets",
+  "ec2:DeleteNetworkInterface",
+  "ec2:AssignPrivateIpAddresses",
+  "ec2:UnassignPrivateIpAddresses",
+] as const;
 
 /** What `sql_query` may do in Athena: run, watch, read and stop queries (no workgroup or catalog changes). */
 export const ATHENA_QUERY_ACTIONS = [
@@ -65,6 +85,10 @@ export interface ThreadwiseFunctionProps {
   logRetention: RetentionDays;
   removalPolicy: RemovalPolicy;
   environment: Record<string, string>;
+  /** The most containers it runs at once (`infra/connection-budget.ts`). */
+  reservedConcurrency: number;
+  /** Private subnets of this VPC with this security group; unset: no VPC. */
+  network?: { vpc: IVpc; securityGroup: ISecurityGroup };
 }
 
 /**
@@ -91,6 +115,8 @@ export class ThreadwiseFunction extends Construct {
       description: `${functionName}: its log group and the grants added by the stack`,
     });
     this.logGroup.grantWrite(this.role);
+    // Lambda creates the function's network interfaces with its role; the actions take no resource narrower than `*`.
+    if (props.network) this.allow(VPC_NETWORK_INTERFACE_ACTIONS, ["*"]);
     this.fn = new NodejsFunction(this, "Function", {
       functionName,
       description: props.description,
@@ -101,7 +127,11 @@ export class ThreadwiseFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize,
       timeout: props.timeout,
+      reservedConcurrentExecutions: props.reservedConcurrency,
       role: this.role,
+      ...(props.network
+        ? { vpc: props.network.vpc, vpcSubnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS }, securityGroups: [props.network.securityGroup] }
+        : {}),
       logGroup: this.logGroup,
       environment: {
         ...props.environment,
@@ -111,10 +141,25 @@ export class ThreadwiseFunction extends Construct {
     });
   }
 
-  /** Reads the credentials secret (the MongoDB URI and channel tokens live there, never in the environment). */
-  useSecret(secret: ISecret): void {
-    secret.grantRead(this.fn);
-    this.fn.addEnvironment(FUNCTION_ENV.secretArn, secret.secretArn);
+  /**
+   * Reads these credentials secrets and no other (the MongoDB URI and channel tokens live there,
+   * never in the environment); each ARN goes in the variable `lib/config` reads it from.
+   */
+  useSecrets(secrets: CredentialsSecrets, names: readonly CredentialSecretName[]): void {
+    for (const [name, secret] of Object.entries(secrets.grantRead(this.fn, names)) as [CredentialSecretName, ISecret][]) {
+      this.fn.addEnvironment(CREDENTIAL_SECRETS[name].variable, secret.secretArn);
+    }
+  }
+
+  /**
+   * Sizes the container's MongoClient: a pool of `maxPoolSize` (part of the stage's connection
+   * budget), idle connections closed after `maxIdleTimeMs`, and, for long operations such as an
+   * index build, a socket timeout other than the default.
+   */
+  useMongoDb(options: { maxPoolSize: number; maxIdleTimeMs: number; socketTimeoutMs?: number }): void {
+    this.fn.addEnvironment(FUNCTION_ENV.mongodbMaxPoolSize, String(options.maxPoolSize));
+    this.fn.addEnvironment(FUNCTION_ENV.mongodbMaxIdleTimeMs, String(options.maxIdleTimeMs));
+    if (options.socketTimeoutMs !== undefined) this.fn.addEnvironment(FUNCTION_ENV.mongodbSocketTimeoutMs, String(options.socketTimeoutMs));
   }
 
   /** Enqueues turns for the worker. */
@@ -193,6 +238,12 @@ export class ThreadwiseFunction extends Construct {
   /** Restricts tools to callers with these roles (`TOOL_ROLES` JSON). */
   useToolRoles(toolRoles: string): void {
     this.fn.addEnvironment(FUNCTION_ENV.toolRoles, toolRoles);
+  }
+
+  /** Gives Slack and Teams users their roles (`SLACK_ROLES`, `TEAMS_ROLES` JSON), looked up when their turns run. */
+  useChannelRoles(roles: { slack?: string; teams?: string }): void {
+    if (roles.slack) this.fn.addEnvironment(FUNCTION_ENV.slackRoles, roles.slack);
+    if (roles.teams) this.fn.addEnvironment(FUNCTION_ENV.teamsRoles, roles.teams);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
-import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../agent/turn-runner.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
@@ -118,6 +118,15 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   return [
     { method: "GET", pattern: /^\/healthz$/, handler: async () => json(200, { status: "ok" }) },
     { method: "GET", pattern: /^\/openapi\.json$/, handler: async () => json(200, document) },
+    {
+      // Readiness: the database answers and is set up; unreachable is the usual 503 with Retry-After.
+      method: "GET",
+      pattern: /^\/readyz$/,
+      handler: async () => {
+        if (!(await database.isSetUp())) throw new ServiceUnavailableError("the database is not set up");
+        return json(200, { status: "ready", database: "ok" });
+      },
+    },
     {
       method: "POST",
       pattern: /^\/v1\/conversations$/,

@@ -27,6 +27,15 @@ const conversation = "/v1/conversations/{conversationId}";
 export const OPERATIONS: Operation[] = [
   { method: "get", path: "/healthz", operationId: "health", summary: "Liveness.", public: true, responses: { 200: { description: "Alive.", schema: s.health } } },
   {
+    method: "get",
+    path: "/readyz",
+    operationId: "ready",
+    summary: "Readiness: the database answers and is set up.",
+    public: true,
+    responses: { 200: { description: "Ready.", schema: s.ready } },
+    errors: [503],
+  },
+  {
     method: "post",
     path: "/v1/conversations",
     operationId: "createConversation",

@@ -45,6 +45,7 @@ export const errorResponse = z
 ;
 
 export const health = z.object({ status: z.literal("ok") });
+export const ready = z.object({ status: z.literal("ready"), database: z.literal("ok") });
 export const conversationCreated = z.object({ conversationId: z.string(), createdAt: isoDate });
 export const conversationSummary = z
   .object({ conversationId: z.string(), title: z.string().nullable(), channel: z.string(), createdAt: isoDate, updatedAt: isoDate })

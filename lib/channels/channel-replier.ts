@@ -1,5 +1,5 @@
 import type { ChannelEndpointsConfig } from "../config/config.js";
-import type { ChannelCredentials } from "../config/credentials.js";
+import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { ChannelDeliveryError } from "../errors.js";
 import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
@@ -43,7 +43,7 @@ export class ChannelReplier {
  * The repliers of the connected channels. They hold HTTP clients and a token cache: make them
  * once per container (and per credentials version), not per turn.
  */
-export function createChannelReplier(channels: ChannelCredentials, endpoints: ChannelEndpointsConfig = {}): ChannelReplier {
+export function createChannelReplier(channels: ChannelReplyCredentials, endpoints: ChannelEndpointsConfig = {}): ChannelReplier {
   const { slack, teams } = channels;
   return new ChannelReplier({
     slack: slack ? new SlackReplier({ botToken: slack.botToken, slackApiUrl: endpoints.slackApiUrl }) : undefined,

@@ -1,8 +1,16 @@
 import type { Route } from "../api/router.js";
+import type { StructuredLogger } from "../logger.js";
 import type { EventDeduper } from "./channel-event-deduper.js";
+import { channelNotConfiguredResponse } from "./channel-http.js";
 import { handleSlackEvent, type SlackEventOutcome } from "./slack/handle-slack-event.js";
 import { handleTeamsActivity, type TeamsActivityOutcome } from "./teams/handle-teams-activity.js";
 import type { EnqueueTurn } from "./turn-job.js";
+
+/**
+ * The ingress of the channel side, assembled here once for the webhook functions and the local
+ * server alike: verify, then dedupe and enqueue. Its other half, the worker that runs queued turns
+ * and replies, is `channel-worker.ts`, kept apart so that neither bundle carries the other.
+ */
 
 export interface ChannelRoutesOptions {
   /** Serves `POST /slack/events` when set. */
@@ -19,23 +27,37 @@ export interface ChannelRoutesOptions {
     /** Default: the Bot Framework's issuer. */
     issuer?: string;
   };
+  /**
+   * For a channel without credentials: the route answers 503 `channel_not_configured` with this
+   * hint (what to set), rather than a 404 that looks like a wrong URL. Default: no route.
+   */
+  notConfigured?: { slack: string; teams: string };
+  /**
+   * Claims each event once. It is called only after the request is verified, so an unverified
+   * request never reaches the database (a MongoClient connects on its first operation).
+   */
   deduper: EventDeduper;
   enqueue: EnqueueTurn;
-  onSlackOutcome?: (outcome: SlackEventOutcome) => void;
-  onTeamsOutcome?: (outcome: TeamsActivityOutcome) => void;
+  /** Default: silent. One line per delivery with its outcome (reasons and numbers, never text). */
+  logger?: StructuredLogger;
 }
 
+const SLACK_PATH = /^\/slack\/events$/;
+const TEAMS_PATH = /^\/teams\/messages$/;
+
 /**
- * The webhook routes for the router the local server and the Lambda handlers share. They sit
- * outside the API's JWT authentication: each request is verified by its channel's own scheme.
+ * The webhook routes, outside the API's JWT authentication: each request is verified by its
+ * channel's own scheme, using nothing but the channel's keys, before anything else is done.
  */
 export function channelRoutes(options: ChannelRoutesOptions): Route[] {
   const routes: Route[] = [];
-  const { slack, teams } = options;
+  const { slack, teams, notConfigured, logger } = options;
+  const reportSlack = (outcome: SlackEventOutcome) => logger?.info("slack event", { ...outcome });
+  const reportTeams = (outcome: TeamsActivityOutcome) => logger?.info("teams activity", { ...outcome });
   if (slack) {
     routes.push({
       method: "POST",
-      pattern: /^\/slack\/events$/,
+      pattern: SLACK_PATH,
       handler: (request) =>
         handleSlackEvent({
           request: { headers: request.headers, rawBody: request.body ?? "" },
@@ -43,14 +65,16 @@ export function channelRoutes(options: ChannelRoutesOptions): Route[] {
           botUserId: slack.botUserId,
           deduper: options.deduper,
           enqueue: options.enqueue,
-          onOutcome: options.onSlackOutcome,
+          onOutcome: reportSlack,
         }),
     });
+  } else if (notConfigured) {
+    routes.push({ method: "POST", pattern: SLACK_PATH, handler: async () => channelNotConfiguredResponse("slack", notConfigured.slack) });
   }
   if (teams) {
     routes.push({
       method: "POST",
-      pattern: /^\/teams\/messages$/,
+      pattern: TEAMS_PATH,
       handler: (request) =>
         handleTeamsActivity({
           request: { headers: request.headers, rawBody: request.body ?? "" },
@@ -59,9 +83,11 @@ export function channelRoutes(options: ChannelRoutesOptions): Route[] {
           issuer: teams.issuer,
           deduper: options.deduper,
           enqueue: options.enqueue,
-          onOutcome: options.onTeamsOutcome,
+          onOutcome: reportTeams,
         }),
     });
+  } else if (notConfigured) {
+    routes.push({ method: "POST", pattern: TEAMS_PATH, handler: async () => channelNotConfiguredResponse("teams", notConfigured.teams) });
   }
   return routes;
 }

@@ -1,14 +1,14 @@
 import type { GroupDirectory } from "../auth/channel-roles.js";
 import type { ChannelIssuerKind } from "../auth/principal.js";
 import type { ChannelEndpointsConfig } from "../config/config.js";
-import type { ChannelCredentials } from "../config/credentials.js";
+import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { SlackGroupDirectory } from "./slack/slack-group-directory.js";
 import { slackWebClient } from "./slack/slack-replier.js";
 import { EntraGroupDirectory } from "./teams/entra-group-directory.js";
 
 /** The group directories of the connected channels, for `ChannelRoles`: made once per container and credentials version. */
 export function createGroupDirectories(
-  channels: ChannelCredentials,
+  channels: ChannelReplyCredentials,
   endpoints: ChannelEndpointsConfig = {},
 ): Partial<Record<ChannelIssuerKind, GroupDirectory>> {
   const { slack, teams } = channels;

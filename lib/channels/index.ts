@@ -16,6 +16,7 @@ export {
 } from "./channel-http.js";
 export { ChannelReplier, createChannelReplier, type ChannelRepliers } from "./channel-replier.js";
 export { channelRoutes, type ChannelRoutesOptions } from "./channel-routes.js";
+export { channelWorker, type ChannelWorkerOptions } from "./channel-worker.js";
 export { createGroupDirectories } from "./group-directories.js";
 export { DEFAULT_GROUP_CACHE_ENTRIES, DEFAULT_GROUP_CACHE_MS, GroupMembershipCache } from "./group-membership-cache.js";
 export { turnFailureMessage } from "./failure-message.js";

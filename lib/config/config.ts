@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
+import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
 import { issueDetails, parseOrThrow } from "../validation.js";
 
@@ -105,7 +106,8 @@ const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
 export type TenantRoles = z.infer<typeof tenantRolesSchema>;
 export type ChannelRolesMap = z.infer<typeof channelRolesSchema>;
 
-function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
+/** `SLACK_ROLES` or `TEAMS_ROLES` (named by `name` in its error), validated; unset is no roles. */
+export function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
   if (raw === undefined) return {};
   let json: unknown;
   try {
@@ -128,6 +130,9 @@ const envSchema = z
   MONGODB_URI: z.string().min(1).optional(),
   MONGODB_DB: z.string().min(1).optional(),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt.optional(),
+  MONGODB_SOCKET_TIMEOUT_MS: positiveInt.optional(),
+  MONGODB_MAX_POOL_SIZE: positiveInt.optional(),
+  MONGODB_MAX_IDLE_TIME_MS: positiveInt.optional(),
   LEASE_TTL_MS: positiveInt.optional(),
   RETENTION_DAYS: positiveInt.optional(),
   CHECKPOINTS_KEPT: positiveInt.optional(),
@@ -156,7 +161,7 @@ const envSchema = z
   JWT_TENANT_CLAIM: z.string().min(1).optional(),
   JWT_ROLES_CLAIM: z.string().min(1).optional(),
   PORT: positiveInt.optional(),
-  SECRET_ARN: z.string().startsWith("arn:").optional(),
+  ...Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [CREDENTIAL_SECRETS[name].variable, z.string().startsWith("arn:").optional()])),
   TURN_QUEUE_URL: z.string().url().optional(),
   TURN_MAX_RECEIVES: positiveInt.optional(),
   SYNC_TURN_DEADLINE_MS: positiveInt.optional(),
@@ -225,8 +230,8 @@ export interface AuthConfig {
 
 /** Set by the CDK stack for the Lambda handlers; unused in local mode. */
 export interface DeploymentConfig {
-  /** Secrets Manager secret holding the credentials JSON (the MongoDB URI and channel secrets). */
-  secretArn?: string;
+  /** The credentials secrets this function is granted, by name (`lib/config/credentials.ts`); each holds JSON. */
+  secretArns: Partial<Record<CredentialSecretName, string>>;
   /** SQS FIFO queue of turns for the worker; without it every API turn runs in the request. */
   turnQueueUrl?: string;
   turnMaxReceives: number;
@@ -251,11 +256,22 @@ export interface ChannelEndpointsConfig {
   teamsGraphUrl?: string;
 }
 
+/** How the MongoClient is sized and how long it waits (`lib/store/mongo-client.ts` has the defaults). */
+export interface MongoClientConfig {
+  /** How long an operation waits for a reachable server. Default: 5,000 ms (`DEFAULT_SERVER_SELECTION_TIMEOUT_MS`). */
+  serverSelectionTimeoutMs?: number;
+  /** How long an operation waits for an answer on an open connection. Default: 5,000 ms (`DEFAULT_SOCKET_TIMEOUT_MS`). */
+  socketTimeoutMs?: number;
+  /** Most connections to one server. Default: the driver's 100 (the stack sets a small pool per function). */
+  maxPoolSize?: number;
+  /** A connection idle this long is closed instead of reused. Default: none (the stack sets 60 s, `DEFAULT_LAMBDA_MAX_IDLE_TIME_MS`). */
+  maxIdleTimeMs?: number;
+}
+
 export interface Config {
   mongodbUri?: string;
   dbName: string;
-  /** How long a MongoDB operation waits for a reachable server. Default: 5,000 ms (`DEFAULT_SERVER_SELECTION_TIMEOUT_MS`). */
-  mongoServerSelectionTimeoutMs?: number;
+  mongo: MongoClientConfig;
   /** How long a turn's lease on its conversation lasts unless renewed. Default: 120,000 ms (`DEFAULT_LEASE_TTL_MS`). */
   leaseTtlMs?: number;
   /** Days of inactivity before a conversation expires from every collection. Default: 90 (`DEFAULT_RETENTION_DAYS`). */
@@ -281,7 +297,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     mongodbUri: e.MONGODB_URI,
     dbName: e.MONGODB_DB ?? DEFAULT_DB_NAME,
-    mongoServerSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+    mongo: {
+      serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
+      socketTimeoutMs: e.MONGODB_SOCKET_TIMEOUT_MS,
+      maxPoolSize: e.MONGODB_MAX_POOL_SIZE,
+      maxIdleTimeMs: e.MONGODB_MAX_IDLE_TIME_MS,
+    },
     leaseTtlMs: e.LEASE_TTL_MS,
     retentionDays: e.RETENTION_DAYS,
     checkpointsKept: e.CHECKPOINTS_KEPT,
@@ -326,7 +347,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       teamsGraphUrl: e.TEAMS_GRAPH_URL,
     },
     deployment: {
-      secretArn: e.SECRET_ARN,
+      secretArns: Object.fromEntries(
+        CREDENTIAL_SECRET_NAMES.flatMap((name) => {
+          const arn = (e as Record<string, unknown>)[CREDENTIAL_SECRETS[name].variable];
+          return typeof arn === "string" ? [[name, arn]] : [];
+        }),
+      ),
       turnQueueUrl: e.TURN_QUEUE_URL,
       turnMaxReceives: e.TURN_MAX_RECEIVES ?? DEFAULT_TURN_MAX_RECEIVES,
       syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS ?? DEFAULT_SYNC_TURN_DEADLINE_MS,

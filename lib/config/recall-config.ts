@@ -1,7 +1,16 @@
 import { z } from "zod";
-import { DEFAULT_EMBEDDING_DIMENSIONS } from "../recall/embedder.js";
-import { DEFAULT_RECALL_MAX_TOKENS } from "../recall/search-conversation-tool.js";
 import { parseOrThrow } from "../validation.js";
+
+// The defaults live here rather than beside the recall code they configure, so that loading the
+// configuration (as the webhook functions do) loads neither the tokenizer nor the Bedrock SDK.
+
+/** Dimensions of each embedding: Titan Text Embeddings V2 offers 256, 512 and 1,024; 512 keeps a turn's vector at 2 KB. */
+export const DEFAULT_EMBEDDING_DIMENSIONS = 512;
+/**
+ * Ceiling on one search's answer, in tokens, all results together. Like `read_tool_output`'s, it stays
+ * below the view's per-output threshold (2,000 by default), so an answer is never itself replaced by a notice.
+ */
+export const DEFAULT_RECALL_MAX_TOKENS = 1_500;
 
 const envSchema = z.object({
   RECALL_EMBEDDINGS_MODEL_ID: z.string().min(1).optional(),

@@ -6,17 +6,14 @@ import { errorResponse } from "../api/error-response.js";
 import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
-import { ChannelRoles } from "../auth/channel-roles.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
-import { channelNotConfiguredResponse } from "../channels/channel-http.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
-import { createChannelReplier } from "../channels/channel-replier.js";
-import { createGroupDirectories } from "../channels/group-directories.js";
 import { channelRoutes } from "../channels/channel-routes.js";
+import { channelWorker } from "../channels/channel-worker.js";
 import type { ChannelCredentials } from "../config/credentials.js";
-import { createMongoClient } from "../store/mongo-client.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
-import { TurnJobWorker, type TurnJobOutcome } from "../queue/turn-job-worker.js";
+import type { TurnJobOutcome, TurnJobWorker } from "../queue/turn-job-worker.js";
+import { createMongoClient } from "../store/mongo-client.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
@@ -53,20 +50,8 @@ function logTurnJob(logger: StructuredLogger, outcome: TurnJobOutcome, channel: 
   logger.info("turn job", { outcome: outcome.kind, channel, turnId: outcome.turnId, receiveCount, error });
 }
 
-/**
- * Both webhook paths exist locally: a channel without credentials answers 503 naming the
- * variables to set, rather than a 404 that looks like a wrong URL.
- */
-function unconfiguredChannelRoutes(channels: ChannelCredentials): Route[] {
-  const routes: Route[] = [];
-  if (!channels.slack) {
-    routes.push({ method: "POST", pattern: /^\/slack\/events$/, handler: async () => channelNotConfiguredResponse("slack", "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN") });
-  }
-  if (!channels.teams) {
-    routes.push({ method: "POST", pattern: /^\/teams\/messages$/, handler: async () => channelNotConfiguredResponse("teams", "set TEAMS_APP_ID and TEAMS_APP_PASSWORD") });
-  }
-  return routes;
-}
+/** What a local user sets to turn a channel on, said by the route of a channel that is off. */
+const LOCAL_CHANNEL_HINTS = { slack: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN", teams: "set TEAMS_APP_ID and TEAMS_APP_PASSWORD" };
 
 /** Server faults only, as fixed messages with numbers and names: never request contents. */
 function logServerError(error: unknown, request: { method: string; path: string }): void {
@@ -119,7 +104,8 @@ function listen(server: Server, port: number, host: string): Promise<Server> {
 export async function startLocalServer(config: Config, options: LocalServerOptions = {}): Promise<LocalServer> {
   let embedded: EmbeddedMongo | undefined;
   const mongodbUri = config.mongodbUri ?? (embedded = await startEmbeddedMongo()).uri;
-  const client = createMongoClient(mongodbUri, { serverSelectionTimeoutMs: config.mongoServerSelectionTimeoutMs });
+  // The same timeouts as in AWS: an unreachable database answers 503 within them, not after the driver's 30 s.
+  const client = createMongoClient(mongodbUri, config.mongo);
   await client.connect();
   const keys = await loadOrCreateLocalKeys(options.localDir ?? DEFAULT_LOCAL_DIR);
   const verifier = new JwtVerifier({
@@ -131,8 +117,6 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   });
   const channels = options.channels ?? {};
   const logger = options.app?.logger ?? jsonConsoleLogger;
-  const deduper = new ChannelEventDeduper(client.db(config.dbName));
-  await deduper.setup();
   // The worker needs the app's runner and the app needs the queue: the queue reaches the worker
   // once both exist, which is before the server takes its first request.
   let worker: TurnJobWorker | undefined;
@@ -144,17 +128,14 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     },
     { onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }) },
   );
-  const webhookRoutes = [
-    ...channelRoutes({
-      slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
-      teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
-      deduper,
-      enqueue: (job) => turnQueue.enqueue(job),
-      onSlackOutcome: (outcome) => logger.info("slack event", { ...outcome }),
-      onTeamsOutcome: (outcome) => logger.info("teams activity", { ...outcome }),
-    }),
-    ...unconfiguredChannelRoutes(channels),
-  ];
+  const webhookRoutes = channelRoutes({
+    slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
+    teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+    notConfigured: LOCAL_CHANNEL_HINTS,
+    deduper: new ChannelEventDeduper(client.db(config.dbName)),
+    enqueue: (job) => turnQueue.enqueue(job),
+    logger,
+  });
   const app = await createApp({ ...config, mongodbUri }, {
     onError: logServerError,
     logger: jsonConsoleLogger,
@@ -164,12 +145,11 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     mongoClient: client,
     authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
   });
-  worker = new TurnJobWorker({
-    runner: app.runner,
-    conversations: app.database.conversations,
-    turns: app.database.turns,
-    replier: createChannelReplier(channels, config.channels),
-    roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
+  worker = channelWorker({
+    app,
+    replies: channels,
+    endpoints: config.channels,
+    channelRoles: config.auth.channelRoles,
     maxReceives: config.deployment.turnMaxReceives,
     maxMessageChars: config.maxMessageChars,
   });

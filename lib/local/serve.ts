@@ -13,7 +13,7 @@ async function start() {
     await checkModelCredentials(config.model);
     return { config, channels, server: await startLocalServer(config, { channels }) };
   } catch (error) {
-    console.error(explainStartupError(error, { mongodbUri: config?.mongodbUri, serverSelectionTimeoutMs: config?.mongoServerSelectionTimeoutMs }));
+    console.error(explainStartupError(error, { mongodbUri: config?.mongodbUri, serverSelectionTimeoutMs: config?.mongo.serverSelectionTimeoutMs }));
     process.exit(1);
   }
 }

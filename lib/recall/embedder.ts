@@ -1,13 +1,13 @@
 import type { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { z } from "zod";
+import { DEFAULT_EMBEDDING_DIMENSIONS } from "../config/recall-config.js";
 import { ThreadwiseError } from "../errors.js";
 
 /** Loaded on the first embedding, not at start-up, so a cold start that never embeds does not load it. */
 let bedrockRuntimeSdk: Promise<typeof import("@aws-sdk/client-bedrock-runtime")> | undefined;
 const loadBedrockRuntimeSdk = () => (bedrockRuntimeSdk ??= import("@aws-sdk/client-bedrock-runtime"));
 
-/** Dimensions of each embedding: Titan Text Embeddings V2 offers 256, 512 and 1,024; 512 keeps a turn's vector at 2 KB. */
-export const DEFAULT_EMBEDDING_DIMENSIONS = 512;
+export { DEFAULT_EMBEDDING_DIMENSIONS };
 /** Characters of a text sent to be embedded (Titan V2 takes up to 50,000 characters and 8,192 tokens). */
 export const DEFAULT_EMBEDDING_INPUT_CHARS = 20_000;
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFAULT_RECALL_MAX_TOKENS } from "../config/recall-config.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import { fitLine } from "../tools/read-tool-output.js";
 import type { ToolDefinition } from "../tools/tool.js";
@@ -10,11 +11,7 @@ export const SEARCH_CONVERSATION_NAME = "search_conversation";
 export const DEFAULT_RECALL_RESULTS = 3;
 /** Most turns one search may return. */
 export const MAX_RECALL_RESULTS = 5;
-/**
- * Ceiling on one search's answer, in tokens, all results together. Like `read_tool_output`'s, it stays
- * below the view's per-output threshold (2,000 by default), so an answer is never itself replaced by a notice.
- */
-export const DEFAULT_RECALL_MAX_TOKENS = 1_500;
+export { DEFAULT_RECALL_MAX_TOKENS };
 /** Longest query, in characters. */
 export const MAX_RECALL_QUERY_CHARS = 500;
 

@@ -14,6 +14,8 @@ export const COLLECTIONS = {
   channelEvents: "channel_events",
   recallTurns: "recall_turns",
   recallIndex: "recall_index",
+  /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
+  setup: "setup",
 } as const;
 
 export type CollectionName = (typeof COLLECTIONS)[keyof typeof COLLECTIONS];

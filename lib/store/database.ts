@@ -16,6 +16,20 @@ export class DatabaseSetupError extends ThreadwiseError {
   override name = "DatabaseSetupError";
 }
 
+/**
+ * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
+ * function that finds an older version recorded sets the database up before serving.
+ */
+export const DATABASE_SETUP_VERSION = 1;
+
+const SETUP_ID = "indexes";
+
+interface SetupDocument {
+  _id: string;
+  version: number;
+  setUpAt: Date;
+}
+
 export interface ThreadwiseDatabaseOptions {
   dbName: string;
   /** Default: {@link DEFAULT_LEASE_TTL_MS} from lease.ts. */
@@ -30,7 +44,8 @@ export interface ThreadwiseDatabaseOptions {
 
 /**
  * Every store of one database, over a client the caller owns (never closed here).
- * `setup()` creates indexes once at start-up and fails loudly if any cannot be made.
+ * `setup()` creates the indexes, fails loudly if any cannot be made, and records that it ran; it
+ * is a deploy step in AWS (README, "Database set-up"), and `isSetUp()` is what a cold start reads.
  */
 export class ThreadwiseDatabase {
   readonly db: Db;
@@ -68,7 +83,8 @@ export class ThreadwiseDatabase {
     });
   }
 
-  async setup(): Promise<void> {
+  /** Creates every index (and those of `extra`, the collections of layers above the store), then records the version. */
+  async setup(extra: readonly (() => Promise<unknown>)[] = []): Promise<void> {
     const errors = [...(await this.checkpointer.setup())];
     const results = await Promise.allSettled([
       this.conversations.setup(),
@@ -79,9 +95,21 @@ export class ThreadwiseDatabase {
       this.recall.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
+      ...extra.map((step) => step()),
     ]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date() } }, { upsert: true });
+  }
+
+  /** True when `setup()` of this version (or a later one) has run on this database: one read. */
+  async isSetUp(): Promise<boolean> {
+    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
+    return record !== null && record.version >= DATABASE_SETUP_VERSION;
+  }
+
+  private setupRecord(): Collection<SetupDocument> {
+    return this.db.collection<SetupDocument>(COLLECTIONS.setup);
   }
 
   /** The TTL index that removes expired idempotency records, of requests and tool effects alike. */

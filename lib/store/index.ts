@@ -1,6 +1,12 @@
 export { COLLECTIONS, type CollectionName } from "./collections.js";
-export { ThreadwiseDatabase, DatabaseSetupError, type ThreadwiseDatabaseOptions } from "./database.js";
-export { createMongoClient, DEFAULT_SERVER_SELECTION_TIMEOUT_MS, type MongoClientOptions } from "./mongo-client.js";
+export { ThreadwiseDatabase, DatabaseSetupError, DATABASE_SETUP_VERSION, type ThreadwiseDatabaseOptions } from "./database.js";
+export {
+  createMongoClient,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
+  DEFAULT_SOCKET_TIMEOUT_MS,
+  type MongoClientOptions,
+} from "./mongo-client.js";
 export {
   ConversationStore,
   DEFAULT_PAGE_SIZE,

@@ -5,16 +5,43 @@ import { MongoClient } from "mongodb";
  * outage answers 503 within an API Gateway request instead of hanging past it.
  */
 export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
+/**
+ * How long an operation waits for an answer on an open connection before failing (503). It ends
+ * an operation on a connection that was dropped without a word (a NAT or firewall forgetting it
+ * while a Lambda container was frozen), and is far longer than any single operation here takes.
+ */
+export const DEFAULT_SOCKET_TIMEOUT_MS = 10_000;
+/**
+ * How long opening a connection may take; in poll mode also the timeout of each heartbeat, so a
+ * monitor on a dropped connection notices within it (the driver's 30 s would outlast a request).
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 export interface MongoClientOptions {
   /** Default: {@link DEFAULT_SERVER_SELECTION_TIMEOUT_MS}. */
   serverSelectionTimeoutMs?: number;
+  /** Default: {@link DEFAULT_SOCKET_TIMEOUT_MS}. */
+  socketTimeoutMs?: number;
+  /** Most pooled connections per server. Default: the driver's (100); a Lambda container needs a few. */
+  maxPoolSize?: number;
+  /** Pooled connections idle this long are closed instead of reused. Default: never. */
+  maxIdleTimeMs?: number;
 }
 
-/** One client per container or process; the driver reconnects by itself when the server returns. */
+/**
+ * One client per container or process; the driver reconnects by itself when the server returns.
+ * It connects on its first operation, not here. Servers are monitored by polling: one monitoring
+ * connection per server instead of streaming's two, which matters when every Lambda container
+ * holds its own (README, "MongoDB from Lambda").
+ */
 export function createMongoClient(uri: string, options: MongoClientOptions = {}): MongoClient {
   return new MongoClient(uri, {
-    serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
     appName: "threadwise",
+    serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
+    socketTimeoutMS: options.socketTimeoutMs ?? DEFAULT_SOCKET_TIMEOUT_MS,
+    connectTimeoutMS: DEFAULT_CONNECT_TIMEOUT_MS,
+    serverMonitoringMode: "poll",
+    ...(options.maxPoolSize !== undefined ? { maxPoolSize: options.maxPoolSize } : {}),
+    ...(options.maxIdleTimeMs !== undefined ? { maxIdleTimeMS: options.maxIdleTimeMs } : {}),
   });
 }

@@ -62,6 +62,23 @@ describe("channel-routes", () => {
       expect(response.status).toBe(404);
     });
 
+    it("returns 503 channel_not_configured with the hint for a channel without its key, when asked to", async () => {
+      const route = createRouter(
+        channelRoutes({ slack: { signingSecret: TEST_SLACK_SIGNING_SECRET }, notConfigured: { slack: "set the slack key", teams: "set the teams key" }, deduper, enqueue: async () => undefined }),
+      );
+      const response = await route({ method: "POST", path: "/teams/messages", headers: {}, query: {}, body: "{}" });
+      expect(response.status).toBe(503);
+      expect(JSON.parse(response.body).error).toEqual({ code: "channel_not_configured", message: "teams is not configured: set the teams key" });
+    });
+
+    it("returns 401 for an unsigned Slack request without claiming its event", async () => {
+      const body = envelope(appMention());
+      const eventId = (JSON.parse(body) as { event_id: string }).event_id;
+      const response = await router({ slack: true })({ method: "POST", path: "/slack/events", headers: {}, query: {}, body });
+      expect(response.status).toBe(401);
+      expect(await deduper.collection.countDocuments({ _id: `slack:${eventId}` })).toBe(0);
+    });
+
     it("returns 405 for GET on the Slack route", async () => {
       const response = await router({ slack: true })({ method: "GET", path: "/slack/events", headers: {}, query: {} });
       expect(response.status).toBe(405);

@@ -1,4 +1,17 @@
-import { channelCredentialsFromEnv, channelCredentialsOf, mongodbUriUsesTls, parseCredentials } from "../../lib/config/credentials.js";
+import { errorResponse } from "../../lib/api/error-response.js";
+import {
+  CHANNEL_CREDENTIAL_ENV,
+  CREDENTIAL_SECRET_NAMES,
+  CredentialsMissingError,
+  channelCredentialsFromEnv,
+  channelCredentialsOf,
+  channelIngressCredentialsOf,
+  channelReplyCredentialsOf,
+  mongodbUriUsesTls,
+  parseCredentials,
+  requireCredentials,
+  secretTemplate,
+} from "../../lib/config/credentials.js";
 import { ValidationError } from "../../lib/errors.js";
 
 describe("credentials", () => {
@@ -15,32 +28,46 @@ describe("credentials", () => {
   });
 
   describe("parseCredentials", () => {
-    it("returns the credentials of a valid secret", () => {
-      const value = { mongodbUri: "mongodb+srv://u:p@c.example.net/", slackBotToken: "xoxb-1" };
-      expect(parseCredentials(value, { requireTls: true })).toEqual(value);
+    it("returns the keys of every secret merged", () => {
+      const parsed = parseCredentials({ database: { mongodbUri: "mongodb+srv://u:p@c.example.net/" }, channelReplies: { slackBotToken: "xoxb-1", teamsAppPassword: "" } }, { requireTls: true });
+      expect(parsed).toEqual({ mongodbUri: "mongodb+srv://u:p@c.example.net/", slackBotToken: "xoxb-1" });
+    });
+
+    it("returns empty keys as unset, as in a secret created from its template", () => {
+      const templates = Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [name, secretTemplate(name)]));
+      expect(parseCredentials(templates, { requireTls: true })).toEqual({});
     });
 
     it("returns the Power BI keys and other string keys, for tools that read secrets by name", () => {
-      const parsed = parseCredentials(
-        { mongodbUri: "mongodb+srv://u:p@c.example.net/", powerBiClientId: "app", powerBiClientSecret: "s3cr3t", customSecret: "x" },
-        { requireTls: true },
-      );
+      const parsed = parseCredentials({ powerBi: { powerBiClientId: "app", powerBiClientSecret: "s3cr3t", customSecret: "x" } }, { requireTls: true });
       expect(parsed.powerBiClientId).toBe("app");
       expect(parsed.powerBiClientSecret).toBe("s3cr3t");
       expect((parsed as Record<string, unknown>).customSecret).toBe("x");
     });
 
+    it("throws naming the secret when a key is in a secret other than its own", () => {
+      expect(() => parseCredentials({ database: { mongodbUri: "mongodb+srv://c.example.net/", slackSigningSecret: "s" } }, { requireTls: true })).toThrow(
+        expect.objectContaining({ details: [{ path: "database.slackSigningSecret", message: "belongs in the slack-signing secret" }] }),
+      );
+    });
+
+    it("throws naming the secret when a secret is not a JSON object", () => {
+      expect(() => parseCredentials({ database: "mongodb+srv://c.example.net/" }, { requireTls: true })).toThrow(
+        expect.objectContaining({ details: [{ path: "database", message: "not a JSON object" }] }),
+      );
+    });
+
     it("throws when a key holds something other than a string", () => {
-      expect(() => parseCredentials({ mongodbUri: "mongodb+srv://u:p@c.example.net/", powerBiClientId: 42 }, { requireTls: true })).toThrow(ValidationError);
+      expect(() => parseCredentials({ powerBi: { powerBiClientId: 42 } }, { requireTls: true })).toThrow(ValidationError);
     });
 
     it("throws when TLS is required and the URI does not use it", () => {
-      expect(() => parseCredentials({ mongodbUri: "mongodb://10.0.0.1:27017/" }, { requireTls: true })).toThrow(ValidationError);
+      expect(() => parseCredentials({ database: { mongodbUri: "mongodb://10.0.0.1:27017/" } }, { requireTls: true })).toThrow(ValidationError);
     });
 
     it("throws without echoing the secret's values", () => {
       try {
-        parseCredentials({ mongodbUri: "postgres://user:hunter2@db/" }, { requireTls: false });
+        parseCredentials({ database: { mongodbUri: "postgres://user:hunter2@db/" } }, { requireTls: false });
         expect.unreachable();
       } catch (error) {
         expect(error).toBeInstanceOf(ValidationError);
@@ -49,13 +76,65 @@ describe("credentials", () => {
     });
   });
 
+  describe("secretTemplate", () => {
+    it("returns every key of the secret, empty", () => {
+      expect(secretTemplate("teamsBot")).toEqual({ teamsAppId: "", teamsTenantId: "" });
+    });
+
+    it("returns each key in exactly one secret", () => {
+      const keys = CREDENTIAL_SECRET_NAMES.flatMap((name) => Object.keys(secretTemplate(name)));
+      expect(new Set(keys).size).toBe(keys.length);
+      expect(keys.sort()).toEqual([...Object.keys(CHANNEL_CREDENTIAL_ENV), "mongodbUri", "powerBiClientId", "powerBiClientSecret"].sort());
+    });
+  });
+
+  describe("requireCredentials", () => {
+    it("returns the values of the keys asked for", () => {
+      expect(requireCredentials({ mongodbUri: "mongodb://x", slackBotToken: "xoxb-1" }, ["mongodbUri"])).toEqual({ mongodbUri: "mongodb://x" });
+    });
+
+    it("throws CredentialsMissingError naming each empty key and its secret", () => {
+      expect(() => requireCredentials({}, ["mongodbUri", "teamsAppPassword"])).toThrow(
+        expect.objectContaining({
+          name: "CredentialsMissingError",
+          missing: [
+            { key: "mongodbUri", secret: "database" },
+            { key: "teamsAppPassword", secret: "channelReplies" },
+          ],
+          message: expect.stringContaining("mongodbUri in the database secret"),
+        }),
+      );
+    });
+
+    it("throws an error answered 503, as a deployment not finished", () => {
+      expect(() => requireCredentials({}, ["mongodbUri"])).toThrow(CredentialsMissingError);
+      expect(errorResponse(new CredentialsMissingError([{ key: "mongodbUri", secret: "database" }])).status).toBe(503);
+    });
+  });
+
+  describe("channelIngressCredentialsOf", () => {
+    it("returns the channels a webhook can verify, each from its one key", () => {
+      expect(channelIngressCredentialsOf({ slackSigningSecret: "s", teamsAppId: "app" })).toEqual({ slack: { signingSecret: "s" }, teams: { appId: "app" } });
+      expect(channelIngressCredentialsOf({ slackBotToken: "xoxb-1" })).toEqual({});
+    });
+  });
+
+  describe("channelReplyCredentialsOf", () => {
+    it("returns the channels the worker can answer in", () => {
+      expect(channelReplyCredentialsOf({ slackBotToken: "xoxb-1", teamsAppId: "app", teamsAppPassword: "pw", teamsTenantId: "t" })).toEqual({
+        slack: { botToken: "xoxb-1" },
+        teams: { appId: "app", appPassword: "pw", tenantId: "t" },
+      });
+    });
+
+    it("throws CredentialsMissingError naming the missing half of a Teams bot", () => {
+      expect(() => channelReplyCredentialsOf({ teamsAppId: "app" })).toThrow(expect.objectContaining({ missing: [{ key: "teamsAppPassword", secret: "channelReplies" }] }));
+    });
+  });
+
   describe("channelCredentialsOf", () => {
     it("returns both channels when both are complete", () => {
-      const secret = parseCredentials(
-        { mongodbUri: "mongodb://x", slackSigningSecret: "s", slackBotToken: "xoxb-1", teamsAppId: "app", teamsAppPassword: "pw", teamsTenantId: "tenant" },
-        { requireTls: false },
-      );
-      expect(channelCredentialsOf(secret)).toEqual({
+      expect(channelCredentialsOf({ slackSigningSecret: "s", slackBotToken: "xoxb-1", teamsAppId: "app", teamsAppPassword: "pw", teamsTenantId: "tenant" })).toEqual({
         slack: { signingSecret: "s", botToken: "xoxb-1" },
         teams: { appId: "app", appPassword: "pw", tenantId: "tenant" },
       });

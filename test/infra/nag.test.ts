@@ -6,7 +6,8 @@ import { buildStack } from "./synth.js";
 const prod = {
   stage: "prod",
   jwtIssuer: "https://login.example.com/",
-  secretArn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/credentials",
+  secretArns: { database: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database", slackSigning: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/slack-signing-AbC123" },
+  secretsKmsKeyArn: "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
   bedrockModelId: "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/abc123",
   bedrockFoundationModelId: "anthropic.claude-sonnet-4-20250514-v1:0",
 };
@@ -49,7 +50,8 @@ describe("ThreadwiseStack cdk-nag", () => {
   describe("AwsSolutionsChecks", () => {
     it.each([
       ["dev defaults", {}],
-      ["prod with an imported secret and an application inference profile", prod],
+      ["prod with imported secrets under a customer key and an application inference profile", prod],
+      ["functions in a VPC with NAT and an Atlas private endpoint", { vpc: "nat", vpcNatGateways: 2, atlasPrivateEndpointServiceName: "com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0" }],
       ["prod with every AWS tool engine", { ...prod, ...tools }],
       ["a results bucket instead of an output location", { ...tools, athenaOutputLocation: "", athenaResultsBucket: "tw-results" }],
     ])("returns no unacknowledged finding for %s", (_name, context) => {
@@ -62,6 +64,14 @@ describe("ThreadwiseStack cdk-nag", () => {
       const { stack } = buildStack();
       const rules = new IgnoringAcknowledgements().validateScope(stack).violations.map((v) => v.ruleName.replace(/\[.*$/, ""));
       expect(new Set(rules)).toEqual(new Set(["AwsSolutions-L1", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SMG4"]));
+    });
+
+    it("returns IAM5 for the network interface actions of functions in a VPC once the acknowledgements are gone", () => {
+      const findings = new IgnoringAcknowledgements()
+        .validateScope(buildStack({ context: { vpc: "nat" } }).stack)
+        .violations.filter((v) => v.ruleName === "AwsSolutions-IAM5[Resource::*]")
+        .flatMap((v) => v.violatingResources.map((r) => r.constructPath?.split("/")[1]));
+      expect(new Set(findings)).toEqual(new Set(["ApiFunction", "WorkerFunction", "SlackFunction", "TeamsFunction", "SetupFunction"]));
     });
   });
 
@@ -92,15 +102,15 @@ describe("ThreadwiseStack cdk-nag", () => {
       for (const ack of acks) expect(ack.reason.length, `${ack.id} on ${ack.path}`).toBeGreaterThan(60);
     });
 
-    it("acknowledges APIG4 only on the routes that the functions verify themselves", () => {
+    it("acknowledges APIG4 only on the public probes and description and on the routes that the functions verify themselves", () => {
       const routes = acknowledgements(buildStack().stack)
         .filter((a) => a.id.endsWith("AwsSolutions-APIG4"))
         .map((a) => a.path.split("/").at(-1));
-      expect(routes.sort()).toEqual(["GET--healthz", "POST--slack--events", "POST--teams--messages"]);
+      expect(routes.sort()).toEqual(["GET--healthz", "GET--openapi.json", "GET--readyz", "POST--slack--events", "POST--teams--messages"]);
     });
 
     it("says in the webhook acknowledgements that the function verifies the request", () => {
-      const webhooks = acknowledgements(buildStack().stack).filter((a) => a.id.endsWith("AwsSolutions-APIG4") && !a.path.includes("healthz"));
+      const webhooks = acknowledgements(buildStack().stack).filter((a) => a.id.endsWith("AwsSolutions-APIG4") && a.path.includes("POST"));
       for (const ack of webhooks) expect(ack.reason).toMatch(/function verifies/);
     });
   });

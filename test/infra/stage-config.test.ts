@@ -5,6 +5,8 @@ import { ValidationError } from "../../lib/errors.js";
 import {
   CONTEXT_KEYS,
   DEFAULT_LOG_RETENTION_DAYS,
+  DEFAULT_MONGODB_CONNECTION_BUDGET,
+  DEFAULT_MONGODB_MAX_IDLE_SECONDS,
   DEFAULT_STAGE,
   MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS,
   PLACEHOLDER_JWT_ISSUER,
@@ -21,8 +23,10 @@ describe("stage-config", () => {
       expect(config.jwtIssuer).toBe(PLACEHOLDER_JWT_ISSUER);
       expect(config.bedrockModelId).toBe(DEFAULT_BEDROCK_MODEL_ID);
       expect(config.logRetentionDays).toBe(DEFAULT_LOG_RETENTION_DAYS);
-      expect(config.secretArn).toBeUndefined();
+      expect(config.secretArns).toEqual({});
       expect(config.retainData).toBe(false);
+      expect(config.mongodb).toEqual({ connectionBudget: DEFAULT_MONGODB_CONNECTION_BUDGET, replicaSetMembers: 3, maxIdleSeconds: DEFAULT_MONGODB_MAX_IDLE_SECONDS });
+      expect(config.vpc).toBeUndefined();
     });
 
     it("returns values given as strings on the command line, typed", () => {
@@ -43,7 +47,39 @@ describe("stage-config", () => {
     });
 
     it("treats empty strings as unset, as cdk.json leaves them", () => {
-      expect(read({ secretArn: "", jwtIssuer: "" }).secretArn).toBeUndefined();
+      expect(read({ secretArns: "", jwtIssuer: "" }).secretArns).toEqual({});
+    });
+
+    it("returns existing secrets by name, from JSON on the command line or an object in cdk.json", () => {
+      const database = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database-AbC123";
+      expect(read({ secretArns: JSON.stringify({ database }) }).secretArns).toEqual({ database });
+      expect(read({ secretArns: { database } }).secretArns).toEqual({ database });
+    });
+
+    it("throws when secretArns names a secret the stack does not have", () => {
+      expect(() => read({ secretArns: { credentials: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:x" } })).toThrow(ValidationError);
+    });
+
+    it("throws for the former secretArn, saying what replaced it, rather than deploying empty secrets", () => {
+      expect(() => read({ secretArn: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/credentials" })).toThrow(
+        expect.objectContaining({ details: [{ path: "secretArn", message: expect.stringContaining("secretArns") }] }),
+      );
+    });
+
+    it("throws for a KMS key without an imported secret it would decrypt", () => {
+      expect(() => read({ secretsKmsKeyArn: "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab" })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "secretsKmsKeyArn" })] }),
+      );
+    });
+
+    it("returns a VPC with one NAT gateway for vpc=nat, and Atlas's endpoint service when given", () => {
+      const service = "com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0";
+      expect(read({ vpc: "nat", atlasPrivateEndpointServiceName: service }).vpc).toEqual({ natGateways: 1, atlasPrivateEndpointServiceName: service });
+      expect(read({ vpc: "none" }).vpc).toBeUndefined();
+    });
+
+    it("throws for VPC settings without vpc=nat", () => {
+      expect(() => read({ vpcNatGateways: 2 })).toThrow(expect.objectContaining({ details: [{ path: "vpcNatGateways", message: "needs vpc=nat" }] }));
     });
 
     it("throws when the stage name is not usable in resource names", () => {
@@ -73,7 +109,7 @@ describe("stage-config", () => {
     };
 
     it("returns no AWS tool engine, and no sample tools, when no tool key is given", () => {
-      expect(read({}).tools).toEqual({ sampleTools: false });
+      expect(read({}).tools).toEqual({ channelRoles: {}, sampleTools: false });
     });
 
     it("returns the sample tools kept when sampleTools is true, from cdk.json or -c", () => {
@@ -125,6 +161,15 @@ describe("stage-config", () => {
       expect(read({ toolRoles: roles }).tools.toolRoles).toBe(JSON.stringify(roles));
     });
 
+    it("returns slackRoles and teamsRoles as normalized JSON whether given as a string or as an object", () => {
+      const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
+      const teams = { "contoso-tenant": { users: { "object-id": ["analyst"] } } };
+      expect(read({ slackRoles: ` ${JSON.stringify(slack, null, 2)} `, teamsRoles: teams }).tools.channelRoles).toEqual({
+        slack: JSON.stringify(slack),
+        teams: JSON.stringify(teams),
+      });
+    });
+
     it("throws when athenaWorkgroup comes without athenaDatabase", () => {
       expect(issuesOf({ athenaWorkgroup: "analytics" })).toEqual(["athenaDatabase"]);
     });
@@ -171,6 +216,13 @@ describe("stage-config", () => {
       ["roles not a list", '{"create_follow_up":"analyst"}'],
     ])("throws when toolRoles is %s", (_name, toolRoles) => {
       expect(issuesOf({ toolRoles })).toEqual(["toolRoles"]);
+    });
+
+    it.each([
+      ["slackRoles", "not JSON", "{T0123: viewer}"],
+      ["teamsRoles", "roles not a list", '{"contoso":{"default":"viewer"}}'],
+    ])("throws when %s is %s", (key, _name, value) => {
+      expect(issuesOf({ [key]: value })).toEqual([key]);
     });
   });
 

@@ -6,13 +6,19 @@ import { ThreadwiseStack } from "../../infra/threadwise-stack.js";
 export interface SynthOptions {
   /** CDK context, as `-c key=value` would give it. */
   context?: Record<string, unknown>;
-  /** Run esbuild for the four functions; off by default because it takes seconds per function. */
+  /** Run esbuild for the functions; off by default because it takes seconds per function. */
   bundle?: boolean;
+  /**
+   * Run CDK's built-in CloudFormation validation, as `cdk synth` does. Off by default: its
+   * WebAssembly engine takes about 5 s of CPU to start in each test process.
+   */
+  validate?: boolean;
 }
 
 /** Builds the stack as infra/app.ts does, from context alone. */
 export function buildStack(options: SynthOptions = {}): { app: App; stack: ThreadwiseStack } {
   const app = new App({
+    builtinCloudFormationValidation: options.validate ?? false,
     context: {
       ...options.context,
       // CDK's own switch: an empty list of bundling stacks makes assets placeholders.

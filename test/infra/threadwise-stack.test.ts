@@ -1,12 +1,25 @@
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AUTHORIZED_ROUTES } from "../../infra/constructs/threadwise-api.js";
 import { METRICS_NAMESPACE, TURN_METRICS } from "../../infra/constructs/operations.js";
+import { loadConfig } from "../../lib/config/config.js";
 import { loadToolsConfig } from "../../lib/config/tools-config.js";
+import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "../../lib/config/credentials.js";
+import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
+import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
+import { MongoClient } from "mongodb";
+import { apiRoutes } from "../../lib/api/api-routes.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
+import type { Route } from "../../lib/api/router.js";
+import { ChannelEventDeduper, channelRoutes } from "../../lib/channels/index.js";
+import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
 const ISSUER = "https://login.example.com/tenant/v2.0";
 const prodContext = { stage: "prod", jwtIssuer: ISSUER, jwtAudience: "api://threadwise" };
-const IMPORTED_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/credentials-AbC123";
+const IMPORTED_DATABASE_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database-AbC123";
+const IMPORTED_SECRETS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
+const FUNCTIONS = ["api", "worker", "slack", "teams", "setup"] as const;
+const logicalPrefix = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
 
 /** Statements of the policy attached to the role of the named function. */
 function statementsOf(template: ReturnType<typeof synthTemplate>, functionLogicalPrefix: string): { Action: string | string[]; Resource: unknown }[] {
@@ -31,6 +44,55 @@ function grantsOf(template: Template, functionLogicalPrefix: string, services: s
   return statementsOf(template, functionLogicalPrefix)
     .filter((s) => actionsOf([s]).some((a) => services.includes(a.split(":")[0])))
     .map((s) => ({ actions: actionsOf([s]), resources: (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(render) }));
+}
+
+/**
+ * The credentials secrets each function may read (GetSecretValue), by short name: a created secret
+ * is named by its `Name`, an imported one by its ARN.
+ */
+function secretReadsOf(template: Template): Record<string, string[]> {
+  const names = new Map<string, string>();
+  for (const [id, secret] of Object.entries(template.findResources("AWS::SecretsManager::Secret"))) {
+    const kebab = String(secret.Properties.Name).replace(/^.*\/threadwise\//, "");
+    names.set(id, CREDENTIAL_SECRET_NAMES.find((n) => CREDENTIAL_SECRETS[n].name === kebab) ?? kebab);
+  }
+  return Object.fromEntries(
+    FUNCTIONS.map((name) => {
+      const reads = statementsOf(template, logicalPrefix(name))
+        .filter((s) => actionsOf([s]).includes("secretsmanager:GetSecretValue"))
+        .flatMap((s) => (Array.isArray(s.Resource) ? s.Resource : [s.Resource]))
+        .map((r) => (typeof r === "string" ? r : (names.get((r as { Ref: string }).Ref) ?? JSON.stringify(r))));
+      return [name, reads.sort()];
+    }),
+  );
+}
+
+/** Route keys of the HTTP API by the function their integration invokes (api, slack, teams). */
+function routeKeysByFunction(template: Template): Record<string, string[]> {
+  const functionOf = new Map<string, string>();
+  for (const [id, integration] of Object.entries(template.findResources("AWS::ApiGatewayV2::Integration"))) {
+    const target = JSON.stringify(integration.Properties.IntegrationUri);
+    functionOf.set(id, target.match(/"(Api|Slack|Teams)Function/)?.[1].toLowerCase() ?? target);
+  }
+  const result: Record<string, string[]> = {};
+  for (const route of Object.values(template.findResources("AWS::ApiGatewayV2::Route"))) {
+    const integrationId = JSON.stringify(route.Properties.Target).match(/"Ref":"([^"]+)"/)?.[1] ?? "";
+    (result[functionOf.get(integrationId) ?? "none"] ??= []).push(route.Properties.RouteKey);
+  }
+  return result;
+}
+
+/** Whether the router's routes and the template's route keys name the same (method, path) pairs, both ways. */
+function unmatched(routes: Route[], keys: string[]): { notInApi: string[]; notInRouter: string[] } {
+  const sample = (path: string) => path.replace(/\{[^}]+\}/g, "00000000-0000-4000-8000-000000000000");
+  const pairs = keys.map((key) => key.split(" ") as [string, string]);
+  return {
+    notInApi: routes.filter((r) => !pairs.some(([method, path]) => method === r.method && r.pattern.test(sample(path)))).map((r) => `${r.method} ${r.pattern}`),
+    notInRouter: keys.filter((key) => {
+      const [method, path] = key.split(" ");
+      return !routes.some((r) => r.method === method && r.pattern.test(sample(path)));
+    }),
+  };
 }
 
 /** Function environments by short name (api, worker, slack, teams), token values left out. */
@@ -70,9 +132,9 @@ describe("ThreadwiseStack", () => {
   const template = synthTemplate({ context: prodContext });
 
   describe("functions", () => {
-    it("runs four Node.js 22 arm64 functions named after the stage", () => {
-      template.resourceCountIs("AWS::Lambda::Function", 4);
-      for (const name of ["api", "worker", "slack", "teams"]) {
+    it("runs five Node.js 22 arm64 functions named after the stage", () => {
+      template.resourceCountIs("AWS::Lambda::Function", 5);
+      for (const name of ["api", "worker", "slack", "teams", "setup"]) {
         template.hasResourceProperties("AWS::Lambda::Function", {
           FunctionName: `prod-threadwise-${name}`,
           Runtime: "nodejs22.x",
@@ -94,11 +156,11 @@ describe("ThreadwiseStack", () => {
       template.hasResourceProperties("AWS::Lambda::Function", { FunctionName: "prod-threadwise-api", Timeout: 29 });
     });
 
-    it("passes the secret's ARN, never its value, to every function", () => {
+    it("passes every function its database secret's ARN, never a URI", () => {
       const functions = template.findResources("AWS::Lambda::Function");
       for (const fn of Object.values(functions)) {
         const vars = fn.Properties.Environment.Variables as Record<string, unknown>;
-        expect(vars.SECRET_ARN).toBeDefined();
+        expect(vars.DATABASE_SECRET_ARN).toEqual({ Ref: expect.stringMatching(/^CredentialsDatabase/) });
         expect(Object.keys(vars)).not.toContain("MONGODB_URI");
       }
     });
@@ -147,16 +209,174 @@ describe("ThreadwiseStack", () => {
       const roles = template.findResources("AWS::IAM::Role");
       for (const role of Object.values(roles)) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
     });
+  });
 
-    it("grants only an imported secret's ARN when one is given", () => {
-      const imported = synthTemplate({ context: { ...prodContext, secretArn: IMPORTED_SECRET } });
-      imported.resourceCountIs("AWS::SecretsManager::Secret", 0);
-      const secretStatement = statementsOf(imported, "Worker").find((s) => actionsOf([s]).includes("secretsmanager:GetSecretValue"));
-      expect(secretStatement?.Resource).toBe(IMPORTED_SECRET);
+  describe("credentials secrets", () => {
+    it("creates each secret from its JSON template, every key empty, named after the stage", () => {
+      const secrets = Object.values(template.findResources("AWS::SecretsManager::Secret")).map((s) => [s.Properties.Name, JSON.parse(s.Properties.SecretString)]);
+      expect(Object.fromEntries(secrets)).toEqual({
+        "prod/threadwise/database": { mongodbUri: "" },
+        "prod/threadwise/slack-signing": { slackSigningSecret: "" },
+        "prod/threadwise/teams-bot": { teamsAppId: "", teamsTenantId: "" },
+        "prod/threadwise/channel-replies": { slackBotToken: "", teamsAppPassword: "" },
+      });
     });
 
-    it("creates the secret, named after the stage, when none is given", () => {
-      template.hasResourceProperties("AWS::SecretsManager::Secret", { Name: "prod/threadwise/credentials" });
+    it("creates the Power BI secret, with its keys, only where query_semantic_model is offered", () => {
+      const [powerBi] = Object.values(synthTemplate({ context: toolsContext }).findResources("AWS::SecretsManager::Secret", { Properties: { Name: "prod/threadwise/power-bi" } }));
+      expect(JSON.parse(powerBi.Properties.SecretString)).toEqual({ powerBiClientId: "", powerBiClientSecret: "" });
+    });
+
+    it("lets each function read only the secrets whose keys it uses", () => {
+      expect(secretReadsOf(template)).toEqual({
+        api: ["database"],
+        worker: ["channelReplies", "database", "teamsBot"],
+        slack: ["database", "slackSigning"],
+        teams: ["database", "teamsBot"],
+        setup: ["database"],
+      });
+    });
+
+    it("lets only the api and the worker read the Power BI secret", () => {
+      const reads = secretReadsOf(synthTemplate({ context: toolsContext }));
+      expect(FUNCTIONS.filter((name) => reads[name].includes("powerBi"))).toEqual(["api", "worker"]);
+    });
+
+    it("names in each function's environment exactly the secrets it may read", () => {
+      const reads = secretReadsOf(template);
+      for (const fn of Object.values(template.findResources("AWS::Lambda::Function"))) {
+        const name = String(fn.Properties.FunctionName).replace(/^.*-threadwise-/, "");
+        const variables = Object.keys(fn.Properties.Environment.Variables as object).filter((v) => v.endsWith("_SECRET_ARN"));
+        expect(variables.sort(), name).toEqual(reads[name].map((secret) => CREDENTIAL_SECRETS[secret as CredentialSecretName].variable).sort());
+      }
+    });
+
+    it("grants an imported secret's ARN, and creates only the others", () => {
+      const imported = synthTemplate({ context: { ...prodContext, secretArns: JSON.stringify({ database: IMPORTED_DATABASE_SECRET }) } });
+      expect(Object.values(imported.findResources("AWS::SecretsManager::Secret")).map((s) => s.Properties.Name)).not.toContain("prod/threadwise/database");
+      expect(secretReadsOf(imported).slack).toEqual([IMPORTED_DATABASE_SECRET, "slackSigning"].sort());
+    });
+
+    it("lets the readers of an imported secret decrypt with its customer-managed key, through Secrets Manager only", () => {
+      const imported = synthTemplate({ context: { ...prodContext, secretArns: { database: IMPORTED_DATABASE_SECRET }, secretsKmsKeyArn: IMPORTED_SECRETS_KEY } });
+      for (const name of FUNCTIONS) {
+        const decrypt = statementsOf(imported, logicalPrefix(name)).filter((s) => actionsOf([s]).includes("kms:Decrypt"));
+        expect(decrypt, name).toHaveLength(1);
+        expect(decrypt[0].Resource, name).toBe(IMPORTED_SECRETS_KEY);
+        expect(render((decrypt[0] as unknown as { Condition: { StringEquals: Record<string, unknown> } }).Condition.StringEquals["kms:ViaService"])).toBe("secretsmanager.${AWS::Region}.amazonaws.com");
+      }
+    });
+
+    it("grants no decrypt on any key to the stack's own secrets", () => {
+      for (const name of FUNCTIONS) expect(actionsOf(statementsOf(template, logicalPrefix(name))).filter((a) => a.startsWith("kms:")), name).toEqual([]);
+    });
+  });
+
+  describe("MongoDB connections", () => {
+    const reservedOf = (t: Template) =>
+      Object.fromEntries(Object.values(t.findResources("AWS::Lambda::Function")).map((fn) => [String(fn.Properties.FunctionName).replace(/^.*-threadwise-/, ""), fn.Properties.ReservedConcurrentExecutions]));
+    const poolOf = (t: Template) => Object.fromEntries(Object.entries(environmentsOf(t)).map(([name, env]) => [name, Number(env.MONGODB_MAX_POOL_SIZE)]));
+
+    it("reserves concurrency for every function from the stage's connection budget", () => {
+      // Defaults: a budget of 500 and 3 members; a container holds its pool and a monitor per member.
+      expect(reservedOf(template)).toEqual({ api: 49, worker: 10, slack: 10, teams: 10, setup: 1 });
+    });
+
+    it("keeps every container's connections together within the budget", () => {
+      for (const budget of [200, 500, 1500]) {
+        const t = synthTemplate({ context: { ...prodContext, mongodbConnectionBudget: budget } });
+        const reserved = reservedOf(t);
+        const pools = poolOf(t);
+        const held = FUNCTIONS.reduce((sum, name) => sum + reserved[name] * (pools[name] + 3), 0);
+        expect(held, String(budget)).toBeLessThanOrEqual(budget);
+        expect(budget - held, String(budget)).toBeLessThan(pools.api + 3);
+      }
+    });
+
+    it("reserves the worker at least the concurrency the queue feeds it", () => {
+      const t = synthTemplate({ context: { ...prodContext, workerMaxConcurrency: 25 } });
+      expect(reservedOf(t).worker).toBe(25);
+      t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 25 } });
+    });
+
+    it("throws at synth when the budget leaves the api no container", () => {
+      expect(() => synthTemplate({ context: { ...prodContext, mongodbConnectionBudget: 100 } })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "mongodbConnectionBudget" })] }),
+      );
+    });
+
+    it("sizes each function's pool and closes connections idle longer than the stage allows", () => {
+      const envs = environmentsOf(synthTemplate({ context: { ...prodContext, mongodbMaxIdleSeconds: 30 } }));
+      for (const name of FUNCTIONS) {
+        expect(envs[name], name).toMatchObject({ MONGODB_MAX_POOL_SIZE: String(FUNCTION_POOL_SIZES[name]), MONGODB_MAX_IDLE_TIME_MS: "30000" });
+      }
+      expect(poolOf(template)).toMatchObject({ slack: 1, teams: 1 });
+    });
+  });
+
+  describe("database set-up", () => {
+    it("runs the setup function as a custom resource, again when the indexes' version or its code changes", () => {
+      const [resource] = Object.values(template.findResources("Custom::ThreadwiseDatabaseSetup"));
+      expect(resource.Properties.ServiceToken).toEqual({ "Fn::GetAtt": [expect.stringMatching(/^SetupFunction/), "Arn"] });
+      expect(resource.Properties.Version).toBe(DATABASE_SETUP_VERSION);
+      expect(resource.Properties.Code).toEqual({ s3Bucket: expect.anything(), s3Key: expect.stringMatching(/\.zip$/) });
+    });
+
+    it("updates the api and the worker only after the set-up", () => {
+      const [setupId] = Object.keys(template.findResources("Custom::ThreadwiseDatabaseSetup"));
+      for (const name of ["api", "worker"]) {
+        const [fn] = Object.values(template.findResources("AWS::Lambda::Function", { Properties: { FunctionName: `prod-threadwise-${name}` } }));
+        expect(fn.DependsOn, name).toContain(setupId);
+      }
+    });
+
+    it("gives the setup function the time an index build may take, and no other grant than its secret and logs", () => {
+      template.hasResourceProperties("AWS::Lambda::Function", { FunctionName: "prod-threadwise-setup", Timeout: 600 });
+      expect(environmentsOf(template).setup.MONGODB_SOCKET_TIMEOUT_MS).toBe("600000");
+      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager"]));
+    });
+  });
+
+  describe("vpc", () => {
+    const SERVICE = "com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0";
+    const inVpc = synthTemplate({ context: { ...prodContext, vpc: "nat", atlasPrivateEndpointServiceName: SERVICE } });
+
+    it("runs no function in a VPC unless asked", () => {
+      template.resourceCountIs("AWS::EC2::VPC", 0);
+      for (const fn of Object.values(template.findResources("AWS::Lambda::Function"))) expect(fn.Properties.VpcConfig).toBeUndefined();
+    });
+
+    it("runs every function in the private subnets with the functions' security group", () => {
+      const [groupId] = Object.keys(inVpc.findResources("AWS::EC2::SecurityGroup", { Properties: { GroupDescription: Match.stringLikeRegexp("functions: no inbound") } }));
+      const privateSubnets = Object.keys(inVpc.findResources("AWS::EC2::Subnet", { Properties: { MapPublicIpOnLaunch: false } }));
+      for (const fn of Object.values(inVpc.findResources("AWS::Lambda::Function"))) {
+        expect(fn.Properties.VpcConfig.SecurityGroupIds).toEqual([{ "Fn::GetAtt": [groupId, "GroupId"] }]);
+        expect(fn.Properties.VpcConfig.SubnetIds.map((r: { Ref: string }) => r.Ref).sort()).toEqual(privateSubnets.sort());
+      }
+    });
+
+    it("sends the functions' internet traffic through NAT gateways with Elastic IPs, and outputs them for Atlas's access list", () => {
+      inVpc.resourceCountIs("AWS::EC2::NatGateway", 1);
+      const eips = Object.keys(inVpc.findResources("AWS::EC2::EIP"));
+      expect(eips).toHaveLength(1);
+      expect(render(inVpc.toJSON().Outputs.NatPublicIps.Value)).toBe(eips.map((id) => `\${${id}}`).join(","));
+    });
+
+    it("adds an interface endpoint to Atlas's endpoint service that only the functions may reach", () => {
+      inVpc.hasResourceProperties("AWS::EC2::VPCEndpoint", { ServiceName: SERVICE, VpcEndpointType: "Interface", PrivateDnsEnabled: false });
+      inVpc.hasResourceProperties("AWS::EC2::SecurityGroupIngress", { FromPort: 1024, ToPort: 65535, IpProtocol: "tcp", SourceSecurityGroupId: Match.anyValue() });
+      const groups = Object.values(inVpc.findResources("AWS::EC2::SecurityGroup"));
+      expect(groups.flatMap((g) => g.Properties.SecurityGroupIngress ?? [])).toEqual([]);
+    });
+
+    it("lets Lambda manage the functions' network interfaces", () => {
+      const eni = statementsOf(inVpc, "Api").find((s) => actionsOf([s]).includes("ec2:CreateNetworkInterface"));
+      expect(eni?.Resource).toBe("*");
+      expect(actionsOf(statementsOf(template, "Api")).filter((a) => a.startsWith("ec2:"))).toEqual([]);
+    });
+
+    it("logs the VPC's traffic", () => {
+      inVpc.hasResourceProperties("AWS::EC2::FlowLog", { TrafficType: "ALL", LogDestinationType: "cloud-watch-logs" });
     });
   });
 
@@ -268,6 +488,15 @@ describe("ThreadwiseStack", () => {
       }
     });
 
+    it("gives the worker alone the roles of Slack and Teams users, as the worker reads them back", () => {
+      const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
+      const envs = environmentsOf(synthTemplate({ context: { slackRoles: slack, teamsRoles: '{"contoso":{"default":["analyst"]}}' } }));
+      expect(loadConfig({ ...envs.worker, MONGODB_URI: "mongodb://db" }).auth.channelRoles).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
+      for (const name of ["api", "slack", "teams", "setup"]) {
+        expect(Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)), name).toEqual([]);
+      }
+    });
+
     it("gives the webhook functions no tool grant or variable", () => {
       const envs = environmentsOf(withTools);
       for (const fn of ["Slack", "Teams"]) {
@@ -311,11 +540,27 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("leaves /healthz and the webhooks to the functions", () => {
-      for (const key of ["GET /healthz", "POST /slack/events", "POST /teams/messages"]) {
+    it("leaves /healthz, /readyz, /openapi.json and the webhooks to the functions", () => {
+      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /teams/messages"]) {
         template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: key, AuthorizationType: "NONE" });
       }
-      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 3);
+      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 5);
+    });
+
+    it("routes to the api function every route its router serves, and no other", () => {
+      // Enumerating the routes builds no connection: a MongoClient connects on its first operation.
+      const database = new ThreadwiseDatabase(new MongoClient("mongodb://127.0.0.1:1/"), { dbName: "routes" });
+      const routes = apiRoutes({ authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }), database, runner: {} as never, idempotentRequests: {} as never, maxMessageChars: 1 });
+      expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
+    });
+
+    it("routes to each webhook function the route its channel serves", () => {
+      const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
+      const keys = routeKeysByFunction(template);
+      const slack = channelRoutes({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined });
+      const teams = channelRoutes({ teams: { appId: "a" }, deduper, enqueue: async () => undefined });
+      expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
+      expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
     it("writes JSON access logs with the request id", () => {
@@ -363,7 +608,7 @@ describe("ThreadwiseStack", () => {
       expect(JSON.stringify(alarm.Properties.Dimensions)).toContain("TurnQueuesDeadLetters");
     });
 
-    it("alarms on errors and throttles of every function", () => {
+    it("alarms on errors and throttles of every function that serves traffic", () => {
       for (const metric of ["Errors", "Throttles"]) {
         const alarms = template.findResources("AWS::CloudWatch::Alarm", { Properties: { MetricName: metric, Namespace: "AWS/Lambda" } });
         expect(Object.keys(alarms)).toHaveLength(4);

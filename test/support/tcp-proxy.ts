@@ -1,32 +1,69 @@
+import { readFileSync } from "node:fs";
 import { createServer, connect, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
 
-/** A loopback TCP proxy that a test can cut and restore, to stage an outage of the server behind it. */
+/** A self-signed certificate for 127.0.0.1 and localhost, valid until 2126: a test fixture, trusted by nothing else. */
+export const LOOPBACK_TLS = {
+  certFile: new URL("./tls/loopback-test-only.crt", import.meta.url).pathname,
+  keyFile: new URL("./tls/loopback-test-only.key", import.meta.url).pathname,
+};
+
+/**
+ * A loopback TCP proxy that a test can cut and restore, to stage an outage of the server behind it,
+ * or whose open connections it can drop without a word, as a NAT gateway forgets an idle connection.
+ */
 export interface TcpProxy {
   port: number;
+  /** Connections accepted since the proxy started. */
+  readonly accepted: number;
+  /** Connections open now. */
+  readonly open: number;
+  /** Closes every connection and stops listening: clients see resets and refusals. */
   cut(): Promise<void>;
   restore(): Promise<void>;
+  /**
+   * Every open connection goes silent: nothing more is forwarded either way and nothing is closed,
+   * so the client learns of it only by a timeout. New connections are forwarded as before.
+   */
+  dropSilently(): void;
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
-  const sockets = new Set<Socket>();
+export interface TcpProxyOptions {
+  /** Terminate TLS with {@link LOOPBACK_TLS} and forward plain TCP, as a TLS-only database would be reached. */
+  tls?: boolean;
+}
+
+export async function startTcpProxy(targetPort: number, options: TcpProxyOptions = {}): Promise<TcpProxy> {
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let server: Server;
   let port = 0;
   let listening = false;
+  let accepted = 0;
+
+  const forward = (client: Socket) => {
+    accepted += 1;
+    const upstream = connect(targetPort, "127.0.0.1");
+    const pair = { client, upstream };
+    pairs.add(pair);
+    for (const s of [client, upstream]) {
+      s.on("close", () => {
+        pairs.delete(pair);
+        client.destroy();
+        upstream.destroy();
+      });
+      s.on("error", () => s.destroy());
+    }
+    client.pipe(upstream).pipe(client);
+  };
 
   const listen = () =>
     new Promise<void>((resolve) => {
       if (listening) return resolve();
       listening = true;
-      server = createServer((client) => {
-        const upstream = connect(targetPort, "127.0.0.1");
-        for (const s of [client, upstream]) {
-          sockets.add(s);
-          s.on("close", () => sockets.delete(s));
-          s.on("error", () => s.destroy());
-        }
-        client.pipe(upstream).pipe(client);
-      });
+      server = options.tls
+        ? createTlsServer({ cert: readFileSync(LOOPBACK_TLS.certFile), key: readFileSync(LOOPBACK_TLS.keyFile) }, forward)
+        : createServer(forward);
       server.listen(port, "127.0.0.1", () => {
         port = (server.address() as { port: number }).port;
         resolve();
@@ -37,7 +74,10 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     new Promise<void>((resolve) => {
       if (!listening) return resolve();
       listening = false;
-      for (const s of sockets) s.destroy();
+      for (const { client, upstream } of pairs) {
+        client.destroy();
+        upstream.destroy();
+      }
       server.close(() => resolve());
     });
 
@@ -46,8 +86,26 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     get port() {
       return port;
     },
+    get accepted() {
+      return accepted;
+    },
+    get open() {
+      return pairs.size;
+    },
     cut: stop,
     restore: listen,
+    dropSilently() {
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        // Read and discard, so neither side's writes ever fail or block, and a close still arrives.
+        for (const s of [client, upstream]) {
+          s.removeAllListeners("data");
+          s.on("data", () => undefined);
+          s.resume();
+        }
+      }
+    },
     close: stop,
   };
 }

@@ -1,12 +1,14 @@
 import { createHash, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, secretOf, type CredentialKey, type CredentialSecretName } from "../../../lib/config/credentials.js";
 
 /**
  * Local stand-ins for the two AWS JSON APIs the handlers call besides Bedrock: Secrets Manager
  * GetSecretValue (awsJson1_1) and SQS SendMessage / ChangeMessageVisibility (awsJson1_0). The
  * real SDK clients reach them through AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_SQS,
- * so everything up to the HTTP request is the code that runs in Lambda.
+ * so everything up to the HTTP request is the code that runs in Lambda. It holds one secret per
+ * credentials secret of the stack (`CREDENTIAL_SECRETS`).
  */
 
 export const TEST_ACCOUNT = "123456789012";
@@ -24,13 +26,17 @@ export interface SentMessage {
 export interface LocalAws {
   url: string;
   queueUrl: string;
-  secretArn: string;
+  secretArns: Record<CredentialSecretName, string>;
   sent: SentMessage[];
   visibilityChanges: { receiptHandle: string; visibilityTimeout: number }[];
-  secretFetches: number;
-  /** Variables that point the SDK here, with dummy credentials, and name the secret and queue. */
+  /** GetSecretValue calls served, by secret. */
+  secretFetches: Record<CredentialSecretName, number>;
+  /** Variables that point the SDK here, with dummy credentials, and name every secret and the queue. */
   environment: Record<string, string>;
-  setSecret(value: unknown): void;
+  /** Each key into its own secret, every other key of each secret left empty, as a filled-in template. */
+  setCredentials(keys: Partial<Record<CredentialKey, string>>): void;
+  /** One secret's string exactly as given (for secrets that are not JSON). */
+  setSecretString(name: CredentialSecretName, value: string): void;
   close(): Promise<void>;
 }
 
@@ -49,11 +55,13 @@ function reply(response: ServerResponse, status: number, body: unknown, contentT
 }
 
 export async function startLocalAws(): Promise<LocalAws> {
-  const secretArn = `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:test/threadwise/credentials-AbC123`;
-  let secret = "{}";
+  const secretArns = Object.fromEntries(
+    CREDENTIAL_SECRET_NAMES.map((name, i) => [name, `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:test/threadwise/${CREDENTIAL_SECRETS[name].name}-AbC12${i}`]),
+  ) as Record<CredentialSecretName, string>;
+  const secrets = new Map<string, string>(CREDENTIAL_SECRET_NAMES.map((name) => [secretArns[name], "{}"]));
+  const secretFetches = Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [name, 0])) as Record<CredentialSecretName, number>;
   const sent: SentMessage[] = [];
   const visibilityChanges: LocalAws["visibilityChanges"] = [];
-  let secretFetches = 0;
   let sequence = 0;
 
   const server: Server = createServer(async (request, response) => {
@@ -63,11 +71,14 @@ export async function startLocalAws(): Promise<LocalAws> {
       return reply(response, 403, { __type: "MissingAuthenticationToken", message: "unsigned" }, "application/x-amz-json-1.1");
     }
     if (target === "secretsmanager.GetSecretValue") {
-      if (body.SecretId !== secretArn) {
+      const arn = String(body.SecretId);
+      const name = CREDENTIAL_SECRET_NAMES.find((n) => secretArns[n] === arn);
+      if (!name) {
         return reply(response, 400, { __type: "ResourceNotFoundException", message: "Secrets Manager can't find the specified secret." }, "application/x-amz-json-1.1");
       }
-      secretFetches += 1;
-      return reply(response, 200, { ARN: secretArn, Name: "test/threadwise/credentials", SecretString: secret, VersionId: randomUUID(), CreatedDate: Date.now() / 1000 }, "application/x-amz-json-1.1");
+      secretFetches[name] += 1;
+      const secretName = `test/threadwise/${CREDENTIAL_SECRETS[name].name}`;
+      return reply(response, 200, { ARN: arn, Name: secretName, SecretString: secrets.get(arn), VersionId: randomUUID(), CreatedDate: Date.now() / 1000 }, "application/x-amz-json-1.1");
     }
     if (target === "AmazonSQS.SendMessage") {
       const message: SentMessage = {
@@ -94,23 +105,28 @@ export async function startLocalAws(): Promise<LocalAws> {
   return {
     url,
     queueUrl,
-    secretArn,
+    secretArns,
     sent,
     visibilityChanges,
-    get secretFetches() {
-      return secretFetches;
-    },
+    secretFetches,
     environment: {
       AWS_REGION: TEST_REGION,
       AWS_ACCESS_KEY_ID: "AKIDLOCALTEST",
       AWS_SECRET_ACCESS_KEY: "local-test-secret",
       AWS_ENDPOINT_URL_SECRETS_MANAGER: url,
       AWS_ENDPOINT_URL_SQS: url,
-      SECRET_ARN: secretArn,
+      ...Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [CREDENTIAL_SECRETS[name].variable, secretArns[name]])),
       TURN_QUEUE_URL: queueUrl,
     },
-    setSecret(value: unknown) {
-      secret = JSON.stringify(value);
+    setCredentials(keys) {
+      for (const name of CREDENTIAL_SECRET_NAMES) {
+        const value = Object.fromEntries(CREDENTIAL_SECRETS[name].keys.map((key) => [key, ""]));
+        for (const [key, v] of Object.entries(keys)) if (secretOf(key as CredentialKey) === name) value[key] = v;
+        secrets.set(secretArns[name], JSON.stringify(value));
+      }
+    },
+    setSecretString(name, value) {
+      secrets.set(secretArns[name], value);
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

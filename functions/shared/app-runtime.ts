@@ -1,0 +1,59 @@
+import { createApp, type App, type AppOptions } from "../../lib/app.js";
+import { channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
+import type { TurnJobWorker, TurnMetricsSink } from "../../lib/queue/index.js";
+import { channelWorker } from "../../lib/channels/channel-worker.js";
+import type { SecretSource } from "../../lib/tools/index.js";
+import { config, logger, mongoClientFor } from "./runtime.js";
+
+let current: { client: unknown; app: Promise<App> } | undefined;
+
+/**
+ * The app (stores, tools, graph) over the container's MongoClient: made on the first invocation,
+ * reused after, made again when the secret names another database. It makes no indexes: the
+ * deploy step does, and the first request only checks that it did (`setup: "ensure"`).
+ */
+export function appFor(credentials: Credentials, options: Omit<AppOptions, "mongoClient" | "setup" | "logger" | "secrets">): Promise<App> {
+  const client = mongoClientFor(credentials);
+  if (current?.client !== client) {
+    const previous = current;
+    const app = createApp(config, { ...options, mongoClient: client, setup: "ensure", logger, secrets: secretsOf(credentials) });
+    current = { client, app };
+    // A failed start must not stick: the next invocation tries again.
+    app.catch(() => {
+      if (current?.app === app) current = undefined;
+    });
+    previous?.app.then((old) => old.close()).catch(() => undefined);
+  }
+  return current!.app;
+}
+
+/** Tools read their credentials (Power BI) from the function's secrets, by key. */
+function secretsOf(credentials: Credentials): SecretSource {
+  return {
+    get: async (name) => {
+      const value = (credentials as Record<string, unknown>)[name];
+      return typeof value === "string" ? value : undefined;
+    },
+  };
+}
+
+/** The repliers hold tokens and token caches: made once per app and credentials version, not per turn. */
+const workers = new WeakMap<App, { key: string; worker: TurnJobWorker }>();
+
+export function workerFor(app: App, credentials: Credentials, onTurnCompleted: TurnMetricsSink): TurnJobWorker {
+  const replies = channelReplyCredentialsOf(credentials);
+  const key = JSON.stringify(replies);
+  const cached = workers.get(app);
+  if (cached?.key === key) return cached.worker;
+  const worker = channelWorker({
+    app,
+    replies,
+    endpoints: config.channels,
+    channelRoles: config.auth.channelRoles,
+    maxReceives: config.deployment.turnMaxReceives,
+    maxMessageChars: config.maxMessageChars,
+    onTurnCompleted,
+  });
+  workers.set(app, { key, worker });
+  return worker;
+}

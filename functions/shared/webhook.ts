@@ -1,0 +1,60 @@
+import type { Context } from "aws-lambda";
+import { errorResponse } from "../../lib/api/error-response.js";
+import { createRouter } from "../../lib/api/router.js";
+import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
+import { channelRoutes } from "../../lib/channels/channel-routes.js";
+import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
+import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
+import { config, credentialsOf, logger, logServerError, mongoClientFor, requireTurnQueue } from "./runtime.js";
+
+/** What to fill in, said by a webhook whose channel has no key yet (README, "The credentials secrets"). */
+const AWS_CHANNEL_HINTS = {
+  slack: "set slackSigningSecret in the slack-signing credentials secret",
+  teams: "set teamsAppId in the teams-bot credentials secret",
+};
+
+const dedupers = new WeakMap<object, ChannelEventDeduper>();
+
+/**
+ * Claims events in the container's MongoClient, made on the first claim: the routes call it only
+ * for a verified request, so a refused one never touches MongoDB. Its TTL index is the deploy
+ * step's, not made here.
+ */
+function deduperOf(credentials: Credentials): EventDeduper {
+  const current = () => {
+    const client = mongoClientFor(credentials);
+    let deduper = dedupers.get(client);
+    if (!deduper) dedupers.set(client, (deduper = new ChannelEventDeduper(client.db(config.dbName))));
+    return deduper;
+  };
+  return { claim: (eventId, now) => current().claim(eventId, now), release: (eventId) => current().release(eventId) };
+}
+
+/**
+ * A webhook function: verifies the request with the channel's key alone, then claims and enqueues
+ * it. It builds neither the app nor the graph, and loads no tool.
+ */
+export function webhook(channel: "slack" | "teams") {
+  return async (event: HttpApiEvent, context: Context) => {
+    const request = toHttpRequest(event);
+    try {
+      const credentials = credentialsOf(context);
+      const ingress = channelIngressCredentialsOf(credentials);
+      const route = createRouter(
+        channelRoutes({
+          slack: channel === "slack" ? ingress.slack : undefined,
+          teams: channel === "teams" && ingress.teams ? { ...ingress.teams, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+          notConfigured: AWS_CHANNEL_HINTS,
+          deduper: deduperOf(credentials),
+          enqueue: (job) => requireTurnQueue().enqueue(job),
+          logger,
+        }),
+        logServerError,
+      );
+      return toResult(await route(request));
+    } catch (error) {
+      logServerError(error, request);
+      return toResult(errorResponse(error));
+    }
+  };
+}

@@ -1,0 +1,35 @@
+import type { MongoClient } from "mongodb";
+import { ChannelEventDeduper } from "./channels/channel-event-deduper.js";
+import type { Clock } from "./clock.js";
+import type { Config } from "./config/config.js";
+import { ThreadwiseDatabase } from "./store/database.js";
+
+/** The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them. */
+export function databaseFor(client: MongoClient, config: Config, clock?: Clock): ThreadwiseDatabase {
+  return new ThreadwiseDatabase(client, {
+    dbName: config.dbName,
+    leaseTtlMs: config.leaseTtlMs,
+    retentionDays: config.retentionDays,
+    checkpointsKept: config.checkpointsKept,
+    clock,
+  });
+}
+
+/**
+ * Every index of the database, the channel events' TTL index included, recorded as done. The
+ * deploy step in AWS (the setup function), `npm run db:setup`, and the local server at start.
+ */
+export async function setupDatabase(database: ThreadwiseDatabase): Promise<void> {
+  await database.setup([() => new ChannelEventDeduper(database.db).setup()]);
+}
+
+/**
+ * Sets the database up unless it records that this version's indexes were made: one read on a
+ * cold start. It does the work only for a database the deploy step has not reached (a secret
+ * filled in after the deploy). Returns whether it set the database up.
+ */
+export async function ensureDatabaseSetUp(database: ThreadwiseDatabase): Promise<boolean> {
+  if (await database.isSetUp()) return false;
+  await setupDatabase(database);
+  return true;
+}

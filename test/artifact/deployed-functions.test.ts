@@ -1,0 +1,309 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS } from "../../lib/config/credentials.js";
+import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
+import { BUNDLE_FILE } from "../../infra/bundling/bundling.js";
+import { appMention, envelope } from "../channels/slack/fixtures.js";
+import { messageActivity, PERSONAL_CONVERSATION } from "../channels/teams/fixtures.js";
+import { startLocalAws, type LocalAws, type SentMessage } from "../functions/support/aws-endpoints.js";
+import { apiEvent, jwtClaims, sqsEvent, sqsRecord, type ApiEventInput } from "../functions/support/events.js";
+import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../support/bot-connector-endpoint.js";
+import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
+import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-signing.js";
+import { LOOPBACK_TLS, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { startBotFrameworkIssuer, TEST_APP_ID, type BotFrameworkIssuer } from "../support/teams-signing.js";
+import { resolveReferences, synthesizeDeployedStack, type DeployedStack } from "./support/deployed-stack.js";
+import { FunctionProcess } from "./support/lambda-runtime.js";
+import { runtimeSdkDirectory } from "./support/runtime-sdk.js";
+
+/**
+ * The artifact tier: the stack synthesized once with its bundles, each function run from cdk.out
+ * in its own Node 22 process with exactly the environment its template gives it (references
+ * resolved to local stand-ins, as CloudFormation resolves them to the stack's resources), the AWS
+ * SDK only from NODE_PATH, MongoDB behind a TLS proxy, and real-shaped events.
+ */
+
+/** Shorter than the default 60 s, so that a freeze outlasting it fits in a test; a documented stage option. */
+const MAX_IDLE_SECONDS = 2;
+const BOT_TOKEN = "xoxb-artifact";
+const TEAMS_PASSWORD = "artifact-password";
+
+let stack: DeployedStack;
+let database: TestDatabase;
+let proxy: TcpProxy;
+let aws: LocalAws;
+let converse: ConverseEndpoint;
+let slackApi: SlackApiEndpoint;
+let issuer: BotFrameworkIssuer;
+let connector: BotConnectorEndpoint;
+let nodePath: string;
+const processes: FunctionProcess[] = [];
+const warm = new Map<string, FunctionProcess>();
+
+const alice = jwtClaims("alice", { tenant: "acme" });
+const fullCredentials = () => ({
+  mongodbUri: `mongodb://127.0.0.1:${proxy.port}/?directConnection=true&tls=true&tlsCAFile=${LOOPBACK_TLS.certFile}`,
+  slackSigningSecret: TEST_SLACK_SIGNING_SECRET,
+  slackBotToken: BOT_TOKEN,
+  teamsAppId: TEST_APP_ID,
+  teamsAppPassword: TEAMS_PASSWORD,
+});
+
+beforeAll(async () => {
+  database = await openTestDatabase("artifact");
+  stack = synthesizeDeployedStack({ stage: "artifact", mongodbDb: database.dbName, mongodbMaxIdleSeconds: MAX_IDLE_SECONDS });
+  nodePath = runtimeSdkDirectory();
+  proxy = await startTcpProxy(Number(new URL(mongoUri().replace("mongodb://", "http://")).port), { tls: true });
+  aws = await startLocalAws();
+  converse = await startConverseEndpoint({ respond: (request) => ({ text: `answer to: ${lastUserText(request)}` }) });
+  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN });
+  issuer = await startBotFrameworkIssuer();
+  connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: TEAMS_PASSWORD });
+}, 240_000);
+
+afterAll(async () => {
+  for (const p of processes) await p.stop();
+  await Promise.all([aws?.close(), converse?.close(), slackApi?.close(), issuer?.close(), connector?.close()]);
+  await proxy?.close();
+  await database?.cleanup();
+});
+
+/** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
+async function coldStart(name: string): Promise<FunctionProcess> {
+  const artifact = resolveReferences(stack.functions[name], stack.template, (logicalId, resource) => {
+    if (resource.Type === "AWS::SecretsManager::Secret") {
+      const secret = CREDENTIAL_SECRET_NAMES.find((n) => String(resource.Properties.Name).endsWith(`/threadwise/${CREDENTIAL_SECRETS[n].name}`));
+      return secret && aws.secretArns[secret];
+    }
+    if (resource.Type === "AWS::SQS::Queue" && String(resource.Properties.QueueName).endsWith("-turns.fifo")) return aws.queueUrl;
+    return undefined;
+  });
+  const fn = await FunctionProcess.start(artifact, {
+    nodePath,
+    services: {
+      AWS_ENDPOINT_URL_SECRETS_MANAGER: aws.url,
+      AWS_ENDPOINT_URL_SQS: aws.url,
+      AWS_ENDPOINT_URL_BEDROCK_RUNTIME: converse.url,
+      SLACK_API_URL: slackApi.slackApiUrl,
+      TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
+      TEAMS_TOKEN_URL: connector.tokenUrl,
+    },
+  });
+  processes.push(fn);
+  warm.set(name, fn);
+  return fn;
+}
+
+/** The function's warm container, started on first use. */
+async function container(name: string): Promise<FunctionProcess> {
+  return warm.get(name) ?? coldStart(name);
+}
+
+type HttpResult = { statusCode: number; headers?: Record<string, string>; body?: string };
+
+async function api(input: ApiEventInput): Promise<{ status: number; headers: Record<string, string>; json: any }> {
+  const result = await (await container("api")).invoke<HttpResult>(apiEvent(input));
+  return { status: result.statusCode, headers: result.headers ?? {}, json: result.body ? JSON.parse(result.body) : undefined };
+}
+
+async function runWorker(message: SentMessage): Promise<unknown> {
+  return (await container("worker")).invoke(sqsEvent(sqsRecord(message)));
+}
+
+function lastSent(before: number): SentMessage {
+  expect(aws.sent.length).toBe(before + 1);
+  return aws.sent[before];
+}
+
+/** A CloudFormation custom resource request whose answer lands in `responses`. */
+async function customResourceEndpoint(): Promise<{ url: string; responses: Record<string, any>[]; close(): Promise<void> }> {
+  const responses: Record<string, any>[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (c: Buffer) => chunks.push(c));
+    request.on("end", () => {
+      responses.push({ method: request.method, contentType: request.headers["content-type"], ...JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+      response.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cfn-response?X-Amz-Signature=x`, responses, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+function createEvent(responseUrl: string) {
+  return {
+    RequestType: "Create",
+    ServiceToken: "arn:aws:lambda:us-east-1:123456789012:function:artifact-threadwise-setup",
+    ResponseURL: responseUrl,
+    StackId: "arn:aws:cloudformation:us-east-1:123456789012:stack/artifact-threadwise/0f0e",
+    RequestId: "b1b2c3d4-0000-4000-8000-000000000001",
+    LogicalResourceId: "DatabaseSetup",
+    ResourceType: "Custom::ThreadwiseDatabaseSetup",
+    ResourceProperties: { ServiceToken: "arn:aws:lambda:us-east-1:123456789012:function:artifact-threadwise-setup", Version: String(DATABASE_SETUP_VERSION) },
+  };
+}
+
+describe("deployed functions (cdk.out bundles, Node 22, the template's environment)", () => {
+  describe("setup (the deploy step)", () => {
+    it("returns SUCCESS to CloudFormation and skips, saying why, while the database secret is still empty", async () => {
+      aws.setCredentials({});
+      const cfn = await customResourceEndpoint();
+      const before = proxy.accepted;
+      const setup = await coldStart("setup");
+      expect(await setup.invoke(createEvent(cfn.url))).toEqual({ status: "skipped-no-uri" });
+      expect(cfn.responses).toEqual([expect.objectContaining({ method: "PUT", contentType: "", Status: "SUCCESS", Data: { Status: "skipped-no-uri" }, LogicalResourceId: "DatabaseSetup" })]);
+      expect(setup.logs()).toContainEqual(expect.objectContaining({ message: "database setup skipped" }));
+      expect(proxy.accepted).toBe(before);
+      await cfn.close();
+    });
+
+    it("makes every index and records the version once the secret is filled in", async () => {
+      aws.setCredentials(fullCredentials());
+      const cfn = await customResourceEndpoint();
+      expect(await (await coldStart("setup")).invoke(createEvent(cfn.url))).toEqual({ status: "set-up" });
+      expect(cfn.responses[0]).toMatchObject({ Status: "SUCCESS", Data: { Status: "set-up" } });
+      expect(await database.db.collection("setup").findOne({})).toMatchObject({ version: DATABASE_SETUP_VERSION });
+      const names = async (collection: string) => (await database.db.collection(collection).indexes()).map((i) => i.name);
+      expect(await names("conversations")).toContain("channel_key");
+      expect(await names("channel_events")).toContain("ttl");
+      await cfn.close();
+    });
+  });
+
+  describe("webhooks", () => {
+    it("returns 401 to a Slack request with a wrong signature, having opened no MongoDB connection and queued nothing", async () => {
+      const slack = await coldStart("slack");
+      const before = { connections: proxy.accepted, sent: aws.sent.length };
+      const body = envelope(appMention());
+      const result = await slack.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body, { secret: "not-the-signing-secret" }) }),
+      );
+      expect(result.statusCode).toBe(401);
+      expect({ connections: proxy.accepted, sent: aws.sent.length }).toEqual(before);
+    });
+
+    it("returns 401 to a Teams activity without a token, having opened no MongoDB connection and queued nothing", async () => {
+      const teams = await coldStart("teams");
+      const before = { connections: proxy.accepted, sent: aws.sent.length };
+      const result = await teams.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/teams/messages", routeKey: "POST /teams/messages", body: messageActivity(connector.serviceUrl) }),
+      );
+      expect(result.statusCode).toBe(401);
+      expect({ connections: proxy.accepted, sent: aws.sent.length }).toEqual(before);
+    });
+
+    it("returns bundles that sign MONGODB-AWS authentication with their own aws4 and the runtime's credential providers", () => {
+      for (const name of ["api", "worker", "slack", "teams", "setup"]) {
+        const code = readFileSync(join(stack.functions[name].codeDirectory, BUNDLE_FILE), "utf8");
+        expect(code, name).not.toMatch(/[\w$]+\(["']aws4["']\)/);
+        expect(code, name).toContain("AWS4-HMAC-SHA256");
+        expect(code, name).toMatch(/[\w$]+\(["']@aws-sdk\/credential-providers["']\)/);
+      }
+      expect(existsSync(join(nodePath, "@aws-sdk/credential-providers/package.json"))).toBe(true);
+    });
+
+    it("returns webhook bundles without the graph, the tools or the app, which the worker's holds", () => {
+      const code = (name: string) => readFileSync(join(stack.functions[name].codeDirectory, BUNDLE_FILE), "utf8");
+      // Markers of LangGraph's graph, the SQL tool's input schema and the turn runner.
+      const markers = ["StateGraph", "One read-only SELECT", "turn is already running"];
+      const worker = code("worker");
+      expect(markers.filter((m) => !worker.includes(m))).toEqual([]);
+      for (const name of ["slack", "teams"]) expect(markers.filter((m) => code(name).includes(m)), name).toEqual([]);
+    });
+  });
+
+  describe("api", () => {
+    it("returns the answer of a turn run in the request, and the routes the console reads", async () => {
+      const created = await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice });
+      expect(created.status).toBe(201);
+      const id = created.json.conversationId as string;
+      const answered = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        body: { content: "What is the capital of France?" },
+      });
+      expect(answered).toMatchObject({ status: 200, json: { answer: "answer to: What is the capital of France?" } });
+      const state = await api({ method: "GET", path: `/v1/conversations/${id}/state`, routeKey: "GET /v1/conversations/{id}/state", claims: alice });
+      expect(state.status).toBe(200);
+      const turns = await api({ method: "GET", path: `/v1/conversations/${id}/turns`, routeKey: "GET /v1/conversations/{id}/turns", claims: alice });
+      expect(turns.json.turns).toEqual([expect.objectContaining({ turnId: answered.json.turnId, status: "completed" })]);
+    });
+
+    it("returns ready from /readyz once the database is set up", async () => {
+      expect(await api({ method: "GET", path: "/readyz", routeKey: "GET /readyz" })).toMatchObject({ status: 200, json: { status: "ready" } });
+    });
+  });
+
+  describe("worker", () => {
+    it("completes an async API turn queued by the api function", async () => {
+      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+      const before = aws.sent.length;
+      const accepted = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        headers: { prefer: "respond-async" },
+        body: { content: "Answer me later" },
+      });
+      expect(accepted.status).toBe(202);
+      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      const turn = await api({
+        method: "GET",
+        path: `/v1/conversations/${id}/turns/${accepted.json.turnId}`,
+        routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
+        claims: alice,
+      });
+      expect(turn.json).toMatchObject({ status: "completed", answer: "answer to: Answer me later" });
+    });
+
+    it("answers a signed Slack mention in its thread, queued by the slack function", async () => {
+      const before = aws.sent.length;
+      const body = envelope(appMention({ ts: "1700009000.000100", event_ts: "1700009000.000100", text: "<@U0BOT> how are sales?" }));
+      const slack = await container("slack");
+      const result = await slack.invoke<HttpResult>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }));
+      expect(result.statusCode).toBe(200);
+      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      expect(slackApi.posts.filter((p) => p.threadTs === "1700009000.000100").map((p) => p.text)).toEqual(["answer to: how are sales?"]);
+    });
+
+    it("answers a Teams activity through the Bot Connector, queued by the teams function", async () => {
+      const before = aws.sent.length;
+      const activity = messageActivity(connector.serviceUrl, { text: "how are sales in Teams?" });
+      const token = await issuer.sign({ serviceUrl: connector.serviceUrl });
+      const teams = await container("teams");
+      const result = await teams.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/teams/messages", routeKey: "POST /teams/messages", body: activity, headers: { authorization: `Bearer ${token}` } }),
+      );
+      expect(result.statusCode).toBe(202);
+      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      expect(connector.replies).toEqual([
+        expect.objectContaining({ conversationId: PERSONAL_CONVERSATION, activityId: activity.id, activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }) }),
+      ]);
+    });
+  });
+
+  describe("a frozen container", () => {
+    it("answers its first request after a freeze within a few seconds, its connections dropped without a word meanwhile", async () => {
+      const list = () => api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice });
+      expect((await list()).status).toBe(200);
+      const apiProcess = await container("api");
+      apiProcess.freeze();
+      proxy.dropSilently();
+      // Longer than the template's MONGODB_MAX_IDLE_TIME_MS: the pooled connections are stale on thaw.
+      await new Promise((resolve) => setTimeout(resolve, MAX_IDLE_SECONDS * 1000 + 500));
+      apiProcess.thaw();
+      const started = performance.now();
+      const after = await list();
+      const elapsedMs = performance.now() - started;
+      expect(after.status).toBe(200);
+      expect(elapsedMs).toBeLessThan(3_000);
+    });
+  });
+});

@@ -1,0 +1,40 @@
+import { mongoUri } from "../support/mongo.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+
+let proxy: TcpProxy;
+let runtime: typeof import("../../functions/shared/runtime.js");
+
+beforeAll(async () => {
+  proxy = await startTcpProxy(Number(new URL(mongoUri().replace("mongodb://", "http://")).port));
+  process.env.MONGODB_SERVER_SELECTION_TIMEOUT_MS = "300";
+  // Read at import, as in a cold start.
+  runtime = await import("../../functions/shared/runtime.js");
+});
+afterAll(async () => {
+  await proxy.close();
+});
+
+describe("functions/shared/runtime", () => {
+  describe("mongoClientFor", () => {
+    const credentials = () => ({ mongodbUri: `mongodb://127.0.0.1:${proxy.port}/?directConnection=true` });
+
+    it("returns the same client for the same URI", () => {
+      expect(runtime.mongoClientFor(credentials())).toBe(runtime.mongoClientFor(credentials()));
+    });
+
+    it("returns a new client after the first connection of the previous one failed, which then connects", async () => {
+      await proxy.cut();
+      const failed = runtime.mongoClientFor({ mongodbUri: `${credentials().mongodbUri}&appName=first` });
+      await expect(failed.db("admin").command({ ping: 1 })).rejects.toThrow();
+      await proxy.restore();
+      const next = runtime.mongoClientFor({ mongodbUri: `${credentials().mongodbUri}&appName=first` });
+      expect(next).not.toBe(failed);
+      expect(await next.db("admin").command({ ping: 1 })).toMatchObject({ ok: 1 });
+      await next.close();
+    });
+
+    it("throws CredentialsMissingError naming mongodbUri when the database secret leaves it empty", () => {
+      expect(() => runtime.mongoClientFor({})).toThrow(expect.objectContaining({ name: "CredentialsMissingError", missing: [{ key: "mongodbUri", secret: "database" }] }));
+    });
+  });
+});
