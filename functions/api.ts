@@ -2,20 +2,34 @@ import middy from "@middy/core";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context } from "aws-lambda";
+import type { App } from "../lib/app.js";
 import { errorResponse } from "../lib/api/error-response.js";
+import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
+import { createHttpHandler } from "../lib/api/http-handler.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
 import { config, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, turnQueue } from "./shared/runtime.js";
 
 const claims = new VerifiedClaims(config.auth);
+/** The HTTP API over each app the container makes (a new one when the secret names another database). */
+const handlers = new WeakMap<App, (request: HttpRequest) => Promise<HttpResponse>>();
+
+function handlerFor(app: App) {
+  let handle = handlers.get(app);
+  if (!handle) {
+    handle = createHttpHandler(app, config, { authenticate: claims.authenticate, onError: logServerError });
+    handlers.set(app, handle);
+  }
+  return handle;
+}
 
 /** The HTTP API (every route of design.md, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
   const request = claims.attach(toHttpRequest(event), event);
   let response;
   try {
-    const app = await appFor(credentialsOf(context), { authenticate: claims.authenticate, turnQueue, onTurnCompleted: publishTurnMetrics, onError: logServerError });
-    response = await app.route(request);
+    const app = await appFor(credentialsOf(context), { turnQueue, onTurnCompleted: publishTurnMetrics });
+    response = await handlerFor(app)(request);
   } catch (error) {
     // No app without the secret's keys or a database client: the answer says which, and so does the log.
     logServerError(error, request);

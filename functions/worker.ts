@@ -6,7 +6,7 @@ import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
 import { parseTurnJob } from "../lib/channels/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
-import { AuthenticationError, ThreadwiseError, ValidationError } from "../lib/errors.js";
+import { ThreadwiseError, ValidationError } from "../lib/errors.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
 import { credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, requireTurnQueue } from "./shared/runtime.js";
 
@@ -14,11 +14,6 @@ import { credentialsMiddleware, credentialsOf, logger, logServerError, metrics, 
 class TurnRetryError extends ThreadwiseError {
   override name = "TurnRetryError";
 }
-
-/** The worker serves no HTTP request, so nobody authenticates through it. */
-const NO_HTTP_CALLERS = async (): Promise<never> => {
-  throw new AuthenticationError("the worker serves no HTTP requests");
-};
 
 async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   let job;
@@ -44,7 +39,7 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
 async function appOf(context: Context): Promise<{ app: App; credentials: Credentials }> {
   try {
     const credentials = credentialsOf(context);
-    const app = await appFor(credentials, { authenticate: NO_HTTP_CALLERS });
+    const app = await appFor(credentials, {});
     await app.ready();
     return { app, credentials };
   } catch (error) {

@@ -8,11 +8,6 @@ import { createAgentGraph } from "./agent/graph.js";
 import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
 import { TurnRunner } from "./agent/turn-runner.js";
-import { apiRoutes } from "./api/api-routes.js";
-import { IdempotentRequests } from "./api/idempotent-requests.js";
-import type { Authenticate, HttpRequest, HttpResponse } from "./api/http.js";
-import { errorResponse } from "./api/error-response.js";
-import { createRouter, type Route } from "./api/router.js";
 import { priceOf, type Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
 import { ValidationError } from "./errors.js";
@@ -43,7 +38,6 @@ import { TurnIndexer } from "./recall/turn-indexer.js";
 export type DatabaseSetupMode = "create" | "ensure";
 
 export interface AppOptions {
-  authenticate: Authenticate;
   /** Default: `create`. */
   setup?: DatabaseSetupMode;
   /** A client the caller owns; otherwise one is created from `config.mongodbUri` and closed by `close()`. */
@@ -54,8 +48,6 @@ export interface AppOptions {
   tools?: ToolDefinition[];
   /** Where the default tools read their credentials (Power BI). Default: none. */
   secrets?: SecretSource;
-  /** Routes served beside the API (Slack, Teams, the local console). */
-  extraRoutes?: Route[];
   /** Test-only crash points; never set in production. */
   faults?: FaultInjector;
   /** What leases measure time with. Default: the system clock; tests pass one they advance. */
@@ -64,19 +56,20 @@ export interface AppOptions {
   embedder?: Embedder;
   /** Default: silent. */
   logger?: StructuredLogger;
-  onError?(error: unknown, request: HttpRequest): void;
   /** Where long and async API turns go (SQS in AWS, in-process locally). Default: none; every turn runs in the request. */
   turnQueue?: TurnQueue;
   /** Receives the figures of every turn finished in the request (Lambda: CloudWatch metrics). */
   onTurnCompleted?: TurnMetricsSink;
 }
 
+/** The product's core, one per container or process; HTTP is served over it by `createHttpHandler` (`lib/api/http-handler.ts`). */
 export interface App {
-  route(request: HttpRequest): Promise<HttpResponse>;
   /** Resolves once the database is known to be set up (at once in `create` mode); a failed check is tried again on the next call. */
   ready(): Promise<void>;
   database: ThreadwiseDatabase;
   runner: TurnRunner;
+  /** Hands long and async API turns to the worker, when the app has a turn queue. */
+  dispatcher?: TurnDispatcher;
   close(): Promise<void>;
 }
 
@@ -157,27 +150,11 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         onTurnCompleted: options.onTurnCompleted,
       })
     : undefined;
-  const idempotentRequests = new IdempotentRequests({ collection: database.idempotency, inProgressTimeoutMs: config.leaseTtlMs });
-  const routes = [
-    ...apiRoutes({ authenticate: options.authenticate, database, runner, idempotentRequests, maxMessageChars: config.maxMessageChars, dispatcher }),
-    ...(options.extraRoutes ?? []),
-  ];
-  const router = createRouter(routes, options.onError);
   return {
-    // Liveness answers without the database; everything else waits for it to be set up.
-    async route(request) {
-      if (request.method === "GET" && request.path === LIVENESS_PATH) return router(request);
-      try {
-        await ready();
-      } catch (error) {
-        options.onError?.(error, request);
-        return errorResponse(error);
-      }
-      return router(request);
-    },
     ready,
     database,
     runner,
+    dispatcher,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();
@@ -206,9 +183,6 @@ function createEmbedder(config: Config): Embedder | undefined {
 }
 
 const NO_SECRETS: SecretSource = { get: async () => undefined };
-
-/** The one route that must answer while the database is away (README, "HTTP API"). */
-const LIVENESS_PATH = "/healthz";
 
 /** `create`: set up now, ready at once. `ensure`: check (and set up if needed) on first call, again after a failure. */
 async function readiness(database: ThreadwiseDatabase, mode: DatabaseSetupMode, logger?: StructuredLogger): Promise<() => Promise<void>> {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createApp, type App } from "../lib/app.js";
 import type { HttpRequest } from "../lib/api/http.js";
+import { createHttpHandler } from "../lib/api/http-handler.js";
 import { loadConfig } from "../lib/config/config.js";
 import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
 import { createMongoClient } from "../lib/store/mongo-client.js";
@@ -25,18 +26,16 @@ afterAll(async () => {
   await inspector.cleanup();
 });
 
-async function app(uri: string, dbName: string, setup: "create" | "ensure", selectionMs = 5_000): Promise<App> {
-  const made = await createApp(loadConfig({ MONGODB_URI: uri, MONGODB_DB: dbName, MONGODB_SERVER_SELECTION_TIMEOUT_MS: String(selectionMs) }), {
-    authenticate: async () => caller,
-    tools: [],
-    setup,
-  });
+/** An app and the HTTP API over it, as the api function and the local server serve it. */
+async function app(uri: string, dbName: string, setup: "create" | "ensure", selectionMs = 5_000) {
+  const config = loadConfig({ MONGODB_URI: uri, MONGODB_DB: dbName, MONGODB_SERVER_SELECTION_TIMEOUT_MS: String(selectionMs) });
+  const made = await createApp(config, { tools: [], setup });
   apps.push(made);
-  return made;
+  return { app: made, route: createHttpHandler(made, config, { authenticate: async () => caller }) };
 }
 
 describe("createApp", () => {
-  describe("route", () => {
+  describe("createHttpHandler", () => {
     it("returns 200 from /healthz without reaching the database", async () => {
       const unreachable = await app(UNREACHABLE, "app_none", "ensure", 200);
       expect((await unreachable.route(get("/healthz"))).status).toBe(200);
@@ -79,7 +78,7 @@ describe("createApp", () => {
       await client.connect();
       await proxy.cut();
       const dbName = `app_${randomUUID().slice(0, 8)}`;
-      const ensured = await createApp(loadConfig({ MONGODB_DB: dbName }), { authenticate: async () => caller, tools: [], setup: "ensure", mongoClient: client });
+      const ensured = await createApp(loadConfig({ MONGODB_DB: dbName }), { tools: [], setup: "ensure", mongoClient: client });
       await expect(ensured.ready()).rejects.toThrow();
       await proxy.restore();
       await expect(ensured.ready()).resolves.toBeUndefined();

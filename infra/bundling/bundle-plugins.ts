@@ -58,6 +58,12 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   { importPath: "./client.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]run_trees\.mjs$/, replacement: { file: here("./langsmith-client.ts") } },
   // The package root re-exports the generated REST client too; LangChain only takes these two names from it.
   { importPath: "langsmith", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]/, replacement: { file: here("./langsmith.ts") } },
+  // The driver's index exports GridFS, which nothing here uses (the worker was over 1.5 MB with it).
+  ...["./gridfs", "./gridfs/download", "./gridfs/upload"].map((importPath) => ({
+    importPath,
+    importer: /[\\/]mongodb[\\/]lib[\\/]index\.js$/,
+    replacement: { file: here("./mongodb-gridfs.ts") },
+  })),
   // The package root also exports the Kendra and knowledge-base retrievers and embeddings, whose SDK
   // clients would be loaded at start for nothing (~8 ms for Kendra's alone); we use the chat model.
   { importPath: "@langchain/aws", importer: /[\\/]lib[\\/]agent[\\/]/, replacement: { contents: 'export { ChatBedrockConverse } from "./chat_models.js";' } },

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { errorResponse } from "../api/error-response.js";
+import { createHttpHandler } from "../api/http-handler.js";
 import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
@@ -39,7 +40,7 @@ export interface LocalServerOptions {
   /** Listen here instead of `config.port`; 0 picks a free port. */
   port?: number;
   /** Overrides for the composed app (tests give their own model or tools). */
-  app?: Partial<Omit<AppOptions, "authenticate" | "mongoClient">>;
+  app?: Partial<Omit<AppOptions, "mongoClient">>;
   /** Serve `POST /slack/events` and `POST /teams/messages` for these (`channelCredentialsFromEnv`). Default: neither. */
   channels?: ChannelCredentials;
 }
@@ -136,14 +137,11 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     enqueue: (job) => turnQueue.enqueue(job),
     logger,
   });
-  const app = await createApp({ ...config, mongodbUri }, {
-    onError: logServerError,
-    logger: jsonConsoleLogger,
-    turnQueue,
-    ...options.app,
-    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...webhookRoutes, ...(options.app?.extraRoutes ?? [])],
-    mongoClient: client,
+  const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
+  const route = createHttpHandler(app, config, {
     authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
+    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...webhookRoutes],
+    onError: logServerError,
   });
   worker = channelWorker({
     app,
@@ -155,7 +153,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   });
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     toHttpRequest(req)
-      .then((request) => app.route(request))
+      .then((request) => route(request))
       .then((response) => writeHttpResponse(res, response))
       .catch(() => {
         if (!res.headersSent) writeHttpResponse(res, { status: 500, headers: { "content-type": "application/json" }, body: '{"error":{"code":"internal_error","message":"internal error"}}' });

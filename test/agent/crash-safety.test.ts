@@ -49,7 +49,7 @@ function effectTool(): ToolDefinition {
 }
 
 async function appWith(faults?: FaultInjector): Promise<App> {
-  return createApp(config, { mongoClient: client, authenticate: async () => caller, tools: [effectTool()], faults });
+  return createApp(config, { mongoClient: client, tools: [effectTool()], faults });
 }
 
 beforeAll(async () => {

@@ -3,7 +3,6 @@ import { z } from "zod";
 import { costOf } from "../../lib/agent/model-usage.js";
 import { createApp, type App } from "../../lib/app.js";
 import { DEFAULT_MODEL_PRICES, loadConfig } from "../../lib/config/config.js";
-import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger, type StructuredLogger } from "../../lib/logger.js";
 import type { ModelCallRecord } from "../../lib/store/turn-store.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
@@ -66,9 +65,6 @@ async function bedrockApp(env: Record<string, string> = {}, logger: StructuredLo
     ...env,
   });
   const app = await createApp(config, {
-    authenticate: async () => {
-      throw new AuthenticationError("no HTTP callers in this test");
-    },
     mongoClient: database.client,
     tools: [readLog],
     logger,

@@ -44,7 +44,7 @@ afterAll(async () => {
 /** One container: its own app over the shared database, on the test's clock. */
 async function container(clock: ManualClock): Promise<App> {
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
-  const app = await createApp(config, { mongoClient: database.client, authenticate: async () => caller, clock, logger: silentLogger });
+  const app = await createApp(config, { mongoClient: database.client, clock, logger: silentLogger });
   apps.push(app);
   return app;
 }

@@ -65,7 +65,7 @@ afterAll(async () => {
 
 async function appWith(faults?: FaultInjector): Promise<App> {
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
-  const app = await createApp(config, { mongoClient: database.client, authenticate: async () => caller, tools: [lookup], faults, logger: silentLogger });
+  const app = await createApp(config, { mongoClient: database.client, tools: [lookup], faults, logger: silentLogger });
   apps.push(app);
   return app;
 }

@@ -22,7 +22,7 @@ async function freshApp(): Promise<App> {
   const client = new MongoClient(mongoUri());
   await client.connect();
   clients.push(client);
-  return createApp(config, { mongoClient: client, authenticate: async () => caller, tools: [bigReport] });
+  return createApp(config, { mongoClient: client, tools: [bigReport] });
 }
 
 let inspector: MongoClient;
@@ -87,7 +87,7 @@ describe("TurnRunner", () => {
       clients.push(client);
       const app = await createApp(config, {
         mongoClient: client,
-        authenticate: async () => caller,
+        
         tools: [bigReport],
         logger: { info: capture, warn: capture, error: capture },
       });

@@ -86,7 +86,7 @@ beforeAll(async () => {
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
   database = await openTestDatabase("two_runners");
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
-  const container = () => createApp(config, { mongoClient: database.client, authenticate: async () => caller, clock, logger: silentLogger });
+  const container = () => createApp(config, { mongoClient: database.client, clock, logger: silentLogger });
   containers = [await container(), await container()];
 });
 

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
-import { createApp, type App } from "../../lib/app.js";
+import { createApp } from "../../lib/app.js";
+import { createHttpHandler } from "../../lib/api/http-handler.js";
 import { loadConfig } from "../../lib/config/config.js";
-import type { HttpRequest } from "../../lib/api/http.js";
+import type { HttpRequest, HttpResponse } from "../../lib/api/http.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
@@ -16,7 +17,7 @@ import { apiPrincipal } from "../../lib/auth/principal.js";
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 let proxy: TcpProxy;
 let client: MongoClient;
-let app: App;
+let app: { route: (request: HttpRequest) => Promise<HttpResponse> };
 const dbName = `outage_${randomUUID().slice(0, 8)}`;
 
 let plugPulled = false;
@@ -45,11 +46,9 @@ beforeAll(async () => {
   const uri = `mongodb://127.0.0.1:${proxy.port}/?directConnection=true`;
   client = createMongoClient(uri, { serverSelectionTimeoutMs: 800 });
   await client.connect();
-  app = await createApp(loadConfig({ MONGODB_URI: uri, MONGODB_DB: dbName, LEASE_TTL_MS: "1000" }), {
-    mongoClient: client,
-    authenticate: async () => caller,
-    tools: [pullThePlug],
-  });
+  const config = loadConfig({ MONGODB_URI: uri, MONGODB_DB: dbName, LEASE_TTL_MS: "1000" });
+  const made = await createApp(config, { mongoClient: client, tools: [pullThePlug] });
+  app = { route: createHttpHandler(made, config, { authenticate: async () => caller }) };
 });
 afterAll(async () => {
   await proxy.restore().catch(() => undefined);

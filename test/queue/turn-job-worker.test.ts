@@ -4,7 +4,6 @@ import { createApp, type App } from "../../lib/app.js";
 import { ChannelReplier, SlackGroupDirectory, SlackReplier, slackTurnJob, slackWebClient, type SlackTurnJob } from "../../lib/channels/index.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
-import { AuthenticationError } from "../../lib/errors.js";
 import { silentLogger } from "../../lib/logger.js";
 import { turnIdForJob, TurnJobWorker, type TurnJobWorkerOptions } from "../../lib/queue/index.js";
 import { ChannelRoles } from "../../lib/auth/channel-roles.js";
@@ -59,9 +58,6 @@ beforeAll(async () => {
   database = await openTestDatabase("worker");
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
   app = await createApp(config, {
-    authenticate: async () => {
-      throw new AuthenticationError("no HTTP callers in this test");
-    },
     mongoClient: database.client,
     tools: [whoAmI],
     logger: silentLogger,

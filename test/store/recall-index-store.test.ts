@@ -22,7 +22,7 @@ beforeAll(async () => {
   await client.connect();
   app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_TOOL_OUTPUT_TOKENS: "500" }), {
     mongoClient: client,
-    authenticate: async () => alice,
+    
     tools: [bigReport],
   });
 });

@@ -32,7 +32,7 @@ beforeAll(async () => {
   await client.connect();
   app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, RETENTION_DAYS: "7" }), {
     mongoClient: client,
-    authenticate: async () => caller,
+    
     tools: [bigReport],
   });
 });

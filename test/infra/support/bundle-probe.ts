@@ -1,7 +1,7 @@
 // Bundled by test/infra/bundling.test.ts with the stack's bundle options and compared with the
 // same module run from source: each function goes through code the bundles replace (the tracing
 // client behind RunTree, the LangChain import map, zod's locales and compiler, the tokenizer ranks,
-// the chat model taken from @langchain/aws's chat module), loads the AWS SDK with require(), or
+// the chat model taken from @langchain/aws's chat module, the MongoDB driver's GridFS), loads the AWS SDK with require(), or
 // loads SQLite's WebAssembly package and the handbook from files beside the bundle.
 import { getContextVariable, setContextVariable } from "@langchain/core/context";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
@@ -9,6 +9,7 @@ import { ChatPromptValue } from "@langchain/core/prompt_values";
 import { RunnableLambda } from "@langchain/core/runnables";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { GridFSBucket, MongoClient } from "mongodb";
 import { z } from "zod";
 import { createChatModel } from "../../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
@@ -92,4 +93,17 @@ export async function sampleTools(): Promise<{ sqlite: string; rows: unknown[][]
     await engine.close();
     await index.close();
   }
+}
+
+/** The driver's client as the stores make it (no connection yet), and what a GridFS use meets. */
+export async function mongoDriver(): Promise<{ client: boolean; gridFs: string }> {
+  const client = new MongoClient("mongodb://127.0.0.1:1/?directConnection=true", { serverSelectionTimeoutMS: 1 });
+  let gridFs = "constructed";
+  try {
+    new GridFSBucket(client.db("probe"));
+  } catch (error) {
+    gridFs = (error as Error).message;
+  }
+  await client.close();
+  return { client: typeof client.db("probe").collection === "function", gridFs };
 }

@@ -1,0 +1,48 @@
+import type { App } from "../app.js";
+import type { Config } from "../config/config.js";
+import { apiRoutes } from "./api-routes.js";
+import { errorResponse } from "./error-response.js";
+import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
+import { IdempotentRequests } from "./idempotent-requests.js";
+import { createRouter, type Route } from "./router.js";
+
+/** The one route that must answer while the database is away (README, "HTTP API"). */
+const LIVENESS_PATH = "/healthz";
+
+export interface HttpHandlerOptions {
+  authenticate: Authenticate;
+  /** Routes served beside the API (Slack, Teams, the local console). */
+  extraRoutes?: Route[];
+  onError?(error: unknown, request: HttpRequest): void;
+}
+
+/**
+ * The HTTP API over an app, for the api function and the local server; the worker serves no HTTP
+ * and does not load it. Liveness answers without the database; every other route waits until
+ * the database is known to be set up.
+ */
+export function createHttpHandler(app: App, config: Config, options: HttpHandlerOptions): (request: HttpRequest) => Promise<HttpResponse> {
+  const idempotentRequests = new IdempotentRequests({ collection: app.database.idempotency, inProgressTimeoutMs: config.leaseTtlMs });
+  const routes = [
+    ...apiRoutes({
+      authenticate: options.authenticate,
+      database: app.database,
+      runner: app.runner,
+      idempotentRequests,
+      maxMessageChars: config.maxMessageChars,
+      dispatcher: app.dispatcher,
+    }),
+    ...(options.extraRoutes ?? []),
+  ];
+  const router = createRouter(routes, options.onError);
+  return async (request) => {
+    if (request.method === "GET" && request.path === LIVENESS_PATH) return router(request);
+    try {
+      await app.ready();
+    } catch (error) {
+      options.onError?.(error, request);
+      return errorResponse(error);
+    }
+    return router(request);
+  };
+}
