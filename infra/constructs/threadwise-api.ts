@@ -6,24 +6,22 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { OPERATIONS } from "../../lib/api/openapi.js";
 
 /** Steady-state requests per second the stage accepts before answering 429. */
 export const DEFAULT_THROTTLE_RATE = 50;
 /** Burst of requests the stage accepts above the steady rate. */
 export const DEFAULT_THROTTLE_BURST = 100;
 
-/** The JWT-protected routes, served by the api function: every /v1 route of its router (a test compares them). */
-export const AUTHORIZED_ROUTES: readonly { method: HttpMethod; path: string }[] = [
-  { method: HttpMethod.POST, path: "/v1/conversations" },
-  { method: HttpMethod.GET, path: "/v1/conversations" },
-  { method: HttpMethod.GET, path: "/v1/conversations/{id}" },
-  { method: HttpMethod.DELETE, path: "/v1/conversations/{id}" },
-  { method: HttpMethod.POST, path: "/v1/conversations/{id}/messages" },
-  { method: HttpMethod.GET, path: "/v1/conversations/{id}/messages" },
-  { method: HttpMethod.GET, path: "/v1/conversations/{id}/state" },
-  { method: HttpMethod.GET, path: "/v1/conversations/{id}/turns" },
-  { method: HttpMethod.GET, path: "/v1/conversations/{id}/turns/{turnId}" },
-];
+/**
+ * The JWT-protected routes, served by the api function: every authenticated operation of the
+ * OpenAPI document (`lib/api/openapi.ts`), so a route the router serves cannot be missing here (a
+ * test also compares them with the router).
+ */
+export const AUTHORIZED_ROUTES: readonly { method: HttpMethod; path: string }[] = OPERATIONS.filter((op) => !op.public).map((op) => ({
+  method: HttpMethod[op.method.toUpperCase() as "GET" | "POST" | "DELETE"],
+  path: op.path.replace("{conversationId}", "{id}"),
+}));
 
 /** Access log fields: who called what and how it went; no bodies, no tokens, no claims. */
 const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
