@@ -185,7 +185,7 @@ async function main() {
         const fence = await database.lease.acquire(conversationId, turnId);
         const claim = await database.turns.claim(turnId, fence, {}, at);
         if (!claim.claimed) throw new Error(`turn ${turnId} was already recorded`);
-        const seq = await database.turns.begin(claim.turn, fence, at);
+        const seq = await database.turns.begin(claim.turn, fence, owner, at);
         await database.messages.append({ turnId, seq, role: "user", content: turn.question }, fence, at);
         if (turn.tool) {
           const view = [

@@ -244,7 +244,7 @@ export class TurnRunner {
     const resumed = turn.seq !== undefined;
     // A replacing turn that the worker took over before it began is checked here, as the request was.
     if (!resumed && turn.replaces && !request.replaces) await this.assertReplaceable(turn.conversationId, turn.replaces);
-    const seq = turn.seq ?? (await turns.begin(turn, fence));
+    const seq = turn.seq ?? (await turns.begin(turn, fence, request.caller.principal));
     turn.seq = seq;
     await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
     if (turn.replaces) {

@@ -3,6 +3,7 @@ import { NotFoundError } from "../errors.js";
 import type { ModelViewStats } from "../model-view/types.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
+import type { Principal } from "../auth/principal.js";
 
 /**
  * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
@@ -87,6 +88,8 @@ export interface TurnDocument {
   seq?: number;
   /** The turn this one replaced (an edited or regenerated last question). */
   replaces?: string;
+  /** Who asked, from the turn's beginning: the API principal, or the Slack or Teams user. */
+  askedBy?: Principal;
   /** The turn that replaced this one; its messages stay in the record, marked. */
   replacedBy?: string;
   /** A channel turn: when a worker began sending its reply (or failure message); see `claimReply`. */
@@ -207,9 +210,10 @@ export class TurnStore {
   }
 
   /** The turn's question enters the record and the thread under this attempt's epoch; returns that sequence number. */
-  async begin(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<number> {
+  /** `askedBy`: the person whose question it is (in a channel conversation, one of the tenant's people). */
+  async begin(turn: ClaimedTurn, fence: WriteFence, askedBy: Principal, now = new Date()): Promise<number> {
     const seq = this.epochOf(fence);
-    await this.update(turn, fence, { $set: { seq, updatedAt: now } });
+    await this.update(turn, fence, { $set: { seq, askedBy, updatedAt: now } });
     return seq;
   }
 

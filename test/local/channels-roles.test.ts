@@ -83,6 +83,9 @@ describe("local server: roles and principals of channel users", () => {
         expect.objectContaining({ title: "Review the West discounts", createdBy: { issuer: "slack", tenant: TEAM, subject: "U0ALICE" } }),
       ]);
       expect(slackApi.posts.find((p) => p.threadTs === ts)?.text).toContain("Review the West discounts");
+      // The workspace owns the thread; the turn records whose question it was.
+      const turn = await t.db.collection("turns").findOne({ askedBy: { issuer: "slack", tenant: TEAM, subject: "U0ALICE" } });
+      expect(turn?.status).toBe("completed");
     });
 
     it("runs the tool for a member of a Slack user group SLACK_ROLES gives the role", async () => {

@@ -8,7 +8,10 @@ import { TurnStore, ZERO_USAGE, type ClaimedTurn, type ModelCallRecord } from ".
 import type { WriteFence } from "../../lib/store/write-fence.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
-import { apiPrincipal } from "../../lib/auth/principal.js";
+import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
+
+/** Whose question a begun turn is. */
+const ASKER = slackPrincipal("T0ASK", "U0ASK");
 
 const owner = apiPrincipal("alice");
 let database: TestDatabase;
@@ -126,9 +129,9 @@ describe("TurnStore", () => {
     it("returns whether a turn of the conversation began after the given sequence number", async () => {
       const c = await conversation();
       const f1 = await c.attempt();
-      const seq1 = await turns.begin(await claimed(randomUUID(), f1), f1);
+      const seq1 = await turns.begin(await claimed(randomUUID(), f1), f1, ASKER);
       const f2 = await c.attempt();
-      const seq2 = await turns.begin(await claimed(randomUUID(), f2), f2);
+      const seq2 = await turns.begin(await claimed(randomUUID(), f2), f2, ASKER);
       expect(await turns.hasLaterTurn(c.id, seq1)).toBe(true);
       expect(await turns.hasLaterTurn(c.id, seq2)).toBe(false);
     });
