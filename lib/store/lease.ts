@@ -49,7 +49,8 @@ export class ConversationLease {
   async acquire(conversationId: string, holder: string): Promise<WriteFence> {
     const now = this.clock.now();
     const doc = await this.conversations.findOneAndUpdate(
-      { _id: conversationId, $or: [{ lease: null }, { lease: { $exists: false } }, { "lease.expiresAt": { $lte: now } }] },
+      // `lease: null` also matches a document without the field.
+      { _id: conversationId, $or: [{ lease: null }, { "lease.expiresAt": { $lte: now } }] },
       { $inc: { leaseEpoch: 1 }, $set: { lease: { holder, expiresAt: this.expiry(now) } } },
       { returnDocument: "after" },
     );

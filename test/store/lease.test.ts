@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MongoClient } from "mongodb";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
 import { ManualClock } from "../support/manual-clock.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const owner = apiPrincipal("alice");
@@ -54,12 +55,77 @@ describe("ConversationLease", () => {
       await expect(taken.assertHeld()).resolves.toBeUndefined();
     });
 
-    it("throws NotFoundError for a conversation that does not exist", async () => {
-      await expect(leaseOn(new ManualClock()).acquire("no-such-conversation", "t1")).rejects.toMatchObject({ name: "NotFoundError" });
+    it("throws NotFoundError naming the conversation when it does not exist", async () => {
+      await expect(leaseOn(new ManualClock()).acquire("no-such-conversation", "t1")).rejects.toMatchObject({
+        name: "NotFoundError",
+        message: "conversation no-such-conversation not found",
+      });
+    });
+
+    it.each([
+      [1, 1],
+      [1_000, 1],
+      [1_001, 2],
+      [2_500, 3],
+      [5_000, 5],
+      [60_000, MAX_RETRY_AFTER_S],
+    ])("throws ConflictError saying why, with Retry-After from %i ms of lease left: %i s", async (remainingMs, seconds) => {
+      const clock = new ManualClock();
+      const lease = leaseOn(clock);
+      const id = await newConversation();
+      await lease.acquire(id, "t1");
+      clock.pause(DEFAULT_LEASE_TTL_MS - remainingMs);
+      await expect(lease.acquire(id, "t2")).rejects.toMatchObject({
+        name: "ConflictError",
+        message: "a turn is already running on this conversation",
+        retryAfterSeconds: seconds,
+      });
+    });
+
+    it("takes the lease of a conversation stored without the field", async () => {
+      const lease = leaseOn(new ManualClock());
+      const id = await newConversation();
+      await conversations.collection.updateOne({ _id: id }, { $unset: { lease: "" } });
+      expect((await lease.acquire(id, "t1")).epoch).toBe(1);
+    });
+  });
+
+  describe("release", () => {
+    it("clears the lease of its own conversation only, so another holder takes it at once", async () => {
+      const lease = leaseOn(new ManualClock());
+      const [a, b] = [await newConversation(), await newConversation()];
+      await lease.acquire(a, "ta");
+      await lease.release(await lease.acquire(b, "tb"));
+      expect((await lease.acquire(b, "tb2")).epoch).toBe(2);
+      await expect(lease.acquire(a, "ta2")).rejects.toMatchObject({ name: "ConflictError" });
+    });
+
+    it("leaves the lease alone when the fence was taken over", async () => {
+      const clock = new ManualClock();
+      const lease = leaseOn(clock);
+      const id = await newConversation();
+      const old = await lease.acquire(id, "t1");
+      clock.pause(DEFAULT_LEASE_TTL_MS);
+      await lease.acquire(id, "t2");
+      await lease.release(old);
+      await expect(lease.acquire(id, "t3")).rejects.toMatchObject({ name: "ConflictError" });
     });
   });
 
   describe("keepAlive", () => {
+    it("keeps beating, without calling onLost, while a renewal fails (the database unreachable)", async () => {
+      const clock = new ManualClock();
+      const client = new MongoClient(mongoUri(), { serverSelectionTimeoutMS: 100 });
+      const unreachable = new ConversationLease(client.db(database.dbName).collection("conversations"), { retentionMs: RETENTION_MS, clock });
+      const fence = await leaseOn(clock).acquire(await newConversation(), "t1");
+      await client.close();
+      let lost = 0;
+      const stop = unreachable.keepAlive(fence, () => void (lost += 1));
+      await clock.advance(DEFAULT_LEASE_TTL_MS);
+      stop();
+      expect(lost).toBe(0);
+    });
+
     it("renews the lease at every beat, so it outlives its period while the turn works", async () => {
       const clock = new ManualClock();
       const lease = leaseOn(clock);
