@@ -23,6 +23,12 @@ export const API_VERSION = "1.0.0";
 
 const conversation = "/v1/conversations/{conversationId}";
 
+/** What a request that runs a turn answers: the answer within the deadline, or the queued turn to poll. */
+const turnOutcome: Operation["responses"] = {
+  200: { description: "The turn finished within the deadline.", schema: s.turnResult },
+  202: { description: "The turn was queued; poll `location`.", schema: s.turnQueued, headers: ["location"] },
+};
+
 /** The operations, in the order the README's route table lists them. */
 export const OPERATIONS: Operation[] = [
   { method: "get", path: "/healthz", operationId: "health", summary: "Liveness.", public: true, responses: { 200: { description: "Alive.", schema: s.health } } },
@@ -78,10 +84,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Ask a question: the answer, or 202 and the turn to poll when it runs long or `Prefer: respond-async` asks.",
     params: ["conversationId"],
     body: s.postMessageBody,
-    responses: {
-      200: { description: "The turn finished within the deadline.", schema: s.turnResult },
-      202: { description: "The turn was queued; poll `location`.", schema: s.turnQueued, headers: ["location"] },
-    },
+    responses: turnOutcome,
     errors: [400, 404, 409, 413, 415, 422, 503],
   },
   {
@@ -91,10 +94,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Edit and resend the latest question: a new turn replaces the named one, from the state before it.",
     params: ["conversationId", "turnId"],
     body: s.postMessageBody,
-    responses: {
-      200: { description: "The replacing turn finished within the deadline.", schema: s.turnResult },
-      202: { description: "The replacing turn was queued; poll `location`.", schema: s.turnQueued, headers: ["location"] },
-    },
+    responses: turnOutcome,
     errors: [400, 404, 409, 413, 415, 422],
   },
   {
@@ -104,10 +104,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Ask the latest question again: a new turn replaces the named one.",
     params: ["conversationId", "turnId"],
     body: s.regenerateBody,
-    responses: {
-      200: { description: "The replacing turn finished within the deadline.", schema: s.turnResult },
-      202: { description: "The replacing turn was queued; poll `location`.", schema: s.turnQueued, headers: ["location"] },
-    },
+    responses: turnOutcome,
     errors: [400, 404, 409, 415, 422],
   },
   {
