@@ -45,3 +45,16 @@ export async function checkModelCredentials(config: ModelConfig): Promise<void> 
 export function createModelTokenCounter(model: BaseChatModel, modelId: string): ModelTokenCounter | undefined {
   return model instanceof ChatBedrockConverse ? bedrockTokenCounter(model.client, modelId) : undefined;
 }
+
+/** AWS SDK errors that mean this process may not call the model: no credentials, or credentials Bedrock refuses. */
+const CREDENTIAL_ERROR_NAMES = new Set(["CredentialsProviderError", "AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException"]);
+
+/** A model call's credential failure as a `ModelCredentialsError` that says what to do; any other error as it is. */
+export function modelCallError(error: unknown): unknown {
+  if (!(error instanceof Error) || !CREDENTIAL_ERROR_NAMES.has(error.name)) return error;
+  return new ModelCredentialsError(
+    `the model cannot be called with this process's AWS credentials (${error.name}); give the function or process Bedrock access ` +
+      "(README, Troubleshooting)",
+    { cause: error },
+  );
+}

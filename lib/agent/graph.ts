@@ -18,6 +18,7 @@ import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { ModelTokenCounter } from "./bedrock-token-counter.js";
+import { modelCallError } from "./chat-model.js";
 import type { FaultInjector } from "./fault-points.js";
 import { reportedUsage } from "./model-usage.js";
 import type { ToolRunner } from "./tool-runner.js";
@@ -125,7 +126,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
     const sent = options.sendCachePoints ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
-    const response = (await bound.invoke(sent, { signal: config.signal })) as AIMessage;
+    const response = (await bound.invoke(sent, { signal: config.signal }).catch((error: unknown) => Promise.reject(modelCallError(error)))) as AIMessage;
     const usage = reportedUsage(response, price);
     calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
     const record: ModelCallRecord = {

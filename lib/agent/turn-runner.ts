@@ -1,7 +1,7 @@
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import { ModelCallLimitError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
+import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
@@ -93,6 +93,7 @@ export interface TurnRunnerDeps {
 /** Turn error codes that are not an error class's name. */
 function errorCode(error: unknown): string {
   if (error instanceof ModelCallLimitError) return "model_call_limit";
+  if (error instanceof ModelCredentialsError) return "model_credentials";
   return error instanceof Error ? error.name : "Error";
 }
 

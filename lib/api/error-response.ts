@@ -5,6 +5,7 @@ import {
   ContextBudgetExceededError,
   IdempotencyKeyReusedError,
   MethodNotAllowedError,
+  ModelCredentialsError,
   ModelCallLimitError,
   NotFoundError,
   NotLatestTurnError,
@@ -46,6 +47,7 @@ export function errorResponse(error: unknown): HttpResponse {
     return json(422, body("context_budget_exceeded", error.message, { budget: error.budget, tokens: error.tokens }));
   }
   if (error instanceof ModelCallLimitError) return json(422, body("model_call_limit", error.message, { limit: error.limit }));
+  if (error instanceof ModelCredentialsError) return json(503, body("model_credentials", error.message));
   if (error instanceof ServiceUnavailableError) {
     return json(503, body("service_unavailable", error.message), { "retry-after": String(error.retryAfterSeconds) });
   }

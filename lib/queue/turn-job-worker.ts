@@ -11,6 +11,7 @@ import {
   ContextBudgetExceededError,
   InvalidModelViewError,
   ModelCallLimitError,
+  ModelCredentialsError,
   NotFoundError,
   PayloadTooLargeError,
   TurnSupersededError,
@@ -96,6 +97,7 @@ function isPermanent(error: unknown): boolean {
       ContextBudgetExceededError,
       InvalidModelViewError,
       ModelCallLimitError,
+      ModelCredentialsError,
       TurnSupersededError,
     ].some((type) => error instanceof type) ||
     isPermanentSdkError(error) ||
