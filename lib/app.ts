@@ -29,6 +29,7 @@ import { ConversationSearch } from "./recall/conversation-search.js";
 import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
 import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
 import { TurnIndexer } from "./recall/turn-indexer.js";
+import { TurnEvents } from "./events/turn-events.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -70,6 +71,8 @@ export interface App {
   runner: TurnRunner;
   /** Hands long and async API turns to the worker, when the app has a turn queue. */
   dispatcher?: TurnDispatcher;
+  /** Every turn's events, to follow live or from where a client left off (docs/streaming.md). */
+  events: TurnEvents;
   close(): Promise<void>;
 }
 
@@ -124,8 +127,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     },
   });
+  const events = new TurnEvents({ store: database.turnEvents, turns: database.turns });
   const runner = new TurnRunner({
     graph,
+    events,
     conversations: database.conversations,
     messages: database.messages,
     turns: database.turns,
@@ -155,6 +160,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     database,
     runner,
     dispatcher,
+    events,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();

@@ -19,6 +19,8 @@ import type { WriteFence } from "../store/write-fence.js";
 import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
+import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
+import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { toViewMessages } from "./view-record.js";
@@ -88,6 +90,8 @@ export interface TurnRunnerDeps {
   maxModelCalls?: number;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+  /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
+  events?: TurnEvents;
 }
 
 /** Turn error codes that are not an error class's name. */
@@ -179,24 +183,28 @@ export class TurnRunner {
     const claim = await turns.claim(turnId, fence, request.replaces ? { replaces: request.replaces } : {});
     if (!claim.claimed) return this.finished(claim.turn, fence);
     const turn = claim.turn;
+    let events: TurnEventRecorder | undefined;
     try {
+      events = await this.deps.events?.record(turnId, fence);
       await turns.interruptOthers(turn, fence);
       const { seq, resumed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
-      const answerMessage = await this.invokeGraph(request, turn, fence, lost, resumed);
+      const answerMessage = await this.invokeGraph(request, turn, fence, lost, resumed, events);
       faults?.at("after-answer");
       const answer = textOf(answerMessage);
       const calls = await turns.listCalls(turnId);
       const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
       const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
       await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
+      // A follower that misses this event reads the answer from the turn record instead.
+      await events?.emit({ type: "done", answer, usage }).catch(() => undefined);
       await messages.append({ turnId, seq, role: "assistant", content: answer }, fence);
       faults?.at("after-record");
       await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
       await this.deps.afterTurn?.(conversationId, fence);
       return { turnId, answer, usage, context: summarizeContext(calls) };
     } catch (error) {
-      await this.settle(turn, fence, error, request.signal, lost).catch(() => undefined);
+      await this.settle(turn, fence, error, request.signal, lost, events).catch(() => undefined);
       throw error;
     }
   }
@@ -205,10 +213,23 @@ export class TurnRunner {
    * Records how the attempt ended, when it still may: stopped at the caller's deadline, the turn
    * waits for the worker; any other error fails it. A superseded or fenced-out attempt writes nothing.
    */
-  private async settle(turn: ClaimedTurn, fence: WriteFence, error: unknown, deadline: AbortSignal | undefined, lost: AbortSignal): Promise<void> {
-    if (error instanceof TurnSupersededError || error instanceof StaleWriterError || lost.aborted) return;
+  private async settle(
+    turn: ClaimedTurn,
+    fence: WriteFence,
+    error: unknown,
+    deadline: AbortSignal | undefined,
+    lost: AbortSignal,
+    events: TurnEventRecorder | undefined,
+  ): Promise<void> {
+    if (error instanceof StaleWriterError || lost.aborted) return;
+    if (error instanceof TurnSupersededError) {
+      await events?.emit({ type: "failed", code: "turn_superseded", message: "the turn was superseded by a later turn" });
+      return;
+    }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
-    await this.deps.turns.fail(turn, { code: errorCode(error), message: "the turn failed" }, fence);
+    const failure = { code: errorCode(error), message: "the turn failed" };
+    await this.deps.turns.fail(turn, failure, fence);
+    await events?.emit({ type: "failed", ...failure });
   }
 
   /**
@@ -297,7 +318,14 @@ export class TurnRunner {
    * latest question is already this turn's. A turn that has just begun cannot be in the thread
    * yet, so only a resumed one pays for loading the thread before the graph loads it again.
    */
-  private async invokeGraph(request: TurnRequest, turn: ClaimedTurn, fence: WriteFence, lost: AbortSignal, resumed: boolean): Promise<AIMessage> {
+  private async invokeGraph(
+    request: TurnRequest,
+    turn: ClaimedTurn,
+    fence: WriteFence,
+    lost: AbortSignal,
+    resumed: boolean,
+    events: TurnEventRecorder | undefined,
+  ): Promise<AIMessage> {
     const { graph, turns } = this.deps;
     const thread = { thread_id: request.conversationId };
     const userMessageId = `${request.turnId}:user`;
@@ -322,6 +350,7 @@ export class TurnRunner {
       maxModelCalls: this.maxModelCalls,
       recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
       onProgress: (progress) => turns.setProgress(turn, progress, fence),
+      events,
     };
     const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
     const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;

@@ -10,6 +10,7 @@ import { MessageStore } from "./message-store.js";
 import { RecallIndexStore } from "./recall-index-store.js";
 import { RetentionPolicy } from "./retention.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
+import { TurnEventStore } from "./turn-event-store.js";
 import { TurnStore } from "./turn-store.js";
 
 export class DatabaseSetupError extends ThreadwiseError {
@@ -20,7 +21,7 @@ export class DatabaseSetupError extends ThreadwiseError {
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
  * function that finds an older version recorded sets the database up before serving.
  */
-export const DATABASE_SETUP_VERSION = 1;
+export const DATABASE_SETUP_VERSION = 2;
 
 const SETUP_ID = "indexes";
 
@@ -60,6 +61,8 @@ export class ThreadwiseDatabase {
   readonly retention: RetentionPolicy;
   /** What `search_conversation` searches: finished turns, indexed when they finish. */
   readonly recall: RecallIndexStore;
+  /** Turns' streamed events, kept for clients that reconnect. */
+  readonly turnEvents: TurnEventStore;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
@@ -74,6 +77,7 @@ export class ThreadwiseDatabase {
     });
     this.artifacts = new ArtifactStore(this.db);
     this.recall = new RecallIndexStore(this.db);
+    this.turnEvents = new TurnEventStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({
       client,
@@ -93,6 +97,7 @@ export class ThreadwiseDatabase {
       this.artifacts.setup(),
       this.retention.setup(),
       this.recall.setup(),
+      this.turnEvents.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
       ...extra.map((step) => step()),
@@ -135,6 +140,7 @@ export class ThreadwiseDatabase {
       this.turns.deleteByConversation(conversationId),
       this.artifacts.deleteByConversation(conversationId),
       this.recall.deleteByConversation(conversationId),
+      this.turnEvents.deleteByConversation(conversationId),
       this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),
     ]);
     await this.conversations.delete(conversationId);
