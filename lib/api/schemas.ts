@@ -78,3 +78,18 @@ export const turnDetail = z
     calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(message) })),
   })
 ;
+
+/**
+ * The server-sent events of a streamed turn: each event's name and its data (one line of JSON);
+ * every event but `turn` carries an `id` to resume after (docs/streaming.md).
+ */
+export const turnStreamEvents = {
+  turn: z.object({ turnId: z.string(), conversationId: z.string(), location: z.string() }).meta({ description: "First: which turn this stream follows." }),
+  progress: z.object({ step: z.literal("model"), modelCall: z.number().int() }).meta({ description: "A model call begins (counted from 0)." }),
+  tool_started: z.object({ tool: z.string(), toolCallId: z.string() }),
+  tool_finished: z.object({ tool: z.string(), toolCallId: z.string(), status: z.enum(["success", "error"]) }),
+  text: z.object({ modelCall: z.number().int(), delta: z.string() }).meta({ description: "Answer text as written; the answer is the last model call's text." }),
+  approval_requested: z.object({ tool: z.string(), toolCallId: z.string() }).meta({ description: "A tool call waits for approval." }),
+  done: z.object({ answer: z.string(), usage }).meta({ description: "Last: the turn completed." }),
+  failed: z.object({ code: z.string(), message: z.string() }).meta({ description: "Last: the turn failed (`code` as in the turn record or the error body)." }),
+} as const;

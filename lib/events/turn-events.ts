@@ -62,14 +62,16 @@ export class TurnEvents {
   }
 
   /**
-   * The turn's events after `afterId`, until its final event (`done` or `failed`), `signal`, or
-   * the follow's time limit. A turn already finished yields what is stored and its final event.
+   * The turn's events after `afterId`, until its final event (`done` or `failed`), `signal`, the
+   * follow's time limit, or the turn's deletion. A turn already finished yields what is stored and
+   * its final event; a turn not begun yet is waited for.
    */
   async *follow(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
     const stop = AbortSignal.any([signal, AbortSignal.timeout(this.followMaxMs)]);
     let last = afterId;
     // The store is read at the start and whenever the hub stayed quiet for a poll period, never per live event.
     let quiet = true;
+    let seen = false;
     while (!stop.aborted) {
       const wait = this.hub.next(turnId);
       try {
@@ -83,8 +85,10 @@ export class TurnEvents {
         if (events.length > 0) continue;
         if (quiet) {
           const turn = await this.options.turns.get(turnId);
-          if (!turn) return;
-          const final = finalEventOf(turn);
+          // A turn about to begin has no record yet; one that had a record and lost it was deleted.
+          if (!turn && seen) return;
+          seen ||= turn !== null;
+          const final = turn ? finalEventOf(turn) : undefined;
           // The runner stores its final event right after the record: read once more before inventing one.
           if (final) {
             if ((await this.options.store.after(turnId, last)).length > 0) continue;
