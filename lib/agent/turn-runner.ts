@@ -19,6 +19,7 @@ import type { WriteFence } from "../store/write-fence.js";
 import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
+import type { TurnEvent } from "../events/turn-event.js";
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
@@ -45,6 +46,8 @@ export interface TurnRequest {
    * last question): the thread forks from the turn boundary before it, and the record marks it.
    */
   replaces?: string;
+  /** Hears this attempt's events as they happen (a channel streaming the answer); must not block. */
+  onEvent?: (event: TurnEvent) => void;
 }
 
 /** The context figures of a turn: the last model call's view against the full state. */
@@ -185,7 +188,7 @@ export class TurnRunner {
     const turn = claim.turn;
     let events: TurnEventRecorder | undefined;
     try {
-      events = await this.deps.events?.record(turnId, fence);
+      events = await this.deps.events?.record(turnId, fence, request.onEvent);
       await turns.interruptOthers(turn, fence);
       const { seq, resumed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");

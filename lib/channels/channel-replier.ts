@@ -4,6 +4,7 @@ import { ChannelDeliveryError } from "../errors.js";
 import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
+import type { ChannelAnswerStream } from "./channel-answer-stream.js";
 import type { TurnJob } from "./turn-job.js";
 
 export interface ChannelRepliers {
@@ -26,6 +27,15 @@ export class ChannelReplier {
   async replyFailure(job: TurnJob, error: unknown): Promise<void> {
     if (job.channel === "slack") await this.slack().replyFailure(job.replyTo, error);
     else if (job.channel === "teams") await this.teams().replyFailure(job.replyTo, error);
+  }
+
+  /**
+   * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
+   * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn.
+   */
+  openStream(job: TurnJob, claimStream: () => Promise<boolean>): ChannelAnswerStream | undefined {
+    if (job.channel === "slack") return this.slack().openStream(job.replyTo, job.principal.subject, claimStream);
+    return undefined;
   }
 
   private slack(): SlackReplier {

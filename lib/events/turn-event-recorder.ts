@@ -11,6 +11,16 @@ export interface TurnEventSink {
   emit(event: Exclude<TurnEventBody, { type: "text" }>): Promise<void>;
 }
 
+/** Where one attempt's events go. */
+export interface RecorderTarget {
+  hub: TurnEventHub;
+  store: TurnEventStore;
+  turnId: string;
+  fence: WriteFence;
+  /** Hears the attempt's events as they are published (a channel streaming the answer). */
+  listener?: (event: TurnEvent) => void;
+}
+
 /**
  * One attempt's events: published to the hub as they come, and written to the store in one
  * batch per step event (never per delta), under the attempt's fence. Ids continue from the
@@ -20,16 +30,13 @@ export class TurnEventRecorder implements TurnEventSink {
   #pending: TurnEvent[] = [];
 
   private constructor(
-    private readonly hub: TurnEventHub,
-    private readonly store: TurnEventStore,
-    private readonly turnId: string,
-    private readonly fence: WriteFence,
+    private readonly target: RecorderTarget,
     private nextId: number,
   ) {}
 
-  static async open(hub: TurnEventHub, store: TurnEventStore, turnId: string, fence: WriteFence): Promise<TurnEventRecorder> {
-    const last = Math.max(hub.lastId(turnId), await store.lastId(turnId));
-    return new TurnEventRecorder(hub, store, turnId, fence, last + 1);
+  static async open(target: RecorderTarget): Promise<TurnEventRecorder> {
+    const last = Math.max(target.hub.lastId(target.turnId), await target.store.lastId(target.turnId));
+    return new TurnEventRecorder(target, last + 1);
   }
 
   text(modelCall: number, delta: string): void {
@@ -40,12 +47,13 @@ export class TurnEventRecorder implements TurnEventSink {
     this.publish(event);
     const batch = this.#pending;
     this.#pending = [];
-    await this.store.append(this.turnId, batch, this.fence);
+    await this.target.store.append(this.target.turnId, batch, this.target.fence);
   }
 
   private publish(body: TurnEventBody): void {
     const event = { ...body, id: this.nextId++ } as TurnEvent;
     this.#pending.push(event);
-    this.hub.publish(this.turnId, event);
+    this.target.hub.publish(this.target.turnId, event);
+    this.target.listener?.(event);
   }
 }

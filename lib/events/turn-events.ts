@@ -56,9 +56,9 @@ export class TurnEvents {
     this.followMaxMs = options.followMaxMs ?? DEFAULT_FOLLOW_MAX_MS;
   }
 
-  /** A recorder for one attempt of a turn, writing under its fence. */
-  record(turnId: string, fence: WriteFence): Promise<TurnEventRecorder> {
-    return TurnEventRecorder.open(this.hub, this.options.store, turnId, fence);
+  /** A recorder for one attempt of a turn, writing under its fence; `listener` hears this attempt's events. */
+  record(turnId: string, fence: WriteFence, listener?: (event: TurnEvent) => void): Promise<TurnEventRecorder> {
+    return TurnEventRecorder.open({ hub: this.hub, store: this.options.store, turnId, fence, listener });
   }
 
   /**

@@ -96,6 +96,8 @@ export interface TurnDocument {
   replyClaimedAt?: Date;
   /** A channel turn: when its reply was delivered. Set once; a redelivered job then sends nothing. */
   repliedAt?: Date;
+  /** A channel turn: when an attempt began streaming its answer into the channel. Set once; no other attempt streams it. */
+  streamClaimedAt?: Date;
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -351,6 +353,15 @@ export class TurnStore {
       },
       { $set: { replyClaimedAt: now } },
     );
+    return result.modifiedCount === 1;
+  }
+
+  /**
+   * Claims streaming a channel turn's answer: true once per turn, ever. An attempt that dies
+   * mid-stream leaves the stream to its fate; the redelivery answers in one message instead.
+   */
+  async claimStream(turnId: string, now = new Date()): Promise<boolean> {
+    const result = await this.#turns.updateOne({ _id: turnId, streamClaimedAt: { $exists: false } }, { $set: { streamClaimedAt: now } });
     return result.modifiedCount === 1;
   }
 
