@@ -35,6 +35,7 @@ export class ChannelReplier {
    */
   openStream(job: TurnJob, claimStream: () => Promise<boolean>): ChannelAnswerStream | undefined {
     if (job.channel === "slack") return this.slack().openStream(job.replyTo, job.principal.subject, claimStream);
+    if (job.channel === "teams") return this.teams().openStream(job.replyTo, claimStream);
     return undefined;
   }
 

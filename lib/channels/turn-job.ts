@@ -27,6 +27,8 @@ const teamsReplyTargetSchema = z.object({
   userId: z.string().min(1),
   /** Entra tenant of the conversation, when Teams gave one. */
   tenantId: z.string().min(1).optional(),
+  /** `personal`, `groupChat` or `channel`, when Teams gave it: only `personal` streams. */
+  conversationType: z.string().min(1).max(50).optional(),
 });
 
 const jobFields = {
