@@ -22,6 +22,8 @@ export interface BotConnectorEndpoint {
   /** The next `checkMemberGroups` is answered with this HTTP status. */
   failNextGraphCheck(status: number): void;
   replies: RecordedTeamsReply[];
+  /** When (`performance.now()`) each reply arrived, in the order of `replies`. */
+  arrivals: number[];
   /** Token requests, by tenant path segment. */
   tokenRequests: { tenant: string; clientId: string; scope: string }[];
   /** Forgets every issued token, as when a token is revoked: the next reply gets 401. */
@@ -121,6 +123,7 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
   const graphChecks: { objectId: string; tenant: string; groupIds: string[] }[] = [];
   const graphFailures: number[] = [];
   const replies: RecordedTeamsReply[] = [];
+  const arrivals: number[] = [];
   const tokenRequests: { tenant: string; clientId: string; scope: string }[] = [];
   const failures: number[] = [];
   const streams = new Map<string, OpenStream>();
@@ -172,6 +175,7 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
       const refused = checkStreaming(activity, streams, options.streaming ?? false);
       if (refused) return json(res, refused.status, { error: { code: refused.code, message: "refused as Teams refuses it" } });
       replies.push({ conversationId: decodeURIComponent(reply[1]), activityId: decodeURIComponent(reply[2]), activity });
+      arrivals.push(performance.now());
       const id = `reply-${replies.length}`;
       trackStreaming(activity, id, streams);
       return json(res, 200, { id });
@@ -187,6 +191,7 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
     graphChecks,
     failNextGraphCheck: (status) => void graphFailures.push(status),
     replies,
+    arrivals,
     tokenRequests,
     revokeTokens: () => issued.clear(),
     failNextReply: (status) => void failures.push(status),

@@ -140,6 +140,8 @@ export interface RecordedConverseRequest {
   status: number;
   /** The error type when rejected (`ValidationException`, ...). */
   errorType?: string;
+  /** ConverseStream: when (`performance.now()`) the first text delta went out, for latency measurements. */
+  firstTextAt?: number;
   errorMessage?: string;
 }
 
@@ -482,7 +484,13 @@ function streamEvents(content: ConverseContentBlock[], stopReason: string, usage
 }
 
 /** Writes the frames, text deltas paced at `tokensPerSecond`; an error cuts the stream after its count of deltas. */
-async function writeStream(stream: http2.ServerHttp2Stream, frames: StreamFrame[], tokensPerSecond: number | undefined, error?: ScriptedStreamError): Promise<void> {
+async function writeStream(
+  stream: http2.ServerHttp2Stream,
+  frames: StreamFrame[],
+  record: RecordedConverseRequest,
+  tokensPerSecond: number | undefined,
+  error?: ScriptedStreamError,
+): Promise<void> {
   let deltas = 0;
   for (const { bytes, text } of frames) {
     if (stream.destroyed) return;
@@ -493,6 +501,7 @@ async function writeStream(stream: http2.ServerHttp2Stream, frames: StreamFrame[
     if (text && tokensPerSecond && deltas > 0) await new Promise((resolve) => setTimeout(resolve, 1000 / tokensPerSecond));
     if (text) deltas++;
     stream.write(bytes);
+    if (text) record.firstTextAt ??= performance.now();
   }
   stream.end();
 }
@@ -624,7 +633,7 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
         stream.respond({ ":status": 200, "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": crypto.randomUUID() });
         const streamError = "streamError" in reply ? reply.streamError : undefined;
         if (streamError) record.errorType = streamError.type;
-        await writeStream(stream, streamEvents(content, stopReason, usage, latencyMs), options.streamTokensPerSecond, streamError);
+        await writeStream(stream, streamEvents(content, stopReason, usage, latencyMs), record, options.streamTokensPerSecond, streamError);
         return;
       }
       send(stream, 200, { output: { message: { role: "assistant", content } }, stopReason, usage, metrics: { latencyMs } });

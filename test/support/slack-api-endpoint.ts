@@ -19,6 +19,8 @@ export interface RecordedSlackStream {
   /** `markdown_text` of each call, in order: start, appends, stop. */
   pieces: string[];
   stopped: boolean;
+  /** When (`performance.now()`) `chat.startStream` arrived: the first text the user sees. */
+  startedAt: number;
 }
 
 /** One `assistant.threads.setStatus`. */
@@ -133,6 +135,7 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
         ...(inDm ? {} : { recipientTeamId: body.recipient_team_id as string, recipientUserId: body.recipient_user_id as string }),
         pieces: typeof text === "string" ? [text] : [],
         stopped: false,
+        startedAt: performance.now(),
       });
       return send(res, { ok: true, channel: body.channel, ts });
     }
