@@ -1,6 +1,7 @@
 import type { WebClient } from "@slack/web-api";
 import type { TurnEvent } from "../../events/turn-event.js";
 import type { ChannelAnswerStream } from "../channel-answer-stream.js";
+import { SerialCalls } from "../serial-calls.js";
 import { turnFailureMessage } from "../failure-message.js";
 import type { SlackReplyTarget } from "../turn-job.js";
 
@@ -30,7 +31,7 @@ function isDirectMessage(channelId: string): boolean {
  * streamed this turn), the answer goes as one message at the end.
  */
 export class SlackAnswerStream implements ChannelAnswerStream {
-  #chain: Promise<void> = Promise.resolve();
+  readonly #calls = new SerialCalls();
   #pending = "";
   #flushQueued = false;
   #ts: string | undefined;
@@ -58,20 +59,20 @@ export class SlackAnswerStream implements ChannelAnswerStream {
       this.#wrote = true;
       if (!this.#flushQueued) {
         this.#flushQueued = true;
-        this.enqueue(() => this.flush());
+        this.#calls.add(() => this.flush());
       }
     }
   }
 
   async finish(answer: string): Promise<void> {
-    await this.settled();
+    await this.#calls.settled();
     if (this.#state === "streaming") return this.stop(this.#pending);
     if (this.#state === "broken") await this.stop("").catch(() => undefined);
     await this.deps.reply(this.target, answer);
   }
 
   async fail(error: unknown): Promise<void> {
-    await this.settled();
+    await this.#calls.settled();
     if (this.#state !== "streaming") {
       await this.deps.replyFailure(this.target, error);
       return;
@@ -80,27 +81,15 @@ export class SlackAnswerStream implements ChannelAnswerStream {
   }
 
   async abandon(): Promise<void> {
-    await this.settled();
+    await this.#calls.settled();
     if (this.#state === "streaming" || this.#state === "broken") await this.stop("").catch(() => undefined);
-  }
-
-  /** Waits for every queued call, those queued meanwhile included. */
-  private async settled(): Promise<void> {
-    for (let chain = this.#chain; ; chain = this.#chain) {
-      await chain;
-      if (chain === this.#chain) return;
-    }
-  }
-
-  private enqueue(op: () => Promise<void>): void {
-    this.#chain = this.#chain.then(op);
   }
 
   /** Progress only: a status Slack refuses (no `assistant:write`, not an assistant thread) changes nothing else. */
   private setStatus(status: string): void {
     if (this.#state !== "idle") return;
     const { channelId, threadTs } = this.target;
-    this.enqueue(() =>
+    this.#calls.add(() =>
       this.deps
         .call(() => this.deps.client.assistant.threads.setStatus({ channel_id: channelId, thread_ts: threadTs, status }))
         .then(() => undefined, () => undefined),
@@ -135,7 +124,7 @@ export class SlackAnswerStream implements ChannelAnswerStream {
     }
     if (this.#pending.length > 0 && !this.#flushQueued) {
       this.#flushQueued = true;
-      this.enqueue(() => this.flush());
+      this.#calls.add(() => this.flush());
     }
   }
 

@@ -1,5 +1,6 @@
 import type { TurnEvent } from "../../events/turn-event.js";
 import type { ChannelAnswerStream } from "../channel-answer-stream.js";
+import { SerialCalls } from "../serial-calls.js";
 import { turnFailureMessage } from "../failure-message.js";
 import type { TeamsReplyTarget } from "../turn-job.js";
 
@@ -30,7 +31,7 @@ export interface TeamsStreamDeps {
  * Where an update is refused, or past the two-minute limit, the answer goes as one message.
  */
 export class TeamsAnswerStream implements ChannelAnswerStream {
-  #chain: Promise<void> = Promise.resolve();
+  readonly #calls = new SerialCalls();
   #text = "";
   #sent = 0;
   #sequence = 0;
@@ -55,13 +56,13 @@ export class TeamsAnswerStream implements ChannelAnswerStream {
       this.#newCall = false;
       if (!this.#queued) {
         this.#queued = true;
-        this.enqueue(() => this.sendText());
+        this.#calls.add(() => this.sendText());
       }
     }
   }
 
   async finish(answer: string): Promise<void> {
-    await this.settled();
+    await this.#calls.settled();
     if (this.#state === "streaming" && !this.expired()) {
       const closed = await this.send("message", answer, { streamType: "final" }).then(() => true, () => false);
       if (closed) return;
@@ -70,7 +71,7 @@ export class TeamsAnswerStream implements ChannelAnswerStream {
   }
 
   async fail(error: unknown): Promise<void> {
-    await this.settled();
+    await this.#calls.settled();
     if (this.#state === "streaming" && !this.expired()) {
       const closed = await this.send("message", turnFailureMessage(error, "teams"), { streamType: "final" }).then(() => true, () => false);
       if (closed) return;
@@ -80,7 +81,7 @@ export class TeamsAnswerStream implements ChannelAnswerStream {
 
   /** Teams ends a stream left open by itself; a retry answers in a new message. */
   async abandon(): Promise<void> {
-    await this.settled();
+    await this.#calls.settled();
   }
 
   private expired(): boolean {
@@ -91,19 +92,8 @@ export class TeamsAnswerStream implements ChannelAnswerStream {
     return (this.deps.now ?? Date.now)();
   }
 
-  private async settled(): Promise<void> {
-    for (let chain = this.#chain; ; chain = this.#chain) {
-      await chain;
-      if (chain === this.#chain) return;
-    }
-  }
-
-  private enqueue(op: () => Promise<void>): void {
-    this.#chain = this.#chain.then(op);
-  }
-
   private update(update: { informative: string }): void {
-    this.enqueue(() => this.sendTyping(update.informative, "informative"));
+    this.#calls.add(() => this.sendTyping(update.informative, "informative"));
   }
 
   private async sendText(): Promise<void> {
