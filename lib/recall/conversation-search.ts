@@ -110,13 +110,12 @@ export class ConversationSearch {
     const phrases = quotedPhrases(request.query);
     const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
     const records = new Map((await index.records(request.conversationId, shortlist.map((e) => e.turnId))).map((r) => [r._id, r]));
-    if (phrases.length > 0) {
-      const matches = (e: RecallEntry) => {
-        const record = records.get(e.turnId);
-        return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
-      };
-      order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
-    }
+    // Turns with a quoted phrase first; without phrases nothing matches and the order stays.
+    const matches = (e: RecallEntry) => {
+      const record = records.get(e.turnId);
+      return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
+    };
+    order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
     const hits: RecallHit[] = [];
     for (const entry of order.slice(0, request.limit)) {
       const record = records.get(entry.turnId);
