@@ -79,7 +79,14 @@ function smallestViewTokens(messages: BaseMessage[], policy: ModelViewPolicy): n
   const v = roomy.messages;
   const start = activeStart(v);
   const calls = new Map(v.slice(start).flatMap((m) => ((m as AIMessage).tool_calls ?? []).map((c) => [c.id, c.name] as const)));
-  const stored = new Map(messages.filter((m) => m.type === "tool").map((m) => [(m as ToolMessage).tool_call_id, m as ToolMessage]));
+  // Each call's stored result: the first one after the call, in the active turn (ids may be reused or answered twice).
+  const stored = new Map<string, ToolMessage>();
+  const called = new Set<string>();
+  for (const m of messages.slice(messages.findLastIndex((x) => x.type === "human"))) {
+    for (const id of toolCallIds(m)) called.add(id);
+    const id = (m as ToolMessage).tool_call_id;
+    if (m.type === "tool" && called.has(id) && !stored.has(id)) stored.set(id, m as ToolMessage);
+  }
   const noticed = new Set(roomy.stats.omittedOutputs.map((o) => o.toolCallId));
   let tokens = roomy.stats.toolSchemaTokens + countMessagesTokens(v.filter((m) => m.type === "system")) + countMessagesTokens(v.slice(start));
   for (const m of v.slice(start)) {
