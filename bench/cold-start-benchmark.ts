@@ -27,6 +27,8 @@ import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
@@ -128,7 +130,7 @@ interface Timing {
   invokeMs: number;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]) => quantile(xs, 0.5);
 
 /** One fresh process: spawned asynchronously, because the local AWS endpoints answer from this process's event loop. */
 function probeOnce(bundle: string, env: Record<string, string>, probe: string): Promise<Timing> {
@@ -291,7 +293,7 @@ async function main(): Promise<void> {
   ].join("\n");
   process.stdout.write(report);
   // Tracked results change only when asked: `npm run bench:cold-start -- --write`.
-  if (process.argv.includes("--write")) writeFileSync(join(root, "bench/results/cold-start.md"), report);
+  if (process.argv.includes("--write")) await writeResults({ "cold-start.md": report });
 }
 
 await main();

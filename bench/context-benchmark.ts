@@ -22,10 +22,7 @@
  * gives each invocation; per-text memo warm, as in a warm container).
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
@@ -42,6 +39,8 @@ import { buildModelView, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_T
 import { previewOf } from "../lib/store/artifact-store.js";
 import { prng } from "../lib/prng.js";
 import { CALL_GAP_MS, CacheComparison, costChart, TURN_GAP_MS, summarize, VARIANT_LABELS, type CacheSummary, type VariantRun } from "./prompt-cache-comparison.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 const CONVERSATION_TURNS = [50, 200];
 const MIN_OUTPUT_BYTES = 1_024;
@@ -58,8 +57,6 @@ const TARGET_CACHED_SHARE = 0.7;
 const TARGET_COST_RATIO = 0.4;
 const TARGET_ESTIMATE_ERROR = 0.05;
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const RESULTS = join(HERE, "results");
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
@@ -148,13 +145,8 @@ interface Run {
   cache: VariantRun[];
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 function timing(values: number[]): Timing {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { median: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted[sorted.length - 1] };
+  return { median: quantile(values, 0.5), p95: quantile(values, 0.95), max: Math.max(...values) };
 }
 
 /** A deep copy, as deserializing a checkpoint gives: new strings with the same contents. */
@@ -587,11 +579,11 @@ async function main(): Promise<void> {
       `estimate error after the third call ≤ ${pct(v.estimateErrorAfterThird)} (target ≤ ${pct(TARGET_ESTIMATE_ERROR)})`,
   );
   if (values.write) {
-    await mkdir(RESULTS, { recursive: true });
-    await writeFile(join(RESULTS, "context.md"), markdown(runs, policy, seed, encoderLoadMs));
-    await writeFile(join(RESULTS, "context.svg"), chart(runs, policy.totalBudget));
-    await writeFile(join(RESULTS, "prompt-cache.svg"), costChart(runs.map((r) => ({ turns: r.turns, variants: r.cache }))));
-    console.log(`\nwrote context.md, context.svg and prompt-cache.svg in ${join("bench", "results")}`);
+    await writeResults({
+      "context.md": markdown(runs, policy, seed, encoderLoadMs),
+      "context.svg": chart(runs, policy.totalBudget),
+      "prompt-cache.svg": costChart(runs.map((r) => ({ turns: r.turns, variants: r.cache }))),
+    });
   }
   // The view's rules fail the run; the cost and share targets are reported, not enforced.
   const broken = !v.neverOverBudget || !v.neverOverModelBudget || v.estimateErrorAfterThird > TARGET_ESTIMATE_ERROR;

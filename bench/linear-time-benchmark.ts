@@ -10,10 +10,7 @@
  * Each figure is the median of 5 runs of one input, in CPU time of this process: how long that
  * input holds the event loop, without the time other processes of a shared machine take from it.
  */
-import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { HumanMessage } from "@langchain/core/messages";
@@ -28,6 +25,8 @@ import { checkReadOnlySql } from "../lib/tools/sql/read-only-sql.js";
 import { ADVERSARIAL_CHARS, adversarialShape, runShapes, type AdversarialShape } from "../test/support/adversarial-text.js";
 import { appMention, BOT_USER, envelope } from "../test/channels/slack/fixtures.js";
 import { channelMention } from "../test/channels/teams/fixtures.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 const RUNS = 5;
 /** The target of issue 14: no input holds the event loop longer, per 16,000 characters. */
@@ -73,8 +72,7 @@ function cpuMs(run: () => unknown): number {
 }
 
 function medianMs(run: () => unknown): number {
-  const times = Array.from({ length: RUNS }, () => cpuMs(run));
-  return times.sort((a, b) => a - b)[Math.floor(RUNS / 2)];
+  return quantile(Array.from({ length: RUNS }, () => cpuMs(run)), 0.5);
 }
 
 const shapes: AdversarialShape[] = [...runShapes(), ...fc.sample(adversarialShape(), { seed, numRuns: randomShapes })];
@@ -129,9 +127,4 @@ const report = [
 ];
 console.log(report.join("\n"));
 // Tracked results change only when asked: `npm run bench:linear -- --write`.
-if (process.argv.includes("--write")) {
-  const out = join(dirname(fileURLToPath(import.meta.url)), "results", "linear-time.md");
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, report.join("\n"));
-  console.log(`wrote ${out}`);
-}
+if (process.argv.includes("--write")) await writeResults({ "linear-time.md": report.join("\n") });

@@ -3,7 +3,7 @@
  * holds, and how long the first request takes after the container was frozen and its connections
  * were dropped without a word (as a NAT gateway drops an idle connection).
  *
- *   npm run bench:mongodb [-- --freeze-seconds 65 --before <commit>]
+ *   npm run bench:mongodb [-- --freeze-seconds 65 --before <commit>] [-- --write (results to bench/results)]
  *
  * "Before" is the code at `--before` (default: the last commit before this change), bundled by its
  * own bundling and run with its own template's environment; "after" is this checkout's stack. Each
@@ -30,6 +30,7 @@ import { apiEvent, jwtClaims } from "../test/functions/support/events.js";
 import { lastUserText, startConverseEndpoint } from "../test/support/converse-endpoint.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
 import { LOOPBACK_TLS, startTcpProxy, type TcpProxy } from "../test/support/tcp-proxy.js";
+import { writeResults } from "./support/results.js";
 
 /** The last commit before the Lambda-sized MongoClient, the deploy-step set-up and the verify-first webhooks. */
 const DEFAULT_BEFORE = "41d82aa";
@@ -110,7 +111,7 @@ type Http = { statusCode: number | string; body?: string };
 const orError = (invocation: Promise<Http>): Promise<Http> => invocation.catch((error: Error) => ({ statusCode: error.message }));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { before: { type: "string" }, "freeze-seconds": { type: "string" } } });
+  const { values } = parseArgs({ options: { before: { type: "string" }, "freeze-seconds": { type: "string" }, write: { type: "boolean", default: false } } });
   const commit = values.before ?? DEFAULT_BEFORE;
   const freezeSeconds = Number(values["freeze-seconds"] ?? DEFAULT_FREEZE_SECONDS);
 
@@ -212,8 +213,8 @@ async function main(): Promise<void> {
     ...freezeRows,
     "",
   ].join("\n");
-  writeFileSync(join(PROJECT_ROOT, "bench/results/mongodb-lambda.md"), report);
   process.stdout.write(report);
+  if (values.write) await writeResults({ "mongodb-lambda.md": report });
 }
 
 await main();

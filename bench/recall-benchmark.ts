@@ -17,10 +17,7 @@
  *   npm run bench:recall [-- --seed 7] [-- --write]   (--write updates bench/results/recall.md)
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
@@ -41,6 +38,8 @@ import { apiPrincipal } from "../lib/auth/principal.js";
 import type { ModelViewStats } from "../lib/model-view/types.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID } from "../test/support/embeddings-endpoint.js";
 import { ACKNOWLEDGEMENTS, FACTS } from "./recall-facts.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 const TURNS = 200;
 const TARGET_RECALL = 0.95;
@@ -48,7 +47,6 @@ const TARGET_RESULT_TOKENS = 1_500;
 const TARGET_SEARCH_MS = 20;
 /** Each question is searched this many times for the timing figures. */
 const TIMING_REPEATS = 5;
-const RESULTS = join(dirname(fileURLToPath(import.meta.url)), "results");
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
@@ -113,11 +111,6 @@ function threadMessages(turns: readonly Turn[]): BaseMessage[] {
     messages.push(new AIMessage(turn.answer));
     return messages;
   });
-}
-
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 const median = (values: number[]) => quantile(values, 0.5);
@@ -309,9 +302,7 @@ async function main() {
     const markdown = lines.join("\n");
     console.log(markdown);
     if (values.write) {
-      await mkdir(RESULTS, { recursive: true });
-      await writeFile(join(RESULTS, "recall.md"), markdown);
-      console.log(`written to ${join(RESULTS, "recall.md")}`);
+      await writeResults({ "recall.md": markdown });
     }
   } finally {
     await endpoint.close();
