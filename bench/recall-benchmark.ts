@@ -36,7 +36,7 @@ import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome,
 import { recallTerms } from "../lib/recall/recall-terms.js";
 import { TurnIndexer } from "../lib/recall/turn-indexer.js";
 import { ThreadwiseDatabase } from "../lib/store/database.js";
-import { ZERO_USAGE } from "../lib/store/turn-store.js";
+import { ZERO_USAGE } from "../lib/store/turn-record.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
 import type { ModelViewStats } from "../lib/model-view/types.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID } from "../test/support/embeddings-endpoint.js";

@@ -1,5 +1,6 @@
 export { apiRoutes, turnView, type ApiRoutesDeps } from "./api-routes.js";
 export { createHttpHandler, type HttpHandlerOptions } from "./http-handler.js";
+export { channelRoutes } from "./channel-routes.js";
 export { createRouter, type Route, type RouteHandler } from "./router.js";
 export { errorResponse, DEFAULT_UNAVAILABLE_RETRY_AFTER_S } from "./error-response.js";
 export { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";

@@ -3,13 +3,14 @@ import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { errorResponse } from "../api/error-response.js";
+import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
 import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
-import { channelRoutes } from "../channels/channel-routes.js";
+import { channelHandlers } from "../channels/channel-handlers.js";
 import { channelWorker } from "../channels/channel-worker.js";
 import type { ChannelCredentials } from "../config/credentials.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
@@ -129,7 +130,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     },
     { onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }) },
   );
-  const webhookRoutes = channelRoutes({
+  const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
     teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
     notConfigured: LOCAL_CHANNEL_HINTS,
@@ -140,7 +141,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
   const route = createHttpHandler(app, config, {
     authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
-    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...webhookRoutes],
+    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...channelRoutes(webhookHandlers)],
     onError: logServerError,
   });
   worker = channelWorker({

@@ -1,6 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
 import { placeCachePoints, withCachePoints, type CacheLayout } from "./cache-points.js";
+import { messageText } from "./message-text.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
 import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
@@ -66,14 +67,6 @@ function isBlank(text: string): boolean {
   return text.trim().length === 0;
 }
 
-function textOf(content: Content): string {
-  if (typeof content === "string") return content;
-  return content
-    .map((block) => (typeof block === "string" ? block : block.type === "text" && typeof block.text === "string" ? block.text : ""))
-    .filter((text) => !isBlank(text))
-    .join("\n");
-}
-
 function isBlankBlock(block: Content[number] | string): boolean {
   if (typeof block === "string") return isBlank(block);
   return block.type === "text" && typeof block.text === "string" && isBlank(block.text);
@@ -116,7 +109,7 @@ function finishedPair(messages: readonly BaseMessage[], turn: number, start: num
       const { content } = message;
       if (typeof content === "string") answer = isBlank(content) ? undefined : message;
       else {
-        const text = textOf(content);
+        const text = messageText(content);
         answer = text.length > 0 ? new AIMessage(text) : undefined;
       }
     }
@@ -206,7 +199,7 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
         toolName: call.name,
         outputTokens: artifact?.tokens ?? tokens - MESSAGE_OVERHEAD_TOKENS,
         handle: artifact?.handle,
-        preview: artifact?.preview ?? textOf(content),
+        preview: artifact?.preview ?? messageText(content),
         noticed: false,
       });
     } else if (message.type !== "system") {

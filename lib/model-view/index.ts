@@ -8,6 +8,7 @@ export {
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
 } from "./build-model-view.js";
+export { messageText } from "./message-text.js";
 export { isCachePointBlock, MAX_CACHE_POINTS, placeCachePoints, withCachePoints } from "./cache-points.js";
 export type { CacheLayout, CachePointBlock } from "./cache-points.js";
 export {

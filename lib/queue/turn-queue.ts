@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { TurnJob } from "../channels/turn-job.js";
+import type { TurnJob } from "./turn-job.js";
 
 /** Hands turns to the worker: SQS FIFO in AWS, in-process in local mode. */
 export interface TurnQueue {

@@ -23,18 +23,23 @@ export { MessageStore, type MessageDocument, type RecordedMessage, type RecordRo
 export {
   TurnStore,
   TURN_STATUSES,
-  ZERO_USAGE,
-  addUsage,
   type ClaimedTurn,
-  type ModelCallRecord,
   type TurnDocument,
   type TurnError,
   type TurnProgress,
   type TurnStatus,
   type TurnWithCalls,
+} from "./turn-store.js";
+export {
+  ZERO_USAGE,
+  addUsage,
+  summarizeContext,
+  toViewMessages,
+  type ModelCallRecord,
+  type TurnContextSummary,
   type Usage,
   type ViewMessage,
-} from "./turn-store.js";
+} from "./turn-record.js";
 export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S, type ConversationLeaseOptions } from "./lease.js";
 export { WriteFence, type FencedDocument } from "./write-fence.js";
 export { RetentionPolicy, DEFAULT_RETENTION_DAYS, type RetentionOptions } from "./retention.js";

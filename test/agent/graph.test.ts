@@ -4,7 +4,7 @@ import { costOf } from "../../lib/agent/model-usage.js";
 import { createApp, type App } from "../../lib/app.js";
 import { DEFAULT_MODEL_PRICES, loadConfig } from "../../lib/config/config.js";
 import { silentLogger, type StructuredLogger } from "../../lib/logger.js";
-import type { ModelCallRecord } from "../../lib/store/turn-store.js";
+import type { ModelCallRecord } from "../../lib/store/turn-record.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type RecordedConverseRequest } from "../support/converse-endpoint.js";

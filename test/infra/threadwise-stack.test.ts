@@ -8,9 +8,10 @@ import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
 import { apiRoutes } from "../../lib/api/api-routes.js";
+import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import type { Route } from "../../lib/api/router.js";
-import { ChannelEventDeduper, channelRoutes } from "../../lib/channels/index.js";
+import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
@@ -557,8 +558,8 @@ describe("ThreadwiseStack", () => {
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined });
-      const teams = channelRoutes({ teams: { appId: "a" }, deduper, enqueue: async () => undefined });
+      const slack = channelRoutes(channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined }));
+      const teams = channelRoutes(channelHandlers({ teams: { appId: "a" }, deduper, enqueue: async () => undefined }));
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
     });

@@ -1,4 +1,4 @@
-import type { TurnJob } from "../../lib/channels/index.js";
+import type { TurnJob } from "../../lib/queue/index.js";
 import { InProcessTurnQueue, turnIdForJob, turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/index.js";
 import { slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ValidationError } from "../../errors.js";
 import { slackPrincipal, tenantOwner } from "../../auth/principal.js";
-import type { SlackTurnJob } from "../turn-job.js";
+import type { SlackTurnJob } from "../../queue/turn-job.js";
 import { issueDetails } from "../../validation.js";
 
 /**

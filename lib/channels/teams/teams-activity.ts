@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { teamsPrincipal, tenantOwner } from "../../auth/principal.js";
-import type { TeamsTurnJob } from "../turn-job.js";
+import type { TeamsTurnJob } from "../../queue/turn-job.js";
 import { parseOrThrow } from "../../validation.js";
 
 export const TEAMS_IGNORE_REASONS = {

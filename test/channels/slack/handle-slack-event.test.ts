@@ -1,14 +1,5 @@
-import {
-  ChannelEventDeduper,
-  ChannelReplier,
-  SlackReplier,
-  decodeGatewayBody,
-  handleSlackEvent,
-  parseTurnJob,
-  type ChannelRequest,
-  type SlackEventOutcome,
-  type TurnJob,
-} from "../../../lib/channels/index.js";
+import { ChannelEventDeduper, ChannelReplier, SlackReplier, decodeGatewayBody, handleSlackEvent, type ChannelRequest, type SlackEventOutcome } from "../../../lib/channels/index.js";
+import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { ValidationError } from "../../../lib/errors.js";
-import { parseSlackEvent, slackTurnJob, stripSlackMention, turnJobSchema, type SlackDelivery } from "../../../lib/channels/index.js";
+import { parseSlackEvent, slackTurnJob, stripSlackMention, type SlackDelivery } from "../../../lib/channels/index.js";
+import { turnJobSchema } from "../../../lib/queue/index.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_USER, CHANNEL, DM, TEAM, USER, appMention, directMessage, envelope } from "./fixtures.js";
 

@@ -1,5 +1,6 @@
 import { ValidationError } from "../../../lib/errors.js";
-import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, turnJobSchema, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { turnJobSchema } from "../../../lib/queue/index.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, PERSONAL_CONVERSATION, TENANT, USER_AAD, USER_ACCOUNT, channelMention, messageActivity } from "./fixtures.js";
 

@@ -1,5 +1,5 @@
 import { ValidationError } from "../../lib/errors.js";
-import { parseTurnJob, type TurnJob } from "../../lib/channels/index.js";
+import { parseTurnJob, type TurnJob } from "../../lib/queue/index.js";
 import { apiPrincipal, slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 
 const slackJob: TurnJob = {
