@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
+import { derivedUuid } from "../derived-id.js";
 import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../store/turn-record.js";
@@ -28,8 +29,7 @@ export interface ApiRoutesDeps {
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
   if (key === undefined) return randomUUID();
-  const h = createHash("sha256").update(JSON.stringify([ownerKey(caller.principal), conversationId, key])).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return derivedUuid(JSON.stringify([ownerKey(caller.principal), conversationId, key]), 8);
 }
 
 export function turnView(turn: TurnWithCalls) {

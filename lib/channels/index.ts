@@ -7,10 +7,8 @@ export {
 } from "./channel-event-deduper.js";
 export {
   channelNotConfiguredResponse,
-  decodeGatewayBody,
   emptyResponse,
   jsonResponse,
-  lowercaseHeaders,
   type ChannelRequest,
   type ChannelResponse,
 } from "./channel-http.js";

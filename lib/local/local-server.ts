@@ -5,6 +5,7 @@ import { createApp, type App, type AppOptions } from "../app.js";
 import { errorResponse } from "../api/error-response.js";
 import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
+import { serverErrorLogger } from "../api/server-error-log.js";
 import { json } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
@@ -55,12 +56,7 @@ function logTurnJob(logger: StructuredLogger, outcome: TurnJobOutcome, channel: 
 /** What a local user sets to turn a channel on, said by the route of a channel that is off. */
 const LOCAL_CHANNEL_HINTS = { slack: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN", teams: "set TEAMS_APP_ID and TEAMS_APP_PASSWORD" };
 
-/** Server faults only, as fixed messages with numbers and names: never request contents. */
-function logServerError(error: unknown, request: { method: string; path: string }): void {
-  if (errorResponse(error).status < 500) return;
-  const name = error instanceof Error ? error.name : "unknown";
-  console.error(JSON.stringify({ level: "error", message: "request failed", error: name, method: request.method, route: request.path.replace(/[0-9a-f-]{36}/gi, "{id}") }));
-}
+const logServerError = serverErrorLogger(jsonConsoleLogger);
 
 const principal = z.string().regex(/^[\w.@-]{1,64}$/, "1 to 64 letters, digits or . _ @ -");
 const localTokenBody = z.strictObject({ user: principal, tenant: principal.optional(), roles: z.array(principal).max(20).optional() });

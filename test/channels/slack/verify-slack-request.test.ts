@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { ChannelAuthenticationError } from "../../../lib/errors.js";
-import { DEFAULT_SLACK_MAX_SKEW_SECONDS, decodeGatewayBody, verifySlackRequest } from "../../../lib/channels/index.js";
+import { DEFAULT_SLACK_MAX_SKEW_SECONDS, verifySlackRequest } from "../../../lib/channels/index.js";
+import { decodeEventBody } from "../../../lib/api/index.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";
 import { appMention, envelope } from "./fixtures.js";
 
@@ -27,7 +28,7 @@ describe("slack/verify-slack-request", () => {
     it("returns for a body API Gateway delivered base64-encoded, once decoded", () => {
       const rawBody = envelope(appMention({ text: "<@U0BOT> café ☕ – naïve?" }));
       const headers = signSlackRequest(rawBody, { at: NOW });
-      const decoded = decodeGatewayBody({ body: Buffer.from(rawBody, "utf8").toString("base64"), isBase64Encoded: true });
+      const decoded = decodeEventBody({ body: Buffer.from(rawBody, "utf8").toString("base64"), isBase64Encoded: true }) ?? "";
       expect(() => verifySlackRequest({ headers, rawBody: decoded, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW })).not.toThrow();
     });
 
