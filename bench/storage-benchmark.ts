@@ -523,7 +523,7 @@ function chart(analysis: Analysis): string {
     `<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`,
   );
   parts.push("</svg>");
-  return parts.join("\n") + "\n";
+  return `${parts.join("\n")}\n`;
 }
 
 async function main(): Promise<void> {

@@ -1,6 +1,6 @@
 import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
-import { RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";

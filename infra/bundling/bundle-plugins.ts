@@ -71,7 +71,7 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   { importPath: "../index.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/, replacement: { contents: 'export { VERSION as __version__ } from "../version.mjs";' } },
 ];
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 const REPLACEMENT_NAMESPACE = "threadwise-replacement";
 
@@ -79,7 +79,7 @@ export const moduleReplacements: Plugin = {
   name: "threadwise-module-replacements",
   setup(build) {
     for (const { importPath, importer, replacement } of MODULE_REPLACEMENTS) {
-      build.onResolve({ filter: new RegExp(`^${escape(importPath)}$`) }, async (args) => {
+      build.onResolve({ filter: new RegExp(`^${escapeRegExp(importPath)}$`) }, async (args) => {
         if (!importer.test(args.importer)) return undefined;
         if ("file" in replacement) return { path: replacement.file };
         // Resolved as if not replaced (no importer, so this plugin passes), to find its directory.

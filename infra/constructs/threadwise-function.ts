@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import type { Duration, RemovalPolicy } from "aws-cdk-lib";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";

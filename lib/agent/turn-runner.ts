@@ -5,13 +5,12 @@ import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTur
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
-import { type ClaimedTurn, type TurnDocument, type TurnStore } from "../store/turn-store.js";
-import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type ModelCallRecord, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
+import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
+import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { messageText } from "../model-view/message-text.js";
 import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
-import type { ModelViewStats } from "../model-view/types.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 

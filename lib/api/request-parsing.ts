@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from "../errors.js";
 import type { HttpRequest } from "./http.js";
 import { parseOrThrow } from "../validation.js";

@@ -2,7 +2,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
-import { errorResponse } from "../api/error-response.js";
 import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
 import { serverErrorLogger } from "../api/server-error-log.js";

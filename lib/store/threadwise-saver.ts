@@ -22,7 +22,7 @@ import { z } from "zod";
 import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
 import {
-  BlobReader,
+  type BlobReader,
   ChannelBlobStore,
   DEFAULT_LIST_LINK_BYTES,
   type BlobDocument,

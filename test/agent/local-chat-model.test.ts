@@ -1,4 +1,4 @@
-import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { type AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { describeArguments, LocalChatModel, MAX_ARGUMENT_DEPTH, type FunctionTool } from "../../lib/agent/local-chat-model.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";

@@ -1,6 +1,6 @@
 import { channelRoutes, createRouter } from "../../lib/api/index.js";
 import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
-import { type TurnJob } from "../../lib/queue/index.js";
+import type { TurnJob } from "../../lib/queue/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../support/slack-signing.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../support/teams-signing.js";

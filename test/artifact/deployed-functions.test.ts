@@ -74,7 +74,7 @@ afterAll(async () => {
 
 /** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
 async function coldStart(name: string): Promise<FunctionProcess> {
-  const artifact = resolveReferences(stack.functions[name], stack.template, (logicalId, resource) => {
+  const artifact = resolveReferences(stack.functions[name], stack.template, (_logicalId, resource) => {
     if (resource.Type === "AWS::SecretsManager::Secret") {
       const secret = CREDENTIAL_SECRET_NAMES.find((n) => String(resource.Properties.Name).endsWith(`/threadwise/${CREDENTIAL_SECRETS[n].name}`));
       return secret && aws.secretArns[secret];

@@ -189,7 +189,7 @@ describe("model view", () => {
         fc.property(case_, ({ messages, policy }) => {
           const before = viewOrBudgetError(messages, policy);
           // A turn's later calls end after tool results, which the next turn condenses away.
-          if (!before || before.messages[before.messages.length - 1].type !== "human") return;
+          if (before?.messages[before.messages.length - 1].type !== "human") return;
           const after = viewOrBudgetError([...messages, new AIMessage("the final answer"), new HumanMessage("and next?")], policy);
           if (comparable(before, after, 1)) expectEndReadBack(before, after);
         }),

@@ -1,4 +1,4 @@
-import { AIMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+import { AIMessage, SystemMessage, type ToolMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../../lib/errors.js";
 import {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { DEFAULT_MAX_MODEL_CALLS } from "../../lib/agent/turn-runner.js";
 import { createApp, type App } from "../../lib/app.js";
 import { ChannelReplier, SlackGroupDirectory, SlackReplier, slackTurnJob, slackWebClient } from "../../lib/channels/index.js";
-import { type SlackTurnJob } from "../../lib/queue/index.js";
+import type { SlackTurnJob } from "../../lib/queue/index.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { silentLogger } from "../../lib/logger.js";

@@ -20,7 +20,7 @@ function job(overrides: Partial<TurnJob> = {}): TurnJob {
 describe("turn-queue", () => {
   describe("turnJobGroupId", () => {
     it("returns one group per conversation, within SQS's 128 characters", () => {
-      const long = "19:" + "x".repeat(300) + "@thread.tacv2";
+      const long = `19:${"x".repeat(300)}@thread.tacv2`;
       expect(turnJobGroupId(job({ dedupeId: "Ev1" }))).toBe(turnJobGroupId(job({ dedupeId: "Ev2" })));
       expect(turnJobGroupId(job({ conversationKey: "other" }))).not.toBe(turnJobGroupId(job()));
       expect(turnJobGroupId(job({ conversationKey: long }))).toMatch(/^[0-9a-f]{1,128}$/);

@@ -1,6 +1,6 @@
 import { ChannelDeliveryError, ContextBudgetExceededError } from "../../../lib/errors.js";
 import { BotConnectorTokenProvider, TeamsReplier } from "../../../lib/channels/index.js";
-import { type TeamsReplyTarget } from "../../../lib/queue/index.js";
+import type { TeamsReplyTarget } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
 import { TEST_APP_ID } from "../../support/teams-signing.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, TENANT, USER_ACCOUNT } from "./fixtures.js";
