@@ -23,7 +23,8 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { BSON, MongoClient, type Db } from "mongodb";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
-import { DEFAULT_CHECKPOINTS_KEPT, ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../lib/config/config.js";
 
 /** Tool output sizes in KB, cycled turn after turn: 2 to 100 KB, 31 KB on average. */
 const TOOL_OUTPUT_KB = [2, 5, 10, 20, 50, 100];

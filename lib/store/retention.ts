@@ -1,8 +1,7 @@
 import type { Db } from "mongodb";
 import { COLLECTIONS } from "./collections.js";
+import { DEFAULT_RETENTION_DAYS } from "../config/config.js";
 
-/** Days of inactivity after which a conversation expires from every collection. */
-export const DEFAULT_RETENTION_DAYS = 90;
 const DAY_MS = 86_400_000;
 
 /** Where each collection keeps the conversation id (checkpoints call it the thread id). */

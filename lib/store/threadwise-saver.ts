@@ -42,6 +42,7 @@ import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentF
 import { planPrune, type PruneCandidate } from "./checkpoint/prune-plan.js";
 import { ThreadFences, isVisible, readFenceEpoch, type FenceStamp, type FenceView, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
 import { COLLECTIONS } from "./collections.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../config/config.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
@@ -51,12 +52,6 @@ export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = COLLECTIONS.checkpointWrites
 export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = COLLECTIONS.checkpointBlobs;
 /** Collection of per-thread fences (see {@link ThreadwiseSaver.claimThread}). */
 export const DEFAULT_CHECKPOINT_THREADS_COLLECTION = COLLECTIONS.checkpointThreads;
-/**
- * Latest checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps besides every
- * turn's start and end. Resuming needs only the latest; a few more leave the end of the last
- * turn inspectable.
- */
-export const DEFAULT_CHECKPOINTS_KEPT = 3;
 /**
  * Serialized bytes up to which a channel value is kept in its checkpoint's header instead of a
  * blob document: the graph's small bookkeeping channels and short inputs cost no document.
