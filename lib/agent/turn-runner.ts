@@ -9,7 +9,7 @@ import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.j
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { messageText } from "../model-view/message-text.js";
-import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
+import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
@@ -126,7 +126,7 @@ export class TurnRunner {
     const messages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
     const records = toViewMessages(messages);
     return messages.map((message, i) => {
-      const record: ThreadMessage = { ...records[i], tokens: countMessageTokens(message) };
+      const record: ThreadMessage = { ...records[i] };
       if (message.id) record.id = message.id;
       const artifact = message.getType() === "tool" ? offloadedArtifact(message as ToolMessage) : undefined;
       if (artifact) record.artifact = { handle: artifact.handle, bytes: artifact.bytes, tokens: artifact.tokens };

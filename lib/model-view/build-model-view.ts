@@ -7,7 +7,8 @@ import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import type { ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
-import { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
+import { CONVERSE_RULES } from "./converse-rules.js";
+import { validateConverseView } from "./validate-view.js";
 
 /** Tool schema tokens assumed when the policy does not say (a model called without tools). */
 export const DEFAULT_TOOL_SCHEMA_TOKENS = 0;

@@ -1,5 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { messageText } from "../model-view/message-text.js";
+import { countMessageTokens } from "../model-view/token-counter.js";
 import type { ModelViewStats } from "../model-view/types.js";
 
 /**
@@ -15,6 +16,8 @@ export interface ViewMessage {
   toolCalls?: { id: string; name: string; args: unknown }[];
   toolCallId?: string;
   toolName?: string;
+  /** Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept. */
+  tokens?: number;
 }
 
 export interface Usage {
@@ -83,11 +86,11 @@ export function summarizeContext(calls: ModelCallRecord[]): TurnContextSummary {
 
 const ROLE_BY_TYPE: Record<string, ViewMessage["role"]> = { system: "system", human: "user", ai: "assistant", tool: "tool" };
 
-/** The view exactly as sent, in the channel-neutral shape the turn record keeps. */
-export function toViewMessages(messages: readonly BaseMessage[]): ViewMessage[] {
+/** The view exactly as sent, in the channel-neutral shape the turn record keeps, with each message's tokens as the view counted them. */
+export function toViewMessages(messages: readonly BaseMessage[]): (ViewMessage & { tokens: number })[] {
   return messages.map((message) => {
     const role = ROLE_BY_TYPE[message.getType()] ?? "user";
-    const record: ViewMessage = { role, content: messageText(message.content) };
+    const record: ViewMessage & { tokens: number } = { role, content: messageText(message.content), tokens: countMessageTokens(message) };
     const toolCalls = (message as { tool_calls?: { id?: string; name: string; args: unknown }[] }).tool_calls;
     if (role === "assistant" && toolCalls?.length) {
       record.toolCalls = toolCalls.map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
