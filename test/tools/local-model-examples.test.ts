@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { type AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalChatModel } from "../../lib/agent/local-chat-model.js";
 import { loadToolsConfig } from "../../lib/config/tools-config.js";
