@@ -20,7 +20,7 @@ function handlerFor(app: App) {
   return handle;
 }
 
-/** The HTTP API (every route of design.md, /healthz and /readyz) on API Gateway HTTP API events. */
+/** The HTTP API (every route of the README's "HTTP API" section, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
   const request = claims.attach(toHttpRequest(event), event);
   let response;

@@ -10,7 +10,7 @@ import { DEFAULT_LOOKBACK_BLOCKS, PromptCache, type CacheUsage, type Prefix, typ
  * cleartext as the AWS SDK's HTTP/2 handler speaks it (ChatBedrockConverse streams when a caller
  * streams, e.g. LangGraph's "messages" stream mode). The real `ChatBedrockConverse` is pointed at it through
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (see `environment`). It rejects, with Bedrock's status and
- * error shape, every request Bedrock rejects for the rules in design.md, so a test that passes
+ * error shape, every request Bedrock rejects for the Converse rules (`lib/model-view/converse-rules.ts`), so a test that passes
  * here sent a request Bedrock would accept.
  *
  * Input tokens are counted by Anthropic's published Claude tokenizer (not cl100k, which the product
