@@ -22,7 +22,9 @@ const LAYERS = [
 
 const layerRules = LAYERS.slice(0, -1).map(([name, path], i) => ({
   name: `layer-${name.replace(/ /g, "-")}`,
-  comment: `${name} (${path}) imports nothing from a higher layer: ${LAYERS.slice(i + 1).map(([n]) => n).join(", ")}`,
+  comment: `${name} (${path}) imports nothing from a higher layer: ${LAYERS.slice(i + 1)
+    .map(([n]) => n)
+    .join(", ")}`,
   severity: "error",
   from: { path },
   to: { path: LAYERS.slice(i + 1).map(([, p]) => p) },
@@ -79,6 +81,10 @@ module.exports = {
     doNotFollow: { path: "node_modules" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], mainFields: ["module", "main", "types", "typings"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      mainFields: ["module", "main", "types", "typings"],
+    },
   },
 };

@@ -110,11 +110,7 @@ function scriptedGraph(saver: BaseCheckpointSaver, toolResult: ToolResult) {
     .compile({ checkpointer: saver });
 }
 
-async function threadBytes(
-  db: Db,
-  collections: string[],
-  threadId: string,
-): Promise<{ bytes: number; documents: number; largestDocument: number }> {
+async function threadBytes(db: Db, collections: string[], threadId: string): Promise<{ bytes: number; documents: number; largestDocument: number }> {
   let bytes = 0;
   let documents = 0;
   let largestDocument = 0;
@@ -520,9 +516,7 @@ function chart(analysis: Analysis): string {
     `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluate(fit, 0)))}" x2="${x(right, maxTurn)}" y2="${yLin(evaluate(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
   );
   parts.push(polyline(analysis.product.samples, productColor, yLin, right));
-  parts.push(
-    `<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`,
-  );
+  parts.push(`<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`);
   parts.push("</svg>");
   return `${parts.join("\n")}\n`;
 }
@@ -564,7 +558,14 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const subject of subjects) {
-      await Promise.all(subject.collections.map((name) => subject.db.collection(name).drop().catch(() => undefined)));
+      await Promise.all(
+        subject.collections.map((name) =>
+          subject.db
+            .collection(name)
+            .drop()
+            .catch(() => undefined),
+        ),
+      );
     }
     await client.close();
     await embedded?.stop();

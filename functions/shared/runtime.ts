@@ -9,13 +9,7 @@ import type { Context } from "aws-lambda";
 import type { MongoClient } from "mongodb";
 import { serverErrorLogger } from "../../lib/api/server-error-log.js";
 import { loadConfig } from "../../lib/config/config.js";
-import {
-  CREDENTIAL_SECRETS,
-  NOT_CONFIGURED_RETRY_AFTER_S,
-  parseCredentials,
-  requireCredentials,
-  type Credentials,
-} from "../../lib/config/credentials.js";
+import { CREDENTIAL_SECRETS, NOT_CONFIGURED_RETRY_AFTER_S, parseCredentials, requireCredentials, type Credentials } from "../../lib/config/credentials.js";
 import { ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
@@ -28,9 +22,7 @@ export const config = loadConfig();
 export const logger = new Logger();
 export const metrics = new Metrics();
 
-export const turnQueue = config.deployment.turnQueueUrl
-  ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl })
-  : undefined;
+export const turnQueue = config.deployment.turnQueueUrl ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl }) : undefined;
 
 /**
  * Fetches the credentials secrets this function is granted (their ARNs are in its environment,

@@ -13,7 +13,7 @@ import {
   type ModelViewPolicy,
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
-import { toViewMessages, type ModelCallRecord, } from "../store/turn-record.js";
+import { toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";

@@ -22,9 +22,7 @@ function isType(message: BaseMessage, type: string): boolean {
 export const MAX_ARGUMENT_DEPTH = 32;
 
 /** What the latest message asks for: a call, or a call whose arguments could not be read. */
-type RequestedCall =
-  | { kind: "call"; name: string; args: Record<string, unknown> }
-  | { kind: "malformed"; tool: FunctionTool; problem: string };
+type RequestedCall = { kind: "call"; name: string; args: Record<string, unknown> } | { kind: "malformed"; tool: FunctionTool; problem: string };
 
 /**
  * `tool_name {json}` anywhere in the text names a call with those arguments. A JSON object that
@@ -201,7 +199,10 @@ export class LocalChatModel extends BaseChatModel {
       const name = call.tool.function.name;
       return new AIMessage(`I did not call ${name}: ${call.problem}. ${name} takes a JSON object like ${describeArguments(call.tool)}.`);
     }
-    const earlier = messages.slice(0, lastHuman).filter((m) => isType(m, "human")).map((m) => messageText(m.content));
+    const earlier = messages
+      .slice(0, lastHuman)
+      .filter((m) => isType(m, "human"))
+      .map((m) => messageText(m.content));
     const fact = recalledFact(question, earlier);
     if (fact) return new AIMessage(fact);
     const search = recallSearch(messages, question, this.tools);

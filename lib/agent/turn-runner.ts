@@ -78,7 +78,6 @@ function errorCode(error: unknown): string {
   return error instanceof Error ? error.name : "Error";
 }
 
-
 /**
  * Runs one turn: lease, record, graph invocation (rehydrated from checkpoints), answer.
  *

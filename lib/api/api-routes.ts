@@ -25,7 +25,6 @@ export interface ApiRoutesDeps {
   dispatcher?: TurnDispatcher;
 }
 
-
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
   if (key === undefined) return randomUUID();

@@ -1,9 +1,4 @@
-import {
-  IdempotencyAlreadyInProgressError,
-  IdempotencyConfig,
-  IdempotencyValidationError,
-  makeIdempotent,
-} from "@aws-lambda-powertools/idempotency";
+import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
 import { ConflictError, IdempotencyKeyReusedError } from "../errors.js";
 import { DEFAULT_LEASE_TTL_MS } from "../config/config.js";

@@ -26,6 +26,9 @@ export function readmeConfigTable(): string {
 export function withConfigTable(readme: string): string {
   const start = readme.indexOf(CONFIG_TABLE_START);
   const end = readme.indexOf(CONFIG_TABLE_END);
-  if (start < 0 || end < start) throw new ValidationError("the README has no configuration table markers", [{ path: "README.md", message: `${CONFIG_TABLE_START} … ${CONFIG_TABLE_END} not found` }]);
+  if (start < 0 || end < start)
+    throw new ValidationError("the README has no configuration table markers", [
+      { path: "README.md", message: `${CONFIG_TABLE_START} … ${CONFIG_TABLE_END} not found` },
+    ]);
   return `${readme.slice(0, start + CONFIG_TABLE_START.length)}\n${readmeConfigTable()}\n${readme.slice(end)}`;
 }

@@ -142,7 +142,10 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
     throw new ValidationError("invalid configuration", [
-      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}` },
+      {
+        path: [name, first?.path].filter(Boolean).join("."),
+        message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}`,
+      },
     ]);
   }
   return parsed.data;
@@ -167,13 +170,21 @@ export const SETTINGS = {
     default: DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
     description: "a tool output above this is replaced in the view by a notice",
   }),
-  VIEW_TOTAL_BUDGET: setting({ schema: positiveInt, default: DEFAULT_VIEW_TOTAL_BUDGET, description: "hard ceiling on the view's tokens, in the model's tokens" }),
+  VIEW_TOTAL_BUDGET: setting({
+    schema: positiveInt,
+    default: DEFAULT_VIEW_TOTAL_BUDGET,
+    description: "hard ceiling on the view's tokens, in the model's tokens",
+  }),
   VIEW_HISTORY_BLOCK_TURNS: setting({
     schema: positiveInt,
     default: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
     description: "the oldest kept finished turn moves this many turns at a time",
   }),
-  VIEW_TOKEN_MARGIN: setting({ schema: margin, default: DEFAULT_VIEW_TOKEN_MARGIN, description: "safety margin over the token estimate before any usage is seen" }),
+  VIEW_TOKEN_MARGIN: setting({
+    schema: margin,
+    default: DEFAULT_VIEW_TOKEN_MARGIN,
+    description: "safety margin over the token estimate before any usage is seen",
+  }),
   VIEW_TOKEN_MARGIN_MIN: setting({ schema: margin, default: DEFAULT_VIEW_TOKEN_MARGIN_MIN, description: "the floor of that margin once usage is seen" }),
   BEDROCK_COUNT_TOKENS: setting({
     schema: z.enum(["true", "false"]),
@@ -181,8 +192,16 @@ export const SETTINGS = {
     description: "count a container's first request with Bedrock's CountTokens (not every model has it)",
   }),
   PROMPT_CACHE: setting({ schema: z.enum(["on", "off"]), default: "on", description: "`off` sends no cache points" }),
-  PROMPT_CACHE_MIN_TOKENS: setting({ schema: positiveInt, default: DEFAULT_PROMPT_CACHE_MIN_TOKENS, description: "the model's minimum tokens per cache checkpoint" }),
-  PROMPT_CACHE_STABLE_TTL: setting({ schema: cacheTtl, default: DEFAULT_PROMPT_CACHE_TTL, description: "TTL of the system and history cache points (`5m` or `1h`)" }),
+  PROMPT_CACHE_MIN_TOKENS: setting({
+    schema: positiveInt,
+    default: DEFAULT_PROMPT_CACHE_MIN_TOKENS,
+    description: "the model's minimum tokens per cache checkpoint",
+  }),
+  PROMPT_CACHE_STABLE_TTL: setting({
+    schema: cacheTtl,
+    default: DEFAULT_PROMPT_CACHE_TTL,
+    description: "TTL of the system and history cache points (`5m` or `1h`)",
+  }),
   PROMPT_CACHE_TURN_TTL: setting({
     schema: cacheTtl,
     default: DEFAULT_PROMPT_CACHE_TTL,
@@ -191,7 +210,7 @@ export const SETTINGS = {
   MODEL_PRICES: setting({
     schema: modelPrices,
     defaultText: "Claude Sonnet 4 and 4.5",
-    description: "JSON `{\"<model id>\": {input, output, cacheRead, cacheWrite, cacheWrite1h}}`, USD per million tokens, over the defaults",
+    description: 'JSON `{"<model id>": {input, output, cacheRead, cacheWrite, cacheWrite1h}}`, USD per million tokens, over the defaults',
   }),
   SYSTEM_PROMPT: setting({ schema: z.string().min(1), defaultText: "built in", description: "the system prompt" }),
   MAX_MESSAGE_CHARS: setting({ schema: positiveInt, default: DEFAULT_MAX_MESSAGE_CHARS, description: "longest user message" }),
@@ -211,7 +230,11 @@ export const SETTINGS = {
     default: DEFAULT_SOCKET_TIMEOUT_MS,
     description: "how long an operation waits for an answer on an open connection before the request answers 503 (the setup function: its timeout)",
   }),
-  MONGODB_MAX_POOL_SIZE: setting({ schema: positiveInt, defaultText: "the driver's 100; set per function by the stack", description: "most pooled connections per server" }),
+  MONGODB_MAX_POOL_SIZE: setting({
+    schema: positiveInt,
+    defaultText: "the driver's 100; set per function by the stack",
+    description: "most pooled connections per server",
+  }),
   MONGODB_MAX_IDLE_TIME_MS: setting({
     schema: positiveInt,
     defaultText: "none; 60000 in the stack",
@@ -236,7 +259,12 @@ export const SETTINGS = {
   }),
   SECRET_CACHE_MS: setting({ schema: positiveInt, default: DEFAULT_SECRET_CACHE_MS, description: "how long the fetched secrets are reused" }),
   TURN_QUEUE_URL: setting({ schema: z.string().url(), defaultText: "set by the stack", description: "the SQS FIFO turn queue" }),
-  MONGODB_REQUIRE_TLS: setting({ schema: z.enum(["true", "false"]), default: "false", defaultText: "`false`; `true` in the stack", description: "refuse a MongoDB URI without TLS" }),
+  MONGODB_REQUIRE_TLS: setting({
+    schema: z.enum(["true", "false"]),
+    default: "false",
+    defaultText: "`false`; `true` in the stack",
+    description: "refuse a MongoDB URI without TLS",
+  }),
   SLACK_API_URL: setting({
     schema: z.string().url(),
     defaultText: "`https://slack.com/api/`",
@@ -274,7 +302,11 @@ export const SETTINGS = {
 export const SECRET_ARN_SETTINGS: Settings = Object.fromEntries(
   CREDENTIAL_SECRET_NAMES.map((name) => [
     CREDENTIAL_SECRETS[name].variable,
-    setting({ schema: z.string().startsWith("arn:"), defaultText: "set by the stack", description: `ARN of the \`${CREDENTIAL_SECRETS[name].name}\` credentials secret` }),
+    setting({
+      schema: z.string().startsWith("arn:"),
+      defaultText: "set by the stack",
+      description: `ARN of the \`${CREDENTIAL_SECRETS[name].name}\` credentials secret`,
+    }),
   ]),
 );
 

@@ -20,8 +20,16 @@ export const RECALL_SETTINGS = {
     defaultText: "unset (lexical search only)",
     description: "Bedrock embeddings model for `search_conversation`, e.g. `amazon.titan-embed-text-v2:0`",
   }),
-  RECALL_EMBEDDINGS_REGION: setting({ schema: z.string().min(1), defaultText: "`BEDROCK_REGION` / `AWS_REGION`", description: "region of the embeddings model" }),
-  RECALL_EMBEDDING_DIMENSIONS: setting({ schema: z.enum(["256", "512", "1024"]).transform(Number), default: DEFAULT_EMBEDDING_DIMENSIONS, description: "256, 512 or 1024" }),
+  RECALL_EMBEDDINGS_REGION: setting({
+    schema: z.string().min(1),
+    defaultText: "`BEDROCK_REGION` / `AWS_REGION`",
+    description: "region of the embeddings model",
+  }),
+  RECALL_EMBEDDING_DIMENSIONS: setting({
+    schema: z.enum(["256", "512", "1024"]).transform(Number),
+    default: DEFAULT_EMBEDDING_DIMENSIONS,
+    description: "256, 512 or 1024",
+  }),
   RECALL_MAX_TOKENS: setting({
     schema: z.coerce.number().int().min(200).max(1_500),
     default: DEFAULT_RECALL_MAX_TOKENS,

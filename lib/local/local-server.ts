@@ -73,7 +73,8 @@ function localTokenRoute(keys: LocalKeys): Route {
     pattern: /^\/local\/token$/,
     handler: async (request) => {
       if (!LOOPBACK_HOST.test(request.headers.host ?? "")) throw new AuthenticationError("local sign-in answers on a loopback host only");
-      if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "")) throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
+      if (!/^application\/json\b/i.test(request.headers["content-type"] ?? ""))
+        throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
       const claims = parseJsonBody(request, localTokenBody);
       const token = await mintLocalToken(keys, claims);
       return json(200, { token, userId: claims.user, tenantId: claims.tenant ?? null }, { "cache-control": "no-store" });
@@ -159,7 +160,12 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       .then((request) => route(request))
       .then((response) => writeHttpResponse(res, response))
       .catch(() => {
-        if (!res.headersSent) writeHttpResponse(res, { status: 500, headers: { "content-type": "application/json" }, body: '{"error":{"code":"internal_error","message":"internal error"}}' });
+        if (!res.headersSent)
+          writeHttpResponse(res, {
+            status: 500,
+            headers: { "content-type": "application/json" },
+            body: '{"error":{"code":"internal_error","message":"internal error"}}',
+          });
       });
   };
   const server: Server = createServer(handle);
@@ -170,7 +176,9 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     await app.close();
     await client.close();
     await embedded?.stop();
-    throw new LocalServerError(`cannot listen on 127.0.0.1:${wanted} (${(error as NodeJS.ErrnoException).code ?? "error"}); set PORT to a free port`, { cause: error });
+    throw new LocalServerError(`cannot listen on 127.0.0.1:${wanted} (${(error as NodeJS.ErrnoException).code ?? "error"}); set PORT to a free port`, {
+      cause: error,
+    });
   }
   const { port } = server.address() as AddressInfo;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.

@@ -220,7 +220,14 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
 /** The notice that would stand for an active-turn tool result, with its tokens. */
 function noticeFor(item: ActiveItem, reason: OmittedOutput["reason"], threshold: number): { message: ToolMessage; tokens: number; omitted: OmittedOutput } {
   const result = item.result as ActiveToolResult;
-  const notice = toolOutputNotice({ toolName: result.toolName, tokens: result.outputTokens, handle: result.handle, preview: result.preview, reason, threshold });
+  const notice = toolOutputNotice({
+    toolName: result.toolName,
+    tokens: result.outputTokens,
+    handle: result.handle,
+    preview: result.preview,
+    reason,
+    threshold,
+  });
   const original = item.message as ToolMessage;
   const message = new ToolMessage({ content: notice, tool_call_id: result.toolCallId, name: original.name ?? result.toolName, status: original.status });
   const omitted: OmittedOutput = { toolCallId: result.toolCallId, toolName: result.toolName, tokens: result.outputTokens, reason };

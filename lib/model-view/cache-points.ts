@@ -3,7 +3,6 @@ import { InvalidModelViewError } from "../errors.js";
 import type { CachePoint, CacheTtl, PromptCachePolicy } from "./types.js";
 import { CONVERSE_RULES } from "./converse-rules.js";
 
-
 /** Cache points Bedrock accepts in one request (tools, system and messages together); more is a 400. */
 export const MAX_CACHE_POINTS = 4;
 

@@ -3,7 +3,6 @@ import { InvalidModelViewError } from "../errors.js";
 import { isCachePointBlock, MAX_CACHE_POINTS } from "./cache-points.js";
 import { CONVERSE_RULES, type ConverseRule } from "./converse-rules.js";
 
-
 export interface ValidateConverseViewOptions {
   /** Whether the request carries a tool configuration; Converse rejects tool blocks without one. Default: true. */
   toolsConfigured?: boolean;
@@ -60,7 +59,8 @@ function toConverseTurn(message: BaseMessage, index: number): ConverseTurn {
         if (typeof call.id !== "string" || call.id.length === 0) fail(CONVERSE_RULES.toolUseId, `message ${index} has a tool call without an id`);
         return call.id;
       });
-      if (contentBlocks(message.content, index, true) + calls.length === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has neither text nor tool calls`);
+      if (contentBlocks(message.content, index, true) + calls.length === 0)
+        fail(CONVERSE_RULES.noEmptyContent, `message ${index} has neither text nor tool calls`);
       return { role: "assistant", index, toolUseIds, toolResultIds: [] };
     }
     case "tool": {
@@ -126,13 +126,15 @@ export function validateConverseView(messages: readonly BaseMessage[], options: 
     if (turn.toolResultIds.length > 0) {
       const uses = previous?.toolUseIds ?? [];
       const unmatched = turn.toolResultIds.find((id) => !uses.includes(id));
-      if (unmatched !== undefined) fail(CONVERSE_RULES.toolResultHasUse, `message ${turn.index} answers tool call ${unmatched}, which the message before it did not make`);
+      if (unmatched !== undefined)
+        fail(CONVERSE_RULES.toolResultHasUse, `message ${turn.index} answers tool call ${unmatched}, which the message before it did not make`);
     }
     if (turn.toolUseIds.length > 0) {
       const next = turns[i + 1];
       // Extra or repeated results are reported when the next message is checked.
       const unanswered = turn.toolUseIds.find((id) => !next?.toolResultIds.includes(id));
-      if (unanswered !== undefined) fail(CONVERSE_RULES.toolUseAnswered, `tool call ${unanswered} of message ${turn.index} is not answered in the next message`);
+      if (unanswered !== undefined)
+        fail(CONVERSE_RULES.toolUseAnswered, `tool call ${unanswered} of message ${turn.index} is not answered in the next message`);
     }
   });
 }

@@ -44,9 +44,7 @@ export class RetentionPolicy {
   /** TTL indexes on every collection; idempotent, run once at start-up. */
   async setup(): Promise<void> {
     await Promise.all(
-      Object.keys(OWNER_FIELD).map((name) =>
-        this.db.collection(name).createIndex({ expiresAt: 1 }, { name: "retention_ttl", expireAfterSeconds: 0 }),
-      ),
+      Object.keys(OWNER_FIELD).map((name) => this.db.collection(name).createIndex({ expiresAt: 1 }, { name: "retention_ttl", expireAfterSeconds: 0 })),
     );
   }
 
@@ -56,10 +54,9 @@ export class RetentionPolicy {
     const renewBefore = new Date(now.getTime() + this.periodMs / 2);
     await Promise.all(
       Object.entries(OWNER_FIELD).map(([name, field]) =>
-        this.db.collection(name).updateMany(
-          { [field]: conversationId, $or: [{ expiresAt: { $exists: false } }, { expiresAt: { $lt: renewBefore } }] },
-          { $set: { expiresAt } },
-        ),
+        this.db
+          .collection(name)
+          .updateMany({ [field]: conversationId, $or: [{ expiresAt: { $exists: false } }, { expiresAt: { $lt: renewBefore } }] }, { $set: { expiresAt } }),
       ),
     );
   }

@@ -115,7 +115,11 @@ export class TurnStore {
   async enqueue(turnId: string, fence: WriteFence, now = new Date()): Promise<TurnDocument> {
     const fresh = this.fresh(turnId, fence, "queued", now);
     const inserted = await fence.guard(
-      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      () =>
+        this.#turns.insertOne(fresh).then(
+          () => true,
+          (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error)),
+        ),
       (created) => (created ? this.#turns.deleteOne({ _id: turnId, status: "queued", attempt: { $exists: false } }) : Promise.resolve()),
     );
     if (inserted) return fresh;
@@ -137,7 +141,11 @@ export class TurnStore {
     // A new turn (the usual case) is created claimed; an existing one is claimed if no later attempt has it.
     const fresh = { ...this.fresh(turnId, fence, "running", now), attempt, ...fields };
     const created = await fence.guard(
-      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      () =>
+        this.#turns.insertOne(fresh).then(
+          () => true,
+          (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error)),
+        ),
       (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
     );
     if (created) return { turn: fresh, claimed: true };
@@ -173,7 +181,11 @@ export class TurnStore {
 
   /** The conversation's latest begun turn, if any. */
   async latest(conversationId: string): Promise<TurnDocument | null> {
-    return this.#turns.find({ conversationId, seq: { $exists: true } }).sort({ seq: -1 }).limit(1).next();
+    return this.#turns
+      .find({ conversationId, seq: { $exists: true } })
+      .sort({ seq: -1 })
+      .limit(1)
+      .next();
   }
 
   async get(turnId: string): Promise<TurnDocument | null> {

@@ -87,7 +87,7 @@ describe("TurnRunner", () => {
       clients.push(client);
       const app = await createApp(config, {
         mongoClient: client,
-        
+
         tools: [bigReport],
         logger: { info: capture, warn: capture, error: capture },
       });

@@ -57,7 +57,13 @@ const overlapArb: fc.Arbitrary<Step[]> = fc
   });
 
 const scenarioArb = fc
-  .array(fc.oneof(overlapArb, stepArb.map((step) => [step])), { minLength: 2, maxLength: 6 })
+  .array(
+    fc.oneof(
+      overlapArb,
+      stepArb.map((step) => [step]),
+    ),
+    { minLength: 2, maxLength: 6 },
+  )
   .map((parts) => parts.flat());
 
 interface Run {

@@ -29,9 +29,9 @@ describe("channel-routes", () => {
     return createRouter(
       channelRoutes(
         channelHandlers({
-        slack: which.slack ? { signingSecret: TEST_SLACK_SIGNING_SECRET } : undefined,
-        teams: which.teams ? { appId: TEST_APP_ID, openIdMetadataUrl: issuer.openIdMetadataUrl } : undefined,
-        deduper,
+          slack: which.slack ? { signingSecret: TEST_SLACK_SIGNING_SECRET } : undefined,
+          teams: which.teams ? { appId: TEST_APP_ID, openIdMetadataUrl: issuer.openIdMetadataUrl } : undefined,
+          deduper,
           enqueue: async (job) => void queue.push(job),
         }),
       ),

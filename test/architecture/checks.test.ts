@@ -50,7 +50,7 @@ afterAll(() => rm(tree, { recursive: true, force: true }));
 describe("house checks", () => {
   describe("biome", () => {
     it("returns success for a file in the house style", async () => {
-      await write({ "clean/ok.ts": 'export const answer = (text: string): string => text.trim();\n' });
+      await write({ "clean/ok.ts": "export const answer = (text: string): string => text.trim();\n" });
       expect((await exitCode("biome", ["check", "--error-on-warnings", "clean"])).code).toBe(0);
     });
 

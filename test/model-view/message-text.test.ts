@@ -10,7 +10,12 @@ describe("message-text", () => {
     });
 
     it("returns the text blocks joined with a newline, so separate blocks never run together", () => {
-      expect(messageText([{ type: "text", text: "I will look it up." }, { type: "text", text: "Here it is." }])).toBe("I will look it up.\nHere it is.");
+      expect(
+        messageText([
+          { type: "text", text: "I will look it up." },
+          { type: "text", text: "Here it is." },
+        ]),
+      ).toBe("I will look it up.\nHere it is.");
     });
 
     it("returns no line for a blank text block or a block that is not text", () => {

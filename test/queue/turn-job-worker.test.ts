@@ -117,9 +117,12 @@ describe("TurnJobWorker", () => {
 
     it("returns retry, running nothing and saying nothing yet, while the person's group roles cannot be read", async () => {
       slackApi.failNextGroupList("ratelimited");
-      const groups = new ChannelRoles({ slack: { [TEAM]: { groups: { S0ANALYSTS: ["analyst"] } } }, teams: {} }, {
-        slack: new SlackGroupDirectory(slackWebClient({ botToken: BOT_TOKEN, slackApiUrl: slackApi.slackApiUrl, retries: 0 })),
-      });
+      const groups = new ChannelRoles(
+        { slack: { [TEAM]: { groups: { S0ANALYSTS: ["analyst"] } } }, teams: {} },
+        {
+          slack: new SlackGroupDirectory(slackWebClient({ botToken: BOT_TOKEN, slackApiUrl: slackApi.slackApiUrl, retries: 0 })),
+        },
+      );
       const j = job("who am i?");
       const calls = seenCallers.length;
       expect(await worker({ roles: groups }).process(j, 1)).toMatchObject({ kind: "retry", error: { name: "RoleLookupError" } });

@@ -36,7 +36,11 @@ describe("turn-job", () => {
 
     it("throws ValidationError for a job in the shape before principals", () => {
       const { principal: _, ...rest } = slackJob;
-      const old = { ...rest, caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] }, owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] } };
+      const old = {
+        ...rest,
+        caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] },
+        owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] },
+      };
       expect(() => parseTurnJob(JSON.stringify(old))).toThrow(ValidationError);
     });
 

@@ -36,7 +36,9 @@ describe("turn-queue", () => {
 
   describe("turnIdForJob", () => {
     it("returns the API's turn id for an API job", () => {
-      expect(turnIdForJob(job({ channel: "api", dedupeId: "6f1c1f39-1a1b-4c1d-8e1f-000000000001" } as Partial<TurnJob>))).toBe("6f1c1f39-1a1b-4c1d-8e1f-000000000001");
+      expect(turnIdForJob(job({ channel: "api", dedupeId: "6f1c1f39-1a1b-4c1d-8e1f-000000000001" } as Partial<TurnJob>))).toBe(
+        "6f1c1f39-1a1b-4c1d-8e1f-000000000001",
+      );
     });
 
     it("returns a stable UUID-shaped id per channel event", () => {

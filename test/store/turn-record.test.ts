@@ -8,7 +8,16 @@ const policy = { systemPrompt: "sys", finishedTurns: 4, toolOutputTokens: 1_000,
 
 function callWith(index: number, messages: (HumanMessage | AIMessage)[]): ModelCallRecord {
   const view = buildModelView(messages, policy);
-  return { turnId: "t", index, startedAt: new Date(0), durationMs: 1, view: toViewMessages(view.messages), stats: view.stats, usage: ZERO_USAGE, toolCalls: [] };
+  return {
+    turnId: "t",
+    index,
+    startedAt: new Date(0),
+    durationMs: 1,
+    view: toViewMessages(view.messages),
+    stats: view.stats,
+    usage: ZERO_USAGE,
+    toolCalls: [],
+  };
 }
 
 describe("turn-record", () => {
@@ -30,7 +39,13 @@ describe("turn-record", () => {
     });
 
     it("returns an answer of several text blocks as the stored answer is made (messageText), so the two records agree", () => {
-      const answer = new AIMessage({ content: [{ type: "text", text: "Looking." }, { type: "text", text: " " }, { type: "text", text: "Found it." }] });
+      const answer = new AIMessage({
+        content: [
+          { type: "text", text: "Looking." },
+          { type: "text", text: " " },
+          { type: "text", text: "Found it." },
+        ],
+      });
       const [recorded] = toViewMessages([answer]);
       expect(recorded.content).toBe(messageText(answer.content));
       expect(recorded.content).toBe("Looking.\nFound it.");

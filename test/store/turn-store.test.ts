@@ -55,7 +55,8 @@ const call = (turnId: string, index: number): ModelCallRecord => ({
   startedAt: new Date(),
   durationMs: 1,
   view: [],
-  stats: buildModelView([new HumanMessage("question")], { systemPrompt: "", finishedTurns: 1, toolOutputTokens: 100, totalBudget: 1_000, toolSchemaTokens: 0 }).stats,
+  stats: buildModelView([new HumanMessage("question")], { systemPrompt: "", finishedTurns: 1, toolOutputTokens: 100, totalBudget: 1_000, toolSchemaTokens: 0 })
+    .stats,
   usage: ZERO_USAGE,
   toolCalls: [],
 });

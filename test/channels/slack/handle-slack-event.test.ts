@@ -1,4 +1,11 @@
-import { ChannelEventDeduper, ChannelReplier, SlackReplier, handleSlackEvent, type ChannelRequest, type SlackEventOutcome } from "../../../lib/channels/index.js";
+import {
+  ChannelEventDeduper,
+  ChannelReplier,
+  SlackReplier,
+  handleSlackEvent,
+  type ChannelRequest,
+  type SlackEventOutcome,
+} from "../../../lib/channels/index.js";
 import { decodeEventBody } from "../../../lib/api/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";

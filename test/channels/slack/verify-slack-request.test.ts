@@ -106,9 +106,7 @@ describe("slack/verify-slack-request", () => {
       const rawBody = envelope(appMention());
       const headers = signSlackRequest(rawBody, { at: NOW });
       const tampered = rawBody.replace("last month", "every month");
-      expect(reasonOf(() => verifySlackRequest({ headers, rawBody: tampered, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW }))).toBe(
-        "bad_signature",
-      );
+      expect(reasonOf(() => verifySlackRequest({ headers, rawBody: tampered, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW }))).toBe("bad_signature");
     });
 
     it("throws bad_signature when signed with another secret", () => {
@@ -156,9 +154,7 @@ describe("slack/verify-slack-request", () => {
           const changed = body.slice(0, i) + String.fromCharCode((body.charCodeAt(i) + delta) % 0x10000) + body.slice(i + 1);
           fc.pre(Buffer.from(changed, "utf8").compare(Buffer.from(body, "utf8")) !== 0);
           verifySlackRequest({ headers, rawBody: body, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW });
-          expect(reasonOf(() => verifySlackRequest({ headers, rawBody: changed, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW }))).toBe(
-            "bad_signature",
-          );
+          expect(reasonOf(() => verifySlackRequest({ headers, rawBody: changed, signingSecret: TEST_SLACK_SIGNING_SECRET, now: NOW }))).toBe("bad_signature");
         }),
         { numRuns: 200 },
       );

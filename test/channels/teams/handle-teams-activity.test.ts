@@ -1,4 +1,12 @@
-import { BotConnectorTokenProvider, ChannelEventDeduper, ChannelReplier, TeamsReplier, handleTeamsActivity, type ChannelRequest, type TeamsActivityOutcome } from "../../../lib/channels/index.js";
+import {
+  BotConnectorTokenProvider,
+  ChannelEventDeduper,
+  ChannelReplier,
+  TeamsReplier,
+  handleTeamsActivity,
+  type ChannelRequest,
+  type TeamsActivityOutcome,
+} from "../../../lib/channels/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";

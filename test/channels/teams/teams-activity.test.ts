@@ -13,9 +13,13 @@ function message(delivery: TeamsDelivery) {
 
 describe("teams/teams-activity", () => {
   describe("parseTeamsActivity", () => {
-    it("parses in time linear in the activity, whatever the text holds", () => {
-      expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "parses in time linear in the activity, whatever the text holds",
+      () => {
+        expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
 
     it("returns a personal chat message with its text", () => {
       const m = message(parseTeamsActivity(messageActivity(SERVICE_URL)));

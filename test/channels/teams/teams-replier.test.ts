@@ -55,9 +55,7 @@ describe("teams/teams-replier", () => {
 
     it("asks for a token for the Bot Connector scope from the botframework.com tenant by default", async () => {
       await replier().reply(target, "hi");
-      expect(connector.tokenRequests).toEqual([
-        { tenant: "botframework.com", clientId: TEST_APP_ID, scope: "https://api.botframework.com/.default" },
-      ]);
+      expect(connector.tokenRequests).toEqual([{ tenant: "botframework.com", clientId: TEST_APP_ID, scope: "https://api.botframework.com/.default" }]);
     });
 
     it("asks the bot's own tenant for a token when it is a single-tenant bot", async () => {
@@ -101,7 +99,9 @@ describe("teams/teams-replier", () => {
 
     it("throws ChannelDeliveryError with the status when the Bot Connector fails", async () => {
       connector.failNextReply(503);
-      const error = await replier().reply(target, "hi").catch((e: unknown) => e);
+      const error = await replier()
+        .reply(target, "hi")
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ChannelDeliveryError);
       expect((error as ChannelDeliveryError).status).toBe(503);
     });
