@@ -126,7 +126,10 @@ async function main(): Promise<void> {
     status: 202,
     async next() {
       thread += 1;
-      const activity = messageActivity(connector.serviceUrl, { id: `bench-${thread}`, conversation: { conversationType: "personal", id: `a:bench-${thread}` } });
+      const activity = messageActivity(connector.serviceUrl, {
+        id: `bench-${thread}`,
+        conversation: { conversationType: "personal", id: `a:bench-${thread}` },
+      });
       const token = await issuer.sign({ serviceUrl: connector.serviceUrl });
       return { path: "/teams/messages", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(activity) };
     },

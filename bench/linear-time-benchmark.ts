@@ -54,10 +54,14 @@ const ignoreValidation = (run: () => unknown) => {
 const subjects: { name: string; run: (text: string) => unknown }[] = [
   { name: "token counter (countTextTokens)", run: countTextTokens },
   { name: "Slack event (parseSlackEvent, mention stripped)", run: (text) => parseSlackEvent(envelope(appMention({ text: `<@${BOT_USER}> ${text}` }))) },
-  { name: "Teams activity (parseTeamsActivity, mention stripped)", run: (text) => parseTeamsActivity(channelMention("https://smba.example/", { text: `<at>Threadwise</at> ${text}` })) },
+  {
+    name: "Teams activity (parseTeamsActivity, mention stripped)",
+    run: (text) => parseTeamsActivity(channelMention("https://smba.example/", { text: `<at>Threadwise</at> ${text}` })),
+  },
   {
     name: "API body (parseJsonBody)",
-    run: (text) => ignoreValidation(() => parseJsonBody({ method: "POST", path: "/", headers: {}, query: {}, body: JSON.stringify({ content: text }) }, bodySchema)),
+    run: (text) =>
+      ignoreValidation(() => parseJsonBody({ method: "POST", path: "/", headers: {}, query: {}, body: JSON.stringify({ content: text }) }, bodySchema)),
   },
   { name: "Prefer header (prefersAsync)", run: (text) => prefersAsync({ method: "POST", path: "/", headers: { prefer: text }, query: {} }) },
   { name: "read-only SQL check (checkReadOnlySql)", run: (text) => checkReadOnlySql(`SELECT ${text}`, "sqlite") },
@@ -72,7 +76,10 @@ function cpuMs(run: () => unknown): number {
 }
 
 function medianMs(run: () => unknown): number {
-  return quantile(Array.from({ length: RUNS }, () => cpuMs(run)), 0.5);
+  return quantile(
+    Array.from({ length: RUNS }, () => cpuMs(run)),
+    0.5,
+  );
 }
 
 const shapes: AdversarialShape[] = [...runShapes(), ...fc.sample(adversarialShape(), { seed, numRuns: randomShapes })];
@@ -97,7 +104,9 @@ for (const chars of [500, 1_000, 2_000]) {
   const text = "\u3000".repeat(chars);
   const stockMs = cpuMs(() => stock.encode(text, [], []));
   const oursMs = medianMs(() => countTextTokens(text));
-  stockRows.push(`| ${chars.toLocaleString("en-US")} | ${stockMs.toFixed(0)} ms | ${oursMs.toFixed(2)} ms | ${Math.round(stockMs / oursMs).toLocaleString("en-US")}× |`);
+  stockRows.push(
+    `| ${chars.toLocaleString("en-US")} | ${stockMs.toFixed(0)} ms | ${oursMs.toFixed(2)} ms | ${Math.round(stockMs / oursMs).toLocaleString("en-US")}× |`,
+  );
   console.log(`stock js-tiktoken on ${chars} ideographic spaces: ${stockMs.toFixed(0)} ms; ours ${oursMs.toFixed(2)} ms`);
 }
 const ideographic = "\u3000".repeat(8_000);
@@ -116,7 +125,7 @@ const report = [
   "",
   `Worst of all: ${worstAll.toFixed(1)} ms (${worstAll < TARGET_MS ? "under" : "over"} the ${TARGET_MS} ms target).`,
   "",
-  "The stock js-tiktoken encoder (`encodingForModel(\"gpt-4\")`, whose counts the token counter reproduces) on runs of U+3000 ideographic spaces:",
+  'The stock js-tiktoken encoder (`encodingForModel("gpt-4")`, whose counts the token counter reproduces) on runs of U+3000 ideographic spaces:',
   "",
   "| characters | stock | token counter | stock ÷ token counter |",
   "|---:|---:|---:|---:|",

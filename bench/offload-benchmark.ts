@@ -65,7 +65,13 @@ async function main(): Promise<void> {
       const offloaded = await offloadToolOutput(output, { createdBy: principal, turnId: "turn-1", toolCallId, toolName: "big_report", fence }, { artifacts });
       const offloadMs = performance.now() - started;
       if (!offloaded.artifact) throw new Error(`${size.label} was not offloaded`);
-      const ctx: ToolContext = { conversationId: CONVERSATION, turnId: "turn-2", toolCallId: `read-${i}`, caller: { principal, roles: [] }, mayUse: () => true };
+      const ctx: ToolContext = {
+        conversationId: CONVERSATION,
+        turnId: "turn-2",
+        toolCallId: `read-${i}`,
+        caller: { principal, roles: [] },
+        mayUse: () => true,
+      };
       let parts = 0;
       let largest = 0;
       for (let startLine: number | undefined = 1; startLine !== undefined; parts++) {
@@ -89,7 +95,14 @@ async function main(): Promise<void> {
     await mongo.stop();
   }
   const table = markdownTable(
-    ["output", "tokens", "in the checkpoint, stock (inline)", "in the checkpoint, offloaded", "offload", `parts to read it all (≤ ${formatCount(DEFAULT_READ_MAX_TOKENS)} tokens each)`],
+    [
+      "output",
+      "tokens",
+      "in the checkpoint, stock (inline)",
+      "in the checkpoint, offloaded",
+      "offload",
+      `parts to read it all (≤ ${formatCount(DEFAULT_READ_MAX_TOKENS)} tokens each)`,
+    ],
     rows,
   );
   console.log(table);

@@ -33,7 +33,7 @@ import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome,
 import { recallTerms } from "../lib/recall/recall-terms.js";
 import { TurnIndexer } from "../lib/recall/turn-indexer.js";
 import { ThreadwiseDatabase } from "../lib/store/database.js";
-import { ZERO_USAGE } from "../lib/store/turn-store.js";
+import { ZERO_USAGE } from "../lib/store/turn-record.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
 import type { ModelViewStats } from "../lib/model-view/types.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID } from "../test/support/embeddings-endpoint.js";
@@ -75,7 +75,11 @@ function fillerTurn(random: Random): Turn {
       return {
         question: `What was the ${metric} for the ${region} region in ${month}?`,
         answer: `The ${region} region's ${metric} in ${month} was ${int(random, 100, 99_000).toLocaleString("en-US")}, ${pick(random, ["up", "down"])} ${int(random, 1, 19)}% on the month before.`,
-        tool: { name: "sql_query", args: { sql: `SELECT account, month, ${metric.replace(/ /g, "_")} FROM sales WHERE region = '${region}' AND month = '${month}'` }, output: ["| account | month | value |", ...rows].join("\n") },
+        tool: {
+          name: "sql_query",
+          args: { sql: `SELECT account, month, ${metric.replace(/ /g, "_")} FROM sales WHERE region = '${region}' AND month = '${month}'` },
+          output: ["| account | month | value |", ...rows].join("\n"),
+        },
       };
     }
     case 1: {
@@ -83,7 +87,11 @@ function fillerTurn(random: Random): Turn {
       return {
         question: `What does ${topic} say about ${pick(random, ["approvals", "limits", "exceptions", "deadlines"])}?`,
         answer: `According to ${topic}, requests above the limit go to a director, and exceptions are logged in the tracker.`,
-        tool: { name: "search_documents", args: { query: topic }, output: `${topic}: section ${int(random, 1, 9)}. Requests above the limit need a director's sign-off; exceptions are logged.` },
+        tool: {
+          name: "search_documents",
+          args: { query: topic },
+          output: `${topic}: section ${int(random, 1, 9)}. Requests above the limit need a director's sign-off; exceptions are logged.`,
+        },
       };
     }
     case 2:
@@ -157,7 +165,12 @@ async function main() {
     await database.setup();
     const embedder: Embedder = new BedrockEmbedder({
       modelId: TITAN_V2_MODEL_ID,
-      client: new BedrockRuntimeClient({ endpoint: endpoint.url, region: "us-east-1", credentials: { accessKeyId: "AKIDLOCAL", secretAccessKey: "local" }, maxAttempts: 1 }),
+      client: new BedrockRuntimeClient({
+        endpoint: endpoint.url,
+        region: "us-east-1",
+        credentials: { accessKeyId: "AKIDLOCAL", secretAccessKey: "local" },
+        maxAttempts: 1,
+      }),
     });
 
     // Two conversations with the same turns: one indexed lexically (offline), one with embeddings.
@@ -251,7 +264,10 @@ async function main() {
         if (inView || found) reached[key]++;
         else missed[key].push(f + 1);
         const answer = formatSearchOutcome(fact.question, outcome, DEFAULT_RECALL_MAX_TOKENS);
-        const call = new AIMessage({ content: "", tool_calls: [{ id: "s", name: SEARCH_CONVERSATION_NAME, args: { query: fact.question }, type: "tool_call" }] });
+        const call = new AIMessage({
+          content: "",
+          tool_calls: [{ id: "s", name: SEARCH_CONVERSATION_NAME, args: { query: fact.question }, type: "tool_call" }],
+        });
         const result = new ToolMessage({ content: answer, tool_call_id: "s", name: SEARCH_CONVERSATION_NAME });
         resultTokens[key].push(countMessageTokens(result));
         tokens[key].push(buildModelView([...state, call, result], policy).stats.viewTokens);
@@ -260,7 +276,12 @@ async function main() {
 
     const n = FACTS.length;
     const ways: Way[] = [
-      { name: "shaped view alone", reached: reached.view, tokensPerCall: fmt(median(tokens.view)), note: `facts in the last ${DEFAULT_VIEW_FINISHED_TURNS} turns only` },
+      {
+        name: "shaped view alone",
+        reached: reached.view,
+        tokensPerCall: fmt(median(tokens.view)),
+        note: `facts in the last ${DEFAULT_VIEW_FINISHED_TURNS} turns only`,
+      },
       { name: "full replay", reached: reached.replay, tokensPerCall: fmt(median(tokens.replay)), note: "every message and tool output, each call" },
       {
         name: "shaped view + search, lexical (offline)",

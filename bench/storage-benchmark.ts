@@ -20,7 +20,8 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { BSON, MongoClient, type Db } from "mongodb";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
-import { DEFAULT_CHECKPOINTS_KEPT, ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../lib/config/config.js";
 import { evaluatePolynomial, fitPolynomial, median, rSquared } from "./support/statistics.js";
 import { writeResults } from "./support/results.js";
 
@@ -32,7 +33,6 @@ const PREVIEW_CHARS = 200;
 const REPORTED_TURNS = [10, 50, 200];
 /** Interval between measurements drawn in the chart. */
 const SAMPLE_EVERY = 10;
-
 
 interface Sample {
   turn: number;
@@ -106,11 +106,7 @@ function scriptedGraph(saver: BaseCheckpointSaver, toolResult: ToolResult) {
     .compile({ checkpointer: saver });
 }
 
-async function threadBytes(
-  db: Db,
-  collections: string[],
-  threadId: string,
-): Promise<{ bytes: number; documents: number; largestDocument: number }> {
+async function threadBytes(db: Db, collections: string[], threadId: string): Promise<{ bytes: number; documents: number; largestDocument: number }> {
   let bytes = 0;
   let documents = 0;
   let largestDocument = 0;
@@ -437,7 +433,8 @@ function chart(analysis: Analysis): string {
   const lastStockTurn = analysis.stock.samples[analysis.stock.samples.length - 1].turn;
   if (lastStockTurn < maxTurn) {
     const points: string[] = [];
-    for (let turn = lastStockTurn; turn <= maxTurn; turn += 5) points.push(`${x(left, turn).toFixed(1)},${yLog(evaluatePolynomial(analysis.stockFit, turn)).toFixed(1)}`);
+    for (let turn = lastStockTurn; turn <= maxTurn; turn += 5)
+      points.push(`${x(left, turn).toFixed(1)},${yLog(evaluatePolynomial(analysis.stockFit, turn)).toFixed(1)}`);
     parts.push(`<polyline fill="none" stroke="${stockColor}" stroke-width="2" stroke-dasharray="6 4" points="${points.join(" ")}"/>`);
   }
   const legend = [
@@ -474,11 +471,9 @@ function chart(analysis: Analysis): string {
     `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluatePolynomial(fit, 0)))}" x2="${x(right, maxTurn)}" y2="${yLin(evaluatePolynomial(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
   );
   parts.push(polyline(analysis.product.samples, productColor, yLin, right));
-  parts.push(
-    `<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`,
-  );
+  parts.push(`<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`);
   parts.push("</svg>");
-  return parts.join("\n") + "\n";
+  return `${parts.join("\n")}\n`;
 }
 
 async function main(): Promise<void> {
@@ -515,7 +510,14 @@ async function main(): Promise<void> {
     }
   } finally {
     for (const subject of subjects) {
-      await Promise.all(subject.collections.map((name) => subject.db.collection(name).drop().catch(() => undefined)));
+      await Promise.all(
+        subject.collections.map((name) =>
+          subject.db
+            .collection(name)
+            .drop()
+            .catch(() => undefined),
+        ),
+      );
     }
     await client.close();
     await embedded?.stop();
