@@ -33,7 +33,9 @@ import { messageActivity } from "../test/channels/teams/fixtures.js";
 const TARGET_OVERHEAD_MS = 100;
 const BOT_TOKEN = "xoxb-bench-token";
 const APP_PASSWORD = "bench-client-secret";
-const { values } = parseArgs({ options: { runs: { type: "string", default: "9" }, rate: { type: "string", default: "40" }, write: { type: "boolean", default: false } } });
+const { values } = parseArgs({
+  options: { runs: { type: "string", default: "9" }, rate: { type: "string", default: "40" }, write: { type: "boolean", default: false } },
+});
 const runs = Number(values.runs);
 const rate = Number(values.rate);
 
@@ -81,7 +83,11 @@ const lastModelFirstToken = () => converse.requests.filter((r) => r.operation ==
 /** SSE: milliseconds from the model's first token to the first `text` event read by the client; and the turn's id. */
 async function sseOverhead(question: string): Promise<{ ms: number; turnId: string }> {
   const id = await conversation();
-  const res = await fetch(`${server.url}/v1/conversations/${id}/messages`, { method: "POST", headers: { ...auth, accept: "text/event-stream" }, body: JSON.stringify({ content: question }) });
+  const res = await fetch(`${server.url}/v1/conversations/${id}/messages`, {
+    method: "POST",
+    headers: { ...auth, accept: "text/event-stream" },
+    body: JSON.stringify({ content: question }),
+  });
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
   let buffered = "";
   let firstText: number | undefined;
@@ -116,9 +122,15 @@ async function slackOverhead(question: string): Promise<number> {
 async function teamsOverhead(question: string): Promise<number> {
   const activity = messageActivity(connector.serviceUrl, { text: question });
   const bearer = await issuer.sign({ serviceUrl: connector.serviceUrl });
-  await fetch(`${server.url}/teams/messages`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` }, body: JSON.stringify(activity) });
+  await fetch(`${server.url}/teams/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
+    body: JSON.stringify(activity),
+  });
   await server.turnQueue.drain();
-  const first = connector.replies.findIndex((r) => r.activityId === activity.id && (r.activity.entities as { streamType?: string }[] | undefined)?.[0]?.streamType === "streaming");
+  const first = connector.replies.findIndex(
+    (r) => r.activityId === activity.id && (r.activity.entities as { streamType?: string }[] | undefined)?.[0]?.streamType === "streaming",
+  );
   return connector.arrivals[first] - lastModelFirstToken();
 }
 

@@ -1,6 +1,6 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { ModelPrice } from "../config/config.js";
@@ -14,7 +14,7 @@ import {
   type ModelViewPolicy,
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
-import type { ModelCallRecord, Usage } from "../store/turn-store.js";
+import { toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
@@ -23,7 +23,6 @@ import { modelCallError } from "./chat-model.js";
 import type { FaultInjector } from "./fault-points.js";
 import { reportedUsage } from "./model-usage.js";
 import type { ToolRunner } from "./tool-runner.js";
-import { toViewMessages } from "./view-record.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
 
@@ -153,7 +152,9 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const startedAt = new Date();
     const sent = options.sendCachePoints ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
     const callbacks = ctx.events ? [new TextDeltaHandler(ctx.events, index)] : undefined;
-    const response = (await bound.invoke(sent, { signal: config.signal, callbacks }).catch((error: unknown) => Promise.reject(modelCallError(error)))) as AIMessage;
+    const response = (await bound
+      .invoke(sent, { signal: config.signal, callbacks })
+      .catch((error: unknown) => Promise.reject(modelCallError(error)))) as AIMessage;
     const usage = reportedUsage(response, price);
     calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
     const record: ModelCallRecord = {

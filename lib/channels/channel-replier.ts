@@ -4,8 +4,7 @@ import { ChannelDeliveryError } from "../errors.js";
 import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
-import type { ChannelAnswerStream } from "./channel-answer-stream.js";
-import type { TurnJob } from "./turn-job.js";
+import type { TurnAnswerStream, TurnJob, TurnReplier } from "../queue/turn-job.js";
 
 export interface ChannelRepliers {
   slack?: SlackReplier;
@@ -16,7 +15,7 @@ export interface ChannelRepliers {
  * Sends a turn's answer, or its failure message, back to where the turn came from. The
  * worker's one entry point for replies; API turns are answered by the API response instead.
  */
-export class ChannelReplier {
+export class ChannelReplier implements TurnReplier {
   constructor(private readonly repliers: ChannelRepliers) {}
 
   async reply(job: TurnJob, text: string): Promise<void> {
@@ -33,7 +32,7 @@ export class ChannelReplier {
    * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
    * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn.
    */
-  openStream(job: TurnJob, claimStream: () => Promise<boolean>): ChannelAnswerStream | undefined {
+  openStream(job: TurnJob, claimStream: () => Promise<boolean>): TurnAnswerStream | undefined {
     if (job.channel === "slack") return this.slack().openStream(job.replyTo, job.principal.subject, claimStream);
     if (job.channel === "teams") return this.teams().openStream(job.replyTo, claimStream);
     return undefined;

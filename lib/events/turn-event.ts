@@ -1,4 +1,4 @@
-import type { Usage } from "../store/turn-store.js";
+import type { Usage } from "../store/turn-record.js";
 
 /**
  * What a turn tells whoever watches it, in order: every channel (SSE, Slack, Teams, the console)
@@ -22,7 +22,15 @@ export type TurnEvent = TurnEventBody & { id: number };
 export type TurnEventType = TurnEventBody["type"];
 
 /** The event names, as SSE and the OpenAPI document give them. */
-export const TURN_EVENT_TYPES = ["progress", "tool_started", "tool_finished", "text", "approval_requested", "done", "failed"] as const satisfies readonly TurnEventType[];
+export const TURN_EVENT_TYPES = [
+  "progress",
+  "tool_started",
+  "tool_finished",
+  "text",
+  "approval_requested",
+  "done",
+  "failed",
+] as const satisfies readonly TurnEventType[];
 
 /** Events after which a turn says nothing more. */
 export function isFinalEvent(event: TurnEventBody): boolean {

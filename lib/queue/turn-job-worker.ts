@@ -1,9 +1,7 @@
 import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelRoles } from "../auth/channel-roles.js";
 import type { Caller } from "../auth/principal.js";
-import type { ChannelAnswerStream } from "../channels/channel-answer-stream.js";
-import type { ChannelReplier } from "../channels/channel-replier.js";
-import type { TurnJob } from "../channels/turn-job.js";
+import type { TurnAnswerStream, TurnJob, TurnReplier } from "./turn-job.js";
 import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
 import {
   AuthenticationError,
@@ -37,7 +35,7 @@ export interface TurnJobWorkerOptions {
   runner: TurnRunner;
   conversations: ConversationStore;
   turns: TurnStore;
-  replier: ChannelReplier;
+  replier: TurnReplier;
   /** The roles of Slack and Teams users (`SLACK_ROLES`, `TEAMS_ROLES`). Default: none, so role-gated tools stay closed to them. */
   roles?: ChannelRoles;
   /** Receives after which a failing turn is given up and the user told. Default: {@link DEFAULT_TURN_MAX_RECEIVES}. */
@@ -128,7 +126,7 @@ export class TurnJobWorker {
     const turnId = turnIdForJob(job);
     const { turns, runner } = this.options;
     const started = Date.now();
-    let stream: ChannelAnswerStream | undefined;
+    let stream: TurnAnswerStream | undefined;
     try {
       if (job.channel !== "api" && (await turns.get(turnId))?.repliedAt) return { kind: "already-replied", turnId };
       const conversationId = await this.bind(job);
@@ -139,10 +137,17 @@ export class TurnJobWorker {
         await turns.reject(turnId, { code: error.name, message: "the message is too long" });
         throw error;
       }
-      stream = this.options.replier.openStream(job, () => turns.claimStream(turnId));
+      stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId));
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
       const caller = await this.callerOf(job);
-      const result = await runner.run({ conversationId, caller, owner: job.owner, content: job.content, turnId, onEvent: stream && ((e) => stream!.onEvent(e)) });
+      const result = await runner.run({
+        conversationId,
+        caller,
+        owner: job.owner,
+        content: job.content,
+        turnId,
+        onEvent: stream && ((e) => stream!.onEvent(e)),
+      });
       const turn = await turns.get(turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));

@@ -64,13 +64,20 @@ export class TurnEventStore {
 
   /** The turn's stored events after `afterId`, in order. */
   async after(turnId: string, afterId: number): Promise<TurnEvent[]> {
-    const batches = await this.#batches.find({ turnId, to: { $gt: afterId } }).sort({ to: 1 }).toArray();
+    const batches = await this.#batches
+      .find({ turnId, to: { $gt: afterId } })
+      .sort({ to: 1 })
+      .toArray();
     return batches.flatMap((b) => b.events).filter((e) => e.id > afterId);
   }
 
   /** The id of the turn's last stored event; 0 when none is stored. */
   async lastId(turnId: string): Promise<number> {
-    const last = await this.#batches.find({ turnId }, { projection: { to: 1 } }).sort({ to: -1 }).limit(1).next();
+    const last = await this.#batches
+      .find({ turnId }, { projection: { to: 1 } })
+      .sort({ to: -1 })
+      .limit(1)
+      .next();
     return last?.to ?? 0;
   }
 

@@ -26,7 +26,8 @@ function respond(request: ConverseRequest): ScriptedReply {
   const question = lastUserText(request);
   const toolResults = request.messages.at(-1)!.content.some((b) => "toolResult" in b);
   if (question.includes("wait") && !toolResults) return { text: "Waiting now.", toolUses: [{ name: "wait_for_test", input: {} }] };
-  if (question.includes("break")) return { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 2 } };
+  if (question.includes("break"))
+    return { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 2 } };
   return { text: "The answer has five words." };
 }
 
@@ -70,7 +71,11 @@ function assertDocumented(events: SseEvent[]): void {
   for (const e of events) turnStreamEvents[e.event as keyof typeof turnStreamEvents].parse(e.data);
 }
 
-const text = (events: SseEvent[]) => events.filter((e) => e.event === "text").map((e) => e.data.delta as string).join("");
+const text = (events: SseEvent[]) =>
+  events
+    .filter((e) => e.event === "text")
+    .map((e) => e.data.delta as string)
+    .join("");
 
 describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", () => {
   it("returns the turn, its progress, the answer's text deltas and done, as documented", async () => {

@@ -26,7 +26,8 @@ function respond(request: ConverseRequest): ScriptedReply {
   const question = lastUserText(request);
   const toolResults = request.messages.at(-1)!.content.some((b) => "toolResult" in b);
   if (question.includes("look") && !toolResults) return { text: "Let me check.", toolUses: [{ name: "look_up", input: { word: "tern" } }] };
-  if (question.includes("break")) return { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 2 } };
+  if (question.includes("break"))
+    return { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 2 } };
   const words = question.includes("long") ? 400 : 4;
   return { text: Array.from({ length: words }, (_, i) => `word${i}`).join(" ") };
 }

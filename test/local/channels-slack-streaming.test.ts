@@ -65,7 +65,16 @@ describe("local server: Slack streaming", () => {
     await deliver(t, envelope(appMention({ ts, event_ts: ts, text: `<@${BOT_USER}> how are sales?` })));
     const streams = slack.streams.filter((s) => s.threadTs === ts);
     expect(streams).toEqual([
-      { channel: CHANNEL, threadTs: ts, ts: expect.any(String), recipientTeamId: TEAM, recipientUserId: USER, pieces: expect.any(Array), stopped: true, startedAt: expect.any(Number) },
+      {
+        channel: CHANNEL,
+        threadTs: ts,
+        ts: expect.any(String),
+        recipientTeamId: TEAM,
+        recipientUserId: USER,
+        pieces: expect.any(Array),
+        stopped: true,
+        startedAt: expect.any(Number),
+      },
     ]);
     expect(streamText(streams[0].pieces)).toBe("streamed answer to: how are sales?");
     expect(slack.statuses.filter((s) => s.threadTs === ts)).toEqual([{ channelId: CHANNEL, threadTs: ts, status: "is thinking…" }]);

@@ -1,9 +1,8 @@
 import type { WebClient } from "@slack/web-api";
 import type { TurnEvent } from "../../events/turn-event.js";
-import type { ChannelAnswerStream } from "../channel-answer-stream.js";
 import { SerialCalls } from "../serial-calls.js";
 import { turnFailureMessage } from "../failure-message.js";
-import type { SlackReplyTarget } from "../turn-job.js";
+import type { TurnAnswerStream, SlackReplyTarget } from "../../queue/turn-job.js";
 
 /** Slack's limit on `markdown_text` in one streaming call. */
 export const SLACK_STREAM_MAX_CHARS = 12_000;
@@ -30,7 +29,7 @@ function isDirectMessage(channelId: string): boolean {
  * `assistant.threads.setStatus`. Where Slack refuses to stream (or another attempt already
  * streamed this turn), the answer goes as one message at the end.
  */
-export class SlackAnswerStream implements ChannelAnswerStream {
+export class SlackAnswerStream implements TurnAnswerStream {
   readonly #calls = new SerialCalls();
   #pending = "";
   #flushQueued = false;
@@ -92,7 +91,10 @@ export class SlackAnswerStream implements ChannelAnswerStream {
     this.#calls.add(() =>
       this.deps
         .call(() => this.deps.client.assistant.threads.setStatus({ channel_id: channelId, thread_ts: threadTs, status }))
-        .then(() => undefined, () => undefined),
+        .then(
+          () => undefined,
+          () => undefined,
+        ),
     );
   }
 

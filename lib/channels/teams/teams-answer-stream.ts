@@ -1,8 +1,7 @@
 import type { TurnEvent } from "../../events/turn-event.js";
-import type { ChannelAnswerStream } from "../channel-answer-stream.js";
 import { SerialCalls } from "../serial-calls.js";
 import { turnFailureMessage } from "../failure-message.js";
-import type { TeamsReplyTarget } from "../turn-job.js";
+import type { TurnAnswerStream, TeamsReplyTarget } from "../../queue/turn-job.js";
 
 /** Teams stops taking updates to a stream about two minutes after it began; past this, the answer goes as a new message. */
 export const DEFAULT_TEAMS_STREAM_LIMIT_MS = 110_000;
@@ -30,7 +29,7 @@ export interface TeamsStreamDeps {
  * the whole answer (`final`) that closes the stream. The first update's id names the stream.
  * Where an update is refused, or past the two-minute limit, the answer goes as one message.
  */
-export class TeamsAnswerStream implements ChannelAnswerStream {
+export class TeamsAnswerStream implements TurnAnswerStream {
   readonly #calls = new SerialCalls();
   #text = "";
   #sent = 0;
@@ -64,7 +63,10 @@ export class TeamsAnswerStream implements ChannelAnswerStream {
   async finish(answer: string): Promise<void> {
     await this.#calls.settled();
     if (this.#state === "streaming" && !this.expired()) {
-      const closed = await this.send("message", answer, { streamType: "final" }).then(() => true, () => false);
+      const closed = await this.send("message", answer, { streamType: "final" }).then(
+        () => true,
+        () => false,
+      );
       if (closed) return;
     }
     await this.deps.reply(this.target, answer);
@@ -73,7 +75,10 @@ export class TeamsAnswerStream implements ChannelAnswerStream {
   async fail(error: unknown): Promise<void> {
     await this.#calls.settled();
     if (this.#state === "streaming" && !this.expired()) {
-      const closed = await this.send("message", turnFailureMessage(error, "teams"), { streamType: "final" }).then(() => true, () => false);
+      const closed = await this.send("message", turnFailureMessage(error, "teams"), { streamType: "final" }).then(
+        () => true,
+        () => false,
+      );
       if (closed) return;
     }
     await this.deps.replyFailure(this.target, error);

@@ -3,7 +3,7 @@ import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
 import type { Clock } from "../../clock.js";
-import type { TeamsReplyTarget } from "../turn-job.js";
+import type { TeamsReplyTarget } from "../../queue/turn-job.js";
 import type { BotConnectorTokenProvider } from "./bot-connector-token-provider.js";
 import { TeamsAnswerStream } from "./teams-answer-stream.js";
 
@@ -51,7 +51,8 @@ export class TeamsReplier {
   /** Replies to the activity; returns the id of each activity posted. */
   async reply(target: TeamsReplyTarget, text: string): Promise<string[]> {
     const ids: string[] = [];
-    for (const piece of splitText(text, this.maxMessageChars)) ids.push(await this.postActivity(target, { type: "message", text: piece, textFormat: "markdown" }));
+    for (const piece of splitText(text, this.maxMessageChars))
+      ids.push(await this.postActivity(target, { type: "message", text: piece, textFormat: "markdown" }));
     return ids;
   }
 

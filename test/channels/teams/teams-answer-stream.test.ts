@@ -1,4 +1,5 @@
-import { BotConnectorTokenProvider, TeamsReplier, type TeamsReplyTarget } from "../../../lib/channels/index.js";
+import { BotConnectorTokenProvider, TeamsReplier } from "../../../lib/channels/index.js";
+import type { TeamsReplyTarget } from "../../../lib/queue/index.js";
 import type { TurnEvent, TurnEventBody } from "../../../lib/events/turn-event.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
 import { ManualClock } from "../../support/manual-clock.js";

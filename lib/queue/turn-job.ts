@@ -1,3 +1,4 @@
+import type { TurnEvent } from "../events/turn-event.js";
 import { z } from "zod";
 import { ownerSchema, principalSchema } from "../auth/principal.js";
 import { ValidationError } from "../errors.js";
@@ -74,6 +75,35 @@ export type TeamsReplyTarget = TeamsTurnJob["replyTo"];
 
 /** Function the ingress calls to hand a turn to the queue (or, locally, straight to the worker). */
 export type EnqueueTurn = (job: TurnJob) => Promise<void>;
+
+/**
+ * Sends a turn's answer, or its failure message, back to where the turn came from; the channels
+ * implement it (`ChannelReplier`), the worker only calls it.
+ */
+export interface TurnReplier {
+  reply(job: TurnJob, text: string): Promise<void>;
+  replyFailure(job: TurnJob, error: unknown): Promise<void>;
+  /**
+   * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
+   * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn.
+   */
+  openStream?(job: TurnJob, claimStream: () => Promise<boolean>): TurnAnswerStream | undefined;
+}
+
+/**
+ * A turn's answer as it is written, in a channel that can show it so (Slack's streaming
+ * messages, Teams' streaming in 1:1 chats). `onEvent` never blocks the turn: the calls it makes
+ * are queued and coalesced. Exactly one of `finish`, `fail` or `abandon` ends it.
+ */
+export interface TurnAnswerStream {
+  onEvent(event: TurnEvent): void;
+  /** Delivers the final answer: closes the stream, or sends one message where it could not stream. */
+  finish(answer: string): Promise<void>;
+  /** Tells the user the turn failed, in the stream if one is open. */
+  fail(error: unknown): Promise<void>;
+  /** The attempt stops (the turn will be retried): closes an open stream without an answer. */
+  abandon(): Promise<void>;
+}
 
 /** Parses a queue message body; a body that is not a turn job is a `ValidationError`, never a turn. */
 export function parseTurnJob(body: string): TurnJob {
