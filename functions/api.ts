@@ -8,7 +8,17 @@ import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
-import { config, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, turnQueue } from "./shared/runtime.js";
+import {
+  config,
+  credentialsMiddleware,
+  credentialsOf,
+  logger,
+  logServerError,
+  metrics,
+  publishTurnFailed,
+  publishTurnMetrics,
+  turnQueue,
+} from "./shared/runtime.js";
 
 const claims = new VerifiedClaims(config.auth);
 /** The HTTP API over each app the container makes (a new one when the secret names another database). */
@@ -28,7 +38,7 @@ async function api(event: HttpApiEvent, context: Context) {
   const request = claims.attach(toHttpRequest(event), event);
   let response;
   try {
-    const app = await appFor(credentialsOf(context), { turnQueue, onTurnCompleted: publishTurnMetrics });
+    const app = await appFor(credentialsOf(context), { turnQueue, onTurnCompleted: publishTurnMetrics, onTurnFailed: publishTurnFailed });
     response = await handlerFor(app)(request);
   } catch (error) {
     // No app without the secret's keys or a database client: the answer says which, and so does the log.

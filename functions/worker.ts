@@ -8,7 +8,17 @@ import { parseTurnJob } from "../lib/channels/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
-import { credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, requireTurnQueue } from "./shared/runtime.js";
+import {
+  credentialsMiddleware,
+  credentialsOf,
+  logger,
+  logServerError,
+  metrics,
+  publishTurnGivenUp,
+  publishTurnMetrics,
+  publishTurnRetried,
+  requireTurnQueue,
+} from "./shared/runtime.js";
 
 /** Thrown for a record the queue should deliver again; its visibility is already set to the retry delay. */
 class TurnRetryError extends ThreadwiseError {
@@ -27,13 +37,22 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   const { app, credentials } = await appOf(context);
   const receiveCount = Number(record.attributes.ApproximateReceiveCount);
   const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount);
-  const error = "error" in outcome && outcome.error instanceof Error ? outcome.error.name : undefined;
-  logger.info("turn job", { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount, error });
+  const fields = { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount };
   if (outcome.kind === "retry") {
+    const reason = publishTurnRetried(outcome.error);
+    logger.warn("turn will be retried", { ...fields, reason, error: errorName(outcome.error), delaySeconds: outcome.delaySeconds });
     await requireTurnQueue().retryAfter(record.receiptHandle, outcome.delaySeconds);
     throw new TurnRetryError(`turn ${outcome.turnId} will be retried`);
   }
+  if (outcome.kind === "gave-up") {
+    // The handler succeeds (the message must not come back), so this line and the metric are what an operator sees.
+    const reason = publishTurnGivenUp(outcome.error);
+    return logger.error("turn given up", { ...fields, reason, error: errorName(outcome.error) });
+  }
+  logger.info("turn job", fields);
 }
+
+const errorName = (error: unknown) => (error instanceof Error ? error.name : "unknown");
 
 /** The app, its database checked; unset keys or an unreachable database are logged, and the message comes back later. */
 async function appOf(context: Context): Promise<{ app: App; credentials: Credentials }> {

@@ -1,4 +1,5 @@
 import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
+import { LambdaApplication, LambdaDeploymentConfig, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Topic } from "aws-cdk-lib/aws-sns";
@@ -16,7 +17,7 @@ import { ThreadwiseApi } from "./constructs/threadwise-api.js";
 import { FUNCTION_RUNTIME, ThreadwiseFunction } from "./constructs/threadwise-function.js";
 import { athenaResourceArns, knowledgeBaseArn } from "./constructs/tool-resources.js";
 import { TurnQueues } from "./constructs/turn-queues.js";
-import { PLACEHOLDER_JWT_ISSUER, type StageConfig, type StageToolsConfig } from "./stage-config.js";
+import { PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type StageToolsConfig } from "./stage-config.js";
 
 /** API Gateway stops waiting for an HTTP API integration after 30 s; the function ends just before. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
@@ -35,6 +36,13 @@ export const FUNCTION_SECRETS: Readonly<Record<FunctionName, readonly Credential
   slack: ["database", "slackSigning"],
   teams: ["database", "teamsBot"],
   setup: ["database"],
+};
+
+/** The CodeDeploy configuration of each deployment strategy: 10 % for 5 minutes, 10 % more every minute, or all at once. */
+export const DEPLOYMENT_CONFIGS: Readonly<Record<DeploymentStrategy, ILambdaDeploymentConfig>> = {
+  canary: LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES,
+  linear: LambdaDeploymentConfig.LINEAR_10PERCENT_EVERY_1MINUTE,
+  "all-at-once": LambdaDeploymentConfig.ALL_AT_ONCE,
 };
 
 /** How cdk-nag prints the pseudo parameters inside the ARNs it reports. */
@@ -68,7 +76,8 @@ export interface ThreadwiseStackProps extends StackProps {
 /** One stage of Threadwise: HTTP API, four functions, the turn queue, the secret, dashboard and alarms. */
 export class ThreadwiseStack extends Stack {
   constructor(scope: Construct, id: string, props: ThreadwiseStackProps) {
-    super(scope, id, props);
+    // A pinned stage deploys only into its account and region; a stage whose data is kept cannot be deleted by accident.
+    super(scope, id, { env: props.config.environment, terminationProtection: props.config.retainData, ...props });
     const { config } = props;
     const { stage } = config;
     const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
@@ -94,6 +103,7 @@ export class ThreadwiseStack extends Stack {
       stage,
       workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
       maxReceiveCount: config.maxReceiveCount,
+      removalPolicy,
     });
     const bedrockArns = bedrockResourceArns(config.bedrockModelId, STACK_ARN_CONTEXT, config.bedrockFoundationModelId);
     const connections = planConnections({
@@ -177,9 +187,9 @@ export class ThreadwiseStack extends Stack {
       stage,
       jwtIssuer: config.jwtIssuer,
       jwtAudience: config.jwtAudience,
-      apiFunction: api.fn,
-      slackFunction: slack.fn,
-      teamsFunction: teams.fn,
+      apiFunction: api.alias,
+      slackFunction: slack.alias,
+      teamsFunction: teams.alias,
       logRetention,
       removalPolicy,
     });
@@ -188,11 +198,17 @@ export class ThreadwiseStack extends Stack {
       stage,
       serviceName,
       functions: { api: api.fn, worker: worker.fn, slack: slack.fn, teams: teams.fn },
+      workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
+      bedrockModelId: config.bedrockModelId,
       queue: queues.queue,
       deadLetterQueue: queues.deadLetterQueue,
       httpApi: httpApi.httpApi,
       alarmTopic: config.alarmTopicArn ? Topic.fromTopicArn(this, "AlarmTopic", config.alarmTopicArn) : undefined,
     });
+    const application = new LambdaApplication(this, "Deployments", { applicationName: `${stage}-threadwise` });
+    for (const [name, f] of Object.entries({ api, worker, slack, teams })) {
+      f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams"));
+    }
 
     const nodeReason = `${FUNCTION_RUNTIME.name} is pinned on purpose: the bundle targets it and it is the newest runtime the code is tested on (local dev and CI run Node 20/22); moving to a newer runtime is a deliberate, tested change.`;
     for (const f of [api, worker, slack, teams, setup]) {

@@ -60,6 +60,8 @@ export interface AppOptions {
   turnQueue?: TurnQueue;
   /** Receives the figures of every turn finished in the request (Lambda: CloudWatch metrics). */
   onTurnCompleted?: TurnMetricsSink;
+  /** Receives the error of every turn that failed in the request (Lambda: the failed-turn metric). */
+  onTurnFailed?: (error: unknown) => void;
 }
 
 /** The product's core, one per container or process; HTTP is served over it by `createHttpHandler` (`lib/api/http-handler.ts`). */
@@ -148,6 +150,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         queue: options.turnQueue,
         syncDeadlineMs: config.deployment.syncTurnDeadlineMs,
         onTurnCompleted: options.onTurnCompleted,
+        onTurnFailed: options.onTurnFailed,
       })
     : undefined;
   return {

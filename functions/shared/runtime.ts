@@ -15,6 +15,15 @@ import {
   type Credentials,
 } from "../../lib/config/credentials.js";
 import { ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
+import {
+  CALLER_FAILURE_REASONS,
+  CHANNEL_DIMENSION,
+  REASON_DIMENSION,
+  TURN_OUTCOME_METRIC_NAMES,
+  turnFailureReason,
+  WEBHOOK_METRIC_NAMES,
+  type TurnFailureReason,
+} from "../../lib/observability/index.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
 
@@ -27,7 +36,11 @@ export const logger = new Logger();
 export const metrics = new Metrics();
 
 export const turnQueue = config.deployment.turnQueueUrl
-  ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl })
+  ? new SqsTurnQueue({
+      client: new SQSClient({}),
+      queueUrl: config.deployment.turnQueueUrl,
+      onEnqueued: () => metrics.addMetric(TURN_OUTCOME_METRIC_NAMES.queued, MetricUnit.Count, 1),
+    })
   : undefined;
 
 /**
@@ -97,6 +110,44 @@ export function publishTurnMetrics(m: TurnMetrics): void {
   metrics.addMetric(TURN_METRIC_NAMES.toolCalls, MetricUnit.Count, m.toolCalls);
   metrics.addMetric(TURN_METRIC_NAMES.turnDurationMs, MetricUnit.Milliseconds, m.turnDurationMs);
   metrics.addMetric(TURN_METRIC_NAMES.omittedOutputs, MetricUnit.Count, m.omittedOutputs);
+}
+
+/**
+ * One count of a turn outcome, twice: under the service alone (what the alarms watch) and under
+ * the service and the reason (what the dashboard splits by). The second is emitted at once.
+ */
+function countTurnOutcome(name: string, reason: TurnFailureReason): void {
+  metrics.addMetric(name, MetricUnit.Count, 1);
+  metrics.singleMetric().addDimension(REASON_DIMENSION, reason).addMetric(name, MetricUnit.Count, 1);
+}
+
+/** A worker attempt that failed and will run again. */
+export function publishTurnRetried(error: unknown): TurnFailureReason {
+  const reason = turnFailureReason(error);
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.retried, reason);
+  return reason;
+}
+
+/** A turn the worker stopped trying: its user was told it failed. */
+export function publishTurnGivenUp(error: unknown): TurnFailureReason {
+  const reason = turnFailureReason(error);
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.givenUp, reason);
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.failed, reason);
+  return reason;
+}
+
+/** A turn that failed in the API's request; a refusal of the caller's request (4xx, nothing ran) is not counted. */
+export function publishTurnFailed(error: unknown): void {
+  const reason = turnFailureReason(error);
+  if (CALLER_FAILURE_REASONS.has(reason)) return;
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.failed, reason);
+  logger.error("turn failed", { reason, error: error instanceof Error ? error.name : "unknown" });
+}
+
+/** A webhook's answer: its 4xx and 5xx counted by channel (a spike of 4xx is a signing or key mismatch). */
+export function publishWebhookStatus(channel: string, status: number): void {
+  const name = status >= 500 ? WEBHOOK_METRIC_NAMES.serverErrors : status >= 400 ? WEBHOOK_METRIC_NAMES.clientErrors : undefined;
+  if (name) metrics.singleMetric().addDimension(CHANNEL_DIMENSION, channel).addMetric(name, MetricUnit.Count, 1);
 }
 
 /**

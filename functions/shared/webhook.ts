@@ -5,7 +5,7 @@ import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/chann
 import { channelRoutes } from "../../lib/channels/channel-routes.js";
 import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
-import { config, credentialsOf, logger, logServerError, mongoClientFor, requireTurnQueue } from "./runtime.js";
+import { config, credentialsOf, logger, logServerError, mongoClientFor, publishWebhookStatus, requireTurnQueue } from "./runtime.js";
 
 /** What to fill in, said by a webhook whose channel has no key yet (README, "The credentials secrets"). */
 const AWS_CHANNEL_HINTS = {
@@ -37,6 +37,7 @@ function deduperOf(credentials: Credentials): EventDeduper {
 export function webhook(channel: "slack" | "teams") {
   return async (event: HttpApiEvent, context: Context) => {
     const request = toHttpRequest(event);
+    let response;
     try {
       const credentials = credentialsOf(context);
       const ingress = channelIngressCredentialsOf(credentials);
@@ -51,10 +52,12 @@ export function webhook(channel: "slack" | "teams") {
         }),
         logServerError,
       );
-      return toResult(await route(request));
+      response = await route(request);
     } catch (error) {
       logServerError(error, request);
-      return toResult(errorResponse(error));
+      response = errorResponse(error);
     }
+    publishWebhookStatus(channel, response.status);
+    return toResult(response);
   };
 }

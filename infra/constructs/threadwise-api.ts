@@ -70,7 +70,6 @@ export class ThreadwiseApi extends Construct {
       createDefaultStage: false,
     });
     this.accessLogs = new LogGroup(this, "AccessLogs", {
-      logGroupName: `/aws/apigateway/${props.stage}-threadwise`,
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });

@@ -6,6 +6,8 @@ export interface SqsTurnQueueOptions {
   /** Created once per container by the caller, and never closed here. */
   client: SQSClient;
   queueUrl: string;
+  /** Called once per job the queue accepted (the queued-turn metric). */
+  onEnqueued?: () => void;
 }
 
 /** The turn queue on SQS FIFO: group = conversation, deduplication id = the delivered event. */
@@ -21,6 +23,7 @@ export class SqsTurnQueue implements TurnQueue {
         MessageDeduplicationId: turnJobDeduplicationId(job),
       }),
     );
+    this.options.onEnqueued?.();
   }
 
   /**

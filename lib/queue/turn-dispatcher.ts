@@ -14,6 +14,8 @@ export interface TurnDispatcherOptions {
   /** How long a turn may run in the request before it is handed to the worker. Default: {@link DEFAULT_SYNC_TURN_DEADLINE_MS}. */
   syncDeadlineMs?: number;
   onTurnCompleted?: TurnMetricsSink;
+  /** Called with the error of a turn that failed while it ran in the request (not one handed to the worker). */
+  onTurnFailed?: (error: unknown) => void;
 }
 
 export type DispatchOutcome = { kind: "completed"; result: TurnResult } | { kind: "queued"; turnId: string };
@@ -49,7 +51,10 @@ export class TurnDispatcher {
       return { kind: "completed", result };
     } catch (error) {
       // The runner left the stopped turn queued; the worker resumes it.
-      if (!deadline.signal.aborted) throw error;
+      if (!deadline.signal.aborted) {
+        this.options.onTurnFailed?.(error);
+        throw error;
+      }
       await this.options.queue.enqueue(apiTurnJob(request));
       return { kind: "queued", turnId: request.turnId };
     } finally {

@@ -289,6 +289,49 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     });
   });
 
+  describe("a model that refuses the function's credentials", () => {
+    it("gives the turn up, emits the failed-turn metric (EMF) by reason, and logs it at ERROR without the message", async () => {
+      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+      const before = aws.sent.length;
+      const accepted = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        headers: { prefer: "respond-async" },
+        body: { content: "a secret question" },
+      });
+      expect(accepted.status).toBe(202);
+      converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
+      const worker = await container("worker");
+      const printed = worker.output.length;
+      try {
+        // The first receive: a refusal for credentials is not retried.
+        expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      } finally {
+        converse.setResponder((request) => ({ text: `answer to: ${lastUserText(request)}` }));
+      }
+      const lines = worker.output.slice(printed).flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, any>];
+        } catch {
+          return [];
+        }
+      });
+      const emf = lines.filter((l) => l._aws?.CloudWatchMetrics);
+      const failed = emf.filter((l) => l.TurnsFailed === 1);
+      expect(failed.map((l) => ({ namespace: l._aws.CloudWatchMetrics[0].Namespace, service: l.service, reason: l.reason }))).toEqual(
+        expect.arrayContaining([
+          { namespace: "Threadwise", service: "threadwise-artifact", reason: "model_denied" },
+          { namespace: "Threadwise", service: "threadwise-artifact", reason: undefined },
+        ]),
+      );
+      const errors = lines.filter((l) => l.level === "ERROR");
+      expect(errors).toEqual([expect.objectContaining({ message: "turn given up", reason: "model_denied", error: "ModelCredentialsError", turnId: accepted.json.turnId })]);
+      expect(worker.output.slice(printed).join("\n")).not.toContain("a secret question");
+    });
+  });
+
   describe("a frozen container", () => {
     it("answers its first request after a freeze within a few seconds, its connections dropped without a word meanwhile", async () => {
       const list = () => api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice });

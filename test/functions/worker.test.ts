@@ -14,6 +14,7 @@ beforeAll(async () => {
       respond: (request) => {
         const text = lastUserText(request);
         if (text.includes("reject")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
+        if (text.includes("deny")) return { error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } };
         if (text.includes("break")) return { error: { status: 503, type: "ServiceUnavailableException", message: "The model is unavailable." } };
         return { text: `answer to: ${text}` };
       },
@@ -41,6 +42,18 @@ async function queuedTurn(content: string): Promise<{ conversationId: string; tu
 
 const turnOf = (conversationId: string, turnId: string) =>
   h.api({ method: "GET", path: `/v1/conversations/${conversationId}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice });
+
+/** The EMF documents (CloudWatch metrics) printed while `run` runs. */
+async function emfOf(run: () => Promise<unknown>): Promise<Record<string, any>[]> {
+  const lines: string[] = [];
+  const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+  try {
+    await run();
+  } finally {
+    spy.mockRestore();
+  }
+  return lines.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l._aws?.CloudWatchMetrics);
+}
 
 describe("functions/worker", () => {
   describe("handler", () => {
@@ -100,6 +113,22 @@ describe("functions/worker", () => {
       const poison = { ...h.aws.sent[0], messageId: "poison-1", body: JSON.stringify({ hello: "world" }) };
       const result = await h.worker(sqsEvent(sqsRecord(poison)));
       expect(result.batchItemFailures).toEqual([]);
+    });
+
+    it("publishes a turn given up and failed, by reason, when the model denies access", async () => {
+      const { message } = await queuedTurn("please deny me");
+      const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
+      const counted = (name: string) => emf.filter((l) => name in l).map((l) => ({ reason: l.reason, value: l[name] }));
+      expect(counted("TurnsGivenUp")).toEqual([{ reason: "model_denied", value: 1 }, { reason: undefined, value: 1 }]);
+      expect(counted("TurnsFailed")).toEqual([{ reason: "model_denied", value: 1 }, { reason: undefined, value: 1 }]);
+      expect(counted("TurnsRetried")).toEqual([]);
+    });
+
+    it("publishes a retried turn, by reason, before its last receive", async () => {
+      const { message } = await queuedTurn("please break, once more");
+      const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
+      expect(emf.filter((l) => "TurnsRetried" in l).map((l) => l.reason)).toEqual(["model_error", undefined]);
+      expect(emf.filter((l) => "TurnsFailed" in l)).toEqual([]);
     });
 
     it("publishes the per-turn metrics as CloudWatch EMF in the Threadwise namespace", async () => {

@@ -39,11 +39,14 @@ function render(value: unknown): string {
   throw new Error(`cannot render ${JSON.stringify(value)}`);
 }
 
-/** The named function's statements whose actions are in these services, actions and resources rendered. */
+/** Grants with their actions and resources in order: IAM reads neither list in order, and CDK sorts them. */
+const sortedGrants = (grants: { actions: string[]; resources: string[] }[]) => grants.map((g) => ({ actions: [...g.actions].sort(), resources: [...g.resources].sort() }));
+
+/** The named function's statements whose actions are in these services, actions and resources rendered and sorted. */
 function grantsOf(template: Template, functionLogicalPrefix: string, services: string[]): { actions: string[]; resources: string[] }[] {
   return statementsOf(template, functionLogicalPrefix)
     .filter((s) => actionsOf([s]).some((a) => services.includes(a.split(":")[0])))
-    .map((s) => ({ actions: actionsOf([s]), resources: (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(render) }));
+    .map((s) => ({ actions: actionsOf([s]).sort(), resources: (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(render).sort() }));
 }
 
 /**
@@ -145,11 +148,15 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives each function a log group with the configured retention, kept in prod", () => {
-      template.hasResource("AWS::Logs::LogGroup", {
-        Properties: { LogGroupName: "/aws/lambda/prod-threadwise-worker", RetentionInDays: 30 },
-        DeletionPolicy: "Retain",
-      });
+    it("gives each function a log group of its own with the configured retention, kept in prod under a name a redeploy does not reuse", () => {
+      const groups = template.findResources("AWS::Logs::LogGroup");
+      for (const name of FUNCTIONS) {
+        const fn = Object.values(template.findResources("AWS::Lambda::Function")).find((f) => f.Properties.FunctionName === `prod-threadwise-${name}`)!;
+        const group = groups[fn.Properties.LoggingConfig.LogGroup.Ref as string];
+        expect(group, name).toMatchObject({ Properties: { RetentionInDays: 30 }, DeletionPolicy: "Retain" });
+      }
+      // A fixed name would collide with the retained group when the stack is deleted and deployed again.
+      expect(Object.values(groups).filter((g) => g.Properties.LogGroupName !== undefined)).toEqual([]);
     });
 
     it("stops the api function before API Gateway's 30 second limit", () => {
@@ -349,7 +356,9 @@ describe("ThreadwiseStack", () => {
     it("runs every function in the private subnets with the functions' security group", () => {
       const [groupId] = Object.keys(inVpc.findResources("AWS::EC2::SecurityGroup", { Properties: { GroupDescription: Match.stringLikeRegexp("functions: no inbound") } }));
       const privateSubnets = Object.keys(inVpc.findResources("AWS::EC2::Subnet", { Properties: { MapPublicIpOnLaunch: false } }));
-      for (const fn of Object.values(inVpc.findResources("AWS::Lambda::Function"))) {
+      const ours = Object.values(inVpc.findResources("AWS::Lambda::Function")).filter((f) => String(f.Properties.FunctionName).startsWith("prod-threadwise-"));
+      expect(ours).toHaveLength(FUNCTIONS.length);
+      for (const fn of ours) {
         expect(fn.Properties.VpcConfig.SecurityGroupIds).toEqual([{ "Fn::GetAtt": [groupId, "GroupId"] }]);
         expect(fn.Properties.VpcConfig.SubnetIds.map((r: { Ref: string }) => r.Ref).sort()).toEqual(privateSubnets.sort());
       }
@@ -410,29 +419,29 @@ describe("ThreadwiseStack", () => {
 
     it("lets the api and the worker run, read and stop queries in the configured workgroup only", () => {
       for (const fn of ["Api", "Worker"]) {
-        expect(grantsOf(withTools, fn, ["athena"])).toEqual([
+        expect(grantsOf(withTools, fn, ["athena"])).toEqual(sortedGrants([
           {
             actions: ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults", "athena:StopQueryExecution"],
             resources: [`${ARN}:athena:${HERE}:workgroup/analytics`],
           },
-        ]);
+        ]));
       }
     });
 
     it("lets the api and the worker read the Glue catalog, the database and its tables only", () => {
       for (const fn of ["Api", "Worker"]) {
-        expect(grantsOf(withTools, fn, ["glue"])).toEqual([
+        expect(grantsOf(withTools, fn, ["glue"])).toEqual(sortedGrants([
           {
             actions: ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"],
             resources: [`${ARN}:glue:${HERE}:catalog`, `${ARN}:glue:${HERE}:database/sales`, `${ARN}:glue:${HERE}:table/sales/*`],
           },
-        ]);
+        ]));
       }
     });
 
     it("lets the api and the worker read the data buckets and read and write under the results prefix only", () => {
       for (const fn of ["Api", "Worker"]) {
-        expect(grantsOf(withTools, fn, ["s3"])).toEqual([
+        expect(grantsOf(withTools, fn, ["s3"])).toEqual(sortedGrants([
           { actions: ["s3:GetBucketLocation", "s3:ListBucket"], resources: ["arn:aws:s3:::tw-lake", "arn:aws:s3:::tw-lake-archive"] },
           { actions: ["s3:GetObject"], resources: ["arn:aws:s3:::tw-lake/*", "arn:aws:s3:::tw-lake-archive/*"] },
           { actions: ["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"], resources: [`${ARN}:s3:::tw-results`] },
@@ -440,7 +449,7 @@ describe("ThreadwiseStack", () => {
             actions: ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
             resources: [`${ARN}:s3:::tw-results/athena/threadwise/*`],
           },
-        ]);
+        ]));
       }
     });
 
@@ -578,7 +587,7 @@ describe("ThreadwiseStack", () => {
         FifoQueue: true,
         ContentBasedDeduplication: false,
         SqsManagedSseEnabled: true,
-        VisibilityTimeout: 1800,
+        VisibilityTimeout: 360,
         RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: 3 },
       });
       template.hasResourceProperties("AWS::SQS::Queue", {

@@ -1,0 +1,2 @@
+export { CALLER_FAILURE_REASONS, TURN_FAILURE_REASONS, turnFailureReason, type TurnFailureReason } from "./turn-failure-reason.js";
+export { CHANNEL_DIMENSION, REASON_DIMENSION, TURN_OUTCOME_METRIC_NAMES, WEBHOOK_METRIC_NAMES } from "./turn-outcome-metrics.js";
