@@ -1,3 +1,4 @@
+import { defaultResponder } from "../support/converse-endpoint.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
@@ -69,6 +70,23 @@ describe("functions/api", () => {
       expect(res.json.answer).toContain("What is the capital of France?");
       expect(res.json.usage.inputTokens).toBeGreaterThan(0);
       expect(h.converse.requests.at(-1)?.status).toBe(200);
+    });
+
+    it("returns 503 model_credentials for a sync turn the model refuses, and publishes it as a failed turn by reason", async () => {
+      const id = await newConversation();
+      h.converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
+      const lines: string[] = [];
+      const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+      let res;
+      try {
+        res = await postMessage(id, "denied question");
+      } finally {
+        spy.mockRestore();
+        h.converse.setResponder(defaultResponder);
+      }
+      expect(res.status).toBe(503);
+      const failed = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.TurnsFailed === 1);
+      expect(failed.map((l) => l.reason)).toEqual(["model_denied", undefined]);
     });
 
     it("returns the answer for a base64-encoded body", async () => {

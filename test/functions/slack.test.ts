@@ -32,6 +32,20 @@ describe("functions/slack", () => {
       expect(h.aws.sent.length).toBe(before);
     });
 
+    it("publishes a refused request as a webhook 4xx of the slack channel, and an accepted one as nothing", async () => {
+      const body = envelope(appMention({ ts: "1700000777.000100", event_ts: "1700000777.000100" }));
+      const lines: string[] = [];
+      const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+      try {
+        await slackEvent(body, signSlackRequest(body, { secret: "not-the-secret" }));
+        await slackEvent(body, signSlackRequest(body));
+      } finally {
+        spy.mockRestore();
+      }
+      const webhook = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => "WebhookClientErrors" in l || "WebhookServerErrors" in l);
+      expect(webhook).toEqual([expect.objectContaining({ channel: "slack", WebhookClientErrors: 1, service: "threadwise-test" })]);
+    });
+
     it("enqueues a signed, base64-delivered mention once, however often Slack retries it", async () => {
       const before = h.aws.sent.length;
       const body = envelope(appMention({ text: "<@U0BOT> what is up?" }));
