@@ -1,6 +1,4 @@
 import middy from "@middy/core";
-import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
-import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context } from "aws-lambda";
 import type { App } from "../lib/app.js";
 import { errorResponse } from "../lib/api/error-response.js";
@@ -14,7 +12,7 @@ import {
   credentialsOf,
   logger,
   logServerError,
-  metrics,
+  observability,
   publishTurnFailed,
   publishTurnMetrics,
   turnQueue,
@@ -35,6 +33,8 @@ function handlerFor(app: App) {
 
 /** The HTTP API (every route of design.md, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
+  // The request's id correlates its log lines, and those of the turn it queues (docs/operations.md).
+  logger.setCorrelationId(event.requestContext.requestId);
   const request = claims.attach(toHttpRequest(event), event);
   let response;
   try {
@@ -49,4 +49,4 @@ async function api(event: HttpApiEvent, context: Context) {
   return toResult(response);
 }
 
-export const handler = middy(api).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());
+export const handler = middy(api).use(observability()).use(credentialsMiddleware());

@@ -1,19 +1,19 @@
 import middy from "@middy/core";
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
-import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
-import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
 import { parseTurnJob } from "../lib/channels/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
+import { CORRELATION_ID_ATTRIBUTE } from "../lib/observability/index.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
 import {
   credentialsMiddleware,
   credentialsOf,
   logger,
   logServerError,
-  metrics,
+  observability,
+  tracer,
   publishTurnGivenUp,
   publishTurnMetrics,
   publishTurnRetried,
@@ -26,6 +26,8 @@ class TurnRetryError extends ThreadwiseError {
 }
 
 async function runTurn(record: SQSRecord, context: Context): Promise<void> {
+  // The id of the request that queued the turn, so its lines and the turn's share it; a message without one is its own.
+  logger.setCorrelationId(record.messageAttributes[CORRELATION_ID_ATTRIBUTE]?.stringValue ?? record.messageId);
   let job;
   try {
     job = parseTurnJob(record.body);
@@ -38,6 +40,7 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   const receiveCount = Number(record.attributes.ApproximateReceiveCount);
   const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount);
   const fields = { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount };
+  tracer.putAnnotation("turnId", outcome.turnId);
   if (outcome.kind === "retry") {
     const reason = publishTurnRetried(outcome.error);
     logger.warn("turn will be retried", { ...fields, reason, error: errorName(outcome.error), delaySeconds: outcome.delaySeconds });
@@ -75,4 +78,4 @@ async function worker(event: SQSEvent, context: Context) {
   return processPartialResponse(event, runTurn, processor, { context, throwOnFullBatchFailure: false });
 }
 
-export const handler = middy(worker).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());
+export const handler = middy(worker).use(observability()).use(credentialsMiddleware());

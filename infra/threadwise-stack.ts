@@ -119,6 +119,9 @@ export class ThreadwiseStack extends Stack {
       POWERTOOLS_SERVICE_NAME: serviceName,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: "INFO",
+      // A handler's response and error hold message contents: traces get neither.
+      POWERTOOLS_TRACER_CAPTURE_RESPONSE: "false",
+      POWERTOOLS_TRACER_CAPTURE_ERROR: "false",
       // Atlas is reached across a network: the handlers refuse a URI without TLS.
       MONGODB_REQUIRE_TLS: "true",
       TURN_MAX_RECEIVES: String(config.maxReceiveCount),

@@ -1,5 +1,9 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import { Tracer } from "@aws-lambda-powertools/tracer";
+import { captureLambdaHandler } from "@aws-lambda-powertools/tracer/middleware";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import secretsManager from "@middy/secrets-manager";
 import type { Context } from "aws-lambda";
@@ -22,6 +26,8 @@ import {
   TURN_OUTCOME_METRIC_NAMES,
   turnFailureReason,
   WEBHOOK_METRIC_NAMES,
+  xrayTraceHeader,
+  type TraceContext,
   type TurnFailureReason,
 } from "../../lib/observability/index.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
@@ -34,14 +40,35 @@ import { createMongoClient } from "../../lib/store/mongo-client.js";
 export const config = loadConfig();
 export const logger = new Logger();
 export const metrics = new Metrics();
+/** X-Ray through Powertools: active only in Lambda with tracing on; responses and errors are not captured (they hold message contents). */
+export const tracer = new Tracer();
+
+/** The current request's correlation id (set by each handler) and X-Ray trace header, for the turn it enqueues. */
+function traceContext(): TraceContext {
+  const correlationId = logger.getCorrelationId();
+  const parent = tracer.isTracingEnabled() ? tracer.getSegment()?.id : undefined;
+  const traceHeader = xrayTraceHeader({ root: tracer.getRootXrayTraceId(), parent, sampled: tracer.isTraceSampled() });
+  return { correlationId: typeof correlationId === "string" ? correlationId : undefined, traceHeader };
+}
 
 export const turnQueue = config.deployment.turnQueueUrl
   ? new SqsTurnQueue({
-      client: new SQSClient({}),
+      client: tracer.captureAWSv3Client(new SQSClient({})),
       queueUrl: config.deployment.turnQueueUrl,
       onEnqueued: () => metrics.addMetric(TURN_OUTCOME_METRIC_NAMES.queued, MetricUnit.Count, 1),
+      traceContext,
     })
   : undefined;
+
+/**
+ * The middlewares every function starts with: the X-Ray handler segment (without the response or
+ * the error, which may hold message contents), the Lambda context in every log line, and the
+ * metrics flushed at the end (not for the setup function, which publishes none).
+ */
+export function observability(options: { metrics: boolean } = { metrics: true }) {
+  const traced = [captureLambdaHandler(tracer, { captureResponse: false }), injectLambdaContext(logger)];
+  return options.metrics ? [...traced, logMetrics(metrics)] : traced;
+}
 
 /**
  * Fetches the credentials secrets this function is granted (their ARNs are in its environment,

@@ -36,6 +36,7 @@ function deduperOf(credentials: Credentials): EventDeduper {
  */
 export function webhook(channel: "slack" | "teams") {
   return async (event: HttpApiEvent, context: Context) => {
+    logger.setCorrelationId(event.requestContext.requestId);
     const request = toHttpRequest(event);
     let response;
     try {

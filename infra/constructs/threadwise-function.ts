@@ -3,7 +3,7 @@ import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
 import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Alias, Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Alias, Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -104,7 +104,7 @@ export interface ThreadwiseFunctionProps {
 
 /**
  * A handler in functions/ as a Lambda function: Node.js 22 on arm64, ESM bundle with source maps,
- * its own log group with retention, and a role that can write only to that log group until one
+ * X-Ray tracing, its own log group with retention, and a role that can write only to that log group until one
  * of the `use*` methods adds a grant together with the variable that needs it.
  */
 export class ThreadwiseFunction extends Construct {
@@ -140,6 +140,8 @@ export class ThreadwiseFunction extends Construct {
       timeout: props.timeout,
       reservedConcurrentExecutions: props.reservedConcurrency,
       role: this.role,
+      // X-Ray: Powertools Tracer's segments, and the trace a queued turn continues (docs/operations.md).
+      tracing: Tracing.ACTIVE,
       ...(props.network
         ? { vpc: props.network.vpc, vpcSubnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS }, securityGroups: [props.network.securityGroup] }
         : {}),

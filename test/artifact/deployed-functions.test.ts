@@ -263,6 +263,34 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(turn.json).toMatchObject({ status: "completed", answer: "answer to: Answer me later" });
     });
 
+    it("continues the api request's X-Ray trace in the message and its correlation id in the worker's log lines", async () => {
+      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+      const before = aws.sent.length;
+      const apiProcess = await container("api");
+      const printed = apiProcess.logs().length;
+      const accepted = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        headers: { prefer: "respond-async" },
+        body: { content: "Trace me" },
+        requestId: "req-artifact-trace",
+      });
+      expect(accepted.status).toBe(202);
+      const message = lastSent(before);
+      const [, root] = /^Root=(1-[0-9a-f]{8}-[0-9a-f]{24});Parent=[0-9a-f]{16};Sampled=0$/.exec(message.traceHeader ?? "") ?? [];
+      // The trace the runtime gave the api's invocation, which its log lines name.
+      const requestLine = apiProcess.logs().slice(printed).find((l) => l.message === "request");
+      expect(requestLine).toMatchObject({ correlation_id: "req-artifact-trace", xray_trace_id: root });
+      expect(message.attributes).toEqual({ correlationId: "req-artifact-trace" });
+      const worker = await container("worker");
+      const workerPrinted = worker.logs().length;
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
+      const turnLine = worker.logs().slice(workerPrinted).find((l) => l.message === "turn job");
+      expect(turnLine).toMatchObject({ correlation_id: "req-artifact-trace", turnId: accepted.json.turnId, outcome: "completed" });
+    });
+
     it("answers a signed Slack mention in its thread, queued by the slack function", async () => {
       const before = aws.sent.length;
       const body = envelope(appMention({ ts: "1700009000.000100", event_ts: "1700009000.000100", text: "<@U0BOT> how are sales?" }));

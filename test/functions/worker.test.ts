@@ -131,6 +131,22 @@ describe("functions/worker", () => {
       expect(emf.filter((l) => "TurnsFailed" in l)).toEqual([]);
     });
 
+    it("carries the API request's id to the worker as the message's correlation id, and no trace header outside Lambda", async () => {
+      const created = await h.api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice });
+      const before = h.aws.sent.length;
+      const accepted = await h.api({
+        method: "POST",
+        path: `/v1/conversations/${created.json.conversationId}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        query: { async: "true" },
+        body: { content: "correlate me" },
+        requestId: "req-correlated-1",
+      });
+      expect(accepted.status).toBe(202);
+      expect(h.aws.sent[before]).toMatchObject({ attributes: { correlationId: "req-correlated-1" }, traceHeader: undefined });
+    });
+
     it("publishes the per-turn metrics as CloudWatch EMF in the Threadwise namespace", async () => {
       const { message } = await queuedTurn("measure me");
       const lines: string[] = [];
