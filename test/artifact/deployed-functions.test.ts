@@ -119,6 +119,23 @@ function lastSent(before: number): SentMessage {
   return aws.sent[before];
 }
 
+/** A new conversation with one turn asked with `Prefer: respond-async`, and the message the api function queued for it. */
+async function queuedTurn(content: string, requestId?: string): Promise<{ id: string; turnId: string; message: SentMessage }> {
+  const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+  const before = aws.sent.length;
+  const accepted = await api({
+    method: "POST",
+    path: `/v1/conversations/${id}/messages`,
+    routeKey: "POST /v1/conversations/{id}/messages",
+    claims: alice,
+    headers: { prefer: "respond-async" },
+    body: { content },
+    requestId,
+  });
+  expect(accepted.status).toBe(202);
+  return { id, turnId: accepted.json.turnId as string, message: lastSent(before) };
+}
+
 /** A CloudFormation custom resource request whose answer lands in `responses`. */
 async function customResourceEndpoint(): Promise<{ url: string; responses: Record<string, any>[]; close(): Promise<void> }> {
   const responses: Record<string, any>[] = [];
@@ -242,21 +259,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
   describe("worker", () => {
     it("completes an async API turn queued by the api function", async () => {
-      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
-      const before = aws.sent.length;
-      const accepted = await api({
-        method: "POST",
-        path: `/v1/conversations/${id}/messages`,
-        routeKey: "POST /v1/conversations/{id}/messages",
-        claims: alice,
-        headers: { prefer: "respond-async" },
-        body: { content: "Answer me later" },
-      });
-      expect(accepted.status).toBe(202);
-      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      const { id, turnId, message } = await queuedTurn("Answer me later");
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
       const turn = await api({
         method: "GET",
-        path: `/v1/conversations/${id}/turns/${accepted.json.turnId}`,
+        path: `/v1/conversations/${id}/turns/${turnId}`,
         routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
         claims: alice,
       });
@@ -264,31 +271,20 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     });
 
     it("continues the api request's X-Ray trace in the message and its correlation id in the worker's log lines", async () => {
-      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
-      const before = aws.sent.length;
       const apiProcess = await container("api");
       const printed = apiProcess.logs().length;
-      const accepted = await api({
-        method: "POST",
-        path: `/v1/conversations/${id}/messages`,
-        routeKey: "POST /v1/conversations/{id}/messages",
-        claims: alice,
-        headers: { prefer: "respond-async" },
-        body: { content: "Trace me" },
-        requestId: "req-artifact-trace",
-      });
-      expect(accepted.status).toBe(202);
-      const message = lastSent(before);
+      const { turnId, message } = await queuedTurn("Trace me", "req-artifact-trace");
       const [, root] = /^Root=(1-[0-9a-f]{8}-[0-9a-f]{24});Parent=[0-9a-f]{16};Sampled=0$/.exec(message.traceHeader ?? "") ?? [];
       // The trace the runtime gave the api's invocation, which its log lines name.
-      const requestLine = apiProcess.logs().slice(printed).find((l) => l.message === "request");
-      expect(requestLine).toMatchObject({ correlation_id: "req-artifact-trace", xray_trace_id: root });
+      const requestLine = apiProcess.logs().slice(printed).find((l) => l.message === "request" && l.correlation_id === "req-artifact-trace");
+      expect(root).toBeDefined();
+      expect(requestLine).toMatchObject({ route: "POST /v1/conversations/{id}/messages", status: 202, xray_trace_id: root });
       expect(message.attributes).toEqual({ correlationId: "req-artifact-trace" });
       const worker = await container("worker");
       const workerPrinted = worker.logs().length;
       expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
       const turnLine = worker.logs().slice(workerPrinted).find((l) => l.message === "turn job");
-      expect(turnLine).toMatchObject({ correlation_id: "req-artifact-trace", turnId: accepted.json.turnId, outcome: "completed" });
+      expect(turnLine).toMatchObject({ correlation_id: "req-artifact-trace", turnId, outcome: "completed" });
     });
 
     it("answers a signed Slack mention in its thread, queued by the slack function", async () => {
@@ -319,23 +315,13 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
   describe("a model that refuses the function's credentials", () => {
     it("gives the turn up, emits the failed-turn metric (EMF) by reason, and logs it at ERROR without the message", async () => {
-      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
-      const before = aws.sent.length;
-      const accepted = await api({
-        method: "POST",
-        path: `/v1/conversations/${id}/messages`,
-        routeKey: "POST /v1/conversations/{id}/messages",
-        claims: alice,
-        headers: { prefer: "respond-async" },
-        body: { content: "a secret question" },
-      });
-      expect(accepted.status).toBe(202);
+      const { turnId, message } = await queuedTurn("a secret question");
       converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
       const worker = await container("worker");
       const printed = worker.output.length;
       try {
         // The first receive: a refusal for credentials is not retried.
-        expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+        expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
       } finally {
         converse.setResponder((request) => ({ text: `answer to: ${lastUserText(request)}` }));
       }
@@ -355,7 +341,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         ]),
       );
       const errors = lines.filter((l) => l.level === "ERROR");
-      expect(errors).toEqual([expect.objectContaining({ message: "turn given up", reason: "model_denied", error: "ModelCredentialsError", turnId: accepted.json.turnId })]);
+      expect(errors).toEqual([expect.objectContaining({ message: "turn given up", reason: "model_denied", error: "ModelCredentialsError", turnId })]);
       expect(worker.output.slice(printed).join("\n")).not.toContain("a secret question");
     });
   });

@@ -136,6 +136,17 @@ describe("ThreadwiseStack operations", () => {
     });
   });
 
+  describe("tracing", () => {
+    it("traces every function with X-Ray and lets no trace capture a response or an error", () => {
+      const ours = Object.values(prod.findResources("AWS::Lambda::Function")).filter((f) => String(f.Properties.FunctionName).startsWith("prod-threadwise-"));
+      expect(ours).toHaveLength(SERVING.length + 1);
+      for (const fn of ours) {
+        expect(fn.Properties.TracingConfig, fn.Properties.FunctionName).toEqual({ Mode: "Active" });
+        expect(fn.Properties.Environment.Variables).toMatchObject({ POWERTOOLS_TRACER_CAPTURE_RESPONSE: "false", POWERTOOLS_TRACER_CAPTURE_ERROR: "false" });
+      }
+    });
+  });
+
   describe("queue timing", () => {
     it.each([[300], [900]])("holds a conversation whose %s s worker crashes on every receive minutes, not an hour", (workerTimeoutSeconds) => {
       const template = synthTemplate({ context: { workerTimeoutSeconds } });

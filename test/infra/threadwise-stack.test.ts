@@ -337,10 +337,10 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives the setup function the time an index build may take, and no other grant than its secret and logs", () => {
+    it("gives the setup function the time an index build may take, and no other grant than its secret, logs and traces", () => {
       template.hasResourceProperties("AWS::Lambda::Function", { FunctionName: "prod-threadwise-setup", Timeout: 600 });
       expect(environmentsOf(template).setup.MONGODB_SOCKET_TIMEOUT_MS).toBe("600000");
-      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager"]));
+      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager", "xray"]));
     });
   });
 
