@@ -1,5 +1,6 @@
 import { defaultResponder } from "../support/converse-endpoint.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
+import { emfOf } from "./support/emf.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -75,17 +76,10 @@ describe("functions/api", () => {
     it("returns 503 model_credentials for a sync turn the model refuses, and publishes it as a failed turn by reason", async () => {
       const id = await newConversation();
       h.converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
-      const lines: string[] = [];
-      const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
       let res;
-      try {
-        res = await postMessage(id, "denied question");
-      } finally {
-        spy.mockRestore();
-        h.converse.setResponder(defaultResponder);
-      }
-      expect(res.status).toBe(503);
-      const failed = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.TurnsFailed === 1);
+      const emf = await emfOf(async () => (res = await postMessage(id, "denied question"))).finally(() => h.converse.setResponder(defaultResponder));
+      expect(res!.status).toBe(503);
+      const failed = emf.filter((l) => l.TurnsFailed === 1);
       expect(failed.map((l) => l.reason)).toEqual(["model_denied", undefined]);
     });
 

@@ -2,6 +2,7 @@ import { DEFAULT_TURN_MAX_RECEIVES } from "../../lib/config/config.js";
 import { DEFAULT_RETRY_BASE_SECONDS } from "../../lib/queue/index.js";
 import { lastUserText } from "../support/converse-endpoint.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
+import { emfOf } from "./support/emf.js";
 import { startHarness, type Harness } from "./support/harness.js";
 import type { SentMessage } from "./support/aws-endpoints.js";
 
@@ -42,18 +43,6 @@ async function queuedTurn(content: string): Promise<{ conversationId: string; tu
 
 const turnOf = (conversationId: string, turnId: string) =>
   h.api({ method: "GET", path: `/v1/conversations/${conversationId}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice });
-
-/** The EMF documents (CloudWatch metrics) printed while `run` runs. */
-async function emfOf(run: () => Promise<unknown>): Promise<Record<string, any>[]> {
-  const lines: string[] = [];
-  const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
-  try {
-    await run();
-  } finally {
-    spy.mockRestore();
-  }
-  return lines.map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l._aws?.CloudWatchMetrics);
-}
 
 describe("functions/worker", () => {
   describe("handler", () => {
