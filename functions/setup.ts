@@ -56,4 +56,6 @@ async function respond(event: CloudFormationCustomResourceEvent, status: SetupSt
   if (!response.ok) logger.error("custom resource response refused", { status: response.status });
 }
 
-export const handler = middy(setup).use(observability({ metrics: false })).use(credentialsMiddleware());
+export const handler = middy(setup)
+  .use(observability({ metrics: false }))
+  .use(credentialsMiddleware());

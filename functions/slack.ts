@@ -1,6 +1,5 @@
-import middy from "@middy/core";
-import { credentialsMiddleware, observability } from "./shared/runtime.js";
+import { withRuntime } from "./shared/runtime.js";
 import { webhook } from "./shared/webhook.js";
 
 /** Slack Events API: verify the signature, dedupe, enqueue, answer within Slack's three seconds. */
-export const handler = middy(webhook("slack")).use(observability()).use(credentialsMiddleware());
+export const handler = withRuntime(webhook("slack"));

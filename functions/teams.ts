@@ -1,6 +1,5 @@
-import middy from "@middy/core";
-import { credentialsMiddleware, observability } from "./shared/runtime.js";
+import { withRuntime } from "./shared/runtime.js";
 import { webhook } from "./shared/webhook.js";
 
 /** Bot Framework activities: verify the token, dedupe, enqueue; the worker replies through the Bot Connector. */
-export const handler = middy(webhook("teams")).use(observability()).use(credentialsMiddleware());
+export const handler = withRuntime(webhook("teams"));

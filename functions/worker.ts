@@ -1,23 +1,21 @@
-import middy from "@middy/core";
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
-import { parseTurnJob } from "../lib/channels/index.js";
+import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
 import { CORRELATION_ID_ATTRIBUTE } from "../lib/observability/index.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
 import {
-  credentialsMiddleware,
   credentialsOf,
   logger,
   logServerError,
-  observability,
-  tracer,
   publishTurnGivenUp,
   publishTurnMetrics,
   publishTurnRetried,
   requireTurnQueue,
+  tracer,
+  withRuntime,
 } from "./shared/runtime.js";
 
 /** Thrown for a record the queue should deliver again; its visibility is already set to the retry delay. */
@@ -78,4 +76,4 @@ async function worker(event: SQSEvent, context: Context) {
   return processPartialResponse(event, runTurn, processor, { context, throwOnFullBatchFailure: false });
 }
 
-export const handler = middy(worker).use(observability()).use(credentialsMiddleware());
+export const handler = withRuntime(worker);

@@ -14,7 +14,7 @@ import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
 import type { TurnQueue } from "./queue/turn-queue.js";
-import { ThreadwiseDatabase } from "./store/database.js";
+import type { ThreadwiseDatabase } from "./store/database.js";
 import { createMongoClient } from "./store/mongo-client.js";
 import type { ToolDefinition } from "./tools/tool.js";
 import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
@@ -70,6 +70,8 @@ export interface App {
   ready(): Promise<void>;
   database: ThreadwiseDatabase;
   runner: TurnRunner;
+  /** The tools offered to the model, filtered per caller (the local console lists them). */
+  tools: ToolRegistry;
   /** Hands long and async API turns to the worker, when the app has a turn queue. */
   dispatcher?: TurnDispatcher;
   close(): Promise<void>;
@@ -157,6 +159,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     ready,
     database,
     runner,
+    tools: registry,
     dispatcher,
     async close() {
       await defaults?.close();

@@ -37,5 +37,6 @@ const problems = await runPreflight({
   bedrock: new BedrockClient({ region }),
 });
 for (const p of problems) process.stdout.write(`FAIL ${p.check}: ${p.problem}. Fix: ${p.fix}\n`);
-if (problems.length === 0) process.stdout.write(`ok   ${config.stage}: secrets filled in, MongoDB reachable, ${config.bedrockModelId} answers, Marketplace access in place\n`);
+if (problems.length === 0)
+  process.stdout.write(`ok   ${config.stage}: secrets filled in, MongoDB reachable, ${config.bedrockModelId} answers, Marketplace access in place\n`);
 process.exit(problems.length === 0 ? 0 : 1);

@@ -1,8 +1,9 @@
 import type { Context } from "aws-lambda";
 import { errorResponse } from "../../lib/api/error-response.js";
+import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { createRouter } from "../../lib/api/router.js";
 import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
-import { channelRoutes } from "../../lib/channels/channel-routes.js";
+import { channelHandlers } from "../../lib/channels/channel-handlers.js";
 import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
 import { config, credentialsOf, logger, logServerError, mongoClientFor, publishWebhookStatus, requireTurnQueue } from "./runtime.js";
@@ -42,17 +43,15 @@ export function webhook(channel: "slack" | "teams") {
     try {
       const credentials = credentialsOf(context);
       const ingress = channelIngressCredentialsOf(credentials);
-      const route = createRouter(
-        channelRoutes({
-          slack: channel === "slack" ? ingress.slack : undefined,
-          teams: channel === "teams" && ingress.teams ? { ...ingress.teams, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
-          notConfigured: AWS_CHANNEL_HINTS,
-          deduper: deduperOf(credentials),
-          enqueue: (job) => requireTurnQueue().enqueue(job),
-          logger,
-        }),
-        logServerError,
-      );
+      const handlers = channelHandlers({
+        slack: channel === "slack" ? ingress.slack : undefined,
+        teams: channel === "teams" && ingress.teams ? { ...ingress.teams, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+        notConfigured: AWS_CHANNEL_HINTS,
+        deduper: deduperOf(credentials),
+        enqueue: (job) => requireTurnQueue().enqueue(job),
+        logger,
+      });
+      const route = createRouter(channelRoutes(handlers), logServerError);
       response = await route(request);
     } catch (error) {
       logServerError(error, request);

@@ -17,7 +17,8 @@ import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { CHANNEL_DIMENSION, REASON_DIMENSION, TURN_FAILURE_REASONS, TURN_OUTCOME_METRIC_NAMES, WEBHOOK_METRIC_NAMES } from "../../lib/observability/index.js";
+import { TURN_FAILURE_REASONS } from "../../lib/observability/turn-failure-reason.js";
+import { CHANNEL_DIMENSION, REASON_DIMENSION, TURN_OUTCOME_METRIC_NAMES, WEBHOOK_METRIC_NAMES } from "../../lib/observability/turn-outcome-metrics.js";
 import { TURN_METRIC_NAMES, TURN_METRICS_NAMESPACE } from "../../lib/queue/turn-metrics.js";
 
 /** Namespace and names of the per-turn metrics are the handlers' (lib/queue), so the dashboard cannot drift from them. */
@@ -95,7 +96,12 @@ export class Operations extends Construct {
     const specs: Record<string, AlarmSpec> = {};
     for (const [name, fn] of Object.entries(props.functions)) {
       specs[`${name}Errors`] = { description: `${name}: function errors`, runbook: "function-errors", metric: fn.metricErrors(sum), threshold: 1 };
-      specs[`${name}Throttles`] = { description: `${name}: throttled invocations`, runbook: "function-throttles", metric: fn.metricThrottles(sum), threshold: 1 };
+      specs[`${name}Throttles`] = {
+        description: `${name}: throttled invocations`,
+        runbook: "function-throttles",
+        metric: fn.metricThrottles(sum),
+        threshold: 1,
+      };
     }
     specs.TurnsFailed = {
       description: "turns failed for their users (given up by the worker, or failed in the request)",
@@ -153,12 +159,15 @@ export class Operations extends Construct {
     const fns = Object.entries(props.functions) as [string, IFunction][];
     this.dashboard = new Dashboard(this, "Dashboard", { dashboardName: `${props.stage}-threadwise` });
     this.dashboard.addWidgets(
-      new TextWidget({ markdown: `# Threadwise ${props.stage}\nPer-turn metrics (namespace ${METRICS_NAMESPACE}), functions, queue, API.`, width: 24, height: 2 }),
+      new TextWidget({
+        markdown: `# Threadwise ${props.stage}\nPer-turn metrics (namespace ${METRICS_NAMESPACE}), functions, queue, API.`,
+        width: 24,
+        height: 2,
+      }),
     );
-    const byReason = (metricName: string) => TURN_FAILURE_REASONS.map((reason) => turnMetric(metricName, "Sum", { [REASON_DIMENSION]: reason }).with({ label: reason }));
-    this.dashboard.addWidgets(
-      new AlarmStatusWidget({ title: "Alarms", alarms: Object.values(this.alarms), width: 24, height: 4 }),
-    );
+    const byReason = (metricName: string) =>
+      TURN_FAILURE_REASONS.map((reason) => turnMetric(metricName, "Sum", { [REASON_DIMENSION]: reason }).with({ label: reason }));
+    this.dashboard.addWidgets(new AlarmStatusWidget({ title: "Alarms", alarms: Object.values(this.alarms), width: 24, height: 4 }));
     this.dashboard.addWidgets(
       new GraphWidget({
         title: "Turns queued, retried, given up, failed (sum)",

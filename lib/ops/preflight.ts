@@ -78,7 +78,11 @@ async function checkSecrets(options: PreflightOptions): Promise<{ problems: Pref
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     for (const detail of error.details ?? [{ path: "secrets", message: error.message }]) {
-      problems.push({ check: "secrets", problem: `${detail.path}: ${detail.message}`, fix: "correct this key in its secret (README, \"The credentials secrets\")" });
+      problems.push({
+        check: "secrets",
+        problem: `${detail.path}: ${detail.message}`,
+        fix: 'correct this key in its secret (README, "The credentials secrets")',
+      });
     }
     return { problems };
   }
@@ -114,7 +118,7 @@ async function checkMongoDb(uri: string, timeoutMs: number): Promise<PreflightPr
 function converseFix(error: unknown): string {
   switch (nameOf(error)) {
     case "AccessDeniedException":
-      return "grant bedrock:InvokeModel on the model (and the profile) and make one call with a principal that may subscribe in AWS Marketplace (aws-marketplace:Subscribe, ViewSubscriptions); see docs/deploying.md, \"Bedrock model access\"";
+      return 'grant bedrock:InvokeModel on the model (and the profile) and make one call with a principal that may subscribe in AWS Marketplace (aws-marketplace:Subscribe, ViewSubscriptions); see docs/deploying.md, "Bedrock model access"';
     case "ResourceNotFoundException":
       return "submit Anthropic's first-use form (Bedrock console, model catalog, the model's page) once for the account or organization, or check the model id and region";
     case "ValidationException":
@@ -132,7 +136,11 @@ function converseFix(error: unknown): string {
 async function checkConverse(options: PreflightOptions): Promise<PreflightProblem[]> {
   try {
     await options.bedrockRuntime.send(
-      new ConverseCommand({ modelId: options.modelId, messages: [{ role: "user", content: [{ text: "Preflight: reply with ok." }] }], inferenceConfig: { maxTokens: 8 } }),
+      new ConverseCommand({
+        modelId: options.modelId,
+        messages: [{ role: "user", content: [{ text: "Preflight: reply with ok." }] }],
+        inferenceConfig: { maxTokens: 8 },
+      }),
     );
     return [];
   } catch (error) {
@@ -156,7 +164,11 @@ async function checkMarketplace(options: PreflightOptions): Promise<PreflightPro
   }
   const problems: PreflightProblem[] = [];
   if (availability.regionAvailability !== "AVAILABLE") {
-    problems.push({ check: "marketplace", problem: `${model} is not offered in this region`, fix: "deploy to a region that offers it, or use its cross-region inference profile" });
+    problems.push({
+      check: "marketplace",
+      problem: `${model} is not offered in this region`,
+      fix: "deploy to a region that offers it, or use its cross-region inference profile",
+    });
   }
   if (availability.authorizationStatus !== "AUTHORIZED") {
     problems.push({

@@ -27,6 +27,15 @@ export interface SmokeStep {
 
 const QUESTION = "Smoke test: reply with the word ok.";
 
+/** The fields of the API's answers the smoke test reads (README, "HTTP API (v1)"). */
+interface ApiBody {
+  conversationId?: string;
+  turnId?: string;
+  location?: string;
+  status?: string;
+  error?: { code?: string; message?: string };
+}
+
 /**
  * After a deploy: `/healthz`, one authenticated turn answered in the request, and one queued turn
  * the worker completes (the API, the authorizer, the model, MongoDB, the queue and the worker).
@@ -43,7 +52,7 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
     const text = await response.text();
-    return { status: response.status, json: text ? (JSON.parse(text) as Record<string, any>) : {} };
+    return { status: response.status, json: text ? (JSON.parse(text) as ApiBody) : {} };
   };
   const attempt = async (step: SmokeStep["step"], run: () => Promise<Omit<SmokeStep, "step">>): Promise<SmokeStep> => {
     try {
@@ -52,7 +61,7 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
       return { step, ok: false, detail: `request failed: ${error instanceof Error ? error.message : String(error)}` };
     }
   };
-  const failure = (what: string, res: { status: number; json: Record<string, any> }) => ({
+  const failure = (what: string, res: { status: number; json: ApiBody }) => ({
     ok: false,
     detail: `${what}: ${res.status}${res.json.error?.code ? ` ${res.json.error.code}` : ""}${res.json.error?.message ? ` (${res.json.error.message})` : ""}`,
   });
@@ -92,10 +101,14 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
       if (turn.status !== 200) return failure(`GET ${location}`, turn);
       status = String(turn.json.status);
       if (status === "completed") return { ok: true, detail: `completed by the worker, turn ${accepted.json.turnId}` };
-      if (status !== "queued" && status !== "running") return { ok: false, detail: `turn ${accepted.json.turnId} ${status}${turn.json.error?.code ? `: ${turn.json.error.code}` : ""}` };
+      if (status !== "queued" && status !== "running")
+        return { ok: false, detail: `turn ${accepted.json.turnId} ${status}${turn.json.error?.code ? `: ${turn.json.error.code}` : ""}` };
       await sleep(pollMs);
     }
-    return { ok: false, detail: `turn ${accepted.json.turnId} still ${status} after ${Math.round(timeoutMs / 1000)} s: see the dashboard and the worker's log` };
+    return {
+      ok: false,
+      detail: `turn ${accepted.json.turnId} still ${status} after ${Math.round(timeoutMs / 1000)} s: see the dashboard and the worker's log`,
+    };
   });
 
   return [health, sync, queued];

@@ -74,7 +74,7 @@ afterAll(async () => {
 
 /** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
 async function coldStart(name: string): Promise<FunctionProcess> {
-  const artifact = resolveReferences(stack.functions[name], stack.template, (logicalId, resource) => {
+  const artifact = resolveReferences(stack.functions[name], stack.template, (_logicalId, resource) => {
     if (resource.Type === "AWS::SecretsManager::Secret") {
       const secret = CREDENTIAL_SECRET_NAMES.find((n) => String(resource.Properties.Name).endsWith(`/threadwise/${CREDENTIAL_SECRETS[n].name}`));
       return secret && aws.secretArns[secret];
@@ -148,7 +148,11 @@ async function customResourceEndpoint(): Promise<{ url: string; responses: Recor
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cfn-response?X-Amz-Signature=x`, responses, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cfn-response?X-Amz-Signature=x`,
+    responses,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 function createEvent(responseUrl: string) {
@@ -172,7 +176,9 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const before = proxy.accepted;
       const setup = await coldStart("setup");
       expect(await setup.invoke(createEvent(cfn.url))).toEqual({ status: "skipped-no-uri" });
-      expect(cfn.responses).toEqual([expect.objectContaining({ method: "PUT", contentType: "", Status: "SUCCESS", Data: { Status: "skipped-no-uri" }, LogicalResourceId: "DatabaseSetup" })]);
+      expect(cfn.responses).toEqual([
+        expect.objectContaining({ method: "PUT", contentType: "", Status: "SUCCESS", Data: { Status: "skipped-no-uri" }, LogicalResourceId: "DatabaseSetup" }),
+      ]);
       expect(setup.logs()).toContainEqual(expect.objectContaining({ message: "database setup skipped" }));
       expect(proxy.accepted).toBe(before);
       await cfn.close();
@@ -197,7 +203,13 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const before = { connections: proxy.accepted, sent: aws.sent.length };
       const body = envelope(appMention());
       const result = await slack.invoke<HttpResult>(
-        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body, { secret: "not-the-signing-secret" }) }),
+        apiEvent({
+          method: "POST",
+          path: "/slack/events",
+          routeKey: "POST /slack/events",
+          body,
+          headers: signSlackRequest(body, { secret: "not-the-signing-secret" }),
+        }),
       );
       expect(result.statusCode).toBe(401);
       expect({ connections: proxy.accepted, sent: aws.sent.length }).toEqual(before);
@@ -229,7 +241,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const markers = ["StateGraph", "One read-only SELECT", "turn is already running"];
       const worker = code("worker");
       expect(markers.filter((m) => !worker.includes(m))).toEqual([]);
-      for (const name of ["slack", "teams"]) expect(markers.filter((m) => code(name).includes(m)), name).toEqual([]);
+      for (const name of ["slack", "teams"])
+        expect(
+          markers.filter((m) => code(name).includes(m)),
+          name,
+        ).toEqual([]);
     });
   });
 
@@ -276,14 +292,20 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const { turnId, message } = await queuedTurn("Trace me", "req-artifact-trace");
       const [, root] = /^Root=(1-[0-9a-f]{8}-[0-9a-f]{24});Parent=[0-9a-f]{16};Sampled=0$/.exec(message.traceHeader ?? "") ?? [];
       // The trace the runtime gave the api's invocation, which its log lines name.
-      const requestLine = apiProcess.logs().slice(printed).find((l) => l.message === "request" && l.correlation_id === "req-artifact-trace");
+      const requestLine = apiProcess
+        .logs()
+        .slice(printed)
+        .find((l) => l.message === "request" && l.correlation_id === "req-artifact-trace");
       expect(root).toBeDefined();
       expect(requestLine).toMatchObject({ route: "POST /v1/conversations/{id}/messages", status: 202, xray_trace_id: root });
       expect(message.attributes).toEqual({ correlationId: "req-artifact-trace" });
       const worker = await container("worker");
       const workerPrinted = worker.logs().length;
       expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
-      const turnLine = worker.logs().slice(workerPrinted).find((l) => l.message === "turn job");
+      const turnLine = worker
+        .logs()
+        .slice(workerPrinted)
+        .find((l) => l.message === "turn job");
       expect(turnLine).toMatchObject({ correlation_id: "req-artifact-trace", turnId, outcome: "completed" });
     });
 
@@ -291,7 +313,9 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const before = aws.sent.length;
       const body = envelope(appMention({ ts: "1700009000.000100", event_ts: "1700009000.000100", text: "<@U0BOT> how are sales?" }));
       const slack = await container("slack");
-      const result = await slack.invoke<HttpResult>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }));
+      const result = await slack.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }),
+      );
       expect(result.statusCode).toBe(200);
       expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
       expect(slackApi.posts.filter((p) => p.threadTs === "1700009000.000100").map((p) => p.text)).toEqual(["answer to: how are sales?"]);
@@ -308,7 +332,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(result.statusCode).toBe(202);
       expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
       expect(connector.replies).toEqual([
-        expect.objectContaining({ conversationId: PERSONAL_CONVERSATION, activityId: activity.id, activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }) }),
+        expect.objectContaining({
+          conversationId: PERSONAL_CONVERSATION,
+          activityId: activity.id,
+          activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }),
+        }),
       ]);
     });
   });
@@ -316,7 +344,9 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
   describe("a model that refuses the function's credentials", () => {
     it("gives the turn up, emits the failed-turn metric (EMF) by reason, and logs it at ERROR without the message", async () => {
       const { turnId, message } = await queuedTurn("a secret question");
-      converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
+      converse.setResponder(() => ({
+        error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+      }));
       const worker = await container("worker");
       const printed = worker.output.length;
       try {

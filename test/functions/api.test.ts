@@ -51,7 +51,10 @@ describe("functions/api", () => {
       for (const tenant of ["[acme globex]", "[]", ""]) {
         const claims = jwtClaims("alice", { tenant });
         const listed = await h.api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims });
-        expect(listed).toMatchObject({ status: 401, json: { error: { code: "unauthorized", message: "the tenant claim must be a non-empty string when present" } } });
+        expect(listed).toMatchObject({
+          status: 401,
+          json: { error: { code: "unauthorized", message: "the tenant claim must be a non-empty string when present" } },
+        });
         const read = await h.api({ method: "GET", path: `/v1/conversations/${mine}`, routeKey: "GET /v1/conversations/{id}", claims });
         expect(read.status).toBe(401);
       }
@@ -75,7 +78,9 @@ describe("functions/api", () => {
 
     it("returns 503 model_credentials for a sync turn the model refuses, and publishes it as a failed turn by reason", async () => {
       const id = await newConversation();
-      h.converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
+      h.converse.setResponder(() => ({
+        error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+      }));
       let res;
       const emf = await emfOf(async () => (res = await postMessage(id, "denied question"))).finally(() => h.converse.setResponder(defaultResponder));
       expect(res!.status).toBe(503);

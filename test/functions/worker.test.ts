@@ -15,7 +15,8 @@ beforeAll(async () => {
       respond: (request) => {
         const text = lastUserText(request);
         if (text.includes("reject")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
-        if (text.includes("deny")) return { error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } };
+        if (text.includes("deny"))
+          return { error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } };
         if (text.includes("break")) return { error: { status: 503, type: "ServiceUnavailableException", message: "The model is unavailable." } };
         return { text: `answer to: ${text}` };
       },
@@ -60,7 +61,12 @@ describe("functions/worker", () => {
       const again = await h.worker(sqsEvent(sqsRecord(message, 2)));
       expect(again.batchItemFailures).toEqual([]);
       expect(h.converse.requests.length).toBe(modelCalls);
-      const record = await h.api({ method: "GET", path: `/v1/conversations/${conversationId}/messages`, routeKey: "GET /v1/conversations/{id}/messages", claims: alice });
+      const record = await h.api({
+        method: "GET",
+        path: `/v1/conversations/${conversationId}/messages`,
+        routeKey: "GET /v1/conversations/{id}/messages",
+        claims: alice,
+      });
       expect(record.json.messages).toHaveLength(2);
     });
 
@@ -108,8 +114,14 @@ describe("functions/worker", () => {
       const { message } = await queuedTurn("please deny me");
       const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
       const counted = (name: string) => emf.filter((l) => name in l).map((l) => ({ reason: l.reason, value: l[name] }));
-      expect(counted("TurnsGivenUp")).toEqual([{ reason: "model_denied", value: 1 }, { reason: undefined, value: 1 }]);
-      expect(counted("TurnsFailed")).toEqual([{ reason: "model_denied", value: 1 }, { reason: undefined, value: 1 }]);
+      expect(counted("TurnsGivenUp")).toEqual([
+        { reason: "model_denied", value: 1 },
+        { reason: undefined, value: 1 },
+      ]);
+      expect(counted("TurnsFailed")).toEqual([
+        { reason: "model_denied", value: 1 },
+        { reason: undefined, value: 1 },
+      ]);
       expect(counted("TurnsRetried")).toEqual([]);
     });
 
@@ -149,7 +161,18 @@ describe("functions/worker", () => {
       expect(emf?._aws.CloudWatchMetrics[0].Namespace).toBe("Threadwise");
       const names = emf?._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
       expect(names).toEqual(
-        expect.arrayContaining(["StateTokens", "ViewTokens", "InputTokens", "OutputTokens", "CacheReadInputTokens", "CacheWriteInputTokens", "CostUsd", "ToolCalls", "TurnDurationMs", "OmittedOutputs"]),
+        expect.arrayContaining([
+          "StateTokens",
+          "ViewTokens",
+          "InputTokens",
+          "OutputTokens",
+          "CacheReadInputTokens",
+          "CacheWriteInputTokens",
+          "CostUsd",
+          "ToolCalls",
+          "TurnDurationMs",
+          "OmittedOutputs",
+        ]),
       );
       expect(emf?.CostUsd).toBeGreaterThan(0);
       expect(emf?.InputTokens).toBeGreaterThan(0);

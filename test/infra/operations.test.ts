@@ -32,7 +32,15 @@ function alarm(template: Template, stage: string, id: string): Resource {
 /** Slugs of the headings of a Markdown file, as GitHub makes anchors of them. */
 function anchorsOf(path: string): Set<string> {
   const headings = readFileSync(new URL(`../../${path}`, import.meta.url), "utf8").match(/^#+ .+$/gm) ?? [];
-  return new Set(headings.map((h) => h.replace(/^#+ /, "").toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-")));
+  return new Set(
+    headings.map((h) =>
+      h
+        .replace(/^#+ /, "")
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, "")
+        .replace(/ /g, "-"),
+    ),
+  );
 }
 
 /** The logical id a `{ Ref }` or `{ Fn::GetAtt }` points at. */
@@ -56,7 +64,12 @@ describe("ThreadwiseStack operations", () => {
 
     it("alarms on the age of the oldest queued turn", () => {
       const { Properties: p } = alarm(prod, "prod", "OldestQueuedTurn");
-      expect(p).toMatchObject({ Namespace: "AWS/SQS", MetricName: "ApproximateAgeOfOldestMessage", Statistic: "Maximum", Threshold: DEFAULT_OLDEST_TURN_ALARM.toSeconds() });
+      expect(p).toMatchObject({
+        Namespace: "AWS/SQS",
+        MetricName: "ApproximateAgeOfOldestMessage",
+        Statistic: "Maximum",
+        Threshold: DEFAULT_OLDEST_TURN_ALARM.toSeconds(),
+      });
       expect(target(p.Dimensions[0].Value)).toMatch(/^TurnQueuesTurns/);
     });
 
@@ -84,14 +97,23 @@ describe("ThreadwiseStack operations", () => {
     });
 
     it("alarms on spikes of 4xx and 5xx answers of each webhook", () => {
-      for (const [channel, title] of [["slack", "Slack"], ["teams", "Teams"]]) {
+      for (const [channel, title] of [
+        ["slack", "Slack"],
+        ["teams", "Teams"],
+      ]) {
         expect(alarm(prod, "prod", `${title}Webhook4xx`).Properties).toMatchObject({
           Namespace: "Threadwise",
           MetricName: "WebhookClientErrors",
-          Dimensions: expect.arrayContaining([{ Name: "channel", Value: channel }, { Name: "service", Value: "threadwise-prod" }]),
+          Dimensions: expect.arrayContaining([
+            { Name: "channel", Value: channel },
+            { Name: "service", Value: "threadwise-prod" },
+          ]),
           Threshold: WEBHOOK_4XX_ALARM_THRESHOLD,
         });
-        expect(alarm(prod, "prod", `${title}Webhook5xx`).Properties).toMatchObject({ MetricName: "WebhookServerErrors", Threshold: WEBHOOK_5XX_ALARM_THRESHOLD });
+        expect(alarm(prod, "prod", `${title}Webhook5xx`).Properties).toMatchObject({
+          MetricName: "WebhookServerErrors",
+          Threshold: WEBHOOK_5XX_ALARM_THRESHOLD,
+        });
       }
     });
 
@@ -127,7 +149,15 @@ describe("ThreadwiseStack operations", () => {
     it("shows every alarm, the turn outcomes by reason, Bedrock and the webhooks on the dashboard", () => {
       const body = JSON.stringify(Object.values(prod.findResources("AWS::CloudWatch::Dashboard"))[0].Properties.DashboardBody);
       for (const reason of TURN_FAILURE_REASONS) expect(body).toContain(`\\"reason\\",\\"${reason}\\"`);
-      for (const metric of ["TurnsQueued", "TurnsRetried", "TurnsGivenUp", "TurnsFailed", "InvocationThrottles", "WebhookClientErrors", "WebhookServerErrors"]) {
+      for (const metric of [
+        "TurnsQueued",
+        "TurnsRetried",
+        "TurnsGivenUp",
+        "TurnsFailed",
+        "InvocationThrottles",
+        "WebhookClientErrors",
+        "WebhookServerErrors",
+      ]) {
         expect(body).toContain(`\\"${metric}\\"`);
       }
       expect(body).toContain("alarm");
@@ -172,11 +202,16 @@ describe("ThreadwiseStack operations", () => {
         const [, alias] = Object.entries(aliases).find(([id]) => id.startsWith(`${capital(name)}FunctionLive`))!;
         expect(alias.Properties.Name).toBe(LIVE_ALIAS);
         expect(target(alias.Properties.FunctionVersion)).toMatch(new RegExp(`^${capital(name)}FunctionCurrentVersion`));
-        const [groupId, group] = Object.entries(template.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) => id.startsWith(`${capital(name)}FunctionDeployment`))!;
+        const [groupId, group] = Object.entries(template.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) =>
+          id.startsWith(`${capital(name)}FunctionDeployment`),
+        )!;
         // CloudFormation hands the alias's updates to this deployment group.
         expect(target(alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName)).toBe(groupId);
         expect(group.Properties.DeploymentConfigName).toBe(config);
-        expect(group.Properties.AutoRollbackConfiguration).toEqual({ Enabled: true, Events: expect.arrayContaining(["DEPLOYMENT_FAILURE", "DEPLOYMENT_STOP_ON_ALARM"]) });
+        expect(group.Properties.AutoRollbackConfiguration).toEqual({
+          Enabled: true,
+          Events: expect.arrayContaining(["DEPLOYMENT_FAILURE", "DEPLOYMENT_STOP_ON_ALARM"]),
+        });
         const rollbackOn = group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarmsByLogicalId[target(a.Name)]?.Properties.AlarmName);
         expect(rollbackOn).toEqual(expect.arrayContaining([`${stage}-threadwise-${name}Errors`, `${stage}-threadwise-TurnsFailed`]));
       }
@@ -184,7 +219,9 @@ describe("ThreadwiseStack operations", () => {
 
     it("rolls the api back on API 5xx, the worker on its duration, and each webhook on its 5xx", () => {
       const rollbackOf = (name: string) => {
-        const [, group] = Object.entries(prod.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) => id.startsWith(`${capital(name)}FunctionDeployment`))!;
+        const [, group] = Object.entries(prod.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) =>
+          id.startsWith(`${capital(name)}FunctionDeployment`),
+        )!;
         const alarms = prod.findResources("AWS::CloudWatch::Alarm");
         return group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarms[target(a.Name)].Properties.AlarmName as string);
       };
@@ -237,7 +274,10 @@ describe("ThreadwiseStack operations", () => {
     it("throws when a stage keeps its data but its account is not pinned", () => {
       const read = () => readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node);
       expect(read).toThrow(ValidationError);
-      expect(readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node, { staging: { account: "210987654321", region: "eu-west-1" } }).environment).toEqual({
+      expect(
+        readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node, { staging: { account: "210987654321", region: "eu-west-1" } })
+          .environment,
+      ).toEqual({
         account: "210987654321",
         region: "eu-west-1",
       });

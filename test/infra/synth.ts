@@ -18,7 +18,9 @@ export interface SynthOptions {
 
 /** The CDK feature flags of cdk.json (keys starting with `@`), which `cdk synth` applies to the app. */
 export const FEATURE_FLAGS: Record<string, unknown> = Object.fromEntries(
-  Object.entries(JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")).context as Record<string, unknown>).filter(([key]) => key.startsWith("@")),
+  Object.entries(JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")).context as Record<string, unknown>).filter(([key]) =>
+    key.startsWith("@"),
+  ),
 );
 
 /** Builds the stack as infra/app.ts does, from context alone, with cdk.json's feature flags. */

@@ -30,7 +30,18 @@ const blocks = (...texts: string[]) => texts.map((text) => ({ type: "text" as co
 describe("model view", () => {
   describe("validateConverseView", () => {
     it("returns for a view with parallel tool calls answered by consecutive tool messages", () => {
-      const view = [new SystemMessage("s"), user("q1"), answer("a1"), user("q2"), calls([["c1", "a"], ["c2", "b"]]), result("c2", "y"), result("c1", "x")];
+      const view = [
+        new SystemMessage("s"),
+        user("q1"),
+        answer("a1"),
+        user("q2"),
+        calls([
+          ["c1", "a"],
+          ["c2", "b"],
+        ]),
+        result("c2", "y"),
+        result("c1", "x"),
+      ];
       expect(broken(view)).toBeUndefined();
     });
 
@@ -167,8 +178,45 @@ describe("model view", () => {
       );
     });
 
+    it("throws tool-use-id for a tool result with no tool call id at all", () => {
+      const noId = new ToolMessage({ content: "x", tool_call_id: undefined as unknown as string });
+      expect(broken([user("q"), calls([["c1", "a"]]), noId])).toEqual(breaks(CONVERSE_RULES.toolUseId, "message 2 is a tool result without a tool call id"));
+    });
+
+    it("returns for an assistant message with both text and a tool call", () => {
+      expect(broken([user("q"), calls([["c1", "a"]], "Let me check."), result("c1", "x")])).toBeUndefined();
+    });
+
+    it("returns for four cache points and throws cache-point-limit for five, wherever they are", () => {
+      const point = { type: "cache_point", cachePoint: { type: "default" } };
+      const marked = (text: string) => [{ type: "text" as const, text }, point];
+      const four = [
+        new SystemMessage({ content: marked("Be brief.") }),
+        new HumanMessage({ content: marked("q1") }),
+        new AIMessage({ content: marked("a1") }),
+        new HumanMessage({ content: marked("q2") }),
+      ];
+      expect(broken(four)).toBeUndefined();
+      const five = [...four.slice(0, 3), new HumanMessage({ content: [...marked("q2"), point] })];
+      expect(broken(five)).toEqual(breaks(CONVERSE_RULES.cachePointLimit, "the view has 5 cache points, over Bedrock's 4"));
+    });
+
+    it("throws no-empty-content for a user message that is only a cache point", () => {
+      const point = { type: "cache_point", cachePoint: { type: "default" } };
+      expect(broken([new HumanMessage({ content: [point] })])).toEqual(breaks(CONVERSE_RULES.noEmptyContent, "message 0 has no content blocks"));
+    });
+
     it("throws tool-ids-unique for a repeated tool call id", () => {
-      expect(broken([user("q"), calls([["c1", "a"], ["c1", "b"]]), result("c1", "x")])).toEqual(breaks(CONVERSE_RULES.toolIdsUnique, "message 1 repeats"));
+      expect(
+        broken([
+          user("q"),
+          calls([
+            ["c1", "a"],
+            ["c1", "b"],
+          ]),
+          result("c1", "x"),
+        ]),
+      ).toEqual(breaks(CONVERSE_RULES.toolIdsUnique, "message 1 repeats"));
     });
 
     it("throws tool-ids-unique for two results with one id", () => {
@@ -178,13 +226,22 @@ describe("model view", () => {
     });
 
     it("throws tool-use-answered when a parallel call has no result", () => {
-      expect(broken([user("q"), calls([["c1", "a"], ["c2", "b"]]), result("c1", "x")])).toEqual(
-        breaks(CONVERSE_RULES.toolUseAnswered, "tool call c2 of message 1 is not answered"),
-      );
+      expect(
+        broken([
+          user("q"),
+          calls([
+            ["c1", "a"],
+            ["c2", "b"],
+          ]),
+          result("c1", "x"),
+        ]),
+      ).toEqual(breaks(CONVERSE_RULES.toolUseAnswered, "tool call c2 of message 1 is not answered"));
     });
 
     it("throws tool-use-answered when a call is followed by a user message instead of its result", () => {
-      expect(broken([user("q"), calls([["c1", "a"]]), user("q2")])).toEqual(breaks(CONVERSE_RULES.toolUseAnswered, "tool call c1 of message 1 is not answered"));
+      expect(broken([user("q"), calls([["c1", "a"]]), user("q2")])).toEqual(
+        breaks(CONVERSE_RULES.toolUseAnswered, "tool call c1 of message 1 is not answered"),
+      );
     });
 
     it("throws tool-result-has-use for a result whose call the previous message did not make", () => {

@@ -58,35 +58,55 @@ describe("runPreflight", () => {
   it("returns an empty mongodbUri, naming its secret, and tries no database", async () => {
     aws.setCredentials({ slackSigningSecret: "signing", slackBotToken: "xoxb-preflight" });
     expect(await preflight()).toEqual([
-      { check: "secrets", problem: `mongodbUri is empty in the database secret (${aws.secretArns.database})`, fix: expect.stringContaining("connection string") },
+      {
+        check: "secrets",
+        problem: `mongodbUri is empty in the database secret (${aws.secretArns.database})`,
+        fix: expect.stringContaining("connection string"),
+      },
     ]);
   });
 
   it("returns a URI without TLS as a problem when the stage requires TLS, as its functions do", async () => {
-    expect(await preflight({ requireTls: true })).toEqual([{ check: "secrets", problem: "mongodbUri: must use TLS (mongodb+srv:// or tls=true)", fix: expect.any(String) }]);
+    expect(await preflight({ requireTls: true })).toEqual([
+      { check: "secrets", problem: "mongodbUri: must use TLS (mongodb+srv:// or tls=true)", fix: expect.any(String) },
+    ]);
   });
 
   it("returns a secret that does not exist, with what to do", async () => {
     const problems = await preflight({ secretIds: { database: "prod/threadwise/missing" } });
-    expect(problems[0]).toEqual({ check: "secrets", problem: expect.stringContaining("could not be read: ResourceNotFoundException"), fix: expect.stringContaining("deploy the stage first") });
+    expect(problems[0]).toEqual({
+      check: "secrets",
+      problem: expect.stringContaining("could not be read: ResourceNotFoundException"),
+      fix: expect.stringContaining("deploy the stage first"),
+    });
   });
 
   it("returns MongoDB unreachable, naming its host but never the URI's password", async () => {
     aws.setCredentials({ mongodbUri: "mongodb://admin:hunter2@127.0.0.1:1/?directConnection=true" });
     const problems = await preflight();
-    expect(problems).toEqual([{ check: "mongodb", problem: expect.stringMatching(/^MongoDB at 127\.0\.0\.1:1 did not accept/), fix: expect.stringContaining("IP access list") }]);
+    expect(problems).toEqual([
+      { check: "mongodb", problem: expect.stringMatching(/^MongoDB at 127\.0\.0\.1:1 did not accept/), fix: expect.stringContaining("IP access list") },
+    ]);
     expect(JSON.stringify(problems)).not.toContain("hunter2");
   });
 
   it("returns the model's AccessDeniedException with the grants and the Marketplace subscription to make", async () => {
-    converse.setResponder(() => ({ error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } }));
+    converse.setResponder(() => ({
+      error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+    }));
     expect(await preflight()).toEqual([
-      { check: "model", problem: expect.stringContaining(`Converse with ${MODEL} was refused: AccessDeniedException`), fix: expect.stringContaining("aws-marketplace:Subscribe") },
+      {
+        check: "model",
+        problem: expect.stringContaining(`Converse with ${MODEL} was refused: AccessDeniedException`),
+        fix: expect.stringContaining("aws-marketplace:Subscribe"),
+      },
     ]);
   });
 
   it("returns Anthropic's first-use form when Bedrock says the use case was not submitted", async () => {
-    converse.setResponder(() => ({ error: { status: 404, type: "ResourceNotFoundException", message: "Model use case details have not been submitted for this account." } }));
+    converse.setResponder(() => ({
+      error: { status: 404, type: "ResourceNotFoundException", message: "Model use case details have not been submitted for this account." },
+    }));
     expect((await preflight())[0]).toMatchObject({ check: "model", fix: expect.stringContaining("first-use form") });
   });
 

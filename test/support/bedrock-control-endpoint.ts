@@ -38,7 +38,8 @@ export async function startBedrockControlEndpoint(availability: FoundationModelA
       response.writeHead(status, { "content-type": "application/json", ...(errorType && { "x-amzn-errortype": errorType }) });
       response.end(JSON.stringify(body));
     };
-    if (!String(request.headers.authorization ?? "").startsWith("AWS4-HMAC-SHA256 ")) return reply(403, { message: "Missing Authentication Token" }, "AccessDeniedException");
+    if (!String(request.headers.authorization ?? "").startsWith("AWS4-HMAC-SHA256 "))
+      return reply(403, { message: "Missing Authentication Token" }, "AccessDeniedException");
     if (request.method !== "GET" || !match) return reply(404, { message: `No operation at ${request.method} ${request.url}` }, "UnknownOperationException");
     const modelId = decodeURIComponent(match[1]);
     asked.push(modelId);

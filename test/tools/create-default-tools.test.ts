@@ -6,6 +6,7 @@ import { createDefaultTools, type DefaultTools } from "../../lib/tools/create-de
 import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-up-tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
+import { SAMPLE_QUESTIONS } from "../../lib/tools/sample-questions.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
@@ -78,6 +79,26 @@ describe("createDefaultTools", () => {
     await aws.close();
   });
 
+  it("returns the sample questions on the tools that hold the sample data, and none on Athena or a knowledge base", async () => {
+    const { sql_query, search_documents, create_follow_up } = SAMPLE_QUESTIONS;
+    expect(local.tools.map((tool) => tool.examples)).toEqual([sql_query, search_documents, create_follow_up]);
+    const config = loadToolsConfig({
+      SQL_ENGINE: "athena",
+      ATHENA_WORKGROUP: "wg",
+      ATHENA_DATABASE: "sales",
+      DOCUMENTS_ENGINE: "bedrock-kb",
+      BEDROCK_KB_ID: "KB",
+      AWS_REGION: "eu-west-1",
+    });
+    const aws = createDefaultTools(config, { followUps: t.db.collection<FollowUpDocument>("follow_ups"), secrets: { get: async () => undefined } });
+    expect(aws.tools.map((tool) => [tool.name, tool.examples])).toEqual([
+      ["sql_query", undefined],
+      ["search_documents", undefined],
+      ["create_follow_up", SAMPLE_QUESTIONS.create_follow_up],
+    ]);
+    await aws.close();
+  });
+
   it("offers create_follow_up only to the roles configured for it", () => {
     expect(registry.available(analyst).map((tool) => tool.name)).toContain("create_follow_up");
     expect(registry.available(viewer).map((tool) => tool.name)).toEqual(["sql_query", "search_documents"]);
@@ -85,7 +106,11 @@ describe("createDefaultTools", () => {
 
   it("answers a margin question end to end through the registry", async () => {
     const result = await registry.execute(
-      { id: "1", name: "sql_query", args: { sql: "SELECT month, round(100.0*sum(gross_profit)/sum(revenue),1) AS gm FROM sales WHERE month >= '2026-09' GROUP BY month" } },
+      {
+        id: "1",
+        name: "sql_query",
+        args: { sql: "SELECT month, round(100.0*sum(gross_profit)/sum(revenue),1) AS gm FROM sales WHERE month >= '2026-09' GROUP BY month" },
+      },
       { conversationId: "c", turnId: "t", caller: viewer },
     );
     expect(result.content).toBe("2 rows (truncated: no)\nmonth | gm\n2026-09 | 33.5\n2026-10 | 27.7");

@@ -2,7 +2,7 @@ import { LogLevel, SlackError, WebAPIHTTPError, WebAPIPlatformError, WebClient }
 import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
-import type { SlackReplyTarget } from "../turn-job.js";
+import type { SlackReplyTarget } from "../../queue/turn-job.js";
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
 export const DEFAULT_SLACK_API_URL = "https://slack.com/api/";

@@ -26,6 +26,8 @@ const state = {
   /** Checkpointed messages per conversation; dropped when a turn changes them. */
   threads: new Map(),
   inspector: null,
+  /** What the empty state lists, from `GET /local/tools`: the caller's tools and example questions; null until loaded. */
+  help: null,
   /** The turn whose "Inspect turn" button gets focus back when the inspector closes. */
   inspectorOpener: null,
 };
@@ -91,6 +93,7 @@ async function useToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   // The first API call checks the token; a refused one signs out with a message.
   await loadConversations();
+  state.help = await loadHelp();
   showWorkspace();
 }
 
@@ -106,7 +109,7 @@ function showWorkspace() {
 
 function signOut(message = "") {
   sessionStorage.removeItem(TOKEN_KEY);
-  Object.assign(state, { token: null, userId: null, tenantId: null, conversations: [], conversationId: null, messages: [], inspector: null });
+  Object.assign(state, { token: null, userId: null, tenantId: null, conversations: [], conversationId: null, messages: [], inspector: null, help: null });
   state.threads.clear();
   $("workspace").hidden = true;
   $("session").hidden = true;
@@ -156,8 +159,13 @@ function renderConversations() {
         { class: current ? "conversation current" : "conversation" },
         h(
           "button",
-          { type: "button", class: "conversation-open", "aria-current": current ? "true" : null, onclick: guard(() => selectConversation(c.conversationId), "chat-error") },
-          h("span", { class: "conversation-title", text: conversationLabel(c) }),
+          {
+            type: "button",
+            class: "conversation-open",
+            "aria-current": current ? "true" : null,
+            onclick: guard(() => selectConversation(c.conversationId), "chat-error"),
+          },
+          h("span", { class: "conversation-title", title: conversationLabel(c), text: conversationLabel(c) }),
           h("span", { class: "conversation-date", text: when }),
         ),
         h("button", {
@@ -227,6 +235,8 @@ function lastTurnId() {
 function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
   $("chat-title").textContent = current ? conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
+  $("chat-title").title = $("chat-title").textContent;
+  renderEmptyState();
   const order = turnOrder();
   const last = lastTurnId();
   // A turn without an answer (failed or interrupted) is inspected from its question.
@@ -385,17 +395,28 @@ async function waitForTurn(conversationId, turnId) {
   }
 }
 
-/** A new message, or, while editing, the edited last question. */
+/**
+ * A new message, or, while editing, the edited last question. What was typed leaves the message box
+ * only once the turn has an answer: a failed turn gives it back, and a refused request (a 4xx: too
+ * long, another turn running), which recorded nothing, gives back the edit as well.
+ */
 async function send(content) {
   const editing = state.editing;
   state.editing = null;
-  const path = editing
-    ? `/v1/conversations/${state.conversationId}/turns/${editing}/edit`
-    : `/v1/conversations/${state.conversationId}/messages`;
-  await runTurn(path, { content }, content);
+  const input = $("composer-input");
+  input.value = "";
+  const path = editing ? `/v1/conversations/${state.conversationId}/turns/${editing}/edit` : `/v1/conversations/${state.conversationId}/messages`;
+  const outcome = await runTurn(path, { content }, content);
+  if (outcome === "answered") return;
+  input.value = content;
+  if (outcome === "refused") state.editing = editing;
+  renderChat();
 }
 
-/** Runs one turn through `path` and shows its progress; `shown` is the question shown while it runs. */
+/**
+ * Runs one turn through `path` and shows its progress; `shown` is the question shown while it runs.
+ * Resolves with "answered", "refused" (the request was turned away, nothing was recorded) or "failed".
+ */
 async function runTurn(path, body, shown) {
   const conversationId = state.conversationId;
   state.running = true;
@@ -404,23 +425,92 @@ async function runTurn(path, body, shown) {
   appendPending(shown);
   const stop = pollProgress(conversationId);
   let result = null;
+  let outcome = "answered";
   try {
     result = await api("POST", path, body);
     // A deployment with a turn queue may answer 202 and run the turn elsewhere.
     if (result?.status === "queued") result = await waitForTurn(conversationId, result.turnId);
   } catch (error) {
-    $("chat-error").textContent = `The turn failed: ${error.message}`;
+    const refused = error instanceof ApiError && error.status >= 400 && error.status < 500;
+    outcome = refused ? "refused" : "failed";
+    $("chat-error").textContent = refused ? `Not sent: ${error.message}` : `The turn failed: ${error.message}`;
   } finally {
     stop();
     state.running = false;
   }
   state.threads.delete(conversationId);
-  if (state.conversationId !== conversationId) return;
+  if (state.conversationId !== conversationId) return outcome;
   await loadMessages();
   await loadConversations();
   renderChat();
   if (result && !$("inspector").hidden) await openInspector(result.turnId, result.turnId);
   $("composer-input").focus();
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Empty state: the signed-in user's tools and questions that work, as the server lists them
+
+/** `GET /local/tools`, or null where the server does not list its tools. */
+async function loadHelp() {
+  try {
+    return await api("GET", "/local/tools");
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) throw error;
+    return null;
+  }
+}
+
+function firstSentence(text) {
+  const end = text.search(/\.(\s|$)/);
+  return end < 0 ? text : text.slice(0, end + 1);
+}
+
+/** Shown while the open conversation has no message: example questions to put in the message box, then the tools. */
+function renderEmptyState() {
+  const box = $("empty-state");
+  box.hidden = !state.help || state.messages.length > 0 || state.running;
+  if (box.hidden) {
+    box.replaceChildren();
+    return;
+  }
+  const { model, tools, conversation } = state.help;
+  const examples = [...conversation, ...tools.flatMap((t) => t.examples)];
+  const how =
+    model === "local"
+      ? "The offline model calls a tool when your message names it followed by a JSON object of its arguments; otherwise it answers from the conversation."
+      : "The model chooses among these tools.";
+  box.replaceChildren(
+    h("h3", { id: "empty-state-title", text: "What you can ask" }),
+    h("p", { class: "hint", text: `${how} Pick a question to put it in the message box.` }),
+    h(
+      "ul",
+      { class: "example-list", "aria-label": "Example questions" },
+      examples.map((question) =>
+        h("li", {}, h("button", { type: "button", class: "example", text: question, onclick: guard(() => useExample(question), "chat-error") })),
+      ),
+    ),
+    h("h3", { text: `Tools you can use (${tools.length})` }),
+    h(
+      "ul",
+      { class: "tool-list", "aria-label": "Tools" },
+      tools.map((t) =>
+        h(
+          "li",
+          { "data-tool": t.name },
+          h("code", { text: `${t.name} ${t.arguments}` }),
+          h("span", { class: "tool-description", text: firstSentence(t.description) }),
+        ),
+      ),
+    ),
+  );
+}
+
+async function useExample(question) {
+  if (!state.conversationId) await createConversation();
+  const input = $("composer-input");
+  input.value = question;
+  input.focus();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -573,7 +663,11 @@ function renderInspector() {
     ),
   );
   const call = turn.calls[callIndex];
-  const panel = h("div", { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" }, renderCall(call, thread, turn));
+  const panel = h(
+    "div",
+    { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" },
+    renderCall(call, thread, turn),
+  );
   $("inspector-body").replaceChildren(meta, tabs, panel);
 }
 
@@ -596,7 +690,14 @@ function renderCall(call, thread, turn) {
     return h("p", { class: "error", text: "The stored thread is shorter than when this call was made: it was changed or deleted since." });
   }
   const plan = classify(thread, stats);
-  return h("div", { class: "call" }, renderFacts(call, plan), renderBudget(call), renderLegend(), h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)));
+  return h(
+    "div",
+    { class: "call" },
+    renderFacts(call, plan),
+    renderBudget(call),
+    renderLegend(),
+    h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)),
+  );
 }
 
 /** The share of a usage's input tokens read from the prompt cache, as a percentage. */
@@ -627,7 +728,8 @@ function cacheFact(call) {
     : "No cache point";
   const ratio = stats.tokenEstimate?.ratio.toFixed(3);
   const margin = Math.round((stats.tokenEstimate?.margin ?? 0) * 100);
-  const estimate = stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
+  const estimate =
+    stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
   const error = call.estimateError !== null && call.estimateError !== undefined ? `, ${(call.estimateError * 100).toFixed(1)}% off the reported count.` : ".";
   return h(
     "li",
@@ -651,7 +753,14 @@ function renderFacts(call, plan) {
   const exchange = plan.turns.flatMap((t) => t.items).filter((i) => i.fate === "exchange").length;
   const ratio = stats.stateTokens > 0 ? Math.round((stats.viewTokens / stats.stateTokens) * 100) : 100;
   const facts = [
-    h("li", { class: "fact fact-headline" }, h("strong", { text: `${n(stats.stateMessages)} stored messages, ${n(stats.stateTokens)} tokens` }), " → ", h("strong", { text: `${n(stats.viewMessages)} sent, ${n(stats.viewTokens)} tokens` }), ` (${ratio}% of the state's tokens)`),
+    h(
+      "li",
+      { class: "fact fact-headline" },
+      h("strong", { text: `${n(stats.stateMessages)} stored messages, ${n(stats.stateTokens)} tokens` }),
+      " → ",
+      h("strong", { text: `${n(stats.viewMessages)} sent, ${n(stats.viewTokens)} tokens` }),
+      ` (${ratio}% of the state's tokens)`,
+    ),
     h(
       "li",
       { class: "fact", "data-fact": "finished-turns" },
@@ -659,7 +768,13 @@ function renderFacts(call, plan) {
       stats.finishedTurnsDroppedForBudget ? `, ${stats.finishedTurnsDroppedForBudget} dropped to fit the budget` : "",
       ".",
     ),
-    h("li", { class: "fact", "data-fact": "left-out" }, `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`, exchange ? ` (${exchange} from tool exchanges of finished turns)` : "", "."),
+    h(
+      "li",
+      { class: "fact", "data-fact": "left-out" },
+      `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`,
+      exchange ? ` (${exchange} from tool exchanges of finished turns)` : "",
+      ".",
+    ),
     cacheFact(call),
   ];
   if (stats.omittedOutputs.length === 0) facts.push(h("li", { class: "fact", "data-fact": "notices", text: "No tool output was replaced by a notice." }));
@@ -681,7 +796,9 @@ function renderFacts(call, plan) {
         "li",
         { class: "fact fact-search", "data-fact": "search" },
         h("strong", { text: `Searched earlier turns for "${search.query}"` }),
-        search.turns.length ? `: found turn${search.turns.length === 1 ? "" : "s"} ${search.turns.join(", ")} (best first), sent in this view.` : `: ${search.summary}`,
+        search.turns.length
+          ? `: found turn${search.turns.length === 1 ? "" : "s"} ${search.turns.join(", ")} (best first), sent in this view.`
+          : `: ${search.summary}`,
       ),
     );
   }
@@ -720,7 +837,13 @@ function renderBudget(call) {
   const { stats, usage } = call;
   const rows = [
     { key: "state", label: "Stored thread", value: stats.stateTokens, detail: `${n(stats.stateTokens)}` },
-    { key: "view", label: "Model view", value: stats.viewTokens, extra: stats.toolSchemaTokens, detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}` },
+    {
+      key: "view",
+      label: "Model view",
+      value: stats.viewTokens,
+      extra: stats.toolSchemaTokens,
+      detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}`,
+    },
   ];
   if (usage?.inputTokens) {
     rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: `${n(usage.inputTokens)} (${cachedShare(usage)} from cache)` });
@@ -745,7 +868,17 @@ function renderBudget(call) {
         "div",
         { class: "bar-row", "data-bar": row.key },
         h("span", { class: "bar-label", text: row.label }),
-        h("span", { class: "bar-track", role: "img", "aria-label": `${row.label}: ${n(row.value)} tokens${row.extra ? ` plus ${n(row.extra)} for tool schemas` : ""}, ${share}% of the budget` }, fill, extra, marker),
+        h(
+          "span",
+          {
+            class: "bar-track",
+            role: "img",
+            "aria-label": `${row.label}: ${n(row.value)} tokens${row.extra ? ` plus ${n(row.extra)} for tool schemas` : ""}, ${share}% of the budget`,
+          },
+          fill,
+          extra,
+          marker,
+        ),
         h("span", { class: "bar-value", text: row.detail }),
       );
     }),
@@ -794,14 +927,25 @@ function renderStateColumn(plan, stats, turn) {
   for (const t of plan.turns) {
     const current = t.turnId === turn.turnId;
     entries.push(
-      h("li", { class: `turn-head${current ? " turn-current" : ""}`, "data-turn": t.number }, h("strong", { text: `Turn ${t.number}` }), current ? " (this turn)" : "", ` · ${t.summary}`),
+      h(
+        "li",
+        { class: `turn-head${current ? " turn-current" : ""}`, "data-turn": t.number },
+        h("strong", { text: `Turn ${t.number}` }),
+        current ? " (this turn)" : "",
+        ` · ${t.summary}`,
+      ),
       t.items.map(stateItem),
     );
   }
   return h(
     "section",
     { class: "column column-state", "aria-labelledby": "state-title" },
-    h("h3", { id: "state-title" }, "Durable state ", h("span", { class: "column-sub", text: `checkpointed thread · ${n(stats.stateMessages)} messages · ${n(stats.stateTokens)} tokens` })),
+    h(
+      "h3",
+      { id: "state-title" },
+      "Durable state ",
+      h("span", { class: "column-sub", text: `checkpointed thread · ${n(stats.stateMessages)} messages · ${n(stats.stateTokens)} tokens` }),
+    ),
     h("ol", { class: "msg-list" }, entries.flat()),
   );
 }
@@ -811,16 +955,31 @@ function stateItem(item) {
   const info = FATES[fate];
   const badges = [h("span", { class: `badge badge-${info.kind}`, text: fate === "notice" ? `${info.label} (${item.omitted.reason})` : info.label })];
   if (message.artifact) {
-    badges.push(h("span", { class: "badge badge-artifact", text: `artifact ${message.artifact.handle}: ${n(message.artifact.bytes)} bytes, ${n(message.artifact.tokens)} tokens, kept out of the checkpoint` }));
+    badges.push(
+      h("span", {
+        class: "badge badge-artifact",
+        text: `artifact ${message.artifact.handle}: ${n(message.artifact.bytes)} bytes, ${n(message.artifact.tokens)} tokens, kept out of the checkpoint`,
+      }),
+    );
   }
   return h(
     "li",
     { class: `msg msg-${info.kind}`, "data-fate": fate, "data-role": message.role },
-    h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.tokens)} tokens` })),
+    h(
+      "div",
+      { class: "msg-head" },
+      h("span", { class: "msg-role", text: roleName(message) }),
+      h("span", { class: "msg-tokens", text: `${n(message.tokens)} tokens` }),
+    ),
     h("div", { class: "msg-badges" }, badges),
     message.content ? messageBody(message.content) : null,
     toolCallList(message),
   );
+}
+
+/** A view message's tokens as the view counted them, tool calls included; calls recorded before the count was kept have none. */
+function viewTokens(message) {
+  return message.tokens === undefined ? "tokens not recorded" : `${n(message.tokens)} tokens`;
 }
 
 function renderViewColumn(call, plan) {
@@ -851,7 +1010,7 @@ function renderViewColumn(call, plan) {
     return h(
       "li",
       { class: `msg msg-${kind}${point ? " msg-cache-point" : ""}`, "data-kind": kind, "data-role": message.role, "data-cache-point": point?.kind },
-      h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.content.length)} chars` })),
+      h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: viewTokens(message) })),
       h("div", { class: "msg-badges" }, h("span", { class: `badge badge-${kind}`, text: label })),
       message.content ? messageBody(message.content) : null,
       toolCallList(message),
@@ -863,7 +1022,12 @@ function renderViewColumn(call, plan) {
   return h(
     "section",
     { class: "column column-view", "aria-labelledby": "view-title" },
-    h("h3", { id: "view-title" }, "Model view ", h("span", { class: "column-sub", text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} messages · ${n(stats.viewTokens)} tokens` })),
+    h(
+      "h3",
+      { id: "view-title" },
+      "Model view ",
+      h("span", { class: "column-sub", text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} messages · ${n(stats.viewTokens)} tokens` }),
+    ),
     h("ol", { class: "msg-list" }, items),
   );
 }
@@ -912,7 +1076,6 @@ function start() {
       const input = $("composer-input");
       const content = input.value.trim();
       if (!content || state.running || !state.conversationId) return;
-      input.value = "";
       await send(content);
     }, "chat-error"),
   );

@@ -61,7 +61,9 @@ export function apiEvent(input: ApiEventInput): HttpApiEvent {
       time: now.toUTCString(),
       timeEpoch: now.getTime(),
     },
-    ...(text !== undefined ? { body: input.base64 ? Buffer.from(text).toString("base64") : text, isBase64Encoded: Boolean(input.base64) } : { isBase64Encoded: false }),
+    ...(text !== undefined
+      ? { body: input.base64 ? Buffer.from(text).toString("base64") : text, isBase64Encoded: Boolean(input.base64) }
+      : { isBase64Encoded: false }),
   } as HttpApiEvent;
 }
 
@@ -84,7 +86,10 @@ export function sqsRecord(message: SentMessage, receiveCount = 1): SQSRecord {
     },
     // As Lambda delivers them: each string attribute with its type and empty lists.
     messageAttributes: Object.fromEntries(
-      Object.entries(message.attributes ?? {}).map(([name, stringValue]) => [name, { stringValue, dataType: "String", stringListValues: [], binaryListValues: [] }]),
+      Object.entries(message.attributes ?? {}).map(([name, stringValue]) => [
+        name,
+        { stringValue, dataType: "String", stringListValues: [], binaryListValues: [] },
+      ]),
     ),
     md5OfBody: "",
     eventSource: "aws:sqs",

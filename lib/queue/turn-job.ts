@@ -73,6 +73,15 @@ export type TeamsReplyTarget = TeamsTurnJob["replyTo"];
 /** Function the ingress calls to hand a turn to the queue (or, locally, straight to the worker). */
 export type EnqueueTurn = (job: TurnJob) => Promise<void>;
 
+/**
+ * Sends a turn's answer, or its failure message, back to where the turn came from; the channels
+ * implement it (`ChannelReplier`), the worker only calls it.
+ */
+export interface TurnReplier {
+  reply(job: TurnJob, text: string): Promise<void>;
+  replyFailure(job: TurnJob, error: unknown): Promise<void>;
+}
+
 /** Parses a queue message body; a body that is not a turn job is a `ValidationError`, never a turn. */
 export function parseTurnJob(body: string): TurnJob {
   let json: unknown;
