@@ -29,6 +29,11 @@ import { ConversationSearch } from "./recall/conversation-search.js";
 import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
 import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
 import { TurnIndexer } from "./recall/turn-indexer.js";
+import { ApprovalPolicy } from "./approvals/approval-policy.js";
+import { Approvals } from "./approvals/approvals.js";
+import type { ApprovalDocument } from "./store/approval-store.js";
+import { turnJobSchema } from "./channels/turn-job.js";
+import { turnIdForJob } from "./queue/turn-queue.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -70,6 +75,8 @@ export interface App {
   runner: TurnRunner;
   /** Hands long and async API turns to the worker, when the app has a turn queue. */
   dispatcher?: TurnDispatcher;
+  /** Decisions on tool calls waiting for a person (docs/approvals.md). */
+  approvals: Approvals;
   close(): Promise<void>;
 }
 
@@ -107,8 +114,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     price: priceOf(config.model.prices, modelId),
     sendCachePoints: bedrock && promptCache.enabled,
     countTokens: config.model.countTokens ? createModelTokenCounter(model, modelId) : undefined,
-    tools: new RegistryToolRunner(registry, (output, meta) =>
-      offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
+    tools: new RegistryToolRunner(
+      registry,
+      (output, meta) => offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
+      new ApprovalPolicy(config.tools.approvals.tools, offered),
     ),
     checkpointer: database.checkpointer,
     faults: options.faults,
@@ -132,6 +141,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     lease: database.lease,
     threads: database.checkpointer,
     faults: options.faults,
+    approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000 },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
       await indexer.indexFinishedTurns(conversationId, fence).catch((error: unknown) => {
@@ -150,11 +160,26 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         onTurnCompleted: options.onTurnCompleted,
       })
     : undefined;
+  const approvals = new Approvals({
+    store: database.approvals,
+    turns: database.turns,
+    argumentIssues: (tool, args) => registry.argumentIssues(tool, args),
+    faults: options.faults,
+    resume: async (approval, resumeKey) => {
+      const job = { ...resumeJobOf(approval), resume: resumeKey };
+      if (options.turnQueue) return options.turnQueue.enqueue(job);
+      // Without a worker (tests, a deployment without queue) an API turn resumes in the deciding request.
+      if (job.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
+      const caller = { principal: job.principal, roles: job.roles };
+      await runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId: turnIdForJob(job), origin: job });
+    },
+  });
   return {
     ready,
     database,
     runner,
     dispatcher,
+    approvals,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();
@@ -180,6 +205,13 @@ function createEmbedder(config: Config): Embedder | undefined {
   const { embeddingsModelId, embeddingsRegion, embeddingDimensions } = config.recall;
   if (!embeddingsModelId) return undefined;
   return new BedrockEmbedder({ modelId: embeddingsModelId, region: embeddingsRegion ?? config.model.region, dimensions: embeddingDimensions });
+}
+
+/** The job that resumes an approval's turn: the one its entry point recorded with it. */
+function resumeJobOf(approval: ApprovalDocument) {
+  const parsed = turnJobSchema.safeParse(approval.origin);
+  if (!parsed.success) throw new ValidationError(`approval ${approval._id} does not record how its turn resumes`);
+  return parsed.data;
 }
 
 const NO_SECRETS: SecretSource = { get: async () => undefined };

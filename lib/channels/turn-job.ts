@@ -48,6 +48,8 @@ const jobFields = {
   dedupeId: z.string().min(1),
   /** When ingress accepted the event (ISO 8601). */
   receivedAt: z.iso.datetime(),
+  /** Set on a job that resumes the turn once its approvals are decided: names that set of decisions (docs/approvals.md). */
+  resume: z.string().min(1).max(64).optional(),
 };
 
 /** The person who wrote the message, from the verified request: a principal of the job's own channel only. */

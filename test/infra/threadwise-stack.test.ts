@@ -550,7 +550,7 @@ describe("ThreadwiseStack", () => {
     it("routes to the api function every route its router serves, and no other", () => {
       // Enumerating the routes builds no connection: a MongoClient connects on its first operation.
       const database = new ThreadwiseDatabase(new MongoClient("mongodb://127.0.0.1:1/"), { dbName: "routes" });
-      const routes = apiRoutes({ authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }), database, runner: {} as never, idempotentRequests: {} as never, maxMessageChars: 1 });
+      const routes = apiRoutes({ authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }), database, runner: {} as never, idempotentRequests: {} as never, maxMessageChars: 1, approvals: {} as never });
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
