@@ -264,8 +264,9 @@ export class TurnRunner {
     }));
     await approvals.store.open(docs, fence);
     await turns.awaitApproval(turn, [...new Set(calls.map((c) => c.tool))], fence);
-    const ids = new Set(calls.map((c) => c.approvalId));
-    const waiting = (await approvals.store.listByTurn(turn._id)).filter((a) => ids.has(a._id) && a.status === "pending");
+    const records = new Map((await approvals.store.listByTurn(turn._id)).map((a) => [a._id, a]));
+    // In the order of the model's calls; those decided already (a retried attempt) are not waited on.
+    const waiting = calls.flatMap((c) => records.get(c.approvalId) ?? []).filter((a) => a.status === "pending");
     const modelCalls = await turns.listCalls(turn._id);
     return {
       turnId: turn._id,
