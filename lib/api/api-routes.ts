@@ -269,7 +269,9 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const { conversation } = await owned(request, id);
         const turn = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
         if (!turn) throw new NotFoundError(`turn ${rawTurnId} not found`);
-        return json(200, turnView(turn));
+        // What was asked, who decided and when, and (through the calls' views) what ran.
+        const approvals = await database.approvals.listByTurn(turn._id);
+        return json(200, { ...turnView(turn), approvals: approvals.map(approvalView) });
       },
     },
     {

@@ -77,6 +77,7 @@ export const turnDetail = z
     context,
     progress,
     calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(message) })),
+    approvals: z.array(z.lazy(() => approvalView)).meta({ description: "The turn's tool calls that waited for a person, with the decisions." }),
   })
 ;
 

@@ -94,6 +94,10 @@ describe("local server: approvals over the HTTP API", () => {
       const turn = await t.call("GET", `/v1/conversations/${id}/turns/${turnId}`, { token: alice });
       expect(turn.body.status).toBe("completed");
       expect(turn.body.answer).toContain("Recorded follow-up");
+      // The record: what was asked, who decided and when.
+      expect(turn.body.approvals).toEqual([
+        expect.objectContaining({ approvalId, args: { title: "Call the supplier" }, status: "approved", decision: expect.objectContaining({ by: expect.objectContaining({ subject: "alice" }) }) }),
+      ]);
       expect(await followUps(id)).toBe(1);
     });
 
