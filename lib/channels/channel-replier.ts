@@ -1,7 +1,7 @@
 import type { ChannelEndpointsConfig } from "../config/config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { ChannelDeliveryError } from "../errors.js";
-import { SlackReplier } from "./slack/slack-replier.js";
+import { SlackReplier, type ApprovalRequestItem } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
 import type { TurnJob } from "./turn-job.js";
@@ -21,6 +21,15 @@ export class ChannelReplier {
   async reply(job: TurnJob, text: string): Promise<void> {
     if (job.channel === "slack") await this.slack().reply(job.replyTo, text);
     else if (job.channel === "teams") await this.teams().reply(job.replyTo, text);
+  }
+
+  /** Asks in the thread for decisions on a turn's waiting calls: Slack buttons; elsewhere a notice naming them. */
+  async requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void> {
+    if (job.channel === "slack") await this.slack().requestApproval(job.replyTo, conversationId, approvals);
+    else if (job.channel === "teams") {
+      const lines = approvals.map((a) => `- ${a.tool} (approval ${a.approvalId}, until ${a.expiresAt})`);
+      await this.teams().reply(job.replyTo, ["Waiting for approval before running:", ...lines].join("\n"));
+    }
   }
 
   async replyFailure(job: TurnJob, error: unknown): Promise<void> {

@@ -5,6 +5,8 @@ import { channelNotConfiguredResponse } from "./channel-http.js";
 import { handleSlackEvent, type SlackEventOutcome } from "./slack/handle-slack-event.js";
 import { handleTeamsActivity, type TeamsActivityOutcome } from "./teams/handle-teams-activity.js";
 import type { EnqueueTurn } from "./turn-job.js";
+import type { ChannelDecide } from "./channel-decisions.js";
+import { handleSlackInteraction, type SlackInteractionOutcome } from "./slack/handle-slack-interaction.js";
 
 /**
  * The ingress of the channel side, assembled here once for the webhook functions and the local
@@ -38,12 +40,17 @@ export interface ChannelRoutesOptions {
    */
   deduper: EventDeduper;
   enqueue: EnqueueTurn;
+  /** Serves `POST /slack/interactivity` (approval buttons) when set, with Slack. Default: no interactivity route. */
+  decide?: ChannelDecide;
+  /** Where Slack's `response_url`s must point. Default: `DEFAULT_SLACK_RESPONSE_URL_PREFIX`. */
+  slackResponseUrlPrefix?: string;
   /** Default: silent. One line per delivery with its outcome (reasons and numbers, never text). */
   logger?: StructuredLogger;
 }
 
 const SLACK_PATH = /^\/slack\/events$/;
 const TEAMS_PATH = /^\/teams\/messages$/;
+const SLACK_INTERACTIVITY_PATH = /^\/slack\/interactivity$/;
 
 /**
  * The webhook routes, outside the API's JWT authentication: each request is verified by its
@@ -68,6 +75,22 @@ export function channelRoutes(options: ChannelRoutesOptions): Route[] {
           onOutcome: reportSlack,
         }),
     });
+    const decide = options.decide;
+    if (decide) {
+      const reportInteraction = (outcome: SlackInteractionOutcome) => logger?.info("slack interaction", { ...outcome });
+      routes.push({
+        method: "POST",
+        pattern: SLACK_INTERACTIVITY_PATH,
+        handler: (request) =>
+          handleSlackInteraction({
+            request: { headers: request.headers, rawBody: request.body ?? "" },
+            signingSecret: slack.signingSecret,
+            decide,
+            responseUrlPrefix: options.slackResponseUrlPrefix,
+            onOutcome: reportInteraction,
+          }),
+      });
+    }
   } else if (notConfigured) {
     routes.push({ method: "POST", pattern: SLACK_PATH, handler: async () => channelNotConfiguredResponse("slack", notConfigured.slack) });
   }

@@ -146,7 +146,7 @@ export class TurnJobWorker {
       const caller = await this.callerOf(job);
       const result = await runner.run({ conversationId, caller, owner: job.owner, content: job.content, turnId, origin: job });
       if (result.status === "awaiting_approval") {
-        await this.noticeOnce(job, result);
+        await this.noticeOnce(job, conversationId, result);
         return { kind: "awaiting-approval", turnId, result };
       }
       const turn = await turns.get(turnId);
@@ -166,12 +166,11 @@ export class TurnJobWorker {
   }
 
   /** Tells the channel thread which calls wait, once per set of approvals (a redelivery finds them claimed). */
-  private async noticeOnce(job: TurnJob, result: TurnResult): Promise<void> {
+  private async noticeOnce(job: TurnJob, conversationId: string, result: TurnResult): Promise<void> {
     const { approvals, replier } = this.options;
     if (job.channel === "api" || !approvals || !result.approvals?.length) return;
     if (!(await approvals.claimNotice(result.turnId))) return;
-    const lines = result.approvals.map((a) => `• ${a.tool} (approval ${a.approvalId}, until ${a.expiresAt})`);
-    await replier.reply(job, [`Waiting for approval before running:`, ...lines].join("\n"));
+    await replier.requestApproval(job, conversationId, result.approvals);
   }
 
   /** An API job carries its token's roles; a channel user's are looked up now, so a changed mapping applies to queued turns too. */
