@@ -31,8 +31,7 @@ import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall
 import { TurnIndexer } from "./recall/turn-indexer.js";
 import { ApprovalPolicy } from "./approvals/approval-policy.js";
 import { Approvals } from "./approvals/approvals.js";
-import type { ApprovalDocument } from "./store/approval-store.js";
-import { turnJobSchema } from "./channels/turn-job.js";
+import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
 
 /**
@@ -166,7 +165,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     argumentIssues: (tool, args) => registry.argumentIssues(tool, args),
     faults: options.faults,
     resume: async (approval, resumeKey) => {
-      const job = { ...resumeJobOf(approval), resume: resumeKey };
+      const job = resumeJobOf(approval, resumeKey);
       if (options.turnQueue) return options.turnQueue.enqueue(job);
       // Without a worker (tests, a deployment without queue) an API turn resumes in the deciding request.
       if (job.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
@@ -205,13 +204,6 @@ function createEmbedder(config: Config): Embedder | undefined {
   const { embeddingsModelId, embeddingsRegion, embeddingDimensions } = config.recall;
   if (!embeddingsModelId) return undefined;
   return new BedrockEmbedder({ modelId: embeddingsModelId, region: embeddingsRegion ?? config.model.region, dimensions: embeddingDimensions });
-}
-
-/** The job that resumes an approval's turn: the one its entry point recorded with it. */
-function resumeJobOf(approval: ApprovalDocument) {
-  const parsed = turnJobSchema.safeParse(approval.origin);
-  if (!parsed.success) throw new ValidationError(`approval ${approval._id} does not record how its turn resumes`);
-  return parsed.data;
 }
 
 const NO_SECRETS: SecretSource = { get: async () => undefined };

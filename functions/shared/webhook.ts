@@ -3,6 +3,8 @@ import { errorResponse } from "../../lib/api/error-response.js";
 import { createRouter } from "../../lib/api/router.js";
 import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
 import { channelRoutes } from "../../lib/channels/channel-routes.js";
+import { webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import { slackResponseUrlPrefix } from "../../lib/channels/slack/handle-slack-interaction.js";
 import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
 import { config, credentialsOf, logger, logServerError, mongoClientFor, requireTurnQueue } from "./runtime.js";
@@ -47,6 +49,8 @@ export function webhook(channel: "slack" | "teams") {
           notConfigured: AWS_CHANNEL_HINTS,
           deduper: deduperOf(credentials),
           enqueue: (job) => requireTurnQueue().enqueue(job),
+          decide: (...args) => webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job) => requireTurnQueue().enqueue(job))(...args),
+          slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
           logger,
         }),
         logServerError,

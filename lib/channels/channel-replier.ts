@@ -23,13 +23,10 @@ export class ChannelReplier {
     else if (job.channel === "teams") await this.teams().reply(job.replyTo, text);
   }
 
-  /** Asks in the thread for decisions on a turn's waiting calls: Slack buttons; elsewhere a notice naming them. */
+  /** Asks in the thread for decisions on a turn's waiting calls: Slack buttons, a Teams Adaptive Card. */
   async requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void> {
     if (job.channel === "slack") await this.slack().requestApproval(job.replyTo, conversationId, approvals);
-    else if (job.channel === "teams") {
-      const lines = approvals.map((a) => `- ${a.tool} (approval ${a.approvalId}, until ${a.expiresAt})`);
-      await this.teams().reply(job.replyTo, ["Waiting for approval before running:", ...lines].join("\n"));
-    }
+    else if (job.channel === "teams") await this.teams().requestApproval(job.replyTo, conversationId, approvals);
   }
 
   async replyFailure(job: TurnJob, error: unknown): Promise<void> {

@@ -40,7 +40,7 @@ export interface ChannelRoutesOptions {
    */
   deduper: EventDeduper;
   enqueue: EnqueueTurn;
-  /** Serves `POST /slack/interactivity` (approval buttons) when set, with Slack. Default: no interactivity route. */
+  /** Serves `POST /slack/interactivity` (approval buttons) and Teams approval card actions when set. Default: neither. */
   decide?: ChannelDecide;
   /** Where Slack's `response_url`s must point. Default: `DEFAULT_SLACK_RESPONSE_URL_PREFIX`. */
   slackResponseUrlPrefix?: string;
@@ -106,6 +106,7 @@ export function channelRoutes(options: ChannelRoutesOptions): Route[] {
           issuer: teams.issuer,
           deduper: options.deduper,
           enqueue: options.enqueue,
+          decide: options.decide,
           onOutcome: reportTeams,
         }),
     });

@@ -541,10 +541,10 @@ describe("ThreadwiseStack", () => {
     });
 
     it("leaves /healthz, /readyz, /openapi.json and the webhooks to the functions", () => {
-      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /teams/messages"]) {
+      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /slack/interactivity", "POST /teams/messages"]) {
         template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: key, AuthorizationType: "NONE" });
       }
-      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 5);
+      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 6);
     });
 
     it("routes to the api function every route its router serves, and no other", () => {
@@ -557,7 +557,7 @@ describe("ThreadwiseStack", () => {
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined });
+      const slack = channelRoutes({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) });
       const teams = channelRoutes({ teams: { appId: "a" }, deduper, enqueue: async () => undefined });
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });

@@ -59,7 +59,7 @@ async function click(button: Button, user: string, options: { team?: string; sig
     actions: [{ action_id: button.action_id, block_id: "b", value: button.value, type: "button", action_ts: "1700000000.1" }],
   };
   const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
-  const headers = { ...signSlackRequest(body), "content-type": "application/x-www-form-urlencoded" };
+  const headers: Record<string, string> = { ...signSlackRequest(body), "content-type": "application/x-www-form-urlencoded" };
   if (options.sign === false) headers["x-slack-signature"] = "v0=" + "0".repeat(64);
   const response = await fetch(`${t.url}/slack/interactivity`, { method: "POST", headers, body });
   await t.server.turnQueue.drain();
