@@ -13,6 +13,7 @@ import type { ApprovalChoice } from "../../store/approval-store.js";
 import type { ChannelDecide } from "../channel-decisions.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import { verifySlackRequest } from "./verify-slack-request.js";
+import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 
 /** Where Slack's `response_url`s live; a signed payload naming any other is not followed. */
 export const DEFAULT_SLACK_RESPONSE_URL_PREFIX = "https://hooks.slack.com/";
@@ -21,8 +22,6 @@ export function slackResponseUrlPrefix(slackApiUrl: string | undefined): string 
   return slackApiUrl ? `${new URL(slackApiUrl).origin}/` : DEFAULT_SLACK_RESPONSE_URL_PREFIX;
 }
 
-/** The action ids of the approval buttons (`SlackReplier.requestApproval`). */
-export const SLACK_APPROVAL_ACTIONS = { approve: "threadwise_approval_approve", reject: "threadwise_approval_reject" } as const;
 
 /** What became of one interaction; for logs (reasons and numbers, never text). */
 export type SlackInteractionOutcome =

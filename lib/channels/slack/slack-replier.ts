@@ -3,7 +3,7 @@ import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
 import type { SlackReplyTarget } from "../turn-job.js";
-import { SLACK_APPROVAL_ACTIONS } from "./handle-slack-interaction.js";
+import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 
 /** One waiting call, as a channel asks about it. */
 export interface ApprovalRequestItem {

@@ -5,7 +5,7 @@ import type { EnqueueTurn } from "../turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
 import type { ChannelDecide } from "../channel-decisions.js";
-import { handleTeamsApprovalAction, isApprovalAction } from "./teams-approval-card.js";
+import { handleTeamsApprovalAction, isApprovalAction } from "./handle-teams-approval-action.js";
 
 /** What became of one activity; for logs and metrics (reasons, never text). */
 export type TeamsActivityOutcome =
