@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
-import { issueDetails } from "../validation.js";
+import { issueDetails, parseJsonSetting } from "../validation.js";
 
 /** How long a pending approval waits for a decision before it is rejected as expired, in seconds (a working day). */
 export const DEFAULT_APPROVAL_TTL_SECONDS = 28_800;
@@ -55,13 +55,7 @@ export function approversOf(policy: ToolApprovalPolicy): Approvers {
 export function parseApprovalsConfig(raw: string | undefined, ttl: number | undefined, toolNames: readonly string[]): ApprovalsConfig {
   const ttlSeconds = ttl ?? DEFAULT_APPROVAL_TTL_SECONDS;
   if (raw === undefined) return { tools: {}, ttlSeconds };
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch (error) {
-    throw new ValidationError("invalid configuration", [{ path: "TOOL_APPROVALS", message: "not JSON" }], { cause: error });
-  }
-  const parsed = approvalsSchema.safeParse(json);
+  const parsed = approvalsSchema.safeParse(parseJsonSetting(raw, "TOOL_APPROVALS"));
   if (!parsed.success) {
     throw new ValidationError("invalid configuration", issueDetails(parsed.error).map((d) => ({ path: `TOOL_APPROVALS.${d.path}`, message: d.message })));
   }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
-import { parseOrThrow } from "../validation.js";
+import { parseJsonSetting, parseOrThrow } from "../validation.js";
 import { parseApprovalsConfig, type ApprovalsConfig } from "./approvals-config.js";
 
 /** Longest a single tool call may run before it comes back to the model as a timeout error. */
@@ -122,13 +122,7 @@ function invalid(path: string, message: string): ValidationError {
 
 function parseRoles(raw: string | undefined): Record<string, string[]> {
   if (raw === undefined) return {};
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch (error) {
-    throw new ValidationError("invalid configuration", [{ path: "TOOL_ROLES", message: "not JSON" }], { cause: error });
-  }
-  const parsed = toolRolesSchema.safeParse(json);
+  const parsed = toolRolesSchema.safeParse(parseJsonSetting(raw, "TOOL_ROLES"));
   if (!parsed.success) throw invalid("TOOL_ROLES", 'expected {"tool_name": ["role", ...]}');
   // A misspelt name would leave the real tool open to everyone: refuse to start instead.
   const unknown = Object.keys(parsed.data).filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { APPROVAL_FAULT_POINTS, type FaultInjector, type FaultPoint } from "../../lib/agent/fault-points.js";
+import { APPROVAL_FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
+import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
@@ -24,22 +25,6 @@ const manager: Caller = { principal: apiPrincipal("mia"), roles: ["manager"] };
 
 let database: TestDatabase;
 const apps: App[] = [];
-
-class SimulatedCrash extends Error {
-  override name = "SimulatedCrash";
-}
-
-function crashOnceAt(point: FaultPoint): FaultInjector & { fired: boolean } {
-  return {
-    fired: false,
-    at(p) {
-      if (p === point && !this.fired) {
-        this.fired = true;
-        throw new SimulatedCrash(point);
-      }
-    },
-  };
-}
 
 /** A tool that changes things, and one that does not: every effect is one document the test counts. */
 function tools(): ToolDefinition[] {

@@ -1,9 +1,6 @@
 import type { FaultInjector, FaultPoint } from "../../lib/agent/fault-points.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-
-class SimulatedCrash extends Error {
-  override name = "SimulatedCrash";
-}
+import { SimulatedCrash } from "../support/crash.js";
 
 /** Crashes once at the armed point, as the process dying there would. */
 const faults: FaultInjector & { armed?: FaultPoint } = {
