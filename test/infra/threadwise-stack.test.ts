@@ -488,13 +488,24 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives the worker alone the roles of Slack and Teams users, as the worker reads them back", () => {
+    it("gives the worker and the webhooks (which decide approvals) the roles of Slack and Teams users, as they read them back", () => {
       const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
       const envs = environmentsOf(synthTemplate({ context: { slackRoles: slack, teamsRoles: '{"contoso":{"default":["analyst"]}}' } }));
-      expect(loadConfig({ ...envs.worker, MONGODB_URI: "mongodb://db" }).auth.channelRoles).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
-      for (const name of ["api", "slack", "teams", "setup"]) {
+      for (const name of ["worker", "slack", "teams"]) {
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).auth.channelRoles, name).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
+      }
+      for (const name of ["api", "setup"]) {
         expect(Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)), name).toEqual([]);
       }
+    });
+
+    it("gives the api and the worker TOOL_APPROVALS, as they read it back", () => {
+      const toolApprovals = { create_follow_up: { require: "always", approvers: { roles: ["lead"] } } };
+      const envs = environmentsOf(synthTemplate({ context: { toolApprovals } }));
+      for (const name of ["api", "worker"]) {
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).tools.approvals.tools, name).toEqual(toolApprovals);
+      }
+      expect(envs.slack.TOOL_APPROVALS).toBeUndefined();
     });
 
     it("gives the webhook functions no tool grant or variable", () => {
