@@ -72,6 +72,8 @@ export interface App {
   ready(): Promise<void>;
   database: ThreadwiseDatabase;
   runner: TurnRunner;
+  /** The tools offered to the model, filtered per caller (the local console lists them). */
+  tools: ToolRegistry;
   /** Hands long and async API turns to the worker, when the app has a turn queue. */
   dispatcher?: TurnDispatcher;
   /** Decisions on tool calls waiting for a person (docs/approvals.md). */
@@ -177,6 +179,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     ready,
     database,
     runner,
+    tools: registry,
     dispatcher,
     approvals,
     async close() {

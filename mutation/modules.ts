@@ -21,4 +21,8 @@ export const CORE_MODULES: MutationModule[] = [
   { module: "lib/tools/sql/read-only-sql.ts", tests: ["test/tools/sql/read-only-sql.test.ts"] },
   { module: "lib/channels/slack/verify-slack-request.ts", tests: ["test/channels/slack/verify-slack-request.test.ts"] },
   { module: "lib/channels/teams/verify-bot-framework-request.ts", tests: ["test/channels/teams/verify-bot-framework-request.test.ts"] },
+  { module: "lib/model-view/cache-points.ts", tests: ["test/model-view/cache-points.test.ts"] },
+  { module: "lib/store/write-fence.ts", tests: ["test/store/write-fence.test.ts"] },
+  { module: "lib/recall/recall-terms.ts", tests: ["test/recall/recall-terms.test.ts"] },
+  { module: "lib/recall/conversation-search.ts", tests: ["test/recall/conversation-search.test.ts"] },
 ];

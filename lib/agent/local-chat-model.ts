@@ -152,6 +152,9 @@ function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], al
   return new AIMessage(`Here is what I found.\n\n${parts.join("\n\n")}`);
 }
 
+/** A conversation the offline model answers from what it is shown, no tool involved: the last question recalls the first. */
+export const LOCAL_MODEL_EXAMPLES = ["My name is Ada.", "What is my name?"] as const;
+
 /**
  * The offline model: deterministic, no network. It calls a tool when the latest user
  * message names one followed by a JSON object of arguments, answers from tool results

@@ -18,7 +18,7 @@ import {
 } from "../store/turn-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
-import { countMessageTokens, stampTokenCount } from "../model-view/token-counter.js";
+import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { ModelViewStats } from "../model-view/types.js";
 import type { FaultInjector } from "./fault-points.js";
@@ -196,7 +196,7 @@ export class TurnRunner {
     const messages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
     const records = toViewMessages(messages);
     return messages.map((message, i) => {
-      const record: ThreadMessage = { ...records[i], tokens: countMessageTokens(message) };
+      const record: ThreadMessage = { ...records[i] };
       if (message.id) record.id = message.id;
       const artifact = message.getType() === "tool" ? offloadedArtifact(message as ToolMessage) : undefined;
       if (artifact) record.artifact = { handle: artifact.handle, bytes: artifact.bytes, tokens: artifact.tokens };

@@ -34,6 +34,12 @@ const context = z.looseObject({
 });
 const progress = z.looseObject({ step: z.string(), tool: z.string().nullish(), modelCalls: z.number(), at: isoDate });
 const message = z.looseObject({ role: z.enum(["system", "user", "assistant", "tool"]), content: z.string() });
+const viewMessage = message.extend({
+  tokens: z
+    .number()
+    .optional()
+    .meta({ description: "Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept." }),
+});
 
 export const errorResponse = z
   .object({
@@ -76,7 +82,7 @@ export const turnDetail = z
     usage,
     context,
     progress,
-    calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(message) })),
+    calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(viewMessage) })),
     approvals: z.array(z.lazy(() => approvalView)).meta({ description: "The turn's tool calls that waited for a person, with the decisions." }),
   })
 ;

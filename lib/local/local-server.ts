@@ -4,7 +4,7 @@ import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { errorResponse } from "../api/error-response.js";
 import { createHttpHandler } from "../api/http-handler.js";
-import { json } from "../api/http.js";
+import { json, type HttpRequest } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
@@ -23,6 +23,7 @@ import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
 import { consoleRoutes } from "./console-routes.js";
+import { localToolsRoute } from "./local-tools-route.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
 import { loadOrCreateLocalKeys, mintLocalToken, DEFAULT_LOCAL_DIR, type LocalKeys } from "./local-keys.js";
 import { toHttpRequest, writeHttpResponse } from "./node-http-adapter.js";
@@ -148,9 +149,15 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
     logger,
   });
+  const authenticate = (request: HttpRequest) => verifier.verifyAuthorizationHeader(request.headers.authorization);
   const route = createHttpHandler(app, config, {
-    authenticate: (request) => verifier.verifyAuthorizationHeader(request.headers.authorization),
-    extraRoutes: [...consoleRoutes(), localTokenRoute(keys), ...webhookRoutes],
+    authenticate,
+    extraRoutes: [
+      ...consoleRoutes(),
+      localTokenRoute(keys),
+      localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
+      ...webhookRoutes,
+    ],
     onError: logServerError,
   });
   worker = channelWorker({

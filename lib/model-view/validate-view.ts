@@ -141,16 +141,10 @@ export function validateConverseView(messages: readonly BaseMessage[], options: 
     }
     assertUnique(turn.toolUseIds, turn.index);
     assertUnique(turn.toolResultIds, turn.index);
-    if (turn.toolResultIds.length > 0) {
-      const uses = previous?.toolUseIds ?? [];
-      const unmatched = turn.toolResultIds.find((id) => !uses.includes(id));
-      if (unmatched !== undefined) fail(CONVERSE_RULES.toolResultHasUse, `message ${turn.index} answers tool call ${unmatched}, which the message before it did not make`);
-    }
-    if (turn.toolUseIds.length > 0) {
-      const next = turns[i + 1];
-      // Extra or repeated results are reported when the next message is checked.
-      const unanswered = turn.toolUseIds.find((id) => !next?.toolResultIds.includes(id));
-      if (unanswered !== undefined) fail(CONVERSE_RULES.toolUseAnswered, `tool call ${unanswered} of message ${turn.index} is not answered in the next message`);
-    }
+    const unmatched = turn.toolResultIds.find((id) => !previous?.toolUseIds.includes(id));
+    if (unmatched !== undefined) fail(CONVERSE_RULES.toolResultHasUse, `message ${turn.index} answers tool call ${unmatched}, which the message before it did not make`);
+    // Extra or repeated results are reported when the next message is checked.
+    const unanswered = turn.toolUseIds.find((id) => !turns[i + 1]?.toolResultIds.includes(id));
+    if (unanswered !== undefined) fail(CONVERSE_RULES.toolUseAnswered, `tool call ${unanswered} of message ${turn.index} is not answered in the next message`);
   });
 }

@@ -54,11 +54,9 @@ export interface SearchOutcome {
 /** BM25 over the given entries; only entries that contain a query term get a score. */
 export function bm25(entries: readonly RecallEntry[], queryTerms: readonly string[], k1 = DEFAULT_BM25_K1, b = DEFAULT_BM25_B): Map<RecallEntry, number> {
   const scores = new Map<RecallEntry, number>();
-  if (entries.length === 0) return scores;
   const averageLength = Math.max(1, entries.reduce((sum, e) => sum + e.length, 0) / entries.length);
   for (const term of queryTerms) {
     const containing = entries.filter((e) => e.terms.has(term));
-    if (containing.length === 0) continue;
     const idf = Math.log(1 + (entries.length - containing.length + 0.5) / (containing.length + 0.5));
     for (const entry of containing) {
       const tf = entry.terms.get(term) as number;
@@ -107,17 +105,17 @@ export class ConversationSearch {
       for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
       rankings.push(ranked(semantic));
     }
-    let order = rankings.length === 1 ? rankings[0] : fuse(rankings);
+    // Fusing one ranking keeps its order.
+    let order = fuse(rankings);
     const phrases = quotedPhrases(request.query);
     const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
     const records = new Map((await index.records(request.conversationId, shortlist.map((e) => e.turnId))).map((r) => [r._id, r]));
-    if (phrases.length > 0) {
-      const matches = (e: RecallEntry) => {
-        const record = records.get(e.turnId);
-        return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
-      };
-      order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
-    }
+    // Turns with a quoted phrase first; without phrases nothing matches and the order stays.
+    const matches = (e: RecallEntry) => {
+      const record = records.get(e.turnId);
+      return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
+    };
+    order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
     const hits: RecallHit[] = [];
     for (const entry of order.slice(0, request.limit)) {
       const record = records.get(entry.turnId);

@@ -16,19 +16,17 @@ const STOPWORDS = new Set(
   ).split(" "),
 );
 
-/** ISO dates stay whole (and their parts are terms too); numbers lose their thousands separators and are not stemmed. */
+/**
+ * ISO dates stay whole (and their parts are terms too); numbers lose their thousands separators and
+ * are not stemmed. Only a date holds a "-", and a token starts with a letter or a digit.
+ */
 const TOKEN = /\d{4}-\d{2}-\d{2}|\p{N}+(?:[.,]\p{N}+)*|\p{L}[\p{L}\p{M}'’]*/gu;
 
 function normalize(token: string): string | undefined {
-  const first = token.codePointAt(0) ?? 0;
-  if (first >= 0x30 && first <= 0x39) {
-    if (token.includes("-")) return token;
-    // 1,500 and 1500 are one number; 27.7 keeps its point.
-    return token.replace(/,(?=\d{3}\b)/g, "");
-  }
+  // 1,500 and 1500 are one number; 27.7 keeps its point.
+  if (/^\p{N}/u.test(token)) return token.replace(/,(?=\d{3}\b)/g, "");
   const word = token.replace(/['’]s$/u, "").replace(/['’]/gu, "");
-  if (word.length === 0 || STOPWORDS.has(word)) return undefined;
-  return stemmer(word);
+  return STOPWORDS.has(word) ? undefined : stemmer(word);
 }
 
 /** The index terms of a text, in order, repeats kept: lower-cased, stop words out, Porter-stemmed. */
@@ -37,8 +35,9 @@ export function recallTerms(text: string): string[] {
   for (const match of text.toLowerCase().normalize("NFKC").matchAll(TOKEN)) {
     const token = match[0];
     const term = normalize(token);
-    if (term !== undefined) terms.push(term);
-    if (term !== undefined && token.length === 10 && token[4] === "-" && token[7] === "-") terms.push(...token.split("-"));
+    if (term === undefined) continue;
+    terms.push(term);
+    if (token.includes("-")) terms.push(...token.split("-"));
   }
   return terms;
 }

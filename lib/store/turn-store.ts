@@ -23,6 +23,8 @@ export interface ViewMessage {
   toolCalls?: { id: string; name: string; args: unknown }[];
   toolCallId?: string;
   toolName?: string;
+  /** Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept. */
+  tokens?: number;
 }
 
 export interface Usage {

@@ -31,11 +31,6 @@ export class WriteFence {
     private readonly held: () => Promise<boolean>,
   ) {}
 
-  /** Throws StaleWriterError when the conversation is no longer held (taken over or deleted). */
-  async assertHeld(): Promise<void> {
-    if (!(await this.held())) throw this.stale();
-  }
-
   /**
    * Runs `write`, then checks the fence: when it no longer holds, `undo` removes what the write
    * added (it gets the write's result) and the call throws StaleWriterError. Checking after the

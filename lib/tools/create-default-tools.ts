@@ -17,6 +17,7 @@ import { buildSalesDatabase, SALES_SCHEMA_DESCRIPTION } from "./sql/sales-datase
 import { createSqlQueryTool } from "./sql/sql-query-tool.js";
 import { SqliteQueryEngine } from "./sql/sqlite-query-engine.js";
 import type { ToolDefinition } from "./tool.js";
+import { SAMPLE_QUESTIONS } from "./sample-questions.js";
 
 export interface DefaultToolsDeps {
   /** Where `create_follow_up` records follow-ups (the `follow_ups` collection). */
@@ -59,7 +60,8 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
           })
         : new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     closers.push(() => engine.close());
-    tools.push(createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs }));
+    const tool = createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs });
+    tools.push(sql.engine === "sqlite" ? { ...tool, examples: SAMPLE_QUESTIONS.sql_query } : tool);
   }
 
   const documents = config.documents;
@@ -76,7 +78,8 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
       closers.push(() => index.close());
       retriever = index;
     }
-    tools.push(createSearchDocumentsTool({ retriever, maxResults: documents.maxResults }));
+    const tool = createSearchDocumentsTool({ retriever, maxResults: documents.maxResults });
+    tools.push(documents.engine === "local" ? { ...tool, examples: SAMPLE_QUESTIONS.search_documents } : tool);
   }
 
   if (config.powerBi) {
@@ -99,13 +102,10 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     );
   }
 
-  tools.push(
-    createFollowUpTool({
-      collection: deps.followUps,
-      webhookUrl: config.followUpWebhookUrl,
-      fetch: deps.fetch,
-    }),
-  );
+  tools.push({
+    ...createFollowUpTool({ collection: deps.followUps, webhookUrl: config.followUpWebhookUrl, fetch: deps.fetch }),
+    examples: SAMPLE_QUESTIONS.create_follow_up,
+  });
 
   return {
     tools,

@@ -32,5 +32,7 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   sideEffects: boolean;
   /** Roles allowed to use the tool. Default: everyone. */
   allowedRoles?: readonly string[];
+  /** Questions that call the tool in the offline model's `tool_name {json}` form and that its data answers; the console lists them. Default: none. */
+  examples?: readonly string[];
   run(input: z.infer<S>, ctx: ToolContext): Promise<string>;
 }

@@ -10,6 +10,7 @@ import { loadConfig } from "../../lib/config/config.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
+import { ManualClock } from "../support/manual-clock.js";
 import { mongoUri } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
@@ -32,8 +33,8 @@ function effectTool(): ToolDefinition {
   };
 }
 
-async function appWith(faults?: FaultInjector): Promise<App> {
-  return createApp(config, { mongoClient: client, tools: [effectTool()], faults });
+async function appWith(faults?: FaultInjector, clock?: ManualClock): Promise<App> {
+  return createApp(config, { mongoClient: client, tools: [effectTool()], faults, clock });
 }
 
 beforeAll(async () => {
@@ -75,15 +76,18 @@ describe("TurnRunner", () => {
 
   describe("run while another attempt holds the lease", () => {
     it("throws a conflict until the dead holder's lease expires, then resumes", async () => {
-      const app = await appWith();
+      const clock = new ManualClock();
+      const app = await appWith(undefined, clock);
       const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       await app.database.conversations.collection.updateOne(
         { _id: conversationId },
-        { $set: { lease: { holder: "crashed-attempt", expiresAt: new Date(Date.now() + 400) } } },
+        { $set: { lease: { holder: "crashed-attempt", expiresAt: new Date(clock.now().getTime() + 400) } } },
       );
       const request = { conversationId, caller, content: "hello", turnId: randomUUID() };
       await expect(app.runner.run(request)).rejects.toMatchObject({ name: "ConflictError", retryAfterSeconds: 1 });
-      await new Promise((r) => setTimeout(r, 450));
+      clock.pause(399);
+      await expect(app.runner.run(request)).rejects.toMatchObject({ name: "ConflictError" });
+      clock.pause(2);
       await expect(app.runner.run(request)).resolves.toMatchObject({ turnId: request.turnId });
     });
   });

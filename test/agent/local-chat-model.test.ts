@@ -1,6 +1,6 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { describeArguments, LocalChatModel, MAX_ARGUMENT_DEPTH, type FunctionTool } from "../../lib/agent/local-chat-model.js";
+import { describeArguments, LOCAL_MODEL_EXAMPLES, LocalChatModel, MAX_ARGUMENT_DEPTH, type FunctionTool } from "../../lib/agent/local-chat-model.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
 
 const sqlQuery: FunctionTool = {
@@ -51,6 +51,15 @@ describe("LocalChatModel", () => {
       const respond = (text: string) => (model as unknown as { respond(m: HumanMessage[]): AIMessage }).respond([new HumanMessage(text)]);
       expectLinearWork(respond, { wrap: (text) => `sql_query ${text}` });
     }, LINEAR_WORK_TIMEOUT_MS);
+  });
+
+  describe("LOCAL_MODEL_EXAMPLES", () => {
+    it("returns an answer to the last example recalled from the first", async () => {
+      const [statement, question] = LOCAL_MODEL_EXAMPLES;
+      const first = await model.invoke([new HumanMessage(statement)]);
+      const answer = await model.invoke([new HumanMessage(statement), first, new HumanMessage(question)]);
+      expect(answer.content).toBe("Your name is Ada.");
+    });
   });
 
   describe("describeArguments", () => {

@@ -6,6 +6,9 @@ export interface BigReportOptions {
   gate?: () => Promise<void>;
 }
 
+/** A question that has the offline model call big_report for an output large enough to be offloaded. */
+export const BIG_REPORT_EXAMPLE = 'big_report {"rows": 5000}';
+
 /** A read-only tool whose output grows with `rows`: large enough to be offloaded and noticed in the view. */
 export function bigReportTool(options: BigReportOptions = {}): ToolDefinition {
   const schema = z.strictObject({ rows: z.number().int().min(1).max(20_000) });
@@ -14,6 +17,7 @@ export function bigReportTool(options: BigReportOptions = {}): ToolDefinition {
     description: "Sales report with one line per order.",
     schema,
     sideEffects: false,
+    examples: [BIG_REPORT_EXAMPLE],
     async run({ rows }: z.infer<typeof schema>) {
       await options.gate?.();
       const lines = ["order_id,region,product,amount_eur"];

@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-import { bigReportTool } from "./big-report-tool.js";
+import { BIG_REPORT_EXAMPLE, bigReportTool } from "./big-report-tool.js";
 
 /** Debian's chromium package; `.ci/install-chromium.sh` installs it. */
 const CHROMIUM = "/usr/bin/chromium";
@@ -18,10 +18,11 @@ const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 const SCREENSHOT = "test-results/console.png";
-const FIRST_QUESTION = 'big_report {"rows": 5000}';
 const SECOND_QUESTION = "What did the report show?";
 const VIEW_BUDGET = 4_000;
 const CACHE_MIN_TOKENS = 100;
+/** Small, so a message over the limit is quick to type. */
+const MAX_MESSAGE_CHARS = 1_000;
 /** How long a turn may take to show up on a loaded machine. */
 const TURN_POLL = { timeout: 15_000 };
 
@@ -84,7 +85,7 @@ describeWithBrowser("console", () => {
     // A budget small enough that the bars in the screenshot have visible lengths.
     // A small minimum per cache point, so these short views carry cache points to show.
     t = await startTestServer(
-      { VIEW_TOTAL_BUDGET: String(VIEW_BUDGET), PROMPT_CACHE_MIN_TOKENS: String(CACHE_MIN_TOKENS) },
+      { VIEW_TOTAL_BUDGET: String(VIEW_BUDGET), PROMPT_CACHE_MIN_TOKENS: String(CACHE_MIN_TOKENS), MAX_MESSAGE_CHARS: String(MAX_MESSAGE_CHARS) },
       { app: { tools: [bigReportTool({ gate: toolGate.pass })] } },
     );
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
@@ -116,7 +117,22 @@ describeWithBrowser("console", () => {
 
     await page.getByRole("button", { name: "New conversation" }).click();
     const composer = page.getByLabel("Message");
-    await composer.fill(FIRST_QUESTION);
+    // The empty conversation lists the server's tools for this user and questions that work; one fills the message box.
+    const token = (await page.evaluate(() => sessionStorage.getItem("threadwise.token"))) as string;
+    const listed = (await t.call("GET", "/local/tools", { token })).body;
+    const emptyState = page.getByRole("region", { name: "What you can ask" });
+    await emptyState.waitFor();
+    expect(await emptyState.locator(".tool-list li").evaluateAll((items) => items.map((i) => (i as HTMLElement).dataset.tool))).toEqual(
+      listed.tools.map((tool: { name: string }) => tool.name),
+    );
+    expect(listed.tools.map((tool: { name: string }) => tool.name)).toEqual(["big_report", "read_tool_output", "search_conversation"]);
+    expect(await emptyState.locator(".tool-list li").first().textContent()).toBe('big_report {"rows": integer}Sales report with one line per order.');
+    expect(await emptyState.getByRole("list", { name: "Example questions" }).getByRole("button").allTextContents()).toEqual([
+      ...listed.conversation,
+      BIG_REPORT_EXAMPLE,
+    ]);
+    await emptyState.getByRole("button", { name: BIG_REPORT_EXAMPLE }).click();
+    expect(await composer.inputValue()).toBe(BIG_REPORT_EXAMPLE);
     await composer.press("Enter");
 
     // While the tool is held, the page must say which step and which tool the turn is on.
@@ -126,12 +142,12 @@ describeWithBrowser("console", () => {
     toolGate.open();
     await page.locator(".chat-message.assistant").first().waitFor();
     expect(await progress.textContent()).toBe("");
+    expect(await emptyState.isHidden()).toBe(true);
 
     await composer.fill(SECOND_QUESTION);
     await page.getByRole("button", { name: "Send" }).click();
     await expect.poll(() => page.locator(".chat-message.assistant").count()).toBe(2);
 
-    const token = await page.evaluate(() => sessionStorage.getItem("threadwise.token"));
     const conversationId = (await t.call("GET", "/v1/conversations", { token: token as string })).body.conversations[0].conversationId;
     const turn1 = await turnAt(token as string, conversationId, 0);
     const turn2 = await turnAt(token as string, conversationId, 1);
@@ -153,6 +169,12 @@ describeWithBrowser("console", () => {
     expect(await notice.locator(".badge").textContent()).toBe("notice standing for the big_report output (over-threshold)");
     expect(await notice.locator(".msg-text").textContent()).toContain('[Output of tool "big_report" not shown');
     expect(await inspector.locator('[data-fact="notices"]').textContent()).toContain(`big_report output replaced by a notice: ${format(omitted.tokens)} tokens`);
+    // Both columns count tokens; a message that only calls a tool has its call counted, not "0 chars".
+    const sent = turn1.calls[2].view as { tokens: number; toolCalls?: unknown[] }[];
+    expect(await view.locator(".msg-tokens").allTextContents()).toEqual(sent.map((m) => `${format(m.tokens)} tokens`));
+    const callOnly = sent.findIndex((m) => m.toolCalls?.length);
+    expect(sent[callOnly].tokens).toBeGreaterThan(0);
+    expect(await view.locator(".msg").nth(callOnly).locator("code").textContent()).toBe('big_report {"rows":5000}');
     const stored = inspector.locator('.column-state [data-fate="notice"]');
     expect(await stored.locator(".badge-artifact").textContent()).toContain(`artifact ${omitted.handle}`);
 
@@ -268,5 +290,41 @@ describeWithBrowser("console", () => {
     expect(state).toHaveLength(4);
     expect(await lowContrastTexts(page)).toEqual([]);
     expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  it("keeps what was typed when a send is refused, and shows a long conversation title whole", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("User", { exact: true }).fill("dave");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.locator("#session-user").textContent()).toBe("dave");
+    await page.getByRole("button", { name: "New conversation" }).click();
+    const composer = page.getByLabel("Message");
+
+    const tooLong = `${"A question far too long to send. ".repeat(40)}End.`;
+    expect(tooLong.length).toBeGreaterThan(MAX_MESSAGE_CHARS);
+    await composer.fill(tooLong);
+    await composer.press("Enter");
+    const refusal = page.getByRole("alert").filter({ hasText: "Not sent" });
+    await expect.poll(() => refusal.textContent()).toBe(`Not sent: content is over ${MAX_MESSAGE_CHARS} characters`);
+    await expect.poll(() => composer.inputValue()).toBe(tooLong);
+    expect(await page.locator(".chat-message").count()).toBe(0);
+
+    // The title is the question's first 80 characters: all of them readable in the list and the heading.
+    const question = "Which of our regions had the largest drop in gross margin between September and October 2026, and why?";
+    await composer.fill(question);
+    await composer.press("Enter");
+    await expect.poll(() => page.locator(".chat-message.assistant").count(), TURN_POLL).toBe(1);
+    expect(await composer.inputValue()).toBe("");
+    const title = question.slice(0, 80);
+    const shown = page.locator(".conversation.current .conversation-title");
+    await expect.poll(() => shown.textContent()).toBe(title);
+    expect(await shown.getAttribute("title")).toBe(title);
+    expect(await page.locator("#chat-title").textContent()).toBe(title);
+    for (const element of [shown, page.locator("#chat-title")]) {
+      expect(await element.evaluate((e) => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight)).toBe(true);
+    }
+    expect(await lowContrastTexts(page)).toEqual([]);
+    // The browser reports the refused request itself; nothing else may go wrong.
+    expect(pageErrors).toEqual([expect.stringContaining("status of 413")]);
   }, 60_000);
 });

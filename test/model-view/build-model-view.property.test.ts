@@ -10,6 +10,10 @@ import {
   EXACT_TOKEN_ESTIMATE,
   INTERRUPTED_TOOL_RESULT,
   MAX_CACHE_POINTS,
+  countMessageTokens,
+  offloadedArtifact,
+  toolOutputNotice,
+  MESSAGE_OVERHEAD_TOKENS,
   NO_ANSWER_STUB,
   validateConverseView,
   withCachePoints,
@@ -51,6 +55,51 @@ function textOf(message: BaseMessage): string {
     .map((block) => (block.type === "text" && typeof block.text === "string" ? block.text : ""))
     .filter((text) => text.trim() !== "")
     .join("\n");
+}
+
+/** The non-blank text pieces of a message: its string, or each non-blank text block. */
+function piecesOf(message: BaseMessage): string[] {
+  const { content } = message;
+  if (typeof content === "string") return content.trim() === "" ? [] : [content];
+  return content.flatMap((block) => (block.type === "text" && typeof block.text === "string" && block.text.trim() !== "" ? [block.text] : []));
+}
+
+/** `ceil(((local × ratio) + offset) × (1 + margin))`: the budget's unit, computed here rather than read from the view. */
+function modelTokens(localTokens: number, policy: ModelViewPolicy): number {
+  const { ratio, offset, margin } = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
+  return Math.ceil((localTokens * ratio + offset) * (1 + margin));
+}
+
+/**
+ * The smallest view the contract allows, in local tokens, from the view built without a budget: no
+ * finished turns, and every active-turn result shown as its over-budget notice where that is smaller.
+ */
+function smallestViewTokens(messages: BaseMessage[], policy: ModelViewPolicy): number {
+  const roomy = buildModelView(messages, { ...policy, totalBudget: Number.MAX_SAFE_INTEGER });
+  const v = roomy.messages;
+  const start = activeStart(v);
+  const calls = new Map(v.slice(start).flatMap((m) => ((m as AIMessage).tool_calls ?? []).map((c) => [c.id, c.name] as const)));
+  const stored = new Map(messages.filter((m) => m.type === "tool").map((m) => [(m as ToolMessage).tool_call_id, m as ToolMessage]));
+  const noticed = new Set(roomy.stats.omittedOutputs.map((o) => o.toolCallId));
+  let tokens = roomy.stats.toolSchemaTokens + countMessagesTokens(v.filter((m) => m.type === "system")) + countMessagesTokens(v.slice(start));
+  for (const m of v.slice(start)) {
+    const shown = m as ToolMessage;
+    if (m.type !== "tool" || noticed.has(shown.tool_call_id)) continue;
+    const name = calls.get(shown.tool_call_id) as string;
+    const original = stored.get(shown.tool_call_id);
+    const output = original && offloadedArtifact(original);
+    const text = piecesOf(shown).join("\n");
+    const notice = toolOutputNotice({
+      toolName: name,
+      tokens: output?.tokens ?? countMessageTokens(shown) - MESSAGE_OVERHEAD_TOKENS,
+      preview: text,
+      reason: "over-budget",
+      threshold: policy.toolOutputTokens,
+    });
+    const noticeTokens = countMessageTokens(new ToolMessage({ content: notice, tool_call_id: shown.tool_call_id, name: shown.name ?? name, status: shown.status }));
+    tokens += Math.min(0, noticeTokens - countMessageTokens(shown));
+  }
+  return tokens;
 }
 
 /** Index in the view of the active turn's user message: the last user message. */
@@ -197,16 +246,74 @@ describe("model view", () => {
       );
     });
 
-    it("throws ContextBudgetExceededError only when the smallest view is over the budget", () => {
+    it("throws ContextBudgetExceededError exactly when the smallest view the contract allows is over the budget, at it and ±1", () => {
+      const atTheEdge = fc.record({ spec: historySpec, policy: policySpec, edge: fc.integer({ min: -1, max: 1 }) });
       fc.assert(
-        fc.property(case_, ({ messages, policy }) => {
+        fc.property(atTheEdge, ({ spec, policy, edge }) => {
+          const messages = historyOf(spec);
+          const smallest = modelTokens(smallestViewTokens(messages, policy), policy);
+          const totalBudget = Math.max(1, smallest + edge);
+          let threw = false;
           try {
-            buildModelView(messages, policy);
+            buildModelView(messages, { ...policy, totalBudget });
           } catch (error) {
             if (!(error instanceof ContextBudgetExceededError)) throw error;
-            expect(error.tokens).toBeGreaterThan(policy.totalBudget);
-            // Not a budget-only failure: a larger budget builds the view.
-            expect(() => buildModelView(messages, { ...policy, totalBudget: error.tokens })).not.toThrow();
+            threw = true;
+          }
+          expect(threw).toBe(smallest > totalBudget);
+        }),
+        { numRuns: RUNS / 3 },
+      );
+    });
+
+    it("returns the same view at a budget of exactly its size, and a smaller one or none a token under it", () => {
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const view = viewOrBudgetError(messages, policy);
+          if (!view) return;
+          const size = modelTokens(view.stats.viewTokens + view.stats.toolSchemaTokens, policy);
+          const exact = buildModelView(messages, { ...policy, totalBudget: size });
+          expect(fingerprint(exact.messages)).toBe(fingerprint(view.messages));
+          const under = viewOrBudgetError(messages, { ...policy, totalBudget: size - 1 });
+          if (under) expect(modelTokens(under.stats.viewTokens + under.stats.toolSchemaTokens, policy)).toBeLessThan(size);
+        }),
+        { numRuns: RUNS / 3 },
+      );
+    });
+
+    it("returns every offloaded output of the active turn as a notice with its handle, whatever its size", () => {
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const view = viewOrBudgetError(messages, policy);
+          if (!view) return;
+          const v = view.messages;
+          const results = messages.filter((m): m is ToolMessage => m.type === "tool");
+          // A reused id makes "its result" ambiguous; those are covered by the pairing property.
+          const once = (id: string) => results.filter((r) => r.tool_call_id === id).length === 1;
+          const handles = new Map(results.flatMap((r) => (offloadedArtifact(r) && once(r.tool_call_id) ? [[r.tool_call_id, offloadedArtifact(r)!.handle] as const] : [])));
+          for (const m of v.slice(activeStart(v))) {
+            const handle = m.type === "tool" ? handles.get((m as ToolMessage).tool_call_id) : undefined;
+            if (handle && m.content !== INTERRUPTED_TOOL_RESULT) expect(textOf(m)).toContain(`Handle: ${handle}`);
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    });
+
+    it("returns the active turn's assistant text only as stored non-blank pieces, never blank or made up", () => {
+      fc.assert(
+        fc.property(case_, ({ messages, policy }) => {
+          const view = viewOrBudgetError(messages, policy);
+          if (!view) return;
+          const storedStart = messages.findLastIndex((m) => m.type === "human");
+          const stored = new Set(messages.slice(storedStart).filter((m) => m.type === "ai").flatMap(piecesOf));
+          const v = view.messages;
+          for (const m of v.slice(activeStart(v))) {
+            if (m.type !== "ai") continue;
+            // Two string messages merge with a blank line between them.
+            const texts = typeof m.content === "string" ? [m.content] : m.content.map((b) => (b.type === "text" ? (b.text as string) : ""));
+            const pieces = texts.flatMap((text) => text.split("\n\n"));
+            for (const piece of pieces) if (piece !== "" || toolCallIds(m).length === 0) expect(stored.has(piece), JSON.stringify({ piece, stored: [...stored], m: m.content })).toBe(true);
           }
         }),
         { numRuns: RUNS },
@@ -274,8 +381,12 @@ describe("model view", () => {
             expect(toolCallIds(answer)).toEqual([]);
             const stored = expectedQuestions[p / 2];
             expect(textOf(question)).toBe(stored.trim() ? stored : EMPTY_USER_MESSAGE);
-            const answers = messages.filter((m) => m.type === "ai" && toolCallIds(m).length === 0).map(textOf);
-            expect(answers.includes(textOf(answer)) || textOf(answer) === NO_ANSWER_STUB).toBe(true);
+            // The turn's own final answer: its last assistant message, when that calls no tool and has text.
+            const turnStart = finishedStarts[p / 2];
+            const turnEnd = humans[humans.indexOf(turnStart) + 1];
+            const last = messages.slice(turnStart + 1, turnEnd).findLast((m) => m.type === "ai");
+            const own = last && toolCallIds(last).length === 0 && piecesOf(last).length > 0 ? textOf(last) : NO_ANSWER_STUB;
+            expect(textOf(answer)).toBe(own);
           }
         }),
         { numRuns: RUNS },
@@ -289,7 +400,9 @@ describe("model view", () => {
           if (!view) return;
           const latest = messages.findLast((m) => m.type === "human") as BaseMessage;
           const shown = view.messages[activeStart(view.messages)];
-          expect(shown === latest || (textOf(latest).trim() === "" && shown.content === EMPTY_USER_MESSAGE)).toBe(true);
+          expect(textOf(shown)).toBe(textOf(latest).trim() === "" ? EMPTY_USER_MESSAGE : textOf(latest));
+          // Unchanged messages are reused; a changed one is a new object without blank pieces.
+          if (shown !== latest) expect(typeof shown.content === "string" || shown.content.every((b) => b.type !== "text" || (b.text as string).trim() !== "")).toBe(true);
         }),
         { numRuns: RUNS },
       );

@@ -1,6 +1,16 @@
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+import { AIMessage, ChatMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+import { InvalidModelViewError } from "../../lib/errors.js";
 import { describe, expect, it } from "vitest";
-import { buildModelView, countMessageTokens, MAX_CACHE_POINTS, placeCachePoints, validateConverseView, withCachePoints, type PromptCachePolicy } from "../../lib/model-view/index.js";
+import {
+  buildModelView,
+  countMessageTokens,
+  isCachePointBlock,
+  MAX_CACHE_POINTS,
+  placeCachePoints,
+  validateConverseView,
+  withCachePoints,
+  type PromptCachePolicy,
+} from "../../lib/model-view/index.js";
 import { answer, calls, policy, result, rows, user } from "./histories.js";
 
 const CACHE: PromptCachePolicy = { minTokensPerCheckpoint: 100, stableTtl: "1h", turnTtl: "5m" };
@@ -36,6 +46,21 @@ describe("model view", () => {
       expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 100 }, 2))).toEqual(["system@0", "history@1", "previous@4", "end@5"]);
     });
 
+    it("returns no history point without a whole block, or when the block ends within the minimum of the system point", () => {
+      expect(kinds(placeCachePoints({ ...layout, historyBlockEnd: undefined }, CACHE, 1))).toEqual(["system@0", "previous@4"]);
+      expect(kinds(placeCachePoints({ ...layout, prefixTokens: [150, 200, 450, 500, 700, 750] }, CACHE, 1))).toEqual(["system@0", "previous@4"]);
+    });
+
+    it("returns no system point without a system message", () => {
+      expect(kinds(placeCachePoints({ ...layout, system: undefined }, CACHE, 1))).toEqual(["history@1", "previous@4"]);
+    });
+
+    it("returns its previous point at the latest earlier end that was itself written, not merely the latest", () => {
+      // From the block (400): 500 is written (100 after), 550 is not (50 after 500), so the cache holds the prefix to 500.
+      const ends = { prefixTokens: [150, 400, 500, 550, 800], system: 0, historyBlockEnd: 1, earlierEnds: [2, 3] };
+      expect(kinds(placeCachePoints(ends, CACHE, 1))).toEqual(["system@0", "history@1", "previous@2", "end@4"]);
+    });
+
     it("returns the stable TTL on the system and history points and the turn TTL on the others", () => {
       const points = placeCachePoints({ ...layout, prefixTokens: [150, 400, 450, 500, 700, 900] }, CACHE, 1);
       expect(points.map((p) => p.ttl)).toEqual(["1h", "1h", "5m", "5m"]);
@@ -54,13 +79,37 @@ describe("model view", () => {
       ]);
       expect(sent[0].content).toEqual([{ type: "text", text: "Be brief." }, { type: "cache_point", cachePoint: { type: "default", ttl: "1h" } }]);
       expect(sent[2]).toBeInstanceOf(AIMessage);
+      expect(sent[2].content).toEqual([{ type: "text", text: "a1" }, { type: "cache_point", cachePoint: { type: "default", ttl: "1h" } }]);
       expect(sent[3]).toBeInstanceOf(HumanMessage);
       expect(sent[3].content).toEqual([{ type: "text", text: "q2" }, { type: "cache_point", cachePoint: { type: "default" } }]);
       expect(sent[5]).toBeInstanceOf(ToolMessage);
       expect((sent[5] as ToolMessage).tool_call_id).toBe("c1");
+      expect(sent[5].content).toEqual([{ type: "text", text: "north,1" }, { type: "cache_point", cachePoint: { type: "default" } }]);
       expect(sent[4]).toBe(messages[4]);
       expect(messages[0].content).toBe("Be brief.");
       expect(() => validateConverseView(sent)).not.toThrow();
+    });
+  });
+
+  describe("withCachePoints (content)", () => {
+    const point = { after: 0, kind: "end" as const, ttl: "5m" as const, prefixTokens: 1 };
+
+    it("returns block content with the point after its blocks, and empty text as no block", () => {
+      const blocks = [{ type: "text" as const, text: "north" }];
+      expect(withCachePoints([user("")], [point])[0].content).toEqual([{ type: "cache_point", cachePoint: { type: "default" } }]);
+      expect(withCachePoints([new HumanMessage({ content: blocks })], [point])[0].content).toEqual([...blocks, { type: "cache_point", cachePoint: { type: "default" } }]);
+    });
+
+    it("throws InvalidModelViewError for a message type Converse does not take", () => {
+      expect(() => withCachePoints([new ChatMessage("hi", "narrator")], [point])).toThrow(InvalidModelViewError);
+      expect(() => withCachePoints([new ChatMessage("hi", "narrator")], [point])).toThrow(expect.objectContaining({ rule: "known-message-type" }));
+    });
+  });
+
+  describe("isCachePointBlock", () => {
+    it("returns true only for objects with a cachePoint", () => {
+      expect(isCachePointBlock({ type: "cache_point", cachePoint: { type: "default" } })).toBe(true);
+      expect([{ type: "text", text: "cachePoint" }, "cachePoint", null, undefined, 7].map(isCachePointBlock)).toEqual([false, false, false, false, false]);
     });
   });
 

@@ -167,6 +167,29 @@ describe("model view", () => {
       );
     });
 
+    it("throws tool-use-id for a tool result with no tool call id at all", () => {
+      const noId = new ToolMessage({ content: "x", tool_call_id: undefined as unknown as string });
+      expect(broken([user("q"), calls([["c1", "a"]]), noId])).toEqual(breaks(CONVERSE_RULES.toolUseId, "message 2 is a tool result without a tool call id"));
+    });
+
+    it("returns for an assistant message with both text and a tool call", () => {
+      expect(broken([user("q"), calls([["c1", "a"]], "Let me check."), result("c1", "x")])).toBeUndefined();
+    });
+
+    it("returns for four cache points and throws cache-point-limit for five, wherever they are", () => {
+      const point = { type: "cache_point", cachePoint: { type: "default" } };
+      const marked = (text: string) => [{ type: "text" as const, text }, point];
+      const four = [new SystemMessage({ content: marked("Be brief.") }), new HumanMessage({ content: marked("q1") }), new AIMessage({ content: marked("a1") }), new HumanMessage({ content: marked("q2") })];
+      expect(broken(four)).toBeUndefined();
+      const five = [...four.slice(0, 3), new HumanMessage({ content: [...marked("q2"), point] })];
+      expect(broken(five)).toEqual(breaks(CONVERSE_RULES.cachePointLimit, "the view has 5 cache points, over Bedrock's 4"));
+    });
+
+    it("throws no-empty-content for a user message that is only a cache point", () => {
+      const point = { type: "cache_point", cachePoint: { type: "default" } };
+      expect(broken([new HumanMessage({ content: [point] })])).toEqual(breaks(CONVERSE_RULES.noEmptyContent, "message 0 has no content blocks"));
+    });
+
     it("throws tool-ids-unique for a repeated tool call id", () => {
       expect(broken([user("q"), calls([["c1", "a"], ["c1", "b"]]), result("c1", "x")])).toEqual(breaks(CONVERSE_RULES.toolIdsUnique, "message 1 repeats"));
     });

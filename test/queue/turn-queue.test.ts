@@ -66,9 +66,13 @@ describe("InProcessTurnQueue", () => {
 
     it("returns other conversations' jobs without waiting for a slow one", async () => {
       const events: string[] = [];
+      // The slow job finishes only after the fast one ran: a queue that made it wait would never finish.
+      let fastRan!: () => void;
+      const fast = new Promise<void>((resolve) => (fastRan = resolve));
       const queue = new InProcessTurnQueue(async (j) => {
-        if (j.dedupeId === "slow") await new Promise((resolve) => setTimeout(resolve, 50));
+        if (j.dedupeId === "slow") await fast;
         events.push(j.dedupeId);
+        if (j.dedupeId === "fast") fastRan();
       });
       await queue.enqueue(job({ dedupeId: "slow" }));
       await queue.enqueue(job({ dedupeId: "fast", conversationKey: "other" }));

@@ -1,6 +1,8 @@
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConversationSearch } from "../../lib/recall/conversation-search.js";
+import { bm25, ConversationSearch, MAX_QUERY_TERMS } from "../../lib/recall/conversation-search.js";
+import type { Embedder } from "../../lib/recall/embedder.js";
+import type { RecallEntry } from "../../lib/store/recall-index-store.js";
 import { BedrockEmbedder } from "../../lib/recall/embedder.js";
 import { termFrequencies } from "../../lib/recall/recall-terms.js";
 import { formatSearchOutcome } from "../../lib/recall/search-conversation-tool.js";
@@ -66,8 +68,132 @@ afterAll(async () => {
   await database.cleanup();
 });
 
+/** An in-memory index entry: its term counts, and a length in terms. */
+function entry(turnNumber: number, terms: Record<string, number>, length = Object.values(terms).reduce((a, b) => a + b, 0)): RecallEntry {
+  return { turnId: `t${turnNumber}`, turnNumber, at: new Date(0), length, terms: new Map(Object.entries(terms)) };
+}
+
+/** Okapi BM25 as published (Robertson and Zaragoza 2009), written out here apart from the product's code. */
+function okapi(entries: RecallEntry[], e: RecallEntry, term: string, k1 = 1.2, b = 0.75): number {
+  const n = entries.filter((x) => x.terms.has(term)).length;
+  const avgdl = entries.reduce((sum, x) => sum + x.length, 0) / entries.length;
+  const f = e.terms.get(term) ?? 0;
+  const idf = Math.log((entries.length - n + 0.5) / (n + 0.5) + 1);
+  return (idf * (f * (k1 + 1))) / (f + k1 * (1 - b + b * (e.length / avgdl)));
+}
+
+/** An embedder that embeds every text the same way and counts its calls; `fail` makes it throw. */
+function fixedEmbedder(vector: number[], fail = false): Embedder & { calls: number } {
+  return {
+    modelId: "test-embedder",
+    calls: 0,
+    async embed() {
+      this.calls++;
+      if (fail) throw new Error("embedding refused");
+      return new Float32Array(vector);
+    },
+  };
+}
+
+describe("bm25", () => {
+  it("returns Okapi BM25 scores summed over the query's terms, for the entries that hold one", () => {
+    const entries = [entry(1, { margin: 3, emea: 1 }, 10), entry(2, { margin: 1 }, 4), entry(3, { lisbon: 2 }, 30), entry(4, { emea: 2, margin: 1 }, 7)];
+    const scores = bm25(entries, ["margin", "emea"]);
+    expect(scores.has(entries[2])).toBe(false);
+    for (const e of [entries[0], entries[1], entries[3]]) expect(scores.get(e)).toBeCloseTo(okapi(entries, e, "margin") + okapi(entries, e, "emea"), 12);
+  });
+
+  it("returns no score for an empty index or a query that matches nothing", () => {
+    expect(bm25([], ["margin"]).size).toBe(0);
+    expect(bm25([entry(1, { margin: 1 })], ["lisbon"]).size).toBe(0);
+  });
+});
+
 describe("ConversationSearch", () => {
   describe("search", () => {
+    it("returns the newer of two turns that score the same first", async () => {
+      await addTurns("ties", ["The budget is fixed.", "The budget is fixed."], false);
+      const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "ties", query: "budget", limit: 2, visibleTurns: 0 });
+      expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([2, 1]);
+    });
+
+    it("returns lexical hits with no semantic score key and no unavailability flag without an embedder", async () => {
+      await addTurns("plain", ["The budget is fixed.", ...DISTRACTORS], false);
+      const logged: unknown[] = [];
+      const logger = { warn: (...args: unknown[]) => logged.push(args) } as never;
+      const outcome = await new ConversationSearch({ index: store, logger }).search({ conversationId: "plain", query: "budget", limit: 3, visibleTurns: 0 });
+      expect(outcome.hits).toHaveLength(1);
+      expect("semantic" in outcome.hits[0]).toBe(false);
+      expect("semanticUnavailable" in outcome).toBe(false);
+      expect(logged).toEqual([]);
+    });
+
+    it("returns semantic hits with a lexical score of 0 and skips turns indexed without a vector", async () => {
+      await addTurns("mixed", ["The budget is fixed.", "Lunch was fine."], false);
+      await addTurns("mixed-v", ["Lunch was fine."], true);
+      const embedded = fixedEmbedder(Array.from((await store.entries("mixed-v"))[0].vector as Float32Array));
+      const outcome = await new ConversationSearch({ index: store, embedder: embedded }).search({ conversationId: "mixed", query: "budget", limit: 3, visibleTurns: 0 });
+      expect(outcome.ranking).toBe("lexical and semantic");
+      expect(outcome.hits.map((h) => [h.record.turnNumber, h.lexical > 0])).toEqual([[1, true]]);
+      const vectors = await addTurns("vectors", ["Lunch was fine.", "The budget is fixed."], true);
+      const semantic = await new ConversationSearch({ index: store, embedder: embedded }).search({ conversationId: "vectors", query: "midday meal", limit: 3, visibleTurns: 0 });
+      expect(semantic.hits[0]).toMatchObject({ record: { _id: vectors[0]._id }, lexical: 0 });
+    });
+
+    it("logs the model and the error's name, not the query, when the query cannot be embedded", async () => {
+      await addTurns("refused", ["The budget is fixed."], false);
+      const logged: [string, Record<string, unknown>][] = [];
+      const logger = { warn: (message: string, fields: Record<string, unknown>) => logged.push([message, fields]) } as never;
+      const outcome = await new ConversationSearch({ index: store, embedder: fixedEmbedder([1, 0], true), logger }).search({
+        conversationId: "refused",
+        query: "budget",
+        limit: 3,
+        visibleTurns: 0,
+      });
+      expect(outcome).toMatchObject({ ranking: "lexical", semanticUnavailable: true });
+      expect(logged).toEqual([["recall query embedding failed", { conversationId: "refused", modelId: "test-embedder", error: "Error" }]]);
+    });
+
+    it("reads only the first MAX_QUERY_TERMS terms of a query", async () => {
+      await addTurns("long-query", ["The zebra budget is fixed.", ...DISTRACTORS], false);
+      const filler = Array.from({ length: MAX_QUERY_TERMS }, (_, i) => `filler${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`);
+      const search = new ConversationSearch({ index: store });
+      const past = await search.search({ conversationId: "long-query", query: [...filler, "zebra"].join(" "), limit: 3, visibleTurns: 0 });
+      expect(past.hits).toEqual([]);
+      const within = await search.search({ conversationId: "long-query", query: ["zebra", ...filler].join(" "), limit: 3, visibleTurns: 0 });
+      expect(within.hits).toHaveLength(1);
+    });
+
+    it("returns at most `limit` hits with a quoted phrase, phrases matched across runs of spaces, any of several phrases", async () => {
+      await addTurns("phrases", ["Use the EMEA   numbers.", "The gross margin fell.", "EMEA margin numbers, gross."], false);
+      const search = new ConversationSearch({ index: store });
+      const one = await search.search({ conversationId: "phrases", query: '"the EMEA numbers" margin', limit: 1, visibleTurns: 0 });
+      expect(one.hits.map((h) => h.record.turnNumber)).toEqual([1]);
+      const either = await search.search({ conversationId: "phrases", query: '"EMEA numbers" or "gross margin"', limit: 3, visibleTurns: 0 });
+      expect(either.hits.map((h) => h.record.turnNumber).slice(0, 2).sort()).toEqual([1, 2]);
+    });
+
+    it("reads the records of `limit` turns only, unless a phrase asks for more candidates", async () => {
+      await addTurns("bounded", Array.from({ length: 12 }, (_, i) => `Budget line ${i} is fixed.`), false);
+      const asked: number[] = [];
+      const counting = Object.create(store) as RecallIndexStore;
+      counting.records = (conversationId, turnIds) => (asked.push(turnIds.length), store.records(conversationId, turnIds));
+      const search = new ConversationSearch({ index: counting });
+      await search.search({ conversationId: "bounded", query: "budget", limit: 2, visibleTurns: 0 });
+      await search.search({ conversationId: "bounded", query: '"budget line"', limit: 1, visibleTurns: 0 });
+      expect(asked).toEqual([2, 10]);
+    });
+
+    it("skips a ranked turn whose record is gone", async () => {
+      const [gone] = await addTurns("gone", ["The budget is fixed.", "The budget is not fixed."], false);
+      const missing = Object.create(store) as RecallIndexStore;
+      missing.records = async (conversationId, turnIds) => (await store.records(conversationId, turnIds)).filter((r) => r._id !== gone._id);
+      for (const query of ["budget", '"budget is"']) {
+        const outcome = await new ConversationSearch({ index: missing }).search({ conversationId: "gone", query, limit: 3, visibleTurns: 0 });
+        expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([2]);
+      }
+    });
+
     it("returns the turn that shares the query's word stems first, lexically", async () => {
       await addTurns("lexical", ["We decided to exclude returns from the revenue figures.", ...DISTRACTORS], false);
       const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "lexical", query: "excluding returned orders", limit: 3, visibleTurns: 0 });

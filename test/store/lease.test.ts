@@ -51,8 +51,8 @@ describe("ConversationLease", () => {
       clock.pause(DEFAULT_LEASE_TTL_MS);
       const taken = await lease.acquire(id, "t2");
       expect(taken.epoch).toBe((old.epoch ?? 0) + 1);
-      await expect(old.assertHeld()).rejects.toMatchObject({ name: "StaleWriterError", epoch: old.epoch });
-      await expect(taken.assertHeld()).resolves.toBeUndefined();
+      await expect(old.guard(async () => undefined)).rejects.toMatchObject({ name: "StaleWriterError", epoch: old.epoch });
+      await expect(taken.guard(async () => undefined)).resolves.toBeUndefined();
     });
 
     it("throws NotFoundError naming the conversation when it does not exist", async () => {
@@ -159,10 +159,10 @@ describe("ConversationLease", () => {
       const id = await newConversation();
       const fence = await lease.acquire(id, "t1");
       const existing = lease.existing(id);
-      await expect(existing.assertHeld()).resolves.toBeUndefined();
+      await expect(existing.guard(async () => undefined)).resolves.toBeUndefined();
       expect(await lease.revoke(id)).toBe((fence.epoch ?? 0) + 1);
-      await expect(fence.assertHeld()).rejects.toMatchObject({ name: "StaleWriterError" });
-      await expect(existing.assertHeld()).rejects.toMatchObject({ name: "StaleWriterError" });
+      await expect(fence.guard(async () => undefined)).rejects.toMatchObject({ name: "StaleWriterError" });
+      await expect(existing.guard(async () => undefined)).rejects.toMatchObject({ name: "StaleWriterError" });
       await expect(lease.acquire(id, "t2")).rejects.toMatchObject({ name: "ConflictError" });
     });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FencedDocument } from "../../lib/store/write-fence.js";
+import { WriteFence } from "../../lib/store/write-fence.js";
 import { heldFence, lostFence } from "../support/fences.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
@@ -28,6 +29,22 @@ describe("WriteFence", () => {
       await expect(guarded).rejects.toMatchObject({ name: "StaleWriterError", threadId: "c" });
       expect(undone).toEqual([7]);
     });
+
+    it("throws StaleWriterError when the fence is lost and there is nothing to take back", async () => {
+      await expect(lostFence("c").guard(async () => 7)).rejects.toMatchObject({ name: "StaleWriterError" });
+    });
+  });
+
+  describe("stale", () => {
+    it("returns an error naming the conversation and epoch, with the cause when there is one", () => {
+      const cause = new Error("lease lost");
+      const error = heldFence("c-stale", 4).stale(cause);
+      expect(error).toMatchObject({ name: "StaleWriterError", threadId: "c-stale", cause });
+      expect(error.message).toBe("conversation c-stale is no longer held by this turn (epoch 4)");
+      const bare = new WriteFence("c-bare", undefined, undefined, new Date(), async () => true).stale();
+      expect(bare.message).toBe("conversation c-bare is no longer held by this turn (epoch none)");
+      expect("cause" in bare).toBe(false);
+    });
   });
 
   describe("insertOnce", () => {
@@ -43,6 +60,13 @@ describe("WriteFence", () => {
         name: "StaleWriterError",
       });
       expect(await notes().countDocuments({ _id: "lost" })).toBe(0);
+    });
+
+    it("records a newer attempt that writes the document again, and keeps the newest", async () => {
+      await heldFence("c-again", 3).insertOnce(notes(), { _id: "again", text: "first" });
+      await heldFence("c-again", 5).insertOnce(notes(), { _id: "again", text: "retry" });
+      await heldFence("c-again", 4).insertOnce(notes(), { _id: "again", text: "late" });
+      expect(await notes().findOne({ _id: "again" })).toMatchObject({ text: "first", attempt: 5 });
     });
 
     it("leaves a newer attempt's document alone when an older attempt takes its write back", async () => {

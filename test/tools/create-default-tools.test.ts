@@ -6,6 +6,7 @@ import { createDefaultTools, type DefaultTools } from "../../lib/tools/create-de
 import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-up-tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
+import { SAMPLE_QUESTIONS } from "../../lib/tools/sample-questions.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
@@ -75,6 +76,26 @@ describe("createDefaultTools", () => {
     });
     const aws = createDefaultTools(config, { followUps: t.db.collection<FollowUpDocument>("follow_ups"), secrets: { get: async () => undefined } });
     expect(aws.tools.find((tool) => tool.name === "sql_query")?.description).toContain("Trino SQL (Amazon Athena)");
+    await aws.close();
+  });
+
+  it("returns the sample questions on the tools that hold the sample data, and none on Athena or a knowledge base", async () => {
+    const { sql_query, search_documents, create_follow_up } = SAMPLE_QUESTIONS;
+    expect(local.tools.map((tool) => tool.examples)).toEqual([sql_query, search_documents, create_follow_up]);
+    const config = loadToolsConfig({
+      SQL_ENGINE: "athena",
+      ATHENA_WORKGROUP: "wg",
+      ATHENA_DATABASE: "sales",
+      DOCUMENTS_ENGINE: "bedrock-kb",
+      BEDROCK_KB_ID: "KB",
+      AWS_REGION: "eu-west-1",
+    });
+    const aws = createDefaultTools(config, { followUps: t.db.collection<FollowUpDocument>("follow_ups"), secrets: { get: async () => undefined } });
+    expect(aws.tools.map((tool) => [tool.name, tool.examples])).toEqual([
+      ["sql_query", undefined],
+      ["search_documents", undefined],
+      ["create_follow_up", SAMPLE_QUESTIONS.create_follow_up],
+    ]);
     await aws.close();
   });
 

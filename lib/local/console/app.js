@@ -26,6 +26,8 @@ const state = {
   /** Checkpointed messages per conversation; dropped when a turn changes them. */
   threads: new Map(),
   inspector: null,
+  /** What the empty state lists, from `GET /local/tools`: the caller's tools and example questions; null until loaded. */
+  help: null,
   /** The turn whose "Inspect turn" button gets focus back when the inspector closes. */
   inspectorOpener: null,
 };
@@ -91,6 +93,7 @@ async function useToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   // The first API call checks the token; a refused one signs out with a message.
   await loadConversations();
+  state.help = await loadHelp();
   showWorkspace();
 }
 
@@ -106,7 +109,7 @@ function showWorkspace() {
 
 function signOut(message = "") {
   sessionStorage.removeItem(TOKEN_KEY);
-  Object.assign(state, { token: null, userId: null, tenantId: null, conversations: [], conversationId: null, messages: [], inspector: null });
+  Object.assign(state, { token: null, userId: null, tenantId: null, conversations: [], conversationId: null, messages: [], inspector: null, help: null });
   state.threads.clear();
   $("workspace").hidden = true;
   $("session").hidden = true;
@@ -157,7 +160,7 @@ function renderConversations() {
         h(
           "button",
           { type: "button", class: "conversation-open", "aria-current": current ? "true" : null, onclick: guard(() => selectConversation(c.conversationId), "chat-error") },
-          h("span", { class: "conversation-title", text: conversationLabel(c) }),
+          h("span", { class: "conversation-title", title: conversationLabel(c), text: conversationLabel(c) }),
           h("span", { class: "conversation-date", text: when }),
         ),
         h("button", {
@@ -227,6 +230,8 @@ function lastTurnId() {
 function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
   $("chat-title").textContent = current ? conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
+  $("chat-title").title = $("chat-title").textContent;
+  renderEmptyState();
   const order = turnOrder();
   const last = lastTurnId();
   // A turn without an answer (failed or interrupted) is inspected from its question.
@@ -385,17 +390,30 @@ async function waitForTurn(conversationId, turnId) {
   }
 }
 
-/** A new message, or, while editing, the edited last question. */
+/**
+ * A new message, or, while editing, the edited last question. What was typed leaves the message box
+ * only once the turn has an answer: a failed turn gives it back, and a refused request (a 4xx: too
+ * long, another turn running), which recorded nothing, gives back the edit as well.
+ */
 async function send(content) {
   const editing = state.editing;
   state.editing = null;
+  const input = $("composer-input");
+  input.value = "";
   const path = editing
     ? `/v1/conversations/${state.conversationId}/turns/${editing}/edit`
     : `/v1/conversations/${state.conversationId}/messages`;
-  await runTurn(path, { content }, content);
+  const outcome = await runTurn(path, { content }, content);
+  if (outcome === "answered") return;
+  input.value = content;
+  if (outcome === "refused") state.editing = editing;
+  renderChat();
 }
 
-/** Runs one turn through `path` and shows its progress; `shown` is the question shown while it runs. */
+/**
+ * Runs one turn through `path` and shows its progress; `shown` is the question shown while it runs.
+ * Resolves with "answered", "refused" (the request was turned away, nothing was recorded) or "failed".
+ */
 async function runTurn(path, body, shown) {
   const conversationId = state.conversationId;
   state.running = true;
@@ -404,23 +422,92 @@ async function runTurn(path, body, shown) {
   appendPending(shown);
   const stop = pollProgress(conversationId);
   let result = null;
+  let outcome = "answered";
   try {
     result = await api("POST", path, body);
     // A deployment with a turn queue may answer 202 and run the turn elsewhere.
     if (result?.status === "queued") result = await waitForTurn(conversationId, result.turnId);
   } catch (error) {
-    $("chat-error").textContent = `The turn failed: ${error.message}`;
+    const refused = error instanceof ApiError && error.status >= 400 && error.status < 500;
+    outcome = refused ? "refused" : "failed";
+    $("chat-error").textContent = refused ? `Not sent: ${error.message}` : `The turn failed: ${error.message}`;
   } finally {
     stop();
     state.running = false;
   }
   state.threads.delete(conversationId);
-  if (state.conversationId !== conversationId) return;
+  if (state.conversationId !== conversationId) return outcome;
   await loadMessages();
   await loadConversations();
   renderChat();
   if (result && !$("inspector").hidden) await openInspector(result.turnId, result.turnId);
   $("composer-input").focus();
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Empty state: the signed-in user's tools and questions that work, as the server lists them
+
+/** `GET /local/tools`, or null where the server does not list its tools. */
+async function loadHelp() {
+  try {
+    return await api("GET", "/local/tools");
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) throw error;
+    return null;
+  }
+}
+
+function firstSentence(text) {
+  const end = text.search(/\.(\s|$)/);
+  return end < 0 ? text : text.slice(0, end + 1);
+}
+
+/** Shown while the open conversation has no message: example questions to put in the message box, then the tools. */
+function renderEmptyState() {
+  const box = $("empty-state");
+  box.hidden = !state.help || state.messages.length > 0 || state.running;
+  if (box.hidden) {
+    box.replaceChildren();
+    return;
+  }
+  const { model, tools, conversation } = state.help;
+  const examples = [...conversation, ...tools.flatMap((t) => t.examples)];
+  const how =
+    model === "local"
+      ? "The offline model calls a tool when your message names it followed by a JSON object of its arguments; otherwise it answers from the conversation."
+      : "The model chooses among these tools.";
+  box.replaceChildren(
+    h("h3", { id: "empty-state-title", text: "What you can ask" }),
+    h("p", { class: "hint", text: `${how} Pick a question to put it in the message box.` }),
+    h(
+      "ul",
+      { class: "example-list", "aria-label": "Example questions" },
+      examples.map((question) =>
+        h("li", {}, h("button", { type: "button", class: "example", text: question, onclick: guard(() => useExample(question), "chat-error") })),
+      ),
+    ),
+    h("h3", { text: `Tools you can use (${tools.length})` }),
+    h(
+      "ul",
+      { class: "tool-list", "aria-label": "Tools" },
+      tools.map((t) =>
+        h(
+          "li",
+          { "data-tool": t.name },
+          h("code", { text: `${t.name} ${t.arguments}` }),
+          h("span", { class: "tool-description", text: firstSentence(t.description) }),
+        ),
+      ),
+    ),
+  );
+}
+
+async function useExample(question) {
+  if (!state.conversationId) await createConversation();
+  const input = $("composer-input");
+  input.value = question;
+  input.focus();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -823,6 +910,11 @@ function stateItem(item) {
   );
 }
 
+/** A view message's tokens as the view counted them, tool calls included; calls recorded before the count was kept have none. */
+function viewTokens(message) {
+  return message.tokens === undefined ? "tokens not recorded" : `${n(message.tokens)} tokens`;
+}
+
 function renderViewColumn(call, plan) {
   const { stats, view } = call;
   const omitted = new Map(stats.omittedOutputs.map((o) => [o.toolCallId, o]));
@@ -851,7 +943,7 @@ function renderViewColumn(call, plan) {
     return h(
       "li",
       { class: `msg msg-${kind}${point ? " msg-cache-point" : ""}`, "data-kind": kind, "data-role": message.role, "data-cache-point": point?.kind },
-      h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.content.length)} chars` })),
+      h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: viewTokens(message) })),
       h("div", { class: "msg-badges" }, h("span", { class: `badge badge-${kind}`, text: label })),
       message.content ? messageBody(message.content) : null,
       toolCallList(message),
@@ -912,7 +1004,6 @@ function start() {
       const input = $("composer-input");
       const content = input.value.trim();
       if (!content || state.running || !state.conversationId) return;
-      input.value = "";
       await send(content);
     }, "chat-error"),
   );
