@@ -27,6 +27,8 @@ import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
@@ -52,7 +54,16 @@ async function bundleable(specifiers: string[], dir: string): Promise<string[]> 
   const ok = await Promise.all(
     specifiers.map(async (specifier) => {
       try {
-        await build({ stdin: { contents: `import * as m from ${JSON.stringify(specifier)}; console.log(m);`, resolveDir: root }, bundle: true, platform: "node", format: "esm", write: false, external: [...MONGODB_OPTIONAL_MODULES], logLevel: "silent", outdir: dir });
+        await build({
+          stdin: { contents: `import * as m from ${JSON.stringify(specifier)}; console.log(m);`, resolveDir: root },
+          bundle: true,
+          platform: "node",
+          format: "esm",
+          write: false,
+          external: [...MONGODB_OPTIONAL_MODULES],
+          logLevel: "silent",
+          outdir: dir,
+        });
         return true;
       } catch {
         return false;
@@ -69,7 +80,9 @@ async function bundleable(specifiers: string[], dir: string): Promise<string[]> 
  */
 async function carelessWorker(dir: string): Promise<{ outfile: string; modules: number }> {
   const langchain = ["@langchain/core", "@langchain/langgraph", "@langchain/langgraph-checkpoint", "@langchain/langgraph-checkpoint-mongodb", "@langchain/aws"];
-  const sdk = readdirNames(join(root, "node_modules/@aws-sdk")).filter((n) => n.startsWith("client-")).map((n) => `@aws-sdk/${n}`);
+  const sdk = readdirNames(join(root, "node_modules/@aws-sdk"))
+    .filter((n) => n.startsWith("client-"))
+    .map((n) => `@aws-sdk/${n}`);
   const specifiers = await bundleable([...langchain.flatMap(exportedSpecifiers), ...sdk, "mongodb-v5"], dir);
   const entry = join(dir, "careless-worker.mjs");
   writeFileSync(
@@ -128,7 +141,7 @@ interface Timing {
   invokeMs: number;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]) => quantile(xs, 0.5);
 
 /** One fresh process: spawned asynchronously, because the local AWS endpoints answer from this process's event loop. */
 function probeOnce(bundle: string, env: Record<string, string>, probe: string): Promise<Timing> {
@@ -186,7 +199,14 @@ async function measureFirstCount(dir: string, runs: number): Promise<{ firstMs: 
   await bundleFunction(join(root, "lib/model-view/token-counter.ts"), outdir);
   const probe = join(dir, "tokenizer-probe.mjs");
   writeFileSync(probe, TOKENIZER_PROBE);
-  const samples = Array.from({ length: runs }, () => JSON.parse(execFileSync(process.execPath, [probe, pathToFileURL(join(outdir, BUNDLE_FILE)).href], { encoding: "utf8" })) as { firstMs: number; secondMs: number });
+  const samples = Array.from(
+    { length: runs },
+    () =>
+      JSON.parse(execFileSync(process.execPath, [probe, pathToFileURL(join(outdir, BUNDLE_FILE)).href], { encoding: "utf8" })) as {
+        firstMs: number;
+        secondMs: number;
+      },
+  );
   return { firstMs: median(samples.map((s) => s.firstMs)), secondMs: median(samples.map((s) => s.secondMs)) };
 }
 
@@ -209,7 +229,13 @@ async function main(): Promise<void> {
 
   const mongo = await startEmbeddedMongo();
   const aws = await startLocalAws();
-  aws.setCredentials({ mongodbUri: mongo.uri, slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-bench", teamsAppId: "00000000-0000-0000-0000-000000000001", teamsAppPassword: "bench" });
+  aws.setCredentials({
+    mongodbUri: mongo.uri,
+    slackSigningSecret: TEST_SLACK_SIGNING_SECRET,
+    slackBotToken: "xoxb-bench",
+    teamsAppId: "00000000-0000-0000-0000-000000000001",
+    teamsAppPassword: "bench",
+  });
   const env = {
     ...aws.environment,
     MONGODB_DB: "cold_start_bench",
@@ -242,7 +268,9 @@ async function main(): Promise<void> {
   const events: Record<FunctionName, unknown> = {
     api: apiEvent({ method: "GET", path: "/healthz", routeKey: "GET /healthz" }),
     // A turn for a conversation that does not exist: connect, set up, look it up, give up.
-    worker: sqsEvent(sqsRecord({ messageId: "m1", queueUrl: aws.queueUrl, body: JSON.stringify(workerJob), groupId: "g", deduplicationId: "d", sequenceNumber: "1" })),
+    worker: sqsEvent(
+      sqsRecord({ messageId: "m1", queueUrl: aws.queueUrl, body: JSON.stringify(workerJob), groupId: "g", deduplicationId: "d", sequenceNumber: "1" }),
+    ),
     slack: apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body: slackBody, headers: signSlackRequest(slackBody) }),
     teams: apiEvent({ method: "POST", path: "/teams/messages", routeKey: "POST /teams/messages", body: { type: "message" } }),
   };
@@ -250,7 +278,9 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   let results: Record<string, Timing>;
   try {
-    const targets: Record<string, Target> = Object.fromEntries(FUNCTIONS.map((name) => [name, { bundle: bundles[name].file, event: events[name], context: lambdaContext(`bench-${name}`) }]));
+    const targets: Record<string, Target> = Object.fromEntries(
+      FUNCTIONS.map((name) => [name, { bundle: bundles[name].file, event: events[name], context: lambdaContext(`bench-${name}`) }]),
+    );
     targets.carelessWorker = { bundle: careless.outfile, event: events.worker, context: lambdaContext("bench-worker") };
     results = await measure(targets, env, runs, probe);
   } finally {
@@ -264,10 +294,14 @@ async function main(): Promise<void> {
   for (const name of FUNCTIONS) {
     const b = bundles[name];
     const t = results[name];
-    rows.push(`| ${name} | ${mb(b.bytes)} | ${mb(b.gzipBytes)} | ${mb(b.dataBytes)} | ${ms(t.importMs)} | ${ms(t.invokeMs)} | ${ms(t.importMs + t.invokeMs)} |`);
+    rows.push(
+      `| ${name} | ${mb(b.bytes)} | ${mb(b.gzipBytes)} | ${mb(b.dataBytes)} | ${ms(t.importMs)} | ${ms(t.invokeMs)} | ${ms(t.importMs + t.invokeMs)} |`,
+    );
   }
   const cw = results.carelessWorker;
-  rows.push(`| worker, without care | ${mb(carelessCode.length)} | ${mb(gzipSync(carelessCode).length)} | (inline) | ${ms(cw.importMs)} | ${ms(cw.invokeMs)} | ${ms(cw.importMs + cw.invokeMs)} |`);
+  rows.push(
+    `| worker, without care | ${mb(carelessCode.length)} | ${mb(gzipSync(carelessCode).length)} | (inline) | ${ms(cw.importMs)} | ${ms(cw.invokeMs)} | ${ms(cw.importMs + cw.invokeMs)} |`,
+  );
   const w = bundles.worker;
   const wt = results.worker;
   const report = [
@@ -291,7 +325,7 @@ async function main(): Promise<void> {
   ].join("\n");
   process.stdout.write(report);
   // Tracked results change only when asked: `npm run bench:cold-start -- --write`.
-  if (process.argv.includes("--write")) writeFileSync(join(root, "bench/results/cold-start.md"), report);
+  if (process.argv.includes("--write")) await writeResults({ "cold-start.md": report });
 }
 
 await main();

@@ -22,10 +22,7 @@
  * gives each invocation; per-text memo warm, as in a warm container).
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
@@ -41,7 +38,18 @@ import {
 import { buildModelView, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS, type ModelViewPolicy } from "../lib/model-view/index.js";
 import { previewOf } from "../lib/store/artifact-store.js";
 import { prng } from "../lib/prng.js";
-import { CALL_GAP_MS, CacheComparison, costChart, TURN_GAP_MS, summarize, VARIANT_LABELS, type CacheSummary, type VariantRun } from "./prompt-cache-comparison.js";
+import {
+  CALL_GAP_MS,
+  CacheComparison,
+  costChart,
+  TURN_GAP_MS,
+  summarize,
+  VARIANT_LABELS,
+  type CacheSummary,
+  type VariantRun,
+} from "./prompt-cache-comparison.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 const CONVERSATION_TURNS = [50, 200];
 const MIN_OUTPUT_BYTES = 1_024;
@@ -58,9 +66,6 @@ const TARGET_CACHED_SHARE = 0.7;
 const TARGET_COST_RATIO = 0.4;
 const TARGET_ESTIMATE_ERROR = 0.05;
 
-const HERE = dirname(fileURLToPath(import.meta.url));
-const RESULTS = join(HERE, "results");
-
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
 const int = (random: Random, min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
@@ -74,13 +79,29 @@ const WORDS =
 
 /** The tools offered to the model, in the shape `bindTools` gets, for the schema tokens. */
 const TOOLS = [
-  { name: "sql_query", description: "Run a read-only SQL query on the sales database.", parameters: { type: "object", properties: { query: { type: "string" }, maxRows: { type: "integer" } }, required: ["query"] } },
-  { name: "search_documents", description: "Search the document index and return matching passages.", parameters: { type: "object", properties: { query: { type: "string" }, top: { type: "integer" } }, required: ["query"] } },
-  { name: "power_bi_query", description: "Evaluate a DAX query against the Power BI semantic model.", parameters: { type: "object", properties: { dax: { type: "string" } }, required: ["dax"] } },
+  {
+    name: "sql_query",
+    description: "Run a read-only SQL query on the sales database.",
+    parameters: { type: "object", properties: { query: { type: "string" }, maxRows: { type: "integer" } }, required: ["query"] },
+  },
+  {
+    name: "search_documents",
+    description: "Search the document index and return matching passages.",
+    parameters: { type: "object", properties: { query: { type: "string" }, top: { type: "integer" } }, required: ["query"] },
+  },
+  {
+    name: "power_bi_query",
+    description: "Evaluate a DAX query against the Power BI semantic model.",
+    parameters: { type: "object", properties: { dax: { type: "string" } }, required: ["dax"] },
+  },
   {
     name: "read_tool_output",
     description: "Read part of a tool output that was replaced by a notice: a range of lines, or the lines matching a search.",
-    parameters: { type: "object", properties: { handle: { type: "string" }, startLine: { type: "integer" }, lineCount: { type: "integer" }, search: { type: "string" } }, required: ["handle"] },
+    parameters: {
+      type: "object",
+      properties: { handle: { type: "string" }, startLine: { type: "integer" }, lineCount: { type: "integer" }, search: { type: "string" } },
+      required: ["handle"],
+    },
   },
 ].map((t) => ({ type: "function", function: t }));
 
@@ -148,13 +169,8 @@ interface Run {
   cache: VariantRun[];
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
 function timing(values: number[]): Timing {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { median: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted[sorted.length - 1] };
+  return { median: quantile(values, 0.5), p95: quantile(values, 0.95), max: Math.max(...values) };
 }
 
 /** A deep copy, as deserializing a checkpoint gives: new strings with the same contents. */
@@ -233,7 +249,9 @@ async function runConversation(turns: number, seed: number, policy: ModelViewPol
 
   for (let turn = 1; turn <= turns; turn++) {
     comparison.nextTurn();
-    const question = new HumanMessage(`Turn ${turn}: ${prose(random, int(random, 12, 40))} What happened in ${pick(random, REGIONS)} for ${pick(random, PRODUCTS)}?`);
+    const question = new HumanMessage(
+      `Turn ${turn}: ${prose(random, int(random, 12, 40))} What happened in ${pick(random, REGIONS)} for ${pick(random, PRODUCTS)}?`,
+    );
     append(question, countMessageTokens(question));
     let call = 1;
     const rounds = random() < 0.15 ? 0 : int(random, 1, 2);
@@ -257,7 +275,15 @@ async function runConversation(turns: number, seed: number, policy: ModelViewPol
         if (tokens > policy.toolOutputTokens) {
           const handle = `art_${seed}_${toolCall.id}`;
           const preview = previewOf(output);
-          append(new ToolMessage({ content: preview, tool_call_id: toolCall.id, name: toolCall.name, artifact: { handle, bytes: Buffer.byteLength(output), tokens, preview } }), replayTokens);
+          append(
+            new ToolMessage({
+              content: preview,
+              tool_call_id: toolCall.id,
+              name: toolCall.name,
+              artifact: { handle, bytes: Buffer.byteLength(output), tokens, preview },
+            }),
+            replayTokens,
+          );
           offloadedOutputs++;
           lastHandle = handle;
         } else append(inline, replayTokens);
@@ -265,7 +291,12 @@ async function runConversation(turns: number, seed: number, policy: ModelViewPol
     }
     if (lastHandle && random() < 0.4) {
       // The model follows a notice and reads a bounded part of the offloaded output.
-      const read = { id: `call-${nextId++}`, name: "read_tool_output", args: { handle: lastHandle, search: pick(random, REGIONS) }, type: "tool_call" as const };
+      const read = {
+        id: `call-${nextId++}`,
+        name: "read_tool_output",
+        args: { handle: lastHandle, search: pick(random, REGIONS) },
+        type: "tool_call" as const,
+      };
       const assistant = new AIMessage({ content: "", tool_calls: [read] });
       await modelCall(turn, call++, assistant);
       append(assistant, countMessageTokens(assistant));
@@ -333,7 +364,10 @@ function reportedTurns(turns: number): number[] {
 
 /** One row per reported turn: the turn's last model call (the largest state of the turn). */
 function table(run: Run): string[] {
-  const rows = ["| turn | model calls so far | shaped view (tokens) | full replay (tokens) | full / view | finished pairs kept | notices | build, live (ms) | build, rehydrated (ms) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"];
+  const rows = [
+    "| turn | model calls so far | shaped view (tokens) | full replay (tokens) | full / view | finished pairs kept | notices | build, live (ms) | build, rehydrated (ms) |",
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
   for (const turn of reportedTurns(run.turns)) {
     const index = run.samples.findLastIndex((s) => s.turn === turn);
     const s = run.samples[index];
@@ -428,7 +462,7 @@ function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoa
       "calibration fed with reported usage). " +
       `Model calls are ${CALL_GAP_MS / 1_000} s apart within a turn and turns ${TURN_GAP_MS.min / 1_000}–${TURN_GAP_MS.max / 1_000} s apart (log-uniform), ` +
       "so a few turns find the 5-minute cache expired. Dollars are Claude Sonnet 4's Bedrock on-demand prices (`DEFAULT_MODEL_PRICES`). " +
-      "\"Best any cache placement could do\" prices the same requests as if every token an earlier request already held were read from cache " +
+      '"Best any cache placement could do" prices the same requests as if every token an earlier request already held were read from cache ' +
       "and every other one paid once at the input price (no minimum per checkpoint, no limit on points, no expiry): the floor no layout of that view goes below.",
     "",
   );
@@ -438,7 +472,9 @@ function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoa
       `## ${run.turns} turns`,
       "",
       `${fmt(run.samples.length)} model calls, ${fmt(run.toolOutputs)} tool outputs of 1–100 KB (${fmt(run.offloadedOutputs)} over the threshold, offloaded). ` +
-        (over ? `Full replay no longer fits a ${fmt(CONTEXT_WINDOW_TOKENS)}-token context window from turn ${over} (⚠).` : "Full replay stays within the context window."),
+        (over
+          ? `Full replay no longer fits a ${fmt(CONTEXT_WINDOW_TOKENS)}-token context window from turn ${over} (⚠).`
+          : "Full replay stays within the context window."),
       "",
       ...table(run),
       "",
@@ -508,10 +544,32 @@ function chart(runs: Run[], budget: number): string {
     parts.push(`<rect x="${x0}" y="${y0}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#333"/>`);
     const line = (values: number[], color: string, dash = "") =>
       `<polyline fill="none" stroke="${color}" stroke-width="1.8"${dash ? ` stroke-dasharray="${dash}"` : ""} points="${values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ")}"/>`;
-    parts.push(line(run.samples.map(() => CONTEXT_WINDOW_TOKENS), "#999999", "2 4"));
-    parts.push(line(run.samples.map(() => budget), "#2b8a3e", "6 4"));
-    parts.push(line(run.samples.map((s) => s.fullReplayTokens), "#d6336c"));
-    parts.push(line(run.samples.map((s) => s.viewTokens), "#1c7ed6"));
+    parts.push(
+      line(
+        run.samples.map(() => CONTEXT_WINDOW_TOKENS),
+        "#999999",
+        "2 4",
+      ),
+    );
+    parts.push(
+      line(
+        run.samples.map(() => budget),
+        "#2b8a3e",
+        "6 4",
+      ),
+    );
+    parts.push(
+      line(
+        run.samples.map((s) => s.fullReplayTokens),
+        "#d6336c",
+      ),
+    );
+    parts.push(
+      line(
+        run.samples.map((s) => s.viewTokens),
+        "#1c7ed6",
+      ),
+    );
   });
   const legend = [
     ["#d6336c", "", "full replay"],
@@ -580,18 +638,20 @@ async function main(): Promise<void> {
     console.log(`\n${cacheTable(cacheSummaries(run)).join("\n")}\n\n${cacheNote(cacheSummaries(run))}`);
   }
   const v = verdicts(runs, policy.totalBudget);
-  console.log(`\nnever over budget: ${v.neverOverBudget}; full/view at turn ${TARGET_RATIO_TURN}: ${v.ratioAtTurn50.toFixed(1)}× (target ≥ ${TARGET_RATIO}×); build at the last turn: ${ms(v.buildAtLastTurn)} ms median (target < ${TARGET_BUILD_MS} ms)`);
+  console.log(
+    `\nnever over budget: ${v.neverOverBudget}; full/view at turn ${TARGET_RATIO_TURN}: ${v.ratioAtTurn50.toFixed(1)}× (target ≥ ${TARGET_RATIO}×); build at the last turn: ${ms(v.buildAtLastTurn)} ms median (target < ${TARGET_BUILD_MS} ms)`,
+  );
   console.log(
     `prompt cache over ${runs[0].turns} turns: ${pct(v.cachedShare)} read from cache (target ≥ ${pct(TARGET_CACHED_SHARE)}), ` +
       `cost per turn ${pct(v.costRatio)} of today's (target ≤ ${pct(TARGET_COST_RATIO)}); never over the budget in Claude's tokens: ${v.neverOverModelBudget}; ` +
       `estimate error after the third call ≤ ${pct(v.estimateErrorAfterThird)} (target ≤ ${pct(TARGET_ESTIMATE_ERROR)})`,
   );
   if (values.write) {
-    await mkdir(RESULTS, { recursive: true });
-    await writeFile(join(RESULTS, "context.md"), markdown(runs, policy, seed, encoderLoadMs));
-    await writeFile(join(RESULTS, "context.svg"), chart(runs, policy.totalBudget));
-    await writeFile(join(RESULTS, "prompt-cache.svg"), costChart(runs.map((r) => ({ turns: r.turns, variants: r.cache }))));
-    console.log(`\nwrote context.md, context.svg and prompt-cache.svg in ${join("bench", "results")}`);
+    await writeResults({
+      "context.md": markdown(runs, policy, seed, encoderLoadMs),
+      "context.svg": chart(runs, policy.totalBudget),
+      "prompt-cache.svg": costChart(runs.map((r) => ({ turns: r.turns, variants: r.cache }))),
+    });
   }
   // The view's rules fail the run; the cost and share targets are reported, not enforced.
   const broken = !v.neverOverBudget || !v.neverOverModelBudget || v.estimateErrorAfterThird > TARGET_ESTIMATE_ERROR;

@@ -10,10 +10,7 @@
  * Each figure is the median of 5 runs of one input, in CPU time of this process: how long that
  * input holds the event loop, without the time other processes of a shared machine take from it.
  */
-import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { HumanMessage } from "@langchain/core/messages";
@@ -28,6 +25,8 @@ import { checkReadOnlySql } from "../lib/tools/sql/read-only-sql.js";
 import { ADVERSARIAL_CHARS, adversarialShape, runShapes, type AdversarialShape } from "../test/support/adversarial-text.js";
 import { appMention, BOT_USER, envelope } from "../test/channels/slack/fixtures.js";
 import { channelMention } from "../test/channels/teams/fixtures.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 const RUNS = 5;
 /** The target of issue 14: no input holds the event loop longer, per 16,000 characters. */
@@ -55,10 +54,14 @@ const ignoreValidation = (run: () => unknown) => {
 const subjects: { name: string; run: (text: string) => unknown }[] = [
   { name: "token counter (countTextTokens)", run: countTextTokens },
   { name: "Slack event (parseSlackEvent, mention stripped)", run: (text) => parseSlackEvent(envelope(appMention({ text: `<@${BOT_USER}> ${text}` }))) },
-  { name: "Teams activity (parseTeamsActivity, mention stripped)", run: (text) => parseTeamsActivity(channelMention("https://smba.example/", { text: `<at>Threadwise</at> ${text}` })) },
+  {
+    name: "Teams activity (parseTeamsActivity, mention stripped)",
+    run: (text) => parseTeamsActivity(channelMention("https://smba.example/", { text: `<at>Threadwise</at> ${text}` })),
+  },
   {
     name: "API body (parseJsonBody)",
-    run: (text) => ignoreValidation(() => parseJsonBody({ method: "POST", path: "/", headers: {}, query: {}, body: JSON.stringify({ content: text }) }, bodySchema)),
+    run: (text) =>
+      ignoreValidation(() => parseJsonBody({ method: "POST", path: "/", headers: {}, query: {}, body: JSON.stringify({ content: text }) }, bodySchema)),
   },
   { name: "Prefer header (prefersAsync)", run: (text) => prefersAsync({ method: "POST", path: "/", headers: { prefer: text }, query: {} }) },
   { name: "read-only SQL check (checkReadOnlySql)", run: (text) => checkReadOnlySql(`SELECT ${text}`, "sqlite") },
@@ -73,8 +76,10 @@ function cpuMs(run: () => unknown): number {
 }
 
 function medianMs(run: () => unknown): number {
-  const times = Array.from({ length: RUNS }, () => cpuMs(run));
-  return times.sort((a, b) => a - b)[Math.floor(RUNS / 2)];
+  return quantile(
+    Array.from({ length: RUNS }, () => cpuMs(run)),
+    0.5,
+  );
 }
 
 const shapes: AdversarialShape[] = [...runShapes(), ...fc.sample(adversarialShape(), { seed, numRuns: randomShapes })];
@@ -99,7 +104,9 @@ for (const chars of [500, 1_000, 2_000]) {
   const text = "\u3000".repeat(chars);
   const stockMs = cpuMs(() => stock.encode(text, [], []));
   const oursMs = medianMs(() => countTextTokens(text));
-  stockRows.push(`| ${chars.toLocaleString("en-US")} | ${stockMs.toFixed(0)} ms | ${oursMs.toFixed(2)} ms | ${Math.round(stockMs / oursMs).toLocaleString("en-US")}× |`);
+  stockRows.push(
+    `| ${chars.toLocaleString("en-US")} | ${stockMs.toFixed(0)} ms | ${oursMs.toFixed(2)} ms | ${Math.round(stockMs / oursMs).toLocaleString("en-US")}× |`,
+  );
   console.log(`stock js-tiktoken on ${chars} ideographic spaces: ${stockMs.toFixed(0)} ms; ours ${oursMs.toFixed(2)} ms`);
 }
 const ideographic = "\u3000".repeat(8_000);
@@ -118,7 +125,7 @@ const report = [
   "",
   `Worst of all: ${worstAll.toFixed(1)} ms (${worstAll < TARGET_MS ? "under" : "over"} the ${TARGET_MS} ms target).`,
   "",
-  "The stock js-tiktoken encoder (`encodingForModel(\"gpt-4\")`, whose counts the token counter reproduces) on runs of U+3000 ideographic spaces:",
+  'The stock js-tiktoken encoder (`encodingForModel("gpt-4")`, whose counts the token counter reproduces) on runs of U+3000 ideographic spaces:',
   "",
   "| characters | stock | token counter | stock ÷ token counter |",
   "|---:|---:|---:|---:|",
@@ -129,9 +136,4 @@ const report = [
 ];
 console.log(report.join("\n"));
 // Tracked results change only when asked: `npm run bench:linear -- --write`.
-if (process.argv.includes("--write")) {
-  const out = join(dirname(fileURLToPath(import.meta.url)), "results", "linear-time.md");
-  await mkdir(dirname(out), { recursive: true });
-  await writeFile(out, report.join("\n"));
-  console.log(`wrote ${out}`);
-}
+if (process.argv.includes("--write")) await writeResults({ "linear-time.md": report.join("\n") });

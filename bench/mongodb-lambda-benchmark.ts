@@ -3,7 +3,7 @@
  * holds, and how long the first request takes after the container was frozen and its connections
  * were dropped without a word (as a NAT gateway drops an idle connection).
  *
- *   npm run bench:mongodb [-- --freeze-seconds 65 --before <commit>]
+ *   npm run bench:mongodb [-- --freeze-seconds 65 --before <commit>] [-- --write (results to bench/results)]
  *
  * "Before" is the code at `--before` (default: the last commit before this change), bundled by its
  * own bundling and run with its own template's environment; "after" is this checkout's stack. Each
@@ -30,6 +30,7 @@ import { apiEvent, jwtClaims } from "../test/functions/support/events.js";
 import { lastUserText, startConverseEndpoint } from "../test/support/converse-endpoint.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
 import { LOOPBACK_TLS, startTcpProxy, type TcpProxy } from "../test/support/tcp-proxy.js";
+import { writeResults } from "./support/results.js";
 
 /** The last commit before the Lambda-sized MongoClient, the deploy-step set-up and the verify-first webhooks. */
 const DEFAULT_BEFORE = "41d82aa";
@@ -55,14 +56,24 @@ function before(commit: string, mongodbDb: string): Omit<Variant, "aws"> {
   execSync(`git archive ${commit} | tar -x -C ${dir}`, { cwd: PROJECT_ROOT });
   symlinkSync(join(PROJECT_ROOT, "node_modules"), join(dir, "node_modules"), "dir");
   const script = join(dir, "bench-template.ts");
-  writeFileSync(script, `import { synthTemplate } from "./test/infra/synth.ts";\nprocess.stdout.write(JSON.stringify(synthTemplate({ context: JSON.parse(process.argv[2]) }).toJSON()));\n`);
-  const json = execFileSync(process.execPath, ["--import", "tsx", script, JSON.stringify({ stage: "bench", mongodbDb })], { cwd: dir, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  writeFileSync(
+    script,
+    `import { synthTemplate } from "./test/infra/synth.ts";\nprocess.stdout.write(JSON.stringify(synthTemplate({ context: JSON.parse(process.argv[2]) }).toJSON()));\n`,
+  );
+  const json = execFileSync(process.execPath, ["--import", "tsx", script, JSON.stringify({ stage: "bench", mongodbDb })], {
+    cwd: dir,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const template = Template.fromJSON(JSON.parse(json));
   const functions = functionsOf(template, () => "");
   for (const [name, fn] of Object.entries(functions)) {
     fn.codeDirectory = join(dir, "bundles", name);
     mkdirSync(fn.codeDirectory, { recursive: true });
-    execFileSync(process.execPath, ["--import", "tsx", "infra/bundling/bundle-function.ts", `functions/${name}.ts`, fn.codeDirectory], { cwd: dir, stdio: "inherit" });
+    execFileSync(process.execPath, ["--import", "tsx", "infra/bundling/bundle-function.ts", `functions/${name}.ts`, fn.codeDirectory], {
+      cwd: dir,
+      stdio: "inherit",
+    });
   }
   return { label: `before (${commit})`, template, functions };
 }
@@ -77,7 +88,10 @@ async function start(variant: Variant, name: string, services: Record<string, st
     if (resource.Type === "AWS::SQS::Queue") return variant.aws.queueUrl;
     return undefined;
   });
-  return FunctionProcess.start(artifact, { nodePath, services: { ...services, AWS_ENDPOINT_URL_SECRETS_MANAGER: variant.aws.url, AWS_ENDPOINT_URL_SQS: variant.aws.url } });
+  return FunctionProcess.start(artifact, {
+    nodePath,
+    services: { ...services, AWS_ENDPOINT_URL_SECRETS_MANAGER: variant.aws.url, AWS_ENDPOINT_URL_SQS: variant.aws.url },
+  });
 }
 
 /**
@@ -110,7 +124,7 @@ type Http = { statusCode: number | string; body?: string };
 const orError = (invocation: Promise<Http>): Promise<Http> => invocation.catch((error: Error) => ({ statusCode: error.message }));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { before: { type: "string" }, "freeze-seconds": { type: "string" } } });
+  const { values } = parseArgs({ options: { before: { type: "string" }, "freeze-seconds": { type: "string" }, write: { type: "boolean", default: false } } });
   const commit = values.before ?? DEFAULT_BEFORE;
   const freezeSeconds = Number(values["freeze-seconds"] ?? DEFAULT_FREEZE_SECONDS);
 
@@ -149,7 +163,13 @@ async function main(): Promise<void> {
     const turn = await connectionsDuring(proxy, async () => {
       const created = await invokeApi({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice });
       const id = (JSON.parse(created.body ?? "{}") as { conversationId: string }).conversationId;
-      return invokeApi({ method: "POST", path: `/v1/conversations/${id}/messages`, routeKey: "POST /v1/conversations/{id}/messages", claims: alice, body: { content: "hello" } });
+      return invokeApi({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        body: { content: "hello" },
+      });
     });
     rows.push(`| ${variant.label} | api: cold start, a conversation and one turn (${turn.result.statusCode}) | ${turn.peak} | ${turn.held} |`);
     process.stderr.write(`${rows.at(-1)}\n`);
@@ -159,7 +179,8 @@ async function main(): Promise<void> {
     // Each freeze in a container of its own, warm, idle a moment, then frozen as Lambda freezes it.
     for (const seconds of [freezeSeconds, SHORT_FREEZE_SECONDS]) {
       const container = await start(variant, "api", services, nodePath);
-      const list = () => orError(container.invoke<Http>(apiEvent({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice })));
+      const list = () =>
+        orError(container.invoke<Http>(apiEvent({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice })));
       await list();
       await list();
       container.freeze();
@@ -177,12 +198,18 @@ async function main(): Promise<void> {
 
     const slack = await start(variant, "slack", services, nodePath);
     const body = envelope(appMention({ text: "<@U0BOT> hello" }));
-    const event = await connectionsDuring(proxy, () => orError(slack.invoke<Http>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }))));
+    const event = await connectionsDuring(proxy, () =>
+      orError(slack.invoke<Http>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }))),
+    );
     rows.push(`| ${variant.label} | slack: cold start and one signed mention (${event.result.statusCode}) | ${event.peak} | ${event.held} |`);
     await stopped(slack, proxy);
     const cold = await start(variant, "slack", services, nodePath);
     const refused = await connectionsDuring(proxy, () =>
-      orError(cold.invoke<Http>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body, { secret: "wrong" }) }))),
+      orError(
+        cold.invoke<Http>(
+          apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body, { secret: "wrong" }) }),
+        ),
+      ),
     );
     await stopped(cold, proxy);
     rows.push(`| ${variant.label} | slack: cold start and one wrongly signed request (${refused.result.statusCode}) | ${refused.peak} | ${refused.held} |`);
@@ -212,8 +239,8 @@ async function main(): Promise<void> {
     ...freezeRows,
     "",
   ].join("\n");
-  writeFileSync(join(PROJECT_ROOT, "bench/results/mongodb-lambda.md"), report);
   process.stdout.write(report);
+  if (values.write) await writeResults({ "mongodb-lambda.md": report });
 }
 
 await main();

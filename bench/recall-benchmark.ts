@@ -17,10 +17,7 @@
  *   npm run bench:recall [-- --seed 7] [-- --write]   (--write updates bench/results/recall.md)
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { cpus, loadavg } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
@@ -36,11 +33,13 @@ import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome,
 import { recallTerms } from "../lib/recall/recall-terms.js";
 import { TurnIndexer } from "../lib/recall/turn-indexer.js";
 import { ThreadwiseDatabase } from "../lib/store/database.js";
-import { ZERO_USAGE } from "../lib/store/turn-store.js";
+import { ZERO_USAGE } from "../lib/store/turn-record.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
 import type { ModelViewStats } from "../lib/model-view/types.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID } from "../test/support/embeddings-endpoint.js";
 import { ACKNOWLEDGEMENTS, FACTS } from "./recall-facts.js";
+import { quantile } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 const TURNS = 200;
 const TARGET_RECALL = 0.95;
@@ -48,7 +47,6 @@ const TARGET_RESULT_TOKENS = 1_500;
 const TARGET_SEARCH_MS = 20;
 /** Each question is searched this many times for the timing figures. */
 const TIMING_REPEATS = 5;
-const RESULTS = join(dirname(fileURLToPath(import.meta.url)), "results");
 
 type Random = () => number;
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)];
@@ -77,7 +75,11 @@ function fillerTurn(random: Random): Turn {
       return {
         question: `What was the ${metric} for the ${region} region in ${month}?`,
         answer: `The ${region} region's ${metric} in ${month} was ${int(random, 100, 99_000).toLocaleString("en-US")}, ${pick(random, ["up", "down"])} ${int(random, 1, 19)}% on the month before.`,
-        tool: { name: "sql_query", args: { sql: `SELECT account, month, ${metric.replace(/ /g, "_")} FROM sales WHERE region = '${region}' AND month = '${month}'` }, output: ["| account | month | value |", ...rows].join("\n") },
+        tool: {
+          name: "sql_query",
+          args: { sql: `SELECT account, month, ${metric.replace(/ /g, "_")} FROM sales WHERE region = '${region}' AND month = '${month}'` },
+          output: ["| account | month | value |", ...rows].join("\n"),
+        },
       };
     }
     case 1: {
@@ -85,7 +87,11 @@ function fillerTurn(random: Random): Turn {
       return {
         question: `What does ${topic} say about ${pick(random, ["approvals", "limits", "exceptions", "deadlines"])}?`,
         answer: `According to ${topic}, requests above the limit go to a director, and exceptions are logged in the tracker.`,
-        tool: { name: "search_documents", args: { query: topic }, output: `${topic}: section ${int(random, 1, 9)}. Requests above the limit need a director's sign-off; exceptions are logged.` },
+        tool: {
+          name: "search_documents",
+          args: { query: topic },
+          output: `${topic}: section ${int(random, 1, 9)}. Requests above the limit need a director's sign-off; exceptions are logged.`,
+        },
       };
     }
     case 2:
@@ -113,11 +119,6 @@ function threadMessages(turns: readonly Turn[]): BaseMessage[] {
     messages.push(new AIMessage(turn.answer));
     return messages;
   });
-}
-
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
 
 const median = (values: number[]) => quantile(values, 0.5);
@@ -164,7 +165,12 @@ async function main() {
     await database.setup();
     const embedder: Embedder = new BedrockEmbedder({
       modelId: TITAN_V2_MODEL_ID,
-      client: new BedrockRuntimeClient({ endpoint: endpoint.url, region: "us-east-1", credentials: { accessKeyId: "AKIDLOCAL", secretAccessKey: "local" }, maxAttempts: 1 }),
+      client: new BedrockRuntimeClient({
+        endpoint: endpoint.url,
+        region: "us-east-1",
+        credentials: { accessKeyId: "AKIDLOCAL", secretAccessKey: "local" },
+        maxAttempts: 1,
+      }),
     });
 
     // Two conversations with the same turns: one indexed lexically (offline), one with embeddings.
@@ -258,7 +264,10 @@ async function main() {
         if (inView || found) reached[key]++;
         else missed[key].push(f + 1);
         const answer = formatSearchOutcome(fact.question, outcome, DEFAULT_RECALL_MAX_TOKENS);
-        const call = new AIMessage({ content: "", tool_calls: [{ id: "s", name: SEARCH_CONVERSATION_NAME, args: { query: fact.question }, type: "tool_call" }] });
+        const call = new AIMessage({
+          content: "",
+          tool_calls: [{ id: "s", name: SEARCH_CONVERSATION_NAME, args: { query: fact.question }, type: "tool_call" }],
+        });
         const result = new ToolMessage({ content: answer, tool_call_id: "s", name: SEARCH_CONVERSATION_NAME });
         resultTokens[key].push(countMessageTokens(result));
         tokens[key].push(buildModelView([...state, call, result], policy).stats.viewTokens);
@@ -267,7 +276,12 @@ async function main() {
 
     const n = FACTS.length;
     const ways: Way[] = [
-      { name: "shaped view alone", reached: reached.view, tokensPerCall: fmt(median(tokens.view)), note: `facts in the last ${DEFAULT_VIEW_FINISHED_TURNS} turns only` },
+      {
+        name: "shaped view alone",
+        reached: reached.view,
+        tokensPerCall: fmt(median(tokens.view)),
+        note: `facts in the last ${DEFAULT_VIEW_FINISHED_TURNS} turns only`,
+      },
       { name: "full replay", reached: reached.replay, tokensPerCall: fmt(median(tokens.replay)), note: "every message and tool output, each call" },
       {
         name: "shaped view + search, lexical (offline)",
@@ -309,9 +323,7 @@ async function main() {
     const markdown = lines.join("\n");
     console.log(markdown);
     if (values.write) {
-      await mkdir(RESULTS, { recursive: true });
-      await writeFile(join(RESULTS, "recall.md"), markdown);
-      console.log(`written to ${join(RESULTS, "recall.md")}`);
+      await writeResults({ "recall.md": markdown });
     }
   } finally {
     await endpoint.close();

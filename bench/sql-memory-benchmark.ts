@@ -22,7 +22,8 @@ import { openDatabaseImage } from "../lib/tools/sql/sqlite-wasm.js";
 const SCENARIOS = {
   "one 40 MB value": "SELECT printf('%.*c', 40000000, 'x') AS v",
   "200 rows of 900 kB": "SELECT printf('%.*c', 900000, 'x') AS v FROM order_lines",
-  "sort of 3 million rows": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 3000000) SELECT x, printf('%.100c', 'y') AS pad FROM c ORDER BY random()",
+  "sort of 3 million rows":
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 3000000) SELECT x, printf('%.100c', 'y') AS pad FROM c ORDER BY random()",
 } as const;
 type Scenario = keyof typeof SCENARIOS;
 const APPROACHES = ["stock", "capped"] as const;

@@ -12,9 +12,6 @@
  * checkpointer's put/putWrites, plus, for the product, its artifact inserts and prune.
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
@@ -23,7 +20,10 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { BSON, MongoClient, type Db } from "mongodb";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
-import { DEFAULT_CHECKPOINTS_KEPT, ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../lib/config/config.js";
+import { evaluatePolynomial, fitPolynomial, median, rSquared } from "./support/statistics.js";
+import { writeResults } from "./support/results.js";
 
 /** Tool output sizes in KB, cycled turn after turn: 2 to 100 KB, 31 KB on average. */
 const TOOL_OUTPUT_KB = [2, 5, 10, 20, 50, 100];
@@ -33,9 +33,6 @@ const PREVIEW_CHARS = 200;
 const REPORTED_TURNS = [10, 50, 200];
 /** Interval between measurements drawn in the chart. */
 const SAMPLE_EVERY = 10;
-
-const HERE = dirname(fileURLToPath(import.meta.url));
-const RESULTS = join(HERE, "results");
 
 interface Sample {
   turn: number;
@@ -109,11 +106,7 @@ function scriptedGraph(saver: BaseCheckpointSaver, toolResult: ToolResult) {
     .compile({ checkpointer: saver });
 }
 
-async function threadBytes(
-  db: Db,
-  collections: string[],
-  threadId: string,
-): Promise<{ bytes: number; documents: number; largestDocument: number }> {
+async function threadBytes(db: Db, collections: string[], threadId: string): Promise<{ bytes: number; documents: number; largestDocument: number }> {
   let bytes = 0;
   let documents = 0;
   let largestDocument = 0;
@@ -240,12 +233,6 @@ async function runInterleaved(runners: Runner[]): Promise<void> {
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
-
 function formatBytes(bytes: number): string {
   const units = ["B", "KB", "MB", "GB"];
   let value = bytes;
@@ -255,42 +242,6 @@ function formatBytes(bytes: number): string {
     unit += 1;
   }
   return `${value.toFixed(value >= 100 || Number.isInteger(value) ? 0 : 1)} ${units[unit]}`;
-}
-
-/** Least-squares polynomial of the given degree through the samples (normal equations). */
-function fitPolynomial(points: { x: number; y: number }[], degree: number): number[] {
-  const n = degree + 1;
-  const a = Array.from({ length: n }, () => new Array<number>(n + 1).fill(0));
-  for (const { x, y } of points) {
-    for (let i = 0; i < n; i += 1) {
-      for (let j = 0; j < n; j += 1) a[i][j] += x ** (i + j);
-      a[i][n] += y * x ** i;
-    }
-  }
-  for (let col = 0; col < n; col += 1) {
-    for (let row = col + 1; row < n; row += 1) {
-      const factor = a[row][col] / a[col][col];
-      for (let k = col; k <= n; k += 1) a[row][k] -= factor * a[col][k];
-    }
-  }
-  const coefficients = new Array<number>(n).fill(0);
-  for (let row = n - 1; row >= 0; row -= 1) {
-    let sum = a[row][n];
-    for (let k = row + 1; k < n; k += 1) sum -= a[row][k] * coefficients[k];
-    coefficients[row] = sum / a[row][row];
-  }
-  return coefficients;
-}
-
-function evaluate(coefficients: number[], x: number): number {
-  return coefficients.reduce((sum, c, i) => sum + c * x ** i, 0);
-}
-
-function rSquared(points: { x: number; y: number }[], coefficients: number[]): number {
-  const mean = points.reduce((sum, p) => sum + p.y, 0) / points.length;
-  const total = points.reduce((sum, p) => sum + (p.y - mean) ** 2, 0);
-  const residual = points.reduce((sum, p) => sum + (p.y - evaluate(coefficients, p.x)) ** 2, 0);
-  return 1 - residual / total;
 }
 
 interface Analysis {
@@ -330,7 +281,7 @@ function tableRows(analysis: Analysis): string[][] {
     const product = sampleAt(analysis.product, turn);
     const stock = sampleAt(analysis.stock, turn);
     if (!product) continue;
-    const stockBytes = stock?.bytes ?? evaluate(analysis.stockFit, turn);
+    const stockBytes = stock?.bytes ?? evaluatePolynomial(analysis.stockFit, turn);
     rows.push([
       String(turn),
       stock ? formatBytes(stock.bytes) : `~${formatBytes(stockBytes)} (extrapolated)`,
@@ -447,7 +398,7 @@ function chart(analysis: Analysis): string {
 
   // Left panel: both runs, log scale, gridlines at 100 KB, 1 MB, 10 MB, ...
   const all = [...analysis.stock.samples, ...analysis.product.samples].map((s) => s.bytes);
-  const extrapolated = evaluate(analysis.stockFit, maxTurn);
+  const extrapolated = evaluatePolynomial(analysis.stockFit, maxTurn);
   const ticks = [100 * 1024, 1024 ** 2, 10 * 1024 ** 2, 100 * 1024 ** 2, 1024 ** 3, 10 * 1024 ** 3];
   const low = Math.log10(Math.min(...all, ...ticks.filter((t) => t <= Math.min(...all)).slice(-1)));
   const high = Math.log10(Math.max(...all, extrapolated, ...ticks.filter((t) => t >= Math.max(...all, extrapolated)).slice(0, 1)));
@@ -482,7 +433,8 @@ function chart(analysis: Analysis): string {
   const lastStockTurn = analysis.stock.samples[analysis.stock.samples.length - 1].turn;
   if (lastStockTurn < maxTurn) {
     const points: string[] = [];
-    for (let turn = lastStockTurn; turn <= maxTurn; turn += 5) points.push(`${x(left, turn).toFixed(1)},${yLog(evaluate(analysis.stockFit, turn)).toFixed(1)}`);
+    for (let turn = lastStockTurn; turn <= maxTurn; turn += 5)
+      points.push(`${x(left, turn).toFixed(1)},${yLog(evaluatePolynomial(analysis.stockFit, turn)).toFixed(1)}`);
     parts.push(`<polyline fill="none" stroke="${stockColor}" stroke-width="2" stroke-dasharray="6 4" points="${points.join(" ")}"/>`);
   }
   const legend = [
@@ -516,14 +468,12 @@ function chart(analysis: Analysis): string {
   axes(right);
   const fit = analysis.productFit;
   parts.push(
-    `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluate(fit, 0)))}" x2="${x(right, maxTurn)}" y2="${yLin(evaluate(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
+    `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluatePolynomial(fit, 0)))}" x2="${x(right, maxTurn)}" y2="${yLin(evaluatePolynomial(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
   );
   parts.push(polyline(analysis.product.samples, productColor, yLin, right));
-  parts.push(
-    `<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`,
-  );
+  parts.push(`<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`);
   parts.push("</svg>");
-  return parts.join("\n") + "\n";
+  return `${parts.join("\n")}\n`;
 }
 
 async function main(): Promise<void> {
@@ -556,14 +506,18 @@ async function main(): Promise<void> {
     printTable(rows);
     // Tracked results change only when asked.
     if (process.argv.includes("--write")) {
-      await mkdir(RESULTS, { recursive: true });
-      await writeFile(join(RESULTS, "storage.md"), markdown(analysis, rows));
-      await writeFile(join(RESULTS, "storage.svg"), chart(analysis));
-      console.log(`\nwrote ${join("bench", "results", "storage.md")} and ${join("bench", "results", "storage.svg")}`);
+      await writeResults({ "storage.md": markdown(analysis, rows), "storage.svg": chart(analysis) });
     }
   } finally {
     for (const subject of subjects) {
-      await Promise.all(subject.collections.map((name) => subject.db.collection(name).drop().catch(() => undefined)));
+      await Promise.all(
+        subject.collections.map((name) =>
+          subject.db
+            .collection(name)
+            .drop()
+            .catch(() => undefined),
+        ),
+      );
     }
     await client.close();
     await embedded?.stop();

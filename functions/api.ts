@@ -1,6 +1,3 @@
-import middy from "@middy/core";
-import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
-import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context } from "aws-lambda";
 import type { App } from "../lib/app.js";
 import { errorResponse } from "../lib/api/error-response.js";
@@ -8,7 +5,7 @@ import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
-import { config, credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, turnQueue } from "./shared/runtime.js";
+import { config, credentialsOf, logger, logServerError, publishTurnMetrics, turnQueue, withRuntime } from "./shared/runtime.js";
 
 const claims = new VerifiedClaims(config.auth);
 /** The HTTP API over each app the container makes (a new one when the secret names another database). */
@@ -23,7 +20,7 @@ function handlerFor(app: App) {
   return handle;
 }
 
-/** The HTTP API (every route of design.md, /healthz and /readyz) on API Gateway HTTP API events. */
+/** The HTTP API (every route of the README's "HTTP API" section, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
   const request = claims.attach(toHttpRequest(event), event);
   let response;
@@ -39,4 +36,4 @@ async function api(event: HttpApiEvent, context: Context) {
   return toResult(response);
 }
 
-export const handler = middy(api).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());
+export const handler = withRuntime(api);

@@ -1,14 +1,11 @@
-import middy from "@middy/core";
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
-import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
-import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
-import { parseTurnJob } from "../lib/channels/index.js";
+import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
-import { credentialsMiddleware, credentialsOf, logger, logServerError, metrics, publishTurnMetrics, requireTurnQueue } from "./shared/runtime.js";
+import { credentialsOf, logger, logServerError, publishTurnMetrics, requireTurnQueue, withRuntime } from "./shared/runtime.js";
 
 /** Thrown for a record the queue should deliver again; its visibility is already set to the retry delay. */
 class TurnRetryError extends ThreadwiseError {
@@ -56,4 +53,4 @@ async function worker(event: SQSEvent, context: Context) {
   return processPartialResponse(event, runTurn, processor, { context, throwOnFullBatchFailure: false });
 }
 
-export const handler = middy(worker).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());
+export const handler = withRuntime(worker);

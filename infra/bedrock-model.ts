@@ -42,10 +42,7 @@ export function bedrockResourceArns(modelId: string, ctx: BedrockArnContext, fou
   }
   const profile = INFERENCE_PROFILE_PREFIX.exec(modelId);
   if (profile) {
-    return [
-      `arn:${ctx.partition}:bedrock:${ctx.region}:${ctx.account}:inference-profile/${modelId}`,
-      anyRegionModel(foundationModelId ?? profile[2]),
-    ];
+    return [`arn:${ctx.partition}:bedrock:${ctx.region}:${ctx.account}:inference-profile/${modelId}`, anyRegionModel(foundationModelId ?? profile[2])];
   }
   return [`arn:${ctx.partition}:bedrock:${ctx.region}::foundation-model/${modelId}`];
 }

@@ -42,14 +42,20 @@ export interface ConnectionPlan {
  * api the rest. A budget that leaves the api nothing is refused at synth.
  */
 export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
-  const connectionsPerContainer = Object.fromEntries(FUNCTION_NAMES.map((name) => [name, FUNCTION_POOL_SIZES[name] + input.replicaSetMembers])) as Record<FunctionName, number>;
+  const connectionsPerContainer = Object.fromEntries(FUNCTION_NAMES.map((name) => [name, FUNCTION_POOL_SIZES[name] + input.replicaSetMembers])) as Record<
+    FunctionName,
+    number
+  >;
   const fixed = { worker: input.workerMaxConcurrency, slack: DEFAULT_WEBHOOK_CONCURRENCY, teams: DEFAULT_WEBHOOK_CONCURRENCY, setup: 1 };
   const fixedConnections = Object.entries(fixed).reduce((sum, [name, containers]) => sum + containers * connectionsPerContainer[name as FunctionName], 0);
   const api = Math.floor((input.budget - fixedConnections) / connectionsPerContainer.api);
   if (api < 1) {
     const needed = fixedConnections + connectionsPerContainer.api;
     throw new ValidationError("invalid CDK context", [
-      { path: "mongodbConnectionBudget", message: `at least ${needed} connections are needed (worker, webhooks and setup take ${fixedConnections}, one api container ${connectionsPerContainer.api})` },
+      {
+        path: "mongodbConnectionBudget",
+        message: `at least ${needed} connections are needed (worker, webhooks and setup take ${fixedConnections}, one api container ${connectionsPerContainer.api})`,
+      },
     ]);
   }
   const reservedConcurrency = { ...fixed, api };

@@ -54,7 +54,13 @@ const contextBoolean = z.union([z.boolean(), z.enum(["true", "false"]).transform
 /** A list as a JSON array (cdk.json) or comma-separated (`-c key=a,b`). */
 const contextList = <T extends z.ZodType<string>>(item: T) =>
   z.preprocess(
-    (v) => (typeof v === "string" ? v.split(",").map((s) => s.trim()).filter((s) => s.length > 0) : v),
+    (v) =>
+      typeof v === "string"
+        ? v
+            .split(",")
+            .map((s) => s.trim())
+            .filter((s) => s.length > 0)
+        : v,
     z.array(item).min(1),
   );
 
@@ -85,11 +91,12 @@ const contextSchema = z.object({
     })
     .pipe(z.partialRecord(z.enum(CREDENTIAL_SECRET_NAMES as [CredentialSecretName, ...CredentialSecretName[]]), z.string().startsWith("arn:aws")))
     .optional(),
-  secretsKmsKeyArn: z.string().regex(/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[0-9a-f-]+$/, "a KMS key ARN").optional(),
-  mongodbDb: z.string().min(1).optional(),
-  logRetentionDays: contextNumber
-    .refine((d) => LOG_RETENTION_DAYS.includes(d), `one of ${LOG_RETENTION_DAYS.join(", ")}`)
+  secretsKmsKeyArn: z
+    .string()
+    .regex(/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[0-9a-f-]+$/, "a KMS key ARN")
     .optional(),
+  mongodbDb: z.string().min(1).optional(),
+  logRetentionDays: contextNumber.refine((d) => LOG_RETENTION_DAYS.includes(d), `one of ${LOG_RETENTION_DAYS.join(", ")}`).optional(),
   workerTimeoutSeconds: contextNumber.max(900).optional(),
   workerMaxConcurrency: contextNumber.min(2).max(1000).optional(),
   maxReceiveCount: contextNumber.max(1000).optional(),
@@ -100,20 +107,38 @@ const contextSchema = z.object({
   mongodbMaxIdleSeconds: contextNumber.max(3_600).optional(),
   vpc: z.enum(["none", "nat"]).optional(),
   vpcNatGateways: contextNumber.max(3).optional(),
-  atlasPrivateEndpointServiceName: z.string().regex(/^com\.amazonaws\.vpce\.[a-z0-9-]+\.vpce-svc-[0-9a-f]+$/, "a VPC endpoint service name (com.amazonaws.vpce.<region>.vpce-svc-…)").optional(),
-  athenaWorkgroup: z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "an Athena workgroup name").optional(),
+  atlasPrivateEndpointServiceName: z
+    .string()
+    .regex(/^com\.amazonaws\.vpce\.[a-z0-9-]+\.vpce-svc-[0-9a-f]+$/, "a VPC endpoint service name (com.amazonaws.vpce.<region>.vpce-svc-…)")
+    .optional(),
+  athenaWorkgroup: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,128}$/, "an Athena workgroup name")
+    .optional(),
   athenaDatabase: z
     .string()
     .regex(/^[a-z0-9_]{1,255}$/, "lowercase letters, digits and underscores, as Athena names Glue databases")
     .optional(),
-  athenaCatalog: z.string().regex(/^[A-Za-z0-9_@-]{1,128}$/, "an Athena data catalog name").optional(),
+  athenaCatalog: z
+    .string()
+    .regex(/^[A-Za-z0-9_@-]{1,128}$/, "an Athena data catalog name")
+    .optional(),
   athenaOutputLocation: z.string().regex(S3_URI, "s3://bucket/prefix").optional(),
   athenaResultsBucket: z.string().regex(S3_BUCKET_NAME, "an S3 bucket name").optional(),
   athenaDataBucketArns: contextList(z.string().regex(S3_BUCKET_ARN, "an S3 bucket ARN (arn:aws:s3:::bucket)")).optional(),
   athenaSchemaDescription: z.string().min(1).max(MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS).optional(),
-  knowledgeBaseId: z.string().regex(/^[0-9A-Za-z]{1,10}$/, "a Bedrock knowledge base id").optional(),
-  knowledgeBaseRegion: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "an AWS region").optional(),
-  powerBiTenantId: z.string().regex(/^[A-Za-z0-9.-]{1,255}$/, "an Entra tenant id or domain").optional(),
+  knowledgeBaseId: z
+    .string()
+    .regex(/^[0-9A-Za-z]{1,10}$/, "a Bedrock knowledge base id")
+    .optional(),
+  knowledgeBaseRegion: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, "an AWS region")
+    .optional(),
+  powerBiTenantId: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]{1,255}$/, "an Entra tenant id or domain")
+    .optional(),
   powerBiGroupId: z.guid().optional(),
   powerBiDatasetId: z.guid().optional(),
   followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
@@ -186,7 +211,7 @@ export interface StageToolsConfig {
   /** Set: `sql_query` runs on Athena. */
   athena?: AthenaStageConfig;
   /** Set: `search_documents` retrieves from this Bedrock knowledge base. */
-  knowledgeBase?: { id: string; /** Unset: the stack's region. */ region?: string };
+  knowledgeBase?: { id: string /** Unset: the stack's region. */; region?: string };
   /** Set: `query_semantic_model` is offered; its client id and secret come from the credentials secret. */
   powerBi?: { tenantId: string; groupId: string; datasetId: string };
   followUpWebhookUrl?: string;
@@ -213,7 +238,12 @@ export function readStageConfig(node: Node): StageConfig {
   }
   if (node.tryGetContext("secretArn")) {
     // One secret for every key was replaced by one per group of readers: ignoring it would deploy empty secrets.
-    throw invalidContext([{ path: "secretArn", message: 'replaced by secretArns: split the secret as the README\'s "The credentials secrets" says and pass {"database": "arn:…", …}' }]);
+    throw invalidContext([
+      {
+        path: "secretArn",
+        message: 'replaced by secretArns: split the secret as the README\'s "The credentials secrets" says and pass {"database": "arn:…", …}',
+      },
+    ]);
   }
   const c = parseOrThrow(contextSchema, raw, "invalid CDK context");
   const stage = c.stage ?? DEFAULT_STAGE;
@@ -281,7 +311,10 @@ function readToolsConfig(c: Context): StageToolsConfig {
     if (!athenaOn && c[key] !== undefined) issues.push({ path: key, message: "needs athenaWorkgroup and athenaDatabase" });
   }
   if (c.athenaOutputLocation !== undefined && c.athenaResultsBucket !== undefined) {
-    issues.push({ path: "athenaResultsBucket", message: "only for a workgroup that sets its own results location; with athenaOutputLocation the grant follows that" });
+    issues.push({
+      path: "athenaResultsBucket",
+      message: "only for a workgroup that sets its own results location; with athenaOutputLocation the grant follows that",
+    });
   }
   if (c.knowledgeBaseRegion !== undefined && c.knowledgeBaseId === undefined) {
     issues.push({ path: "knowledgeBaseRegion", message: "needs knowledgeBaseId" });

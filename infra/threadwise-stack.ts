@@ -1,6 +1,6 @@
 import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
-import { RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Topic } from "aws-cdk-lib/aws-sns";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
@@ -141,7 +141,12 @@ export class ThreadwiseStack extends Stack {
       return f;
     };
 
-    const setup = fn("setup", "Threadwise database set-up (indexes): run on every deploy, and by hand once the database secret is filled in", 512, SETUP_FUNCTION_TIMEOUT);
+    const setup = fn(
+      "setup",
+      "Threadwise database set-up (indexes): run on every deploy, and by hand once the database secret is filled in",
+      512,
+      SETUP_FUNCTION_TIMEOUT,
+    );
     const databaseSetup = new CustomResource(this, "DatabaseSetup", {
       serviceToken: setup.fn.functionArn,
       resourceType: "Custom::ThreadwiseDatabaseSetup",
@@ -153,7 +158,12 @@ export class ThreadwiseStack extends Stack {
     api.useTurnQueue(queues.queue);
     api.useBedrockModel(config.bedrockModelId, bedrockArns);
 
-    const worker = fn("worker", "Threadwise worker: one queued turn per invocation, replies to its channel", 1024, Duration.seconds(config.workerTimeoutSeconds));
+    const worker = fn(
+      "worker",
+      "Threadwise worker: one queued turn per invocation, replies to its channel",
+      1024,
+      Duration.seconds(config.workerTimeoutSeconds),
+    );
     worker.useBedrockModel(config.bedrockModelId, bedrockArns);
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
     // Channel turns run only in the worker; the api's callers carry their roles in their tokens.

@@ -14,7 +14,7 @@ import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
 import type { TurnQueue } from "./queue/turn-queue.js";
-import { ThreadwiseDatabase } from "./store/database.js";
+import type { ThreadwiseDatabase } from "./store/database.js";
 import { createMongoClient } from "./store/mongo-client.js";
 import type { ToolDefinition } from "./tools/tool.js";
 import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";

@@ -52,7 +52,10 @@ function strykerNode(): string {
 }
 
 function slug(module: string): string {
-  return module.replace(/^lib\//, "").replace(/\.ts$/, "").replace(/[^A-Za-z0-9]+/g, "-");
+  return module
+    .replace(/^lib\//, "")
+    .replace(/\.ts$/, "")
+    .replace(/[^A-Za-z0-9]+/g, "-");
 }
 
 function strykerConfig(target: MutationModule, dir: string) {

@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import type { Authenticate, HttpRequest, HttpResponse } from "../../lib/api/http.js";
+import { decodeEventBody, lowercaseHeaders, type Authenticate, type HttpRequest, type HttpResponse } from "../../lib/api/http.js";
 import { callerFromClaims, type ClaimNames } from "../../lib/auth/index.js";
 import { AuthenticationError } from "../../lib/errors.js";
 
@@ -10,11 +10,9 @@ export type HttpApiEvent = APIGatewayProxyEventV2 & {
 
 /** The framework-neutral request of lib/api: lowercase headers, the body decoded from base64 if it came so. */
 export function toHttpRequest(event: HttpApiEvent): HttpRequest {
-  const headers: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {})) headers[name.toLowerCase()] = value;
+  const headers = lowercaseHeaders(event.headers);
   if (event.cookies?.length) headers.cookie = event.cookies.join("; ");
-  const body = event.body === undefined ? undefined : event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
-  return { method: event.requestContext.http.method, path: event.rawPath, headers, query: { ...event.queryStringParameters }, body };
+  return { method: event.requestContext.http.method, path: event.rawPath, headers, query: { ...event.queryStringParameters }, body: decodeEventBody(event) };
 }
 
 export function toResult(response: { status: number; headers: Record<string, string>; body: string }): APIGatewayProxyStructuredResultV2 {

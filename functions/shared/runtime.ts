@@ -1,19 +1,15 @@
 import { Logger } from "@aws-lambda-powertools/logger";
+import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
+import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
+import middy from "@middy/core";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import secretsManager from "@middy/secrets-manager";
 import type { Context } from "aws-lambda";
 import type { MongoClient } from "mongodb";
-import { errorResponse } from "../../lib/api/error-response.js";
+import { serverErrorLogger } from "../../lib/api/server-error-log.js";
 import { loadConfig } from "../../lib/config/config.js";
-import {
-  CREDENTIAL_SECRETS,
-  CredentialsMissingError,
-  NOT_CONFIGURED_RETRY_AFTER_S,
-  parseCredentials,
-  requireCredentials,
-  type Credentials,
-} from "../../lib/config/credentials.js";
+import { CREDENTIAL_SECRETS, NOT_CONFIGURED_RETRY_AFTER_S, parseCredentials, requireCredentials, type Credentials } from "../../lib/config/credentials.js";
 import { ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
@@ -26,9 +22,7 @@ export const config = loadConfig();
 export const logger = new Logger();
 export const metrics = new Metrics();
 
-export const turnQueue = config.deployment.turnQueueUrl
-  ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl })
-  : undefined;
+export const turnQueue = config.deployment.turnQueueUrl ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl }) : undefined;
 
 /**
  * Fetches the credentials secrets this function is granted (their ARNs are in its environment,
@@ -99,13 +93,13 @@ export function publishTurnMetrics(m: TurnMetrics): void {
   metrics.addMetric(TURN_METRIC_NAMES.omittedOutputs, MetricUnit.Count, m.omittedOutputs);
 }
 
+/** Server faults only, with names and numbers: never request or message contents. */
+export const logServerError = serverErrorLogger(logger);
+
 /**
- * Server faults only, with names and numbers: never request or message contents. Empty keys of
- * the secrets are named, with the secret to fill them in, so a new deployment says what it lacks.
+ * The middleware every event function runs under (api, worker, webhooks): the Lambda context in
+ * the logs, the metrics flushed, the credentials secrets fetched.
  */
-export function logServerError(error: unknown, request: { method: string; path: string }): void {
-  if (errorResponse(error).status < 500) return;
-  const route = request.path.replace(/[0-9a-f-]{36}/gi, "{id}");
-  if (error instanceof CredentialsMissingError) return logger.error("credentials missing", { missing: error.missing, method: request.method, route });
-  logger.error("request failed", { error: error instanceof Error ? error.name : "unknown", method: request.method, route });
+export function withRuntime<TEvent, TResult>(handler: (event: TEvent, context: Context) => Promise<TResult>) {
+  return middy(handler).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());
 }

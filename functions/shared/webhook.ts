@@ -1,12 +1,14 @@
 import type { Context } from "aws-lambda";
 import { errorResponse } from "../../lib/api/error-response.js";
+import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { createRouter } from "../../lib/api/router.js";
 import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
-import { channelRoutes } from "../../lib/channels/channel-routes.js";
+import { channelHandlers } from "../../lib/channels/channel-handlers.js";
 import { webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
 import { slackResponseUrlPrefix } from "../../lib/channels/slack/handle-slack-interaction.js";
 import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
+import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { config, credentialsOf, logger, logServerError, mongoClientFor, requireTurnQueue } from "./runtime.js";
 
 /** What to fill in, said by a webhook whose channel has no key yet (README, "The credentials secrets"). */
@@ -42,19 +44,17 @@ export function webhook(channel: "slack" | "teams") {
     try {
       const credentials = credentialsOf(context);
       const ingress = channelIngressCredentialsOf(credentials);
-      const route = createRouter(
-        channelRoutes({
-          slack: channel === "slack" ? ingress.slack : undefined,
-          teams: channel === "teams" && ingress.teams ? { ...ingress.teams, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
-          notConfigured: AWS_CHANNEL_HINTS,
-          deduper: deduperOf(credentials),
-          enqueue: (job) => requireTurnQueue().enqueue(job),
-          decide: (...args) => webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job) => requireTurnQueue().enqueue(job))(...args),
-          slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
-          logger,
-        }),
-        logServerError,
-      );
+      const handlers = channelHandlers({
+        slack: channel === "slack" ? ingress.slack : undefined,
+        teams: channel === "teams" && ingress.teams ? { ...ingress.teams, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+        notConfigured: AWS_CHANNEL_HINTS,
+        deduper: deduperOf(credentials),
+        enqueue: (job) => requireTurnQueue().enqueue(job),
+        decide: (...args) => webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job: TurnJob) => requireTurnQueue().enqueue(job))(...args),
+        slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
+        logger,
+      });
+      const route = createRouter(channelRoutes(handlers), logServerError);
       return toResult(await route(request));
     } catch (error) {
       logServerError(error, request);

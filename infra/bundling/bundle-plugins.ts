@@ -53,8 +53,16 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   { importPath: "../locales/index.js", importer: /[\\/]zod[\\/]v4[\\/](core|classic|mini)[\\/]/, replacement: { file: here("./zod-locales.ts") } },
   { importPath: "./compile.js", importer: /[\\/]zod[\\/]v4[\\/]core[\\/]index\.js$/, replacement: { file: here("./zod-compile.ts") } },
   { importPath: "./from-json-schema.js", importer: /[\\/]zod[\\/]v4[\\/]classic[\\/]external\.js$/, replacement: { file: here("./zod-from-json-schema.ts") } },
-  { importPath: "./import_map.js", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]load[\\/]index\.js$/, replacement: { file: here("./langchain-import-map.ts") } },
-  { importPath: "../utils/sax-js/sax.js", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]output_parsers[\\/]xml\.js$/, replacement: { file: here("./langchain-sax.ts") } },
+  {
+    importPath: "./import_map.js",
+    importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]load[\\/]index\.js$/,
+    replacement: { file: here("./langchain-import-map.ts") },
+  },
+  {
+    importPath: "../utils/sax-js/sax.js",
+    importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]output_parsers[\\/]xml\.js$/,
+    replacement: { file: here("./langchain-sax.ts") },
+  },
   { importPath: "./client.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]run_trees\.mjs$/, replacement: { file: here("./langsmith-client.ts") } },
   // The package root re-exports the generated REST client too; LangChain only takes these two names from it.
   { importPath: "langsmith", importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]/, replacement: { file: here("./langsmith.ts") } },
@@ -68,10 +76,14 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   // clients would be loaded at start for nothing (~8 ms for Kendra's alone); we use the chat model.
   { importPath: "@langchain/aws", importer: /[\\/]lib[\\/]agent[\\/]/, replacement: { contents: 'export { ChatBedrockConverse } from "./chat_models.js";' } },
   // LangSmith's environment helpers take only its version from the package index, which imports the tracing client.
-  { importPath: "../index.mjs", importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/, replacement: { contents: 'export { VERSION as __version__ } from "../version.mjs";' } },
+  {
+    importPath: "../index.mjs",
+    importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/,
+    replacement: { contents: 'export { VERSION as __version__ } from "../version.mjs";' },
+  },
 ];
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
 const REPLACEMENT_NAMESPACE = "threadwise-replacement";
 
@@ -79,7 +91,7 @@ export const moduleReplacements: Plugin = {
   name: "threadwise-module-replacements",
   setup(build) {
     for (const { importPath, importer, replacement } of MODULE_REPLACEMENTS) {
-      build.onResolve({ filter: new RegExp(`^${escape(importPath)}$`) }, async (args) => {
+      build.onResolve({ filter: new RegExp(`^${escapeRegExp(importPath)}$`) }, async (args) => {
         if (!importer.test(args.importer)) return undefined;
         if ("file" in replacement) return { path: replacement.file };
         // Resolved as if not replaced (no importer, so this plugin passes), to find its directory.
@@ -88,6 +100,9 @@ export const moduleReplacements: Plugin = {
         return { path: replaced.path, namespace: REPLACEMENT_NAMESPACE, pluginData: { contents: replacement.contents, resolveDir: dirname(replaced.path) } };
       });
     }
-    build.onLoad({ filter: /.*/, namespace: REPLACEMENT_NAMESPACE }, (args) => ({ ...(args.pluginData as { contents: string; resolveDir: string }), loader: "js" }));
+    build.onLoad({ filter: /.*/, namespace: REPLACEMENT_NAMESPACE }, (args) => ({
+      ...(args.pluginData as { contents: string; resolveDir: string }),
+      loader: "js",
+    }));
   },
 };

@@ -138,7 +138,10 @@ export function functionCode(entry: string): Code {
       command: ["bash", "-c", `npx tsx ${relative(PROJECT_ROOT, BUNDLE_FUNCTION_SCRIPT)} ${relativeEntry} /asset-output`],
       local: {
         tryBundle(outputDir: string): boolean {
-          execFileSync(process.execPath, ["--import", "tsx", BUNDLE_FUNCTION_SCRIPT, entry, outputDir], { cwd: PROJECT_ROOT, stdio: ["ignore", "inherit", "inherit"] });
+          execFileSync(process.execPath, ["--import", "tsx", BUNDLE_FUNCTION_SCRIPT, entry, outputDir], {
+            cwd: PROJECT_ROOT,
+            stdio: ["ignore", "inherit", "inherit"],
+          });
           return true;
         },
       },

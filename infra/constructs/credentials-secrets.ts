@@ -38,7 +38,11 @@ export class CredentialsSecrets extends Construct {
     for (const name of props.names) {
       const arn = props.imported[name];
       if (arn) {
-        this.secrets[name] = Secret.fromSecretAttributes(this, pascal(name), COMPLETE_SECRET_ARN.test(arn) ? { secretCompleteArn: arn } : { secretPartialArn: arn });
+        this.secrets[name] = Secret.fromSecretAttributes(
+          this,
+          pascal(name),
+          COMPLETE_SECRET_ARN.test(arn) ? { secretCompleteArn: arn } : { secretPartialArn: arn },
+        );
         continue;
       }
       const secret = new Secret(this, pascal(name), {
@@ -65,7 +69,9 @@ export class CredentialsSecrets extends Construct {
    * imported key's policy and says nothing.
    */
   grantRead(grantee: IGrantable, names: readonly CredentialSecretName[]): Partial<Record<CredentialSecretName, ISecret>> {
-    const picked = Object.fromEntries(names.flatMap((name) => (this.secrets[name] ? [[name, this.secrets[name]]] : []))) as Partial<Record<CredentialSecretName, ISecret>>;
+    const picked = Object.fromEntries(names.flatMap((name) => (this.secrets[name] ? [[name, this.secrets[name]]] : []))) as Partial<
+      Record<CredentialSecretName, ISecret>
+    >;
     for (const secret of Object.values(picked)) secret.grantRead(grantee);
     const readsImported = Object.keys(picked).some((name) => !(name in this.created));
     if (this.kmsKeyArn && readsImported) {

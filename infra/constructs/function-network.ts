@@ -2,7 +2,7 @@ import { Fn, type RemovalPolicy } from "aws-cdk-lib";
 import {
   FlowLogDestination,
   FlowLogTrafficType,
-  InterfaceVpcEndpoint,
+  type InterfaceVpcEndpoint,
   InterfaceVpcEndpointService,
   Port,
   SecurityGroup,

@@ -72,7 +72,11 @@ export class Operations extends Construct {
     const fns = Object.entries(props.functions);
     this.dashboard = new Dashboard(this, "Dashboard", { dashboardName: `${props.stage}-threadwise` });
     this.dashboard.addWidgets(
-      new TextWidget({ markdown: `# Threadwise ${props.stage}\nPer-turn metrics (namespace ${METRICS_NAMESPACE}), functions, queue, API.`, width: 24, height: 2 }),
+      new TextWidget({
+        markdown: `# Threadwise ${props.stage}\nPer-turn metrics (namespace ${METRICS_NAMESPACE}), functions, queue, API.`,
+        width: 24,
+        height: 2,
+      }),
     );
     this.dashboard.addWidgets(
       new GraphWidget({

@@ -1,6 +1,6 @@
 import { Validations, type RemovalPolicy } from "aws-cdk-lib";
 import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
-import { HttpApi, HttpMethod, HttpRoute, HttpStage, LogGroupLogDestination } from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpApi, HttpMethod, type HttpRoute, HttpStage, LogGroupLogDestination } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { IFunction } from "aws-cdk-lib/aws-lambda";
@@ -98,7 +98,7 @@ export class ThreadwiseApi extends Construct {
         path: "/healthz",
         method: HttpMethod.GET,
         integration: api,
-        reason: "Liveness probe by design (design.md: GET /healthz, no auth); it returns no data.",
+        reason: "Liveness probe by design (README, HTTP API: GET /healthz, no auth); it returns no data.",
       },
       {
         path: "/readyz",

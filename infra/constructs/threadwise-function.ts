@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import type { Duration, RemovalPolicy } from "aws-cdk-lib";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
@@ -58,12 +58,7 @@ export const VPC_NETWORK_INTERFACE_ACTIONS = [
 ] as const;
 
 /** What `sql_query` may do in Athena: run, watch, read and stop queries (no workgroup or catalog changes). */
-export const ATHENA_QUERY_ACTIONS = [
-  "athena:StartQueryExecution",
-  "athena:GetQueryExecution",
-  "athena:GetQueryResults",
-  "athena:StopQueryExecution",
-] as const;
+export const ATHENA_QUERY_ACTIONS = ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults", "athena:StopQueryExecution"] as const;
 /** Glue Data Catalog reads Athena makes, with the caller's permissions, to plan a query. */
 export const GLUE_READ_ACTIONS = ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"] as const;
 /** Bucket-level reads Athena makes on the data and results buckets. */
@@ -257,9 +252,7 @@ export class ThreadwiseFunction extends Construct {
    * holding back other conversations' turns; failures are still reported per item.
    */
   consumeTurnQueue(queue: IQueue, maxConcurrency: number): void {
-    this.fn.addEventSource(
-      new SqsEventSource(queue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency }),
-    );
+    this.fn.addEventSource(new SqsEventSource(queue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency }));
     // The event source grants ChangeMessageVisibility; the worker uses it to time its retries.
     this.fn.addEnvironment(FUNCTION_ENV.turnQueueUrl, queue.queueUrl);
   }

@@ -31,10 +31,7 @@ export function athenaResourceArns(athena: AthenaStageConfig, ctx: BedrockArnCon
   const results = athena.results;
   return {
     workgroup: `arn:${ctx.partition}:athena:${ctx.region}:${ctx.account}:workgroup/${athena.workgroup}`,
-    glue:
-      athena.catalog === DEFAULT_ATHENA_CATALOG
-        ? [`${glue}:catalog`, `${glue}:database/${athena.database}`, `${glue}:table/${athena.database}/*`]
-        : [],
+    glue: athena.catalog === DEFAULT_ATHENA_CATALOG ? [`${glue}:catalog`, `${glue}:database/${athena.database}`, `${glue}:table/${athena.database}/*`] : [],
     dataBuckets: athena.dataBucketArns,
     dataObjects: athena.dataBucketArns.map((arn) => `${arn}/*`),
     resultsBucket: results && s3(results.bucket),

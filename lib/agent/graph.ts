@@ -1,5 +1,5 @@
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { END, interrupt, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { ModelPrice } from "../config/config.js";
@@ -13,7 +13,7 @@ import {
   type ModelViewPolicy,
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
-import type { ModelCallRecord, Usage } from "../store/turn-store.js";
+import { toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import { approvalIdOf } from "../store/approval-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
@@ -24,7 +24,6 @@ import type { FaultInjector } from "./fault-points.js";
 import { reportedUsage } from "./model-usage.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
-import { toViewMessages } from "./view-record.js";
 import type { FunctionTool } from "./local-chat-model.js";
 
 /** Per-invocation context: passed as LangGraph `context`, which is never checkpointed. */

@@ -2,10 +2,8 @@ export { createAgentGraph, type AgentGraph, type AgentGraphOptions, type TurnCon
 export {
   TurnRunner,
   DEFAULT_MAX_MODEL_CALLS,
-  summarizeContext,
   type ThreadFencing,
   type ThreadMessage,
-  type TurnContextSummary,
   type TurnRequest,
   type TurnResult,
   type TurnRunnerDeps,
@@ -16,4 +14,3 @@ export { RegistryToolRunner, type OutputOffload, type ToolExecution, type ToolEx
 export type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./system-prompt.js";
 export { FAULT_POINTS, type FaultInjector, type FaultPoint } from "./fault-points.js";
-export { toViewMessages } from "./view-record.js";

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/language_models/chat_models";
 import { AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { ChatResult } from "@langchain/core/outputs";
+import { messageText } from "../model-view/message-text.js";
 import { countMessagesTokens, countTextTokens } from "../model-view/token-counter.js";
 
 /** A tool as handed to `bindTools`, in the OpenAI function shape every LangChain chat model accepts. */
@@ -13,12 +14,6 @@ export interface FunctionTool {
 /** How much of a tool result the local model quotes in its answer. */
 const QUOTE_CHARS = 600;
 
-function textOf(message: BaseMessage): string {
-  return typeof message.content === "string"
-    ? message.content
-    : message.content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
-}
-
 function isType(message: BaseMessage, type: string): boolean {
   return message.getType() === type;
 }
@@ -27,9 +22,7 @@ function isType(message: BaseMessage, type: string): boolean {
 export const MAX_ARGUMENT_DEPTH = 32;
 
 /** What the latest message asks for: a call, or a call whose arguments could not be read. */
-type RequestedCall =
-  | { kind: "call"; name: string; args: Record<string, unknown> }
-  | { kind: "malformed"; tool: FunctionTool; problem: string };
+type RequestedCall = { kind: "call"; name: string; args: Record<string, unknown> } | { kind: "malformed"; tool: FunctionTool; problem: string };
 
 /**
  * `tool_name {json}` anywhere in the text names a call with those arguments. A JSON object that
@@ -85,7 +78,7 @@ export function describeArguments(tool: FunctionTool): string {
 /** Deterministic, and distinct across turns because the view it is derived from differs. */
 function callId(messages: BaseMessage[], name: string): string {
   const hash = createHash("sha256");
-  for (const m of messages) hash.update(m.getType()).update("\0").update(textOf(m)).update("\0");
+  for (const m of messages) hash.update(m.getType()).update("\0").update(messageText(m.content)).update("\0");
   return `local-${name}-${hash.digest("hex").slice(0, 16)}`;
 }
 
@@ -124,19 +117,19 @@ const REFERS_BACK = new RegExp(
  */
 function recallSearch(messages: BaseMessage[], question: string, tools: FunctionTool[]): AIMessage | undefined {
   const system = messages.find((m) => isType(m, "system"));
-  if (!tools.some((t) => t.function.name === SEARCH_TOOL) || !system || !textOf(system).includes(SEARCH_TOOL)) return undefined;
+  if (!tools.some((t) => t.function.name === SEARCH_TOOL) || !system || !messageText(system.content).includes(SEARCH_TOOL)) return undefined;
   if (!REFERS_BACK.test(question) && !/what(?:'s| is) my /i.test(question)) return undefined;
   const call = { id: callId(messages, SEARCH_TOOL), name: SEARCH_TOOL, args: { query: question.trim() }, type: "tool_call" as const };
   return new AIMessage({ content: "", tool_calls: [call] });
 }
 
 function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], alreadyRead: Set<string>, question: string): AIMessage {
-  const found = results.filter((r) => r.name === SEARCH_TOOL).map((r) => textOf(r).replace(/^Assistant: .*$/gm, ""));
+  const found = results.filter((r) => r.name === SEARCH_TOOL).map((r) => messageText(r.content).replace(/^Assistant: .*$/gm, ""));
   const fact = found.length > 0 ? recalledFact(question, found) : undefined;
   if (fact) return new AIMessage(fact);
   const canRead = tools.some((t) => t.function.name === "read_tool_output");
   for (const result of results) {
-    const handle = /\bhandle\W+([\w:.-]+)/i.exec(textOf(result))?.[1];
+    const handle = /\bhandle\W+([\w:.-]+)/i.exec(messageText(result.content))?.[1];
     if (canRead && handle && !alreadyRead.has(handle)) {
       return new AIMessage({
         content: "",
@@ -145,7 +138,7 @@ function answerFromToolResults(results: ToolMessage[], tools: FunctionTool[], al
     }
   }
   const parts = results.map((r) => {
-    const text = textOf(r).trim();
+    const text = messageText(r.content).trim();
     const quoted = text.length > QUOTE_CHARS ? `${text.slice(0, QUOTE_CHARS)}…` : text;
     return `${r.name ?? "The tool"} returned:\n${quoted}`;
   });
@@ -180,9 +173,9 @@ export class LocalChatModel extends BaseChatModel {
   async _generate(messages: BaseMessage[]): Promise<ChatResult> {
     const message = this.respond(messages);
     const inputTokens = countMessagesTokens(messages);
-    const outputTokens = countTextTokens(textOf(message)) + countTextTokens(JSON.stringify(message.tool_calls ?? []));
+    const outputTokens = countTextTokens(messageText(message.content)) + countTextTokens(JSON.stringify(message.tool_calls ?? []));
     message.usage_metadata = { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
-    return { generations: [{ message, text: textOf(message) }] };
+    return { generations: [{ message, text: messageText(message.content) }] };
   }
 
   private respond(messages: BaseMessage[]): AIMessage {
@@ -195,9 +188,9 @@ export class LocalChatModel extends BaseChatModel {
       const alreadyRead = new Set(
         active.flatMap((m) => ((m as AIMessage).tool_calls ?? []).filter((c) => c.name === "read_tool_output").map((c) => String(c.args.handle))),
       );
-      return answerFromToolResults(trailingResults, this.tools, alreadyRead, textOf(messages[lastHuman]));
+      return answerFromToolResults(trailingResults, this.tools, alreadyRead, messageText(messages[lastHuman].content));
     }
-    const question = textOf(messages[lastHuman]);
+    const question = messageText(messages[lastHuman].content);
     const call = requestedCall(question, this.tools);
     if (call?.kind === "call") {
       return new AIMessage({ content: "", tool_calls: [{ id: callId(messages, call.name), name: call.name, args: call.args, type: "tool_call" }] });
@@ -206,7 +199,10 @@ export class LocalChatModel extends BaseChatModel {
       const name = call.tool.function.name;
       return new AIMessage(`I did not call ${name}: ${call.problem}. ${name} takes a JSON object like ${describeArguments(call.tool)}.`);
     }
-    const earlier = messages.slice(0, lastHuman).filter((m) => isType(m, "human")).map(textOf);
+    const earlier = messages
+      .slice(0, lastHuman)
+      .filter((m) => isType(m, "human"))
+      .map((m) => messageText(m.content));
     const fact = recalledFact(question, earlier);
     if (fact) return new AIMessage(fact);
     const search = recallSearch(messages, question, this.tools);

@@ -6,25 +6,16 @@ import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTur
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
-import {
-  addUsage,
-  ZERO_USAGE,
-  type ClaimedTurn,
-  type ModelCallRecord,
-  type TurnDocument,
-  type TurnStore,
-  type Usage,
-  type ViewMessage,
-} from "../store/turn-store.js";
+import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
+import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
+import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
-import type { ModelViewStats } from "../model-view/types.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
-import { toViewMessages } from "./view-record.js";
 
 /** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
 export const DEFAULT_MAX_MODEL_CALLS = 12;
@@ -48,16 +39,6 @@ export interface TurnRequest {
   replaces?: string;
   /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals. */
   origin?: Record<string, unknown>;
-}
-
-/** The context figures of a turn: the last model call's view against the full state. */
-export interface TurnContextSummary {
-  modelCalls: number;
-  stateTokens: number;
-  viewTokens: number;
-  budget: number;
-  finishedTurnsKept: number;
-  omittedOutputs: number;
 }
 
 /** A call the turn waits on, as a turn's result names it. */
@@ -129,24 +110,6 @@ function errorCode(error: unknown): string {
   if (error instanceof ModelCallLimitError) return "model_call_limit";
   if (error instanceof ModelCredentialsError) return "model_credentials";
   return error instanceof Error ? error.name : "Error";
-}
-
-function textOf(message: BaseMessage): string {
-  return typeof message.content === "string"
-    ? message.content
-    : message.content.map((b) => ("text" in b && typeof b.text === "string" ? b.text : "")).join("");
-}
-
-export function summarizeContext(calls: ModelCallRecord[]): TurnContextSummary {
-  const last: ModelViewStats | undefined = calls[calls.length - 1]?.stats;
-  return {
-    modelCalls: calls.length,
-    stateTokens: last?.stateTokens ?? 0,
-    viewTokens: last?.viewTokens ?? 0,
-    budget: last?.budget ?? 0,
-    finishedTurnsKept: last?.finishedTurnsKept ?? 0,
-    omittedOutputs: calls.reduce((n, c) => n + c.stats.omittedOutputs.length, 0),
-  };
 }
 
 /**
@@ -221,7 +184,7 @@ export class TurnRunner {
       if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence);
       const answerMessage = outcome.answer;
       faults?.at("after-answer");
-      const answer = textOf(answerMessage);
+      const answer = messageText(answerMessage.content);
       const calls = await turns.listCalls(turnId);
       const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
       const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);

@@ -1,7 +1,8 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
+import { derivedUuid } from "../derived-id.js";
 import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
-import { summarizeContext } from "../agent/turn-runner.js";
+import { summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
@@ -55,12 +56,10 @@ export function approvalView(a: ApprovalDocument) {
   };
 }
 
-
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
 function turnIdFor(caller: Caller, conversationId: string, key: string | undefined): string {
   if (key === undefined) return randomUUID();
-  const h = createHash("sha256").update(JSON.stringify([ownerKey(caller.principal), conversationId, key])).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return derivedUuid(JSON.stringify([ownerKey(caller.principal), conversationId, key]), 8);
 }
 
 export function turnView(turn: TurnWithCalls) {
@@ -122,7 +121,7 @@ function questionOf(request: HttpRequest, maxMessageChars: number): string {
   return text;
 }
 
-/** The routes of the HTTP API (v1) of design.md. */
+/** The routes of the HTTP API (v1): the README's "HTTP API" section and `lib/api/openapi.ts`. */
 export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, messages, turns } = database;

@@ -17,6 +17,22 @@ export interface HttpResponse {
   body: string;
 }
 
+/**
+ * The exact body text of an API Gateway event; undefined when it has none. Signatures are
+ * computed over the bytes the client sent, so a base64-encoded body is decoded, never re-serialised.
+ */
+export function decodeEventBody(event: { body?: string | null; isBase64Encoded?: boolean }): string | undefined {
+  if (event.body === undefined || event.body === null) return undefined;
+  return event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body;
+}
+
+/** Header names lowercased, multi-value headers joined as HTTP does: what every adapter hands the router. */
+export function lowercaseHeaders(headers: Record<string, string | string[] | undefined> | null | undefined): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  return out;
+}
+
 /** Names the caller of a request, or throws AuthenticationError. */
 export type Authenticate = (request: HttpRequest) => Promise<Caller>;
 

@@ -1,12 +1,7 @@
-import {
-  IdempotencyAlreadyInProgressError,
-  IdempotencyConfig,
-  IdempotencyValidationError,
-  makeIdempotent,
-} from "@aws-lambda-powertools/idempotency";
+import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
 import { ConflictError, IdempotencyKeyReusedError } from "../errors.js";
-import { DEFAULT_LEASE_TTL_MS } from "../store/lease.js";
+import { DEFAULT_LEASE_TTL_MS } from "../config/config.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../store/idempotency-persistence-layer.js";
 
 /** Prefix of request keys in the `idempotency` collection (tool side effects use their own). */

@@ -35,7 +35,14 @@ const turnOutcome: Operation["responses"] = {
 
 /** The operations, in the order the README's route table lists them. */
 export const OPERATIONS: Operation[] = [
-  { method: "get", path: "/healthz", operationId: "health", summary: "Liveness.", public: true, responses: { 200: { description: "Alive.", schema: s.health } } },
+  {
+    method: "get",
+    path: "/healthz",
+    operationId: "health",
+    summary: "Liveness.",
+    public: true,
+    responses: { 200: { description: "Alive.", schema: s.health } },
+  },
   {
     method: "get",
     path: "/readyz",
@@ -202,7 +209,13 @@ function operationObject(op: Operation) {
     })),
     ...(op.method === "post" && op.path.endsWith("/messages")
       ? [
-          { name: "Idempotency-Key", in: "header", required: false, schema: { type: "string", maxLength: 255 }, description: "Retries with the same key return the same turn." },
+          {
+            name: "Idempotency-Key",
+            in: "header",
+            required: false,
+            schema: { type: "string", maxLength: 255 },
+            description: "Retries with the same key return the same turn.",
+          },
           { name: "Prefer", in: "header", required: false, schema: { type: "string" }, description: "`respond-async`: answer 202 at once." },
         ]
       : []),
@@ -216,13 +229,16 @@ function operationObject(op: Operation) {
       ...(r.schema ? { content: jsonContent(r.schema, "output") } : {}),
     };
   }
-  for (const status of errors) responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  for (const status of errors)
+    responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
   return {
     operationId: op.operationId,
     summary: op.summary,
     ...(op.public ? { security: [] } : {}),
     ...(parameters.length ? { parameters } : {}),
-    ...(op.body ? { requestBody: { required: !["createConversation", "regenerateTurn"].includes(op.operationId), content: jsonContent(op.body, "input") } } : {}),
+    ...(op.body
+      ? { requestBody: { required: !["createConversation", "regenerateTurn"].includes(op.operationId), content: jsonContent(op.body, "input") } }
+      : {}),
     responses,
   };
 }

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { PayloadTooLargeError, UnsupportedMediaTypeError, ValidationError } from "../errors.js";
 import type { HttpRequest } from "./http.js";
 import { parseOrThrow } from "../validation.js";
@@ -38,7 +38,8 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export function parseIdempotencyKey(request: HttpRequest): string | undefined {
   const key = request.headers["idempotency-key"];
   if (key === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY.test(key)) throw new ValidationError("malformed Idempotency-Key", [{ path: "Idempotency-Key", message: "1 to 255 printable ASCII characters" }]);
+  if (!IDEMPOTENCY_KEY.test(key))
+    throw new ValidationError("malformed Idempotency-Key", [{ path: "Idempotency-Key", message: "1 to 255 printable ASCII characters" }]);
   return key;
 }
 

@@ -41,22 +41,24 @@ const viewMessage = message.extend({
     .meta({ description: "Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept." }),
 });
 
-export const errorResponse = z
-  .object({
-    error: z.looseObject({
-      code: z.string().meta({ description: "Stable, machine-readable: invalid_request, unauthorized, not_found, conflict, …" }),
-      message: z.string(),
-      details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
-    }),
-  })
-;
+export const errorResponse = z.object({
+  error: z.looseObject({
+    code: z.string().meta({ description: "Stable, machine-readable: invalid_request, unauthorized, not_found, conflict, …" }),
+    message: z.string(),
+    details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  }),
+});
 
 export const health = z.object({ status: z.literal("ok") });
 export const ready = z.object({ status: z.literal("ready"), database: z.literal("ok") });
 export const conversationCreated = z.object({ conversationId: z.string(), createdAt: isoDate });
-export const conversationSummary = z
-  .object({ conversationId: z.string(), title: z.string().nullable(), channel: z.string(), createdAt: isoDate, updatedAt: isoDate })
-;
+export const conversationSummary = z.object({
+  conversationId: z.string(),
+  title: z.string().nullable(),
+  channel: z.string(),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+});
 export const conversationPage = z.object({ conversations: z.array(conversationSummary), nextCursor: z.string().nullable() });
 export const turnResult = z.looseObject({ turnId: z.string(), answer: z.string(), usage, context });
 export const turnQueued = z.object({ turnId: z.string(), status: z.literal("queued"), location: z.string() });
@@ -65,27 +67,23 @@ export const recordedMessages = z.object({
   messages: z.array(z.looseObject({ turnId: z.string(), role: z.string(), content: z.string(), createdAt: isoDate })),
 });
 export const threadState = z.object({ conversationId: z.string(), messages: z.array(message.extend({ tokens: z.number() })) });
-export const turnSummary = z
-  .looseObject({ turnId: z.string(), status: z.enum(TURN_STATUSES), createdAt: isoDate, completedAt: isoDate.nullable(), progress })
-;
+export const turnSummary = z.looseObject({ turnId: z.string(), status: z.enum(TURN_STATUSES), createdAt: isoDate, completedAt: isoDate.nullable(), progress });
 export const turnList = z.object({ conversationId: z.string(), turns: z.array(turnSummary) });
-export const turnDetail = z
-  .looseObject({
-    turnId: z.string(),
-    conversationId: z.string(),
-    status: z.enum(TURN_STATUSES),
-    createdAt: isoDate,
-    completedAt: isoDate.nullable(),
-    durationMs: z.number().nullable(),
-    answer: z.string().nullable(),
-    error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
-    usage,
-    context,
-    progress,
-    calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(viewMessage) })),
-    approvals: z.array(z.lazy(() => approvalView)).meta({ description: "The turn's tool calls that waited for a person, with the decisions." }),
-  })
-;
+export const turnDetail = z.looseObject({
+  turnId: z.string(),
+  conversationId: z.string(),
+  status: z.enum(TURN_STATUSES),
+  createdAt: isoDate,
+  completedAt: isoDate.nullable(),
+  durationMs: z.number().nullable(),
+  answer: z.string().nullable(),
+  error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+  usage,
+  context,
+  progress,
+  calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(viewMessage) })),
+  approvals: z.array(z.lazy(() => approvalView)).meta({ description: "The turn's tool calls that waited for a person, with the decisions." }),
+});
 
 export const approvalsQuery = z.strictObject({ status: z.enum(APPROVAL_STATUSES).optional() });
 

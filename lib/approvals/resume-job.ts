@@ -1,4 +1,4 @@
-import { turnJobSchema, type TurnJob } from "../channels/turn-job.js";
+import { turnJobSchema, type TurnJob } from "../queue/turn-job.js";
 import { ValidationError } from "../errors.js";
 import type { ApprovalDocument } from "../store/approval-store.js";
 

@@ -9,7 +9,7 @@ import { ApprovalStore, type ApprovalChoice } from "../store/approval-store.js";
 import { ConversationStore } from "../store/conversation-store.js";
 import { TurnStore } from "../store/turn-store.js";
 import { RetentionPolicy } from "../store/retention.js";
-import type { EnqueueTurn } from "./turn-job.js";
+import type { EnqueueTurn } from "../queue/turn-job.js";
 
 /** A channel user's decision on an approval, from a verified interaction (a Slack button, a Teams card action). */
 export type ChannelDecide = (principal: Principal & { issuer: "slack" | "teams" }, conversationId: string, approvalId: string, choice: ApprovalChoice) => Promise<DecisionResult>;

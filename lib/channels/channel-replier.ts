@@ -1,10 +1,10 @@
 import type { ChannelEndpointsConfig } from "../config/config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { ChannelDeliveryError } from "../errors.js";
-import { SlackReplier, type ApprovalRequestItem } from "./slack/slack-replier.js";
+import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
-import type { TurnJob } from "./turn-job.js";
+import type { ApprovalRequestItem, TurnJob, TurnReplier } from "../queue/turn-job.js";
 
 export interface ChannelRepliers {
   slack?: SlackReplier;
@@ -15,7 +15,7 @@ export interface ChannelRepliers {
  * Sends a turn's answer, or its failure message, back to where the turn came from. The
  * worker's one entry point for replies; API turns are answered by the API response instead.
  */
-export class ChannelReplier {
+export class ChannelReplier implements TurnReplier {
   constructor(private readonly repliers: ChannelRepliers) {}
 
   async reply(job: TurnJob, text: string): Promise<void> {

@@ -7,32 +7,18 @@ export {
 } from "./channel-event-deduper.js";
 export {
   channelNotConfiguredResponse,
-  decodeGatewayBody,
   emptyResponse,
   jsonResponse,
-  lowercaseHeaders,
   type ChannelRequest,
   type ChannelResponse,
 } from "./channel-http.js";
 export { ChannelReplier, createChannelReplier, type ChannelRepliers } from "./channel-replier.js";
-export { channelRoutes, type ChannelRoutesOptions } from "./channel-routes.js";
+export { channelHandlers, type ChannelHandler, type ChannelHandlers, type ChannelHandlersOptions } from "./channel-handlers.js";
 export { channelWorker, type ChannelWorkerOptions } from "./channel-worker.js";
 export { createGroupDirectories } from "./group-directories.js";
 export { DEFAULT_GROUP_CACHE_ENTRIES, DEFAULT_GROUP_CACHE_MS, GroupMembershipCache } from "./group-membership-cache.js";
 export { turnFailureMessage } from "./failure-message.js";
 export { splitText } from "./split-text.js";
-export {
-  TURN_CHANNELS,
-  parseTurnJob,
-  turnJobSchema,
-  type EnqueueTurn,
-  type SlackReplyTarget,
-  type SlackTurnJob,
-  type TeamsReplyTarget,
-  type TeamsTurnJob,
-  type TurnChannel,
-  type TurnJob,
-} from "./turn-job.js";
 
 export { handleSlackEvent, type HandleSlackEventInput, type SlackEventOutcome } from "./slack/handle-slack-event.js";
 export {

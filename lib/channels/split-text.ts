@@ -8,9 +8,7 @@ export function splitText(text: string, maxChars: number): string[] {
   let rest = text;
   while (rest.length > maxChars) {
     const window = rest.slice(0, maxChars + 1);
-    const preferred = [window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" ")].find(
-      (at) => at > maxChars / 2,
-    );
+    const preferred = [window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" ")].find((at) => at > maxChars / 2);
     const anyBlank = Math.max(window.lastIndexOf(" "), window.lastIndexOf("\n"), window.lastIndexOf("\t"));
     const end = preferred ?? (anyBlank > 0 ? anyBlank : maxChars);
     pieces.push(rest.slice(0, end).trimEnd());

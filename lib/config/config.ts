@@ -4,6 +4,7 @@ import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
 import { issueDetails, parseJsonSetting, parseOrThrow } from "../validation.js";
+import { envSchemaOf, setting, withDefaults, type Settings } from "./settings.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
 export const DEFAULT_DB_NAME = "threadwise";
@@ -33,6 +34,28 @@ export const DEFAULT_VIEW_TOKEN_MARGIN_MIN = 0.02;
 export const DEFAULT_PROMPT_CACHE_MIN_TOKENS = 1_024;
 /** TTL of the cache points of the system prompt and finished-turn block, and of the active turn's: Bedrock's default. */
 export const DEFAULT_PROMPT_CACHE_TTL: "5m" | "1h" = "5m";
+
+/** How long a lease lasts unless renewed: a crashed turn blocks its conversation for at most this long. */
+export const DEFAULT_LEASE_TTL_MS = 120_000;
+/**
+ * How long an operation waits for a reachable server before failing. Short, so that an
+ * outage answers 503 within an API Gateway request instead of hanging past it.
+ */
+export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
+/**
+ * How long an operation waits for an answer on an open connection before failing (503). It ends
+ * an operation on a connection that was dropped without a word (a NAT or firewall forgetting it
+ * while a Lambda container was frozen), and is far longer than any single operation here takes.
+ */
+export const DEFAULT_SOCKET_TIMEOUT_MS = 10_000;
+/** Days of inactivity after which a conversation expires from every collection. */
+export const DEFAULT_RETENTION_DAYS = 90;
+/**
+ * Latest checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps besides every
+ * turn's start and end. Resuming needs only the latest; a few more leave the end of the last
+ * turn inspectable.
+ */
+export const DEFAULT_CHECKPOINTS_KEPT = 3;
 
 /** A model's on-demand price in US dollars per million tokens, by kind of token. */
 export interface ModelPrice {
@@ -113,66 +136,181 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
     throw new ValidationError("invalid configuration", [
-      { path: [name, first?.path].filter(Boolean).join("."), message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}` },
+      {
+        path: [name, first?.path].filter(Boolean).join("."),
+        message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}`,
+      },
     ]);
   }
   return parsed.data;
 }
 
-const envSchema = z
-  .object({
-  MONGODB_URI: z.string().min(1).optional(),
-  MONGODB_DB: z.string().min(1).optional(),
-  MONGODB_SERVER_SELECTION_TIMEOUT_MS: positiveInt.optional(),
-  MONGODB_SOCKET_TIMEOUT_MS: positiveInt.optional(),
-  MONGODB_MAX_POOL_SIZE: positiveInt.optional(),
-  MONGODB_MAX_IDLE_TIME_MS: positiveInt.optional(),
-  LEASE_TTL_MS: positiveInt.optional(),
-  RETENTION_DAYS: positiveInt.optional(),
-  CHECKPOINTS_KEPT: positiveInt.optional(),
-  MODEL_PROVIDER: z.enum(["local", "bedrock"]).optional(),
-  BEDROCK_MODEL_ID: z.string().min(1).optional(),
-  BEDROCK_REGION: z.string().min(1).optional(),
-  AWS_REGION: z.string().min(1).optional(),
-  MODEL_MAX_TOKENS: positiveInt.optional(),
-  MAX_MESSAGE_CHARS: positiveInt.optional(),
-  VIEW_FINISHED_TURNS: z.coerce.number().int().min(0).optional(),
-  VIEW_TOOL_OUTPUT_TOKENS: positiveInt.optional(),
-  VIEW_TOTAL_BUDGET: positiveInt.optional(),
-  VIEW_HISTORY_BLOCK_TURNS: positiveInt.optional(),
-  VIEW_TOKEN_MARGIN: margin.optional(),
-  VIEW_TOKEN_MARGIN_MIN: margin.optional(),
-  PROMPT_CACHE: z.enum(["on", "off"]).optional(),
-  PROMPT_CACHE_MIN_TOKENS: positiveInt.optional(),
-  PROMPT_CACHE_STABLE_TTL: cacheTtl.optional(),
-  PROMPT_CACHE_TURN_TTL: cacheTtl.optional(),
-  MODEL_PRICES: modelPrices.optional(),
-  BEDROCK_COUNT_TOKENS: z.enum(["true", "false"]).optional(),
-  SYSTEM_PROMPT: z.string().min(1).optional(),
-  JWT_ISSUER: z.string().min(1).optional(),
-  JWT_AUDIENCE: z.string().min(1).optional(),
-  JWT_JWKS_URL: z.string().url().optional(),
-  JWT_TENANT_CLAIM: z.string().min(1).optional(),
-  JWT_ROLES_CLAIM: z.string().min(1).optional(),
-  PORT: positiveInt.optional(),
-  ...Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [CREDENTIAL_SECRETS[name].variable, z.string().startsWith("arn:").optional()])),
-  TURN_QUEUE_URL: z.string().url().optional(),
-  TURN_MAX_RECEIVES: positiveInt.optional(),
-  SYNC_TURN_DEADLINE_MS: positiveInt.optional(),
-  SECRET_CACHE_MS: positiveInt.optional(),
-  MONGODB_REQUIRE_TLS: z.enum(["true", "false"]).optional(),
-  SLACK_API_URL: z.string().url().optional(),
-  TEAMS_OPENID_METADATA_URL: z.string().url().optional(),
-  TEAMS_TOKEN_URL: z.string().url().optional(),
-  TEAMS_GRAPH_URL: z.string().url().optional(),
-  SLACK_ROLES: z.string().min(1).optional(),
-  TEAMS_ROLES: z.string().min(1).optional(),
-})
+/** Every setting of `loadConfig`, defined once; `npm run docs:config` writes the README's table from them. */
+export const SETTINGS = {
+  MONGODB_URI: setting({ schema: z.string().min(1), defaultText: "embedded server", description: "a real MongoDB instead of the embedded one" }),
+  MONGODB_DB: setting({ schema: z.string().min(1), default: DEFAULT_DB_NAME, description: "database name" }),
+  MODEL_PROVIDER: setting({ schema: z.enum(["local", "bedrock"]), default: DEFAULT_MODEL_PROVIDER, description: "`local` or `bedrock`" }),
+  BEDROCK_MODEL_ID: setting({ schema: z.string().min(1), default: DEFAULT_BEDROCK_MODEL_ID, description: "model or inference profile" }),
+  BEDROCK_REGION: setting({ schema: z.string().min(1), defaultText: "`AWS_REGION`, else `us-east-1`", description: "region of the Bedrock runtime" }),
+  AWS_REGION: setting({ schema: z.string().min(1), defaultText: "set by Lambda", description: "the standard AWS region, used when `BEDROCK_REGION` is unset" }),
+  MODEL_MAX_TOKENS: setting({ schema: positiveInt, default: DEFAULT_MAX_OUTPUT_TOKENS, description: "`maxTokens` of every model call" }),
+  VIEW_FINISHED_TURNS: setting({
+    schema: z.coerce.number().int().min(0),
+    default: DEFAULT_VIEW_FINISHED_TURNS,
+    description: "finished turns kept as question/answer pairs",
+  }),
+  VIEW_TOOL_OUTPUT_TOKENS: setting({
+    schema: positiveInt,
+    default: DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
+    description: "a tool output above this is replaced in the view by a notice",
+  }),
+  VIEW_TOTAL_BUDGET: setting({
+    schema: positiveInt,
+    default: DEFAULT_VIEW_TOTAL_BUDGET,
+    description: "hard ceiling on the view's tokens, in the model's tokens",
+  }),
+  VIEW_HISTORY_BLOCK_TURNS: setting({
+    schema: positiveInt,
+    default: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+    description: "the oldest kept finished turn moves this many turns at a time",
+  }),
+  VIEW_TOKEN_MARGIN: setting({
+    schema: margin,
+    default: DEFAULT_VIEW_TOKEN_MARGIN,
+    description: "safety margin over the token estimate before any usage is seen",
+  }),
+  VIEW_TOKEN_MARGIN_MIN: setting({ schema: margin, default: DEFAULT_VIEW_TOKEN_MARGIN_MIN, description: "the floor of that margin once usage is seen" }),
+  BEDROCK_COUNT_TOKENS: setting({
+    schema: z.enum(["true", "false"]),
+    default: "false",
+    description: "count a container's first request with Bedrock's CountTokens (not every model has it)",
+  }),
+  PROMPT_CACHE: setting({ schema: z.enum(["on", "off"]), default: "on", description: "`off` sends no cache points" }),
+  PROMPT_CACHE_MIN_TOKENS: setting({
+    schema: positiveInt,
+    default: DEFAULT_PROMPT_CACHE_MIN_TOKENS,
+    description: "the model's minimum tokens per cache checkpoint",
+  }),
+  PROMPT_CACHE_STABLE_TTL: setting({
+    schema: cacheTtl,
+    default: DEFAULT_PROMPT_CACHE_TTL,
+    description: "TTL of the system and history cache points (`5m` or `1h`)",
+  }),
+  PROMPT_CACHE_TURN_TTL: setting({
+    schema: cacheTtl,
+    default: DEFAULT_PROMPT_CACHE_TTL,
+    description: "TTL of the other cache points (`5m` or `1h`, not longer than `PROMPT_CACHE_STABLE_TTL`)",
+  }),
+  MODEL_PRICES: setting({
+    schema: modelPrices,
+    defaultText: "Claude Sonnet 4 and 4.5",
+    description: 'JSON `{"<model id>": {input, output, cacheRead, cacheWrite, cacheWrite1h}}`, USD per million tokens, over the defaults',
+  }),
+  SYSTEM_PROMPT: setting({ schema: z.string().min(1), defaultText: "built in", description: "the system prompt" }),
+  MAX_MESSAGE_CHARS: setting({ schema: positiveInt, default: DEFAULT_MAX_MESSAGE_CHARS, description: "longest user message" }),
+  JWT_ISSUER: setting({ schema: z.string().min(1), defaultText: "local keys", description: "who signs API tokens" }),
+  JWT_AUDIENCE: setting({ schema: z.string().min(1), default: DEFAULT_JWT_AUDIENCE, description: "audience of API tokens" }),
+  JWT_JWKS_URL: setting({ schema: z.string().url(), defaultText: "local keys", description: "the keys that sign API tokens" }),
+  JWT_TENANT_CLAIM: setting({ schema: z.string().min(1), default: "tenant", description: "claim naming the caller's tenant" }),
+  JWT_ROLES_CLAIM: setting({ schema: z.string().min(1), default: "roles", description: "claim naming the caller's roles" }),
+  PORT: setting({ schema: positiveInt, default: DEFAULT_PORT, description: "local server port" }),
+  MONGODB_SERVER_SELECTION_TIMEOUT_MS: setting({
+    schema: positiveInt,
+    default: DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
+    description: "how long an operation waits for a reachable MongoDB before the request answers 503",
+  }),
+  MONGODB_SOCKET_TIMEOUT_MS: setting({
+    schema: positiveInt,
+    default: DEFAULT_SOCKET_TIMEOUT_MS,
+    description: "how long an operation waits for an answer on an open connection before the request answers 503 (the setup function: its timeout)",
+  }),
+  MONGODB_MAX_POOL_SIZE: setting({
+    schema: positiveInt,
+    defaultText: "the driver's 100; set per function by the stack",
+    description: "most pooled connections per server",
+  }),
+  MONGODB_MAX_IDLE_TIME_MS: setting({
+    schema: positiveInt,
+    defaultText: "none; 60000 in the stack",
+    description: "a pooled connection idle this long is closed rather than reused",
+  }),
+  LEASE_TTL_MS: setting({
+    schema: positiveInt,
+    default: DEFAULT_LEASE_TTL_MS,
+    description: "a turn's lease on its conversation, renewed by a heartbeat every third of it while the turn works",
+  }),
+  CHECKPOINTS_KEPT: setting({ schema: positiveInt, default: DEFAULT_CHECKPOINTS_KEPT, description: "checkpoints kept per thread after each turn" }),
+  RETENTION_DAYS: setting({ schema: positiveInt, default: DEFAULT_RETENTION_DAYS, description: "days of inactivity before a conversation expires everywhere" }),
+  SYNC_TURN_DEADLINE_MS: setting({
+    schema: positiveInt,
+    default: DEFAULT_SYNC_TURN_DEADLINE_MS,
+    description: "how long an API turn runs in the request before it is handed to the worker (202)",
+  }),
+  TURN_MAX_RECEIVES: setting({
+    schema: positiveInt,
+    default: DEFAULT_TURN_MAX_RECEIVES,
+    description: "worker receives before a failing turn is given up and the user told",
+  }),
+  SECRET_CACHE_MS: setting({ schema: positiveInt, default: DEFAULT_SECRET_CACHE_MS, description: "how long the fetched secrets are reused" }),
+  TURN_QUEUE_URL: setting({ schema: z.string().url(), defaultText: "set by the stack", description: "the SQS FIFO turn queue" }),
+  MONGODB_REQUIRE_TLS: setting({
+    schema: z.enum(["true", "false"]),
+    default: "false",
+    defaultText: "`false`; `true` in the stack",
+    description: "refuse a MongoDB URI without TLS",
+  }),
+  SLACK_API_URL: setting({
+    schema: z.string().url(),
+    defaultText: "`https://slack.com/api/`",
+    description: "Slack Web API base URL; tests and local tries point it at a stand-in",
+  }),
+  TEAMS_OPENID_METADATA_URL: setting({
+    schema: z.string().url(),
+    defaultText: "the Bot Framework's",
+    description: "OpenID metadata naming the keys that sign Bot Framework requests",
+  }),
+  TEAMS_TOKEN_URL: setting({
+    schema: z.string().url(),
+    defaultText: "`https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token`",
+    description: "client-credentials token endpoint for Bot Connector replies",
+  }),
+  TEAMS_GRAPH_URL: setting({
+    schema: z.string().url(),
+    defaultText: "`https://graph.microsoft.com/v1.0/`",
+    description: "Microsoft Graph, for the Entra group memberships of `TEAMS_ROLES`",
+  }),
+  SLACK_ROLES: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (Slack users have no roles)",
+    description:
+      'JSON roles of Slack users by workspace: `{"T0123": {"default": ["viewer"], "users": {"U0ALICE": ["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](#security))',
+  }),
+  TEAMS_ROLES: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (Teams users have no roles)",
+    description: "the same by Entra tenant id, with Entra object ids under `users` and Entra group ids under `groups`",
+  }),
+};
+
+/** The credentials secrets' ARNs, one variable per secret, set by the stack on the functions that read each. */
+export const SECRET_ARN_SETTINGS: Settings = Object.fromEntries(
+  CREDENTIAL_SECRET_NAMES.map((name) => [
+    CREDENTIAL_SECRETS[name].variable,
+    setting({
+      schema: z.string().startsWith("arn:"),
+      defaultText: "set by the stack",
+      description: `ARN of the \`${CREDENTIAL_SECRETS[name].name}\` credentials secret`,
+    }),
+  ]),
+);
+
+const envSchema = envSchemaOf(SETTINGS)
   // Bedrock rejects a 1-hour cache point after a 5-minute one, and the stable points come first.
   .refine((e) => !((e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL) === "5m" && e.PROMPT_CACHE_TURN_TTL === "1h"), {
     path: ["PROMPT_CACHE_TURN_TTL"],
     message: "must not be longer than PROMPT_CACHE_STABLE_TTL",
   });
+const secretArnSchema = envSchemaOf(SECRET_ARN_SETTINGS);
 
 export type ModelProvider = "local" | "bedrock";
 
@@ -287,10 +425,11 @@ export interface Config {
 
 /** Reads and validates configuration; the only place in `lib/` that looks at the environment. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const e = parseOrThrow(envSchema, env, "invalid configuration");
+  const e = withDefaults(SETTINGS, parseOrThrow(envSchema, env, "invalid configuration"));
+  const arns = parseOrThrow(secretArnSchema, env, "invalid configuration");
   return {
     mongodbUri: e.MONGODB_URI,
-    dbName: e.MONGODB_DB ?? DEFAULT_DB_NAME,
+    dbName: e.MONGODB_DB,
     mongo: {
       serverSelectionTimeoutMs: e.MONGODB_SERVER_SELECTION_TIMEOUT_MS,
       socketTimeoutMs: e.MONGODB_SOCKET_TIMEOUT_MS,
@@ -301,37 +440,37 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retentionDays: e.RETENTION_DAYS,
     checkpointsKept: e.CHECKPOINTS_KEPT,
     model: {
-      provider: e.MODEL_PROVIDER ?? DEFAULT_MODEL_PROVIDER,
-      bedrockModelId: e.BEDROCK_MODEL_ID ?? DEFAULT_BEDROCK_MODEL_ID,
+      provider: e.MODEL_PROVIDER,
+      bedrockModelId: e.BEDROCK_MODEL_ID,
       region: e.BEDROCK_REGION ?? e.AWS_REGION ?? DEFAULT_REGION,
-      maxOutputTokens: e.MODEL_MAX_TOKENS ?? DEFAULT_MAX_OUTPUT_TOKENS,
+      maxOutputTokens: e.MODEL_MAX_TOKENS,
       prices: { ...DEFAULT_MODEL_PRICES, ...e.MODEL_PRICES },
       countTokens: e.BEDROCK_COUNT_TOKENS === "true",
     },
     view: {
-      finishedTurns: e.VIEW_FINISHED_TURNS ?? DEFAULT_VIEW_FINISHED_TURNS,
-      historyBlockTurns: e.VIEW_HISTORY_BLOCK_TURNS ?? DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
-      toolOutputTokens: e.VIEW_TOOL_OUTPUT_TOKENS ?? DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
-      totalBudget: e.VIEW_TOTAL_BUDGET ?? DEFAULT_VIEW_TOTAL_BUDGET,
-      tokenMargin: { initial: e.VIEW_TOKEN_MARGIN ?? DEFAULT_VIEW_TOKEN_MARGIN, min: e.VIEW_TOKEN_MARGIN_MIN ?? DEFAULT_VIEW_TOKEN_MARGIN_MIN },
+      finishedTurns: e.VIEW_FINISHED_TURNS,
+      historyBlockTurns: e.VIEW_HISTORY_BLOCK_TURNS,
+      toolOutputTokens: e.VIEW_TOOL_OUTPUT_TOKENS,
+      totalBudget: e.VIEW_TOTAL_BUDGET,
+      tokenMargin: { initial: e.VIEW_TOKEN_MARGIN, min: e.VIEW_TOKEN_MARGIN_MIN },
       promptCache: {
-        enabled: (e.PROMPT_CACHE ?? "on") === "on",
-        minTokensPerCheckpoint: e.PROMPT_CACHE_MIN_TOKENS ?? DEFAULT_PROMPT_CACHE_MIN_TOKENS,
-        stableTtl: e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL,
-        turnTtl: e.PROMPT_CACHE_TURN_TTL ?? DEFAULT_PROMPT_CACHE_TTL,
+        enabled: e.PROMPT_CACHE === "on",
+        minTokensPerCheckpoint: e.PROMPT_CACHE_MIN_TOKENS,
+        stableTtl: e.PROMPT_CACHE_STABLE_TTL,
+        turnTtl: e.PROMPT_CACHE_TURN_TTL,
       },
       systemPrompt: e.SYSTEM_PROMPT,
     },
     auth: {
       issuer: e.JWT_ISSUER,
-      audience: e.JWT_AUDIENCE ?? DEFAULT_JWT_AUDIENCE,
+      audience: e.JWT_AUDIENCE,
       jwksUrl: e.JWT_JWKS_URL,
-      tenantClaim: e.JWT_TENANT_CLAIM ?? "tenant",
-      rolesClaim: e.JWT_ROLES_CLAIM ?? "roles",
+      tenantClaim: e.JWT_TENANT_CLAIM,
+      rolesClaim: e.JWT_ROLES_CLAIM,
       channelRoles: { slack: parseChannelRoles(e.SLACK_ROLES, "SLACK_ROLES"), teams: parseChannelRoles(e.TEAMS_ROLES, "TEAMS_ROLES") },
     },
-    maxMessageChars: e.MAX_MESSAGE_CHARS ?? DEFAULT_MAX_MESSAGE_CHARS,
-    port: e.PORT ?? DEFAULT_PORT,
+    maxMessageChars: e.MAX_MESSAGE_CHARS,
+    port: e.PORT,
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     channels: {
@@ -343,14 +482,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     deployment: {
       secretArns: Object.fromEntries(
         CREDENTIAL_SECRET_NAMES.flatMap((name) => {
-          const arn = (e as Record<string, unknown>)[CREDENTIAL_SECRETS[name].variable];
+          const arn = (arns as Record<string, unknown>)[CREDENTIAL_SECRETS[name].variable];
           return typeof arn === "string" ? [[name, arn]] : [];
         }),
       ),
       turnQueueUrl: e.TURN_QUEUE_URL,
-      turnMaxReceives: e.TURN_MAX_RECEIVES ?? DEFAULT_TURN_MAX_RECEIVES,
-      syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS ?? DEFAULT_SYNC_TURN_DEADLINE_MS,
-      secretCacheMs: e.SECRET_CACHE_MS ?? DEFAULT_SECRET_CACHE_MS,
+      turnMaxReceives: e.TURN_MAX_RECEIVES,
+      syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS,
+      secretCacheMs: e.SECRET_CACHE_MS,
       mongodbRequireTls: e.MONGODB_REQUIRE_TLS === "true",
     },
   };

@@ -24,7 +24,9 @@ export type CredentialSecretName = keyof typeof CREDENTIAL_SECRETS;
 export type CredentialKey = (typeof CREDENTIAL_SECRETS)[CredentialSecretName]["keys"][number];
 export const CREDENTIAL_SECRET_NAMES = Object.keys(CREDENTIAL_SECRETS) as CredentialSecretName[];
 
-const HOMES = new Map<string, CredentialSecretName>(CREDENTIAL_SECRET_NAMES.flatMap((name) => CREDENTIAL_SECRETS[name].keys.map((key) => [key, name] as const)));
+const HOMES = new Map<string, CredentialSecretName>(
+  CREDENTIAL_SECRET_NAMES.flatMap((name) => CREDENTIAL_SECRETS[name].keys.map((key) => [key, name] as const)),
+);
 
 /** The secret that holds `key`. */
 export function secretOf(key: CredentialKey): CredentialSecretName {
@@ -60,7 +62,10 @@ export const channelCredentialsSchema = z.object({
  */
 export const credentialsSchema = channelCredentialsSchema
   .extend({
-    mongodbUri: z.string().regex(/^mongodb(\+srv)?:\/\//, "a mongodb:// or mongodb+srv:// URI").optional(),
+    mongodbUri: z
+      .string()
+      .regex(/^mongodb(\+srv)?:\/\//, "a mongodb:// or mongodb+srv:// URI")
+      .optional(),
     /** The Entra ID app that reads the Power BI semantic model (`query_semantic_model`). */
     powerBiClientId: z.string().min(1).optional(),
     powerBiClientSecret: z.string().min(1).optional(),
@@ -113,7 +118,10 @@ export const NOT_CONFIGURED_RETRY_AFTER_S = 60;
 export class CredentialsMissingError extends ServiceUnavailableError {
   override name = "CredentialsMissingError";
   constructor(readonly missing: { key: CredentialKey; secret: CredentialSecretName }[]) {
-    super(`not configured: ${missing.map((m) => `${m.key} in the ${CREDENTIAL_SECRETS[m.secret].name} secret`).join(", ")} must be set`, NOT_CONFIGURED_RETRY_AFTER_S);
+    super(
+      `not configured: ${missing.map((m) => `${m.key} in the ${CREDENTIAL_SECRETS[m.secret].name} secret`).join(", ")} must be set`,
+      NOT_CONFIGURED_RETRY_AFTER_S,
+    );
   }
 }
 
@@ -237,6 +245,9 @@ export function channelCredentialsFromEnv(env: Record<string, string | undefined
     if (!(error instanceof ValidationError)) throw error;
     // Local users set variables, not secret keys: the details name the variable.
     const variable = (path: string) => CHANNEL_CREDENTIAL_ENV[path as keyof typeof CHANNEL_CREDENTIAL_ENV] ?? path;
-    throw new ValidationError(error.message, error.details?.map((d) => ({ ...d, path: variable(d.path) })));
+    throw new ValidationError(
+      error.message,
+      error.details?.map((d) => ({ ...d, path: variable(d.path) })),
+    );
   }
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseOrThrow } from "../validation.js";
+import { envSchemaOf, setting, withDefaults } from "./settings.js";
 
 // The defaults live here rather than beside the recall code they configure, so that loading the
 // configuration (as the webhook functions do) loads neither the tokenizer nor the Bedrock SDK.
@@ -12,11 +13,31 @@ export const DEFAULT_EMBEDDING_DIMENSIONS = 512;
  */
 export const DEFAULT_RECALL_MAX_TOKENS = 1_500;
 
-const envSchema = z.object({
-  RECALL_EMBEDDINGS_MODEL_ID: z.string().min(1).optional(),
-  RECALL_EMBEDDINGS_REGION: z.string().min(1).optional(),
-  RECALL_EMBEDDING_DIMENSIONS: z.enum(["256", "512", "1024"]).optional(),
-  RECALL_MAX_TOKENS: z.coerce.number().int().min(200).max(1_500).optional(),
+/** The settings of `search_conversation`, defined once (see `settings.ts`). */
+export const RECALL_SETTINGS = {
+  RECALL_EMBEDDINGS_MODEL_ID: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (lexical search only)",
+    description: "Bedrock embeddings model for `search_conversation`, e.g. `amazon.titan-embed-text-v2:0`",
+  }),
+  RECALL_EMBEDDINGS_REGION: setting({
+    schema: z.string().min(1),
+    defaultText: "`BEDROCK_REGION` / `AWS_REGION`",
+    description: "region of the embeddings model",
+  }),
+  RECALL_EMBEDDING_DIMENSIONS: setting({
+    schema: z.enum(["256", "512", "1024"]).transform(Number),
+    default: DEFAULT_EMBEDDING_DIMENSIONS,
+    description: "256, 512 or 1024",
+  }),
+  RECALL_MAX_TOKENS: setting({
+    schema: z.coerce.number().int().min(200).max(1_500),
+    default: DEFAULT_RECALL_MAX_TOKENS,
+    description: "ceiling on one search answer, all results together (200–1,500)",
+  }),
+};
+
+const envSchema = envSchemaOf(RECALL_SETTINGS).extend({
   BEDROCK_REGION: z.string().min(1).optional(),
   AWS_REGION: z.string().min(1).optional(),
 });
@@ -34,11 +55,12 @@ export interface RecallConfig {
 }
 
 export function loadRecallConfig(env: Record<string, string | undefined>): RecallConfig {
-  const e = parseOrThrow(envSchema, env, "invalid configuration");
+  const parsed = parseOrThrow(envSchema, env, "invalid configuration");
+  const e = { ...parsed, ...withDefaults(RECALL_SETTINGS, parsed) };
   return {
     embeddingsModelId: e.RECALL_EMBEDDINGS_MODEL_ID,
     embeddingsRegion: e.RECALL_EMBEDDINGS_REGION ?? e.BEDROCK_REGION ?? e.AWS_REGION,
-    embeddingDimensions: Number(e.RECALL_EMBEDDING_DIMENSIONS ?? DEFAULT_EMBEDDING_DIMENSIONS),
-    maxTokens: e.RECALL_MAX_TOKENS ?? DEFAULT_RECALL_MAX_TOKENS,
+    embeddingDimensions: e.RECALL_EMBEDDING_DIMENSIONS,
+    maxTokens: e.RECALL_MAX_TOKENS,
   };
 }

@@ -44,7 +44,10 @@ const envSchema = z.object({
   ATHENA_WORKGROUP: z.string().min(1).optional(),
   ATHENA_DATABASE: z.string().min(1).optional(),
   ATHENA_CATALOG: z.string().min(1).optional(),
-  ATHENA_OUTPUT_LOCATION: z.string().regex(/^s3:\/\//, "must be an s3:// URI").optional(),
+  ATHENA_OUTPUT_LOCATION: z
+    .string()
+    .regex(/^s3:\/\//, "must be an s3:// URI")
+    .optional(),
   ATHENA_SCHEMA_DESCRIPTION: z.string().min(1).optional(),
   DOCUMENTS_ENGINE: z.enum(["local", "bedrock-kb", "none"]).optional(),
   BEDROCK_KB_ID: z.string().min(1).optional(),

@@ -2,14 +2,15 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
-import { errorResponse } from "../api/error-response.js";
+import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
+import { serverErrorLogger } from "../api/server-error-log.js";
 import { json, type HttpRequest } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
-import { channelRoutes } from "../channels/channel-routes.js";
+import { channelHandlers } from "../channels/channel-handlers.js";
 import { channelWorker } from "../channels/channel-worker.js";
 import { channelDecisions } from "../channels/channel-decisions.js";
 import { createGroupDirectories } from "../channels/group-directories.js";
@@ -59,12 +60,7 @@ function logTurnJob(logger: StructuredLogger, outcome: TurnJobOutcome, channel: 
 /** What a local user sets to turn a channel on, said by the route of a channel that is off. */
 const LOCAL_CHANNEL_HINTS = { slack: "set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN", teams: "set TEAMS_APP_ID and TEAMS_APP_PASSWORD" };
 
-/** Server faults only, as fixed messages with numbers and names: never request contents. */
-function logServerError(error: unknown, request: { method: string; path: string }): void {
-  if (errorResponse(error).status < 500) return;
-  const name = error instanceof Error ? error.name : "unknown";
-  console.error(JSON.stringify({ level: "error", message: "request failed", error: name, method: request.method, route: request.path.replace(/[0-9a-f-]{36}/gi, "{id}") }));
-}
+const logServerError = serverErrorLogger(jsonConsoleLogger);
 
 const principal = z.string().regex(/^[\w.@-]{1,64}$/, "1 to 64 letters, digits or . _ @ -");
 const localTokenBody = z.strictObject({ user: principal, tenant: principal.optional(), roles: z.array(principal).max(20).optional() });
@@ -81,7 +77,8 @@ function localTokenRoute(keys: LocalKeys): Route {
     pattern: /^\/local\/token$/,
     handler: async (request) => {
       if (!LOOPBACK_HOST.test(request.headers.host ?? "")) throw new AuthenticationError("local sign-in answers on a loopback host only");
-      if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "")) throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
+      if (!/^application\/json\b/i.test(request.headers["content-type"] ?? ""))
+        throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
       const claims = parseJsonBody(request, localTokenBody);
       const token = await mintLocalToken(keys, claims);
       return json(200, { token, userId: claims.user, tenantId: claims.tenant ?? null }, { "cache-control": "no-store" });
@@ -135,7 +132,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     { onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }) },
   );
   const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
-  const webhookRoutes = channelRoutes({
+  const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
     teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
     notConfigured: LOCAL_CHANNEL_HINTS,
@@ -156,7 +153,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       ...consoleRoutes(),
       localTokenRoute(keys),
       localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
-      ...webhookRoutes,
+      ...channelRoutes(webhookHandlers),
     ],
     onError: logServerError,
   });
@@ -173,7 +170,12 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       .then((request) => route(request))
       .then((response) => writeHttpResponse(res, response))
       .catch(() => {
-        if (!res.headersSent) writeHttpResponse(res, { status: 500, headers: { "content-type": "application/json" }, body: '{"error":{"code":"internal_error","message":"internal error"}}' });
+        if (!res.headersSent)
+          writeHttpResponse(res, {
+            status: 500,
+            headers: { "content-type": "application/json" },
+            body: '{"error":{"code":"internal_error","message":"internal error"}}',
+          });
       });
   };
   const server: Server = createServer(handle);
@@ -184,7 +186,9 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     await app.close();
     await client.close();
     await embedded?.stop();
-    throw new LocalServerError(`cannot listen on 127.0.0.1:${wanted} (${(error as NodeJS.ErrnoException).code ?? "error"}); set PORT to a free port`, { cause: error });
+    throw new LocalServerError(`cannot listen on 127.0.0.1:${wanted} (${(error as NodeJS.ErrnoException).code ?? "error"}); set PORT to a free port`, {
+      cause: error,
+    });
   }
   const { port } = server.address() as AddressInfo;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.

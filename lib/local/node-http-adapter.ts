@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { HttpRequest, HttpResponse } from "../api/http.js";
+import { lowercaseHeaders, type HttpRequest, type HttpResponse } from "../api/http.js";
 import { MAX_BODY_BYTES } from "../api/request-parsing.js";
 
 /** Reads a node:http request into the router's shape; bodies far over the limit are cut (the router answers 413). */
@@ -13,12 +13,10 @@ export async function toHttpRequest(req: IncomingMessage): Promise<HttpRequest> 
     if (size <= MAX_BODY_BYTES) chunks.push(chunk);
     size += chunk.length;
   }
-  const headers: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(req.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
   return {
     method: req.method ?? "GET",
     path: url.pathname,
-    headers,
+    headers: lowercaseHeaders(req.headers),
     query: Object.fromEntries(url.searchParams),
     body: chunks.length ? Buffer.concat(chunks).toString("utf8") : undefined,
   };

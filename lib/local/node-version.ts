@@ -13,11 +13,17 @@ const END_OF_LIFE_MAJORS: Record<number, string> = { 20: "April 2026" };
 export function nodeVersionProblem(version: string): { level: "error" | "warning"; message: string } | undefined {
   const major = Number(/^v?(\d+)\./.exec(version)?.[1] ?? 0);
   if (major < MIN_NODE_MAJOR) {
-    return { level: "error", message: `Threadwise needs Node.js ${MIN_NODE_MAJOR} or later; this is ${version}. Install Node.js ${LAMBDA_NODE_MAJOR}, as Lambda runs.` };
+    return {
+      level: "error",
+      message: `Threadwise needs Node.js ${MIN_NODE_MAJOR} or later; this is ${version}. Install Node.js ${LAMBDA_NODE_MAJOR}, as Lambda runs.`,
+    };
   }
   const endOfLife = END_OF_LIFE_MAJORS[major];
   if (endOfLife) {
-    return { level: "warning", message: `Node.js ${major} reached its end of life in ${endOfLife}; Threadwise runs on it, but use Node.js ${LAMBDA_NODE_MAJOR}, as Lambda does.` };
+    return {
+      level: "warning",
+      message: `Node.js ${major} reached its end of life in ${endOfLife}; Threadwise runs on it, but use Node.js ${LAMBDA_NODE_MAJOR}, as Lambda does.`,
+    };
   }
   return undefined;
 }

@@ -32,6 +32,9 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (closing) return;
     closing = true;
-    server.close().then(() => process.exit(0), () => process.exit(1));
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   });
 }

@@ -1,12 +1,14 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage, type ToolCall } from "@langchain/core/messages";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js";
 import { placeCachePoints, withCachePoints, type CacheLayout } from "./cache-points.js";
+import { messageText } from "./message-text.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
 import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import type { ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
-import { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
+import { CONVERSE_RULES } from "./converse-rules.js";
+import { validateConverseView } from "./validate-view.js";
 
 /** Tool schema tokens assumed when the policy does not say (a model called without tools). */
 export const DEFAULT_TOOL_SCHEMA_TOKENS = 0;
@@ -66,14 +68,6 @@ function isBlank(text: string): boolean {
   return text.trim().length === 0;
 }
 
-function textOf(content: Content): string {
-  if (typeof content === "string") return content;
-  return content
-    .map((block) => (typeof block === "string" ? block : block.type === "text" && typeof block.text === "string" ? block.text : ""))
-    .filter((text) => !isBlank(text))
-    .join("\n");
-}
-
 function isBlankBlock(block: Content[number] | string): boolean {
   if (typeof block === "string") return isBlank(block);
   return block.type === "text" && typeof block.text === "string" && isBlank(block.text);
@@ -116,7 +110,7 @@ function finishedPair(messages: readonly BaseMessage[], turn: number, start: num
       const { content } = message;
       if (typeof content === "string") answer = isBlank(content) ? undefined : message;
       else {
-        const text = textOf(content);
+        const text = messageText(content);
         answer = text.length > 0 ? new AIMessage(text) : undefined;
       }
     }
@@ -206,7 +200,7 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
         toolName: call.name,
         outputTokens: artifact?.tokens ?? tokens - MESSAGE_OVERHEAD_TOKENS,
         handle: artifact?.handle,
-        preview: artifact?.preview ?? textOf(content),
+        preview: artifact?.preview ?? messageText(content),
         noticed: false,
       });
     } else if (message.type !== "system") {
@@ -226,7 +220,14 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
 /** The notice that would stand for an active-turn tool result, with its tokens. */
 function noticeFor(item: ActiveItem, reason: OmittedOutput["reason"], threshold: number): { message: ToolMessage; tokens: number; omitted: OmittedOutput } {
   const result = item.result as ActiveToolResult;
-  const notice = toolOutputNotice({ toolName: result.toolName, tokens: result.outputTokens, handle: result.handle, preview: result.preview, reason, threshold });
+  const notice = toolOutputNotice({
+    toolName: result.toolName,
+    tokens: result.outputTokens,
+    handle: result.handle,
+    preview: result.preview,
+    reason,
+    threshold,
+  });
   const original = item.message as ToolMessage;
   const message = new ToolMessage({ content: notice, tool_call_id: result.toolCallId, name: original.name ?? result.toolName, status: original.status });
   const omitted: OmittedOutput = { toolCallId: result.toolCallId, toolName: result.toolName, tokens: result.outputTokens, reason };

@@ -1,10 +1,7 @@
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { InvalidModelViewError } from "../errors.js";
 import type { CachePoint, CacheTtl, PromptCachePolicy } from "./types.js";
-import type { ConverseRule } from "./validate-view.js";
-
-/** The rule a cache point on a message Converse does not take breaks (a type, to keep validate-view out of this module's imports). */
-const KNOWN_MESSAGE_TYPE: ConverseRule = "known-message-type";
+import { CONVERSE_RULES } from "./converse-rules.js";
 
 /** Cache points Bedrock accepts in one request (tools, system and messages together); more is a 400. */
 export const MAX_CACHE_POINTS = 4;
@@ -88,7 +85,7 @@ function withCachePoint(message: BaseMessage, ttl: CacheTtl): BaseMessage {
       return new ToolMessage({ content, tool_call_id: tool.tool_call_id, name: tool.name, status: tool.status, id: tool.id });
     }
     default:
-      throw new InvalidModelViewError(`a ${message.type} message cannot carry a cache point: Converse takes none`, KNOWN_MESSAGE_TYPE);
+      throw new InvalidModelViewError(`a ${message.type} message cannot carry a cache point: Converse takes none`, CONVERSE_RULES.knownMessageType);
   }
 }
 

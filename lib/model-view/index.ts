@@ -8,6 +8,7 @@ export {
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
 } from "./build-model-view.js";
+export { messageText } from "./message-text.js";
 export { isCachePointBlock, MAX_CACHE_POINTS, placeCachePoints, withCachePoints } from "./cache-points.js";
 export type { CacheLayout, CachePointBlock } from "./cache-points.js";
 export {
@@ -33,8 +34,9 @@ export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice }
 export type { ToolOutputNoticeInput } from "./tool-output-notice.js";
 export { DEFAULT_OUT_OF_SIGHT_STEP_TURNS, outOfSightNotice } from "./out-of-sight-notice.js";
 export type { OutOfSightPolicy } from "./out-of-sight-notice.js";
-export { CONVERSE_RULES, validateConverseView } from "./validate-view.js";
-export type { ConverseRule, ValidateConverseViewOptions } from "./validate-view.js";
+export { CONVERSE_RULES, type ConverseRule } from "./converse-rules.js";
+export { validateConverseView } from "./validate-view.js";
+export type { ValidateConverseViewOptions } from "./validate-view.js";
 export type {
   CachePoint,
   CachePointKind,

@@ -78,7 +78,8 @@ function toConverseTurn(message: BaseMessage, index: number): ConverseTurn {
         if (typeof call.id !== "string" || call.id.length === 0) fail(CONVERSE_RULES.toolUseId, `message ${index} has a tool call without an id`);
         return call.id;
       });
-      if (contentBlocks(message.content, index, true) + calls.length === 0) fail(CONVERSE_RULES.noEmptyContent, `message ${index} has neither text nor tool calls`);
+      if (contentBlocks(message.content, index, true) + calls.length === 0)
+        fail(CONVERSE_RULES.noEmptyContent, `message ${index} has neither text nor tool calls`);
       return { role: "assistant", index, toolUseIds, toolResultIds: [] };
     }
     case "tool": {
@@ -142,7 +143,8 @@ export function validateConverseView(messages: readonly BaseMessage[], options: 
     assertUnique(turn.toolUseIds, turn.index);
     assertUnique(turn.toolResultIds, turn.index);
     const unmatched = turn.toolResultIds.find((id) => !previous?.toolUseIds.includes(id));
-    if (unmatched !== undefined) fail(CONVERSE_RULES.toolResultHasUse, `message ${turn.index} answers tool call ${unmatched}, which the message before it did not make`);
+    if (unmatched !== undefined)
+      fail(CONVERSE_RULES.toolResultHasUse, `message ${turn.index} answers tool call ${unmatched}, which the message before it did not make`);
     // Extra or repeated results are reported when the next message is checked.
     const unanswered = turn.toolUseIds.find((id) => !turns[i + 1]?.toolResultIds.includes(id));
     if (unanswered !== undefined) fail(CONVERSE_RULES.toolUseAnswered, `tool call ${unanswered} of message ${turn.index} is not answered in the next message`);

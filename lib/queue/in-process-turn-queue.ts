@@ -1,4 +1,4 @@
-import type { TurnJob } from "../channels/turn-job.js";
+import type { TurnJob } from "./turn-job.js";
 import { turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
 /**

@@ -22,4 +22,17 @@ export {
   type TurnMetrics,
   type TurnMetricsSink,
 } from "./turn-metrics.js";
+export {
+  TURN_CHANNELS,
+  parseTurnJob,
+  turnJobSchema,
+  type EnqueueTurn,
+  type SlackReplyTarget,
+  type SlackTurnJob,
+  type TeamsReplyTarget,
+  type TeamsTurnJob,
+  type TurnChannel,
+  type TurnJob,
+  type TurnReplier,
+} from "./turn-job.js";
 export { turnIdForJob, turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";

@@ -1,5 +1,5 @@
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import type { TurnJob } from "../channels/turn-job.js";
+import type { TurnJob } from "./turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
 export interface SqsTurnQueueOptions {

@@ -1,8 +1,7 @@
 import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelRoles } from "../auth/channel-roles.js";
 import type { Caller } from "../auth/principal.js";
-import type { ChannelReplier } from "../channels/channel-replier.js";
-import type { TurnJob } from "../channels/turn-job.js";
+import type { TurnJob, TurnReplier } from "./turn-job.js";
 import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
 import {
   AuthenticationError,
@@ -37,7 +36,7 @@ export interface TurnJobWorkerOptions {
   runner: TurnRunner;
   conversations: ConversationStore;
   turns: TurnStore;
-  replier: ChannelReplier;
+  replier: TurnReplier;
   /** The roles of Slack and Teams users (`SLACK_ROLES`, `TEAMS_ROLES`). Default: none, so role-gated tools stay closed to them. */
   roles?: ChannelRoles;
   /** Receives after which a failing turn is given up and the user told. Default: {@link DEFAULT_TURN_MAX_RECEIVES}. */

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import type { TurnJob } from "../channels/turn-job.js";
+import { derivedUuid } from "../derived-id.js";
+import type { TurnJob } from "./turn-job.js";
 
 /** Hands turns to the worker: SQS FIFO in AWS, in-process in local mode. */
 export interface TurnQueue {
@@ -31,6 +32,5 @@ export function turnJobDeduplicationId(job: TurnJob): string {
  */
 export function turnIdForJob(job: TurnJob): string {
   if (job.channel === "api") return job.dedupeId;
-  const h = sha256(`turn:${job.channel}:${job.dedupeId}`);
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return derivedUuid(`turn:${job.channel}:${job.dedupeId}`, 5);
 }

@@ -109,7 +109,14 @@ export class ConversationSearch {
     let order = fuse(rankings);
     const phrases = quotedPhrases(request.query);
     const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
-    const records = new Map((await index.records(request.conversationId, shortlist.map((e) => e.turnId))).map((r) => [r._id, r]));
+    const records = new Map(
+      (
+        await index.records(
+          request.conversationId,
+          shortlist.map((e) => e.turnId),
+        )
+      ).map((r) => [r._id, r]),
+    );
     // Turns with a quoted phrase first; without phrases nothing matches and the order stays.
     const matches = (e: RecallEntry) => {
       const record = records.get(e.turnId);

@@ -1,7 +1,8 @@
 import type { StructuredLogger } from "../logger.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { RecallIndexStore, RecallToolOutput, RecallTurnDocument } from "../store/recall-index-store.js";
-import type { TurnDocument, TurnStore, ViewMessage } from "../store/turn-store.js";
+import type { TurnDocument, TurnStore } from "../store/turn-store.js";
+import type { ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Embedder } from "./embedder.js";
 import { termFrequencies } from "./recall-terms.js";

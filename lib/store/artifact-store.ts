@@ -197,7 +197,13 @@ export class ArtifactStore {
         const { _id, ...fields } = head;
         await this.collection.updateOne({ _id }, { $setOnInsert: fields }, { upsert: true });
       },
-      () => this.collection.deleteMany({ $or: [{ kind: "part", handle, partSet }, { _id: handle, kind: "artifact", attempt: head.attempt }] }),
+      () =>
+        this.collection.deleteMany({
+          $or: [
+            { kind: "part", handle, partSet },
+            { _id: handle, kind: "artifact", attempt: head.attempt },
+          ],
+        }),
     );
     // A concurrent put may have won: answer with what is stored.
     const stored = await this.findHead(handle, scope);

@@ -105,10 +105,7 @@ export class ConversationStore {
 
   async setup(): Promise<void> {
     await this.migrateLegacyOwners();
-    await this.collection.createIndex(
-      { "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1, updatedAt: -1, _id: -1 },
-      { name: "principal_recent" },
-    );
+    await this.collection.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1, updatedAt: -1, _id: -1 }, { name: "principal_recent" });
     await this.collection.createIndex(
       { "channel.channel": 1, "channel.key": 1 },
       { name: "channel_key", unique: true, partialFilterExpression: { "channel.key": { $type: "string" } } },
@@ -121,7 +118,10 @@ export class ConversationStore {
    * runs again at the next start. Concurrent starts write the same owners.
    */
   private async migrateLegacyOwners(): Promise<void> {
-    const indexes = await this.collection.listIndexes().toArray().catch(() => []);
+    const indexes = await this.collection
+      .listIndexes()
+      .toArray()
+      .catch(() => []);
     if (!indexes.some((index) => index.name === LEGACY_OWNER_INDEX)) return;
     const legacy = this.collection.find({ owner: { $exists: false } }, { projection: { ownerId: 1, tenantId: 1, channel: 1 } });
     for await (const doc of legacy) {
@@ -181,7 +181,11 @@ export class ConversationStore {
       const { updatedAt, id } = decodeCursor(options.cursor);
       filter.$or = [{ updatedAt: { $lt: updatedAt } }, { updatedAt, _id: { $lt: id } }];
     }
-    const docs = await this.collection.find(filter).sort({ updatedAt: -1, _id: -1 }).limit(limit + 1).toArray();
+    const docs = await this.collection
+      .find(filter)
+      .sort({ updatedAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .toArray();
     const page = docs.slice(0, limit);
     const last = page[page.length - 1];
     return {

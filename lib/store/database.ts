@@ -33,11 +33,11 @@ interface SetupDocument {
 
 export interface ThreadwiseDatabaseOptions {
   dbName: string;
-  /** Default: {@link DEFAULT_LEASE_TTL_MS} from lease.ts. */
+  /** Default: `DEFAULT_LEASE_TTL_MS` (lib/config). */
   leaseTtlMs?: number;
   /** Days of inactivity before a conversation expires everywhere. Default: `DEFAULT_RETENTION_DAYS`. */
   retentionDays?: number;
-  /** Checkpoints kept per thread after each turn. Default: the saver's `DEFAULT_CHECKPOINTS_KEPT`. */
+  /** Checkpoints kept per thread after each turn. Default: `DEFAULT_CHECKPOINTS_KEPT` (lib/config). */
   checkpointsKept?: number;
   /** What the lease measures time with. Default: the system clock. */
   clock?: Clock;

@@ -3,8 +3,6 @@ export { ThreadwiseDatabase, DatabaseSetupError, DATABASE_SETUP_VERSION, type Th
 export {
   createMongoClient,
   DEFAULT_CONNECT_TIMEOUT_MS,
-  DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
-  DEFAULT_SOCKET_TIMEOUT_MS,
   type MongoClientOptions,
 } from "./mongo-client.js";
 export {
@@ -23,21 +21,26 @@ export { MessageStore, type MessageDocument, type RecordedMessage, type RecordRo
 export {
   TurnStore,
   TURN_STATUSES,
-  ZERO_USAGE,
-  addUsage,
   type ClaimedTurn,
-  type ModelCallRecord,
   type TurnDocument,
   type TurnError,
   type TurnProgress,
   type TurnStatus,
   type TurnWithCalls,
+} from "./turn-store.js";
+export {
+  ZERO_USAGE,
+  addUsage,
+  summarizeContext,
+  toViewMessages,
+  type ModelCallRecord,
+  type TurnContextSummary,
   type Usage,
   type ViewMessage,
-} from "./turn-store.js";
-export { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S, type ConversationLeaseOptions } from "./lease.js";
+} from "./turn-record.js";
+export { ConversationLease, MAX_RETRY_AFTER_S, type ConversationLeaseOptions } from "./lease.js";
 export { WriteFence, type FencedDocument } from "./write-fence.js";
-export { RetentionPolicy, DEFAULT_RETENTION_DAYS, type RetentionOptions } from "./retention.js";
+export { RetentionPolicy, type RetentionOptions } from "./retention.js";
 export {
   ArtifactStore,
   DEFAULT_ARTIFACT_PART_BYTES,
@@ -52,7 +55,6 @@ export {
 export { IdempotencyPersistenceLayer, type IdempotencyDocument, type IdempotencyPersistenceLayerOptions } from "./idempotency-persistence-layer.js";
 export {
   ThreadwiseSaver,
-  DEFAULT_CHECKPOINTS_KEPT,
   DEFAULT_CHECKPOINTS_COLLECTION,
   DEFAULT_CHECKPOINT_WRITES_COLLECTION,
   DEFAULT_CHECKPOINT_BLOBS_COLLECTION,

@@ -3,9 +3,8 @@ import { systemClock, type Clock } from "../clock.js";
 import { ConflictError, NotFoundError } from "../errors.js";
 import type { ConversationDocument } from "./conversation-store.js";
 import { WriteFence } from "./write-fence.js";
+import { DEFAULT_LEASE_TTL_MS } from "../config/config.js";
 
-/** How long a lease lasts unless renewed: a crashed turn blocks its conversation for at most this long. */
-export const DEFAULT_LEASE_TTL_MS = 120_000;
 /** Longest `Retry-After` suggested to a caller that meets a held lease: turns usually end sooner than leases. */
 export const MAX_RETRY_AFTER_S = 5;
 /** Heartbeats per lease period: two can be missed (a slow database) before the lease lapses. */

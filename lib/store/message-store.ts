@@ -47,11 +47,7 @@ export class MessageStore {
   }
 
   /** Idempotent per turn and role; written only while `fence` holds. */
-  async append(
-    message: { turnId: string; seq: number; role: RecordRole; content: string },
-    fence: WriteFence,
-    now = new Date(),
-  ): Promise<void> {
+  async append(message: { turnId: string; seq: number; role: RecordRole; content: string }, fence: WriteFence, now = new Date()): Promise<void> {
     await fence.insertOnce(this.#messages, { _id: `${message.turnId}:${message.role}`, ...message, conversationId: fence.conversationId, createdAt: now });
   }
 

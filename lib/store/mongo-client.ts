@@ -1,16 +1,6 @@
 import { MongoClient } from "mongodb";
+import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "../config/config.js";
 
-/**
- * How long an operation waits for a reachable server before failing. Short, so that an
- * outage answers 503 within an API Gateway request instead of hanging past it.
- */
-export const DEFAULT_SERVER_SELECTION_TIMEOUT_MS = 5_000;
-/**
- * How long an operation waits for an answer on an open connection before failing (503). It ends
- * an operation on a connection that was dropped without a word (a NAT or firewall forgetting it
- * while a Lambda container was frozen), and is far longer than any single operation here takes.
- */
-export const DEFAULT_SOCKET_TIMEOUT_MS = 10_000;
 /**
  * How long opening a connection may take; in poll mode also the timeout of each heartbeat, so a
  * monitor on a dropped connection notices within it (the driver's 30 s would outlast a request).

@@ -163,7 +163,10 @@ export class RecallIndexStore {
       const ours = { _id, turnIds: { $size: next.turnIds.length } };
       try {
         if (!current) {
-          await fence.guard(() => this.segments.insertOne(next), () => this.segments.deleteOne(ours));
+          await fence.guard(
+            () => this.segments.insertOne(next),
+            () => this.segments.deleteOne(ours),
+          );
           return;
         }
         const result = await fence.guard(

@@ -1,8 +1,7 @@
 import type { Db } from "mongodb";
 import { COLLECTIONS } from "./collections.js";
+import { DEFAULT_RETENTION_DAYS } from "../config/config.js";
 
-/** Days of inactivity after which a conversation expires from every collection. */
-export const DEFAULT_RETENTION_DAYS = 90;
 const DAY_MS = 86_400_000;
 
 /** Where each collection keeps the conversation id (checkpoints call it the thread id). */
@@ -46,9 +45,7 @@ export class RetentionPolicy {
   /** TTL indexes on every collection; idempotent, run once at start-up. */
   async setup(): Promise<void> {
     await Promise.all(
-      Object.keys(OWNER_FIELD).map((name) =>
-        this.db.collection(name).createIndex({ expiresAt: 1 }, { name: "retention_ttl", expireAfterSeconds: 0 }),
-      ),
+      Object.keys(OWNER_FIELD).map((name) => this.db.collection(name).createIndex({ expiresAt: 1 }, { name: "retention_ttl", expireAfterSeconds: 0 })),
     );
   }
 
@@ -58,10 +55,9 @@ export class RetentionPolicy {
     const renewBefore = new Date(now.getTime() + this.periodMs / 2);
     await Promise.all(
       Object.entries(OWNER_FIELD).map(([name, field]) =>
-        this.db.collection(name).updateMany(
-          { [field]: conversationId, $or: [{ expiresAt: { $exists: false } }, { expiresAt: { $lt: renewBefore } }] },
-          { $set: { expiresAt } },
-        ),
+        this.db
+          .collection(name)
+          .updateMany({ [field]: conversationId, $or: [{ expiresAt: { $exists: false } }, { expiresAt: { $lt: renewBefore } }] }, { $set: { expiresAt } }),
       ),
     );
   }

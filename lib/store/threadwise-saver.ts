@@ -22,7 +22,7 @@ import { z } from "zod";
 import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
 import {
-  BlobReader,
+  type BlobReader,
   ChannelBlobStore,
   DEFAULT_LIST_LINK_BYTES,
   type BlobDocument,
@@ -42,6 +42,7 @@ import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentF
 import { planPrune, type PruneCandidate } from "./checkpoint/prune-plan.js";
 import { ThreadFences, isVisible, readFenceEpoch, type FenceStamp, type FenceView, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
 import { COLLECTIONS } from "./collections.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../config/config.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
@@ -51,12 +52,6 @@ export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = COLLECTIONS.checkpointWrites
 export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = COLLECTIONS.checkpointBlobs;
 /** Collection of per-thread fences (see {@link ThreadwiseSaver.claimThread}). */
 export const DEFAULT_CHECKPOINT_THREADS_COLLECTION = COLLECTIONS.checkpointThreads;
-/**
- * Latest checkpoints of each namespace that {@link ThreadwiseSaver.prune} keeps besides every
- * turn's start and end. Resuming needs only the latest; a few more leave the end of the last
- * turn inspectable.
- */
-export const DEFAULT_CHECKPOINTS_KEPT = 3;
 /**
  * Serialized bytes up to which a channel value is kept in its checkpoint's header instead of a
  * blob document: the graph's small bookkeeping channels and short inputs cost no document.
@@ -237,10 +232,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
    */
   override async setup(): Promise<Error[]> {
     const fenceIndexes = this.ttl != null ? [this.fences.collection.createIndex({ upserted_at: 1 }, { expireAfterSeconds: this.ttl })] : [];
-    const [baseErrors, results] = await Promise.all([
-      super.setup(),
-      Promise.allSettled([...this.blobs.createIndexes(this.ttl), ...fenceIndexes]),
-    ]);
+    const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled([...this.blobs.createIndexes(this.ttl), ...fenceIndexes])]);
     const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason as Error);
     return [...baseErrors, ...errors];
   }
@@ -271,9 +263,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     if (thread_id === undefined) return undefined;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const checkpoint_id = readConfigString("checkpoint_id", getCheckpointId(config));
-    const query: Filter<CheckpointDocument> = checkpoint_id
-      ? { thread_id, checkpoint_ns, checkpoint_id }
-      : { thread_id, checkpoint_ns };
+    const query: Filter<CheckpointDocument> = checkpoint_id ? { thread_id, checkpoint_ns, checkpoint_id } : { thread_id, checkpoint_ns };
     const read = new ReadContext(this.fences, this.blobs.reader());
     const [newest] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
     if (newest === undefined) return undefined;
@@ -323,12 +313,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * epoch when it is committed (see {@link claimThread}).
    * @throws CheckpointNotFoundError when the parent checkpoint (`configurable.checkpoint_id`) does not exist.
    */
-  override async put(
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    newVersions?: ChannelVersions,
-  ): Promise<RunnableConfig> {
+  override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions?: ChannelVersions): Promise<RunnableConfig> {
     const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const parent_checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id);
@@ -375,10 +360,15 @@ export class ThreadwiseSaver extends MongoDBSaver {
     await this.blobs.write(blobs, { ...(epoch === undefined ? {} : { epoch }), ...this.stamp() });
     if (this.enableTimestamps) await this.blobs.touch(position);
     const key = { thread_id, checkpoint_ns, checkpoint_id };
-    const writeHeader = (stamp: FenceStamp) =>
-      this.checkpoints.replaceOne(key, { ...checkpointDoc, ...stamp, ...this.stamp() }, { upsert: true });
+    const writeHeader = (stamp: FenceStamp) => this.checkpoints.replaceOne(key, { ...checkpointDoc, ...stamp, ...this.stamp() }, { upsert: true });
     if (epoch === undefined) await writeHeader({});
-    else await this.fences.write(thread_id, epoch, (token) => writeHeader({ epoch, token }), (token) => this.checkpoints.deleteOne({ ...key, epoch, token }));
+    else
+      await this.fences.write(
+        thread_id,
+        epoch,
+        (token) => writeHeader({ epoch, token }),
+        (token) => this.checkpoints.deleteOne({ ...key, epoch, token }),
+      );
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id } };
   }
 
@@ -474,12 +464,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * checkpoint not stored yet is accepted: LangGraph writes a task's results while the put of
    * their checkpoint may still be in flight.
    */
-  override async putWrites(
-    config: RunnableConfig,
-    writes: PendingWrite[],
-    taskId: string,
-    taskPath?: string,
-  ): Promise<void> {
+  override async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
     const thread_id = readConfigString("thread_id", config.configurable?.thread_id, true) as string;
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const checkpoint_id = readConfigString("checkpoint_id", config.configurable?.checkpoint_id, true) as string;
@@ -507,7 +492,12 @@ export class ThreadwiseSaver extends MongoDBSaver {
     if (epoch === undefined) await writeAll({});
     else {
       const taskWrites = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, epoch };
-      await this.fences.write(thread_id, epoch, (token) => writeAll({ token }), (token) => this.writes.deleteMany({ ...taskWrites, token }));
+      await this.fences.write(
+        thread_id,
+        epoch,
+        (token) => writeAll({ token }),
+        (token) => this.writes.deleteMany({ ...taskWrites, token }),
+      );
     }
   }
 
@@ -551,8 +541,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
       parents: decoded.get(doc._id.toHexString())?.metadata.parents,
     }));
     const plan = planPrune(candidates, keep);
-    const dropped = (doc: CheckpointDocument) =>
-      plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
+    const dropped = (doc: CheckpointDocument) => plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
     const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));
     const removed = [...visible.filter(dropped), ...junk];
     const result: PruneResult = { checkpoints: 0, writes: 0, blobs: 0 };
@@ -568,9 +557,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     }
     const kept = visible.filter((doc) => !dropped(doc));
     for (const ns of new Set(kept.map((doc) => doc.checkpoint_ns))) {
-      const roots = kept
-        .filter((doc) => doc.checkpoint_ns === ns)
-        .flatMap((doc) => [...(decoded.get(doc._id.toHexString()) as DecodedHeader).keys]);
+      const roots = kept.filter((doc) => doc.checkpoint_ns === ns).flatMap((doc) => [...(decoded.get(doc._id.toHexString()) as DecodedHeader).keys]);
       result.blobs += await this.blobs.prune({ thread_id: threadId, checkpoint_ns: ns }, roots, sealed);
     }
     const compacted = await this.compactSealedEpochs(threadId, view);
@@ -619,10 +606,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
       checkpoint,
       metadata: header.metadata,
       pendingWrites: pendingWrites.map(({ taskId, channel, value }) => [taskId, channel, value] as CheckpointPendingWrite),
-      parentConfig:
-        parent_checkpoint_id != null
-          ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id } }
-          : undefined,
+      parentConfig: parent_checkpoint_id != null ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id } } : undefined,
     };
   }
 
@@ -660,9 +644,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     read: ReadContext,
     channel?: string,
   ): Promise<{ taskId: string; channel: string; value: unknown }[]> {
-    const found = await this.writes
-      .find(channel === undefined ? { ...position, checkpoint_id } : { ...position, checkpoint_id, channel })
-      .toArray();
+    const found = await this.writes.find(channel === undefined ? { ...position, checkpoint_id } : { ...position, checkpoint_id, channel }).toArray();
     const latest = new Map<string, WriteDocument>();
     for (const doc of found) {
       if (!(await read.visible(doc))) continue;
@@ -671,9 +653,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
       if (other === undefined || (other.epoch ?? -1) < (doc.epoch ?? -1)) latest.set(key, doc);
     }
     const docs = [...latest.values()];
-    docs.sort((a, b) =>
-      compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)),
-    );
+    docs.sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)));
     return Promise.all(
       docs.map(async (doc) => ({
         taskId: doc.task_id,

@@ -1,7 +1,7 @@
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { NotFoundError } from "../errors.js";
-import type { ModelViewStats } from "../model-view/types.js";
 import { COLLECTIONS } from "./collections.js";
+import { ZERO_USAGE, type ModelCallRecord, type Usage } from "./turn-record.js";
 import type { WriteFence } from "./write-fence.js";
 import type { Principal } from "../auth/principal.js";
 
@@ -15,47 +15,6 @@ export type TurnStatus = (typeof TURN_STATUSES)[number];
 
 /** Statuses a turn never leaves. */
 const FINAL_STATUSES: readonly TurnStatus[] = ["completed", "superseded"];
-
-/** One message of a model view as it was sent, in a channel-neutral shape. */
-export interface ViewMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string;
-  toolCalls?: { id: string; name: string; args: unknown }[];
-  toolCallId?: string;
-  toolName?: string;
-  /** Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept. */
-  tokens?: number;
-}
-
-export interface Usage {
-  /** Every input token, those read from or written to the prompt cache included. */
-  inputTokens: number;
-  outputTokens: number;
-  totalTokens: number;
-  /** Input tokens read from the prompt cache. Absent in records made before prompt caching. */
-  cacheReadTokens?: number;
-  /** Input tokens written to the prompt cache. Absent in records made before prompt caching. */
-  cacheWriteTokens?: number;
-  /** What the call (or turn) cost in US dollars, by its model's configured price; absent when the model has none. */
-  costUsd?: number;
-}
-
-export const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
-
-/** What one model call was sent and what it cost. */
-export interface ModelCallRecord {
-  turnId: string;
-  index: number;
-  startedAt: Date;
-  durationMs: number;
-  view: ViewMessage[];
-  stats: ModelViewStats;
-  /** As reported by the model; zero when it reports nothing. */
-  usage: Usage;
-  /** (estimated − reported) / reported input tokens, the estimate being `stats.estimatedInputTokens`; absent when the model reported none. */
-  estimateError?: number;
-  toolCalls: string[];
-}
 
 export interface TurnProgress {
   step: "queued" | "model" | "tool" | "approval" | "done";
@@ -108,18 +67,6 @@ export type ClaimedTurn = TurnDocument & { attempt: number };
 
 const DUPLICATE_KEY = 11000;
 
-export function addUsage(a: Usage, b: Usage): Usage {
-  const sum: Usage = {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    totalTokens: a.totalTokens + b.totalTokens,
-    cacheReadTokens: (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0),
-    cacheWriteTokens: (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0),
-  };
-  if (a.costUsd !== undefined || b.costUsd !== undefined) sum.costUsd = (a.costUsd ?? 0) + (b.costUsd ?? 0);
-  return sum;
-}
-
 interface ModelCallDocument extends ModelCallRecord {
   /** `${turnId}:${index}`: a resumed turn replaces the record of a call it makes again. */
   _id: string;
@@ -169,7 +116,11 @@ export class TurnStore {
   async enqueue(turnId: string, fence: WriteFence, now = new Date()): Promise<TurnDocument> {
     const fresh = this.fresh(turnId, fence, "queued", now);
     const inserted = await fence.guard(
-      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      () =>
+        this.#turns.insertOne(fresh).then(
+          () => true,
+          (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error)),
+        ),
       (created) => (created ? this.#turns.deleteOne({ _id: turnId, status: "queued", attempt: { $exists: false } }) : Promise.resolve()),
     );
     if (inserted) return fresh;
@@ -191,7 +142,11 @@ export class TurnStore {
     // A new turn (the usual case) is created claimed; an existing one is claimed if no later attempt has it.
     const fresh = { ...this.fresh(turnId, fence, "running", now), attempt, ...fields };
     const created = await fence.guard(
-      () => this.#turns.insertOne(fresh).then(() => true, (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error))),
+      () =>
+        this.#turns.insertOne(fresh).then(
+          () => true,
+          (error: unknown) => (isDuplicateKey(error) ? false : Promise.reject(error)),
+        ),
       (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
     );
     if (created) return { turn: fresh, claimed: true };
@@ -227,7 +182,11 @@ export class TurnStore {
 
   /** The conversation's latest begun turn, if any. */
   async latest(conversationId: string): Promise<TurnDocument | null> {
-    return this.#turns.find({ conversationId, seq: { $exists: true } }).sort({ seq: -1 }).limit(1).next();
+    return this.#turns
+      .find({ conversationId, seq: { $exists: true } })
+      .sort({ seq: -1 })
+      .limit(1)
+      .next();
   }
 
   async get(turnId: string): Promise<TurnDocument | null> {

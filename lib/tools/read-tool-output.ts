@@ -179,7 +179,10 @@ export function createReadToolOutputTool(artifacts: ArtifactStore, options: Read
       const handle = input.handle.trim();
       const artifact = await artifacts.get(handle, { conversationId: ctx.conversationId, reader: ctx.caller.principal });
       if (!artifact) {
-        throw new ToolError(`No tool output with handle ${JSON.stringify(handle)} in this conversation. Use the handle exactly as the notice gives it.`, READ_TOOL_OUTPUT_NAME);
+        throw new ToolError(
+          `No tool output with handle ${JSON.stringify(handle)} in this conversation. Use the handle exactly as the notice gives it.`,
+          READ_TOOL_OUTPUT_NAME,
+        );
       }
       // An output is as confidential as its tool: whoever may not call the tool may not read what it returned.
       if (!ctx.mayUse(artifact.toolName)) {

@@ -1,16 +1,8 @@
-import {
-  IdempotencyAlreadyInProgressError,
-  IdempotencyConfig,
-  IdempotencyValidationError,
-  makeIdempotent,
-} from "@aws-lambda-powertools/idempotency";
+import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
 import { DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS, DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
 import { ToolError } from "../errors.js";
-import {
-  IdempotencyPersistenceLayer,
-  type IdempotencyDocument,
-} from "../store/idempotency-persistence-layer.js";
+import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../store/idempotency-persistence-layer.js";
 import type { ToolContext, ToolDefinition } from "./tool.js";
 
 /** Prefix of every tool side-effect key in the `idempotency` collection (the API uses its own). */
@@ -62,19 +54,16 @@ export class ToolIdempotencyGuard {
     // Powertools reads the in-progress expiry from a Lambda-style context; a tool call has its own budget.
     this.#deadline = { getRemainingTimeInMillis: () => inProgressTimeoutMs };
     this.#pollIntervalMs = options.pollIntervalMs ?? DEFAULT_IN_PROGRESS_POLL_MS;
-    this.#idempotent = makeIdempotent(
-      async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => tool.run(call.args, ctx),
-      {
-        persistenceStore: this.#persistence,
-        keyPrefix: options.keyPrefix ?? DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX,
-        config: new IdempotencyConfig({
-          eventKeyJmesPath: "key",
-          payloadValidationJmesPath: "[tool, args]",
-          throwOnNoIdempotencyKey: true,
-          expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
-        }),
-      },
-    );
+    this.#idempotent = makeIdempotent(async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => tool.run(call.args, ctx), {
+      persistenceStore: this.#persistence,
+      keyPrefix: options.keyPrefix ?? DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX,
+      config: new IdempotencyConfig({
+        eventKeyJmesPath: "key",
+        payloadValidationJmesPath: "[tool, args]",
+        throwOnNoIdempotencyKey: true,
+        expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
+      }),
+    });
   }
 
   /** Idempotency key of a tool call, before hashing. */
@@ -95,11 +84,7 @@ export class ToolIdempotencyGuard {
         return await this.#idempotent(call, this.#deadline, tool, ctx);
       } catch (error) {
         if (error instanceof IdempotencyValidationError) {
-          throw new ToolError(
-            `tool call ${ctx.toolCallId} was already made with different arguments; use a new call`,
-            tool.name,
-            { cause: error },
-          );
+          throw new ToolError(`tool call ${ctx.toolCallId} was already made with different arguments; use a new call`, tool.name, { cause: error });
         }
         if (!(error instanceof IdempotencyAlreadyInProgressError)) throw error;
         if (ctx.signal?.aborted) throw error;

@@ -148,8 +148,7 @@ export class ToolRegistry {
       }, this.#timeoutMs);
     });
     const runCtx: ToolContext = { ...ctx, signal: controller.signal };
-    const run =
-      tool.sideEffects && this.#guard ? this.#guard.run(tool, parsed.data, runCtx) : tool.run(parsed.data, runCtx);
+    const run = tool.sideEffects && this.#guard ? this.#guard.run(tool, parsed.data, runCtx) : tool.run(parsed.data, runCtx);
     try {
       const content = await Promise.race([run, timeout]);
       return { content, status: "success" };

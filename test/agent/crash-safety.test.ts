@@ -67,7 +67,7 @@ describe("TurnRunner", () => {
         const effects = await client.db(dbName).collection("follow_ups").countDocuments({ conversationId });
         expect(effects).toBe(1);
         const state = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
-        const types = (state?.checkpoint.channel_values.messages as BaseMessage[]).map((m) => m.getType());
+        const types = (state!.checkpoint.channel_values.messages as BaseMessage[]).map((m) => m.getType());
         expect(types).toEqual(["human", "ai", "tool", "ai"]);
         expect((await app.database.turns.get(turnId))?.status).toBe("completed");
       });

@@ -4,10 +4,16 @@ import { costOf } from "../../lib/agent/model-usage.js";
 import { createApp, type App } from "../../lib/app.js";
 import { DEFAULT_MODEL_PRICES, loadConfig } from "../../lib/config/config.js";
 import { silentLogger, type StructuredLogger } from "../../lib/logger.js";
-import type { ModelCallRecord } from "../../lib/store/turn-store.js";
+import type { ModelCallRecord } from "../../lib/store/turn-record.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
-import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type RecordedConverseRequest } from "../support/converse-endpoint.js";
+import {
+  lastUserText,
+  startConverseEndpoint,
+  type ConverseEndpoint,
+  type ConverseRequest,
+  type RecordedConverseRequest,
+} from "../support/converse-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
@@ -15,7 +21,10 @@ const caller: Caller = { principal: apiPrincipal("ada", "acme"), roles: [] };
 
 /** Code, which Claude's tokenizer counts about 10 % longer than cl100k: a cl100k budget would be overrun. */
 function code(turn: number, lines: number): string {
-  return Array.from({ length: lines }, (_, i) => `const total${turn}_${i} = rows.filter((r) => r.region === 'r${i % 7}').map((r) => r.units * r.price).reduce((a, b) => a + b, 0);`).join("\n");
+  return Array.from(
+    { length: lines },
+    (_, i) => `const total${turn}_${i} = rows.filter((r) => r.region === 'r${i % 7}').map((r) => r.units * r.price).reduce((a, b) => a + b, 0);`,
+  ).join("\n");
 }
 
 const readLog: ToolDefinition = {
@@ -88,7 +97,8 @@ async function converse_(app: App, questions: string[]): Promise<{ call: ModelCa
   return calls;
 }
 
-const questions = (n: number) => Array.from({ length: n }, (_, t) => (t % 3 === 1 ? `Why does the build fail? Read the log twice.\n${code(t, 8)}` : `Review this:\n${code(t, 8)}`));
+const questions = (n: number) =>
+  Array.from({ length: n }, (_, t) => (t % 3 === 1 ? `Why does the build fail? Read the log twice.\n${code(t, 8)}` : `Review this:\n${code(t, 8)}`));
 
 /** The cache points of a request as it arrived: [index in the view, ttl]; the system prompt is the view's message 0. */
 function wirePoints(request: RecordedConverseRequest): [number, string][] {
@@ -131,7 +141,10 @@ describe("createAgentGraph", () => {
       const price = DEFAULT_MODEL_PRICES["anthropic.claude-sonnet-4-20250514-v1:0"];
       expect(turn!.calls).toHaveLength(3);
       for (const call of turn!.calls) expect(call.usage.costUsd).toBeCloseTo(costOf(call.usage, price), 12);
-      expect(turn!.usage.costUsd).toBeCloseTo(turn!.calls.reduce((n, c) => n + c.usage.costUsd!, 0), 12);
+      expect(turn!.usage.costUsd).toBeCloseTo(
+        turn!.calls.reduce((n, c) => n + c.usage.costUsd!, 0),
+        12,
+      );
       expect(turn!.usage.cacheReadTokens).toBe(turn!.calls.reduce((n, c) => n + c.usage.cacheReadTokens!, 0));
     });
 
@@ -139,7 +152,10 @@ describe("createAgentGraph", () => {
       const budget = 2_500;
       const app = await bedrockApp({ VIEW_TOTAL_BUDGET: String(budget), VIEW_FINISHED_TURNS: "8" });
       // Small turns, so the views fill the budget closely: in cl100k tokens, which Claude counts longer, they would overrun it.
-      const calls = await converse_(app, Array.from({ length: 24 }, (_, t) => `Briefly:\n${code(t, 2)}`));
+      const calls = await converse_(
+        app,
+        Array.from({ length: 24 }, (_, t) => `Briefly:\n${code(t, 2)}`),
+      );
       expect(Math.max(...calls.map(({ call }) => call.usage.inputTokens))).toBeGreaterThan(budget * 0.9);
       for (const { call } of calls) expect(call.usage.inputTokens).toBeLessThanOrEqual(budget);
       for (const { call } of calls.slice(3)) expect(Math.abs(call.estimateError!)).toBeLessThan(0.05);
@@ -164,7 +180,12 @@ describe("createAgentGraph", () => {
       const logged = entries.filter((e) => e.message === "model call").map((e) => e.fields);
       expect(logged).toHaveLength(2);
       for (const fields of logged) {
-        expect(fields).toMatchObject({ cachePoints: expect.any(Number), cacheReadTokens: expect.any(Number), costUsd: expect.any(Number), estimateError: expect.any(Number) });
+        expect(fields).toMatchObject({
+          cachePoints: expect.any(Number),
+          cacheReadTokens: expect.any(Number),
+          costUsd: expect.any(Number),
+          estimateError: expect.any(Number),
+        });
         expect(Object.values(fields).every((v) => typeof v === "number" || v === fields.turnId)).toBe(true);
       }
       expect(logged[1].cacheReadTokens).toBeGreaterThan(0);

@@ -1,4 +1,4 @@
-import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { type AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { describeArguments, LOCAL_MODEL_EXAMPLES, LocalChatModel, MAX_ARGUMENT_DEPTH, type FunctionTool } from "../../lib/agent/local-chat-model.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
@@ -28,7 +28,9 @@ describe("LocalChatModel", () => {
       // A JSON typo was once passed over: the model echoed the text and nobody could tell the tool was not called.
       const message = await answer("sql_query {'sql': 'SELECT 1'}");
       expect(message.tool_calls ?? []).toEqual([]);
-      expect(message.content).toMatch(/^I did not call sql_query: the arguments are not valid JSON \(.+\)\. sql_query takes a JSON object like \{"sql": string, "maxRows"\?: integer\}\.$/);
+      expect(message.content).toMatch(
+        /^I did not call sql_query: the arguments are not valid JSON \(.+\)\. sql_query takes a JSON object like \{"sql": string, "maxRows"\?: integer\}\.$/,
+      );
     });
 
     it("returns what is wrong when the object is not closed", async () => {
@@ -47,10 +49,14 @@ describe("LocalChatModel", () => {
       expect((await answer("what does sql_query do?")).content).toMatch(/^You asked/);
     });
 
-    it("answers in time linear in the question", async () => {
-      const respond = (text: string) => (model as unknown as { respond(m: HumanMessage[]): AIMessage }).respond([new HumanMessage(text)]);
-      expectLinearWork(respond, { wrap: (text) => `sql_query ${text}` });
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "answers in time linear in the question",
+      async () => {
+        const respond = (text: string) => (model as unknown as { respond(m: HumanMessage[]): AIMessage }).respond([new HumanMessage(text)]);
+        expectLinearWork(respond, { wrap: (text) => `sql_query ${text}` });
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
   });
 
   describe("LOCAL_MODEL_EXAMPLES", () => {

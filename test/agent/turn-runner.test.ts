@@ -58,10 +58,10 @@ describe("TurnRunner", () => {
       expect(record.map((m) => m.role)).toEqual(["user", "assistant"]);
 
       const thread = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
-      const types = (thread?.checkpoint.channel_values.messages as { getType(): string }[]).map((m) => m.getType());
+      const types = (thread!.checkpoint.channel_values.messages as { getType(): string }[]).map((m) => m.getType());
       expect(types).toEqual(["human", "ai", "tool", "ai"]);
       // Every message enters the state with its token count, so a new container need not tokenize the thread again.
-      for (const m of thread?.checkpoint.channel_values.messages as BaseMessage[]) {
+      for (const m of thread!.checkpoint.channel_values.messages as BaseMessage[]) {
         expect((m.response_metadata as Record<string, unknown>)[TOKEN_COUNT_KEY], m.getType()).toBe(countMessageTokens(m));
       }
     });
@@ -87,7 +87,7 @@ describe("TurnRunner", () => {
       clients.push(client);
       const app = await createApp(config, {
         mongoClient: client,
-        
+
         tools: [bigReport],
         logger: { info: capture, warn: capture, error: capture },
       });

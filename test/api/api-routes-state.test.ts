@@ -96,7 +96,11 @@ describe("apiRoutes", () => {
 
       expect(running.status).toBe(200);
       expect(running.body.turns).toHaveLength(1);
-      expect(running.body.turns[0]).toMatchObject({ turnId: done.body.turnId, status: "running", progress: { step: "tool", tool: "big_report", modelCalls: 1 } });
+      expect(running.body.turns[0]).toMatchObject({
+        turnId: done.body.turnId,
+        status: "running",
+        progress: { step: "tool", tool: "big_report", modelCalls: 1 },
+      });
     });
 
     it("returns no running turn once the turn completed, and lists it as completed", async () => {

@@ -30,7 +30,12 @@ describe("bad input", () => {
   const messages = () => `/v1/conversations/${conversationId}/messages`;
 
   const cases: [string, () => Promise<{ status: number; body: any }>, number, string][] = [
-    ["malformed JSON", () => api.call("POST", messages(), { token, body: "{not json", headers: { "content-type": "application/json" } }), 400, "invalid_request"],
+    [
+      "malformed JSON",
+      () => api.call("POST", messages(), { token, body: "{not json", headers: { "content-type": "application/json" } }),
+      400,
+      "invalid_request",
+    ],
     ["a body that is not an object", () => api.call("POST", messages(), { token, json: ["hi"] }), 400, "invalid_request"],
     ["a missing content", () => api.call("POST", messages(), { token, json: {} }), 400, "invalid_request"],
     ["an empty content", () => api.call("POST", messages(), { token, json: { content: "   " } }), 400, "invalid_request"],
@@ -39,12 +44,32 @@ describe("bad input", () => {
     ["no body at all", () => api.call("POST", messages(), { token }), 400, "invalid_request"],
     ["a content over the limit", () => api.call("POST", messages(), { token, json: { content: "x".repeat(MAX_CHARS + 1) } }), 413, "payload_too_large"],
     ["a body over the byte limit", () => api.call("POST", messages(), { token, json: { content: "x".repeat(300_000) } }), 413, "payload_too_large"],
-    ["a non-JSON content type", () => api.call("POST", messages(), { token, body: "content=hi", headers: { "content-type": "application/x-www-form-urlencoded" } }), 415, "unsupported_media_type"],
-    ["a malformed Idempotency-Key", () => api.call("POST", messages(), { token, json: { content: "hi" }, headers: { "idempotency-key": "x".repeat(300) } }), 400, "invalid_request"],
-    ["an unknown conversation id", () => api.call("POST", `/v1/conversations/00000000-0000-4000-8000-000000000000/messages`, { token, json: { content: "hi" } }), 404, "not_found"],
+    [
+      "a non-JSON content type",
+      () => api.call("POST", messages(), { token, body: "content=hi", headers: { "content-type": "application/x-www-form-urlencoded" } }),
+      415,
+      "unsupported_media_type",
+    ],
+    [
+      "a malformed Idempotency-Key",
+      () => api.call("POST", messages(), { token, json: { content: "hi" }, headers: { "idempotency-key": "x".repeat(300) } }),
+      400,
+      "invalid_request",
+    ],
+    [
+      "an unknown conversation id",
+      () => api.call("POST", `/v1/conversations/00000000-0000-4000-8000-000000000000/messages`, { token, json: { content: "hi" } }),
+      404,
+      "not_found",
+    ],
     ["a malformed conversation id", () => api.call("GET", `/v1/conversations/not-an-id`, { token }), 400, "invalid_request"],
     ["a malformed turn id", () => api.call("GET", `/v1/conversations/${conversationId}/turns/abc`, { token }), 400, "invalid_request"],
-    ["an unknown turn id", () => api.call("GET", `/v1/conversations/${conversationId}/turns/00000000-0000-4000-8000-000000000000`, { token }), 404, "not_found"],
+    [
+      "an unknown turn id",
+      () => api.call("GET", `/v1/conversations/${conversationId}/turns/00000000-0000-4000-8000-000000000000`, { token }),
+      404,
+      "not_found",
+    ],
     ["a missing token", () => api.call("POST", messages(), { json: { content: "hi" } }), 401, "unauthorized"],
     ["a token that is not a bearer token", () => api.call("GET", "/v1/conversations", { headers: { authorization: `Basic ${token}` } }), 401, "unauthorized"],
     ["a garbage token", () => api.call("GET", "/v1/conversations", { token: "abc.def.ghi" }), 401, "unauthorized"],
@@ -70,7 +95,13 @@ describe("bad input", () => {
 
   it("answers 401 for a token signed by another key", async () => {
     const { privateKey } = await generateKeyPair("ES256");
-    const forged = await new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject("alice").setIssuer("threadwise-local").setAudience("threadwise").setExpirationTime("1h").sign(privateKey);
+    const forged = await new SignJWT({})
+      .setProtectedHeader({ alg: "ES256" })
+      .setSubject("alice")
+      .setIssuer("threadwise-local")
+      .setAudience("threadwise")
+      .setExpirationTime("1h")
+      .sign(privateKey);
     expectError(await api.call("GET", "/v1/conversations", { token: forged }), 401, "unauthorized");
   });
 

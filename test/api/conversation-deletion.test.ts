@@ -30,9 +30,7 @@ afterAll(async () => {
 async function leftovers(conversationId: string): Promise<Record<string, number>> {
   const found: Record<string, number> = {};
   for (const name of Object.values(COLLECTIONS)) {
-    const n = await api.db
-      .collection(name)
-      .countDocuments({ $or: [{ _id: conversationId as never }, { conversationId }, { thread_id: conversationId }] });
+    const n = await api.db.collection(name).countDocuments({ $or: [{ _id: conversationId as never }, { conversationId }, { thread_id: conversationId }] });
     if (n > 0) found[name] = n;
   }
   return found;

@@ -14,13 +14,14 @@ beforeAll(async () => {
 });
 afterAll(() => api.close());
 
-const endpoints = () => [
-  ["GET", `/v1/conversations/${conversationId}`, undefined],
-  ["GET", `/v1/conversations/${conversationId}/messages`, undefined],
-  ["POST", `/v1/conversations/${conversationId}/messages`, { content: "let me in" }],
-  ["GET", `/v1/conversations/${conversationId}/turns/${turnId}`, undefined],
-  ["DELETE", `/v1/conversations/${conversationId}`, undefined],
-] as const;
+const endpoints = () =>
+  [
+    ["GET", `/v1/conversations/${conversationId}`, undefined],
+    ["GET", `/v1/conversations/${conversationId}/messages`, undefined],
+    ["POST", `/v1/conversations/${conversationId}/messages`, { content: "let me in" }],
+    ["GET", `/v1/conversations/${conversationId}/turns/${turnId}`, undefined],
+    ["DELETE", `/v1/conversations/${conversationId}`, undefined],
+  ] as const;
 
 describe("conversation ownership", () => {
   for (const [who, claims] of [

@@ -23,9 +23,13 @@ describe("api/request-parsing", () => {
       expect(prefersAsync(request({ headers: { prefer: "x=respond-async" } }))).toBe(false);
     });
 
-    it("reads the header in time linear in its length", () => {
-      expectLinearWork((text) => prefersAsync(request({ headers: { prefer: text } })));
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "reads the header in time linear in its length",
+      () => {
+        expectLinearWork((text) => prefersAsync(request({ headers: { prefer: text } })));
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
   });
 
   describe("parseIdempotencyKey", () => {
@@ -47,9 +51,13 @@ describe("api/request-parsing", () => {
       expect(trimTrailingSlashes("///")).toBe("/");
     });
 
-    it("trims in time linear in the path", () => {
-      expectLinearWork((text) => trimTrailingSlashes(`/${text}`));
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "trims in time linear in the path",
+      () => {
+        expectLinearWork((text) => trimTrailingSlashes(`/${text}`));
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
   });
 
   describe("parseJsonBody", () => {
@@ -60,17 +68,21 @@ describe("api/request-parsing", () => {
       expect(() => parseJsonBody(request({ body: deep }), schema)).toThrow(ValidationError);
     });
 
-    it("parses in time linear in the body", () => {
-      expectLinearWork(
-        (body) => {
-          try {
-            parseJsonBody(request({ body }), schema);
-          } catch (error) {
-            if (!(error instanceof ValidationError)) throw error;
-          }
-        },
-        { wrap: (text) => (text.startsWith("[") || text.startsWith("{") ? `{"content":${text}}` : JSON.stringify({ content: text })) },
-      );
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "parses in time linear in the body",
+      () => {
+        expectLinearWork(
+          (body) => {
+            try {
+              parseJsonBody(request({ body }), schema);
+            } catch (error) {
+              if (!(error instanceof ValidationError)) throw error;
+            }
+          },
+          { wrap: (text) => (text.startsWith("[") || text.startsWith("{") ? `{"content":${text}}` : JSON.stringify({ content: text })) },
+        );
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
   });
 });

@@ -126,7 +126,8 @@ describe("POST /v1/conversations/{id}/messages", () => {
 
     it("answers 409 to a repeat while the first is in progress, then the first's answer once it is done", async () => {
       const id = await newConversation();
-      const send = () => api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "hold hello" }, headers: { "idempotency-key": "k-2" } });
+      const send = () =>
+        api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "hold hello" }, headers: { "idempotency-key": "k-2" } });
       const holding = holdNextTurn();
       const first = send();
       await holding.entered;
@@ -148,7 +149,11 @@ describe("POST /v1/conversations/{id}/messages", () => {
     it("answers 422 when the key is reused with another body, and changes nothing", async () => {
       const id = await newConversation();
       await api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "hello" }, headers: { "idempotency-key": "k-3" } });
-      const reused = await api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "something else" }, headers: { "idempotency-key": "k-3" } });
+      const reused = await api.call("POST", `/v1/conversations/${id}/messages`, {
+        token,
+        json: { content: "something else" },
+        headers: { "idempotency-key": "k-3" },
+      });
       expect(reused.status).toBe(422);
       expect(reused.body.error.code).toBe("idempotency_key_reused");
       expect((await api.call("GET", `/v1/conversations/${id}/messages`, { token })).body.messages).toHaveLength(2);
@@ -159,7 +164,11 @@ describe("POST /v1/conversations/{id}/messages", () => {
       const bob = await api.token("bob");
       const bobs = await newConversationFor(bob);
       const a = await api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "hello" }, headers: { "idempotency-key": "shared" } });
-      const b = await api.call("POST", `/v1/conversations/${bobs}/messages`, { token: bob, json: { content: "hello" }, headers: { "idempotency-key": "shared" } });
+      const b = await api.call("POST", `/v1/conversations/${bobs}/messages`, {
+        token: bob,
+        json: { content: "hello" },
+        headers: { "idempotency-key": "shared" },
+      });
       expect(b.status).toBe(200);
       expect(b.body.turnId).not.toBe(a.body.turnId);
     });

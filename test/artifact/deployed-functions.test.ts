@@ -74,7 +74,7 @@ afterAll(async () => {
 
 /** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
 async function coldStart(name: string): Promise<FunctionProcess> {
-  const artifact = resolveReferences(stack.functions[name], stack.template, (logicalId, resource) => {
+  const artifact = resolveReferences(stack.functions[name], stack.template, (_logicalId, resource) => {
     if (resource.Type === "AWS::SecretsManager::Secret") {
       const secret = CREDENTIAL_SECRET_NAMES.find((n) => String(resource.Properties.Name).endsWith(`/threadwise/${CREDENTIAL_SECRETS[n].name}`));
       return secret && aws.secretArns[secret];
@@ -131,7 +131,11 @@ async function customResourceEndpoint(): Promise<{ url: string; responses: Recor
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cfn-response?X-Amz-Signature=x`, responses, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/cfn-response?X-Amz-Signature=x`,
+    responses,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 function createEvent(responseUrl: string) {
@@ -155,7 +159,9 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const before = proxy.accepted;
       const setup = await coldStart("setup");
       expect(await setup.invoke(createEvent(cfn.url))).toEqual({ status: "skipped-no-uri" });
-      expect(cfn.responses).toEqual([expect.objectContaining({ method: "PUT", contentType: "", Status: "SUCCESS", Data: { Status: "skipped-no-uri" }, LogicalResourceId: "DatabaseSetup" })]);
+      expect(cfn.responses).toEqual([
+        expect.objectContaining({ method: "PUT", contentType: "", Status: "SUCCESS", Data: { Status: "skipped-no-uri" }, LogicalResourceId: "DatabaseSetup" }),
+      ]);
       expect(setup.logs()).toContainEqual(expect.objectContaining({ message: "database setup skipped" }));
       expect(proxy.accepted).toBe(before);
       await cfn.close();
@@ -180,7 +186,13 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const before = { connections: proxy.accepted, sent: aws.sent.length };
       const body = envelope(appMention());
       const result = await slack.invoke<HttpResult>(
-        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body, { secret: "not-the-signing-secret" }) }),
+        apiEvent({
+          method: "POST",
+          path: "/slack/events",
+          routeKey: "POST /slack/events",
+          body,
+          headers: signSlackRequest(body, { secret: "not-the-signing-secret" }),
+        }),
       );
       expect(result.statusCode).toBe(401);
       expect({ connections: proxy.accepted, sent: aws.sent.length }).toEqual(before);
@@ -212,7 +224,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const markers = ["StateGraph", "One read-only SELECT", "turn is already running"];
       const worker = code("worker");
       expect(markers.filter((m) => !worker.includes(m))).toEqual([]);
-      for (const name of ["slack", "teams"]) expect(markers.filter((m) => code(name).includes(m)), name).toEqual([]);
+      for (const name of ["slack", "teams"])
+        expect(
+          markers.filter((m) => code(name).includes(m)),
+          name,
+        ).toEqual([]);
     });
   });
 
@@ -267,7 +283,9 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const before = aws.sent.length;
       const body = envelope(appMention({ ts: "1700009000.000100", event_ts: "1700009000.000100", text: "<@U0BOT> how are sales?" }));
       const slack = await container("slack");
-      const result = await slack.invoke<HttpResult>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }));
+      const result = await slack.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }),
+      );
       expect(result.statusCode).toBe(200);
       expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
       expect(slackApi.posts.filter((p) => p.threadTs === "1700009000.000100").map((p) => p.text)).toEqual(["answer to: how are sales?"]);
@@ -284,7 +302,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(result.statusCode).toBe(202);
       expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
       expect(connector.replies).toEqual([
-        expect.objectContaining({ conversationId: PERSONAL_CONVERSATION, activityId: activity.id, activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }) }),
+        expect.objectContaining({
+          conversationId: PERSONAL_CONVERSATION,
+          activityId: activity.id,
+          activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }),
+        }),
       ]);
     });
   });

@@ -55,7 +55,11 @@ describe("auth/channel-roles", () => {
       expect(await withGroups.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["analyst", "operator", "viewer"]);
       expect(await withGroups.rolesOf(slackPrincipal("T1", "U2"))).toEqual(["operator", "viewer"]);
       expect(await withGroups.rolesOf(slackPrincipal("T1", "U3"))).toEqual(["viewer"]);
-      expect(slack.lookups).toEqual([["S_FINANCE", "S_OPS"], ["S_FINANCE", "S_OPS"], ["S_FINANCE", "S_OPS"]]);
+      expect(slack.lookups).toEqual([
+        ["S_FINANCE", "S_OPS"],
+        ["S_FINANCE", "S_OPS"],
+        ["S_FINANCE", "S_OPS"],
+      ]);
     });
 
     it("returns no group roles for a group name that is a name of Object's prototype", async () => {

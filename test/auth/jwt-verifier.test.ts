@@ -10,7 +10,13 @@ beforeAll(async () => {
   const { privateKey, publicKey } = await generateKeyPair("ES256");
   verifier = new JwtVerifier({ audience: "threadwise", issuer: "test-issuer", key: publicKey, tenantClaim: "tenant", rolesClaim: "roles" });
   sign = (claims, subject = "alice") =>
-    new SignJWT(claims).setProtectedHeader({ alg: "ES256" }).setSubject(subject).setIssuer("test-issuer").setAudience("threadwise").setExpirationTime("5m").sign(privateKey);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: "ES256" })
+      .setSubject(subject)
+      .setIssuer("test-issuer")
+      .setAudience("threadwise")
+      .setExpirationTime("5m")
+      .sign(privateKey);
 });
 
 async function reason(header: string): Promise<string> {

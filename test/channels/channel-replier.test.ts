@@ -1,5 +1,6 @@
 import { ChannelDeliveryError } from "../../lib/errors.js";
-import { ChannelReplier, SlackReplier, type TurnJob } from "../../lib/channels/index.js";
+import { ChannelReplier, SlackReplier } from "../../lib/channels/index.js";
+import type { TurnJob } from "../../lib/queue/index.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
 import { apiPrincipal, slackPrincipal, teamsPrincipal } from "../../lib/auth/principal.js";
 

@@ -18,7 +18,10 @@ describe("split-text", () => {
     });
 
     it("returns pieces no longer than the limit whose words, in order, are the text's", () => {
-      const word = fc.oneof(fc.string({ minLength: 1, maxLength: 12 }).filter((s) => !/\s/.test(s)), fc.constantFrom("\n", "\n\n"));
+      const word = fc.oneof(
+        fc.string({ minLength: 1, maxLength: 12 }).filter((s) => !/\s/.test(s)),
+        fc.constantFrom("\n", "\n\n"),
+      );
       fc.assert(
         fc.property(fc.array(word, { maxLength: 200 }), fc.integer({ min: 12, max: 300 }), (words, max) => {
           const text = words.join(" ");

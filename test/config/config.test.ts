@@ -94,7 +94,9 @@ describe("config", () => {
       it("throws ValidationError for prices that are not JSON or lack a kind of token", () => {
         expect(() => loadConfig({ MODEL_PRICES: "{not json" })).toThrow(ValidationError);
         expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: 1, output: 5 } }) })).toThrow(ValidationError);
-        expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: -1, output: 5, cacheRead: 0, cacheWrite: 0, cacheWrite1h: 0 } }) })).toThrow(ValidationError);
+        expect(() => loadConfig({ MODEL_PRICES: JSON.stringify({ m: { input: -1, output: 5, cacheRead: 0, cacheWrite: 0, cacheWrite1h: 0 } }) })).toThrow(
+          ValidationError,
+        );
       });
     });
   });

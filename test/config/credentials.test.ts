@@ -29,7 +29,10 @@ describe("credentials", () => {
 
   describe("parseCredentials", () => {
     it("returns the keys of every secret merged", () => {
-      const parsed = parseCredentials({ database: { mongodbUri: "mongodb+srv://u:p@c.example.net/" }, channelReplies: { slackBotToken: "xoxb-1", teamsAppPassword: "" } }, { requireTls: true });
+      const parsed = parseCredentials(
+        { database: { mongodbUri: "mongodb+srv://u:p@c.example.net/" }, channelReplies: { slackBotToken: "xoxb-1", teamsAppPassword: "" } },
+        { requireTls: true },
+      );
       expect(parsed).toEqual({ mongodbUri: "mongodb+srv://u:p@c.example.net/", slackBotToken: "xoxb-1" });
     });
 
@@ -128,13 +131,17 @@ describe("credentials", () => {
     });
 
     it("throws CredentialsMissingError naming the missing half of a Teams bot", () => {
-      expect(() => channelReplyCredentialsOf({ teamsAppId: "app" })).toThrow(expect.objectContaining({ missing: [{ key: "teamsAppPassword", secret: "channelReplies" }] }));
+      expect(() => channelReplyCredentialsOf({ teamsAppId: "app" })).toThrow(
+        expect.objectContaining({ missing: [{ key: "teamsAppPassword", secret: "channelReplies" }] }),
+      );
     });
   });
 
   describe("channelCredentialsOf", () => {
     it("returns both channels when both are complete", () => {
-      expect(channelCredentialsOf({ slackSigningSecret: "s", slackBotToken: "xoxb-1", teamsAppId: "app", teamsAppPassword: "pw", teamsTenantId: "tenant" })).toEqual({
+      expect(
+        channelCredentialsOf({ slackSigningSecret: "s", slackBotToken: "xoxb-1", teamsAppId: "app", teamsAppPassword: "pw", teamsTenantId: "tenant" }),
+      ).toEqual({
         slack: { signingSecret: "s", botToken: "xoxb-1" },
         teams: { appId: "app", appPassword: "pw", tenantId: "tenant" },
       });

@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_SQL_MAX_ROWS,
-  DEFAULT_TOOL_TIMEOUT_MS,
-  loadToolsConfig,
-  TOOL_NAMES,
-} from "../../lib/config/tools-config.js";
+import { DEFAULT_SQL_MAX_ROWS, DEFAULT_TOOL_TIMEOUT_MS, loadToolsConfig, TOOL_NAMES } from "../../lib/config/tools-config.js";
 import { ValidationError } from "../../lib/errors.js";
 
 describe("loadToolsConfig", () => {

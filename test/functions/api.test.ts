@@ -49,7 +49,10 @@ describe("functions/api", () => {
       for (const tenant of ["[acme globex]", "[]", ""]) {
         const claims = jwtClaims("alice", { tenant });
         const listed = await h.api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims });
-        expect(listed).toMatchObject({ status: 401, json: { error: { code: "unauthorized", message: "the tenant claim must be a non-empty string when present" } } });
+        expect(listed).toMatchObject({
+          status: 401,
+          json: { error: { code: "unauthorized", message: "the tenant claim must be a non-empty string when present" } },
+        });
         const read = await h.api({ method: "GET", path: `/v1/conversations/${mine}`, routeKey: "GET /v1/conversations/{id}", claims });
         expect(read.status).toBe(401);
       }

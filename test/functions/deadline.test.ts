@@ -29,7 +29,13 @@ describe("functions/api with a turn that overruns its deadline", () => {
       const id = created.json.conversationId as string;
       // A first turn warms the container: building the tokenizer's tables blocks for a second or so,
       // past this deadline, so it too is finished by the worker.
-      const warm = await h.api({ method: "POST", path: `/v1/conversations/${id}/messages`, routeKey: "POST /v1/conversations/{id}/messages", claims: alice, body: { content: "hello" } });
+      const warm = await h.api({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        body: { content: "hello" },
+      });
       if (warm.status === 202) await h.worker(sqsEvent(sqsRecord(h.aws.sent[0])));
       const before = h.aws.sent.length;
       const started = Date.now();
@@ -42,7 +48,12 @@ describe("functions/api with a turn that overruns its deadline", () => {
       });
       expect(accepted.status).toBe(202);
       expect(Date.now() - started).toBeLessThan(SLOW_MODEL_MS);
-      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${accepted.json.turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      const turnPath = {
+        method: "GET",
+        path: `/v1/conversations/${id}/turns/${accepted.json.turnId}`,
+        routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
+        claims: alice,
+      };
       expect((await h.api(turnPath)).json.status).toBe("queued");
 
       expect(h.aws.sent).toHaveLength(before + 1);

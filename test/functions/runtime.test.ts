@@ -34,7 +34,9 @@ describe("functions/shared/runtime", () => {
     });
 
     it("throws CredentialsMissingError naming mongodbUri when the database secret leaves it empty", () => {
-      expect(() => runtime.mongoClientFor({})).toThrow(expect.objectContaining({ name: "CredentialsMissingError", missing: [{ key: "mongodbUri", secret: "database" }] }));
+      expect(() => runtime.mongoClientFor({})).toThrow(
+        expect.objectContaining({ name: "CredentialsMissingError", missing: [{ key: "mongodbUri", secret: "database" }] }),
+      );
     });
   });
 });

@@ -12,7 +12,10 @@ afterAll(async () => h?.close());
 
 /** POST /slack/events as API Gateway delivers it (Slack's JSON body, base64-encoded or not). */
 function slackEvent(rawBody: string, headers: Record<string, string>, base64 = false) {
-  return h.slack(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body: rawBody, headers, base64 }), lambdaContext("test-threadwise-slack", 10_000));
+  return h.slack(
+    apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body: rawBody, headers, base64 }),
+    lambdaContext("test-threadwise-slack", 10_000),
+  );
 }
 
 describe("functions/slack", () => {

@@ -82,7 +82,11 @@ describe("functions/worker with channel turns", () => {
       expect(await h.worker(sqsEvent(sqsRecord(message, 1)))).toEqual({ batchItemFailures: [] });
       expect(await h.worker(sqsEvent(sqsRecord(message, 2)))).toEqual({ batchItemFailures: [] });
       expect(connector.replies).toEqual([
-        expect.objectContaining({ conversationId: PERSONAL_CONVERSATION, activityId: activity.id, activity: expect.objectContaining({ text: "answer to: hello from teams" }) }),
+        expect.objectContaining({
+          conversationId: PERSONAL_CONVERSATION,
+          activityId: activity.id,
+          activity: expect.objectContaining({ text: "answer to: hello from teams" }),
+        }),
       ]);
     });
   });

@@ -58,7 +58,12 @@ describe("functions/worker", () => {
       const again = await h.worker(sqsEvent(sqsRecord(message, 2)));
       expect(again.batchItemFailures).toEqual([]);
       expect(h.converse.requests.length).toBe(modelCalls);
-      const record = await h.api({ method: "GET", path: `/v1/conversations/${conversationId}/messages`, routeKey: "GET /v1/conversations/{id}/messages", claims: alice });
+      const record = await h.api({
+        method: "GET",
+        path: `/v1/conversations/${conversationId}/messages`,
+        routeKey: "GET /v1/conversations/{id}/messages",
+        claims: alice,
+      });
       expect(record.json.messages).toHaveLength(2);
     });
 
@@ -115,7 +120,18 @@ describe("functions/worker", () => {
       expect(emf?._aws.CloudWatchMetrics[0].Namespace).toBe("Threadwise");
       const names = emf?._aws.CloudWatchMetrics[0].Metrics.map((m: { Name: string }) => m.Name);
       expect(names).toEqual(
-        expect.arrayContaining(["StateTokens", "ViewTokens", "InputTokens", "OutputTokens", "CacheReadInputTokens", "CacheWriteInputTokens", "CostUsd", "ToolCalls", "TurnDurationMs", "OmittedOutputs"]),
+        expect.arrayContaining([
+          "StateTokens",
+          "ViewTokens",
+          "InputTokens",
+          "OutputTokens",
+          "CacheReadInputTokens",
+          "CacheWriteInputTokens",
+          "CostUsd",
+          "ToolCalls",
+          "TurnDurationMs",
+          "OmittedOutputs",
+        ]),
       );
       expect(emf?.CostUsd).toBeGreaterThan(0);
       expect(emf?.InputTokens).toBeGreaterThan(0);

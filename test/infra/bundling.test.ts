@@ -70,7 +70,9 @@ describe("ThreadwiseStack bundling", () => {
 
     it("returns a worker bundle that requires the runtime's AWS SDK instead of containing it", () => {
       const code = workerCode();
-      expect(["@aws-sdk/client-sqs", "@aws-sdk/client-secrets-manager", "@aws-sdk/client-bedrock-runtime"].filter((name) => !requireOf(name).test(code))).toEqual([]);
+      expect(
+        ["@aws-sdk/client-sqs", "@aws-sdk/client-secrets-manager", "@aws-sdk/client-bedrock-runtime"].filter((name) => !requireOf(name).test(code)),
+      ).toEqual([]);
       // ESM imports would not find the runtime's copy, which is on NODE_PATH.
       expect(code).not.toMatch(/from\s*["']@(aws-sdk|smithy)\//);
       // A header name set inside the SDK's middleware, so in the code only if the SDK is.
@@ -103,9 +105,16 @@ describe("ThreadwiseStack bundling", () => {
 
     /** The probe module bundled as the functions are, with the tokenizer data beside it. */
     async function bundledProbe(): Promise<typeof source> {
-      const { metafile } = await build({ ...bundleOptions(new URL("./support/bundle-probe.ts", import.meta.url).pathname, join(dir, BUNDLE_FILE)), metafile: true });
+      const { metafile } = await build({
+        ...bundleOptions(new URL("./support/bundle-probe.ts", import.meta.url).pathname, join(dir, BUNDLE_FILE)),
+        metafile: true,
+      });
       // Each replacement must have been used, or the probe would not test it.
-      const replacements = Object.keys(metafile.inputs).filter((input) => MODULE_REPLACEMENTS.some(({ replacement }) => ("file" in replacement ? input.endsWith(replacement.file.split("/").slice(-2).join("/")) : input.startsWith("threadwise-replacement:"))));
+      const replacements = Object.keys(metafile.inputs).filter((input) =>
+        MODULE_REPLACEMENTS.some(({ replacement }) =>
+          "file" in replacement ? input.endsWith(replacement.file.split("/").slice(-2).join("/")) : input.startsWith("threadwise-replacement:"),
+        ),
+      );
       const distinct = new Set(MODULE_REPLACEMENTS.map(({ importPath, replacement }) => ("file" in replacement ? replacement.file : importPath)));
       expect(replacements.length).toBe(distinct.size);
       await writeTokenizerData(dir);

@@ -6,7 +6,10 @@ import { buildStack } from "./synth.js";
 const prod = {
   stage: "prod",
   jwtIssuer: "https://login.example.com/",
-  secretArns: { database: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database", slackSigning: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/slack-signing-AbC123" },
+  secretArns: {
+    database: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database",
+    slackSigning: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/slack-signing-AbC123",
+  },
   secretsKmsKeyArn: "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
   bedrockModelId: "arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/abc123",
   bedrockFoundationModelId: "anthropic.claude-sonnet-4-20250514-v1:0",
@@ -51,7 +54,10 @@ describe("ThreadwiseStack cdk-nag", () => {
     it.each([
       ["dev defaults", {}],
       ["prod with imported secrets under a customer key and an application inference profile", prod],
-      ["functions in a VPC with NAT and an Atlas private endpoint", { vpc: "nat", vpcNatGateways: 2, atlasPrivateEndpointServiceName: "com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0" }],
+      [
+        "functions in a VPC with NAT and an Atlas private endpoint",
+        { vpc: "nat", vpcNatGateways: 2, atlasPrivateEndpointServiceName: "com.amazonaws.vpce.eu-west-1.vpce-svc-0123456789abcdef0" },
+      ],
       ["prod with every AWS tool engine", { ...prod, ...tools }],
       ["a results bucket instead of an output location", { ...tools, athenaOutputLocation: "", athenaResultsBucket: "tw-results" }],
     ])("returns no unacknowledged finding for %s", (_name, context) => {
@@ -83,7 +89,11 @@ describe("ThreadwiseStack cdk-nag", () => {
           .violations.filter((v) => v.ruleName.startsWith("AwsSolutions-IAM5"))
           .map((v) => v.ruleName.replace(/^AwsSolutions-IAM5\[(.*)\]$/, "$1"));
       const before = new Set(findings({}));
-      expect(findings(tools).filter((f) => !before.has(f)).sort()).toEqual([...ATHENA_WILDCARDS].sort());
+      expect(
+        findings(tools)
+          .filter((f) => !before.has(f))
+          .sort(),
+      ).toEqual([...ATHENA_WILDCARDS].sort());
     });
 
     it("acknowledges the Athena wildcards on the api and worker roles only", () => {

@@ -25,7 +25,11 @@ describe("stage-config", () => {
       expect(config.logRetentionDays).toBe(DEFAULT_LOG_RETENTION_DAYS);
       expect(config.secretArns).toEqual({});
       expect(config.retainData).toBe(false);
-      expect(config.mongodb).toEqual({ connectionBudget: DEFAULT_MONGODB_CONNECTION_BUDGET, replicaSetMembers: 3, maxIdleSeconds: DEFAULT_MONGODB_MAX_IDLE_SECONDS });
+      expect(config.mongodb).toEqual({
+        connectionBudget: DEFAULT_MONGODB_CONNECTION_BUDGET,
+        replicaSetMembers: 3,
+        maxIdleSeconds: DEFAULT_MONGODB_MAX_IDLE_SECONDS,
+      });
       expect(config.vpc).toBeUndefined();
     });
 

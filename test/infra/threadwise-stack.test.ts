@@ -8,9 +8,10 @@ import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
 import { apiRoutes } from "../../lib/api/api-routes.js";
+import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import type { Route } from "../../lib/api/router.js";
-import { ChannelEventDeduper, channelRoutes } from "../../lib/channels/index.js";
+import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
@@ -213,7 +214,10 @@ describe("ThreadwiseStack", () => {
 
   describe("credentials secrets", () => {
     it("creates each secret from its JSON template, every key empty, named after the stage", () => {
-      const secrets = Object.values(template.findResources("AWS::SecretsManager::Secret")).map((s) => [s.Properties.Name, JSON.parse(s.Properties.SecretString)]);
+      const secrets = Object.values(template.findResources("AWS::SecretsManager::Secret")).map((s) => [
+        s.Properties.Name,
+        JSON.parse(s.Properties.SecretString),
+      ]);
       expect(Object.fromEntries(secrets)).toEqual({
         "prod/threadwise/database": { mongodbUri: "" },
         "prod/threadwise/slack-signing": { slackSigningSecret: "" },
@@ -223,7 +227,9 @@ describe("ThreadwiseStack", () => {
     });
 
     it("creates the Power BI secret, with its keys, only where query_semantic_model is offered", () => {
-      const [powerBi] = Object.values(synthTemplate({ context: toolsContext }).findResources("AWS::SecretsManager::Secret", { Properties: { Name: "prod/threadwise/power-bi" } }));
+      const [powerBi] = Object.values(
+        synthTemplate({ context: toolsContext }).findResources("AWS::SecretsManager::Secret", { Properties: { Name: "prod/threadwise/power-bi" } }),
+      );
       expect(JSON.parse(powerBi.Properties.SecretString)).toEqual({ powerBiClientId: "", powerBiClientSecret: "" });
     });
 
@@ -258,23 +264,36 @@ describe("ThreadwiseStack", () => {
     });
 
     it("lets the readers of an imported secret decrypt with its customer-managed key, through Secrets Manager only", () => {
-      const imported = synthTemplate({ context: { ...prodContext, secretArns: { database: IMPORTED_DATABASE_SECRET }, secretsKmsKeyArn: IMPORTED_SECRETS_KEY } });
+      const imported = synthTemplate({
+        context: { ...prodContext, secretArns: { database: IMPORTED_DATABASE_SECRET }, secretsKmsKeyArn: IMPORTED_SECRETS_KEY },
+      });
       for (const name of FUNCTIONS) {
         const decrypt = statementsOf(imported, logicalPrefix(name)).filter((s) => actionsOf([s]).includes("kms:Decrypt"));
         expect(decrypt, name).toHaveLength(1);
         expect(decrypt[0].Resource, name).toBe(IMPORTED_SECRETS_KEY);
-        expect(render((decrypt[0] as unknown as { Condition: { StringEquals: Record<string, unknown> } }).Condition.StringEquals["kms:ViaService"])).toBe("secretsmanager.${AWS::Region}.amazonaws.com");
+        expect(render((decrypt[0] as unknown as { Condition: { StringEquals: Record<string, unknown> } }).Condition.StringEquals["kms:ViaService"])).toBe(
+          "secretsmanager.${AWS::Region}.amazonaws.com",
+        );
       }
     });
 
     it("grants no decrypt on any key to the stack's own secrets", () => {
-      for (const name of FUNCTIONS) expect(actionsOf(statementsOf(template, logicalPrefix(name))).filter((a) => a.startsWith("kms:")), name).toEqual([]);
+      for (const name of FUNCTIONS)
+        expect(
+          actionsOf(statementsOf(template, logicalPrefix(name))).filter((a) => a.startsWith("kms:")),
+          name,
+        ).toEqual([]);
     });
   });
 
   describe("MongoDB connections", () => {
     const reservedOf = (t: Template) =>
-      Object.fromEntries(Object.values(t.findResources("AWS::Lambda::Function")).map((fn) => [String(fn.Properties.FunctionName).replace(/^.*-threadwise-/, ""), fn.Properties.ReservedConcurrentExecutions]));
+      Object.fromEntries(
+        Object.values(t.findResources("AWS::Lambda::Function")).map((fn) => [
+          String(fn.Properties.FunctionName).replace(/^.*-threadwise-/, ""),
+          fn.Properties.ReservedConcurrentExecutions,
+        ]),
+      );
     const poolOf = (t: Template) => Object.fromEntries(Object.entries(environmentsOf(t)).map(([name, env]) => [name, Number(env.MONGODB_MAX_POOL_SIZE)]));
 
     it("reserves concurrency for every function from the stage's connection budget", () => {
@@ -347,7 +366,9 @@ describe("ThreadwiseStack", () => {
     });
 
     it("runs every function in the private subnets with the functions' security group", () => {
-      const [groupId] = Object.keys(inVpc.findResources("AWS::EC2::SecurityGroup", { Properties: { GroupDescription: Match.stringLikeRegexp("functions: no inbound") } }));
+      const [groupId] = Object.keys(
+        inVpc.findResources("AWS::EC2::SecurityGroup", { Properties: { GroupDescription: Match.stringLikeRegexp("functions: no inbound") } }),
+      );
       const privateSubnets = Object.keys(inVpc.findResources("AWS::EC2::Subnet", { Properties: { MapPublicIpOnLaunch: false } }));
       for (const fn of Object.values(inVpc.findResources("AWS::Lambda::Function"))) {
         expect(fn.Properties.VpcConfig.SecurityGroupIds).toEqual([{ "Fn::GetAtt": [groupId, "GroupId"] }]);
@@ -364,7 +385,12 @@ describe("ThreadwiseStack", () => {
 
     it("adds an interface endpoint to Atlas's endpoint service that only the functions may reach", () => {
       inVpc.hasResourceProperties("AWS::EC2::VPCEndpoint", { ServiceName: SERVICE, VpcEndpointType: "Interface", PrivateDnsEnabled: false });
-      inVpc.hasResourceProperties("AWS::EC2::SecurityGroupIngress", { FromPort: 1024, ToPort: 65535, IpProtocol: "tcp", SourceSecurityGroupId: Match.anyValue() });
+      inVpc.hasResourceProperties("AWS::EC2::SecurityGroupIngress", {
+        FromPort: 1024,
+        ToPort: 65535,
+        IpProtocol: "tcp",
+        SourceSecurityGroupId: Match.anyValue(),
+      });
       const groups = Object.values(inVpc.findResources("AWS::EC2::SecurityGroup"));
       expect(groups.flatMap((g) => g.Properties.SecurityGroupIngress ?? [])).toEqual([]);
     });
@@ -386,7 +412,10 @@ describe("ThreadwiseStack", () => {
     it("adds no Athena, Glue, S3 or knowledge base grant to any function without tool context", () => {
       for (const fn of ["Api", "Worker", "Slack", "Teams"]) {
         const actions = actionsOf(statementsOf(template, fn));
-        expect(actions.filter((a) => TOOL_SERVICES.includes(a.split(":")[0]) || a === "bedrock:Retrieve"), fn).toEqual([]);
+        expect(
+          actions.filter((a) => TOOL_SERVICES.includes(a.split(":")[0]) || a === "bedrock:Retrieve"),
+          fn,
+        ).toEqual([]);
       }
     });
 
@@ -397,14 +426,20 @@ describe("ThreadwiseStack", () => {
         expect(tools, name).toEqual({ SQL_ENGINE: "none", DOCUMENTS_ENGINE: "none" });
       }
       for (const name of ["slack", "teams"]) {
-        expect(Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)), name).toEqual([]);
+        expect(
+          Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)),
+          name,
+        ).toEqual([]);
       }
     });
 
     it("keeps the sample SQL and document tools on the api and the worker when the stage asks for them", () => {
       const envs = environmentsOf(synthTemplate({ context: { sampleTools: "true" } }));
       for (const name of ["api", "worker"]) {
-        expect(Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)), name).toEqual([]);
+        expect(
+          Object.keys(envs[name]).filter((k) => TOOL_VARIABLES.test(k)),
+          name,
+        ).toEqual([]);
       }
     });
 
@@ -512,8 +547,14 @@ describe("ThreadwiseStack", () => {
       const envs = environmentsOf(withTools);
       for (const fn of ["Slack", "Teams"]) {
         const actions = actionsOf(statementsOf(withTools, fn));
-        expect(actions.filter((a) => TOOL_SERVICES.includes(a.split(":")[0]) || a === "bedrock:Retrieve"), fn).toEqual([]);
-        expect(Object.keys(envs[fn.toLowerCase()]).filter((k) => TOOL_VARIABLES.test(k)), fn).toEqual([]);
+        expect(
+          actions.filter((a) => TOOL_SERVICES.includes(a.split(":")[0]) || a === "bedrock:Retrieve"),
+          fn,
+        ).toEqual([]);
+        expect(
+          Object.keys(envs[fn.toLowerCase()]).filter((k) => TOOL_VARIABLES.test(k)),
+          fn,
+        ).toEqual([]);
       }
     });
 
@@ -561,15 +602,24 @@ describe("ThreadwiseStack", () => {
     it("routes to the api function every route its router serves, and no other", () => {
       // Enumerating the routes builds no connection: a MongoClient connects on its first operation.
       const database = new ThreadwiseDatabase(new MongoClient("mongodb://127.0.0.1:1/"), { dbName: "routes" });
-      const routes = apiRoutes({ authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }), database, runner: {} as never, idempotentRequests: {} as never, maxMessageChars: 1, approvals: {} as never });
+      const routes = apiRoutes({
+        authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }),
+        database,
+        runner: {} as never,
+        idempotentRequests: {} as never,
+        maxMessageChars: 1,
+        approvals: {} as never,
+      });
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) });
-      const teams = channelRoutes({ teams: { appId: "a" }, deduper, enqueue: async () => undefined });
+      const slack = channelRoutes(
+        channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) }),
+      );
+      const teams = channelRoutes(channelHandlers({ teams: { appId: "a" }, deduper, enqueue: async () => undefined }));
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
     });
@@ -602,9 +652,7 @@ describe("ThreadwiseStack", () => {
     it("refuses requests without TLS", () => {
       template.hasResourceProperties("AWS::SQS::QueuePolicy", {
         PolicyDocument: {
-          Statement: Match.arrayWith([
-            Match.objectLike({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } }),
-          ]),
+          Statement: Match.arrayWith([Match.objectLike({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } })]),
         },
       });
     });

@@ -105,7 +105,11 @@ describe("local server: roles and principals of channel users", () => {
       const conversation = await t.db.collection("conversations").findOne({ "channel.key": `slack:${TEAM}:${CHANNEL}:${ts}` });
       expect(conversation?.owner).toEqual({ issuer: "slack", tenant: TEAM, subject: null });
       const id = String(conversation?._id);
-      for (const [user, tenant] of [[`slack:${TEAM}`, `slack:${TEAM}`], ["U0ALICE", TEAM], [TEAM, undefined]] as const) {
+      for (const [user, tenant] of [
+        [`slack:${TEAM}`, `slack:${TEAM}`],
+        ["U0ALICE", TEAM],
+        [TEAM, undefined],
+      ] as const) {
         const token = await t.token(user, tenant ? { tenant } : {});
         const listed = await t.call("GET", "/v1/conversations", { token });
         expect(listed.body.conversations.map((c: { conversationId: string }) => c.conversationId)).not.toContain(id);

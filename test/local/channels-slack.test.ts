@@ -128,7 +128,9 @@ describe("local server: Slack", () => {
     });
 
     it("answers url_verification with the challenge", async () => {
-      const response = await postEvent(JSON.stringify({ token: "x", challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", type: "url_verification" }));
+      const response = await postEvent(
+        JSON.stringify({ token: "x", challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P", type: "url_verification" }),
+      );
       expect(response.status).toBe(200);
       expect(JSON.parse(response.text)).toEqual({ challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P" });
     });
@@ -138,9 +140,7 @@ describe("local server: Slack", () => {
       const modelCalls = converse.requests.length;
       await postEvent(envelope(appMention({ ts, event_ts: ts, text: `<@${BOT_USER}> this will be refused` })));
       await t.server.turnQueue.drain();
-      expect(postsIn(ts)).toEqual([
-        expect.objectContaining({ text: "Sorry, something went wrong and I couldn't answer this message. Please try again." }),
-      ]);
+      expect(postsIn(ts)).toEqual([expect.objectContaining({ text: "Sorry, something went wrong and I couldn't answer this message. Please try again." })]);
       expect(converse.requests.length).toBe(modelCalls + 1);
       expect(await turnsOf(ts)).toEqual([expect.objectContaining({ status: "failed", repliedAt: expect.any(Date) })]);
     });

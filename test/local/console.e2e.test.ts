@@ -168,7 +168,9 @@ describeWithBrowser("console", () => {
     expect(await notice.count()).toBe(1);
     expect(await notice.locator(".badge").textContent()).toBe("notice standing for the big_report output (over-threshold)");
     expect(await notice.locator(".msg-text").textContent()).toContain('[Output of tool "big_report" not shown');
-    expect(await inspector.locator('[data-fact="notices"]').textContent()).toContain(`big_report output replaced by a notice: ${format(omitted.tokens)} tokens`);
+    expect(await inspector.locator('[data-fact="notices"]').textContent()).toContain(
+      `big_report output replaced by a notice: ${format(omitted.tokens)} tokens`,
+    );
     // Both columns count tokens; a message that only calls a tool has its call counted, not "0 chars".
     const sent = turn1.calls[2].view as { tokens: number; toolCalls?: unknown[] }[];
     expect(await view.locator(".msg-tokens").allTextContents()).toEqual(sent.map((m) => `${format(m.tokens)} tokens`));
@@ -202,13 +204,17 @@ describeWithBrowser("console", () => {
       "sent",
     ]);
     expect(await inspector.locator('[data-fact="finished-turns"]').textContent()).toBe("Finished turns: 1 in state, 1 condensed into question/answer pairs.");
-    expect(await inspector.locator('[data-fact="left-out"]').textContent()).toBe("Left out of the view: 4 stored messages (4 from tool exchanges of finished turns).");
+    expect(await inspector.locator('[data-fact="left-out"]').textContent()).toBe(
+      "Left out of the view: 4 stored messages (4 from tool exchanges of finished turns).",
+    );
 
     // Token counts: the bars show the recorded figures against the budget.
     const stats = turn2.calls[0].stats;
     expect(await inspector.locator('[data-bar="state"] .bar-value').textContent()).toBe(format(stats.stateTokens));
     expect(stats.toolSchemaTokens).toBeGreaterThan(0);
-    expect(await inspector.locator('[data-bar="view"] .bar-value').textContent()).toBe(`${format(stats.viewTokens)} + ${format(stats.toolSchemaTokens)} tool schemas`);
+    expect(await inspector.locator('[data-bar="view"] .bar-value').textContent()).toBe(
+      `${format(stats.viewTokens)} + ${format(stats.toolSchemaTokens)} tool schemas`,
+    );
     expect(await inspector.locator('[data-bar="input"] .bar-value').textContent()).toBe(`${format(turn2.calls[0].usage.inputTokens)} (0% from cache)`);
     expect(stats.budget).toBe(VIEW_BUDGET);
     expect(await inspector.locator(".budget figcaption").textContent()).toContain(format(VIEW_BUDGET));

@@ -50,7 +50,15 @@ async function send(messages: BaseMessage[]): Promise<{ status: number; error?: 
 describe("model view", () => {
   describe("buildModelView (through ChatBedrockConverse)", () => {
     it("returns a view Bedrock accepts where the raw history is rejected", async () => {
-      const state = [user("q1"), calls([["c1", "sql_query"], ["c2", "sql_query"]]), result("c1", "north,1200"), user("q2")];
+      const state = [
+        user("q1"),
+        calls([
+          ["c1", "sql_query"],
+          ["c2", "sql_query"],
+        ]),
+        result("c1", "north,1200"),
+        user("q2"),
+      ];
       expect((await send(state)).status).toBe(400);
       expect(await send(buildModelView(state, policy()).messages)).toEqual({ status: 200, error: undefined });
     });

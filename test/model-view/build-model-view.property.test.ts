@@ -79,7 +79,14 @@ function smallestViewTokens(messages: BaseMessage[], policy: ModelViewPolicy): n
   const v = roomy.messages;
   const start = activeStart(v);
   const calls = new Map(v.slice(start).flatMap((m) => ((m as AIMessage).tool_calls ?? []).map((c) => [c.id, c.name] as const)));
-  const stored = new Map(messages.filter((m) => m.type === "tool").map((m) => [(m as ToolMessage).tool_call_id, m as ToolMessage]));
+  // Each call's stored result: the first one after the call, in the active turn (ids may be reused or answered twice).
+  const stored = new Map<string, ToolMessage>();
+  const called = new Set<string>();
+  for (const m of messages.slice(messages.findLastIndex((x) => x.type === "human"))) {
+    for (const id of toolCallIds(m)) called.add(id);
+    const id = (m as ToolMessage).tool_call_id;
+    if (m.type === "tool" && called.has(id) && !stored.has(id)) stored.set(id, m as ToolMessage);
+  }
   const noticed = new Set(roomy.stats.omittedOutputs.map((o) => o.toolCallId));
   let tokens = roomy.stats.toolSchemaTokens + countMessagesTokens(v.filter((m) => m.type === "system")) + countMessagesTokens(v.slice(start));
   for (const m of v.slice(start)) {
@@ -96,7 +103,9 @@ function smallestViewTokens(messages: BaseMessage[], policy: ModelViewPolicy): n
       reason: "over-budget",
       threshold: policy.toolOutputTokens,
     });
-    const noticeTokens = countMessageTokens(new ToolMessage({ content: notice, tool_call_id: shown.tool_call_id, name: shown.name ?? name, status: shown.status }));
+    const noticeTokens = countMessageTokens(
+      new ToolMessage({ content: notice, tool_call_id: shown.tool_call_id, name: shown.name ?? name, status: shown.status }),
+    );
     tokens += Math.min(0, noticeTokens - countMessageTokens(shown));
   }
   return tokens;
@@ -109,7 +118,12 @@ function activeStart(view: BaseMessage[]): number {
 
 /** What Bedrock would see of a message: its type, text, tool calls and result id. */
 function sameMessage(a: BaseMessage, b: BaseMessage): boolean {
-  return a.type === b.type && textOf(a) === textOf(b) && JSON.stringify(toolCallIds(a)) === JSON.stringify(toolCallIds(b)) && (a as ToolMessage).tool_call_id === (b as ToolMessage).tool_call_id;
+  return (
+    a.type === b.type &&
+    textOf(a) === textOf(b) &&
+    JSON.stringify(toolCallIds(a)) === JSON.stringify(toolCallIds(b)) &&
+    (a as ToolMessage).tool_call_id === (b as ToolMessage).tool_call_id
+  );
 }
 
 /** The view of a state one step later, when both views kept the same history and needed no reduction beyond the per-output threshold. */
@@ -212,7 +226,9 @@ describe("model view", () => {
           });
           const match = written.find(
             ({ view: earlier, end }) =>
-              end.after === previous.after && end.prefixTokens === previous.prefixTokens && earlier.messages.slice(0, end.after + 1).every((m, i) => sameMessage(m, view.messages[i])),
+              end.after === previous.after &&
+              end.prefixTokens === previous.prefixTokens &&
+              earlier.messages.slice(0, end.after + 1).every((m, i) => sameMessage(m, view.messages[i])),
           );
           expect(match).toBeDefined();
         }),
@@ -225,7 +241,10 @@ describe("model view", () => {
         fc.property(case_, ({ messages, policy }) => {
           const before = viewOrBudgetError(messages, policy);
           if (!before) return;
-          const step = [new AIMessage({ content: "", tool_calls: [{ id: "next-step", name: "sql_query", args: { query: "more" }, type: "tool_call" }] }), new ToolMessage({ content: "north,1", tool_call_id: "next-step", name: "sql_query" })];
+          const step = [
+            new AIMessage({ content: "", tool_calls: [{ id: "next-step", name: "sql_query", args: { query: "more" }, type: "tool_call" }] }),
+            new ToolMessage({ content: "north,1", tool_call_id: "next-step", name: "sql_query" }),
+          ];
           const after = viewOrBudgetError([...messages, ...step], policy);
           if (comparable(before, after, 0)) expectEndReadBack(before, after);
         }),
@@ -238,7 +257,7 @@ describe("model view", () => {
         fc.property(case_, ({ messages, policy }) => {
           const before = viewOrBudgetError(messages, policy);
           // A turn's later calls end after tool results, which the next turn condenses away.
-          if (!before || before.messages[before.messages.length - 1].type !== "human") return;
+          if (before?.messages[before.messages.length - 1].type !== "human") return;
           const after = viewOrBudgetError([...messages, new AIMessage("the final answer"), new HumanMessage("and next?")], policy);
           if (comparable(before, after, 1)) expectEndReadBack(before, after);
         }),
@@ -290,7 +309,9 @@ describe("model view", () => {
           const results = messages.filter((m): m is ToolMessage => m.type === "tool");
           // A reused id makes "its result" ambiguous; those are covered by the pairing property.
           const once = (id: string) => results.filter((r) => r.tool_call_id === id).length === 1;
-          const handles = new Map(results.flatMap((r) => (offloadedArtifact(r) && once(r.tool_call_id) ? [[r.tool_call_id, offloadedArtifact(r)!.handle] as const] : [])));
+          const handles = new Map(
+            results.flatMap((r) => (offloadedArtifact(r) && once(r.tool_call_id) ? [[r.tool_call_id, offloadedArtifact(r)!.handle] as const] : [])),
+          );
           for (const m of v.slice(activeStart(v))) {
             const handle = m.type === "tool" ? handles.get((m as ToolMessage).tool_call_id) : undefined;
             if (handle && m.content !== INTERRUPTED_TOOL_RESULT) expect(textOf(m)).toContain(`Handle: ${handle}`);
@@ -306,14 +327,21 @@ describe("model view", () => {
           const view = viewOrBudgetError(messages, policy);
           if (!view) return;
           const storedStart = messages.findLastIndex((m) => m.type === "human");
-          const stored = new Set(messages.slice(storedStart).filter((m) => m.type === "ai").flatMap(piecesOf));
+          const stored = new Set(
+            messages
+              .slice(storedStart)
+              .filter((m) => m.type === "ai")
+              .flatMap(piecesOf),
+          );
           const v = view.messages;
           for (const m of v.slice(activeStart(v))) {
             if (m.type !== "ai") continue;
             // Two string messages merge with a blank line between them.
             const texts = typeof m.content === "string" ? [m.content] : m.content.map((b) => (b.type === "text" ? (b.text as string) : ""));
             const pieces = texts.flatMap((text) => text.split("\n\n"));
-            for (const piece of pieces) if (piece !== "" || toolCallIds(m).length === 0) expect(stored.has(piece), JSON.stringify({ piece, stored: [...stored], m: m.content })).toBe(true);
+            for (const piece of pieces)
+              if (piece !== "" || toolCallIds(m).length === 0)
+                expect(stored.has(piece), JSON.stringify({ piece, stored: [...stored], m: m.content })).toBe(true);
           }
         }),
         { numRuns: RUNS },
@@ -402,7 +430,8 @@ describe("model view", () => {
           const shown = view.messages[activeStart(view.messages)];
           expect(textOf(shown)).toBe(textOf(latest).trim() === "" ? EMPTY_USER_MESSAGE : textOf(latest));
           // Unchanged messages are reused; a changed one is a new object without blank pieces.
-          if (shown !== latest) expect(typeof shown.content === "string" || shown.content.every((b) => b.type !== "text" || (b.text as string).trim() !== "")).toBe(true);
+          if (shown !== latest)
+            expect(typeof shown.content === "string" || shown.content.every((b) => b.type !== "text" || (b.text as string).trim() !== "")).toBe(true);
         }),
         { numRuns: RUNS },
       );

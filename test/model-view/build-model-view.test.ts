@@ -1,4 +1,4 @@
-import { AIMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
+import { AIMessage, SystemMessage, type ToolMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../../lib/errors.js";
 import {
@@ -82,7 +82,12 @@ describe("model view", () => {
     });
 
     it("returns the text of a final answer whose content is a list of blocks", () => {
-      const blocks = new AIMessage({ content: [{ type: "text", text: "Revenue rose." }, { type: "text", text: "  " }] });
+      const blocks = new AIMessage({
+        content: [
+          { type: "text", text: "Revenue rose." },
+          { type: "text", text: "  " },
+        ],
+      });
       const view = buildModelView([user("q1"), blocks, user("q2")], policy());
       expect(view.messages[2].content).toBe("Revenue rose.");
     });
@@ -114,7 +119,17 @@ describe("model view", () => {
     });
 
     it("answers an unanswered tool call of the active turn with a synthetic error result", () => {
-      const view = buildModelView([user("q"), calls([["c1", "sql_query"], ["c2", "search_documents"]]), result("c1", "ok")], policy());
+      const view = buildModelView(
+        [
+          user("q"),
+          calls([
+            ["c1", "sql_query"],
+            ["c2", "search_documents"],
+          ]),
+          result("c1", "ok"),
+        ],
+        policy(),
+      );
       expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:|call:c1,c2", "result:c1", "result:c2"]);
       const synthetic = view.messages[view.messages.length - 1] as ToolMessage;
       expect(synthetic.content).toBe(INTERRUPTED_TOOL_RESULT);
@@ -137,7 +152,18 @@ describe("model view", () => {
     });
 
     it("leaves out tool calls without an id or with an id already used in the turn", () => {
-      const state = [user("q"), calls([[undefined, "sql_query"], ["c1", "sql_query"]], "Checking."), result("c1", "ok"), calls([["c1", "sql_query"]])];
+      const state = [
+        user("q"),
+        calls(
+          [
+            [undefined, "sql_query"],
+            ["c1", "sql_query"],
+          ],
+          "Checking.",
+        ),
+        result("c1", "ok"),
+        calls([["c1", "sql_query"]]),
+      ];
       const view = buildModelView(state, policy());
       expect(shape(view.messages.slice(1))).toEqual(["human:q", "ai:Checking.|call:c1", "result:c1"]);
       expect(view.stats.repairs.droppedToolCalls).toBe(2);
@@ -188,7 +214,11 @@ describe("model view", () => {
       const state = [
         ...finishedTurn(1),
         user("q2"),
-        calls([["c1", "sql_query"], ["c2", "search_documents"], ["c3", "sql_query"]]),
+        calls([
+          ["c1", "sql_query"],
+          ["c2", "search_documents"],
+          ["c3", "sql_query"],
+        ]),
         result("c1", rows(900)),
         result("c2", rows(1500), "search_documents"),
         result("c3", rows(50)),
@@ -255,7 +285,20 @@ describe("model view", () => {
     });
 
     it("does not change the messages it is given", () => {
-      const state = [...finishedTurn(1), user(" "), answer("x"), calls([[undefined, "a"], ["c1", "sql_query"]], "  "), result("c1", rows(3_000)), offloaded("c9", "art_1", 9)];
+      const state = [
+        ...finishedTurn(1),
+        user(" "),
+        answer("x"),
+        calls(
+          [
+            [undefined, "a"],
+            ["c1", "sql_query"],
+          ],
+          "  ",
+        ),
+        result("c1", rows(3_000)),
+        offloaded("c9", "art_1", 9),
+      ];
       const before = fingerprint(state);
       const copy = [...state];
       buildModelView(state, policy({ toolOutputTokens: 100, totalBudget: 600 }));
@@ -275,7 +318,18 @@ describe("model view", () => {
     });
 
     it("returns a view that passes the Converse validator", () => {
-      const state = [user("q1"), user("q2"), calls([["c1", "a"], ["c2", "b"]]), result("c2", "x"), answer("partial"), user("q3"), calls([["c3", "a"]])];
+      const state = [
+        user("q1"),
+        user("q2"),
+        calls([
+          ["c1", "a"],
+          ["c2", "b"],
+        ]),
+        result("c2", "x"),
+        answer("partial"),
+        user("q3"),
+        calls([["c3", "a"]]),
+      ];
       expect(() => validateConverseView(buildModelView(state, policy()).messages)).not.toThrow();
     });
   });

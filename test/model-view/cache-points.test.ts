@@ -77,14 +77,26 @@ describe("model view", () => {
         { after: 3, kind: "previous", ttl: "5m", prefixTokens: 3 },
         { after: 5, kind: "end", ttl: "5m", prefixTokens: 4 },
       ]);
-      expect(sent[0].content).toEqual([{ type: "text", text: "Be brief." }, { type: "cache_point", cachePoint: { type: "default", ttl: "1h" } }]);
+      expect(sent[0].content).toEqual([
+        { type: "text", text: "Be brief." },
+        { type: "cache_point", cachePoint: { type: "default", ttl: "1h" } },
+      ]);
       expect(sent[2]).toBeInstanceOf(AIMessage);
-      expect(sent[2].content).toEqual([{ type: "text", text: "a1" }, { type: "cache_point", cachePoint: { type: "default", ttl: "1h" } }]);
+      expect(sent[2].content).toEqual([
+        { type: "text", text: "a1" },
+        { type: "cache_point", cachePoint: { type: "default", ttl: "1h" } },
+      ]);
       expect(sent[3]).toBeInstanceOf(HumanMessage);
-      expect(sent[3].content).toEqual([{ type: "text", text: "q2" }, { type: "cache_point", cachePoint: { type: "default" } }]);
+      expect(sent[3].content).toEqual([
+        { type: "text", text: "q2" },
+        { type: "cache_point", cachePoint: { type: "default" } },
+      ]);
       expect(sent[5]).toBeInstanceOf(ToolMessage);
       expect((sent[5] as ToolMessage).tool_call_id).toBe("c1");
-      expect(sent[5].content).toEqual([{ type: "text", text: "north,1" }, { type: "cache_point", cachePoint: { type: "default" } }]);
+      expect(sent[5].content).toEqual([
+        { type: "text", text: "north,1" },
+        { type: "cache_point", cachePoint: { type: "default" } },
+      ]);
       expect(sent[4]).toBe(messages[4]);
       expect(messages[0].content).toBe("Be brief.");
       expect(() => validateConverseView(sent)).not.toThrow();
@@ -97,7 +109,10 @@ describe("model view", () => {
     it("returns block content with the point after its blocks, and empty text as no block", () => {
       const blocks = [{ type: "text" as const, text: "north" }];
       expect(withCachePoints([user("")], [point])[0].content).toEqual([{ type: "cache_point", cachePoint: { type: "default" } }]);
-      expect(withCachePoints([new HumanMessage({ content: blocks })], [point])[0].content).toEqual([...blocks, { type: "cache_point", cachePoint: { type: "default" } }]);
+      expect(withCachePoints([new HumanMessage({ content: blocks })], [point])[0].content).toEqual([
+        ...blocks,
+        { type: "cache_point", cachePoint: { type: "default" } },
+      ]);
     });
 
     it("throws InvalidModelViewError for a message type Converse does not take", () => {
@@ -142,7 +157,10 @@ describe("model view", () => {
 
     it("returns at most four points however long the turn", () => {
       const steps = Array.from({ length: 8 }, (_, i) => [calls([[`c${i}`, "sql_query"]]), result(`c${i}`, rows(300))]).flat();
-      const view = buildModelView([...turn(1, 400), ...turn(2, 400), user(`q3 ${rows(200)}`), ...steps], policy({ finishedTurns: 2, cache: { ...CACHE, minTokensPerCheckpoint: 1 } }));
+      const view = buildModelView(
+        [...turn(1, 400), ...turn(2, 400), user(`q3 ${rows(200)}`), ...steps],
+        policy({ finishedTurns: 2, cache: { ...CACHE, minTokensPerCheckpoint: 1 } }),
+      );
       expect(view.stats.cachePoints).toHaveLength(MAX_CACHE_POINTS);
     });
   });

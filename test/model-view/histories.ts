@@ -16,7 +16,10 @@ export function answer(text: string): AIMessage {
 
 /** An assistant message making tool calls, `[id, name]` each; `text` defaults to none. */
 export function calls(list: [id: string | undefined, name: string][], text = ""): AIMessage {
-  return new AIMessage({ content: text, tool_calls: list.map(([id, name]) => ({ id, name, args: { query: `${name} ${id ?? "?"}` }, type: "tool_call" as const })) });
+  return new AIMessage({
+    content: text,
+    tool_calls: list.map(([id, name]) => ({ id, name, args: { query: `${name} ${id ?? "?"}` }, type: "tool_call" as const })),
+  });
 }
 
 export function result(id: string, content: string, name = "sql_query"): ToolMessage {

@@ -42,7 +42,19 @@ const callSpec: fc.Arbitrary<CallSpec> = fc.record({
   id: fc.constantFrom("fresh", "fresh", "fresh", "fresh", "fresh", "fresh", "missing", "empty", "reused"),
   name: fc.constantFrom("sql_query", "search_documents", "power_bi", "create_task"),
   result: fc.constantFrom<ResultKind>(
-    "small", "small", "small", "large", "huge", "offloaded", "offloaded", "offloaded-small", "blocks", "blank-blocks", "empty", "missing", "duplicate",
+    "small",
+    "small",
+    "small",
+    "large",
+    "huge",
+    "offloaded",
+    "offloaded",
+    "offloaded-small",
+    "blocks",
+    "blank-blocks",
+    "empty",
+    "missing",
+    "duplicate",
   ),
   size: fc.integer({ min: 0, max: 3 }),
 });
@@ -70,10 +82,12 @@ export const historySpec: fc.Arbitrary<HistorySpec> = fc.record({
 });
 
 /** Cache policies with minimums from "every boundary" to Claude Sonnet's 1,024, and both TTL orders Bedrock accepts. */
-const cacheSpec: fc.Arbitrary<PromptCachePolicy> = fc.record({
-  minTokensPerCheckpoint: fc.constantFrom(1, 40, 300, 1_024),
-  ttls: fc.constantFrom(["5m", "5m"] as const, ["1h", "5m"] as const, ["1h", "1h"] as const),
-}).map(({ minTokensPerCheckpoint, ttls }) => ({ minTokensPerCheckpoint, stableTtl: ttls[0], turnTtl: ttls[1] }));
+const cacheSpec: fc.Arbitrary<PromptCachePolicy> = fc
+  .record({
+    minTokensPerCheckpoint: fc.constantFrom(1, 40, 300, 1_024),
+    ttls: fc.constantFrom(["5m", "5m"] as const, ["1h", "5m"] as const, ["1h", "1h"] as const),
+  })
+  .map(({ minTokensPerCheckpoint, ttls }) => ({ minTokensPerCheckpoint, stableTtl: ttls[0], turnTtl: ttls[1] }));
 
 export const policySpec: fc.Arbitrary<ModelViewPolicy> = fc.record(
   {

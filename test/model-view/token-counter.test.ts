@@ -22,7 +22,14 @@ describe("token counter", () => {
     });
 
     it("returns the counts of a stock js-tiktoken encoder (its own constructor) for text in any script", () => {
-      const corpus = ["Ünïcödé straße — naïve café", "東京は晴れ。¿Qué tal? Привет, мир! مرحبا", "emoji 👩‍👩‍👧 🚀🚀", "const f = (x) => x ** 2; // ok\n\tif (a !== b) {}", "   spaces\n\n\n  and 12345678901234567890 digits", "<|endoftext|> as plain text"];
+      const corpus = [
+        "Ünïcödé straße — naïve café",
+        "東京は晴れ。¿Qué tal? Привет, мир! مرحبا",
+        "emoji 👩‍👩‍👧 🚀🚀",
+        "const f = (x) => x ** 2; // ok\n\tif (a !== b) {}",
+        "   spaces\n\n\n  and 12345678901234567890 digits",
+        "<|endoftext|> as plain text",
+      ];
       for (const text of corpus) expect(countTextTokens(text)).toBe(stock.encode(text, [], []).length);
       fc.assert(fc.property(fc.string({ unit: "grapheme", maxLength: 200 }), (text) => countTextTokens(text) === stock.encode(text, [], []).length));
       fc.assert(fc.property(fc.string({ unit: "binary", maxLength: 200 }), (text) => countTextTokens(text) === stock.encode(text, [], []).length));
@@ -30,8 +37,13 @@ describe("token counter", () => {
 
     it("returns the stock encoder's counts for runs of blanks, letters, symbols and newlines, each one piece to the pre-tokenizer", () => {
       const unit = fc.constantFrom(" ", "\t", "\n", "\r", "\u3000", "\u00a0", "\u2003", "a", "é", "漢", "!", "1", "'s", "\u0301", "👩‍👧");
-      const runs = fc.array(fc.tuple(unit, fc.integer({ min: 1, max: 64 })), { minLength: 1, maxLength: 4 }).map((parts) => parts.map(([u, n]) => u.repeat(n)).join(""));
-      fc.assert(fc.property(runs, (text) => countTextTokens(text) === stock.encode(text, [], []).length), { numRuns: 100 });
+      const runs = fc
+        .array(fc.tuple(unit, fc.integer({ min: 1, max: 64 })), { minLength: 1, maxLength: 4 })
+        .map((parts) => parts.map(([u, n]) => u.repeat(n)).join(""));
+      fc.assert(
+        fc.property(runs, (text) => countTextTokens(text) === stock.encode(text, [], []).length),
+        { numRuns: 100 },
+      );
     });
 
     it("returns the plain BPE count for text with long words and symbol runs", () => {
@@ -46,10 +58,14 @@ describe("token counter", () => {
       expect(stock.encode("\u3000".repeat(100)).length).toBe(50);
     });
 
-    it("counts in time linear in the text, whatever the text holds", () => {
-      // Each whitespace class, combining mark and emoji sequence every time; other shapes at random.
-      expectLinearWork(countTextTokens, { shapes: runShapes([...WHITESPACE, ...COMBINING, ...EMOJI]), numRuns: 8 });
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "counts in time linear in the text, whatever the text holds",
+      () => {
+        // Each whitespace class, combining mark and emoji sequence every time; other shapes at random.
+        expectLinearWork(countTextTokens, { shapes: runShapes([...WHITESPACE, ...COMBINING, ...EMOJI]), numRuns: 8 });
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
 
     it("returns the same count when asked again", () => {
       const text = "SELECT region, SUM(revenue) FROM sales GROUP BY region";

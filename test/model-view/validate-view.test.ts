@@ -30,7 +30,18 @@ const blocks = (...texts: string[]) => texts.map((text) => ({ type: "text" as co
 describe("model view", () => {
   describe("validateConverseView", () => {
     it("returns for a view with parallel tool calls answered by consecutive tool messages", () => {
-      const view = [new SystemMessage("s"), user("q1"), answer("a1"), user("q2"), calls([["c1", "a"], ["c2", "b"]]), result("c2", "y"), result("c1", "x")];
+      const view = [
+        new SystemMessage("s"),
+        user("q1"),
+        answer("a1"),
+        user("q2"),
+        calls([
+          ["c1", "a"],
+          ["c2", "b"],
+        ]),
+        result("c2", "y"),
+        result("c1", "x"),
+      ];
       expect(broken(view)).toBeUndefined();
     });
 
@@ -179,7 +190,12 @@ describe("model view", () => {
     it("returns for four cache points and throws cache-point-limit for five, wherever they are", () => {
       const point = { type: "cache_point", cachePoint: { type: "default" } };
       const marked = (text: string) => [{ type: "text" as const, text }, point];
-      const four = [new SystemMessage({ content: marked("Be brief.") }), new HumanMessage({ content: marked("q1") }), new AIMessage({ content: marked("a1") }), new HumanMessage({ content: marked("q2") })];
+      const four = [
+        new SystemMessage({ content: marked("Be brief.") }),
+        new HumanMessage({ content: marked("q1") }),
+        new AIMessage({ content: marked("a1") }),
+        new HumanMessage({ content: marked("q2") }),
+      ];
       expect(broken(four)).toBeUndefined();
       const five = [...four.slice(0, 3), new HumanMessage({ content: [...marked("q2"), point] })];
       expect(broken(five)).toEqual(breaks(CONVERSE_RULES.cachePointLimit, "the view has 5 cache points, over Bedrock's 4"));
@@ -191,7 +207,16 @@ describe("model view", () => {
     });
 
     it("throws tool-ids-unique for a repeated tool call id", () => {
-      expect(broken([user("q"), calls([["c1", "a"], ["c1", "b"]]), result("c1", "x")])).toEqual(breaks(CONVERSE_RULES.toolIdsUnique, "message 1 repeats"));
+      expect(
+        broken([
+          user("q"),
+          calls([
+            ["c1", "a"],
+            ["c1", "b"],
+          ]),
+          result("c1", "x"),
+        ]),
+      ).toEqual(breaks(CONVERSE_RULES.toolIdsUnique, "message 1 repeats"));
     });
 
     it("throws tool-ids-unique for two results with one id", () => {
@@ -201,13 +226,22 @@ describe("model view", () => {
     });
 
     it("throws tool-use-answered when a parallel call has no result", () => {
-      expect(broken([user("q"), calls([["c1", "a"], ["c2", "b"]]), result("c1", "x")])).toEqual(
-        breaks(CONVERSE_RULES.toolUseAnswered, "tool call c2 of message 1 is not answered"),
-      );
+      expect(
+        broken([
+          user("q"),
+          calls([
+            ["c1", "a"],
+            ["c2", "b"],
+          ]),
+          result("c1", "x"),
+        ]),
+      ).toEqual(breaks(CONVERSE_RULES.toolUseAnswered, "tool call c2 of message 1 is not answered"));
     });
 
     it("throws tool-use-answered when a call is followed by a user message instead of its result", () => {
-      expect(broken([user("q"), calls([["c1", "a"]]), user("q2")])).toEqual(breaks(CONVERSE_RULES.toolUseAnswered, "tool call c1 of message 1 is not answered"));
+      expect(broken([user("q"), calls([["c1", "a"]]), user("q2")])).toEqual(
+        breaks(CONVERSE_RULES.toolUseAnswered, "tool call c1 of message 1 is not answered"),
+      );
     });
 
     it("throws tool-result-has-use for a result whose call the previous message did not make", () => {

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { DEFAULT_MAX_MODEL_CALLS } from "../../lib/agent/turn-runner.js";
 import { createApp, type App } from "../../lib/app.js";
-import { ChannelReplier, SlackGroupDirectory, SlackReplier, slackTurnJob, slackWebClient, type SlackTurnJob } from "../../lib/channels/index.js";
+import { ChannelReplier, SlackGroupDirectory, SlackReplier, slackTurnJob, slackWebClient } from "../../lib/channels/index.js";
+import type { SlackTurnJob } from "../../lib/queue/index.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { silentLogger } from "../../lib/logger.js";
@@ -116,9 +117,12 @@ describe("TurnJobWorker", () => {
 
     it("returns retry, running nothing and saying nothing yet, while the person's group roles cannot be read", async () => {
       slackApi.failNextGroupList("ratelimited");
-      const groups = new ChannelRoles({ slack: { [TEAM]: { groups: { S0ANALYSTS: ["analyst"] } } }, teams: {} }, {
-        slack: new SlackGroupDirectory(slackWebClient({ botToken: BOT_TOKEN, slackApiUrl: slackApi.slackApiUrl, retries: 0 })),
-      });
+      const groups = new ChannelRoles(
+        { slack: { [TEAM]: { groups: { S0ANALYSTS: ["analyst"] } } }, teams: {} },
+        {
+          slack: new SlackGroupDirectory(slackWebClient({ botToken: BOT_TOKEN, slackApiUrl: slackApi.slackApiUrl, retries: 0 })),
+        },
+      );
       const j = job("who am i?");
       const calls = seenCallers.length;
       expect(await worker({ roles: groups }).process(j, 1)).toMatchObject({ kind: "retry", error: { name: "RoleLookupError" } });

@@ -1,4 +1,4 @@
-import type { TurnJob } from "../../lib/channels/index.js";
+import type { TurnJob } from "../../lib/queue/index.js";
 import { InProcessTurnQueue, turnIdForJob, turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/index.js";
 import { slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 
@@ -20,7 +20,7 @@ function job(overrides: Partial<TurnJob> = {}): TurnJob {
 describe("turn-queue", () => {
   describe("turnJobGroupId", () => {
     it("returns one group per conversation, within SQS's 128 characters", () => {
-      const long = "19:" + "x".repeat(300) + "@thread.tacv2";
+      const long = `19:${"x".repeat(300)}@thread.tacv2`;
       expect(turnJobGroupId(job({ dedupeId: "Ev1" }))).toBe(turnJobGroupId(job({ dedupeId: "Ev2" })));
       expect(turnJobGroupId(job({ conversationKey: "other" }))).not.toBe(turnJobGroupId(job()));
       expect(turnJobGroupId(job({ conversationKey: long }))).toMatch(/^[0-9a-f]{1,128}$/);
@@ -36,7 +36,9 @@ describe("turn-queue", () => {
 
   describe("turnIdForJob", () => {
     it("returns the API's turn id for an API job", () => {
-      expect(turnIdForJob(job({ channel: "api", dedupeId: "6f1c1f39-1a1b-4c1d-8e1f-000000000001" } as Partial<TurnJob>))).toBe("6f1c1f39-1a1b-4c1d-8e1f-000000000001");
+      expect(turnIdForJob(job({ channel: "api", dedupeId: "6f1c1f39-1a1b-4c1d-8e1f-000000000001" } as Partial<TurnJob>))).toBe(
+        "6f1c1f39-1a1b-4c1d-8e1f-000000000001",
+      );
     });
 
     it("returns a stable UUID-shaped id per channel event", () => {

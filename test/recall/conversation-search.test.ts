@@ -132,11 +132,21 @@ describe("ConversationSearch", () => {
       await addTurns("mixed", ["The budget is fixed.", "Lunch was fine."], false);
       await addTurns("mixed-v", ["Lunch was fine."], true);
       const embedded = fixedEmbedder(Array.from((await store.entries("mixed-v"))[0].vector as Float32Array));
-      const outcome = await new ConversationSearch({ index: store, embedder: embedded }).search({ conversationId: "mixed", query: "budget", limit: 3, visibleTurns: 0 });
+      const outcome = await new ConversationSearch({ index: store, embedder: embedded }).search({
+        conversationId: "mixed",
+        query: "budget",
+        limit: 3,
+        visibleTurns: 0,
+      });
       expect(outcome.ranking).toBe("lexical and semantic");
       expect(outcome.hits.map((h) => [h.record.turnNumber, h.lexical > 0])).toEqual([[1, true]]);
       const vectors = await addTurns("vectors", ["Lunch was fine.", "The budget is fixed."], true);
-      const semantic = await new ConversationSearch({ index: store, embedder: embedded }).search({ conversationId: "vectors", query: "midday meal", limit: 3, visibleTurns: 0 });
+      const semantic = await new ConversationSearch({ index: store, embedder: embedded }).search({
+        conversationId: "vectors",
+        query: "midday meal",
+        limit: 3,
+        visibleTurns: 0,
+      });
       expect(semantic.hits[0]).toMatchObject({ record: { _id: vectors[0]._id }, lexical: 0 });
     });
 
@@ -156,7 +166,10 @@ describe("ConversationSearch", () => {
 
     it("reads only the first MAX_QUERY_TERMS terms of a query", async () => {
       await addTurns("long-query", ["The zebra budget is fixed.", ...DISTRACTORS], false);
-      const filler = Array.from({ length: MAX_QUERY_TERMS }, (_, i) => `filler${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`);
+      const filler = Array.from(
+        { length: MAX_QUERY_TERMS },
+        (_, i) => `filler${String.fromCharCode(97 + (i % 26))}${String.fromCharCode(97 + Math.floor(i / 26))}`,
+      );
       const search = new ConversationSearch({ index: store });
       const past = await search.search({ conversationId: "long-query", query: [...filler, "zebra"].join(" "), limit: 3, visibleTurns: 0 });
       expect(past.hits).toEqual([]);
@@ -170,11 +183,20 @@ describe("ConversationSearch", () => {
       const one = await search.search({ conversationId: "phrases", query: '"the EMEA numbers" margin', limit: 1, visibleTurns: 0 });
       expect(one.hits.map((h) => h.record.turnNumber)).toEqual([1]);
       const either = await search.search({ conversationId: "phrases", query: '"EMEA numbers" or "gross margin"', limit: 3, visibleTurns: 0 });
-      expect(either.hits.map((h) => h.record.turnNumber).slice(0, 2).sort()).toEqual([1, 2]);
+      expect(
+        either.hits
+          .map((h) => h.record.turnNumber)
+          .slice(0, 2)
+          .sort(),
+      ).toEqual([1, 2]);
     });
 
     it("reads the records of `limit` turns only, unless a phrase asks for more candidates", async () => {
-      await addTurns("bounded", Array.from({ length: 12 }, (_, i) => `Budget line ${i} is fixed.`), false);
+      await addTurns(
+        "bounded",
+        Array.from({ length: 12 }, (_, i) => `Budget line ${i} is fixed.`),
+        false,
+      );
       const asked: number[] = [];
       const counting = Object.create(store) as RecallIndexStore;
       counting.records = (conversationId, turnIds) => (asked.push(turnIds.length), store.records(conversationId, turnIds));
@@ -196,7 +218,12 @@ describe("ConversationSearch", () => {
 
     it("returns the turn that shares the query's word stems first, lexically", async () => {
       await addTurns("lexical", ["We decided to exclude returns from the revenue figures.", ...DISTRACTORS], false);
-      const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "lexical", query: "excluding returned orders", limit: 3, visibleTurns: 0 });
+      const outcome = await new ConversationSearch({ index: store }).search({
+        conversationId: "lexical",
+        query: "excluding returned orders",
+        limit: 3,
+        visibleTurns: 0,
+      });
       expect(outcome.ranking).toBe("lexical");
       expect(outcome.hits[0].record.turnNumber).toBe(1);
       expect(outcome.searchedTurns).toBe(DISTRACTORS.length + 1);
@@ -216,7 +243,12 @@ describe("ConversationSearch", () => {
     it("returns lexical results and says so when the query cannot be embedded", async () => {
       await addTurns("throttled", ["We decided to exclude returns from the revenue figures.", ...DISTRACTORS], true);
       endpoint.throttleNext(1);
-      const outcome = await new ConversationSearch({ index: store, embedder }).search({ conversationId: "throttled", query: "returns", limit: 3, visibleTurns: 0 });
+      const outcome = await new ConversationSearch({ index: store, embedder }).search({
+        conversationId: "throttled",
+        query: "returns",
+        limit: 3,
+        visibleTurns: 0,
+      });
       expect(outcome).toMatchObject({ ranking: "lexical", semanticUnavailable: true });
       expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([1]);
       expect(formatSearchOutcome("returns", outcome, 1_500)).toContain("Semantic search was unavailable");
@@ -232,7 +264,11 @@ describe("ConversationSearch", () => {
     });
 
     it("returns turns with a quoted phrase before turns that only share its words", async () => {
-      await addTurns("phrase", ["Numbers for EMEA came late again.", "Please use the EMEA numbers.", "Use numbers, not words, for EMEA: use numbers for EMEA."], false);
+      await addTurns(
+        "phrase",
+        ["Numbers for EMEA came late again.", "Please use the EMEA numbers.", "Use numbers, not words, for EMEA: use numbers for EMEA."],
+        false,
+      );
       const search = new ConversationSearch({ index: store });
       const words = await search.search({ conversationId: "phrase", query: "use the EMEA numbers", limit: 3, visibleTurns: 0 });
       expect(words.hits[0].record.turnNumber).toBe(3);
@@ -243,7 +279,12 @@ describe("ConversationSearch", () => {
     it("returns only the caller's conversation's turns, whatever the other conversations say", async () => {
       await addTurns("mine", ["Lunch was fine.", ...DISTRACTORS], true);
       await addTurns("theirs", ["The launch code for the demo is tangerine."], true);
-      const outcome = await new ConversationSearch({ index: store, embedder }).search({ conversationId: "mine", query: "launch code tangerine", limit: 5, visibleTurns: 0 });
+      const outcome = await new ConversationSearch({ index: store, embedder }).search({
+        conversationId: "mine",
+        query: "launch code tangerine",
+        limit: 5,
+        visibleTurns: 0,
+      });
       expect(outcome.hits.length).toBe(5);
       expect(outcome.hits.every((h) => h.record.conversationId === "mine")).toBe(true);
       expect(await store.records("mine", ["theirs-t1"])).toEqual([]);
@@ -255,7 +296,12 @@ describe("formatSearchOutcome", () => {
   it("returns every match with its turn number and time, within the token ceiling", async () => {
     const long = "The forecast assumptions were discussed at length. ".repeat(400);
     await addTurns("budget", [long, long, long, ...DISTRACTORS], false);
-    const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "budget", query: "forecast assumptions", limit: 3, visibleTurns: 0 });
+    const outcome = await new ConversationSearch({ index: store }).search({
+      conversationId: "budget",
+      query: "forecast assumptions",
+      limit: 3,
+      visibleTurns: 0,
+    });
     const text = formatSearchOutcome("forecast assumptions", outcome, 1_500);
     expect(countTextTokens(text)).toBeLessThanOrEqual(1_500);
     expect(countTextTokens(text)).toBeGreaterThan(1_300);

@@ -19,7 +19,7 @@ beforeAll(async () => {
   // A window moving one turn at a time, so a turn leaves the view as soon as three newer ones are finished.
   app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_FINISHED_TURNS: "3", VIEW_HISTORY_BLOCK_TURNS: "1" }), {
     mongoClient: client,
-    
+
     tools: [],
   });
 });

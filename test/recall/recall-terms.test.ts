@@ -31,7 +31,12 @@ describe("recallTerms", () => {
 
 describe("termFrequencies", () => {
   it("returns how often each term occurs", () => {
-    expect(termFrequencies("Returns, returned, and the EMEA return")).toEqual(new Map([["return", 3], ["emea", 1]]));
+    expect(termFrequencies("Returns, returned, and the EMEA return")).toEqual(
+      new Map([
+        ["return", 3],
+        ["emea", 1],
+      ]),
+    );
   });
 });
 

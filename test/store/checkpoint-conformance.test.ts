@@ -17,7 +17,14 @@ async function dropCollections(saver: ThreadwiseSaver, db: Db): Promise<void> {
     saver.checkpointBlobsCollectionName,
     saver.checkpointThreadsCollectionName,
   ];
-  await Promise.all(names.map((name) => db.collection(name).drop().catch(() => undefined)));
+  await Promise.all(
+    names.map((name) =>
+      db
+        .collection(name)
+        .drop()
+        .catch(() => undefined),
+    ),
+  );
 }
 
 const initializer: CheckpointSaverTestInitializer<ThreadwiseSaver> = {

@@ -65,7 +65,11 @@ describe("ConversationStore", () => {
   describe("legacyOwner", () => {
     it("returns a Teams user for a tenant-less Teams conversation, and undefined for fields that do not fit", () => {
       expect(legacyOwner({ ownerId: "teams:29:u", tenantId: null, channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: null, subject: "29:u" });
-      expect(legacyOwner({ ownerId: "teams:t1", tenantId: "teams:t1", channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: "t1", subject: null });
+      expect(legacyOwner({ ownerId: "teams:t1", tenantId: "teams:t1", channel: { channel: "teams" } })).toEqual({
+        issuer: "teams",
+        tenant: "t1",
+        subject: null,
+      });
       expect(legacyOwner({ ownerId: "slack:", tenantId: "slack:", channel: { channel: "slack" } })).toBeUndefined();
       expect(legacyOwner({ ownerId: 3, tenantId: null, channel: { channel: "api" } })).toBeUndefined();
     });

@@ -10,10 +10,7 @@ import {
 import { IdempotencyRecord } from "@aws-lambda-powertools/idempotency/persistence";
 import type { Collection } from "mongodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  IdempotencyPersistenceLayer,
-  type IdempotencyDocument,
-} from "../../lib/store/idempotency-persistence-layer.js";
+import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 /** Reaches the protected primitives the way Powertools does, without going through a handler. */

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MongoClient } from "mongodb";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
-import { ConversationLease, DEFAULT_LEASE_TTL_MS, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
+import { ConversationLease, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";

@@ -22,7 +22,7 @@ beforeAll(async () => {
   await client.connect();
   app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_TOOL_OUTPUT_TOKENS: "500" }), {
     mongoClient: client,
-    
+
     tools: [bigReport],
   });
 });
@@ -110,7 +110,10 @@ describe("RecallIndexStore", () => {
       await store.add(record("expiring", 1), { length: 1, terms: new Map([["x", 1]]) }, fence);
       for (const name of [COLLECTIONS.recallTurns, COLLECTIONS.recallIndex]) {
         const docs = await client.db(dbName).collection(name).find({ conversationId: "expiring" }).toArray();
-        expect(docs.map((d) => d.expiresAt), name).toEqual([fence.expiresAt]);
+        expect(
+          docs.map((d) => d.expiresAt),
+          name,
+        ).toEqual([fence.expiresAt]);
       }
     });
 

@@ -32,7 +32,7 @@ beforeAll(async () => {
   await client.connect();
   app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, RETENTION_DAYS: "7" }), {
     mongoClient: client,
-    
+
     tools: [bigReport],
   });
 });
@@ -60,7 +60,11 @@ describe("RetentionPolicy", () => {
       const week = 7 * 86_400_000;
       for (const name of RETAINED) {
         const field = name === COLLECTIONS.conversations ? "_id" : name.startsWith("checkpoint") ? "thread_id" : "conversationId";
-        const docs = await client.db(dbName).collection(name).find({ [field]: conversationId }).toArray();
+        const docs = await client
+          .db(dbName)
+          .collection(name)
+          .find({ [field]: conversationId })
+          .toArray();
         expect(docs.length, name).toBeGreaterThan(0);
         for (const doc of docs) {
           expect(doc.expiresAt, name).toBeInstanceOf(Date);

@@ -33,9 +33,7 @@ describe("ThreadwiseSaver", () => {
     it("creates the thread's fence, so a writer below it is refused", async () => {
       const { saver } = await newSaver(test);
       await saver.claimThread("t", 2);
-      await expect(saver.put(fenced("t", 1), checkpointWith({ a: 1 }, { a: 1 }), loopMetadata, { a: 1 })).rejects.toThrow(
-        StaleWriterError,
-      );
+      await expect(saver.put(fenced("t", 1), checkpointWith({ a: 1 }, { a: 1 }), loopMetadata, { a: 1 })).rejects.toThrow(StaleWriterError);
     });
 
     it("accepts the current epoch again and a higher one", async () => {
@@ -70,9 +68,7 @@ describe("ThreadwiseSaver", () => {
 
     it("throws StaleWriterError for a fenced writer of a thread that was never claimed, writing nothing", async () => {
       const { saver, db } = await newSaver(test);
-      await expect(saver.put(fenced("t", 1), checkpointWith({ a: 1 }, { a: 1 }), loopMetadata, { a: 1 })).rejects.toThrow(
-        StaleWriterError,
-      );
+      await expect(saver.put(fenced("t", 1), checkpointWith({ a: 1 }, { a: 1 }), loopMetadata, { a: 1 })).rejects.toThrow(StaleWriterError);
       expect(await countThreadDocuments(db, "t")).toBe(0);
     });
 
@@ -133,9 +129,7 @@ describe("ThreadwiseSaver", () => {
       await saver.deleteThread("t");
       const next = saver.put(fenced("t", 1, first.configurable?.checkpoint_id), checkpointWith({ a: "y" }, { a: 2 }), loopMetadata, { a: 2 });
       await expect(next).rejects.toSatisfy((e) => e instanceof StaleWriterError || e instanceof CheckpointNotFoundError);
-      await expect(saver.putWrites({ configurable: { ...first.configurable, fence_epoch: 1 } }, [["a", "z"]], "task")).rejects.toThrow(
-        StaleWriterError,
-      );
+      await expect(saver.putWrites({ configurable: { ...first.configurable, fence_epoch: 1 } }, [["a", "z"]], "task")).rejects.toThrow(StaleWriterError);
       expect(await countThreadDocuments(db, "t")).toBe(0);
     });
 

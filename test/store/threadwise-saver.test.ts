@@ -79,9 +79,7 @@ function graphWithSubgraph(saver: ThreadwiseSaver, options: { approval?: boolean
 describe("ThreadwiseSaver", () => {
   describe("constructor", () => {
     it("throws when maxDocumentBytes is above MongoDB's 16 MB limit", () => {
-      expect(() => new ThreadwiseSaver({ client: test.client, maxDocumentBytes: MONGODB_MAX_DOCUMENT_BYTES + 1 })).toThrow(
-        ValidationError,
-      );
+      expect(() => new ThreadwiseSaver({ client: test.client, maxDocumentBytes: MONGODB_MAX_DOCUMENT_BYTES + 1 })).toThrow(ValidationError);
     });
 
     it("throws when checkpointsKept is not a positive integer", () => {
@@ -93,9 +91,7 @@ describe("ThreadwiseSaver", () => {
     it("creates a unique (thread, namespace, channel, version) index on the blobs", async () => {
       const { db } = await newSaver();
       const indexes = await db.collection("checkpoint_blobs").listIndexes().toArray();
-      expect(indexes).toContainEqual(
-        expect.objectContaining({ key: { thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 }, unique: true }),
-      );
+      expect(indexes).toContainEqual(expect.objectContaining({ key: { thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 }, unique: true }));
     });
 
     it("creates upserted_at TTL indexes on the four collections when a ttl is set", async () => {
@@ -135,9 +131,7 @@ describe("ThreadwiseSaver", () => {
     it("throws ChannelVersionConflictError when a version is written again with another value, keeping the first", async () => {
       const { saver } = await newSaver();
       const first = await saver.put(thread(), checkpointWith({ a: large("first") }, { a: 1 }), metadata, { a: 1 });
-      await expect(saver.put(thread(), checkpointWith({ a: large("second") }, { a: 1 }), metadata, { a: 1 })).rejects.toThrow(
-        ChannelVersionConflictError,
-      );
+      await expect(saver.put(thread(), checkpointWith({ a: large("second") }, { a: 1 }), metadata, { a: 1 })).rejects.toThrow(ChannelVersionConflictError);
       expect((await saver.getTuple(first))?.checkpoint.channel_values).toEqual({ a: large("first") });
     });
 
@@ -233,7 +227,16 @@ describe("ThreadwiseSaver", () => {
     it("throws DocumentTooLargeError when a write exceeds the limit, writing none of the batch", async () => {
       const { saver, db } = await newSaver({ maxDocumentBytes: 10_000 });
       const config = await saver.put(thread(), checkpointWith({}, {}), metadata, {});
-      await expect(saver.putWrites(config, [["a", "small"], ["b", "x".repeat(20_000)]], "task")).rejects.toThrow(DocumentTooLargeError);
+      await expect(
+        saver.putWrites(
+          config,
+          [
+            ["a", "small"],
+            ["b", "x".repeat(20_000)],
+          ],
+          "task",
+        ),
+      ).rejects.toThrow(DocumentTooLargeError);
       expect(await documents(db, "checkpoint_writes")).toEqual([]);
     });
 
@@ -306,9 +309,7 @@ describe("ThreadwiseSaver", () => {
       const { saver, db } = await newSaver();
       await runTurns(saver, "t", 3, false);
       await saver.prune("t", { keep: 1 });
-      const keptVersions = new Set(
-        (await rootHistory(saver)).flatMap((t) => Object.entries(t.checkpoint.channel_versions).map(([c, v]) => `${c}@${v}`)),
-      );
+      const keptVersions = new Set((await rootHistory(saver)).flatMap((t) => Object.entries(t.checkpoint.channel_versions).map(([c, v]) => `${c}@${v}`)));
       for (const blob of await documents(db, "checkpoint_blobs", "t")) {
         if (blob.type !== "list") expect(keptVersions.has(`${blob.channel}@${blob.version}`), `${blob.channel}@${blob.version}`).toBe(true);
       }

@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HumanMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
-import { ConversationLease, DEFAULT_LEASE_TTL_MS } from "../../lib/store/lease.js";
-import { TurnStore, ZERO_USAGE, type ClaimedTurn, type ModelCallRecord } from "../../lib/store/turn-store.js";
+import { ConversationLease } from "../../lib/store/lease.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
+import { TurnStore, type ClaimedTurn } from "../../lib/store/turn-store.js";
+import { ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
 import type { WriteFence } from "../../lib/store/write-fence.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
@@ -53,7 +55,8 @@ const call = (turnId: string, index: number): ModelCallRecord => ({
   startedAt: new Date(),
   durationMs: 1,
   view: [],
-  stats: buildModelView([new HumanMessage("question")], { systemPrompt: "", finishedTurns: 1, toolOutputTokens: 100, totalBudget: 1_000, toolSchemaTokens: 0 }).stats,
+  stats: buildModelView([new HumanMessage("question")], { systemPrompt: "", finishedTurns: 1, toolOutputTokens: 100, totalBudget: 1_000, toolSchemaTokens: 0 })
+    .stats,
   usage: ZERO_USAGE,
   toolCalls: [],
 });

@@ -16,7 +16,6 @@ beforeAll(async () => {
 });
 afterAll(() => database.cleanup());
 
-
 describe("WriteFence", () => {
   describe("guard", () => {
     it("returns the write's result while the fence holds", async () => {
@@ -25,7 +24,10 @@ describe("WriteFence", () => {
 
     it("takes the write back with its result and throws StaleWriterError when the fence is lost", async () => {
       const undone: number[] = [];
-      const guarded = lostFence("c").guard(async () => 7, async (result) => undone.push(result));
+      const guarded = lostFence("c").guard(
+        async () => 7,
+        async (result) => undone.push(result),
+      );
       await expect(guarded).rejects.toMatchObject({ name: "StaleWriterError", threadId: "c" });
       expect(undone).toEqual([7]);
     });

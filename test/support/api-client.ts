@@ -23,7 +23,11 @@ export interface TestServer {
   db: Db;
   dbName: string;
   token(user: string, claims?: Omit<TokenClaims, "user">): Promise<string>;
-  call<T = any>(method: string, path: string, options?: { token?: string; json?: unknown; body?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  call<T = any>(
+    method: string,
+    path: string,
+    options?: { token?: string; json?: unknown; body?: string; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
   close(): Promise<void>;
 }
 

@@ -99,7 +99,10 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
       const status = graphFailures.shift();
       if (status) return json(res, status, { error: { code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation." } });
       const member = new Set(options.groupMembers?.[objectId] ?? []);
-      return json(res, 200, { "@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(Edm.String)", value: groupIds.filter((g) => member.has(g)) });
+      return json(res, 200, {
+        "@odata.context": "https://graph.microsoft.com/v1.0/$metadata#Collection(Edm.String)",
+        value: groupIds.filter((g) => member.has(g)),
+      });
     }
     const reply = /^\/v3\/conversations\/([^/]+)\/activities\/([^/]+)$/.exec(url.pathname);
     if (req.method === "POST" && reply) {

@@ -6,7 +6,14 @@ import { z } from "zod";
 import { BedrockRuntimeClient, CountTokensCommand } from "@aws-sdk/client-bedrock-runtime";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { countClaudeTokens } from "./claude-tokens.js";
-import { countInputTokens, defaultResponder, startConverseEndpoint, TOOL_USE_SYSTEM_PROMPT_TOKENS, toolSpecs, type ConverseEndpoint } from "./converse-endpoint.js";
+import {
+  countInputTokens,
+  defaultResponder,
+  startConverseEndpoint,
+  TOOL_USE_SYSTEM_PROMPT_TOKENS,
+  toolSpecs,
+  type ConverseEndpoint,
+} from "./converse-endpoint.js";
 import { TTL_MS } from "./prompt-cache.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
@@ -88,7 +95,9 @@ describe("startConverseEndpoint", () => {
     });
 
     it("calls a bound tool named in the question, with its required arguments", async () => {
-      const answer = await model().bindTools([weather]).invoke([new HumanMessage("Use get_weather please")]);
+      const answer = await model()
+        .bindTools([weather])
+        .invoke([new HumanMessage("Use get_weather please")]);
       expect(answer.tool_calls).toEqual([{ id: expect.stringMatching(/^tooluse_/), name: "get_weather", args: { city: "example" }, type: "tool_call" }]);
       expect(answer.response_metadata.stopReason).toBe("tool_use");
       expect(toolSpecs(endpoint.requests.at(-1)!.body!).map((spec) => spec.name)).toEqual(["get_weather"]);
@@ -114,7 +123,13 @@ describe("startConverseEndpoint", () => {
       endpoint.setResponder((request) => {
         const last = request.messages.at(-1)!;
         if (last.content.some((b) => "toolResult" in b)) return { text: `Got ${last.content.length} results` };
-        return { text: "Checking both.", toolUses: [{ name: "get_weather", input: { city: "Oslo" } }, { name: "get_weather", input: { city: "Rome" } }] };
+        return {
+          text: "Checking both.",
+          toolUses: [
+            { name: "get_weather", input: { city: "Oslo" } },
+            { name: "get_weather", input: { city: "Rome" } },
+          ],
+        };
       });
       try {
         const chat = model().bindTools([weather]);
@@ -175,7 +190,11 @@ describe("startConverseEndpoint", () => {
     it("returns input tokens with Claude's tool-use system prompt added when tools are offered", async () => {
       const question = [new HumanMessage("Any tools?")];
       const without = (await model().invoke(question)).usage_metadata!.input_tokens;
-      const withTools = (await model().bindTools([weather]).invoke([new HumanMessage("Any tools?")])).usage_metadata!.input_tokens;
+      const withTools = (
+        await model()
+          .bindTools([weather])
+          .invoke([new HumanMessage("Any tools?")])
+      ).usage_metadata!.input_tokens;
       const spec = toolSpecs(endpoint.requests.at(-1)!.body!)[0];
       expect(withTools - without).toBe(TOOL_USE_SYSTEM_PROMPT_TOKENS + countClaudeTokens(JSON.stringify(spec)));
     });
@@ -200,7 +219,12 @@ describe("startConverseEndpoint", () => {
       const prefix = countClaudeTokens(prose("written-then-read", 1_200));
       expect(endpoint.requests.at(-1)!.body!.system).toEqual([{ text: prose("written-then-read", 1_200) }, { cachePoint: { type: "default" } }]);
       expect(first.usage_metadata).toMatchObject({ input_tokens: total, input_token_details: { cache_read: 0, cache_creation: prefix } });
-      expect(first.response_metadata.usage).toMatchObject({ inputTokens: total - prefix, cacheReadInputTokens: 0, cacheWriteInputTokens: prefix, cacheDetails: [{ ttl: "5m", inputTokens: prefix }] });
+      expect(first.response_metadata.usage).toMatchObject({
+        inputTokens: total - prefix,
+        cacheReadInputTokens: 0,
+        cacheWriteInputTokens: prefix,
+        cacheDetails: [{ ttl: "5m", inputTokens: prefix }],
+      });
       const second = await model().invoke(messages);
       expect(second.usage_metadata).toMatchObject({ input_tokens: total, input_token_details: { cache_read: prefix, cache_creation: 0 } });
     });
@@ -234,7 +258,11 @@ describe("startConverseEndpoint", () => {
       const question = new HumanMessage({ content: [text(prose("look-back", 1_200)), point()] as never });
       await model().invoke([question]);
       const written = endpoint.requests.at(-1)!.cache!.cacheWriteInputTokens;
-      const next = await model().invoke([new HumanMessage(prose("look-back", 1_200)), new AIMessage("Noted."), new HumanMessage({ content: [text("And then?"), point()] as never })]);
+      const next = await model().invoke([
+        new HumanMessage(prose("look-back", 1_200)),
+        new AIMessage("Noted."),
+        new HumanMessage({ content: [text("And then?"), point()] as never }),
+      ]);
       expect(next.usage_metadata?.input_token_details?.cache_read).toBe(written);
     });
 
@@ -268,7 +296,13 @@ describe("startConverseEndpoint", () => {
     });
 
     it("answers 400 ValidationException to a one-hour point after a five-minute one", async () => {
-      const error = await rejection([new SystemMessage({ content: [{ type: "text", text: "Be brief." }, point()] as never }), new HumanMessage({ content: [{ type: "text", text: "Hi" }, point("1h")] as never })], model());
+      const error = await rejection(
+        [
+          new SystemMessage({ content: [{ type: "text", text: "Be brief." }, point()] as never }),
+          new HumanMessage({ content: [{ type: "text", text: "Hi" }, point("1h")] as never }),
+        ],
+        model(),
+      );
       expect(error?.message).toContain("ttl='1h' must not come after");
     });
   });
@@ -317,17 +351,17 @@ describe("startConverseEndpoint", () => {
     });
 
     it("rejects a toolResult whose id differs from the toolUse's", async () => {
-      const error = await rejection([
-        new HumanMessage("Weather?"),
-        calls("tooluse_a"),
-        new ToolMessage({ tool_call_id: "tooluse_A", content: "Sunny" }),
-      ]);
+      const error = await rejection([new HumanMessage("Weather?"), calls("tooluse_a"), new ToolMessage({ tool_call_id: "tooluse_A", content: "Sunny" })]);
       expect(error?.message).toContain("tooluse_a");
       expect(error).toMatchObject({ name: "ValidationException" });
     });
 
     it("rejects a toolResult without a toolUse before it", async () => {
-      const error = await rejection([new HumanMessage("Weather?"), new AIMessage("Let me see."), new ToolMessage({ tool_call_id: "tooluse_x", content: "Sunny" })]);
+      const error = await rejection([
+        new HumanMessage("Weather?"),
+        new AIMessage("Let me see."),
+        new ToolMessage({ tool_call_id: "tooluse_x", content: "Sunny" }),
+      ]);
       expect(error?.message).toContain("exceeds the number of toolUse blocks");
     });
 
@@ -360,7 +394,10 @@ describe("startConverseEndpoint", () => {
     });
 
     it("rejects input that fits only without maxTokens", async () => {
-      const error = await rejection([new HumanMessage("many words ".repeat(1_500))], new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 4_000 }));
+      const error = await rejection(
+        [new HumanMessage("many words ".repeat(1_500))],
+        new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 4_000 }),
+      );
       expect(error?.message).toMatch(/input length and `max_tokens` exceed context limit: \d+ \+ 4000 > 5000/);
     });
 

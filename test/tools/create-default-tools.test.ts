@@ -106,7 +106,11 @@ describe("createDefaultTools", () => {
 
   it("answers a margin question end to end through the registry", async () => {
     const result = await registry.execute(
-      { id: "1", name: "sql_query", args: { sql: "SELECT month, round(100.0*sum(gross_profit)/sum(revenue),1) AS gm FROM sales WHERE month >= '2026-09' GROUP BY month" } },
+      {
+        id: "1",
+        name: "sql_query",
+        args: { sql: "SELECT month, round(100.0*sum(gross_profit)/sum(revenue),1) AS gm FROM sales WHERE month >= '2026-09' GROUP BY month" },
+      },
       { conversationId: "c", turnId: "t", caller: viewer },
     );
     expect(result.content).toBe("2 rows (truncated: no)\nmonth | gm\n2026-09 | 33.5\n2026-10 | 27.7");

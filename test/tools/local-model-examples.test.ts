@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { type AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalChatModel } from "../../lib/agent/local-chat-model.js";
 import { loadToolsConfig } from "../../lib/config/tools-config.js";
@@ -59,7 +59,11 @@ describe("SAMPLE_QUESTIONS with the offline model", () => {
     expect(call?.name).toBe(example.tool);
     const result = await registry.execute({ id: call!.id!, name: call!.name, args: call!.args }, { conversationId: "readme", turnId: "t", caller });
     expect(result.content).toMatch(EXPECTED[example.question]);
-    const answer = await model.invoke([human, ai, new ToolMessage({ tool_call_id: call!.id!, name: call!.name, content: result.content, status: result.status })]);
+    const answer = await model.invoke([
+      human,
+      ai,
+      new ToolMessage({ tool_call_id: call!.id!, name: call!.name, content: result.content, status: result.status }),
+    ]);
     expect(String(answer.content).length).toBeGreaterThan(0);
   });
 

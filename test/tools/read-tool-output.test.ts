@@ -20,7 +20,13 @@ let artifacts: ArtifactStore;
 let tool: ReturnType<typeof createReadToolOutputTool>;
 
 const reader = apiPrincipal("u1");
-const ctx: ToolContext = { conversationId: "conv-read", turnId: "turn-2", toolCallId: "call-read", caller: { principal: reader, roles: [] }, mayUse: () => true };
+const ctx: ToolContext = {
+  conversationId: "conv-read",
+  turnId: "turn-2",
+  toolCallId: "call-read",
+  caller: { principal: reader, roles: [] },
+  mayUse: () => true,
+};
 
 beforeAll(async () => {
   database = await openTestDatabase("read_tool");
@@ -44,7 +50,10 @@ async function store(content: string, conversationId = ctx.conversationId): Prom
 }
 
 function report(lines: number): string {
-  return Array.from({ length: lines }, (_, i) => `row ${i + 1} | customer-${i + 1} | region ${["EMEA", "APAC", "NA"][i % 3]} | revenue ${(i * 91.3).toFixed(2)}`).join("\n");
+  return Array.from(
+    { length: lines },
+    (_, i) => `row ${i + 1} | customer-${i + 1} | region ${["EMEA", "APAC", "NA"][i % 3]} | revenue ${(i * 91.3).toFixed(2)}`,
+  ).join("\n");
 }
 
 /** The numbered lines of an answer, by number. */
@@ -78,7 +87,12 @@ describe("createReadToolOutputTool", () => {
       const handle = await store(content);
       const answer = await tool.run({ handle, lineCount: 10 }, ctx);
       expect(answer.split("\n")[0]).toContain(`${handle} (output of sql_query, 500 lines`);
-      expect([...numbered(answer).entries()]).toEqual(content.split("\n").slice(0, 10).map((text, i) => [i + 1, text]));
+      expect([...numbered(answer).entries()]).toEqual(
+        content
+          .split("\n")
+          .slice(0, 10)
+          .map((text, i) => [i + 1, text]),
+      );
       expect(answer).toContain("Next part: startLine=11.");
     });
 
@@ -191,13 +205,16 @@ describe("createReadToolOutputTool", () => {
 
     it("throws a ToolError for an output made for a principal of another issuer, even in the same conversation", async () => {
       sequence += 1;
-      const { handle } = await artifacts.put({
-        createdBy: slackPrincipal("T0LOCAL", "U0ALICE"),
-        turnId: "turn-1",
-        toolCallId: `call-${sequence}`,
-        toolName: "sql_query",
-        content: report(3),
-      }, heldFence(ctx.conversationId));
+      const { handle } = await artifacts.put(
+        {
+          createdBy: slackPrincipal("T0LOCAL", "U0ALICE"),
+          turnId: "turn-1",
+          toolCallId: `call-${sequence}`,
+          toolName: "sql_query",
+          content: report(3),
+        },
+        heldFence(ctx.conversationId),
+      );
       const asApiToken = { ...ctx, caller: { principal: apiPrincipal("U0ALICE", "T0LOCAL"), roles: [] } };
       await expect(tool.run({ handle }, asApiToken)).rejects.toBeInstanceOf(ToolError);
       await expect(tool.run({ handle }, { ...ctx, caller: { principal: slackPrincipal("T0LOCAL", "U0BOB"), roles: [] } })).resolves.toContain("1: row 1");

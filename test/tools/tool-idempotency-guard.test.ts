@@ -22,7 +22,13 @@ describe("ToolIdempotencyGuard", () => {
     },
   };
   const failing: ToolDefinition = { ...slowEffect, name: "failing", run: async () => (runs++, Promise.reject(new ToolError("nope", "failing"))) };
-  const ctx = (toolCallId: string): ToolContext => ({ conversationId: "conv", turnId: "turn", toolCallId, caller: { principal: apiPrincipal("u"), roles: [] }, mayUse: () => true });
+  const ctx = (toolCallId: string): ToolContext => ({
+    conversationId: "conv",
+    turnId: "turn",
+    toolCallId,
+    caller: { principal: apiPrincipal("u"), roles: [] },
+    mayUse: () => true,
+  });
 
   beforeAll(async () => {
     t = await openTestDatabase("guard");

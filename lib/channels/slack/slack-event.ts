@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ValidationError } from "../../errors.js";
 import { slackPrincipal, tenantOwner } from "../../auth/principal.js";
-import type { SlackTurnJob } from "../turn-job.js";
+import type { SlackTurnJob } from "../../queue/turn-job.js";
 import { issueDetails } from "../../validation.js";
 
 /**
@@ -76,10 +76,7 @@ export interface ParseSlackEventOptions {
 }
 
 function invalid(error: z.ZodError, what: string): ValidationError {
-  return new ValidationError(
-    `invalid slack ${what}`,
-    issueDetails(error),
-  );
+  return new ValidationError(`invalid slack ${what}`, issueDetails(error));
 }
 
 /**
@@ -152,9 +149,7 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   const event = parsedEvent.data;
 
   const botUserIds = new Set(
-    options.botUserId
-      ? [options.botUserId]
-      : (authorizations ?? []).filter((a) => a.is_bot && a.user_id).map((a) => a.user_id as string),
+    options.botUserId ? [options.botUserId] : (authorizations ?? []).filter((a) => a.is_bot && a.user_id).map((a) => a.user_id as string),
   );
   if (event.bot_id || event.subtype === "bot_message") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.botMessage };
   if (event.user && botUserIds.has(event.user)) return { kind: "ignore", reason: SLACK_IGNORE_REASONS.ownMessage };

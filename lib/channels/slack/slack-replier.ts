@@ -2,16 +2,8 @@ import { LogLevel, SlackError, WebAPIHTTPError, WebAPIPlatformError, WebClient }
 import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
-import type { SlackReplyTarget } from "../turn-job.js";
+import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
 import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
-
-/** One waiting call, as a channel asks about it. */
-export interface ApprovalRequestItem {
-  approvalId: string;
-  tool: string;
-  args: Record<string, unknown>;
-  expiresAt: string;
-}
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
 export const DEFAULT_SLACK_API_URL = "https://slack.com/api/";

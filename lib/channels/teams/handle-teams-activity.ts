@@ -1,7 +1,7 @@
 import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
 import { enqueueOnce, type EventDeduper } from "../channel-event-deduper.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
-import type { EnqueueTurn } from "../turn-job.js";
+import type { EnqueueTurn } from "../../queue/turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
 import type { ChannelDecide } from "../channel-decisions.js";

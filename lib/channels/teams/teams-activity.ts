@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { teamsPrincipal, tenantOwner } from "../../auth/principal.js";
-import type { TeamsTurnJob } from "../turn-job.js";
+import type { TeamsTurnJob } from "../../queue/turn-job.js";
 import { parseOrThrow } from "../../validation.js";
 
 export const TEAMS_IGNORE_REASONS = {
@@ -29,9 +29,7 @@ const activitySchema = z.object({
     conversationType: z.string().optional(),
   }),
   text: z.string().optional(),
-  entities: z
-    .array(z.object({ type: z.string(), mentioned: channelAccountSchema.optional(), text: z.string().optional() }))
-    .optional(),
+  entities: z.array(z.object({ type: z.string(), mentioned: channelAccountSchema.optional(), text: z.string().optional() })).optional(),
   channelData: z.object({ tenant: z.object({ id: z.string().min(1) }).optional() }).optional(),
 });
 
@@ -64,14 +62,15 @@ const AT_ELEMENT = /<at>([^<]*)<\/at>/g;
  */
 export function stripTeamsMention(activity: Pick<TeamsActivity, "text" | "entities" | "recipient">): string {
   const mentionTexts = new Set(
-    (activity.entities ?? [])
-      .filter((e) => e.type === "mention" && e.mentioned?.id === activity.recipient.id && e.text)
-      .map((e) => e.text as string),
+    (activity.entities ?? []).filter((e) => e.type === "mention" && e.mentioned?.id === activity.recipient.id && e.text).map((e) => e.text as string),
   );
   const text = (activity.text ?? "").replace(AT_ELEMENT, (whole, name: string) =>
     mentionTexts.has(whole) || (activity.recipient.name !== undefined && name.trim() === activity.recipient.name) ? " " : whole,
   );
-  return text.replace(/&nbsp;/g, " ").replace(/[ \t]{2,}/g, " ").trim();
+  return text
+    .replace(/&nbsp;/g, " ")
+    .replace(/[ \t]{2,}/g, " ")
+    .trim();
 }
 
 /**

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
-import type { TeamsReplyTarget } from "../turn-job.js";
+import type { TeamsReplyTarget } from "../../queue/turn-job.js";
 import { approvalCard, type CardApproval } from "./teams-approval-card.js";
 import type { BotConnectorTokenProvider } from "./bot-connector-token-provider.js";
 

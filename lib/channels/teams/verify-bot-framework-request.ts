@@ -53,11 +53,7 @@ function reasonOf(error: unknown): ChannelAuthenticationError | ServiceUnavailab
     if (error.claim === "nbf") return new ChannelAuthenticationError("bot framework token not yet valid", "expired", { cause: error });
     return new ChannelAuthenticationError("bot framework token claim invalid", "malformed", { cause: error });
   }
-  if (
-    error instanceof errors.JWSSignatureVerificationFailed ||
-    error instanceof errors.JWKSNoMatchingKey ||
-    error instanceof errors.JWKSMultipleMatchingKeys
-  ) {
+  if (error instanceof errors.JWSSignatureVerificationFailed || error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys) {
     // A forged signature, or a key id the Bot Framework does not publish.
     return new ChannelAuthenticationError("bot framework token signature invalid", "bad_signature", { cause: error });
   }

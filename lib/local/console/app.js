@@ -159,7 +159,12 @@ function renderConversations() {
         { class: current ? "conversation current" : "conversation" },
         h(
           "button",
-          { type: "button", class: "conversation-open", "aria-current": current ? "true" : null, onclick: guard(() => selectConversation(c.conversationId), "chat-error") },
+          {
+            type: "button",
+            class: "conversation-open",
+            "aria-current": current ? "true" : null,
+            onclick: guard(() => selectConversation(c.conversationId), "chat-error"),
+          },
           h("span", { class: "conversation-title", title: conversationLabel(c), text: conversationLabel(c) }),
           h("span", { class: "conversation-date", text: when }),
         ),
@@ -400,9 +405,7 @@ async function send(content) {
   state.editing = null;
   const input = $("composer-input");
   input.value = "";
-  const path = editing
-    ? `/v1/conversations/${state.conversationId}/turns/${editing}/edit`
-    : `/v1/conversations/${state.conversationId}/messages`;
+  const path = editing ? `/v1/conversations/${state.conversationId}/turns/${editing}/edit` : `/v1/conversations/${state.conversationId}/messages`;
   const outcome = await runTurn(path, { content }, content);
   if (outcome === "answered") return;
   input.value = content;
@@ -660,7 +663,11 @@ function renderInspector() {
     ),
   );
   const call = turn.calls[callIndex];
-  const panel = h("div", { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" }, renderCall(call, thread, turn));
+  const panel = h(
+    "div",
+    { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" },
+    renderCall(call, thread, turn),
+  );
   $("inspector-body").replaceChildren(meta, tabs, panel);
 }
 
@@ -683,7 +690,14 @@ function renderCall(call, thread, turn) {
     return h("p", { class: "error", text: "The stored thread is shorter than when this call was made: it was changed or deleted since." });
   }
   const plan = classify(thread, stats);
-  return h("div", { class: "call" }, renderFacts(call, plan), renderBudget(call), renderLegend(), h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)));
+  return h(
+    "div",
+    { class: "call" },
+    renderFacts(call, plan),
+    renderBudget(call),
+    renderLegend(),
+    h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)),
+  );
 }
 
 /** The share of a usage's input tokens read from the prompt cache, as a percentage. */
@@ -714,7 +728,8 @@ function cacheFact(call) {
     : "No cache point";
   const ratio = stats.tokenEstimate?.ratio.toFixed(3);
   const margin = Math.round((stats.tokenEstimate?.margin ?? 0) * 100);
-  const estimate = stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
+  const estimate =
+    stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
   const error = call.estimateError !== null && call.estimateError !== undefined ? `, ${(call.estimateError * 100).toFixed(1)}% off the reported count.` : ".";
   return h(
     "li",
@@ -738,7 +753,14 @@ function renderFacts(call, plan) {
   const exchange = plan.turns.flatMap((t) => t.items).filter((i) => i.fate === "exchange").length;
   const ratio = stats.stateTokens > 0 ? Math.round((stats.viewTokens / stats.stateTokens) * 100) : 100;
   const facts = [
-    h("li", { class: "fact fact-headline" }, h("strong", { text: `${n(stats.stateMessages)} stored messages, ${n(stats.stateTokens)} tokens` }), " → ", h("strong", { text: `${n(stats.viewMessages)} sent, ${n(stats.viewTokens)} tokens` }), ` (${ratio}% of the state's tokens)`),
+    h(
+      "li",
+      { class: "fact fact-headline" },
+      h("strong", { text: `${n(stats.stateMessages)} stored messages, ${n(stats.stateTokens)} tokens` }),
+      " → ",
+      h("strong", { text: `${n(stats.viewMessages)} sent, ${n(stats.viewTokens)} tokens` }),
+      ` (${ratio}% of the state's tokens)`,
+    ),
     h(
       "li",
       { class: "fact", "data-fact": "finished-turns" },
@@ -746,7 +768,13 @@ function renderFacts(call, plan) {
       stats.finishedTurnsDroppedForBudget ? `, ${stats.finishedTurnsDroppedForBudget} dropped to fit the budget` : "",
       ".",
     ),
-    h("li", { class: "fact", "data-fact": "left-out" }, `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`, exchange ? ` (${exchange} from tool exchanges of finished turns)` : "", "."),
+    h(
+      "li",
+      { class: "fact", "data-fact": "left-out" },
+      `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`,
+      exchange ? ` (${exchange} from tool exchanges of finished turns)` : "",
+      ".",
+    ),
     cacheFact(call),
   ];
   if (stats.omittedOutputs.length === 0) facts.push(h("li", { class: "fact", "data-fact": "notices", text: "No tool output was replaced by a notice." }));
@@ -768,7 +796,9 @@ function renderFacts(call, plan) {
         "li",
         { class: "fact fact-search", "data-fact": "search" },
         h("strong", { text: `Searched earlier turns for "${search.query}"` }),
-        search.turns.length ? `: found turn${search.turns.length === 1 ? "" : "s"} ${search.turns.join(", ")} (best first), sent in this view.` : `: ${search.summary}`,
+        search.turns.length
+          ? `: found turn${search.turns.length === 1 ? "" : "s"} ${search.turns.join(", ")} (best first), sent in this view.`
+          : `: ${search.summary}`,
       ),
     );
   }
@@ -807,7 +837,13 @@ function renderBudget(call) {
   const { stats, usage } = call;
   const rows = [
     { key: "state", label: "Stored thread", value: stats.stateTokens, detail: `${n(stats.stateTokens)}` },
-    { key: "view", label: "Model view", value: stats.viewTokens, extra: stats.toolSchemaTokens, detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}` },
+    {
+      key: "view",
+      label: "Model view",
+      value: stats.viewTokens,
+      extra: stats.toolSchemaTokens,
+      detail: `${n(stats.viewTokens)}${stats.toolSchemaTokens ? ` + ${n(stats.toolSchemaTokens)} tool schemas` : ""}`,
+    },
   ];
   if (usage?.inputTokens) {
     rows.push({ key: "input", label: "Reported input", value: usage.inputTokens, detail: `${n(usage.inputTokens)} (${cachedShare(usage)} from cache)` });
@@ -832,7 +868,17 @@ function renderBudget(call) {
         "div",
         { class: "bar-row", "data-bar": row.key },
         h("span", { class: "bar-label", text: row.label }),
-        h("span", { class: "bar-track", role: "img", "aria-label": `${row.label}: ${n(row.value)} tokens${row.extra ? ` plus ${n(row.extra)} for tool schemas` : ""}, ${share}% of the budget` }, fill, extra, marker),
+        h(
+          "span",
+          {
+            class: "bar-track",
+            role: "img",
+            "aria-label": `${row.label}: ${n(row.value)} tokens${row.extra ? ` plus ${n(row.extra)} for tool schemas` : ""}, ${share}% of the budget`,
+          },
+          fill,
+          extra,
+          marker,
+        ),
         h("span", { class: "bar-value", text: row.detail }),
       );
     }),
@@ -881,14 +927,25 @@ function renderStateColumn(plan, stats, turn) {
   for (const t of plan.turns) {
     const current = t.turnId === turn.turnId;
     entries.push(
-      h("li", { class: `turn-head${current ? " turn-current" : ""}`, "data-turn": t.number }, h("strong", { text: `Turn ${t.number}` }), current ? " (this turn)" : "", ` · ${t.summary}`),
+      h(
+        "li",
+        { class: `turn-head${current ? " turn-current" : ""}`, "data-turn": t.number },
+        h("strong", { text: `Turn ${t.number}` }),
+        current ? " (this turn)" : "",
+        ` · ${t.summary}`,
+      ),
       t.items.map(stateItem),
     );
   }
   return h(
     "section",
     { class: "column column-state", "aria-labelledby": "state-title" },
-    h("h3", { id: "state-title" }, "Durable state ", h("span", { class: "column-sub", text: `checkpointed thread · ${n(stats.stateMessages)} messages · ${n(stats.stateTokens)} tokens` })),
+    h(
+      "h3",
+      { id: "state-title" },
+      "Durable state ",
+      h("span", { class: "column-sub", text: `checkpointed thread · ${n(stats.stateMessages)} messages · ${n(stats.stateTokens)} tokens` }),
+    ),
     h("ol", { class: "msg-list" }, entries.flat()),
   );
 }
@@ -898,12 +955,22 @@ function stateItem(item) {
   const info = FATES[fate];
   const badges = [h("span", { class: `badge badge-${info.kind}`, text: fate === "notice" ? `${info.label} (${item.omitted.reason})` : info.label })];
   if (message.artifact) {
-    badges.push(h("span", { class: "badge badge-artifact", text: `artifact ${message.artifact.handle}: ${n(message.artifact.bytes)} bytes, ${n(message.artifact.tokens)} tokens, kept out of the checkpoint` }));
+    badges.push(
+      h("span", {
+        class: "badge badge-artifact",
+        text: `artifact ${message.artifact.handle}: ${n(message.artifact.bytes)} bytes, ${n(message.artifact.tokens)} tokens, kept out of the checkpoint`,
+      }),
+    );
   }
   return h(
     "li",
     { class: `msg msg-${info.kind}`, "data-fate": fate, "data-role": message.role },
-    h("div", { class: "msg-head" }, h("span", { class: "msg-role", text: roleName(message) }), h("span", { class: "msg-tokens", text: `${n(message.tokens)} tokens` })),
+    h(
+      "div",
+      { class: "msg-head" },
+      h("span", { class: "msg-role", text: roleName(message) }),
+      h("span", { class: "msg-tokens", text: `${n(message.tokens)} tokens` }),
+    ),
     h("div", { class: "msg-badges" }, badges),
     message.content ? messageBody(message.content) : null,
     toolCallList(message),
@@ -955,7 +1022,12 @@ function renderViewColumn(call, plan) {
   return h(
     "section",
     { class: "column column-view", "aria-labelledby": "view-title" },
-    h("h3", { id: "view-title" }, "Model view ", h("span", { class: "column-sub", text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} messages · ${n(stats.viewTokens)} tokens` })),
+    h(
+      "h3",
+      { id: "view-title" },
+      "Model view ",
+      h("span", { class: "column-sub", text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} messages · ${n(stats.viewTokens)} tokens` }),
+    ),
     h("ol", { class: "msg-list" }, items),
   );
 }

@@ -56,9 +56,7 @@ export interface BlobDocument extends BlobPosition {
 }
 
 /** A channel value to store under `key`: a list (which may extend the stored version `base`), or a serialized value. */
-export type ChannelWrite =
-  | { channel: string; key: string; list: unknown[]; base?: ListHead }
-  | { channel: string; key: string; serialized: SerializedItem };
+export type ChannelWrite = { channel: string; key: string; list: unknown[]; base?: ListHead } | { channel: string; key: string; serialized: SerializedItem };
 
 /** Channel values serialized and size-checked, ready to be written. */
 export interface PreparedBlobs {
@@ -96,10 +94,7 @@ export class ChannelBlobStore {
   /** Index creations for `setup()`: the unique key, and the TTL index when `ttl` is set. */
   createIndexes(ttl?: number): Promise<string>[] {
     const operations = [
-      this.collection.createIndex(
-        { thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 },
-        { name: "thread_ns_channel_version_idx", unique: true },
-      ),
+      this.collection.createIndex({ thread_id: 1, checkpoint_ns: 1, channel: 1, version: 1 }, { name: "thread_ns_channel_version_idx", unique: true }),
     ];
     if (ttl != null) operations.push(this.collection.createIndex({ upserted_at: 1 }, { expireAfterSeconds: ttl }));
     return operations;
@@ -418,9 +413,7 @@ export class BlobReader {
 
   private async readChunks(position: BlobPosition, version: BlobDocument): Promise<unknown[]> {
     const hashes = version.chunks ?? [];
-    const docs = await this.collection
-      .find({ ...position, channel: version.channel, version: { $in: [...new Set(hashes)].map(chunkVersion) } })
-      .toArray();
+    const docs = await this.collection.find({ ...position, channel: version.channel, version: { $in: [...new Set(hashes)].map(chunkVersion) } }).toArray();
     const byVersion = new Map(docs.map((d) => [d.version, d]));
     const items: unknown[] = [];
     for (const hash of hashes) {

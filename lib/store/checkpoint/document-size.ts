@@ -18,11 +18,7 @@ export const DEFAULT_MAX_DOCUMENT_BYTES = 4 * 1024 * 1024;
 export function assertDocumentFits(document: Document, limit: number, what: string): number {
   const bytes = BSON.calculateObjectSize(document);
   if (bytes > limit) {
-    throw new DocumentTooLargeError(
-      `${what} would be ${bytes} bytes, above the limit of ${limit} bytes; large tool outputs belong in artifacts`,
-      bytes,
-      limit,
-    );
+    throw new DocumentTooLargeError(`${what} would be ${bytes} bytes, above the limit of ${limit} bytes; large tool outputs belong in artifacts`, bytes, limit);
   }
   return bytes;
 }

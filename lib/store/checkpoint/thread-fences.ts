@@ -121,10 +121,7 @@ export class ThreadFences {
     return this.serialized(`${threadId}\u0000${epoch}`, async () => {
       const token = nextToken();
       const result = await write(token);
-      const committed = await this.collection.updateOne(
-        { _id: threadId, fence: { $lte: epoch } },
-        { $set: { [`marks.${epoch}`]: token } },
-      );
+      const committed = await this.collection.updateOne({ _id: threadId, fence: { $lte: epoch } }, { $set: { [`marks.${epoch}`]: token } });
       if (committed.matchedCount === 1) return result;
       await undo(token);
       const view = await this.view(threadId);

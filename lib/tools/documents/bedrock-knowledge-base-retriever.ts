@@ -59,7 +59,7 @@ export class BedrockKnowledgeBaseRetriever implements DocumentRetriever {
     return (response.retrievalResults ?? [])
       .filter((r) => r.content?.text)
       .map((r) => {
-        const title = r.metadata?.["title"];
+        const title = r.metadata?.title;
         return {
           source: sourceOf(r.location),
           ...(typeof title === "string" && { title }),

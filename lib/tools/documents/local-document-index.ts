@@ -24,7 +24,11 @@ function sections(source: string, markdown: string, maxChars: number): Section[]
   let heading = "";
   let buffer: string[] = [];
   const flush = () => {
-    const paragraphs = buffer.join("\n").split(/\n\s*\n/).map((p) => p.trim()).filter(Boolean);
+    const paragraphs = buffer
+      .join("\n")
+      .split(/\n\s*\n/)
+      .map((p) => p.trim())
+      .filter(Boolean);
     let current = "";
     for (const p of paragraphs) {
       if (current && current.length + p.length + 2 > maxChars) {
@@ -52,9 +56,10 @@ function sections(source: string, markdown: string, maxChars: number): Section[]
 
 /** Question words and glue that would otherwise match every passage containing "how" or "the". */
 const STOP_WORDS = new Set(
-  ("a an and are as at be by can did do does for from had has have how i in is it its me of on or our should " +
-    "that the their there these this to was we were what when where which who whom why will with you your")
-    .split(" "),
+  (
+    "a an and are as at be by can did do does for from had has have how i in is it its me of on or our should " +
+    "that the their there these this to was we were what when where which who whom why will with you your"
+  ).split(" "),
 );
 
 /** A few words of business questions, matched with the words reports use for them. */
@@ -88,8 +93,7 @@ export interface LocalDocumentIndexOptions {
 }
 
 /** bm25 weights per column: source (unindexed), title, heading, text. */
-const SEARCH_SQL =
-  "SELECT source, title, heading, text, bm25(passages, 0, 2.0, 3.0, 1.0) AS rank FROM passages WHERE passages MATCH ? ORDER BY rank LIMIT ?";
+const SEARCH_SQL = "SELECT source, title, heading, text, bm25(passages, 0, 2.0, 3.0, 1.0) AS rank FROM passages WHERE passages MATCH ? ORDER BY rank LIMIT ?";
 
 interface Index {
   db: Database;

@@ -74,9 +74,7 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
       // Recorded only while the turn holds the conversation: a stale attempt or a deleted conversation gets no task.
       if (ctx.fence) await ctx.fence.insertOnce(options.collection, doc);
       else await options.collection.updateOne({ _id: key }, { $setOnInsert: doc }, { upsert: true });
-      const summary = `follow-up ${followUpId}: "${input.title}"${input.owner ? `, owner ${input.owner}` : ""}${
-        input.dueDate ? `, due ${input.dueDate}` : ""
-      }`;
+      const summary = `follow-up ${followUpId}: "${input.title}"${input.owner ? `, owner ${input.owner}` : ""}${input.dueDate ? `, due ${input.dueDate}` : ""}`;
       if (!options.webhookUrl) return `Recorded ${summary}. (No task webhook is configured, so nobody was notified.)`;
 
       let response: Response;
@@ -101,10 +99,7 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
         });
       }
       if (!response.ok) {
-        throw new ToolError(
-          `recorded ${followUpId} but the task webhook answered ${response.status}; try again later`,
-          "create_follow_up",
-        );
+        throw new ToolError(`recorded ${followUpId} but the task webhook answered ${response.status}; try again later`, "create_follow_up");
       }
       return `Created ${summary}. The task webhook accepted it (HTTP ${response.status}).`;
     },

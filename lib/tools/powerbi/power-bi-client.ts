@@ -105,10 +105,7 @@ export class PowerBiClient {
       if (response.status === 429) {
         const wait = retryAfterMs(response.headers.get("retry-after"));
         if (attempt >= maxRetries || wait > (o.maxWaitMs ?? DEFAULT_POWERBI_MAX_WAIT_MS)) {
-          throw new ToolError(
-            `Power BI is throttling requests; try again in ${Math.ceil(wait / 1000)} s or use sql_query`,
-            "query_semantic_model",
-          );
+          throw new ToolError(`Power BI is throttling requests; try again in ${Math.ceil(wait / 1000)} s or use sql_query`, "query_semantic_model");
         }
         await sleep(wait, signal);
         continue;

@@ -18,11 +18,35 @@ const CTE_MODIFIERS = new Set(["AS", "NOT", "MATERIALIZED"]);
  * A column that happens to carry one of these names must be double-quoted.
  */
 const FORBIDDEN = new Set([
-  "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "INTO",
-  "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME",
-  "ATTACH", "DETACH", "PRAGMA", "VACUUM", "REINDEX", "ANALYZE",
-  "GRANT", "REVOKE", "CALL", "EXECUTE", "EXEC", "PREPARE", "DEALLOCATE",
-  "UNLOAD", "MSCK", "OPTIMIZE", "COPY", "LOAD_EXTENSION",
+  "INSERT",
+  "UPDATE",
+  "DELETE",
+  "MERGE",
+  "UPSERT",
+  "INTO",
+  "CREATE",
+  "DROP",
+  "ALTER",
+  "TRUNCATE",
+  "RENAME",
+  "ATTACH",
+  "DETACH",
+  "PRAGMA",
+  "VACUUM",
+  "REINDEX",
+  "ANALYZE",
+  "GRANT",
+  "REVOKE",
+  "CALL",
+  "EXECUTE",
+  "EXEC",
+  "PREPARE",
+  "DEALLOCATE",
+  "UNLOAD",
+  "MSCK",
+  "OPTIMIZE",
+  "COPY",
+  "LOAD_EXTENSION",
 ]);
 
 /**
@@ -30,8 +54,22 @@ const FORBIDDEN = new Set([
  * never the start of a subquery or CTE body.
  */
 const STATEMENT_STARTERS = new Set([
-  "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "START", "END",
-  "SET", "RESET", "USE", "SHOW", "DESCRIBE", "DESC", "EXPLAIN", "REFRESH", "COMMENT",
+  "BEGIN",
+  "COMMIT",
+  "ROLLBACK",
+  "SAVEPOINT",
+  "RELEASE",
+  "START",
+  "END",
+  "SET",
+  "RESET",
+  "USE",
+  "SHOW",
+  "DESCRIBE",
+  "DESC",
+  "EXPLAIN",
+  "REFRESH",
+  "COMMENT",
 ]);
 
 interface Token {
@@ -157,7 +195,7 @@ export function checkReadOnlySql(sql: string, dialect: SqlDialect): ReadOnlyChec
   if (tokens.length === 0) return { ok: false, reason: "empty query" };
   if (tokens.some((t) => t.kind === "semicolon")) return { ok: false, reason: "only one statement per query is allowed" };
   const main = mainQueryStart(tokens);
-  if (!main || main.kind !== "word" || !MAIN_VERBS.has(main.text)) {
+  if (main?.kind !== "word" || !MAIN_VERBS.has(main.text)) {
     return { ok: false, reason: "only SELECT queries (optionally starting with WITH) are allowed" };
   }
   const nested = tokens.find((t, i) => i > 0 && tokens[i - 1]!.kind === "open" && t.kind === "word" && STATEMENT_STARTERS.has(t.text));

@@ -71,17 +71,125 @@ const REGIONS = [
 
 /** Category: price range, cost as a share of list price, product names. */
 const CATEGORIES = [
-  { name: "Hardware", price: [650, 2_200], costRatio: 0.8, items: ["Laptop 14", "Laptop 16 Pro", "Desktop Tower", "Mini PC", "Workstation", "Rugged Tablet", "Thin Client", "Docking Station"] },
-  { name: "Displays", price: [140, 950], costRatio: 0.76, items: ["Monitor 24", "Monitor 27 QHD", "Monitor 32 4K", "Conference Display 55", "Portable Monitor", "Curved Monitor 34", "Touch Display 22", "Projector HD"] },
-  { name: "Networking", price: [90, 3_200], costRatio: 0.68, items: ["Switch 24-port", "Switch 48-port PoE", "Wi-Fi 7 Access Point", "Edge Router", "Firewall Appliance", "Mesh Kit", "SFP+ Module", "Rack Patch Panel"] },
-  { name: "Software", price: [45, 620], costRatio: 0.3, items: ["Office Suite Seat", "Endpoint Security Seat", "Backup Cloud Seat", "Design Suite Seat", "Project Planner Seat", "Remote Desktop Seat", "Password Vault Seat", "Analytics Seat"] },
-  { name: "Accessories", price: [14, 160], costRatio: 0.55, items: ["Wireless Mouse", "Keyboard", "Headset", "Webcam 4K", "USB-C Hub", "Laptop Bag", "Privacy Filter", "Charger 100W", "Cable Kit"] },
-  { name: "Supplies", price: [6, 85], costRatio: 0.66, items: ["Copy Paper Case", "Toner Black", "Toner Color Set", "Label Rolls", "Notebook Pack", "Pen Box", "Shredder Bags", "Whiteboard Markers"] },
-  { name: "Services", price: [250, 5_200], costRatio: 0.5, items: ["Onsite Setup", "Managed Support Month", "Network Audit", "Device Imaging", "Training Day", "Extended Warranty", "Data Migration", "Recycling Pickup"] },
+  {
+    name: "Hardware",
+    price: [650, 2_200],
+    costRatio: 0.8,
+    items: ["Laptop 14", "Laptop 16 Pro", "Desktop Tower", "Mini PC", "Workstation", "Rugged Tablet", "Thin Client", "Docking Station"],
+  },
+  {
+    name: "Displays",
+    price: [140, 950],
+    costRatio: 0.76,
+    items: [
+      "Monitor 24",
+      "Monitor 27 QHD",
+      "Monitor 32 4K",
+      "Conference Display 55",
+      "Portable Monitor",
+      "Curved Monitor 34",
+      "Touch Display 22",
+      "Projector HD",
+    ],
+  },
+  {
+    name: "Networking",
+    price: [90, 3_200],
+    costRatio: 0.68,
+    items: ["Switch 24-port", "Switch 48-port PoE", "Wi-Fi 7 Access Point", "Edge Router", "Firewall Appliance", "Mesh Kit", "SFP+ Module", "Rack Patch Panel"],
+  },
+  {
+    name: "Software",
+    price: [45, 620],
+    costRatio: 0.3,
+    items: [
+      "Office Suite Seat",
+      "Endpoint Security Seat",
+      "Backup Cloud Seat",
+      "Design Suite Seat",
+      "Project Planner Seat",
+      "Remote Desktop Seat",
+      "Password Vault Seat",
+      "Analytics Seat",
+    ],
+  },
+  {
+    name: "Accessories",
+    price: [14, 160],
+    costRatio: 0.55,
+    items: ["Wireless Mouse", "Keyboard", "Headset", "Webcam 4K", "USB-C Hub", "Laptop Bag", "Privacy Filter", "Charger 100W", "Cable Kit"],
+  },
+  {
+    name: "Supplies",
+    price: [6, 85],
+    costRatio: 0.66,
+    items: ["Copy Paper Case", "Toner Black", "Toner Color Set", "Label Rolls", "Notebook Pack", "Pen Box", "Shredder Bags", "Whiteboard Markers"],
+  },
+  {
+    name: "Services",
+    price: [250, 5_200],
+    costRatio: 0.5,
+    items: [
+      "Onsite Setup",
+      "Managed Support Month",
+      "Network Audit",
+      "Device Imaging",
+      "Training Day",
+      "Extended Warranty",
+      "Data Migration",
+      "Recycling Pickup",
+    ],
+  },
 ] as const;
 
-const NAME_A = ["Alder", "Birch", "Summit", "Harbor", "Granite", "Meadow", "Copper", "Silver", "Northgate", "Lakeside", "Redwood", "Falcon", "Orchard", "Beacon", "Prairie", "Riverton", "Oakmont", "Bluewater", "Sterling", "Westbrook", "Ironwood", "Maple", "Crescent", "Pinecrest"];
-const NAME_B = ["Dental", "Logistics", "Foods", "Legal", "Clinics", "Builders", "Schools", "Energy", "Realty", "Studios", "Motors", "Analytics", "Pharmacy", "Hotels", "Farms", "Insurance", "Labs", "Media", "Outfitters", "Partners"];
+const NAME_A = [
+  "Alder",
+  "Birch",
+  "Summit",
+  "Harbor",
+  "Granite",
+  "Meadow",
+  "Copper",
+  "Silver",
+  "Northgate",
+  "Lakeside",
+  "Redwood",
+  "Falcon",
+  "Orchard",
+  "Beacon",
+  "Prairie",
+  "Riverton",
+  "Oakmont",
+  "Bluewater",
+  "Sterling",
+  "Westbrook",
+  "Ironwood",
+  "Maple",
+  "Crescent",
+  "Pinecrest",
+];
+const NAME_B = [
+  "Dental",
+  "Logistics",
+  "Foods",
+  "Legal",
+  "Clinics",
+  "Builders",
+  "Schools",
+  "Energy",
+  "Realty",
+  "Studios",
+  "Motors",
+  "Analytics",
+  "Pharmacy",
+  "Hotels",
+  "Farms",
+  "Insurance",
+  "Labs",
+  "Media",
+  "Outfitters",
+  "Partners",
+];
 const NAME_C = ["LLC", "Inc", "Group", "Co", "Ltd", "Associates"];
 
 const SEGMENTS = [
@@ -112,7 +220,10 @@ function generateSalesRows(seed: number): Record<(typeof TABLES)[number], Row[]>
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)] as T;
 
   const tables = { regions: [] as Row[], customers: [] as Row[], products: [] as Row[], orders: [] as Row[], order_lines: [] as Row[] };
-  const inserter = (rows: Row[]) => (...values: Row) => void rows.push(values);
+  const inserter =
+    (rows: Row[]) =>
+    (...values: Row) =>
+      void rows.push(values);
   const insertRegion = inserter(tables.regions);
   const insertCustomer = inserter(tables.customers);
   const insertProduct = inserter(tables.products);
@@ -128,8 +239,7 @@ function generateSalesRows(seed: number): Record<(typeof TABLES)[number], Row[]>
       const id = products.length + 1;
       const price = money(between(category.price[0], category.price[1]));
       const cost = money(price * category.costRatio * between(0.95, 1.05));
-      const current =
-        category.name === OCTOBER_2026_STORY.costIncreaseCategory ? money(cost * (1 + OCTOBER_2026_STORY.costIncrease)) : cost;
+      const current = category.name === OCTOBER_2026_STORY.costIncreaseCategory ? money(cost * (1 + OCTOBER_2026_STORY.costIncrease)) : cost;
       insertProduct(id, `${category.name.slice(0, 3).toUpperCase()}-${ci + 1}${pad(pi + 1)}`, item, category.name, current, price);
       products.push({ id, category: category.name, price, cost });
     }
@@ -178,17 +288,16 @@ function generateSalesRows(seed: number): Record<(typeof TABLES)[number], Row[]>
     // Prices were raised 3% at the start of 2026; costs follow the product, and Networking's rose in October.
     const priceFactor = date >= "2026-01-01" ? 1.03 : 1;
     for (let l = 0; l < lines; l++) {
-      const product = deal ? pick(products.filter((p) => p.category === "Hardware" || p.category === "Networking" || p.category === "Displays")) : pick(products);
+      const product = deal
+        ? pick(products.filter((p) => p.category === "Hardware" || p.category === "Networking" || p.category === "Displays"))
+        : pick(products);
       const quantity = deal ? int(20, 60) : int(customer.segment.qty[0], customer.segment.qty[1]);
       const discount = deal
         ? between(0.3, 0.36)
         : rand() < 0.4 && customer.segment.name !== "Enterprise"
           ? 0
           : between(customer.segment.discount[0], customer.segment.discount[1]);
-      const cost =
-        costUp && product.category === OCTOBER_2026_STORY.costIncreaseCategory
-          ? product.cost * (1 + OCTOBER_2026_STORY.costIncrease)
-          : product.cost;
+      const cost = costUp && product.category === OCTOBER_2026_STORY.costIncreaseCategory ? product.cost * (1 + OCTOBER_2026_STORY.costIncrease) : product.cost;
       lineId++;
       insertLine(lineId, orderId, product.id, quantity, money(product.price * priceFactor), money(cost), Math.round(discount * 1000) / 1000);
     }

@@ -79,7 +79,8 @@ export class FunctionProcess {
     const overlap = Object.keys(artifact.environment).filter((name) => name in runtime || name in options.services);
     if (overlap.length > 0) throw new Error(`the template sets variables the runtime or the stand-ins set: ${overlap.join(", ")}`);
     fn.child = spawn(NODE_22, [RUNTIME_CLIENT], { env: { ...artifact.environment, ...options.services, ...runtime }, cwd: artifact.codeDirectory });
-    for (const stream of [fn.child.stdout!, fn.child.stderr!]) stream.on("data", (chunk: Buffer) => fn.output.push(...chunk.toString().split("\n").filter(Boolean)));
+    for (const stream of [fn.child.stdout!, fn.child.stderr!])
+      stream.on("data", (chunk: Buffer) => fn.output.push(...chunk.toString().split("\n").filter(Boolean)));
     fn.child.on("exit", (code, signal) => fn.fail(new FunctionError("Runtime.Exit", `${artifact.functionName} exited (${code ?? signal})`)));
     return fn;
   }

@@ -2,13 +2,12 @@ import {
   ChannelEventDeduper,
   ChannelReplier,
   SlackReplier,
-  decodeGatewayBody,
   handleSlackEvent,
-  parseTurnJob,
   type ChannelRequest,
   type SlackEventOutcome,
-  type TurnJob,
 } from "../../../lib/channels/index.js";
+import { decodeEventBody } from "../../../lib/api/index.js";
+import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";
@@ -138,7 +137,7 @@ describe("slack/handle-slack-event", () => {
 
     it("accepts a request whose body API Gateway base64-encoded", async () => {
       const rawBody = envelope(directMessage());
-      const body = decodeGatewayBody({ body: Buffer.from(rawBody).toString("base64"), isBase64Encoded: true });
+      const body = decodeEventBody({ body: Buffer.from(rawBody).toString("base64"), isBase64Encoded: true }) ?? "";
       expect((await deliver({ headers: signSlackRequest(rawBody), rawBody: body })).status).toBe(200);
       expect(queue).toHaveLength(1);
     });

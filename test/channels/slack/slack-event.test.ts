@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { ValidationError } from "../../../lib/errors.js";
-import { parseSlackEvent, slackTurnJob, stripSlackMention, turnJobSchema, type SlackDelivery } from "../../../lib/channels/index.js";
+import { parseSlackEvent, slackTurnJob, stripSlackMention, type SlackDelivery } from "../../../lib/channels/index.js";
+import { turnJobSchema } from "../../../lib/queue/index.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_USER, CHANNEL, DM, TEAM, USER, appMention, directMessage, envelope } from "./fixtures.js";
 
@@ -67,12 +68,9 @@ describe("slack/slack-event", () => {
       expect(parseSlackEvent(body, { botUserId: "U0SELF" })).toEqual({ kind: "ignore", reason: "own_message" });
     });
 
-    it.each(["message_changed", "message_deleted", "channel_join", "channel_topic", "thread_broadcast_removed"])(
-      "ignores the %s subtype",
-      (subtype) => {
-        expect(parseSlackEvent(envelope(directMessage({ subtype })))).toEqual({ kind: "ignore", reason: "not_user_text" });
-      },
-    );
+    it.each(["message_changed", "message_deleted", "channel_join", "channel_topic", "thread_broadcast_removed"])("ignores the %s subtype", (subtype) => {
+      expect(parseSlackEvent(envelope(directMessage({ subtype })))).toEqual({ kind: "ignore", reason: "not_user_text" });
+    });
 
     it("ignores a system subtype even when it lacks the fields of a user message", () => {
       expect(parseSlackEvent(envelope({ type: "message", subtype: "message_replied", hidden: true, event_ts: "1.1" }))).toEqual({
@@ -99,10 +97,14 @@ describe("slack/slack-event", () => {
       });
     });
 
-    it("parses in time linear in the body, whatever the text holds", () => {
-      // The mention pattern once took 1.3 s on 40,000 spaces, before the three-second acknowledgement.
-      expectLinearWork((text) => parseSlackEvent(envelope(appMention({ text: `<@${BOT_USER}> ${text}` }))));
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "parses in time linear in the body, whatever the text holds",
+      () => {
+        // The mention pattern once took 1.3 s on 40,000 spaces, before the three-second acknowledgement.
+        expectLinearWork((text) => parseSlackEvent(envelope(appMention({ text: `<@${BOT_USER}> ${text}` }))));
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
 
     it("throws ValidationError for a body that is not JSON", () => {
       expect(() => parseSlackEvent("token=abc&challenge=x")).toThrow(ValidationError);

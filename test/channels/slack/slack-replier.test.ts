@@ -30,7 +30,12 @@ describe("slack/slack-replier", () => {
       await replier({ maxMessageChars: 450 }).reply(target, text);
       expect(slack.posts.length).toBeGreaterThan(1);
       expect(slack.posts.every((p) => p.text.length <= 450 && p.threadTs === target.threadTs)).toBe(true);
-      expect(slack.posts.map((p) => p.text).join(" ").replace(/\s+/g, " ")).toBe(text.replace(/\s+/g, " "));
+      expect(
+        slack.posts
+          .map((p) => p.text)
+          .join(" ")
+          .replace(/\s+/g, " "),
+      ).toBe(text.replace(/\s+/g, " "));
     });
 
     it("throws ChannelDeliveryError when Slack refuses the token", async () => {
@@ -49,7 +54,9 @@ describe("slack/slack-replier", () => {
 
     it("throws ChannelDeliveryError without a status when Slack fails for now", async () => {
       slack.failNextPost("service_unavailable");
-      const error = await replier().reply(target, "hi").catch((e: unknown) => e);
+      const error = await replier()
+        .reply(target, "hi")
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ChannelDeliveryError);
       expect((error as ChannelDeliveryError).status).toBeUndefined();
     });

@@ -17,7 +17,14 @@ beforeAll(async () => {
 afterAll(async () => entra?.close());
 
 function directoryAt(clock: { now: number }) {
-  return new EntraGroupDirectory({ appId: APP_ID, appPassword: APP_PASSWORD, tokenUrl: entra.tokenUrl, graphUrl: entra.graphUrl, cacheMs: 60_000, now: () => clock.now });
+  return new EntraGroupDirectory({
+    appId: APP_ID,
+    appPassword: APP_PASSWORD,
+    tokenUrl: entra.tokenUrl,
+    graphUrl: entra.graphUrl,
+    cacheMs: 60_000,
+    now: () => clock.now,
+  });
 }
 
 describe("channels/teams/entra-group-directory", () => {

@@ -4,11 +4,10 @@ import {
   ChannelReplier,
   TeamsReplier,
   handleTeamsActivity,
-  parseTurnJob,
   type ChannelRequest,
   type TeamsActivityOutcome,
-  type TurnJob,
 } from "../../../lib/channels/index.js";
+import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
 import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";

@@ -1,5 +1,6 @@
 import { ValidationError } from "../../../lib/errors.js";
-import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, turnJobSchema, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { parseTeamsActivity, stripTeamsMention, teamsTurnJob, type TeamsDelivery } from "../../../lib/channels/index.js";
+import { turnJobSchema } from "../../../lib/queue/index.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../../support/linear-work.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, PERSONAL_CONVERSATION, TENANT, USER_AAD, USER_ACCOUNT, channelMention, messageActivity } from "./fixtures.js";
 
@@ -12,9 +13,13 @@ function message(delivery: TeamsDelivery) {
 
 describe("teams/teams-activity", () => {
   describe("parseTeamsActivity", () => {
-    it("parses in time linear in the activity, whatever the text holds", () => {
-      expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
-    }, LINEAR_WORK_TIMEOUT_MS);
+    it(
+      "parses in time linear in the activity, whatever the text holds",
+      () => {
+        expectLinearWork((text) => parseTeamsActivity(channelMention(SERVICE_URL, { text: `<at>Threadwise</at> ${text}` })));
+      },
+      LINEAR_WORK_TIMEOUT_MS,
+    );
 
     it("returns a personal chat message with its text", () => {
       const m = message(parseTeamsActivity(messageActivity(SERVICE_URL)));

@@ -1,5 +1,6 @@
 import { ChannelDeliveryError, ContextBudgetExceededError } from "../../../lib/errors.js";
-import { BotConnectorTokenProvider, TeamsReplier, type TeamsReplyTarget } from "../../../lib/channels/index.js";
+import { BotConnectorTokenProvider, TeamsReplier } from "../../../lib/channels/index.js";
+import type { TeamsReplyTarget } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
 import { TEST_APP_ID } from "../../support/teams-signing.js";
 import { BOT_ACCOUNT, CHANNEL_THREAD, TENANT, USER_ACCOUNT } from "./fixtures.js";
@@ -54,9 +55,7 @@ describe("teams/teams-replier", () => {
 
     it("asks for a token for the Bot Connector scope from the botframework.com tenant by default", async () => {
       await replier().reply(target, "hi");
-      expect(connector.tokenRequests).toEqual([
-        { tenant: "botframework.com", clientId: TEST_APP_ID, scope: "https://api.botframework.com/.default" },
-      ]);
+      expect(connector.tokenRequests).toEqual([{ tenant: "botframework.com", clientId: TEST_APP_ID, scope: "https://api.botframework.com/.default" }]);
     });
 
     it("asks the bot's own tenant for a token when it is a single-tenant bot", async () => {
@@ -100,7 +99,9 @@ describe("teams/teams-replier", () => {
 
     it("throws ChannelDeliveryError with the status when the Bot Connector fails", async () => {
       connector.failNextReply(503);
-      const error = await replier().reply(target, "hi").catch((e: unknown) => e);
+      const error = await replier()
+        .reply(target, "hi")
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ChannelDeliveryError);
       expect((error as ChannelDeliveryError).status).toBe(503);
     });

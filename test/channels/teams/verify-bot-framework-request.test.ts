@@ -165,9 +165,7 @@ describe("teams/verify-bot-framework-request", () => {
     });
 
     it("throws malformed for a token with a critical header parameter the verifier does not know", async () => {
-      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, criticalHeader: "urn:example:must-understand" })))).toBe(
-        "malformed",
-      );
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL, criticalHeader: "urn:example:must-understand" })))).toBe("malformed");
     });
 
     it("throws bad_signature for a token whose kid the key set does not publish", async () => {
@@ -235,14 +233,24 @@ describe("teams/verify-bot-framework-request", () => {
       ["malformed", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body: {} }), "activity has no serviceUrl", false],
       ["malformed", async () => verify("not-a-jwt"), "bot framework token malformed", true],
       ["malformed", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, omitExpiry: true })), "bot framework token claim invalid", true],
-      ["expired", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { now: new Date(Date.now() + 3 * 3600_000) }), "bot framework token expired", true],
+      [
+        "expired",
+        async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { now: new Date(Date.now() + 3 * 3600_000) }),
+        "bot framework token expired",
+        true,
+      ],
       [
         "expired",
         async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, notBefore: new Date(Date.now() + 3600_000) })),
         "bot framework token not yet valid",
         true,
       ],
-      ["wrong_issuer", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, issuer: "https://elsewhere" })), "bot framework token issuer mismatch", true],
+      [
+        "wrong_issuer",
+        async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, issuer: "https://elsewhere" })),
+        "bot framework token issuer mismatch",
+        true,
+      ],
       ["wrong_audience", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, audience: "bot-b" })), "bot framework token audience mismatch", true],
       ["bad_signature", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, foreignKey: true })), "bot framework token signature invalid", true],
       ["wrong_service_url", async () => verify(await issuer.sign({ serviceUrl: "https://elsewhere/" })), "token serviceUrl does not match the activity", false],

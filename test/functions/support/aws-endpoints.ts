@@ -56,7 +56,10 @@ function reply(response: ServerResponse, status: number, body: unknown, contentT
 
 export async function startLocalAws(): Promise<LocalAws> {
   const secretArns = Object.fromEntries(
-    CREDENTIAL_SECRET_NAMES.map((name, i) => [name, `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:test/threadwise/${CREDENTIAL_SECRETS[name].name}-AbC12${i}`]),
+    CREDENTIAL_SECRET_NAMES.map((name, i) => [
+      name,
+      `arn:aws:secretsmanager:${TEST_REGION}:${TEST_ACCOUNT}:secret:test/threadwise/${CREDENTIAL_SECRETS[name].name}-AbC12${i}`,
+    ]),
   ) as Record<CredentialSecretName, string>;
   const secrets = new Map<string, string>(CREDENTIAL_SECRET_NAMES.map((name) => [secretArns[name], "{}"]));
   const secretFetches = Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [name, 0])) as Record<CredentialSecretName, number>;
@@ -74,11 +77,21 @@ export async function startLocalAws(): Promise<LocalAws> {
       const arn = String(body.SecretId);
       const name = CREDENTIAL_SECRET_NAMES.find((n) => secretArns[n] === arn);
       if (!name) {
-        return reply(response, 400, { __type: "ResourceNotFoundException", message: "Secrets Manager can't find the specified secret." }, "application/x-amz-json-1.1");
+        return reply(
+          response,
+          400,
+          { __type: "ResourceNotFoundException", message: "Secrets Manager can't find the specified secret." },
+          "application/x-amz-json-1.1",
+        );
       }
       secretFetches[name] += 1;
       const secretName = `test/threadwise/${CREDENTIAL_SECRETS[name].name}`;
-      return reply(response, 200, { ARN: arn, Name: secretName, SecretString: secrets.get(arn), VersionId: randomUUID(), CreatedDate: Date.now() / 1000 }, "application/x-amz-json-1.1");
+      return reply(
+        response,
+        200,
+        { ARN: arn, Name: secretName, SecretString: secrets.get(arn), VersionId: randomUUID(), CreatedDate: Date.now() / 1000 },
+        "application/x-amz-json-1.1",
+      );
     }
     if (target === "AmazonSQS.SendMessage") {
       const message: SentMessage = {
@@ -91,7 +104,12 @@ export async function startLocalAws(): Promise<LocalAws> {
       };
       sent.push(message);
       const md5 = createHash("md5").update(message.body).digest("hex");
-      return reply(response, 200, { MessageId: message.messageId, MD5OfMessageBody: md5, SequenceNumber: message.sequenceNumber }, "application/x-amz-json-1.0");
+      return reply(
+        response,
+        200,
+        { MessageId: message.messageId, MD5OfMessageBody: md5, SequenceNumber: message.sequenceNumber },
+        "application/x-amz-json-1.0",
+      );
     }
     if (target === "AmazonSQS.ChangeMessageVisibility") {
       visibilityChanges.push({ receiptHandle: String(body.ReceiptHandle), visibilityTimeout: Number(body.VisibilityTimeout) });

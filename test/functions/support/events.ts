@@ -59,7 +59,9 @@ export function apiEvent(input: ApiEventInput): HttpApiEvent {
       time: now.toUTCString(),
       timeEpoch: now.getTime(),
     },
-    ...(text !== undefined ? { body: input.base64 ? Buffer.from(text).toString("base64") : text, isBase64Encoded: Boolean(input.base64) } : { isBase64Encoded: false }),
+    ...(text !== undefined
+      ? { body: input.base64 ? Buffer.from(text).toString("base64") : text, isBase64Encoded: Boolean(input.base64) }
+      : { isBase64Encoded: false }),
   } as HttpApiEvent;
 }
 

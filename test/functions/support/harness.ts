@@ -31,7 +31,13 @@ export async function startHarness(options: { env?: Record<string, string>; conv
   const aws = await startLocalAws();
   const converse = await startConverseEndpoint(options.converse);
   const database = await openTestDatabase("fn");
-  aws.setCredentials({ mongodbUri: mongoUri(), slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-test", teamsAppId: TEST_TEAMS_APP_ID, teamsAppPassword: "test-password" });
+  aws.setCredentials({
+    mongodbUri: mongoUri(),
+    slackSigningSecret: TEST_SLACK_SIGNING_SECRET,
+    slackBotToken: "xoxb-test",
+    teamsAppId: TEST_TEAMS_APP_ID,
+    teamsAppPassword: "test-password",
+  });
   Object.assign(process.env, aws.environment, converse.environment, {
     MODEL_PROVIDER: "bedrock",
     MONGODB_DB: database.dbName,

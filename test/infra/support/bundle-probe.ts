@@ -68,7 +68,11 @@ export function zodMessages(): unknown {
   const schema = z.object({ name: z.string(), age: z.number().int().min(0) });
   const input = { name: 3, age: -1.5 };
   const issues = (result: z.ZodSafeParseResult<unknown>) => (result.success ? [] : result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
-  return { plain: issues(schema.safeParse(input)), compiled: issues(z.compile(schema).safeParse(input)), valid: z.compile(schema).parse({ name: "a", age: 1 }) };
+  return {
+    plain: issues(schema.safeParse(input)),
+    compiled: issues(z.compile(schema).safeParse(input)),
+    valid: z.compile(schema).parse({ name: "a", age: 1 }),
+  };
 }
 
 /** One answer from Bedrock's Converse API (a local endpoint when AWS_ENDPOINT_URL_BEDROCK_RUNTIME points at one). */

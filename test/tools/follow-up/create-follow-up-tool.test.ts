@@ -72,10 +72,7 @@ describe("create_follow_up", () => {
 
     it("posts exactly once when two invocations of the same call race", async () => {
       webhook.setDelayMs(150);
-      const [a, b] = await Promise.all([
-        freshRegistry().execute(call("tc-3"), context("conv-3")),
-        freshRegistry().execute(call("tc-3"), context("conv-3")),
-      ]);
+      const [a, b] = await Promise.all([freshRegistry().execute(call("tc-3"), context("conv-3")), freshRegistry().execute(call("tc-3"), context("conv-3"))]);
       expect(a.status).toBe("success");
       expect(b).toEqual(a);
       expect(webhook.requests).toHaveLength(1);
@@ -125,10 +122,7 @@ describe("create_follow_up", () => {
     });
 
     it("returns a validation error for a malformed due date", async () => {
-      const result = await freshRegistry().execute(
-        { id: "tc-5", name: "create_follow_up", args: { ...args, dueDate: "next Tuesday" } },
-        context("conv-5"),
-      );
+      const result = await freshRegistry().execute({ id: "tc-5", name: "create_follow_up", args: { ...args, dueDate: "next Tuesday" } }, context("conv-5"));
       expect(result.status).toBe("error");
       expect(result.content).toMatch(/dueDate/);
       expect(webhook.requests).toHaveLength(0);

@@ -22,7 +22,10 @@ describe("query_semantic_model", () => {
     const client = powerBiClient(endpoint, tokens, overrides.datasetId);
     const registry = new ToolRegistry([createQuerySemanticModelTool({ client, maxRows: overrides.maxRows ?? 50 })]);
     const run = (dax: string) =>
-      registry.execute({ id: "call", name: "query_semantic_model", args: { dax } }, { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } });
+      registry.execute(
+        { id: "call", name: "query_semantic_model", args: { dax } },
+        { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } },
+      );
     return { run };
   }
 
@@ -34,7 +37,12 @@ describe("query_semantic_model", () => {
       const lines = result.content.split("\n");
       expect(lines[0]).toBe("18 rows (truncated: no)");
       expect(lines[1]).toBe("Date[Month] | [Gross Margin %]");
-      const byMonth = Object.fromEntries(lines.slice(2).map((l) => l.split(" | ")).map(([m, v]) => [m, Number(v)]));
+      const byMonth = Object.fromEntries(
+        lines
+          .slice(2)
+          .map((l) => l.split(" | "))
+          .map(([m, v]) => [m, Number(v)]),
+      );
       expect(byMonth["2026-09"]! - byMonth["2026-10"]!).toBeGreaterThan(4);
     });
 

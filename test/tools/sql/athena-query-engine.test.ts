@@ -70,7 +70,13 @@ describe("AthenaQueryEngine", () => {
       const result = await engine.query("SELECT region_id, name FROM regions ORDER BY region_id", { maxRows: 10, timeoutMs: 5_000 });
       expect(result).toEqual({
         columns: ["region_id", "name"],
-        rows: [[1, "North"], [2, "South"], [3, "East"], [4, "West"], [5, "Central"]],
+        rows: [
+          [1, "North"],
+          [2, "South"],
+          [3, "East"],
+          [4, "West"],
+          [5, "Central"],
+        ],
         truncated: false,
       });
       expect(endpoint.calls.filter((c) => c.operation === "GetQueryExecution").length).toBeGreaterThanOrEqual(2);
@@ -198,7 +204,10 @@ describe("AthenaQueryEngine", () => {
         },
         { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } },
       );
-      const customers = result.content.split("\n").slice(2).map((l) => l.split(" | ")[0]);
+      const customers = result.content
+        .split("\n")
+        .slice(2)
+        .map((l) => l.split(" | ")[0]);
       expect(customers.sort()).toEqual([...OCTOBER_2026_STORY.discountedCustomers].sort());
     });
 

@@ -101,9 +101,7 @@ describe("SqliteQueryEngine", () => {
     });
 
     it("answers overlapping queries independently", async () => {
-      const results = await Promise.all(
-        [1, 2, 3, 4].map((id) => engine.query(`SELECT name FROM regions WHERE region_id = ${id}`, limits)),
-      );
+      const results = await Promise.all([1, 2, 3, 4].map((id) => engine.query(`SELECT name FROM regions WHERE region_id = ${id}`, limits)));
       expect(results.map((r) => r.rows[0]![0])).toEqual(["North", "South", "East", "West"]);
     });
   });
@@ -138,9 +136,7 @@ describe("SqliteQueryEngine", () => {
   describe("query pool", () => {
     it("starts no more workers than the pool size under a flood, queues up to the queue size and refuses the rest as busy", async () => {
       const pool = makeEngine({ poolSize: 2, queueSize: 3 });
-      const flood = await Promise.allSettled(
-        Array.from({ length: 12 }, (_, i) => pool.query(`SELECT ${i} AS n, count(*) FROM order_lines`, limits)),
-      );
+      const flood = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => pool.query(`SELECT ${i} AS n, count(*) FROM order_lines`, limits)));
       const busy = flood.filter((r) => r.status === "rejected" && /^busy: 2 queries are running and 3 waiting/.test((r.reason as Error).message));
       const answered = flood.flatMap((r) => (r.status === "fulfilled" ? [r.value.rows[0]![0]] : []));
       expect(busy).toHaveLength(7);

@@ -1,10 +1,11 @@
-import { createRouter } from "../../lib/api/router.js";
-import { ChannelEventDeduper, channelRoutes, type TurnJob } from "../../lib/channels/index.js";
+import { channelRoutes, createRouter } from "../../lib/api/index.js";
+import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
+import type { TurnJob } from "../../lib/queue/index.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../support/slack-signing.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../support/teams-signing.js";
-import { appMention, envelope } from "./slack/fixtures.js";
-import { messageActivity } from "./teams/fixtures.js";
+import { appMention, envelope } from "../channels/slack/fixtures.js";
+import { messageActivity } from "../channels/teams/fixtures.js";
 
 describe("channel-routes", () => {
   let database: TestDatabase;
@@ -26,16 +27,18 @@ describe("channel-routes", () => {
 
   function router(which: { slack?: boolean; teams?: boolean }) {
     return createRouter(
-      channelRoutes({
-        slack: which.slack ? { signingSecret: TEST_SLACK_SIGNING_SECRET } : undefined,
-        teams: which.teams ? { appId: TEST_APP_ID, openIdMetadataUrl: issuer.openIdMetadataUrl } : undefined,
-        deduper,
-        enqueue: async (job) => void queue.push(job),
-      }),
+      channelRoutes(
+        channelHandlers({
+          slack: which.slack ? { signingSecret: TEST_SLACK_SIGNING_SECRET } : undefined,
+          teams: which.teams ? { appId: TEST_APP_ID, openIdMetadataUrl: issuer.openIdMetadataUrl } : undefined,
+          deduper,
+          enqueue: async (job) => void queue.push(job),
+        }),
+      ),
     );
   }
 
-  describe("channelRoutes", () => {
+  describe("channelRoutes over channelHandlers", () => {
     it("serves POST /slack/events from the router's raw body", async () => {
       const body = envelope(appMention());
       const response = await router({ slack: true })({ method: "POST", path: "/slack/events", headers: signSlackRequest(body), query: {}, body });
@@ -64,7 +67,14 @@ describe("channel-routes", () => {
 
     it("returns 503 channel_not_configured with the hint for a channel without its key, when asked to", async () => {
       const route = createRouter(
-        channelRoutes({ slack: { signingSecret: TEST_SLACK_SIGNING_SECRET }, notConfigured: { slack: "set the slack key", teams: "set the teams key" }, deduper, enqueue: async () => undefined }),
+        channelRoutes(
+          channelHandlers({
+            slack: { signingSecret: TEST_SLACK_SIGNING_SECRET },
+            notConfigured: { slack: "set the slack key", teams: "set the teams key" },
+            deduper,
+            enqueue: async () => undefined,
+          }),
+        ),
       );
       const response = await route({ method: "POST", path: "/teams/messages", headers: {}, query: {}, body: "{}" });
       expect(response.status).toBe(503);

@@ -75,6 +75,25 @@ export type TeamsReplyTarget = TeamsTurnJob["replyTo"];
 /** Function the ingress calls to hand a turn to the queue (or, locally, straight to the worker). */
 export type EnqueueTurn = (job: TurnJob) => Promise<void>;
 
+/**
+ * Sends a turn's answer, or its failure message, back to where the turn came from; the channels
+ * implement it (`ChannelReplier`), the worker only calls it.
+ */
+export interface TurnReplier {
+  reply(job: TurnJob, text: string): Promise<void>;
+  replyFailure(job: TurnJob, error: unknown): Promise<void>;
+  /** Asks in the channel for decisions on a turn's waiting calls (docs/approvals.md). */
+  requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void>;
+}
+
+/** One waiting call, as a channel asks about it. */
+export interface ApprovalRequestItem {
+  approvalId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  expiresAt: string;
+}
+
 /** Parses a queue message body; a body that is not a turn job is a `ValidationError`, never a turn. */
 export function parseTurnJob(body: string): TurnJob {
   let json: unknown;

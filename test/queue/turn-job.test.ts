@@ -1,5 +1,5 @@
 import { ValidationError } from "../../lib/errors.js";
-import { parseTurnJob, type TurnJob } from "../../lib/channels/index.js";
+import { parseTurnJob, type TurnJob } from "../../lib/queue/index.js";
 import { apiPrincipal, slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 
 const slackJob: TurnJob = {
@@ -36,7 +36,11 @@ describe("turn-job", () => {
 
     it("throws ValidationError for a job in the shape before principals", () => {
       const { principal: _, ...rest } = slackJob;
-      const old = { ...rest, caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] }, owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] } };
+      const old = {
+        ...rest,
+        caller: { userId: "slack:T1:U1", tenantId: "slack:T1", roles: [] },
+        owner: { userId: "slack:T1", tenantId: "slack:T1", roles: [] },
+      };
       expect(() => parseTurnJob(JSON.stringify(old))).toThrow(ValidationError);
     });
 

@@ -1,0 +1,61 @@
+import { z } from "zod";
+
+/**
+ * One setting, defined once: its environment variable (the key it is listed under), its zod
+ * schema, its default and what it means. The env schemas, the defaults applied and the README's
+ * configuration table (`npm run docs:config`) are all derived from these.
+ */
+export interface Setting<S extends z.ZodType = z.ZodType> {
+  schema: S;
+  /** Applied when the variable is unset; without it, unset stays unset. */
+  default?: z.output<S>;
+  /** The default as the README says it, when it is not a plain value ("embedded server"). */
+  defaultText?: string;
+  /** What it means, one line of the README's table. */
+  description: string;
+}
+
+type WithDefault<S extends z.ZodType> = Setting<S> & { default: z.output<S> };
+
+export function setting<S extends z.ZodType>(definition: WithDefault<S>): WithDefault<S>;
+export function setting<S extends z.ZodType>(definition: Setting<S>): Setting<S>;
+export function setting<S extends z.ZodType>(definition: Setting<S>): Setting<S> {
+  return definition;
+}
+
+export type Settings = Record<string, Setting>;
+
+/** The settings' values: the default where one is defined and the variable is unset. */
+export type SettingValues<T extends Settings> = {
+  [K in keyof T]: T[K] extends { default: unknown } ? z.output<T[K]["schema"]> : z.output<T[K]["schema"]> | undefined;
+};
+
+/** The env schema of some settings: each variable optional, validated by its setting's schema. */
+export function envSchemaOf<T extends Settings>(settings: T) {
+  const shape = Object.fromEntries(Object.entries(settings).map(([name, s]) => [name, s.schema.optional()]));
+  return z.object(shape as { [K in keyof T]: z.ZodOptional<T[K]["schema"]> });
+}
+
+/** Parsed variables with the defaults applied. */
+export function withDefaults<T extends Settings>(settings: T, parsed: Record<string, unknown>): SettingValues<T> {
+  return Object.fromEntries(Object.entries(settings).map(([name, s]) => [name, parsed[name] ?? s.default])) as SettingValues<T>;
+}
+
+/** A variable read outside the settings (by an SDK, or as a credential in local mode), listed so the table is whole. */
+export interface DocumentedVariable {
+  defaultText: string;
+  description: string;
+}
+
+function defaultCell(s: Setting | DocumentedVariable): string {
+  if (s.defaultText !== undefined) return s.defaultText;
+  const value = (s as Setting).default;
+  if (value === undefined) return "unset";
+  return typeof value === "string" ? `\`${value}\`` : String(value);
+}
+
+/** The README's configuration table: one row per variable, in the order given. */
+export function configTable(variables: Record<string, Setting | DocumentedVariable>): string {
+  const rows = Object.entries(variables).map(([name, s]) => `| \`${name}\` | ${defaultCell(s)} | ${s.description} |`);
+  return ["| variable | default | meaning |", "|---|---|---|", ...rows].join("\n");
+}

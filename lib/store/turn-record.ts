@@ -1,0 +1,105 @@
+import type { BaseMessage } from "@langchain/core/messages";
+import { messageText } from "../model-view/message-text.js";
+import { countMessageTokens } from "../model-view/token-counter.js";
+import type { ModelViewStats } from "../model-view/types.js";
+
+/**
+ * What a turn and its model calls record: the view as sent, the statistics and usage of each
+ * call, and the context figures a turn reports. The agent writes these, the store keeps them, the
+ * API and the recall index read them.
+ */
+
+/** One message of a model view as it was sent, in a channel-neutral shape. */
+export interface ViewMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  toolCalls?: { id: string; name: string; args: unknown }[];
+  toolCallId?: string;
+  toolName?: string;
+  /** Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept. */
+  tokens?: number;
+}
+
+export interface Usage {
+  /** Every input token, those read from or written to the prompt cache included. */
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  /** Input tokens read from the prompt cache. Absent in records made before prompt caching. */
+  cacheReadTokens?: number;
+  /** Input tokens written to the prompt cache. Absent in records made before prompt caching. */
+  cacheWriteTokens?: number;
+  /** What the call (or turn) cost in US dollars, by its model's configured price; absent when the model has none. */
+  costUsd?: number;
+}
+
+export const ZERO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 };
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  const sum: Usage = {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+    cacheReadTokens: (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0),
+    cacheWriteTokens: (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0),
+  };
+  if (a.costUsd !== undefined || b.costUsd !== undefined) sum.costUsd = (a.costUsd ?? 0) + (b.costUsd ?? 0);
+  return sum;
+}
+
+/** What one model call was sent and what it cost. */
+export interface ModelCallRecord {
+  turnId: string;
+  index: number;
+  startedAt: Date;
+  durationMs: number;
+  view: ViewMessage[];
+  stats: ModelViewStats;
+  /** As reported by the model; zero when it reports nothing. */
+  usage: Usage;
+  /** (estimated − reported) / reported input tokens, the estimate being `stats.estimatedInputTokens`; absent when the model reported none. */
+  estimateError?: number;
+  toolCalls: string[];
+}
+
+/** The context figures of a turn: the last model call's view against the full state. */
+export interface TurnContextSummary {
+  modelCalls: number;
+  stateTokens: number;
+  viewTokens: number;
+  budget: number;
+  finishedTurnsKept: number;
+  omittedOutputs: number;
+}
+
+export function summarizeContext(calls: ModelCallRecord[]): TurnContextSummary {
+  const last: ModelViewStats | undefined = calls[calls.length - 1]?.stats;
+  return {
+    modelCalls: calls.length,
+    stateTokens: last?.stateTokens ?? 0,
+    viewTokens: last?.viewTokens ?? 0,
+    budget: last?.budget ?? 0,
+    finishedTurnsKept: last?.finishedTurnsKept ?? 0,
+    omittedOutputs: calls.reduce((n, c) => n + c.stats.omittedOutputs.length, 0),
+  };
+}
+
+const ROLE_BY_TYPE: Record<string, ViewMessage["role"]> = { system: "system", human: "user", ai: "assistant", tool: "tool" };
+
+/** The view exactly as sent, in the channel-neutral shape the turn record keeps, with each message's tokens as the view counted them. */
+export function toViewMessages(messages: readonly BaseMessage[]): (ViewMessage & { tokens: number })[] {
+  return messages.map((message) => {
+    const role = ROLE_BY_TYPE[message.getType()] ?? "user";
+    const record: ViewMessage & { tokens: number } = { role, content: messageText(message.content), tokens: countMessageTokens(message) };
+    const toolCalls = (message as { tool_calls?: { id?: string; name: string; args: unknown }[] }).tool_calls;
+    if (role === "assistant" && toolCalls?.length) {
+      record.toolCalls = toolCalls.map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
+    }
+    if (role === "tool") {
+      const tool = message as { tool_call_id?: string; name?: string };
+      record.toolCallId = tool.tool_call_id;
+      if (tool.name) record.toolName = tool.name;
+    }
+    return record;
+  });
+}
