@@ -380,7 +380,10 @@ function normalizeToolApprovals(raw: string | Record<string, unknown>): string {
     return JSON.stringify(loadToolsConfig({ TOOL_APPROVALS: json }).approvals.tools);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    throw invalidContext([{ path: "toolApprovals", message: 'expected JSON {"tool_name": {"require": "always", "approvers": {...}}} (docs/approvals.md)' }], error);
+    throw invalidContext(
+      [{ path: "toolApprovals", message: 'expected JSON {"tool_name": {"require": "always", "approvers": {...}}} (docs/approvals.md)' }],
+      error,
+    );
   }
 }
 

@@ -50,7 +50,8 @@ export function webhook(channel: "slack" | "teams") {
         notConfigured: AWS_CHANNEL_HINTS,
         deduper: deduperOf(credentials),
         enqueue: (job) => requireTurnQueue().enqueue(job),
-        decide: (...args) => webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job: TurnJob) => requireTurnQueue().enqueue(job))(...args),
+        decide: (...args) =>
+          webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job: TurnJob) => requireTurnQueue().enqueue(job))(...args),
         slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
         logger,
       });

@@ -193,7 +193,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       calls.map((call) => {
         const held = waiting.find((w) => w.toolCallId === call.id);
         const outcome = held ? outcomes[held.approvalId] : undefined;
-        if (held && (outcome?.kind !== "approve" && outcome?.kind !== "edit")) return notRunMessage(call, outcome);
+        if (held && outcome?.kind !== "approve" && outcome?.kind !== "edit") return notRunMessage(call, outcome);
         if (outcome?.kind === "edit") edits.set(call.id, outcome.args);
         return tools.run(
           { ...call, args: outcome?.kind === "edit" ? outcome.args : call.args },

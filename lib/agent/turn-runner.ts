@@ -389,7 +389,9 @@ export class TurnRunner {
         resume = new Command({ resume: { outcomes } });
       } else if (!started && waiting.length > 0 && last instanceof AIMessage) {
         // An earlier turn paused for approvals and a new question came: its calls are answered as not run, so no call is left unanswered.
-        unanswered = (last.tool_calls ?? []).map((c) => notRunMessage({ id: c.id ?? "", name: c.name }, { kind: "reject", by: "nobody", reason: "a new question came first" }));
+        unanswered = (last.tool_calls ?? []).map((c) =>
+          notRunMessage({ id: c.id ?? "", name: c.name }, { kind: "reject", by: "nobody", reason: "a new question came first" }),
+        );
       }
     }
     const context: TurnContext = {

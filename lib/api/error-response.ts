@@ -42,7 +42,8 @@ export function errorResponse(error: unknown): HttpResponse {
   if (error instanceof MethodNotAllowedError) return json(405, body("method_not_allowed", error.message), { allow: error.allowed.join(", ") });
   if (error instanceof TurnSupersededError) return json(409, body("turn_superseded", error.message, { turnId: error.turnId }));
   if (error instanceof NotLatestTurnError) return json(409, body("turn_not_latest", error.message, { turnId: error.turnId }));
-  if (error instanceof ApprovalConflictError) return json(409, body("approval_conflict", error.message, { approvalId: error.approvalId, status: error.status }));
+  if (error instanceof ApprovalConflictError)
+    return json(409, body("approval_conflict", error.message, { approvalId: error.approvalId, status: error.status }));
   if (error instanceof ApprovalSupersededError) {
     return json(409, body("approval_superseded", error.message, { approvalId: error.approvalId, status: error.status }));
   }

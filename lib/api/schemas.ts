@@ -115,7 +115,13 @@ export const approvalView = z.looseObject({
   expiresAt: isoDate,
   status: z.enum(APPROVAL_STATUSES),
   decision: z
-    .looseObject({ decision: z.enum(["approve", "edit", "reject", "expire"]), by: principal.nullable(), at: isoDate, reason: z.string().optional(), args: z.record(z.string(), z.unknown()).optional() })
+    .looseObject({
+      decision: z.enum(["approve", "edit", "reject", "expire"]),
+      by: principal.nullable(),
+      at: isoDate,
+      reason: z.string().optional(),
+      args: z.record(z.string(), z.unknown()).optional(),
+    })
     .nullable(),
 });
 export const approvalList = z.object({ conversationId: z.string(), approvals: z.array(approvalView) });
@@ -127,6 +133,8 @@ export const decisionResult = z.object({
 export const turnAwaitingApproval = z.object({
   turnId: z.string(),
   status: z.literal("awaiting_approval"),
-  approvals: z.array(z.object({ approvalId: z.string(), toolCallId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), expiresAt: isoDate })),
+  approvals: z.array(
+    z.object({ approvalId: z.string(), toolCallId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), expiresAt: isoDate }),
+  ),
   location: z.string(),
 });

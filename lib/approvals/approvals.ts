@@ -65,7 +65,10 @@ export class Approvals {
     if (choice.kind === "edit") {
       const issues = this.options.argumentIssues(approval.tool, choice.args);
       if (issues.length > 0) {
-        throw new ValidationError(`the edited arguments are not valid for ${approval.tool}`, issues.map((i) => ({ path: `args.${i.path}`, message: i.message })));
+        throw new ValidationError(
+          `the edited arguments are not valid for ${approval.tool}`,
+          issues.map((i) => ({ path: `args.${i.path}`, message: i.message })),
+        );
       }
     }
     const { approval: decided, decided: fresh } = await this.options.store.decide(approvalId, choice, caller.principal).catch(async (error: unknown) => {

@@ -12,7 +12,12 @@ import { RetentionPolicy } from "../store/retention.js";
 import type { EnqueueTurn } from "../queue/turn-job.js";
 
 /** A channel user's decision on an approval, from a verified interaction (a Slack button, a Teams card action). */
-export type ChannelDecide = (principal: Principal & { issuer: "slack" | "teams" }, conversationId: string, approvalId: string, choice: ApprovalChoice) => Promise<DecisionResult>;
+export type ChannelDecide = (
+  principal: Principal & { issuer: "slack" | "teams" },
+  conversationId: string,
+  approvalId: string,
+  choice: ApprovalChoice,
+) => Promise<DecisionResult>;
 
 /**
  * Decisions from Slack and Teams: the conversation must belong to the user's workspace or

@@ -9,7 +9,13 @@ export const DEFAULT_APPROVAL_TTL_SECONDS = 28_800;
 const ruleSchema = z.union([
   z.strictObject({ argument: z.string().min(1), present: z.literal(true) }),
   z.strictObject({ argument: z.string().min(1), equals: z.union([z.string(), z.number(), z.boolean()]) }),
-  z.strictObject({ argument: z.string().min(1), in: z.array(z.union([z.string(), z.number()])).min(1).max(100) }),
+  z.strictObject({
+    argument: z.string().min(1),
+    in: z
+      .array(z.union([z.string(), z.number()]))
+      .min(1)
+      .max(100),
+  }),
   z.strictObject({ argument: z.string().min(1), atLeast: z.number() }),
 ]);
 
@@ -57,7 +63,10 @@ export function parseApprovalsConfig(raw: string | undefined, ttl: number | unde
   if (raw === undefined) return { tools: {}, ttlSeconds };
   const parsed = approvalsSchema.safeParse(parseJsonSetting(raw, "TOOL_APPROVALS"));
   if (!parsed.success) {
-    throw new ValidationError("invalid configuration", issueDetails(parsed.error).map((d) => ({ path: `TOOL_APPROVALS.${d.path}`, message: d.message })));
+    throw new ValidationError(
+      "invalid configuration",
+      issueDetails(parsed.error).map((d) => ({ path: `TOOL_APPROVALS.${d.path}`, message: d.message })),
+    );
   }
   const unknown = Object.keys(parsed.data).filter((name) => !toolNames.includes(name));
   if (unknown.length > 0) {

@@ -14,9 +14,7 @@ export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 export type ApprovalChoice = { kind: "approve" } | { kind: "edit"; args: Record<string, unknown> } | { kind: "reject"; reason?: string };
 
 /** A decision as recorded: who took it and when; an expiry is a rejection nobody took. */
-export type ApprovalDecision =
-  | (ApprovalChoice & { by: Principal; at: Date; argsHash?: string })
-  | { kind: "expire"; at: Date };
+export type ApprovalDecision = (ApprovalChoice & { by: Principal; at: Date; argsHash?: string }) | { kind: "expire"; at: Date };
 
 /** One call waiting for approval: one document per tool call, its id the interrupt's answer key. */
 export interface ApprovalDocument {
@@ -62,7 +60,9 @@ export function argsHash(args: unknown): string {
 
 /** A UUID-shaped id per (conversation, turn, tool call): parallel calls get one each, and a retried turn names the same ones. */
 export function approvalIdOf(conversationId: string, turnId: string, toolCallId: string): string {
-  const h = createHash("sha256").update(JSON.stringify(["approval", conversationId, turnId, toolCallId])).digest("hex");
+  const h = createHash("sha256")
+    .update(JSON.stringify(["approval", conversationId, turnId, toolCallId]))
+    .digest("hex");
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -123,7 +123,8 @@ export class ApprovalStore {
       throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
     }
     if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };
-    if (existing.status === "expired") throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
+    if (existing.status === "expired")
+      throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
     if (existing.status === "superseded") {
       throw new ApprovalSupersededError(`approval ${approvalId} belongs to a turn a newer one replaced`, approvalId, "superseded");
     }

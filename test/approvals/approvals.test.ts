@@ -8,13 +8,7 @@ import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
 import { loadConfig } from "../../lib/config/config.js";
-import {
-  ApprovalConflictError,
-  ApprovalExpiredError,
-  ApprovalSupersededError,
-  ForbiddenError,
-  ValidationError,
-} from "../../lib/errors.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, ValidationError } from "../../lib/errors.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
@@ -235,7 +229,6 @@ describe("Approvals", () => {
       const tool = (await stateOf(app, conversationId)).find((m) => m.getType() === "tool");
       expect(tool?.content).toContain("Not run");
     });
-
   });
 
   describe("decide by someone else", () => {

@@ -40,7 +40,9 @@ describe("parseApprovalsConfig", () => {
   it("throws for a policy without a valid require or with approvers naming nobody", () => {
     failure(() => parseApprovalsConfig(JSON.stringify({ create_follow_up: { require: "sometimes" } }), undefined, NAMES));
     failure(() => parseApprovalsConfig(JSON.stringify({ create_follow_up: { require: "always", approvers: { requester: false } } }), undefined, NAMES));
-    failure(() => parseApprovalsConfig(JSON.stringify({ create_follow_up: { require: { when: { argument: "a", present: true, equals: 1 } } } }), undefined, NAMES));
+    failure(() =>
+      parseApprovalsConfig(JSON.stringify({ create_follow_up: { require: { when: { argument: "a", present: true, equals: 1 } } } }), undefined, NAMES),
+    );
   });
 });
 

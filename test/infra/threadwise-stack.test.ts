@@ -527,10 +527,16 @@ describe("ThreadwiseStack", () => {
       const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
       const envs = environmentsOf(synthTemplate({ context: { slackRoles: slack, teamsRoles: '{"contoso":{"default":["analyst"]}}' } }));
       for (const name of ["worker", "slack", "teams"]) {
-        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).auth.channelRoles, name).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).auth.channelRoles, name).toEqual({
+          slack,
+          teams: { contoso: { default: ["analyst"] } },
+        });
       }
       for (const name of ["api", "setup"]) {
-        expect(Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)), name).toEqual([]);
+        expect(
+          Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)),
+          name,
+        ).toEqual([]);
       }
     });
 

@@ -86,14 +86,23 @@ describe("local server: approvals over the HTTP API", () => {
       const { id, turnId, approvalId } = await waitingTurn();
       const decided = await decide(id, approvalId, { decision: "approve" });
       expect(decided.status).toBe(200);
-      expect(decided.body).toMatchObject({ decided: true, resumed: true, approval: { status: "approved", decision: { decision: "approve", by: { subject: "alice" } } } });
+      expect(decided.body).toMatchObject({
+        decided: true,
+        resumed: true,
+        approval: { status: "approved", decision: { decision: "approve", by: { subject: "alice" } } },
+      });
       await t.server.turnQueue.drain();
       const turn = await t.call("GET", `/v1/conversations/${id}/turns/${turnId}`, { token: alice });
       expect(turn.body.status).toBe("completed");
       expect(turn.body.answer).toContain("Recorded follow-up");
       // The record: what was asked, who decided and when.
       expect(turn.body.approvals).toEqual([
-        expect.objectContaining({ approvalId, args: { title: "Call the supplier" }, status: "approved", decision: expect.objectContaining({ by: expect.objectContaining({ subject: "alice" }) }) }),
+        expect.objectContaining({
+          approvalId,
+          args: { title: "Call the supplier" },
+          status: "approved",
+          decision: expect.objectContaining({ by: expect.objectContaining({ subject: "alice" }) }),
+        }),
       ]);
       expect(await followUps(id)).toBe(1);
     });

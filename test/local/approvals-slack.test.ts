@@ -60,7 +60,7 @@ async function click(button: Button, user: string, options: { team?: string; sig
   };
   const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
   const headers: Record<string, string> = { ...signSlackRequest(body), "content-type": "application/x-www-form-urlencoded" };
-  if (options.sign === false) headers["x-slack-signature"] = "v0=" + "0".repeat(64);
+  if (options.sign === false) headers["x-slack-signature"] = `v0=${"0".repeat(64)}`;
   const response = await fetch(`${t.url}/slack/interactivity`, { method: "POST", headers, body });
   await t.server.turnQueue.drain();
   return { status: response.status, response: slackApi.responses.find((r) => r.path === path)?.body };

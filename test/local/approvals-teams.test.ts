@@ -114,7 +114,9 @@ describe("local server: approvals in Teams", () => {
     it("answers a user of another tenant as if the approval did not exist", async () => {
       const { approve, approvalId } = await waitingChat();
       const other = "72f988bf-0000-4000-8000-00000000bb02";
-      const answered = await post(invoke(approve, USER_AAD, { channelData: { tenant: { id: other } }, conversation: { conversationType: "personal", tenantId: other, id: "a:1" } }));
+      const answered = await post(
+        invoke(approve, USER_AAD, { channelData: { tenant: { id: other } }, conversation: { conversationType: "personal", tenantId: other, id: "a:1" } }),
+      );
       expect(answered.body.value).toBe("This approval no longer exists.");
       expect(await approvalStatus(approvalId)).toBe("pending");
     });

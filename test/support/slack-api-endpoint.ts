@@ -100,7 +100,13 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
       seq += 1;
       const ts = `1700000000.${String(seq).padStart(6, "0")}`;
       const blocks = typeof body.blocks === "string" ? (JSON.parse(body.blocks) as unknown[]) : Array.isArray(body.blocks) ? body.blocks : undefined;
-      posts.push({ channel: body.channel, threadTs: typeof body.thread_ts === "string" ? body.thread_ts : undefined, text: body.text, ts, ...(blocks && { blocks }) });
+      posts.push({
+        channel: body.channel,
+        threadTs: typeof body.thread_ts === "string" ? body.thread_ts : undefined,
+        text: body.text,
+        ts,
+        ...(blocks && { blocks }),
+      });
       return send(res, { ok: true, channel: body.channel, ts, message: { text: body.text, ts, thread_ts: body.thread_ts } });
     }
     if (method === "usergroups.users.list") {

@@ -22,7 +22,6 @@ export function slackResponseUrlPrefix(slackApiUrl: string | undefined): string 
   return slackApiUrl ? `${new URL(slackApiUrl).origin}/` : DEFAULT_SLACK_RESPONSE_URL_PREFIX;
 }
 
-
 /** What became of one interaction; for logs (reasons and numbers, never text). */
 export type SlackInteractionOutcome =
   | { kind: "rejected"; reason: ChannelAuthenticationReason }
@@ -36,7 +35,10 @@ const payloadSchema = z.object({
   user: z.object({ id: z.string().min(1).max(64) }),
   team: z.object({ id: z.string().min(1).max(64) }),
   response_url: z.url().max(2_000).optional(),
-  actions: z.array(z.object({ action_id: z.string().max(255), value: z.string().max(2_000).optional() })).min(1).max(5),
+  actions: z
+    .array(z.object({ action_id: z.string().max(255), value: z.string().max(2_000).optional() }))
+    .min(1)
+    .max(5),
 });
 
 /** A button's value: the conversation and the approval it decides. */
@@ -79,7 +81,11 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
   const parsed = payloadSchema.safeParse(json);
   const action = parsed.success ? parsed.data.actions[0] : undefined;
   const choice: ApprovalChoice | undefined =
-    action?.action_id === SLACK_APPROVAL_ACTIONS.approve ? { kind: "approve" } : action?.action_id === SLACK_APPROVAL_ACTIONS.reject ? { kind: "reject" } : undefined;
+    action?.action_id === SLACK_APPROVAL_ACTIONS.approve
+      ? { kind: "approve" }
+      : action?.action_id === SLACK_APPROVAL_ACTIONS.reject
+        ? { kind: "reject" }
+        : undefined;
   const value = buttonValue.safeParse(action?.value);
   if (!parsed.success || !choice || !value.success) {
     // Other interactions (shortcuts, other apps' buttons) are not ours to answer.
@@ -101,9 +107,10 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
     const refusal = refusalOf(error);
     if (!refusal) throw error;
     report({ kind: "refused", code: refusal.code });
-    message = refusal.code === "forbidden" || refusal.code === "not_found"
-      ? { response_type: "ephemeral", replace_original: false, text: refusal.text }
-      : { replace_original: true, text: refusal.text };
+    message =
+      refusal.code === "forbidden" || refusal.code === "not_found"
+        ? { response_type: "ephemeral", replace_original: false, text: refusal.text }
+        : { replace_original: true, text: refusal.text };
   }
   await respond(input, payload.response_url, message);
   return emptyResponse(200);
@@ -120,8 +127,11 @@ function refusalOf(error: unknown): { code: Extract<SlackInteractionOutcome, { k
 
 /** Posts to the interaction's `response_url`, when it is Slack's; a failure only leaves the buttons in place. */
 async function respond(input: HandleSlackInteractionInput, url: string | undefined, message: Record<string, unknown>): Promise<void> {
-  if (!url || !url.startsWith(input.responseUrlPrefix ?? DEFAULT_SLACK_RESPONSE_URL_PREFIX)) return;
-  await (input.fetch ?? fetch)(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(message), signal: AbortSignal.timeout(5_000) }).catch(
-    () => undefined,
-  );
+  if (!url?.startsWith(input.responseUrlPrefix ?? DEFAULT_SLACK_RESPONSE_URL_PREFIX)) return;
+  await (input.fetch ?? fetch)(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(message),
+    signal: AbortSignal.timeout(5_000),
+  }).catch(() => undefined);
 }

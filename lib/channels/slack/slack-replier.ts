@@ -89,13 +89,28 @@ export class SlackReplier {
    */
   async requestApproval(target: SlackReplyTarget, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<string> {
     const blocks = approvals.flatMap((a) => [
-      { type: "section", text: { type: "mrkdwn", text: `*${a.tool}* waits for approval (until ${a.expiresAt}):\n\`\`\`${JSON.stringify(a.args).slice(0, 2_500)}\`\`\`` } },
+      {
+        type: "section",
+        text: { type: "mrkdwn", text: `*${a.tool}* waits for approval (until ${a.expiresAt}):\n\`\`\`${JSON.stringify(a.args).slice(0, 2_500)}\`\`\`` },
+      },
       {
         type: "actions",
         block_id: `approval:${a.approvalId}`,
         elements: [
-          { type: "button", style: "primary", text: { type: "plain_text", text: "Approve" }, action_id: SLACK_APPROVAL_ACTIONS.approve, value: `${conversationId}:${a.approvalId}` },
-          { type: "button", style: "danger", text: { type: "plain_text", text: "Reject" }, action_id: SLACK_APPROVAL_ACTIONS.reject, value: `${conversationId}:${a.approvalId}` },
+          {
+            type: "button",
+            style: "primary",
+            text: { type: "plain_text", text: "Approve" },
+            action_id: SLACK_APPROVAL_ACTIONS.approve,
+            value: `${conversationId}:${a.approvalId}`,
+          },
+          {
+            type: "button",
+            style: "danger",
+            text: { type: "plain_text", text: "Reject" },
+            action_id: SLACK_APPROVAL_ACTIONS.reject,
+            value: `${conversationId}:${a.approvalId}`,
+          },
         ],
       },
     ]);

@@ -1,12 +1,6 @@
 import { z } from "zod";
 import { teamsPrincipal } from "../../auth/principal.js";
-import {
-  ApprovalConflictError,
-  ApprovalExpiredError,
-  ApprovalSupersededError,
-  ForbiddenError,
-  NotFoundError,
-} from "../../errors.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError } from "../../errors.js";
 import type { ApprovalChoice } from "../../store/approval-store.js";
 import type { ChannelDecide } from "../channel-decisions.js";
 import { jsonResponse, type ChannelResponse } from "../channel-http.js";
@@ -16,7 +10,12 @@ const ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive";
 
 /** The card that replaces the buttons once decided (or refused): what happened, by whom, when. */
 function decidedCard(text: string): Record<string, unknown> {
-  return { type: "AdaptiveCard", $schema: "http://adaptivecards.io/schemas/adaptive-card.json", version: "1.4", body: [{ type: "TextBlock", text, wrap: true }] };
+  return {
+    type: "AdaptiveCard",
+    $schema: "http://adaptivecards.io/schemas/adaptive-card.json",
+    version: "1.4",
+    body: [{ type: "TextBlock", text, wrap: true }],
+  };
 }
 
 const invokeSchema = z.object({
@@ -47,8 +46,10 @@ export function isApprovalAction(body: unknown): boolean {
 export async function handleTeamsApprovalAction(body: unknown, decide: ChannelDecide): Promise<ChannelResponse> {
   const parsed = invokeSchema.safeParse(body);
   const verb = parsed.success ? parsed.data.value.action.verb : undefined;
-  const choice: ApprovalChoice | undefined = verb === TEAMS_APPROVAL_VERBS.approve ? { kind: "approve" } : verb === TEAMS_APPROVAL_VERBS.reject ? { kind: "reject" } : undefined;
-  if (!parsed.success || !choice) return jsonResponse(200, { statusCode: 400, type: "application/vnd.microsoft.error", value: { code: "BadRequest", message: "not an approval action" } });
+  const choice: ApprovalChoice | undefined =
+    verb === TEAMS_APPROVAL_VERBS.approve ? { kind: "approve" } : verb === TEAMS_APPROVAL_VERBS.reject ? { kind: "reject" } : undefined;
+  if (!parsed.success || !choice)
+    return jsonResponse(200, { statusCode: 400, type: "application/vnd.microsoft.error", value: { code: "BadRequest", message: "not an approval action" } });
   const a = parsed.data;
   const tenant = a.channelData?.tenant?.id ?? a.conversation.tenantId ?? null;
   const principal = teamsPrincipal(tenant, a.from.aadObjectId ?? a.from.id);
@@ -61,8 +62,10 @@ export async function handleTeamsApprovalAction(body: unknown, decide: ChannelDe
     text = `${result.approval.tool}: ${result.approval.status}${d && d.kind !== "expire" ? ` by ${d.by.subject}` : ""}${at}.`;
   } catch (error) {
     // A user who may not decide keeps the buttons for those who may: they get a message only.
-    if (error instanceof ForbiddenError) return jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "You may not decide this approval." });
-    if (error instanceof NotFoundError) return jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "This approval no longer exists." });
+    if (error instanceof ForbiddenError)
+      return jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "You may not decide this approval." });
+    if (error instanceof NotFoundError)
+      return jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "This approval no longer exists." });
     if (error instanceof ApprovalConflictError) text = `This call was already decided (${error.status}).`;
     else if (error instanceof ApprovalSupersededError) text = "A newer question replaced this one; the call will not run.";
     else if (error instanceof ApprovalExpiredError) text = "This approval expired; the call was not run.";

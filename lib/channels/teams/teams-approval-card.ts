@@ -27,4 +27,3 @@ export function approvalCard(conversationId: string, approval: CardApproval): Re
     ],
   };
 }
-
