@@ -166,6 +166,7 @@ const contextSchema = z.object({
   powerBiDatasetId: z.guid().optional(),
   followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
   toolRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  toolApprovals: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   slackRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   teamsRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   sampleTools: contextBoolean.optional(),
@@ -244,6 +245,8 @@ export interface StageToolsConfig {
   followUpWebhookUrl?: string;
   /** `TOOL_ROLES` as normalized JSON: tool name to the roles allowed to use it. */
   toolRoles?: string;
+  /** `TOOL_APPROVALS` as normalized JSON: which tool calls wait for a person's decision, and who may decide. */
+  toolApprovals?: string;
   /** `SLACK_ROLES` and `TEAMS_ROLES` as normalized JSON: the roles of channel users, by workspace or tenant. */
   channelRoles: { slack?: string; teams?: string };
   /** Without Athena or a knowledge base, keep the sample SQLite sales data and handbook (a dev stage) rather than no such tool. */
@@ -358,6 +361,7 @@ function readToolsConfig(c: Context): StageToolsConfig {
     issues.push({ path: "powerBiTenantId", message: "powerBiTenantId, powerBiGroupId and powerBiDatasetId go together" });
   }
   const toolRoles = c.toolRoles === undefined ? undefined : normalizeToolRoles(c.toolRoles);
+  const toolApprovals = c.toolApprovals === undefined ? undefined : normalizeToolApprovals(c.toolApprovals);
   const channelRoles = {
     slack: c.slackRoles === undefined ? undefined : normalizeChannelRoles(c.slackRoles, "slackRoles", "SLACK_ROLES"),
     teams: c.teamsRoles === undefined ? undefined : normalizeChannelRoles(c.teamsRoles, "teamsRoles", "TEAMS_ROLES"),
@@ -390,6 +394,7 @@ function readToolsConfig(c: Context): StageToolsConfig {
         : undefined,
     followUpWebhookUrl: c.followUpWebhookUrl,
     toolRoles,
+    toolApprovals,
     channelRoles,
     sampleTools: c.sampleTools ?? false,
   };
@@ -406,6 +411,19 @@ function normalizeChannelRoles(raw: string | Record<string, unknown>, key: strin
 }
 
 /** Validates `toolRoles` exactly as the functions will read `TOOL_ROLES`, so a bad map fails synth. */
+function normalizeToolApprovals(raw: string | Record<string, unknown>): string {
+  const json = typeof raw === "string" ? raw : JSON.stringify(raw);
+  try {
+    return JSON.stringify(loadToolsConfig({ TOOL_APPROVALS: json }).approvals.tools);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw invalidContext(
+      [{ path: "toolApprovals", message: 'expected JSON {"tool_name": {"require": "always", "approvers": {...}}} (docs/approvals.md)' }],
+      error,
+    );
+  }
+}
+
 function normalizeToolRoles(raw: string | Record<string, unknown>): string {
   const json = typeof raw === "string" ? raw : JSON.stringify(raw);
   try {

@@ -190,11 +190,13 @@ export class ThreadwiseStack extends Stack {
       f.fn.node.addDependency(databaseSetup);
     }
 
-    const slack = fn("slack", "Threadwise Slack Events API webhook: verify, dedupe, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
+    const slack = fn("slack", "Threadwise Slack webhook: verify, dedupe, enqueue; approval buttons", 512, WEBHOOK_FUNCTION_TIMEOUT);
     slack.useTurnQueue(queues.queue);
 
-    const teams = fn("teams", "Threadwise Teams (Bot Framework) webhook: verify, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
+    const teams = fn("teams", "Threadwise Teams (Bot Framework) webhook: verify, enqueue; approval card actions", 512, WEBHOOK_FUNCTION_TIMEOUT);
     teams.useTurnQueue(queues.queue);
+    // The webhooks decide approvals as the clicking user, whose approver roles come from the same mapping.
+    for (const f of [slack, teams]) f.useChannelRoles(config.tools.channelRoles);
 
     const httpApi = new ThreadwiseApi(this, "Api", {
       stage,
@@ -280,6 +282,7 @@ export class ThreadwiseStack extends Stack {
     if (tools.powerBi) f.usePowerBi(tools.powerBi);
     if (tools.followUpWebhookUrl) f.useFollowUpWebhook(tools.followUpWebhookUrl);
     if (tools.toolRoles) f.useToolRoles(tools.toolRoles);
+    if (tools.toolApprovals) f.useToolApprovals(tools.toolApprovals);
   }
 
   /** Grants the stack cannot derive from context, said at synth rather than discovered at the first query. */

@@ -50,6 +50,7 @@ export const FUNCTION_ENV = {
   powerBiDatasetId: "POWERBI_DATASET_ID",
   followUpWebhookUrl: "FOLLOW_UP_WEBHOOK_URL",
   toolRoles: "TOOL_ROLES",
+  toolApprovals: "TOOL_APPROVALS",
   slackRoles: "SLACK_ROLES",
   teamsRoles: "TEAMS_ROLES",
 } as const;
@@ -246,6 +247,11 @@ export class ThreadwiseFunction extends Construct {
   /** Restricts tools to callers with these roles (`TOOL_ROLES` JSON). */
   useToolRoles(toolRoles: string): void {
     this.fn.addEnvironment(FUNCTION_ENV.toolRoles, toolRoles);
+  }
+
+  /** Holds tool calls for a person's decision (`TOOL_APPROVALS` JSON, docs/approvals.md). */
+  useToolApprovals(toolApprovals: string): void {
+    this.fn.addEnvironment(FUNCTION_ENV.toolApprovals, toolApprovals);
   }
 
   /** Gives Slack and Teams users their roles (`SLACK_ROLES`, `TEAMS_ROLES` JSON), looked up when their turns run. */

@@ -31,6 +31,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
       idempotentRequests,
       maxMessageChars: config.maxMessageChars,
       dispatcher: app.dispatcher,
+      approvals: app.approvals,
     }),
     ...(options.extraRoutes ?? []),
   ];

@@ -43,7 +43,7 @@ export class TurnDispatcher {
     const timer = setTimeout(() => deadline.abort(), this.syncDeadlineMs);
     const started = Date.now();
     try {
-      const result = await this.options.runner.run({ ...request, signal: deadline.signal });
+      const result = await this.options.runner.run({ ...request, signal: deadline.signal, origin: apiTurnJob(request) });
       const turn = await this.options.turns.get(result.turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
@@ -64,7 +64,7 @@ export class TurnDispatcher {
 }
 
 /** An API turn as a queue job: the conversation id is its key, the turn id its dedupe id. */
-function apiTurnJob(request: TurnRequest): TurnJob {
+export function apiTurnJob(request: TurnRequest): TurnJob {
   const { principal } = request.caller;
   if (principal.issuer !== "api") throw new ValidationError("only API turns are dispatched to the worker");
   return {

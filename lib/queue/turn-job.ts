@@ -48,6 +48,8 @@ const jobFields = {
   dedupeId: z.string().min(1),
   /** When ingress accepted the event (ISO 8601). */
   receivedAt: z.iso.datetime(),
+  /** Set on a job that resumes the turn once its approvals are decided: names that set of decisions (docs/approvals.md). */
+  resume: z.string().min(1).max(64).optional(),
 };
 
 /** The person who wrote the message, from the verified request: a principal of the job's own channel only. */
@@ -80,6 +82,16 @@ export type EnqueueTurn = (job: TurnJob) => Promise<void>;
 export interface TurnReplier {
   reply(job: TurnJob, text: string): Promise<void>;
   replyFailure(job: TurnJob, error: unknown): Promise<void>;
+  /** Asks in the channel for decisions on a turn's waiting calls (docs/approvals.md). */
+  requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void>;
+}
+
+/** One waiting call, as a channel asks about it. */
+export interface ApprovalRequestItem {
+  approvalId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  expiresAt: string;
 }
 
 /** Parses a queue message body; a body that is not a turn job is a `ValidationError`, never a turn. */

@@ -7,16 +7,17 @@ import type { Principal } from "../auth/principal.js";
 
 /**
  * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
- * question and has no answer.
+ * question and has no answer. `awaiting_approval`: paused before tool calls a person must
+ * approve (docs/approvals.md); it resumes once every one is decided.
  */
-export const TURN_STATUSES = ["queued", "running", "completed", "failed", "superseded"] as const;
+export const TURN_STATUSES = ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"] as const;
 export type TurnStatus = (typeof TURN_STATUSES)[number];
 
 /** Statuses a turn never leaves. */
 const FINAL_STATUSES: readonly TurnStatus[] = ["completed", "superseded"];
 
 export interface TurnProgress {
-  step: "queued" | "model" | "tool" | "done";
+  step: "queued" | "model" | "tool" | "approval" | "done";
   tool?: string;
   modelCalls: number;
   at: Date;
@@ -264,6 +265,22 @@ export class TurnStore {
   /** The attempt was stopped at its deadline: the turn waits for the worker, which resumes it. */
   async requeue(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<void> {
     await this.update(turn, fence, { $set: { status: "queued", updatedAt: now, "progress.step": "queued", "progress.at": now } });
+  }
+
+  /** The turn waits for decisions on its tool calls; the attempt ends, and the next claims it when they are taken. */
+  async awaitApproval(turn: ClaimedTurn, tools: string[], fence: WriteFence, now = new Date()): Promise<void> {
+    await this.update(turn, fence, {
+      $set: { status: "awaiting_approval", updatedAt: now, "progress.step": "approval", "progress.tool": tools.join(", "), "progress.at": now },
+    });
+  }
+
+  /** Turns of the conversation begun before `seq` that still wait for approval: a newer question ends them unanswered. */
+  async supersedeAwaiting(conversationId: string, seq: number, now = new Date()): Promise<number> {
+    const result = await this.#turns.updateMany(
+      { conversationId, status: "awaiting_approval", seq: { $lt: seq } },
+      { $set: { status: "superseded", updatedAt: now, completedAt: now, "progress.step": "done", "progress.at": now } },
+    );
+    return result.modifiedCount;
   }
 
   /** The turn is no longer its conversation's latest: it ends without an answer. */

@@ -539,16 +539,30 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives the worker alone the roles of Slack and Teams users, as the worker reads them back", () => {
+    it("gives the worker and the webhooks (which decide approvals) the roles of Slack and Teams users, as they read them back", () => {
       const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
       const envs = environmentsOf(synthTemplate({ context: { slackRoles: slack, teamsRoles: '{"contoso":{"default":["analyst"]}}' } }));
-      expect(loadConfig({ ...envs.worker, MONGODB_URI: "mongodb://db" }).auth.channelRoles).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
-      for (const name of ["api", "slack", "teams", "setup"]) {
+      for (const name of ["worker", "slack", "teams"]) {
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).auth.channelRoles, name).toEqual({
+          slack,
+          teams: { contoso: { default: ["analyst"] } },
+        });
+      }
+      for (const name of ["api", "setup"]) {
         expect(
           Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)),
           name,
         ).toEqual([]);
       }
+    });
+
+    it("gives the api and the worker TOOL_APPROVALS, as they read it back", () => {
+      const toolApprovals = { create_follow_up: { require: "always", approvers: { roles: ["lead"] } } };
+      const envs = environmentsOf(synthTemplate({ context: { toolApprovals } }));
+      for (const name of ["api", "worker"]) {
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).tools.approvals.tools, name).toEqual(toolApprovals);
+      }
+      expect(envs.slack.TOOL_APPROVALS).toBeUndefined();
     });
 
     it("gives the webhook functions no tool grant or variable", () => {
@@ -601,10 +615,10 @@ describe("ThreadwiseStack", () => {
     });
 
     it("leaves /healthz, /readyz, /openapi.json and the webhooks to the functions", () => {
-      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /teams/messages"]) {
+      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /slack/interactivity", "POST /teams/messages"]) {
         template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: key, AuthorizationType: "NONE" });
       }
-      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 5);
+      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 6);
     });
 
     it("routes to the api function every route its router serves, and no other", () => {
@@ -616,6 +630,7 @@ describe("ThreadwiseStack", () => {
         runner: {} as never,
         idempotentRequests: {} as never,
         maxMessageChars: 1,
+        approvals: {} as never,
       });
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
@@ -623,7 +638,9 @@ describe("ThreadwiseStack", () => {
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes(channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined }));
+      const slack = channelRoutes(
+        channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) }),
+      );
       const teams = channelRoutes(channelHandlers({ teams: { appId: "a" }, deduper, enqueue: async () => undefined }));
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
