@@ -69,6 +69,7 @@ module.exports = {
           "^lib/(errors|validation)[.]ts$",
           "^lib/api/openapi[.]ts$",
           "^lib/queue/turn-metrics[.]ts$",
+          "^lib/observability/(turn-outcome-metrics|turn-failure-reason)[.]ts$",
           "^lib/store/database[.]ts$",
           "^lib/tools/documents/local-document-index[.]ts$",
           "^lib/tools/sql/sqlite-wasm[.]ts$",

@@ -5,7 +5,7 @@ import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
-import { config, credentialsOf, logger, logServerError, publishTurnMetrics, turnQueue, withRuntime } from "./shared/runtime.js";
+import { config, credentialsOf, logger, logServerError, publishTurnFailed, publishTurnMetrics, turnQueue, withRuntime } from "./shared/runtime.js";
 
 const claims = new VerifiedClaims(config.auth);
 /** The HTTP API over each app the container makes (a new one when the secret names another database). */
@@ -22,10 +22,12 @@ function handlerFor(app: App) {
 
 /** The HTTP API (every route of the README's "HTTP API" section, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
+  // The request's id correlates its log lines, and those of the turn it queues (docs/operations.md).
+  logger.setCorrelationId(event.requestContext.requestId);
   const request = claims.attach(toHttpRequest(event), event);
   let response;
   try {
-    const app = await appFor(credentialsOf(context), { turnQueue, onTurnCompleted: publishTurnMetrics });
+    const app = await appFor(credentialsOf(context), { turnQueue, onTurnCompleted: publishTurnMetrics, onTurnFailed: publishTurnFailed });
     response = await handlerFor(app)(request);
   } catch (error) {
     // No app without the secret's keys or a database client: the answer says which, and so does the log.

@@ -1,8 +1,7 @@
 import middy from "@middy/core";
-import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import type { CloudFormationCustomResourceEvent, Context } from "aws-lambda";
 import { databaseFor, setupDatabase } from "../lib/setup-database.js";
-import { config, credentialsMiddleware, credentialsOf, logger, mongoClientFor } from "./shared/runtime.js";
+import { config, credentialsMiddleware, credentialsOf, logger, mongoClientFor, observability } from "./shared/runtime.js";
 
 /** What the deploy step did, in the custom resource's `Status` attribute and the log. */
 type SetupStatus = "set-up" | "skipped-no-uri" | "failed" | "not-run";
@@ -57,4 +56,6 @@ async function respond(event: CloudFormationCustomResourceEvent, status: SetupSt
   if (!response.ok) logger.error("custom resource response refused", { status: response.status });
 }
 
-export const handler = middy(setup).use(injectLambdaContext(logger)).use(credentialsMiddleware());
+export const handler = middy(setup)
+  .use(observability({ metrics: false }))
+  .use(credentialsMiddleware());

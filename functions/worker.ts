@@ -4,8 +4,19 @@ import type { App } from "../lib/app.js";
 import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
+import { CORRELATION_ID_ATTRIBUTE } from "../lib/observability/index.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
-import { credentialsOf, logger, logServerError, publishTurnMetrics, requireTurnQueue, withRuntime } from "./shared/runtime.js";
+import {
+  credentialsOf,
+  logger,
+  logServerError,
+  publishTurnGivenUp,
+  publishTurnMetrics,
+  publishTurnRetried,
+  requireTurnQueue,
+  tracer,
+  withRuntime,
+} from "./shared/runtime.js";
 
 /** Thrown for a record the queue should deliver again; its visibility is already set to the retry delay. */
 class TurnRetryError extends ThreadwiseError {
@@ -13,6 +24,8 @@ class TurnRetryError extends ThreadwiseError {
 }
 
 async function runTurn(record: SQSRecord, context: Context): Promise<void> {
+  // The id of the request that queued the turn, so its lines and the turn's share it; a message without one is its own.
+  logger.setCorrelationId(record.messageAttributes[CORRELATION_ID_ATTRIBUTE]?.stringValue ?? record.messageId);
   let job;
   try {
     job = parseTurnJob(record.body);
@@ -24,13 +37,23 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   const { app, credentials } = await appOf(context);
   const receiveCount = Number(record.attributes.ApproximateReceiveCount);
   const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount);
-  const error = "error" in outcome && outcome.error instanceof Error ? outcome.error.name : undefined;
-  logger.info("turn job", { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount, error });
+  const fields = { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount };
+  tracer.putAnnotation("turnId", outcome.turnId);
   if (outcome.kind === "retry") {
+    const reason = publishTurnRetried(outcome.error);
+    logger.warn("turn will be retried", { ...fields, reason, error: errorName(outcome.error), delaySeconds: outcome.delaySeconds });
     await requireTurnQueue().retryAfter(record.receiptHandle, outcome.delaySeconds);
     throw new TurnRetryError(`turn ${outcome.turnId} will be retried`);
   }
+  if (outcome.kind === "gave-up") {
+    // The handler succeeds (the message must not come back), so this line and the metric are what an operator sees.
+    const reason = publishTurnGivenUp(outcome.error);
+    return logger.error("turn given up", { ...fields, reason, error: errorName(outcome.error) });
+  }
+  logger.info("turn job", fields);
 }
+
+const errorName = (error: unknown) => (error instanceof Error ? error.name : "unknown");
 
 /** The app, its database checked; unset keys or an unreachable database are logged, and the message comes back later. */
 async function appOf(context: Context): Promise<{ app: App; credentials: Credentials }> {

@@ -36,8 +36,31 @@ export const DEFAULT_MONGODB_REPLICA_SET_MEMBERS = 3;
 export const DEFAULT_MONGODB_MAX_IDLE_SECONDS = 60;
 /** NAT gateways of the VPC created by `vpc=nat`: one is cheaper; one per availability zone (2) survives a zone's loss. */
 export const DEFAULT_VPC_NAT_GATEWAYS = 1;
-/** Stages whose data (secret, logs) is retained when the stack is deleted, unless `retainData` says otherwise. */
+/** Stages whose data (secret, logs, queues) is retained when the stack is deleted, unless `retainData` says otherwise. */
 export const DEFAULT_RETAINED_STAGES: readonly string[] = ["prod"];
+
+/** The AWS account and region a stage deploys into. */
+export interface StageEnvironment {
+  account: string;
+  region: string;
+}
+
+/**
+ * Where each stage deploys, pinned in code: `cdk deploy` refuses credentials of another account,
+ * and a stage whose data is retained (prod) must be listed, so `-c stage=prod` never lands in
+ * whatever account the shell's credentials reach. Replace the example account with yours
+ * (docs/deploying.md). A stage not listed deploys where the CLI's credentials point.
+ */
+export const STAGE_ENVIRONMENTS: Readonly<Record<string, StageEnvironment>> = {
+  prod: { account: "123456789012", region: "us-east-1" },
+};
+
+/** How CodeDeploy moves the live alias of each function to a new version. */
+export const DEPLOYMENT_STRATEGIES = ["canary", "linear", "all-at-once"] as const;
+export type DeploymentStrategy = (typeof DEPLOYMENT_STRATEGIES)[number];
+/** A retained stage (prod) shifts 10 % first and watches its alarms for 5 minutes; others switch at once (still rolled back on alarm). */
+export const DEFAULT_RETAINED_DEPLOYMENT: DeploymentStrategy = "canary";
+export const DEFAULT_DEPLOYMENT: DeploymentStrategy = "all-at-once";
 
 /** CloudWatch Logs retention values, in days. */
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
@@ -143,9 +166,11 @@ const contextSchema = z.object({
   powerBiDatasetId: z.guid().optional(),
   followUpWebhookUrl: z.url({ protocol: /^https$/ }).optional(),
   toolRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+  toolApprovals: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   slackRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   teamsRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   sampleTools: contextBoolean.optional(),
+  deployment: z.enum(DEPLOYMENT_STRATEGIES).optional(),
 });
 
 /** Everything that differs between deployments, read from CDK context once, in app.ts. */
@@ -170,7 +195,11 @@ export interface StageConfig {
   workerMaxConcurrency: number;
   maxReceiveCount: number;
   alarmTopicArn?: string;
+  /** Also: termination protection, and queues and log groups retained with the stack's deletion. */
   retainData: boolean;
+  /** Unset: environment-agnostic, deployed where the CLI's credentials point. */
+  environment?: StageEnvironment;
+  deployment: DeploymentStrategy;
   /** What the stage's functions may hold of MongoDB's connections; reserved concurrency is derived from it. */
   mongodb: { connectionBudget: number; replicaSetMembers: number; maxIdleSeconds: number };
   /** Unset: the functions run outside any VPC. */
@@ -216,6 +245,8 @@ export interface StageToolsConfig {
   followUpWebhookUrl?: string;
   /** `TOOL_ROLES` as normalized JSON: tool name to the roles allowed to use it. */
   toolRoles?: string;
+  /** `TOOL_APPROVALS` as normalized JSON: which tool calls wait for a person's decision, and who may decide. */
+  toolApprovals?: string;
   /** `SLACK_ROLES` and `TEAMS_ROLES` as normalized JSON: the roles of channel users, by workspace or tenant. */
   channelRoles: { slack?: string; teams?: string };
   /** Without Athena or a knowledge base, keep the sample SQLite sales data and handbook (a dev stage) rather than no such tool. */
@@ -226,7 +257,7 @@ export interface StageToolsConfig {
 export const CONTEXT_KEYS = Object.keys(contextSchema.shape) as (keyof typeof contextSchema.shape)[];
 
 /** Reads and validates the stage configuration from CDK context (cdk.json and `-c` flags). */
-export function readStageConfig(node: Node): StageConfig {
+export function readStageConfig(node: Node, environments: Readonly<Record<string, StageEnvironment>> = STAGE_ENVIRONMENTS): StageConfig {
   const raw: Record<string, unknown> = {};
   for (const key of CONTEXT_KEYS) {
     const value: unknown = node.tryGetContext(key);
@@ -245,6 +276,13 @@ export function readStageConfig(node: Node): StageConfig {
   const c = parseOrThrow(contextSchema, raw, "invalid CDK context");
   const stage = c.stage ?? DEFAULT_STAGE;
   const tools = readToolsConfig(c);
+  const retainData = c.retainData ?? DEFAULT_RETAINED_STAGES.includes(stage);
+  const environment = environments[stage];
+  if (retainData && !environment) {
+    throw invalidContext([
+      { path: "stage", message: `${stage} keeps its data, so its account and region must be pinned in STAGE_ENVIRONMENTS (infra/stage-config.ts)` },
+    ]);
+  }
   return {
     stage,
     jwtIssuer: c.jwtIssuer ?? PLACEHOLDER_JWT_ISSUER,
@@ -264,7 +302,9 @@ export function readStageConfig(node: Node): StageConfig {
     workerMaxConcurrency: c.workerMaxConcurrency ?? DEFAULT_WORKER_MAX_CONCURRENCY,
     maxReceiveCount: c.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT,
     alarmTopicArn: c.alarmTopicArn,
-    retainData: c.retainData ?? DEFAULT_RETAINED_STAGES.includes(stage),
+    retainData,
+    environment,
+    deployment: c.deployment ?? (retainData ? DEFAULT_RETAINED_DEPLOYMENT : DEFAULT_DEPLOYMENT),
     mongodb: {
       connectionBudget: c.mongodbConnectionBudget ?? DEFAULT_MONGODB_CONNECTION_BUDGET,
       replicaSetMembers: c.mongodbReplicaSetMembers ?? DEFAULT_MONGODB_REPLICA_SET_MEMBERS,
@@ -321,6 +361,7 @@ function readToolsConfig(c: Context): StageToolsConfig {
     issues.push({ path: "powerBiTenantId", message: "powerBiTenantId, powerBiGroupId and powerBiDatasetId go together" });
   }
   const toolRoles = c.toolRoles === undefined ? undefined : normalizeToolRoles(c.toolRoles);
+  const toolApprovals = c.toolApprovals === undefined ? undefined : normalizeToolApprovals(c.toolApprovals);
   const channelRoles = {
     slack: c.slackRoles === undefined ? undefined : normalizeChannelRoles(c.slackRoles, "slackRoles", "SLACK_ROLES"),
     teams: c.teamsRoles === undefined ? undefined : normalizeChannelRoles(c.teamsRoles, "teamsRoles", "TEAMS_ROLES"),
@@ -353,6 +394,7 @@ function readToolsConfig(c: Context): StageToolsConfig {
         : undefined,
     followUpWebhookUrl: c.followUpWebhookUrl,
     toolRoles,
+    toolApprovals,
     channelRoles,
     sampleTools: c.sampleTools ?? false,
   };
@@ -369,6 +411,19 @@ function normalizeChannelRoles(raw: string | Record<string, unknown>, key: strin
 }
 
 /** Validates `toolRoles` exactly as the functions will read `TOOL_ROLES`, so a bad map fails synth. */
+function normalizeToolApprovals(raw: string | Record<string, unknown>): string {
+  const json = typeof raw === "string" ? raw : JSON.stringify(raw);
+  try {
+    return JSON.stringify(loadToolsConfig({ TOOL_APPROVALS: json }).approvals.tools);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw invalidContext(
+      [{ path: "toolApprovals", message: 'expected JSON {"tool_name": {"require": "always", "approvers": {...}}} (docs/approvals.md)' }],
+      error,
+    );
+  }
+}
+
 function normalizeToolRoles(raw: string | Record<string, unknown>): string {
   const json = typeof raw === "string" ? raw : JSON.stringify(raw);
   try {

@@ -1,4 +1,5 @@
 import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
+import { LambdaApplication, LambdaDeploymentConfig, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Topic } from "aws-cdk-lib/aws-sns";
@@ -16,7 +17,7 @@ import { ThreadwiseApi } from "./constructs/threadwise-api.js";
 import { FUNCTION_RUNTIME, ThreadwiseFunction } from "./constructs/threadwise-function.js";
 import { athenaResourceArns, knowledgeBaseArn } from "./constructs/tool-resources.js";
 import { TurnQueues } from "./constructs/turn-queues.js";
-import { PLACEHOLDER_JWT_ISSUER, type StageConfig, type StageToolsConfig } from "./stage-config.js";
+import { PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type StageToolsConfig } from "./stage-config.js";
 
 /** API Gateway stops waiting for an HTTP API integration after 30 s; the function ends just before. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
@@ -35,6 +36,13 @@ export const FUNCTION_SECRETS: Readonly<Record<FunctionName, readonly Credential
   slack: ["database", "slackSigning"],
   teams: ["database", "teamsBot"],
   setup: ["database"],
+};
+
+/** The CodeDeploy configuration of each deployment strategy: 10 % for 5 minutes, 10 % more every minute, or all at once. */
+export const DEPLOYMENT_CONFIGS: Readonly<Record<DeploymentStrategy, ILambdaDeploymentConfig>> = {
+  canary: LambdaDeploymentConfig.CANARY_10PERCENT_5MINUTES,
+  linear: LambdaDeploymentConfig.LINEAR_10PERCENT_EVERY_1MINUTE,
+  "all-at-once": LambdaDeploymentConfig.ALL_AT_ONCE,
 };
 
 /** How cdk-nag prints the pseudo parameters inside the ARNs it reports. */
@@ -68,7 +76,8 @@ export interface ThreadwiseStackProps extends StackProps {
 /** One stage of Threadwise: HTTP API, four functions, the turn queue, the secret, dashboard and alarms. */
 export class ThreadwiseStack extends Stack {
   constructor(scope: Construct, id: string, props: ThreadwiseStackProps) {
-    super(scope, id, props);
+    // A pinned stage deploys only into its account and region; a stage whose data is kept cannot be deleted by accident.
+    super(scope, id, { env: props.config.environment, terminationProtection: props.config.retainData, ...props });
     const { config } = props;
     const { stage } = config;
     const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
@@ -94,6 +103,7 @@ export class ThreadwiseStack extends Stack {
       stage,
       workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
       maxReceiveCount: config.maxReceiveCount,
+      removalPolicy,
     });
     const bedrockArns = bedrockResourceArns(config.bedrockModelId, STACK_ARN_CONTEXT, config.bedrockFoundationModelId);
     const connections = planConnections({
@@ -109,6 +119,9 @@ export class ThreadwiseStack extends Stack {
       POWERTOOLS_SERVICE_NAME: serviceName,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       POWERTOOLS_LOG_LEVEL: "INFO",
+      // A handler's response and error hold message contents: traces get neither.
+      POWERTOOLS_TRACER_CAPTURE_RESPONSE: "false",
+      POWERTOOLS_TRACER_CAPTURE_ERROR: "false",
       // Atlas is reached across a network: the handlers refuse a URI without TLS.
       MONGODB_REQUIRE_TLS: "true",
       TURN_MAX_RECEIVES: String(config.maxReceiveCount),
@@ -177,19 +190,21 @@ export class ThreadwiseStack extends Stack {
       f.fn.node.addDependency(databaseSetup);
     }
 
-    const slack = fn("slack", "Threadwise Slack Events API webhook: verify, dedupe, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
+    const slack = fn("slack", "Threadwise Slack webhook: verify, dedupe, enqueue; approval buttons", 512, WEBHOOK_FUNCTION_TIMEOUT);
     slack.useTurnQueue(queues.queue);
 
-    const teams = fn("teams", "Threadwise Teams (Bot Framework) webhook: verify, enqueue", 512, WEBHOOK_FUNCTION_TIMEOUT);
+    const teams = fn("teams", "Threadwise Teams (Bot Framework) webhook: verify, enqueue; approval card actions", 512, WEBHOOK_FUNCTION_TIMEOUT);
     teams.useTurnQueue(queues.queue);
+    // The webhooks decide approvals as the clicking user, whose approver roles come from the same mapping.
+    for (const f of [slack, teams]) f.useChannelRoles(config.tools.channelRoles);
 
     const httpApi = new ThreadwiseApi(this, "Api", {
       stage,
       jwtIssuer: config.jwtIssuer,
       jwtAudience: config.jwtAudience,
-      apiFunction: api.fn,
-      slackFunction: slack.fn,
-      teamsFunction: teams.fn,
+      apiFunction: api.alias,
+      slackFunction: slack.alias,
+      teamsFunction: teams.alias,
       logRetention,
       removalPolicy,
     });
@@ -198,22 +213,26 @@ export class ThreadwiseStack extends Stack {
       stage,
       serviceName,
       functions: { api: api.fn, worker: worker.fn, slack: slack.fn, teams: teams.fn },
+      workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
+      bedrockModelId: config.bedrockModelId,
       queue: queues.queue,
       deadLetterQueue: queues.deadLetterQueue,
       httpApi: httpApi.httpApi,
       alarmTopic: config.alarmTopicArn ? Topic.fromTopicArn(this, "AlarmTopic", config.alarmTopicArn) : undefined,
     });
+    const application = new LambdaApplication(this, "Deployments", { applicationName: `${stage}-threadwise` });
+    for (const [name, f] of Object.entries({ api, worker, slack, teams })) {
+      f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams"));
+    }
 
     const nodeReason = `${FUNCTION_RUNTIME.name} is pinned on purpose: the bundle targets it and it is the newest runtime the code is tested on (local dev and CI run Node 20/22); moving to a newer runtime is a deliberate, tested change.`;
+    const xrayReason =
+      "X-Ray active tracing: Lambda grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource narrower than *; they only write trace data.";
+    const networkReason =
+      " Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the interfaces' ids are not known before Lambda makes them.";
     for (const f of [api, worker, slack, teams, setup]) {
       Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
-      if (network) {
-        Validations.of(f.role).acknowledge({
-          id: "AwsSolutions-IAM5[Resource::*]",
-          reason:
-            "Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the interfaces' ids are not known before Lambda makes them.",
-        });
-      }
+      Validations.of(f.role).acknowledge({ id: "AwsSolutions-IAM5[Resource::*]", reason: network ? xrayReason + networkReason : xrayReason });
     }
     // cdk-nag names each wildcard resource; the same function with CloudFormation's placeholders yields those names.
     const wildcardModelArns = bedrockResourceArns(config.bedrockModelId, NAG_ARN_PLACEHOLDERS, config.bedrockFoundationModelId).filter((a) => a.includes("*"));
@@ -263,6 +282,7 @@ export class ThreadwiseStack extends Stack {
     if (tools.powerBi) f.usePowerBi(tools.powerBi);
     if (tools.followUpWebhookUrl) f.useFollowUpWebhook(tools.followUpWebhookUrl);
     if (tools.toolRoles) f.useToolRoles(tools.toolRoles);
+    if (tools.toolApprovals) f.useToolApprovals(tools.toolApprovals);
   }
 
   /** Grants the stack cannot derive from context, said at synth rather than discovered at the first query. */

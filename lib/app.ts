@@ -30,6 +30,10 @@ import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
 import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
 import { TurnIndexer } from "./recall/turn-indexer.js";
 import { TurnEvents } from "./events/turn-events.js";
+import { ApprovalPolicy } from "./approvals/approval-policy.js";
+import { Approvals } from "./approvals/approvals.js";
+import { resumeJobOf } from "./approvals/resume-job.js";
+import { turnIdForJob } from "./queue/turn-queue.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -61,6 +65,8 @@ export interface AppOptions {
   turnQueue?: TurnQueue;
   /** Receives the figures of every turn finished in the request (Lambda: CloudWatch metrics). */
   onTurnCompleted?: TurnMetricsSink;
+  /** Receives the error of every turn that failed in the request (Lambda: the failed-turn metric). */
+  onTurnFailed?: (error: unknown) => void;
 }
 
 /** The product's core, one per container or process; HTTP is served over it by `createHttpHandler` (`lib/api/http-handler.ts`). */
@@ -73,8 +79,10 @@ export interface App {
   tools: ToolRegistry;
   /** Hands long and async API turns to the worker, when the app has a turn queue. */
   dispatcher?: TurnDispatcher;
-  /** Every turn's events, to follow live or from where a client left off (docs/streaming.md). */
+  /** Where every turn records its events; clients follow them through a `TurnEventFollower` over its hub (docs/streaming.md). */
   events: TurnEvents;
+  /** Decisions on tool calls waiting for a person (docs/approvals.md). */
+  approvals: Approvals;
   close(): Promise<void>;
 }
 
@@ -112,8 +120,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     price: priceOf(config.model.prices, modelId),
     sendCachePoints: bedrock && promptCache.enabled,
     countTokens: config.model.countTokens ? createModelTokenCounter(model, modelId) : undefined,
-    tools: new RegistryToolRunner(registry, (output, meta) =>
-      offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
+    tools: new RegistryToolRunner(
+      registry,
+      (output, meta) => offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
+      new ApprovalPolicy(config.tools.approvals.tools, offered),
     ),
     checkpointer: database.checkpointer,
     faults: options.faults,
@@ -129,7 +139,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     },
   });
-  const events = new TurnEvents({ store: database.turnEvents, turns: database.turns });
+  const events = new TurnEvents({ store: database.turnEvents });
   const runner = new TurnRunner({
     graph,
     events,
@@ -139,6 +149,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     lease: database.lease,
     threads: database.checkpointer,
     faults: options.faults,
+    approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000 },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
       await indexer.indexFinishedTurns(conversationId, fence).catch((error: unknown) => {
@@ -155,8 +166,23 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         queue: options.turnQueue,
         syncDeadlineMs: config.deployment.syncTurnDeadlineMs,
         onTurnCompleted: options.onTurnCompleted,
+        onTurnFailed: options.onTurnFailed,
       })
     : undefined;
+  const approvals = new Approvals({
+    store: database.approvals,
+    turns: database.turns,
+    argumentIssues: (tool, args) => registry.argumentIssues(tool, args),
+    faults: options.faults,
+    resume: async (approval, resumeKey) => {
+      const job = resumeJobOf(approval, resumeKey);
+      if (options.turnQueue) return options.turnQueue.enqueue(job);
+      // Without a worker (tests, a deployment without queue) an API turn resumes in the deciding request.
+      if (job.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
+      const caller = { principal: job.principal, roles: job.roles };
+      await runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId: turnIdForJob(job), origin: job });
+    },
+  });
   return {
     ready,
     database,
@@ -164,6 +190,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     tools: registry,
     dispatcher,
     events,
+    approvals,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();

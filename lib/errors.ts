@@ -309,3 +309,39 @@ export class ModelCallLimitError extends ThreadwiseError {
 export class NotLatestTurnError extends TurnConflictError {
   override name = "NotLatestTurnError";
 }
+
+/** The caller is who they say, but may not do this (approve a call reserved to the requester or to a role). */
+export class ForbiddenError extends ThreadwiseError {
+  override name = "ForbiddenError";
+}
+
+/** Where an approval stands: what a decision on it met. */
+export type ApprovalStanding = "pending" | "approved" | "edited" | "rejected" | "expired" | "superseded";
+
+/** A decision on an approval that cannot be taken; `status` is the approval's, which the decision did not change. */
+export class ApprovalDecisionError extends ThreadwiseError {
+  override name = "ApprovalDecisionError";
+  constructor(
+    message: string,
+    readonly approvalId: string,
+    readonly status: ApprovalStanding,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The approval was already decided otherwise; the first decision stands. */
+export class ApprovalConflictError extends ApprovalDecisionError {
+  override name = "ApprovalConflictError";
+}
+
+/** A newer turn began in the conversation: the call waiting for this approval will never run. */
+export class ApprovalSupersededError extends ApprovalDecisionError {
+  override name = "ApprovalSupersededError";
+}
+
+/** Nobody decided before the approval's deadline; the call was rejected as expired and the model told so. */
+export class ApprovalExpiredError extends ApprovalDecisionError {
+  override name = "ApprovalExpiredError";
+}

@@ -12,3 +12,12 @@ export function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, message: s
   if (!parsed.success) throw new ValidationError(message, issueDetails(parsed.error, emptyPath));
   return parsed.data;
 }
+
+/** A setting that holds JSON (`TOOL_ROLES`, `SLACK_ROLES`, …), parsed; a value that is not JSON is a `ValidationError` naming the setting. */
+export function parseJsonSetting(raw: string, name: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch (error) {
+    throw new ValidationError("invalid configuration", [{ path: name, message: "not JSON" }], { cause: error });
+  }
+}

@@ -3,6 +3,8 @@ import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
 import middy from "@middy/core";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import { Tracer } from "@aws-lambda-powertools/tracer";
+import { captureLambdaHandler } from "@aws-lambda-powertools/tracer/middleware";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import secretsManager from "@middy/secrets-manager";
 import type { Context } from "aws-lambda";
@@ -11,6 +13,17 @@ import { serverErrorLogger } from "../../lib/api/server-error-log.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { CREDENTIAL_SECRETS, NOT_CONFIGURED_RETRY_AFTER_S, parseCredentials, requireCredentials, type Credentials } from "../../lib/config/credentials.js";
 import { ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
+import {
+  CALLER_FAILURE_REASONS,
+  CHANNEL_DIMENSION,
+  REASON_DIMENSION,
+  TURN_OUTCOME_METRIC_NAMES,
+  turnFailureReason,
+  WEBHOOK_METRIC_NAMES,
+  xrayTraceHeader,
+  type TraceContext,
+  type TurnFailureReason,
+} from "../../lib/observability/index.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
 
@@ -21,8 +34,35 @@ import { createMongoClient } from "../../lib/store/mongo-client.js";
 export const config = loadConfig();
 export const logger = new Logger();
 export const metrics = new Metrics();
+/** X-Ray through Powertools: active only in Lambda with tracing on; responses and errors are not captured (they hold message contents). */
+export const tracer = new Tracer();
 
-export const turnQueue = config.deployment.turnQueueUrl ? new SqsTurnQueue({ client: new SQSClient({}), queueUrl: config.deployment.turnQueueUrl }) : undefined;
+/** The current request's correlation id (set by each handler) and X-Ray trace header, for the turn it enqueues. */
+function traceContext(): TraceContext {
+  const correlationId = logger.getCorrelationId();
+  const parent = tracer.isTracingEnabled() ? tracer.getSegment()?.id : undefined;
+  const traceHeader = xrayTraceHeader({ root: tracer.getRootXrayTraceId(), parent, sampled: tracer.isTraceSampled() });
+  return { correlationId: typeof correlationId === "string" ? correlationId : undefined, traceHeader };
+}
+
+export const turnQueue = config.deployment.turnQueueUrl
+  ? new SqsTurnQueue({
+      client: tracer.captureAWSv3Client(new SQSClient({})),
+      queueUrl: config.deployment.turnQueueUrl,
+      onEnqueued: () => metrics.addMetric(TURN_OUTCOME_METRIC_NAMES.queued, MetricUnit.Count, 1),
+      traceContext,
+    })
+  : undefined;
+
+/**
+ * The middlewares every function starts with: the X-Ray handler segment (without the response or
+ * the error, which may hold message contents), the Lambda context in every log line, and the
+ * metrics flushed at the end (not for the setup function, which publishes none).
+ */
+export function observability(options: { metrics: boolean } = { metrics: true }) {
+  const traced = [captureLambdaHandler(tracer, { captureResponse: false }), injectLambdaContext(logger)];
+  return options.metrics ? [...traced, logMetrics(metrics)] : traced;
+}
 
 /**
  * Fetches the credentials secrets this function is granted (their ARNs are in its environment,
@@ -97,9 +137,47 @@ export function publishTurnMetrics(m: TurnMetrics): void {
 export const logServerError = serverErrorLogger(logger);
 
 /**
- * The middleware every event function runs under (api, worker, webhooks): the Lambda context in
- * the logs, the metrics flushed, the credentials secrets fetched.
+ * One count of a turn outcome, twice: under the service alone (what the alarms watch) and under
+ * the service and the reason (what the dashboard splits by). The second is emitted at once.
+ */
+function countTurnOutcome(name: string, reason: TurnFailureReason): void {
+  metrics.addMetric(name, MetricUnit.Count, 1);
+  metrics.singleMetric().addDimension(REASON_DIMENSION, reason).addMetric(name, MetricUnit.Count, 1);
+}
+
+/** A worker attempt that failed and will run again. */
+export function publishTurnRetried(error: unknown): TurnFailureReason {
+  const reason = turnFailureReason(error);
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.retried, reason);
+  return reason;
+}
+
+/** A turn the worker stopped trying: its user was told it failed. */
+export function publishTurnGivenUp(error: unknown): TurnFailureReason {
+  const reason = turnFailureReason(error);
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.givenUp, reason);
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.failed, reason);
+  return reason;
+}
+
+/** A turn that failed in the API's request; a refusal of the caller's request (4xx, nothing ran) is not counted. */
+export function publishTurnFailed(error: unknown): void {
+  const reason = turnFailureReason(error);
+  if (CALLER_FAILURE_REASONS.has(reason)) return;
+  countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.failed, reason);
+  logger.error("turn failed", { reason, error: error instanceof Error ? error.name : "unknown" });
+}
+
+/** A webhook's answer: its 4xx and 5xx counted by channel (a spike of 4xx is a signing or key mismatch). */
+export function publishWebhookStatus(channel: string, status: number): void {
+  const name = status >= 500 ? WEBHOOK_METRIC_NAMES.serverErrors : status >= 400 ? WEBHOOK_METRIC_NAMES.clientErrors : undefined;
+  if (name) metrics.singleMetric().addDimension(CHANNEL_DIMENSION, channel).addMetric(name, MetricUnit.Count, 1);
+}
+
+/**
+ * The middleware every event function runs under (api, worker, webhooks): the X-Ray segment, the
+ * Lambda context in the logs, the metrics flushed, the credentials secrets fetched.
  */
 export function withRuntime<TEvent, TResult>(handler: (event: TEvent, context: Context) => Promise<TResult>) {
-  return middy(handler).use(injectLambdaContext(logger)).use(logMetrics(metrics)).use(credentialsMiddleware());
+  return middy(handler).use(observability()).use(credentialsMiddleware());
 }

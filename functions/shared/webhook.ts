@@ -4,9 +4,12 @@ import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { createRouter } from "../../lib/api/router.js";
 import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
 import { channelHandlers } from "../../lib/channels/channel-handlers.js";
+import { webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import { slackResponseUrlPrefix } from "../../lib/channels/slack/handle-slack-interaction.js";
 import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
-import { config, credentialsOf, logger, logServerError, mongoClientFor, requireTurnQueue } from "./runtime.js";
+import type { TurnJob } from "../../lib/queue/turn-job.js";
+import { config, credentialsOf, logger, logServerError, mongoClientFor, publishWebhookStatus, requireTurnQueue } from "./runtime.js";
 
 /** What to fill in, said by a webhook whose channel has no key yet (README, "The credentials secrets"). */
 const AWS_CHANNEL_HINTS = {
@@ -37,7 +40,9 @@ function deduperOf(credentials: Credentials): EventDeduper {
  */
 export function webhook(channel: "slack" | "teams") {
   return async (event: HttpApiEvent, context: Context) => {
+    logger.setCorrelationId(event.requestContext.requestId);
     const request = toHttpRequest(event);
+    let response;
     try {
       const credentials = credentialsOf(context);
       const ingress = channelIngressCredentialsOf(credentials);
@@ -47,13 +52,18 @@ export function webhook(channel: "slack" | "teams") {
         notConfigured: AWS_CHANNEL_HINTS,
         deduper: deduperOf(credentials),
         enqueue: (job) => requireTurnQueue().enqueue(job),
+        decide: (...args) =>
+          webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job: TurnJob) => requireTurnQueue().enqueue(job))(...args),
+        slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
         logger,
       });
       const route = createRouter(channelRoutes(handlers), logServerError);
-      return toResult(await route(request));
+      response = await route(request);
     } catch (error) {
       logServerError(error, request);
-      return toResult(errorResponse(error));
+      response = errorResponse(error);
     }
+    publishWebhookStatus(channel, response.status);
+    return toResult(response);
   };
 }

@@ -10,6 +10,13 @@ const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
  */
 export const RUNTIME_PROVIDED_MODULES: readonly RegExp[] = [/^@aws-sdk\//, /^@smithy\//];
 
+/**
+ * Smithy packages bundled all the same: the X-Ray SDK needs `@smithy/service-error-classification`
+ * 2.x, which the SDK v3 no longer depends on, so the runtime need not have it (the artifact tier,
+ * with only the SDK's own closure on NODE_PATH, failed to load without it).
+ */
+export const BUNDLED_SMITHY_PACKAGES: ReadonlySet<string> = new Set(["@smithy/service-error-classification"]);
+
 const RUNTIME_NAMESPACE = "threadwise-runtime-require";
 
 /**
@@ -22,11 +29,13 @@ export const runtimeProvidedSdk: Plugin = {
   name: "threadwise-runtime-provided-sdk",
   setup(build) {
     for (const filter of RUNTIME_PROVIDED_MODULES) {
-      build.onResolve({ filter }, (args) =>
-        args.namespace === RUNTIME_NAMESPACE || args.kind === "require-call"
+      build.onResolve({ filter }, (args) => {
+        // Undefined: esbuild resolves and bundles it as any other package.
+        if (BUNDLED_SMITHY_PACKAGES.has(args.path.split("/").slice(0, 2).join("/"))) return undefined;
+        return args.namespace === RUNTIME_NAMESPACE || args.kind === "require-call"
           ? { path: args.path, external: true }
-          : { path: args.path, namespace: RUNTIME_NAMESPACE },
-      );
+          : { path: args.path, namespace: RUNTIME_NAMESPACE };
+      });
     }
     build.onLoad({ filter: /.*/, namespace: RUNTIME_NAMESPACE }, (args) => ({
       contents: `module.exports = require(${JSON.stringify(args.path)});`,

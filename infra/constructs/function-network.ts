@@ -39,7 +39,6 @@ export class FunctionNetwork extends Construct {
   constructor(scope: Construct, id: string, props: FunctionNetworkProps) {
     super(scope, id);
     const flowLogs = new LogGroup(this, "FlowLogs", {
-      logGroupName: `/aws/vpc/${props.stage}-threadwise`,
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });

@@ -70,7 +70,6 @@ export class ThreadwiseApi extends Construct {
       createDefaultStage: false,
     });
     this.accessLogs = new LogGroup(this, "AccessLogs", {
-      logGroupName: `/aws/apigateway/${props.stage}-threadwise`,
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });
@@ -92,6 +91,7 @@ export class ThreadwiseApi extends Construct {
       this.httpApi.addRoutes({ path: route.path, methods: [route.method], integration: api, authorizer });
     }
 
+    const slack = new HttpLambdaIntegration("Slack", props.slackFunction);
     const open: { path: string; method: HttpMethod; integration: HttpLambdaIntegration; reason: string }[] = [
       {
         path: "/healthz",
@@ -114,9 +114,16 @@ export class ThreadwiseApi extends Construct {
       {
         path: "/slack/events",
         method: HttpMethod.POST,
-        integration: new HttpLambdaIntegration("Slack", props.slackFunction),
+        integration: slack,
         reason:
           "Slack cannot send a JWT; the slack function verifies Slack's v0 HMAC request signature over the raw body with a five-minute timestamp window before doing anything.",
+      },
+      {
+        path: "/slack/interactivity",
+        method: HttpMethod.POST,
+        integration: slack,
+        reason:
+          "Slack's approval button clicks carry no JWT; the slack function verifies them exactly as events (v0 HMAC over the raw body, five-minute window) and decides as the clicking user of the owning workspace.",
       },
       {
         path: "/teams/messages",

@@ -1,7 +1,9 @@
-import type { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { type Duration, type RemovalPolicy, Validations } from "aws-cdk-lib";
+import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
+import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
+import { Alias, Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -13,6 +15,15 @@ import { functionCode } from "../bundling/bundling.js";
 import type { AthenaStageConfig, StageToolsConfig } from "../stage-config.js";
 import type { CredentialsSecrets } from "./credentials-secrets.js";
 import type { AthenaResourceArns } from "./tool-resources.js";
+
+/** The alias that serves traffic: API integrations and the queue's event source invoke it, CodeDeploy shifts it. */
+export const LIVE_ALIAS = "live";
+
+/**
+ * What CodeDeploy does with the deployment group's role, as its managed policy
+ * AWSCodeDeployRoleForLambdaLimited allows, narrowed to this function's alias.
+ */
+export const CODEDEPLOY_ALIAS_ACTIONS = ["lambda:GetAlias", "lambda:UpdateAlias", "lambda:GetProvisionedConcurrencyConfig"] as const;
 
 /** Runtime of every function; the bundle target in bundling.ts matches it. */
 export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
@@ -39,6 +50,7 @@ export const FUNCTION_ENV = {
   powerBiDatasetId: "POWERBI_DATASET_ID",
   followUpWebhookUrl: "FOLLOW_UP_WEBHOOK_URL",
   toolRoles: "TOOL_ROLES",
+  toolApprovals: "TOOL_APPROVALS",
   slackRoles: "SLACK_ROLES",
   teamsRoles: "TEAMS_ROLES",
 } as const;
@@ -88,19 +100,19 @@ export interface ThreadwiseFunctionProps {
 
 /**
  * A handler in functions/ as a Lambda function: Node.js 22 on arm64, ESM bundle with source maps,
- * its own log group with retention, and a role that can write only to that log group until one
+ * X-Ray tracing, its own log group with retention, and a role that can write only to that log group until one
  * of the `use*` methods adds a grant together with the variable that needs it.
  */
 export class ThreadwiseFunction extends Construct {
   readonly fn: NodejsFunction;
   readonly role: Role;
   readonly logGroup: LogGroup;
+  private live?: Alias;
 
   constructor(scope: Construct, id: string, props: ThreadwiseFunctionProps) {
     super(scope, id);
     const functionName = `${props.stage}-threadwise-${props.name}`;
     this.logGroup = new LogGroup(this, "Logs", {
-      logGroupName: `/aws/lambda/${functionName}`,
       retention: props.logRetention,
       removalPolicy: props.removalPolicy,
     });
@@ -124,6 +136,8 @@ export class ThreadwiseFunction extends Construct {
       timeout: props.timeout,
       reservedConcurrentExecutions: props.reservedConcurrency,
       role: this.role,
+      // X-Ray: Powertools Tracer's segments, and the trace a queued turn continues (docs/operations.md).
+      tracing: Tracing.ACTIVE,
       ...(props.network
         ? { vpc: props.network.vpc, vpcSubnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS }, securityGroups: [props.network.securityGroup] }
         : {}),
@@ -235,6 +249,11 @@ export class ThreadwiseFunction extends Construct {
     this.fn.addEnvironment(FUNCTION_ENV.toolRoles, toolRoles);
   }
 
+  /** Holds tool calls for a person's decision (`TOOL_APPROVALS` JSON, docs/approvals.md). */
+  useToolApprovals(toolApprovals: string): void {
+    this.fn.addEnvironment(FUNCTION_ENV.toolApprovals, toolApprovals);
+  }
+
   /** Gives Slack and Teams users their roles (`SLACK_ROLES`, `TEAMS_ROLES` JSON), looked up when their turns run. */
   useChannelRoles(roles: { slack?: string; teams?: string }): void {
     if (roles.slack) this.fn.addEnvironment(FUNCTION_ENV.slackRoles, roles.slack);
@@ -242,11 +261,48 @@ export class ThreadwiseFunction extends Construct {
   }
 
   /**
-   * Runs one turn per invocation from the FIFO queue. One message per batch keeps a long turn from
-   * holding back other conversations' turns; failures are still reported per item.
+   * The {@link LIVE_ALIAS} alias on the function's current version: what serves traffic, so that a
+   * deploy can shift it from one version to the next (`deployGradually`).
+   */
+  get alias(): Alias {
+    this.live ??= new Alias(this, "Live", { aliasName: LIVE_ALIAS, version: this.fn.currentVersion });
+    return this.live;
+  }
+
+  /**
+   * Shifts the alias to each new version through CodeDeploy as `deploymentConfig` says, and rolls
+   * back when one of `alarms` fires meanwhile. CodeDeploy gets its own role with only what it does
+   * to this alias (not its managed policy, whose grants cover every function).
+   */
+  deployGradually(application: ILambdaApplication, deploymentConfig: ILambdaDeploymentConfig, alarms: IAlarm[]): LambdaDeploymentGroup {
+    const role = new Role(this, "DeploymentRole", {
+      assumedBy: new ServicePrincipal("codedeploy.amazonaws.com"),
+      description: `${this.fn.node.path}: CodeDeploy shifts its ${LIVE_ALIAS} alias and reads its rollback alarms`,
+    });
+    role.addToPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: [...CODEDEPLOY_ALIAS_ACTIONS], resources: [this.alias.functionArn] }));
+    role.addToPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions: ["cloudwatch:DescribeAlarms"], resources: ["*"] }));
+    Validations.of(role).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason: "CloudWatch's DescribeAlarms takes no resource narrower than *; CodeDeploy reads the rollback alarms with it and nothing else is granted on *.",
+    });
+    return new LambdaDeploymentGroup(this, "Deployment", {
+      application,
+      alias: this.alias,
+      deploymentConfig,
+      alarms,
+      // An immutable view: CodeDeploy's construct would otherwise attach the broad managed policy.
+      role: role.withoutPolicyUpdates(),
+      autoRollback: { failedDeployment: true, stoppedDeployment: true, deploymentInAlarm: true },
+    });
+  }
+
+  /**
+   * Runs one turn per invocation from the FIFO queue, through the live alias. One message per
+   * batch keeps a long turn from holding back other conversations' turns; failures are still
+   * reported per item.
    */
   consumeTurnQueue(queue: IQueue, maxConcurrency: number): void {
-    this.fn.addEventSource(new SqsEventSource(queue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency }));
+    this.alias.addEventSource(new SqsEventSource(queue, { batchSize: 1, reportBatchItemFailures: true, maxConcurrency }));
     // The event source grants ChangeMessageVisibility; the worker uses it to time its retries.
     this.fn.addEnvironment(FUNCTION_ENV.turnQueueUrl, queue.queueUrl);
   }

@@ -1,4 +1,4 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, type RemovalPolicy } from "aws-cdk-lib";
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 
@@ -6,13 +6,27 @@ import { Construct } from "constructs";
 export const DEFAULT_DLQ_RETENTION = Duration.days(14);
 /** How long an unprocessed turn may wait; a turn older than this is no longer worth answering. */
 export const DEFAULT_TURN_RETENTION = Duration.days(1);
-/** Lambda's guidance: visibility timeout at least six times the consumer's timeout, so throttled retries fit. */
-export const VISIBILITY_TIMEOUTS_PER_WORKER_TIMEOUT = 6;
+/**
+ * What the turn queue's visibility timeout adds to the worker's timeout: time for the poller to
+ * hand a received message to a worker. Lambda's general advice (six times the timeout) covers a
+ * poller throttled by the function's concurrency; here the event source's maximum concurrency is
+ * at most the worker's reserved concurrency, so it is not throttled, and a crashed or timed-out
+ * worker holds its conversation one timeout and this margin, not six timeouts (docs/operations.md,
+ * "Queue timing").
+ */
+export const VISIBILITY_TIMEOUT_MARGIN = Duration.seconds(60);
+
+/** The turn queue's visibility timeout for a worker of this timeout. */
+export function visibilityTimeoutFor(workerTimeout: Duration): Duration {
+  return Duration.seconds(workerTimeout.toSeconds() + VISIBILITY_TIMEOUT_MARGIN.toSeconds());
+}
 
 export interface TurnQueuesProps {
   stage: string;
   workerTimeout: Duration;
   maxReceiveCount: number;
+  /** RETAIN in prod: deleting the stack must not delete queued turns or the dead letters awaiting a redrive. */
+  removalPolicy: RemovalPolicy;
 }
 
 /**
@@ -34,6 +48,7 @@ export class TurnQueues extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: DEFAULT_DLQ_RETENTION,
+      removalPolicy: props.removalPolicy,
     });
     this.queue = new Queue(this, "Turns", {
       queueName: `${props.stage}-threadwise-turns.fifo`,
@@ -45,8 +60,9 @@ export class TurnQueues extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: DEFAULT_TURN_RETENTION,
-      visibilityTimeout: Duration.seconds(props.workerTimeout.toSeconds() * VISIBILITY_TIMEOUTS_PER_WORKER_TIMEOUT),
+      visibilityTimeout: visibilityTimeoutFor(props.workerTimeout),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: props.maxReceiveCount },
+      removalPolicy: props.removalPolicy,
     });
   }
 }

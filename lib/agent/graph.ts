@@ -2,7 +2,7 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { END, interrupt, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { ModelPrice } from "../config/config.js";
 import {
   buildModelView,
@@ -15,6 +15,7 @@ import {
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
 import { toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
+import { approvalIdOf } from "../store/approval-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
@@ -22,7 +23,8 @@ import type { ModelTokenCounter } from "./bedrock-token-counter.js";
 import { modelCallError } from "./chat-model.js";
 import type { FaultInjector } from "./fault-points.js";
 import { reportedUsage } from "./model-usage.js";
-import type { ToolRunner } from "./tool-runner.js";
+import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
+import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
 
@@ -196,25 +198,43 @@ export function createAgentGraph(options: AgentGraphOptions) {
     return { messages: [stampTokenCount(response)] };
   }
 
+  /**
+   * Runs the model's tool calls. Calls a policy holds wait first, all of one response together in
+   * one interrupt (so parallel calls never race for interrupt ids); nothing runs before the
+   * graph is resumed with an outcome for each. A call that was approved runs as given, an edited
+   * one with its new arguments (and the model's message is rewritten to show them), a rejected or
+   * expired one not at all: the model reads why. Effects go through the registry's idempotency guard.
+   */
   async function runTools(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
     const last = state.messages[state.messages.length - 1] as AIMessage;
-    const calls = last.tool_calls ?? [];
+    const calls: ToolCallRequest[] = (last.tool_calls ?? []).map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
+    const waiting: PendingCall[] = calls.flatMap((call) => {
+      const approvers = tools.approversFor(call, ctx.caller);
+      if (!approvers) return [];
+      return [{ approvalId: approvalIdOf(ctx.conversationId, ctx.turnId, call.id), toolCallId: call.id, tool: call.name, args: call.args, approvers }];
+    });
+    const outcomes = waiting.length > 0 ? interrupt<ApprovalRequest, ApprovalResume>({ approvals: waiting }).outcomes : {};
+    faults?.at("before-tool-effect");
     await ctx.onProgress?.({ step: "tool", tool: calls.map((c) => c.name).join(", "), modelCalls: callIndex(state.messages) });
-    for (const call of calls) await ctx.events?.emit({ type: "tool_started", tool: call.name, toolCallId: call.id ?? "" });
+    const edits = new Map<string, Record<string, unknown>>();
     const results = await Promise.all(
       calls.map(async (call) => {
-        const toolCallId = call.id ?? "";
+        const held = waiting.find((w) => w.toolCallId === call.id);
+        const outcome = held ? outcomes[held.approvalId] : undefined;
+        if (held && outcome?.kind !== "approve" && outcome?.kind !== "edit") return notRunMessage(call, outcome);
+        if (outcome?.kind === "edit") edits.set(call.id, outcome.args);
+        await ctx.events?.emit({ type: "tool_started", tool: call.name, toolCallId: call.id });
         const result = await tools.run(
-          { id: toolCallId, name: call.name, args: call.args },
-          { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId, caller: ctx.caller, signal: config.signal, fence: ctx.fence },
+          { ...call, args: outcome?.kind === "edit" ? outcome.args : call.args },
+          { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId: call.id, caller: ctx.caller, signal: config.signal, fence: ctx.fence },
         );
-        await ctx.events?.emit({ type: "tool_finished", tool: call.name, toolCallId, status: result.status === "error" ? "error" : "success" });
+        await ctx.events?.emit({ type: "tool_finished", tool: call.name, toolCallId: call.id, status: result.status === "error" ? "error" : "success" });
         return result;
       }),
     );
     faults?.at("after-tool-effect");
-    return { messages: results };
+    return { messages: [...(edits.size > 0 ? [withEditedCalls(last, edits)] : []), ...results] };
   }
 
   function route(state: typeof MessagesAnnotation.State): "tools" | typeof END {

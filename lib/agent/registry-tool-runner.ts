@@ -2,6 +2,7 @@ import { ToolMessage } from "@langchain/core/messages";
 import { stampTokenCount } from "../model-view/index.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller, Principal } from "../auth/principal.js";
+import type { Approvers } from "../config/approvals-config.js";
 import type { ToolCallContext } from "../tools/tool.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
@@ -14,6 +15,8 @@ export interface ToolExecution {
 /** The shape of `ToolRegistry`: permissions, validation, timeouts and the idempotency guard live there. */
 export interface ToolExecutor {
   toolSpecs(caller: Caller): FunctionTool[];
+  mayUse(toolName: string, caller: Caller): boolean;
+  argumentIssues(toolName: string, args: unknown): unknown[];
   execute(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolExecution>;
 }
 
@@ -23,15 +26,28 @@ export type OutputOffload = (
   meta: { createdBy: Principal; turnId: string; toolCallId: string; toolName: string; fence: WriteFence },
 ) => Promise<{ content: string; artifact?: unknown }>;
 
+/** Which calls wait for a person (`ApprovalPolicy`). */
+export interface ApprovalCheck {
+  approversFor(toolName: string, args: Record<string, unknown>): Approvers | undefined;
+}
+
 /** Runs calls through the registry and keeps large outputs out of checkpoints. */
 export class RegistryToolRunner implements ToolRunner {
   constructor(
     private readonly executor: ToolExecutor,
     private readonly offload?: OutputOffload,
+    private readonly approvals?: ApprovalCheck,
   ) {}
 
   toolSpecs(caller: Caller): FunctionTool[] {
     return this.executor.toolSpecs(caller);
+  }
+
+  approversFor(call: ToolCallRequest, caller: Caller): Approvers | undefined {
+    const approvers = this.approvals?.approversFor(call.name, call.args);
+    // A call the registry would refuse anyway is not put to a person: the model gets its error at once.
+    if (!approvers || !this.executor.mayUse(call.name, caller) || this.executor.argumentIssues(call.name, call.args).length > 0) return undefined;
+    return approvers;
   }
 
   async run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage> {

@@ -1,5 +1,6 @@
 import type { ToolMessage } from "@langchain/core/messages";
 import type { Caller } from "../auth/principal.js";
+import type { Approvers } from "../config/approvals-config.js";
 import type { ToolCallContext } from "../tools/tool.js";
 import type { FunctionTool } from "./local-chat-model.js";
 
@@ -10,10 +11,13 @@ export interface ToolCallRequest {
 }
 
 /**
- * What the graph needs: the tools a caller may be offered (as `bindTools` takes them), and a way
- * to run one call into the ToolMessage that is checkpointed (large outputs already offloaded).
+ * What the graph needs: the tools a caller may be offered (as `bindTools` takes them), who must
+ * approve a call before it runs, and a way to run one call into the ToolMessage that is
+ * checkpointed (large outputs already offloaded).
  */
 export interface ToolRunner {
   toolSpecs(caller: Caller): FunctionTool[];
+  /** Undefined when the call runs at once: no policy holds it, or it would fail anyway (a tool refused to the caller, invalid arguments). */
+  approversFor(call: ToolCallRequest, caller: Caller): Approvers | undefined;
   run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage>;
 }

@@ -1,4 +1,5 @@
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import { Command, INTERRUPT, isInterrupted, type StateSnapshot } from "@langchain/langgraph";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
@@ -8,6 +9,7 @@ import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
+import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
@@ -16,6 +18,7 @@ import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
+import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 
 /** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
 export const DEFAULT_MAX_MODEL_CALLS = 12;
@@ -39,10 +42,24 @@ export interface TurnRequest {
   replaces?: string;
   /** Hears this attempt's events as they happen (a channel streaming the answer); must not block. */
   onEvent?: (event: TurnEvent) => void;
+  /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals. */
+  origin?: Record<string, unknown>;
+}
+
+/** A call the turn waits on, as a turn's result names it. */
+export interface WaitingApproval {
+  approvalId: string;
+  toolCallId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  expiresAt: string;
 }
 
 export interface TurnResult {
   turnId: string;
+  /** `awaiting_approval`: the turn paused before calls a person must decide (`approvals`); `answer` is then empty. */
+  status: "completed" | "awaiting_approval";
+  approvals?: WaitingApproval[];
   answer: string;
   usage: Usage;
   context: TurnContextSummary;
@@ -76,6 +93,23 @@ export interface TurnRunnerDeps {
   faults?: FaultInjector;
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
+  /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
+  approvals?: { store: ApprovalStore; ttlMs: number };
+}
+
+/** Every call of the thread's pending interrupts (a turn paused for approvals); empty when none is pending. */
+function waitingCalls(snapshot: StateSnapshot): PendingCall[] {
+  return snapshot.tasks.flatMap((task) => task.interrupts.flatMap((i) => (i.value as ApprovalRequest | undefined)?.approvals ?? []));
+}
+
+/** How a settled approval resumes its call; `by` names the person as the model reads it. */
+function outcomeOf(approval: ApprovalDocument): ApprovalOutcome {
+  const decision = approval.decision;
+  if (!decision || decision.kind === "expire") return { kind: "expire", deadline: approval.deadline.toISOString() };
+  const by = decision.by.subject;
+  if (decision.kind === "edit") return { kind: "edit", by, args: decision.args };
+  if (decision.kind === "reject") return { kind: "reject", by, ...(decision.reason !== undefined && { reason: decision.reason }) };
+  return { kind: "approve", by };
 }
 
 /** Turn error codes that are not an error class's name. */
@@ -153,9 +187,11 @@ export class TurnRunner {
     try {
       events = await this.deps.events?.record(turnId, fence, request.onEvent);
       await turns.interruptOthers(turn, fence);
-      const { seq, resumed } = await this.enter(turn, request, fence);
+      const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
-      const answerMessage = await this.invokeGraph(request, turn, fence, lost, resumed, events);
+      const outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
+      if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence, events);
+      const answerMessage = outcome.answer;
       faults?.at("after-answer");
       const answer = messageText(answerMessage.content);
       const calls = await turns.listCalls(turnId);
@@ -168,11 +204,85 @@ export class TurnRunner {
       faults?.at("after-record");
       await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
       await this.deps.afterTurn?.(conversationId, fence);
-      return { turnId, answer, usage, context: summarizeContext(calls) };
+      return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
     } catch (error) {
       await this.settle(turn, fence, error, request.signal, lost, events).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * The graph paused before calls a person must decide: their approvals are recorded (a retried
+   * attempt's are already there and keep their decisions), and the turn waits. Nothing of the
+   * calls has run.
+   */
+  private async awaitApproval(
+    turn: ClaimedTurn,
+    request: TurnRequest,
+    calls: PendingCall[],
+    fence: WriteFence,
+    events: TurnEventRecorder | undefined,
+  ): Promise<TurnResult> {
+    const { approvals, turns } = this.deps;
+    if (!approvals) throw new TypeError("a turn paused for approval, but the runner has no approval store");
+    const now = new Date();
+    const deadline = new Date(now.getTime() + approvals.ttlMs);
+    const docs: ApprovalDocument[] = calls.map((call) => ({
+      _id: call.approvalId,
+      conversationId: turn.conversationId,
+      turnId: turn._id,
+      toolCallId: call.toolCallId,
+      tool: call.tool,
+      args: call.args,
+      argsHash: argsHash(call.args),
+      requester: request.caller.principal,
+      approvers: call.approvers,
+      createdAt: now,
+      deadline,
+      status: "pending",
+      ...(request.origin && { origin: request.origin }),
+    }));
+    await approvals.store.open(docs, fence);
+    await turns.awaitApproval(turn, [...new Set(calls.map((c) => c.tool))], fence);
+    const records = new Map((await approvals.store.listByTurn(turn._id)).map((a) => [a._id, a]));
+    // In the order of the model's calls; those decided already (a retried attempt) are not waited on.
+    const waiting = calls.flatMap((c) => records.get(c.approvalId) ?? []).filter((a) => a.status === "pending");
+    const modelCalls = await turns.listCalls(turn._id);
+    const approvalsWaiting = waiting.map((a) => ({
+      approvalId: a._id,
+      toolCallId: a.toolCallId,
+      tool: a.tool,
+      args: a.args,
+      expiresAt: a.deadline.toISOString(),
+    }));
+    // Ends this attempt's stream; the continuation, once decided, streams under the same turn (docs/streaming.md).
+    await events?.emit({ type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, ...call }) => call) }).catch(() => undefined);
+    return {
+      turnId: turn._id,
+      status: "awaiting_approval",
+      approvals: approvalsWaiting,
+      answer: "",
+      usage: modelCalls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE),
+      context: summarizeContext(modelCalls),
+    };
+  }
+
+  /**
+   * The outcome of each waiting call once none is pending (approvals past their deadline are
+   * expired first); undefined while one still waits, or before the approvals are recorded.
+   */
+  private async outcomesOf(turnId: string, calls: PendingCall[]): Promise<Record<string, ApprovalOutcome> | undefined> {
+    const store = this.deps.approvals?.store;
+    if (!store) return undefined;
+    await store.expireDue({ turnId });
+    const records = new Map((await store.listByTurn(turnId)).map((a) => [a._id, a]));
+    const outcomes: Record<string, ApprovalOutcome> = {};
+    for (const call of calls) {
+      const record = records.get(call.approvalId);
+      if (!record || record.status === "pending") return undefined;
+      outcomes[call.approvalId] = outcomeOf(record);
+    }
+    return outcomes;
   }
 
   /**
@@ -219,7 +329,7 @@ export class TurnRunner {
       await this.deps.messages.append({ turnId: turn._id, seq: turn.seq, role: "assistant", content: turn.answer ?? "" }, fence);
     }
     const calls = await this.deps.turns.listCalls(turn._id);
-    return { turnId: turn._id, answer: turn.answer ?? "", usage: turn.usage, context: summarizeContext(calls) };
+    return { turnId: turn._id, status: "completed", answer: turn.answer ?? "", usage: turn.usage, context: summarizeContext(calls) };
   }
 
   /**
@@ -227,7 +337,7 @@ export class TurnRunner {
    * makes it the conversation's latest; a turn begun by an earlier attempt is resumed only while
    * no later turn began.
    */
-  private async enter(turn: ClaimedTurn, request: TurnRequest, fence: WriteFence): Promise<{ seq: number; resumed: boolean }> {
+  private async enter(turn: ClaimedTurn, request: TurnRequest, fence: WriteFence): Promise<{ seq: number; resumed: boolean; closed: boolean }> {
     const { turns, messages } = this.deps;
     const resumed = turn.seq !== undefined;
     // A replacing turn that the worker took over before it began is checked here, as the request was.
@@ -243,7 +353,10 @@ export class TurnRunner {
       await turns.supersede(turn, fence);
       throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
     }
-    return { seq, resumed };
+    // A newer question ends an earlier turn still waiting for approvals: its calls never run, and a late decision is refused.
+    const closedApprovals = resumed ? 0 : ((await this.deps.approvals?.store.supersedeOthers(turn.conversationId, turn._id)) ?? 0);
+    const closedTurns = resumed ? 0 : await turns.supersedeAwaiting(turn.conversationId, seq);
+    return { seq, resumed, closed: closedApprovals + closedTurns > 0 };
   }
 
   /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
@@ -289,14 +402,16 @@ export class TurnRunner {
     turn: ClaimedTurn,
     fence: WriteFence,
     lost: AbortSignal,
-    resumed: boolean,
+    readState: boolean,
     events: TurnEventRecorder | undefined,
-  ): Promise<AIMessage> {
+  ): Promise<{ kind: "answer"; answer: AIMessage } | { kind: "waiting"; calls: PendingCall[] }> {
     const { graph, turns } = this.deps;
     const thread = { thread_id: request.conversationId };
     const userMessageId = `${request.turnId}:user`;
     let started = false;
-    if (resumed) {
+    let resume: Command<ApprovalResume, Record<string, never>, never> | undefined;
+    let unanswered: ToolMessage[] = [];
+    if (readState) {
       const snapshot = await graph.getState({ configurable: thread });
       const stateMessages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
       const lastQuestion = stateMessages.findLast((m) => m.getType() === "human");
@@ -306,7 +421,18 @@ export class TurnRunner {
         throw new TurnSupersededError(`turn ${turn._id} is not the thread's latest question`, turn._id);
       }
       const last = stateMessages[stateMessages.length - 1];
-      if (started && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return last;
+      if (started && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return { kind: "answer", answer: last };
+      const waiting = waitingCalls(snapshot);
+      if (started && waiting.length > 0) {
+        const outcomes = await this.outcomesOf(turn._id, waiting);
+        if (!outcomes) return { kind: "waiting", calls: waiting };
+        resume = new Command({ resume: { outcomes } });
+      } else if (!started && waiting.length > 0 && last instanceof AIMessage) {
+        // An earlier turn paused for approvals and a new question came: its calls are answered as not run, so no call is left unanswered.
+        unanswered = (last.tool_calls ?? []).map((c) =>
+          notRunMessage({ id: c.id ?? "", name: c.name }, { kind: "reject", by: "nobody", reason: "a new question came first" }),
+        );
+      }
     }
     const context: TurnContext = {
       turnId: request.turnId,
@@ -321,7 +447,7 @@ export class TurnRunner {
     const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
     const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
     const removed = (fork?.remove ?? []).map((id) => new RemoveMessage({ id }));
-    const input = started ? null : { messages: [...removed, question] };
+    const input = resume ?? (started ? null : { messages: [...removed, ...unanswered, question] });
     const result = await graph.invoke(input, {
       configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
       signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,
@@ -330,7 +456,8 @@ export class TurnRunner {
       // The model-call cap is enforced by the agent node, from state; this only stops a runaway graph.
       recursionLimit: this.maxModelCalls * 2 + 3,
     });
+    if (isInterrupted<ApprovalRequest>(result)) return { kind: "waiting", calls: result[INTERRUPT].flatMap((i) => i.value?.approvals ?? []) };
     const finalMessages = (result as { messages: BaseMessage[] }).messages;
-    return finalMessages[finalMessages.length - 1] as AIMessage;
+    return { kind: "answer", answer: finalMessages[finalMessages.length - 1] as AIMessage };
   }
 }

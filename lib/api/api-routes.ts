@@ -6,16 +6,18 @@ import { summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
-import type { DispatchOutcome, TurnDispatcher } from "../queue/turn-dispatcher.js";
+import { apiTurnJob, type DispatchOutcome, type TurnDispatcher } from "../queue/turn-dispatcher.js";
+import type { Approvals } from "../approvals/approvals.js";
+import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
-import type { TurnEvents } from "../events/turn-events.js";
+import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import { assertCanStream, lastEventId, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
 import type { Route } from "./router.js";
 import { openApiDocument } from "./openapi.js";
-import { createConversationBody, listQuery, postMessageBody, regenerateBody, turnsQuery } from "./schemas.js";
+import { approvalsQuery, createConversationBody, decisionBody, listQuery, postMessageBody, regenerateBody, turnsQuery } from "./schemas.js";
 
 export interface ApiRoutesDeps {
   authenticate: Authenticate;
@@ -26,7 +28,36 @@ export interface ApiRoutesDeps {
   /** Hands long and async turns to the worker. Default: none; every turn runs in the request. */
   dispatcher?: TurnDispatcher;
   /** What `Accept: text/event-stream` and `.../events` follow. */
-  events: TurnEvents;
+  events: TurnEventFollower;
+  approvals: Approvals;
+}
+
+/** An approval as the API shows it: `expiresAt` is its decision deadline (the document's own is retention). */
+export function approvalView(a: ApprovalDocument) {
+  const d = a.decision;
+  return {
+    approvalId: a._id,
+    conversationId: a.conversationId,
+    turnId: a.turnId,
+    toolCallId: a.toolCallId,
+    tool: a.tool,
+    args: a.args,
+    argsHash: a.argsHash,
+    requester: a.requester,
+    approvers: a.approvers,
+    createdAt: a.createdAt.toISOString(),
+    expiresAt: a.deadline.toISOString(),
+    status: a.status,
+    decision: d
+      ? {
+          decision: d.kind,
+          by: d.kind === "expire" ? null : d.by,
+          at: d.at.toISOString(),
+          ...(d.kind === "reject" && d.reason !== undefined && { reason: d.reason }),
+          ...(d.kind === "edit" && { args: d.args }),
+        }
+      : null,
+  };
 }
 
 /** A repeated Idempotency-Key from the same caller on the same conversation names the same turn, so a retry after a crash resumes it. */
@@ -65,6 +96,10 @@ export function turnView(turn: TurnWithCalls) {
 
 /** 200 with the answer, or 202 with where to poll when the turn went to the worker. */
 function outcomeResponse(conversationId: string, turnId: string, outcome: DispatchOutcome): HttpResponse {
+  if (outcome.kind === "completed" && outcome.result.status === "awaiting_approval") {
+    const location = `/v1/conversations/${conversationId}/approvals?status=pending`;
+    return json(202, { turnId, status: "awaiting_approval", approvals: outcome.result.approvals ?? [], location }, { location });
+  }
   if (outcome.kind === "completed") return json(200, outcome.result);
   const location = `/v1/conversations/${conversationId}/turns/${turnId}`;
   return json(202, { turnId, status: "queued", location }, { location });
@@ -109,7 +144,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   };
 
   const dispatch = async (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> =>
-    deps.dispatcher ? deps.dispatcher.dispatch(turn, mode) : { kind: "completed", result: await runner.run(turn) };
+    deps.dispatcher ? deps.dispatcher.dispatch(turn, mode) : { kind: "completed", result: await runner.run({ ...turn, origin: apiTurnJob(turn) }) };
 
   /** Runs a turn replacing the conversation's latest one; in the request, as its deadline allows (a queued job carries no `replaces`). */
   const replaceTurn = async (caller: Caller, conversationId: string, replaces: string, content: string): Promise<HttpResponse> => {
@@ -252,7 +287,36 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const { conversation } = await owned(request, id);
         const turn = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
         if (!turn) throw new NotFoundError(`turn ${rawTurnId} not found`);
-        return json(200, turnView(turn));
+        // What was asked, who decided and when, and (through the calls' views) what ran.
+        const approvals = await database.approvals.listByTurn(turn._id);
+        return json(200, { ...turnView(turn), approvals: approvals.map(approvalView) });
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/approvals$/,
+      handler: async (request, [id]) => {
+        const { conversation } = await owned(request, id);
+        const { status } = parseQuery(request, approvalsQuery);
+        const approvals = await deps.approvals.list(conversation._id, status);
+        return json(200, { conversationId: conversation._id, approvals: approvals.map(approvalView) });
+      },
+    },
+    {
+      method: "POST",
+      pattern: /^\/v1\/conversations\/([^/]+)\/approvals\/([^/]+)$/,
+      handler: async (request, [id, rawApprovalId]) => {
+        const { caller, conversation } = await owned(request, id);
+        const approvalId = parseId(rawApprovalId, "approvalId");
+        const body = parseJsonBody(request, decisionBody);
+        const choice: ApprovalChoice =
+          body.decision === "approve"
+            ? { kind: "approve" }
+            : body.decision === "edit"
+              ? { kind: "edit", args: body.args }
+              : { kind: "reject", ...(body.reason !== undefined && { reason: body.reason }) };
+        const result = await deps.approvals.decide(conversation._id, approvalId, caller, choice);
+        return json(200, { approval: approvalView(result.approval), decided: result.decided, resumed: result.resumed });
       },
     },
   ];

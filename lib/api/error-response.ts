@@ -1,8 +1,12 @@
 import { MongoNetworkError, MongoServerSelectionError, MongoNetworkTimeoutError } from "mongodb";
 import {
+  ApprovalConflictError,
+  ApprovalExpiredError,
+  ApprovalSupersededError,
   AuthenticationError,
   ConflictError,
   ContextBudgetExceededError,
+  ForbiddenError,
   IdempotencyKeyReusedError,
   MethodNotAllowedError,
   ModelCredentialsError,
@@ -34,11 +38,18 @@ export function errorResponse(error: unknown): HttpResponse {
   const body = (code: string, message: string, extra: Record<string, unknown> = {}) => ({ error: { code, message, ...extra } });
   if (error instanceof ValidationError) return json(400, body("invalid_request", error.message, error.details ? { details: error.details } : {}));
   if (error instanceof AuthenticationError) return json(401, body("unauthorized", error.message), { "www-authenticate": "Bearer" });
+  if (error instanceof ForbiddenError) return json(403, body("forbidden", error.message));
   if (error instanceof NotFoundError) return json(404, body("not_found", error.message));
   if (error instanceof MethodNotAllowedError) return json(405, body("method_not_allowed", error.message), { allow: error.allowed.join(", ") });
   if (error instanceof NotAcceptableError) return json(406, body("not_acceptable", error.message));
   if (error instanceof TurnSupersededError) return json(409, body("turn_superseded", error.message, { turnId: error.turnId }));
   if (error instanceof NotLatestTurnError) return json(409, body("turn_not_latest", error.message, { turnId: error.turnId }));
+  if (error instanceof ApprovalConflictError)
+    return json(409, body("approval_conflict", error.message, { approvalId: error.approvalId, status: error.status }));
+  if (error instanceof ApprovalSupersededError) {
+    return json(409, body("approval_superseded", error.message, { approvalId: error.approvalId, status: error.status }));
+  }
+  if (error instanceof ApprovalExpiredError) return json(410, body("approval_expired", error.message, { approvalId: error.approvalId, status: error.status }));
   if (error instanceof ConflictError) {
     return json(409, body("conflict", error.message), error.retryAfterSeconds ? { "retry-after": String(error.retryAfterSeconds) } : {});
   }

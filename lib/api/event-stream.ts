@@ -1,5 +1,5 @@
 import { isFinalEvent, type TurnEvent } from "../events/turn-event.js";
-import type { TurnEvents } from "../events/turn-events.js";
+import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import { NotAcceptableError, ValidationError } from "../errors.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpRequest, HttpResponse } from "./http.js";
@@ -54,7 +54,7 @@ function failureFrame(error: unknown): string {
 }
 
 export interface TurnStreamOptions {
-  events: TurnEvents;
+  events: TurnEventFollower;
   turnId: string;
   conversationId: string;
   /** Events after this id only (a reconnect). */
@@ -64,8 +64,8 @@ export interface TurnStreamOptions {
 }
 
 /**
- * A turn's events as server-sent events: a `turn` event naming it, then its events until `done` or
- * `failed` (docs/streaming.md). A client that goes away stops only its stream; the turn goes on.
+ * A turn's events as server-sent events: a `turn` event naming it, then its events until `done`,
+ * `failed` or `approval_requested` (docs/streaming.md). A client that goes away stops only its stream; the turn goes on.
  */
 export function turnEventStream(options: TurnStreamOptions): HttpResponse {
   const { events, turnId, conversationId, afterId, running } = options;

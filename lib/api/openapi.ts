@@ -28,7 +28,11 @@ const conversation = "/v1/conversations/{conversationId}";
 /** What a request that runs a turn answers: the answer within the deadline, or the queued turn to poll. */
 const turnOutcome: Operation["responses"] = {
   200: { description: "The turn finished within the deadline.", schema: s.turnResult },
-  202: { description: "The turn was queued; poll `location`.", schema: s.turnQueued, headers: ["location"] },
+  202: {
+    description: "The turn was queued (poll `location`), or it waits for approval of tool calls (`status: awaiting_approval`; `location` lists them).",
+    schema: z.union([s.turnQueued, s.turnAwaitingApproval]),
+    headers: ["location"],
+  },
 };
 
 /** The operations, in the order the README's route table lists them. */
@@ -164,14 +168,36 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "The turn.", schema: s.turnDetail } },
     errors: [400, 404],
   },
+  {
+    method: "get",
+    path: `${conversation}/approvals`,
+    operationId: "listApprovals",
+    summary: "Tool calls of the conversation that wait for, or were given, a person's decision; `?status=pending` for those waiting.",
+    params: ["conversationId"],
+    query: s.approvalsQuery,
+    responses: { 200: { description: "The approvals, oldest first.", schema: s.approvalList } },
+    errors: [400, 404],
+  },
+  {
+    method: "post",
+    path: `${conversation}/approvals/{approvalId}`,
+    operationId: "decideApproval",
+    summary: "Approve, edit or reject one waiting call; the turn resumes once every call it waits on is decided.",
+    params: ["conversationId", "approvalId"],
+    body: s.decisionBody,
+    responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
+    errors: [400, 403, 404, 409, 410, 415],
+  },
 ];
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
   401: "Missing or invalid bearer token.",
+  403: "The caller may not decide this approval (not the requester, or without an approver role).",
   404: "Not found, or not the caller's.",
   406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS; docs/streaming.md).",
-  409: "A turn is already running on the conversation, the same Idempotency-Key is in progress, or the named turn is not the latest (`turn_not_latest`, `turn_superseded`).",
+  409: "A turn is already running on the conversation, the same Idempotency-Key is in progress, the named turn is not the latest (`turn_not_latest`, `turn_superseded`), or the approval was decided otherwise or belongs to a turn a newer one replaced (`approval_conflict`, `approval_superseded`).",
+  410: "The approval expired before a decision (`approval_expired`); its call was rejected.",
   413: "The message is over the limit.",
   415: "The body is not JSON.",
   422: "The Idempotency-Key was used with another body, the conversation no longer fits the context budget, or the turn reached its model-call limit.",

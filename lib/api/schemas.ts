@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import { TURN_STATUSES } from "../store/turn-store.js";
+import { APPROVAL_STATUSES } from "../store/approval-store.js";
 
 /**
  * The HTTP API's shapes, in one place: request schemas validate what arrives, response schemas
@@ -81,6 +82,61 @@ export const turnDetail = z.looseObject({
   context,
   progress,
   calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(viewMessage) })),
+  approvals: z.array(z.lazy(() => approvalView)).meta({ description: "The turn's tool calls that waited for a person, with the decisions." }),
+});
+
+export const approvalsQuery = z.strictObject({ status: z.enum(APPROVAL_STATUSES).optional() });
+
+/** A decision on one waiting call: run it, run it with other arguments, or do not run it (the model reads the reason). */
+export const decisionBody = z.discriminatedUnion("decision", [
+  z.strictObject({ decision: z.literal("approve") }),
+  z.strictObject({
+    decision: z.literal("reject"),
+    reason: z.string().trim().min(1).max(1_000).optional().meta({ description: "Shown to the model as why the call did not run." }),
+  }),
+  z.strictObject({
+    decision: z.literal("edit"),
+    args: z.record(z.string(), z.unknown()).meta({ description: "The arguments the call runs with instead; checked against the tool's schema." }),
+  }),
+]);
+
+const principal = z.object({ issuer: z.string(), tenant: z.string().nullable(), subject: z.string() });
+export const approvalView = z.looseObject({
+  approvalId: z.string(),
+  conversationId: z.string(),
+  turnId: z.string(),
+  toolCallId: z.string(),
+  tool: z.string(),
+  args: z.record(z.string(), z.unknown()),
+  argsHash: z.string(),
+  requester: principal,
+  approvers: z.object({ requester: z.boolean(), roles: z.array(z.string()) }),
+  createdAt: isoDate,
+  expiresAt: isoDate,
+  status: z.enum(APPROVAL_STATUSES),
+  decision: z
+    .looseObject({
+      decision: z.enum(["approve", "edit", "reject", "expire"]),
+      by: principal.nullable(),
+      at: isoDate,
+      reason: z.string().optional(),
+      args: z.record(z.string(), z.unknown()).optional(),
+    })
+    .nullable(),
+});
+export const approvalList = z.object({ conversationId: z.string(), approvals: z.array(approvalView) });
+export const decisionResult = z.object({
+  approval: approvalView,
+  decided: z.boolean().meta({ description: "False when the same decision was taken before (the request was repeated)." }),
+  resumed: z.boolean().meta({ description: "Whether the turn was handed on to resume: every call it waited on is decided." }),
+});
+export const turnAwaitingApproval = z.object({
+  turnId: z.string(),
+  status: z.literal("awaiting_approval"),
+  approvals: z.array(
+    z.object({ approvalId: z.string(), toolCallId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), expiresAt: isoDate }),
+  ),
+  location: z.string(),
 });
 
 /**
@@ -93,7 +149,13 @@ export const turnStreamEvents = {
   tool_started: z.object({ tool: z.string(), toolCallId: z.string() }),
   tool_finished: z.object({ tool: z.string(), toolCallId: z.string(), status: z.enum(["success", "error"]) }),
   text: z.object({ modelCall: z.number().int(), delta: z.string() }).meta({ description: "Answer text as written; the answer is the last model call's text." }),
-  approval_requested: z.object({ tool: z.string(), toolCallId: z.string() }).meta({ description: "A tool call waits for approval." }),
+  approval_requested: z
+    .object({ approvals: z.array(z.object({ approvalId: z.string(), toolCallId: z.string(), tool: z.string(), expiresAt: isoDate })) })
+    .meta({
+      description:
+        "Last of this stream: the turn paused for these calls' approvals. Once they are decided, the turn's events continue after this id " +
+        "(GET .../turns/{turnId}/events with Last-Event-ID).",
+    }),
   done: z.object({ answer: z.string(), usage }).meta({ description: "Last: the turn completed." }),
   failed: z.object({ code: z.string(), message: z.string() }).meta({ description: "Last: the turn failed (`code` as in the turn record or the error body)." }),
 } as const;

@@ -4,6 +4,8 @@ import { type ChannelRequest, type ChannelResponse, channelNotConfiguredResponse
 import { handleSlackEvent, type SlackEventOutcome } from "./slack/handle-slack-event.js";
 import { handleTeamsActivity, type TeamsActivityOutcome } from "./teams/handle-teams-activity.js";
 import type { EnqueueTurn } from "../queue/turn-job.js";
+import type { ChannelDecide } from "./channel-decisions.js";
+import { handleSlackInteraction, type SlackInteractionOutcome } from "./slack/handle-slack-interaction.js";
 
 /**
  * The ingress of the channel side, assembled here once for the webhook functions and the local
@@ -18,6 +20,8 @@ export type ChannelHandler = (request: ChannelRequest) => Promise<ChannelRespons
 /** A handler per channel that has one: a configured channel's, or the 503 of `notConfigured`. */
 export interface ChannelHandlers {
   slack?: ChannelHandler;
+  /** Slack's approval button clicks (`decide` given). */
+  slackInteractivity?: ChannelHandler;
   teams?: ChannelHandler;
 }
 
@@ -47,6 +51,10 @@ export interface ChannelHandlersOptions {
    */
   deduper: EventDeduper;
   enqueue: EnqueueTurn;
+  /** Takes approval decisions from Slack buttons and Teams card actions when set. Default: neither is answered. */
+  decide?: ChannelDecide;
+  /** Where Slack's `response_url`s must point. Default: `DEFAULT_SLACK_RESPONSE_URL_PREFIX`. */
+  slackResponseUrlPrefix?: string;
   /** Default: silent. One line per delivery with its outcome (reasons and numbers, never text). */
   logger?: StructuredLogger;
 }
@@ -70,6 +78,18 @@ export function channelHandlers(options: ChannelHandlersOptions): ChannelHandler
         enqueue: options.enqueue,
         onOutcome: reportSlack,
       });
+    const decide = options.decide;
+    if (decide) {
+      const reportInteraction = (outcome: SlackInteractionOutcome) => logger?.info("slack interaction", { ...outcome });
+      handlers.slackInteractivity = (request) =>
+        handleSlackInteraction({
+          request,
+          signingSecret: slack.signingSecret,
+          decide,
+          responseUrlPrefix: options.slackResponseUrlPrefix,
+          onOutcome: reportInteraction,
+        });
+    }
   } else if (notConfigured) {
     handlers.slack = async () => channelNotConfiguredResponse("slack", notConfigured.slack);
   }
@@ -82,6 +102,7 @@ export function channelHandlers(options: ChannelHandlersOptions): ChannelHandler
         issuer: teams.issuer,
         deduper: options.deduper,
         enqueue: options.enqueue,
+        decide: options.decide,
         onOutcome: reportTeams,
       });
   } else if (notConfigured) {

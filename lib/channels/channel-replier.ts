@@ -4,7 +4,7 @@ import { ChannelDeliveryError } from "../errors.js";
 import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
-import type { TurnAnswerStream, TurnJob, TurnReplier } from "../queue/turn-job.js";
+import type { ApprovalRequestItem, TurnAnswerStream, TurnJob, TurnReplier } from "../queue/turn-job.js";
 
 export interface ChannelRepliers {
   slack?: SlackReplier;
@@ -21,6 +21,12 @@ export class ChannelReplier implements TurnReplier {
   async reply(job: TurnJob, text: string): Promise<void> {
     if (job.channel === "slack") await this.slack().reply(job.replyTo, text);
     else if (job.channel === "teams") await this.teams().reply(job.replyTo, text);
+  }
+
+  /** Asks in the thread for decisions on a turn's waiting calls: Slack buttons, a Teams Adaptive Card. */
+  async requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void> {
+    if (job.channel === "slack") await this.slack().requestApproval(job.replyTo, conversationId, approvals);
+    else if (job.channel === "teams") await this.teams().requestApproval(job.replyTo, conversationId, approvals);
   }
 
   async replyFailure(job: TurnJob, error: unknown): Promise<void> {

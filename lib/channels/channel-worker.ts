@@ -6,6 +6,7 @@ import { TurnJobWorker } from "../queue/turn-job-worker.js";
 import type { TurnMetricsSink } from "../queue/turn-metrics.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { TurnStore } from "../store/turn-store.js";
+import type { ApprovalStore } from "../store/approval-store.js";
 import { createChannelReplier } from "./channel-replier.js";
 import { createGroupDirectories } from "./group-directories.js";
 
@@ -16,7 +17,7 @@ import { createGroupDirectories } from "./group-directories.js";
 
 export interface ChannelWorkerOptions {
   /** The app's turn runner and stores (`createApp`). */
-  app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore } };
+  app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore; approvals: ApprovalStore } };
   /** The channels it can answer in (a job from another is told nothing and given up), and whose groups it can look up. */
   replies: ChannelReplyCredentials;
   endpoints: ChannelEndpointsConfig;
@@ -42,5 +43,6 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     maxReceives: options.maxReceives,
     maxMessageChars: options.maxMessageChars,
     onTurnCompleted: options.onTurnCompleted,
+    approvals: options.app.database.approvals,
   });
 }

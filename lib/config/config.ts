@@ -3,7 +3,7 @@ import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
-import { issueDetails, parseOrThrow } from "../validation.js";
+import { issueDetails, parseJsonSetting, parseOrThrow } from "../validation.js";
 import { envSchemaOf, setting, withDefaults, type Settings } from "./settings.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
@@ -132,13 +132,7 @@ export type ChannelRolesMap = z.infer<typeof channelRolesSchema>;
 /** `SLACK_ROLES` or `TEAMS_ROLES` (named by `name` in its error), validated; unset is no roles. */
 export function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
   if (raw === undefined) return {};
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch (error) {
-    throw new ValidationError("invalid configuration", [{ path: name, message: "not JSON" }], { cause: error });
-  }
-  const parsed = channelRolesSchema.safeParse(json);
+  const parsed = channelRolesSchema.safeParse(parseJsonSetting(raw, name));
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
     throw new ValidationError("invalid configuration", [

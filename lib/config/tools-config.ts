@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
-import { parseOrThrow } from "../validation.js";
+import { parseJsonSetting, parseOrThrow } from "../validation.js";
+import { parseApprovalsConfig, type ApprovalsConfig } from "./approvals-config.js";
 
 /** Longest a single tool call may run before it comes back to the model as a timeout error. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
@@ -68,6 +69,8 @@ const envSchema = z.object({
   DOCUMENT_RESULTS: positiveInt.max(50).optional(),
   TOOL_IDEMPOTENCY_TTL_SECONDS: positiveInt.optional(),
   TOOL_ROLES: z.string().min(1).optional(),
+  TOOL_APPROVALS: z.string().min(1).optional(),
+  APPROVAL_TTL_SECONDS: positiveInt.optional(),
 });
 
 /** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
@@ -112,6 +115,8 @@ export interface ToolsConfig {
   idempotencyTtlSeconds: number;
   /** Roles allowed per tool name; tools not listed are open to every caller. */
   roles: Record<string, string[]>;
+  /** Which calls wait for a person's approval, and who may give it (`lib/config/approvals-config.ts`). */
+  approvals: ApprovalsConfig;
 }
 
 function invalid(path: string, message: string): ValidationError {
@@ -120,13 +125,7 @@ function invalid(path: string, message: string): ValidationError {
 
 function parseRoles(raw: string | undefined): Record<string, string[]> {
   if (raw === undefined) return {};
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch (error) {
-    throw new ValidationError("invalid configuration", [{ path: "TOOL_ROLES", message: "not JSON" }], { cause: error });
-  }
-  const parsed = toolRolesSchema.safeParse(json);
+  const parsed = toolRolesSchema.safeParse(parseJsonSetting(raw, "TOOL_ROLES"));
   if (!parsed.success) throw invalid("TOOL_ROLES", 'expected {"tool_name": ["role", ...]}');
   // A misspelt name would leave the real tool open to everyone: refuse to start instead.
   const unknown = Object.keys(parsed.data).filter((name) => !(TOOL_NAMES as readonly string[]).includes(name));
@@ -194,5 +193,6 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
     timeoutMs: e.TOOL_TIMEOUT_MS ?? DEFAULT_TOOL_TIMEOUT_MS,
     idempotencyTtlSeconds: e.TOOL_IDEMPOTENCY_TTL_SECONDS ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
     roles: parseRoles(e.TOOL_ROLES),
+    approvals: parseApprovalsConfig(e.TOOL_APPROVALS, e.APPROVAL_TTL_SECONDS, TOOL_NAMES),
   };
 }

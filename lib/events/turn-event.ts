@@ -12,8 +12,11 @@ export type TurnEventBody =
   | { type: "tool_finished"; tool: string; toolCallId: string; status: "success" | "error" }
   /** Answer text as the model writes it; the answer is the text of the turn's last model call. */
   | { type: "text"; modelCall: number; delta: string }
-  /** A tool call waits for someone's approval (the approvals feature emits it). */
-  | { type: "approval_requested"; tool: string; toolCallId: string }
+  /**
+   * The turn paused: these calls wait for a person's decision (docs/approvals.md). It ends this
+   * stream; once they are decided, the turn continues under the same id and its events follow this one.
+   */
+  | { type: "approval_requested"; approvals: { approvalId: string; toolCallId: string; tool: string; expiresAt: string }[] }
   | { type: "done"; answer: string; usage: Usage }
   | { type: "failed"; code: string; message: string };
 
@@ -32,7 +35,7 @@ export const TURN_EVENT_TYPES = [
   "failed",
 ] as const satisfies readonly TurnEventType[];
 
-/** Events after which a turn says nothing more. */
+/** Events after which a turn says nothing more (`approval_requested`: until its calls are decided). */
 export function isFinalEvent(event: TurnEventBody): boolean {
-  return event.type === "done" || event.type === "failed";
+  return event.type === "done" || event.type === "failed" || event.type === "approval_requested";
 }

@@ -12,6 +12,10 @@ import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
 import { channelHandlers } from "../channels/channel-handlers.js";
 import { channelWorker } from "../channels/channel-worker.js";
+import { channelDecisions } from "../channels/channel-decisions.js";
+import { createGroupDirectories } from "../channels/group-directories.js";
+import { slackResponseUrlPrefix } from "../channels/slack/handle-slack-interaction.js";
+import { ChannelRoles } from "../auth/channel-roles.js";
 import type { ChannelCredentials } from "../config/credentials.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
 import type { TurnJobOutcome, TurnJobWorker } from "../queue/turn-job-worker.js";
@@ -127,15 +131,21 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     },
     { onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }) },
   );
+  const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
   const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
     teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
     notConfigured: LOCAL_CHANNEL_HINTS,
     deduper: new ChannelEventDeduper(client.db(config.dbName)),
     enqueue: (job) => turnQueue.enqueue(job),
+    decide: channelDecisions({
+      conversations: app.database.conversations,
+      approvals: app.approvals,
+      roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
+    }),
+    slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
     logger,
   });
-  const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
   const authenticate = (request: HttpRequest) => verifier.verifyAuthorizationHeader(request.headers.authorization);
   const route = createHttpHandler(app, config, {
     authenticate,

@@ -1,4 +1,5 @@
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { CORRELATION_ID_ATTRIBUTE, type TraceContext } from "../observability/index.js";
 import type { TurnJob } from "./turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
@@ -6,21 +7,33 @@ export interface SqsTurnQueueOptions {
   /** Created once per container by the caller, and never closed here. */
   client: SQSClient;
   queueUrl: string;
+  /** Called once per job the queue accepted (the queued-turn metric). */
+  onEnqueued?: () => void;
+  /** The trace and correlation id of the request that enqueues, carried by the message to the worker. Default: none. */
+  traceContext?: () => TraceContext;
 }
 
-/** The turn queue on SQS FIFO: group = conversation, deduplication id = the delivered event. */
+/**
+ * The turn queue on SQS FIFO: group = conversation, deduplication id = the delivered event. The
+ * enqueuing request's correlation id travels as a message attribute and its X-Ray trace header as
+ * the `AWSTraceHeader` system attribute, so the worker's turn continues the request's trace.
+ */
 export class SqsTurnQueue implements TurnQueue {
   constructor(private readonly options: SqsTurnQueueOptions) {}
 
   async enqueue(job: TurnJob): Promise<void> {
+    const trace = this.options.traceContext?.() ?? {};
     await this.options.client.send(
       new SendMessageCommand({
         QueueUrl: this.options.queueUrl,
         MessageBody: JSON.stringify(job),
         MessageGroupId: turnJobGroupId(job),
         MessageDeduplicationId: turnJobDeduplicationId(job),
+        ...(trace.correlationId && { MessageAttributes: { [CORRELATION_ID_ATTRIBUTE]: { DataType: "String", StringValue: trace.correlationId } } }),
+        ...(trace.traceHeader && { MessageSystemAttributes: { AWSTraceHeader: { DataType: "String", StringValue: trace.traceHeader } } }),
       }),
     );
+    this.options.onEnqueued?.();
   }
 
   /**

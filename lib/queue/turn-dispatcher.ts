@@ -14,6 +14,8 @@ export interface TurnDispatcherOptions {
   /** How long a turn may run in the request before it is handed to the worker. Default: {@link DEFAULT_SYNC_TURN_DEADLINE_MS}. */
   syncDeadlineMs?: number;
   onTurnCompleted?: TurnMetricsSink;
+  /** Called with the error of a turn that failed while it ran in the request (not one handed to the worker). */
+  onTurnFailed?: (error: unknown) => void;
 }
 
 export type DispatchOutcome = { kind: "completed"; result: TurnResult } | { kind: "queued"; turnId: string };
@@ -41,7 +43,7 @@ export class TurnDispatcher {
     const timer = setTimeout(() => deadline.abort(), this.syncDeadlineMs);
     const started = Date.now();
     try {
-      const result = await this.options.runner.run({ ...request, signal: deadline.signal });
+      const result = await this.options.runner.run({ ...request, signal: deadline.signal, origin: apiTurnJob(request) });
       const turn = await this.options.turns.get(result.turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
@@ -49,7 +51,10 @@ export class TurnDispatcher {
       return { kind: "completed", result };
     } catch (error) {
       // The runner left the stopped turn queued; the worker resumes it.
-      if (!deadline.signal.aborted) throw error;
+      if (!deadline.signal.aborted) {
+        this.options.onTurnFailed?.(error);
+        throw error;
+      }
       await this.options.queue.enqueue(apiTurnJob(request));
       return { kind: "queued", turnId: request.turnId };
     } finally {
@@ -59,7 +64,7 @@ export class TurnDispatcher {
 }
 
 /** An API turn as a queue job: the conversation id is its key, the turn id its dedupe id. */
-function apiTurnJob(request: TurnRequest): TurnJob {
+export function apiTurnJob(request: TurnRequest): TurnJob {
   const { principal } = request.caller;
   if (principal.issuer !== "api") throw new ValidationError("only API turns are dispatched to the worker");
   return {

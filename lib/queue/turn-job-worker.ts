@@ -18,6 +18,7 @@ import {
 } from "../errors.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { TurnStore } from "../store/turn-store.js";
+import type { ApprovalStore } from "../store/approval-store.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
 import { turnIdForJob } from "./turn-queue.js";
 
@@ -45,10 +46,14 @@ export interface TurnJobWorkerOptions {
   /** Default: {@link DEFAULT_REPLY_CLAIM_MS}. */
   replyClaimMs?: number;
   onTurnCompleted?: TurnMetricsSink;
+  /** Where a channel turn's waiting calls are claimed for their one notice in the thread. Default: no notice. */
+  approvals?: ApprovalStore;
 }
 
 export type TurnJobOutcome =
   | { kind: "completed"; turnId: string; result: TurnResult }
+  /** Paused before calls a person must decide; a job resumes it once they are (`Approvals`). */
+  | { kind: "awaiting-approval"; turnId: string; result: TurnResult }
   /** Failed for good: the user got the failure message; the message must not come back. */
   | { kind: "gave-up"; turnId: string; error: unknown }
   /** Failed for now: the message should come back after `delaySeconds`. */
@@ -137,7 +142,7 @@ export class TurnJobWorker {
         await turns.reject(turnId, { code: error.name, message: "the message is too long" });
         throw error;
       }
-      stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId));
+      stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId, job.resume));
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
       const caller = await this.callerOf(job);
       const result = await runner.run({
@@ -146,8 +151,15 @@ export class TurnJobWorker {
         owner: job.owner,
         content: job.content,
         turnId,
+        origin: job,
         onEvent: stream && ((e) => stream!.onEvent(e)),
       });
+      if (result.status === "awaiting_approval") {
+        // The stream ends where the turn pauses; the resumed turn streams its continuation anew.
+        await stream?.abandon().catch(() => undefined);
+        await this.noticeOnce(job, conversationId, result);
+        return { kind: "awaiting-approval", turnId, result };
+      }
       const turn = await turns.get(turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
@@ -164,6 +176,14 @@ export class TurnJobWorker {
       await this.replyOnce(job, turnId, told).catch(() => undefined);
       return { kind: "gave-up", turnId, error };
     }
+  }
+
+  /** Tells the channel thread which calls wait, once per set of approvals (a redelivery finds them claimed). */
+  private async noticeOnce(job: TurnJob, conversationId: string, result: TurnResult): Promise<void> {
+    const { approvals, replier } = this.options;
+    if (job.channel === "api" || !approvals || !result.approvals?.length) return;
+    if (!(await approvals.claimNotice(result.turnId))) return;
+    await replier.requestApproval(job, conversationId, result.approvals);
   }
 
   /** An API job carries its token's roles; a channel user's are looked up now, so a changed mapping applies to queued turns too. */

@@ -51,6 +51,8 @@ const jobFields = {
   dedupeId: z.string().min(1),
   /** When ingress accepted the event (ISO 8601). */
   receivedAt: z.iso.datetime(),
+  /** Set on a job that resumes the turn once its approvals are decided: names that set of decisions (docs/approvals.md). */
+  resume: z.string().min(1).max(64).optional(),
 };
 
 /** The person who wrote the message, from the verified request: a principal of the job's own channel only. */
@@ -83,11 +85,22 @@ export type EnqueueTurn = (job: TurnJob) => Promise<void>;
 export interface TurnReplier {
   reply(job: TurnJob, text: string): Promise<void>;
   replyFailure(job: TurnJob, error: unknown): Promise<void>;
+  /** Asks in the channel for decisions on a turn's waiting calls (docs/approvals.md). */
+  requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void>;
   /**
    * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
-   * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn.
+   * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn
+   * (and per resumption after approvals).
    */
   openStream?(job: TurnJob, claimStream: () => Promise<boolean>): TurnAnswerStream | undefined;
+}
+
+/** One waiting call, as a channel asks about it. */
+export interface ApprovalRequestItem {
+  approvalId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  expiresAt: string;
 }
 
 /**
@@ -101,7 +114,7 @@ export interface TurnAnswerStream {
   finish(answer: string): Promise<void>;
   /** Tells the user the turn failed, in the stream if one is open. */
   fail(error: unknown): Promise<void>;
-  /** The attempt stops (the turn will be retried): closes an open stream without an answer. */
+  /** The attempt stops without an answer (the turn will be retried, or waits for approvals): closes an open stream. */
   abandon(): Promise<void>;
 }
 

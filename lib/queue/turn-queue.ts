@@ -17,9 +17,12 @@ export function turnJobGroupId(job: TurnJob): string {
   return sha256(`${job.channel}:${job.conversationKey}`);
 }
 
-/** The FIFO deduplication id: the delivered event, so a channel's retry is dropped by SQS as well. */
+/**
+ * The FIFO deduplication id: the delivered event, so a channel's retry is dropped by SQS as well;
+ * a resuming job adds its decisions, so it is not taken for the event's first delivery.
+ */
 export function turnJobDeduplicationId(job: TurnJob): string {
-  return sha256(`${job.channel}:${job.dedupeId}`);
+  return sha256(`${job.channel}:${job.dedupeId}${job.resume === undefined ? "" : `:resume:${job.resume}`}`);
 }
 
 /**

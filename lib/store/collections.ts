@@ -11,6 +11,8 @@ export const COLLECTIONS = {
   artifacts: "artifacts",
   idempotency: "idempotency",
   followUps: "follow_ups",
+  /** Tool calls waiting for, or decided by, a person (`ApprovalStore`). */
+  approvals: "approvals",
   channelEvents: "channel_events",
   recallTurns: "recall_turns",
   recallIndex: "recall_index",

@@ -1,6 +1,7 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
 import { ThreadwiseError } from "../errors.js";
+import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempotency-persistence-layer.js";
@@ -21,7 +22,7 @@ export class DatabaseSetupError extends ThreadwiseError {
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
  * function that finds an older version recorded sets the database up before serving.
  */
-export const DATABASE_SETUP_VERSION = 2;
+export const DATABASE_SETUP_VERSION = 3;
 
 const SETUP_ID = "indexes";
 
@@ -63,6 +64,8 @@ export class ThreadwiseDatabase {
   readonly recall: RecallIndexStore;
   /** Turns' streamed events, kept for clients that reconnect. */
   readonly turnEvents: TurnEventStore;
+  /** Tool calls waiting for a person's decision, and the decisions. */
+  readonly approvals: ApprovalStore;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
@@ -78,6 +81,7 @@ export class ThreadwiseDatabase {
     this.artifacts = new ArtifactStore(this.db);
     this.recall = new RecallIndexStore(this.db);
     this.turnEvents = new TurnEventStore(this.db);
+    this.approvals = new ApprovalStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({
       client,
@@ -98,6 +102,7 @@ export class ThreadwiseDatabase {
       this.retention.setup(),
       this.recall.setup(),
       this.turnEvents.setup(),
+      this.approvals.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
       ...extra.map((step) => step()),
@@ -141,6 +146,7 @@ export class ThreadwiseDatabase {
       this.artifacts.deleteByConversation(conversationId),
       this.recall.deleteByConversation(conversationId),
       this.turnEvents.deleteByConversation(conversationId),
+      this.approvals.deleteByConversation(conversationId),
       this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),
     ]);
     await this.conversations.delete(conversationId);

@@ -12,6 +12,7 @@ const OWNER_FIELD: Record<string, string> = {
   [COLLECTIONS.modelCalls]: "conversationId",
   [COLLECTIONS.artifacts]: "conversationId",
   [COLLECTIONS.followUps]: "conversationId",
+  [COLLECTIONS.approvals]: "conversationId",
   [COLLECTIONS.recallTurns]: "conversationId",
   [COLLECTIONS.recallIndex]: "conversationId",
   [COLLECTIONS.checkpoints]: "thread_id",

@@ -7,16 +7,17 @@ import type { Principal } from "../auth/principal.js";
 
 /**
  * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
- * question and has no answer.
+ * question and has no answer. `awaiting_approval`: paused before tool calls a person must
+ * approve (docs/approvals.md); it resumes once every one is decided.
  */
-export const TURN_STATUSES = ["queued", "running", "completed", "failed", "superseded"] as const;
+export const TURN_STATUSES = ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"] as const;
 export type TurnStatus = (typeof TURN_STATUSES)[number];
 
 /** Statuses a turn never leaves. */
 const FINAL_STATUSES: readonly TurnStatus[] = ["completed", "superseded"];
 
 export interface TurnProgress {
-  step: "queued" | "model" | "tool" | "done";
+  step: "queued" | "model" | "tool" | "approval" | "done";
   tool?: string;
   modelCalls: number;
   at: Date;
@@ -57,8 +58,8 @@ export interface TurnDocument {
   replyClaimedAt?: Date;
   /** A channel turn: when its reply was delivered. Set once; a redelivered job then sends nothing. */
   repliedAt?: Date;
-  /** A channel turn: when an attempt began streaming its answer into the channel. Set once; no other attempt streams it. */
-  streamClaimedAt?: Date;
+  /** A channel turn: the segments whose answer an attempt began streaming into the channel (see `claimStream`); no other attempt streams them. */
+  streamedSegments?: string[];
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -268,6 +269,22 @@ export class TurnStore {
     await this.update(turn, fence, { $set: { status: "queued", updatedAt: now, "progress.step": "queued", "progress.at": now } });
   }
 
+  /** The turn waits for decisions on its tool calls; the attempt ends, and the next claims it when they are taken. */
+  async awaitApproval(turn: ClaimedTurn, tools: string[], fence: WriteFence, now = new Date()): Promise<void> {
+    await this.update(turn, fence, {
+      $set: { status: "awaiting_approval", updatedAt: now, "progress.step": "approval", "progress.tool": tools.join(", "), "progress.at": now },
+    });
+  }
+
+  /** Turns of the conversation begun before `seq` that still wait for approval: a newer question ends them unanswered. */
+  async supersedeAwaiting(conversationId: string, seq: number, now = new Date()): Promise<number> {
+    const result = await this.#turns.updateMany(
+      { conversationId, status: "awaiting_approval", seq: { $lt: seq } },
+      { $set: { status: "superseded", updatedAt: now, completedAt: now, "progress.step": "done", "progress.at": now } },
+    );
+    return result.modifiedCount;
+  }
+
   /** The turn is no longer its conversation's latest: it ends without an answer. */
   async supersede(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<void> {
     await this.update(turn, fence, {
@@ -318,11 +335,12 @@ export class TurnStore {
   }
 
   /**
-   * Claims streaming a channel turn's answer: true once per turn, ever. An attempt that dies
-   * mid-stream leaves the stream to its fate; the redelivery answers in one message instead.
+   * Claims streaming a channel turn's answer: true once per turn and `segment` (the resume key of
+   * a turn continued after approvals; none for its start), ever. An attempt that dies mid-stream
+   * leaves the stream to its fate; the redelivery answers in one message instead.
    */
-  async claimStream(turnId: string, now = new Date()): Promise<boolean> {
-    const result = await this.#turns.updateOne({ _id: turnId, streamClaimedAt: { $exists: false } }, { $set: { streamClaimedAt: now } });
+  async claimStream(turnId: string, segment = ""): Promise<boolean> {
+    const result = await this.#turns.updateOne({ _id: turnId, streamedSegments: { $nin: [segment] } }, { $addToSet: { streamedSegments: segment } });
     return result.modifiedCount === 1;
   }
 

@@ -96,6 +96,19 @@ export class ToolRegistry {
     return allowed === undefined || allowed.some((role) => caller.roles.includes(role));
   }
 
+  /** Whether a tool registered here changes things (it runs through the guard, and approvals may hold it). */
+  hasSideEffects(toolName: string): boolean {
+    return this.#tools.get(toolName)?.sideEffects ?? false;
+  }
+
+  /** The problems of `args` for the named tool, as its schema finds them; empty when they are valid. */
+  argumentIssues(toolName: string, args: unknown): { path: string; message: string }[] {
+    const tool = this.#tools.get(toolName);
+    if (!tool) return [{ path: "(tool)", message: `there is no tool named "${toolName}"` }];
+    const parsed = tool.schema.safeParse(args ?? {});
+    return parsed.success ? [] : parsed.error.issues.map((i) => ({ path: i.path.join(".") || "(arguments)", message: i.message }));
+  }
+
   /** Runs one tool call for the caller in `ctx`; resolves with the tool message content, never rejects. */
   async execute(call: ToolCallRequest, ctx: Omit<ToolCallContext, "toolCallId">): Promise<ToolCallResult> {
     const started = Date.now();

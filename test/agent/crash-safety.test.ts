@@ -3,7 +3,8 @@ import type { BaseMessage } from "@langchain/core/messages";
 import { MongoClient } from "mongodb";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FAULT_POINTS, type FaultInjector, type FaultPoint } from "../../lib/agent/fault-points.js";
+import { FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
+import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import type { Caller } from "../../lib/auth/principal.js";
@@ -17,23 +18,6 @@ const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const dbName = `crash_${randomUUID().slice(0, 8)}`;
 const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
 let client: MongoClient;
-
-class SimulatedCrash extends Error {
-  override name = "SimulatedCrash";
-}
-
-/** Throws once at the chosen point, as a process dying there would stop the turn. */
-function crashOnceAt(point: FaultPoint): FaultInjector & { fired: boolean } {
-  return {
-    fired: false,
-    at(p) {
-      if (p === point && !this.fired) {
-        this.fired = true;
-        throw new SimulatedCrash(point);
-      }
-    },
-  };
-}
 
 /** A tool with a side effect the test can count: one document per effect. */
 function effectTool(): ToolDefinition {

@@ -119,6 +119,23 @@ function lastSent(before: number): SentMessage {
   return aws.sent[before];
 }
 
+/** A new conversation with one turn asked with `Prefer: respond-async`, and the message the api function queued for it. */
+async function queuedTurn(content: string, requestId?: string): Promise<{ id: string; turnId: string; message: SentMessage }> {
+  const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+  const before = aws.sent.length;
+  const accepted = await api({
+    method: "POST",
+    path: `/v1/conversations/${id}/messages`,
+    routeKey: "POST /v1/conversations/{id}/messages",
+    claims: alice,
+    headers: { prefer: "respond-async" },
+    body: { content },
+    requestId,
+  });
+  expect(accepted.status).toBe(202);
+  return { id, turnId: accepted.json.turnId as string, message: lastSent(before) };
+}
+
 /** A CloudFormation custom resource request whose answer lands in `responses`. */
 async function customResourceEndpoint(): Promise<{ url: string; responses: Record<string, any>[]; close(): Promise<void> }> {
   const responses: Record<string, any>[] = [];
@@ -258,25 +275,38 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
   describe("worker", () => {
     it("completes an async API turn queued by the api function", async () => {
-      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
-      const before = aws.sent.length;
-      const accepted = await api({
-        method: "POST",
-        path: `/v1/conversations/${id}/messages`,
-        routeKey: "POST /v1/conversations/{id}/messages",
-        claims: alice,
-        headers: { prefer: "respond-async" },
-        body: { content: "Answer me later" },
-      });
-      expect(accepted.status).toBe(202);
-      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      const { id, turnId, message } = await queuedTurn("Answer me later");
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
       const turn = await api({
         method: "GET",
-        path: `/v1/conversations/${id}/turns/${accepted.json.turnId}`,
+        path: `/v1/conversations/${id}/turns/${turnId}`,
         routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
         claims: alice,
       });
       expect(turn.json).toMatchObject({ status: "completed", answer: "answer to: Answer me later" });
+    });
+
+    it("continues the api request's X-Ray trace in the message and its correlation id in the worker's log lines", async () => {
+      const apiProcess = await container("api");
+      const printed = apiProcess.logs().length;
+      const { turnId, message } = await queuedTurn("Trace me", "req-artifact-trace");
+      const [, root] = /^Root=(1-[0-9a-f]{8}-[0-9a-f]{24});Parent=[0-9a-f]{16};Sampled=0$/.exec(message.traceHeader ?? "") ?? [];
+      // The trace the runtime gave the api's invocation, which its log lines name.
+      const requestLine = apiProcess
+        .logs()
+        .slice(printed)
+        .find((l) => l.message === "request" && l.correlation_id === "req-artifact-trace");
+      expect(root).toBeDefined();
+      expect(requestLine).toMatchObject({ route: "POST /v1/conversations/{id}/messages", status: 202, xray_trace_id: root });
+      expect(message.attributes).toEqual({ correlationId: "req-artifact-trace" });
+      const worker = await container("worker");
+      const workerPrinted = worker.logs().length;
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
+      const turnLine = worker
+        .logs()
+        .slice(workerPrinted)
+        .find((l) => l.message === "turn job");
+      expect(turnLine).toMatchObject({ correlation_id: "req-artifact-trace", turnId, outcome: "completed" });
     });
 
     it("answers a signed Slack mention in its thread, queued by the slack function", async () => {
@@ -308,6 +338,41 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
           activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }),
         }),
       ]);
+    });
+  });
+
+  describe("a model that refuses the function's credentials", () => {
+    it("gives the turn up, emits the failed-turn metric (EMF) by reason, and logs it at ERROR without the message", async () => {
+      const { turnId, message } = await queuedTurn("a secret question");
+      converse.setResponder(() => ({
+        error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+      }));
+      const worker = await container("worker");
+      const printed = worker.output.length;
+      try {
+        // The first receive: a refusal for credentials is not retried.
+        expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
+      } finally {
+        converse.setResponder((request) => ({ text: `answer to: ${lastUserText(request)}` }));
+      }
+      const lines = worker.output.slice(printed).flatMap((line) => {
+        try {
+          return [JSON.parse(line) as Record<string, any>];
+        } catch {
+          return [];
+        }
+      });
+      const emf = lines.filter((l) => l._aws?.CloudWatchMetrics);
+      const failed = emf.filter((l) => l.TurnsFailed === 1);
+      expect(failed.map((l) => ({ namespace: l._aws.CloudWatchMetrics[0].Namespace, service: l.service, reason: l.reason }))).toEqual(
+        expect.arrayContaining([
+          { namespace: "Threadwise", service: "threadwise-artifact", reason: "model_denied" },
+          { namespace: "Threadwise", service: "threadwise-artifact", reason: undefined },
+        ]),
+      );
+      const errors = lines.filter((l) => l.level === "ERROR");
+      expect(errors).toEqual([expect.objectContaining({ message: "turn given up", reason: "model_denied", error: "ModelCredentialsError", turnId })]);
+      expect(worker.output.slice(printed).join("\n")).not.toContain("a secret question");
     });
   });
 

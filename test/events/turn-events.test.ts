@@ -3,7 +3,8 @@ import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import type { TurnEvent } from "../../lib/events/turn-event.js";
-import { TurnEvents } from "../../lib/events/turn-events.js";
+import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
+import { TurnEventHub } from "../../lib/events/turn-event-hub.js";
 import { silentLogger } from "../../lib/logger.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
@@ -61,6 +62,9 @@ async function runTurn(content: string): Promise<{ turnId: string; error?: unkno
   return { turnId, error };
 }
 
+/** Follows turns as the API does, over the app's hub. */
+const follower = () => new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub });
+
 async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
   const seen: TurnEvent[] = [];
   for await (const event of events) seen.push(event);
@@ -69,11 +73,11 @@ async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
 
 const summary = (events: TurnEvent[]) => events.map((e) => (e.type === "text" ? `text:${e.delta}` : e.type));
 
-describe("TurnEvents", () => {
+describe("TurnEventFollower", () => {
   describe("follow", () => {
     it("returns progress, the tool's start and finish, the text of each model call and done, in order", async () => {
       const { turnId } = await runTurn("look it up");
-      const events = await collect(app.events.follow(turnId, 0, AbortSignal.timeout(10_000)));
+      const events = await collect(follower().follow(turnId, 0, AbortSignal.timeout(10_000)));
       expect(summary(events)).toEqual([
         "progress",
         "text:Let ",
@@ -95,15 +99,15 @@ describe("TurnEvents", () => {
 
     it("returns the stored events after an id to a process that did not run the turn", async () => {
       const { turnId } = await runTurn("look it up");
-      const elsewhere = new TurnEvents({ store: app.database.turnEvents, turns: app.database.turns });
-      const all = await collect(app.events.follow(turnId, 0, AbortSignal.timeout(10_000)));
+      const elsewhere = new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: new TurnEventHub() });
+      const all = await collect(follower().follow(turnId, 0, AbortSignal.timeout(10_000)));
       expect(await collect(elsewhere.follow(turnId, 3, AbortSignal.timeout(10_000)))).toEqual(all.slice(3));
     });
 
     it("returns the text before a model error mid-stream, then failed", async () => {
       const { turnId, error } = await runTurn("break please");
       expect(error).toMatchObject({ name: "ModelStreamErrorException" });
-      const events = await collect(app.events.follow(turnId, 0, AbortSignal.timeout(10_000)));
+      const events = await collect(follower().follow(turnId, 0, AbortSignal.timeout(10_000)));
       expect(summary(events)).toEqual(["progress", "text:This ", "text:will ", "failed"]);
       expect(events.at(-1)).toMatchObject({ code: "ModelStreamErrorException" });
     });
@@ -115,7 +119,7 @@ describe("TurnEvents", () => {
       const long = await runTurn("long");
       const batches = database.db.collection(COLLECTIONS.turnEvents);
       const count = async (turnId: string) => batches.countDocuments({ turnId });
-      const longEvents = await collect(app.events.follow(long.turnId, 0, AbortSignal.timeout(10_000)));
+      const longEvents = await collect(follower().follow(long.turnId, 0, AbortSignal.timeout(10_000)));
       expect(longEvents.filter((e) => e.type === "text")).toHaveLength(400);
       expect(await count(long.turnId)).toBe(await count(short.turnId));
       expect(await count(short.turnId)).toBe(2);

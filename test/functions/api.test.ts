@@ -1,4 +1,6 @@
+import { defaultResponder } from "../support/converse-endpoint.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
+import { emfOf } from "./support/emf.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -72,6 +74,18 @@ describe("functions/api", () => {
       expect(res.json.answer).toContain("What is the capital of France?");
       expect(res.json.usage.inputTokens).toBeGreaterThan(0);
       expect(h.converse.requests.at(-1)?.status).toBe(200);
+    });
+
+    it("returns 503 model_credentials for a sync turn the model refuses, and publishes it as a failed turn by reason", async () => {
+      const id = await newConversation();
+      h.converse.setResponder(() => ({
+        error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+      }));
+      let res;
+      const emf = await emfOf(async () => (res = await postMessage(id, "denied question"))).finally(() => h.converse.setResponder(defaultResponder));
+      expect(res!.status).toBe(503);
+      const failed = emf.filter((l) => l.TurnsFailed === 1);
+      expect(failed.map((l) => l.reason)).toEqual(["model_denied", undefined]);
     });
 
     it("returns the answer for a base64-encoded body", async () => {

@@ -1,6 +1,7 @@
 import { appMention, envelope } from "../channels/slack/fixtures.js";
 import { signSlackRequest } from "../support/slack-signing.js";
 import { apiEvent, lambdaContext } from "./support/events.js";
+import { emfOf } from "./support/emf.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
 let h: Harness;
@@ -33,6 +34,16 @@ describe("functions/slack", () => {
       const result = await slackEvent(body, signSlackRequest(body, { secret: "not-the-secret" }));
       expect(result.statusCode).toBe(401);
       expect(h.aws.sent.length).toBe(before);
+    });
+
+    it("publishes a refused request as a webhook 4xx of the slack channel, and an accepted one as nothing", async () => {
+      const body = envelope(appMention({ ts: "1700000777.000100", event_ts: "1700000777.000100" }));
+      const emf = await emfOf(async () => {
+        await slackEvent(body, signSlackRequest(body, { secret: "not-the-secret" }));
+        await slackEvent(body, signSlackRequest(body));
+      });
+      const webhook = emf.filter((l) => "WebhookClientErrors" in l || "WebhookServerErrors" in l);
+      expect(webhook).toEqual([expect.objectContaining({ channel: "slack", WebhookClientErrors: 1, service: "threadwise-test" })]);
     });
 
     it("enqueues a signed, base64-delivered mention once, however often Slack retries it", async () => {

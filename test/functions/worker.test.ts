@@ -2,6 +2,7 @@ import { DEFAULT_TURN_MAX_RECEIVES } from "../../lib/config/config.js";
 import { DEFAULT_RETRY_BASE_SECONDS } from "../../lib/queue/index.js";
 import { lastUserText } from "../support/converse-endpoint.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
+import { emfOf } from "./support/emf.js";
 import { startHarness, type Harness } from "./support/harness.js";
 import type { SentMessage } from "./support/aws-endpoints.js";
 
@@ -14,6 +15,8 @@ beforeAll(async () => {
       respond: (request) => {
         const text = lastUserText(request);
         if (text.includes("reject")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
+        if (text.includes("deny"))
+          return { error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } };
         if (text.includes("break")) return { error: { status: 503, type: "ServiceUnavailableException", message: "The model is unavailable." } };
         return { text: `answer to: ${text}` };
       },
@@ -105,6 +108,44 @@ describe("functions/worker", () => {
       const poison = { ...h.aws.sent[0], messageId: "poison-1", body: JSON.stringify({ hello: "world" }) };
       const result = await h.worker(sqsEvent(sqsRecord(poison)));
       expect(result.batchItemFailures).toEqual([]);
+    });
+
+    it("publishes a turn given up and failed, by reason, when the model denies access", async () => {
+      const { message } = await queuedTurn("please deny me");
+      const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
+      const counted = (name: string) => emf.filter((l) => name in l).map((l) => ({ reason: l.reason, value: l[name] }));
+      expect(counted("TurnsGivenUp")).toEqual([
+        { reason: "model_denied", value: 1 },
+        { reason: undefined, value: 1 },
+      ]);
+      expect(counted("TurnsFailed")).toEqual([
+        { reason: "model_denied", value: 1 },
+        { reason: undefined, value: 1 },
+      ]);
+      expect(counted("TurnsRetried")).toEqual([]);
+    });
+
+    it("publishes a retried turn, by reason, before its last receive", async () => {
+      const { message } = await queuedTurn("please break, once more");
+      const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
+      expect(emf.filter((l) => "TurnsRetried" in l).map((l) => l.reason)).toEqual(["model_error", undefined]);
+      expect(emf.filter((l) => "TurnsFailed" in l)).toEqual([]);
+    });
+
+    it("carries the API request's id to the worker as the message's correlation id, and no trace header outside Lambda", async () => {
+      const created = await h.api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice });
+      const before = h.aws.sent.length;
+      const accepted = await h.api({
+        method: "POST",
+        path: `/v1/conversations/${created.json.conversationId}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        query: { async: "true" },
+        body: { content: "correlate me" },
+        requestId: "req-correlated-1",
+      });
+      expect(accepted.status).toBe(202);
+      expect(h.aws.sent[before]).toMatchObject({ attributes: { correlationId: "req-correlated-1" }, traceHeader: undefined });
     });
 
     it("publishes the per-turn metrics as CloudWatch EMF in the Threadwise namespace", async () => {

@@ -116,7 +116,14 @@ describe("ThreadwiseStack cdk-nag", () => {
       const routes = acknowledgements(buildStack().stack)
         .filter((a) => a.id.endsWith("AwsSolutions-APIG4"))
         .map((a) => a.path.split("/").at(-1));
-      expect(routes.sort()).toEqual(["GET--healthz", "GET--openapi.json", "GET--readyz", "POST--slack--events", "POST--teams--messages"]);
+      expect(routes.sort()).toEqual([
+        "GET--healthz",
+        "GET--openapi.json",
+        "GET--readyz",
+        "POST--slack--events",
+        "POST--slack--interactivity",
+        "POST--teams--messages",
+      ]);
     });
 
     it("says in the webhook acknowledgements that the function verifies the request", () => {

@@ -1,3 +1,4 @@
+import { CURRENTLY_RECOMMENDED_FLAGS } from "aws-cdk-lib/cx-api";
 import { readFileSync } from "node:fs";
 import { App } from "aws-cdk-lib";
 import { DEFAULT_BEDROCK_MODEL_ID } from "../../lib/config/config.js";
@@ -235,6 +236,12 @@ describe("stage-config", () => {
       const context = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")).context as Record<string, unknown>;
       const ours = Object.keys(context).filter((k) => !k.startsWith("@") && k !== "//");
       expect(ours.sort()).toEqual([...CONTEXT_KEYS].sort());
+    });
+
+    it("sets every feature flag `cdk init` sets for a new app with this aws-cdk-lib, to its recommended value", () => {
+      const context = JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")).context as Record<string, unknown>;
+      const flags = Object.fromEntries(Object.entries(context).filter(([key]) => key.startsWith("@")));
+      expect(flags).toEqual(CURRENTLY_RECOMMENDED_FLAGS);
     });
 
     it("holds values that read as the defaults", () => {

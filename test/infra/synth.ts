@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { App } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { readStageConfig } from "../../infra/stage-config.js";
@@ -15,11 +16,19 @@ export interface SynthOptions {
   validate?: boolean;
 }
 
-/** Builds the stack as infra/app.ts does, from context alone. */
+/** The CDK feature flags of cdk.json (keys starting with `@`), which `cdk synth` applies to the app. */
+export const FEATURE_FLAGS: Record<string, unknown> = Object.fromEntries(
+  Object.entries(JSON.parse(readFileSync(new URL("../../cdk.json", import.meta.url), "utf8")).context as Record<string, unknown>).filter(([key]) =>
+    key.startsWith("@"),
+  ),
+);
+
+/** Builds the stack as infra/app.ts does, from context alone, with cdk.json's feature flags. */
 export function buildStack(options: SynthOptions = {}): { app: App; stack: ThreadwiseStack } {
   const app = new App({
     builtinCloudFormationValidation: options.validate ?? false,
     context: {
+      ...FEATURE_FLAGS,
       ...options.context,
       // CDK's own switch: an empty list of bundling stacks makes assets placeholders.
       ...(options.bundle ? {} : { "aws:cdk:bundling-stacks": [] }),

@@ -40,11 +40,15 @@ function render(value: unknown): string {
   throw new Error(`cannot render ${JSON.stringify(value)}`);
 }
 
-/** The named function's statements whose actions are in these services, actions and resources rendered. */
+/** Grants with their actions and resources in order: IAM reads neither list in order, and CDK sorts them. */
+const sortedGrants = (grants: { actions: string[]; resources: string[] }[]) =>
+  grants.map((g) => ({ actions: [...g.actions].sort(), resources: [...g.resources].sort() }));
+
+/** The named function's statements whose actions are in these services, actions and resources rendered and sorted. */
 function grantsOf(template: Template, functionLogicalPrefix: string, services: string[]): { actions: string[]; resources: string[] }[] {
   return statementsOf(template, functionLogicalPrefix)
     .filter((s) => actionsOf([s]).some((a) => services.includes(a.split(":")[0])))
-    .map((s) => ({ actions: actionsOf([s]), resources: (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(render) }));
+    .map((s) => ({ actions: actionsOf([s]).sort(), resources: (Array.isArray(s.Resource) ? s.Resource : [s.Resource]).map(render).sort() }));
 }
 
 /**
@@ -146,11 +150,15 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives each function a log group with the configured retention, kept in prod", () => {
-      template.hasResource("AWS::Logs::LogGroup", {
-        Properties: { LogGroupName: "/aws/lambda/prod-threadwise-worker", RetentionInDays: 30 },
-        DeletionPolicy: "Retain",
-      });
+    it("gives each function a log group of its own with the configured retention, kept in prod under a name a redeploy does not reuse", () => {
+      const groups = template.findResources("AWS::Logs::LogGroup");
+      for (const name of FUNCTIONS) {
+        const fn = Object.values(template.findResources("AWS::Lambda::Function")).find((f) => f.Properties.FunctionName === `prod-threadwise-${name}`)!;
+        const group = groups[fn.Properties.LoggingConfig.LogGroup.Ref as string];
+        expect(group, name).toMatchObject({ Properties: { RetentionInDays: 30 }, DeletionPolicy: "Retain" });
+      }
+      // A fixed name would collide with the retained group when the stack is deleted and deployed again.
+      expect(Object.values(groups).filter((g) => g.Properties.LogGroupName !== undefined)).toEqual([]);
     });
 
     it("stops the api function before API Gateway's 30 second limit", () => {
@@ -349,10 +357,10 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives the setup function the time an index build may take, and no other grant than its secret and logs", () => {
+    it("gives the setup function the time an index build may take, and no other grant than its secret, logs and traces", () => {
       template.hasResourceProperties("AWS::Lambda::Function", { FunctionName: "prod-threadwise-setup", Timeout: 600 });
       expect(environmentsOf(template).setup.MONGODB_SOCKET_TIMEOUT_MS).toBe("600000");
-      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager"]));
+      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager", "xray"]));
     });
   });
 
@@ -370,7 +378,9 @@ describe("ThreadwiseStack", () => {
         inVpc.findResources("AWS::EC2::SecurityGroup", { Properties: { GroupDescription: Match.stringLikeRegexp("functions: no inbound") } }),
       );
       const privateSubnets = Object.keys(inVpc.findResources("AWS::EC2::Subnet", { Properties: { MapPublicIpOnLaunch: false } }));
-      for (const fn of Object.values(inVpc.findResources("AWS::Lambda::Function"))) {
+      const ours = Object.values(inVpc.findResources("AWS::Lambda::Function")).filter((f) => String(f.Properties.FunctionName).startsWith("prod-threadwise-"));
+      expect(ours).toHaveLength(FUNCTIONS.length);
+      for (const fn of ours) {
         expect(fn.Properties.VpcConfig.SecurityGroupIds).toEqual([{ "Fn::GetAtt": [groupId, "GroupId"] }]);
         expect(fn.Properties.VpcConfig.SubnetIds.map((r: { Ref: string }) => r.Ref).sort()).toEqual(privateSubnets.sort());
       }
@@ -445,37 +455,43 @@ describe("ThreadwiseStack", () => {
 
     it("lets the api and the worker run, read and stop queries in the configured workgroup only", () => {
       for (const fn of ["Api", "Worker"]) {
-        expect(grantsOf(withTools, fn, ["athena"])).toEqual([
-          {
-            actions: ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults", "athena:StopQueryExecution"],
-            resources: [`${ARN}:athena:${HERE}:workgroup/analytics`],
-          },
-        ]);
+        expect(grantsOf(withTools, fn, ["athena"])).toEqual(
+          sortedGrants([
+            {
+              actions: ["athena:StartQueryExecution", "athena:GetQueryExecution", "athena:GetQueryResults", "athena:StopQueryExecution"],
+              resources: [`${ARN}:athena:${HERE}:workgroup/analytics`],
+            },
+          ]),
+        );
       }
     });
 
     it("lets the api and the worker read the Glue catalog, the database and its tables only", () => {
       for (const fn of ["Api", "Worker"]) {
-        expect(grantsOf(withTools, fn, ["glue"])).toEqual([
-          {
-            actions: ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"],
-            resources: [`${ARN}:glue:${HERE}:catalog`, `${ARN}:glue:${HERE}:database/sales`, `${ARN}:glue:${HERE}:table/sales/*`],
-          },
-        ]);
+        expect(grantsOf(withTools, fn, ["glue"])).toEqual(
+          sortedGrants([
+            {
+              actions: ["glue:GetDatabase", "glue:GetTable", "glue:GetTables", "glue:GetPartitions"],
+              resources: [`${ARN}:glue:${HERE}:catalog`, `${ARN}:glue:${HERE}:database/sales`, `${ARN}:glue:${HERE}:table/sales/*`],
+            },
+          ]),
+        );
       }
     });
 
     it("lets the api and the worker read the data buckets and read and write under the results prefix only", () => {
       for (const fn of ["Api", "Worker"]) {
-        expect(grantsOf(withTools, fn, ["s3"])).toEqual([
-          { actions: ["s3:GetBucketLocation", "s3:ListBucket"], resources: ["arn:aws:s3:::tw-lake", "arn:aws:s3:::tw-lake-archive"] },
-          { actions: ["s3:GetObject"], resources: ["arn:aws:s3:::tw-lake/*", "arn:aws:s3:::tw-lake-archive/*"] },
-          { actions: ["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"], resources: [`${ARN}:s3:::tw-results`] },
-          {
-            actions: ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
-            resources: [`${ARN}:s3:::tw-results/athena/threadwise/*`],
-          },
-        ]);
+        expect(grantsOf(withTools, fn, ["s3"])).toEqual(
+          sortedGrants([
+            { actions: ["s3:GetBucketLocation", "s3:ListBucket"], resources: ["arn:aws:s3:::tw-lake", "arn:aws:s3:::tw-lake-archive"] },
+            { actions: ["s3:GetObject"], resources: ["arn:aws:s3:::tw-lake/*", "arn:aws:s3:::tw-lake-archive/*"] },
+            { actions: ["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"], resources: [`${ARN}:s3:::tw-results`] },
+            {
+              actions: ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+              resources: [`${ARN}:s3:::tw-results/athena/threadwise/*`],
+            },
+          ]),
+        );
       }
     });
 
@@ -523,16 +539,30 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives the worker alone the roles of Slack and Teams users, as the worker reads them back", () => {
+    it("gives the worker and the webhooks (which decide approvals) the roles of Slack and Teams users, as they read them back", () => {
       const slack = { T0123: { default: ["viewer"], users: { U0ALICE: ["analyst"] } } };
       const envs = environmentsOf(synthTemplate({ context: { slackRoles: slack, teamsRoles: '{"contoso":{"default":["analyst"]}}' } }));
-      expect(loadConfig({ ...envs.worker, MONGODB_URI: "mongodb://db" }).auth.channelRoles).toEqual({ slack, teams: { contoso: { default: ["analyst"] } } });
-      for (const name of ["api", "slack", "teams", "setup"]) {
+      for (const name of ["worker", "slack", "teams"]) {
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).auth.channelRoles, name).toEqual({
+          slack,
+          teams: { contoso: { default: ["analyst"] } },
+        });
+      }
+      for (const name of ["api", "setup"]) {
         expect(
           Object.keys(envs[name]).filter((k) => /^(SLACK|TEAMS)_ROLES$/.test(k)),
           name,
         ).toEqual([]);
       }
+    });
+
+    it("gives the api and the worker TOOL_APPROVALS, as they read it back", () => {
+      const toolApprovals = { create_follow_up: { require: "always", approvers: { roles: ["lead"] } } };
+      const envs = environmentsOf(synthTemplate({ context: { toolApprovals } }));
+      for (const name of ["api", "worker"]) {
+        expect(loadConfig({ ...envs[name], MONGODB_URI: "mongodb://db" }).tools.approvals.tools, name).toEqual(toolApprovals);
+      }
+      expect(envs.slack.TOOL_APPROVALS).toBeUndefined();
     });
 
     it("gives the webhook functions no tool grant or variable", () => {
@@ -585,10 +615,10 @@ describe("ThreadwiseStack", () => {
     });
 
     it("leaves /healthz, /readyz, /openapi.json and the webhooks to the functions", () => {
-      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /teams/messages"]) {
+      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /slack/interactivity", "POST /teams/messages"]) {
         template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: key, AuthorizationType: "NONE" });
       }
-      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 5);
+      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 6);
     });
 
     it("routes to the api function every route its router serves, and no other", () => {
@@ -601,6 +631,7 @@ describe("ThreadwiseStack", () => {
         idempotentRequests: {} as never,
         events: {} as never,
         maxMessageChars: 1,
+        approvals: {} as never,
       });
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
@@ -608,7 +639,9 @@ describe("ThreadwiseStack", () => {
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes(channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined }));
+      const slack = channelRoutes(
+        channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) }),
+      );
       const teams = channelRoutes(channelHandlers({ teams: { appId: "a" }, deduper, enqueue: async () => undefined }));
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
@@ -629,7 +662,7 @@ describe("ThreadwiseStack", () => {
         FifoQueue: true,
         ContentBasedDeduplication: false,
         SqsManagedSseEnabled: true,
-        VisibilityTimeout: 1800,
+        VisibilityTimeout: 360,
         RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: 3 },
       });
       template.hasResourceProperties("AWS::SQS::Queue", {

@@ -1,5 +1,6 @@
 import { parseSlackEvent, slackTurnJob, type SlackUserMessage } from "../../lib/channels/index.js";
 import { turnIdForJob } from "../../lib/queue/index.js";
+import { slackPrincipal } from "../../lib/auth/principal.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
@@ -10,6 +11,9 @@ const BOT_TOKEN = "xoxb-local-stream-token";
 
 function respond(request: ConverseRequest): ScriptedReply {
   const text = lastUserText(request);
+  const toolResult = request.messages.at(-1)?.content.flatMap((b) => ("toolResult" in b ? [b.toolResult] : []))[0];
+  if (toolResult) return { text: `done: ${JSON.stringify(toolResult.content)}` };
+  if (text.includes("follow-up")) return { text: "I will ask first.", toolUses: [{ name: "create_follow_up", input: { title: "Call the supplier" } }] };
   if (text.includes("break")) return { text: "Half an answer", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 1 } };
   return { text: `streamed answer to: ${text}` };
 }
@@ -27,10 +31,10 @@ afterAll(async () => {
 });
 
 /** The local server with the Slack channel on, against a Slack stand-in that lets the app stream or not. */
-async function slackServer(streaming: boolean): Promise<{ t: TestServer; slack: SlackApiEndpoint }> {
+async function slackServer(streaming: boolean, env: Record<string, string> = {}): Promise<{ t: TestServer; slack: SlackApiEndpoint }> {
   const slack = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER, streaming });
   const t = await startTestServer(
-    { MODEL_PROVIDER: "bedrock", SLACK_API_URL: slack.slackApiUrl, TURN_MAX_RECEIVES: "1" },
+    { MODEL_PROVIDER: "bedrock", SLACK_API_URL: slack.slackApiUrl, TURN_MAX_RECEIVES: "1", ...env },
     { channels: { slack: { signingSecret: TEST_SLACK_SIGNING_SECRET, botToken: BOT_TOKEN } } },
   );
   return { t, slack };
@@ -112,6 +116,37 @@ describe("local server: Slack streaming", () => {
     expect(await t.server.worker.process(job, 2)).toMatchObject({ kind: "completed" });
     expect(slack.streams.filter((s) => s.threadTs === ts)).toHaveLength(1);
     expect(slack.posts.filter((p) => p.threadTs === ts).map((p) => p.text)).toEqual(["streamed answer to: once only"]);
+  });
+});
+
+describe("local server: Slack streaming with approvals", () => {
+  it("closes the stream where the turn pauses for approval, and streams the resumed turn's answer as a second stream", async () => {
+    const { t, slack } = await slackServer(true, { TOOL_APPROVALS: JSON.stringify({ create_follow_up: { require: "always" } }) });
+    try {
+      const ts = nextTs();
+      await deliver(t, envelope(appMention({ ts, event_ts: ts, text: `<@${BOT_USER}> make a follow-up` })));
+      const paused = slack.streams.filter((s) => s.threadTs === ts);
+      expect(paused.map((s) => ({ text: streamText(s.pieces), stopped: s.stopped }))).toEqual([{ text: "I will ask first.", stopped: true }]);
+      expect(slack.posts.filter((p) => p.threadTs === ts).map((p) => p.text)).toEqual(["Waiting for approval: create_follow_up"]);
+
+      const approval = await t.db.collection("approvals").findOne({ status: "pending" });
+      await t.server.app.approvals.decide(
+        approval!.conversationId,
+        String(approval!._id),
+        { principal: slackPrincipal(TEAM, USER), roles: [] },
+        { kind: "approve" },
+      );
+      await t.server.turnQueue.drain();
+
+      const streams = slack.streams.filter((s) => s.threadTs === ts);
+      expect(streams).toHaveLength(2);
+      expect(streams[1].stopped).toBe(true);
+      expect(streamText(streams[1].pieces)).toContain("done: ");
+      expect(slack.posts.filter((p) => p.threadTs === ts)).toHaveLength(1);
+    } finally {
+      await t.close();
+      await slack.close();
+    }
   });
 });
 

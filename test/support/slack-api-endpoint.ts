@@ -7,6 +7,14 @@ export interface RecordedSlackPost {
   threadTs?: string;
   text: string;
   ts: string;
+  /** Block Kit blocks, when the post had any. */
+  blocks?: unknown[];
+}
+
+/** One post to an interaction's `response_url` (served under `/actions/`). */
+export interface RecordedSlackResponse {
+  path: string;
+  body: Record<string, unknown>;
 }
 
 /** One streaming message (`chat.startStream` … `chat.stopStream`) as the endpoint assembled it. */
@@ -36,6 +44,8 @@ export interface SlackApiEndpoint {
   posts: RecordedSlackPost[];
   streams: RecordedSlackStream[];
   statuses: RecordedSlackStatus[];
+  /** Posts to `response_url`s: `{url}actions/<id>` is one the tests can put in an interaction payload. */
+  responses: RecordedSlackResponse[];
   /** Every call, authorised or not, by Web API method name. */
   calls: { method: string; authorized: boolean }[];
   /** The next `chat.postMessage` answers `{ok: false, error}`, as Slack does for a refused call. */
@@ -84,6 +94,7 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
   const posts: RecordedSlackPost[] = [];
   const streams: RecordedSlackStream[] = [];
   const statuses: RecordedSlackStatus[] = [];
+  const responses: RecordedSlackResponse[] = [];
   const calls: { method: string; authorized: boolean }[] = [];
   const pendingFailures: string[] = [];
   const groupListFailures: string[] = [];
@@ -92,6 +103,11 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
   const server = createServer(async (req, res) => {
     const method = (req.url ?? "").replace(/^\/api\//, "").split("?")[0];
     const body = await readBody(req);
+    // A response_url carries its own secret in the path, not the bot token.
+    if ((req.url ?? "").startsWith("/actions/")) {
+      responses.push({ path: req.url ?? "", body });
+      return send(res, { ok: true });
+    }
     const authorized = req.headers.authorization === `Bearer ${options.botToken}`;
     calls.push({ method, authorized });
     if (!authorized) return send(res, { ok: false, error: "invalid_auth" });
@@ -113,7 +129,14 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
       if (typeof body.text !== "string" || !body.text) return send(res, { ok: false, error: "no_text" });
       seq += 1;
       const ts = `1700000000.${String(seq).padStart(6, "0")}`;
-      posts.push({ channel: body.channel, threadTs: typeof body.thread_ts === "string" ? body.thread_ts : undefined, text: body.text, ts });
+      const blocks = typeof body.blocks === "string" ? (JSON.parse(body.blocks) as unknown[]) : Array.isArray(body.blocks) ? body.blocks : undefined;
+      posts.push({
+        channel: body.channel,
+        threadTs: typeof body.thread_ts === "string" ? body.thread_ts : undefined,
+        text: body.text,
+        ts,
+        ...(blocks && { blocks }),
+      });
       return send(res, { ok: true, channel: body.channel, ts, message: { text: body.text, ts, thread_ts: body.thread_ts } });
     }
     if (method === "assistant.threads.setStatus") {
@@ -176,6 +199,7 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
     posts,
     streams,
     statuses,
+    responses,
     calls,
     failNextPost: (error) => void pendingFailures.push(error),
     failNextGroupList: (error) => void groupListFailures.push(error),

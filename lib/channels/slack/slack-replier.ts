@@ -2,8 +2,9 @@ import { LogLevel, SlackError, WebAPIHTTPError, WebAPIPlatformError, WebClient }
 import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
-import type { SlackReplyTarget } from "../../queue/turn-job.js";
+import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
 import { SlackAnswerStream } from "./slack-answer-stream.js";
+import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
 export const DEFAULT_SLACK_API_URL = "https://slack.com/api/";
@@ -81,6 +82,44 @@ export class SlackReplier {
       posted.push(result.ts ?? "");
     }
     return posted;
+  }
+
+  /**
+   * Posts the turn's waiting calls in the thread, each with its arguments and Approve / Reject
+   * buttons (`handleSlackInteraction` takes the clicks). Arguments are shown as JSON, cut to fit a section.
+   */
+  async requestApproval(target: SlackReplyTarget, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<string> {
+    const blocks = approvals.flatMap((a) => [
+      {
+        type: "section",
+        text: { type: "mrkdwn", text: `*${a.tool}* waits for approval (until ${a.expiresAt}):\n\`\`\`${JSON.stringify(a.args).slice(0, 2_500)}\`\`\`` },
+      },
+      {
+        type: "actions",
+        block_id: `approval:${a.approvalId}`,
+        elements: [
+          {
+            type: "button",
+            style: "primary",
+            text: { type: "plain_text", text: "Approve" },
+            action_id: SLACK_APPROVAL_ACTIONS.approve,
+            value: `${conversationId}:${a.approvalId}`,
+          },
+          {
+            type: "button",
+            style: "danger",
+            text: { type: "plain_text", text: "Reject" },
+            action_id: SLACK_APPROVAL_ACTIONS.reject,
+            value: `${conversationId}:${a.approvalId}`,
+          },
+        ],
+      },
+    ]);
+    const text = `Waiting for approval: ${approvals.map((a) => a.tool).join(", ")}`;
+    const result = await this.call(() =>
+      this.client.chat.postMessage({ channel: target.channelId, thread_ts: target.threadTs, text, blocks, unfurl_links: false, unfurl_media: false }),
+    );
+    return result.ts ?? "";
   }
 
   /** Tells the user, in the thread, that their turn failed. */

@@ -4,6 +4,8 @@ import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse 
 import type { EnqueueTurn } from "../../queue/turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
+import type { ChannelDecide } from "../channel-decisions.js";
+import { handleTeamsApprovalAction, isApprovalAction } from "./handle-teams-approval-action.js";
 
 /** What became of one activity; for logs and metrics (reasons, never text). */
 export type TeamsActivityOutcome =
@@ -11,7 +13,8 @@ export type TeamsActivityOutcome =
   | { kind: "invalid" }
   | { kind: "ignored"; reason: TeamsIgnoreReason }
   | { kind: "duplicate" }
-  | { kind: "enqueued" };
+  | { kind: "enqueued" }
+  | { kind: "approval-action" };
 
 export interface HandleTeamsActivityInput {
   request: ChannelRequest;
@@ -26,6 +29,8 @@ export interface HandleTeamsActivityInput {
   /** Default: the current time. */
   now?: Date;
   onOutcome?: (outcome: TeamsActivityOutcome) => void;
+  /** Answers approval card actions (`adaptiveCard/action` invokes) when set. Default: they are ignored. */
+  decide?: ChannelDecide;
 }
 
 function invalid(message: string): ChannelResponse {
@@ -64,6 +69,11 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
     if (!(error instanceof ChannelAuthenticationError)) throw error;
     report({ kind: "rejected", reason: error.reason });
     return jsonResponse(401, { error: { code: "unauthenticated", message: "invalid bot framework token" } });
+  }
+
+  if (input.decide && isApprovalAction(body)) {
+    report({ kind: "approval-action" });
+    return handleTeamsApprovalAction(body, input.decide);
   }
 
   let delivery: TeamsDelivery;

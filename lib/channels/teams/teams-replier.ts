@@ -4,6 +4,7 @@ import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
 import type { Clock } from "../../clock.js";
 import type { TeamsReplyTarget } from "../../queue/turn-job.js";
+import { approvalCard, type CardApproval } from "./teams-approval-card.js";
 import type { BotConnectorTokenProvider } from "./bot-connector-token-provider.js";
 import { TeamsAnswerStream } from "./teams-answer-stream.js";
 
@@ -82,6 +83,22 @@ export class TeamsReplier {
       `/activities/${encodeURIComponent(target.activityId)}`;
     return this.post(url, {
       ...fields,
+      from: { id: target.botId, name: target.botName },
+      recipient: { id: target.userId },
+      conversation: { id: target.conversationId, tenantId: target.tenantId },
+      replyToId: target.activityId,
+    });
+  }
+
+  /** Posts one Adaptive Card per waiting call, with `Action.Execute` Approve and Reject (`handleTeamsApprovalAction` takes them). */
+  async requestApproval(target: TeamsReplyTarget, conversationId: string, approvals: readonly CardApproval[]): Promise<string> {
+    const url =
+      `${target.serviceUrl.replace(/\/+$/, "")}/v3/conversations/${encodeURIComponent(target.conversationId)}` +
+      `/activities/${encodeURIComponent(target.activityId)}`;
+    return this.post(url, {
+      type: "message",
+      text: `Waiting for approval: ${approvals.map((a) => a.tool).join(", ")}`,
+      attachments: approvals.map((a) => ({ contentType: "application/vnd.microsoft.card.adaptive", content: approvalCard(conversationId, a) })),
       from: { id: target.botId, name: target.botName },
       recipient: { id: target.userId },
       conversation: { id: target.conversationId, tenantId: target.tenantId },

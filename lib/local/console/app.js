@@ -587,6 +587,8 @@ async function streamTurn(path, body) {
     } else if (event === "tool_started") renderProgress({ step: "tool", tool: data.tool, modelCalls: modelCalls + 1 }, Date.now() - started);
     else if (event === "text") renderDraft((draft += data.delta));
     else if (event === "done") return { turnId, answer: data.answer };
+    // Paused for approvals: resolves as the JSON POST's 202 does (the stream ends here).
+    else if (event === "approval_requested") return { turnId, status: "awaiting_approval", approvals: data.approvals };
     else if (event === "failed") throw new Error(`${data.message} (${data.code})`);
   }
   // The stream ended without an outcome (the connection dropped): the turn goes on; wait for it.

@@ -27,6 +27,8 @@ for (;;) {
   const requestId = next.headers.get("lambda-runtime-aws-request-id");
   const deadline = Number(next.headers.get("lambda-runtime-deadline-ms"));
   const event = await next.json();
+  // The Node.js runtime sets the invocation's X-Ray trace header here, where the X-Ray SDK and Powertools read it.
+  process.env._X_AMZN_TRACE_ID = next.headers.get("lambda-runtime-trace-id") ?? "";
   const context = {
     awsRequestId: requestId,
     invokedFunctionArn: next.headers.get("lambda-runtime-invoked-function-arn"),

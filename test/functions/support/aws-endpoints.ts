@@ -21,6 +21,10 @@ export interface SentMessage {
   groupId: string;
   deduplicationId: string;
   sequenceNumber: string;
+  /** String message attributes, by name (`MessageAttributes`); none when unset. */
+  attributes?: Record<string, string>;
+  /** The `AWSTraceHeader` system attribute, when the sender set one. */
+  traceHeader?: string;
 }
 
 export interface LocalAws {
@@ -101,6 +105,10 @@ export async function startLocalAws(): Promise<LocalAws> {
         groupId: String(body.MessageGroupId),
         deduplicationId: String(body.MessageDeduplicationId),
         sequenceNumber: String(++sequence).padStart(20, "0"),
+        attributes: Object.fromEntries(
+          Object.entries((body.MessageAttributes ?? {}) as Record<string, { StringValue?: string }>).map(([name, value]) => [name, String(value.StringValue)]),
+        ),
+        traceHeader: (body.MessageSystemAttributes as { AWSTraceHeader?: { StringValue?: string } } | undefined)?.AWSTraceHeader?.StringValue,
       };
       sent.push(message);
       const md5 = createHash("md5").update(message.body).digest("hex");

@@ -20,6 +20,8 @@ export interface ApiEventInput {
   base64?: boolean;
   headers?: Record<string, string>;
   query?: Record<string, string>;
+  /** API Gateway's id of the request. Default: a new UUID. */
+  requestId?: string;
 }
 
 /** An API Gateway HTTP API (payload format 2.0) event, shaped as AWS sends it. */
@@ -53,7 +55,7 @@ export function apiEvent(input: ApiEventInput): HttpApiEvent {
       domainName: "abc123.execute-api.us-east-1.amazonaws.com",
       domainPrefix: "abc123",
       http: { method: input.method, path: input.path, protocol: "HTTP/1.1", sourceIp: "203.0.113.7", userAgent: "vitest" },
-      requestId: randomUUID(),
+      requestId: input.requestId ?? randomUUID(),
       routeKey: input.routeKey,
       stage: "$default",
       time: now.toUTCString(),
@@ -80,8 +82,15 @@ export function sqsRecord(message: SentMessage, receiveCount = 1): SQSRecord {
       SenderId: "AROAEXAMPLE:dev-threadwise-api",
       MessageDeduplicationId: message.deduplicationId,
       ApproximateFirstReceiveTimestamp: now,
+      ...(message.traceHeader && { AWSTraceHeader: message.traceHeader }),
     },
-    messageAttributes: {},
+    // As Lambda delivers them: each string attribute with its type and empty lists.
+    messageAttributes: Object.fromEntries(
+      Object.entries(message.attributes ?? {}).map(([name, stringValue]) => [
+        name,
+        { stringValue, dataType: "String", stringListValues: [], binaryListValues: [] },
+      ]),
+    ),
     md5OfBody: "",
     eventSource: "aws:sqs",
     eventSourceARN: `arn:aws:sqs:${TEST_REGION}:${TEST_ACCOUNT}:test-threadwise-turns.fifo`,

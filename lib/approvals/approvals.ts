@@ -1,0 +1,106 @@
+import { createHash } from "node:crypto";
+import type { FaultInjector } from "../agent/fault-points.js";
+import type { Caller } from "../auth/principal.js";
+import { ApprovalExpiredError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
+import type { ApprovalChoice, ApprovalDocument, ApprovalStatus, ApprovalStore } from "../store/approval-store.js";
+import type { TurnStore } from "../store/turn-store.js";
+import { ApprovalPolicy } from "./approval-policy.js";
+
+/** Most approvals one listing returns (a turn waits on one model response's calls; a conversation rarely has many). */
+export const DEFAULT_APPROVALS_PAGE = 100;
+
+export interface ApprovalsOptions {
+  store: ApprovalStore;
+  turns: TurnStore;
+  /** The problems of edited arguments for a tool, by its schema (`ToolRegistry.argumentIssues`). */
+  argumentIssues(toolName: string, args: unknown): { path: string; message: string }[];
+  /**
+   * Resumes a turn whose calls are all decided: in AWS its job goes to the worker's queue.
+   * `resumeKey` names the set of decisions, so a repeated request does not queue a second job.
+   */
+  resume(approval: ApprovalDocument, resumeKey: string): Promise<void>;
+  /** Test-only crash points; absent in production. */
+  faults?: FaultInjector;
+}
+
+export interface DecisionResult {
+  approval: ApprovalDocument;
+  /** Whether this request took the decision (false: the same decision was taken before). */
+  decided: boolean;
+  /** Whether the turn was handed on to resume (every call of it is decided). */
+  resumed: boolean;
+}
+
+/**
+ * Decisions on tool calls waiting for a person, from any entry point (API, Slack, Teams,
+ * console): who may decide, what an edit may contain, and resuming the turn once its calls are
+ * all decided. The store owns the approvals' status, the turn store the turn's.
+ */
+export class Approvals {
+  constructor(private readonly options: ApprovalsOptions) {}
+
+  /** The conversation's approvals, oldest first; overdue ones are expired (and their turns resumed) first. */
+  async list(conversationId: string, status?: ApprovalStatus): Promise<ApprovalDocument[]> {
+    await this.settleDue(conversationId);
+    return this.options.store.listByConversation(conversationId, { status, limit: DEFAULT_APPROVALS_PAGE });
+  }
+
+  async get(conversationId: string, approvalId: string): Promise<ApprovalDocument> {
+    const approval = await this.options.store.get(approvalId);
+    if (!approval || approval.conversationId !== conversationId) throw new NotFoundError(`approval ${approvalId} not found`);
+    return approval;
+  }
+
+  /**
+   * Takes `caller`'s decision. Refused with ForbiddenError when the caller is not among the
+   * approvers, ValidationError for edited arguments the tool would refuse, and the store's
+   * errors for a decided, expired or superseded approval. A repeated request (after a crash, a
+   * retry) answers as the first and hands the turn on again if it has not resumed yet.
+   */
+  async decide(conversationId: string, approvalId: string, caller: Caller, choice: ApprovalChoice): Promise<DecisionResult> {
+    const approval = await this.get(conversationId, approvalId);
+    if (!ApprovalPolicy.mayDecide(approval.approvers, approval.requester, caller)) {
+      throw new ForbiddenError(`you may not decide approval ${approvalId}`);
+    }
+    if (choice.kind === "edit") {
+      const issues = this.options.argumentIssues(approval.tool, choice.args);
+      if (issues.length > 0) {
+        throw new ValidationError(
+          `the edited arguments are not valid for ${approval.tool}`,
+          issues.map((i) => ({ path: `args.${i.path}`, message: i.message })),
+        );
+      }
+    }
+    const { approval: decided, decided: fresh } = await this.options.store.decide(approvalId, choice, caller.principal).catch(async (error: unknown) => {
+      // Expired now or before: the turn goes on without the call, the model told why.
+      if (error instanceof ApprovalExpiredError) await this.resumeIfSettled(approval.turnId);
+      throw error;
+    });
+    this.options.faults?.at("after-decision");
+    const resumed = await this.resumeIfSettled(decided.turnId);
+    return { approval: decided, decided: fresh, resumed };
+  }
+
+  /** Expires the conversation's overdue approvals and resumes the turns that no longer wait on anyone (also those a crash left waiting). */
+  async settleDue(conversationId: string, now = new Date()): Promise<void> {
+    await this.options.store.expireDue({ conversationId }, now);
+    const waiting = await this.options.turns.list(conversationId, { status: "awaiting_approval", limit: DEFAULT_APPROVALS_PAGE });
+    for (const turn of waiting) await this.resumeIfSettled(turn._id, now);
+  }
+
+  /** Hands the turn on to resume when it waits and none of its calls does; returns whether it did. */
+  private async resumeIfSettled(turnId: string, now = new Date()): Promise<boolean> {
+    const { store, turns } = this.options;
+    if ((await turns.get(turnId))?.status !== "awaiting_approval") return false;
+    await store.expireDue({ turnId }, now);
+    const approvals = await store.listByTurn(turnId);
+    if (approvals.length === 0 || approvals.some((a) => a.status === "pending")) return false;
+    const key = createHash("sha256")
+      .update(JSON.stringify(approvals.map((a) => [a._id, a.status])))
+      .digest("hex")
+      .slice(0, 32);
+    await this.options.resume(approvals[0], key);
+    this.options.faults?.at("after-resume-enqueued");
+    return true;
+  }
+}

@@ -1,0 +1,2 @@
+/** The action ids of the approval buttons: posted by `SlackReplier.requestApproval`, read by `handleSlackInteraction`. */
+export const SLACK_APPROVAL_ACTIONS = { approve: "threadwise_approval_approve", reject: "threadwise_approval_reject" } as const;

@@ -1,0 +1,196 @@
+import { GetFoundationModelAvailabilityCommand, type BedrockClient } from "@aws-sdk/client-bedrock";
+import { ConverseCommand, type BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { GetSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { MongoClient } from "mongodb";
+import { CREDENTIAL_SECRETS, parseCredentials, type CredentialSecretName } from "../config/credentials.js";
+import { ValidationError } from "../errors.js";
+
+/** How long preflight waits for MongoDB to answer before it says the database is unreachable. */
+export const DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS = 5_000;
+
+export interface PreflightOptions {
+  /** Where each secret the stage reads is: an imported ARN, or the name the stack gives it. */
+  secretIds: Partial<Record<CredentialSecretName, string>>;
+  /** What the functions call Converse with (`bedrockModelId`): a model or inference profile id or ARN. */
+  modelId: string;
+  /** The foundation model behind it, whose Marketplace availability is read. */
+  foundationModelId: string;
+  secrets: SecretsManagerClient;
+  bedrockRuntime: BedrockRuntimeClient;
+  bedrock: BedrockClient;
+  /** The stage's functions refuse a MongoDB URI without TLS; so does preflight, unless told otherwise. Default: true. */
+  requireTls?: boolean;
+  /** Default: {@link DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS}. */
+  mongodbTimeoutMs?: number;
+}
+
+/** One thing a deploy needs that is missing, and exactly what to do about it. */
+export interface PreflightProblem {
+  check: "secrets" | "mongodb" | "model" | "marketplace";
+  problem: string;
+  fix: string;
+}
+
+const nameOf = (error: unknown) => (error instanceof Error ? error.name : "Error");
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/**
+ * What a deploy of a stage needs, checked from the operator's machine before it goes out (docs/deploying.md,
+ * "Preflight"): the secrets' keys filled in and valid, MongoDB reachable with the secret's URI, one
+ * Converse call to the stage's model, and the model's Marketplace availability to this account.
+ * Every check runs whatever the others found; secrets' values are never part of a problem.
+ */
+export async function runPreflight(options: PreflightOptions): Promise<PreflightProblem[]> {
+  const { problems, mongodbUri } = await checkSecrets(options);
+  if (mongodbUri) problems.push(...(await checkMongoDb(mongodbUri, options.mongodbTimeoutMs ?? DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS)));
+  problems.push(...(await checkConverse(options)), ...(await checkMarketplace(options)));
+  return problems;
+}
+
+async function checkSecrets(options: PreflightOptions): Promise<{ problems: PreflightProblem[]; mongodbUri?: string }> {
+  const problems: PreflightProblem[] = [];
+  const values: Partial<Record<CredentialSecretName, unknown>> = {};
+  for (const [name, id] of Object.entries(options.secretIds) as [CredentialSecretName, string][]) {
+    try {
+      const { SecretString } = await options.secrets.send(new GetSecretValueCommand({ SecretId: id }));
+      values[name] = JSON.parse(SecretString ?? "");
+    } catch (error) {
+      const fix =
+        nameOf(error) === "ResourceNotFoundException"
+          ? "deploy the stage first (it creates the secret), or name the existing one in secretArns"
+          : nameOf(error) === "SyntaxError"
+            ? `store a JSON object with the keys ${CREDENTIAL_SECRETS[name].keys.join(", ")}`
+            : "run preflight with credentials that may read it (secretsmanager:GetSecretValue, and kms:Decrypt for a customer key)";
+      problems.push({ check: "secrets", problem: `the ${CREDENTIAL_SECRETS[name].name} secret (${id}) could not be read: ${nameOf(error)}`, fix });
+    }
+  }
+  const database = values.database as Record<string, unknown> | undefined;
+  if (database && !database.mongodbUri) {
+    problems.push({
+      check: "secrets",
+      problem: `mongodbUri is empty in the database secret (${options.secretIds.database})`,
+      fix: "set it to the cluster's connection string (mongodb+srv://user:password@host/), e.g. with aws secretsmanager put-secret-value",
+    });
+  }
+  try {
+    const credentials = parseCredentials(values, { requireTls: options.requireTls ?? true });
+    return { problems, mongodbUri: credentials.mongodbUri };
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    for (const detail of error.details ?? [{ path: "secrets", message: error.message }]) {
+      problems.push({
+        check: "secrets",
+        problem: `${detail.path}: ${detail.message}`,
+        fix: 'correct this key in its secret (README, "The credentials secrets")',
+      });
+    }
+    return { problems };
+  }
+}
+
+/** The hosts of a MongoDB URI, without its user or password. */
+function hostsOf(uri: string): string {
+  return /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/?]+)/.exec(uri)?.[1] ?? "the URI's hosts";
+}
+
+async function checkMongoDb(uri: string, timeoutMs: number): Promise<PreflightProblem[]> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs });
+  try {
+    await client.db().command({ ping: 1 });
+    return [];
+  } catch (error) {
+    const auth = nameOf(error) === "MongoServerError" && /auth/i.test(messageOf(error));
+    return [
+      {
+        check: "mongodb",
+        problem: `MongoDB at ${hostsOf(uri)} did not accept the database secret's URI (${nameOf(error)})`,
+        fix: auth
+          ? "check the user and password in mongodbUri, and that the user may read and write the stage's database"
+          : "allow this machine's address and the stage's (NatPublicIps output with vpc=nat) in Atlas's IP access list, and check the host",
+      },
+    ];
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+/** Why Bedrock refused, as an operator fixes it: by the error's name, never its text (which is quoted as said). */
+function converseFix(error: unknown): string {
+  switch (nameOf(error)) {
+    case "AccessDeniedException":
+      return 'grant bedrock:InvokeModel on the model (and the profile) and make one call with a principal that may subscribe in AWS Marketplace (aws-marketplace:Subscribe, ViewSubscriptions); see docs/deploying.md, "Bedrock model access"';
+    case "ResourceNotFoundException":
+      return "submit Anthropic's first-use form (Bedrock console, model catalog, the model's page) once for the account or organization, or check the model id and region";
+    case "ValidationException":
+      return "check bedrockModelId: the model must be offered in this region, or use its cross-region inference profile (us., eu., global.)";
+    case "ThrottlingException":
+    case "ServiceQuotaExceededException":
+      return "raise the model's tokens- and requests-per-minute quotas in Service Quotas";
+    case "CredentialsProviderError":
+      return "run preflight with AWS credentials of the stage's account (AWS_PROFILE)";
+    default:
+      return "read the message, and check the region and bedrockModelId";
+  }
+}
+
+async function checkConverse(options: PreflightOptions): Promise<PreflightProblem[]> {
+  try {
+    await options.bedrockRuntime.send(
+      new ConverseCommand({
+        modelId: options.modelId,
+        messages: [{ role: "user", content: [{ text: "Preflight: reply with ok." }] }],
+        inferenceConfig: { maxTokens: 8 },
+      }),
+    );
+    return [];
+  } catch (error) {
+    return [{ check: "model", problem: `Converse with ${options.modelId} was refused: ${nameOf(error)} (${messageOf(error)})`, fix: converseFix(error) }];
+  }
+}
+
+async function checkMarketplace(options: PreflightOptions): Promise<PreflightProblem[]> {
+  const model = options.foundationModelId;
+  let availability;
+  try {
+    availability = await options.bedrock.send(new GetFoundationModelAvailabilityCommand({ modelId: model }));
+  } catch (error) {
+    return [
+      {
+        check: "marketplace",
+        problem: `the availability of ${model} could not be read: ${nameOf(error)}`,
+        fix: nameOf(error) === "AccessDeniedException" ? "run preflight with bedrock:GetFoundationModelAvailability" : "check the model id and region",
+      },
+    ];
+  }
+  const problems: PreflightProblem[] = [];
+  if (availability.regionAvailability !== "AVAILABLE") {
+    problems.push({
+      check: "marketplace",
+      problem: `${model} is not offered in this region`,
+      fix: "deploy to a region that offers it, or use its cross-region inference profile",
+    });
+  }
+  if (availability.authorizationStatus !== "AUTHORIZED") {
+    problems.push({
+      check: "marketplace",
+      problem: `${model} is not authorized for this account (${availability.authorizationStatus})`,
+      fix: "check IAM and Service Control Policies that deny the model to the account",
+    });
+  }
+  if (availability.agreementAvailability?.status !== "AVAILABLE") {
+    const said = availability.agreementAvailability?.errorMessage ? `: ${availability.agreementAvailability.errorMessage}` : "";
+    problems.push({
+      check: "marketplace",
+      problem: `the Marketplace agreement for ${model} is ${availability.agreementAvailability?.status ?? "missing"}${said}`,
+      fix: "for an Anthropic model submit the first-use form; then make one call with a principal allowed aws-marketplace:Subscribe, and check that the account has a valid payment method",
+    });
+  }
+  if (availability.entitlementAvailability !== "AVAILABLE") {
+    problems.push({
+      check: "marketplace",
+      problem: `the account is not entitled to ${model} yet (${availability.entitlementAvailability})`,
+      fix: "the first call by a principal allowed aws-marketplace:Subscribe subscribes the account (preflight's Converse call is one): run preflight again in two minutes",
+    });
+  }
+  return problems;
+}

@@ -1,0 +1,161 @@
+import { createHash } from "node:crypto";
+import type { Collection, Db, Filter } from "mongodb";
+import type { Principal } from "../auth/principal.js";
+import type { Approvers } from "../config/approvals-config.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, NotFoundError, type ApprovalStanding } from "../errors.js";
+import { COLLECTIONS } from "./collections.js";
+import type { WriteFence } from "./write-fence.js";
+
+/** `pending` until a person decides, the deadline passes, or a newer turn begins; then final. */
+export const APPROVAL_STATUSES = ["pending", "approved", "edited", "rejected", "expired", "superseded"] as const satisfies readonly ApprovalStanding[];
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+/** What a person decides: run the call, run it with other arguments, or not run it (the model sees the reason). */
+export type ApprovalChoice = { kind: "approve" } | { kind: "edit"; args: Record<string, unknown> } | { kind: "reject"; reason?: string };
+
+/** A decision as recorded: who took it and when; an expiry is a rejection nobody took. */
+export type ApprovalDecision = (ApprovalChoice & { by: Principal; at: Date; argsHash?: string }) | { kind: "expire"; at: Date };
+
+/** One call waiting for approval: one document per tool call, its id the interrupt's answer key. */
+export interface ApprovalDocument {
+  _id: string;
+  conversationId: string;
+  turnId: string;
+  toolCallId: string;
+  tool: string;
+  /** As the model gave them; an edit's arguments are in `decision`. */
+  args: Record<string, unknown>;
+  argsHash: string;
+  requester: Principal;
+  approvers: Approvers;
+  createdAt: Date;
+  /** When it is rejected as expired unless decided before. */
+  deadline: Date;
+  status: ApprovalStatus;
+  decision?: ApprovalDecision;
+  /** How the turn resumes once every call of it is decided (its queue job), as the turn's entry point gave it. */
+  origin?: Record<string, unknown>;
+  /** When the channel thread was told this call waits (its one notice). */
+  noticeAt?: Date;
+  /** Fenced writes: the attempt that wrote it, and the conversation's retention. */
+  attempt?: number;
+  expiresAt?: Date;
+}
+
+const STATUS_OF = { approve: "approved", edit: "edited", reject: "rejected" } as const satisfies Record<ApprovalChoice["kind"], ApprovalStatus>;
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** SHA-256 of the arguments in a key-order-independent form: what a decision names and a resumed call is checked against. */
+export function argsHash(args: unknown): string {
+  return createHash("sha256").update(canonical(args)).digest("hex");
+}
+
+/** A UUID-shaped id per (conversation, turn, tool call): parallel calls get one each, and a retried turn names the same ones. */
+export function approvalIdOf(conversationId: string, turnId: string, toolCallId: string): string {
+  const h = createHash("sha256")
+    .update(JSON.stringify(["approval", conversationId, turnId, toolCallId]))
+    .digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * Approvals: the only writer of an approval's status. A pending approval is decided once; the
+ * same decision again returns it unchanged, any other meets the first (`ApprovalConflictError`),
+ * and one after the deadline or a newer turn is refused (`ApprovalExpiredError`, `ApprovalSupersededError`).
+ */
+export class ApprovalStore {
+  readonly collection: Collection<ApprovalDocument>;
+
+  constructor(db: Db) {
+    this.collection = db.collection<ApprovalDocument>(COLLECTIONS.approvals);
+  }
+
+  async setup(): Promise<void> {
+    await this.collection.createIndex({ conversationId: 1, createdAt: 1 }, { name: "conversation_approvals" });
+    await this.collection.createIndex({ turnId: 1 }, { name: "turn_approvals" });
+    await this.collection.createIndex({ status: 1, deadline: 1 }, { name: "pending_deadline" });
+  }
+
+  /** Records the calls a turn waits on; a retried turn writes nothing new, so a decision already taken stands. */
+  async open(approvals: readonly ApprovalDocument[], fence: WriteFence): Promise<void> {
+    for (const approval of approvals) await fence.insertOnce(this.collection, approval);
+  }
+
+  async get(approvalId: string): Promise<ApprovalDocument | null> {
+    return this.collection.findOne({ _id: approvalId });
+  }
+
+  /** The conversation's approvals, oldest first, optionally of one status; at most `limit`. */
+  async listByConversation(conversationId: string, options: { status?: ApprovalStatus; limit: number }): Promise<ApprovalDocument[]> {
+    const filter: Filter<ApprovalDocument> = { conversationId, ...(options.status ? { status: options.status } : {}) };
+    return this.collection.find(filter).sort({ createdAt: 1, _id: 1 }).limit(options.limit).toArray();
+  }
+
+  async listByTurn(turnId: string): Promise<ApprovalDocument[]> {
+    return this.collection.find({ turnId }).sort({ createdAt: 1, _id: 1 }).toArray();
+  }
+
+  /**
+   * Takes a person's decision on a pending approval before its deadline. Returns the approval and
+   * whether this call decided it (false: the same decision was taken before).
+   */
+  async decide(approvalId: string, choice: ApprovalChoice, by: Principal, now = new Date()): Promise<{ approval: ApprovalDocument; decided: boolean }> {
+    const status = STATUS_OF[choice.kind];
+    const decision: ApprovalDecision = { ...choice, by, at: now, ...(choice.kind === "edit" && { argsHash: argsHash(choice.args) }) };
+    const updated = await this.collection.findOneAndUpdate(
+      { _id: approvalId, status: "pending", deadline: { $gt: now } },
+      { $set: { status, decision } },
+      { returnDocument: "after" },
+    );
+    if (updated) return { approval: updated, decided: true };
+    const existing = await this.get(approvalId);
+    if (!existing) throw new NotFoundError(`approval ${approvalId} not found`);
+    if (existing.status === "pending") {
+      await this.expireDue({ _id: approvalId }, now);
+      throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
+    }
+    if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };
+    if (existing.status === "expired")
+      throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
+    if (existing.status === "superseded") {
+      throw new ApprovalSupersededError(`approval ${approvalId} belongs to a turn a newer one replaced`, approvalId, "superseded");
+    }
+    throw new ApprovalConflictError(`approval ${approvalId} was already decided (${existing.status})`, approvalId, existing.status);
+  }
+
+  /** Rejects as expired the pending approvals past their deadline among `filter`'s; returns how many. */
+  async expireDue(filter: Pick<Filter<ApprovalDocument>, "_id" | "turnId" | "conversationId">, now = new Date()): Promise<number> {
+    const decision: ApprovalDecision = { kind: "expire", at: now };
+    const result = await this.collection.updateMany({ ...filter, status: "pending", deadline: { $lte: now } }, { $set: { status: "expired", decision } });
+    return result.modifiedCount;
+  }
+
+  /** The conversation moved on (a newer turn began): approvals of its other turns still pending never run. */
+  async supersedeOthers(conversationId: string, turnId: string): Promise<number> {
+    const result = await this.collection.updateMany({ conversationId, turnId: { $ne: turnId }, status: "pending" }, { $set: { status: "superseded" } });
+    return result.modifiedCount;
+  }
+
+  /** Claims the one notice of a turn's waiting calls: true for one caller only. */
+  async claimNotice(turnId: string, now = new Date()): Promise<boolean> {
+    const result = await this.collection.updateMany({ turnId, status: "pending", noticeAt: { $exists: false } }, { $set: { noticeAt: now } });
+    return result.modifiedCount > 0;
+  }
+
+  async deleteByConversation(conversationId: string): Promise<void> {
+    await this.collection.deleteMany({ conversationId });
+  }
+}
+
+function sameChoice(a: ApprovalDecision | undefined, b: ApprovalDecision): boolean {
+  if (!a || a.kind !== b.kind) return false;
+  return a.kind !== "edit" || (b.kind === "edit" && a.argsHash === b.argsHash);
+}

@@ -1,0 +1,42 @@
+/**
+ * Before a deploy: `npm run preflight -- --stage <s>` checks what the stage needs with the
+ * operator's AWS credentials (docs/deploying.md, "Preflight"). One line per problem, each with
+ * what to do; the exit code is 1 when there is one.
+ */
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { BedrockClient } from "@aws-sdk/client-bedrock";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { App } from "aws-cdk-lib";
+import { bedrockResourceArns } from "../infra/bedrock-model.js";
+import { readStageConfig } from "../infra/stage-config.js";
+import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
+import { runPreflight } from "../lib/ops/index.js";
+
+const { values } = parseArgs({ options: { stage: { type: "string" } } });
+if (!values.stage) {
+  process.stderr.write("usage: npm run preflight -- --stage <stage>\n");
+  process.exit(2);
+}
+// The stage as `cdk deploy -c stage=<s>` reads it: cdk.json's context, this stage.
+const context = JSON.parse(readFileSync(new URL("../cdk.json", import.meta.url), "utf8")).context as Record<string, unknown>;
+const config = readStageConfig(new App({ context: { ...context, stage: values.stage } }).node);
+const names: CredentialSecretName[] = ["database", "slackSigning", "teamsBot", "channelReplies", ...(config.tools.powerBi ? (["powerBi"] as const) : [])];
+const secretIds = Object.fromEntries(names.map((name) => [name, config.secretArns[name] ?? `${config.stage}/threadwise/${CREDENTIAL_SECRETS[name].name}`]));
+// The last resource of the model's grant is its foundation model, whatever form bedrockModelId takes.
+const modelArn = bedrockResourceArns(config.bedrockModelId, { partition: "aws", region: "*", account: "*" }, config.bedrockFoundationModelId).at(-1)!;
+const region = config.environment?.region;
+
+const problems = await runPreflight({
+  secretIds,
+  modelId: config.bedrockModelId,
+  foundationModelId: modelArn.slice(modelArn.lastIndexOf("/") + 1),
+  secrets: new SecretsManagerClient({ region }),
+  bedrockRuntime: new BedrockRuntimeClient({ region }),
+  bedrock: new BedrockClient({ region }),
+});
+for (const p of problems) process.stdout.write(`FAIL ${p.check}: ${p.problem}. Fix: ${p.fix}\n`);
+if (problems.length === 0)
+  process.stdout.write(`ok   ${config.stage}: secrets filled in, MongoDB reachable, ${config.bedrockModelId} answers, Marketplace access in place\n`);
+process.exit(problems.length === 0 ? 0 : 1);

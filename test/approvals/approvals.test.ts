@@ -1,0 +1,308 @@
+import { randomUUID } from "node:crypto";
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import { z } from "zod";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { APPROVAL_FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
+import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
+import { createApp, type App } from "../../lib/app.js";
+import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
+import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
+import { loadConfig } from "../../lib/config/config.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, ValidationError } from "../../lib/errors.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
+import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
+import type { TurnEvent } from "../../lib/events/turn-event.js";
+import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
+const bob: Caller = { principal: apiPrincipal("bob"), roles: [] };
+const manager: Caller = { principal: apiPrincipal("mia"), roles: ["manager"] };
+
+let database: TestDatabase;
+const apps: App[] = [];
+
+/** A tool that changes things, and one that does not: every effect is one document the test counts. */
+function tools(): ToolDefinition[] {
+  return [
+    {
+      name: "record_effect",
+      description: "Records an effect.",
+      schema: z.object({ note: z.string().min(1), amount: z.number().optional() }),
+      sideEffects: true,
+      run: async ({ note }: { note: string }, ctx) => {
+        await database.db.collection("follow_ups").insertOne({ conversationId: ctx.conversationId, note });
+        return `recorded ${note}`;
+      },
+    },
+    {
+      name: "look_up",
+      description: "Reads something.",
+      schema: z.object({ key: z.string() }),
+      sideEffects: false,
+      run: async ({ key }: { key: string }) => `value of ${key}`,
+    },
+  ];
+}
+
+async function appWith(policy: ToolApprovalPolicy = { require: "always" }, faults?: FaultInjector): Promise<App> {
+  const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName });
+  config.tools.approvals = { tools: { record_effect: policy }, ttlSeconds: 600 };
+  const app = await createApp(config, { mongoClient: database.client, tools: tools(), faults });
+  apps.push(app);
+  return app;
+}
+
+const effects = (conversationId: string) => database.db.collection("follow_ups").find({ conversationId }).toArray();
+
+async function pausedTurn(app: App, caller: Caller = alice, content = 'record_effect {"note": "ship it"}') {
+  const { _id: conversationId } = await app.database.conversations.create(caller.principal);
+  const turnId = randomUUID();
+  const plain = { conversationId, caller, content, turnId };
+  // As the API's entry point runs it: with the job that resumes it.
+  const request = { ...plain, origin: apiTurnJob(plain) };
+  const result = await app.runner.run(request);
+  const approvalId = result.approvals?.[0]?.approvalId ?? "";
+  return { conversationId, turnId, request, result, approvalId };
+}
+
+async function stateOf(app: App, conversationId: string): Promise<BaseMessage[]> {
+  const snapshot = await app.runner.readThread(conversationId);
+  expect(snapshot.length).toBeGreaterThan(0);
+  const state = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
+  return state?.checkpoint.channel_values.messages as BaseMessage[];
+}
+
+beforeAll(async () => {
+  database = await openTestDatabase("approvals");
+});
+
+afterAll(async () => {
+  await Promise.all(apps.map((app) => app.close()));
+  await database?.cleanup();
+});
+
+describe("Approvals", () => {
+  describe("a turn that calls a held tool", () => {
+    it("returns awaiting_approval with one pending approval and runs nothing", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, result, approvalId } = await pausedTurn(app);
+
+      expect(result).toMatchObject({ status: "awaiting_approval", answer: "" });
+      expect(result.approvals).toHaveLength(1);
+      expect(await effects(conversationId)).toHaveLength(0);
+      expect((await app.database.turns.get(turnId))?.status).toBe("awaiting_approval");
+      const [approval] = await app.approvals.list(conversationId);
+      expect(approval).toMatchObject({ _id: approvalId, turnId, tool: "record_effect", args: { note: "ship it" }, status: "pending" });
+      expect(approval.requester).toEqual(alice.principal);
+      expect(approval.argsHash).toMatch(/^[0-9a-f]{64}$/);
+    });
+
+    it("runs a read-only tool at once", async () => {
+      const app = await appWith();
+      const { conversationId, result } = await pausedTurn(app, alice, 'look_up {"key": "k"}');
+      expect(result.status).toBe("completed");
+      expect(result.answer).toContain("value of k");
+      expect(await app.approvals.list(conversationId)).toEqual([]);
+    });
+
+    it("runs at once when the policy's rule does not match the arguments", async () => {
+      const app = await appWith({ require: { when: { argument: "amount", atLeast: 100 } } });
+      const small = await pausedTurn(app, alice, 'record_effect {"note": "small", "amount": 5}');
+      expect(small.result.status).toBe("completed");
+      const large = await pausedTurn(app, alice, 'record_effect {"note": "large", "amount": 500}');
+      expect(large.result.status).toBe("awaiting_approval");
+    });
+
+    it("returns the same approvals when the paused turn is run again, without a second record", async () => {
+      const app = await appWith();
+      const { request, approvalId } = await pausedTurn(app);
+      const again = await app.runner.run(request);
+      expect(again.status).toBe("awaiting_approval");
+      expect(again.approvals?.map((a) => a.approvalId)).toEqual([approvalId]);
+      expect(await app.database.approvals.listByTurn(request.turnId)).toHaveLength(1);
+    });
+  });
+
+  describe("decide", () => {
+    it("runs the call once after approval and completes the turn", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+
+      const decision = await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+
+      expect(decision).toMatchObject({ decided: true, resumed: true, approval: { status: "approved" } });
+      expect(await effects(conversationId)).toHaveLength(1);
+      const turn = await app.database.turns.get(turnId);
+      expect(turn).toMatchObject({ status: "completed" });
+      expect(turn?.answer).toContain("recorded ship it");
+    });
+
+    it("does not run a rejected call, and the model reads the reason", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "reject", reason: "not this quarter" });
+
+      expect(await effects(conversationId)).toHaveLength(0);
+      const turn = await app.database.turns.get(turnId);
+      expect(turn?.status).toBe("completed");
+      expect(turn?.answer).toContain("not this quarter");
+      const tool = (await stateOf(app, conversationId)).find((m) => m.getType() === "tool");
+      expect(tool?.content).toContain("alice rejected this call, saying: not this quarter");
+    });
+
+    it("runs the edited call, and the model's message shows the edited arguments", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "edit", args: { note: "ship it on Monday" } });
+
+      expect((await effects(conversationId)).map((e) => e.note)).toEqual(["ship it on Monday"]);
+      const messages = await stateOf(app, conversationId);
+      const calls = messages.filter((m) => m.getType() === "ai").flatMap((m) => (m as AIMessage).tool_calls ?? []);
+      expect(calls.map((c) => c.args)).toEqual([{ note: "ship it on Monday" }]);
+    });
+
+    it("throws a ValidationError for edited arguments the tool refuses, and changes nothing", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "edit", args: { note: 7 } })).rejects.toThrow(ValidationError);
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("returns the first decision when the same one is repeated, and runs the call once", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      const again = await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      expect(again).toMatchObject({ decided: false, resumed: false, approval: { status: "approved" } });
+      expect(await effects(conversationId)).toHaveLength(1);
+    });
+
+    it("throws ApprovalConflictError on a conflicting second decision, and the first stands", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "reject" });
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ApprovalConflictError);
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("rejected");
+      expect(await effects(conversationId)).toHaveLength(0);
+    });
+
+    it("throws ApprovalExpiredError after the deadline, and the turn goes on with the model told it expired", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+      await app.database.approvals.collection.updateOne({ _id: approvalId }, { $set: { deadline: new Date(Date.now() - 1000) } });
+
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ApprovalExpiredError);
+
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("expired");
+      const turn = await app.database.turns.get(turnId);
+      expect(turn?.status).toBe("completed");
+      expect(turn?.answer).toContain("expired");
+      expect(await effects(conversationId)).toHaveLength(0);
+    });
+  });
+
+  describe("list", () => {
+    it("rejects overdue approvals as expired and resumes their turn without the call", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+      await app.database.approvals.collection.updateOne({ _id: approvalId }, { $set: { deadline: new Date(Date.now() - 1000) } });
+
+      const [approval] = await app.approvals.list(conversationId);
+
+      expect(approval).toMatchObject({ status: "expired", decision: { kind: "expire" } });
+      expect((await app.database.turns.get(turnId))?.status).toBe("completed");
+      expect(await effects(conversationId)).toHaveLength(0);
+    });
+  });
+
+  describe("a paused turn's events", () => {
+    async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+      const seen: TurnEvent[] = [];
+      for await (const event of events) seen.push(event);
+      return seen;
+    }
+
+    const follower = (app: App) => new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub });
+
+    it("returns approval_requested naming the waiting call as the stream's last event, and the resumed turn's events after it", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, result, approvalId } = await pausedTurn(app);
+
+      const paused = await collect(follower(app).follow(turnId, 0, AbortSignal.timeout(10_000)));
+      const requested = paused.at(-1)!;
+      expect(requested).toEqual({
+        type: "approval_requested",
+        id: paused.length,
+        approvals: [{ approvalId, toolCallId: result.approvals?.[0]?.toolCallId, tool: "record_effect", expiresAt: result.approvals?.[0]?.expiresAt }],
+      });
+      expect(paused.map((e) => e.type)).not.toContain("tool_started");
+
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      const resumed = await collect(follower(app).follow(turnId, requested.id, AbortSignal.timeout(10_000)));
+      expect(resumed.map((e) => e.id)).toEqual(resumed.map((_, i) => requested.id + 1 + i));
+      expect(resumed.filter((e) => e.type === "tool_started" || e.type === "tool_finished")).toMatchObject([
+        { type: "tool_started", tool: "record_effect" },
+        { type: "tool_finished", tool: "record_effect", status: "success" },
+      ]);
+      expect(resumed.at(-1)).toMatchObject({ type: "done", answer: expect.stringContaining("recorded ship it") });
+    });
+  });
+
+  describe("decide on a replaced turn", () => {
+    it("throws ApprovalSupersededError after a newer turn began, and the newer turn sees the call as not run", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+      const newer = await app.runner.run({ conversationId, caller: alice, content: "never mind, hello", turnId: randomUUID() });
+      expect(newer.status).toBe("completed");
+
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ApprovalSupersededError);
+      expect((await app.database.turns.get(turnId))?.status).toBe("superseded");
+      expect(await effects(conversationId)).toHaveLength(0);
+      const tool = (await stateOf(app, conversationId)).find((m) => m.getType() === "tool");
+      expect(tool?.content).toContain("Not run");
+    });
+  });
+
+  describe("decide by someone else", () => {
+    it("throws ForbiddenError for a caller who is not the requester", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.decide(conversationId, approvalId, bob, { kind: "approve" })).rejects.toThrow(ForbiddenError);
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("lets a caller with an approver role decide, and not the requester without it", async () => {
+      const app = await appWith({ require: "always", approvers: { roles: ["manager"] } });
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ForbiddenError);
+      await app.approvals.decide(conversationId, approvalId, manager, { kind: "approve" });
+      expect(await effects(conversationId)).toHaveLength(1);
+    });
+  });
+
+  describe("decide after a crash", () => {
+    for (const point of [...APPROVAL_FAULT_POINTS, "before-tool-effect", "after-tool-effect"] as const) {
+      it(`runs the approved call exactly once when the process died ${point}`, async () => {
+        const faults = crashOnceAt(point);
+        const app = await appWith({ require: "always" }, faults);
+        const { conversationId, turnId, request, approvalId } = await pausedTurn(app);
+        // A crash before the decision would leave nothing to resume from; the points are all after it.
+        faults.fired = false;
+
+        await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(SimulatedCrash);
+        expect(faults.fired).toBe(true);
+        // The client repeats its request; the queue delivers the job again.
+        await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+        if ((await app.database.turns.get(turnId))?.status !== "completed") await app.runner.run(request);
+
+        expect(await effects(conversationId)).toHaveLength(1);
+        const turn = await app.database.turns.get(turnId);
+        expect(turn?.status).toBe("completed");
+        expect(turn?.answer).toContain("recorded ship it");
+      });
+    }
+  });
+});

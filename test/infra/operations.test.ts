@@ -1,0 +1,292 @@
+import { readFileSync } from "node:fs";
+import { App, Duration, Token } from "aws-cdk-lib";
+import type { Template } from "aws-cdk-lib/assertions";
+import {
+  BEDROCK_SERVER_ERRORS_ALARM_THRESHOLD,
+  BEDROCK_THROTTLES_ALARM_THRESHOLD,
+  DEFAULT_OLDEST_TURN_ALARM,
+  RUNBOOK,
+  WEBHOOK_4XX_ALARM_THRESHOLD,
+  WEBHOOK_5XX_ALARM_THRESHOLD,
+} from "../../infra/constructs/operations.js";
+import { LIVE_ALIAS } from "../../infra/constructs/threadwise-function.js";
+import { visibilityTimeoutFor } from "../../infra/constructs/turn-queues.js";
+import { readStageConfig, STAGE_ENVIRONMENTS } from "../../infra/stage-config.js";
+import { ValidationError } from "../../lib/errors.js";
+import { TURN_FAILURE_REASONS } from "../../lib/observability/index.js";
+import { buildStack, synthTemplate } from "./synth.js";
+
+const prodContext = { stage: "prod", jwtIssuer: "https://login.example.com/tenant/v2.0" };
+const SERVING = ["api", "worker", "slack", "teams"] as const;
+const capital = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
+
+type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
+
+/** The alarm named `<stage>-threadwise-<id>`. */
+function alarm(template: Template, stage: string, id: string): Resource {
+  const found = Object.values(template.findResources("AWS::CloudWatch::Alarm", { Properties: { AlarmName: `${stage}-threadwise-${id}` } }));
+  if (found.length !== 1) throw new Error(`no alarm ${id}`);
+  return found[0] as Resource;
+}
+
+/** Slugs of the headings of a Markdown file, as GitHub makes anchors of them. */
+function anchorsOf(path: string): Set<string> {
+  const headings = readFileSync(new URL(`../../${path}`, import.meta.url), "utf8").match(/^#+ .+$/gm) ?? [];
+  return new Set(
+    headings.map((h) =>
+      h
+        .replace(/^#+ /, "")
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, "")
+        .replace(/ /g, "-"),
+    ),
+  );
+}
+
+/** The logical id a `{ Ref }` or `{ Fn::GetAtt }` points at. */
+const target = (value: unknown): string => JSON.stringify(value).match(/"(?:Ref|Fn::GetAtt)":\[?"([^"]+)"/)?.[1] ?? JSON.stringify(value);
+
+describe("ThreadwiseStack operations", () => {
+  const prod = synthTemplate({ context: prodContext });
+  const dev = synthTemplate();
+
+  describe("alarms", () => {
+    it("alarms on any failed turn, counted under the stage's service", () => {
+      expect(alarm(prod, "prod", "TurnsFailed").Properties).toMatchObject({
+        Namespace: "Threadwise",
+        MetricName: "TurnsFailed",
+        Dimensions: [{ Name: "service", Value: "threadwise-prod" }],
+        Statistic: "Sum",
+        Threshold: 1,
+        ComparisonOperator: "GreaterThanOrEqualToThreshold",
+      });
+    });
+
+    it("alarms on the age of the oldest queued turn", () => {
+      const { Properties: p } = alarm(prod, "prod", "OldestQueuedTurn");
+      expect(p).toMatchObject({
+        Namespace: "AWS/SQS",
+        MetricName: "ApproximateAgeOfOldestMessage",
+        Statistic: "Maximum",
+        Threshold: DEFAULT_OLDEST_TURN_ALARM.toSeconds(),
+      });
+      expect(target(p.Dimensions[0].Value)).toMatch(/^TurnQueuesTurns/);
+    });
+
+    it("alarms on Bedrock throttles and server errors of the stage's model", () => {
+      const modelId = { Name: "ModelId", Value: "us.anthropic.claude-sonnet-4-20250514-v1:0" };
+      expect(alarm(prod, "prod", "BedrockThrottles").Properties).toMatchObject({
+        Namespace: "AWS/Bedrock",
+        MetricName: "InvocationThrottles",
+        Dimensions: [modelId],
+        Threshold: BEDROCK_THROTTLES_ALARM_THRESHOLD,
+      });
+      expect(alarm(prod, "prod", "BedrockErrors").Properties).toMatchObject({
+        Namespace: "AWS/Bedrock",
+        MetricName: "InvocationServerErrors",
+        Dimensions: [modelId],
+        Threshold: BEDROCK_SERVER_ERRORS_ALARM_THRESHOLD,
+      });
+    });
+
+    it("alarms when a worker invocation takes 80 % of the worker's timeout", () => {
+      const template = synthTemplate({ context: { ...prodContext, workerTimeoutSeconds: 600 } });
+      const { Properties: p } = alarm(template, "prod", "WorkerNearTimeout");
+      expect(p).toMatchObject({ Namespace: "AWS/Lambda", MetricName: "Duration", Statistic: "Maximum", Threshold: 480_000 });
+      expect(target(p.Dimensions[0].Value)).toMatch(/^WorkerFunction/);
+    });
+
+    it("alarms on spikes of 4xx and 5xx answers of each webhook", () => {
+      for (const [channel, title] of [
+        ["slack", "Slack"],
+        ["teams", "Teams"],
+      ]) {
+        expect(alarm(prod, "prod", `${title}Webhook4xx`).Properties).toMatchObject({
+          Namespace: "Threadwise",
+          MetricName: "WebhookClientErrors",
+          Dimensions: expect.arrayContaining([
+            { Name: "channel", Value: channel },
+            { Name: "service", Value: "threadwise-prod" },
+          ]),
+          Threshold: WEBHOOK_4XX_ALARM_THRESHOLD,
+        });
+        expect(alarm(prod, "prod", `${title}Webhook5xx`).Properties).toMatchObject({
+          MetricName: "WebhookServerErrors",
+          Threshold: WEBHOOK_5XX_ALARM_THRESHOLD,
+        });
+      }
+    });
+
+    it("alarms on these and no others: what users feel, each function's errors and throttles, dead letters and API 5xx", () => {
+      const names = Object.values(prod.findResources("AWS::CloudWatch::Alarm")).map((a) => String(a.Properties.AlarmName).replace("prod-threadwise-", ""));
+      expect(names.sort()).toEqual(
+        [
+          ...SERVING.flatMap((f) => [`${f}Errors`, `${f}Throttles`]),
+          "TurnsFailed",
+          "OldestQueuedTurn",
+          "DeadLetters",
+          "BedrockThrottles",
+          "BedrockErrors",
+          "WorkerNearTimeout",
+          "Api5xx",
+          "SlackWebhook4xx",
+          "SlackWebhook5xx",
+          "TeamsWebhook4xx",
+          "TeamsWebhook5xx",
+        ].sort(),
+      );
+    });
+
+    it("names in every alarm's description a runbook line that exists", () => {
+      const anchors = anchorsOf(RUNBOOK);
+      const alarms = Object.values(prod.findResources("AWS::CloudWatch::Alarm"));
+      for (const a of alarms) {
+        const [, anchor] = /Runbook: docs\/operations\.md#([a-z0-9-]+)$/.exec(a.Properties.AlarmDescription) ?? [];
+        expect(anchors.has(anchor), `${a.Properties.AlarmName}: ${a.Properties.AlarmDescription}`).toBe(true);
+      }
+    });
+
+    it("shows every alarm, the turn outcomes by reason, Bedrock and the webhooks on the dashboard", () => {
+      const body = JSON.stringify(Object.values(prod.findResources("AWS::CloudWatch::Dashboard"))[0].Properties.DashboardBody);
+      for (const reason of TURN_FAILURE_REASONS) expect(body).toContain(`\\"reason\\",\\"${reason}\\"`);
+      for (const metric of [
+        "TurnsQueued",
+        "TurnsRetried",
+        "TurnsGivenUp",
+        "TurnsFailed",
+        "InvocationThrottles",
+        "WebhookClientErrors",
+        "WebhookServerErrors",
+      ]) {
+        expect(body).toContain(`\\"${metric}\\"`);
+      }
+      expect(body).toContain("alarm");
+      const alarmLogicalIds = Object.keys(prod.findResources("AWS::CloudWatch::Alarm"));
+      for (const id of alarmLogicalIds) expect(body, id).toContain(`"${id}"`);
+    });
+  });
+
+  describe("tracing", () => {
+    it("traces every function with X-Ray and lets no trace capture a response or an error", () => {
+      const ours = Object.values(prod.findResources("AWS::Lambda::Function")).filter((f) => String(f.Properties.FunctionName).startsWith("prod-threadwise-"));
+      expect(ours).toHaveLength(SERVING.length + 1);
+      for (const fn of ours) {
+        expect(fn.Properties.TracingConfig, fn.Properties.FunctionName).toEqual({ Mode: "Active" });
+        expect(fn.Properties.Environment.Variables).toMatchObject({ POWERTOOLS_TRACER_CAPTURE_RESPONSE: "false", POWERTOOLS_TRACER_CAPTURE_ERROR: "false" });
+      }
+    });
+  });
+
+  describe("queue timing", () => {
+    it.each([[300], [900]])("holds a conversation whose %s s worker crashes on every receive minutes, not an hour", (workerTimeoutSeconds) => {
+      const template = synthTemplate({ context: { workerTimeoutSeconds } });
+      const [queue] = Object.values(template.findResources("AWS::SQS::Queue", { Properties: { QueueName: "dev-threadwise-turns.fifo" } }));
+      const visibility = queue.Properties.VisibilityTimeout as number;
+      expect(visibility).toBe(visibilityTimeoutFor(Duration.seconds(workerTimeoutSeconds)).toSeconds());
+      // Lambda refuses an event source whose queue hides a message for less than the function may run.
+      expect(visibility).toBeGreaterThan(workerTimeoutSeconds);
+      expect(visibility * queue.Properties.RedrivePolicy.maxReceiveCount).toBeLessThanOrEqual(50 * 60);
+    });
+  });
+
+  describe("deployments", () => {
+    it.each([
+      ["prod", prod, "CodeDeployDefault.LambdaCanary10Percent5Minutes"],
+      ["dev", dev, "CodeDeployDefault.LambdaAllAtOnce"],
+    ])("shifts each serving function's live alias in %s with CodeDeploy and rolls back on its alarms", (stage, template, config) => {
+      const groups = Object.values(template.findResources("AWS::CodeDeploy::DeploymentGroup"));
+      expect(groups).toHaveLength(SERVING.length);
+      const aliases = template.findResources("AWS::Lambda::Alias");
+      const alarmsByLogicalId = template.findResources("AWS::CloudWatch::Alarm");
+      for (const name of SERVING) {
+        const [, alias] = Object.entries(aliases).find(([id]) => id.startsWith(`${capital(name)}FunctionLive`))!;
+        expect(alias.Properties.Name).toBe(LIVE_ALIAS);
+        expect(target(alias.Properties.FunctionVersion)).toMatch(new RegExp(`^${capital(name)}FunctionCurrentVersion`));
+        const [groupId, group] = Object.entries(template.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) =>
+          id.startsWith(`${capital(name)}FunctionDeployment`),
+        )!;
+        // CloudFormation hands the alias's updates to this deployment group.
+        expect(target(alias.UpdatePolicy.CodeDeployLambdaAliasUpdate.DeploymentGroupName)).toBe(groupId);
+        expect(group.Properties.DeploymentConfigName).toBe(config);
+        expect(group.Properties.AutoRollbackConfiguration).toEqual({
+          Enabled: true,
+          Events: expect.arrayContaining(["DEPLOYMENT_FAILURE", "DEPLOYMENT_STOP_ON_ALARM"]),
+        });
+        const rollbackOn = group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarmsByLogicalId[target(a.Name)]?.Properties.AlarmName);
+        expect(rollbackOn).toEqual(expect.arrayContaining([`${stage}-threadwise-${name}Errors`, `${stage}-threadwise-TurnsFailed`]));
+      }
+    });
+
+    it("rolls the api back on API 5xx, the worker on its duration, and each webhook on its 5xx", () => {
+      const rollbackOf = (name: string) => {
+        const [, group] = Object.entries(prod.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) =>
+          id.startsWith(`${capital(name)}FunctionDeployment`),
+        )!;
+        const alarms = prod.findResources("AWS::CloudWatch::Alarm");
+        return group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarms[target(a.Name)].Properties.AlarmName as string);
+      };
+      expect(rollbackOf("api")).toContain("prod-threadwise-Api5xx");
+      expect(rollbackOf("worker")).toContain("prod-threadwise-WorkerNearTimeout");
+      expect(rollbackOf("slack")).toContain("prod-threadwise-SlackWebhook5xx");
+      expect(rollbackOf("teams")).toContain("prod-threadwise-TeamsWebhook5xx");
+    });
+
+    it("lets the API's integrations and the queue's event source invoke the live alias only", () => {
+      for (const integration of Object.values(prod.findResources("AWS::ApiGatewayV2::Integration"))) {
+        expect(target(integration.Properties.IntegrationUri)).toMatch(/^(Api|Slack|Teams)FunctionLive/);
+      }
+      const [mapping] = Object.values(prod.findResources("AWS::Lambda::EventSourceMapping"));
+      expect(target(mapping.Properties.FunctionName)).toMatch(/^WorkerFunctionLive/);
+    });
+
+    it("gives CodeDeploy a role of its own that may only shift the aliases and read alarms", () => {
+      const groups = Object.values(prod.findResources("AWS::CodeDeploy::DeploymentGroup"));
+      const roles = prod.findResources("AWS::IAM::Role");
+      const policies = Object.values(prod.findResources("AWS::IAM::Policy"));
+      for (const group of groups) {
+        const roleId = target(group.Properties.ServiceRoleArn);
+        expect(roles[roleId].Properties.ManagedPolicyArns).toBeUndefined();
+        const statements = policies
+          .filter((p) => p.Properties.Roles.some((r: unknown) => target(r) === roleId))
+          .flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[]);
+        const grants = statements.map((s) => ({ actions: [s.Action].flat().sort(), resource: s.Resource === "*" ? "*" : target(s.Resource) }));
+        expect(grants).toEqual([
+          { actions: ["lambda:GetAlias", "lambda:GetProvisionedConcurrencyConfig", "lambda:UpdateAlias"], resource: expect.stringMatching(/FunctionLive/) },
+          { actions: ["cloudwatch:DescribeAlarms"], resource: "*" },
+        ]);
+      }
+    });
+  });
+
+  describe("stages", () => {
+    it("pins prod to the account and region of STAGE_ENVIRONMENTS, with termination protection", () => {
+      const { stack } = buildStack({ context: prodContext });
+      expect({ account: stack.account, region: stack.region }).toEqual(STAGE_ENVIRONMENTS.prod);
+      expect(stack.terminationProtection).toBe(true);
+    });
+
+    it("deploys an unlisted stage where the credentials point, deletable", () => {
+      const { stack } = buildStack();
+      expect(Token.isUnresolved(stack.account)).toBe(true);
+      expect(stack.terminationProtection).toBe(false);
+    });
+
+    it("throws when a stage keeps its data but its account is not pinned", () => {
+      const read = () => readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node);
+      expect(read).toThrow(ValidationError);
+      expect(
+        readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node, { staging: { account: "210987654321", region: "eu-west-1" } })
+          .environment,
+      ).toEqual({
+        account: "210987654321",
+        region: "eu-west-1",
+      });
+    });
+
+    it("keeps the turn queue and its dead letters when a prod stack is deleted, not a dev one", () => {
+      const policies = (template: Template) => Object.values(template.findResources("AWS::SQS::Queue")).map((q) => q.DeletionPolicy);
+      expect(policies(prod)).toEqual(["Retain", "Retain"]);
+      expect(policies(dev)).toEqual(["Delete", "Delete"]);
+    });
+  });
+});

@@ -1,0 +1,133 @@
+import { startTestServer, type TestServer } from "../support/api-client.js";
+import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
+import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-signing.js";
+import { appMention, BOT_USER, CHANNEL, envelope, TEAM, USER } from "../channels/slack/fixtures.js";
+
+const BOT_TOKEN = "xoxb-local-test-token";
+const LEAD = "U0LEAD";
+const POLICY = { create_follow_up: { require: "always", approvers: { requester: true, roles: ["lead"] } } };
+
+let slackApi: SlackApiEndpoint;
+let t: TestServer;
+
+beforeAll(async () => {
+  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER });
+  t = await startTestServer(
+    { SLACK_API_URL: slackApi.slackApiUrl, TOOL_APPROVALS: JSON.stringify(POLICY), SLACK_ROLES: JSON.stringify({ [TEAM]: { users: { [LEAD]: ["lead"] } } }) },
+    { channels: { slack: { signingSecret: TEST_SLACK_SIGNING_SECRET, botToken: BOT_TOKEN } } },
+  );
+});
+
+afterAll(async () => {
+  await t?.close();
+  await slackApi?.close();
+});
+
+let tsCounter = 0;
+function nextTs(): string {
+  tsCounter += 1;
+  return `1700002${String(tsCounter).padStart(3, "0")}.000100`;
+}
+
+type Button = { action_id: string; value: string };
+
+/** A mention asking for a follow-up; returns the approval message's buttons once the worker posted it. */
+async function waitingThread(title = "Call the supplier") {
+  const ts = nextTs();
+  const body = envelope(appMention({ ts, event_ts: ts, text: `<@${BOT_USER}> create_follow_up {"title": "${title}"}` }));
+  const sent = await fetch(`${t.url}/slack/events`, { method: "POST", headers: signSlackRequest(body), body });
+  expect(sent.status).toBe(200);
+  await t.server.turnQueue.drain();
+  const post = slackApi.posts.find((p) => p.threadTs === ts && p.blocks);
+  const actions = (post?.blocks ?? []).find((b) => (b as { type: string }).type === "actions") as { elements: Button[] } | undefined;
+  const [approve, reject] = actions?.elements ?? [];
+  const [conversationId, approvalId] = (approve?.value ?? ":").split(":");
+  return { ts, post, approve, reject, conversationId, approvalId };
+}
+
+let responseCounter = 0;
+/** A click as Slack posts it: form-encoded `payload`, signed like an event. */
+async function click(button: Button, user: string, options: { team?: string; sign?: boolean } = {}) {
+  responseCounter += 1;
+  const path = `/actions/T0TEST/${responseCounter}/secret`;
+  const payload = {
+    type: "block_actions",
+    user: { id: user, team_id: options.team ?? TEAM },
+    team: { id: options.team ?? TEAM },
+    api_app_id: "A0APP",
+    response_url: `${new URL(slackApi.slackApiUrl).origin}${path}`,
+    actions: [{ action_id: button.action_id, block_id: "b", value: button.value, type: "button", action_ts: "1700000000.1" }],
+  };
+  const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  const headers: Record<string, string> = { ...signSlackRequest(body), "content-type": "application/x-www-form-urlencoded" };
+  if (options.sign === false) headers["x-slack-signature"] = `v0=${"0".repeat(64)}`;
+  const response = await fetch(`${t.url}/slack/interactivity`, { method: "POST", headers, body });
+  await t.server.turnQueue.drain();
+  return { status: response.status, response: slackApi.responses.find((r) => r.path === path)?.body };
+}
+
+const approvalStatus = async (approvalId: string) => (await t.db.collection("approvals").findOne({ _id: approvalId as never }))?.status;
+const followUps = (conversationId: string) => t.db.collection("follow_ups").countDocuments({ conversationId });
+
+describe("local server: approvals in Slack", () => {
+  describe("a mention that calls a held tool", () => {
+    it("posts Approve and Reject buttons in the thread and creates nothing", async () => {
+      const { post, approve, reject, conversationId } = await waitingThread();
+      expect(post).toMatchObject({ channel: CHANNEL, text: "Waiting for approval: create_follow_up" });
+      expect(approve.action_id).toBe("threadwise_approval_approve");
+      expect(reject.action_id).toBe("threadwise_approval_reject");
+      expect(await followUps(conversationId)).toBe(0);
+    });
+  });
+
+  describe("POST /slack/interactivity", () => {
+    it("decides as the requester, updates the message with who decided, and answers in the thread after one follow-up", async () => {
+      const { ts, approve, conversationId, approvalId } = await waitingThread();
+      const clicked = await click(approve, USER);
+      expect(clicked.status).toBe(200);
+      expect(clicked.response).toMatchObject({ replace_original: true });
+      expect(clicked.response?.text).toContain(`approved by <@${USER}>`);
+      expect(await approvalStatus(approvalId)).toBe("approved");
+      expect(await followUps(conversationId)).toBe(1);
+      expect(slackApi.posts.filter((p) => p.threadTs === ts).at(-1)?.text).toContain("Recorded follow-up");
+    });
+
+    it("lets a user with the approver role reject, and the answer says nothing was created", async () => {
+      const { ts, reject, conversationId, approvalId } = await waitingThread();
+      const clicked = await click(reject, LEAD);
+      expect(clicked.response?.text).toContain(`rejected by <@${LEAD}>`);
+      expect(await approvalStatus(approvalId)).toBe("rejected");
+      expect(await followUps(conversationId)).toBe(0);
+      expect(slackApi.posts.filter((p) => p.threadTs === ts).at(-1)?.text).toContain("rejected this call");
+    });
+
+    it("tells only a user without the role that they may not decide, and changes nothing", async () => {
+      const { approve, approvalId } = await waitingThread();
+      const clicked = await click(approve, "U0BOB");
+      expect(clicked.status).toBe(200);
+      expect(clicked.response).toMatchObject({ response_type: "ephemeral", replace_original: false, text: "You may not decide this approval." });
+      expect(await approvalStatus(approvalId)).toBe("pending");
+    });
+
+    it("refuses a user of another workspace as if the approval did not exist", async () => {
+      const { approve, approvalId } = await waitingThread();
+      const clicked = await click(approve, USER, { team: "T0OTHER" });
+      expect(clicked.response).toMatchObject({ response_type: "ephemeral", text: "This approval no longer exists." });
+      expect(await approvalStatus(approvalId)).toBe("pending");
+    });
+
+    it("answers a second click with the first decision, and a conflicting one with the status", async () => {
+      const { approve, reject, conversationId } = await waitingThread();
+      await click(approve, USER);
+      expect((await click(approve, USER)).response?.text).toContain("approved");
+      expect((await click(reject, LEAD)).response?.text).toBe("This call was already decided (approved).");
+      expect(await followUps(conversationId)).toBe(1);
+    });
+
+    it("returns 401 for a request not signed with the signing secret, and decides nothing", async () => {
+      const { approve, approvalId } = await waitingThread();
+      expect((await click(approve, USER, { sign: false })).status).toBe(401);
+      expect(await approvalStatus(approvalId)).toBe("pending");
+    });
+  });
+});

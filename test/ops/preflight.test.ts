@@ -1,0 +1,124 @@
+import { BedrockClient } from "@aws-sdk/client-bedrock";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { runPreflight, type PreflightOptions } from "../../lib/ops/index.js";
+import { startLocalAws, TEST_REGION, type LocalAws } from "../functions/support/aws-endpoints.js";
+import { startBedrockControlEndpoint, SUBSCRIBED, type BedrockControlEndpoint } from "../support/bedrock-control-endpoint.js";
+import { startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import { mongoUri } from "../support/mongo.js";
+
+const MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+const FOUNDATION_MODEL = "anthropic.claude-sonnet-4-20250514-v1:0";
+const credentials = { accessKeyId: "AKIDLOCALTEST", secretAccessKey: "local-test-secret" };
+
+let aws: LocalAws;
+let converse: ConverseEndpoint;
+let control: BedrockControlEndpoint;
+let clients: Pick<PreflightOptions, "secrets" | "bedrockRuntime" | "bedrock">;
+
+beforeAll(async () => {
+  aws = await startLocalAws();
+  converse = await startConverseEndpoint();
+  control = await startBedrockControlEndpoint();
+  clients = {
+    secrets: new SecretsManagerClient({ endpoint: aws.url, region: TEST_REGION, credentials }),
+    bedrockRuntime: new BedrockRuntimeClient({ endpoint: converse.url, region: TEST_REGION, credentials }),
+    bedrock: new BedrockClient({ endpoint: control.url, region: TEST_REGION, credentials }),
+  };
+});
+afterAll(async () => {
+  await Promise.all([aws?.close(), converse?.close(), control?.close()]);
+});
+beforeEach(() => {
+  aws.setCredentials({ mongodbUri: mongoUri(), slackSigningSecret: "signing", slackBotToken: "xoxb-preflight" });
+  converse.setResponder(() => ({ text: "ok" }));
+  control.setAvailability(SUBSCRIBED);
+});
+
+/** Preflight of a stage whose secrets are the local endpoint's, without TLS (the embedded MongoDB has none). */
+const preflight = (overrides: Partial<PreflightOptions> = {}) =>
+  runPreflight({
+    secretIds: { database: aws.secretArns.database, slackSigning: aws.secretArns.slackSigning, channelReplies: aws.secretArns.channelReplies },
+    modelId: MODEL,
+    foundationModelId: FOUNDATION_MODEL,
+    requireTls: false,
+    mongodbTimeoutMs: 1_000,
+    ...clients,
+    ...overrides,
+  });
+
+describe("runPreflight", () => {
+  it("returns no problem when the secrets are filled in, MongoDB answers, the model answers and the account may use it", async () => {
+    const calls = converse.requests.length;
+    expect(await preflight()).toEqual([]);
+    expect(converse.requests.slice(calls).map((r) => r.modelId)).toEqual([MODEL]);
+    expect(control.asked.at(-1)).toBe(FOUNDATION_MODEL);
+  });
+
+  it("returns an empty mongodbUri, naming its secret, and tries no database", async () => {
+    aws.setCredentials({ slackSigningSecret: "signing", slackBotToken: "xoxb-preflight" });
+    expect(await preflight()).toEqual([
+      {
+        check: "secrets",
+        problem: `mongodbUri is empty in the database secret (${aws.secretArns.database})`,
+        fix: expect.stringContaining("connection string"),
+      },
+    ]);
+  });
+
+  it("returns a URI without TLS as a problem when the stage requires TLS, as its functions do", async () => {
+    expect(await preflight({ requireTls: true })).toEqual([
+      { check: "secrets", problem: "mongodbUri: must use TLS (mongodb+srv:// or tls=true)", fix: expect.any(String) },
+    ]);
+  });
+
+  it("returns a secret that does not exist, with what to do", async () => {
+    const problems = await preflight({ secretIds: { database: "prod/threadwise/missing" } });
+    expect(problems[0]).toEqual({
+      check: "secrets",
+      problem: expect.stringContaining("could not be read: ResourceNotFoundException"),
+      fix: expect.stringContaining("deploy the stage first"),
+    });
+  });
+
+  it("returns MongoDB unreachable, naming its host but never the URI's password", async () => {
+    aws.setCredentials({ mongodbUri: "mongodb://admin:hunter2@127.0.0.1:1/?directConnection=true" });
+    const problems = await preflight();
+    expect(problems).toEqual([
+      { check: "mongodb", problem: expect.stringMatching(/^MongoDB at 127\.0\.0\.1:1 did not accept/), fix: expect.stringContaining("IP access list") },
+    ]);
+    expect(JSON.stringify(problems)).not.toContain("hunter2");
+  });
+
+  it("returns the model's AccessDeniedException with the grants and the Marketplace subscription to make", async () => {
+    converse.setResponder(() => ({
+      error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
+    }));
+    expect(await preflight()).toEqual([
+      {
+        check: "model",
+        problem: expect.stringContaining(`Converse with ${MODEL} was refused: AccessDeniedException`),
+        fix: expect.stringContaining("aws-marketplace:Subscribe"),
+      },
+    ]);
+  });
+
+  it("returns Anthropic's first-use form when Bedrock says the use case was not submitted", async () => {
+    converse.setResponder(() => ({
+      error: { status: 404, type: "ResourceNotFoundException", message: "Model use case details have not been submitted for this account." },
+    }));
+    expect((await preflight())[0]).toMatchObject({ check: "model", fix: expect.stringContaining("first-use form") });
+  });
+
+  it("returns each missing part of the account's Marketplace availability", async () => {
+    control.setAvailability({
+      ...SUBSCRIBED,
+      agreementAvailability: { status: "NOT_AVAILABLE", errorMessage: "no agreement" },
+      entitlementAvailability: "NOT_AVAILABLE",
+    });
+    expect((await preflight()).map((p) => [p.check, p.problem])).toEqual([
+      ["marketplace", `the Marketplace agreement for ${FOUNDATION_MODEL} is NOT_AVAILABLE: no agreement`],
+      ["marketplace", `the account is not entitled to ${FOUNDATION_MODEL} yet (NOT_AVAILABLE)`],
+    ]);
+  });
+});
