@@ -25,4 +25,5 @@ export const CORE_MODULES: MutationModule[] = [
   { module: "lib/store/write-fence.ts", tests: ["test/store/write-fence.test.ts"] },
   { module: "lib/recall/recall-terms.ts", tests: ["test/recall/recall-terms.test.ts"] },
   { module: "lib/recall/conversation-search.ts", tests: ["test/recall/conversation-search.test.ts"] },
+  { module: "lib/events/turn-event-hub.ts", tests: ["test/events/turn-event-hub.test.ts"] },
 ];

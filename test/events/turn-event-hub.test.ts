@@ -1,0 +1,98 @@
+import type { TurnEvent } from "../../lib/events/turn-event.js";
+import { DEFAULT_LIVE_TURNS_KEPT, TurnEventHub } from "../../lib/events/turn-event-hub.js";
+
+const text = (id: number, delta = `d${id}`): TurnEvent => ({ type: "text", modelCall: 0, delta, id });
+
+/** Whether the wait has resolved, read after the reactions already queued have run (one microtask). */
+function watch(promise: Promise<void>): () => Promise<"woken" | "waiting"> {
+  let woken = false;
+  void promise.then(() => {
+    woken = true;
+  });
+  return async () => {
+    await Promise.resolve();
+    return woken ? "woken" : "waiting";
+  };
+}
+
+describe("TurnEventHub", () => {
+  describe("after", () => {
+    it("returns the turn's events after the id, in order", () => {
+      const hub = new TurnEventHub();
+      for (const id of [1, 2, 3, 4]) hub.publish("t1", text(id));
+      expect(hub.after("t1", 0).map((e) => e.id)).toEqual([1, 2, 3, 4]);
+      expect(hub.after("t1", 2).map((e) => e.id)).toEqual([3, 4]);
+      expect(hub.after("t1", 4)).toEqual([]);
+    });
+
+    it("returns nothing for a turn it has no events of, and only the named turn's events", () => {
+      const hub = new TurnEventHub();
+      hub.publish("t1", text(1));
+      hub.publish("t2", text(1, "other"));
+      expect(hub.after("t3", 0)).toEqual([]);
+      expect(hub.after("t2", 0)).toEqual([text(1, "other")]);
+    });
+  });
+
+  describe("lastId", () => {
+    it("returns the id of the turn's last event, and 0 for a turn without events", () => {
+      const hub = new TurnEventHub();
+      hub.publish("t1", text(1));
+      hub.publish("t1", text(2));
+      expect(hub.lastId("t1")).toBe(2);
+      expect(hub.lastId("t2")).toBe(0);
+    });
+  });
+
+  describe("publish", () => {
+    it("keeps at most turnsKept turns, dropping the one first published", () => {
+      const hub = new TurnEventHub({ turnsKept: 2 });
+      hub.publish("t1", text(1));
+      hub.publish("t2", text(1));
+      hub.publish("t1", text(2));
+      expect(hub.after("t1", 0)).toHaveLength(2);
+      hub.publish("t3", text(1));
+      expect([hub.lastId("t1"), hub.lastId("t2"), hub.lastId("t3")]).toEqual([0, 1, 1]);
+    });
+
+    it("keeps DEFAULT_LIVE_TURNS_KEPT turns by default", () => {
+      const hub = new TurnEventHub();
+      for (let i = 0; i <= DEFAULT_LIVE_TURNS_KEPT; i++) hub.publish(`t${i}`, text(1));
+      expect(hub.lastId("t0")).toBe(0);
+      expect(hub.lastId("t1")).toBe(1);
+      expect(hub.lastId(`t${DEFAULT_LIVE_TURNS_KEPT}`)).toBe(1);
+    });
+  });
+
+  describe("next", () => {
+    it("returns a wait that resolves at the turn's next event, not at another turn's", async () => {
+      const hub = new TurnEventHub();
+      const first = watch(hub.next("t1").promise);
+      const second = watch(hub.next("t1").promise);
+      hub.publish("t2", text(1));
+      expect(await first()).toBe("waiting");
+      hub.publish("t1", text(1));
+      expect([await first(), await second()]).toEqual(["woken", "woken"]);
+    });
+
+    it("returns a wait for one event only: a wait begun after it waits for the next", async () => {
+      const hub = new TurnEventHub();
+      hub.next("t1");
+      hub.publish("t1", text(1));
+      const later = watch(hub.next("t1").promise);
+      expect(await later()).toBe("waiting");
+      hub.publish("t1", text(2));
+      expect(await later()).toBe("woken");
+    });
+
+    it("returns a wait that a cancel forgets, leaving the turn's other waits", async () => {
+      const hub = new TurnEventHub();
+      const cancelled = hub.next("t1");
+      const kept = watch(hub.next("t1").promise);
+      const wasCancelled = watch(cancelled.promise);
+      cancelled.cancel();
+      hub.publish("t1", text(1));
+      expect([await wasCancelled(), await kept()]).toEqual(["waiting", "woken"]);
+    });
+  });
+});
