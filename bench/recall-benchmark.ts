@@ -335,6 +335,8 @@ async function main() {
       `| recall (fact in view or top ${DEFAULT_RECALL_RESULTS}) | ${pct(reached.lexical / n)} | ${pct(reached.semantic / n)} | ≥ ${pct(TARGET_RECALL)} |`,
       `| search result tokens, largest | ${fmt(Math.max(...resultTokens.lexical))} | ${fmt(Math.max(...resultTokens.semantic))} | ≤ ${fmt(TARGET_RESULT_TOKENS)} |`,
       `| search time at ${TURNS} turns, median / p95 | ${median(searchMs.lexical).toFixed(1)} / ${quantile(searchMs.lexical, 0.95).toFixed(1)} ms | ${median(searchMs.semantic).toFixed(1)} / ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms | < ${TARGET_SEARCH_MS} ms |`,
+      // On a shared, loaded machine the median measures the other processes too; the fastest search is what an idle one approaches.
+      `| search time at ${TURNS} turns, fastest of ${searchMs.lexical.length} | ${Math.min(...searchMs.lexical).toFixed(1)} ms | ${Math.min(...searchMs.semantic).toFixed(1)} ms | |`,
       `| of which: reading the index from MongoDB / ranking in memory (lexical), median | ${median(readMs).toFixed(1)} ms / ${median(rankMs).toFixed(2)} ms | | |`,
       `| embedding the query (before the search), median | | ${median(embedMs).toFixed(1)} ms (local stand-in; Titan's latency in AWS) | |`,
       `| indexing a finished turn, median / p95 | ${median(indexMs.lexical).toFixed(1)} / ${quantile(indexMs.lexical, 0.95).toFixed(1)} ms | ${median(indexMs.semantic).toFixed(1)} / ${quantile(indexMs.semantic, 0.95).toFixed(1)} ms | |`,
