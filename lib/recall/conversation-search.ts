@@ -11,7 +11,7 @@ export const DEFAULT_BM25_B = 0.75;
 /**
  * Share of the semantic score in a fused one, the lexical score having the rest. Both are scaled to 0–1
  * over the turns searched first (relative score fusion). Rank fusion was tried and dropped: it ranks a
- * turn that shares only a common word ("month") as high as the best semantic match, whatever the scores.
+ * turn that shares only a common word ("month") above the best semantic match, whatever the scores.
  */
 export const DEFAULT_SEMANTIC_WEIGHT = 0.8;
 /** Query terms considered; a longer query keeps its first ones, so a search stays bounded by its index, not its input. */
