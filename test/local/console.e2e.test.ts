@@ -146,7 +146,8 @@ describeWithBrowser("console", () => {
 
     await composer.fill(SECOND_QUESTION);
     await page.getByRole("button", { name: "Send" }).click();
-    await expect.poll(() => page.locator(".chat-message.assistant").count()).toBe(2);
+    // The second turn streams and then reloads the thread: on a loaded machine that is longer than the poll's default second.
+    await expect.poll(() => page.locator(".chat-message.assistant").count(), { timeout: 15_000 }).toBe(2);
 
     const conversationId = (await t.call("GET", "/v1/conversations", { token: token as string })).body.conversations[0].conversationId;
     const turn1 = await turnAt(token as string, conversationId, 0);
