@@ -2,6 +2,8 @@
 // (the Content-Security-Policy allows nothing else) and builds every node with textContent, so
 // message contents are never parsed as HTML.
 
+import { approvalFacts, showApprovals } from "./approvals.js";
+
 /** How often a running turn's progress is asked for, in milliseconds. */
 const POLL_MS = 300;
 /** Characters of a message shown before "Show all". */
@@ -214,6 +216,12 @@ async function loadMessages() {
   const record = await api("GET", `/v1/conversations/${state.conversationId}/messages`);
   state.messages = record.messages;
   renderChat();
+  // Calls waiting for a decision (approvals.js); a decision that resumes the turn waits for its answer.
+  const onDecided = async (turnId, resumed) => {
+    if (resumed) await waitForTurn(state.conversationId, turnId);
+    await loadMessages();
+  };
+  await showApprovals({ api, h, conversationId: state.conversationId, onDecided });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -668,7 +676,7 @@ function renderInspector() {
     { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" },
     renderCall(call, thread, turn),
   );
-  $("inspector-body").replaceChildren(meta, tabs, panel);
+  $("inspector-body").replaceChildren(meta, ...approvalFacts(h, turn.approvals), tabs, panel);
 }
 
 function selectCall(i, focus = false) {
