@@ -213,15 +213,15 @@ async function selectConversation(conversationId) {
 }
 
 async function loadMessages() {
-  const record = await api("GET", `/v1/conversations/${state.conversationId}/messages`);
-  state.messages = record.messages;
-  renderChat();
-  // Calls waiting for a decision (approvals.js); a decision that resumes the turn waits for its answer.
+  // Calls waiting for a decision (approvals.js) load with the messages; a decision that resumes the turn waits for its answer.
   const onDecided = async (turnId, resumed) => {
     if (resumed) await waitForTurn(state.conversationId, turnId);
     await loadMessages();
   };
-  await showApprovals({ api, h, conversationId: state.conversationId, onDecided });
+  const conversationId = state.conversationId;
+  const [record] = await Promise.all([api("GET", `/v1/conversations/${conversationId}/messages`), showApprovals({ api, h, conversationId, onDecided })]);
+  state.messages = record.messages;
+  renderChat();
 }
 
 // ---------------------------------------------------------------------------------------------
