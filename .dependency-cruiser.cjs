@@ -59,7 +59,8 @@ module.exports = {
       name: "infra-uses-config-only",
       comment:
         "infra/ imports from lib/ only the configuration (and the errors and validation it throws with), plus the few constants the stack " +
-        "must agree with at run time: the API's operations, the turn metrics' names, the database setup version, the tool assets' paths",
+        "must agree with at run time: the API's operations, the turn metrics' names, the database setup version, the tool assets' paths, " +
+        "the approvals sweep's event and metrics",
       severity: "error",
       from: { path: "^infra/" },
       to: {
@@ -69,7 +70,8 @@ module.exports = {
           "^lib/(errors|validation)[.]ts$",
           "^lib/api/openapi[.]ts$",
           "^lib/queue/turn-metrics[.]ts$",
-          "^lib/observability/(turn-outcome-metrics|turn-failure-reason)[.]ts$",
+          "^lib/observability/(turn-outcome-metrics|turn-failure-reason|approval-sweep-metrics)[.]ts$",
+          "^lib/approvals/sweep-event[.]ts$",
           "^lib/store/database[.]ts$",
           "^lib/tools/documents/local-document-index[.]ts$",
           "^lib/tools/sql/sqlite-wasm[.]ts$",

@@ -1,6 +1,7 @@
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
+import { isApprovalSweepEvent, type ApprovalSweepEvent, type SweepResult } from "../lib/approvals/index.js";
 import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
@@ -10,11 +11,13 @@ import {
   credentialsOf,
   logger,
   logServerError,
+  publishApprovalSweep,
   publishTurnGivenUp,
   publishTurnMetrics,
   publishTurnRetried,
   requireTurnQueue,
   tracer,
+  turnQueue,
   withRuntime,
 } from "./shared/runtime.js";
 
@@ -59,7 +62,8 @@ const errorName = (error: unknown) => (error instanceof Error ? error.name : "un
 async function appOf(context: Context): Promise<{ app: App; credentials: Credentials }> {
   try {
     const credentials = credentialsOf(context);
-    const app = await appFor(credentials, {});
+    // With the queue: the sweep and a decision hand resumed turns to it.
+    const app = await appFor(credentials, { turnQueue });
     await app.ready();
     return { app, credentials };
   } catch (error) {
@@ -70,8 +74,18 @@ async function appOf(context: Context): Promise<{ app: App; credentials: Credent
 
 const processor = new SqsFifoPartialProcessorAsync();
 
-/** Runs queued turns (one message per turn) and reports the ones to retry as batch item failures. */
-async function worker(event: SQSEvent, context: Context) {
+/** The schedule's run: overdue approvals expired, their turns queued to resume (docs/approvals.md, "Expiry"). */
+async function sweepApprovals(context: Context): Promise<SweepResult> {
+  const { app } = await appOf(context);
+  const result = await app.approvals.sweep();
+  publishApprovalSweep(result);
+  logger.info("approval sweep", { ...result });
+  return result;
+}
+
+/** Runs queued turns (one message per turn) and reports the ones to retry as batch item failures; on the schedule's event, the approvals sweep. */
+async function worker(event: SQSEvent | ApprovalSweepEvent, context: Context) {
+  if (isApprovalSweepEvent(event)) return sweepApprovals(context);
   // A retry is expected, not a function error: it must not trip the errors alarm.
   return processPartialResponse(event, runTurn, processor, { context, throwOnFullBatchFailure: false });
 }

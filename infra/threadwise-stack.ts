@@ -1,10 +1,14 @@
 import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
 import { LambdaApplication, LambdaDeploymentConfig, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
+import { Rule, RuleTargetInput, Schedule } from "aws-cdk-lib/aws-events";
+import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Topic } from "aws-cdk-lib/aws-sns";
+import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
+import { APPROVAL_SWEEP_EVENT } from "../lib/approvals/sweep-event.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
 import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
@@ -23,6 +27,8 @@ import { PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
 /** Slack expects an answer within 3 s; the webhook functions only verify, dedupe and enqueue. */
 export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
+/** How often the worker expires approvals nobody decided in time: an expiry is told the model at most this late. */
+export const APPROVAL_SWEEP_INTERVAL = Duration.minutes(5);
 /** Building an index over a large collection takes minutes; CloudFormation waits up to an hour for a custom resource. */
 export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
 
@@ -181,6 +187,7 @@ export class ThreadwiseStack extends Stack {
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
     // Channel turns run only in the worker; the api's callers carry their roles in their tokens.
     worker.useChannelRoles(config.tools.channelRoles);
+    if (config.tools.toolApprovals) this.sweepApprovals(worker, queues.queue);
 
     // The api runs sync turns and the worker async ones, so both call the tools; the webhooks only enqueue.
     this.warnAboutTools(config.tools);
@@ -224,6 +231,7 @@ export class ThreadwiseStack extends Stack {
       deadLetterQueue: queues.deadLetterQueue,
       httpApi: httpApi.httpApi,
       alarmTopic: config.alarmTopicArn ? Topic.fromTopicArn(this, "AlarmTopic", config.alarmTopicArn) : undefined,
+      approvalSweep: config.tools.toolApprovals !== undefined,
     });
     const application = new LambdaApplication(this, "Deployments", { applicationName: `${stage}-threadwise` });
     for (const [name, f] of Object.entries({ api, worker, slack, teams })) {
@@ -261,6 +269,20 @@ export class ThreadwiseStack extends Stack {
     new CfnOutput(this, "SetupFunctionName", { value: setup.fn.functionName, description: "Invoke once the database secret is filled in (see README)" });
     new CfnOutput(this, "ReservedConnections", { value: String(connections.total), description: "MongoDB connections the stage's functions can hold at most" });
     new CfnOutput(this, "DashboardName", { value: operations.dashboard.dashboardName });
+  }
+
+  /**
+   * The approvals sweep (docs/approvals.md, "Expiry"): a schedule invokes the worker's live alias,
+   * which expires overdue approvals and queues their turns to resume. A failed run is not
+   * retried: the next one comes within the interval and takes what this one left.
+   */
+  private sweepApprovals(worker: ThreadwiseFunction, queue: IQueue): void {
+    worker.useTurnQueue(queue);
+    new Rule(this, "ApprovalSweep", {
+      description: "Threadwise: expire tool approvals nobody decided in time and resume their turns",
+      schedule: Schedule.rate(APPROVAL_SWEEP_INTERVAL),
+      targets: [new LambdaFunction(worker.alias, { event: RuleTargetInput.fromObject(APPROVAL_SWEEP_EVENT), retryAttempts: 0 })],
+    });
   }
 
   /** Turns on each configured AWS tool engine for `f`, with its grants, variables and the acknowledgements of its wildcards. */

@@ -13,7 +13,9 @@ import { serverErrorLogger } from "../../lib/api/server-error-log.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { CREDENTIAL_SECRETS, NOT_CONFIGURED_RETRY_AFTER_S, parseCredentials, requireCredentials, type Credentials } from "../../lib/config/credentials.js";
 import { ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
+import type { SweepResult } from "../../lib/approvals/index.js";
 import {
+  APPROVAL_SWEEP_METRIC_NAMES,
   CALLER_FAILURE_REASONS,
   CHANNEL_DIMENSION,
   REASON_DIMENSION,
@@ -131,6 +133,13 @@ export function publishTurnMetrics(m: TurnMetrics): void {
   metrics.addMetric(TURN_METRIC_NAMES.toolCalls, MetricUnit.Count, m.toolCalls);
   metrics.addMetric(TURN_METRIC_NAMES.turnDurationMs, MetricUnit.Milliseconds, m.turnDurationMs);
   metrics.addMetric(TURN_METRIC_NAMES.omittedOutputs, MetricUnit.Count, m.omittedOutputs);
+}
+
+/** One data point per figure per run of the approvals sweep; flushed by the logMetrics middleware. */
+export function publishApprovalSweep(result: SweepResult): void {
+  metrics.addMetric(APPROVAL_SWEEP_METRIC_NAMES.expired, MetricUnit.Count, result.expired);
+  metrics.addMetric(APPROVAL_SWEEP_METRIC_NAMES.resumed, MetricUnit.Count, result.resumed);
+  metrics.addMetric(APPROVAL_SWEEP_METRIC_NAMES.backlog, MetricUnit.Count, Number(result.more));
 }
 
 /** Server faults only, with names and numbers: never request or message contents. */

@@ -6,7 +6,9 @@ import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/chann
 import { channelHandlers } from "../../lib/channels/channel-handlers.js";
 import { webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
 import { slackResponseUrlPrefix } from "../../lib/channels/slack/handle-slack-interaction.js";
-import { channelIngressCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
+import { createGroupDirectories } from "../../lib/channels/group-directories.js";
+import { channelIngressCredentialsOf, channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
+import type { GroupDirectory } from "../../lib/auth/channel-roles.js";
 import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { config, credentialsOf, logger, logServerError, mongoClientFor, publishWebhookStatus, requireTurnQueue } from "./runtime.js";
@@ -34,6 +36,20 @@ function deduperOf(credentials: Credentials): EventDeduper {
   return { claim: (eventId, now) => current().claim(eventId, now), release: (eventId) => current().release(eventId) };
 }
 
+/** The channel's group directory holds a token and a membership cache: one per container and credentials version. */
+let directory: { key: string; directories: Partial<Record<"slack" | "teams", GroupDirectory>> } | undefined;
+
+/** Only the webhook's own channel: an approver's roles by group are looked up where the click came in. */
+function directoriesOf(channel: "slack" | "teams", credentials: Credentials): Partial<Record<"slack" | "teams", GroupDirectory>> {
+  const replies = channelReplyCredentialsOf(credentials);
+  const key = JSON.stringify(replies[channel] ?? null);
+  if (directory?.key !== key) {
+    const own = createGroupDirectories({ [channel]: replies[channel] }, config.channels)[channel];
+    directory = { key, directories: own ? { [channel]: own } : {} };
+  }
+  return directory.directories;
+}
+
 /**
  * A webhook function: verifies the request with the channel's key alone, then claims and enqueues
  * it. It builds neither the app nor the graph, and loads no tool.
@@ -53,7 +69,12 @@ export function webhook(channel: "slack" | "teams") {
         deduper: deduperOf(credentials),
         enqueue: (job) => requireTurnQueue().enqueue(job),
         decide: (...args) =>
-          webhookChannelDecisions(mongoClientFor(credentials).db(config.dbName), config, (job: TurnJob) => requireTurnQueue().enqueue(job))(...args),
+          webhookChannelDecisions(
+            mongoClientFor(credentials).db(config.dbName),
+            config,
+            (job: TurnJob) => requireTurnQueue().enqueue(job),
+            directoriesOf(channel, credentials),
+          )(...args),
         slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
         logger,
       });

@@ -17,6 +17,7 @@ import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import type { ITopic } from "aws-cdk-lib/aws-sns";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { APPROVAL_SWEEP_METRIC_NAMES } from "../../lib/observability/approval-sweep-metrics.js";
 import { TURN_FAILURE_REASONS } from "../../lib/observability/turn-failure-reason.js";
 import { CHANNEL_DIMENSION, REASON_DIMENSION, TURN_OUTCOME_METRIC_NAMES, WEBHOOK_METRIC_NAMES } from "../../lib/observability/turn-outcome-metrics.js";
 import { TURN_METRIC_NAMES, TURN_METRICS_NAMESPACE } from "../../lib/queue/turn-metrics.js";
@@ -56,6 +57,8 @@ export interface OperationsProps {
   httpApi: HttpApi;
   /** Where alarms notify; without it they only change state on the dashboard. */
   alarmTopic?: ITopic;
+  /** Whether the worker runs the approvals sweep (the stage configures approvals): its figures and alarm. */
+  approvalSweep?: boolean;
 }
 
 /** An alarm's threshold and what it watches; every alarm is "at least threshold in one period". */
@@ -152,6 +155,14 @@ export class Operations extends Construct {
         runbook: "webhook-5xx",
         metric: turnMetric(WEBHOOK_METRIC_NAMES.serverErrors, "Sum", { [CHANNEL_DIMENSION]: channel }),
         threshold: WEBHOOK_5XX_ALARM_THRESHOLD,
+      };
+    }
+    if (props.approvalSweep) {
+      specs.ApprovalSweepBacklog = {
+        description: "the approvals sweep left overdue approvals for its next run (it falls behind)",
+        runbook: "approval-sweep-backlog",
+        metric: turnMetric(APPROVAL_SWEEP_METRIC_NAMES.backlog, "Sum"),
+        threshold: 1,
       };
     }
     for (const [alarmId, spec] of Object.entries(specs)) this.alarms[alarmId] = this.alarm(alarmId, spec, props);
@@ -273,6 +284,15 @@ export class Operations extends Construct {
       }),
       new GraphWidget({ title: "API latency p90 (ms)", left: [props.httpApi.metricLatency({ period: ALARM_PERIOD, statistic: "p90" })], width: 12 }),
     );
+    if (props.approvalSweep) {
+      this.dashboard.addWidgets(
+        new GraphWidget({
+          title: "Approvals sweep: expired, turns resumed, runs behind (sum)",
+          left: Object.values(APPROVAL_SWEEP_METRIC_NAMES).map((m) => turnMetric(m, "Sum").with({ label: m })),
+          width: 12,
+        }),
+      );
+    }
   }
 
   /**

@@ -8,6 +8,8 @@ import { ApprovalPolicy } from "./approval-policy.js";
 
 /** Most approvals one listing returns (a turn waits on one model response's calls; a conversation rarely has many). */
 export const DEFAULT_APPROVALS_PAGE = 100;
+/** Most overdue approvals one sweep expires: a run stays short, and the next takes the rest. */
+export const DEFAULT_SWEEP_LIMIT = 100;
 
 export interface ApprovalsOptions {
   store: ApprovalStore;
@@ -29,6 +31,13 @@ export interface DecisionResult {
   decided: boolean;
   /** Whether the turn was handed on to resume (every call of it is decided). */
   resumed: boolean;
+}
+
+/** What one sweep did: approvals it expired, turns it handed on, and whether overdue approvals are left for the next run. */
+export interface SweepResult {
+  expired: number;
+  resumed: number;
+  more: boolean;
 }
 
 /**
@@ -73,27 +82,58 @@ export class Approvals {
     }
     const { approval: decided, decided: fresh } = await this.options.store.decide(approvalId, choice, caller.principal).catch(async (error: unknown) => {
       // Expired now or before: the turn goes on without the call, the model told why.
-      if (error instanceof ApprovalExpiredError) await this.resumeIfSettled(approval.turnId);
+      if (error instanceof ApprovalExpiredError) await this.settleTurn(approval.turnId, new Date());
       throw error;
     });
     this.options.faults?.at("after-decision");
-    const resumed = await this.resumeIfSettled(decided.turnId);
+    const { resumed } = await this.settleTurn(decided.turnId, new Date());
     return { approval: decided, decided: fresh, resumed };
   }
 
   /** Expires the conversation's overdue approvals and resumes the turns that no longer wait on anyone (also those a crash left waiting). */
   async settleDue(conversationId: string, now = new Date()): Promise<void> {
-    await this.options.store.expireDue({ conversationId }, now);
     const waiting = await this.options.turns.list(conversationId, { status: "awaiting_approval", limit: DEFAULT_APPROVALS_PAGE });
     for (const turn of waiting) await this.resumeIfSettled(turn._id, now);
+    await this.options.store.expireDue({ conversationId }, now);
   }
 
-  /** Hands the turn on to resume when it waits and none of its calls does; returns whether it did. */
-  private async resumeIfSettled(turnId: string, now = new Date()): Promise<boolean> {
+  /**
+   * The scheduled sweep: rejects as expired the approvals past their deadline that nobody looked
+   * at, and resumes their turns so the model is told. At most `limit` approvals a run, most
+   * overdue first; `more` says the next run has work left. Safe to run twice or beside a person's
+   * decision: only a pending approval past its deadline is expired, and a turn is handed on under
+   * the key of its decisions, as a decision hands it on.
+   */
+  async sweep(options: { now?: Date; limit?: number } = {}): Promise<SweepResult> {
+    const now = options.now ?? new Date();
+    const limit = options.limit ?? DEFAULT_SWEEP_LIMIT;
+    // One past the limit only says there is more: its turn is the next run's.
+    const due = await this.options.store.overdue(now, limit + 1);
+    const turnIds = [...new Set(due.slice(0, limit).map((a) => a.turnId))];
+    const result: SweepResult = { expired: 0, resumed: 0, more: due.length > limit };
+    for (const turnId of turnIds) {
+      const settled = await this.settleTurn(turnId, now);
+      result.resumed += Number(settled.resumed);
+      result.expired += settled.expired;
+    }
+    return result;
+  }
+
+  /**
+   * Resumes the turn if none of its calls waits any longer, then marks its overdue ones expired
+   * (also when the turn no longer waits, so they do not hold up the sweep). In that order: a
+   * crash in between leaves them pending and due, for the next sweep or visit to find.
+   */
+  private async settleTurn(turnId: string, now: Date): Promise<{ resumed: boolean; expired: number }> {
+    const resumed = await this.resumeIfSettled(turnId, now);
+    return { resumed, expired: await this.options.store.expireDue({ turnId }, now) };
+  }
+
+  /** Hands the turn on to resume when it waits and none of its calls does (those past their deadline count as expired); returns whether it did. */
+  private async resumeIfSettled(turnId: string, now: Date): Promise<boolean> {
     const { store, turns } = this.options;
     if ((await turns.get(turnId))?.status !== "awaiting_approval") return false;
-    await store.expireDue({ turnId }, now);
-    const approvals = await store.listByTurn(turnId);
+    const approvals = (await store.listByTurn(turnId)).map((a) => (a.status === "pending" && a.deadline <= now ? { ...a, status: "expired" as const } : a));
     if (approvals.length === 0 || approvals.some((a) => a.status === "pending")) return false;
     const key = createHash("sha256")
       .update(JSON.stringify(approvals.map((a) => [a._id, a.status])))

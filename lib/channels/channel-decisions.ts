@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
-import { ChannelRoles } from "../auth/channel-roles.js";
-import { tenantOwner, type Principal } from "../auth/principal.js";
+import { ChannelRoles, type GroupDirectory } from "../auth/channel-roles.js";
+import { tenantOwner, type ChannelIssuerKind, type Principal } from "../auth/principal.js";
 import { Approvals, type DecisionResult } from "../approvals/approvals.js";
 import { resumeJobOf } from "../approvals/resume-job.js";
 import type { Config } from "../config/config.js";
@@ -36,10 +36,16 @@ export function channelDecisions(deps: { conversations: ConversationStore; appro
 /**
  * Channel decisions as the webhook function takes them: over the stores alone (no app, graph or
  * tool), resuming through the turn queue. Buttons only approve or reject, so no edit reaches
- * the tools' schemas. Roles by group need the channel's directory, which only the worker has:
- * a tenant whose roles name groups is refused with `RoleLookupError` (503) here.
+ * the tools' schemas. Roles by group come from the channel's directory, as in the worker; without
+ * one (no bot token in the function's secrets) a tenant whose roles name groups is refused with
+ * `RoleLookupError` (503).
  */
-export function webhookChannelDecisions(db: Db, config: Pick<Config, "retentionDays" | "auth">, enqueue: EnqueueTurn): ChannelDecide {
+export function webhookChannelDecisions(
+  db: Db,
+  config: Pick<Config, "retentionDays" | "auth">,
+  enqueue: EnqueueTurn,
+  directories: Partial<Record<ChannelIssuerKind, GroupDirectory>> = {},
+): ChannelDecide {
   const approvals = new Approvals({
     store: new ApprovalStore(db),
     turns: new TurnStore(db),
@@ -49,6 +55,6 @@ export function webhookChannelDecisions(db: Db, config: Pick<Config, "retentionD
   return channelDecisions({
     conversations: new ConversationStore(db, new RetentionPolicy(db, { days: config.retentionDays }).periodMs),
     approvals,
-    roles: new ChannelRoles(config.auth.channelRoles),
+    roles: new ChannelRoles(config.auth.channelRoles, directories),
   });
 }

@@ -27,11 +27,12 @@ export const CONSOLE_CONTENT_SECURITY_POLICY = [
 const ASSETS = {
   "/": { file: "index.html", type: "text/html; charset=utf-8" },
   "/console/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
+  "/console/approvals.js": { file: "approvals.js", type: "text/javascript; charset=utf-8" },
   "/console/styles.css": { file: "styles.css", type: "text/css; charset=utf-8" },
 } as const;
 
 export interface ConsoleRoutesOptions {
-  /** Where index.html, app.js and styles.css are read from. Default: {@link DEFAULT_CONSOLE_DIR}. */
+  /** Where index.html, the scripts and styles.css are read from. Default: {@link DEFAULT_CONSOLE_DIR}. */
   dir?: string;
 }
 

@@ -1,3 +1,4 @@
 export { CALLER_FAILURE_REASONS, TURN_FAILURE_REASONS, turnFailureReason, type TurnFailureReason } from "./turn-failure-reason.js";
 export { CHANNEL_DIMENSION, REASON_DIMENSION, TURN_OUTCOME_METRIC_NAMES, WEBHOOK_METRIC_NAMES } from "./turn-outcome-metrics.js";
 export { CORRELATION_ID_ATTRIBUTE, xrayTraceHeader, type TraceContext } from "./trace-context.js";
+export { APPROVAL_SWEEP_METRIC_NAMES } from "./approval-sweep-metrics.js";

@@ -105,7 +105,8 @@ export class ApprovalStore {
 
   /**
    * Takes a person's decision on a pending approval before its deadline. Returns the approval and
-   * whether this call decided it (false: the same decision was taken before).
+   * whether this call decided it (false: the same decision was taken before). An overdue one is
+   * refused and left pending: the caller expires it once its turn is handed on.
    */
   async decide(approvalId: string, choice: ApprovalChoice, by: Principal, now = new Date()): Promise<{ approval: ApprovalDocument; decided: boolean }> {
     const status = STATUS_OF[choice.kind];
@@ -118,17 +119,24 @@ export class ApprovalStore {
     if (updated) return { approval: updated, decided: true };
     const existing = await this.get(approvalId);
     if (!existing) throw new NotFoundError(`approval ${approvalId} not found`);
-    if (existing.status === "pending") {
-      await this.expireDue({ _id: approvalId }, now);
+    if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };
+    // Still pending here means past its deadline: the caller resumes its turn, then marks it (`Approvals`).
+    if (existing.status === "expired" || existing.status === "pending") {
       throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
     }
-    if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };
-    if (existing.status === "expired")
-      throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
     if (existing.status === "superseded") {
       throw new ApprovalSupersededError(`approval ${approvalId} belongs to a turn a newer one replaced`, approvalId, "superseded");
     }
     throw new ApprovalConflictError(`approval ${approvalId} was already decided (${existing.status})`, approvalId, existing.status);
+  }
+
+  /** Pending approvals past their deadline, most overdue first, at most `limit` (index `pending_deadline`): their ids and turns. */
+  async overdue(now: Date, limit: number): Promise<Pick<ApprovalDocument, "_id" | "turnId">[]> {
+    return this.collection
+      .find({ status: "pending", deadline: { $lte: now } }, { projection: { _id: 1, turnId: 1 } })
+      .sort({ deadline: 1 })
+      .limit(limit)
+      .toArray();
   }
 
   /** Rejects as expired the pending approvals past their deadline among `filter`'s; returns how many. */

@@ -1,16 +1,18 @@
 import { randomUUID } from "node:crypto";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { APPROVAL_FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
 import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { createApp, type App } from "../../lib/app.js";
+import type { TurnQueue } from "../../lib/queue/turn-queue.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, ValidationError } from "../../lib/errors.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
+import type { TurnJob } from "../../lib/queue/turn-job.js";
 import type { TurnEvent } from "../../lib/events/turn-event.js";
 import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
@@ -20,6 +22,11 @@ const bob: Caller = { principal: apiPrincipal("bob"), roles: [] };
 const manager: Caller = { principal: apiPrincipal("mia"), roles: ["manager"] };
 
 let database: TestDatabase;
+/** What an app is made with beside its policy: another database (a sweep sees every conversation of its own), a turn queue. */
+interface AppOptions {
+  db: TestDatabase;
+  turnQueue: TurnQueue;
+}
 const apps: App[] = [];
 
 /** A tool that changes things, and one that does not: every effect is one document the test counts. */
@@ -45,10 +52,11 @@ function tools(): ToolDefinition[] {
   ];
 }
 
-async function appWith(policy: ToolApprovalPolicy = { require: "always" }, faults?: FaultInjector): Promise<App> {
-  const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName });
+async function appWith(policy: ToolApprovalPolicy = { require: "always" }, faults?: FaultInjector, options: Partial<AppOptions> = {}): Promise<App> {
+  const db = options.db ?? database;
+  const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: db.dbName });
   config.tools.approvals = { tools: { record_effect: policy }, ttlSeconds: 600 };
-  const app = await createApp(config, { mongoClient: database.client, tools: tools(), faults });
+  const app = await createApp(config, { mongoClient: db.client, tools: tools(), faults, turnQueue: options.turnQueue });
   apps.push(app);
   return app;
 }
@@ -215,6 +223,127 @@ describe("Approvals", () => {
       expect(approval).toMatchObject({ status: "expired", decision: { kind: "expire" } });
       expect((await app.database.turns.get(turnId))?.status).toBe("completed");
       expect(await effects(conversationId)).toHaveLength(0);
+    });
+  });
+
+  describe("sweep", () => {
+    // The sweep looks at every conversation of its database: each test has its own.
+    let own: TestDatabase;
+    const sweepApp = (options: Partial<AppOptions> = {}, faults?: FaultInjector) => appWith({ require: "always" }, faults, { db: own, ...options });
+
+    beforeEach(async () => {
+      own = await openTestDatabase("approvals-sweep");
+    });
+
+    afterEach(async () => {
+      await own.cleanup();
+    });
+
+    /** Moves the approval's deadline into the past by `agoMs` (the runner that resumes its turn reads the real clock). */
+    async function overdue(app: App, approvalId: string, agoMs = 1000): Promise<Date> {
+      const deadline = new Date(Date.now() - agoMs);
+      await app.database.approvals.collection.updateOne({ _id: approvalId }, { $set: { deadline } });
+      return deadline;
+    }
+
+    it("returns nothing to do and leaves an approval pending before its deadline", async () => {
+      const app = await sweepApp();
+      const { approvalId } = await pausedTurn(app);
+      const deadline = await overdue(app, approvalId);
+
+      const result = await app.approvals.sweep({ now: new Date(deadline.getTime() - 1) });
+
+      expect(result).toEqual({ expired: 0, resumed: 0, more: false });
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("expires an overdue approval nobody looked at and resumes its turn with the model told why", async () => {
+      const app = await sweepApp();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+      const deadline = await overdue(app, approvalId);
+
+      const result = await app.approvals.sweep({ now: deadline });
+
+      // Without a queue the turn resumes in the sweep, and its runner marks the approval expired first.
+      expect(result).toEqual({ expired: 0, resumed: 1, more: false });
+      expect(await app.database.approvals.get(approvalId)).toMatchObject({ status: "expired", decision: { kind: "expire" } });
+      const turn = await app.database.turns.get(turnId);
+      expect(turn?.status).toBe("completed");
+      expect(turn?.answer).toContain("expired");
+      expect(await effects(conversationId)).toHaveLength(0);
+    });
+
+    it("returns nothing to do when run again", async () => {
+      const app = await sweepApp();
+      const { approvalId } = await pausedTurn(app);
+      const deadline = await overdue(app, approvalId);
+      await app.approvals.sweep({ now: deadline });
+
+      expect(await app.approvals.sweep({ now: deadline })).toEqual({ expired: 0, resumed: 0, more: false });
+    });
+
+    it("takes at most `limit` approvals a run, most overdue first, and says more are left", async () => {
+      const app = await sweepApp();
+      const paused = [await pausedTurn(app), await pausedTurn(app), await pausedTurn(app)];
+      const deadlines = [];
+      for (const [i, p] of paused.entries()) deadlines.push(await overdue(app, p.approvalId, 1000 * (3 - i)));
+      const status = async () => Promise.all(paused.map(async (p) => (await app.database.approvals.get(p.approvalId))?.status));
+
+      const first = await app.approvals.sweep({ now: deadlines[2], limit: 2 });
+
+      expect(first.more).toBe(true);
+      expect(first.resumed).toBe(2);
+      expect(await status()).toEqual(["expired", "expired", "pending"]);
+      await app.approvals.sweep({ now: deadlines[2], limit: 2 });
+      expect(await status()).toEqual(["expired", "expired", "expired"]);
+    });
+
+    it("expires the overdue approvals of a turn that no longer waits, so they do not hold up later runs", async () => {
+      const app = await sweepApp();
+      const { turnId, approvalId } = await pausedTurn(app);
+      const deadline = await overdue(app, approvalId);
+      await app.database.db.collection("turns").updateOne({ _id: turnId as never }, { $set: { status: "failed" } });
+
+      expect(await app.approvals.sweep({ now: deadline })).toEqual({ expired: 1, resumed: 0, more: false });
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("expired");
+    });
+
+    it("lets a person's approval taken while it runs stand: the call runs once and nothing is expired", async () => {
+      const app = await sweepApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      const approval = await app.database.approvals.get(approvalId);
+      const store = app.database.approvals;
+      const select = store.overdue.bind(store);
+      // The person decides between the sweep's look-up and its writes; the sweep's clock is already past the deadline.
+      store.overdue = async (now, limit) => {
+        const due = await select(now, limit);
+        await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+        return due;
+      };
+
+      const result = await app.approvals.sweep({ now: approval!.deadline });
+
+      expect(result).toEqual({ expired: 0, resumed: 0, more: false });
+      expect((await store.get(approvalId))?.status).toBe("approved");
+      expect(await effects(conversationId)).toHaveLength(1);
+    });
+
+    it("leaves the approval due after a crash once its turn was handed on, and the next run resumes it once", async () => {
+      const faults = crashOnceAt("after-resume-enqueued");
+      const jobs: TurnJob[] = [];
+      // As SQS in AWS: the job waits for the worker; the sweep only hands it on.
+      const app = await sweepApp({ turnQueue: { enqueue: async (job) => void jobs.push(job) } }, faults);
+      const { approvalId } = await pausedTurn(app);
+      const deadline = await overdue(app, approvalId);
+
+      await expect(app.approvals.sweep({ now: deadline })).rejects.toThrow(SimulatedCrash);
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+      expect(await app.approvals.sweep({ now: deadline })).toEqual({ expired: 1, resumed: 1, more: false });
+
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("expired");
+      // The same decisions, the same key: SQS keeps one of the two jobs.
+      expect(jobs).toHaveLength(2);
+      expect(jobs[1]).toEqual(jobs[0]);
     });
   });
 

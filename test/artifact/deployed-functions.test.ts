@@ -10,7 +10,8 @@ import { messageActivity, PERSONAL_CONVERSATION } from "../channels/teams/fixtur
 import { startLocalAws, type LocalAws, type SentMessage } from "../functions/support/aws-endpoints.js";
 import { apiEvent, jwtClaims, sqsEvent, sqsRecord, type ApiEventInput } from "../functions/support/events.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../support/bot-connector-endpoint.js";
-import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
+import { APPROVAL_SWEEP_EVENT } from "../../lib/approvals/sweep-event.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-signing.js";
@@ -55,11 +56,17 @@ const fullCredentials = () => ({
 
 beforeAll(async () => {
   database = await openTestDatabase("artifact");
-  stack = synthesizeDeployedStack({ stage: "artifact", mongodbDb: database.dbName, mongodbMaxIdleSeconds: MAX_IDLE_SECONDS });
+  // Follow-ups wait for their requester's approval; no other turn here calls a tool.
+  stack = synthesizeDeployedStack({
+    stage: "artifact",
+    mongodbDb: database.dbName,
+    mongodbMaxIdleSeconds: MAX_IDLE_SECONDS,
+    toolApprovals: { create_follow_up: { require: "always" } },
+  });
   nodePath = runtimeSdkDirectory();
   proxy = await startTcpProxy(Number(new URL(mongoUri().replace("mongodb://", "http://")).port), { tls: true });
   aws = await startLocalAws();
-  converse = await startConverseEndpoint({ respond: (request) => ({ text: `answer to: ${lastUserText(request)}` }) });
+  converse = await startConverseEndpoint({ respond });
   slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN });
   issuer = await startBotFrameworkIssuer();
   connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: TEAMS_PASSWORD });
@@ -71,6 +78,16 @@ afterAll(async () => {
   await proxy?.close();
   await database?.cleanup();
 });
+
+/** Answers the question; asks for a follow-up when told to, and then says what the tool answered. */
+function respond(request: ConverseRequest): ScriptedReply {
+  const last = request.messages[request.messages.length - 1];
+  const result = last.content.flatMap((b) => ("toolResult" in b ? b.toolResult.content.flatMap((c) => ("text" in c ? [c.text] : [])) : []));
+  if (result.length > 0) return { text: `tool said: ${result.join(" ")}` };
+  const text = lastUserText(request);
+  if (text.startsWith("follow up:")) return { toolUses: [{ name: "create_follow_up", input: { title: text.slice("follow up:".length).trim() } }] };
+  return { text: `answer to: ${text}` };
+}
 
 /** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
 async function coldStart(name: string): Promise<FunctionProcess> {
@@ -338,6 +355,43 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
           activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }),
         }),
       ]);
+    });
+  });
+
+  describe("a tool call that waits for approval", () => {
+    it("pauses the turn in the worker, takes the decision in the api, and runs the tool once in the resumed worker", async () => {
+      const { id, turnId, message } = await queuedTurn("follow up: Call the supplier");
+      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
+      const waiting = await api(turnPath);
+      expect(waiting.json).toMatchObject({
+        status: "awaiting_approval",
+        approvals: [expect.objectContaining({ tool: "create_follow_up", status: "pending" })],
+      });
+      const followUps = () => database.db.collection("follow_ups").countDocuments({ conversationId: id });
+      expect(await followUps()).toBe(0);
+
+      const before = aws.sent.length;
+      const approvalId = waiting.json.approvals[0].approvalId as string;
+      const decided = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/approvals/${approvalId}`,
+        routeKey: "POST /v1/conversations/{id}/approvals/{approvalId}",
+        claims: alice,
+        body: { decision: "approve" },
+      });
+      expect(decided).toMatchObject({ status: 200, json: { decided: true, resumed: true } });
+      const resume = lastSent(before);
+      expect(await runWorker(resume)).toEqual({ batchItemFailures: [] });
+      // SQS delivers at least once: the same job again runs nothing.
+      expect(await runWorker(resume)).toEqual({ batchItemFailures: [] });
+
+      expect((await api(turnPath)).json).toMatchObject({ status: "completed", answer: expect.stringContaining("tool said: Recorded") });
+      expect(await followUps()).toBe(1);
+    });
+
+    it("runs the schedule's sweep in the worker bundle", async () => {
+      expect(await (await container("worker")).invoke(APPROVAL_SWEEP_EVENT)).toEqual({ expired: 0, resumed: 0, more: false });
     });
   });
 

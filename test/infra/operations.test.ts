@@ -13,7 +13,9 @@ import { LIVE_ALIAS } from "../../infra/constructs/threadwise-function.js";
 import { visibilityTimeoutFor } from "../../infra/constructs/turn-queues.js";
 import { readStageConfig, STAGE_ENVIRONMENTS } from "../../infra/stage-config.js";
 import { ValidationError } from "../../lib/errors.js";
-import { TURN_FAILURE_REASONS } from "../../lib/observability/index.js";
+import { isApprovalSweepEvent } from "../../lib/approvals/index.js";
+import { APPROVAL_SWEEP_METRIC_NAMES, TURN_FAILURE_REASONS } from "../../lib/observability/index.js";
+import { APPROVAL_SWEEP_INTERVAL } from "../../infra/threadwise-stack.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
 const prodContext = { stage: "prod", jwtIssuer: "https://login.example.com/tenant/v2.0" };
@@ -163,6 +165,41 @@ describe("ThreadwiseStack operations", () => {
       expect(body).toContain("alarm");
       const alarmLogicalIds = Object.keys(prod.findResources("AWS::CloudWatch::Alarm"));
       for (const id of alarmLogicalIds) expect(body, id).toContain(`"${id}"`);
+    });
+  });
+
+  describe("approvals sweep", () => {
+    const withApprovals = synthTemplate({ context: { ...prodContext, toolApprovals: { create_follow_up: { require: "always" } } } });
+
+    it("invokes the worker's live alias with the sweep event every interval when the stage configures approvals", () => {
+      const rules = Object.values(withApprovals.findResources("AWS::Events::Rule"));
+      expect(rules).toHaveLength(1);
+      const { ScheduleExpression, Targets } = rules[0].Properties;
+      expect(ScheduleExpression).toBe(`rate(${APPROVAL_SWEEP_INTERVAL.toMinutes()} minutes)`);
+      expect(Targets).toHaveLength(1);
+      expect(target(Targets[0].Arn)).toMatch(/^WorkerFunctionLive/);
+      expect(isApprovalSweepEvent(JSON.parse(Targets[0].Input))).toBe(true);
+      expect(Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
+    });
+
+    it("lets the worker send to the turn queue, where the sweep puts the turns it resumes", () => {
+      const policies = Object.values(withApprovals.findResources("AWS::IAM::Policy")).filter((p) =>
+        target(p.Properties.Roles[0]).startsWith("WorkerFunctionRole"),
+      );
+      const actions = policies.flatMap((p) => p.Properties.PolicyDocument.Statement.flatMap((st: { Action: string | string[] }) => st.Action));
+      expect(actions).toContain("sqs:SendMessage");
+    });
+
+    it("alarms when a run leaves overdue approvals for the next, with a runbook line that exists", () => {
+      const backlog = alarm(withApprovals, "prod", "ApprovalSweepBacklog").Properties;
+      expect(backlog).toMatchObject({ MetricName: APPROVAL_SWEEP_METRIC_NAMES.backlog, Statistic: "Sum", Threshold: 1 });
+      const [, anchor] = /Runbook: docs\/operations\.md#([a-z0-9-]+)$/.exec(backlog.AlarmDescription) ?? [];
+      expect(anchorsOf(RUNBOOK).has(anchor)).toBe(true);
+    });
+
+    it("adds no schedule and no alarm for a stage without approvals", () => {
+      expect(Object.keys(prod.findResources("AWS::Events::Rule"))).toEqual([]);
+      expect(() => alarm(prod, "prod", "ApprovalSweepBacklog")).toThrow("no alarm");
     });
   });
 

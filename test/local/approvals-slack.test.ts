@@ -5,15 +5,22 @@ import { appMention, BOT_USER, CHANNEL, envelope, TEAM, USER } from "../channels
 
 const BOT_TOKEN = "xoxb-local-test-token";
 const LEAD = "U0LEAD";
+/** A member of the leads' user group, whose role comes from the group alone. */
+const GROUP_LEAD = "U0GROUPLEAD";
+const LEADS_GROUP = "S0LEADS";
 const POLICY = { create_follow_up: { require: "always", approvers: { requester: true, roles: ["lead"] } } };
 
 let slackApi: SlackApiEndpoint;
 let t: TestServer;
 
 beforeAll(async () => {
-  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER });
+  slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER, userGroups: { [LEADS_GROUP]: [GROUP_LEAD] } });
   t = await startTestServer(
-    { SLACK_API_URL: slackApi.slackApiUrl, TOOL_APPROVALS: JSON.stringify(POLICY), SLACK_ROLES: JSON.stringify({ [TEAM]: { users: { [LEAD]: ["lead"] } } }) },
+    {
+      SLACK_API_URL: slackApi.slackApiUrl,
+      TOOL_APPROVALS: JSON.stringify(POLICY),
+      SLACK_ROLES: JSON.stringify({ [TEAM]: { users: { [LEAD]: ["lead"] }, groups: { [LEADS_GROUP]: ["lead"] } } }),
+    },
     { channels: { slack: { signingSecret: TEST_SLACK_SIGNING_SECRET, botToken: BOT_TOKEN } } },
   );
 });
@@ -99,6 +106,14 @@ describe("local server: approvals in Slack", () => {
       expect(await approvalStatus(approvalId)).toBe("rejected");
       expect(await followUps(conversationId)).toBe(0);
       expect(slackApi.posts.filter((p) => p.threadTs === ts).at(-1)?.text).toContain("rejected this call");
+    });
+
+    it("lets a member of a user group holding the approver role approve, as a turn would give them the role", async () => {
+      const { approve, approvalId, conversationId } = await waitingThread();
+      const clicked = await click(approve, GROUP_LEAD);
+      expect(clicked.response?.text).toContain(`approved by <@${GROUP_LEAD}>`);
+      expect(await approvalStatus(approvalId)).toBe("approved");
+      expect(await followUps(conversationId)).toBe(1);
     });
 
     it("tells only a user without the role that they may not decide, and changes nothing", async () => {

@@ -53,6 +53,7 @@ describe("consoleRoutes", () => {
   describe("GET /console/{asset}", () => {
     it.for([
       ["/console/app.js", "app.js", "text/javascript; charset=utf-8"],
+      ["/console/approvals.js", "approvals.js", "text/javascript; charset=utf-8"],
       ["/console/styles.css", "styles.css", "text/css; charset=utf-8"],
     ])("returns %s with its content type", async ([path, name, type]) => {
       const res = await get(path);
@@ -70,7 +71,7 @@ describe("consoleRoutes", () => {
   });
 
   describe("static files", () => {
-    it.for(["index.html", "app.js", "styles.css"])("%s names no other origin", (name) => {
+    it.for(["index.html", "app.js", "approvals.js", "styles.css"])("%s names no other origin", (name) => {
       expect(file(name)).not.toMatch(/(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}/i);
     });
 

@@ -335,3 +335,75 @@ describeWithBrowser("console", () => {
     expect(pageErrors).toEqual([expect.stringContaining("status of 413")]);
   }, 60_000);
 });
+
+describeWithBrowser("console approvals", () => {
+  let t: TestServer;
+  let browser: Browser;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    if (!haveChromium) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium.sh`);
+    // The requester decides: the signed-in user approves, edits or rejects their own calls.
+    t = await startTestServer({ TOOL_APPROVALS: JSON.stringify({ create_follow_up: { require: "always" } }) });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+    page.on("console", (message) => {
+      if (message.type() === "error") pageErrors.push(message.text());
+    });
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+  }, 90_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+
+  const followUpTitles = async () => (await t.db.collection("follow_ups").find().toArray()).map((f) => f.title);
+
+  it("shows a waiting call with its arguments, refuses invalid edited arguments, runs the edit, rejects another, and the inspector tells who decided", async () => {
+    await page.goto(t.url);
+    await page.getByLabel("User", { exact: true }).fill("alice");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "New conversation" }).click();
+    const composer = page.getByLabel("Message");
+    await composer.fill('create_follow_up {"title": "Call the supplier"}');
+    await composer.press("Enter");
+
+    const panel = page.getByRole("region", { name: "Waiting for a decision (1)" });
+    await panel.waitFor(TURN_POLL);
+    const approval = panel.getByRole("article", { name: "Approval of create_follow_up" });
+    const args = approval.getByLabel("Arguments");
+    expect(JSON.parse(await args.inputValue())).toEqual({ title: "Call the supplier" });
+    expect(await followUpTitles()).toEqual([]);
+
+    // Refused by the tool's schema (a title of at least 3 characters): the error shows, nothing changes.
+    await args.fill('{"title": "x"}');
+    await approval.getByRole("button", { name: "Run with these arguments" }).click();
+    await expect.poll(() => approval.getByRole("alert").textContent()).toContain("not valid for create_follow_up");
+    await args.fill('{"title": "Call the supplier today"}');
+    await approval.getByRole("button", { name: "Run with these arguments" }).click();
+    await expect.poll(() => page.locator(".chat-message.assistant").count(), TURN_POLL).toBe(1);
+    await expect.poll(() => page.locator("#approvals").isHidden()).toBe(true);
+    expect(await followUpTitles()).toEqual(["Call the supplier today"]);
+
+    await composer.fill('create_follow_up {"title": "Order more paper"}');
+    await composer.press("Enter");
+    await panel.waitFor(TURN_POLL);
+    await approval.getByLabel("Reason, if you reject (the model reads it)").fill("we have enough");
+    await approval.getByRole("button", { name: "Reject" }).click();
+    await expect.poll(() => page.locator(".chat-message.assistant").count(), TURN_POLL).toBe(2);
+    expect(await followUpTitles()).toEqual(["Call the supplier today"]);
+
+    await page.getByRole("button", { name: "Inspect turn 1: what the model was sent" }).click();
+    const facts = page.getByRole("complementary").getByRole("region", { name: "Approvals of this turn" });
+    await expect.poll(() => facts.textContent()).toContain('create_follow_up {"title":"Call the supplier"}: edited by alice at');
+    expect(await facts.textContent()).toContain('ran with {"title":"Call the supplier today"}');
+    await page.getByRole("button", { name: "Inspect turn 2: what the model was sent" }).click();
+    await expect.poll(() => facts.textContent()).toContain("rejected by alice");
+    expect(await facts.textContent()).toContain("not run (we have enough)");
+    expect(await lowContrastTexts(page)).toEqual([]);
+    // The browser reports the refused edit's 400; nothing else went wrong.
+    expect(pageErrors).toEqual([expect.stringContaining("status of 400")]);
+  }, 90_000);
+});

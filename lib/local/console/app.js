@@ -2,6 +2,8 @@
 // (the Content-Security-Policy allows nothing else) and builds every node with textContent, so
 // message contents are never parsed as HTML.
 
+import { approvalFacts, showApprovals } from "./approvals.js";
+
 /** How often a running turn's progress is asked for, in milliseconds. */
 const POLL_MS = 300;
 /** Characters of a message shown before "Show all". */
@@ -211,7 +213,13 @@ async function selectConversation(conversationId) {
 }
 
 async function loadMessages() {
-  const record = await api("GET", `/v1/conversations/${state.conversationId}/messages`);
+  // Calls waiting for a decision (approvals.js) load with the messages; a decision that resumes the turn waits for its answer.
+  const onDecided = async (turnId, resumed) => {
+    if (resumed) await waitForTurn(state.conversationId, turnId);
+    await loadMessages();
+  };
+  const conversationId = state.conversationId;
+  const [record] = await Promise.all([api("GET", `/v1/conversations/${conversationId}/messages`), showApprovals({ api, h, conversationId, onDecided })]);
   state.messages = record.messages;
   renderChat();
 }
@@ -750,7 +758,7 @@ function renderInspector() {
     { id: "call-panel", role: "tabpanel", "aria-labelledby": `call-tab-${callIndex}`, class: "call-panel" },
     renderCall(call, thread, turn),
   );
-  $("inspector-body").replaceChildren(meta, tabs, panel);
+  $("inspector-body").replaceChildren(meta, ...approvalFacts(h, turn.approvals), tabs, panel);
 }
 
 function selectCall(i, focus = false) {
