@@ -86,6 +86,7 @@ export function turnView(turn: TurnWithCalls) {
       stats: c.stats,
       toolCalls: c.toolCalls,
       view: c.view,
+      dispositions: c.dispositions ?? null,
     })),
   };
 }
