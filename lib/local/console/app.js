@@ -551,77 +551,62 @@ function closeInspector(restoreFocus = true) {
   if (restoreFocus && opener) opener.focus();
 }
 
-/** Splits state messages into turns: each starts at a user message. */
-function groupTurns(messages) {
-  const groups = [];
-  let leading = null;
-  messages.forEach((message, index) => {
-    if (message.role === "user") groups.push({ start: index, items: [] });
-    const target = groups[groups.length - 1] ?? (leading ??= { start: 0, items: [], leading: true });
-    target.items.push({ message, index });
-  });
-  return { leading, groups };
-}
+/** Why the view left a stored message out, as the console says it (`LeftOutReason` in `lib/model-view/types.ts`). */
+const LEFT_OUT = {
+  exchange: { fate: "exchange", label: "left out: tool exchange of a finished turn" },
+  "outside-window": { fate: "older", label: "left out: older than the finished turns kept" },
+  "over-budget": { fate: "budget", label: "left out: dropped to fit the budget" },
+  system: { fate: "system", label: "left out: the view has its own system prompt" },
+  "before-first-question": { fate: "leading", label: "left out: before the first question" },
+  "orphan-tool-result": { fate: "orphan", label: "left out: a tool result without its call" },
+  blank: { fate: "blank", label: "left out: nothing to send" },
+  "trailing-text": { fate: "trailing", label: "left out: text after the turn's last usable step" },
+  "unsupported-type": { fate: "unsupported", label: "left out: a message type the model does not take" },
+};
 
-/** The final answer of a finished turn, as the view takes it: its last assistant message, when that calls no tool. */
-function finalAnswerIndex(group) {
-  for (let i = group.items.length - 1; i > 0; i--) {
-    const { message, index } = group.items[i];
-    if (message.role !== "assistant") continue;
-    return message.toolCalls?.length ? -1 : index;
+/** The console's label of what the view did with one stored message, from the call's recorded disposition. */
+function fateOf(d) {
+  if (!d) return { fate: "unrecorded", kind: "omitted", label: "not recorded: this call was made before the view kept what it did" };
+  if (d.fate === "sent") return { fate: "sent", kind: "sent", label: "sent as stored" };
+  if (d.fate === "repaired") return { fate: "repaired", kind: "sent", label: `sent repaired (${d.repair})` };
+  if (d.fate === "condensed") return { fate: d.part, kind: "condensed", label: `sent as the ${d.part} of a Q/A pair` };
+  if (d.fate === "notice" && d.notice === "out-of-sight") {
+    return { fate: "out-of-sight", kind: "omitted", label: "left out: counted by the out-of-sight notice" };
   }
-  return -1;
+  if (d.fate === "notice") return { fate: "notice", kind: "notice", label: `replaced by a notice (${d.reason})` };
+  const known = LEFT_OUT[d.reason] ?? { fate: "left-out", label: `left out: ${d.reason}` };
+  return { ...known, kind: "omitted" };
 }
 
-const FATES = {
-  sent: { label: "sent as stored", kind: "sent" },
-  question: { label: "sent as the question of a Q/A pair", kind: "condensed" },
-  answer: { label: "sent as the answer of a Q/A pair", kind: "condensed" },
-  exchange: { label: "left out: tool exchange of a finished turn", kind: "omitted" },
-  older: { label: "left out: older than the finished turns kept", kind: "omitted" },
-  budget: { label: "left out: dropped to fit the budget", kind: "omitted" },
-  system: { label: "left out: the view has its own system prompt", kind: "omitted" },
-  notice: { label: "replaced by a notice", kind: "notice" },
+const TURN_SUMMARIES = {
+  sent: "active turn: sent whole",
+  repaired: "active turn: sent whole",
+  question: "finished: condensed to a Q/A pair",
+  budget: "finished: dropped to fit the budget",
+  older: "finished: older than the turns kept",
+  "out-of-sight": "finished: out of sight, counted by the notice",
 };
 
 /**
- * What became of each stored message in one call's view. The view is: system prompt, the last
- * `finishedTurnsKept` finished turns as (question, answer), then the active turn whole, with
- * the outputs in `omittedOutputs` replaced by notices.
+ * What became of each stored message in one call's view, as the view recorded it (`dispositions`);
+ * the messages are grouped in turns, each from a user message, only to show them.
  */
-function classify(thread, stats) {
-  const stored = thread.slice(0, stats.stateMessages);
-  const { leading, groups } = groupTurns(stored);
-  const finished = groups.slice(0, -1);
-  const keptFrom = finished.length - stats.finishedTurnsKept;
-  const droppedFrom = keptFrom - (stats.finishedTurnsDroppedForBudget ?? 0);
-  const omitted = new Map(stats.omittedOutputs.map((o) => [o.toolCallId, o]));
-  const turns = groups.map((group, t) => {
-    const active = t === groups.length - 1;
-    let summary;
-    if (active) summary = "active turn: sent whole";
-    else if (t >= keptFrom) summary = "finished: condensed to a Q/A pair";
-    else if (t >= droppedFrom) summary = "finished: dropped to fit the budget";
-    else summary = "finished: older than the turns kept";
-    const answerAt = active ? -1 : finalAnswerIndex(group);
-    const items = group.items.map(({ message, index }) => {
-      let fate;
-      if (active) fate = message.role === "tool" && omitted.has(message.toolCallId) ? "notice" : "sent";
-      else if (t < droppedFrom) fate = "older";
-      else if (t < keptFrom) fate = "budget";
-      else if (index === group.start) fate = "question";
-      else if (index === answerAt) fate = "answer";
-      else fate = "exchange";
-      return { message, index, fate, omitted: fate === "notice" ? omitted.get(message.toolCallId) : undefined };
-    });
-    return { number: t + 1, turnId: turnIdOf(group), active, summary, items };
+function classify(thread, call) {
+  const leadingItems = [];
+  const turns = [];
+  thread.slice(0, call.stats.stateMessages).forEach((message, index) => {
+    if (message.role === "user") turns.push({ number: turns.length + 1, items: [] });
+    (turns.at(-1)?.items ?? leadingItems).push({ message, index, ...fateOf(call.dispositions?.[index]) });
   });
-  const leadingItems = leading ? leading.items.map(({ message, index }) => ({ message, index, fate: "system" })) : [];
-  return { stored, turns, leadingItems, keptFrom, finishedCount: finished.length };
+  for (const turn of turns) {
+    turn.turnId = turnIdOf(turn.items);
+    turn.summary = TURN_SUMMARIES[turn.items[0].fate] ?? "not recorded";
+  }
+  return { turns, leadingItems };
 }
 
-function turnIdOf(group) {
-  const id = group.items[0]?.message.id ?? "";
+function turnIdOf(items) {
+  const id = items[0]?.message.id ?? "";
   return id.endsWith(":user") ? id.slice(0, -":user".length) : null;
 }
 
@@ -689,14 +674,14 @@ function renderCall(call, thread, turn) {
   if (thread.length < stats.stateMessages) {
     return h("p", { class: "error", text: "The stored thread is shorter than when this call was made: it was changed or deleted since." });
   }
-  const plan = classify(thread, stats);
+  const plan = classify(thread, call);
   return h(
     "div",
     { class: "call" },
     renderFacts(call, plan),
     renderBudget(call),
     renderLegend(),
-    h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call, plan)),
+    h("div", { class: "columns" }, renderStateColumn(plan, stats, turn), renderViewColumn(call)),
   );
 }
 
@@ -749,8 +734,9 @@ function reasonText(o) {
 
 function renderFacts(call, plan) {
   const { stats } = call;
-  const leftOut = plan.turns.flatMap((t) => t.items).filter((i) => FATES[i.fate].kind === "omitted").length + plan.leadingItems.length;
-  const exchange = plan.turns.flatMap((t) => t.items).filter((i) => i.fate === "exchange").length;
+  const items = [...plan.leadingItems, ...plan.turns.flatMap((t) => t.items)];
+  const leftOut = items.filter((i) => i.kind === "omitted" && i.fate !== "unrecorded").length;
+  const exchange = items.filter((i) => i.fate === "exchange").length;
   const ratio = stats.stateTokens > 0 ? Math.round((stats.viewTokens / stats.stateTokens) * 100) : 100;
   const facts = [
     h(
@@ -768,13 +754,15 @@ function renderFacts(call, plan) {
       stats.finishedTurnsDroppedForBudget ? `, ${stats.finishedTurnsDroppedForBudget} dropped to fit the budget` : "",
       ".",
     ),
-    h(
-      "li",
-      { class: "fact", "data-fact": "left-out" },
-      `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`,
-      exchange ? ` (${exchange} from tool exchanges of finished turns)` : "",
-      ".",
-    ),
+    call.dispositions
+      ? h(
+          "li",
+          { class: "fact", "data-fact": "left-out" },
+          `Left out of the view: ${leftOut} stored message${leftOut === 1 ? "" : "s"}`,
+          exchange ? ` (${exchange} from tool exchanges of finished turns)` : "",
+          ".",
+        )
+      : h("li", { class: "fact", "data-fact": "left-out", text: "This call was recorded before the view kept what it did with each stored message." }),
     cacheFact(call),
   ];
   if (stats.omittedOutputs.length === 0) facts.push(h("li", { class: "fact", "data-fact": "notices", text: "No tool output was replaced by a notice." }));
@@ -951,9 +939,8 @@ function renderStateColumn(plan, stats, turn) {
 }
 
 function stateItem(item) {
-  const { message, fate } = item;
-  const info = FATES[fate];
-  const badges = [h("span", { class: `badge badge-${info.kind}`, text: fate === "notice" ? `${info.label} (${item.omitted.reason})` : info.label })];
+  const { message, fate, kind, label } = item;
+  const badges = [h("span", { class: `badge badge-${kind}`, text: label })];
   if (message.artifact) {
     badges.push(
       h("span", {
@@ -964,7 +951,7 @@ function stateItem(item) {
   }
   return h(
     "li",
-    { class: `msg msg-${info.kind}`, "data-fate": fate, "data-role": message.role },
+    { class: `msg msg-${kind}`, "data-fate": fate, "data-role": message.role },
     h(
       "div",
       { class: "msg-head" },
@@ -982,22 +969,32 @@ function viewTokens(message) {
   return message.tokens === undefined ? "tokens not recorded" : `${n(message.tokens)} tokens`;
 }
 
-function renderViewColumn(call, plan) {
+/** The stored messages' dispositions by the view message they went to (the out-of-sight notice aside). */
+function dispositionsByViewIndex(call) {
+  const byIndex = new Map();
+  for (const d of call.dispositions ?? []) {
+    if (d.viewIndex !== undefined && d.notice !== "out-of-sight" && !byIndex.has(d.viewIndex)) byIndex.set(d.viewIndex, d);
+  }
+  return byIndex;
+}
+
+function renderViewColumn(call) {
   const { stats, view } = call;
   const omitted = new Map(stats.omittedOutputs.map((o) => [o.toolCallId, o]));
-  const hasSystem = view[0]?.role === "system";
-  const pairStart = hasSystem ? 1 : 0;
-  const pairEnd = pairStart + stats.finishedTurnsKept * 2;
+  const standsFor = dispositionsByViewIndex(call);
   const cachePoints = new Map((stats.cachePoints ?? []).map((p) => [p.after, p]));
   const items = view.map((message, i) => {
+    const d = standsFor.get(i);
+    const previous = standsFor.get(i - 1);
     let kind = "sent";
     let label = "active turn";
-    if (hasSystem && i === 0) label = "system prompt (from the policy)";
-    else if (i < pairEnd) {
-      const pair = Math.floor((i - pairStart) / 2);
-      const turnNumber = plan.keptFrom + pair + 1;
+    if (i === 0 && message.role === "system") label = "system prompt (from the policy)";
+    else if (d?.fate === "condensed") {
       kind = "condensed";
-      label = `${(i - pairStart) % 2 === 0 ? "question" : "answer"} of turn ${turnNumber} (Q/A pair)`;
+      label = `${d.part} of turn ${d.turn + 1} (Q/A pair)`;
+    } else if (!d && previous?.fate === "condensed" && previous.part === "question") {
+      kind = "condensed";
+      label = `answer of turn ${previous.turn + 1} (Q/A pair): a stub, the turn ended without one`;
     } else if (message.role === "tool" && message.toolName === SEARCH_TOOL) {
       const found = conversationSearches([message]).at(0)?.turns ?? [];
       label = found.length ? `search results: turn${found.length === 1 ? "" : "s"} ${found.join(", ")}` : "search results: none";
