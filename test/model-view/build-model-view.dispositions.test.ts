@@ -1,7 +1,6 @@
-import { HumanMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
+import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ContextBudgetExceededError } from "../../lib/errors.js";
 import {
   buildModelView,
   EMPTY_TOOL_OUTPUT,
@@ -9,10 +8,9 @@ import {
   NO_ANSWER_STUB,
   type MessageDisposition,
   type ModelView,
-  type ModelViewPolicy,
 } from "../../lib/model-view/index.js";
 import { historyOf, historySpec, policySpec } from "./history-arbitrary.js";
-import { answer, calls, offloaded, policy, result, rows, user } from "./histories.js";
+import { answer, calls, offloaded, policy, result, rows, user, viewOrBudgetError } from "./histories.js";
 
 const RUNS = 500;
 
@@ -23,15 +21,6 @@ const case_ = fc
     outOfSight: fc.option(fc.record({ toolName: fc.constant("search_conversation"), stepTurns: fc.constantFrom(1, 3) })),
   })
   .map(({ spec, policy, outOfSight }) => ({ messages: historyOf(spec), policy: outOfSight ? { ...policy, outOfSight } : policy }));
-
-function viewOrBudgetError(messages: BaseMessage[], policy: ModelViewPolicy): ModelView | undefined {
-  try {
-    return buildModelView(messages, policy);
-  } catch (error) {
-    if (error instanceof ContextBudgetExceededError) return undefined;
-    throw error;
-  }
-}
 
 function withView(d: MessageDisposition): d is MessageDisposition & { viewIndex: number } {
   return "viewIndex" in d;
