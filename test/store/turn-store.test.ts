@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HumanMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
