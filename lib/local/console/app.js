@@ -1,10 +1,12 @@
 // Threadwise console, the entry module: wires the page's controls to the parts in the other modules.
 
-import { send, stopEditing } from "./chat.js";
-import { createConversation } from "./conversations.js";
-import { closeInspector } from "./inspector.js";
-import { $, guard, PRINCIPAL, TOKEN_KEY, state } from "./shared.js";
+import { renderChat, renderProgress, send, stopEditing, turnOrder, waitForTurn } from "./chat.js";
+import { conversationLabel, createConversation, loadConversations, loadMessages } from "./conversations.js";
+import { loadHelp, renderEmptyState } from "./empty-state.js";
+import { closeInspector, openInspector } from "./inspector.js";
+import { $, guard, page, PRINCIPAL, state, TOKEN_KEY } from "./shared.js";
 import { signInAs, signOut, useToken } from "./sign-in.js";
+import { clearStreamedTurn, streamTurn } from "./streaming.js";
 
 function start() {
   $("sign-in-form").addEventListener(
@@ -53,4 +55,21 @@ function start() {
   else $("sign-in-user").focus();
 }
 
+Object.assign(page, {
+  clearStreamedTurn,
+  closeInspector,
+  conversationLabel,
+  createConversation,
+  loadConversations,
+  loadHelp,
+  loadMessages,
+  openInspector,
+  renderChat,
+  renderEmptyState,
+  renderProgress,
+  signOut,
+  streamTurn,
+  turnOrder,
+  waitForTurn,
+});
 start();

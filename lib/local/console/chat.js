@@ -1,10 +1,6 @@
 // Threadwise console — chat.
 
-import { conversationLabel, loadConversations, loadMessages } from "./conversations.js";
-import { renderEmptyState } from "./empty-state.js";
-import { openInspector } from "./inspector.js";
-import { $, api, guard, h, state, ApiError, POLL_MS } from "./shared.js";
-import { clearStreamedTurn, streamTurn } from "./streaming.js";
+import { $, api, guard, h, state, ApiError, POLL_MS, page } from "./shared.js";
 
 /** Turn ids in the order their first message was recorded. */
 export function turnOrder() {
@@ -21,9 +17,9 @@ function lastTurnId() {
 
 export function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
-  $("chat-title").textContent = current ? conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
+  $("chat-title").textContent = current ? page.conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
   $("chat-title").title = $("chat-title").textContent;
-  renderEmptyState();
+  page.renderEmptyState();
   const order = turnOrder();
   const last = lastTurnId();
   // A turn without an answer (failed or interrupted) is inspected from its question.
@@ -57,7 +53,7 @@ export function renderChat() {
                 "aria-label": `Inspect turn ${turnNumber}: what the model was sent`,
                 "aria-pressed": inspected ? "true" : "false",
                 text: "Inspect turn",
-                onclick: () => openInspector(m.turnId, m.turnId),
+                onclick: () => page.openInspector(m.turnId, m.turnId),
               })
             : null,
           isLast && !isAnswer
@@ -212,11 +208,11 @@ async function runTurn(path, body, shown) {
   appendPending(shown);
   // A new question streams (Accept: text/event-stream); edits and regenerations answer whole.
   const streamed = path.endsWith("/messages");
-  const stop = streamed ? clearStreamedTurn : pollProgress(conversationId);
+  const stop = streamed ? page.clearStreamedTurn : pollProgress(conversationId);
   let result = null;
   let outcome = "answered";
   try {
-    result = streamed ? await streamTurn(path, body) : await api("POST", path, body);
+    result = streamed ? await page.streamTurn(path, body) : await api("POST", path, body);
     // A deployment with a turn queue may answer 202 and run the turn elsewhere.
     if (result?.status === "queued") result = await waitForTurn(conversationId, result.turnId);
   } catch (error) {
@@ -229,10 +225,10 @@ async function runTurn(path, body, shown) {
   }
   state.threads.delete(conversationId);
   if (state.conversationId !== conversationId) return outcome;
-  await loadMessages();
-  await loadConversations();
+  await page.loadMessages();
+  await page.loadConversations();
   renderChat();
-  if (result && !$("inspector").hidden) await openInspector(result.turnId, result.turnId);
+  if (result && !$("inspector").hidden) await page.openInspector(result.turnId, result.turnId);
   $("composer-input").focus();
   return outcome;
 }

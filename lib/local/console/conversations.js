@@ -1,8 +1,6 @@
 // Threadwise console — conversations.
 
-import { renderChat } from "./chat.js";
-import { closeInspector } from "./inspector.js";
-import { $, api, guard, h, state } from "./shared.js";
+import { $, api, guard, h, state, page } from "./shared.js";
 
 export async function loadConversations() {
   const page = await api("GET", "/v1/conversations?limit=100");
@@ -61,17 +59,17 @@ async function deleteConversation(c) {
   if (state.conversationId === c.conversationId) {
     state.conversationId = null;
     state.messages = [];
-    closeInspector(false);
+    page.closeInspector(false);
   }
   await loadConversations();
-  renderChat();
+  page.renderChat();
   $("new-conversation").focus();
 }
 
 async function selectConversation(conversationId) {
   if (state.running) return;
   state.conversationId = conversationId;
-  closeInspector(false);
+  page.closeInspector(false);
   renderConversations();
   await loadMessages();
 }
@@ -79,5 +77,5 @@ async function selectConversation(conversationId) {
 export async function loadMessages() {
   const record = await api("GET", `/v1/conversations/${state.conversationId}/messages`);
   state.messages = record.messages;
-  renderChat();
+  page.renderChat();
 }

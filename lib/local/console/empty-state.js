@@ -1,7 +1,6 @@
 // Threadwise console — empty state: the signed-in user's tools and questions that work, as the server lists them.
 
-import { createConversation } from "./conversations.js";
-import { $, api, guard, h, state, ApiError } from "./shared.js";
+import { $, api, guard, h, state, ApiError, page } from "./shared.js";
 
 /** `GET /local/tools`, or null where the server does not list its tools. */
 export async function loadHelp() {
@@ -59,7 +58,7 @@ export function renderEmptyState() {
 }
 
 async function useExample(question) {
-  if (!state.conversationId) await createConversation();
+  if (!state.conversationId) await page.createConversation();
   const input = $("composer-input");
   input.value = question;
   input.focus();

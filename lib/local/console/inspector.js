@@ -1,7 +1,6 @@
 // Threadwise console — inspector: the view each model call was sent, beside the durable state it was built from.
 
-import { renderChat, turnOrder } from "./chat.js";
-import { $, PREVIEW_CHARS, api, h, n, state } from "./shared.js";
+import { $, PREVIEW_CHARS, api, h, n, state, page } from "./shared.js";
 
 async function threadOf(conversationId) {
   if (!state.threads.has(conversationId)) {
@@ -21,7 +20,7 @@ export async function openInspector(turnId, opener) {
     const [turn, thread] = await Promise.all([api("GET", `/v1/conversations/${state.conversationId}/turns/${turnId}`), threadOf(state.conversationId)]);
     state.inspector = { turn, thread, callIndex: Math.max(0, turn.calls.length - 1) };
     renderInspector();
-    renderChat();
+    page.renderChat();
   } catch (error) {
     $("inspector-body").replaceChildren(h("p", { class: "error", role: "alert", text: `Could not load the turn: ${error.message}` }));
   }
@@ -31,7 +30,7 @@ export async function openInspector(turnId, opener) {
 export function closeInspector(restoreFocus = true) {
   const wasOpen = state.inspector !== null;
   state.inspector = null;
-  if (wasOpen) renderChat();
+  if (wasOpen) page.renderChat();
   $("inspector").hidden = true;
   $("workspace").classList.remove("with-inspector");
   const opener = state.inspectorOpener && document.querySelector(`.chat-message[data-turn-id="${state.inspectorOpener}"] .inspect-button`);
@@ -99,7 +98,7 @@ function turnIdOf(items) {
 
 function renderInspector() {
   const { turn, thread, callIndex } = state.inspector;
-  const order = turnOrder();
+  const order = page.turnOrder();
   const number = order.indexOf(turn.turnId) + 1;
   $("inspector-title").textContent = `Turn ${number || "?"}: what the model was sent`;
   const reported = turn.usage ?? { inputTokens: 0, outputTokens: 0 };

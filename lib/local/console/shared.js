@@ -2,7 +2,11 @@
 // (the Content-Security-Policy allows nothing else) and build every node with textContent, so
 // message contents are never parsed as HTML. This module: what every part of the page shares.
 
-import { signOut } from "./sign-in.js";
+/**
+ * The page's parts, as the entry module (`app.js`) wires them: a part calls another through it, so
+ * no module imports one that imports it back.
+ */
+export const page = {};
 
 /** How often a running turn's progress is asked for, in milliseconds. */
 export const POLL_MS = 300;
@@ -68,7 +72,7 @@ export async function api(method, path, body) {
   const data = await response.json().catch(() => null);
   if (!response.ok) {
     const error = new ApiError(response.status, data?.error?.message ?? `request failed (${response.status})`);
-    if (response.status === 401) signOut("Your token was refused or has expired. Sign in again.");
+    if (response.status === 401) page.signOut("Your token was refused or has expired. Sign in again.");
     throw error;
   }
   return data;

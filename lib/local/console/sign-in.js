@@ -1,10 +1,6 @@
 // Threadwise console — sign-in.
 
-import { renderChat } from "./chat.js";
-import { loadConversations } from "./conversations.js";
-import { loadHelp } from "./empty-state.js";
-import { closeInspector } from "./inspector.js";
-import { $, TOKEN_KEY, state } from "./shared.js";
+import { $, TOKEN_KEY, state, page } from "./shared.js";
 
 function claimsOf(token) {
   try {
@@ -23,8 +19,8 @@ export async function useToken(token) {
   state.tenantId = typeof claims.tenant === "string" ? claims.tenant : null;
   sessionStorage.setItem(TOKEN_KEY, token);
   // The first API call checks the token; a refused one signs out with a message.
-  await loadConversations();
-  state.help = await loadHelp();
+  await page.loadConversations();
+  state.help = await page.loadHelp();
   showWorkspace();
 }
 
@@ -34,7 +30,7 @@ function showWorkspace() {
   $("session").hidden = false;
   $("session-user").textContent = state.userId;
   $("session-tenant").textContent = state.tenantId ? ` (tenant ${state.tenantId})` : "";
-  renderChat();
+  page.renderChat();
   $("new-conversation").focus();
 }
 
@@ -45,7 +41,7 @@ export function signOut(message = "") {
   $("workspace").hidden = true;
   $("session").hidden = true;
   $("sign-in").hidden = false;
-  closeInspector(false);
+  page.closeInspector(false);
   $("inspector-body").replaceChildren();
   $("conversation-list").replaceChildren();
   $("messages").replaceChildren();

@@ -1,8 +1,6 @@
 // Threadwise console — streaming: a new question's answer appears as the model writes it, under the progress line.
 
-import { renderProgress, waitForTurn } from "./chat.js";
-import { $, ApiError, h, state } from "./shared.js";
-import { signOut } from "./sign-in.js";
+import { $, ApiError, h, state, page } from "./shared.js";
 
 // (docs/streaming.md). Kept apart from the chat above so the two change independently.
 
@@ -57,21 +55,21 @@ export async function streamTurn(path, body) {
   });
   if (!response.ok) {
     const data = await response.json().catch(() => null);
-    if (response.status === 401) signOut("Your token was refused or has expired. Sign in again.");
+    if (response.status === 401) page.signOut("Your token was refused or has expired. Sign in again.");
     throw new ApiError(response.status, data?.error?.message ?? `request failed (${response.status})`);
   }
   const started = Date.now();
   let turnId = null;
   let modelCalls = 0;
   let draft = "";
-  renderProgress(undefined, 0);
+  page.renderProgress(undefined, 0);
   for await (const { event, data } of serverSentEvents(response)) {
     if (event === "turn") turnId = data.turnId;
     else if (event === "progress") {
       modelCalls = data.modelCall;
       draft = "";
-      renderProgress({ step: "model", modelCalls }, Date.now() - started);
-    } else if (event === "tool_started") renderProgress({ step: "tool", tool: data.tool, modelCalls: modelCalls + 1 }, Date.now() - started);
+      page.renderProgress({ step: "model", modelCalls }, Date.now() - started);
+    } else if (event === "tool_started") page.renderProgress({ step: "tool", tool: data.tool, modelCalls: modelCalls + 1 }, Date.now() - started);
     else if (event === "text") renderDraft((draft += data.delta));
     else if (event === "done") return { turnId, answer: data.answer };
     // Paused for approvals: resolves as the JSON POST's 202 does (the stream ends here).
@@ -79,5 +77,5 @@ export async function streamTurn(path, body) {
     else if (event === "failed") throw new Error(`${data.message} (${data.code})`);
   }
   // The stream ended without an outcome (the connection dropped): the turn goes on; wait for it.
-  return waitForTurn(state.conversationId, turnId);
+  return page.waitForTurn(state.conversationId, turnId);
 }
