@@ -75,7 +75,9 @@ function fillerTurn(random: Random): Turn {
       const rows = Array.from({ length: int(random, 5, 60) }, (_, i) => `| ${region}-${i + 1} | ${month} | ${int(random, 100, 99_000)} |`);
       return {
         question: `What was the ${metric} for the ${region} region in ${month}?`,
-        answer: `The ${region} region's ${metric} in ${month} was ${int(random, 100, 99_000).toLocaleString("en-US")}, ${pick(random, ["up", "down"])} ${int(random, 1, 19)}% on the month before.`,
+        answer:
+          `The ${region} region's ${metric} in ${month} was ${int(random, 100, 99_000).toLocaleString("en-US")}, ` +
+          `${pick(random, ["up", "down"])} ${int(random, 1, 19)}% on the month before.`,
         tool: {
           name: "sql_query",
           args: { sql: `SELECT account, month, ${metric.replace(/ /g, "_")} FROM sales WHERE region = '${region}' AND month = '${month}'` },
@@ -98,12 +100,17 @@ function fillerTurn(random: Random): Turn {
     case 2:
       return {
         question: `Can you draft a short message to ${pick(random, PEOPLE)} about the ${metric} numbers for ${month}?`,
-        answer: `Here is a draft: "Hi, the ${month} ${metric} figures are in the shared folder; the ${region} region stands out. Let me know if you need more detail."`,
+        answer:
+          `Here is a draft: "Hi, the ${month} ${metric} figures are in the shared folder; the ${region} region stands ` +
+          `out. Let me know if you need more detail."`,
       };
     default:
       return {
         question: `Compare ${metric} between ${region} and ${pick(random, REGIONS)} for ${month}.`,
-        answer: `${region} was ${int(random, 2, 30)}% ${pick(random, ["higher", "lower"])} than the other region on ${metric} in ${month}, mostly because of ${pick(random, ["two large accounts", "pricing", "a late shipment", "returns"])}.`,
+        answer:
+          `${region} was ${int(random, 2, 30)}% ${pick(random, ["higher", "lower"])} than the other region on ` +
+          `${metric} in ${month}, mostly because of ` +
+          `${pick(random, ["two large accounts", "pricing", "a late shipment", "returns"])}.`,
       };
   }
 }
@@ -320,28 +327,39 @@ async function main() {
     const lines = [
       `# Recall benchmark`,
       "",
-      `\`npm run bench:recall -- --seed ${seed}\` — ${TURNS} turns, ${n} planted facts, ${n} paraphrased questions (${sharedStems} of ${n} share a word stem with their fact), ` +
-        `top ${DEFAULT_RECALL_RESULTS} results, view of the last ${DEFAULT_VIEW_FINISHED_TURNS} turns. Node ${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}; embedded MongoDB server.`,
+      `\`npm run bench:recall -- --seed ${seed}\` — ${TURNS} turns, ${n} planted facts, ${n} paraphrased questions ` +
+        `(${sharedStems} of ${n} share a word stem with their fact), ` +
+        `top ${DEFAULT_RECALL_RESULTS} results, view of the last ${DEFAULT_VIEW_FINISHED_TURNS} turns. Node ` +
+        `${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}; embedded MongoDB server.`,
       "",
       "| way | fact reaches the model | tokens per model call (median) | |",
       "|---|---:|---:|---|",
       ...ways.map((w) => `| ${w.name} | ${w.reached} of ${n} (${pct(w.reached / n)}) | ${w.tokensPerCall} | ${w.note} |`),
-      `| control: lexical search, questions in the fact's own words | ${reached.keywords} of ${n} (${pct(reached.keywords / n)}) | | "What did I say about <its first two long words>?" |`,
+      `| control: lexical search, questions in the fact's own words | ${reached.keywords} of ${n} ` +
+        `(${pct(reached.keywords / n)}) | | "What did I say about <its first two long words>?" |`,
       "",
       `With search a question takes two model calls: the view, then the view with the search call and its result.`,
       "",
       "| search figure | lexical | with embeddings stand-in | target |",
       "|---|---:|---:|---|",
       `| recall (fact in view or top ${DEFAULT_RECALL_RESULTS}) | ${pct(reached.lexical / n)} | ${pct(reached.semantic / n)} | ≥ ${pct(TARGET_RECALL)} |`,
-      `| search result tokens, largest | ${fmt(Math.max(...resultTokens.lexical))} | ${fmt(Math.max(...resultTokens.semantic))} | ≤ ${fmt(TARGET_RESULT_TOKENS)} |`,
-      `| search time at ${TURNS} turns, median / p95 | ${median(searchMs.lexical).toFixed(1)} / ${quantile(searchMs.lexical, 0.95).toFixed(1)} ms | ${median(searchMs.semantic).toFixed(1)} / ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms | < ${TARGET_SEARCH_MS} ms |`,
+      `| search result tokens, largest | ${fmt(Math.max(...resultTokens.lexical))} | ` +
+        `${fmt(Math.max(...resultTokens.semantic))} | ≤ ${fmt(TARGET_RESULT_TOKENS)} |`,
+      `| search time at ${TURNS} turns, median / p95 | ${median(searchMs.lexical).toFixed(1)} / ` +
+        `${quantile(searchMs.lexical, 0.95).toFixed(1)} ms | ${median(searchMs.semantic).toFixed(1)} / ` +
+        `${quantile(searchMs.semantic, 0.95).toFixed(1)} ms | < ${TARGET_SEARCH_MS} ms |`,
       // On a shared, loaded machine the median measures the other processes too; the fastest search is what an idle one approaches.
-      `| search time at ${TURNS} turns, fastest of ${searchMs.lexical.length} | ${Math.min(...searchMs.lexical).toFixed(1)} ms | ${Math.min(...searchMs.semantic).toFixed(1)} ms | |`,
-      `| of which: reading the index from MongoDB / ranking in memory (lexical), median | ${median(readMs).toFixed(1)} ms / ${median(rankMs).toFixed(2)} ms | | |`,
+      `| search time at ${TURNS} turns, fastest of ${searchMs.lexical.length} | ` +
+        `${Math.min(...searchMs.lexical).toFixed(1)} ms | ${Math.min(...searchMs.semantic).toFixed(1)} ms | |`,
+      `| of which: reading the index from MongoDB / ranking in memory (lexical), median | ` +
+        `${median(readMs).toFixed(1)} ms / ${median(rankMs).toFixed(2)} ms | | |`,
       `| embedding the query (before the search), median | | ${median(embedMs).toFixed(1)} ms (local stand-in; Titan's latency in AWS) | |`,
-      `| indexing a finished turn, median / p95 | ${median(indexMs.lexical).toFixed(1)} / ${quantile(indexMs.lexical, 0.95).toFixed(1)} ms | ${median(indexMs.semantic).toFixed(1)} / ${quantile(indexMs.semantic, 0.95).toFixed(1)} ms | |`,
+      `| indexing a finished turn, median / p95 | ${median(indexMs.lexical).toFixed(1)} / ` +
+        `${quantile(indexMs.lexical, 0.95).toFixed(1)} ms | ${median(indexMs.semantic).toFixed(1)} / ` +
+        `${quantile(indexMs.semantic, 0.95).toFixed(1)} ms | |`,
       "",
-      `Facts missed (by number in \`bench/recall-facts.ts\`): lexical ${missed.lexical.join(", ") || "none"}; with embeddings stand-in ${missed.semantic.join(", ") || "none"}.`,
+      `Facts missed (by number in \`bench/recall-facts.ts\`): lexical ${missed.lexical.join(", ") || "none"}; with ` +
+        `embeddings stand-in ${missed.semantic.join(", ") || "none"}.`,
       "",
     ];
     const markdown = lines.join("\n");

@@ -361,7 +361,8 @@ checkpoint grows by about ${formatBytes((TOOL_OUTPUT_KB.reduce((a, b) => a + b, 
 The product grows linearly: a straight line fits its ${product.samples.length} samples with R² = ${analysis.productR2.toFixed(4)},
 at ${formatBytes(productFit[1])} per turn (about the average tool output, stored once, plus the checkpoint kept
 per turn). Growth per turn was
-${perTurn(product, 10, 50)} between turns 10 and 50 and ${perTurn(product, 50, Math.min(200, analysis.turns))} between 50 and ${Math.min(200, analysis.turns)}. Its largest
+${perTurn(product, 10, 50)} between turns 10 and 50 and ${perTurn(product, 50, Math.min(200, analysis.turns))}
+between 50 and ${Math.min(200, analysis.turns)}. Its largest
 document after ${lastProduct.turn} turns was ${formatBytes(lastProduct.largestDocument)} (${lastProduct.documents} documents in all); the size guard refuses any
 document above ${formatBytes(DEFAULT_MAX_DOCUMENT_BYTES)}.
 
@@ -391,7 +392,8 @@ function chart(analysis: Analysis): string {
   const productColor = "#1f6fb2";
   const parts: string[] = [];
   parts.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ` +
+      `${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="${width / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">Bytes stored in MongoDB for one thread</text>`,
   );
@@ -426,7 +428,8 @@ function chart(analysis: Analysis): string {
   };
   axes(left);
   const polyline = (samples: Sample[], color: string, toY: (b: number) => number, l: number) =>
-    `<polyline fill="none" stroke="${color}" stroke-width="2" points="${samples.map((s) => `${x(l, s.turn).toFixed(1)},${toY(s.bytes).toFixed(1)}`).join(" ")}"/>` +
+    `<polyline fill="none" stroke="${color}" stroke-width="2" ` +
+    `points="${samples.map((s) => `${x(l, s.turn).toFixed(1)},${toY(s.bytes).toFixed(1)}`).join(" ")}"/>` +
     samples.map((s) => `<circle cx="${x(l, s.turn).toFixed(1)}" cy="${toY(s.bytes).toFixed(1)}" r="2.5" fill="${color}"/>`).join("");
   parts.push(polyline(analysis.stock.samples, stockColor, yLog, left));
   parts.push(polyline(analysis.product.samples, productColor, yLog, left));
@@ -468,7 +471,8 @@ function chart(analysis: Analysis): string {
   axes(right);
   const fit = analysis.productFit;
   parts.push(
-    `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluatePolynomial(fit, 0)))}" x2="${x(right, maxTurn)}" y2="${yLin(evaluatePolynomial(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
+    `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluatePolynomial(fit, 0)))}" x2="${x(right, maxTurn)}" ` +
+      `y2="${yLin(evaluatePolynomial(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
   );
   parts.push(polyline(analysis.product.samples, productColor, yLin, right));
   parts.push(`<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`);

@@ -54,7 +54,9 @@ export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
     throw new ValidationError("invalid CDK context", [
       {
         path: "mongodbConnectionBudget",
-        message: `at least ${needed} connections are needed (worker, webhooks and setup take ${fixedConnections}, one api container ${connectionsPerContainer.api})`,
+        message:
+          `at least ${needed} connections are needed (worker, webhooks and setup take ${fixedConnections}, one api ` +
+          `container ${connectionsPerContainer.api})`,
       },
     ]);
   }

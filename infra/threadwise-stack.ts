@@ -59,11 +59,16 @@ const STACK_ARN_CONTEXT = { partition: Aws.PARTITION, region: Aws.REGION, accoun
 /** Why each wildcard in the Athena grants is needed, by the resource it ends. */
 const ATHENA_WILDCARD_REASONS = {
   glueTables:
-    "Athena resolves whichever tables of this one Glue database the model's query names, and those tables are created and replaced by the data team after deployment; the grant is read-only and limited to this database.",
+    "Athena resolves whichever tables of this one Glue database the model's query names, and those tables are " +
+    "created and replaced by the data team after deployment; the grant is read-only and limited to this database.",
   dataObjects:
-    "Athena reads the objects of the queried tables with the caller's permissions; their keys change with every data load, so reading covers the objects of the bucket the operator named as the tables' data (read-only, no write or delete).",
+    "Athena reads the objects of the queried tables with the caller's permissions; their keys change with every " +
+    "data load, so reading covers the objects of the bucket the operator named as the tables' data (read-only, " +
+    "no write or delete).",
   resultsObjects:
-    "Athena writes each query's results under a new key named after its query id and reads them back for GetQueryResults, so the keys are unknown in advance; reading and writing are limited to the configured results prefix.",
+    "Athena writes each query's results under a new key named after its query id and reads them back for " +
+    "GetQueryResults, so the keys are unknown in advance; reading and writing are limited to the configured " +
+    "results prefix.",
 } as const;
 
 /** The secrets the stage's functions read: Power BI's only where the tool is offered. */
@@ -238,11 +243,16 @@ export class ThreadwiseStack extends Stack {
       f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams"));
     }
 
-    const nodeReason = `${FUNCTION_RUNTIME.name} is pinned on purpose: the bundle targets it and it is the newest runtime the code is tested on (local dev and CI run Node 20/22); moving to a newer runtime is a deliberate, tested change.`;
+    const nodeReason =
+      `${FUNCTION_RUNTIME.name} is pinned on purpose: the bundle targets it and it is the newest runtime the code ` +
+      `is tested on (local dev and CI run Node 20/22); moving to a newer runtime is a deliberate, tested change.`;
     const xrayReason =
-      "X-Ray active tracing: Lambda grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource narrower than *; they only write trace data.";
+      "X-Ray active tracing: Lambda grants xray:PutTraceSegments and xray:PutTelemetryRecords, which take no " +
+      "resource narrower than *; they only write trace data.";
     const networkReason =
-      " Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the interfaces' ids are not known before Lambda makes them.";
+      " Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution " +
+      "role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the " +
+      "interfaces' ids are not known before Lambda makes them.";
     for (const f of [api, worker, slack, teams, setup]) {
       Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
       Validations.of(f.role).acknowledge({ id: "AwsSolutions-IAM5[Resource::*]", reason: network ? xrayReason + networkReason : xrayReason });
@@ -254,7 +264,9 @@ export class ThreadwiseStack extends Stack {
         Validations.of(f.role).acknowledge({
           id: `AwsSolutions-IAM5[Resource::${arn}]`,
           reason:
-            "Bedrock cross-region inference: the inference profile sends each call to a region of its geography that AWS picks, and IAM checks the foundation model ARN in that region, so only the region is a wildcard; the model is fixed.",
+            "Bedrock cross-region inference: the inference profile sends each call to a region of its geography that AWS " +
+            "picks, and IAM checks the foundation model ARN in that region, so only the region is a wildcard; the model " +
+            "is fixed.",
         });
       }
     }
@@ -319,13 +331,15 @@ export class ThreadwiseStack extends Stack {
     if (athena.catalog !== DEFAULT_ATHENA_CATALOG) {
       Annotations.of(this).addWarningV2(
         "threadwise:athena-catalog",
-        `athenaCatalog ${athena.catalog} is not ${DEFAULT_ATHENA_CATALOG}: no Glue grant was added; grant the api and worker roles what that catalog needs (another account's Glue, or its Lambda connector)`,
+        `athenaCatalog ${athena.catalog} is not ${DEFAULT_ATHENA_CATALOG}: no Glue grant was added; grant the api ` +
+          `and worker roles what that catalog needs (another account's Glue, or its Lambda connector)`,
       );
     }
     if (!athena.results) {
       Annotations.of(this).addWarningV2(
         "threadwise:athena-results",
-        "neither athenaOutputLocation nor athenaResultsBucket is set: no S3 grant for query results was added, which works only with a workgroup that uses Athena managed query results",
+        "neither athenaOutputLocation nor athenaResultsBucket is set: no S3 grant for query results was added, which " +
+          "works only with a workgroup that uses Athena managed query results",
       );
     }
     if (athena.dataBucketArns.length === 0) {

@@ -55,7 +55,9 @@ export class CredentialsSecrets extends Construct {
       Validations.of(secret).acknowledge({
         id: "AwsSolutions-SMG4",
         reason:
-          "The values (MongoDB Atlas user, Slack signing secret and bot token, Teams app password, Power BI client secret) are issued by those services, which Secrets Manager cannot rotate without a custom rotation function per service; they are rotated at the source and written with put-secret-value.",
+          "The values (MongoDB Atlas user, Slack signing secret and bot token, Teams app password, Power BI client " +
+          "secret) are issued by those services, which Secrets Manager cannot rotate without a custom rotation " +
+          "function per service; they are rotated at the source and written with put-secret-value.",
       });
       this.secrets[name] = secret;
       this.created[name] = secret;

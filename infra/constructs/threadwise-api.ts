@@ -116,21 +116,24 @@ export class ThreadwiseApi extends Construct {
         method: HttpMethod.POST,
         integration: slack,
         reason:
-          "Slack cannot send a JWT; the slack function verifies Slack's v0 HMAC request signature over the raw body with a five-minute timestamp window before doing anything.",
+          "Slack cannot send a JWT; the slack function verifies Slack's v0 HMAC request signature over the raw body " +
+          "with a five-minute timestamp window before doing anything.",
       },
       {
         path: "/slack/interactivity",
         method: HttpMethod.POST,
         integration: slack,
         reason:
-          "Slack's approval button clicks carry no JWT; the slack function verifies them exactly as events (v0 HMAC over the raw body, five-minute window) and decides as the clicking user of the owning workspace.",
+          "Slack's approval button clicks carry no JWT; the slack function verifies them exactly as events (v0 HMAC " +
+          "over the raw body, five-minute window) and decides as the clicking user of the owning workspace.",
       },
       {
         path: "/teams/messages",
         method: HttpMethod.POST,
         integration: new HttpLambdaIntegration("Teams", props.teamsFunction),
         reason:
-          "The Bot Framework sends its own RS256 JWT (not issued by our issuer); the teams function verifies it against the Bot Framework signing keys, issuer, audience and serviceUrl.",
+          "The Bot Framework sends its own RS256 JWT (not issued by our issuer); the teams function verifies it " +
+          "against the Bot Framework signing keys, issuer, audience and serviceUrl.",
       },
     ];
     for (const route of open) {

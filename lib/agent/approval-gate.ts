@@ -34,7 +34,8 @@ export function notRunMessage(call: { id: string; name: string }, outcome: Appro
     ? "Not run: no decision was recorded for this call."
     : outcome.kind === "expire"
       ? `Not run: nobody approved this call before its approval expired at ${outcome.deadline}. Tell the user it was not done; call it again only if they ask.`
-      : `Not run: ${outcome.by} rejected this call${outcome.kind === "reject" && outcome.reason ? `, saying: ${outcome.reason}` : ""}. Do not call it again unless the user asks.`;
+      : `Not run: ${outcome.by} rejected this call${outcome.kind === "reject" && outcome.reason ? `, saying: ${outcome.reason}` : ""}. ` +
+        "Do not call it again unless the user asks.";
   return stampTokenCount(new ToolMessage({ tool_call_id: call.id, name: call.name, status: "error", content }));
 }
 

@@ -166,6 +166,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       durationMs: Date.now() - startedAt.getTime(),
       view: toViewMessages(view.messages),
       stats: view.stats,
+      dispositions: view.dispositions,
       usage,
       ...(usage.inputTokens > 0 && { estimateError: estimateError(view.stats.estimatedInputTokens, usage.inputTokens) }),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),

@@ -90,6 +90,7 @@ export function turnView(turn: TurnWithCalls) {
       stats: c.stats,
       toolCalls: c.toolCalls,
       view: c.view,
+      dispositions: c.dispositions ?? null,
     })),
   };
 }

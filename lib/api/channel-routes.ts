@@ -9,7 +9,10 @@ function routeOf(pattern: RegExp, handler: ChannelHandler): Route {
   return { method: "POST", pattern, handler: (request) => handler({ headers: request.headers, rawBody: request.body ?? "" }) };
 }
 
-/** `POST /slack/events`, `POST /slack/interactivity` and `POST /teams/messages` for the channels that have a handler; a channel without one has no route (404). */
+/**
+ * `POST /slack/events`, `POST /slack/interactivity` and `POST /teams/messages` for the channels that have a handler; a channel without one has no
+ * route (404).
+ */
 export function channelRoutes(handlers: ChannelHandlers): Route[] {
   const routes: Route[] = [];
   if (handlers.slack) routes.push(routeOf(SLACK_PATH, handlers.slack));

@@ -40,6 +40,25 @@ const viewMessage = message.extend({
     .optional()
     .meta({ description: "Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept." }),
 });
+const disposition = z
+  .looseObject({
+    fate: z.enum(["sent", "repaired", "condensed", "notice", "left-out"]),
+    viewIndex: z.number().optional().meta({ description: "Where the view holds it (absent when left out)." }),
+    turn: z.number().optional().meta({ description: "The turn it belongs to, oldest 0; absent before the first question." }),
+    part: z.enum(["question", "answer"]).optional(),
+    repair: z.string().optional().meta({ description: "How a repaired message was changed: blank-text, empty, tool-calls, merged." }),
+    notice: z.enum(["tool-output", "out-of-sight"]).optional(),
+    reason: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "Why a tool output was replaced (over-threshold, over-budget) or a message left out " +
+          "(outside-window, over-budget, exchange, orphan-tool-result, blank, trailing-text, system, before-first-question, unsupported-type).",
+      }),
+    handle: z.string().optional().meta({ description: "The artifact an offloaded output is kept in." }),
+  })
+  .meta({ description: "What the view did with one stored message of the checkpointed thread (`GET .../state`), in the stored order." });
 
 export const errorResponse = z.object({
   error: z.looseObject({
@@ -81,7 +100,16 @@ export const turnDetail = z.looseObject({
   usage,
   context,
   progress,
-  calls: z.array(z.looseObject({ index: z.number(), startedAt: isoDate, durationMs: z.number(), usage, view: z.array(viewMessage) })),
+  calls: z.array(
+    z.looseObject({
+      index: z.number(),
+      startedAt: isoDate,
+      durationMs: z.number(),
+      usage,
+      view: z.array(viewMessage),
+      dispositions: z.array(disposition).nullable().meta({ description: "One for each stored message; null on calls recorded before they were kept." }),
+    }),
+  ),
   approvals: z.array(z.lazy(() => approvalView)).meta({ description: "The turn's tool calls that waited for a person, with the decisions." }),
 });
 

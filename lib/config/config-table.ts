@@ -1,6 +1,7 @@
 import { ValidationError } from "../errors.js";
 import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
+import { TOOL_SETTINGS } from "./tools-config.js";
 import { configTable, type DocumentedVariable } from "./settings.js";
 
 /** Markers around the generated table in the README; the text between them is replaced whole. */
@@ -19,7 +20,7 @@ const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
 
 /** The README's configuration table, generated from the settings. */
 export function readmeConfigTable(): string {
-  return configTable({ ...SETTINGS, ...RECALL_SETTINGS, ...SECRET_ARN_SETTINGS, ...OTHER_VARIABLES });
+  return configTable({ ...SETTINGS, ...TOOL_SETTINGS, ...RECALL_SETTINGS, ...SECRET_ARN_SETTINGS, ...OTHER_VARIABLES });
 }
 
 /** The README with the text between the markers replaced by the generated table. */

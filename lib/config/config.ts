@@ -283,7 +283,8 @@ export const SETTINGS = {
     schema: z.string().min(1),
     defaultText: "unset (Slack users have no roles)",
     description:
-      'JSON roles of Slack users by workspace: `{"T0123": {"default": ["viewer"], "users": {"U0ALICE": ["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](#security))',
+      'JSON roles of Slack users by workspace: `{"T0123": {"default": ["viewer"], "users": {"U0ALICE": ' +
+      '["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](#security))',
   }),
   TEAMS_ROLES: setting({
     schema: z.string().min(1),

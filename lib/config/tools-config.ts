@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { ValidationError } from "../errors.js";
 import { parseJsonSetting, parseOrThrow } from "../validation.js";
-import { parseApprovalsConfig, type ApprovalsConfig } from "./approvals-config.js";
+import { DEFAULT_APPROVAL_TTL_SECONDS, parseApprovalsConfig, type ApprovalsConfig } from "./approvals-config.js";
+import { envSchemaOf, setting, withDefaults } from "./settings.js";
 
 /** Longest a single tool call may run before it comes back to the model as a timeout error. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
@@ -39,39 +40,90 @@ const positiveInt = z.coerce.number().int().positive();
 /** `{"tool_name": ["role", ...]}`: a tool absent from the map is open to every caller. */
 const toolRolesSchema = z.record(z.string().min(1), z.array(z.string().min(1)));
 
-const envSchema = z.object({
-  SQL_ENGINE: z.enum(["sqlite", "athena", "none"]).optional(),
-  ATHENA_WORKGROUP: z.string().min(1).optional(),
-  ATHENA_DATABASE: z.string().min(1).optional(),
-  ATHENA_CATALOG: z.string().min(1).optional(),
-  ATHENA_OUTPUT_LOCATION: z
-    .string()
-    .regex(/^s3:\/\//, "must be an s3:// URI")
-    .optional(),
-  ATHENA_SCHEMA_DESCRIPTION: z.string().min(1).optional(),
-  DOCUMENTS_ENGINE: z.enum(["local", "bedrock-kb", "none"]).optional(),
-  BEDROCK_KB_ID: z.string().min(1).optional(),
-  BEDROCK_KB_REGION: z.string().min(1).optional(),
-  AWS_REGION: z.string().min(1).optional(),
-  POWERBI_TENANT_ID: z.string().min(1).optional(),
-  POWERBI_GROUP_ID: z.string().min(1).optional(),
-  POWERBI_DATASET_ID: z.string().min(1).optional(),
-  POWERBI_API_URL: z.string().url().optional(),
-  POWERBI_LOGIN_URL: z.string().url().optional(),
-  POWERBI_CLIENT_ID_SECRET: z.string().min(1).optional(),
-  POWERBI_CLIENT_SECRET_SECRET: z.string().min(1).optional(),
-  POWERBI_MODEL_DESCRIPTION: z.string().min(1).optional(),
-  FOLLOW_UP_WEBHOOK_URL: z.string().url().optional(),
-  TOOL_TIMEOUT_MS: positiveInt.optional(),
-  SQL_MAX_ROWS: positiveInt.optional(),
-  SQL_MAX_RESULT_BYTES: positiveInt.optional(),
-  SQL_TIMEOUT_MS: positiveInt.optional(),
-  DOCUMENT_RESULTS: positiveInt.max(50).optional(),
-  TOOL_IDEMPOTENCY_TTL_SECONDS: positiveInt.optional(),
-  TOOL_ROLES: z.string().min(1).optional(),
-  TOOL_APPROVALS: z.string().min(1).optional(),
-  APPROVAL_TTL_SECONDS: positiveInt.optional(),
-});
+/** The tools' settings, defined once (see `settings.ts`); the README's configuration table lists them. */
+export const TOOL_SETTINGS = {
+  SQL_ENGINE: setting({
+    schema: z.enum(["sqlite", "athena", "none"]),
+    default: "sqlite",
+    description: "`sqlite` (local mode), `athena`, or `none` (no `sql_query`; what the stack sets without Athena context)",
+  }),
+  ATHENA_WORKGROUP: setting({ schema: z.string().min(1), description: "required with `athena`" }),
+  ATHENA_DATABASE: setting({ schema: z.string().min(1), description: "required with `athena`" }),
+  ATHENA_CATALOG: setting({ schema: z.string().min(1), default: DEFAULT_ATHENA_CATALOG, description: "Athena data catalog" }),
+  ATHENA_OUTPUT_LOCATION: setting({
+    schema: z.string().regex(/^s3:\/\//, "must be an s3:// URI"),
+    defaultText: "the workgroup's setting",
+    description: "`s3://…` where Athena writes query results",
+  }),
+  ATHENA_SCHEMA_DESCRIPTION: setting({ schema: z.string().min(1), defaultText: "the sample schema", description: "tables and columns as told to the model" }),
+  DOCUMENTS_ENGINE: setting({
+    schema: z.enum(["local", "bedrock-kb", "none"]),
+    default: "local",
+    description: "`local` (local mode), `bedrock-kb`, or `none` (no `search_documents`; what the stack sets without a knowledge base)",
+  }),
+  BEDROCK_KB_ID: setting({ schema: z.string().min(1), description: "required with `bedrock-kb`" }),
+  BEDROCK_KB_REGION: setting({ schema: z.string().min(1), defaultText: "`AWS_REGION`, else `us-east-1`", description: "region of the knowledge base" }),
+  POWERBI_TENANT_ID: setting({ schema: z.string().min(1), description: "with the group and dataset ids, turns on `query_semantic_model`" }),
+  POWERBI_GROUP_ID: setting({ schema: z.string().min(1), description: "the Power BI workspace (group) id" }),
+  POWERBI_DATASET_ID: setting({ schema: z.string().min(1), description: "the semantic model (dataset) id" }),
+  POWERBI_API_URL: setting({ schema: z.string().url(), default: DEFAULT_POWERBI_API_URL, description: "Power BI REST API base URL" }),
+  POWERBI_LOGIN_URL: setting({ schema: z.string().url(), default: DEFAULT_POWERBI_LOGIN_URL, description: "Entra ID authority base URL" }),
+  POWERBI_CLIENT_ID_SECRET: setting({
+    schema: z.string().min(1),
+    default: DEFAULT_POWERBI_CLIENT_ID_SECRET,
+    description: "name of the secret holding the app's client id",
+  }),
+  POWERBI_CLIENT_SECRET_SECRET: setting({
+    schema: z.string().min(1),
+    default: DEFAULT_POWERBI_CLIENT_SECRET_SECRET,
+    description: "name of the secret holding the app's client secret",
+  }),
+  POWERBI_MODEL_DESCRIPTION: setting({ schema: z.string().min(1), description: "tables and measures of the semantic model as told to the model" }),
+  FOLLOW_UP_WEBHOOK_URL: setting({
+    schema: z.string().url(),
+    defaultText: "unset (recorded, not posted)",
+    description: "where follow-ups are posted (JSON, with an `Idempotency-Key` header)",
+  }),
+  TOOL_TIMEOUT_MS: setting({ schema: positiveInt, default: DEFAULT_TOOL_TIMEOUT_MS, description: "longest one tool call may run" }),
+  SQL_MAX_ROWS: setting({ schema: positiveInt, default: DEFAULT_SQL_MAX_ROWS, description: "most rows a SQL result returns" }),
+  SQL_MAX_RESULT_BYTES: setting({
+    schema: positiveInt,
+    default: DEFAULT_SQL_MAX_RESULT_BYTES,
+    description: "bytes of values (text and blobs by length, other values 8) a result holds",
+  }),
+  SQL_TIMEOUT_MS: setting({ schema: positiveInt, default: DEFAULT_SQL_TIMEOUT_MS, description: "longest a SQL query may run" }),
+  DOCUMENT_RESULTS: setting({
+    schema: positiveInt.max(50),
+    default: DEFAULT_DOCUMENT_RESULTS,
+    description: "passages one document search returns (at most 50)",
+  }),
+  TOOL_IDEMPOTENCY_TTL_SECONDS: setting({
+    schema: positiveInt,
+    default: DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
+    description: "lifetime of the idempotency record of a tool's side effect",
+  }),
+  TOOL_ROLES: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (every tool open)",
+    description:
+      'JSON map of tool name to allowed roles, e.g. `{"create_follow_up":["analyst"]}`; unlisted tools are open to everyone; ' +
+      `a name that is not one of ${TOOL_NAMES.map((name) => `\`${name}\``).join(", ")} stops start-up with a \`ValidationError\` naming it`,
+  }),
+  TOOL_APPROVALS: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (no call waits)",
+    description:
+      "JSON map of tool name to `{require, approvers}`: which calls of a tool that changes things wait for a person, " +
+      "and who may decide ([docs/approvals.md](docs/approvals.md))",
+  }),
+  APPROVAL_TTL_SECONDS: setting({
+    schema: positiveInt,
+    default: DEFAULT_APPROVAL_TTL_SECONDS,
+    description: "how long a waiting call waits before it is rejected as expired",
+  }),
+};
+
+const envSchema = envSchemaOf(TOOL_SETTINGS).extend({ AWS_REGION: z.string().min(1).optional() });
 
 /** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
 export type SqlEngineConfig =
@@ -137,7 +189,8 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
 
 /** Reads and validates the tools' configuration (composed into `loadConfig`). */
 export function loadToolsConfig(env: Record<string, string | undefined> = process.env): ToolsConfig {
-  const e = parseOrThrow(envSchema, env, "invalid configuration");
+  const parsed = parseOrThrow(envSchema, env, "invalid configuration");
+  const e = { ...parsed, ...withDefaults(TOOL_SETTINGS, parsed) };
   const region = e.AWS_REGION ?? DEFAULT_TOOLS_REGION;
 
   let sql: SqlEngineConfig = { engine: e.SQL_ENGINE === "none" ? "none" : "sqlite" };
@@ -148,7 +201,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       engine: "athena",
       workgroup: e.ATHENA_WORKGROUP,
       database: e.ATHENA_DATABASE,
-      catalog: e.ATHENA_CATALOG ?? DEFAULT_ATHENA_CATALOG,
+      catalog: e.ATHENA_CATALOG,
       outputLocation: e.ATHENA_OUTPUT_LOCATION,
       region,
       schemaDescription: e.ATHENA_SCHEMA_DESCRIPTION,
@@ -172,10 +225,10 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
           tenantId: e.POWERBI_TENANT_ID,
           groupId: e.POWERBI_GROUP_ID,
           datasetId: e.POWERBI_DATASET_ID,
-          apiUrl: e.POWERBI_API_URL ?? DEFAULT_POWERBI_API_URL,
-          loginUrl: e.POWERBI_LOGIN_URL ?? DEFAULT_POWERBI_LOGIN_URL,
-          clientIdSecret: e.POWERBI_CLIENT_ID_SECRET ?? DEFAULT_POWERBI_CLIENT_ID_SECRET,
-          clientSecretSecret: e.POWERBI_CLIENT_SECRET_SECRET ?? DEFAULT_POWERBI_CLIENT_SECRET_SECRET,
+          apiUrl: e.POWERBI_API_URL,
+          loginUrl: e.POWERBI_LOGIN_URL,
+          clientIdSecret: e.POWERBI_CLIENT_ID_SECRET,
+          clientSecretSecret: e.POWERBI_CLIENT_SECRET_SECRET,
           modelDescription: e.POWERBI_MODEL_DESCRIPTION,
         }
       : undefined;
@@ -183,15 +236,15 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
   return {
     sql: {
       ...sql,
-      maxRows: e.SQL_MAX_ROWS ?? DEFAULT_SQL_MAX_ROWS,
-      maxBytes: e.SQL_MAX_RESULT_BYTES ?? DEFAULT_SQL_MAX_RESULT_BYTES,
-      timeoutMs: e.SQL_TIMEOUT_MS ?? DEFAULT_SQL_TIMEOUT_MS,
+      maxRows: e.SQL_MAX_ROWS,
+      maxBytes: e.SQL_MAX_RESULT_BYTES,
+      timeoutMs: e.SQL_TIMEOUT_MS,
     },
-    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS ?? DEFAULT_DOCUMENT_RESULTS },
+    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS },
     powerBi,
     followUpWebhookUrl: e.FOLLOW_UP_WEBHOOK_URL,
-    timeoutMs: e.TOOL_TIMEOUT_MS ?? DEFAULT_TOOL_TIMEOUT_MS,
-    idempotencyTtlSeconds: e.TOOL_IDEMPOTENCY_TTL_SECONDS ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
+    timeoutMs: e.TOOL_TIMEOUT_MS,
+    idempotencyTtlSeconds: e.TOOL_IDEMPOTENCY_TTL_SECONDS,
     roles: parseRoles(e.TOOL_ROLES),
     approvals: parseApprovalsConfig(e.TOOL_APPROVALS, e.APPROVAL_TTL_SECONDS, TOOL_NAMES),
   };

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { HttpRequest, HttpResponse } from "../api/http.js";
@@ -23,16 +23,18 @@ export const CONSOLE_CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join("; ");
 
-/** URL path → file and content type. */
-const ASSETS = {
-  "/": { file: "index.html", type: "text/html; charset=utf-8" },
-  "/console/app.js": { file: "app.js", type: "text/javascript; charset=utf-8" },
-  "/console/approvals.js": { file: "approvals.js", type: "text/javascript; charset=utf-8" },
-  "/console/styles.css": { file: "styles.css", type: "text/css; charset=utf-8" },
-} as const;
+/** URL path → file and content type: the page, its stylesheet, and each of its ES modules (`app.js` is the entry). */
+function assets(dir: string): Record<string, { file: string; type: string }> {
+  const modules = readdirSync(dir).filter((file) => /^[\w-]+\.js$/.test(file));
+  return {
+    "/": { file: "index.html", type: "text/html; charset=utf-8" },
+    "/console/styles.css": { file: "styles.css", type: "text/css; charset=utf-8" },
+    ...Object.fromEntries(modules.map((file) => [`/console/${file}`, { file, type: "text/javascript; charset=utf-8" }])),
+  };
+}
 
 export interface ConsoleRoutesOptions {
-  /** Where index.html, the scripts and styles.css are read from. Default: {@link DEFAULT_CONSOLE_DIR}. */
+  /** Where index.html, styles.css and the `.js` modules are read from. Default: {@link DEFAULT_CONSOLE_DIR}. */
   dir?: string;
 }
 
@@ -43,12 +45,12 @@ interface Asset {
 }
 
 /**
- * `GET /` and the console's script and stylesheet, read once at start-up. Served by the local
+ * `GET /` and the console's modules and stylesheet, read once at start-up. Served by the local
  * server only: the page signs in with `POST /local/token`, which exists nowhere else.
  */
 export function consoleRoutes(options: ConsoleRoutesOptions = {}): Route[] {
   const dir = options.dir ?? DEFAULT_CONSOLE_DIR;
-  return Object.entries(ASSETS).map(([path, { file, type }]) => {
+  return Object.entries(assets(dir)).map(([path, { file, type }]) => {
     const body = readFileSync(join(dir, file), "utf8");
     const asset: Asset = { body, type, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"` };
     return {

@@ -6,7 +6,7 @@ import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVER
 import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
-import type { ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
+import type { LeftOutReason, MessageDisposition, MessageRepair, ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
 import { CONVERSE_RULES } from "./converse-rules.js";
 import { validateConverseView } from "./validate-view.js";
 
@@ -53,6 +53,10 @@ interface ActiveItem {
   message: BaseMessage;
   tokens: number;
   result?: ActiveToolResult;
+  /** Indices of the stored messages it stands for: one, several when merged, none for a synthetic result. */
+  from: number[];
+  /** How it differs from the stored message; absent when it is the stored object. */
+  repair?: MessageRepair;
 }
 
 interface FinishedPair {
@@ -62,6 +66,9 @@ interface FinishedPair {
   answer: BaseMessage;
   tokens: number;
   stubbed: boolean;
+  /** Index of the stored question; of the stored final answer, absent when stubbed. */
+  questionIndex: number;
+  answerIndex?: number;
 }
 
 function isBlank(text: string): boolean {
@@ -99,10 +106,17 @@ function userMessage(message: BaseMessage): BaseMessage {
   return new HumanMessage({ content: isEmpty(content) ? EMPTY_USER_MESSAGE : content });
 }
 
+/** How the view's form of a user or tool message differs from the stored one: none when it is the stored object. */
+function textRepair(stored: BaseMessage, shown: BaseMessage): MessageRepair | undefined {
+  if (stored === shown) return undefined;
+  return isEmpty(withoutBlankText(stored.content)) ? "empty" : "blank-text";
+}
+
 /** A finished turn's (question, final answer); the final answer is its last assistant message, if that makes no tool call. */
 function finishedPair(messages: readonly BaseMessage[], turn: number, start: number, end: number): FinishedPair {
   const question = userMessage(messages[start]);
   let answer: BaseMessage | undefined;
+  let answerIndex: number | undefined;
   for (let i = end - 1; i > start; i--) {
     const message = messages[i];
     if (message.type !== "ai") continue;
@@ -113,12 +127,13 @@ function finishedPair(messages: readonly BaseMessage[], turn: number, start: num
         const text = messageText(content);
         answer = text.length > 0 ? new AIMessage(text) : undefined;
       }
+      if (answer) answerIndex = i;
     }
     break;
   }
   const stubbed = answer === undefined;
   answer ??= new AIMessage(NO_ANSWER_STUB);
-  return { turn, question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed };
+  return { turn, question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed, questionIndex: start, answerIndex };
 }
 
 function mergeContent(a: Content, b: Content): Content {
@@ -132,14 +147,21 @@ function mergeContent(a: Content, b: Content): Content {
  * result when it has none), results without their call left out, calls without a usable id left
  * out, empty assistant messages left out, consecutive assistant messages merged.
  */
-function activeTurn(messages: readonly BaseMessage[], start: number, repairs: ViewRepairs): ActiveItem[] {
+function activeTurn(
+  messages: readonly BaseMessage[],
+  start: number,
+  repairs: ViewRepairs,
+  leftOut: (index: number, reason: LeftOutReason) => void,
+): ActiveItem[] {
   const lastAssistant = messages.findLast((message, i) => i > start && message.type === "ai");
   if (lastAssistant && toolCallsOf(lastAssistant).length === 0 && !isEmpty(withoutBlankText(lastAssistant.content))) {
     throw new InvalidModelViewError("the latest turn already has its final answer: there is nothing to answer", CONVERSE_RULES.lastMessageUser);
   }
   const items: ActiveItem[] = [];
-  const push = (message: BaseMessage, result?: ActiveToolResult) => items.push({ message, tokens: countMessageTokens(message), result });
-  push(userMessage(messages[start]));
+  const push = (message: BaseMessage, from: number[], repair?: MessageRepair, result?: ActiveToolResult) =>
+    items.push({ message, tokens: countMessageTokens(message), result, from, repair });
+  const question = userMessage(messages[start]);
+  push(question, [start], textRepair(messages[start], question));
 
   const usedIds = new Set<string>();
   let pending = new Map<string, { name: string; answered: boolean }>();
@@ -148,7 +170,7 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
       if (call.answered) continue;
       const message = new ToolMessage({ content: INTERRUPTED_TOOL_RESULT, tool_call_id: id, name: call.name, status: "error" });
       const outputTokens = countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS;
-      push(message, { toolCallId: id, toolName: call.name, outputTokens, preview: "", noticed: false, synthetic: true });
+      push(message, [], undefined, { toolCallId: id, toolName: call.name, outputTokens, preview: "", noticed: false, synthetic: true });
       repairs.syntheticToolResults++;
     }
     pending = new Map();
@@ -168,22 +190,24 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
       const content = withoutBlankText(message.content);
       if (isEmpty(content) && usable.length === 0) {
         repairs.droppedMessages++;
+        leftOut(i, "blank");
         continue;
       }
       for (const call of usable) pending.set(call.id as string, { name: call.name, answered: false });
       const previous = items[items.length - 1].message;
       if (previous.type === "ai") {
         // Only an assistant message without tool calls can be followed by another one here.
-        items.pop();
-        push(new AIMessage({ content: mergeContent(previous.content, content), tool_calls: usable }));
+        const merged = items.pop() as ActiveItem;
+        push(new AIMessage({ content: mergeContent(previous.content, content), tool_calls: usable }), [...merged.from, i], "merged");
         repairs.mergedMessages++;
-      } else if (content === message.content && usable.length === calls.length) push(message);
-      else push(new AIMessage({ content, tool_calls: usable }));
+      } else if (content === message.content && usable.length === calls.length) push(message, [i]);
+      else push(new AIMessage({ content, tool_calls: usable }), [i], usable.length === calls.length ? "blank-text" : "tool-calls");
     } else if (message.type === "tool") {
       const tool = message as ToolMessage;
       const call = pending.get(tool.tool_call_id);
       if (!call || call.answered) {
         repairs.orphanToolResults++;
+        leftOut(i, "orphan-tool-result");
         continue;
       }
       call.answered = true;
@@ -195,7 +219,7 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
           ? tool
           : new ToolMessage({ content, tool_call_id: tool.tool_call_id, name: tool.name, status: tool.status });
       const tokens = countMessageTokens(shown);
-      push(shown, {
+      push(shown, [i], textRepair(tool, shown), {
         toolCallId: tool.tool_call_id,
         toolName: call.name,
         outputTokens: artifact?.tokens ?? tokens - MESSAGE_OVERHEAD_TOKENS,
@@ -206,12 +230,13 @@ function activeTurn(messages: readonly BaseMessage[], start: number, repairs: Vi
     } else if (message.type !== "system") {
       // A second user message cannot occur (the active turn starts at the latest); other types Converse does not take.
       repairs.droppedMessages++;
-    }
+      leftOut(i, "unsupported-type");
+    } else leftOut(i, "system");
   }
   closePending();
   // Text left last by unusable tool calls: the turn is not over, and Converse needs the user to speak last.
   while (items[items.length - 1].message.type === "ai") {
-    items.pop();
+    for (const index of (items.pop() as ActiveItem).from) leftOut(index, "trailing-text");
     repairs.droppedMessages++;
   }
   return items;
@@ -283,6 +308,62 @@ function systemPart(policy: ModelViewPolicy, hiddenTurns: number): BaseMessage[]
   return text.length === 0 ? [] : [new SystemMessage(text)];
 }
 
+/** What the view holds: its system part, the kept finished pairs (newest first) and the active turn, after the turns before `firstKept`. */
+interface ViewParts {
+  system: readonly BaseMessage[];
+  outOfSightNotice: boolean;
+  firstKept: number;
+  pairs: readonly FinishedPair[];
+  active: readonly ActiveItem[];
+  omittedOutputs: readonly OmittedOutput[];
+}
+
+/** What the view did with each stored message, from the parts it was built of (see `MessageDisposition`). */
+function dispositionsOf(
+  messages: readonly BaseMessage[],
+  turnStarts: readonly number[],
+  leftOut: ReadonlyMap<number, LeftOutReason>,
+  parts: ViewParts,
+): MessageDisposition[] {
+  const dispositions: MessageDisposition[] = new Array(messages.length);
+  const set = (index: number, turn: number | undefined, disposition: MessageDisposition) => {
+    dispositions[index] = turn === undefined ? disposition : { ...disposition, turn };
+  };
+  for (let i = 0; i < turnStarts[0]; i++) set(i, undefined, { fate: "left-out", reason: messages[i].type === "system" ? "system" : "before-first-question" });
+
+  const kept = new Map(parts.pairs.map((pair, p) => [pair.turn, { pair, questionAt: parts.system.length + 2 * (parts.pairs.length - 1 - p) }]));
+  const outside: MessageDisposition = parts.outOfSightNotice
+    ? { fate: "notice", notice: "out-of-sight", viewIndex: 0 }
+    : { fate: "left-out", reason: "outside-window" };
+  for (let t = 0; t < turnStarts.length - 1; t++) {
+    const shown = kept.get(t);
+    for (let i = turnStarts[t]; i < turnStarts[t + 1]; i++) {
+      if (t < parts.firstKept) set(i, t, outside);
+      else if (!shown) set(i, t, { fate: "left-out", reason: "over-budget" });
+      else if (i === shown.pair.questionIndex) set(i, t, { fate: "condensed", viewIndex: shown.questionAt, part: "question" });
+      else if (i === shown.pair.answerIndex) set(i, t, { fate: "condensed", viewIndex: shown.questionAt + 1, part: "answer" });
+      else set(i, t, { fate: "left-out", reason: "exchange" });
+    }
+  }
+
+  const activeTurnIndex = turnStarts.length - 1;
+  for (const [index, reason] of leftOut) set(index, activeTurnIndex, { fate: "left-out", reason });
+  const omitted = new Map(parts.omittedOutputs.map((o) => [o.toolCallId, o]));
+  const activeAt = parts.system.length + 2 * parts.pairs.length;
+  parts.active.forEach((item, k) => {
+    const viewIndex = activeAt + k;
+    const notice = item.result?.noticed ? omitted.get(item.result.toolCallId) : undefined;
+    for (const index of item.from) {
+      if (notice) {
+        const noticed: MessageDisposition = { fate: "notice", notice: "tool-output", viewIndex, reason: notice.reason };
+        set(index, activeTurnIndex, notice.handle === undefined ? noticed : { ...noticed, handle: notice.handle });
+      } else if (item.repair) set(index, activeTurnIndex, { fate: "repaired", viewIndex, repair: item.repair });
+      else set(index, activeTurnIndex, { fate: "sent", viewIndex });
+    }
+  });
+  return dispositions;
+}
+
 /**
  * Builds the messages for one model call from the thread's messages and a policy.
  *
@@ -305,7 +386,9 @@ function systemPart(policy: ModelViewPolicy, hiddenTurns: number): BaseMessage[]
  *   first, then the largest active-turn results are replaced by notices;
  * - with `policy.cache`, at most `MAX_CACHE_POINTS` cache points (`placeCachePoints`), in view order;
  * - the view satisfies the Bedrock Converse rules (`validateConverseView`), whatever the history,
- *   with its cache points too (`withCachePoints`).
+ *   with its cache points too (`withCachePoints`);
+ * - `dispositions` says, for each stored message, what the view did with it: sent as stored (the
+ *   same object), repaired, condensed into a pair, replaced by a notice, or left out and why.
  *
  * @throws ContextBudgetExceededError when even the reduced view exceeds the budget.
  * @throws InvalidModelViewError when no valid view exists: the thread has no user message, or it
@@ -332,7 +415,8 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const beyond = finishedTurnsInState - policy.finishedTurns;
   const firstKept = beyond <= 0 ? 0 : beyond - (beyond % blockTurns);
 
-  const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs);
+  const leftOut = new Map<number, LeftOutReason>();
+  const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs, (index, reason) => leftOut.set(index, reason));
   const system = systemPart(policy, firstKept);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
@@ -391,8 +475,11 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const cachePoints = policy.cache ? placeCachePoints(cacheLayout(view, toolSchemaTokens, pairs, active, blockEndTurn), policy.cache, estimate.ratio) : [];
   validateConverseView(withCachePoints(view, cachePoints));
 
+  const outOfSight = policy.outOfSight !== undefined && outOfSightNotice(firstKept, policy.outOfSight) !== undefined;
+  const parts: ViewParts = { system, outOfSightNotice: outOfSight, firstKept, pairs, active, omittedOutputs };
   return {
     messages: view,
+    dispositions: dispositionsOf(messages, turnStarts, leftOut, parts),
     stats: {
       stateMessages: messages.length,
       stateTokens: countStateTokens(messages),

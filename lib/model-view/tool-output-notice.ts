@@ -34,7 +34,8 @@ export function toolOutputNotice(input: ToolOutputNoticeInput): string {
   if (input.handle) {
     lines.push(
       `Handle: ${input.handle}`,
-      `To read part of it, call ${READ_TOOL_OUTPUT_TOOL} with {"handle": "${input.handle}"} and startLine/lineCount for a range of lines or rows, or search for the lines that contain a text.`,
+      `To read part of it, call ${READ_TOOL_OUTPUT_TOOL} with {"handle": "${input.handle}"} and ` +
+        `startLine/lineCount for a range of lines or rows, or search for the lines that contain a text.`,
     );
   } else {
     lines.push(`It was not stored separately, so call "${input.toolName}" again with a narrower request (a filter, fewer rows or columns).`);

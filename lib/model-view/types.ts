@@ -124,4 +124,58 @@ export interface ModelViewStats {
 export interface ModelView {
   messages: BaseMessage[];
   stats: ModelViewStats;
+  /** One for each stored message, in the stored order: what the view did with it. */
+  dispositions: MessageDisposition[];
 }
+
+/** Why a stored message is not in the view. */
+export type LeftOutReason =
+  /** A finished turn older than the kept ones, with no out-of-sight notice to count it. */
+  | "outside-window"
+  /** A kept finished turn dropped, oldest first, to fit `totalBudget`. */
+  | "over-budget"
+  /** A finished turn's message other than its question and final answer: tool calls, results, text between them. */
+  | "exchange"
+  /** A tool result whose call is not in the assistant message before it, or that repeats an answered id. */
+  | "orphan-tool-result"
+  /** Nothing to send: blank text and no usable tool call. */
+  | "blank"
+  /** Assistant text left last in the active turn once its unusable tool calls were dropped (the user must speak last). */
+  | "trailing-text"
+  /** A stored system message: the view sends its own system part. */
+  | "system"
+  /** A message before the thread's first question. */
+  | "before-first-question"
+  /** A message type Converse does not take. */
+  | "unsupported-type";
+
+/** How a message sent in the view differs from the stored one. */
+export type MessageRepair =
+  /** Blank text blocks removed (Converse rejects them). */
+  | "blank-text"
+  /** No text at all: sent as `EMPTY_USER_MESSAGE` or `EMPTY_TOOL_OUTPUT`. */
+  | "empty"
+  /** Tool calls without a usable id removed. */
+  | "tool-calls"
+  /** Merged with the neighbouring assistant message(s) into one (Converse needs alternating roles). */
+  | "merged";
+
+/**
+ * What became of one stored message in one view; `viewIndex` is where the view holds it.
+ * - `sent`: the view holds this very message object;
+ * - `repaired`: sent, changed as `repair` says (merged messages share one view message);
+ * - `condensed`: a kept finished turn's question, or the text of its final answer;
+ * - `notice` `tool-output`: a tool result replaced by its notice (over the threshold, offloaded, or to fit the budget);
+ * - `notice` `out-of-sight`: a finished turn out of the window, counted by the out-of-sight notice of the system part;
+ * - `left-out`: not in the view, for `reason`.
+ *
+ * `turn` is the index of the turn the message belongs to (oldest 0; a turn starts at a user message), absent before the first question.
+ */
+export type MessageDisposition = { turn?: number } & (
+  | { fate: "sent"; viewIndex: number }
+  | { fate: "repaired"; viewIndex: number; repair: MessageRepair }
+  | { fate: "condensed"; viewIndex: number; part: "question" | "answer" }
+  | { fate: "notice"; notice: "tool-output"; viewIndex: number; reason: OmittedOutput["reason"]; handle?: string }
+  | { fate: "notice"; notice: "out-of-sight"; viewIndex: number }
+  | { fate: "left-out"; reason: LeftOutReason }
+);

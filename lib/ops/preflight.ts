@@ -118,9 +118,16 @@ async function checkMongoDb(uri: string, timeoutMs: number): Promise<PreflightPr
 function converseFix(error: unknown): string {
   switch (nameOf(error)) {
     case "AccessDeniedException":
-      return 'grant bedrock:InvokeModel on the model (and the profile) and make one call with a principal that may subscribe in AWS Marketplace (aws-marketplace:Subscribe, ViewSubscriptions); see docs/deploying.md, "Bedrock model access"';
+      return (
+        "grant bedrock:InvokeModel on the model (and the profile) and make one call with a principal that may " +
+        "subscribe in AWS Marketplace (aws-marketplace:Subscribe, ViewSubscriptions); see docs/deploying.md, " +
+        '"Bedrock model access"'
+      );
     case "ResourceNotFoundException":
-      return "submit Anthropic's first-use form (Bedrock console, model catalog, the model's page) once for the account or organization, or check the model id and region";
+      return (
+        "submit Anthropic's first-use form (Bedrock console, model catalog, the model's page) once for the account " +
+        "or organization, or check the model id and region"
+      );
     case "ValidationException":
       return "check bedrockModelId: the model must be offered in this region, or use its cross-region inference profile (us., eu., global.)";
     case "ThrottlingException":
@@ -182,14 +189,18 @@ async function checkMarketplace(options: PreflightOptions): Promise<PreflightPro
     problems.push({
       check: "marketplace",
       problem: `the Marketplace agreement for ${model} is ${availability.agreementAvailability?.status ?? "missing"}${said}`,
-      fix: "for an Anthropic model submit the first-use form; then make one call with a principal allowed aws-marketplace:Subscribe, and check that the account has a valid payment method",
+      fix:
+        "for an Anthropic model submit the first-use form; then make one call with a principal allowed " +
+        "aws-marketplace:Subscribe, and check that the account has a valid payment method",
     });
   }
   if (availability.entitlementAvailability !== "AVAILABLE") {
     problems.push({
       check: "marketplace",
       problem: `the account is not entitled to ${model} yet (${availability.entitlementAvailability})`,
-      fix: "the first call by a principal allowed aws-marketplace:Subscribe subscribes the account (preflight's Converse call is one): run preflight again in two minutes",
+      fix:
+        "the first call by a principal allowed aws-marketplace:Subscribe subscribes the account (preflight's " +
+        "Converse call is one): run preflight again in two minutes",
     });
   }
   return problems;

@@ -1,7 +1,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import { messageText } from "../model-view/message-text.js";
 import { countMessageTokens } from "../model-view/token-counter.js";
-import type { ModelViewStats } from "../model-view/types.js";
+import type { MessageDisposition, ModelViewStats } from "../model-view/types.js";
 
 /**
  * What a turn and its model calls record: the view as sent, the statistics and usage of each
@@ -55,6 +55,8 @@ export interface ModelCallRecord {
   durationMs: number;
   view: ViewMessage[];
   stats: ModelViewStats;
+  /** What the view did with each stored message, in the stored order; absent on calls recorded before it was kept. */
+  dispositions?: MessageDisposition[];
   /** As reported by the model; zero when it reports nothing. */
   usage: Usage;
   /** (estimated − reported) / reported input tokens, the estimate being `stats.estimatedInputTokens`; absent when the model reported none. */

@@ -6,9 +6,17 @@
  */
 export const SAMPLE_QUESTIONS = {
   sql_query: [
-    `Why did margin fall last month? sql_query {"sql": "SELECT month, round(100.0*sum(gross_profit)/sum(revenue),1) AS margin_pct, round(100.0*sum(discount_amount)/sum(revenue+discount_amount),1) AS discount_pct FROM sales WHERE month >= '2026-08' GROUP BY month"}`,
-    `Which customers drove it? sql_query {"sql": "SELECT customer, region, round(sum(discount_amount)) AS discount, round(100.0*sum(gross_profit)/sum(revenue),1) AS margin_pct FROM sales WHERE month = '2026-10' GROUP BY customer, region ORDER BY discount DESC LIMIT 5"}`,
-    `Did a cost change play a part? sql_query {"sql": "SELECT category, month, round(100.0*sum(gross_profit)/sum(revenue),1) AS margin_pct FROM sales WHERE month IN ('2026-09','2026-10') AND customer NOT IN ('Helios Freight Group','Cobalt Ridge Hospitals','Juniper Street Markets') GROUP BY category, month ORDER BY category, month"}`,
+    `Why did margin fall last month? sql_query {"sql": "SELECT month, ` +
+      `round(100.0*sum(gross_profit)/sum(revenue),1) AS margin_pct, ` +
+      `round(100.0*sum(discount_amount)/sum(revenue+discount_amount),1) AS discount_pct FROM sales WHERE month >= ` +
+      `'2026-08' GROUP BY month"}`,
+    `Which customers drove it? sql_query {"sql": "SELECT customer, region, round(sum(discount_amount)) AS ` +
+      `discount, round(100.0*sum(gross_profit)/sum(revenue),1) AS margin_pct FROM sales WHERE month = '2026-10' ` +
+      `GROUP BY customer, region ORDER BY discount DESC LIMIT 5"}`,
+    `Did a cost change play a part? sql_query {"sql": "SELECT category, month, ` +
+      `round(100.0*sum(gross_profit)/sum(revenue),1) AS margin_pct FROM sales WHERE month IN ('2026-09','2026-10') ` +
+      `AND customer NOT IN ('Helios Freight Group','Cobalt Ridge Hospitals','Juniper Street Markets') GROUP BY ` +
+      `category, month ORDER BY category, month"}`,
     `Try a write: sql_query {"sql": "DELETE FROM orders"}`,
   ],
   search_documents: [

@@ -57,7 +57,8 @@ describe("LocalChatModel", () => {
 
     it("returns what is wrong when the object is not closed", async () => {
       expect((await answer('sql_query {"sql": "SELECT 1"')).content).toBe(
-        'I did not call sql_query: the JSON object of arguments is not closed (a } is missing). sql_query takes a JSON object like {"sql": string, "maxRows"?: integer}.',
+        "I did not call sql_query: the JSON object of arguments is not closed (a } is missing). sql_query takes a " +
+          'JSON object like {"sql": string, "maxRows"?: integer}.',
       );
       expect((await answer('sql_query {"sql": "SELECT 1}')).content).toContain("a string in the arguments is not closed");
     });

@@ -1,27 +1,21 @@
 import { channelRoutes, createRouter } from "../../lib/api/index.js";
 import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
 import type { TurnJob } from "../../lib/queue/index.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../support/slack-signing.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../support/teams-signing.js";
 import { appMention, envelope } from "../channels/slack/fixtures.js";
 import { messageActivity } from "../channels/teams/fixtures.js";
 
 describe("channel-routes", () => {
-  let database: TestDatabase;
-  let deduper: ChannelEventDeduper;
+  const { deduper } = useStoreFixture("channel_routes", (db) => ({ deduper: new ChannelEventDeduper(db) })).stores;
   let issuer: BotFrameworkIssuer;
   const queue: TurnJob[] = [];
 
   beforeAll(async () => {
-    database = await openTestDatabase("channel_routes");
-    deduper = new ChannelEventDeduper(database.db);
-    await deduper.setup();
     issuer = await startBotFrameworkIssuer();
   });
   afterAll(async () => {
-    await deduper.collection.deleteMany({});
-    await database.client.close();
     await issuer.close();
   });
 

@@ -83,6 +83,25 @@ describe("conversations API", () => {
     });
   });
 
+  describe("GET /v1/conversations/{id}/turns/{turnId}", () => {
+    it("returns for each model call what its view did with each message of the stored thread", async () => {
+      const { conversationId } = (await api.call("POST", "/v1/conversations", { token: alice })).body;
+      await api.call("POST", `/v1/conversations/${conversationId}/messages`, { token: alice, json: { content: "My name is Ada." } });
+      const second = await api.call("POST", `/v1/conversations/${conversationId}/messages`, { token: alice, json: { content: "What is my name?" } });
+      const [turn, thread] = await Promise.all([
+        api.call("GET", `/v1/conversations/${conversationId}/turns/${second.body.turnId}`, { token: alice }),
+        api.call("GET", `/v1/conversations/${conversationId}/state`, { token: alice }),
+      ]);
+      const [call] = turn.body.calls;
+      expect(call.dispositions.map((d: any) => [d.fate, d.part ?? null, d.turn])).toEqual([
+        ["condensed", "question", 0],
+        ["condensed", "answer", 0],
+        ["sent", null, 1],
+      ]);
+      call.dispositions.forEach((d: any, i: number) => expect(call.view[d.viewIndex].content).toBe(thread.body.messages[i].content));
+    });
+  });
+
   describe("GET /healthz", () => {
     it("answers without a token", async () => {
       const res = await api.call("GET", "/healthz");

@@ -1,23 +1,8 @@
 import { ChannelEventDeduper } from "../../lib/channels/index.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 
 describe("channel-event-deduper", () => {
-  let database: TestDatabase;
-  let deduper: ChannelEventDeduper;
-
-  beforeAll(async () => {
-    database = await openTestDatabase("dedupe");
-    deduper = new ChannelEventDeduper(database.db);
-    await deduper.setup();
-  });
-  beforeEach(async () => {
-    await deduper.collection.deleteMany({});
-  });
-  afterAll(async () => {
-    // TestDatabase.cleanup needs listCollections, which the embedded server lacks.
-    await deduper.collection.deleteMany({});
-    await database.client.close();
-  });
+  const { deduper } = useStoreFixture("dedupe", (db) => ({ deduper: new ChannelEventDeduper(db) })).stores;
 
   describe("setup", () => {
     it("creates a TTL index on receivedAt, and may run again", async () => {

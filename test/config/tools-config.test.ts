@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SQL_MAX_ROWS, DEFAULT_TOOL_TIMEOUT_MS, loadToolsConfig, TOOL_NAMES } from "../../lib/config/tools-config.js";
+import { DEFAULT_SQL_MAX_ROWS, DEFAULT_TOOL_TIMEOUT_MS, loadToolsConfig, TOOL_NAMES, TOOL_SETTINGS } from "../../lib/config/tools-config.js";
+import { readmeConfigTable } from "../../lib/config/config-table.js";
 import { ValidationError } from "../../lib/errors.js";
 
 describe("loadToolsConfig", () => {
@@ -12,6 +13,28 @@ describe("loadToolsConfig", () => {
       roles: {},
     });
     expect(config.powerBi).toBeUndefined();
+  });
+
+  it("returns each setting's registered default where the variable is unset, and the variable's value where it is set", () => {
+    const unset = loadToolsConfig({ POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d" });
+    const d = (name: keyof typeof TOOL_SETTINGS) => (TOOL_SETTINGS[name] as { default?: unknown }).default;
+    expect(unset.sql).toMatchObject({
+      engine: d("SQL_ENGINE"),
+      maxRows: d("SQL_MAX_ROWS"),
+      maxBytes: d("SQL_MAX_RESULT_BYTES"),
+      timeoutMs: d("SQL_TIMEOUT_MS"),
+    });
+    expect(unset.documents).toMatchObject({ engine: d("DOCUMENTS_ENGINE"), maxResults: d("DOCUMENT_RESULTS") });
+    expect(unset.powerBi).toMatchObject({ apiUrl: d("POWERBI_API_URL"), loginUrl: d("POWERBI_LOGIN_URL"), clientIdSecret: d("POWERBI_CLIENT_ID_SECRET") });
+    expect(unset).toMatchObject({ timeoutMs: d("TOOL_TIMEOUT_MS"), idempotencyTtlSeconds: d("TOOL_IDEMPOTENCY_TTL_SECONDS") });
+    expect(unset.approvals.ttlSeconds).toBe(d("APPROVAL_TTL_SECONDS"));
+    const set = loadToolsConfig({ SQL_MAX_ROWS: "7", DOCUMENT_RESULTS: "3", TOOL_IDEMPOTENCY_TTL_SECONDS: "60", APPROVAL_TTL_SECONDS: "90" });
+    expect([set.sql.maxRows, set.documents.maxResults, set.idempotencyTtlSeconds, set.approvals.ttlSeconds]).toEqual([7, 3, 60, 90]);
+  });
+
+  it("returns a configuration table row for every tool setting", () => {
+    const table = readmeConfigTable();
+    for (const name of Object.keys(TOOL_SETTINGS)) expect(table).toContain(`| \`${name}\` |`);
   });
 
   it("returns the Athena settings when SQL_ENGINE=athena", () => {

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { HttpRequest } from "../../lib/api/http.js";
@@ -8,6 +8,7 @@ import { CONSOLE_CONTENT_SECURITY_POLICY, consoleRoutes, DEFAULT_CONSOLE_DIR } f
 const route = createRouter(consoleRoutes());
 const get = (path: string, headers: Record<string, string> = {}) => route({ method: "GET", path, headers, query: {} } satisfies HttpRequest);
 const file = (name: string) => readFileSync(join(DEFAULT_CONSOLE_DIR, name), "utf8");
+const modules = readdirSync(DEFAULT_CONSOLE_DIR).filter((name) => name.endsWith(".js"));
 
 describe("consoleRoutes", () => {
   describe("GET /", () => {
@@ -52,8 +53,7 @@ describe("consoleRoutes", () => {
 
   describe("GET /console/{asset}", () => {
     it.for([
-      ["/console/app.js", "app.js", "text/javascript; charset=utf-8"],
-      ["/console/approvals.js", "approvals.js", "text/javascript; charset=utf-8"],
+      ...modules.map((name) => [`/console/${name}`, name, "text/javascript; charset=utf-8"]),
       ["/console/styles.css", "styles.css", "text/css; charset=utf-8"],
     ])("returns %s with its content type", async ([path, name, type]) => {
       const res = await get(path);
@@ -61,6 +61,19 @@ describe("consoleRoutes", () => {
       expect(res.status).toBe(200);
       expect(res.headers["content-type"]).toBe(type);
       expect(res.body).toBe(file(name));
+    });
+
+    it("returns every module the page imports, from app.js down", async () => {
+      const seen = new Set<string>();
+      const visit = async (name: string): Promise<void> => {
+        if (seen.has(name)) return;
+        seen.add(name);
+        const res = await get(`/console/${name}`);
+        expect(res.status, name).toBe(200);
+        for (const [, imported] of res.body.matchAll(/^import [^;]+ from "\.\/([\w-]+\.js)";$/gm)) await visit(imported);
+      };
+      await visit("app.js");
+      expect([...seen].sort()).toEqual([...modules].sort());
     });
 
     it("throws when the asset does not exist (404)", async () => {
@@ -71,7 +84,7 @@ describe("consoleRoutes", () => {
   });
 
   describe("static files", () => {
-    it.for(["index.html", "app.js", "approvals.js", "styles.css"])("%s names no other origin", (name) => {
+    it.for(["index.html", ...modules, "styles.css"])("%s names no other origin", (name) => {
       expect(file(name)).not.toMatch(/(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}/i);
     });
 

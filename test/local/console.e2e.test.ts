@@ -220,7 +220,8 @@ describeWithBrowser("console", () => {
     expect(stats.budget).toBe(VIEW_BUDGET);
     expect(await inspector.locator(".budget figcaption").textContent()).toContain(format(VIEW_BUDGET));
     expect(await inspector.locator('[data-bar="view"] .bar-track').getAttribute("aria-label")).toBe(
-      `Model view: ${format(stats.viewTokens)} tokens plus ${format(stats.toolSchemaTokens)} for tool schemas, ${Math.round(((stats.viewTokens + stats.toolSchemaTokens) / stats.budget) * 100)}% of the budget`,
+      `Model view: ${format(stats.viewTokens)} tokens plus ${format(stats.toolSchemaTokens)} for tool schemas, ` +
+        `${Math.round(((stats.viewTokens + stats.toolSchemaTokens) / stats.budget) * 100)}% of the budget`,
     );
 
     // Cache points: marked on the messages they follow, listed with the call's cached share (the local model caches nothing).

@@ -21,19 +21,9 @@ import {
   type ModelViewPolicy,
 } from "../../lib/model-view/index.js";
 import { historyOf, historySpec, policySpec } from "./history-arbitrary.js";
-import { fingerprint, toolCallIds } from "./histories.js";
+import { fingerprint, toolCallIds, viewOrBudgetError } from "./histories.js";
 
 const RUNS = 1_500;
-
-/** The view, or undefined when the budget cannot be met (the only failure allowed). */
-function viewOrBudgetError(messages: BaseMessage[], policy: ModelViewPolicy): ModelView | undefined {
-  try {
-    return buildModelView(messages, policy);
-  } catch (error) {
-    if (error instanceof ContextBudgetExceededError) return undefined;
-    throw error;
-  }
-}
 
 /** The view, or undefined when there is none to build: over the budget, or nothing to answer. */
 function viewOrInvalid(messages: BaseMessage[], policy: ModelViewPolicy): ModelView | undefined {

@@ -1,5 +1,6 @@
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
-import type { ModelViewPolicy } from "../../lib/model-view/index.js";
+import { ContextBudgetExceededError } from "../../lib/errors.js";
+import { buildModelView, type ModelView, type ModelViewPolicy } from "../../lib/model-view/index.js";
 
 /** A policy roomy enough that only the rule under test shapes the view. */
 export function policy(overrides: Partial<ModelViewPolicy> = {}): ModelViewPolicy {
@@ -55,4 +56,14 @@ export function fingerprint(messages: readonly BaseMessage[]): string {
 
 export function toolCallIds(message: BaseMessage): string[] {
   return ((message as AIMessage).tool_calls ?? []).map((c) => c.id ?? "");
+}
+
+/** The view, or undefined when the budget cannot be met (the only failure allowed). */
+export function viewOrBudgetError(messages: BaseMessage[], policy: ModelViewPolicy): ModelView | undefined {
+  try {
+    return buildModelView(messages, policy);
+  } catch (error) {
+    if (error instanceof ContextBudgetExceededError) return undefined;
+    throw error;
+  }
 }

@@ -3,27 +3,17 @@ import { DocumentTooLargeError } from "../../lib/errors.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore, DEFAULT_ARTIFACT_PART_BYTES, DEFAULT_PREVIEW_CHARS, previewOf } from "../../lib/store/artifact-store.js";
 import { heldFence, lostFence } from "../support/fences.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
 
 const alice = apiPrincipal("alice", "acme");
 /** Reads as the principal the artifacts of `call` are made for. */
 const asAlice = (conversationId: string) => ({ conversationId, reader: alice });
 
-let database: TestDatabase;
-let store: ArtifactStore;
-
-beforeAll(async () => {
-  database = await openTestDatabase("artifacts");
-  store = new ArtifactStore(database.db);
-  await store.setup();
-});
-
-afterAll(async () => {
-  // TestDatabase.cleanup uses listCollections and drop, which the embedded server lacks; this file uses one collection.
-  await store.collection.deleteMany({});
-  await database.client.close();
-});
+const {
+  database,
+  stores: { store },
+} = useStoreFixture("artifacts", (db) => ({ store: new ArtifactStore(db) }));
 
 let sequence = 0;
 function call(overrides: Partial<{ conversationId: string; toolCallId: string; content: string }> = {}) {

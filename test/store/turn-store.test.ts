@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HumanMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
@@ -9,24 +9,16 @@ import { TurnStore, type ClaimedTurn } from "../../lib/store/turn-store.js";
 import { ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
 import type { WriteFence } from "../../lib/store/write-fence.js";
 import { ManualClock } from "../support/manual-clock.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
 
 /** Whose question a begun turn is. */
 const ASKER = slackPrincipal("T0ASK", "U0ASK");
 
 const owner = apiPrincipal("alice");
-let database: TestDatabase;
-let conversations: ConversationStore;
-let turns: TurnStore;
-
-beforeAll(async () => {
-  database = await openTestDatabase("turns");
-  conversations = new ConversationStore(database.db);
-  turns = new TurnStore(database.db);
-  await turns.setup();
-});
-afterAll(() => database.cleanup());
+const { conversations, turns } = useStoreFixture("turns", (db) => ({ conversations: new ConversationStore(db), turns: new TurnStore(db) }), {
+  clearBeforeEach: false,
+}).stores;
 
 /** A conversation and a way to take it over, as a later attempt whose predecessor's lease lapsed. */
 async function conversation() {

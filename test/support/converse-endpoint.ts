@@ -234,7 +234,8 @@ export function checkConverseRules(request: ConverseRequest, limits: Limits, inp
         block.toolResult.content.forEach((part, p) => {
           if ("text" in part && isBlank(part.text)) {
             throw validation(
-              `The text field in the ToolResultContentBlock object at messages.${m}.content.${b}.toolResult.content.${p} is blank. Add text to the text field, and try again.`,
+              `The text field in the ToolResultContentBlock object at messages.${m}.content.${b}.toolResult.content.${p} ` +
+                `is blank. Add text to the text field, and try again.`,
             );
           }
         });
@@ -261,7 +262,8 @@ export function checkConverseRules(request: ConverseRequest, limits: Limits, inp
     if (limits.requireMaxTokens) throw validation("inferenceConfig.maxTokens is required (the product always sets it).");
   } else if (maxTokens < 1 || maxTokens > limits.maxOutputTokensLimit) {
     throw validation(
-      `The maximum tokens you requested exceeds the model limit of ${limits.maxOutputTokensLimit}. Try again with a maximum tokens value that is lower than ${limits.maxOutputTokensLimit}.`,
+      `The maximum tokens you requested exceeds the model limit of ${limits.maxOutputTokensLimit}. Try again with ` +
+        `a maximum tokens value that is lower than ${limits.maxOutputTokensLimit}.`,
     );
   }
   if (inputTokens > limits.contextWindowTokens) {
@@ -269,7 +271,9 @@ export function checkConverseRules(request: ConverseRequest, limits: Limits, inp
   }
   if (maxTokens !== undefined && inputTokens + maxTokens > limits.contextWindowTokens) {
     throw validation(
-      `The model returned the following errors: input length and \`max_tokens\` exceed context limit: ${inputTokens} + ${maxTokens} > ${limits.contextWindowTokens}, decrease input length or \`max_tokens\` and try again`,
+      `The model returned the following errors: input length and \`max_tokens\` exceed context limit: ` +
+        `${inputTokens} + ${maxTokens} > ${limits.contextWindowTokens}, decrease input length or \`max_tokens\` and ` +
+        `try again`,
     );
   }
 }
@@ -299,7 +303,8 @@ function checkToolPairing(messages: ConverseMessage[], m: number): void {
   const unexpected = results.filter((id) => !asked.has(id));
   if (unexpected.length > 0) {
     throw validation(
-      `messages.${m}.content: unexpected tool_use_id found in tool_result blocks: ${unexpected.join(", ")}. Each tool_result block must have a corresponding tool_use block in the previous message.`,
+      `messages.${m}.content: unexpected tool_use_id found in tool_result blocks: ${unexpected.join(", ")}. Each ` +
+        `tool_result block must have a corresponding tool_use block in the previous message.`,
     );
   }
 }
@@ -328,7 +333,10 @@ function prefixParts(request: Pick<ConverseRequest, "messages" | "system" | "too
   return parts;
 }
 
-/** All input tokens of a request by the simulated model's tokenizer: every text, tool input, tool schema and message framing, and the tool-use system prompt. */
+/**
+ * All input tokens of a request by the simulated model's tokenizer: every text, tool input, tool schema and message framing, and the tool-use system
+ * prompt.
+ */
 export function countInputTokens(request: Pick<ConverseRequest, "messages" | "system" | "toolConfig">): number {
   return prefixParts(request).reduce((n, part) => n + ("tokens" in part ? part.tokens : 0), 0);
 }

@@ -18,8 +18,14 @@ export function mongoUri(): string {
 
 /** A client on a database of its own, so test files never see each other's data. */
 export async function openTestDatabase(prefix = "test"): Promise<TestDatabase> {
+  const database = testDatabase(prefix);
+  await database.client.connect();
+  return database;
+}
+
+/** As `openTestDatabase`, not yet connected (the driver connects on the first operation), for stores built when a file loads. */
+export function testDatabase(prefix = "test"): TestDatabase {
   const client = new MongoClient(mongoUri());
-  await client.connect();
   const dbName = `${prefix}_${randomUUID().slice(0, 8)}`;
   const db = client.db(dbName);
   return {

@@ -11,13 +11,9 @@ import {
 } from "../../lib/tools/read-tool-output.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
 import { heldFence } from "../support/fences.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
-
-let database: TestDatabase;
-let artifacts: ArtifactStore;
-let tool: ReturnType<typeof createReadToolOutputTool>;
 
 const reader = apiPrincipal("u1");
 const ctx: ToolContext = {
@@ -28,18 +24,8 @@ const ctx: ToolContext = {
   mayUse: () => true,
 };
 
-beforeAll(async () => {
-  database = await openTestDatabase("read_tool");
-  artifacts = new ArtifactStore(database.db);
-  await artifacts.setup();
-  tool = createReadToolOutputTool(artifacts);
-});
-
-afterAll(async () => {
-  // TestDatabase.cleanup uses listCollections and drop, which the embedded server lacks; this file uses one collection.
-  await artifacts.collection.deleteMany({});
-  await database.client.close();
-});
+const { artifacts } = useStoreFixture("read_tool", (db) => ({ artifacts: new ArtifactStore(db) })).stores;
+const tool = createReadToolOutputTool(artifacts);
 
 let sequence = 0;
 async function store(content: string, conversationId = ctx.conversationId): Promise<string> {

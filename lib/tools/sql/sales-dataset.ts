@@ -31,7 +31,8 @@ export const SALES_SCHEMA_DESCRIPTION = [
   "products(product_id, sku, name, category, unit_cost, list_price)",
   "orders(order_id, customer_id, region_id, order_date 'YYYY-MM-DD', channel ['Direct'|'Online'|'Partner'], sales_rep)",
   "order_lines(line_id, order_id, product_id, quantity, unit_price, unit_cost, discount [fraction 0..1])",
-  "view sales(line_id, order_id, order_date, month 'YYYY-MM', customer_id, customer, segment, region, product, category, quantity, discount, revenue, cost, gross_profit, discount_amount)",
+  "view sales(line_id, order_id, order_date, month 'YYYY-MM', customer_id, customer, segment, region, product, " +
+    "category, quantity, discount, revenue, cost, gross_profit, discount_amount)",
   "revenue = quantity*unit_price*(1-discount); cost = quantity*unit_cost; gross margin = gross_profit/revenue",
 ].join("\n");
 

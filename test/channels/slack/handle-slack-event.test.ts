@@ -8,7 +8,7 @@ import {
 } from "../../../lib/channels/index.js";
 import { decodeEventBody } from "../../../lib/api/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
-import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { useStoreFixture } from "../../support/store-fixture.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";
 import { CHANNEL, appMention, directMessage, envelope } from "./fixtures.js";
@@ -16,24 +16,13 @@ import { CHANNEL, appMention, directMessage, envelope } from "./fixtures.js";
 const BOT_TOKEN = "xoxb-test-1234-abcd";
 
 describe("slack/handle-slack-event", () => {
-  let database: TestDatabase;
-  let deduper: ChannelEventDeduper;
+  const { deduper } = useStoreFixture("slack_events", (db) => ({ deduper: new ChannelEventDeduper(db) })).stores;
   let queue: string[];
   let outcomes: SlackEventOutcome[];
 
-  beforeAll(async () => {
-    database = await openTestDatabase("slack_events");
-    deduper = new ChannelEventDeduper(database.db);
-    await deduper.setup();
-  });
-  beforeEach(async () => {
-    await deduper.collection.deleteMany({});
+  beforeEach(() => {
     queue = [];
     outcomes = [];
-  });
-  afterAll(async () => {
-    await deduper.collection.deleteMany({});
-    await database.client.close();
   });
 
   /** Stands in for SQS: the message body is the JSON the worker will parse. */

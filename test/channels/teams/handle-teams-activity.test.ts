@@ -9,36 +9,29 @@ import {
 } from "../../../lib/channels/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
-import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { useStoreFixture } from "../../support/store-fixture.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";
 import { CHANNEL_THREAD, channelMention, messageActivity } from "./fixtures.js";
 
 const APP_PASSWORD = "test-client-secret";
 
 describe("teams/handle-teams-activity", () => {
-  let database: TestDatabase;
-  let deduper: ChannelEventDeduper;
+  const { deduper } = useStoreFixture("teams_events", (db) => ({ deduper: new ChannelEventDeduper(db) })).stores;
   let issuer: BotFrameworkIssuer;
   let connector: BotConnectorEndpoint;
   let queue: string[];
   let outcomes: TeamsActivityOutcome[];
 
   beforeAll(async () => {
-    database = await openTestDatabase("teams_events");
-    deduper = new ChannelEventDeduper(database.db);
-    await deduper.setup();
     issuer = await startBotFrameworkIssuer();
     connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: APP_PASSWORD });
   });
-  beforeEach(async () => {
-    await deduper.collection.deleteMany({});
+  beforeEach(() => {
     connector.replies.splice(0);
     queue = [];
     outcomes = [];
   });
   afterAll(async () => {
-    await deduper.collection.deleteMany({});
-    await database.client.close();
     await issuer.close();
     await connector.close();
   });

@@ -1,0 +1,46 @@
+import type { Db } from "mongodb";
+import { afterAll, beforeAll, beforeEach } from "vitest";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import { testDatabase, type TestDatabase } from "./mongo.js";
+
+export interface StoreFixture<T> {
+  /** The file's own database. */
+  database: TestDatabase;
+  /** The stores `build` made on it; their `setup()` has run before the first test. */
+  stores: T;
+}
+
+export interface StoreFixtureOptions {
+  /** Empty every known collection before each test. Default: true. */
+  clearBeforeEach?: boolean;
+}
+
+/** Deletes every document of every known collection (the embedded server can neither list nor drop them). */
+export async function clearKnownCollections(db: Db): Promise<void> {
+  await Promise.all(Object.values(COLLECTIONS).map((name) => db.collection(name).deleteMany({})));
+}
+
+/**
+ * The set-up the store tests share, registered as the file's vitest hooks: a database of its own,
+ * the stores `build` makes on it with their `setup()` run and checked (a setup that returns errors,
+ * as the saver's does, fails), every known collection emptied before each test, and emptied and
+ * closed after the file.
+ */
+export function useStoreFixture<T extends Record<string, object>>(prefix: string, build: (db: Db) => T, options: StoreFixtureOptions = {}): StoreFixture<T> {
+  const database = testDatabase(prefix);
+  const stores = build(database.db);
+  beforeAll(async () => {
+    await database.client.connect();
+    for (const [name, store] of Object.entries(stores)) {
+      if (!("setup" in store) || typeof store.setup !== "function") continue;
+      const result: unknown = await store.setup();
+      if (Array.isArray(result) && result.length > 0) throw new Error(`${name}.setup() failed: ${result.join("; ")}`);
+    }
+  });
+  if (options.clearBeforeEach ?? true) beforeEach(() => clearKnownCollections(database.db));
+  afterAll(async () => {
+    await clearKnownCollections(database.db);
+    await database.cleanup();
+  });
+  return { database, stores };
+}
