@@ -362,7 +362,7 @@ describeWithBrowser("console approvals", () => {
 
   const followUpTitles = async () => (await t.db.collection("follow_ups").find().toArray()).map((f) => f.title);
 
-  it("shows a waiting call with its arguments, refuses invalid edited arguments, runs the edit, rejects another, and the inspector tells who decided", async () => {
+  it("shows a waiting call with its arguments, refuses invalid edited arguments, runs the edit, rejects another, and names the decider", async () => {
     await page.goto(t.url);
     await page.getByLabel("User", { exact: true }).fill("alice");
     await page.getByRole("button", { name: "Sign in" }).click();
