@@ -3,7 +3,8 @@
  * model view (`buildModelView` with the default policy) against full replay (every stored message
  * with every tool output inline, as stock LangGraph sends it), and the time to build the view.
  *
- *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --write (results to bench/results)]
+ *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --block-turns 6 (VIEW_HISTORY_BLOCK_TURNS)]
+ *     [-- --write (results to bench/results)]
  *
  * The view measured is the product's default: history in blocks of turns, cache points. Every model
  * call is also sent three ways to the local Converse endpoint with the simulated prompt cache
@@ -41,6 +42,7 @@ import { prng } from "../lib/prng.js";
 import {
   CALL_GAP_MS,
   CacheComparison,
+  costBreakdown,
   costChart,
   TURN_GAP_MS,
   summarize,
@@ -198,7 +200,7 @@ function countEveryText(messages: readonly BaseMessage[]): void {
 
 async function runConversation(turns: number, seed: number, policy: ModelViewPolicy, comparisonPolicy: ModelViewPolicy): Promise<Run> {
   const random = prng(seed);
-  const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1);
+  const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1, policy.historyBlockTurns);
   const state: BaseMessage[] = [];
   const fixedTokens = countMessageTokens(new SystemMessage(policy.systemPrompt)) + (policy.toolSchemaTokens ?? 0);
   // Stock replay sends every message with its output inline; kept as a running sum.
@@ -488,6 +490,8 @@ function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoa
       "",
       cacheNote(cacheSummaries(run)),
       "",
+      ...breakdownTable(run),
+      "",
     );
   }
   return lines.join("\n");
@@ -591,12 +595,29 @@ function chart(runs: Run[], budget: number): string {
 function cacheTable(summaries: CacheSummary[]): string[] {
   const today = summaries.find((s) => s.key === "today") as CacheSummary;
   const rows = [
-    "| view | model calls | input tokens per call (Claude) | read from cache | written to cache | dollars per turn | vs today | best any cache placement could do, vs today | largest input (Claude tokens) | estimate error, calls 1–3 / from call 4 |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| view | model calls | input tokens per call (Claude) | read from cache | written to cache | dollars per turn | vs today | best any cache placement could do, vs today | least any caching of the same content could cost, vs today | largest input (Claude tokens) | estimate error, calls 1–3 / from call 4 |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const s of summaries) {
     rows.push(
-      `| ${VARIANT_LABELS[s.key]} | ${fmt(s.calls)} | ${fmt(Math.round(s.inputTokensPerCall))} | ${pct(s.cachedShare)} | ${pct(s.writtenShare)} | $${s.dollarsPerTurn.toFixed(4)} | ${pct(s.dollarsPerTurn / today.dollarsPerTurn)} | ${pct(s.floorDollarsPerTurn / today.dollarsPerTurn)} | ${fmt(s.maxInputTokens)} | ${pct(s.maxErrorFirstThree)} / ${pct(s.maxErrorAfterThird)} |`,
+      `| ${VARIANT_LABELS[s.key]} | ${fmt(s.calls)} | ${fmt(Math.round(s.inputTokensPerCall))} | ${pct(s.cachedShare)} | ${pct(s.writtenShare)} | $${s.dollarsPerTurn.toFixed(4)} | ${pct(s.dollarsPerTurn / today.dollarsPerTurn)} | ${pct(s.floorDollarsPerTurn / today.dollarsPerTurn)} | ${pct(s.contentFloorDollarsPerTurn / today.dollarsPerTurn)} | ${fmt(s.maxInputTokens)} | ${pct(s.maxErrorFirstThree)} / ${pct(s.maxErrorAfterThird)} |`,
+    );
+  }
+  return rows;
+}
+
+/** Where each variant's dollars per turn go, as shares of today's cost per turn, and the calls that found nothing to read. */
+function breakdownTable(run: Run): string[] {
+  const today = summaryOf(cacheSummaries(run), "today").dollarsPerTurn;
+  const rows = [
+    "| view | output | read from cache | written, read later | written, never read | not cached | first calls after the block moved | first calls after the cache expired (tokens written again) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const variant of run.cache) {
+    const b = costBreakdown(variant, run.turns);
+    const share = (dollars: number) => pct(dollars / today);
+    rows.push(
+      `| ${VARIANT_LABELS[variant.key]} | ${share(b.output)} | ${share(b.read)} | ${share(b.writtenThenRead)} | ${share(b.writtenNeverRead)} | ${share(b.notCached)} | ${b.blockMoves} | ${b.expired} (${fmt(b.expiredTokens)}) |`,
     );
   }
   return rows;
@@ -605,7 +626,14 @@ function cacheTable(summaries: CacheSummary[]): string[] {
 const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seed: { type: "string", default: "7" }, turns: { type: "string" }, write: { type: "boolean", default: false } } });
+  const { values } = parseArgs({
+    options: {
+      seed: { type: "string", default: "7" },
+      turns: { type: "string" },
+      "block-turns": { type: "string" },
+      write: { type: "boolean", default: false },
+    },
+  });
   const seed = Number(values.seed);
   const conversations = values.turns ? [Number(values.turns)] : CONVERSATION_TURNS;
   let started = performance.now();
@@ -622,7 +650,7 @@ async function main(): Promise<void> {
   // The product's default view (in cl100k tokens, as the shaped-view figures have always been).
   const policy: ModelViewPolicy = {
     ...comparisonPolicy,
-    historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+    historyBlockTurns: values["block-turns"] ? Number(values["block-turns"]) : DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
     cache: { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
   };
   const runs: Run[] = [];
@@ -635,7 +663,7 @@ async function main(): Promise<void> {
     console.log(
       `\nbuild at turn ${turns}: live ${measured(run.lastTurnLive)}; rehydrated ${measured(run.lastTurnRehydrated)}; cold +${measured(run.lastTurnCold)}`,
     );
-    console.log(`\n${cacheTable(cacheSummaries(run)).join("\n")}\n\n${cacheNote(cacheSummaries(run))}`);
+    console.log(`\n${cacheTable(cacheSummaries(run)).join("\n")}\n\n${cacheNote(cacheSummaries(run))}\n\n${breakdownTable(run).join("\n")}`);
   }
   const v = verdicts(runs, policy.totalBudget);
   console.log(
