@@ -465,7 +465,13 @@ function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoa
       `Model calls are ${CALL_GAP_MS / 1_000} s apart within a turn and turns ${TURN_GAP_MS.min / 1_000}–${TURN_GAP_MS.max / 1_000} s apart (log-uniform), ` +
       "so a few turns find the 5-minute cache expired. Dollars are Claude Sonnet 4's Bedrock on-demand prices (`DEFAULT_MODEL_PRICES`). " +
       '"Best any cache placement could do" prices the same requests as if every token an earlier request already held were read from cache ' +
-      "and every other one paid once at the input price (no minimum per checkpoint, no limit on points, no expiry): the floor no layout of that view goes below.",
+      "and every other one paid once at the input price (no minimum per checkpoint, no limit on points, no expiry): the floor no layout of that view goes below. " +
+      '"Least any caching of the same content could cost" prices each distinct content block the variant sent, wherever it stood, once at the input price ' +
+      "if one request sent it, else written once and read by every other request that sent it (Bedrock reads only what was written), whichever is cheaper, " +
+      "the tool schemas and framing read after the first call: on today's view, the least any view showing the same turns and outputs can cost. " +
+      "The second table splits each variant's dollars per turn (as shares of today's): output; input read from cache; written and read by a later call; " +
+      "written in a turn's last call after its previous call's end (tool results the next turn condenses away, which no call reads); not cached; " +
+      "and counts the first calls that found nothing to read because the history block moved or the 5-minute cache had expired.",
     "",
   );
   for (const run of runs) {
