@@ -4,7 +4,7 @@
  * with every tool output inline, as stock LangGraph sends it), and the time to build the view.
  *
  *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --block-turns 6 (VIEW_HISTORY_BLOCK_TURNS)]
- *     [-- --write (results to bench/results)]
+ *     [-- --stable-ttl 5m|1h] [-- --turn-ttl 5m|1h (PROMPT_CACHE_STABLE_TTL, PROMPT_CACHE_TURN_TTL)] [-- --write (results to bench/results)]
  *
  * The view measured is the product's default: history in blocks of turns, cache points. Every model
  * call is also sent three ways to the local Converse endpoint with the simulated prompt cache
@@ -200,7 +200,10 @@ function countEveryText(messages: readonly BaseMessage[]): void {
 
 async function runConversation(turns: number, seed: number, policy: ModelViewPolicy, comparisonPolicy: ModelViewPolicy): Promise<Run> {
   const random = prng(seed);
-  const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1, policy.historyBlockTurns);
+  const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1, {
+    historyBlockTurns: policy.historyBlockTurns ?? DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+    cache: policy.cache ?? { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
+  });
   const state: BaseMessage[] = [];
   const fixedTokens = countMessageTokens(new SystemMessage(policy.systemPrompt)) + (policy.toolSchemaTokens ?? 0);
   // Stock replay sends every message with its output inline; kept as a running sum.
@@ -631,12 +634,21 @@ function breakdownTable(run: Run): string[] {
 
 const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
 
+/** A TTL option: `5m` or `1h`, else the default. */
+function ttl(value: string | undefined): "5m" | "1h" {
+  if (value === undefined) return DEFAULT_PROMPT_CACHE_TTL;
+  if (value !== "5m" && value !== "1h") throw new Error(`a TTL is 5m or 1h, not ${value}`);
+  return value;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       seed: { type: "string", default: "7" },
       turns: { type: "string" },
       "block-turns": { type: "string" },
+      "stable-ttl": { type: "string" },
+      "turn-ttl": { type: "string" },
       write: { type: "boolean", default: false },
     },
   });
@@ -657,7 +669,11 @@ async function main(): Promise<void> {
   const policy: ModelViewPolicy = {
     ...comparisonPolicy,
     historyBlockTurns: values["block-turns"] ? Number(values["block-turns"]) : DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
-    cache: { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
+    cache: {
+      minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS,
+      stableTtl: ttl(values["stable-ttl"]),
+      turnTtl: ttl(values["turn-ttl"]),
+    },
   };
   const runs: Run[] = [];
   for (const turns of conversations) {

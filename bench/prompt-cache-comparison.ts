@@ -13,7 +13,7 @@ import { ChatBedrockConverse } from "@langchain/aws";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { reportedUsage } from "../lib/agent/model-usage.js";
-import { DEFAULT_MODEL_PRICES, DEFAULT_PROMPT_CACHE_MIN_TOKENS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS, priceOf } from "../lib/config/config.js";
+import { DEFAULT_MODEL_PRICES, DEFAULT_PROMPT_CACHE_MIN_TOKENS, priceOf } from "../lib/config/config.js";
 import { ContextBudgetExceededError } from "../lib/errors.js";
 import { buildModelView, estimateError, TokenCalibration, withCachePoints, type ModelViewPolicy } from "../lib/model-view/index.js";
 import { prng } from "../lib/prng.js";
@@ -129,13 +129,18 @@ export class CacheComparison {
     private readonly policy: ModelViewPolicy,
     private readonly tools: unknown[],
     seed: number,
-    private readonly historyBlockTurns: number,
+    private readonly layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">>,
   ) {
     this.gaps = prng(seed);
   }
 
-  /** Starts one endpoint per variant; `policy` is today's view policy, which the cache-stable view gives `historyBlockTurns`, cache points and the calibration. */
-  static async start(policy: ModelViewPolicy, tools: unknown[], seed: number, historyBlockTurns = DEFAULT_VIEW_HISTORY_BLOCK_TURNS): Promise<CacheComparison> {
+  /** Starts one endpoint per variant; `policy` is today's view policy, which the cache-stable view gives `layout` (blocks, cache points) and the calibration. */
+  static async start(
+    policy: ModelViewPolicy,
+    tools: unknown[],
+    seed: number,
+    layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">>,
+  ): Promise<CacheComparison> {
     const variants: Variant[] = [];
     let comparison: CacheComparison | undefined;
     for (const key of VARIANTS) {
@@ -148,7 +153,7 @@ export class CacheComparison {
       const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 2_048, temperature: 0, client });
       variants.push({ key, endpoint, client, model, calls: [], budgetErrors: 0, sent: new Set(), blocks: new Map() });
     }
-    comparison = new CacheComparison(variants, policy, tools, seed, historyBlockTurns);
+    comparison = new CacheComparison(variants, policy, tools, seed, layout);
     return comparison;
   }
 
@@ -170,8 +175,7 @@ export class CacheComparison {
     const policy: ModelViewPolicy = stable
       ? {
           ...this.policy,
-          historyBlockTurns: this.historyBlockTurns,
-          cache: { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: "5m", turnTtl: "5m" },
+          ...this.layout,
           tokenEstimate: this.calibration.estimate(MODEL_ID),
         }
       : { ...this.policy, historyBlockTurns: 1 };
@@ -303,31 +307,25 @@ export interface CostBreakdown {
 }
 
 export function costBreakdown(run: VariantRun, turns: number): CostBreakdown {
-  const perTurn = (tokens: number, price: number) => (tokens * price) / 1_000_000 / turns;
-  const last = new Map(run.calls.map((c) => [c.turn, c]));
-  const systemShared = Math.min(...run.calls.filter((c) => c.call === 1 && c.sharedTokens > 0).map((c) => c.sharedTokens));
+  const perTurn = (dollarsPerMillion: number) => dollarsPerMillion / 1_000_000 / turns;
   const sum = (calls: BilledCall[], pick: (c: BilledCall) => number) => calls.reduce((n, c) => n + pick(c), 0);
+  const notCached = (c: BilledCall) => c.inputTokens - c.cacheReadTokens - c.cacheWriteTokens;
+  // What the writes cost, whatever their TTL: the call's cost less everything else in it.
+  const writes = (c: BilledCall) => c.costUsd * 1_000_000 - c.outputTokens * PRICE.output - c.cacheReadTokens * PRICE.cacheRead - notCached(c) * PRICE.input;
+  const last = new Map(run.calls.map((c) => [c.turn, c]));
   const neverRead = sum(
     run.calls.filter((c) => c.call > 1 && last.get(c.turn) === c),
-    (c) => c.cacheWriteTokens,
+    writes,
   );
   const firstCalls = run.calls.filter((c) => c.call === 1);
+  const systemShared = Math.min(...firstCalls.filter((c) => c.sharedTokens > 0).map((c) => c.sharedTokens));
   const expired = firstCalls.filter((c) => c.sharedTokens >= DEFAULT_PROMPT_CACHE_MIN_TOKENS && c.cacheReadTokens === 0 && c.cachePoints > 0);
   return {
-    output: perTurn(
-      sum(run.calls, (c) => c.outputTokens),
-      PRICE.output,
-    ),
-    read: perTurn(
-      sum(run.calls, (c) => c.cacheReadTokens),
-      PRICE.cacheRead,
-    ),
-    writtenThenRead: perTurn(sum(run.calls, (c) => c.cacheWriteTokens) - neverRead, PRICE.cacheWrite),
-    writtenNeverRead: perTurn(neverRead, PRICE.cacheWrite),
-    notCached: perTurn(
-      sum(run.calls, (c) => c.inputTokens - c.cacheReadTokens - c.cacheWriteTokens),
-      PRICE.input,
-    ),
+    output: perTurn(sum(run.calls, (c) => c.outputTokens) * PRICE.output),
+    read: perTurn(sum(run.calls, (c) => c.cacheReadTokens) * PRICE.cacheRead),
+    writtenThenRead: perTurn(sum(run.calls, writes) - neverRead),
+    writtenNeverRead: perTurn(neverRead),
+    notCached: perTurn(sum(run.calls, notCached) * PRICE.input),
     blockMoves: firstCalls.filter((c) => c.turn > 1 && c.sharedTokens === systemShared).length,
     expired: expired.length,
     expiredTokens: sum(expired, (c) => c.inputTokens),
