@@ -142,6 +142,14 @@ describe("model view", () => {
       expect(view.stats.cachePoints[0].prefixTokens).toBe(view.messages.slice(0, 5).reduce((n, m) => n + countMessageTokens(m), 0));
     });
 
+    it("returns the end point rather than the history point when the request ends within the minimum of the block", () => {
+      // The next call reads this whole request back; a history point here would leave the question uncached on every call.
+      const state = [...[1, 2].flatMap((n) => turn(n, 120)), user("q3 north?")];
+      const view = buildModelView(state, cached);
+      expect(view.messages.at(-1)?.content).toBe("q3 north?");
+      expect(kinds(view.stats.cachePoints)).toEqual([`end@${view.messages.length - 1}`]);
+    });
+
     it("returns, on a later call of the turn, a point where the previous call ended", () => {
       const first = [...turn(1, 300), user(`q2 ${rows(150)}`)];
       const second = [...first, calls([["c1", "sql_query"]]), result("c1", rows(200))];
