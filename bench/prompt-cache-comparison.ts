@@ -311,7 +311,8 @@ export function costBreakdown(run: VariantRun, turns: number): CostBreakdown {
   const sum = (calls: BilledCall[], pick: (c: BilledCall) => number) => calls.reduce((n, c) => n + pick(c), 0);
   const notCached = (c: BilledCall) => c.inputTokens - c.cacheReadTokens - c.cacheWriteTokens;
   // What the writes cost, whatever their TTL: the call's cost less everything else in it.
-  const writes = (c: BilledCall) => c.costUsd * 1_000_000 - c.outputTokens * PRICE.output - c.cacheReadTokens * PRICE.cacheRead - notCached(c) * PRICE.input;
+  const writes = (c: BilledCall) =>
+    c.cacheWriteTokens === 0 ? 0 : c.costUsd * 1_000_000 - c.outputTokens * PRICE.output - c.cacheReadTokens * PRICE.cacheRead - notCached(c) * PRICE.input;
   const last = new Map(run.calls.map((c) => [c.turn, c]));
   const neverRead = sum(
     run.calls.filter((c) => c.call > 1 && last.get(c.turn) === c),

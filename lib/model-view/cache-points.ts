@@ -40,7 +40,7 @@ export interface CacheLayout {
  * then, only where each keeps the minimum to its neighbours (so none stops the `end` being written):
  * - `history` after the block of finished turns, which changes every `historyBlockTurns` turns;
  * - `system` after the tools and system prompt;
- * - `previous` at the latest end of an earlier call, which that call wrote (it placed its `end`), for a
+ * - `previous` at the latest end of an earlier call, which that call wrote with its `end` point, for a
  *   read that does not depend on the look-back.
  */
 export function placeCachePoints(layout: CacheLayout, policy: PromptCachePolicy, ratio: number): CachePoint[] {
