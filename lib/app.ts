@@ -29,6 +29,7 @@ import { ConversationSearch } from "./recall/conversation-search.js";
 import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
 import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
 import { TurnIndexer } from "./recall/turn-indexer.js";
+import { TurnEvents } from "./events/turn-events.js";
 import { ApprovalPolicy } from "./approvals/approval-policy.js";
 import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
@@ -78,6 +79,8 @@ export interface App {
   tools: ToolRegistry;
   /** Hands long and async API turns to the worker, when the app has a turn queue. */
   dispatcher?: TurnDispatcher;
+  /** Where every turn records its events; clients follow them through a `TurnEventFollower` over its hub (docs/streaming.md). */
+  events: TurnEvents;
   /** Decisions on tool calls waiting for a person (docs/approvals.md). */
   approvals: Approvals;
   close(): Promise<void>;
@@ -136,8 +139,10 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     },
   });
+  const events = new TurnEvents({ store: database.turnEvents });
   const runner = new TurnRunner({
     graph,
+    events,
     conversations: database.conversations,
     messages: database.messages,
     turns: database.turns,
@@ -184,6 +189,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     runner,
     tools: registry,
     dispatcher,
+    events,
     approvals,
     async close() {
       await defaults?.close();

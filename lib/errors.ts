@@ -55,6 +55,11 @@ export class MethodNotAllowedError extends ThreadwiseError {
   }
 }
 
+/** The response cannot be given in the form the request accepts (an event stream where this endpoint cannot stream). */
+export class NotAcceptableError extends ThreadwiseError {
+  override name = "NotAcceptableError";
+}
+
 /** The body is not JSON. */
 export class UnsupportedMediaTypeError extends ThreadwiseError {
   override name = "UnsupportedMediaTypeError";

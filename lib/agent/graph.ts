@@ -1,3 +1,4 @@
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
@@ -25,6 +26,7 @@ import { reportedUsage } from "./model-usage.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 import type { FunctionTool } from "./local-chat-model.js";
+import type { TurnEventSink } from "../events/turn-event-recorder.js";
 
 /** Per-invocation context: passed as LangGraph `context`, which is never checkpointed. */
 export type TurnContext = {
@@ -39,6 +41,8 @@ export type TurnContext = {
   recordModelCall(record: ModelCallRecord): Promise<void>;
   /** Progress for long turns (which step, which tool, how many model calls so far). */
   onProgress?(progress: { step: "model" | "tool"; tool?: string; modelCalls: number }): Promise<void>;
+  /** Where the turn's events go (progress, tools, text deltas); absent, the model is not streamed. */
+  events?: TurnEventSink;
 };
 
 export interface AgentGraphOptions {
@@ -69,6 +73,27 @@ function callIndex(messages: readonly BaseMessage[]): number {
     if (messages[i].getType() === "ai") count++;
   }
   return count;
+}
+
+/**
+ * Makes a model call stream (`lc_prefer_streaming`: LangChain then calls the model's stream,
+ * ConverseStream for Bedrock, and returns the whole message with its usage) and hands each text
+ * delta to the turn's events. Awaited, so every delta is out before the call returns.
+ */
+class TextDeltaHandler extends BaseCallbackHandler {
+  name = "threadwise_text_deltas";
+  lc_prefer_streaming = true;
+
+  constructor(
+    private readonly sink: TurnEventSink,
+    private readonly modelCall: number,
+  ) {
+    super({ _awaitHandler: true });
+  }
+
+  override handleLLMNewToken(token: string): void {
+    this.sink.text(this.modelCall, token);
+  }
 }
 
 function turnContext(config: LangGraphRunnableConfig): TurnContext {
@@ -124,10 +149,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const toolSchemaTokens = schemaTokens(offered);
     const view = await calibratedView(state.messages, offered, toolSchemaTokens);
     await ctx.onProgress?.({ step: "model", modelCalls: index });
+    await ctx.events?.emit({ type: "progress", step: "model", modelCall: index });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
     const sent = options.sendCachePoints ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
-    const response = (await bound.invoke(sent, { signal: config.signal }).catch((error: unknown) => Promise.reject(modelCallError(error)))) as AIMessage;
+    const callbacks = ctx.events ? [new TextDeltaHandler(ctx.events, index)] : undefined;
+    const response = (await bound
+      .invoke(sent, { signal: config.signal, callbacks })
+      .catch((error: unknown) => Promise.reject(modelCallError(error)))) as AIMessage;
     const usage = reportedUsage(response, price);
     calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
     const record: ModelCallRecord = {
@@ -190,15 +219,18 @@ export function createAgentGraph(options: AgentGraphOptions) {
     await ctx.onProgress?.({ step: "tool", tool: calls.map((c) => c.name).join(", "), modelCalls: callIndex(state.messages) });
     const edits = new Map<string, Record<string, unknown>>();
     const results = await Promise.all(
-      calls.map((call) => {
+      calls.map(async (call) => {
         const held = waiting.find((w) => w.toolCallId === call.id);
         const outcome = held ? outcomes[held.approvalId] : undefined;
         if (held && outcome?.kind !== "approve" && outcome?.kind !== "edit") return notRunMessage(call, outcome);
         if (outcome?.kind === "edit") edits.set(call.id, outcome.args);
-        return tools.run(
+        await ctx.events?.emit({ type: "tool_started", tool: call.name, toolCallId: call.id });
+        const result = await tools.run(
           { ...call, args: outcome?.kind === "edit" ? outcome.args : call.args },
           { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId: call.id, caller: ctx.caller, signal: config.signal, fence: ctx.fence },
         );
+        await ctx.events?.emit({ type: "tool_finished", tool: call.name, toolCallId: call.id, status: result.status === "error" ? "error" : "success" });
+        return result;
       }),
     );
     faults?.at("after-tool-effect");

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { BaseChatModel, type BaseChatModelParams } from "@langchain/core/language_models/chat_models";
-import { AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
-import type { ChatResult } from "@langchain/core/outputs";
+import { AIMessage, AIMessageChunk, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
+import { ChatGenerationChunk, type ChatResult } from "@langchain/core/outputs";
+import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { messageText } from "../model-view/message-text.js";
 import { countMessagesTokens, countTextTokens } from "../model-view/token-counter.js";
 
@@ -13,6 +14,13 @@ export interface FunctionTool {
 
 /** How much of a tool result the local model quotes in its answer. */
 const QUOTE_CHARS = 600;
+
+/** Tokens in and out as the local tokenizer counts them; the model reports them as Bedrock would. */
+function usageOf(messages: BaseMessage[], answer: AIMessage) {
+  const inputTokens = countMessagesTokens(messages);
+  const outputTokens = countTextTokens(messageText(answer.content)) + countTextTokens(JSON.stringify(answer.tool_calls ?? []));
+  return { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+}
 
 function isType(message: BaseMessage, type: string): boolean {
   return message.getType() === type;
@@ -172,10 +180,31 @@ export class LocalChatModel extends BaseChatModel {
 
   async _generate(messages: BaseMessage[]): Promise<ChatResult> {
     const message = this.respond(messages);
-    const inputTokens = countMessagesTokens(messages);
-    const outputTokens = countTextTokens(messageText(message.content)) + countTextTokens(JSON.stringify(message.tool_calls ?? []));
-    message.usage_metadata = { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens };
+    message.usage_metadata = usageOf(messages, message);
     return { generations: [{ message, text: messageText(message.content) }] };
+  }
+
+  /** The same answer as `_generate`, its text a word at a time, its tool calls and usage in the last chunk. */
+  override async *_streamResponseChunks(
+    messages: BaseMessage[],
+    options: this["ParsedCallOptions"],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
+    const message = this.respond(messages);
+    for (const word of messageText(message.content).match(/\S+\s*|\s+/g) ?? []) {
+      options.signal?.throwIfAborted();
+      const chunk = new ChatGenerationChunk({ text: word, message: new AIMessageChunk({ content: word }) });
+      yield chunk;
+      await runManager?.handleLLMNewToken(word, undefined, undefined, undefined, undefined, { chunk });
+    }
+    const tool_call_chunks = (message.tool_calls ?? []).map((call, index) => ({
+      type: "tool_call_chunk" as const,
+      id: call.id,
+      name: call.name,
+      args: JSON.stringify(call.args),
+      index,
+    }));
+    yield new ChatGenerationChunk({ text: "", message: new AIMessageChunk({ content: "", tool_call_chunks, usage_metadata: usageOf(messages, message) }) });
   }
 
   private respond(messages: BaseMessage[]): AIMessage {

@@ -13,6 +13,9 @@ import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/ap
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
+import type { TurnEvent } from "../events/turn-event.js";
+import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
+import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
@@ -37,6 +40,8 @@ export interface TurnRequest {
    * last question): the thread forks from the turn boundary before it, and the record marks it.
    */
   replaces?: string;
+  /** Hears this attempt's events as they happen (a channel streaming the answer); must not block. */
+  onEvent?: (event: TurnEvent) => void;
   /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals. */
   origin?: Record<string, unknown>;
 }
@@ -86,6 +91,8 @@ export interface TurnRunnerDeps {
   maxModelCalls?: number;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+  /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
+  events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
   approvals?: { store: ApprovalStore; ttlMs: number };
 }
@@ -176,12 +183,14 @@ export class TurnRunner {
     const claim = await turns.claim(turnId, fence, request.replaces ? { replaces: request.replaces } : {});
     if (!claim.claimed) return this.finished(claim.turn, fence);
     const turn = claim.turn;
+    let events: TurnEventRecorder | undefined;
     try {
+      events = await this.deps.events?.record(turnId, fence, request.onEvent);
       await turns.interruptOthers(turn, fence);
       const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
-      const outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed);
-      if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence);
+      const outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
+      if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence, events);
       const answerMessage = outcome.answer;
       faults?.at("after-answer");
       const answer = messageText(answerMessage.content);
@@ -189,13 +198,15 @@ export class TurnRunner {
       const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
       const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
       await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
+      // A follower that misses this event reads the answer from the turn record instead.
+      await events?.emit({ type: "done", answer, usage }).catch(() => undefined);
       await messages.append({ turnId, seq, role: "assistant", content: answer }, fence);
       faults?.at("after-record");
       await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
       await this.deps.afterTurn?.(conversationId, fence);
       return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
     } catch (error) {
-      await this.settle(turn, fence, error, request.signal, lost).catch(() => undefined);
+      await this.settle(turn, fence, error, request.signal, lost, events).catch(() => undefined);
       throw error;
     }
   }
@@ -205,7 +216,13 @@ export class TurnRunner {
    * attempt's are already there and keep their decisions), and the turn waits. Nothing of the
    * calls has run.
    */
-  private async awaitApproval(turn: ClaimedTurn, request: TurnRequest, calls: PendingCall[], fence: WriteFence): Promise<TurnResult> {
+  private async awaitApproval(
+    turn: ClaimedTurn,
+    request: TurnRequest,
+    calls: PendingCall[],
+    fence: WriteFence,
+    events: TurnEventRecorder | undefined,
+  ): Promise<TurnResult> {
     const { approvals, turns } = this.deps;
     if (!approvals) throw new TypeError("a turn paused for approval, but the runner has no approval store");
     const now = new Date();
@@ -231,10 +248,19 @@ export class TurnRunner {
     // In the order of the model's calls; those decided already (a retried attempt) are not waited on.
     const waiting = calls.flatMap((c) => records.get(c.approvalId) ?? []).filter((a) => a.status === "pending");
     const modelCalls = await turns.listCalls(turn._id);
+    const approvalsWaiting = waiting.map((a) => ({
+      approvalId: a._id,
+      toolCallId: a.toolCallId,
+      tool: a.tool,
+      args: a.args,
+      expiresAt: a.deadline.toISOString(),
+    }));
+    // Ends this attempt's stream; the continuation, once decided, streams under the same turn (docs/streaming.md).
+    await events?.emit({ type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, ...call }) => call) }).catch(() => undefined);
     return {
       turnId: turn._id,
       status: "awaiting_approval",
-      approvals: waiting.map((a) => ({ approvalId: a._id, toolCallId: a.toolCallId, tool: a.tool, args: a.args, expiresAt: a.deadline.toISOString() })),
+      approvals: approvalsWaiting,
       answer: "",
       usage: modelCalls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE),
       context: summarizeContext(modelCalls),
@@ -263,10 +289,23 @@ export class TurnRunner {
    * Records how the attempt ended, when it still may: stopped at the caller's deadline, the turn
    * waits for the worker; any other error fails it. A superseded or fenced-out attempt writes nothing.
    */
-  private async settle(turn: ClaimedTurn, fence: WriteFence, error: unknown, deadline: AbortSignal | undefined, lost: AbortSignal): Promise<void> {
-    if (error instanceof TurnSupersededError || error instanceof StaleWriterError || lost.aborted) return;
+  private async settle(
+    turn: ClaimedTurn,
+    fence: WriteFence,
+    error: unknown,
+    deadline: AbortSignal | undefined,
+    lost: AbortSignal,
+    events: TurnEventRecorder | undefined,
+  ): Promise<void> {
+    if (error instanceof StaleWriterError || lost.aborted) return;
+    if (error instanceof TurnSupersededError) {
+      await events?.emit({ type: "failed", code: "turn_superseded", message: "the turn was superseded by a later turn" });
+      return;
+    }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
-    await this.deps.turns.fail(turn, { code: errorCode(error), message: "the turn failed" }, fence);
+    const failure = { code: errorCode(error), message: "the turn failed" };
+    await this.deps.turns.fail(turn, failure, fence);
+    await events?.emit({ type: "failed", ...failure });
   }
 
   /**
@@ -364,6 +403,7 @@ export class TurnRunner {
     fence: WriteFence,
     lost: AbortSignal,
     readState: boolean,
+    events: TurnEventRecorder | undefined,
   ): Promise<{ kind: "answer"; answer: AIMessage } | { kind: "waiting"; calls: PendingCall[] }> {
     const { graph, turns } = this.deps;
     const thread = { thread_id: request.conversationId };
@@ -402,6 +442,7 @@ export class TurnRunner {
       maxModelCalls: this.maxModelCalls,
       recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
       onProgress: (progress) => turns.setProgress(turn, progress, fence),
+      events,
     };
     const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
     const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;

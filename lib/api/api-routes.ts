@@ -10,6 +10,8 @@ import { apiTurnJob, type DispatchOutcome, type TurnDispatcher } from "../queue/
 import type { Approvals } from "../approvals/approvals.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
+import type { TurnEventFollower } from "../events/turn-event-follower.js";
+import { assertCanStream, lastEventId, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
@@ -25,6 +27,8 @@ export interface ApiRoutesDeps {
   maxMessageChars: number;
   /** Hands long and async turns to the worker. Default: none; every turn runs in the request. */
   dispatcher?: TurnDispatcher;
+  /** What `Accept: text/event-stream` and `.../events` follow. */
+  events: TurnEventFollower;
   approvals: Approvals;
 }
 
@@ -201,12 +205,16 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const { caller, conversation } = await owned(request, id);
         const text = questionOf(request, deps.maxMessageChars);
         const key = parseIdempotencyKey(request);
+        const streamed = wantsEventStream(request);
+        const afterId = lastEventId(request);
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
         const run = () => dispatch(turn, { async: prefersAsync(request) });
         const scope = [ownerKey(caller.principal), conversation._id];
-        const outcome = key === undefined ? await run() : await deps.idempotentRequests.run(scope, key, text, run);
-        return outcomeResponse(conversation._id, turnId, outcome);
+        const running = key === undefined ? run() : deps.idempotentRequests.run(scope, key, text, run);
+        // Streamed, the turn runs on whether or not the client stays (docs/streaming.md).
+        if (streamed) return turnEventStream({ events: deps.events, turnId, conversationId: conversation._id, afterId, running });
+        return outcomeResponse(conversation._id, turnId, await running);
       },
     },
     {
@@ -259,6 +267,17 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const { status } = parseQuery(request, turnsQuery);
         const docs = await turns.list(conversation._id, { status, limit: MAX_PAGE_SIZE });
         return json(200, { conversationId: conversation._id, turns: docs.map(turnSummary) });
+      },
+    },
+    {
+      // A turn's events as server-sent events, after `Last-Event-ID`: how a streaming client reconnects.
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/events$/,
+      handler: async (request, [id, rawTurnId]) => {
+        const { conversation } = await owned(request, id);
+        const turn = await ownedTurn(conversation._id, rawTurnId);
+        assertCanStream(request);
+        return turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId: lastEventId(request) });
       },
     },
     {

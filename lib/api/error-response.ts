@@ -12,6 +12,7 @@ import {
   ModelCredentialsError,
   ModelCallLimitError,
   NotFoundError,
+  NotAcceptableError,
   NotLatestTurnError,
   PayloadTooLargeError,
   ServiceUnavailableError,
@@ -40,6 +41,7 @@ export function errorResponse(error: unknown): HttpResponse {
   if (error instanceof ForbiddenError) return json(403, body("forbidden", error.message));
   if (error instanceof NotFoundError) return json(404, body("not_found", error.message));
   if (error instanceof MethodNotAllowedError) return json(405, body("method_not_allowed", error.message), { allow: error.allowed.join(", ") });
+  if (error instanceof NotAcceptableError) return json(406, body("not_acceptable", error.message));
   if (error instanceof TurnSupersededError) return json(409, body("turn_superseded", error.message, { turnId: error.turnId }));
   if (error instanceof NotLatestTurnError) return json(409, body("turn_not_latest", error.message, { turnId: error.turnId }));
   if (error instanceof ApprovalConflictError)

@@ -1,5 +1,6 @@
 import type { App } from "../app.js";
 import type { Config } from "../config/config.js";
+import { TurnEventFollower } from "../events/turn-event-follower.js";
 import { apiRoutes } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
@@ -31,6 +32,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
       idempotentRequests,
       maxMessageChars: config.maxMessageChars,
       dispatcher: app.dispatcher,
+      events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
       approvals: app.approvals,
     }),
     ...(options.extraRoutes ?? []),

@@ -9,12 +9,19 @@ export interface HttpRequest {
   query: Record<string, string | undefined>;
   /** The raw body, already base64-decoded by the adapter. */
   body?: string;
+  /** Set by an adapter that writes `HttpResponse.stream` as it comes (the local server, a streaming function). */
+  canStream?: boolean;
 }
 
 export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /**
+   * A body written piece by piece after the headers, instead of `body` (server-sent events). The
+   * adapter aborts `signal` when the client goes away; the stream then ends, and nothing else does.
+   */
+  stream?: (signal: AbortSignal) => AsyncIterable<string>;
 }
 
 /**

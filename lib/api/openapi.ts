@@ -16,6 +16,8 @@ interface Operation {
   /** Error statuses this operation can answer, besides 401, 429, 500 and 503 (the database unreachable) for every authenticated one. */
   errors?: number[];
   public?: boolean;
+  /** 200 may also be `text/event-stream`: the turn's events (`s.turnStreamEvents`). */
+  streams?: boolean;
 }
 
 /** The document's version: the API's major (v1) and its revisions. */
@@ -96,7 +98,8 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [400, 404, 409, 413, 415, 422, 503],
+    errors: [400, 404, 406, 409, 413, 415, 422, 503],
+    streams: true,
   },
   {
     method: "post",
@@ -148,6 +151,16 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "get",
+    path: `${conversation}/turns/{turnId}/events`,
+    operationId: "getTurnEvents",
+    summary: "The turn's events as server-sent events, after `Last-Event-ID`: how a streaming client reconnects.",
+    params: ["conversationId", "turnId"],
+    responses: { 200: { description: "The events until `done` or `failed`." } },
+    errors: [400, 404, 406],
+    streams: true,
+  },
+  {
+    method: "get",
     path: `${conversation}/turns/{turnId}`,
     operationId: "getTurn",
     summary: "One turn with its model calls and the view each was sent.",
@@ -182,6 +195,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: "Missing or invalid bearer token.",
   403: "The caller may not decide this approval (not the requester, or without an approver role).",
   404: "Not found, or not the caller's.",
+  406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS; docs/streaming.md).",
   409: "A turn is already running on the conversation, the same Idempotency-Key is in progress, the named turn is not the latest (`turn_not_latest`, `turn_superseded`), or the approval was decided otherwise or belongs to a turn a newer one replaced (`approval_conflict`, `approval_superseded`).",
   410: "The approval expired before a decision (`approval_expired`); its call was rejected.",
   413: "The message is over the limit.",
@@ -197,6 +211,17 @@ const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
   return rest;
 };
 const jsonContent = (schema: z.ZodType, io: "input" | "output") => ({ "application/json": { schema: jsonSchema(schema, io) } });
+
+/**
+ * `Accept: text/event-stream`: the events one after another. OpenAPI 3.1 has no schema for a
+ * stream's items, so each event's data schema is given under `x-events`, by event name.
+ */
+const EVENT_STREAM_CONTENT = {
+  "text/event-stream": {
+    schema: { type: "string", description: "Server-sent events: `id` (all but `turn`), `event` (the name), `data` (one line of JSON)." },
+    "x-events": Object.fromEntries(Object.entries(s.turnStreamEvents).map(([name, schema]) => [name, jsonSchema(schema, "output")])),
+  },
+};
 
 function operationObject(op: Operation) {
   const parameters = [
@@ -219,6 +244,9 @@ function operationObject(op: Operation) {
           { name: "Prefer", in: "header", required: false, schema: { type: "string" }, description: "`respond-async`: answer 202 at once." },
         ]
       : []),
+    ...(op.streams
+      ? [{ name: "Last-Event-ID", in: "header", required: false, schema: { type: "string", pattern: "^[0-9]{1,9}$" }, description: "Resume after this event." }]
+      : []),
   ];
   const errors = op.public ? (op.errors ?? []) : [...new Set([...(op.errors ?? []), 401, 429, 500, 503])].sort();
   const responses: Record<string, unknown> = {};
@@ -226,7 +254,9 @@ function operationObject(op: Operation) {
     responses[status] = {
       description: r.description,
       ...(r.headers ? { headers: Object.fromEntries(r.headers.map((h) => [h, { schema: { type: "string" } }])) } : {}),
-      ...(r.schema ? { content: jsonContent(r.schema, "output") } : {}),
+      ...(r.schema || (op.streams && status === "200")
+        ? { content: { ...(r.schema ? jsonContent(r.schema, "output") : {}), ...(op.streams && status === "200" ? EVENT_STREAM_CONTENT : {}) } }
+        : {}),
     };
   }
   for (const status of errors)

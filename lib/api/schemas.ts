@@ -138,3 +138,24 @@ export const turnAwaitingApproval = z.object({
   ),
   location: z.string(),
 });
+
+/**
+ * The server-sent events of a streamed turn: each event's name and its data (one line of JSON);
+ * every event but `turn` carries an `id` to resume after (docs/streaming.md).
+ */
+export const turnStreamEvents = {
+  turn: z.object({ turnId: z.string(), conversationId: z.string(), location: z.string() }).meta({ description: "First: which turn this stream follows." }),
+  progress: z.object({ step: z.literal("model"), modelCall: z.number().int() }).meta({ description: "A model call begins (counted from 0)." }),
+  tool_started: z.object({ tool: z.string(), toolCallId: z.string() }),
+  tool_finished: z.object({ tool: z.string(), toolCallId: z.string(), status: z.enum(["success", "error"]) }),
+  text: z.object({ modelCall: z.number().int(), delta: z.string() }).meta({ description: "Answer text as written; the answer is the last model call's text." }),
+  approval_requested: z
+    .object({ approvals: z.array(z.object({ approvalId: z.string(), toolCallId: z.string(), tool: z.string(), expiresAt: isoDate })) })
+    .meta({
+      description:
+        "Last of this stream: the turn paused for these calls' approvals. Once they are decided, the turn's events continue after this id " +
+        "(GET .../turns/{turnId}/events with Last-Event-ID).",
+    }),
+  done: z.object({ answer: z.string(), usage }).meta({ description: "Last: the turn completed." }),
+  failed: z.object({ code: z.string(), message: z.string() }).meta({ description: "Last: the turn failed (`code` as in the turn record or the error body)." }),
+} as const;

@@ -4,7 +4,7 @@ import { ChannelDeliveryError } from "../errors.js";
 import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
-import type { ApprovalRequestItem, TurnJob, TurnReplier } from "../queue/turn-job.js";
+import type { ApprovalRequestItem, TurnAnswerStream, TurnJob, TurnReplier } from "../queue/turn-job.js";
 
 export interface ChannelRepliers {
   slack?: SlackReplier;
@@ -32,6 +32,16 @@ export class ChannelReplier implements TurnReplier {
   async replyFailure(job: TurnJob, error: unknown): Promise<void> {
     if (job.channel === "slack") await this.slack().replyFailure(job.replyTo, error);
     else if (job.channel === "teams") await this.teams().replyFailure(job.replyTo, error);
+  }
+
+  /**
+   * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
+   * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn.
+   */
+  openStream(job: TurnJob, claimStream: () => Promise<boolean>): TurnAnswerStream | undefined {
+    if (job.channel === "slack") return this.slack().openStream(job.replyTo, job.principal.subject, claimStream);
+    if (job.channel === "teams") return this.teams().openStream(job.replyTo, claimStream);
+    return undefined;
   }
 
   private slack(): SlackReplier {

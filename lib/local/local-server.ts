@@ -170,8 +170,10 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       .then((request) => route(request))
       .then((response) => writeHttpResponse(res, response))
       .catch(() => {
-        if (!res.headersSent)
-          writeHttpResponse(res, {
+        // A stream that broke after its headers can only be cut; the client reconnects with Last-Event-ID.
+        if (res.headersSent) res.destroy();
+        else
+          return writeHttpResponse(res, {
             status: 500,
             headers: { "content-type": "application/json" },
             body: '{"error":{"code":"internal_error","message":"internal error"}}',

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { lowercaseHeaders, type HttpRequest, type HttpResponse } from "../api/http.js";
 import { MAX_BODY_BYTES } from "../api/request-parsing.js";
@@ -19,10 +20,28 @@ export async function toHttpRequest(req: IncomingMessage): Promise<HttpRequest> 
     headers: lowercaseHeaders(req.headers),
     query: Object.fromEntries(url.searchParams),
     body: chunks.length ? Buffer.concat(chunks).toString("utf8") : undefined,
+    canStream: true,
   };
 }
 
-export function writeHttpResponse(res: ServerResponse, response: HttpResponse): void {
+/** Writes the response; a streamed one piece by piece as it comes, until it ends or the client goes away. */
+export async function writeHttpResponse(res: ServerResponse, response: HttpResponse): Promise<void> {
+  if (!response.stream) {
+    res.writeHead(response.status, response.headers);
+    res.end(response.body);
+    return;
+  }
+  const gone = new AbortController();
+  res.once("close", () => gone.abort());
   res.writeHead(response.status, response.headers);
-  res.end(response.body);
+  res.flushHeaders();
+  try {
+    for await (const piece of response.stream(gone.signal)) {
+      if (gone.signal.aborted) break;
+      if (!res.write(piece)) await once(res, "drain", { signal: gone.signal });
+    }
+  } catch (error) {
+    if (!gone.signal.aborted) throw error;
+  }
+  res.end();
 }

@@ -1,7 +1,7 @@
 import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelRoles } from "../auth/channel-roles.js";
 import type { Caller } from "../auth/principal.js";
-import type { TurnJob, TurnReplier } from "./turn-job.js";
+import type { TurnAnswerStream, TurnJob, TurnReplier } from "./turn-job.js";
 import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
 import {
   AuthenticationError,
@@ -131,6 +131,7 @@ export class TurnJobWorker {
     const turnId = turnIdForJob(job);
     const { turns, runner } = this.options;
     const started = Date.now();
+    let stream: TurnAnswerStream | undefined;
     try {
       if (job.channel !== "api" && (await turns.get(turnId))?.repliedAt) return { kind: "already-replied", turnId };
       const conversationId = await this.bind(job);
@@ -141,10 +142,21 @@ export class TurnJobWorker {
         await turns.reject(turnId, { code: error.name, message: "the message is too long" });
         throw error;
       }
+      stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId, job.resume));
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
       const caller = await this.callerOf(job);
-      const result = await runner.run({ conversationId, caller, owner: job.owner, content: job.content, turnId, origin: job });
+      const result = await runner.run({
+        conversationId,
+        caller,
+        owner: job.owner,
+        content: job.content,
+        turnId,
+        origin: job,
+        onEvent: stream && ((e) => stream!.onEvent(e)),
+      });
       if (result.status === "awaiting_approval") {
+        // The stream ends where the turn pauses; the resumed turn streams its continuation anew.
+        await stream?.abandon().catch(() => undefined);
         await this.noticeOnce(job, conversationId, result);
         return { kind: "awaiting-approval", turnId, result };
       }
@@ -152,14 +164,16 @@ export class TurnJobWorker {
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
       }
-      await this.replyOnce(job, turnId, () => this.options.replier.reply(job, result.answer));
+      await this.replyOnce(job, turnId, () => (stream ? stream.finish(result.answer) : this.options.replier.reply(job, result.answer)));
       return { kind: "completed", turnId, result };
     } catch (error) {
       if (!isPermanent(error) && receiveCount < this.maxReceives) {
+        await stream?.abandon().catch(() => undefined);
         return { kind: "retry", turnId, error, delaySeconds: retryDelaySeconds(error, receiveCount) };
       }
+      const told = stream ? () => stream!.fail(error) : () => this.options.replier.replyFailure(job, error);
       // The user hears of it either way; a failure to tell them must not bring the turn back.
-      await this.replyOnce(job, turnId, () => this.options.replier.replyFailure(job, error)).catch(() => undefined);
+      await this.replyOnce(job, turnId, told).catch(() => undefined);
       return { kind: "gave-up", turnId, error };
     }
   }

@@ -1,3 +1,4 @@
+import type { TurnEvent } from "../events/turn-event.js";
 import { z } from "zod";
 import { ownerSchema, principalSchema } from "../auth/principal.js";
 import { ValidationError } from "../errors.js";
@@ -27,6 +28,8 @@ const teamsReplyTargetSchema = z.object({
   userId: z.string().min(1),
   /** Entra tenant of the conversation, when Teams gave one. */
   tenantId: z.string().min(1).optional(),
+  /** `personal`, `groupChat` or `channel`, when Teams gave it: only `personal` streams. */
+  conversationType: z.string().min(1).max(50).optional(),
 });
 
 const jobFields = {
@@ -84,6 +87,12 @@ export interface TurnReplier {
   replyFailure(job: TurnJob, error: unknown): Promise<void>;
   /** Asks in the channel for decisions on a turn's waiting calls (docs/approvals.md). */
   requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void>;
+  /**
+   * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
+   * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn
+   * (and per resumption after approvals).
+   */
+  openStream?(job: TurnJob, claimStream: () => Promise<boolean>): TurnAnswerStream | undefined;
 }
 
 /** One waiting call, as a channel asks about it. */
@@ -92,6 +101,21 @@ export interface ApprovalRequestItem {
   tool: string;
   args: Record<string, unknown>;
   expiresAt: string;
+}
+
+/**
+ * A turn's answer as it is written, in a channel that can show it so (Slack's streaming
+ * messages, Teams' streaming in 1:1 chats). `onEvent` never blocks the turn: the calls it makes
+ * are queued and coalesced. Exactly one of `finish`, `fail` or `abandon` ends it.
+ */
+export interface TurnAnswerStream {
+  onEvent(event: TurnEvent): void;
+  /** Delivers the final answer: closes the stream, or sends one message where it could not stream. */
+  finish(answer: string): Promise<void>;
+  /** Tells the user the turn failed, in the stream if one is open. */
+  fail(error: unknown): Promise<void>;
+  /** The attempt stops without an answer (the turn will be retried, or waits for approvals): closes an open stream. */
+  abandon(): Promise<void>;
 }
 
 /** Parses a queue message body; a body that is not a turn job is a `ValidationError`, never a turn. */

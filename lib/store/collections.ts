@@ -16,6 +16,8 @@ export const COLLECTIONS = {
   channelEvents: "channel_events",
   recallTurns: "recall_turns",
   recallIndex: "recall_index",
+  /** A turn's streamed events, in batches, for clients that reconnect (short-lived). */
+  turnEvents: "turn_events",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

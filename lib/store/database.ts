@@ -11,6 +11,7 @@ import { MessageStore } from "./message-store.js";
 import { RecallIndexStore } from "./recall-index-store.js";
 import { RetentionPolicy } from "./retention.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
+import { TurnEventStore } from "./turn-event-store.js";
 import { TurnStore } from "./turn-store.js";
 
 export class DatabaseSetupError extends ThreadwiseError {
@@ -21,7 +22,7 @@ export class DatabaseSetupError extends ThreadwiseError {
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
  * function that finds an older version recorded sets the database up before serving.
  */
-export const DATABASE_SETUP_VERSION = 2;
+export const DATABASE_SETUP_VERSION = 3;
 
 const SETUP_ID = "indexes";
 
@@ -61,6 +62,8 @@ export class ThreadwiseDatabase {
   readonly retention: RetentionPolicy;
   /** What `search_conversation` searches: finished turns, indexed when they finish. */
   readonly recall: RecallIndexStore;
+  /** Turns' streamed events, kept for clients that reconnect. */
+  readonly turnEvents: TurnEventStore;
   /** Tool calls waiting for a person's decision, and the decisions. */
   readonly approvals: ApprovalStore;
 
@@ -77,6 +80,7 @@ export class ThreadwiseDatabase {
     });
     this.artifacts = new ArtifactStore(this.db);
     this.recall = new RecallIndexStore(this.db);
+    this.turnEvents = new TurnEventStore(this.db);
     this.approvals = new ApprovalStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({
@@ -97,6 +101,7 @@ export class ThreadwiseDatabase {
       this.artifacts.setup(),
       this.retention.setup(),
       this.recall.setup(),
+      this.turnEvents.setup(),
       this.approvals.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
@@ -140,6 +145,7 @@ export class ThreadwiseDatabase {
       this.turns.deleteByConversation(conversationId),
       this.artifacts.deleteByConversation(conversationId),
       this.recall.deleteByConversation(conversationId),
+      this.turnEvents.deleteByConversation(conversationId),
       this.approvals.deleteByConversation(conversationId),
       this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),
     ]);

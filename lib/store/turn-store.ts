@@ -58,6 +58,8 @@ export interface TurnDocument {
   replyClaimedAt?: Date;
   /** A channel turn: when its reply was delivered. Set once; a redelivered job then sends nothing. */
   repliedAt?: Date;
+  /** A channel turn: the segments whose answer an attempt began streaming into the channel (see `claimStream`); no other attempt streams them. */
+  streamedSegments?: string[];
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -329,6 +331,16 @@ export class TurnStore {
       },
       { $set: { replyClaimedAt: now } },
     );
+    return result.modifiedCount === 1;
+  }
+
+  /**
+   * Claims streaming a channel turn's answer: true once per turn and `segment` (the resume key of
+   * a turn continued after approvals; none for its start), ever. An attempt that dies mid-stream
+   * leaves the stream to its fate; the redelivery answers in one message instead.
+   */
+  async claimStream(turnId: string, segment = ""): Promise<boolean> {
+    const result = await this.#turns.updateOne({ _id: turnId, streamedSegments: { $nin: [segment] } }, { $addToSet: { streamedSegments: segment } });
     return result.modifiedCount === 1;
   }
 

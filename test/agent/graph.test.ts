@@ -167,7 +167,7 @@ describe("createAgentGraph", () => {
       const app = await bedrockApp({ BEDROCK_COUNT_TOKENS: "true" });
       const before = converse.requests.length;
       const calls = await converse_(app, [`Review this:\n${code(1, 8)}`]);
-      expect(converse.requests.slice(before).map((r) => r.operation)).toEqual(["count-tokens", "converse"]);
+      expect(converse.requests.slice(before).map((r) => r.operation)).toEqual(["count-tokens", "converse-stream"]);
       expect(converse.requests[before].inputTokens).toBe(calls[0].call.usage.inputTokens);
       expect(calls[0].call.estimateError).toBe(0);
     });

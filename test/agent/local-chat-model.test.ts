@@ -18,6 +18,28 @@ async function answer(text: string): Promise<AIMessage> {
 }
 
 describe("LocalChatModel", () => {
+  describe("stream", () => {
+    it("returns the answer a word at a time, with the usage and text invoke returns", async () => {
+      const question = [new HumanMessage("What is streaming for?")];
+      const words: string[] = [];
+      let usage;
+      for await (const chunk of await model.stream(question)) {
+        if (chunk.text) words.push(chunk.text);
+        usage ??= chunk.usage_metadata;
+      }
+      const whole = await model.invoke(question);
+      expect(words.length).toBeGreaterThan(3);
+      expect(words.join("")).toBe(whole.content);
+      expect(usage).toEqual(whole.usage_metadata);
+    });
+
+    it("returns a tool call whole in its last chunk", async () => {
+      let last;
+      for await (const chunk of await model.stream([new HumanMessage('sql_query {"sql": "SELECT 1"}')])) last = chunk;
+      expect(last!.tool_calls).toEqual([expect.objectContaining({ name: "sql_query", args: { sql: "SELECT 1" } })]);
+    });
+  });
+
   describe("invoke", () => {
     it("returns a call of the tool named before a JSON object, with its arguments", async () => {
       const message = await answer('Count them: sql_query {"sql": "SELECT count(*) FROM orders"}');

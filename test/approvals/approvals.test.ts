@@ -11,6 +11,8 @@ import { loadConfig } from "../../lib/config/config.js";
 import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, ValidationError } from "../../lib/errors.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
+import type { TurnEvent } from "../../lib/events/turn-event.js";
+import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
@@ -213,6 +215,39 @@ describe("Approvals", () => {
       expect(approval).toMatchObject({ status: "expired", decision: { kind: "expire" } });
       expect((await app.database.turns.get(turnId))?.status).toBe("completed");
       expect(await effects(conversationId)).toHaveLength(0);
+    });
+  });
+
+  describe("a paused turn's events", () => {
+    async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
+      const seen: TurnEvent[] = [];
+      for await (const event of events) seen.push(event);
+      return seen;
+    }
+
+    const follower = (app: App) => new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub });
+
+    it("returns approval_requested naming the waiting call as the stream's last event, and the resumed turn's events after it", async () => {
+      const app = await appWith();
+      const { conversationId, turnId, result, approvalId } = await pausedTurn(app);
+
+      const paused = await collect(follower(app).follow(turnId, 0, AbortSignal.timeout(10_000)));
+      const requested = paused.at(-1)!;
+      expect(requested).toEqual({
+        type: "approval_requested",
+        id: paused.length,
+        approvals: [{ approvalId, toolCallId: result.approvals?.[0]?.toolCallId, tool: "record_effect", expiresAt: result.approvals?.[0]?.expiresAt }],
+      });
+      expect(paused.map((e) => e.type)).not.toContain("tool_started");
+
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      const resumed = await collect(follower(app).follow(turnId, requested.id, AbortSignal.timeout(10_000)));
+      expect(resumed.map((e) => e.id)).toEqual(resumed.map((_, i) => requested.id + 1 + i));
+      expect(resumed.filter((e) => e.type === "tool_started" || e.type === "tool_finished")).toMatchObject([
+        { type: "tool_started", tool: "record_effect" },
+        { type: "tool_finished", tool: "record_effect", status: "success" },
+      ]);
+      expect(resumed.at(-1)).toMatchObject({ type: "done", answer: expect.stringContaining("recorded ship it") });
     });
   });
 

@@ -629,6 +629,7 @@ describe("ThreadwiseStack", () => {
         database,
         runner: {} as never,
         idempotentRequests: {} as never,
+        events: {} as never,
         maxMessageChars: 1,
         approvals: {} as never,
       });

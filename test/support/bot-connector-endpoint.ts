@@ -22,6 +22,8 @@ export interface BotConnectorEndpoint {
   /** The next `checkMemberGroups` is answered with this HTTP status. */
   failNextGraphCheck(status: number): void;
   replies: RecordedTeamsReply[];
+  /** When (`performance.now()`) each reply arrived, in the order of `replies`. */
+  arrivals: number[];
   /** Token requests, by tenant path segment. */
   tokenRequests: { tenant: string; clientId: string; scope: string }[];
   /** Forgets every issued token, as when a token is revoked: the next reply gets 401. */
@@ -36,6 +38,65 @@ export interface BotConnectorEndpointOptions {
   appPassword: string;
   /** Entra groups (transitive) of each user object id, for Graph's `checkMemberGroups`. */
   groupMembers?: Record<string, string[]>;
+  /**
+   * Whether the bot may stream (typing activities with a `streaminfo` entity); otherwise they are
+   * refused with 403 `ContentStreamNotAllowed`, as Teams refuses them where it cannot. Default: false.
+   */
+  streaming?: boolean;
+}
+
+interface StreamInfo {
+  type: "streaminfo";
+  streamId?: string;
+  streamType?: string;
+  streamSequence?: number;
+}
+
+/** A stream as Teams tracks it: its last sequence and text, and whether a final message closed it. */
+interface OpenStream {
+  sequence: number;
+  text: string;
+  closed: boolean;
+}
+
+/**
+ * Teams' rules for streamed replies: the first update has no stream id and sequence 1; every
+ * later one names the stream (the first activity's id) with the next sequence; streaming text
+ * holds all text before it; a final `message` closes the stream, after which nothing is taken.
+ * Returns the error to answer, or undefined.
+ */
+function checkStreaming(activity: Record<string, unknown>, streams: Map<string, OpenStream>, allowed: boolean): { status: number; code: string } | undefined {
+  const info = ((activity.entities as StreamInfo[] | undefined) ?? []).find((e) => e.type === "streaminfo");
+  if (!info) return undefined;
+  if (!allowed) return { status: 403, code: "ContentStreamNotAllowed" };
+  const text = typeof activity.text === "string" ? activity.text : "";
+  if (activity.type === "typing") {
+    if (info.streamType !== "informative" && info.streamType !== "streaming") return { status: 400, code: "BadArgument" };
+    if (!info.streamId) return info.streamSequence === 1 ? undefined : { status: 400, code: "ContentStreamSequenceOrderPreConditionFailed" };
+    const stream = streams.get(info.streamId);
+    if (!stream) return { status: 404, code: "ContentStreamNotFound" };
+    if (stream.closed) return { status: 403, code: "ContentStreamNotAllowed" };
+    if (info.streamSequence !== stream.sequence + 1) return { status: 400, code: "ContentStreamSequenceOrderPreConditionFailed" };
+    if (info.streamType === "streaming" && !text.startsWith(stream.text)) return { status: 400, code: "BadArgument" };
+    return undefined;
+  }
+  if (activity.type !== "message" || info.streamType !== "final" || !info.streamId) return { status: 400, code: "BadArgument" };
+  const stream = streams.get(info.streamId);
+  if (!stream) return { status: 404, code: "ContentStreamNotFound" };
+  return stream.closed ? { status: 403, code: "ContentStreamNotAllowed" } : undefined;
+}
+
+/** Records what an accepted streamed activity changes; the id of a stream's first update names it. */
+function trackStreaming(activity: Record<string, unknown>, id: string, streams: Map<string, OpenStream>): void {
+  const info = ((activity.entities as StreamInfo[] | undefined) ?? []).find((e) => e.type === "streaminfo");
+  if (!info) return;
+  const text = typeof activity.text === "string" ? activity.text : "";
+  const stream = info.streamId ? streams.get(info.streamId)! : { sequence: 0, text: "", closed: false };
+  if (!info.streamId) streams.set(id, stream);
+  if (activity.type === "typing") {
+    stream.sequence = info.streamSequence ?? stream.sequence;
+    if (info.streamType === "streaming") stream.text = text;
+  } else stream.closed = true;
 }
 
 async function readText(req: IncomingMessage): Promise<string> {
@@ -62,8 +123,10 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
   const graphChecks: { objectId: string; tenant: string; groupIds: string[] }[] = [];
   const graphFailures: number[] = [];
   const replies: RecordedTeamsReply[] = [];
+  const arrivals: number[] = [];
   const tokenRequests: { tenant: string; clientId: string; scope: string }[] = [];
   const failures: number[] = [];
+  const streams = new Map<string, OpenStream>();
 
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
@@ -111,12 +174,14 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
       if (!bearer || !issued.has(bearer)) return json(res, 401, { message: "Authorization has been denied for this request." });
       const status = failures.shift();
       if (status) return json(res, status, { error: { code: "ServiceError", message: "failure requested by the test" } });
-      replies.push({
-        conversationId: decodeURIComponent(reply[1]),
-        activityId: decodeURIComponent(reply[2]),
-        activity: JSON.parse(body) as Record<string, unknown>,
-      });
-      return json(res, 200, { id: `reply-${replies.length}` });
+      const activity = JSON.parse(body) as Record<string, unknown>;
+      const refused = checkStreaming(activity, streams, options.streaming ?? false);
+      if (refused) return json(res, refused.status, { error: { code: refused.code, message: "refused as Teams refuses it" } });
+      replies.push({ conversationId: decodeURIComponent(reply[1]), activityId: decodeURIComponent(reply[2]), activity });
+      arrivals.push(performance.now());
+      const id = `reply-${replies.length}`;
+      trackStreaming(activity, id, streams);
+      return json(res, 200, { id });
     }
     json(res, 404, { error: "not found" });
   });
@@ -129,6 +194,7 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
     graphChecks,
     failNextGraphCheck: (status) => void graphFailures.push(status),
     replies,
+    arrivals,
     tokenRequests,
     revokeTokens: () => issued.clear(),
     failNextReply: (status) => void failures.push(status),

@@ -160,7 +160,25 @@ describe("startConverseEndpoint", () => {
       const chunks: string[] = [];
       for await (const chunk of await model().stream([new HumanMessage("Stream this")])) chunks.push(String(chunk.content));
       expect(chunks.join("")).toBe("You asked: Stream this");
+      expect(chunks.filter((c) => c.length > 0)).toEqual(["You ", "asked: ", "Stream ", "this"]);
       expect(endpoint.requests.at(-1)).toMatchObject({ operation: "converse-stream", status: 200 });
+    });
+
+    it("throws the exception Bedrock sends inside a stream after the deltas before it", async () => {
+      endpoint.setResponder(() => ({
+        text: "One two three four",
+        streamError: { type: "modelStreamErrorException", message: "The model stopped.", afterDeltas: 2 },
+      }));
+      const chunks: string[] = [];
+      try {
+        const error = await (async () => {
+          for await (const chunk of await model().stream([new HumanMessage("Stream this")])) chunks.push(String(chunk.content));
+        })().catch((e: unknown) => e);
+        expect(error).toMatchObject({ name: "ModelStreamErrorException", message: "The model stopped." });
+        expect(chunks.join("")).toBe("One two ");
+      } finally {
+        endpoint.setResponder(defaultResponder);
+      }
     });
 
     it("streams a tool call that an invoke with streaming on returns whole", async () => {

@@ -1,6 +1,8 @@
 import { createHash, type Hash } from "node:crypto";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
+import { EventStreamCodec, type MessageHeaders } from "@smithy/core/event-streams";
+import { fromUtf8, toUtf8 } from "@smithy/core/serde";
 import { z } from "zod";
 import { countClaudeTokens } from "./claude-tokens.js";
 import { DEFAULT_LOOKBACK_BLOCKS, PromptCache, type CacheUsage, type Prefix, type PrefixPoint, type PromptCacheOptions } from "./prompt-cache.js";
@@ -102,9 +104,19 @@ export interface ScriptedToolUse {
   toolUseId?: string;
 }
 
+/**
+ * An error ConverseStream sends inside a stream that began with 200 (Bedrock's
+ * `modelStreamErrorException`, `throttlingException`, ...), after `afterDeltas` text deltas.
+ */
+export interface ScriptedStreamError {
+  type: string;
+  message: string;
+  afterDeltas: number;
+}
+
 /** What the scripted model answers to one request. */
 export type ScriptedReply =
-  | { text: string }
+  | { text: string; streamError?: ScriptedStreamError }
   | { toolUses: ScriptedToolUse[]; text?: string }
   /** A service-side failure (throttling, outage), answered with this status and error type. */
   | { error: { status: number; type: string; message: string } };
@@ -125,6 +137,8 @@ export interface RecordedConverseRequest {
   status: number;
   /** The error type when rejected (`ValidationException`, ...). */
   errorType?: string;
+  /** ConverseStream: when (`performance.now()`) the first text delta went out, for latency measurements. */
+  firstTextAt?: number;
   errorMessage?: string;
 }
 
@@ -142,6 +156,11 @@ export interface ConverseEndpointOptions {
   respond?: Responder;
   /** The simulated prompt cache's minimum per checkpoint and clock. */
   cache?: PromptCacheOptions;
+  /**
+   * ConverseStream's pace: text goes out a word (about a token) per delta at this rate, as a model
+   * writes it. Default: every delta at once.
+   */
+  streamTokensPerSecond?: number;
 }
 
 interface Limits {
@@ -419,61 +438,77 @@ function replyContent(reply: Exclude<ScriptedReply, { error: unknown }>, request
   return [{ text: reply.text }];
 }
 
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k += 1) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
+/** The AWS event-stream framing (prelude, headers, payload, CRCs) as the SDK itself decodes it. */
+const codec = new EventStreamCodec(toUtf8, fromUtf8);
 
-function crc32(bytes: Buffer): number {
-  let crc = 0xffffffff;
-  for (const byte of bytes) crc = CRC_TABLE[(crc ^ byte) & 0xff] ^ (crc >>> 8);
-  return (crc ^ 0xffffffff) >>> 0;
+function frame(headers: Record<string, string>, payload: unknown): Buffer {
+  const typed: MessageHeaders = {};
+  for (const [name, value] of Object.entries(headers)) typed[name] = { type: "string", value };
+  return Buffer.from(codec.encode({ headers: typed, body: fromUtf8(JSON.stringify(payload)) }));
 }
 
-/** One message of the `application/vnd.amazon.eventstream` framing ConverseStream answers with. */
+/** One event of a ConverseStream answer (`application/vnd.amazon.eventstream`). */
 function eventMessage(eventType: string, payload: unknown): Buffer {
-  const headers = Buffer.concat(
-    Object.entries({ ":event-type": eventType, ":content-type": "application/json", ":message-type": "event" }).map(([name, value]) => {
-      const nameBytes = Buffer.from(name, "utf8");
-      const valueBytes = Buffer.from(value, "utf8");
-      const header = Buffer.alloc(1 + nameBytes.length + 3 + valueBytes.length);
-      header.writeUInt8(nameBytes.length, 0);
-      nameBytes.copy(header, 1);
-      header.writeUInt8(7, 1 + nameBytes.length); // 7: string value
-      header.writeUInt16BE(valueBytes.length, 2 + nameBytes.length);
-      valueBytes.copy(header, 4 + nameBytes.length);
-      return header;
-    }),
-  );
-  const body = Buffer.from(JSON.stringify(payload), "utf8");
-  const total = 12 + headers.length + body.length + 4;
-  const message = Buffer.alloc(total);
-  message.writeUInt32BE(total, 0);
-  message.writeUInt32BE(headers.length, 4);
-  message.writeUInt32BE(crc32(message.subarray(0, 8)), 8);
-  headers.copy(message, 12);
-  body.copy(message, 12 + headers.length);
-  message.writeUInt32BE(crc32(message.subarray(0, total - 4)), total - 4);
-  return message;
+  return frame({ ":event-type": eventType, ":content-type": "application/json", ":message-type": "event" }, payload);
 }
 
-/** The ConverseStream events of one answer: text as one delta per block, tool inputs as JSON strings. */
-function streamEvents(content: ConverseContentBlock[], stopReason: string, usage: unknown, latencyMs: number): Buffer[] {
-  const events = [eventMessage("messageStart", { role: "assistant" })];
+/** An exception inside the stream, as Bedrock sends one after the 200: the SDK throws it from the stream's iterator. */
+function exceptionMessage(exceptionType: string, message: string): Buffer {
+  return frame({ ":exception-type": exceptionType, ":content-type": "application/json", ":message-type": "exception" }, { message });
+}
+
+/** Text as a model writes it: a word (with its trailing space) per delta. */
+function textDeltas(text: string): string[] {
+  return text.match(/\S+\s*|\s+/g) ?? [];
+}
+
+/** One frame of a stream; `text` marks a text delta, which is paced and counted. */
+interface StreamFrame {
+  bytes: Buffer;
+  text?: boolean;
+}
+
+/** The ConverseStream events of one answer, each a frame: text a word per delta, tool inputs as JSON strings. */
+function streamEvents(content: ConverseContentBlock[], stopReason: string, usage: unknown, latencyMs: number): StreamFrame[] {
+  const events: StreamFrame[] = [];
+  const push = (eventType: string, payload: unknown, text?: boolean) => events.push({ bytes: eventMessage(eventType, payload), text });
+  push("messageStart", { role: "assistant" });
   content.forEach((block, contentBlockIndex) => {
     if ("toolUse" in block) {
       const { toolUseId, name, input } = block.toolUse;
-      events.push(eventMessage("contentBlockStart", { contentBlockIndex, start: { toolUse: { toolUseId, name } } }));
-      events.push(eventMessage("contentBlockDelta", { contentBlockIndex, delta: { toolUse: { input: JSON.stringify(input) } } }));
+      push("contentBlockStart", { contentBlockIndex, start: { toolUse: { toolUseId, name } } });
+      push("contentBlockDelta", { contentBlockIndex, delta: { toolUse: { input: JSON.stringify(input) } } });
     } else if ("text" in block) {
-      events.push(eventMessage("contentBlockDelta", { contentBlockIndex, delta: { text: block.text } }));
+      for (const text of textDeltas(block.text)) push("contentBlockDelta", { contentBlockIndex, delta: { text } }, true);
     }
-    events.push(eventMessage("contentBlockStop", { contentBlockIndex }));
+    push("contentBlockStop", { contentBlockIndex });
   });
-  events.push(eventMessage("messageStop", { stopReason }));
-  events.push(eventMessage("metadata", { usage, metrics: { latencyMs } }));
+  push("messageStop", { stopReason });
+  push("metadata", { usage, metrics: { latencyMs } });
   return events;
+}
+
+/** Writes the frames, text deltas paced at `tokensPerSecond`; an error cuts the stream after its count of deltas. */
+async function writeStream(
+  stream: http2.ServerHttp2Stream,
+  frames: StreamFrame[],
+  record: RecordedConverseRequest,
+  tokensPerSecond: number | undefined,
+  error?: ScriptedStreamError,
+): Promise<void> {
+  let deltas = 0;
+  for (const { bytes, text } of frames) {
+    if (stream.destroyed) return;
+    if (text && error && deltas === error.afterDeltas) {
+      stream.end(exceptionMessage(error.type, error.message));
+      return;
+    }
+    if (text && tokensPerSecond && deltas > 0) await new Promise((resolve) => setTimeout(resolve, 1000 / tokensPerSecond));
+    if (text) deltas++;
+    stream.write(bytes);
+    if (text) record.firstTextAt ??= performance.now();
+  }
+  stream.end();
 }
 
 function parseOrReject<T>(schema: z.ZodType<T>, json: unknown): T {
@@ -606,7 +641,9 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
       const latencyMs = Math.max(1, Math.round(performance.now() - started));
       if (record.operation === "converse-stream") {
         stream.respond({ ":status": 200, "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": crypto.randomUUID() });
-        stream.end(Buffer.concat(streamEvents(content, stopReason, usage, latencyMs)));
+        const streamError = "streamError" in reply ? reply.streamError : undefined;
+        if (streamError) record.errorType = streamError.type;
+        await writeStream(stream, streamEvents(content, stopReason, usage, latencyMs), record, options.streamTokensPerSecond, streamError);
         return;
       }
       send(stream, 200, { output: { message: { role: "assistant", content } }, stopReason, usage, metrics: { latencyMs } });

@@ -17,10 +17,33 @@ export interface RecordedSlackResponse {
   body: Record<string, unknown>;
 }
 
+/** One streaming message (`chat.startStream` … `chat.stopStream`) as the endpoint assembled it. */
+export interface RecordedSlackStream {
+  channel: string;
+  threadTs: string;
+  ts: string;
+  recipientTeamId?: string;
+  recipientUserId?: string;
+  /** `markdown_text` of each call, in order: start, appends, stop. */
+  pieces: string[];
+  stopped: boolean;
+  /** When (`performance.now()`) `chat.startStream` arrived: the first text the user sees. */
+  startedAt: number;
+}
+
+/** One `assistant.threads.setStatus`. */
+export interface RecordedSlackStatus {
+  channelId: string;
+  threadTs: string;
+  status: string;
+}
+
 export interface SlackApiEndpoint {
   /** Base URL for `WebClient`'s `slackApiUrl` (ends in `/api/`). */
   slackApiUrl: string;
   posts: RecordedSlackPost[];
+  streams: RecordedSlackStream[];
+  statuses: RecordedSlackStatus[];
   /** Posts to `response_url`s: `{url}actions/<id>` is one the tests can put in an interaction payload. */
   responses: RecordedSlackResponse[];
   /** Every call, authorised or not, by Web API method name. */
@@ -39,6 +62,11 @@ export interface SlackApiEndpointOptions {
   botId?: string;
   /** Members of each user group, for `usergroups.users.list`; a group not listed answers `no_such_subteam`. */
   userGroups?: Record<string, string[]>;
+  /**
+   * Whether the app may stream (`chat.startStream`); otherwise Slack's refusal
+   * (`channel_type_not_supported`) answers it, as in a workspace where the app cannot. Default: false.
+   */
+  streaming?: boolean;
 }
 
 async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
@@ -64,6 +92,8 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
   const teamId = options.teamId ?? "T0TEST";
   const botUserId = options.botUserId ?? "U0BOT";
   const posts: RecordedSlackPost[] = [];
+  const streams: RecordedSlackStream[] = [];
+  const statuses: RecordedSlackStatus[] = [];
   const responses: RecordedSlackResponse[] = [];
   const calls: { method: string; authorized: boolean }[] = [];
   const pendingFailures: string[] = [];
@@ -109,6 +139,50 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
       });
       return send(res, { ok: true, channel: body.channel, ts, message: { text: body.text, ts, thread_ts: body.thread_ts } });
     }
+    if (method === "assistant.threads.setStatus") {
+      if (typeof body.channel_id !== "string" || typeof body.thread_ts !== "string" || typeof body.status !== "string") {
+        return send(res, { ok: false, error: "invalid_arguments" });
+      }
+      statuses.push({ channelId: body.channel_id, threadTs: body.thread_ts, status: body.status });
+      return send(res, { ok: true });
+    }
+    if (method === "chat.startStream") {
+      if (!options.streaming) return send(res, { ok: false, error: "channel_type_not_supported" });
+      if (typeof body.channel !== "string" || !body.channel) return send(res, { ok: false, error: "channel_not_found" });
+      const text = body.markdown_text;
+      if (text !== undefined && (typeof text !== "string" || text.length > 12_000)) return send(res, { ok: false, error: "invalid_arguments" });
+      // Outside a DM a stream names who receives it, and both fields go together.
+      const inDm = body.channel.startsWith("D");
+      if (!inDm && (typeof body.recipient_team_id !== "string" || typeof body.recipient_user_id !== "string")) {
+        return send(res, { ok: false, error: "invalid_arguments" });
+      }
+      if (typeof body.thread_ts !== "string") return send(res, { ok: false, error: "invalid_arguments" });
+      seq += 1;
+      const ts = `1700000000.${String(seq).padStart(6, "0")}`;
+      streams.push({
+        channel: body.channel,
+        threadTs: body.thread_ts,
+        ts,
+        ...(inDm ? {} : { recipientTeamId: body.recipient_team_id as string, recipientUserId: body.recipient_user_id as string }),
+        pieces: typeof text === "string" ? [text] : [],
+        stopped: false,
+        startedAt: performance.now(),
+      });
+      return send(res, { ok: true, channel: body.channel, ts });
+    }
+    if (method === "chat.appendStream" || method === "chat.stopStream") {
+      const stream = streams.find((s) => s.channel === body.channel && s.ts === body.ts);
+      if (!stream) return send(res, { ok: false, error: "message_not_found" });
+      if (stream.stopped) return send(res, { ok: false, error: "message_not_in_streaming_state" });
+      const text = body.markdown_text;
+      const required = method === "chat.appendStream";
+      if ((required && typeof text !== "string") || (text !== undefined && (typeof text !== "string" || text.length > 12_000))) {
+        return send(res, { ok: false, error: "invalid_arguments" });
+      }
+      if (typeof text === "string") stream.pieces.push(text);
+      if (method === "chat.stopStream") stream.stopped = true;
+      return send(res, { ok: true, channel: stream.channel, ts: stream.ts });
+    }
     if (method === "usergroups.users.list") {
       const failure = groupListFailures.shift();
       if (failure) return send(res, { ok: false, error: failure });
@@ -123,6 +197,8 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
   return {
     slackApiUrl: `http://127.0.0.1:${port}/api/`,
     posts,
+    streams,
+    statuses,
     responses,
     calls,
     failNextPost: (error) => void pendingFailures.push(error),

@@ -3,6 +3,7 @@ import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
 import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
+import { SlackAnswerStream } from "./slack-answer-stream.js";
 import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
@@ -124,6 +125,21 @@ export class SlackReplier {
   /** Tells the user, in the thread, that their turn failed. */
   async replyFailure(target: SlackReplyTarget, error: unknown): Promise<string[]> {
     return this.reply(target, turnFailureMessage(error, "slack"));
+  }
+
+  /** The turn's answer streamed into the thread as it is written; `claimStream` lets one attempt per turn stream. */
+  openStream(target: SlackReplyTarget, recipientUserId: string, claimStream: () => Promise<boolean>): SlackAnswerStream {
+    return new SlackAnswerStream(
+      {
+        client: this.client,
+        call: (request) => this.call(request),
+        reply: (t, text) => this.reply(t, text),
+        replyFailure: (t, error) => this.replyFailure(t, error),
+        claimStream,
+      },
+      target,
+      recipientUserId,
+    );
   }
 
   /** `auth.test`: checks the token and names the bot user, whose own messages ingress ignores. */

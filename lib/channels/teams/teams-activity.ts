@@ -50,6 +50,8 @@ export interface TeamsUserMessage {
   botName?: string;
   /** Text with mentions of the bot removed; never blank. */
   text: string;
+  /** `personal` (a 1:1 chat), `groupChat` or `channel`: only a 1:1 chat takes a streamed answer. */
+  conversationType?: string;
 }
 
 export type TeamsDelivery = { kind: "ignore"; reason: TeamsIgnoreReason } | { kind: "message"; message: TeamsUserMessage };
@@ -95,6 +97,7 @@ export function parseTeamsActivity(body: unknown): TeamsDelivery {
       botId: activity.recipient.id,
       botName: activity.recipient.name,
       text,
+      conversationType: activity.conversation.conversationType,
     },
   };
 }
@@ -125,6 +128,7 @@ export function teamsTurnJob(message: TeamsUserMessage, receivedAt: Date): Teams
       botName: message.botName,
       userId: message.fromId,
       tenantId: message.tenantId,
+      ...(message.conversationType ? { conversationType: message.conversationType } : {}),
     },
   };
 }

@@ -2,9 +2,11 @@ import { z } from "zod";
 import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
+import type { Clock } from "../../clock.js";
 import type { TeamsReplyTarget } from "../../queue/turn-job.js";
 import { approvalCard, type CardApproval } from "./teams-approval-card.js";
 import type { BotConnectorTokenProvider } from "./bot-connector-token-provider.js";
+import { TeamsAnswerStream } from "./teams-answer-stream.js";
 
 /** Timeout of one Bot Connector request, in milliseconds. */
 export const DEFAULT_BOT_CONNECTOR_TIMEOUT_MS = 10_000;
@@ -22,6 +24,10 @@ export interface TeamsReplierOptions {
   timeoutMs?: number;
   /** Default: {@link DEFAULT_TEAMS_MAX_MESSAGE_CHARS}. */
   maxMessageChars?: number;
+  /** Least time between two streaming updates. Default: `DEFAULT_TEAMS_STREAM_INTERVAL_MS`. */
+  streamIntervalMs?: number;
+  /** What a stream's two-minute limit is measured with. Default: the system clock. */
+  clock?: Pick<Clock, "now">;
 }
 
 /**
@@ -32,8 +38,12 @@ export class TeamsReplier {
   private readonly tokens: BotConnectorTokenProvider;
   private readonly timeoutMs: number;
   private readonly maxMessageChars: number;
+  private readonly streamIntervalMs: number | undefined;
+  private readonly clock: Pick<Clock, "now"> | undefined;
 
   constructor(options: TeamsReplierOptions) {
+    this.streamIntervalMs = options.streamIntervalMs;
+    this.clock = options.clock;
     this.tokens = options.tokens;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_BOT_CONNECTOR_TIMEOUT_MS;
     this.maxMessageChars = options.maxMessageChars ?? DEFAULT_TEAMS_MAX_MESSAGE_CHARS;
@@ -41,23 +51,43 @@ export class TeamsReplier {
 
   /** Replies to the activity; returns the id of each activity posted. */
   async reply(target: TeamsReplyTarget, text: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (const piece of splitText(text, this.maxMessageChars))
+      ids.push(await this.postActivity(target, { type: "message", text: piece, textFormat: "markdown" }));
+    return ids;
+  }
+
+  /**
+   * The turn's answer streamed into a 1:1 chat (`conversationType` personal); undefined elsewhere
+   * (group chats and channels take one message). `claimStream` lets one attempt per turn stream.
+   */
+  openStream(target: TeamsReplyTarget, claimStream: () => Promise<boolean>): TeamsAnswerStream | undefined {
+    if (target.conversationType !== "personal") return undefined;
+    return new TeamsAnswerStream(
+      {
+        post: (t, activity) => this.postActivity(t, activity),
+        reply: (t, text) => this.reply(t, text),
+        replyFailure: (t, error) => this.replyFailure(t, error),
+        claimStream,
+        intervalMs: this.streamIntervalMs,
+        now: this.clock && (() => this.clock!.now().getTime()),
+      },
+      target,
+    );
+  }
+
+  /** Posts one activity in reply to the target's, addressed as the Bot Connector wants; returns its id. */
+  private async postActivity(target: TeamsReplyTarget, fields: Record<string, unknown>): Promise<string> {
     const url =
       `${target.serviceUrl.replace(/\/+$/, "")}/v3/conversations/${encodeURIComponent(target.conversationId)}` +
       `/activities/${encodeURIComponent(target.activityId)}`;
-    const ids: string[] = [];
-    for (const piece of splitText(text, this.maxMessageChars)) {
-      const activity = {
-        type: "message",
-        text: piece,
-        textFormat: "markdown",
-        from: { id: target.botId, name: target.botName },
-        recipient: { id: target.userId },
-        conversation: { id: target.conversationId, tenantId: target.tenantId },
-        replyToId: target.activityId,
-      };
-      ids.push(await this.post(url, activity));
-    }
-    return ids;
+    return this.post(url, {
+      ...fields,
+      from: { id: target.botId, name: target.botName },
+      recipient: { id: target.userId },
+      conversation: { id: target.conversationId, tenantId: target.tenantId },
+      replyToId: target.activityId,
+    });
   }
 
   /** Posts one Adaptive Card per waiting call, with `Action.Execute` Approve and Reject (`handleTeamsApprovalAction` takes them). */

@@ -107,6 +107,7 @@ describe("teams/teams-activity", () => {
         botName: "Threadwise",
         userId: USER_ACCOUNT,
         tenantId: TENANT,
+        conversationType: "personal",
       });
       expect(job.dedupeId).toBe(`teams:${PERSONAL_CONVERSATION}:1700000000999`);
     });

@@ -1,0 +1,102 @@
+import { isFinalEvent, type TurnEvent } from "../events/turn-event.js";
+import type { TurnEventFollower } from "../events/turn-event-follower.js";
+import { NotAcceptableError, ValidationError } from "../errors.js";
+import { errorResponse } from "./error-response.js";
+import type { HttpRequest, HttpResponse } from "./http.js";
+
+const EVENT_STREAM = "text/event-stream";
+/** Digits of the largest `Last-Event-ID` taken: ids count a turn's events. */
+const MAX_EVENT_ID_DIGITS = 9;
+
+/** Refuses an event stream where the adapter cannot write one as it comes (it would arrive whole, at the end). */
+export function assertCanStream(request: HttpRequest): void {
+  if (!request.canStream) {
+    throw new NotAcceptableError("this endpoint does not stream; use the streaming URL, or ask without Accept: text/event-stream (docs/streaming.md)");
+  }
+}
+
+/** Whether the request asks for server-sent events (`Accept: text/event-stream`), split into media ranges rather than searched. */
+export function wantsEventStream(request: HttpRequest): boolean {
+  const accept = request.headers.accept;
+  if (accept === undefined) return false;
+  const wanted = accept.split(",").some((range) => range.split(";", 1)[0].trim().toLowerCase() === EVENT_STREAM);
+  if (wanted) assertCanStream(request);
+  return wanted;
+}
+
+/** The id of the last event the client saw (`Last-Event-ID`); 0, from the start, without one. */
+export function lastEventId(request: HttpRequest): number {
+  const raw = request.headers["last-event-id"]?.trim();
+  if (raw === undefined || raw === "") return 0;
+  if (!/^\d+$/.test(raw) || raw.length > MAX_EVENT_ID_DIGITS) {
+    throw new ValidationError("Last-Event-ID is not an event id", [{ path: "Last-Event-ID", message: "an id of this turn's stream (digits)" }]);
+  }
+  return Number(raw);
+}
+
+/** One server-sent event; the data is one line of JSON, so it never needs splitting. */
+function frame(event: string, data: unknown, id?: number): string {
+  return `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+function eventFrame(event: TurnEvent): string {
+  const { id, type, ...data } = event;
+  return frame(type, data, id);
+}
+
+/**
+ * The `failed` event for an error that stopped the request before the turn said anything (a
+ * conflict, an unreachable database). Without an id: the turn's own ids are not this request's to take.
+ */
+function failureFrame(error: unknown): string {
+  const { error: body } = JSON.parse(errorResponse(error).body) as { error: { code: string; message: string } };
+  return frame("failed", { code: body.code, message: body.message });
+}
+
+export interface TurnStreamOptions {
+  events: TurnEventFollower;
+  turnId: string;
+  conversationId: string;
+  /** Events after this id only (a reconnect). */
+  afterId: number;
+  /** The turn's run, when this request started it: an error before the turn's own `failed` ends the stream as `failed`. */
+  running?: Promise<unknown>;
+}
+
+/**
+ * A turn's events as server-sent events: a `turn` event naming it, then its events until `done`,
+ * `failed` or `approval_requested` (docs/streaming.md). A client that goes away stops only its stream; the turn goes on.
+ */
+export function turnEventStream(options: TurnStreamOptions): HttpResponse {
+  const { events, turnId, conversationId, afterId, running } = options;
+  const location = `/v1/conversations/${conversationId}/turns/${turnId}`;
+  let failure: { error: unknown } | undefined;
+  const failed = new AbortController();
+  running?.catch((error: unknown) => {
+    failure = { error };
+    failed.abort();
+  });
+  async function* stream(signal: AbortSignal): AsyncGenerator<string> {
+    yield frame("turn", { turnId, conversationId, location });
+    let last = afterId;
+    for await (const event of events.follow(turnId, afterId, AbortSignal.any([signal, failed.signal]))) {
+      yield eventFrame(event);
+      last = event.id;
+      if (isFinalEvent(event)) return;
+    }
+    if (!failure || signal.aborted) return;
+    // The runner publishes its `failed` before it throws: what this process has of the turn comes first.
+    for (const event of events.hub.after(turnId, last)) {
+      yield eventFrame(event);
+      last = event.id;
+      if (isFinalEvent(event)) return;
+    }
+    yield failureFrame(failure.error);
+  }
+  return {
+    status: 200,
+    headers: { "content-type": `${EVENT_STREAM}; charset=utf-8`, "cache-control": "no-cache", "x-accel-buffering": "no", location },
+    body: "",
+    stream,
+  };
+}

@@ -1,0 +1,100 @@
+import type { TurnEventStore } from "../store/turn-event-store.js";
+import type { TurnDocument, TurnStore } from "../store/turn-store.js";
+import { isFinalEvent, type TurnEvent, type TurnEventBody } from "./turn-event.js";
+import type { TurnEventHub } from "./turn-event-hub.js";
+
+/** How often a follower reads the store while the turn runs elsewhere (or is between steps here). */
+export const DEFAULT_EVENT_POLL_MS = 500;
+/** How long one follow lasts at most; the client reconnects with `Last-Event-ID` after it. */
+export const DEFAULT_FOLLOW_MAX_MS = 840_000;
+
+export interface TurnEventFollowerOptions {
+  store: TurnEventStore;
+  turns: Pick<TurnStore, "get">;
+  /** This process's live events (`TurnEvents.hub`). */
+  hub: TurnEventHub;
+  /** Default: {@link DEFAULT_EVENT_POLL_MS}. */
+  pollMs?: number;
+  /** Default: {@link DEFAULT_FOLLOW_MAX_MS}. */
+  followMaxMs?: number;
+}
+
+/** The final event a turn record implies, for a turn that finished without one stored (run before streaming, or its last batch lost). */
+function finalEventOf(turn: TurnDocument): TurnEventBody | undefined {
+  if (turn.status === "completed") return { type: "done", answer: turn.answer ?? "", usage: turn.usage };
+  if (turn.status === "superseded") return { type: "failed", code: "turn_superseded", message: "the turn was superseded by a later turn" };
+  if (turn.status === "failed") return { type: "failed", code: turn.error?.code ?? "Error", message: turn.error?.message ?? "the turn failed" };
+  return undefined;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}
+
+/**
+ * Follows a turn's event stream from any event id, for clients: live from this process's hub, or
+ * from the store when the turn runs elsewhere (or ran before).
+ */
+export class TurnEventFollower {
+  readonly hub: TurnEventHub;
+  private readonly pollMs: number;
+  private readonly followMaxMs: number;
+
+  constructor(private readonly options: TurnEventFollowerOptions) {
+    this.hub = options.hub;
+    this.pollMs = options.pollMs ?? DEFAULT_EVENT_POLL_MS;
+    this.followMaxMs = options.followMaxMs ?? DEFAULT_FOLLOW_MAX_MS;
+  }
+
+  /**
+   * The turn's events after `afterId`, until its final event (`done`, `failed`, or `approval_requested` while it waits), `signal`, the
+   * follow's time limit, or the turn's deletion. A turn already finished yields what is stored and
+   * its final event; a turn not begun yet is waited for.
+   */
+  async *follow(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
+    const stop = AbortSignal.any([signal, AbortSignal.timeout(this.followMaxMs)]);
+    let last = afterId;
+    // The store is read at the start and whenever the hub stayed quiet for a poll period, never per live event.
+    let quiet = true;
+    let seen = false;
+    while (!stop.aborted) {
+      const wait = this.hub.next(turnId);
+      try {
+        let events = this.hub.after(turnId, last);
+        if (events.length === 0 && quiet) events = await this.options.store.after(turnId, last);
+        for (const event of events) {
+          yield event;
+          last = event.id;
+          if (isFinalEvent(event)) return;
+        }
+        if (events.length > 0) continue;
+        if (quiet) {
+          const turn = await this.options.turns.get(turnId);
+          // A turn about to begin has no record yet; one that had a record and lost it was deleted.
+          if (!turn && seen) return;
+          seen ||= turn !== null;
+          const final = turn ? finalEventOf(turn) : undefined;
+          // The runner stores its final event right after the record: read once more before inventing one.
+          if (final) {
+            if ((await this.options.store.after(turnId, last)).length > 0) continue;
+            yield { ...final, id: last + 1 } as TurnEvent;
+            return;
+          }
+        }
+        const woken = new AbortController();
+        quiet = await Promise.race([wait.promise.then(() => false), sleep(this.pollMs, AbortSignal.any([stop, woken.signal])).then(() => true)]);
+        woken.abort();
+      } finally {
+        wait.cancel();
+      }
+    }
+  }
+}

@@ -1,0 +1,41 @@
+import type { Usage } from "../store/turn-record.js";
+
+/**
+ * What a turn tells whoever watches it, in order: every channel (SSE, Slack, Teams, the console)
+ * renders these same events (docs/streaming.md). `id` counts up from 1 within a turn, across its
+ * attempts, so a client that reconnects names the last one it saw.
+ */
+export type TurnEventBody =
+  /** A model call begins; `modelCall` counts from 0 within the turn. */
+  | { type: "progress"; step: "model"; modelCall: number }
+  | { type: "tool_started"; tool: string; toolCallId: string }
+  | { type: "tool_finished"; tool: string; toolCallId: string; status: "success" | "error" }
+  /** Answer text as the model writes it; the answer is the text of the turn's last model call. */
+  | { type: "text"; modelCall: number; delta: string }
+  /**
+   * The turn paused: these calls wait for a person's decision (docs/approvals.md). It ends this
+   * stream; once they are decided, the turn continues under the same id and its events follow this one.
+   */
+  | { type: "approval_requested"; approvals: { approvalId: string; toolCallId: string; tool: string; expiresAt: string }[] }
+  | { type: "done"; answer: string; usage: Usage }
+  | { type: "failed"; code: string; message: string };
+
+export type TurnEvent = TurnEventBody & { id: number };
+
+export type TurnEventType = TurnEventBody["type"];
+
+/** The event names, as SSE and the OpenAPI document give them. */
+export const TURN_EVENT_TYPES = [
+  "progress",
+  "tool_started",
+  "tool_finished",
+  "text",
+  "approval_requested",
+  "done",
+  "failed",
+] as const satisfies readonly TurnEventType[];
+
+/** Events after which a turn says nothing more (`approval_requested`: until its calls are decided). */
+export function isFinalEvent(event: TurnEventBody): boolean {
+  return event.type === "done" || event.type === "failed" || event.type === "approval_requested";
+}

@@ -1,0 +1,189 @@
+import { z } from "zod";
+import { assertCanStream, lastEventId, wantsEventStream } from "../../lib/api/event-stream.js";
+import type { HttpRequest } from "../../lib/api/http.js";
+import { turnStreamEvents } from "../../lib/api/schemas.js";
+import { NotAcceptableError, ValidationError } from "../../lib/errors.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
+import { startTestServer, type TestServer } from "../support/api-client.js";
+import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
+import { Gate } from "../support/gate.js";
+import { openEventStream, type SseEvent } from "../support/sse-client.js";
+
+/** The tool the "wait" question calls: it holds the turn until the test opens the gate. */
+let toolGate = new Gate();
+const waitTool: ToolDefinition = {
+  name: "wait_for_test",
+  description: "Waits until the test lets it finish.",
+  schema: z.object({}),
+  sideEffects: false,
+  run: async () => {
+    await toolGate.pass();
+    return "finished waiting";
+  },
+};
+
+function respond(request: ConverseRequest): ScriptedReply {
+  const question = lastUserText(request);
+  const toolResults = request.messages.at(-1)!.content.some((b) => "toolResult" in b);
+  if (question.includes("wait") && !toolResults) return { text: "Waiting now.", toolUses: [{ name: "wait_for_test", input: {} }] };
+  if (question.includes("break"))
+    return { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 2 } };
+  return { text: "The answer has five words." };
+}
+
+let converse: ConverseEndpoint;
+let api: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  converse = await startConverseEndpoint({ respond });
+  for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
+  api = await startTestServer({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "m" }, { app: { tools: [waitTool] } });
+  token = await api.token("ada");
+});
+
+afterAll(async () => {
+  await api?.close();
+  await converse?.close();
+  vi.unstubAllEnvs();
+});
+
+async function newConversation(): Promise<string> {
+  return (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
+}
+
+function ask(conversationId: string, content: string, headers: Record<string, string> = {}) {
+  return openEventStream(`${api.url}/v1/conversations/${conversationId}/messages`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "text/event-stream", ...headers },
+    body: JSON.stringify({ content }),
+  });
+}
+
+function follow(conversationId: string, turnId: string, lastId?: string) {
+  return openEventStream(`${api.url}/v1/conversations/${conversationId}/turns/${turnId}/events`, {
+    headers: { authorization: `Bearer ${token}`, ...(lastId ? { "last-event-id": lastId } : {}) },
+  });
+}
+
+/** Every event's data as the OpenAPI document describes it, by its name. */
+function assertDocumented(events: SseEvent[]): void {
+  for (const e of events) turnStreamEvents[e.event as keyof typeof turnStreamEvents].parse(e.data);
+}
+
+const text = (events: SseEvent[]) =>
+  events
+    .filter((e) => e.event === "text")
+    .map((e) => e.data.delta as string)
+    .join("");
+
+describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", () => {
+  it("returns the turn, its progress, the answer's text deltas and done, as documented", async () => {
+    const stream = await ask(await newConversation(), "Hello there");
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const events = await stream.rest();
+    assertDocumented(events);
+    expect(events.map((e) => e.event)).toEqual(["turn", "progress", "text", "text", "text", "text", "text", "done"]);
+    expect(text(events)).toBe("The answer has five words.");
+    expect(events.at(-1)!.data.answer).toBe("The answer has five words.");
+    expect(events.slice(1).map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it("returns the text before a model error mid-stream, then failed, and records the turn as failed", async () => {
+    const conversationId = await newConversation();
+    const events = await (await ask(conversationId, "break it")).rest();
+    assertDocumented(events);
+    expect(events.map((e) => e.event)).toEqual(["turn", "progress", "text", "text", "failed"]);
+    expect(text(events)).toBe("This will ");
+    expect(events.at(-1)!.data).toEqual({ code: "ModelStreamErrorException", message: "the turn failed" });
+    const turn = await api.call("GET", events[0].data.location, { token });
+    expect(turn.body).toMatchObject({ status: "failed", error: { code: "ModelStreamErrorException" } });
+  });
+
+  it("finishes and records a turn whose client went away, which GET .../events then continues after Last-Event-ID", async () => {
+    toolGate = new Gate();
+    const conversationId = await newConversation();
+    const stream = await ask(conversationId, "wait for me");
+    const seen: SseEvent[] = [];
+    for (let e = await stream.next(); e && e.event !== "tool_started"; e = await stream.next()) seen.push(e);
+    await toolGate.reached;
+    stream.close();
+    const { turnId } = seen[0].data;
+    toolGate.open();
+    const lastId = seen.at(-1)!.id!;
+    const rest = await (await follow(conversationId, turnId, lastId)).rest();
+    assertDocumented(rest);
+    expect(rest.map((e) => e.event)).toEqual(["turn", "tool_started", "tool_finished", "progress", "text", "text", "text", "text", "text", "done"]);
+    expect(Number(rest[1].id)).toBe(Number(lastId) + 1);
+    expect(text(rest)).toBe("The answer has five words.");
+    const turn = await api.call("GET", `/v1/conversations/${conversationId}/turns/${turnId}`, { token });
+    expect(turn.body).toMatchObject({ status: "completed", answer: "The answer has five words." });
+  });
+
+  it("returns the same events again to a repeat with the same Idempotency-Key, without a second turn", async () => {
+    const conversationId = await newConversation();
+    const first = await (await ask(conversationId, "Hello again", { "idempotency-key": "k1" })).rest();
+    const again = await (await ask(conversationId, "Hello again", { "idempotency-key": "k1" })).rest();
+    expect(again).toEqual(first);
+    expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello again")).toHaveLength(1);
+  });
+
+  it("returns 400 and runs no turn for a Last-Event-ID that is not an id", async () => {
+    const conversationId = await newConversation();
+    const res = await api.call("POST", `/v1/conversations/${conversationId}/messages`, {
+      token,
+      json: { content: "never asked" },
+      headers: { accept: "text/event-stream", "last-event-id": "x1" },
+    });
+    expect(res).toMatchObject({ status: 400, body: { error: { code: "invalid_request" } } });
+    expect((await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body.turns).toEqual([]);
+  });
+});
+
+describe("GET /v1/conversations/{id}/turns/{turnId}/events", () => {
+  it("returns a finished turn's events after Last-Event-ID, from the store", async () => {
+    const conversationId = await newConversation();
+    const all = await (await ask(conversationId, "Hello there")).rest();
+    const after = await (await follow(conversationId, all[0].data.turnId, "3")).rest();
+    expect(after.slice(1)).toEqual(all.slice(4));
+  });
+
+  it("returns 404 for another caller's turn", async () => {
+    const conversationId = await newConversation();
+    const all = await (await ask(conversationId, "Hello there")).rest();
+    const other = await api.token("bob");
+    const res = await api.call("GET", `/v1/conversations/${conversationId}/turns/${all[0].data.turnId}/events`, { token: other });
+    expect(res.status).toBe(404);
+  });
+});
+
+describe("event-stream", () => {
+  const request = (headers: Record<string, string>, canStream = true): HttpRequest => ({ method: "POST", path: "/", headers, query: {}, canStream });
+
+  describe("wantsEventStream", () => {
+    it("returns true for text/event-stream among other media ranges", () => {
+      expect(wantsEventStream(request({ accept: "application/json;q=0.5, Text/Event-Stream" }))).toBe(true);
+    });
+
+    it("returns false for a JSON client", () => {
+      expect(wantsEventStream(request({ accept: "application/json" }))).toBe(false);
+    });
+
+    it("throws NotAcceptableError where the adapter cannot stream", () => {
+      expect(() => wantsEventStream(request({ accept: "text/event-stream" }, false))).toThrow(NotAcceptableError);
+      expect(() => assertCanStream(request({}, false))).toThrow(NotAcceptableError);
+    });
+  });
+
+  describe("lastEventId", () => {
+    it("returns 0 without the header and the id with it", () => {
+      expect(lastEventId(request({}))).toBe(0);
+      expect(lastEventId(request({ "last-event-id": " 42 " }))).toBe(42);
+    });
+
+    it("throws ValidationError for an id that is not digits or too long", () => {
+      for (const id of ["-1", "1e3", "1234567890"]) expect(() => lastEventId(request({ "last-event-id": id }))).toThrow(ValidationError);
+    });
+  });
+});
