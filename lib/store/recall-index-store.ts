@@ -51,8 +51,8 @@ export interface RecallEntry {
 
 /**
  * Up to `segmentTurns` entries, packed: one tab-separated line per turn (number, time, length,
- * `term:count` pairs) and one float32 vector per turn (empty when the turn has no embedding). Few,
- * compact documents keep a search to one small read per hundred turns.
+ * `term:count` pairs) and one vector per turn (empty when the turn has no embedding). Few, compact
+ * documents keep a search to one small read per hundred turns.
  */
 interface RecallSegmentDocument {
   /** `${conversationId}:${segment}` */
@@ -84,6 +84,25 @@ function encodeEntry(entry: Omit<RecallEntry, "turnId" | "vector">): string {
   return `${entry.turnNumber}\t${entry.at.getTime()}\t${entry.length}\t${terms}`;
 }
 
+/**
+ * A vector as BSON's int8 vector (subtype 9), scaled so its largest component is ±127: a quarter of
+ * float32's bytes, which is most of what a search reads, and cosine ignores the scale.
+ */
+function encodeVector(vector: Float32Array | undefined): Binary {
+  if (!vector) return new Binary(Buffer.alloc(0));
+  const largest = vector.reduce((max, v) => Math.max(max, Math.abs(v)), 0);
+  const scale = largest === 0 ? 0 : 127 / largest;
+  return Binary.fromInt8Array(Int8Array.from(vector, (v) => Math.round(v * scale)));
+}
+
+function decodeVector(binary: Binary | undefined): Float32Array | undefined {
+  if (!binary || binary.length() === 0) return undefined;
+  if (binary.sub_type === Binary.SUBTYPE_VECTOR) return Float32Array.from(binary.toInt8Array());
+  // Written as raw float32 before int8 vectors. Copied: a Float32Array needs 4-byte alignment, which a slice of a BSON buffer does not promise.
+  const bytes = binary.buffer;
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+}
+
 function decodeEntry(line: string, turnId: string, vector: Binary | undefined): RecallEntry {
   const [turnNumber, at, length, pairs] = line.split("\t");
   const terms = new Map<string, number>();
@@ -92,9 +111,8 @@ function decodeEntry(line: string, turnId: string, vector: Binary | undefined): 
     terms.set(pair.slice(0, colon), Number(pair.slice(colon + 1)));
   }
   const entry: RecallEntry = { turnId, turnNumber: Number(turnNumber), at: new Date(Number(at)), length: Number(length), terms };
-  const bytes = vector?.buffer;
-  // Copied: a Float32Array needs 4-byte alignment, which a slice of a BSON buffer does not promise.
-  if (bytes && bytes.byteLength > 0) entry.vector = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  const decoded = decodeVector(vector);
+  if (decoded) entry.vector = decoded;
   return entry;
 }
 
@@ -144,7 +162,7 @@ export class RecallIndexStore {
     const segment = Math.floor((record.turnNumber - 1) / this.segmentTurns);
     const _id = `${record.conversationId}:${segment}`;
     const line = encodeEntry({ turnNumber: record.turnNumber, at: record.at, ...entry });
-    const vector = new Binary(entry.vector ? Buffer.from(entry.vector.buffer, entry.vector.byteOffset, entry.vector.byteLength) : Buffer.alloc(0));
+    const vector = encodeVector(entry.vector);
     for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
       const current = await this.segments.findOne({ _id });
       if (current?.turnIds.includes(record._id)) return;

@@ -15,7 +15,7 @@ const prod = {
   bedrockFoundationModelId: "anthropic.claude-sonnet-4-20250514-v1:0",
 };
 
-/** Every AWS tool engine on, with each kind of wildcard the Athena grants need. */
+/** Every AWS tool engine on, with each kind of wildcard the Athena grants need, and recall's embeddings model. */
 const tools = {
   athenaWorkgroup: "analytics",
   athenaDatabase: "sales",
@@ -27,6 +27,7 @@ const tools = {
   powerBiDatasetId: "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d",
   followUpWebhookUrl: "https://hooks.example.com/follow-ups",
   toolRoles: '{"create_follow_up":["analyst"]}',
+  recallEmbeddingsModelId: "amazon.titan-embed-text-v2:0",
 };
 const ATHENA_WILDCARDS = [
   "Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/sales/*",

@@ -204,6 +204,15 @@ describe("stage-config", () => {
       expect(issuesOf({ ...athena, athenaSchemaDescription: long })).toEqual(["athenaSchemaDescription"]);
     });
 
+    it("returns the recall embeddings model when one is given, and none by default", () => {
+      expect(read({ recallEmbeddingsModelId: "amazon.titan-embed-text-v2:0" }).recallEmbeddingsModelId).toBe("amazon.titan-embed-text-v2:0");
+      expect(read({}).recallEmbeddingsModelId).toBeUndefined();
+    });
+
+    it("throws when recallEmbeddingsModelId is not a Titan Text Embeddings V2 model, whose request format search speaks", () => {
+      expect(issuesOf({ recallEmbeddingsModelId: "cohere.embed-english-v3" })).toEqual(["recallEmbeddingsModelId"]);
+    });
+
     it("throws when knowledgeBaseRegion comes without knowledgeBaseId", () => {
       expect(issuesOf({ knowledgeBaseRegion: "eu-central-1" })).toEqual(["knowledgeBaseRegion"]);
     });

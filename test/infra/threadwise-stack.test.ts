@@ -201,6 +201,26 @@ describe("ThreadwiseStack", () => {
       }
     });
 
+    it("sets no embeddings model and grants none while recallEmbeddingsModelId is unset", () => {
+      for (const env of Object.values(environmentsOf(template))) expect(env.RECALL_EMBEDDINGS_MODEL_ID).toBeUndefined();
+    });
+
+    it("lets the api and the worker invoke the recall embeddings model, that model only, and tells them its id", () => {
+      const embeddings = synthTemplate({ context: { ...prodContext, recallEmbeddingsModelId: "amazon.titan-embed-text-v2:0" } });
+      const environments = environmentsOf(embeddings);
+      for (const fn of ["Api", "Worker"]) {
+        expect(grantsOf(embeddings, fn, ["bedrock"])).toContainEqual({
+          actions: ["bedrock:InvokeModel"],
+          resources: [`${ARN}:bedrock:\${AWS::Region}::foundation-model/amazon.titan-embed-text-v2:0`],
+        });
+        expect(environments[fn.toLowerCase()].RECALL_EMBEDDINGS_MODEL_ID).toBe("amazon.titan-embed-text-v2:0");
+      }
+      for (const fn of ["Slack", "Teams", "Setup"]) {
+        expect(actionsOf(statementsOf(embeddings, fn)).filter((a) => a.startsWith("bedrock:"))).toEqual([]);
+        expect(environments[fn.toLowerCase()].RECALL_EMBEDDINGS_MODEL_ID).toBeUndefined();
+      }
+    });
+
     it("gives the webhook functions no Bedrock access", () => {
       for (const fn of ["Slack", "Teams"]) {
         expect(actionsOf(statementsOf(template, fn)).filter((a) => a.startsWith("bedrock:"))).toEqual([]);

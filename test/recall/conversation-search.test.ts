@@ -29,7 +29,9 @@ const DISTRACTORS = [
   "Translate the welcome email into Spanish for the Madrid hires.",
 ];
 
-async function addTurns(conversationId: string, questions: string[], withVectors: boolean): Promise<RecallTurnDocument[]> {
+/** Adds the turns, with vectors from the embeddings stand-in (`true`) or from the given embedder. */
+async function addTurns(conversationId: string, questions: string[], withVectors: boolean | Embedder): Promise<RecallTurnDocument[]> {
+  const using = withVectors === true ? embedder : withVectors || undefined;
   const records: RecallTurnDocument[] = [];
   for (const [i, question] of questions.entries()) {
     const record: RecallTurnDocument = {
@@ -44,7 +46,7 @@ async function addTurns(conversationId: string, questions: string[], withVectors
     };
     const terms = termFrequencies(recallText(record));
     const length = [...terms.values()].reduce((a, b) => a + b, 0);
-    await store.add(record, { length, terms, vector: withVectors ? await embedder.embed(recallText(record)) : undefined }, heldFence(record.conversationId));
+    await store.add(record, { length, terms, vector: using ? await using.embed(recallText(record)) : undefined }, heldFence(record.conversationId));
     records.push(record);
   }
   return records;
@@ -148,6 +150,29 @@ describe("ConversationSearch", () => {
         visibleTurns: 0,
       });
       expect(semantic.hits[0]).toMatchObject({ record: { _id: vectors[0]._id }, lexical: 0 });
+    });
+
+    it("returns the best semantic match before a turn that shares only a common word with the query", async () => {
+      // Vectors by hand, keyed by question: the paraphrase points the query's way, the turn that shares "month" away from it.
+      const vectors: Record<string, number[]> = {
+        "Which month do incentive payments arrive?": [1, 0],
+        "Bonuses are paid out in March.": [0.9, 0.1],
+        "The month report is late.": [0.2, 0.8],
+        "Lunch was fine.": [0, 1],
+      };
+      const keyed: Embedder = { modelId: "keyed", embed: async (text) => new Float32Array(vectors[text.split("\n")[0]]) };
+      await addTurns("common-word", ["Bonuses are paid out in March.", "The month report is late.", "Lunch was fine."], keyed);
+      const outcome = await new ConversationSearch({ index: store, embedder: keyed }).search({
+        conversationId: "common-word",
+        query: "Which month do incentive payments arrive?",
+        limit: 3,
+        visibleTurns: 0,
+      });
+      expect(outcome.hits.map((h) => [h.record.turnNumber, h.lexical > 0])).toEqual([
+        [1, false],
+        [2, true],
+        [3, false],
+      ]);
     });
 
     it("logs the model and the error's name, not the query, when the query cannot be embedded", async () => {

