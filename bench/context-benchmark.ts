@@ -3,7 +3,8 @@
  * model view (`buildModelView` with the default policy) against full replay (every stored message
  * with every tool output inline, as stock LangGraph sends it), and the time to build the view.
  *
- *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --write (results to bench/results)]
+ *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --block-turns 6 (VIEW_HISTORY_BLOCK_TURNS)]
+ *     [-- --stable-ttl 5m|1h] [-- --turn-ttl 5m|1h (PROMPT_CACHE_STABLE_TTL, PROMPT_CACHE_TURN_TTL)] [-- --write (results to bench/results)]
  *
  * The view measured is the product's default: history in blocks of turns, cache points. Every model
  * call is also sent three ways to the local Converse endpoint with the simulated prompt cache
@@ -41,6 +42,7 @@ import { prng } from "../lib/prng.js";
 import {
   CALL_GAP_MS,
   CacheComparison,
+  costBreakdown,
   costChart,
   TURN_GAP_MS,
   summarize,
@@ -207,7 +209,10 @@ function countEveryText(messages: readonly BaseMessage[]): void {
 
 async function runConversation(turns: number, seed: number, policy: ModelViewPolicy, comparisonPolicy: ModelViewPolicy): Promise<Run> {
   const random = prng(seed);
-  const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1);
+  const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1, {
+    historyBlockTurns: policy.historyBlockTurns ?? DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+    cache: policy.cache ?? { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
+  });
   const state: BaseMessage[] = [];
   const fixedTokens = countMessageTokens(new SystemMessage(policy.systemPrompt)) + (policy.toolSchemaTokens ?? 0);
   // Stock replay sends every message with its output inline; kept as a running sum.
@@ -493,8 +498,14 @@ function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoa
       `Model calls are ${CALL_GAP_MS / 1_000} s apart within a turn and turns ${TURN_GAP_MS.min / 1_000}–${TURN_GAP_MS.max / 1_000} s apart (log-uniform), ` +
       "so a few turns find the 5-minute cache expired. Dollars are Claude Sonnet 4's Bedrock on-demand prices (`DEFAULT_MODEL_PRICES`). " +
       '"Best any cache placement could do" prices the same requests as if every token an earlier request already held were read from cache ' +
-      "and every other one paid once at the input price (no minimum per checkpoint, no limit on points, no " +
-      "expiry): the floor no layout of that view goes below.",
+      "and every other one paid once at the input price (no minimum per checkpoint, no limit on points, no expiry): " +
+      "the floor no layout of that view goes below. " +
+      '"Least any caching of the same content could cost" prices each distinct content block the variant sent, wherever it stood, once at the input price ' +
+      "if one request sent it, else written once and read by every other request that sent it (Bedrock reads only what was written), whichever is cheaper, " +
+      "the tool schemas and framing read after the first call: on today's view, the least any view showing the same turns and outputs can cost. " +
+      "The second table splits each variant's dollars per turn (as shares of today's): output; input read from cache; written and read by a later call; " +
+      "written in a turn's last call after its previous call's end (tool results the next turn condenses away, which no call reads); not cached; " +
+      "and counts the first calls that found nothing to read because the history block moved or the 5-minute cache had expired.",
     "",
   );
   for (const run of runs) {
@@ -524,6 +535,8 @@ function markdown(runs: Run[], policy: ModelViewPolicy, seed: number, encoderLoa
       ...cacheTable(cacheSummaries(run)),
       "",
       cacheNote(cacheSummaries(run)),
+      "",
+      ...breakdownTable(run),
       "",
     );
   }
@@ -633,16 +646,36 @@ function cacheTable(summaries: CacheSummary[]): string[] {
   const today = summaries.find((s) => s.key === "today") as CacheSummary;
   const rows = [
     "| view | model calls | input tokens per call (Claude) | read from cache | written to cache | dollars per " +
-      "turn | vs today | best any cache placement could do, vs today | largest input (Claude tokens) | estimate " +
-      "error, calls 1–3 / from call 4 |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      "turn | vs today | best any cache placement could do, vs today | least any caching of the same content could " +
+      "cost, vs today | largest input (Claude tokens) | estimate error, calls 1–3 / from call 4 |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const s of summaries) {
     rows.push(
       `| ${VARIANT_LABELS[s.key]} | ${fmt(s.calls)} | ${fmt(Math.round(s.inputTokensPerCall))} | ` +
         `${pct(s.cachedShare)} | ${pct(s.writtenShare)} | $${s.dollarsPerTurn.toFixed(4)} | ` +
         `${pct(s.dollarsPerTurn / today.dollarsPerTurn)} | ${pct(s.floorDollarsPerTurn / today.dollarsPerTurn)} | ` +
+        `${pct(s.contentFloorDollarsPerTurn / today.dollarsPerTurn)} | ` +
         `${fmt(s.maxInputTokens)} | ${pct(s.maxErrorFirstThree)} / ${pct(s.maxErrorAfterThird)} |`,
+    );
+  }
+  return rows;
+}
+
+/** Where each variant's dollars per turn go, as shares of today's cost per turn, and the calls that found nothing to read. */
+function breakdownTable(run: Run): string[] {
+  const today = summaryOf(cacheSummaries(run), "today").dollarsPerTurn;
+  const rows = [
+    "| view | output | read from cache | written, read later | written, never read | not cached | " +
+      "first calls after the block moved | first calls after the cache expired (tokens written again) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const variant of run.cache) {
+    const b = costBreakdown(variant, run.turns);
+    const share = (dollars: number) => pct(dollars / today);
+    rows.push(
+      `| ${VARIANT_LABELS[variant.key]} | ${share(b.output)} | ${share(b.read)} | ${share(b.writtenThenRead)} | ` +
+        `${share(b.writtenNeverRead)} | ${share(b.notCached)} | ${b.blockMoves} | ${b.expired} (${fmt(b.expiredTokens)}) |`,
     );
   }
   return rows;
@@ -650,8 +683,24 @@ function cacheTable(summaries: CacheSummary[]): string[] {
 
 const pct = (share: number) => `${(share * 100).toFixed(1)} %`;
 
+/** A TTL option: `5m` or `1h`, else the default. */
+function ttl(value: string | undefined): "5m" | "1h" {
+  if (value === undefined) return DEFAULT_PROMPT_CACHE_TTL;
+  if (value !== "5m" && value !== "1h") throw new Error(`a TTL is 5m or 1h, not ${value}`);
+  return value;
+}
+
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { seed: { type: "string", default: "7" }, turns: { type: "string" }, write: { type: "boolean", default: false } } });
+  const { values } = parseArgs({
+    options: {
+      seed: { type: "string", default: "7" },
+      turns: { type: "string" },
+      "block-turns": { type: "string" },
+      "stable-ttl": { type: "string" },
+      "turn-ttl": { type: "string" },
+      write: { type: "boolean", default: false },
+    },
+  });
   const seed = Number(values.seed);
   const conversations = values.turns ? [Number(values.turns)] : CONVERSATION_TURNS;
   let started = performance.now();
@@ -668,8 +717,12 @@ async function main(): Promise<void> {
   // The product's default view (in cl100k tokens, as the shaped-view figures have always been).
   const policy: ModelViewPolicy = {
     ...comparisonPolicy,
-    historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
-    cache: { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
+    historyBlockTurns: values["block-turns"] ? Number(values["block-turns"]) : DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
+    cache: {
+      minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS,
+      stableTtl: ttl(values["stable-ttl"]),
+      turnTtl: ttl(values["turn-ttl"]),
+    },
   };
   const runs: Run[] = [];
   for (const turns of conversations) {
@@ -681,7 +734,7 @@ async function main(): Promise<void> {
     console.log(
       `\nbuild at turn ${turns}: live ${measured(run.lastTurnLive)}; rehydrated ${measured(run.lastTurnRehydrated)}; cold +${measured(run.lastTurnCold)}`,
     );
-    console.log(`\n${cacheTable(cacheSummaries(run)).join("\n")}\n\n${cacheNote(cacheSummaries(run))}`);
+    console.log(`\n${cacheTable(cacheSummaries(run)).join("\n")}\n\n${cacheNote(cacheSummaries(run))}\n\n${breakdownTable(run).join("\n")}`);
   }
   const v = verdicts(runs, policy.totalBudget);
   console.log(

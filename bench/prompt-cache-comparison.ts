@@ -13,11 +13,19 @@ import { ChatBedrockConverse } from "@langchain/aws";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { reportedUsage } from "../lib/agent/model-usage.js";
-import { DEFAULT_MODEL_PRICES, DEFAULT_PROMPT_CACHE_MIN_TOKENS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS, priceOf } from "../lib/config/config.js";
+import { DEFAULT_MODEL_PRICES, DEFAULT_PROMPT_CACHE_MIN_TOKENS, priceOf } from "../lib/config/config.js";
 import { ContextBudgetExceededError } from "../lib/errors.js";
 import { buildModelView, estimateError, TokenCalibration, withCachePoints, type ModelViewPolicy } from "../lib/model-view/index.js";
 import { prng } from "../lib/prng.js";
-import { prefixesOf, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../test/support/converse-endpoint.js";
+import { countClaudeTokens } from "../test/support/claude-tokens.js";
+import {
+  blockText,
+  prefixesOf,
+  startConverseEndpoint,
+  type ConverseEndpoint,
+  type ConverseRequest,
+  type ScriptedReply,
+} from "../test/support/converse-endpoint.js";
 
 export const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 const PRICE = priceOf(DEFAULT_MODEL_PRICES, MODEL_ID)!;
@@ -53,12 +61,22 @@ export interface BilledCall {
   cachePoints: number;
   /** The longest prefix this request shares with any earlier request of the conversation: what any cache could have read. */
   sharedTokens: number;
+  /** Input tokens outside the request's content blocks (tool schemas, tool-use system prompt, message framing). */
+  otherTokens: number;
+}
+
+/** A content block (system text, question, answer, tool use, tool result) the requests of a conversation sent, and how many of them did. */
+export interface SentBlock {
+  tokens: number;
+  requests: number;
 }
 
 export interface VariantRun {
   key: VariantKey;
   calls: BilledCall[];
   budgetErrors: number;
+  /** Every distinct content block the variant sent, by its role and content. */
+  blocks: Map<string, SentBlock>;
 }
 
 interface Variant extends VariantRun {
@@ -72,6 +90,26 @@ interface Variant extends VariantRun {
 function cachePointsOf(body: ConverseRequest): number {
   const blocks = [...(body.toolConfig?.tools ?? []), ...(body.system ?? []), ...body.messages.flatMap((m) => m.content)];
   return blocks.filter((b) => "cachePoint" in b).length;
+}
+
+/** Counts the request's distinct content blocks into `blocks`; returns their tokens (cache points left out). */
+function countBlocks(blocks: Map<string, SentBlock>, body: ConverseRequest): number {
+  const parts = [
+    ...(body.system ?? []).flatMap((b) => ("text" in b ? [{ role: "system", text: b.text, block: b }] : [])),
+    ...body.messages.flatMap((m) => m.content.flatMap((b) => ("cachePoint" in b ? [] : [{ role: m.role, text: blockText(b), block: b }]))),
+  ];
+  const seen = new Set<string>();
+  let tokens = 0;
+  for (const part of parts) {
+    const key = `${part.role}\u0000${JSON.stringify(part.block)}`;
+    const block = blocks.get(key) ?? { tokens: countClaudeTokens(part.text), requests: 0 };
+    tokens += block.tokens;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    block.requests++;
+    blocks.set(key, block);
+  }
+  return tokens;
 }
 
 function scripted(reply: AIMessage): ScriptedReply {
@@ -91,12 +129,21 @@ export class CacheComparison {
     private readonly policy: ModelViewPolicy,
     private readonly tools: unknown[],
     seed: number,
+    private readonly layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">>,
   ) {
     this.gaps = prng(seed);
   }
 
-  /** Starts one endpoint per variant; `policy` is the product's default view policy (before this change's settings). */
-  static async start(policy: ModelViewPolicy, tools: unknown[], seed: number): Promise<CacheComparison> {
+  /**
+   * Starts one endpoint per variant; `policy` is today's view policy, which the cache-stable view gives `layout`
+   * (blocks, cache points) and the calibration.
+   */
+  static async start(
+    policy: ModelViewPolicy,
+    tools: unknown[],
+    seed: number,
+    layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">>,
+  ): Promise<CacheComparison> {
     const variants: Variant[] = [];
     let comparison: CacheComparison | undefined;
     for (const key of VARIANTS) {
@@ -107,9 +154,9 @@ export class CacheComparison {
       const credentials = { accessKeyId: "AKIDLOCALBENCH", secretAccessKey: "local-bench-secret" };
       const client = new BedrockRuntimeClient({ region: "us-east-1", endpoint: endpoint.url, credentials });
       const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 2_048, temperature: 0, client });
-      variants.push({ key, endpoint, client, model, calls: [], budgetErrors: 0, sent: new Set() });
+      variants.push({ key, endpoint, client, model, calls: [], budgetErrors: 0, sent: new Set(), blocks: new Map() });
     }
-    comparison = new CacheComparison(variants, policy, tools, seed);
+    comparison = new CacheComparison(variants, policy, tools, seed, layout);
     return comparison;
   }
 
@@ -131,8 +178,7 @@ export class CacheComparison {
     const policy: ModelViewPolicy = stable
       ? {
           ...this.policy,
-          historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
-          cache: { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: "5m", turnTtl: "5m" },
+          ...this.layout,
           tokenEstimate: this.calibration.estimate(MODEL_ID),
         }
       : { ...this.policy, historyBlockTurns: 1 };
@@ -155,6 +201,7 @@ export class CacheComparison {
     const prefixes = request.body ? prefixesOf(request.body) : [];
     const shared = prefixes.findLast((p) => variant.sent.has(p.key))?.tokens ?? 0;
     for (const p of prefixes) variant.sent.add(p.key);
+    const blockTokens = request.body ? countBlocks(variant.blocks, request.body) : 0;
     variant.calls.push({
       turn,
       call,
@@ -169,11 +216,12 @@ export class CacheComparison {
       margin: view.stats.tokenEstimate.margin,
       cachePoints: request.body ? cachePointsOf(request.body) : 0,
       sharedTokens: shared,
+      otherTokens: usage.inputTokens - blockTokens,
     });
   }
 
   results(): VariantRun[] {
-    return this.variants.map(({ key, calls, budgetErrors }) => ({ key, calls, budgetErrors }));
+    return this.variants.map(({ key, calls, budgetErrors, blocks }) => ({ key, calls, budgetErrors, blocks }));
   }
 
   async close(): Promise<void> {
@@ -202,6 +250,13 @@ export interface CacheSummary {
   floorDollarsPerTurn: number;
   /** The most any placement could read from cache: the share of input tokens an earlier request already held. */
   sharedShare: number;
+  /**
+   * The least any caching of the same content could cost, wherever each block stood: each distinct content
+   * block paid once at the input price if one request sent it, else written once and read by every other
+   * request that sent it (Bedrock reads only what a request wrote), whichever is cheaper; the tokens
+   * outside the blocks (tool schemas, framing) read from cache after the first call; no minimum, no expiry.
+   */
+  contentFloorDollarsPerTurn: number;
   inputTokensPerCall: number;
   maxInputTokens: number;
   /** Largest |estimate error| from the fourth call on. */
@@ -227,12 +282,70 @@ export function summarize(run: VariantRun, turns: number): CacheSummary {
     sharedShare: sum((c) => c.sharedTokens) / inputTokens,
     floorDollarsPerTurn:
       sum((c) => c.outputTokens * PRICE.output + c.sharedTokens * PRICE.cacheRead + (c.inputTokens - c.sharedTokens) * PRICE.input) / 1_000_000 / turns,
+    contentFloorDollarsPerTurn: contentFloor(run) / 1_000_000 / turns,
     inputTokensPerCall: inputTokens / run.calls.length,
     maxInputTokens: Math.max(...run.calls.map((c) => c.inputTokens)),
     maxErrorAfterThird: Math.max(0, ...errors.slice(3)),
     maxErrorFirstThree: Math.max(0, ...errors.slice(0, 3)),
     budgetErrors: run.budgetErrors,
   };
+}
+
+/** Where a variant's dollars per turn go, by kind of token, and the calls that found nothing to read. */
+export interface CostBreakdown {
+  output: number;
+  read: number;
+  /** Writes a later call could read: every write but those below. */
+  writtenThenRead: number;
+  /** Writes of a turn's last call after its previous call's end (the tool results the next turn condenses away): no call reads them. */
+  writtenNeverRead: number;
+  /** Input neither read nor written: requests or tails under the minimum per checkpoint, and views without cache points. */
+  notCached: number;
+  /** First calls of a turn whose prefix shared with earlier requests stops at the tools and system prompt: the history block moved. */
+  blockMoves: number;
+  /** First calls that shared at least `DEFAULT_PROMPT_CACHE_MIN_TOKENS` with an earlier request and read none of it: the entry had expired. */
+  expired: number;
+  /** Tokens of the calls counted in `expired`, written again. */
+  expiredTokens: number;
+}
+
+export function costBreakdown(run: VariantRun, turns: number): CostBreakdown {
+  const perTurn = (dollarsPerMillion: number) => dollarsPerMillion / 1_000_000 / turns;
+  const sum = (calls: BilledCall[], pick: (c: BilledCall) => number) => calls.reduce((n, c) => n + pick(c), 0);
+  const notCached = (c: BilledCall) => c.inputTokens - c.cacheReadTokens - c.cacheWriteTokens;
+  // What the writes cost, whatever their TTL: the call's cost less everything else in it.
+  const writes = (c: BilledCall) =>
+    c.cacheWriteTokens === 0 ? 0 : c.costUsd * 1_000_000 - c.outputTokens * PRICE.output - c.cacheReadTokens * PRICE.cacheRead - notCached(c) * PRICE.input;
+  const last = new Map(run.calls.map((c) => [c.turn, c]));
+  const neverRead = sum(
+    run.calls.filter((c) => c.call > 1 && last.get(c.turn) === c),
+    writes,
+  );
+  const firstCalls = run.calls.filter((c) => c.call === 1);
+  const systemShared = Math.min(...firstCalls.filter((c) => c.sharedTokens > 0).map((c) => c.sharedTokens));
+  const expired = firstCalls.filter((c) => c.sharedTokens >= DEFAULT_PROMPT_CACHE_MIN_TOKENS && c.cacheReadTokens === 0 && c.cachePoints > 0);
+  return {
+    output: perTurn(sum(run.calls, (c) => c.outputTokens) * PRICE.output),
+    read: perTurn(sum(run.calls, (c) => c.cacheReadTokens) * PRICE.cacheRead),
+    writtenThenRead: perTurn(sum(run.calls, writes) - neverRead),
+    writtenNeverRead: perTurn(neverRead),
+    notCached: perTurn(sum(run.calls, notCached) * PRICE.input),
+    blockMoves: firstCalls.filter((c) => c.turn > 1 && c.sharedTokens === systemShared).length,
+    expired: expired.length,
+    expiredTokens: sum(expired, (c) => c.inputTokens),
+  };
+}
+
+/** `CacheSummary.contentFloorDollarsPerTurn` over the whole run, in dollars × 1,000,000. */
+function contentFloor(run: VariantRun): number {
+  let dollars = 0;
+  for (const { tokens, requests } of run.blocks.values()) {
+    dollars += tokens * Math.min(requests * PRICE.input, requests === 1 ? PRICE.input : PRICE.cacheWrite + (requests - 1) * PRICE.cacheRead);
+  }
+  run.calls.forEach((c, i) => {
+    dollars += c.outputTokens * PRICE.output + c.otherTokens * (i === 0 ? PRICE.input : PRICE.cacheRead);
+  });
+  return dollars;
 }
 
 /** Dollars spent up to each turn: one panel per conversation, one line per variant. */

@@ -32,38 +32,34 @@ export interface CacheLayout {
 }
 
 /**
- * The cache points of a view, most stable first. A point is placed only where the model's tokens since
- * the previous point reach `minTokensPerCheckpoint` (Bedrock caches nothing at a shorter one), so:
- * - `system` after the tools and system prompt, when they are long enough alone;
+ * The cache points of a view, in view order. Bedrock caches a point only where the model's tokens since
+ * the previous point reach `minTokensPerCheckpoint`, and reads, at each point, the longest prefix an
+ * earlier request wrote at it or at one of the ~20 content-block boundaries before it. So the point
+ * that pays is the `end`, after the last message: the next call of the turn (or, on a turn's first
+ * call, the next turn) reads all of it back. It is placed first, whenever the request is long enough;
+ * then, only where each keeps the minimum to its neighbours (so none stops the `end` being written):
  * - `history` after the block of finished turns, which changes every `historyBlockTurns` turns;
- * - `previous` at the latest end of an earlier call that was itself far enough from its own previous point
- *   to have been written: every call places its `end` by the same rule, so replaying it over `earlierEnds`
- *   finds the prefix the cache holds, without remembering anything between calls;
- * - `end` after the last message, which the next call of the turn (or, on a turn's first call, the next
- *   turns) read back.
+ * - `system` after the tools and system prompt;
+ * - `previous` at the latest end of an earlier call, which that call wrote with its `end` point, for a
+ *   read that does not depend on the look-back.
  */
 export function placeCachePoints(layout: CacheLayout, policy: PromptCachePolicy, ratio: number): CachePoint[] {
-  const points: CachePoint[] = [];
   const tokens = layout.prefixTokens;
-  let last = 0;
-  const reaches = (index: number, from: number) => (tokens[index] - from) * ratio >= policy.minTokensPerCheckpoint;
-  const place = (after: number, kind: CachePoint["kind"], ttl: CacheTtl) => {
-    points.push({ after, kind, ttl, prefixTokens: tokens[after] });
-    last = tokens[after];
-  };
-  if (layout.system !== undefined && reaches(layout.system, last)) place(layout.system, "system", policy.stableTtl);
-  if (layout.historyBlockEnd !== undefined && reaches(layout.historyBlockEnd, last)) place(layout.historyBlockEnd, "history", policy.stableTtl);
-  let previous: number | undefined;
-  let written = last;
-  for (const index of layout.earlierEnds) {
-    if (!reaches(index, written)) continue;
-    previous = index;
-    written = tokens[index];
-  }
-  if (previous !== undefined) place(previous, "previous", policy.turnTtl);
   const end = tokens.length - 1;
-  if (reaches(end, last)) place(end, "end", policy.turnTtl);
-  return points;
+  const reaches = (from: number, to: number) => (to - from) * ratio >= policy.minTokensPerCheckpoint;
+  if (end < 0 || !reaches(0, tokens[end])) return [];
+  const chosen = new Map<number, Omit<CachePoint, "after" | "prefixTokens">>([[end, { kind: "end", ttl: policy.turnTtl }]]);
+  const fits = (index: number) => {
+    if (chosen.has(index)) return false;
+    const before = Math.max(-1, ...[...chosen.keys()].filter((i) => i < index));
+    const after = Math.min(...[...chosen.keys()].filter((i) => i > index));
+    return reaches(before < 0 ? 0 : tokens[before], tokens[index]) && reaches(tokens[index], tokens[after]);
+  };
+  if (layout.historyBlockEnd !== undefined && fits(layout.historyBlockEnd)) chosen.set(layout.historyBlockEnd, { kind: "history", ttl: policy.stableTtl });
+  if (layout.system !== undefined && fits(layout.system)) chosen.set(layout.system, { kind: "system", ttl: policy.stableTtl });
+  const previous = layout.earlierEnds.findLast(fits);
+  if (previous !== undefined) chosen.set(previous, { kind: "previous", ttl: policy.turnTtl });
+  return [...chosen].sort(([a], [b]) => a - b).map(([after, point]) => ({ after, ...point, prefixTokens: tokens[after] }));
 }
 
 function blocksOf(content: BaseMessage["content"]): Exclude<BaseMessage["content"], string> {

@@ -28,9 +28,9 @@ describe("model view", () => {
   describe("placeCachePoints", () => {
     const layout = { prefixTokens: [150, 400, 450, 500, 700, 750], system: 0, historyBlockEnd: 1, earlierEnds: [2, 3, 4] };
 
-    it("returns points after the system prompt, the history block, the latest written earlier end, and the request's end", () => {
-      // Ends: 450 (50 after the block: not written), 500 (100 after: written), 700 (200 after 500: written); the end is 50 after 700.
-      expect(kinds(placeCachePoints(layout, CACHE, 1))).toEqual(["system@0", "history@1", "previous@4"]);
+    it("returns the end point, then the system, history-block and latest earlier-end points that keep the minimum to their neighbours", () => {
+      // The end (750) first; the block (400) and the system prompt (150) keep 100 to their neighbours; 700 is 50 from the end, 500 is not.
+      expect(kinds(placeCachePoints(layout, CACHE, 1))).toEqual(["system@0", "history@1", "previous@3", "end@5"]);
       expect(kinds(placeCachePoints({ ...layout, prefixTokens: [150, 400, 450, 500, 700, 900] }, CACHE, 1))).toEqual([
         "system@0",
         "history@1",
@@ -39,26 +39,24 @@ describe("model view", () => {
       ]);
     });
 
-    it("returns no point closer to the previous one than the minimum, in the model's tokens", () => {
-      expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 300 }, 1))).toEqual(["history@1", "previous@4"]);
+    it("returns no point closer to its neighbours than the minimum, in the model's tokens", () => {
+      expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 300 }, 1))).toEqual(["history@1", "end@5"]);
       // A model counting twice the local tokens reaches the minimum twice as soon.
-      expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 300 }, 2))).toEqual(["system@0", "history@1", "previous@4"]);
+      expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 300 }, 2))).toEqual(["system@0", "history@1", "end@5"]);
       expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 100 }, 2))).toEqual(["system@0", "history@1", "previous@4", "end@5"]);
     });
 
-    it("returns no history point without a whole block, or when the block ends within the minimum of the system point", () => {
-      expect(kinds(placeCachePoints({ ...layout, historyBlockEnd: undefined }, CACHE, 1))).toEqual(["system@0", "previous@4"]);
-      expect(kinds(placeCachePoints({ ...layout, prefixTokens: [150, 200, 450, 500, 700, 750] }, CACHE, 1))).toEqual(["system@0", "previous@4"]);
+    it("returns only the end point when no other keeps the minimum, and none when the whole request is under it", () => {
+      expect(kinds(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 700 }, 1))).toEqual(["end@5"]);
+      expect(placeCachePoints(layout, { ...CACHE, minTokensPerCheckpoint: 751 }, 1)).toEqual([]);
+    });
+
+    it("returns no history point without a whole block", () => {
+      expect(kinds(placeCachePoints({ ...layout, historyBlockEnd: undefined }, CACHE, 1))).toEqual(["system@0", "previous@3", "end@5"]);
     });
 
     it("returns no system point without a system message", () => {
-      expect(kinds(placeCachePoints({ ...layout, system: undefined }, CACHE, 1))).toEqual(["history@1", "previous@4"]);
-    });
-
-    it("returns its previous point at the latest earlier end that was itself written, not merely the latest", () => {
-      // From the block (400): 500 is written (100 after), 550 is not (50 after 500), so the cache holds the prefix to 500.
-      const ends = { prefixTokens: [150, 400, 500, 550, 800], system: 0, historyBlockEnd: 1, earlierEnds: [2, 3] };
-      expect(kinds(placeCachePoints(ends, CACHE, 1))).toEqual(["system@0", "history@1", "previous@2", "end@4"]);
+      expect(kinds(placeCachePoints({ ...layout, system: undefined }, CACHE, 1))).toEqual(["history@1", "previous@3", "end@5"]);
     });
 
     it("returns the stable TTL on the system and history points and the turn TTL on the others", () => {
@@ -142,6 +140,14 @@ describe("model view", () => {
       expect(view.messages.map((m) => m.content.toString().split(" ")[0])).toEqual(["You", "q1", "a1", "q2", "a2", "q3", "a3", "q4", "a4", "q5"]);
       expect(kinds(view.stats.cachePoints)).toEqual(["history@4", "previous@7", "end@9"]);
       expect(view.stats.cachePoints[0].prefixTokens).toBe(view.messages.slice(0, 5).reduce((n, m) => n + countMessageTokens(m), 0));
+    });
+
+    it("returns the end point rather than the history point when the request ends within the minimum of the block", () => {
+      // The next call reads this whole request back; a history point here would leave the question uncached on every call.
+      const state = [...[1, 2].flatMap((n) => turn(n, 120)), user("q3 north?")];
+      const view = buildModelView(state, cached);
+      expect(view.messages.at(-1)?.content).toBe("q3 north?");
+      expect(kinds(view.stats.cachePoints)).toEqual([`end@${view.messages.length - 1}`]);
     });
 
     it("returns, on a later call of the turn, a point where the previous call ended", () => {

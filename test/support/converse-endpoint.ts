@@ -309,7 +309,7 @@ function checkToolPairing(messages: ConverseMessage[], m: number): void {
   }
 }
 
-function blockText(block: ConverseContentBlock): string {
+export function blockText(block: ConverseContentBlock): string {
   if ("text" in block) return block.text;
   if ("toolUse" in block) return `${block.toolUse.name} ${JSON.stringify(block.toolUse.input)}`;
   if ("toolResult" in block) return block.toolResult.content.map((c) => ("text" in c ? c.text : JSON.stringify(c.json))).join("\n");
