@@ -302,10 +302,10 @@ function cacheLayout(
  * The system prompt, and after it the out-of-sight notice when finished turns before the oldest kept
  * one exist (turns dropped for the budget are not counted: the notice gives a lower bound).
  */
-function systemPart(policy: ModelViewPolicy, hiddenTurns: number): BaseMessage[] {
+function systemPart(policy: ModelViewPolicy, hiddenTurns: number): { messages: BaseMessage[]; notice: boolean } {
   const notice = policy.outOfSight && outOfSightNotice(hiddenTurns, policy.outOfSight);
   const text = [policy.systemPrompt, notice].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
-  return text.length === 0 ? [] : [new SystemMessage(text)];
+  return { messages: text.length === 0 ? [] : [new SystemMessage(text)], notice: notice !== undefined };
 }
 
 /** What the view holds: its system part, the kept finished pairs (newest first) and the active turn, after the turns before `firstKept`. */
@@ -417,7 +417,7 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
 
   const leftOut = new Map<number, LeftOutReason>();
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs, (index, reason) => leftOut.set(index, reason));
-  const system = systemPart(policy, firstKept);
+  const { messages: system, notice: outOfSight } = systemPart(policy, firstKept);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
 
@@ -475,7 +475,6 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const cachePoints = policy.cache ? placeCachePoints(cacheLayout(view, toolSchemaTokens, pairs, active, blockEndTurn), policy.cache, estimate.ratio) : [];
   validateConverseView(withCachePoints(view, cachePoints));
 
-  const outOfSight = policy.outOfSight !== undefined && outOfSightNotice(firstKept, policy.outOfSight) !== undefined;
   const parts: ViewParts = { system, outOfSightNotice: outOfSight, firstKept, pairs, active, omittedOutputs };
   return {
     messages: view,
