@@ -13,7 +13,7 @@ import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/ap
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
-import type { TurnEvent } from "../events/turn-event.js";
+import { TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event.js";
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
@@ -299,7 +299,7 @@ export class TurnRunner {
   ): Promise<void> {
     if (error instanceof StaleWriterError || lost.aborted) return;
     if (error instanceof TurnSupersededError) {
-      await events?.emit({ type: "failed", code: "turn_superseded", message: "the turn was superseded by a later turn" });
+      await events?.emit(TURN_SUPERSEDED_EVENT);
       return;
     }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);

@@ -1,6 +1,6 @@
 import type { TurnEventStore } from "../store/turn-event-store.js";
 import type { TurnDocument, TurnStore } from "../store/turn-store.js";
-import { isFinalEvent, type TurnEvent, type TurnEventBody } from "./turn-event.js";
+import { isFinalEvent, TURN_SUPERSEDED_EVENT, type TurnEvent, type TurnEventBody } from "./turn-event.js";
 import type { TurnEventHub } from "./turn-event-hub.js";
 
 /** How often a follower reads the store while the turn runs elsewhere (or is between steps here). */
@@ -22,7 +22,7 @@ export interface TurnEventFollowerOptions {
 /** The final event a turn record implies, for a turn that finished without one stored (run before streaming, or its last batch lost). */
 function finalEventOf(turn: TurnDocument): TurnEventBody | undefined {
   if (turn.status === "completed") return { type: "done", answer: turn.answer ?? "", usage: turn.usage };
-  if (turn.status === "superseded") return { type: "failed", code: "turn_superseded", message: "the turn was superseded by a later turn" };
+  if (turn.status === "superseded") return TURN_SUPERSEDED_EVENT;
   if (turn.status === "failed") return { type: "failed", code: turn.error?.code ?? "Error", message: turn.error?.message ?? "the turn failed" };
   return undefined;
 }

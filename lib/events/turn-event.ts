@@ -36,6 +36,13 @@ export const TURN_EVENT_TYPES = [
 ] as const satisfies readonly TurnEventType[];
 
 /** Events after which a turn says nothing more (`approval_requested`: until its calls are decided). */
+/** The final event of a turn a later turn replaced: the runner emits it, a follower infers it from the record. */
+export const TURN_SUPERSEDED_EVENT = {
+  type: "failed",
+  code: "turn_superseded",
+  message: "the turn was superseded by a later turn",
+} as const satisfies TurnEventBody;
+
 export function isFinalEvent(event: TurnEventBody): boolean {
   return event.type === "done" || event.type === "failed" || event.type === "approval_requested";
 }
