@@ -13,7 +13,7 @@ import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/ap
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
-import { TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event.js";
+import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event.js";
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
@@ -112,6 +112,12 @@ function outcomeOf(approval: ApprovalDocument): ApprovalOutcome {
   return { kind: "approve", by };
 }
 
+/** How an attempt ended, told by the runner once the attempt has let go of the conversation. */
+interface AttemptEnd {
+  events?: TurnEventRecorder;
+  final?: FinalEventBody;
+}
+
 /** Turn error codes that are not an error class's name. */
 function errorCode(error: unknown): string {
   if (error instanceof ModelCallLimitError) return "model_call_limit";
@@ -150,13 +156,16 @@ export class TurnRunner {
     const fence = await lease.acquire(conversationId, turnId);
     const lost = new AbortController();
     const stopHeartbeat = lease.keepAlive(fence, () => lost.abort(fence.stale()));
+    const end: AttemptEnd = {};
     try {
-      return await this.runHeld(request, fence, lost.signal, started);
+      return await this.runHeld(request, fence, lost.signal, started, end);
     } catch (error) {
       throw await this.explain(error, fence, lost.signal);
     } finally {
       stopHeartbeat();
       await lease.release(fence).catch(() => undefined);
+      // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
+      if (end.final) await end.events?.finish(end.final, lease.existing(conversationId)).catch(() => undefined);
     }
   }
 
@@ -174,7 +183,7 @@ export class TurnRunner {
     });
   }
 
-  private async runHeld(request: TurnRequest, fence: WriteFence, lost: AbortSignal, started: number): Promise<TurnResult> {
+  private async runHeld(request: TurnRequest, fence: WriteFence, lost: AbortSignal, started: number, end: AttemptEnd): Promise<TurnResult> {
     const { conversations, messages, turns, threads, faults } = this.deps;
     const { conversationId, turnId } = request;
     await threads.claimThread(conversationId, fence.epoch as number);
@@ -185,12 +194,12 @@ export class TurnRunner {
     const turn = claim.turn;
     let events: TurnEventRecorder | undefined;
     try {
-      events = await this.deps.events?.record(turnId, fence, request.onEvent);
+      events = end.events = await this.deps.events?.record(turnId, fence, request.onEvent);
       await turns.interruptOthers(turn, fence);
       const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
       const outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
-      if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence, events);
+      if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence, end);
       const answerMessage = outcome.answer;
       faults?.at("after-answer");
       const answer = messageText(answerMessage.content);
@@ -198,15 +207,15 @@ export class TurnRunner {
       const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
       const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
       await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
-      // A follower that misses this event reads the answer from the turn record instead.
-      await events?.emit({ type: "done", answer, usage }).catch(() => undefined);
       await messages.append({ turnId, seq, role: "assistant", content: answer }, fence);
       faults?.at("after-record");
       await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
       await this.deps.afterTurn?.(conversationId, fence);
+      // A follower that misses this event reads the answer from the turn record instead.
+      end.final = { type: "done", answer, usage };
       return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
     } catch (error) {
-      await this.settle(turn, fence, error, request.signal, lost, events).catch(() => undefined);
+      await this.settle(turn, fence, error, request.signal, lost, end).catch(() => undefined);
       throw error;
     }
   }
@@ -216,13 +225,7 @@ export class TurnRunner {
    * attempt's are already there and keep their decisions), and the turn waits. Nothing of the
    * calls has run.
    */
-  private async awaitApproval(
-    turn: ClaimedTurn,
-    request: TurnRequest,
-    calls: PendingCall[],
-    fence: WriteFence,
-    events: TurnEventRecorder | undefined,
-  ): Promise<TurnResult> {
+  private async awaitApproval(turn: ClaimedTurn, request: TurnRequest, calls: PendingCall[], fence: WriteFence, end: AttemptEnd): Promise<TurnResult> {
     const { approvals, turns } = this.deps;
     if (!approvals) throw new TypeError("a turn paused for approval, but the runner has no approval store");
     const now = new Date();
@@ -256,7 +259,7 @@ export class TurnRunner {
       expiresAt: a.deadline.toISOString(),
     }));
     // Ends this attempt's stream; the continuation, once decided, streams under the same turn (docs/streaming.md).
-    await events?.emit({ type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, ...call }) => call) }).catch(() => undefined);
+    end.final = { type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, ...call }) => call) };
     return {
       turnId: turn._id,
       status: "awaiting_approval",
@@ -295,17 +298,17 @@ export class TurnRunner {
     error: unknown,
     deadline: AbortSignal | undefined,
     lost: AbortSignal,
-    events: TurnEventRecorder | undefined,
+    end: AttemptEnd,
   ): Promise<void> {
     if (error instanceof StaleWriterError || lost.aborted) return;
     if (error instanceof TurnSupersededError) {
-      await events?.emit(TURN_SUPERSEDED_EVENT);
+      end.final = TURN_SUPERSEDED_EVENT;
       return;
     }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
     const failure = { code: errorCode(error), message: "the turn failed" };
     await this.deps.turns.fail(turn, failure, fence);
-    await events?.emit({ type: "failed", ...failure });
+    end.final = { type: "failed", ...failure };
   }
 
   /**

@@ -7,6 +7,11 @@ import type { TurnEventHub } from "./turn-event-hub.js";
 export const DEFAULT_EVENT_POLL_MS = 500;
 /** How long one follow lasts at most; the client reconnects with `Last-Event-ID` after it. */
 export const DEFAULT_FOLLOW_MAX_MS = 840_000;
+/**
+ * How long a finished turn record waits for its final event before the follower infers one: the
+ * runner stores the event after the rest of the turn's writes and the lease's release.
+ */
+export const DEFAULT_FINAL_EVENT_GRACE_MS = 5_000;
 
 export interface TurnEventFollowerOptions {
   store: TurnEventStore;
@@ -17,6 +22,8 @@ export interface TurnEventFollowerOptions {
   pollMs?: number;
   /** Default: {@link DEFAULT_FOLLOW_MAX_MS}. */
   followMaxMs?: number;
+  /** Default: {@link DEFAULT_FINAL_EVENT_GRACE_MS}. */
+  finalGraceMs?: number;
 }
 
 /** The final event a turn record implies, for a turn that finished without one stored (run before streaming, or its last batch lost). */
@@ -47,11 +54,13 @@ export class TurnEventFollower {
   readonly hub: TurnEventHub;
   private readonly pollMs: number;
   private readonly followMaxMs: number;
+  private readonly finalGraceMs: number;
 
   constructor(private readonly options: TurnEventFollowerOptions) {
     this.hub = options.hub;
     this.pollMs = options.pollMs ?? DEFAULT_EVENT_POLL_MS;
     this.followMaxMs = options.followMaxMs ?? DEFAULT_FOLLOW_MAX_MS;
+    this.finalGraceMs = options.finalGraceMs ?? DEFAULT_FINAL_EVENT_GRACE_MS;
   }
 
   /**
@@ -81,8 +90,8 @@ export class TurnEventFollower {
           // A turn about to begin has no record yet; one that had a record and lost it was deleted.
           if (!turn && seen) return;
           seen ||= turn !== null;
-          const final = turn ? finalEventOf(turn) : undefined;
-          // The runner stores its final event right after the record: read once more before inventing one.
+          const final = turn && Date.now() - turn.updatedAt.getTime() >= this.finalGraceMs ? finalEventOf(turn) : undefined;
+          // Past the grace, read once more before inferring one.
           if (final) {
             if ((await this.options.store.after(turnId, last)).length > 0) continue;
             yield { ...final, id: last + 1 } as TurnEvent;

@@ -1,6 +1,6 @@
 import type { TurnEventStore } from "../store/turn-event-store.js";
 import type { WriteFence } from "../store/write-fence.js";
-import type { TurnEvent, TurnEventBody } from "./turn-event.js";
+import type { FinalEventBody, TurnEvent, TurnEventBody } from "./turn-event.js";
 import type { TurnEventHub } from "./turn-event-hub.js";
 
 /** What a running turn reports to: the graph's nodes and the runner. */
@@ -43,11 +43,26 @@ export class TurnEventRecorder implements TurnEventSink {
     if (delta.length > 0) this.publish({ type: "text", modelCall, delta });
   }
 
-  async emit(event: Exclude<TurnEventBody, { type: "text" }>): Promise<void> {
+  async emit(event: Exclude<TurnEventBody, { type: "text" } | FinalEventBody>): Promise<void> {
     this.publish(event);
+    await this.flush(this.target.fence);
+  }
+
+  /**
+   * The attempt's final event, told once the attempt has let go of the conversation and written
+   * everything else: whoever acts on it (a next question, a decision, a reload) finds the
+   * conversation free and the turn recorded. Stored under `fence`, one that holds while the
+   * conversation exists, since the attempt's own lease is gone.
+   */
+  async finish(event: FinalEventBody, fence: WriteFence): Promise<void> {
+    this.publish(event);
+    await this.flush(fence);
+  }
+
+  private async flush(fence: WriteFence): Promise<void> {
     const batch = this.#pending;
     this.#pending = [];
-    await this.target.store.append(this.target.turnId, batch, this.target.fence);
+    await this.target.store.append(this.target.turnId, batch, fence);
   }
 
   private publish(body: TurnEventBody): void {

@@ -22,6 +22,9 @@ export type TurnEventBody =
 
 export type TurnEvent = TurnEventBody & { id: number };
 
+/** The events after which a turn says nothing more (`approval_requested`: until its calls are decided). */
+export type FinalEventBody = Extract<TurnEventBody, { type: "done" | "failed" | "approval_requested" }>;
+
 export type TurnEventType = TurnEventBody["type"];
 
 /** The event names, as SSE and the OpenAPI document give them. */
@@ -35,7 +38,6 @@ export const TURN_EVENT_TYPES = [
   "failed",
 ] as const satisfies readonly TurnEventType[];
 
-/** Events after which a turn says nothing more (`approval_requested`: until its calls are decided). */
 /** The final event of a turn a later turn replaced: the runner emits it, a follower infers it from the record. */
 export const TURN_SUPERSEDED_EVENT = {
   type: "failed",
@@ -43,6 +45,6 @@ export const TURN_SUPERSEDED_EVENT = {
   message: "the turn was superseded by a later turn",
 } as const satisfies TurnEventBody;
 
-export function isFinalEvent(event: TurnEventBody): boolean {
+export function isFinalEvent(event: TurnEventBody): event is FinalEventBody {
   return event.type === "done" || event.type === "failed" || event.type === "approval_requested";
 }

@@ -129,6 +129,22 @@ describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", 
     expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello again")).toHaveLength(1);
   });
 
+  it("sends done once the answer is stored and the conversation is free: the next question, asked at once, runs", async () => {
+    const conversationId = await newConversation();
+    for (const question of ["Hello one", "Hello two", "Hello three"]) {
+      const stream = await ask(conversationId, question);
+      let event = await stream.next();
+      while (event && event.event !== "done") event = await stream.next();
+      expect(event?.event).toBe("done");
+      // Acted on before the stream's own end: what a client does the moment it reads done.
+      const { messages } = (await api.call("GET", `/v1/conversations/${conversationId}/messages`, { token })).body;
+      expect(messages.at(-1)).toMatchObject({ role: "assistant", content: "The answer has five words." });
+      stream.close();
+    }
+    const { turns } = (await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body;
+    expect(turns.map((t: { status: string }) => t.status)).toEqual(["completed", "completed", "completed"]);
+  });
+
   it("returns 400 and runs no turn for a Last-Event-ID that is not an id", async () => {
     const conversationId = await newConversation();
     const res = await api.call("POST", `/v1/conversations/${conversationId}/messages`, {
