@@ -253,6 +253,11 @@ export const SETTINGS = {
   }),
   SECRET_CACHE_MS: setting({ schema: positiveInt, default: DEFAULT_SECRET_CACHE_MS, description: "how long the fetched secrets are reused" }),
   TURN_QUEUE_URL: setting({ schema: z.string().url(), defaultText: "set by the stack", description: "the SQS FIFO turn queue" }),
+  STREAMING_URL: setting({
+    schema: z.string().url(),
+    defaultText: "set by the stack",
+    description: "the streaming function's URL, named by the HTTP API's 406 to a client that asks it for an event stream",
+  }),
   MONGODB_REQUIRE_TLS: setting({
     schema: z.enum(["true", "false"]),
     default: "false",
@@ -367,6 +372,8 @@ export interface DeploymentConfig {
   secretArns: Partial<Record<CredentialSecretName, string>>;
   /** SQS FIFO queue of turns for the worker; without it every API turn runs in the request. */
   turnQueueUrl?: string;
+  /** The streaming function's URL (docs/streaming.md), where the HTTP API sends a client that asks it for an event stream. */
+  streamingUrl?: string;
   turnMaxReceives: number;
   syncTurnDeadlineMs: number;
   secretCacheMs: number;
@@ -488,6 +495,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }),
       ),
       turnQueueUrl: e.TURN_QUEUE_URL,
+      streamingUrl: e.STREAMING_URL,
       turnMaxReceives: e.TURN_MAX_RECEIVES,
       syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS,
       secretCacheMs: e.SECRET_CACHE_MS,

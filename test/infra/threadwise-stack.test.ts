@@ -19,7 +19,7 @@ const ISSUER = "https://login.example.com/tenant/v2.0";
 const prodContext = { stage: "prod", jwtIssuer: ISSUER, jwtAudience: "api://threadwise" };
 const IMPORTED_DATABASE_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database-AbC123";
 const IMPORTED_SECRETS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
-const FUNCTIONS = ["api", "worker", "slack", "teams", "setup"] as const;
+const FUNCTIONS = ["api", "worker", "slack", "teams", "setup", "stream"] as const;
 const logicalPrefix = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
 
 /** Statements of the policy attached to the role of the named function. */
@@ -137,9 +137,9 @@ describe("ThreadwiseStack", () => {
   const template = synthTemplate({ context: prodContext });
 
   describe("functions", () => {
-    it("runs five Node.js 22 arm64 functions named after the stage", () => {
-      template.resourceCountIs("AWS::Lambda::Function", 5);
-      for (const name of ["api", "worker", "slack", "teams", "setup"]) {
+    it("runs six Node.js 22 arm64 functions named after the stage", () => {
+      template.resourceCountIs("AWS::Lambda::Function", 6);
+      for (const name of FUNCTIONS) {
         template.hasResourceProperties("AWS::Lambda::Function", {
           FunctionName: `prod-threadwise-${name}`,
           Runtime: "nodejs22.x",
@@ -268,12 +268,13 @@ describe("ThreadwiseStack", () => {
         slack: ["database", "slackSigning"],
         teams: ["database", "teamsBot"],
         setup: ["database"],
+        stream: ["database"],
       });
     });
 
-    it("lets only the api and the worker read the Power BI secret", () => {
+    it("lets only the functions that run turns (api, worker, stream) read the Power BI secret", () => {
       const reads = secretReadsOf(synthTemplate({ context: toolsContext }));
-      expect(FUNCTIONS.filter((name) => reads[name].includes("powerBi"))).toEqual(["api", "worker"]);
+      expect(FUNCTIONS.filter((name) => reads[name].includes("powerBi"))).toEqual(["api", "worker", "stream"]);
     });
 
     it("names in each function's environment exactly the secrets it may read", () => {
@@ -326,11 +327,11 @@ describe("ThreadwiseStack", () => {
 
     it("reserves concurrency for every function from the stage's connection budget", () => {
       // Defaults: a budget of 500 and 3 members; a container holds its pool and a monitor per member.
-      expect(reservedOf(template)).toEqual({ api: 49, worker: 10, slack: 10, teams: 10, setup: 1 });
+      expect(reservedOf(template)).toEqual({ api: 39, worker: 10, slack: 10, teams: 10, setup: 1, stream: 10 });
     });
 
     it("keeps every container's connections together within the budget", () => {
-      for (const budget of [200, 500, 1500]) {
+      for (const budget of [300, 500, 1500]) {
         const t = synthTemplate({ context: { ...prodContext, mongodbConnectionBudget: budget } });
         const reserved = reservedOf(t);
         const pools = poolOf(t);
@@ -338,6 +339,11 @@ describe("ThreadwiseStack", () => {
         expect(held, String(budget)).toBeLessThanOrEqual(budget);
         expect(budget - held, String(budget)).toBeLessThan(pools.api + 3);
       }
+    });
+
+    it("reserves the streaming function the stage's streamConcurrency, out of the api's share", () => {
+      const reserved = reservedOf(synthTemplate({ context: { ...prodContext, streamConcurrency: 20 } }));
+      expect(reserved).toMatchObject({ stream: 20, api: 29 });
     });
 
     it("reserves the worker at least the concurrency the queue feeds it", () => {
@@ -612,6 +618,43 @@ describe("ThreadwiseStack", () => {
     it("does not warn when the Athena grants are complete", () => {
       const { stack } = buildStack({ context: toolsContext });
       Annotations.fromStack(stack).hasNoWarning("*", Match.stringLikeRegexp("athena|Glue|S3"));
+    });
+  });
+
+  describe("streaming URL", () => {
+    const urls = () => Object.values(template.findResources("AWS::Lambda::Url"));
+    const streamFn = () =>
+      Object.entries(template.findResources("AWS::Lambda::Function")).find(([, f]) => f.Properties.FunctionName === "prod-threadwise-stream")!;
+
+    it("serves the stream function's live alias through a public Function URL that streams", () => {
+      expect(urls()).toHaveLength(1);
+      const [url] = urls();
+      expect(url.Properties).toMatchObject({ AuthType: "NONE", InvokeMode: "RESPONSE_STREAM", Qualifier: "live" });
+      expect(JSON.stringify(url.Properties.TargetFunctionArn)).toContain(streamFn()[0]);
+      // No CORS: the HTTP API has none either.
+      expect(url.Properties.Cors).toBeUndefined();
+    });
+
+    it("gives the stream function 15 minutes, the longest a Function URL streams, and the api's grants for running turns", () => {
+      const [id, fn] = streamFn();
+      expect(fn.Properties.Timeout).toBe(900);
+      expect(actionsOf(statementsOf(template, id.replace(/Function.*$/, "")))).toEqual(
+        expect.arrayContaining(["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "sqs:SendMessage"]),
+      );
+    });
+
+    it("verifies tokens against the issuer and audiences the HTTP API's JWT authorizer uses", () => {
+      const authorizer = Object.values(template.findResources("AWS::ApiGatewayV2::Authorizer"))[0].Properties.JwtConfiguration;
+      const env = environmentsOf(template).stream;
+      expect(env.JWT_ISSUER).toBe(authorizer.Issuer);
+      expect(env.JWT_AUDIENCE.split(",")).toEqual(authorizer.Audience);
+    });
+
+    it("names the URL to the api function (its 406 to an event stream) and in the StreamingUrl output", () => {
+      const [urlId] = Object.keys(template.findResources("AWS::Lambda::Url"));
+      const api = Object.values(template.findResources("AWS::Lambda::Function")).find((f) => f.Properties.FunctionName === "prod-threadwise-api")!;
+      expect(api.Properties.Environment.Variables.STREAMING_URL).toEqual({ "Fn::GetAtt": [urlId, "FunctionUrl"] });
+      expect(template.toJSON().Outputs.StreamingUrl.Value).toEqual({ "Fn::GetAtt": [urlId, "FunctionUrl"] });
     });
   });
 
