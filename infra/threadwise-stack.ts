@@ -90,7 +90,7 @@ export interface ThreadwiseStackProps extends StackProps {
   config: StageConfig;
 }
 
-/** One stage of Threadwise: HTTP API, four functions, the turn queue, the secret, dashboard and alarms. */
+/** One stage of Threadwise: HTTP API, streaming URL, the functions, the turn queue, the secrets, dashboard and alarms. */
 export class ThreadwiseStack extends Stack {
   constructor(scope: Construct, id: string, props: ThreadwiseStackProps) {
     // A pinned stage deploys only into its account and region; a stage whose data is kept cannot be deleted by accident.
@@ -248,7 +248,7 @@ export class ThreadwiseStack extends Stack {
     const operations = new Operations(this, "Operations", {
       stage,
       serviceName,
-      functions: { api: api.fn, worker: worker.fn, slack: slack.fn, teams: teams.fn },
+      functions: { api: api.fn, worker: worker.fn, slack: slack.fn, teams: teams.fn, stream: stream.fn },
       workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
       bedrockModelId: config.bedrockModelId,
       queue: queues.queue,
@@ -258,8 +258,8 @@ export class ThreadwiseStack extends Stack {
       approvalSweep: config.tools.toolApprovals !== undefined,
     });
     const application = new LambdaApplication(this, "Deployments", { applicationName: `${stage}-threadwise` });
-    for (const [name, f] of Object.entries({ api, worker, slack, teams })) {
-      f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams"));
+    for (const [name, f] of Object.entries({ api, worker, slack, teams, stream })) {
+      f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams" | "stream"));
     }
 
     const nodeReason =
