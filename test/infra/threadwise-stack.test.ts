@@ -635,6 +635,20 @@ describe("ThreadwiseStack", () => {
       expect(url.Properties.Cors).toBeUndefined();
     });
 
+    it("lets anyone invoke the live alias through its URL only: InvokeFunctionUrl for NONE auth, InvokeFunction only via the URL", () => {
+      const [aliasId] = Object.keys(template.findResources("AWS::Lambda::Alias")).filter((id) => id.startsWith("StreamFunctionLive"));
+      const permissions = Object.values(template.findResources("AWS::Lambda::Permission"))
+        .map((p) => p.Properties)
+        .filter((p) => p.FunctionName?.Ref === aliasId);
+      expect(permissions).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ Action: "lambda:InvokeFunctionUrl", Principal: "*", FunctionUrlAuthType: "NONE" }),
+          expect.objectContaining({ Action: "lambda:InvokeFunction", Principal: "*", InvokedViaFunctionUrl: true }),
+        ]),
+      );
+      expect(permissions).toHaveLength(2);
+    });
+
     it("gives the stream function 15 minutes, the longest a Function URL streams, and the api's grants for running turns", () => {
       const [id, fn] = streamFn();
       expect(fn.Properties.Timeout).toBe(900);
