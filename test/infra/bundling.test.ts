@@ -32,7 +32,7 @@ const WORKER_BUNDLE_BUDGET_BYTES = 1.66 * 1024 * 1024;
 /**
  * The streaming function's code budget: the api's code (1.65 MB) and what it adds to verify tokens
  * itself, jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with
- * 25 KB to spare. Measured: 1,754,668 bytes (`npx vitest run test/infra/bundling.test.ts`).
+ * 25 KB to spare. Measured: 1,754,668 bytes (the stream asset's index.mjs in cdk.out after `npx cdk synth`).
  */
 const STREAM_BUNDLE_BUDGET_BYTES = 1.7 * 1024 * 1024;
 
