@@ -15,6 +15,7 @@ import { channelWorker } from "../channels/channel-worker.js";
 import { channelDecisions } from "../channels/channel-decisions.js";
 import { createGroupDirectories } from "../channels/group-directories.js";
 import { slackResponseUrlPrefix } from "../channels/slack/handle-slack-interaction.js";
+import { slackViews } from "../channels/slack/slack-approval-modal.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
 import type { ChannelCredentials } from "../config/credentials.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
@@ -138,11 +139,12 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     notConfigured: LOCAL_CHANNEL_HINTS,
     deduper: new ChannelEventDeduper(client.db(config.dbName)),
     enqueue: (job) => turnQueue.enqueue(job),
-    decide: channelDecisions({
+    approvals: channelDecisions({
       conversations: app.database.conversations,
       approvals: app.approvals,
       roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     }),
+    slackViews: channels.slack ? slackViews({ botToken: channels.slack.botToken, slackApiUrl: config.channels.slackApiUrl }) : undefined,
     slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
     logger,
   });

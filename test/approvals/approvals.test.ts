@@ -104,6 +104,7 @@ describe("Approvals", () => {
       expect(approval).toMatchObject({ _id: approvalId, turnId, tool: "record_effect", args: { note: "ship it" }, status: "pending" });
       expect(approval.requester).toEqual(alice.principal);
       expect(approval.argsHash).toMatch(/^[0-9a-f]{64}$/);
+      expect(JSON.parse(approval.argsSchema ?? "")).toEqual(app.tools.argumentsSchema("record_effect"));
     });
 
     it("runs a read-only tool at once", async () => {
@@ -177,6 +178,15 @@ describe("Approvals", () => {
       const { conversationId, approvalId } = await pausedTurn(app);
       await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "edit", args: { note: 7 } })).rejects.toThrow(ValidationError);
       expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("throws a ValidationError for any edit of an approval opened without its arguments' schema, and approves it still", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await app.database.approvals.collection.updateOne({ _id: approvalId }, { $unset: { argsSchema: "" } });
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "edit", args: { note: "fine" } })).rejects.toThrow(ValidationError);
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      expect(await effects(conversationId)).toHaveLength(1);
     });
 
     it("returns the first decision when the same one is repeated, and runs the call once", async () => {
@@ -409,6 +419,21 @@ describe("Approvals", () => {
       await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ForbiddenError);
       await app.approvals.decide(conversationId, approvalId, manager, { kind: "approve" });
       expect(await effects(conversationId)).toHaveLength(1);
+    });
+  });
+
+  describe("forDecision", () => {
+    it("returns the approval to an approver, and decides nothing", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      expect(await app.approvals.forDecision(conversationId, approvalId, alice)).toMatchObject({ _id: approvalId, status: "pending" });
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("throws ForbiddenError for a caller who may not decide", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.forDecision(conversationId, approvalId, bob)).rejects.toThrow(ForbiddenError);
     });
   });
 
