@@ -224,6 +224,15 @@ describe("local server: approvals in Slack", () => {
       expect(await approvalStatus(approvalId)).toBe("pending");
     });
 
+    it("answers Edit on a call already decided with the decision, and opens no modal", async () => {
+      const thread = await waitingThread();
+      await click(thread.approve, USER);
+      const before = slackApi.views.length;
+      const clicked = await click(thread.edit, USER, { message: { channel: CHANNEL, ts: thread.post!.ts } });
+      expect(slackApi.views.length).toBe(before);
+      expect(clicked.response).toMatchObject({ replace_original: true, text: "This call was already decided (approved)." });
+    });
+
     it("answers a submission after another decision with the conflict under the input", async () => {
       const { view, approve, approvalId } = await openEditor();
       await click(approve, LEAD);

@@ -163,6 +163,9 @@ async function openEditor(
   target: SlackEditTarget,
 ): Promise<string | undefined> {
   const approval = await input.approvals.forDecision(slackPrincipal(payload.team.id, payload.user.id), target.conversationId, target.approvalId);
+  // A call no longer waiting is answered as a decision on it would be.
+  if (approval.status === "expired") throw new ApprovalExpiredError(`approval ${approval._id} expired`, approval._id, "expired");
+  if (approval.status === "superseded") throw new ApprovalSupersededError(`approval ${approval._id} was replaced`, approval._id, "superseded");
   if (approval.status !== "pending") throw new ApprovalConflictError(`approval ${approval._id} was already decided`, approval._id, approval.status);
   const text = editableArguments(approval);
   if (!input.views || !payload.trigger_id) return "Editing from Slack is not set up here: edit this call in the console or through the API.";
