@@ -42,7 +42,7 @@ let directory: { key: string; directories: Partial<Record<"slack" | "teams", Gro
 
 /** Only the webhook's own channel: an approver's roles by group are looked up where the click came in. */
 function directoriesOf(channel: "slack" | "teams", credentials: Credentials): Partial<Record<"slack" | "teams", GroupDirectory>> {
-  const replies = channelReplyCredentialsOf(credentials);
+  const replies = channelReplyCredentialsOf(credentials, channel);
   const key = JSON.stringify(replies[channel] ?? null);
   if (directory?.key !== key) {
     const own = createGroupDirectories({ [channel]: replies[channel] }, config.channels)[channel];
@@ -66,7 +66,7 @@ function approvalsOf(channel: "slack" | "teams", credentials: Credentials): Chan
 /** Slack's edit modal needs the bot token (channel-replies secret); one client per container and token. */
 let views: { token: string; views: SlackViews } | undefined;
 function slackViewsOf(credentials: Credentials): SlackViews | undefined {
-  const token = channelReplyCredentialsOf(credentials).slack?.botToken;
+  const token = channelReplyCredentialsOf(credentials, "slack").slack?.botToken;
   if (!token) return undefined;
   if (views?.token !== token) views = { token, views: slackViews({ botToken: token, slackApiUrl: config.channels.slackApiUrl }) };
   return views.views;
