@@ -26,9 +26,11 @@ import { buildStack } from "./synth.js";
  * (Powertools Tracer and the X-Ray SDK: +122 KB, import 1.12×, import + first invocation 1.13× in
  * `npm run bench:cold-start`, against the same worker with the tracer left out), plus 10 KB for what
  * later work added: streaming (about 9 KB), the view's per-message dispositions (1.9 KB) and the tool
- * settings' descriptions in the settings registry (2.3 KB).
+ * settings' descriptions in the settings registry (2.3 KB), plus 12 KB for zod's `fromJSONSchema`,
+ * with which an approval's edit is checked against its recorded schema (docs/approvals.md, "Edits";
+ * the worker carries it with the app, though only the api and the webhooks take decisions).
  */
-const WORKER_BUNDLE_BUDGET_BYTES = 1.66 * 1024 * 1024;
+const WORKER_BUNDLE_BUDGET_BYTES = 1.672 * 1024 * 1024;
 
 /** Matches a `require("name")` call as it stays in the minified code for a module left out of the bundle. */
 const requireOf = (name: string) => new RegExp(`[\\w$]+\\(["']${name.replace(/[/@.]/g, "\\$&")}["']\\)`);
@@ -57,7 +59,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(existsSync(join(dir, `${BUNDLE_FILE}.map`))).toBe(true);
     });
 
-    it("returns a worker bundle within the 1.66 MB budget", () => {
+    it("returns a worker bundle within the 1.672 MB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE)).size).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
     });
 
