@@ -44,8 +44,8 @@ export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
 export const FUNCTION_SECRETS: Readonly<Record<FunctionName, readonly CredentialSecretName[]>> = {
   api: ["database", "powerBi"],
   worker: ["database", "teamsBot", "channelReplies", "powerBi"],
-  slack: ["database", "slackSigning"],
-  teams: ["database", "teamsBot"],
+  slack: ["database", "slackSigning", "channelReplies"],
+  teams: ["database", "teamsBot", "channelReplies"],
   setup: ["database"],
   stream: ["database", "powerBi"],
 };

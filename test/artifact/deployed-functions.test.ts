@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS } from "../../lib/config/credentials.js";
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { BUNDLE_FILE } from "../../infra/bundling/bundling.js";
-import { appMention, envelope } from "../channels/slack/fixtures.js";
+import { appMention, envelope, TEAM, USER } from "../channels/slack/fixtures.js";
 import { messageActivity, PERSONAL_CONVERSATION } from "../channels/teams/fixtures.js";
 import { startLocalAws, type LocalAws, type SentMessage } from "../functions/support/aws-endpoints.js";
 import { apiEvent, jwtClaims, sqsEvent, sqsRecord, type ApiEventInput } from "../functions/support/events.js";
@@ -527,6 +527,46 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
       expect((await api(turnPath)).json).toMatchObject({ status: "completed", answer: expect.stringContaining("tool said: Recorded") });
       expect(await followUps()).toBe(1);
+    });
+
+    it("edits a Slack call through the slack bundle: a modal with the bot token, then the edited call runs once in the resumed worker", async () => {
+      const ts = "1700009100.000100";
+      const before = aws.sent.length;
+      const body = envelope(appMention({ ts, event_ts: ts, text: "<@U0BOT> follow up: Call the supplier" }));
+      const slack = await container("slack");
+      const slackEvent = (path: string, text: string, headers: Record<string, string>) =>
+        slack.invoke<HttpResult>(apiEvent({ method: "POST", path, routeKey: `POST ${path}`, body: text, headers }));
+      expect((await slackEvent("/slack/events", body, signSlackRequest(body))).statusCode).toBe(200);
+      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      const post = slackApi.posts.find((p) => p.threadTs === ts && p.blocks)!;
+      const actions = post.blocks!.find((b) => (b as { type: string }).type === "actions") as { elements: { action_id: string; value: string }[] };
+      const edit = actions.elements.find((e) => e.action_id === "threadwise_approval_edit")!;
+      const interact = (payload: Record<string, unknown>) => {
+        const form = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+        return slackEvent("/slack/interactivity", form, { ...signSlackRequest(form), "content-type": "application/x-www-form-urlencoded" });
+      };
+
+      const click = { type: "block_actions", user: { id: USER }, team: { id: TEAM }, trigger_id: "7.1700009100.abc" };
+      const message = { type: "message", channel_id: post.channel, message_ts: post.ts };
+      expect((await interact({ ...click, container: message, actions: [{ action_id: edit.action_id, value: edit.value }] })).statusCode).toBe(200);
+      const view = slackApi.views.find((v) => v.triggerId === click.trigger_id)!.view;
+      const resumeFrom = aws.sent.length;
+      const typed = JSON.stringify({ title: "Call the new supplier" });
+      const submitted = await interact({
+        type: "view_submission",
+        user: { id: USER, team_id: TEAM },
+        team: { id: TEAM },
+        view: { ...view, id: "V1", state: { values: { args: { args: { type: "plain_text_input", value: typed } } } } },
+      });
+      expect(submitted).toMatchObject({ statusCode: 200 });
+      expect(slackApi.updates.find((u) => u.ts === post.ts)?.text).toContain(`edited by <@${USER}>`);
+
+      expect(await runWorker(lastSent(resumeFrom))).toEqual({ batchItemFailures: [] });
+      const created = await database.db
+        .collection("follow_ups")
+        .find({ conversationId: edit.value.split(":")[0] })
+        .toArray();
+      expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
     });
 
     it("runs the schedule's sweep in the worker bundle", async () => {

@@ -26,13 +26,15 @@ import { buildStack } from "./synth.js";
  * (Powertools Tracer and the X-Ray SDK: +122 KB, import 1.12×, import + first invocation 1.13× in
  * `npm run bench:cold-start`, against the same worker with the tracer left out), plus 10 KB for what
  * later work added: streaming (about 9 KB), the view's per-message dispositions (1.9 KB) and the tool
- * settings' descriptions in the settings registry (2.3 KB).
+ * settings' descriptions in the settings registry (2.3 KB), plus 12 KB for zod's `fromJSONSchema`,
+ * with which an approval's edit is checked against its recorded schema (docs/approvals.md, "Edits";
+ * the worker carries it with the app, though only the api and the webhooks take decisions).
  */
-const WORKER_BUNDLE_BUDGET_BYTES = 1.66 * 1024 * 1024;
+const WORKER_BUNDLE_BUDGET_BYTES = 1.672 * 1024 * 1024;
 /**
- * The streaming function's code budget: the api's code (1.65 MB) and what it adds to verify tokens
- * itself, jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with
- * 25 KB to spare. Measured: 1,754,668 bytes (the stream asset's index.mjs in cdk.out after `npx cdk synth`).
+ * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
+ * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
+ * room. Measured: 1,771,125 bytes (the largest asset's index.mjs in cdk.out after `npx cdk synth`).
  */
 const STREAM_BUNDLE_BUDGET_BYTES = 1.7 * 1024 * 1024;
 
@@ -67,7 +69,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(bundleDir("dev-threadwise-stream"), BUNDLE_FILE)).size).toBeLessThanOrEqual(STREAM_BUNDLE_BUDGET_BYTES);
     });
 
-    it("returns a worker bundle within the 1.66 MB budget", () => {
+    it("returns a worker bundle within the 1.672 MB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE)).size).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
     });
 

@@ -265,8 +265,8 @@ describe("ThreadwiseStack", () => {
       expect(secretReadsOf(template)).toEqual({
         api: ["database"],
         worker: ["channelReplies", "database", "teamsBot"],
-        slack: ["database", "slackSigning"],
-        teams: ["database", "teamsBot"],
+        slack: ["channelReplies", "database", "slackSigning"],
+        teams: ["channelReplies", "database", "teamsBot"],
         setup: ["database"],
         stream: ["database"],
       });
@@ -289,7 +289,7 @@ describe("ThreadwiseStack", () => {
     it("grants an imported secret's ARN, and creates only the others", () => {
       const imported = synthTemplate({ context: { ...prodContext, secretArns: JSON.stringify({ database: IMPORTED_DATABASE_SECRET }) } });
       expect(Object.values(imported.findResources("AWS::SecretsManager::Secret")).map((s) => s.Properties.Name)).not.toContain("prod/threadwise/database");
-      expect(secretReadsOf(imported).slack).toEqual([IMPORTED_DATABASE_SECRET, "slackSigning"].sort());
+      expect(secretReadsOf(imported).slack).toEqual([IMPORTED_DATABASE_SECRET, "channelReplies", "slackSigning"].sort());
     });
 
     it("lets the readers of an imported secret decrypt with its customer-managed key, through Secrets Manager only", () => {
@@ -716,9 +716,7 @@ describe("ThreadwiseStack", () => {
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes(
-        channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) }),
-      );
+      const slack = channelRoutes(channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, approvals: {} as never }));
       const teams = channelRoutes(channelHandlers({ teams: { appId: "a" }, deduper, enqueue: async () => undefined }));
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
