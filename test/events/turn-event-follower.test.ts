@@ -79,6 +79,7 @@ async function collect(events: AsyncIterable<TurnEvent>): Promise<TurnEvent[]> {
 
 afterEach(() => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
   stores.events.reads = 0;
 });
 
@@ -216,6 +217,25 @@ describe("TurnEventFollower", () => {
       expect((await events.next()).done).toBe(true);
       expect(stores.events.reads).toBe(1);
       expect(turns.reads).toBe(1);
+    });
+
+    it("sleeps the poll period it is given between reads, and clears that sleep when the hub wakes it", async () => {
+      await record("t1", "running");
+      const POLL_MS = 61_234;
+      const setTimer = vi.spyOn(globalThis, "setTimeout");
+      const clearTimer = vi.spyOn(globalThis, "clearTimeout");
+      const hub = new TurnEventHub();
+      const turns = watchedTurns();
+      const events = follower({ hub, turns, pollMs: POLL_MS }).follow("t1", 0, AbortSignal.timeout(10_000));
+      const first = events.next();
+      await turns.readsReached(1);
+      await new Promise((resolve) => setImmediate(resolve));
+      const sleeps = setTimer.mock.calls.flatMap(([, ms], i) => (ms === POLL_MS ? [setTimer.mock.results[i].value] : []));
+      expect(sleeps).toHaveLength(1);
+      hub.publish("t1", { type: "done", answer: "a", usage, id: 1 });
+      expect((await first).value).toMatchObject({ type: "done", id: 1 });
+      expect(clearTimer).toHaveBeenCalledWith(sleeps[0]);
+      await events.return(undefined);
     });
 
     it("returns the hub's events after the id without reading the store when the hub has them", async () => {
