@@ -377,6 +377,13 @@ describe("model view", () => {
       const view = buildModelView(state, policy({ cache: everyBoundary }));
       expect(view.messages[3].content).toBe(INTERRUPTED_TOOL_RESULT);
       expect(points(view)).toEqual(["system@0", "previous@1", "end@5"]);
+      // The stand-in has no stored message: the dispositions cover the four stored ones only.
+      expect(view.dispositions).toEqual([
+        { fate: "sent", viewIndex: 1, turn: 0 },
+        { fate: "sent", viewIndex: 2, turn: 0 },
+        { fate: "sent", viewIndex: 4, turn: 0 },
+        { fate: "sent", viewIndex: 5, turn: 0 },
+      ]);
     });
 
     it("merges a text answer with a later block message, and a block message with a later text one, keeping each text once", () => {
@@ -418,6 +425,9 @@ describe("model view", () => {
       const question = new HumanMessage({ content: [image, { type: "text", text: " " }, { type: "text", text: "What is this?" }] });
       const view = buildModelView([question], policy());
       expect(view.messages[1].content).toEqual([image, { type: "text", text: "What is this?" }]);
+      // Without blank blocks, the stored question itself is sent.
+      const clean = new HumanMessage({ content: [image, { type: "text", text: "What is this?" }] });
+      expect(buildModelView([clean], policy()).messages[1]).toBe(clean);
     });
 
     it("leaves out system and unsupported messages inside the active turn, counting only the unsupported ones as dropped", () => {
