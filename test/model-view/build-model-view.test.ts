@@ -483,7 +483,8 @@ describe("model view", () => {
         expect.objectContaining({ name: "ContextBudgetExceededError", tokens: smallest, budget: smallest - 1 }),
       );
       expect(() => buildModelView(state, policy({ totalBudget: smallest - 1 }))).toThrow(
-        `the model view needs ${smallest} tokens, over the budget of ${smallest - 1}, with no finished turns and every tool result in the active turn shown as a notice`,
+        `the model view needs ${smallest} tokens, over the budget of ${smallest - 1}, ` +
+          "with no finished turns and every tool result in the active turn shown as a notice",
       );
       expect(buildModelView(state, policy({ totalBudget: smallest })).messages[3].content).toBe("north,1");
     });
