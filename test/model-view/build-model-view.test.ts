@@ -364,6 +364,11 @@ describe("model view", () => {
       expect(points(view)).toEqual(["system@0", "history@4", "previous@7", "end@9"]);
     });
 
+    it("returns no previous point on a turn's first call when no finished turn follows the block", () => {
+      const state = [user("q0"), answer("a0"), user("q1"), answer("a1"), user("q2")];
+      expect(points(buildModelView(state, policy({ finishedTurns: 2, cache: everyBoundary })))).toEqual(["system@0", "history@4", "end@5"]);
+    });
+
     it("returns no history point before the block is whole, the previous point at the latest finished question", () => {
       const state = [user("q0"), answer("a0"), user("q1"), answer("a1"), user("q2")];
       expect(points(buildModelView(state, policy({ finishedTurns: 6, cache: everyBoundary })))).toEqual(["system@0", "previous@3", "end@5"]);
