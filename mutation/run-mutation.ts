@@ -95,7 +95,8 @@ async function run(target: MutationModule, passThrough: string[], node: string):
   await writeFile(configFile, JSON.stringify(strykerConfig(target, dir), null, 2));
   const tests = target.tests.length > 0 ? target.tests.join(", ") : "tests vitest finds related";
   console.log(`\n=== ${target.module} (${tests})`);
-  const env = { ...process.env, MUTATION_TEST_FILES: target.tests.join(",") };
+  const env: NodeJS.ProcessEnv = { ...process.env, MUTATION_TEST_FILES: target.tests.join(",") };
+  if (target.propertyRunsFactor !== undefined) env.PROPERTY_RUNS_FACTOR = String(target.propertyRunsFactor);
   const stryker = spawnSync(node, [STRYKER, "run", relative(ROOT, configFile), ...passThrough], { cwd: ROOT, env, stdio: "inherit" });
   if (stryker.status !== 0) throw new Error(`stryker failed on ${target.module} (exit ${stryker.status})`);
   const report = JSON.parse(await readFile(join(dir, "mutation.json"), "utf8")) as MutationReport;
@@ -120,7 +121,7 @@ async function main(): Promise<void> {
   const named = firstFlag < 0 ? args : args.slice(0, firstFlag);
   const passThrough = firstFlag < 0 ? [] : args.slice(firstFlag);
   const fileOf = (module: string) => module.replace(/:[\d:-]+$/, "");
-  const targets = named.map((module) => ({ module, tests: CORE_MODULES.find((m) => m.module === fileOf(module))?.tests ?? [] }));
+  const targets = named.map((module) => ({ tests: [], ...CORE_MODULES.find((m) => m.module === fileOf(module)), module }));
   if (targets.length === 0) targets.push(...CORE_MODULES);
   const missing = targets.filter((t) => !existsSync(join(ROOT, fileOf(t.module))));
   if (missing.length > 0) throw new Error(`no such module: ${missing.map((t) => t.module).join(", ")}`);

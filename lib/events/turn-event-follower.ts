@@ -36,6 +36,8 @@ function finalEventOf(turn: TurnDocument): TurnEventBody | undefined {
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    // An abort before the sleep begins fires no event: without this, it would be heard only a poll period later.
+    if (signal.aborted) return resolve();
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", done, { once: true });
     function done() {

@@ -39,6 +39,12 @@ describe("auth/caller-from-claims", () => {
       expect(callerFromClaims({ sub: "alice", roles: "analyst, finance viewer" }, names).roles).toEqual(["analyst", "finance", "viewer"]);
     });
 
+    it("returns no empty role from separators at the ends or doubled, nor from empty strings in a list", () => {
+      expect(callerFromClaims({ sub: "alice", roles: " analyst,,viewer, " }, names).roles).toEqual(["analyst", "viewer"]);
+      expect(callerFromClaims({ sub: "alice", roles: ["analyst", ""] }, names).roles).toEqual(["analyst"]);
+      expect(callerFromClaims({ sub: "alice", roles: "" }, names).roles).toEqual([]);
+    });
+
     it("throws AuthenticationError naming the claim for a tenant that is a list, empty, or not a string", () => {
       for (const tenant of [["acme", "globex"], [], "", 42, null, { id: "acme" }]) {
         expect(refusal({ sub: "alice", tenant }).message).toBe("the tenant claim must be a non-empty string when present");

@@ -44,6 +44,13 @@ describe("auth/channel-roles", () => {
       expect(await roles.rolesOf(teamsPrincipal("T1", "U1"))).toEqual([]);
     });
 
+    it("returns no roles to a principal without a tenant or an API principal, whatever the configuration holds", async () => {
+      const config = { slack: {}, teams: { null: { default: ["admin"] } }, api: { acme: { default: ["admin"] } } };
+      const loose = new ChannelRoles(config as unknown as ConstructorParameters<typeof ChannelRoles>[0]);
+      expect(await loose.rolesOf(teamsPrincipal(null, "object-1"))).toEqual([]);
+      expect(await loose.rolesOf(apiPrincipal("alice", "acme"))).toEqual([]);
+    });
+
     it("returns no roles for ids that are names of Object's prototype", async () => {
       expect(await roles.rolesOf(slackPrincipal("constructor", "toString"))).toEqual([]);
       expect(await roles.rolesOf(slackPrincipal("T1", "constructor"))).toEqual(["viewer"]);
@@ -62,6 +69,12 @@ describe("auth/channel-roles", () => {
       ]);
     });
 
+    it("returns no roles for a group the directory names that the tenant's entry does not configure", async () => {
+      const slack: GroupDirectory = { memberOf: async () => ["S_OTHER"] };
+      const withGroups = new ChannelRoles({ slack: grouped, teams: {} }, { slack });
+      expect(await withGroups.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["viewer"]);
+    });
+
     it("returns no group roles for a group name that is a name of Object's prototype", async () => {
       const slack = directory({ U1: ["constructor"] });
       const withGroups = new ChannelRoles({ slack: grouped, teams: {} }, { slack });
@@ -77,7 +90,11 @@ describe("auth/channel-roles", () => {
 
     it("throws RoleLookupError when groups are configured but the channel has no directory", async () => {
       const withGroups = new ChannelRoles({ slack: grouped, teams: {} });
-      await expect(withGroups.rolesOf(slackPrincipal("T1", "U1"))).rejects.toMatchObject({ name: "RoleLookupError", channel: "slack" });
+      await expect(withGroups.rolesOf(slackPrincipal("T1", "U1"))).rejects.toMatchObject({
+        name: "RoleLookupError",
+        channel: "slack",
+        message: "slack group roles are configured but slack is not connected",
+      });
     });
 
     it("throws RoleLookupError, with the directory's failure as cause, rather than return fewer roles", async () => {
@@ -86,6 +103,13 @@ describe("auth/channel-roles", () => {
       const error = await withGroups.rolesOf(slackPrincipal("T1", "U1")).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RoleLookupError);
       expect((error as RoleLookupError).cause).toBe(cause);
+      expect((error as RoleLookupError).message).toBe("slack group memberships could not be read");
+    });
+
+    it("throws the directory's own RoleLookupError as it is", async () => {
+      const own = new RoleLookupError("teams group lookup was throttled", "teams");
+      const withGroups = new ChannelRoles({ slack: {}, teams: { "tenant-1": { groups: { G1: ["analyst"] } } } }, { teams: directory({}, own) });
+      expect(await withGroups.rolesOf(teamsPrincipal("tenant-1", "object-1")).catch((e: unknown) => e)).toBe(own);
     });
   });
 });

@@ -11,8 +11,9 @@ import {
 } from "../../lib/model-view/index.js";
 import { historyOf, historySpec, policySpec } from "./history-arbitrary.js";
 import { answer, calls, offloaded, policy, result, rows, user, viewOrBudgetError } from "./histories.js";
+import { propertyRuns } from "../support/property-runs.js";
 
-const RUNS = 500;
+const RUNS = propertyRuns(500);
 
 const case_ = fc
   .record({

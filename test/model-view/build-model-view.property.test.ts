@@ -23,8 +23,9 @@ import {
 import { historyOf, historySpec, policySpec } from "./history-arbitrary.js";
 import { fingerprint, toolCallIds, viewOrBudgetError } from "./histories.js";
 import { DEFAULT_LOOKBACK_BLOCKS } from "../support/prompt-cache.js";
+import { propertyRuns } from "../support/property-runs.js";
 
-const RUNS = 1_500;
+const RUNS = propertyRuns(1_500);
 
 /** The view, or undefined when there is none to build: over the budget, or nothing to answer. */
 function viewOrInvalid(messages: BaseMessage[], policy: ModelViewPolicy): ModelView | undefined {
@@ -280,7 +281,7 @@ describe("model view", () => {
           }
           expect(threw).toBe(smallest > totalBudget);
         }),
-        { numRuns: RUNS / 3 },
+        { numRuns: propertyRuns(500) },
       );
     });
 
@@ -295,7 +296,7 @@ describe("model view", () => {
           const under = viewOrBudgetError(messages, { ...policy, totalBudget: size - 1 });
           if (under) expect(modelTokens(under.stats.viewTokens + under.stats.toolSchemaTokens, policy)).toBeLessThan(size);
         }),
-        { numRuns: RUNS / 3 },
+        { numRuns: propertyRuns(500) },
       );
     });
 

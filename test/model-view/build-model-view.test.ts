@@ -1,4 +1,4 @@
-import { AIMessage, SystemMessage, type ToolMessage } from "@langchain/core/messages";
+import { AIMessage, ChatMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { ContextBudgetExceededError, InvalidModelViewError } from "../../lib/errors.js";
 import {
@@ -8,7 +8,10 @@ import {
   EMPTY_USER_MESSAGE,
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
+  outOfSightNotice,
   validateConverseView,
+  type ModelView,
+  type PromptCachePolicy,
 } from "../../lib/model-view/index.js";
 import { answer, calls, fingerprint, offloaded, policy, result, rows, toolCallIds, user } from "./histories.js";
 
@@ -331,6 +334,182 @@ describe("model view", () => {
         calls([["c3", "a"]]),
       ];
       expect(() => validateConverseView(buildModelView(state, policy()).messages)).not.toThrow();
+    });
+  });
+  describe("buildModelView (hard cases)", () => {
+    /** Every boundary reaches the minimum: the points show the layout alone. */
+    const everyBoundary: PromptCachePolicy = { minTokensPerCheckpoint: 1, stableTtl: "1h", turnTtl: "5m" };
+    const points = (view: ModelView) => view.stats.cachePoints.map((p) => `${p.kind}@${p.after}`);
+
+    it("returns the system, history-block, previous-call and end points where the view's parts end", () => {
+      const state = [
+        ...[0, 1, 2, 3].flatMap((n) => [user(`q${n}`), answer(`a${n}`)]),
+        user("q4"),
+        calls([["c1", "sql_query"]]),
+        result("c1", "north,1"),
+        calls([["c2", "sql_query"]]),
+        result("c2", "south,2"),
+      ];
+      // Kept: turns 2 and 3 (the block), then q4, the first call's results (the previous call's end) and the second's.
+      const view = buildModelView(state, policy({ finishedTurns: 2, cache: everyBoundary }));
+      expect(shape(view.messages).slice(1, 6)).toEqual(["human:q2", "ai:a2", "human:q3", "ai:a3", "human:q4"]);
+      expect(points(view)).toEqual(["system@0", "history@4", "previous@7", "end@9"]);
+    });
+
+    it("returns the previous point at the question of the latest finished turn after the block, on a turn's first call", () => {
+      const state = [...[0, 1, 2, 3].flatMap((n) => [user(`q${n}`), answer(`a${n}`)]), user("q4")];
+      // Blocks of three turns, two kept at least: turns 0 and 1 are the block, 2 and 3 follow it one a turn.
+      const view = buildModelView(state, policy({ finishedTurns: 2, historyBlockTurns: 3, cache: everyBoundary }));
+      expect(shape(view.messages).slice(1, 4)).toEqual(["human:q0", "ai:a0", "human:q1"]);
+      expect(points(view)).toEqual(["system@0", "history@4", "previous@7", "end@9"]);
+    });
+
+    it("returns no previous point on a turn's first call when no finished turn follows the block", () => {
+      const state = [user("q0"), answer("a0"), user("q1"), answer("a1"), user("q2")];
+      expect(points(buildModelView(state, policy({ finishedTurns: 2, cache: everyBoundary })))).toEqual(["system@0", "history@4", "end@5"]);
+    });
+
+    it("returns no history point before the block is whole, the previous point at the latest finished question", () => {
+      const state = [user("q0"), answer("a0"), user("q1"), answer("a1"), user("q2")];
+      expect(points(buildModelView(state, policy({ finishedTurns: 6, cache: everyBoundary })))).toEqual(["system@0", "previous@3", "end@5"]);
+      // No finished turns wanted, but a block of three keeps the two that have not made a block yet.
+      const none = buildModelView(state, policy({ finishedTurns: 0, historyBlockTurns: 3, cache: everyBoundary }));
+      expect(points(none)).toEqual(["system@0", "previous@3", "end@5"]);
+    });
+
+    it("returns no previous point after an interrupted call's stand-in result: no model call ended there", () => {
+      const state = [user("q"), calls([["c1", "sql_query"]]), calls([["c2", "sql_query"]]), result("c2", "north,1")];
+      const view = buildModelView(state, policy({ cache: everyBoundary }));
+      expect(view.messages[3].content).toBe(INTERRUPTED_TOOL_RESULT);
+      expect(points(view)).toEqual(["system@0", "previous@1", "end@5"]);
+      // The stand-in has no stored message: the dispositions cover the four stored ones only.
+      expect(view.dispositions).toEqual([
+        { fate: "sent", viewIndex: 1, turn: 0 },
+        { fate: "sent", viewIndex: 2, turn: 0 },
+        { fate: "sent", viewIndex: 4, turn: 0 },
+        { fate: "sent", viewIndex: 5, turn: 0 },
+      ]);
+    });
+
+    it("merges a text answer with a later block message, and a block message with a later text one, keeping each text once", () => {
+      const blocks = (text: string) =>
+        new AIMessage({
+          content: [
+            { type: "text", text },
+            { type: "text", text: " " },
+          ],
+        });
+      const blocksThenText = buildModelView([user("q"), blocks("Checking."), calls([["c1", "sql_query"]], "Let me look."), result("c1", "x")], policy());
+      expect(blocksThenText.messages[2].content).toEqual([
+        { type: "text", text: "Checking." },
+        { type: "text", text: "Let me look." },
+      ]);
+      const withCalls = new AIMessage({ content: [{ type: "text", text: "Looking." }], tool_calls: calls([["c1", "sql_query"]]).tool_calls });
+      const textThenBlocks = buildModelView([user("q"), answer("Thinking."), withCalls, result("c1", "x")], policy());
+      expect(textThenBlocks.messages[2].content).toEqual([
+        { type: "text", text: "Thinking." },
+        { type: "text", text: "Looking." },
+      ]);
+    });
+
+    it("merges a text answer with a later call that has no text into that text alone", () => {
+      const view = buildModelView([user("q"), answer("Thinking."), calls([["c1", "sql_query"]], " "), result("c1", "x")], policy());
+      expect(view.messages[2].content).toBe("Thinking.");
+      expect(toolCallIds(view.messages[2])).toEqual(["c1"]);
+    });
+
+    it("returns an assistant message whose text blocks are all blank as empty text with its calls, repaired as blank text", () => {
+      const blank = new AIMessage({ content: [{ type: "text", text: " " }], tool_calls: calls([["c1", "sql_query"]]).tool_calls });
+      const view = buildModelView([user("q"), blank, result("c1", "x")], policy());
+      expect(view.messages[2].content).toBe("");
+      expect(view.dispositions[1]).toEqual({ fate: "repaired", viewIndex: 2, repair: "blank-text", turn: 0 });
+    });
+
+    it("keeps a question's non-text blocks and drops its blank text blocks", () => {
+      const image = { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } };
+      const question = new HumanMessage({ content: [image, { type: "text", text: " " }, { type: "text", text: "What is this?" }] });
+      const view = buildModelView([question], policy());
+      expect(view.messages[1].content).toEqual([image, { type: "text", text: "What is this?" }]);
+      // Without blank blocks, the stored question itself is sent.
+      const clean = new HumanMessage({ content: [image, { type: "text", text: "What is this?" }] });
+      expect(buildModelView([clean], policy()).messages[1]).toBe(clean);
+    });
+
+    it("leaves out system and unsupported messages inside the active turn, counting only the unsupported ones as dropped", () => {
+      const state = [
+        user("q"),
+        new SystemMessage("a later prompt"),
+        new ChatMessage({ content: "generic", role: "critic" }),
+        calls([["c1", "x"]]),
+        result("c1", "y"),
+      ];
+      const view = buildModelView(state, policy());
+      expect(shape(view.messages).slice(1)).toEqual(["human:q", "ai:|call:c1", "result:c1"]);
+      expect(view.dispositions.slice(1, 3)).toEqual([
+        { fate: "left-out", reason: "system", turn: 0 },
+        { fate: "left-out", reason: "unsupported-type", turn: 0 },
+      ]);
+      expect(view.stats.repairs.droppedMessages).toBe(1);
+    });
+
+    it("counts text left last by unusable tool calls as a dropped message", () => {
+      const view = buildModelView([user("q"), calls([["", "sql_query"]], "Let me check.")], policy());
+      expect(shape(view.messages).slice(1)).toEqual(["human:q"]);
+      expect(view.stats.repairs).toMatchObject({ droppedMessages: 1, droppedToolCalls: 1 });
+      expect(view.dispositions[1]).toEqual({ fate: "left-out", reason: "trailing-text", turn: 0 });
+    });
+
+    it("returns a notice named after the call for a result stored without a name, and no handle key for an output not offloaded", () => {
+      const unnamed = new ToolMessage({ content: rows(300), tool_call_id: "c1" });
+      const view = buildModelView([user("q"), calls([["c1", "sql_query"]]), unnamed], policy({ toolOutputTokens: 100 }));
+      expect((view.messages[3] as ToolMessage).name).toBe("sql_query");
+      expect(view.stats.omittedOutputs).toStrictEqual([{ toolCallId: "c1", toolName: "sql_query", tokens: expect.any(Number), reason: "over-threshold" }]);
+      expect(view.dispositions[2]).toStrictEqual({ fate: "notice", notice: "tool-output", viewIndex: 3, reason: "over-threshold", turn: 0 });
+      expect(view.dispositions[0]).toStrictEqual({ fate: "sent", viewIndex: 1, turn: 0 });
+    });
+
+    it("returns the dispositions of messages before the first question without a turn", () => {
+      const view = buildModelView([answer("Hello!"), user("q")], policy());
+      expect(view.dispositions[0]).toStrictEqual({ fate: "left-out", reason: "before-first-question" });
+    });
+
+    it("returns the system prompt and the out-of-sight notice as one system message, a blank line between them", () => {
+      const state = [user("q0"), answer("a0"), user("q1"), answer("a1"), user("q2")];
+      const outOfSight = { toolName: "search_conversation", stepTurns: 1 };
+      const view = buildModelView(state, policy({ finishedTurns: 1, outOfSight }));
+      expect(view.messages[0].content).toBe(`${policy().systemPrompt}\n\n${outOfSightNotice(1, outOfSight)}`);
+      expect(view.dispositions[0]).toEqual({ fate: "notice", notice: "out-of-sight", viewIndex: 0, turn: 0 });
+    });
+
+    it("throws ContextBudgetExceededError with the tokens of the view it could not shrink, leaving results shorter than their notice", () => {
+      const state = [user(`q ${rows(300)}`), calls([["c1", "sql_query"]]), result("c1", "north,1")];
+      const smallest = countMessagesTokens([new SystemMessage(policy().systemPrompt), ...state]);
+      expect(() => buildModelView(state, policy({ totalBudget: smallest - 1 }))).toThrow(
+        expect.objectContaining({ name: "ContextBudgetExceededError", tokens: smallest, budget: smallest - 1 }),
+      );
+      expect(() => buildModelView(state, policy({ totalBudget: smallest - 1 }))).toThrow(
+        `the model view needs ${smallest} tokens, over the budget of ${smallest - 1}, ` +
+          "with no finished turns and every tool result in the active turn shown as a notice",
+      );
+      expect(buildModelView(state, policy({ totalBudget: smallest })).messages[3].content).toBe("north,1");
+    });
+
+    it("throws InvalidModelViewError, rather than return a view Bedrock refuses, for a question that holds only a cache point", () => {
+      const question = new HumanMessage({ content: [{ type: "cache_point", cachePoint: { type: "default" } }] as never });
+      expect(() => buildModelView([question], policy())).toThrow(expect.objectContaining({ name: "InvalidModelViewError", rule: "no-empty-content" }));
+    });
+
+    it("throws InvalidModelViewError with what is wrong: no user message, or nothing to answer", () => {
+      expect(() => buildModelView([answer("Hello!")], policy())).toThrow("the thread has no user message to answer");
+      expect(() => buildModelView([user("q"), answer("a")], policy())).toThrow("the latest turn already has its final answer: there is nothing to answer");
+    });
+
+    it("returns the time it took to build, within the time the call took", () => {
+      const before = performance.now();
+      const view = buildModelView([...finishedTurn(1), user("q")], policy());
+      const took = performance.now() - before;
+      expect(view.stats.buildMs).toBeGreaterThanOrEqual(0);
+      expect(view.stats.buildMs).toBeLessThanOrEqual(took);
     });
   });
 });
