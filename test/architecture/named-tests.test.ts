@@ -40,11 +40,6 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
  * written on other branches.
  */
 const NOT_YET_NAMED: string[] = [
-  "lib/agent/approval-gate.ts",
-  "lib/agent/bedrock-token-counter.ts",
-  "lib/agent/chat-model.ts",
-  "lib/agent/model-usage.ts",
-  "lib/agent/registry-tool-runner.ts",
   "lib/api/error-response.ts",
   "lib/api/http-handler.ts",
   "lib/api/idempotent-requests.ts",
