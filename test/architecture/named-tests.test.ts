@@ -40,11 +40,6 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
  * written on other branches.
  */
 const NOT_YET_NAMED: string[] = [
-  "lib/api/error-response.ts",
-  "lib/api/http-handler.ts",
-  "lib/api/idempotent-requests.ts",
-  "lib/api/schemas.ts",
-  "lib/api/server-error-log.ts",
   "lib/approvals/resume-job.ts",
   "lib/approvals/sweep-event.ts",
   "lib/auth/principal.ts",
@@ -64,7 +59,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/clock.ts",
   "lib/config/recall-config.ts",
   "lib/config/settings.ts",
-  "lib/errors.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
   "lib/events/turn-event.ts",
