@@ -49,9 +49,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/channels/slack/handle-slack-interaction.ts",
   "lib/channels/slack/slack-answer-stream.ts",
   "lib/channels/teams/handle-teams-approval-action.ts",
-  "lib/clock.ts",
-  "lib/config/recall-config.ts",
-  "lib/config/settings.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
   "lib/local/config-table-cli.ts",
@@ -64,11 +61,7 @@ const NOT_YET_NAMED: string[] = [
   "lib/local/serve.ts",
   "lib/local/startup-error.ts",
   "lib/local/token-cli.ts",
-  "lib/logger.ts",
   "lib/model-view/bpe-counter.ts",
-  "lib/model-view/tool-output-artifact.ts",
-  "lib/observability/trace-context.ts",
-  "lib/prng.ts",
   "lib/queue/in-process-turn-queue.ts",
   "lib/queue/sqs-turn-queue.ts",
   "lib/queue/turn-dispatcher.ts",
@@ -77,7 +70,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/store/checkpoint/channel-blob-store.ts",
   "lib/tools/sql/query-engine.ts",
   "lib/tools/sql/sqlite-wasm.ts",
-  "lib/validation.ts",
 ];
 
 function libModules(dir = join(ROOT, "lib")): string[] {
