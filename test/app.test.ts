@@ -3,18 +3,13 @@ import { createApp } from "../lib/app.js";
 import { loadConfig } from "../lib/config/config.js";
 import { createMongoClient } from "../lib/store/mongo-client.js";
 import { dropKnownCollections } from "./support/drop-collections.js";
-import { mongoUri, openTestDatabase, type TestDatabase } from "./support/mongo.js";
+import { mongoUri } from "./support/mongo.js";
+import { useTestDatabase } from "./support/store-fixture.js";
 import { startTcpProxy } from "./support/tcp-proxy.js";
 
 // The HTTP API over an app (liveness, readiness, set-up on first use) is tested in test/api/http-handler.test.ts.
-let inspector: TestDatabase;
-
-beforeAll(async () => {
-  inspector = await openTestDatabase("app");
-});
-afterAll(async () => {
-  await inspector.cleanup();
-});
+// The app makes its own database; this client inspects it.
+const inspector = useTestDatabase("app", { clearBeforeEach: false });
 
 describe("createApp", () => {
   describe("ready", () => {

@@ -7,7 +7,8 @@ import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri, testDatabase } from "../support/mongo.js";
+import { mongoUri } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const get = (path: string): HttpRequest => ({ method: "GET", path, headers: {}, query: {} });
@@ -15,11 +16,10 @@ const get = (path: string): HttpRequest => ({ method: "GET", path, headers: {}, 
 const UNREACHABLE = "mongodb://127.0.0.1:1/?directConnection=true";
 
 // Each test's app gets a database of its own; this client inspects them.
-const inspector = testDatabase("http_handler");
+const inspector = useTestDatabase("http_handler", { clearBeforeEach: false });
 const apps: App[] = [];
 afterAll(async () => {
   for (const app of apps) await app.close();
-  await inspector.cleanup();
 });
 
 /** An app and the HTTP API over it, as the api function and the local server serve it. */
