@@ -47,7 +47,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/channels/channel-worker.ts",
   "lib/channels/slack/handle-slack-interaction.ts",
   "lib/channels/slack/slack-answer-stream.ts",
-  "lib/channels/teams/handle-teams-approval-action.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
   "lib/local/config-table-cli.ts",
