@@ -45,7 +45,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/auth/principal.ts",
   "lib/channels/channel-handlers.ts",
   "lib/channels/channel-worker.ts",
-  "lib/channels/slack/slack-answer-stream.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
   "lib/local/config-table-cli.ts",
