@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SlackReplier } from "../../../lib/channels/slack/slack-replier.js";
-import type { TurnEvent } from "../../../lib/events/turn-event.js";
+import type { TurnEvent, TurnEventBody } from "../../../lib/events/turn-event.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 
 const BOT_TOKEN = "xoxb-answer-stream-test";
@@ -22,7 +22,7 @@ const stream = (endpoint = slack, to = target, claim = true) =>
   new SlackReplier({ botToken: BOT_TOKEN, slackApiUrl: endpoint.slackApiUrl, retries: 0 }).openStream(to, "U0ASKER", async () => claim);
 
 let id = 0;
-const event = (body: Omit<TurnEvent, "id">) => ({ ...body, id: ++id }) as TurnEvent;
+const event = (body: TurnEventBody): TurnEvent => ({ ...body, id: ++id });
 const text = (delta: string, modelCall = 0) => event({ type: "text", modelCall, delta });
 
 describe("SlackAnswerStream", () => {
