@@ -43,7 +43,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/approvals/resume-job.ts",
   "lib/approvals/sweep-event.ts",
   "lib/auth/principal.ts",
-  "lib/channels/channel-handlers.ts",
   "lib/channels/channel-worker.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
