@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:net";
 import { describe, expect, it } from "vitest";
-import { nodeVersionProblem } from "../../lib/local/node-version.js";
 
 interface Run {
   code: number | null;
@@ -91,15 +90,6 @@ describe("local server and token CLI: mistakes answered in one line", { timeout:
       const { code, errors } = await run("lib/local/token-cli.ts", args);
       expect(code).toBe(2);
       expect(errors).toEqual([message, expect.stringMatching(/^usage: /)]);
-    });
-  });
-
-  describe("nodeVersionProblem", () => {
-    it("returns an error below Node 20, a warning for 20, past its end of life, and nothing for 22 and later", () => {
-      expect(nodeVersionProblem("v18.20.4")).toEqual({ level: "error", message: expect.stringMatching(/needs Node\.js 20 or later; this is v18\.20\.4/) });
-      expect(nodeVersionProblem("v20.20.2")?.level).toBe("warning");
-      expect(nodeVersionProblem("v22.12.0")).toBeUndefined();
-      expect(nodeVersionProblem("v24.1.0")).toBeUndefined();
     });
   });
 });
