@@ -48,11 +48,8 @@ const NOT_YET_NAMED: string[] = [
   "lib/events/turn-event-recorder.ts",
   "lib/local/embedded-mongo.ts",
   "lib/local/main.ts",
-  "lib/model-view/bpe-counter.ts",
   "lib/queue/turn-dispatcher.ts",
   "lib/store/checkpoint/channel-blob-store.ts",
-  "lib/tools/sql/query-engine.ts",
-  "lib/tools/sql/sqlite-wasm.ts",
 ];
 
 function libModules(dir = join(ROOT, "lib")): string[] {
