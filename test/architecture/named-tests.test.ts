@@ -43,12 +43,10 @@ const NOT_YET_NAMED: string[] = [
   "lib/approvals/resume-job.ts",
   "lib/approvals/sweep-event.ts",
   "lib/auth/principal.ts",
-  "lib/channels/channel-worker.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
   "lib/local/embedded-mongo.ts",
   "lib/local/main.ts",
-  "lib/queue/turn-dispatcher.ts",
   "lib/store/checkpoint/channel-blob-store.ts",
 ];
 
