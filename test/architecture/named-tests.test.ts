@@ -45,7 +45,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/auth/principal.ts",
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
-  "lib/local/embedded-mongo.ts",
   "lib/local/main.ts",
   "lib/store/checkpoint/channel-blob-store.ts",
 ];
