@@ -46,7 +46,6 @@ const NOT_YET_NAMED: string[] = [
   "lib/events/turn-event-follower.ts",
   "lib/events/turn-event-recorder.ts",
   "lib/local/main.ts",
-  "lib/store/checkpoint/channel-blob-store.ts",
 ];
 
 function libModules(dir = join(ROOT, "lib")): string[] {
