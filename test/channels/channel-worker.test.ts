@@ -60,7 +60,7 @@ describe("channelWorker", () => {
     expect(slack.posts.filter((p) => p.threadTs !== undefined && job.conversationKey.endsWith(p.threadTs))).toHaveLength(1);
   });
 
-  it("returns a worker that retries a job of a channel it cannot answer in (its credentials may come), and gives it up at the last receive, posting nothing", async () => {
+  it("returns a worker that retries a job of a channel it cannot answer in, and gives it up at the last receive, posting nothing", async () => {
     const before = slack.posts.length;
     const job = slackJob("Anyone?");
     expect((await worker({}).process(job, 1)).kind).toBe("retry");
