@@ -1,7 +1,7 @@
 import { ValidationError } from "../lib/errors.js";
 
 /** The stack's functions, as named in `<stage>-threadwise-<name>`. */
-export const FUNCTION_NAMES = ["api", "worker", "slack", "teams", "setup"] as const;
+export const FUNCTION_NAMES = ["api", "worker", "slack", "teams", "setup", "stream"] as const;
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
 /**
@@ -9,7 +9,7 @@ export type FunctionName = (typeof FUNCTION_NAMES)[number];
  * turn runs a few operations at once (index checks, a checkpoint's header and blobs), a webhook one
  * insert. Measured by `npm run bench:mongodb-connections`.
  */
-export const FUNCTION_POOL_SIZES: Readonly<Record<FunctionName, number>> = { api: 4, worker: 4, slack: 1, teams: 1, setup: 4 };
+export const FUNCTION_POOL_SIZES: Readonly<Record<FunctionName, number>> = { api: 4, worker: 4, slack: 1, teams: 1, setup: 4, stream: 4 };
 
 /**
  * Containers each webhook may run at once. A webhook answers in tens of milliseconds, so ten
@@ -25,6 +25,8 @@ export interface ConnectionBudgetInput {
   replicaSetMembers: number;
   /** The queue feeds the worker at most this many invocations at once. */
   workerMaxConcurrency: number;
+  /** Event streams the streaming function serves at once (each holds a container for the stream's length). */
+  streamConcurrency: number;
 }
 
 export interface ConnectionPlan {
@@ -38,15 +40,21 @@ export interface ConnectionPlan {
 
 /**
  * Splits the stage's connection budget into reserved concurrency: the worker gets what the queue
- * may feed it, each webhook {@link DEFAULT_WEBHOOK_CONCURRENCY}, the setup function one, and the
- * api the rest. A budget that leaves the api nothing is refused at synth.
+ * may feed it, each webhook {@link DEFAULT_WEBHOOK_CONCURRENCY}, the setup function one, the
+ * streaming function the stage's `streamConcurrency`, and the api the rest. A budget that leaves the api nothing is refused at synth.
  */
 export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
   const connectionsPerContainer = Object.fromEntries(FUNCTION_NAMES.map((name) => [name, FUNCTION_POOL_SIZES[name] + input.replicaSetMembers])) as Record<
     FunctionName,
     number
   >;
-  const fixed = { worker: input.workerMaxConcurrency, slack: DEFAULT_WEBHOOK_CONCURRENCY, teams: DEFAULT_WEBHOOK_CONCURRENCY, setup: 1 };
+  const fixed = {
+    worker: input.workerMaxConcurrency,
+    slack: DEFAULT_WEBHOOK_CONCURRENCY,
+    teams: DEFAULT_WEBHOOK_CONCURRENCY,
+    setup: 1,
+    stream: input.streamConcurrency,
+  };
   const fixedConnections = Object.entries(fixed).reduce((sum, [name, containers]) => sum + containers * connectionsPerContainer[name as FunctionName], 0);
   const api = Math.floor((input.budget - fixedConnections) / connectionsPerContainer.api);
   if (api < 1) {
@@ -55,7 +63,7 @@ export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
       {
         path: "mongodbConnectionBudget",
         message:
-          `at least ${needed} connections are needed (worker, webhooks and setup take ${fixedConnections}, one api ` +
+          `at least ${needed} connections are needed (worker, webhooks, setup and stream take ${fixedConnections}, one api ` +
           `container ${connectionsPerContainer.api})`,
       },
     ]);

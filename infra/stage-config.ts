@@ -19,6 +19,12 @@ export const DEFAULT_LOG_RETENTION_DAYS = 30;
 export const DEFAULT_WORKER_TIMEOUT_SECONDS = 300;
 /** Upper bound on concurrent worker invocations fed by the queue (SQS event source minimum is 2). */
 export const DEFAULT_WORKER_MAX_CONCURRENCY = 10;
+/**
+ * Event streams the streaming URL serves at once: its function's reserved concurrency. A stream
+ * holds its container for as long as the turn runs (up to 14 minutes); a client beyond the bound
+ * gets 429 and reconnects (`Last-Event-ID`), or polls the turn through the HTTP API.
+ */
+export const DEFAULT_STREAM_CONCURRENCY = 10;
 /** Receives of one turn message before it moves to the dead-letter queue. */
 export const DEFAULT_MAX_RECEIVE_COUNT = 3;
 /**
@@ -126,6 +132,7 @@ const contextSchema = z.object({
   logRetentionDays: contextNumber.refine((d) => LOG_RETENTION_DAYS.includes(d), `one of ${LOG_RETENTION_DAYS.join(", ")}`).optional(),
   workerTimeoutSeconds: contextNumber.max(900).optional(),
   workerMaxConcurrency: contextNumber.min(2).max(1000).optional(),
+  streamConcurrency: contextNumber.max(1000).optional(),
   maxReceiveCount: contextNumber.max(1000).optional(),
   alarmTopicArn: z.string().startsWith("arn:").optional(),
   retainData: contextBoolean.optional(),
@@ -199,6 +206,8 @@ export interface StageConfig {
   logRetentionDays: number;
   workerTimeoutSeconds: number;
   workerMaxConcurrency: number;
+  /** Reserved concurrency of the streaming function: event streams at once. */
+  streamConcurrency: number;
   maxReceiveCount: number;
   alarmTopicArn?: string;
   /** Also: termination protection, and queues and log groups retained with the stack's deletion. */
@@ -307,6 +316,7 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     logRetentionDays: c.logRetentionDays ?? DEFAULT_LOG_RETENTION_DAYS,
     workerTimeoutSeconds: c.workerTimeoutSeconds ?? DEFAULT_WORKER_TIMEOUT_SECONDS,
     workerMaxConcurrency: c.workerMaxConcurrency ?? DEFAULT_WORKER_MAX_CONCURRENCY,
+    streamConcurrency: c.streamConcurrency ?? DEFAULT_STREAM_CONCURRENCY,
     maxReceiveCount: c.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT,
     alarmTopicArn: c.alarmTopicArn,
     retainData,

@@ -25,6 +25,11 @@ import { PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type
 
 /** API Gateway stops waiting for an HTTP API integration after 30 s; the function ends just before. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
+/**
+ * A Function URL streams for up to 15 minutes; the stream follows its turn for up to 14
+ * (the follow's limit, docs/streaming.md) and ends before the function does.
+ */
+export const STREAM_FUNCTION_TIMEOUT = Duration.minutes(15);
 /** Slack expects an answer within 3 s; the webhook functions only verify, dedupe and enqueue. */
 export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
 /** How often the worker expires approvals nobody decided in time: an expiry is told the model at most this late. */
@@ -39,9 +44,10 @@ export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
 export const FUNCTION_SECRETS: Readonly<Record<FunctionName, readonly CredentialSecretName[]>> = {
   api: ["database", "powerBi"],
   worker: ["database", "teamsBot", "channelReplies", "powerBi"],
-  slack: ["database", "slackSigning"],
-  teams: ["database", "teamsBot"],
+  slack: ["database", "slackSigning", "channelReplies"],
+  teams: ["database", "teamsBot", "channelReplies"],
   setup: ["database"],
+  stream: ["database", "powerBi"],
 };
 
 /** The CodeDeploy configuration of each deployment strategy: 10 % for 5 minutes, 10 % more every minute, or all at once. */
@@ -84,7 +90,7 @@ export interface ThreadwiseStackProps extends StackProps {
   config: StageConfig;
 }
 
-/** One stage of Threadwise: HTTP API, four functions, the turn queue, the secret, dashboard and alarms. */
+/** One stage of Threadwise: HTTP API, streaming URL, the functions, the turn queue, the secrets, dashboard and alarms. */
 export class ThreadwiseStack extends Stack {
   constructor(scope: Construct, id: string, props: ThreadwiseStackProps) {
     // A pinned stage deploys only into its account and region; a stage whose data is kept cannot be deleted by accident.
@@ -121,6 +127,7 @@ export class ThreadwiseStack extends Stack {
       budget: config.mongodb.connectionBudget,
       replicaSetMembers: config.mongodb.replicaSetMembers,
       workerMaxConcurrency: config.workerMaxConcurrency,
+      streamConcurrency: config.streamConcurrency,
     });
     const network = config.vpc ? new FunctionNetwork(this, "Network", { stage, logRetention, removalPolicy, ...config.vpc }) : undefined;
 
@@ -182,6 +189,18 @@ export class ThreadwiseStack extends Stack {
     api.useTurnQueue(queues.queue);
     api.useBedrockModel(config.bedrockModelId, bedrockArns);
 
+    // The api's streaming routes on a transport that streams (docs/streaming.md, "In AWS"): turns run as in the api.
+    const stream = fn(
+      "stream",
+      "Threadwise streaming URL: a turn's events as server-sent events (POST .../messages, GET .../turns/{turnId}/events)",
+      1024,
+      STREAM_FUNCTION_TIMEOUT,
+    );
+    stream.useTurnQueue(queues.queue);
+    stream.useBedrockModel(config.bedrockModelId, bedrockArns);
+    const streamingUrl = stream.addStreamingUrl();
+    api.useStreamingUrl(streamingUrl);
+
     const worker = fn(
       "worker",
       "Threadwise worker: one queued turn per invocation, replies to its channel",
@@ -194,9 +213,9 @@ export class ThreadwiseStack extends Stack {
     worker.useChannelRoles(config.tools.channelRoles);
     if (config.tools.toolApprovals) this.sweepApprovals(worker, queues.queue);
 
-    // The api runs sync turns and the worker async ones, so both call the tools; the webhooks only enqueue.
+    // The api and the stream run sync turns and the worker async ones, so all three call the tools; the webhooks only enqueue.
     this.warnAboutTools(config.tools);
-    for (const f of [api, worker]) {
+    for (const f of [api, stream, worker]) {
       this.useTools(f, config.tools);
       // Both search the conversation: the api in sync turns, the worker in queued ones.
       if (config.recallEmbeddingsModelId) {
@@ -229,7 +248,7 @@ export class ThreadwiseStack extends Stack {
     const operations = new Operations(this, "Operations", {
       stage,
       serviceName,
-      functions: { api: api.fn, worker: worker.fn, slack: slack.fn, teams: teams.fn },
+      functions: { api: api.fn, worker: worker.fn, slack: slack.fn, teams: teams.fn, stream: stream.fn },
       workerTimeout: Duration.seconds(config.workerTimeoutSeconds),
       bedrockModelId: config.bedrockModelId,
       queue: queues.queue,
@@ -239,8 +258,8 @@ export class ThreadwiseStack extends Stack {
       approvalSweep: config.tools.toolApprovals !== undefined,
     });
     const application = new LambdaApplication(this, "Deployments", { applicationName: `${stage}-threadwise` });
-    for (const [name, f] of Object.entries({ api, worker, slack, teams })) {
-      f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams"));
+    for (const [name, f] of Object.entries({ api, worker, slack, teams, stream })) {
+      f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams" | "stream"));
     }
 
     const nodeReason =
@@ -253,13 +272,13 @@ export class ThreadwiseStack extends Stack {
       " Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution " +
       "role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the " +
       "interfaces' ids are not known before Lambda makes them.";
-    for (const f of [api, worker, slack, teams, setup]) {
+    for (const f of [api, worker, slack, teams, setup, stream]) {
       Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
       Validations.of(f.role).acknowledge({ id: "AwsSolutions-IAM5[Resource::*]", reason: network ? xrayReason + networkReason : xrayReason });
     }
     // cdk-nag names each wildcard resource; the same function with CloudFormation's placeholders yields those names.
     const wildcardModelArns = bedrockResourceArns(config.bedrockModelId, NAG_ARN_PLACEHOLDERS, config.bedrockFoundationModelId).filter((a) => a.includes("*"));
-    for (const f of [api, worker]) {
+    for (const f of [api, worker, stream]) {
       for (const arn of wildcardModelArns) {
         Validations.of(f.role).acknowledge({
           id: `AwsSolutions-IAM5[Resource::${arn}]`,
@@ -272,6 +291,10 @@ export class ThreadwiseStack extends Stack {
     }
 
     new CfnOutput(this, "ApiUrl", { value: httpApi.httpApi.apiEndpoint, description: "Base URL of the HTTP API" });
+    new CfnOutput(this, "StreamingUrl", {
+      value: streamingUrl.url,
+      description: "Base URL of the streaming routes: POST /v1/conversations/{id}/messages (Accept: text/event-stream) and GET .../turns/{turnId}/events",
+    });
     new CfnOutput(this, "TurnQueueUrl", { value: queues.queue.queueUrl });
     for (const [name, secret] of Object.entries(secrets.created) as [CredentialSecretName, { secretArn: string }][]) {
       const id = `${name[0].toUpperCase()}${name.slice(1)}SecretArn`;

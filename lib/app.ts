@@ -149,7 +149,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     lease: database.lease,
     threads: database.checkpointer,
     faults: options.faults,
-    approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000 },
+    approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
       await indexer.indexFinishedTurns(conversationId, fence).catch((error: unknown) => {
@@ -172,7 +172,6 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const approvals = new Approvals({
     store: database.approvals,
     turns: database.turns,
-    argumentIssues: (tool, args) => registry.argumentIssues(tool, args),
     faults: options.faults,
     resume: async (approval, resumeKey) => {
       const job = resumeJobOf(approval, resumeKey);

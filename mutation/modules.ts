@@ -26,4 +26,7 @@ export const CORE_MODULES: MutationModule[] = [
   { module: "lib/recall/recall-terms.ts", tests: ["test/recall/recall-terms.test.ts"] },
   { module: "lib/recall/conversation-search.ts", tests: ["test/recall/conversation-search.test.ts"] },
   { module: "lib/events/turn-event-hub.ts", tests: ["test/events/turn-event-hub.test.ts"] },
+  { module: "lib/approvals/approval-policy.ts", tests: ["test/approvals/approval-policy.test.ts"] },
+  { module: "lib/approvals/approvals.ts", tests: ["test/approvals/approvals.test.ts"] },
+  { module: "lib/approvals/edited-arguments.ts", tests: ["test/approvals/edited-arguments.test.ts"] },
 ];

@@ -4,8 +4,9 @@ import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { createRouter } from "../../lib/api/router.js";
 import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
 import { channelHandlers } from "../../lib/channels/channel-handlers.js";
-import { webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import { webhookChannelDecisions, type ChannelApprovals } from "../../lib/channels/channel-decisions.js";
 import { slackResponseUrlPrefix } from "../../lib/channels/slack/handle-slack-interaction.js";
+import { slackViews, type SlackViews } from "../../lib/channels/slack/slack-approval-modal.js";
 import { createGroupDirectories } from "../../lib/channels/group-directories.js";
 import { channelIngressCredentialsOf, channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import type { GroupDirectory } from "../../lib/auth/channel-roles.js";
@@ -41,13 +42,34 @@ let directory: { key: string; directories: Partial<Record<"slack" | "teams", Gro
 
 /** Only the webhook's own channel: an approver's roles by group are looked up where the click came in. */
 function directoriesOf(channel: "slack" | "teams", credentials: Credentials): Partial<Record<"slack" | "teams", GroupDirectory>> {
-  const replies = channelReplyCredentialsOf(credentials);
+  const replies = channelReplyCredentialsOf(credentials, channel);
   const key = JSON.stringify(replies[channel] ?? null);
   if (directory?.key !== key) {
     const own = createGroupDirectories({ [channel]: replies[channel] }, config.channels)[channel];
     directory = { key, directories: own ? { [channel]: own } : {} };
   }
   return directory.directories;
+}
+
+/** Approvals over the container's MongoClient, made on the first verified interaction (a refused request never touches MongoDB). */
+function approvalsOf(channel: "slack" | "teams", credentials: Credentials): ChannelApprovals {
+  const current = () =>
+    webhookChannelDecisions(
+      mongoClientFor(credentials).db(config.dbName),
+      config,
+      (job: TurnJob) => requireTurnQueue().enqueue(job),
+      directoriesOf(channel, credentials),
+    );
+  return { decide: (...args) => current().decide(...args), forDecision: (...args) => current().forDecision(...args) };
+}
+
+/** Slack's edit modal needs the bot token (channel-replies secret); one client per container and token. */
+let views: { token: string; views: SlackViews } | undefined;
+function slackViewsOf(credentials: Credentials): SlackViews | undefined {
+  const token = channelReplyCredentialsOf(credentials, "slack").slack?.botToken;
+  if (!token) return undefined;
+  if (views?.token !== token) views = { token, views: slackViews({ botToken: token, slackApiUrl: config.channels.slackApiUrl }) };
+  return views.views;
 }
 
 /**
@@ -68,13 +90,8 @@ export function webhook(channel: "slack" | "teams") {
         notConfigured: AWS_CHANNEL_HINTS,
         deduper: deduperOf(credentials),
         enqueue: (job) => requireTurnQueue().enqueue(job),
-        decide: (...args) =>
-          webhookChannelDecisions(
-            mongoClientFor(credentials).db(config.dbName),
-            config,
-            (job: TurnJob) => requireTurnQueue().enqueue(job),
-            directoriesOf(channel, credentials),
-          )(...args),
+        approvals: approvalsOf(channel, credentials),
+        slackViews: channel === "slack" ? slackViewsOf(credentials) : undefined,
         slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
         logger,
       });

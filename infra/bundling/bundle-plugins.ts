@@ -61,7 +61,6 @@ export interface ModuleReplacement {
 export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   { importPath: "../locales/index.js", importer: /[\\/]zod[\\/]v4[\\/](core|classic|mini)[\\/]/, replacement: { file: here("./zod-locales.ts") } },
   { importPath: "./compile.js", importer: /[\\/]zod[\\/]v4[\\/]core[\\/]index\.js$/, replacement: { file: here("./zod-compile.ts") } },
-  { importPath: "./from-json-schema.js", importer: /[\\/]zod[\\/]v4[\\/]classic[\\/]external\.js$/, replacement: { file: here("./zod-from-json-schema.ts") } },
   {
     importPath: "./import_map.js",
     importer: /[\\/]@langchain[\\/]core[\\/]dist[\\/]load[\\/]index\.js$/,

@@ -47,7 +47,7 @@ export interface OperationsProps {
   stage: string;
   /** Powertools service name; the per-turn metrics carry it as their `service` dimension. */
   serviceName: string;
-  functions: { api: IFunction; worker: IFunction; slack: IFunction; teams: IFunction };
+  functions: { api: IFunction; worker: IFunction; slack: IFunction; teams: IFunction; stream: IFunction };
   /** The worker's timeout: its duration alarm fires at {@link WORKER_DURATION_ALARM_SHARE} of it. */
   workerTimeout: Duration;
   /** The model id the functions call Bedrock with: the `ModelId` dimension of Bedrock's own metrics. */
@@ -305,6 +305,8 @@ export class Operations extends Construct {
       worker: ["WorkerNearTimeout"],
       slack: ["SlackWebhook5xx"],
       teams: ["TeamsWebhook5xx"],
+      // A stream's status is written before its turn ends; its errors and failed turns tell.
+      stream: [],
     }[name];
     return [`${name}Errors`, "TurnsFailed", ...own].map((id) => this.alarms[id]);
   }

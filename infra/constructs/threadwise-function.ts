@@ -3,7 +3,7 @@ import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
 import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Alias, Architecture, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
+import { Alias, Architecture, FunctionUrlAuthType, InvokeMode, Runtime, Tracing, type FunctionUrl, type IFunctionUrl } from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -31,6 +31,7 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
 /** Environment variable names set by the stack, each next to the grant that makes it usable. */
 export const FUNCTION_ENV = {
   turnQueueUrl: "TURN_QUEUE_URL",
+  streamingUrl: "STREAMING_URL",
   mongodbMaxPoolSize: "MONGODB_MAX_POOL_SIZE",
   mongodbMaxIdleTimeMs: "MONGODB_MAX_IDLE_TIME_MS",
   mongodbSocketTimeoutMs: "MONGODB_SOCKET_TIMEOUT_MS",
@@ -170,6 +171,20 @@ export class ThreadwiseFunction extends Construct {
     this.fn.addEnvironment(FUNCTION_ENV.mongodbMaxPoolSize, String(options.maxPoolSize));
     this.fn.addEnvironment(FUNCTION_ENV.mongodbMaxIdleTimeMs, String(options.maxIdleTimeMs));
     if (options.socketTimeoutMs !== undefined) this.fn.addEnvironment(FUNCTION_ENV.mongodbSocketTimeoutMs, String(options.socketTimeoutMs));
+  }
+
+  /**
+   * A Function URL on the live alias whose responses stream (`RESPONSE_STREAM`) for up to the
+   * function's timeout. Public (`NONE`): the handler verifies the caller's JWT itself, as the HTTP
+   * API's authorizer does, before anything runs. No CORS, as the HTTP API has none.
+   */
+  addStreamingUrl(): FunctionUrl {
+    return this.alias.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
+  }
+
+  /** Names the streaming URL to this function's clients: the HTTP API's 406 to an event stream says where to ask. */
+  useStreamingUrl(url: IFunctionUrl): void {
+    this.fn.addEnvironment(FUNCTION_ENV.streamingUrl, url.url);
   }
 
   /** Enqueues turns for the worker. */

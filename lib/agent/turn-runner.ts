@@ -94,7 +94,12 @@ export interface TurnRunnerDeps {
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
-  approvals?: { store: ApprovalStore; ttlMs: number };
+  approvals?: {
+    store: ApprovalStore;
+    ttlMs: number;
+    /** A tool's arguments JSON Schema, kept on its approvals so an edit is checked without the tools (`ToolRegistry.argumentsSchema`). */
+    argumentsSchema?(toolName: string): Record<string, unknown> | undefined;
+  };
 }
 
 /** Every call of the thread's pending interrupts (a turn paused for approvals); empty when none is pending. */
@@ -230,21 +235,25 @@ export class TurnRunner {
     if (!approvals) throw new TypeError("a turn paused for approval, but the runner has no approval store");
     const now = new Date();
     const deadline = new Date(now.getTime() + approvals.ttlMs);
-    const docs: ApprovalDocument[] = calls.map((call) => ({
-      _id: call.approvalId,
-      conversationId: turn.conversationId,
-      turnId: turn._id,
-      toolCallId: call.toolCallId,
-      tool: call.tool,
-      args: call.args,
-      argsHash: argsHash(call.args),
-      requester: request.caller.principal,
-      approvers: call.approvers,
-      createdAt: now,
-      deadline,
-      status: "pending",
-      ...(request.origin && { origin: request.origin }),
-    }));
+    const docs: ApprovalDocument[] = calls.map((call) => {
+      const schema = approvals.argumentsSchema?.(call.tool);
+      return {
+        _id: call.approvalId,
+        conversationId: turn.conversationId,
+        turnId: turn._id,
+        toolCallId: call.toolCallId,
+        tool: call.tool,
+        args: call.args,
+        argsHash: argsHash(call.args),
+        ...(schema && { argsSchema: JSON.stringify(schema) }),
+        requester: request.caller.principal,
+        approvers: call.approvers,
+        createdAt: now,
+        deadline,
+        status: "pending",
+        ...(request.origin && { origin: request.origin }),
+      };
+    });
     await approvals.store.open(docs, fence);
     await turns.awaitApproval(turn, [...new Set(calls.map((c) => c.tool))], fence);
     const records = new Map((await approvals.store.listByTurn(turn._id)).map((a) => [a._id, a]));

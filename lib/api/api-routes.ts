@@ -29,6 +29,8 @@ export interface ApiRoutesDeps {
   dispatcher?: TurnDispatcher;
   /** What `Accept: text/event-stream` and `.../events` follow. */
   events: TurnEventFollower;
+  /** Where these routes stream, named to a client that asks an adapter that cannot (the HTTP API in AWS). Default: unnamed. */
+  streamingUrl?: string;
   approvals: Approvals;
 }
 
@@ -206,7 +208,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const { caller, conversation } = await owned(request, id);
         const text = questionOf(request, deps.maxMessageChars);
         const key = parseIdempotencyKey(request);
-        const streamed = wantsEventStream(request);
+        const streamed = wantsEventStream(request, deps.streamingUrl);
         const afterId = lastEventId(request);
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
@@ -277,7 +279,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request, [id, rawTurnId]) => {
         const { conversation } = await owned(request, id);
         const turn = await ownedTurn(conversation._id, rawTurnId);
-        assertCanStream(request);
+        assertCanStream(request, deps.streamingUrl);
         return turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId: lastEventId(request) });
       },
     },

@@ -8,19 +8,23 @@ const EVENT_STREAM = "text/event-stream";
 /** Digits of the largest `Last-Event-ID` taken: ids count a turn's events. */
 const MAX_EVENT_ID_DIGITS = 9;
 
-/** Refuses an event stream where the adapter cannot write one as it comes (it would arrive whole, at the end). */
-export function assertCanStream(request: HttpRequest): void {
+/**
+ * Refuses an event stream where the adapter cannot write one as it comes (it would arrive whole,
+ * at the end), naming where the same route streams when the deployment has told it (`STREAMING_URL`).
+ */
+export function assertCanStream(request: HttpRequest, streamingUrl?: string): void {
   if (!request.canStream) {
-    throw new NotAcceptableError("this endpoint does not stream; use the streaming URL, or ask without Accept: text/event-stream (docs/streaming.md)");
+    const where = streamingUrl ? `the streaming URL ${streamingUrl}` : "the streaming URL";
+    throw new NotAcceptableError(`this endpoint does not stream; use ${where}, or ask without Accept: text/event-stream (docs/streaming.md)`);
   }
 }
 
 /** Whether the request asks for server-sent events (`Accept: text/event-stream`), split into media ranges rather than searched. */
-export function wantsEventStream(request: HttpRequest): boolean {
+export function wantsEventStream(request: HttpRequest, streamingUrl?: string): boolean {
   const accept = request.headers.accept;
   if (accept === undefined) return false;
   const wanted = accept.split(",").some((range) => range.split(";", 1)[0].trim().toLowerCase() === EVENT_STREAM);
-  if (wanted) assertCanStream(request);
+  if (wanted) assertCanStream(request, streamingUrl);
   return wanted;
 }
 

@@ -34,6 +34,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
       dispatcher: app.dispatcher,
       events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
       approvals: app.approvals,
+      streamingUrl: config.deployment.streamingUrl,
     }),
     ...(options.extraRoutes ?? []),
   ];

@@ -195,7 +195,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: "Missing or invalid bearer token.",
   403: "The caller may not decide this approval (not the requester, or without an approver role).",
   404: "Not found, or not the caller's.",
-  406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS; docs/streaming.md).",
+  406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS, whose message names the streaming URL; docs/streaming.md).",
   409:
     "A turn is already running on the conversation, the same Idempotency-Key is in progress, the named turn is " +
     "not the latest (`turn_not_latest`, `turn_superseded`), or the approval was decided otherwise or belongs to " +

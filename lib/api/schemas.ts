@@ -124,7 +124,9 @@ export const decisionBody = z.discriminatedUnion("decision", [
   }),
   z.strictObject({
     decision: z.literal("edit"),
-    args: z.record(z.string(), z.unknown()).meta({ description: "The arguments the call runs with instead; checked against the tool's schema." }),
+    args: z
+      .record(z.string(), z.unknown())
+      .meta({ description: "The arguments the call runs with instead; checked against the tool's arguments JSON Schema recorded with the approval." }),
   }),
 ]);
 

@@ -5,6 +5,7 @@ import { ApprovalExpiredError, ForbiddenError, NotFoundError, ValidationError } 
 import type { ApprovalChoice, ApprovalDocument, ApprovalStatus, ApprovalStore } from "../store/approval-store.js";
 import type { TurnStore } from "../store/turn-store.js";
 import { ApprovalPolicy } from "./approval-policy.js";
+import { editedArgumentIssues } from "./edited-arguments.js";
 
 /** Most approvals one listing returns (a turn waits on one model response's calls; a conversation rarely has many). */
 export const DEFAULT_APPROVALS_PAGE = 100;
@@ -14,8 +15,6 @@ export const DEFAULT_SWEEP_LIMIT = 100;
 export interface ApprovalsOptions {
   store: ApprovalStore;
   turns: TurnStore;
-  /** The problems of edited arguments for a tool, by its schema (`ToolRegistry.argumentIssues`). */
-  argumentIssues(toolName: string, args: unknown): { path: string; message: string }[];
   /**
    * Resumes a turn whose calls are all decided: in AWS its job goes to the worker's queue.
    * `resumeKey` names the set of decisions, so a repeated request does not queue a second job.
@@ -60,19 +59,26 @@ export class Approvals {
     return approval;
   }
 
-  /**
-   * Takes `caller`'s decision. Refused with ForbiddenError when the caller is not among the
-   * approvers, ValidationError for edited arguments the tool would refuse, and the store's
-   * errors for a decided, expired or superseded approval. A repeated request (after a crash, a
-   * retry) answers as the first and hands the turn on again if it has not resumed yet.
-   */
-  async decide(conversationId: string, approvalId: string, caller: Caller, choice: ApprovalChoice): Promise<DecisionResult> {
+  /** The approval, when `caller` is among its approvers (else ForbiddenError): what an edit form shows before the decision. */
+  async forDecision(conversationId: string, approvalId: string, caller: Caller): Promise<ApprovalDocument> {
     const approval = await this.get(conversationId, approvalId);
     if (!ApprovalPolicy.mayDecide(approval.approvers, approval.requester, caller)) {
       throw new ForbiddenError(`you may not decide approval ${approvalId}`);
     }
+    return approval;
+  }
+
+  /**
+   * Takes `caller`'s decision. Refused with ForbiddenError when the caller is not among the
+   * approvers, ValidationError for edited arguments the recorded schema refuses
+   * (`editedArgumentIssues`), and the store's errors for a decided, expired or superseded
+   * approval. A repeated request (after a crash, a retry) answers as the first and hands the
+   * turn on again if it has not resumed yet.
+   */
+  async decide(conversationId: string, approvalId: string, caller: Caller, choice: ApprovalChoice): Promise<DecisionResult> {
+    const approval = await this.forDecision(conversationId, approvalId, caller);
     if (choice.kind === "edit") {
-      const issues = this.options.argumentIssues(approval.tool, choice.args);
+      const issues = editedArgumentIssues(approval.argsSchema, choice.args);
       if (issues.length > 0) {
         throw new ValidationError(
           `the edited arguments are not valid for ${approval.tool}`,

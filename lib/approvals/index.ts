@@ -4,3 +4,4 @@ export { Approvals, DEFAULT_APPROVALS_PAGE, DEFAULT_SWEEP_LIMIT } from "./approv
 export type { ApprovalsOptions, DecisionResult, SweepResult } from "./approvals.js";
 export { resumeJobOf } from "./resume-job.js";
 export { APPROVAL_SWEEP_EVENT, isApprovalSweepEvent, type ApprovalSweepEvent } from "./sweep-event.js";
+export { editedArgumentIssues, type ArgumentIssue } from "./edited-arguments.js";

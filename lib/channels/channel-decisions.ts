@@ -1,42 +1,68 @@
 import type { Db } from "mongodb";
 import { ChannelRoles, type GroupDirectory } from "../auth/channel-roles.js";
-import { tenantOwner, type ChannelIssuerKind, type Principal } from "../auth/principal.js";
+import { tenantOwner, type Caller, type ChannelIssuerKind, type Principal } from "../auth/principal.js";
 import { Approvals, type DecisionResult } from "../approvals/approvals.js";
 import { resumeJobOf } from "../approvals/resume-job.js";
 import type { Config } from "../config/config.js";
-import { NotFoundError } from "../errors.js";
-import { ApprovalStore, type ApprovalChoice } from "../store/approval-store.js";
+import { NotFoundError, type ValidationError } from "../errors.js";
+import { ApprovalStore, type ApprovalChoice, type ApprovalDocument } from "../store/approval-store.js";
 import { ConversationStore } from "../store/conversation-store.js";
 import { TurnStore } from "../store/turn-store.js";
 import { RetentionPolicy } from "../store/retention.js";
 import type { EnqueueTurn } from "../queue/turn-job.js";
 
-/** A channel user's decision on an approval, from a verified interaction (a Slack button, a Teams card action). */
-export type ChannelDecide = (
-  principal: Principal & { issuer: "slack" | "teams" },
-  conversationId: string,
-  approvalId: string,
-  choice: ApprovalChoice,
-) => Promise<DecisionResult>;
+/** A channel user, as a verified interaction (a Slack button or modal, a Teams card action) names them. */
+export type ChannelPrincipal = Principal & { issuer: "slack" | "teams" };
+
+/** Approvals as a channel user reaches them. */
+export interface ChannelApprovals {
+  /** Takes the user's decision (`Approvals.decide`). */
+  decide(principal: ChannelPrincipal, conversationId: string, approvalId: string, choice: ApprovalChoice): Promise<DecisionResult>;
+  /** The approval, when the user may decide it (`Approvals.forDecision`): what an edit form is prefilled with. */
+  forDecision(principal: ChannelPrincipal, conversationId: string, approvalId: string): Promise<ApprovalDocument>;
+}
+
+/** The edited arguments as typed in a channel's form (JSON text), or what is wrong with them. */
+export function editedArgumentsOf(text: string | undefined): { args: Record<string, unknown> } | { error: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text ?? "");
+  } catch {
+    return { error: "Not JSON: write the arguments as a JSON object." };
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) return { error: "The arguments must be a JSON object." };
+  return { args: value as Record<string, unknown> };
+}
+
+/** Edited arguments refused, as a channel shows it under the input: each problem with its path. */
+export function invalidEditText(error: ValidationError): string {
+  const issues = (error.details ?? []).map((d) => `${d.path.replace(/^args\.?/, "") || "(arguments)"}: ${d.message}`);
+  return issues.length > 0 ? issues.join("; ") : error.message;
+}
 
 /**
  * Decisions from Slack and Teams: the conversation must belong to the user's workspace or
  * tenant (else NotFound, as the API answers for another's), and the user's roles are looked up
  * as for a turn (`SLACK_ROLES`, `TEAMS_ROLES`), so an approver role is checked the same way.
  */
-export function channelDecisions(deps: { conversations: ConversationStore; approvals: Approvals; roles: ChannelRoles }): ChannelDecide {
-  return async (principal, conversationId, approvalId, choice) => {
+export function channelDecisions(deps: { conversations: ConversationStore; approvals: Approvals; roles: ChannelRoles }): ChannelApprovals {
+  const callerOf = async (principal: ChannelPrincipal, conversationId: string, approvalId: string): Promise<Caller> => {
     if (principal.tenant === null) throw new NotFoundError(`approval ${approvalId} not found`);
     await deps.conversations.getOwned(conversationId, tenantOwner(principal.issuer, principal.tenant));
-    const caller = { principal, roles: await deps.roles.rolesOf(principal) };
-    return deps.approvals.decide(conversationId, approvalId, caller, choice);
+    return { principal, roles: await deps.roles.rolesOf(principal) };
+  };
+  return {
+    decide: async (principal, conversationId, approvalId, choice) =>
+      deps.approvals.decide(conversationId, approvalId, await callerOf(principal, conversationId, approvalId), choice),
+    forDecision: async (principal, conversationId, approvalId) =>
+      deps.approvals.forDecision(conversationId, approvalId, await callerOf(principal, conversationId, approvalId)),
   };
 }
 
 /**
  * Channel decisions as the webhook function takes them: over the stores alone (no app, graph or
- * tool), resuming through the turn queue. Buttons only approve or reject, so no edit reaches
- * the tools' schemas. Roles by group come from the channel's directory, as in the worker; without
+ * tool), resuming through the turn queue. An edit is checked against the schema its approval
+ * recorded, so no tool is loaded. Roles by group come from the channel's directory, as in the worker; without
  * one (no bot token in the function's secrets) a tenant whose roles name groups is refused with
  * `RoleLookupError` (503).
  */
@@ -45,11 +71,10 @@ export function webhookChannelDecisions(
   config: Pick<Config, "retentionDays" | "auth">,
   enqueue: EnqueueTurn,
   directories: Partial<Record<ChannelIssuerKind, GroupDirectory>> = {},
-): ChannelDecide {
+): ChannelApprovals {
   const approvals = new Approvals({
     store: new ApprovalStore(db),
     turns: new TurnStore(db),
-    argumentIssues: () => [{ path: "args", message: "edits are made through the API or the console" }],
     resume: (approval, key) => enqueue(resumeJobOf(approval, key)),
   });
   return channelDecisions({

@@ -4,8 +4,9 @@ import { type ChannelRequest, type ChannelResponse, channelNotConfiguredResponse
 import { handleSlackEvent, type SlackEventOutcome } from "./slack/handle-slack-event.js";
 import { handleTeamsActivity, type TeamsActivityOutcome } from "./teams/handle-teams-activity.js";
 import type { EnqueueTurn } from "../queue/turn-job.js";
-import type { ChannelDecide } from "./channel-decisions.js";
+import type { ChannelApprovals } from "./channel-decisions.js";
 import { handleSlackInteraction, type SlackInteractionOutcome } from "./slack/handle-slack-interaction.js";
+import type { SlackViews } from "./slack/slack-approval-modal.js";
 
 /**
  * The ingress of the channel side, assembled here once for the webhook functions and the local
@@ -20,7 +21,7 @@ export type ChannelHandler = (request: ChannelRequest) => Promise<ChannelRespons
 /** A handler per channel that has one: a configured channel's, or the 503 of `notConfigured`. */
 export interface ChannelHandlers {
   slack?: ChannelHandler;
-  /** Slack's approval button clicks (`decide` given). */
+  /** Slack's approval button clicks and edit modals (`approvals` given). */
   slackInteractivity?: ChannelHandler;
   teams?: ChannelHandler;
 }
@@ -52,7 +53,9 @@ export interface ChannelHandlersOptions {
   deduper: EventDeduper;
   enqueue: EnqueueTurn;
   /** Takes approval decisions from Slack buttons and Teams card actions when set. Default: neither is answered. */
-  decide?: ChannelDecide;
+  approvals?: ChannelApprovals;
+  /** Opens Slack's edit modal and updates the message after an edit (the bot token's). Default: Edit answers that it is off. */
+  slackViews?: SlackViews;
   /** Where Slack's `response_url`s must point. Default: `DEFAULT_SLACK_RESPONSE_URL_PREFIX`. */
   slackResponseUrlPrefix?: string;
   /** Default: silent. One line per delivery with its outcome (reasons and numbers, never text). */
@@ -78,14 +81,15 @@ export function channelHandlers(options: ChannelHandlersOptions): ChannelHandler
         enqueue: options.enqueue,
         onOutcome: reportSlack,
       });
-    const decide = options.decide;
-    if (decide) {
+    const approvals = options.approvals;
+    if (approvals) {
       const reportInteraction = (outcome: SlackInteractionOutcome) => logger?.info("slack interaction", { ...outcome });
       handlers.slackInteractivity = (request) =>
         handleSlackInteraction({
           request,
           signingSecret: slack.signingSecret,
-          decide,
+          approvals,
+          views: options.slackViews,
           responseUrlPrefix: options.slackResponseUrlPrefix,
           onOutcome: reportInteraction,
         });
@@ -102,7 +106,7 @@ export function channelHandlers(options: ChannelHandlersOptions): ChannelHandler
         issuer: teams.issuer,
         deduper: options.deduper,
         enqueue: options.enqueue,
-        decide: options.decide,
+        approvals: options.approvals,
         onOutcome: reportTeams,
       });
   } else if (notConfigured) {

@@ -78,7 +78,7 @@ export {
   DEFAULT_OPENID_METADATA_MAX_AGE_MS,
   OpenIdKeySource,
   type OpenIdKeySourceOptions,
-} from "./teams/open-id-key-source.js";
+} from "../auth/open-id-key-source.js";
 export {
   TEAMS_IGNORE_REASONS,
   parseTeamsActivity,

@@ -90,6 +90,8 @@ export const DEFAULT_JWT_AUDIENCE = "threadwise";
 export const DEFAULT_LOCAL_ISSUER = "threadwise-local";
 /** Port of the local server. */
 export const DEFAULT_PORT = 3000;
+/** How often the local server expires approvals past their deadline: a minute, so a local user sees an expiry soon after it is due. */
+export const DEFAULT_APPROVAL_SWEEP_SECONDS = 60;
 /** Longest a turn runs inside an API request before it is handed to the worker (API Gateway gives 30 s). */
 export const DEFAULT_SYNC_TURN_DEADLINE_MS = 20_000;
 /** Receives of one queued turn before it is given up; matches the queue's maxReceiveCount. */
@@ -214,6 +216,13 @@ export const SETTINGS = {
   JWT_TENANT_CLAIM: setting({ schema: z.string().min(1), default: "tenant", description: "claim naming the caller's tenant" }),
   JWT_ROLES_CLAIM: setting({ schema: z.string().min(1), default: "roles", description: "claim naming the caller's roles" }),
   PORT: setting({ schema: positiveInt, default: DEFAULT_PORT, description: "local server port" }),
+  APPROVAL_SWEEP_SECONDS: setting({
+    schema: positiveInt,
+    default: DEFAULT_APPROVAL_SWEEP_SECONDS,
+    description:
+      "local server: how often it rejects as expired the approvals past their deadline and resumes their turns " +
+      "(in AWS the worker's schedule does it every 5 minutes; [docs/approvals.md](docs/approvals.md))",
+  }),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: setting({
     schema: positiveInt,
     default: DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
@@ -253,6 +262,11 @@ export const SETTINGS = {
   }),
   SECRET_CACHE_MS: setting({ schema: positiveInt, default: DEFAULT_SECRET_CACHE_MS, description: "how long the fetched secrets are reused" }),
   TURN_QUEUE_URL: setting({ schema: z.string().url(), defaultText: "set by the stack", description: "the SQS FIFO turn queue" }),
+  STREAMING_URL: setting({
+    schema: z.string().url(),
+    defaultText: "set by the stack",
+    description: "the streaming function's URL, named by the HTTP API's 406 to a client that asks it for an event stream",
+  }),
   MONGODB_REQUIRE_TLS: setting({
     schema: z.enum(["true", "false"]),
     default: "false",
@@ -367,6 +381,8 @@ export interface DeploymentConfig {
   secretArns: Partial<Record<CredentialSecretName, string>>;
   /** SQS FIFO queue of turns for the worker; without it every API turn runs in the request. */
   turnQueueUrl?: string;
+  /** The streaming function's URL (docs/streaming.md), where the HTTP API sends a client that asks it for an event stream. */
+  streamingUrl?: string;
   turnMaxReceives: number;
   syncTurnDeadlineMs: number;
   secretCacheMs: number;
@@ -416,6 +432,8 @@ export interface Config {
   auth: AuthConfig;
   maxMessageChars: number;
   port: number;
+  /** Local server: seconds between approval sweeps. Default: 60 (`DEFAULT_APPROVAL_SWEEP_SECONDS`). */
+  approvalSweepSeconds?: number;
   /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
   tools: ToolsConfig;
   /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */
@@ -472,6 +490,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     maxMessageChars: e.MAX_MESSAGE_CHARS,
     port: e.PORT,
+    approvalSweepSeconds: e.APPROVAL_SWEEP_SECONDS,
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     channels: {
@@ -488,6 +507,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         }),
       ),
       turnQueueUrl: e.TURN_QUEUE_URL,
+      streamingUrl: e.STREAMING_URL,
       turnMaxReceives: e.TURN_MAX_RECEIVES,
       syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS,
       secretCacheMs: e.SECRET_CACHE_MS,

@@ -188,19 +188,21 @@ export function channelIngressCredentialsOf(credentials: Credentials): ChannelIn
 }
 
 /**
- * The channels the worker can answer in. A half-configured Teams bot (an app id without its
- * password, or the reverse) throws `CredentialsMissingError` naming the missing key.
+ * The channels the worker can answer in, or only `channel`'s (a webhook, which reads the shared
+ * `channel-replies` secret for its own channel). A half-configured Teams bot (an app id without
+ * its password, or the reverse) throws `CredentialsMissingError` naming the missing key, unless
+ * only Slack's are asked for: the slack function does not read the Teams app id.
  */
-export function channelReplyCredentialsOf(credentials: Credentials): ChannelReplyCredentials {
+export function channelReplyCredentialsOf(credentials: Credentials, channel?: "slack" | "teams"): ChannelReplyCredentials {
+  const replies: ChannelReplyCredentials = {};
+  if (channel !== "teams" && credentials.slackBotToken) replies.slack = { botToken: credentials.slackBotToken };
+  if (channel === "slack") return replies;
   const teamsKeys = REQUIRED_KEYS.teams.filter((key) => credentials[key] !== undefined);
   if (teamsKeys.length === 1) requireCredentials(credentials, REQUIRED_KEYS.teams);
-  return {
-    slack: credentials.slackBotToken ? { botToken: credentials.slackBotToken } : undefined,
-    teams:
-      credentials.teamsAppId && credentials.teamsAppPassword
-        ? { appId: credentials.teamsAppId, appPassword: credentials.teamsAppPassword, tenantId: credentials.teamsTenantId }
-        : undefined,
-  };
+  if (credentials.teamsAppId && credentials.teamsAppPassword) {
+    replies.teams = { appId: credentials.teamsAppId, appPassword: credentials.teamsAppPassword, tenantId: credentials.teamsTenantId };
+  }
+  return replies;
 }
 
 /**

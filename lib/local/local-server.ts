@@ -15,19 +15,21 @@ import { channelWorker } from "../channels/channel-worker.js";
 import { channelDecisions } from "../channels/channel-decisions.js";
 import { createGroupDirectories } from "../channels/group-directories.js";
 import { slackResponseUrlPrefix } from "../channels/slack/handle-slack-interaction.js";
+import { slackViews } from "../channels/slack/slack-approval-modal.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
 import type { ChannelCredentials } from "../config/credentials.js";
 import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
 import type { TurnJobOutcome, TurnJobWorker } from "../queue/turn-job-worker.js";
 import { createMongoClient } from "../store/mongo-client.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
-import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
+import { DEFAULT_APPROVAL_SWEEP_SECONDS, DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
 import { consoleRoutes } from "./console-routes.js";
 import { localToolsRoute } from "./local-tools-route.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
 import { loadOrCreateLocalKeys, mintLocalToken, DEFAULT_LOCAL_DIR, type LocalKeys } from "./local-keys.js";
 import { toHttpRequest, writeHttpResponse } from "./node-http-adapter.js";
+import { PeriodicTask } from "./periodic-task.js";
 
 export interface LocalServer {
   url: string;
@@ -138,11 +140,12 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     notConfigured: LOCAL_CHANNEL_HINTS,
     deduper: new ChannelEventDeduper(client.db(config.dbName)),
     enqueue: (job) => turnQueue.enqueue(job),
-    decide: channelDecisions({
+    approvals: channelDecisions({
       conversations: app.database.conversations,
       approvals: app.approvals,
       roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     }),
+    slackViews: channels.slack ? slackViews({ botToken: channels.slack.botToken, slackApiUrl: config.channels.slackApiUrl }) : undefined,
     slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
     logger,
   });
@@ -192,6 +195,16 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       cause: error,
     });
   }
+  // What the worker's 5-minute schedule does in AWS: an approval nobody decides expires, and its turn goes on.
+  const sweep = new PeriodicTask(
+    async () => {
+      const result = await app.approvals.sweep();
+      if (result.expired > 0 || result.resumed > 0) logger.info("approval sweep", { ...result });
+    },
+    (config.approvalSweepSeconds ?? DEFAULT_APPROVAL_SWEEP_SECONDS) * 1000,
+    (error) => logger.error("approval sweep failed", { error: error instanceof Error ? error.name : "unknown" }),
+  );
+  sweep.start();
   const { port } = server.address() as AddressInfo;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.
   const server6: Server | undefined = await listen(createServer(handle), port, "::1").catch(() => undefined);
@@ -202,6 +215,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     turnQueue,
     worker,
     async close() {
+      await sweep.stop();
       for (const s of [server, server6]) {
         if (!s) continue;
         await new Promise<void>((resolve) => s.close(() => resolve()));

@@ -26,6 +26,12 @@ export interface ApprovalDocument {
   /** As the model gave them; an edit's arguments are in `decision`. */
   args: Record<string, unknown>;
   argsHash: string;
+  /**
+   * The tool's arguments JSON Schema when the approval was opened (as offered to the model), as
+   * JSON text: what an edit is checked against wherever it comes from (`editedArgumentIssues`).
+   * Text, because a schema's keys (`$ref`, `$defs`) are no MongoDB field names.
+   */
+  argsSchema?: string;
   requester: Principal;
   approvers: Approvers;
   createdAt: Date;

@@ -101,6 +101,11 @@ export class ToolRegistry {
     return this.#tools.get(toolName)?.sideEffects ?? false;
   }
 
+  /** The named tool's arguments JSON Schema, as offered to the model; undefined for a tool not registered here. */
+  argumentsSchema(toolName: string): Record<string, unknown> | undefined {
+    return this.#specs.get(toolName)?.function.parameters;
+  }
+
   /** The problems of `args` for the named tool, as its schema finds them; empty when they are valid. */
   argumentIssues(toolName: string, args: unknown): { path: string; message: string }[] {
     const tool = this.#tools.get(toolName);

@@ -190,6 +190,11 @@ describe("event-stream", () => {
       expect(() => wantsEventStream(request({ accept: "text/event-stream" }, false))).toThrow(NotAcceptableError);
       expect(() => assertCanStream(request({}, false))).toThrow(NotAcceptableError);
     });
+
+    it("throws naming the streaming URL the deployment gave", () => {
+      const url = "https://abc.lambda-url.eu-west-1.on.aws/";
+      expect(() => wantsEventStream(request({ accept: "text/event-stream" }, false), url)).toThrow(`use the streaming URL ${url},`);
+    });
   });
 
   describe("lastEventId", () => {

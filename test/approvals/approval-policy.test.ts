@@ -10,8 +10,18 @@ const TOOLS = [
 
 describe("ApprovalPolicy", () => {
   describe("constructor", () => {
-    it("throws when a read-only tool is configured to wait", () => {
-      expect(() => new ApprovalPolicy({ sql_query: { require: "always" } }, TOOLS)).toThrow(ValidationError);
+    it("throws a ValidationError naming the setting's entry when a read-only tool is configured to wait", () => {
+      let thrown: unknown;
+      try {
+        new ApprovalPolicy({ sql_query: { require: "always" } }, TOOLS);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ValidationError);
+      expect(thrown).toMatchObject({
+        message: "invalid configuration",
+        details: [{ path: "TOOL_APPROVALS.sql_query", message: "a read-only tool never waits for approval" }],
+      });
     });
 
     it("accepts a read-only tool configured never to wait, and ignores a tool this deployment leaves off", () => {
@@ -41,6 +51,21 @@ describe("ApprovalPolicy", () => {
       expect(policy.approversFor("create_follow_up", other)).toBeUndefined();
     });
 
+    it.each([
+      ["a null value is not present", { argument: "owner", present: true as const }, { owner: null }],
+      ["a number below the threshold", { argument: "amount", atLeast: 100 }, { amount: 99.5 }],
+      ["an object is in no list", { argument: "region", in: ["EU"] }, { region: { toString: () => "EU" } }],
+    ])("returns undefined when the rule does not match: %s", (_name, when, args) => {
+      const policy = new ApprovalPolicy({ create_follow_up: { require: { when } } }, TOOLS);
+      expect(policy.approversFor("create_follow_up", args)).toBeUndefined();
+    });
+
+    it("returns approvers for a number in a rule's list", () => {
+      const policy = new ApprovalPolicy({ create_follow_up: { require: { when: { argument: "tier", in: [1, 2] } } } }, TOOLS);
+      expect(policy.approversFor("create_follow_up", { tier: 2 })).toEqual({ requester: true, roles: [] });
+      expect(policy.approversFor("create_follow_up", { tier: 3 })).toBeUndefined();
+    });
+
     it("does not read a rule's argument from the object prototype", () => {
       const policy = new ApprovalPolicy({ create_follow_up: { require: { when: { argument: "constructor", present: true } } } }, TOOLS);
       expect(policy.approversFor("create_follow_up", {})).toBeUndefined();
@@ -58,6 +83,10 @@ describe("ApprovalPolicy", () => {
       const approvers = { requester: true, roles: [] };
       expect(ApprovalPolicy.mayDecide(approvers, requester, { principal: slackPrincipal("T2", "U1"), roles: [] })).toBe(false);
       expect(ApprovalPolicy.mayDecide(approvers, requester, { principal: apiPrincipal("U1", "T1"), roles: [] })).toBe(false);
+    });
+
+    it("returns false for another subject of the requester's issuer and tenant", () => {
+      expect(ApprovalPolicy.mayDecide({ requester: true, roles: [] }, requester, { principal: slackPrincipal("T1", "U2"), roles: [] })).toBe(false);
     });
 
     it("returns true for a caller with an approver role and false for the requester without it", () => {

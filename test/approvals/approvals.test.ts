@@ -9,7 +9,7 @@ import type { TurnQueue } from "../../lib/queue/turn-queue.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
 import { loadConfig } from "../../lib/config/config.js";
-import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, ValidationError } from "../../lib/errors.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
@@ -74,6 +74,21 @@ async function pausedTurn(app: App, caller: Caller = alice, content = 'record_ef
   return { conversationId, turnId, request, result, approvalId };
 }
 
+/** An app whose turn queue only records jobs (as SQS in AWS: the worker is elsewhere), so what is handed on can be counted. */
+async function queuedApp(faults?: FaultInjector, db?: TestDatabase) {
+  const jobs: TurnJob[] = [];
+  const app = await appWith({ require: "always" }, faults, { turnQueue: { enqueue: async (job) => void jobs.push(job) }, ...(db && { db }) });
+  return { app, jobs };
+}
+
+/** A second call of the same model response waiting beside the first (as parallel calls are recorded), due in an hour. */
+async function pendingSibling(app: App, approvalId: string): Promise<string> {
+  const first = await app.database.approvals.get(approvalId);
+  const _id = randomUUID();
+  await app.database.approvals.collection.insertOne({ ...first!, _id, toolCallId: `sibling-${_id}`, deadline: new Date(Date.now() + 3_600_000) });
+  return _id;
+}
+
 async function stateOf(app: App, conversationId: string): Promise<BaseMessage[]> {
   const snapshot = await app.runner.readThread(conversationId);
   expect(snapshot.length).toBeGreaterThan(0);
@@ -104,6 +119,7 @@ describe("Approvals", () => {
       expect(approval).toMatchObject({ _id: approvalId, turnId, tool: "record_effect", args: { note: "ship it" }, status: "pending" });
       expect(approval.requester).toEqual(alice.principal);
       expect(approval.argsHash).toMatch(/^[0-9a-f]{64}$/);
+      expect(JSON.parse(approval.argsSchema ?? "")).toEqual(app.tools.argumentsSchema("record_effect"));
     });
 
     it("runs a read-only tool at once", async () => {
@@ -179,6 +195,15 @@ describe("Approvals", () => {
       expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
     });
 
+    it("throws a ValidationError for any edit of an approval opened without its arguments' schema, and approves it still", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await app.database.approvals.collection.updateOne({ _id: approvalId }, { $unset: { argsSchema: "" } });
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "edit", args: { note: "fine" } })).rejects.toThrow(ValidationError);
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      expect(await effects(conversationId)).toHaveLength(1);
+    });
+
     it("returns the first decision when the same one is repeated, and runs the call once", async () => {
       const app = await appWith();
       const { conversationId, approvalId } = await pausedTurn(app);
@@ -209,6 +234,117 @@ describe("Approvals", () => {
       expect(turn?.status).toBe("completed");
       expect(turn?.answer).toContain("expired");
       expect(await effects(conversationId)).toHaveLength(0);
+    });
+  });
+
+  describe("get", () => {
+    it("throws NotFoundError naming the approval for an id of another conversation, and for an unknown id", async () => {
+      const app = await appWith();
+      const { approvalId } = await pausedTurn(app);
+      const other = await app.database.conversations.create(alice.principal);
+      await expect(app.approvals.get(other._id, approvalId)).rejects.toThrow(new NotFoundError(`approval ${approvalId} not found`));
+      const unknown = randomUUID();
+      await expect(app.approvals.get(other._id, unknown)).rejects.toThrow(new NotFoundError(`approval ${unknown} not found`));
+    });
+  });
+
+  describe("decide, with the turn handed to a queue", () => {
+    it("throws ForbiddenError naming the approval for a caller who is not an approver", async () => {
+      const { app } = await queuedApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.decide(conversationId, approvalId, bob, { kind: "approve" })).rejects.toThrow(
+        new ForbiddenError(`you may not decide approval ${approvalId}`),
+      );
+    });
+
+    it("throws a ValidationError with each problem under `args.`", async () => {
+      const { app } = await queuedApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      const refused = app.approvals.decide(conversationId, approvalId, alice, { kind: "edit", args: { note: "", amount: "x" } });
+      await expect(refused).rejects.toMatchObject({
+        message: "the edited arguments are not valid for record_effect",
+        details: [
+          { path: "args.note", message: expect.stringContaining(">=1") },
+          { path: "args.amount", message: expect.stringContaining("expected number") },
+        ],
+      });
+    });
+
+    it("hands the turn on once, under a 32-hex key naming the decisions, when its last call is decided", async () => {
+      const { app, jobs } = await queuedApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      expect(await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).toMatchObject({ decided: true, resumed: true });
+      expect(jobs).toHaveLength(1);
+      expect(jobs[0].resume).toMatch(/^[0-9a-f]{32}$/);
+    });
+
+    it("does not hand the turn on while another call of it waits", async () => {
+      const { app, jobs } = await queuedApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      const sibling = await pendingSibling(app, approvalId);
+      expect(await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).toMatchObject({ decided: true, resumed: false });
+      expect(jobs).toHaveLength(0);
+      expect(await app.approvals.decide(conversationId, sibling, alice, { kind: "reject" })).toMatchObject({ resumed: true });
+      expect(jobs).toHaveLength(1);
+    });
+
+    it("gives the turns of different decisions different keys, and one set of decisions the same key on every look", async () => {
+      const { app, jobs } = await queuedApp();
+      const first = await pausedTurn(app);
+      const second = await pausedTurn(app);
+      await app.approvals.decide(first.conversationId, first.approvalId, alice, { kind: "approve" });
+      await app.approvals.decide(second.conversationId, second.approvalId, alice, { kind: "approve" });
+      // Past its deadline, the decided call still counts as decided: a second look hands the turn on under the same key.
+      await app.database.approvals.collection.updateOne({ _id: first.approvalId }, { $set: { deadline: new Date(Date.now() - 1000) } });
+      await app.approvals.list(first.conversationId);
+      expect(jobs.map((j) => j.conversationKey)).toEqual([first.conversationId, second.conversationId, first.conversationId]);
+      expect(jobs[2].resume).toBe(jobs[0].resume);
+      expect(jobs[1].resume).not.toBe(jobs[0].resume);
+    });
+
+    it("does not hand the turn on again for a conflicting decision", async () => {
+      const { app, jobs } = await queuedApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await app.approvals.decide(conversationId, approvalId, alice, { kind: "reject" });
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ApprovalConflictError);
+      expect(jobs).toHaveLength(1);
+    });
+  });
+
+  describe("list, with the turn handed to a queue", () => {
+    it("hands on nothing while the turn's call waits before its deadline", async () => {
+      const { app, jobs } = await queuedApp();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      expect((await app.approvals.list(conversationId)).map((a) => a.status)).toEqual(["pending"]);
+      expect(jobs).toHaveLength(0);
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("hands on a turn whose decision a crash left before its hand-over", async () => {
+      const { app, jobs } = await queuedApp(crashOnceAt("after-decision"));
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(SimulatedCrash);
+      expect(jobs).toHaveLength(0);
+      await app.approvals.list(conversationId);
+      expect(jobs.map((j) => j.conversationKey)).toEqual([conversationId]);
+    });
+
+    it("hands on nothing for a waiting turn whose approvals are not recorded", async () => {
+      const { app, jobs } = await queuedApp();
+      const { conversationId, turnId } = await pausedTurn(app);
+      await app.database.approvals.collection.deleteMany({ turnId });
+      expect(await app.approvals.list(conversationId)).toEqual([]);
+      expect(jobs).toHaveLength(0);
+    });
+
+    it("expires the overdue approvals of its own conversation only", async () => {
+      const { app } = await queuedApp();
+      const mine = await pausedTurn(app);
+      const other = await pausedTurn(app);
+      const past = new Date(Date.now() - 1000);
+      await app.database.approvals.collection.updateMany({ _id: { $in: [mine.approvalId, other.approvalId] } }, { $set: { deadline: past } });
+      expect((await app.approvals.list(mine.conversationId)).map((a) => a.status)).toEqual(["expired"]);
+      expect((await app.database.approvals.get(other.approvalId))?.status).toBe("pending");
     });
   });
 
@@ -296,6 +432,22 @@ describe("Approvals", () => {
       expect(await status()).toEqual(["expired", "expired", "pending"]);
       await app.approvals.sweep({ now: deadlines[2], limit: 2 });
       expect(await status()).toEqual(["expired", "expired", "expired"]);
+    });
+
+    it("says no more are left when exactly `limit` approvals are overdue", async () => {
+      const app = await sweepApp();
+      const paused = [await pausedTurn(app), await pausedTurn(app)];
+      const deadlines = [];
+      for (const p of paused) deadlines.push(await overdue(app, p.approvalId));
+      expect(await app.approvals.sweep({ now: new Date(Math.max(...deadlines.map(Number))), limit: 2 })).toMatchObject({ resumed: 2, more: false });
+    });
+
+    it("expires an overdue approval whose turn is gone, and resumes nothing", async () => {
+      const app = await sweepApp();
+      const { turnId, approvalId } = await pausedTurn(app);
+      const deadline = await overdue(app, approvalId);
+      await app.database.db.collection("turns").deleteOne({ _id: turnId as never });
+      expect(await app.approvals.sweep({ now: deadline })).toEqual({ expired: 1, resumed: 0, more: false });
     });
 
     it("expires the overdue approvals of a turn that no longer waits, so they do not hold up later runs", async () => {
@@ -409,6 +561,21 @@ describe("Approvals", () => {
       await expect(app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).rejects.toThrow(ForbiddenError);
       await app.approvals.decide(conversationId, approvalId, manager, { kind: "approve" });
       expect(await effects(conversationId)).toHaveLength(1);
+    });
+  });
+
+  describe("forDecision", () => {
+    it("returns the approval to an approver, and decides nothing", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      expect(await app.approvals.forDecision(conversationId, approvalId, alice)).toMatchObject({ _id: approvalId, status: "pending" });
+      expect((await app.database.approvals.get(approvalId))?.status).toBe("pending");
+    });
+
+    it("throws ForbiddenError for a caller who may not decide", async () => {
+      const app = await appWith();
+      const { conversationId, approvalId } = await pausedTurn(app);
+      await expect(app.approvals.forDecision(conversationId, approvalId, bob)).rejects.toThrow(ForbiddenError);
     });
   });
 

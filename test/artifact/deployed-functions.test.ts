@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS } from "../../lib/config/credentials.js";
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { BUNDLE_FILE } from "../../infra/bundling/bundling.js";
-import { appMention, envelope } from "../channels/slack/fixtures.js";
+import { appMention, envelope, TEAM, USER } from "../channels/slack/fixtures.js";
 import { messageActivity, PERSONAL_CONVERSATION } from "../channels/teams/fixtures.js";
 import { startLocalAws, type LocalAws, type SentMessage } from "../functions/support/aws-endpoints.js";
 import { apiEvent, jwtClaims, sqsEvent, sqsRecord, type ApiEventInput } from "../functions/support/events.js";
@@ -18,7 +18,10 @@ import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-si
 import { LOOPBACK_TLS, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { startBotFrameworkIssuer, TEST_APP_ID, type BotFrameworkIssuer } from "../support/teams-signing.js";
 import { resolveReferences, synthesizeDeployedStack, type DeployedStack } from "./support/deployed-stack.js";
+import { startFunctionUrl, type FunctionUrl } from "./support/function-url.js";
 import { FunctionProcess } from "./support/lambda-runtime.js";
+import { startOidcIssuer, type OidcIssuer } from "../support/oidc-issuer.js";
+import { Gate } from "../support/gate.js";
 import { runtimeSdkDirectory } from "./support/runtime-sdk.js";
 
 /**
@@ -42,6 +45,10 @@ let slackApi: SlackApiEndpoint;
 let issuer: BotFrameworkIssuer;
 let connector: BotConnectorEndpoint;
 let nodePath: string;
+let oidc: OidcIssuer;
+let streamingUrl: FunctionUrl;
+/** Holds the model's second call of a "stream:" question until the test opens it. */
+let modelGate: Gate | undefined;
 const processes: FunctionProcess[] = [];
 const warm = new Map<string, FunctionProcess>();
 
@@ -56,9 +63,12 @@ const fullCredentials = () => ({
 
 beforeAll(async () => {
   database = await openTestDatabase("artifact");
-  // Follow-ups wait for their requester's approval; no other turn here calls a tool.
+  // The issuer the HTTP API's authorizer trusts, which the streaming function verifies against itself.
+  oidc = await startOidcIssuer("threadwise");
+  // Follow-ups wait for their requester's approval; the "stream:" questions search the conversation; no other turn calls a tool.
   stack = synthesizeDeployedStack({
     stage: "artifact",
+    jwtIssuer: oidc.issuer,
     mongodbDb: database.dbName,
     mongodbMaxIdleSeconds: MAX_IDLE_SECONDS,
     toolApprovals: { create_follow_up: { require: "always" } },
@@ -70,21 +80,32 @@ beforeAll(async () => {
   slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN });
   issuer = await startBotFrameworkIssuer();
   connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: TEAMS_PASSWORD });
+  streamingUrl = await startFunctionUrl(() => container("stream"));
 }, 240_000);
 
 afterAll(async () => {
   for (const p of processes) await p.stop();
-  await Promise.all([aws?.close(), converse?.close(), slackApi?.close(), issuer?.close(), connector?.close()]);
+  await Promise.all([aws?.close(), converse?.close(), slackApi?.close(), issuer?.close(), connector?.close(), oidc?.close(), streamingUrl?.close()]);
   await proxy?.close();
   await database?.cleanup();
 });
 
-/** Answers the question; asks for a follow-up when told to, and then says what the tool answered. */
-function respond(request: ConverseRequest): ScriptedReply {
+/**
+ * Answers the question; asks for a follow-up when told to, and then says what the tool answered.
+ * A "stream:" question writes text, searches the conversation, and answers once `modelGate` opens.
+ */
+async function respond(request: ConverseRequest): Promise<ScriptedReply> {
   const last = request.messages[request.messages.length - 1];
   const result = last.content.flatMap((b) => ("toolResult" in b ? b.toolResult.content.flatMap((c) => ("text" in c ? [c.text] : [])) : []));
-  if (result.length > 0) return { text: `tool said: ${result.join(" ")}` };
   const text = lastUserText(request);
+  // The question, also when the last message holds only tool results.
+  const asked = request.messages.findLast((m) => m.role === "user" && m.content.some((b) => "text" in b && b.text.startsWith("stream:")));
+  if (asked) {
+    if (result.length === 0) return { text: "Let me look.", toolUses: [{ name: "search_conversation", input: { query: "anything" } }] };
+    await modelGate?.pass();
+    return { text: "streamed answer" };
+  }
+  if (result.length > 0) return { text: `tool said: ${result.join(" ")}` };
   if (text.startsWith("follow up:")) return { toolUses: [{ name: "create_follow_up", input: { title: text.slice("follow up:".length).trim() } }] };
   return { text: `answer to: ${text}` };
 }
@@ -97,6 +118,7 @@ async function coldStart(name: string): Promise<FunctionProcess> {
       return secret && aws.secretArns[secret];
     }
     if (resource.Type === "AWS::SQS::Queue" && String(resource.Properties.QueueName).endsWith("-turns.fifo")) return aws.queueUrl;
+    if (resource.Type === "AWS::Lambda::Url") return streamingUrl.url;
     return undefined;
   });
   const fn = await FunctionProcess.start(artifact, {
@@ -243,7 +265,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     });
 
     it("returns bundles that sign MONGODB-AWS authentication with their own aws4 and the runtime's credential providers", () => {
-      for (const name of ["api", "worker", "slack", "teams", "setup"]) {
+      for (const name of ["api", "worker", "slack", "teams", "setup", "stream"]) {
         const code = readFileSync(join(stack.functions[name].codeDirectory, BUNDLE_FILE), "utf8");
         expect(code, name).not.toMatch(/[\w$]+\(["']aws4["']\)/);
         expect(code, name).toContain("AWS4-HMAC-SHA256");
@@ -287,6 +309,123 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
     it("returns ready from /readyz once the database is set up", async () => {
       expect(await api({ method: "GET", path: "/readyz", routeKey: "GET /readyz" })).toMatchObject({ status: 200, json: { status: "ready" } });
+    });
+  });
+
+  describe("stream (the Function URL, response streaming)", () => {
+    type SseEvent = { id?: number; event: string; data: Record<string, unknown> };
+
+    /** The server-sent events of a response, parsed as they arrive. */
+    async function* sseEvents(response: Response): AsyncGenerator<SseEvent> {
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+          const fields = Object.fromEntries(
+            buffer
+              .slice(0, end)
+              .split("\n")
+              .map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 1).trim()]),
+          );
+          buffer = buffer.slice(end + 2);
+          yield { ...(fields.id ? { id: Number(fields.id) } : {}), event: fields.event, data: JSON.parse(fields.data) };
+        }
+      }
+    }
+
+    async function streamRequest(path: string, init: { method?: string; token?: string; headers?: Record<string, string>; body?: unknown } = {}) {
+      return fetch(new URL(path.slice(1), streamingUrl.url), {
+        method: init.method ?? "GET",
+        headers: {
+          accept: "text/event-stream",
+          ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
+          ...(init.body ? { "content-type": "application/json" } : {}),
+          ...init.headers,
+        },
+        body: init.body ? JSON.stringify(init.body) : undefined,
+      });
+    }
+
+    const newConversation = async () =>
+      (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+    const aliceToken = () => oidc.sign("alice", { claims: { tenant: "acme" } });
+
+    // A failed assertion must not leave the model, and so the stream function's container, held.
+    afterEach(() => modelGate?.open());
+
+    it("streams the first text event while the model still holds the turn, then the rest, and resumes after Last-Event-ID", async () => {
+      const id = await newConversation();
+      modelGate = new Gate();
+      const token = await aliceToken();
+      const response = await streamRequest(`/v1/conversations/${id}/messages`, { method: "POST", token, body: { content: "stream: what changed?" } });
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      const events = sseEvents(response);
+      const seen: SseEvent[] = [];
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        seen.push(next.value);
+        if (next.value.event === "text") break;
+      }
+      // The gate is still shut: the model's next call cannot answer, so the turn has not ended, and its first text is here.
+      expect(seen.map((e) => e.event)).toEqual(["turn", "progress", "text"]);
+      expect(seen[2].data).toMatchObject({ modelCall: 0 });
+      expect("Let me look.".startsWith(String(seen[2].data.delta))).toBe(true);
+      await modelGate.reached;
+      modelGate.open();
+      for await (const event of events) seen.push(event);
+      expect(seen.at(-1)).toMatchObject({ event: "done", data: { answer: "streamed answer" } });
+      expect(seen.map((e) => e.event)).toEqual(expect.arrayContaining(["tool_started", "tool_finished"]));
+
+      // Reconnecting after the first text: the same events after it, replayed from the store.
+      const turnId = seen[0].data.turnId as string;
+      const textId = seen[2].id!;
+      const resumed = await streamRequest(`/v1/conversations/${id}/turns/${turnId}/events`, { token, headers: { "last-event-id": String(textId) } });
+      expect(resumed.status).toBe(200);
+      const replayed: SseEvent[] = [];
+      for await (const event of sseEvents(resumed)) replayed.push(event);
+      expect(replayed[0]).toMatchObject({ event: "turn", data: { turnId } });
+      expect(replayed.slice(1).map((e) => [e.event, e.id])).toEqual(seen.filter((e) => e.id! > textId).map((e) => [e.event, e.id]));
+      expect(replayed.at(-1)).toMatchObject({ event: "done", data: { answer: "streamed answer" } });
+    });
+
+    it("returns 401 to a token the issuer did not sign or meant for another audience, and runs nothing", async () => {
+      const id = await newConversation();
+      const before = { model: converse.requests.length, turns: await database.db.collection("turns").countDocuments() };
+      for (const token of [await oidc.sign("alice", { foreignKey: true }), await oidc.sign("alice", { audience: "someone-else" }), undefined]) {
+        const response = await streamRequest(`/v1/conversations/${id}/messages`, { method: "POST", token, body: { content: "stream: not me" } });
+        expect(response.status).toBe(401);
+        expect(await response.json()).toMatchObject({ error: { code: "unauthorized" } });
+      }
+      expect({ model: converse.requests.length, turns: await database.db.collection("turns").countDocuments() }).toEqual(before);
+    });
+
+    it("returns 404 in the API's error shape for a route the HTTP API serves, and 406 to a POST that does not ask for events", async () => {
+      const token = await aliceToken();
+      const listed = await streamRequest("/v1/conversations", { token });
+      expect(listed.status).toBe(404);
+      expect(await listed.json()).toMatchObject({ error: { code: "not_found" } });
+      const id = await newConversation();
+      const json = await streamRequest(`/v1/conversations/${id}/messages`, {
+        method: "POST",
+        token,
+        headers: { accept: "application/json" },
+        body: { content: "hi" },
+      });
+      expect(json.status).toBe(406);
+    });
+
+    it("has the api function answer 406 to an event stream, naming the streaming URL", async () => {
+      const id = await newConversation();
+      const refused = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "POST /v1/conversations/{id}/messages",
+        claims: alice,
+        headers: { accept: "text/event-stream" },
+        body: { content: "stream please" },
+      });
+      expect(refused).toMatchObject({ status: 406, json: { error: { code: "not_acceptable", message: expect.stringContaining(streamingUrl.url) } } });
     });
   });
 
@@ -388,6 +527,46 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
       expect((await api(turnPath)).json).toMatchObject({ status: "completed", answer: expect.stringContaining("tool said: Recorded") });
       expect(await followUps()).toBe(1);
+    });
+
+    it("edits a Slack call through the slack bundle: a modal with the bot token, then the edited call runs once in the resumed worker", async () => {
+      const ts = "1700009100.000100";
+      const before = aws.sent.length;
+      const body = envelope(appMention({ ts, event_ts: ts, text: "<@U0BOT> follow up: Call the supplier" }));
+      const slack = await container("slack");
+      const slackEvent = (path: string, text: string, headers: Record<string, string>) =>
+        slack.invoke<HttpResult>(apiEvent({ method: "POST", path, routeKey: `POST ${path}`, body: text, headers }));
+      expect((await slackEvent("/slack/events", body, signSlackRequest(body))).statusCode).toBe(200);
+      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      const post = slackApi.posts.find((p) => p.threadTs === ts && p.blocks)!;
+      const actions = post.blocks!.find((b) => (b as { type: string }).type === "actions") as { elements: { action_id: string; value: string }[] };
+      const edit = actions.elements.find((e) => e.action_id === "threadwise_approval_edit")!;
+      const interact = (payload: Record<string, unknown>) => {
+        const form = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+        return slackEvent("/slack/interactivity", form, { ...signSlackRequest(form), "content-type": "application/x-www-form-urlencoded" });
+      };
+
+      const click = { type: "block_actions", user: { id: USER }, team: { id: TEAM }, trigger_id: "7.1700009100.abc" };
+      const message = { type: "message", channel_id: post.channel, message_ts: post.ts };
+      expect((await interact({ ...click, container: message, actions: [{ action_id: edit.action_id, value: edit.value }] })).statusCode).toBe(200);
+      const view = slackApi.views.find((v) => v.triggerId === click.trigger_id)!.view;
+      const resumeFrom = aws.sent.length;
+      const typed = JSON.stringify({ title: "Call the new supplier" });
+      const submitted = await interact({
+        type: "view_submission",
+        user: { id: USER, team_id: TEAM },
+        team: { id: TEAM },
+        view: { ...view, id: "V1", state: { values: { args: { args: { type: "plain_text_input", value: typed } } } } },
+      });
+      expect(submitted).toMatchObject({ statusCode: 200 });
+      expect(slackApi.updates.find((u) => u.ts === post.ts)?.text).toContain(`edited by <@${USER}>`);
+
+      expect(await runWorker(lastSent(resumeFrom))).toEqual({ batchItemFailures: [] });
+      const created = await database.db
+        .collection("follow_ups")
+        .find({ conversationId: edit.value.split(":")[0] })
+        .toArray();
+      expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
     });
 
     it("runs the schedule's sweep in the worker bundle", async () => {

@@ -1,7 +1,9 @@
 import { generateKeyPair, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { JwtVerifier } from "../../lib/auth/jwt-verifier.js";
-import { AuthenticationError } from "../../lib/errors.js";
+import { OpenIdKeySource } from "../../lib/auth/open-id-key-source.js";
+import { AuthenticationError, ServiceUnavailableError } from "../../lib/errors.js";
+import { startOidcIssuer } from "../support/oidc-issuer.js";
 
 let verifier: JwtVerifier;
 let sign: (claims: Record<string, unknown>, subject?: string) => Promise<string>;
@@ -44,6 +46,44 @@ describe("auth/jwt-verifier", () => {
       const [header, payload, signature] = token.split(".");
       const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), tenant: "globex" })).toString("base64url");
       expect(await reason(`Bearer ${header}.${forged}.${signature}`)).toBe("invalid token");
+    });
+  });
+
+  describe("with an issuer's OpenID keys and several audiences (the streaming function)", () => {
+    it("returns the caller of a token for any listed audience, signed with a key the issuer's metadata names", async () => {
+      const issuer = await startOidcIssuer("api://threadwise");
+      try {
+        const metadata = new OpenIdKeySource(`${issuer.issuer}.well-known/openid-configuration`);
+        const oidc = new JwtVerifier({
+          audience: ["threadwise", "api://threadwise"],
+          issuer: issuer.issuer,
+          key: metadata,
+          tenantClaim: "tenant",
+          rolesClaim: "roles",
+        });
+        for (const audience of ["threadwise", "api://threadwise"]) {
+          const caller = await oidc.verify(await issuer.sign("alice", { audience, claims: { tenant: "acme" } }));
+          expect(caller.principal, audience).toEqual({ issuer: "api", tenant: "acme", subject: "alice" });
+        }
+        await expect(oidc.verify(await issuer.sign("alice", { audience: "other" }))).rejects.toThrow(AuthenticationError);
+        await expect(oidc.verify(await issuer.sign("alice", { foreignKey: true }))).rejects.toThrow(AuthenticationError);
+      } finally {
+        await issuer.close();
+      }
+    });
+
+    it("throws ServiceUnavailableError, not AuthenticationError, when the issuer's metadata cannot be read", async () => {
+      const issuer = await startOidcIssuer("threadwise");
+      const token = await issuer.sign("alice");
+      await issuer.close();
+      const oidc = new JwtVerifier({
+        audience: "threadwise",
+        issuer: issuer.issuer,
+        key: new OpenIdKeySource(`${issuer.issuer}.well-known/openid-configuration`, { timeoutMs: 1_000 }),
+        tenantClaim: "tenant",
+        rolesClaim: "roles",
+      });
+      await expect(oidc.verify(token)).rejects.toThrow(ServiceUnavailableError);
     });
   });
 });

@@ -1,14 +1,43 @@
 import { describe, expect, it } from "vitest";
 import { slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
-import { webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import { editedArgumentsOf, invalidEditText, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
 import type { ChannelRolesMap } from "../../lib/config/config.js";
-import { ForbiddenError, NotFoundError, RoleLookupError } from "../../lib/errors.js";
+import { ForbiddenError, NotFoundError, RoleLookupError, ValidationError } from "../../lib/errors.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { ApprovalStore, approvalIdOf, argsHash } from "../../lib/store/approval-store.js";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { TurnStore } from "../../lib/store/turn-store.js";
 import { heldFence } from "../support/fences.js";
 import { useStoreFixture } from "../support/store-fixture.js";
+
+describe("editedArgumentsOf", () => {
+  it("returns the arguments of a JSON object", () => {
+    expect(editedArgumentsOf('{"title": "Call", "n": 2}')).toEqual({ args: { title: "Call", n: 2 } });
+  });
+
+  it.each([[undefined], [""], ["{title"]])("returns the not-JSON error for %j", (text) => {
+    expect(editedArgumentsOf(text)).toEqual({ error: "Not JSON: write the arguments as a JSON object." });
+  });
+
+  it.each([["null"], ["[1]"], ['"x"'], ["3"]])("returns the not-an-object error for the JSON %s", (text) => {
+    expect(editedArgumentsOf(text)).toEqual({ error: "The arguments must be a JSON object." });
+  });
+});
+
+describe("invalidEditText", () => {
+  it("returns each problem with its path under the arguments, joined", () => {
+    const error = new ValidationError("refused", [
+      { path: "args.title", message: "Too small" },
+      { path: "args.(arguments)", message: "Unrecognized key" },
+      { path: "args", message: "Expected object" },
+    ]);
+    expect(invalidEditText(error)).toBe("title: Too small; (arguments): Unrecognized key; (arguments): Expected object");
+  });
+
+  it("returns the error's message when it names no problem", () => {
+    expect(invalidEditText(new ValidationError("the edit is refused"))).toBe("the edit is refused");
+  });
+});
 
 const { database, stores } = useStoreFixture("channel_decisions", (db) => ({
   conversations: new ConversationStore(db),
@@ -71,7 +100,9 @@ describe("webhookChannelDecisions", () => {
   it("takes the decision of a user whose workspace role may decide, and resumes the turn through the queue", async () => {
     const { conversationId, approvalId, origin } = await waitingCall();
     const enqueued: TurnJob[] = [];
-    const result = await decisions({ T1: { users: { U2: ["lead"] } } }, enqueued)(slackPrincipal("T1", "U2"), conversationId, approvalId, { kind: "approve" });
+    const result = await decisions({ T1: { users: { U2: ["lead"] } } }, enqueued).decide(slackPrincipal("T1", "U2"), conversationId, approvalId, {
+      kind: "approve",
+    });
     expect(result).toMatchObject({ decided: true, resumed: true, approval: { status: "approved" } });
     expect(enqueued).toEqual([{ ...origin, resume: expect.any(String) }]);
   });
@@ -79,21 +110,21 @@ describe("webhookChannelDecisions", () => {
   it("throws ForbiddenError for a user of the workspace without the role", async () => {
     const { conversationId, approvalId } = await waitingCall();
     await expect(
-      decisions({ T1: { users: { U2: ["lead"] } } })(slackPrincipal("T1", "U3"), conversationId, approvalId, { kind: "approve" }),
+      decisions({ T1: { users: { U2: ["lead"] } } }).decide(slackPrincipal("T1", "U3"), conversationId, approvalId, { kind: "approve" }),
     ).rejects.toBeInstanceOf(ForbiddenError);
   });
 
   it("throws NotFoundError for a user of another workspace or a Teams user without a tenant, as the API answers for another's", async () => {
     const { conversationId, approvalId } = await waitingCall();
-    const decide = decisions({ T2: { users: { U2: ["lead"] } } });
-    await expect(decide(slackPrincipal("T2", "U2"), conversationId, approvalId, { kind: "approve" })).rejects.toBeInstanceOf(NotFoundError);
-    await expect(decide(teamsPrincipal(null, "u") as never, conversationId, approvalId, { kind: "approve" })).rejects.toBeInstanceOf(NotFoundError);
+    const approvals = decisions({ T2: { users: { U2: ["lead"] } } });
+    await expect(approvals.decide(slackPrincipal("T2", "U2"), conversationId, approvalId, { kind: "approve" })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(approvals.decide(teamsPrincipal(null, "u") as never, conversationId, approvalId, { kind: "approve" })).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it("throws RoleLookupError when the workspace's roles name groups and no directory was given", async () => {
     const { conversationId, approvalId } = await waitingCall();
     await expect(
-      decisions({ T1: { groups: { S0LEADS: ["lead"] } } })(slackPrincipal("T1", "U2"), conversationId, approvalId, { kind: "approve" }),
+      decisions({ T1: { groups: { S0LEADS: ["lead"] } } }).decide(slackPrincipal("T1", "U2"), conversationId, approvalId, { kind: "approve" }),
     ).rejects.toBeInstanceOf(RoleLookupError);
   });
 });

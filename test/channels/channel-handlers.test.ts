@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ChannelEventDeduper } from "../../lib/channels/channel-event-deduper.js";
 import { channelHandlers } from "../../lib/channels/channel-handlers.js";
-import type { ChannelDecide } from "../../lib/channels/channel-decisions.js";
+import type { ChannelApprovals } from "../../lib/channels/channel-decisions.js";
 import type { StructuredLogger } from "../../lib/logger.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-signing.js";
@@ -10,9 +10,10 @@ import { TEST_APP_ID } from "../support/teams-signing.js";
 import { appMention, envelope } from "./slack/fixtures.js";
 
 const { deduper } = useStoreFixture("channel_handlers", (db) => ({ deduper: new ChannelEventDeduper(db) })).stores;
-const decide: ChannelDecide = async () => {
+const notCalled = async (): Promise<never> => {
   throw new Error("not called here");
 };
+const approvals: ChannelApprovals = { decide: notCalled, forDecision: notCalled };
 
 function recordingLogger(): StructuredLogger & { lines: [string, Record<string, unknown>][] } {
   const lines: [string, Record<string, unknown>][] = [];
@@ -48,7 +49,7 @@ describe("channelHandlers", () => {
     expect((await handlers.slack!({ headers: signSlackRequest(rawBody), rawBody })).status).toBe(200);
     expect(queue.map((j) => j.channel)).toEqual(["slack"]);
     expect(logger.lines.map(([message]) => message)).toEqual(["slack event"]);
-    expect(channelHandlers({ slack, deduper, enqueue: async () => undefined, decide }).slackInteractivity).toBeInstanceOf(Function);
+    expect(channelHandlers({ slack, deduper, enqueue: async () => undefined, approvals }).slackInteractivity).toBeInstanceOf(Function);
   });
 
   it("returns a Teams handler that refuses an unsigned activity and logs why", async () => {

@@ -130,6 +130,13 @@ describe("credentials", () => {
       });
     });
 
+    it("returns only the named channel's, and for Slack alone ignores a Teams bot's half it does not read", () => {
+      const shared = { slackBotToken: "xoxb-1", teamsAppPassword: "pw" };
+      expect(channelReplyCredentialsOf(shared, "slack")).toEqual({ slack: { botToken: "xoxb-1" } });
+      expect(channelReplyCredentialsOf({ ...shared, teamsAppId: "app" }, "teams")).toEqual({ teams: { appId: "app", appPassword: "pw" } });
+      expect(() => channelReplyCredentialsOf(shared, "teams")).toThrow(expect.objectContaining({ missing: [{ key: "teamsAppId", secret: "teamsBot" }] }));
+    });
+
     it("throws CredentialsMissingError naming the missing half of a Teams bot", () => {
       expect(() => channelReplyCredentialsOf({ teamsAppId: "app" })).toThrow(
         expect.objectContaining({ missing: [{ key: "teamsAppPassword", secret: "channelReplies" }] }),

@@ -51,7 +51,18 @@ async function waitingThread(ts: string) {
   const post = slackApi.posts.find((p) => p.threadTs === ts && p.blocks);
   const actions = (post?.blocks ?? []).find((b) => (b as { type: string }).type === "actions") as { elements: { action_id: string; value: string }[] };
   const [conversationId, approvalId] = actions.elements[0].value.split(":");
-  return { approve: actions.elements[0], conversationId, approvalId };
+  const edit = actions.elements.find((e) => e.action_id === "threadwise_approval_edit")!;
+  return { approve: actions.elements[0], edit, post: post!, conversationId, approvalId };
+}
+
+/** An interaction payload through the slack function, signed as Slack signs it. */
+async function interact(payload: Record<string, unknown>) {
+  const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  const headers = { ...signSlackRequest(body), "content-type": "application/x-www-form-urlencoded" };
+  return h.slack(
+    apiEvent({ method: "POST", path: "/slack/interactivity", routeKey: "POST /slack/interactivity", body, headers }),
+    lambdaContext("test-threadwise-slack", 10_000),
+  );
 }
 
 /** A click through the slack function, signed as Slack signs it; returns what it posted to the `response_url`. */
@@ -98,6 +109,38 @@ describe("functions with tool approvals", () => {
       expect(clicked.response).toMatchObject({ response_type: "ephemeral", text: "You may not decide this approval." });
       expect((await approvalOf(approvalId))?.status).toBe("pending");
       expect(h.aws.sent.length).toBe(before);
+    });
+  });
+
+  describe("slack handler editing a call", () => {
+    it("opens the modal with the bot token, and its submission edits, queues the turn and updates the message", async () => {
+      const { edit, post, approvalId } = await waitingThread("1700009003.000100");
+      const message = { type: "message", channel_id: post.channel, message_ts: post.ts };
+      const opened = await interact({
+        type: "block_actions",
+        user: { id: GROUP_LEAD },
+        team: { id: TEAM },
+        trigger_id: "1.1700009003.abcdef",
+        container: message,
+        actions: [{ action_id: edit.action_id, value: edit.value }],
+      });
+      expect(opened.statusCode).toBe(200);
+      const view = slackApi.views.at(-1)?.view;
+      expect(view).toMatchObject({ type: "modal", callback_id: "threadwise_approval_edit" });
+      const before = h.aws.sent.length;
+
+      const typed = JSON.stringify({ title: "Call the new supplier" });
+      const submitted = await interact({
+        type: "view_submission",
+        user: { id: GROUP_LEAD, team_id: TEAM },
+        team: { id: TEAM },
+        view: { ...view, id: "V1", state: { values: { args: { args: { type: "plain_text_input", value: typed } } } } },
+      });
+
+      expect(submitted.statusCode).toBe(200);
+      expect(await approvalOf(approvalId)).toMatchObject({ status: "edited", decision: { kind: "edit", args: { title: "Call the new supplier" } } });
+      expect(JSON.parse(h.aws.sent[before].body)).toMatchObject({ channel: "slack", resume: expect.any(String) });
+      expect(slackApi.updates.at(-1)).toMatchObject({ ts: post.ts, blocks: [], text: expect.stringContaining(`edited by <@${GROUP_LEAD}>`) });
     });
   });
 

@@ -78,7 +78,7 @@ describe("ThreadwiseStack cdk-nag", () => {
         .validateScope(buildStack({ context: { vpc: "nat" } }).stack)
         .violations.filter((v) => v.ruleName === "AwsSolutions-IAM5[Resource::*]")
         .flatMap((v) => v.violatingResources.map((r) => r.constructPath?.split("/")[1]));
-      expect(new Set(findings)).toEqual(new Set(["ApiFunction", "WorkerFunction", "SlackFunction", "TeamsFunction", "SetupFunction"]));
+      expect(new Set(findings)).toEqual(new Set(["ApiFunction", "WorkerFunction", "SlackFunction", "TeamsFunction", "SetupFunction", "StreamFunction"]));
     });
   });
 
@@ -97,12 +97,12 @@ describe("ThreadwiseStack cdk-nag", () => {
       ).toEqual([...ATHENA_WILDCARDS].sort());
     });
 
-    it("acknowledges the Athena wildcards on the api and worker roles only", () => {
+    it("acknowledges the Athena wildcards on the roles of the functions that run turns (api, stream, worker) only", () => {
       const paths = acknowledgements(buildStack({ context: tools }).stack)
         .filter((a) => ATHENA_WILDCARDS.some((w) => a.id.endsWith(`AwsSolutions-IAM5[${w}]`)))
         .map((a) => a.path);
-      expect(new Set(paths)).toEqual(new Set(["dev-threadwise/ApiFunction/Role", "dev-threadwise/WorkerFunction/Role"]));
-      expect(paths).toHaveLength(ATHENA_WILDCARDS.length * 2);
+      expect(new Set(paths)).toEqual(new Set(["dev-threadwise/ApiFunction/Role", "dev-threadwise/StreamFunction/Role", "dev-threadwise/WorkerFunction/Role"]));
+      expect(paths).toHaveLength(ATHENA_WILDCARDS.length * 3);
     });
   });
 

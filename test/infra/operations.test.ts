@@ -19,7 +19,7 @@ import { APPROVAL_SWEEP_INTERVAL } from "../../infra/threadwise-stack.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
 const prodContext = { stage: "prod", jwtIssuer: "https://login.example.com/tenant/v2.0" };
-const SERVING = ["api", "worker", "slack", "teams"] as const;
+const SERVING = ["api", "worker", "slack", "teams", "stream"] as const;
 const capital = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
 
 type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };

@@ -19,7 +19,7 @@ const ISSUER = "https://login.example.com/tenant/v2.0";
 const prodContext = { stage: "prod", jwtIssuer: ISSUER, jwtAudience: "api://threadwise" };
 const IMPORTED_DATABASE_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database-AbC123";
 const IMPORTED_SECRETS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
-const FUNCTIONS = ["api", "worker", "slack", "teams", "setup"] as const;
+const FUNCTIONS = ["api", "worker", "slack", "teams", "setup", "stream"] as const;
 const logicalPrefix = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
 
 /** Statements of the policy attached to the role of the named function. */
@@ -137,9 +137,9 @@ describe("ThreadwiseStack", () => {
   const template = synthTemplate({ context: prodContext });
 
   describe("functions", () => {
-    it("runs five Node.js 22 arm64 functions named after the stage", () => {
-      template.resourceCountIs("AWS::Lambda::Function", 5);
-      for (const name of ["api", "worker", "slack", "teams", "setup"]) {
+    it("runs six Node.js 22 arm64 functions named after the stage", () => {
+      template.resourceCountIs("AWS::Lambda::Function", 6);
+      for (const name of FUNCTIONS) {
         template.hasResourceProperties("AWS::Lambda::Function", {
           FunctionName: `prod-threadwise-${name}`,
           Runtime: "nodejs22.x",
@@ -265,15 +265,16 @@ describe("ThreadwiseStack", () => {
       expect(secretReadsOf(template)).toEqual({
         api: ["database"],
         worker: ["channelReplies", "database", "teamsBot"],
-        slack: ["database", "slackSigning"],
-        teams: ["database", "teamsBot"],
+        slack: ["channelReplies", "database", "slackSigning"],
+        teams: ["channelReplies", "database", "teamsBot"],
         setup: ["database"],
+        stream: ["database"],
       });
     });
 
-    it("lets only the api and the worker read the Power BI secret", () => {
+    it("lets only the functions that run turns (api, worker, stream) read the Power BI secret", () => {
       const reads = secretReadsOf(synthTemplate({ context: toolsContext }));
-      expect(FUNCTIONS.filter((name) => reads[name].includes("powerBi"))).toEqual(["api", "worker"]);
+      expect(FUNCTIONS.filter((name) => reads[name].includes("powerBi"))).toEqual(["api", "worker", "stream"]);
     });
 
     it("names in each function's environment exactly the secrets it may read", () => {
@@ -288,7 +289,7 @@ describe("ThreadwiseStack", () => {
     it("grants an imported secret's ARN, and creates only the others", () => {
       const imported = synthTemplate({ context: { ...prodContext, secretArns: JSON.stringify({ database: IMPORTED_DATABASE_SECRET }) } });
       expect(Object.values(imported.findResources("AWS::SecretsManager::Secret")).map((s) => s.Properties.Name)).not.toContain("prod/threadwise/database");
-      expect(secretReadsOf(imported).slack).toEqual([IMPORTED_DATABASE_SECRET, "slackSigning"].sort());
+      expect(secretReadsOf(imported).slack).toEqual([IMPORTED_DATABASE_SECRET, "channelReplies", "slackSigning"].sort());
     });
 
     it("lets the readers of an imported secret decrypt with its customer-managed key, through Secrets Manager only", () => {
@@ -326,11 +327,11 @@ describe("ThreadwiseStack", () => {
 
     it("reserves concurrency for every function from the stage's connection budget", () => {
       // Defaults: a budget of 500 and 3 members; a container holds its pool and a monitor per member.
-      expect(reservedOf(template)).toEqual({ api: 49, worker: 10, slack: 10, teams: 10, setup: 1 });
+      expect(reservedOf(template)).toEqual({ api: 39, worker: 10, slack: 10, teams: 10, setup: 1, stream: 10 });
     });
 
     it("keeps every container's connections together within the budget", () => {
-      for (const budget of [200, 500, 1500]) {
+      for (const budget of [300, 500, 1500]) {
         const t = synthTemplate({ context: { ...prodContext, mongodbConnectionBudget: budget } });
         const reserved = reservedOf(t);
         const pools = poolOf(t);
@@ -338,6 +339,11 @@ describe("ThreadwiseStack", () => {
         expect(held, String(budget)).toBeLessThanOrEqual(budget);
         expect(budget - held, String(budget)).toBeLessThan(pools.api + 3);
       }
+    });
+
+    it("reserves the streaming function the stage's streamConcurrency, out of the api's share", () => {
+      const reserved = reservedOf(synthTemplate({ context: { ...prodContext, streamConcurrency: 20 } }));
+      expect(reserved).toMatchObject({ stream: 20, api: 29 });
     });
 
     it("reserves the worker at least the concurrency the queue feeds it", () => {
@@ -615,6 +621,57 @@ describe("ThreadwiseStack", () => {
     });
   });
 
+  describe("streaming URL", () => {
+    const urls = () => Object.values(template.findResources("AWS::Lambda::Url"));
+    const streamFn = () =>
+      Object.entries(template.findResources("AWS::Lambda::Function")).find(([, f]) => f.Properties.FunctionName === "prod-threadwise-stream")!;
+
+    it("serves the stream function's live alias through a public Function URL that streams", () => {
+      expect(urls()).toHaveLength(1);
+      const [url] = urls();
+      expect(url.Properties).toMatchObject({ AuthType: "NONE", InvokeMode: "RESPONSE_STREAM", Qualifier: "live" });
+      expect(JSON.stringify(url.Properties.TargetFunctionArn)).toContain(streamFn()[0]);
+      // No CORS: the HTTP API has none either.
+      expect(url.Properties.Cors).toBeUndefined();
+    });
+
+    it("lets anyone invoke the live alias through its URL only: InvokeFunctionUrl for NONE auth, InvokeFunction only via the URL", () => {
+      const [aliasId] = Object.keys(template.findResources("AWS::Lambda::Alias")).filter((id) => id.startsWith("StreamFunctionLive"));
+      const permissions = Object.values(template.findResources("AWS::Lambda::Permission"))
+        .map((p) => p.Properties)
+        .filter((p) => p.FunctionName?.Ref === aliasId);
+      expect(permissions).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ Action: "lambda:InvokeFunctionUrl", Principal: "*", FunctionUrlAuthType: "NONE" }),
+          expect.objectContaining({ Action: "lambda:InvokeFunction", Principal: "*", InvokedViaFunctionUrl: true }),
+        ]),
+      );
+      expect(permissions).toHaveLength(2);
+    });
+
+    it("gives the stream function 15 minutes, the longest a Function URL streams, and the api's grants for running turns", () => {
+      const [id, fn] = streamFn();
+      expect(fn.Properties.Timeout).toBe(900);
+      expect(actionsOf(statementsOf(template, id.replace(/Function.*$/, "")))).toEqual(
+        expect.arrayContaining(["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "sqs:SendMessage"]),
+      );
+    });
+
+    it("verifies tokens against the issuer and audiences the HTTP API's JWT authorizer uses", () => {
+      const authorizer = Object.values(template.findResources("AWS::ApiGatewayV2::Authorizer"))[0].Properties.JwtConfiguration;
+      const env = environmentsOf(template).stream;
+      expect(env.JWT_ISSUER).toBe(authorizer.Issuer);
+      expect(env.JWT_AUDIENCE.split(",")).toEqual(authorizer.Audience);
+    });
+
+    it("names the URL to the api function (its 406 to an event stream) and in the StreamingUrl output", () => {
+      const [urlId] = Object.keys(template.findResources("AWS::Lambda::Url"));
+      const api = Object.values(template.findResources("AWS::Lambda::Function")).find((f) => f.Properties.FunctionName === "prod-threadwise-api")!;
+      expect(api.Properties.Environment.Variables.STREAMING_URL).toEqual({ "Fn::GetAtt": [urlId, "FunctionUrl"] });
+      expect(template.toJSON().Outputs.StreamingUrl.Value).toEqual({ "Fn::GetAtt": [urlId, "FunctionUrl"] });
+    });
+  });
+
   describe("api", () => {
     it("authorizes with a JWT authorizer for the configured issuer and audience", () => {
       template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
@@ -659,9 +716,7 @@ describe("ThreadwiseStack", () => {
     it("routes to each webhook function the route its channel serves", () => {
       const deduper = new ChannelEventDeduper(new MongoClient("mongodb://127.0.0.1:1/").db("routes"));
       const keys = routeKeysByFunction(template);
-      const slack = channelRoutes(
-        channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, decide: async () => Promise.reject(new Error("unused")) }),
-      );
+      const slack = channelRoutes(channelHandlers({ slack: { signingSecret: "s" }, deduper, enqueue: async () => undefined, approvals: {} as never }));
       const teams = channelRoutes(channelHandlers({ teams: { appId: "a" }, deduper, enqueue: async () => undefined }));
       expect(unmatched(slack, keys.slack)).toEqual({ notInApi: [], notInRouter: [] });
       expect(unmatched(teams, keys.teams)).toEqual({ notInApi: [], notInRouter: [] });
@@ -713,7 +768,8 @@ describe("ThreadwiseStack", () => {
     it("alarms on errors and throttles of every function that serves traffic", () => {
       for (const metric of ["Errors", "Throttles"]) {
         const alarms = template.findResources("AWS::CloudWatch::Alarm", { Properties: { MetricName: metric, Namespace: "AWS/Lambda" } });
-        expect(Object.keys(alarms)).toHaveLength(4);
+        // api, worker, slack, teams, stream: every function but the deploy step's setup.
+        expect(Object.keys(alarms)).toHaveLength(5);
       }
     });
 

@@ -38,7 +38,8 @@ async function post(activity: Record<string, unknown>, sign = true) {
   return { status: response.status, body: await response.json().catch(() => undefined) };
 }
 
-type Action = { verb: string; data: { conversationId: string; approvalId: string } };
+type Action = { verb: string; data: { conversationId: string; approvalId: string; args?: string } };
+type Card = { body: { type: string; id?: string; value?: string; text?: string; color?: string }[]; actions: Action[] };
 
 /** A message asking for a follow-up; returns the card's actions once the worker posted it. */
 async function waitingChat() {
@@ -46,9 +47,10 @@ async function waitingChat() {
   expect((await post(activity)).status).toBe(202);
   await t.server.turnQueue.drain();
   const reply = connector.replies.find((r) => r.activityId === activity.id && Array.isArray(r.activity.attachments));
-  const card = (reply?.activity.attachments as { contentType: string; content: { actions: Action[] } }[] | undefined)?.[0];
-  const [approve, reject] = card?.content.actions ?? [];
-  return { activity, reply, card, approve, reject, conversationId: approve?.data.conversationId ?? "", approvalId: approve?.data.approvalId ?? "" };
+  const card = (reply?.activity.attachments as { contentType: string; content: Card }[] | undefined)?.[0];
+  const action = (verb: string) => card?.content.actions.find((a) => a.verb === verb) as Action;
+  const [approve, edit, reject] = [action("threadwise.approval.approve"), action("threadwise.approval.edit"), action("threadwise.approval.reject")];
+  return { activity, reply, card, approve, edit, reject, conversationId: approve?.data.conversationId ?? "", approvalId: approve?.data.approvalId ?? "" };
 }
 
 /** An `Action.Execute` click as Teams sends it: an `adaptiveCard/action` invoke, signed by the Bot Framework. */
@@ -133,6 +135,57 @@ describe("local server: approvals in Teams", () => {
     it("returns 401 for an invoke without the Bot Framework's token, and decides nothing", async () => {
       const { approve, approvalId } = await waitingChat();
       expect((await post(invoke(approve, USER_AAD), false)).status).toBe(401);
+      expect(await approvalStatus(approvalId)).toBe("pending");
+    });
+  });
+
+  describe("editing from Teams", () => {
+    /** Action.Execute gathers the card's inputs into its data: the arguments box as typed. */
+    const editWith = (edit: Action, typed: string): Action => ({ ...edit, data: { ...edit.data, args: typed } });
+    const refreshed = (body: { value?: Card }) => body.value as Card;
+
+    it("shows the arguments in an Input.Text beside an Edit button", async () => {
+      const { card, edit } = await waitingChat();
+      const input = card?.content.body.find((b) => b.type === "Input.Text");
+      expect(input?.id).toBe("args");
+      expect(JSON.parse(input?.value ?? "")).toEqual({ title: "Call the supplier" });
+      expect(edit.data).toEqual(card?.content.actions[0].data);
+    });
+
+    it("refreshes the card with the text as typed and the error when it is not JSON, and decides nothing", async () => {
+      const { edit, approvalId } = await waitingChat();
+      const answered = await post(invoke(editWith(edit, "{title"), USER_AAD));
+      expect(answered.body).toMatchObject({ statusCode: 200, type: "application/vnd.microsoft.card.adaptive" });
+      const card = refreshed(answered.body);
+      expect(card.body.find((b) => b.type === "Input.Text")?.value).toBe("{title");
+      expect(card.body.find((b) => b.color === "Attention")?.text).toBe("Not JSON: write the arguments as a JSON object.");
+      expect(card.actions.map((a) => a.verb)).toContain("threadwise.approval.edit");
+      expect(await approvalStatus(approvalId)).toBe("pending");
+    });
+
+    it("refreshes the card with the field's error when the tool's schema refuses the arguments, and decides nothing", async () => {
+      const { edit, approvalId } = await waitingChat();
+      const answered = await post(invoke(editWith(edit, '{"title": "x"}'), USER_AAD));
+      expect(refreshed(answered.body).body.find((b) => b.color === "Attention")?.text).toMatch(/^title: Too small/);
+      expect(await approvalStatus(approvalId)).toBe("pending");
+      expect(await followUps(approvalId)).toBe(0);
+    });
+
+    it("runs the call once with the edited arguments and refreshes the card naming who edited", async () => {
+      const { edit, approvalId } = await waitingChat();
+      const answered = await post(invoke(editWith(edit, '{"title": "Call the new supplier"}'), LEAD_AAD));
+      await t.server.turnQueue.drain();
+      expect(refreshed(answered.body).body[0].text).toMatch(new RegExp(`^create_follow_up: edited by ${LEAD_AAD} at `));
+      expect(await approvalStatus(approvalId)).toBe("edited");
+      const approval = await t.db.collection("approvals").findOne({ _id: approvalId as never });
+      const created = await t.db.collection("follow_ups").find({ turnId: approval?.turnId }).toArray();
+      expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
+    });
+
+    it("answers an edit by a user without the role with a message, and the card keeps its buttons", async () => {
+      const { edit, approvalId } = await waitingChat();
+      const answered = await post(invoke(editWith(edit, '{"title": "Call someone else"}'), "6f0c0000-0000-4000-8000-0000000000ff"));
+      expect(answered.body).toEqual({ statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "You may not decide this approval." });
       expect(await approvalStatus(approvalId)).toBe("pending");
     });
   });

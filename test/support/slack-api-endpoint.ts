@@ -31,6 +31,21 @@ export interface RecordedSlackStream {
   startedAt: number;
 }
 
+/** One `views.open` the endpoint accepted: the trigger it exchanged and the view. */
+export interface RecordedSlackView {
+  triggerId: string;
+  view: Record<string, unknown>;
+}
+
+/** One `chat.update` of a posted message. */
+export interface RecordedSlackUpdate {
+  channel: string;
+  ts: string;
+  text: string;
+  /** As sent: an empty array removes the message's blocks; absent keeps them. */
+  blocks?: unknown[];
+}
+
 /** One `assistant.threads.setStatus`. */
 export interface RecordedSlackStatus {
   channelId: string;
@@ -44,6 +59,8 @@ export interface SlackApiEndpoint {
   posts: RecordedSlackPost[];
   streams: RecordedSlackStream[];
   statuses: RecordedSlackStatus[];
+  views: RecordedSlackView[];
+  updates: RecordedSlackUpdate[];
   /** Posts to `response_url`s: `{url}actions/<id>` is one the tests can put in an interaction payload. */
   responses: RecordedSlackResponse[];
   /** Every call, authorised or not, by Web API method name. */
@@ -84,8 +101,8 @@ function send(res: ServerResponse, body: unknown): void {
 }
 
 /**
- * The part of the Slack Web API the replier and the group directory use (`auth.test`,
- * `chat.postMessage`, `usergroups.users.list`), on
+ * The part of the Slack Web API the replier, the group directory and the edit modal use
+ * (`auth.test`, `chat.postMessage`, `chat.update`, `views.open`, `usergroups.users.list`), on
  * loopback. It checks the bearer bot token as Slack does and records every post.
  */
 export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): Promise<SlackApiEndpoint> {
@@ -94,6 +111,9 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
   const posts: RecordedSlackPost[] = [];
   const streams: RecordedSlackStream[] = [];
   const statuses: RecordedSlackStatus[] = [];
+  const views: RecordedSlackView[] = [];
+  const updates: RecordedSlackUpdate[] = [];
+  const exchangedTriggers = new Set<string>();
   const responses: RecordedSlackResponse[] = [];
   const calls: { method: string; authorized: boolean }[] = [];
   const pendingFailures: string[] = [];
@@ -138,6 +158,31 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
         ...(blocks && { blocks }),
       });
       return send(res, { ok: true, channel: body.channel, ts, message: { text: body.text, ts, thread_ts: body.thread_ts } });
+    }
+    if (method === "views.open") {
+      // As Slack: a trigger is exchanged once; a modal with an input needs a submit; title and submit are plain text of at most 24 characters.
+      const triggerId = body.trigger_id;
+      if (typeof triggerId !== "string" || !/^\d+\.\d+\.[0-9a-f]+$/.test(triggerId)) return send(res, { ok: false, error: "invalid_trigger_id" });
+      if (exchangedTriggers.has(triggerId)) return send(res, { ok: false, error: "exchanged_trigger_id" });
+      const view = (typeof body.view === "string" ? JSON.parse(body.view) : body.view) as Record<string, unknown> | undefined;
+      const blocks = Array.isArray(view?.blocks) ? (view.blocks as { type?: string }[]) : [];
+      const plain = (t: unknown) =>
+        (t as { type?: string; text?: string } | undefined)?.type === "plain_text" && ((t as { text: string }).text ?? "").length <= 24;
+      const hasInput = blocks.some((b) => b.type === "input");
+      if (view?.type !== "modal" || !plain(view.title) || (hasInput && !plain(view.submit)) || String(view.private_metadata ?? "").length > 3_000) {
+        return send(res, { ok: false, error: "invalid_arguments" });
+      }
+      exchangedTriggers.add(triggerId);
+      views.push({ triggerId, view });
+      return send(res, { ok: true, view: { id: `V${views.length}`, team_id: teamId, ...view } });
+    }
+    if (method === "chat.update") {
+      const post = posts.find((p) => p.channel === body.channel && p.ts === body.ts);
+      if (!post) return send(res, { ok: false, error: "message_not_found" });
+      if (typeof body.text !== "string" || !body.text) return send(res, { ok: false, error: "no_text" });
+      const blocks = typeof body.blocks === "string" ? (JSON.parse(body.blocks) as unknown[]) : Array.isArray(body.blocks) ? body.blocks : undefined;
+      updates.push({ channel: post.channel, ts: post.ts, text: body.text, ...(blocks && { blocks }) });
+      return send(res, { ok: true, channel: post.channel, ts: post.ts, text: body.text });
     }
     if (method === "assistant.threads.setStatus") {
       if (typeof body.channel_id !== "string" || typeof body.thread_ts !== "string" || typeof body.status !== "string") {
@@ -199,6 +244,8 @@ export async function startSlackApiEndpoint(options: SlackApiEndpointOptions): P
     posts,
     streams,
     statuses,
+    views,
+    updates,
     responses,
     calls,
     failNextPost: (error) => void pendingFailures.push(error),

@@ -7,13 +7,15 @@ import {
   ChannelAuthenticationError,
   ForbiddenError,
   NotFoundError,
+  ValidationError,
   type ChannelAuthenticationReason,
 } from "../../errors.js";
-import type { ApprovalChoice } from "../../store/approval-store.js";
-import type { ChannelDecide } from "../channel-decisions.js";
+import type { DecisionResult } from "../../approvals/approvals.js";
+import { editedArgumentsOf, invalidEditText, type ChannelApprovals } from "../channel-decisions.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import { verifySlackRequest } from "./verify-slack-request.js";
 import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
+import { editableArguments, editModal, editTargetOf, SLACK_EDIT_MODAL, type SlackEditTarget, type SlackViews } from "./slack-approval-modal.js";
 
 /** Where Slack's `response_url`s live; a signed payload naming any other is not followed. */
 export const DEFAULT_SLACK_RESPONSE_URL_PREFIX = "https://hooks.slack.com/";
@@ -28,17 +30,38 @@ export type SlackInteractionOutcome =
   | { kind: "invalid" }
   | { kind: "ignored" }
   | { kind: "decided"; status: string; decided: boolean }
-  | { kind: "refused"; code: "forbidden" | "not_found" | "approval_conflict" | "approval_superseded" | "approval_expired" };
+  | { kind: "editing"; opened: boolean }
+  | { kind: "edit_refused"; code: "invalid_arguments" | RefusalCode }
+  | { kind: "refused"; code: RefusalCode };
 
-const payloadSchema = z.object({
+type RefusalCode = "forbidden" | "not_found" | "approval_conflict" | "approval_superseded" | "approval_expired";
+
+const blockActionsSchema = z.object({
   type: z.literal("block_actions"),
   user: z.object({ id: z.string().min(1).max(64) }),
   team: z.object({ id: z.string().min(1).max(64) }),
   response_url: z.url().max(2_000).optional(),
+  trigger_id: z.string().max(255).optional(),
+  /** The message the buttons are on: an edit updates it once the modal is submitted. */
+  container: z.object({ channel_id: z.string().max(64).optional(), message_ts: z.string().max(64).optional() }).optional(),
   actions: z
     .array(z.object({ action_id: z.string().max(255), value: z.string().max(2_000).optional() }))
     .min(1)
     .max(5),
+});
+
+const viewSubmissionSchema = z.object({
+  type: z.literal("view_submission"),
+  user: z.object({ id: z.string().min(1).max(64), team_id: z.string().min(1).max(64).optional() }),
+  team: z
+    .object({ id: z.string().min(1).max(64) })
+    .nullable()
+    .optional(),
+  view: z.object({
+    callback_id: z.literal(SLACK_EDIT_MODAL.callbackId),
+    private_metadata: z.string().max(3_000),
+    state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().max(10_000).nullable().optional() }))) }),
+  }),
 });
 
 /** A button's value: the conversation and the approval it decides. */
@@ -47,7 +70,9 @@ const buttonValue = z.string().regex(/^[0-9a-f-]{36}:[0-9a-f-]{36}$/);
 export interface HandleSlackInteractionInput {
   request: ChannelRequest;
   signingSecret: string;
-  decide: ChannelDecide;
+  approvals: ChannelApprovals;
+  /** Opens the edit modal and updates the message after an edit (the bot token's); absent: the Edit button says editing is off. */
+  views?: SlackViews;
   /** Default: {@link DEFAULT_SLACK_RESPONSE_URL_PREFIX}. */
   responseUrlPrefix?: string;
   fetch?: typeof fetch;
@@ -56,11 +81,14 @@ export interface HandleSlackInteractionInput {
 }
 
 /**
- * `POST /slack/interactivity`: a click on an approval button. Verified exactly as events are
- * (signature over the raw body, timestamp window), then decided as the clicking user, whose
- * workspace must own the conversation and whose roles are looked up as for a turn. The message
- * is replaced through Slack's `response_url` with who decided and when; a user who may not decide
- * gets a note only they see. Slack wants 200 within three seconds: the answer is empty.
+ * `POST /slack/interactivity`: a click on an approval button, or the submission of the edit
+ * modal. Verified exactly as events are (signature over the raw body, timestamp window), then
+ * decided as the clicking user, whose workspace must own the conversation and whose roles are
+ * looked up as for a turn. Approve and Reject replace the message through Slack's `response_url`
+ * with who decided and when; Edit opens a modal (`views.open`) with the arguments as JSON, and
+ * its submission is answered with `response_action: "errors"` when they are not valid, or else
+ * closes the modal and updates the message (`chat.update`). A user who may not decide gets a
+ * note only they see. Slack wants 200 within three seconds.
  */
 export async function handleSlackInteraction(input: HandleSlackInteractionInput): Promise<ChannelResponse> {
   const report = input.onOutcome ?? (() => undefined);
@@ -78,16 +106,13 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
     report({ kind: "invalid" });
     return jsonResponse(400, { error: { code: "invalid_request", message: "payload is not JSON" } });
   }
-  const parsed = payloadSchema.safeParse(json);
+  const submission = viewSubmissionSchema.safeParse(json);
+  if (submission.success) return submitEdit(input, submission.data, report);
+  const parsed = blockActionsSchema.safeParse(json);
   const action = parsed.success ? parsed.data.actions[0] : undefined;
-  const choice: ApprovalChoice | undefined =
-    action?.action_id === SLACK_APPROVAL_ACTIONS.approve
-      ? { kind: "approve" }
-      : action?.action_id === SLACK_APPROVAL_ACTIONS.reject
-        ? { kind: "reject" }
-        : undefined;
   const value = buttonValue.safeParse(action?.value);
-  if (!parsed.success || !choice || !value.success) {
+  const kind = Object.entries(SLACK_APPROVAL_ACTIONS).find(([, id]) => id === action?.action_id)?.[0] as keyof typeof SLACK_APPROVAL_ACTIONS | undefined;
+  if (!parsed.success || !kind || !value.success) {
     // Other interactions (shortcuts, other apps' buttons) are not ours to answer.
     report({ kind: "ignored" });
     return emptyResponse(200);
@@ -97,12 +122,16 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
   const principal = slackPrincipal(payload.team.id, payload.user.id);
   let message: Record<string, unknown>;
   try {
-    const result = await input.decide(principal, conversationId, approvalId, choice);
-    report({ kind: "decided", status: result.approval.status, decided: result.decided });
-    const d = result.approval.decision;
-    const by = d && d.kind !== "expire" ? `<@${d.by.subject}>` : "nobody";
-    const at = d ? d.at.toISOString() : "";
-    message = { replace_original: true, text: `${result.approval.tool}: ${result.approval.status} by ${by} at ${at}.` };
+    if (kind === "edit") {
+      const note = await openEditor(input, payload, { conversationId, approvalId, channel: payload.container?.channel_id, ts: payload.container?.message_ts });
+      report({ kind: "editing", opened: note === undefined });
+      if (note === undefined) return emptyResponse(200);
+      message = { response_type: "ephemeral", replace_original: false, text: note };
+    } else {
+      const result = await input.approvals.decide(principal, conversationId, approvalId, { kind });
+      report({ kind: "decided", status: result.approval.status, decided: result.decided });
+      message = { replace_original: true, text: decidedText(result) };
+    }
   } catch (error) {
     const refusal = refusalOf(error);
     if (!refusal) throw error;
@@ -116,7 +145,72 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
   return emptyResponse(200);
 }
 
-function refusalOf(error: unknown): { code: Extract<SlackInteractionOutcome, { kind: "refused" }>["code"]; text: string } | undefined {
+/** What the message says once decided: the outcome, who and when. */
+function decidedText(result: DecisionResult): string {
+  const d = result.approval.decision;
+  const by = d && d.kind !== "expire" ? `<@${d.by.subject}>` : "nobody";
+  const at = d ? d.at.toISOString() : "";
+  return `${result.approval.tool}: ${result.approval.status} by ${by} at ${at}.`;
+}
+
+/**
+ * Opens the edit modal for a user who may decide the approval (refusals throw as for a
+ * decision); returns the note to show instead when it cannot be opened.
+ */
+async function openEditor(
+  input: HandleSlackInteractionInput,
+  payload: z.infer<typeof blockActionsSchema>,
+  target: SlackEditTarget,
+): Promise<string | undefined> {
+  const approval = await input.approvals.forDecision(slackPrincipal(payload.team.id, payload.user.id), target.conversationId, target.approvalId);
+  // A call no longer waiting is answered as a decision on it would be.
+  if (approval.status === "expired") throw new ApprovalExpiredError(`approval ${approval._id} expired`, approval._id, "expired");
+  if (approval.status === "superseded") throw new ApprovalSupersededError(`approval ${approval._id} was replaced`, approval._id, "superseded");
+  if (approval.status !== "pending") throw new ApprovalConflictError(`approval ${approval._id} was already decided`, approval._id, approval.status);
+  const text = editableArguments(approval);
+  if (!input.views || !payload.trigger_id) return "Editing from Slack is not set up here: edit this call in the console or through the API.";
+  if (text === undefined) return "These arguments are too long to edit in Slack: edit this call in the console or through the API.";
+  const opened = await input.views.open(payload.trigger_id, editModal(approval, text, target)).then(
+    () => true,
+    () => false,
+  );
+  return opened ? undefined : "The editor could not be opened; try Edit again.";
+}
+
+/** The edit modal submitted: the decision, or the errors Slack shows under the input (the modal stays open). */
+async function submitEdit(
+  input: HandleSlackInteractionInput,
+  payload: z.infer<typeof viewSubmissionSchema>,
+  report: (outcome: SlackInteractionOutcome) => void,
+): Promise<ChannelResponse> {
+  const target = editTargetOf(payload.view.private_metadata);
+  const team = payload.team?.id ?? payload.user.team_id;
+  if (!target || !team) {
+    report({ kind: "ignored" });
+    return emptyResponse(200);
+  }
+  const errors = (code: "invalid_arguments" | RefusalCode, text: string) => {
+    report({ kind: "edit_refused", code });
+    return jsonResponse(200, { response_action: "errors", errors: { [SLACK_EDIT_MODAL.blockId]: text.slice(0, 1_000) } });
+  };
+  const edited = editedArgumentsOf(payload.view.state.values[SLACK_EDIT_MODAL.blockId]?.[SLACK_EDIT_MODAL.actionId]?.value ?? undefined);
+  if ("error" in edited) return errors("invalid_arguments", edited.error);
+  let result: DecisionResult;
+  try {
+    result = await input.approvals.decide(slackPrincipal(team, payload.user.id), target.conversationId, target.approvalId, { kind: "edit", args: edited.args });
+  } catch (error) {
+    if (error instanceof ValidationError) return errors("invalid_arguments", invalidEditText(error));
+    const refusal = refusalOf(error);
+    if (!refusal) throw error;
+    return errors(refusal.code, refusal.text);
+  }
+  report({ kind: "decided", status: result.approval.status, decided: result.decided });
+  // The decision stands whether or not the message could be updated: a failure only leaves the buttons.
+  if (target.channel && target.ts) await input.views?.updateMessage(target.channel, target.ts, decidedText(result)).catch(() => undefined);
+  return emptyResponse(200);
+}
+
+function refusalOf(error: unknown): { code: RefusalCode; text: string } | undefined {
   if (error instanceof ForbiddenError) return { code: "forbidden", text: "You may not decide this approval." };
   if (error instanceof NotFoundError) return { code: "not_found", text: "This approval no longer exists." };
   if (error instanceof ApprovalConflictError) return { code: "approval_conflict", text: `This call was already decided (${error.status}).` };

@@ -85,8 +85,8 @@ export class SlackReplier {
   }
 
   /**
-   * Posts the turn's waiting calls in the thread, each with its arguments and Approve / Reject
-   * buttons (`handleSlackInteraction` takes the clicks). Arguments are shown as JSON, cut to fit a section.
+   * Posts the turn's waiting calls in the thread, each with its arguments and Approve / Edit /
+   * Reject buttons (`handleSlackInteraction` takes the clicks; Edit opens a modal). Arguments are shown as JSON, cut to fit a section.
    */
   async requestApproval(target: SlackReplyTarget, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<string> {
     const blocks = approvals.flatMap((a) => [
@@ -103,6 +103,12 @@ export class SlackReplier {
             style: "primary",
             text: { type: "plain_text", text: "Approve" },
             action_id: SLACK_APPROVAL_ACTIONS.approve,
+            value: `${conversationId}:${a.approvalId}`,
+          },
+          {
+            type: "button",
+            text: { type: "plain_text", text: "Edit" },
+            action_id: SLACK_APPROVAL_ACTIONS.edit,
             value: `${conversationId}:${a.approvalId}`,
           },
           {

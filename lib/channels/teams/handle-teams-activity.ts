@@ -4,7 +4,7 @@ import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse 
 import type { EnqueueTurn } from "../../queue/turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
-import type { ChannelDecide } from "../channel-decisions.js";
+import type { ChannelApprovals } from "../channel-decisions.js";
 import { handleTeamsApprovalAction, isApprovalAction } from "./handle-teams-approval-action.js";
 
 /** What became of one activity; for logs and metrics (reasons, never text). */
@@ -30,7 +30,7 @@ export interface HandleTeamsActivityInput {
   now?: Date;
   onOutcome?: (outcome: TeamsActivityOutcome) => void;
   /** Answers approval card actions (`adaptiveCard/action` invokes) when set. Default: they are ignored. */
-  decide?: ChannelDecide;
+  approvals?: ChannelApprovals;
 }
 
 function invalid(message: string): ChannelResponse {
@@ -71,9 +71,9 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
     return jsonResponse(401, { error: { code: "unauthenticated", message: "invalid bot framework token" } });
   }
 
-  if (input.decide && isApprovalAction(body)) {
+  if (input.approvals && isApprovalAction(body)) {
     report({ kind: "approval-action" });
-    return handleTeamsApprovalAction(body, input.decide);
+    return handleTeamsApprovalAction(body, input.approvals);
   }
 
   let delivery: TeamsDelivery;

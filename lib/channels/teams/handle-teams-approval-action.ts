@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { teamsPrincipal } from "../../auth/principal.js";
-import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError } from "../../errors.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError, ValidationError } from "../../errors.js";
 import type { ApprovalChoice } from "../../store/approval-store.js";
-import type { ChannelDecide } from "../channel-decisions.js";
+import { editedArgumentsOf, invalidEditText, type ChannelApprovals, type ChannelPrincipal } from "../channel-decisions.js";
 import { jsonResponse, type ChannelResponse } from "../channel-http.js";
-import { TEAMS_APPROVAL_VERBS } from "./teams-approval-card.js";
+import { approvalCard, TEAMS_APPROVAL_VERBS, TEAMS_ARGS_INPUT } from "./teams-approval-card.js";
 
 const ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive";
 
@@ -27,7 +27,8 @@ const invokeSchema = z.object({
   value: z.object({
     action: z.object({
       verb: z.string().max(100),
-      data: z.object({ conversationId: z.uuid(), approvalId: z.uuid() }),
+      // Action.Execute merges the card's inputs into its data: the arguments box comes as `args`.
+      data: z.object({ conversationId: z.uuid(), approvalId: z.uuid(), [TEAMS_ARGS_INPUT]: z.string().max(20_000).optional() }),
     }),
   }),
 });
@@ -38,38 +39,64 @@ export function isApprovalAction(body: unknown): boolean {
   return b?.type === "invoke" && b?.name === "adaptiveCard/action";
 }
 
+const message = (text: string) => jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: text });
+const card = (content: Record<string, unknown>) => jsonResponse(200, { statusCode: 200, type: ADAPTIVE_CARD, value: content });
+
 /**
  * Answers an `adaptiveCard/action` invoke on an approval card, already verified like a message:
  * decides as the clicking user (their tenant must own the conversation; `TEAMS_ROLES` apply),
- * and answers with the refreshed card, so the buttons give way to who decided and when.
+ * and answers with the refreshed card, so the buttons give way to who decided and when. Edit
+ * runs the call with the card's arguments box; an edit that is no JSON object or that the
+ * recorded schema refuses refreshes the card with the text as typed and the error.
  */
-export async function handleTeamsApprovalAction(body: unknown, decide: ChannelDecide): Promise<ChannelResponse> {
+export async function handleTeamsApprovalAction(body: unknown, approvals: ChannelApprovals): Promise<ChannelResponse> {
   const parsed = invokeSchema.safeParse(body);
   const verb = parsed.success ? parsed.data.value.action.verb : undefined;
-  const choice: ApprovalChoice | undefined =
-    verb === TEAMS_APPROVAL_VERBS.approve ? { kind: "approve" } : verb === TEAMS_APPROVAL_VERBS.reject ? { kind: "reject" } : undefined;
-  if (!parsed.success || !choice)
+  const kind = Object.entries(TEAMS_APPROVAL_VERBS).find(([, v]) => v === verb)?.[0] as keyof typeof TEAMS_APPROVAL_VERBS | undefined;
+  if (!parsed.success || !kind)
     return jsonResponse(200, { statusCode: 400, type: "application/vnd.microsoft.error", value: { code: "BadRequest", message: "not an approval action" } });
   const a = parsed.data;
   const tenant = a.channelData?.tenant?.id ?? a.conversation.tenantId ?? null;
   const principal = teamsPrincipal(tenant, a.from.aadObjectId ?? a.from.id);
-  const { conversationId, approvalId } = a.value.action.data;
+  const { conversationId, approvalId, [TEAMS_ARGS_INPUT]: typed } = a.value.action.data;
   let text: string;
   try {
-    const result = await decide(principal, conversationId, approvalId, choice);
+    let choice: ApprovalChoice;
+    if (kind === "edit") {
+      const edited = editedArgumentsOf(typed);
+      if ("error" in edited) return await refusedEdit(approvals, principal, conversationId, approvalId, typed ?? "", edited.error);
+      choice = { kind: "edit", args: edited.args };
+    } else choice = { kind };
+    const result = await approvals.decide(principal, conversationId, approvalId, choice).catch(async (error: unknown) => {
+      if (error instanceof ValidationError) return refusedEdit(approvals, principal, conversationId, approvalId, typed ?? "", invalidEditText(error));
+      throw error;
+    });
+    if (!("approval" in result)) return result;
     const d = result.approval.decision;
     const at = d ? ` at ${d.at.toISOString()}` : "";
     text = `${result.approval.tool}: ${result.approval.status}${d && d.kind !== "expire" ? ` by ${d.by.subject}` : ""}${at}.`;
   } catch (error) {
     // A user who may not decide keeps the buttons for those who may: they get a message only.
-    if (error instanceof ForbiddenError)
-      return jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "You may not decide this approval." });
-    if (error instanceof NotFoundError)
-      return jsonResponse(200, { statusCode: 200, type: "application/vnd.microsoft.activity.message", value: "This approval no longer exists." });
+    if (error instanceof ForbiddenError) return message("You may not decide this approval.");
+    if (error instanceof NotFoundError) return message("This approval no longer exists.");
     if (error instanceof ApprovalConflictError) text = `This call was already decided (${error.status}).`;
     else if (error instanceof ApprovalSupersededError) text = "A newer question replaced this one; the call will not run.";
     else if (error instanceof ApprovalExpiredError) text = "This approval expired; the call was not run.";
     else throw error;
   }
-  return jsonResponse(200, { statusCode: 200, type: ADAPTIVE_CARD, value: decidedCard(text) });
+  return card(decidedCard(text));
+}
+
+/** The approval's card again, with the edit as typed and what is wrong with it: nothing was decided. */
+async function refusedEdit(
+  approvals: ChannelApprovals,
+  principal: ChannelPrincipal,
+  conversationId: string,
+  approvalId: string,
+  typed: string,
+  error: string,
+): Promise<ChannelResponse> {
+  const approval = await approvals.forDecision(principal, conversationId, approvalId);
+  const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString() };
+  return card(approvalCard(conversationId, shown, { text: typed, error }));
 }

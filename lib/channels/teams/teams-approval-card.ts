@@ -1,5 +1,7 @@
 /** The verbs of the card's `Action.Execute` buttons. */
-export const TEAMS_APPROVAL_VERBS = { approve: "threadwise.approval.approve", reject: "threadwise.approval.reject" } as const;
+export const TEAMS_APPROVAL_VERBS = { approve: "threadwise.approval.approve", reject: "threadwise.approval.reject", edit: "threadwise.approval.edit" } as const;
+/** The id of the card's arguments input: Teams sends its text in the action's `data` under this name. */
+export const TEAMS_ARGS_INPUT = "args";
 
 /** One waiting call, as the card shows it. */
 export interface CardApproval {
@@ -9,8 +11,12 @@ export interface CardApproval {
   expiresAt: string;
 }
 
-/** An Adaptive Card (1.4, Universal Actions) asking for a decision on one waiting call. */
-export function approvalCard(conversationId: string, approval: CardApproval): Record<string, unknown> {
+/**
+ * An Adaptive Card (1.4, Universal Actions) asking for a decision on one waiting call: its
+ * arguments in an editable box, and Approve, Edit (run with the box's arguments) and Reject.
+ * `edit` shows a refused edit again: the text as typed, and what is wrong with it.
+ */
+export function approvalCard(conversationId: string, approval: CardApproval, edit?: { text: string; error: string }): Record<string, unknown> {
   const data = { conversationId, approvalId: approval.approvalId };
   return {
     type: "AdaptiveCard",
@@ -18,11 +24,19 @@ export function approvalCard(conversationId: string, approval: CardApproval): Re
     version: "1.4",
     body: [
       { type: "TextBlock", weight: "Bolder", text: `${approval.tool} waits for approval`, wrap: true },
-      { type: "TextBlock", text: JSON.stringify(approval.args).slice(0, 2_500), wrap: true, fontType: "Monospace" },
+      {
+        type: "Input.Text",
+        id: TEAMS_ARGS_INPUT,
+        label: "Arguments (JSON)",
+        isMultiline: true,
+        value: edit?.text ?? JSON.stringify(approval.args, null, 2),
+      },
+      ...(edit ? [{ type: "TextBlock", text: edit.error, color: "Attention", wrap: true }] : []),
       { type: "TextBlock", text: `Until ${approval.expiresAt}`, isSubtle: true, wrap: true },
     ],
     actions: [
       { type: "Action.Execute", title: "Approve", verb: TEAMS_APPROVAL_VERBS.approve, data, style: "positive" },
+      { type: "Action.Execute", title: "Edit", verb: TEAMS_APPROVAL_VERBS.edit, data },
       { type: "Action.Execute", title: "Reject", verb: TEAMS_APPROVAL_VERBS.reject, data, style: "destructive" },
     ],
   };

@@ -1,7 +1,7 @@
 import { errors, jwtVerify, type JWTPayload } from "jose";
 import { z } from "zod";
 import { ChannelAuthenticationError, ServiceUnavailableError } from "../../errors.js";
-import { OpenIdKeySource } from "./open-id-key-source.js";
+import { OpenIdKeySource } from "../../auth/open-id-key-source.js";
 
 /** Where the Bot Framework publishes the keys that sign its requests to bots. */
 export const DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration";

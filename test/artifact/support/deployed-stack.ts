@@ -13,7 +13,7 @@ export interface DeployedStack {
 /**
  * Synthesizes the stack as `cdk synth` does, bundles and CloudFormation validation included, and
  * reads each function from the template: its bundle directory (through the asset hash in its S3
- * key), handler, timeout, memory and environment. Variables whose value is a reference (`{ Ref }`) are returned as the logical id
+ * key), handler, timeout, memory and environment. Variables whose value is a reference (`{ Ref }`, `{ Fn::GetAtt }`) are returned as the logical id
  * they point at, for the caller to resolve to its stand-in, as CloudFormation resolves them.
  */
 export function synthesizeDeployedStack(context: Record<string, unknown>): DeployedStack {
@@ -33,6 +33,8 @@ export function functionsOf(template: Template, codeDirectory: (s3Key: string) =
     for (const [name, value] of Object.entries(p.Environment.Variables as Record<string, unknown>)) {
       if (typeof value === "string") environment[name] = value;
       else if (typeof value === "object" && value !== null && "Ref" in value) references[name] = String((value as { Ref: string }).Ref);
+      else if (typeof value === "object" && value !== null && "Fn::GetAtt" in value)
+        references[name] = String((value as { "Fn::GetAtt": [string] })["Fn::GetAtt"][0]);
       else throw new Error(`${p.FunctionName}: ${name} is neither a string nor a reference: ${JSON.stringify(value)}`);
     }
     const name = String(p.FunctionName).replace(/^.*-threadwise-/, "");

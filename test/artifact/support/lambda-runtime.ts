@@ -37,6 +37,17 @@ export class FunctionError extends Error {
   }
 }
 
+/**
+ * A response the function streams (`Lambda-Runtime-Function-Response-Mode: streaming`): its
+ * content type and its body as the function writes it, chunk by chunk, until the POST ends.
+ */
+export interface StreamedResponse {
+  contentType: string;
+  body: AsyncIterable<Buffer>;
+  /** The POST's trailers once it ends: `lambda-runtime-function-error-type` when the function failed mid-stream. */
+  trailers: Promise<Record<string, string | undefined>>;
+}
+
 interface Invocation {
   id: string;
   event: unknown;
@@ -109,6 +120,13 @@ export class FunctionProcess {
     });
   }
 
+  /** Invokes a streaming function; resolves once its response begins, while the function still writes it. */
+  async invokeStreaming(event: unknown): Promise<StreamedResponse> {
+    const result = await this.invoke(event);
+    if (!isStreamedResponse(result)) throw new Error(`${this.artifact.functionName} answered a buffered response, not a stream`);
+    return result;
+  }
+
   /** Stops the process where it is, as Lambda freezes a container between invocations. */
   freeze(): void {
     this.child!.kill("SIGSTOP");
@@ -151,6 +169,11 @@ export class FunctionProcess {
   }
 
   private serve(request: IncomingMessage, response: ServerResponse): void {
+    const streamed = /\/invocation\/([^/]+)\/response$/.exec(request.url ?? "");
+    if (request.method === "POST" && streamed && request.headers["lambda-runtime-function-response-mode"] === "streaming") {
+      this.stream(decodeURIComponent(streamed[1]), request, response);
+      return;
+    }
     const chunks: Buffer[] = [];
     request.on("data", (c: Buffer) => chunks.push(c));
     request.on("end", () => {
@@ -180,6 +203,25 @@ export class FunctionProcess {
     });
   }
 
+  /** A streamed response reaches the invoker as it comes; the invocation ends (and its timeout with it) when the POST does. */
+  private stream(id: string, request: IncomingMessage, response: ServerResponse): void {
+    const entry = this.inFlight.get(id);
+    if (!entry) {
+      response.writeHead(404).end();
+      return;
+    }
+    const trailers = new Promise<Record<string, string | undefined>>((resolve) => {
+      request.on("end", () => {
+        clearTimeout(entry.timer);
+        this.inFlight.delete(id);
+        response.writeHead(202).end();
+        resolve(request.trailers);
+      });
+    });
+    const streamedResponse: StreamedResponse = { contentType: request.headers["content-type"] ?? "application/octet-stream", body: request, trailers };
+    entry.invocation.resolve(streamedResponse);
+  }
+
   private fail(error: Error): void {
     this.exited ??= error;
     for (const { invocation, timer } of this.inFlight.values()) {
@@ -189,6 +231,10 @@ export class FunctionProcess {
     this.inFlight.clear();
     for (const invocation of this.queue.splice(0)) invocation.reject(this.exited);
   }
+}
+
+function isStreamedResponse(value: unknown): value is StreamedResponse {
+  return typeof value === "object" && value !== null && "trailers" in value && "body" in value;
 }
 
 /** The variables the Lambda Node.js runtime sets in every container (reserved: a function cannot set them). */

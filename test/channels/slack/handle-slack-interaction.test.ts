@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Principal } from "../../../lib/auth/principal.js";
-import type { ChannelDecide } from "../../../lib/channels/channel-decisions.js";
+import type { ChannelApprovals } from "../../../lib/channels/channel-decisions.js";
 import {
   DEFAULT_SLACK_RESPONSE_URL_PREFIX,
   handleSlackInteraction,
@@ -44,22 +44,28 @@ function click(actionId: string, fields: Record<string, unknown> = {}, signedWit
 
 function deciding(outcome: () => Error | undefined = () => undefined) {
   const asked: { principal: Principal; conversationId: string; approvalId: string; choice: ApprovalChoice }[] = [];
-  const decide: ChannelDecide = async (principal, conversationId, approvalId, choice) => {
+  const decide: ChannelApprovals["decide"] = async (principal, conversationId, approvalId, choice) => {
     asked.push({ principal, conversationId, approvalId, choice });
     const error = outcome();
     if (error) throw error;
     const status = choice.kind === "approve" ? "approved" : "rejected";
     return { approval: { tool: "create_follow_up", status, decision: { ...choice, by: principal, at: AT } } as never, decided: true, resumed: true };
   };
-  return { asked, decide };
+  const approvals: ChannelApprovals = {
+    decide,
+    forDecision: async () => {
+      throw new Error("the edit form is not opened here");
+    },
+  };
+  return { asked, approvals };
 }
 
-async function handle(request: { headers: Record<string, string>; rawBody: string }, decide: ChannelDecide) {
+async function handle(request: { headers: Record<string, string>; rawBody: string }, approvals: ChannelApprovals) {
   const outcomes: SlackInteractionOutcome[] = [];
   const response = await handleSlackInteraction({
     request,
     signingSecret: TEST_SLACK_SIGNING_SECRET,
-    decide,
+    approvals,
     responseUrlPrefix: slackResponseUrlPrefix(slack.slackApiUrl),
     onOutcome: (o) => outcomes.push(o),
   });
@@ -75,8 +81,8 @@ describe("slackResponseUrlPrefix", () => {
 
 describe("handleSlackInteraction", () => {
   it("decides as the clicking user of the workspace and replaces the message through response_url", async () => {
-    const { asked, decide } = deciding();
-    const { response, outcomes, posted } = await handle(click(SLACK_APPROVAL_ACTIONS.approve), decide);
+    const { asked, approvals } = deciding();
+    const { response, outcomes, posted } = await handle(click(SLACK_APPROVAL_ACTIONS.approve), approvals);
     expect(response).toEqual({ status: 200, headers: {}, body: "" });
     expect(asked).toEqual([
       { principal: { issuer: "slack", tenant: "T1", subject: "U2" }, conversationId: CONVERSATION, approvalId: APPROVAL, choice: { kind: "approve" } },
@@ -86,8 +92,8 @@ describe("handleSlackInteraction", () => {
   });
 
   it("answers 401 and decides nothing for a request not signed with the app's secret", async () => {
-    const { asked, decide } = deciding();
-    const { response, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, {}, "another-secret"), decide);
+    const { asked, approvals } = deciding();
+    const { response, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, {}, "another-secret"), approvals);
     expect(response.status).toBe(401);
     expect(outcomes).toEqual([{ kind: "rejected", reason: "bad_signature" }]);
     expect(asked).toEqual([]);
@@ -95,18 +101,18 @@ describe("handleSlackInteraction", () => {
 
   it("answers 400 for a payload that is not JSON", async () => {
     const rawBody = "payload=%7Bnot-json";
-    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, deciding().decide);
+    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, deciding().approvals);
     expect(response.status).toBe(400);
     expect(outcomes).toEqual([{ kind: "invalid" }]);
   });
 
   it("ignores, with an empty 200, another app's button or a value that names no approval", async () => {
-    const { asked, decide } = deciding();
+    const { asked, approvals } = deciding();
     for (const request of [
       click("someone_elses_button"),
       click(SLACK_APPROVAL_ACTIONS.reject, { actions: [{ action_id: SLACK_APPROVAL_ACTIONS.reject, value: "not-ids" }] }),
     ]) {
-      const { response, outcomes } = await handle(request, decide);
+      const { response, outcomes } = await handle(request, approvals);
       expect(response).toEqual({ status: 200, headers: {}, body: "" });
       expect(outcomes).toEqual([{ kind: "ignored" }]);
     }
@@ -114,16 +120,16 @@ describe("handleSlackInteraction", () => {
   });
 
   it("tells only the clicking user when they may not decide, and replaces the message for an approval already decided", async () => {
-    const forbidden = await handle(click(SLACK_APPROVAL_ACTIONS.approve), deciding(() => new ForbiddenError("no")).decide);
+    const forbidden = await handle(click(SLACK_APPROVAL_ACTIONS.approve), deciding(() => new ForbiddenError("no")).approvals);
     expect(forbidden.outcomes).toEqual([{ kind: "refused", code: "forbidden" }]);
     expect(forbidden.posted).toEqual([{ response_type: "ephemeral", replace_original: false, text: "You may not decide this approval." }]);
     slack.responses.length = 0;
-    const conflict = await handle(click(SLACK_APPROVAL_ACTIONS.reject), deciding(() => new ApprovalConflictError("m", APPROVAL, "approved")).decide);
+    const conflict = await handle(click(SLACK_APPROVAL_ACTIONS.reject), deciding(() => new ApprovalConflictError("m", APPROVAL, "approved")).approvals);
     expect(conflict.posted).toEqual([{ replace_original: true, text: "This call was already decided (approved)." }]);
   });
 
   it("follows no response_url outside Slack's prefix", async () => {
-    const { posted, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, { response_url: "https://evil.example/actions/1" }), deciding().decide);
+    const { posted, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, { response_url: "https://evil.example/actions/1" }), deciding().approvals);
     expect(outcomes[0]).toMatchObject({ kind: "decided" });
     expect(posted).toEqual([]);
   });

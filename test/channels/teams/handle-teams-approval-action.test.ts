@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Principal } from "../../../lib/auth/principal.js";
-import type { ChannelDecide } from "../../../lib/channels/channel-decisions.js";
+import type { ChannelApprovals } from "../../../lib/channels/channel-decisions.js";
 import { handleTeamsApprovalAction, isApprovalAction } from "../../../lib/channels/teams/handle-teams-approval-action.js";
 import { TEAMS_APPROVAL_VERBS } from "../../../lib/channels/teams/teams-approval-card.js";
 import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError } from "../../../lib/errors.js";
@@ -25,14 +25,20 @@ function invoke(verb: string, fields: Record<string, unknown> = {}) {
 /** The decisions the handler asked for, and the answer (or error) each gets; the approval and decision as the store records them. */
 function deciding(outcome: (choice: ApprovalChoice, principal: Principal) => Error | undefined) {
   const asked: { principal: Principal; conversationId: string; approvalId: string; choice: ApprovalChoice }[] = [];
-  const decide: ChannelDecide = async (principal, conversationId, approvalId, choice) => {
+  const decide: ChannelApprovals["decide"] = async (principal, conversationId, approvalId, choice) => {
     asked.push({ principal, conversationId, approvalId, choice });
     const error = outcome(choice, principal);
     if (error) throw error;
     const status = choice.kind === "approve" ? "approved" : "rejected";
     return { approval: { tool: "create_follow_up", status, decision: { ...choice, by: principal, at: AT } } as never, decided: true, resumed: true };
   };
-  return { asked, decide };
+  const approvals: ChannelApprovals = {
+    decide,
+    forDecision: async () => {
+      throw new Error("the edit form is not opened here");
+    },
+  };
+  return { asked, approvals };
 }
 
 const answer = (response: { status: number; body: string }) => ({ status: response.status, ...JSON.parse(response.body) });
@@ -49,8 +55,8 @@ describe("isApprovalAction", () => {
 
 describe("handleTeamsApprovalAction", () => {
   it("decides as the clicking user of the activity's tenant and answers with the card saying who decided and when", async () => {
-    const { asked, decide } = deciding(() => undefined);
-    const response = answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), decide));
+    const { asked, approvals } = deciding(() => undefined);
+    const response = answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), approvals));
     expect(asked).toEqual([
       {
         principal: { issuer: "teams", tenant: "tenant-1", subject: "aad-user-1" },
@@ -64,15 +70,15 @@ describe("handleTeamsApprovalAction", () => {
   });
 
   it("rejects for the reject verb, with the conversation's tenant and the user id when the activity has no others", async () => {
-    const { asked, decide } = deciding(() => undefined);
-    await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.reject, { channelData: {}, from: { id: "29:teams-user" } }), decide);
+    const { asked, approvals } = deciding(() => undefined);
+    await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.reject, { channelData: {}, from: { id: "29:teams-user" } }), approvals);
     expect(asked[0]).toMatchObject({ principal: { tenant: "tenant-from-conversation", subject: "29:teams-user" }, choice: { kind: "reject" } });
   });
 
   it("answers 400 BadRequest inside the invoke, deciding nothing, for an unknown verb or a malformed action", async () => {
-    const { asked, decide } = deciding(() => undefined);
+    const { asked, approvals } = deciding(() => undefined);
     for (const body of [invoke("threadwise.approval.maybe"), { ...invoke(TEAMS_APPROVAL_VERBS.approve), value: { action: { verb: "x", data: {} } } }]) {
-      expect(answer(await handleTeamsApprovalAction(body, decide))).toMatchObject({ status: 200, statusCode: 400, value: { code: "BadRequest" } });
+      expect(answer(await handleTeamsApprovalAction(body, approvals))).toMatchObject({ status: 200, statusCode: 400, value: { code: "BadRequest" } });
     }
     expect(asked).toEqual([]);
   });
@@ -82,7 +88,7 @@ describe("handleTeamsApprovalAction", () => {
       [new ForbiddenError("no"), "You may not decide this approval."],
       [new NotFoundError("gone"), "This approval no longer exists."],
     ] as const) {
-      const response = answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), deciding(() => error).decide));
+      const response = answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), deciding(() => error).approvals));
       expect(response).toMatchObject({ statusCode: 200, type: "application/vnd.microsoft.activity.message", value: text });
     }
   });
@@ -94,12 +100,12 @@ describe("handleTeamsApprovalAction", () => {
       [new ApprovalExpiredError("m", APPROVAL, "expired"), "This approval expired; the call was not run."],
     ] as const;
     for (const [error, text] of cases) {
-      expect(cardText(answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), deciding(() => error).decide)))).toBe(text);
+      expect(cardText(answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), deciding(() => error).approvals)))).toBe(text);
     }
   });
 
   it("throws any other error", async () => {
-    await expect(handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), deciding(() => new TypeError("bug")).decide)).rejects.toBeInstanceOf(
+    await expect(handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve), deciding(() => new TypeError("bug")).approvals)).rejects.toBeInstanceOf(
       TypeError,
     );
   });

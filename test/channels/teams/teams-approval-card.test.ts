@@ -1,30 +1,26 @@
 import { describe, expect, it } from "vitest";
 import { approvalCard, TEAMS_APPROVAL_VERBS } from "../../../lib/channels/teams/teams-approval-card.js";
 
-const approval = { approvalId: "a1", tool: "create_follow_up", args: { title: "Call Helios" }, expiresAt: "2026-12-01T18:00:00.000Z" };
+const CALL = { approvalId: "a1", tool: "create_follow_up", args: { title: "Call" }, expiresAt: "2026-12-01T18:00:00.000Z" };
+type Card = {
+  version: string;
+  body: { type: string; id?: string; value?: string; text?: string; color?: string }[];
+  actions: { verb: string; data: unknown }[];
+};
 
 describe("approvalCard", () => {
-  it("returns an Adaptive Card 1.4 naming the tool, its arguments and the deadline", () => {
-    const card = approvalCard("c1", approval);
-    expect(card).toMatchObject({ type: "AdaptiveCard", version: "1.4" });
-    expect((card.body as { text: string }[]).map((b) => b.text)).toEqual([
-      "create_follow_up waits for approval",
-      '{"title":"Call Helios"}',
-      "Until 2026-12-01T18:00:00.000Z",
-    ]);
+  it("returns a 1.4 card with the arguments in an input and Approve, Edit and Reject naming the approval", () => {
+    const card = approvalCard("c1", CALL) as Card;
+    expect(card.version).toBe("1.4");
+    expect(card.body.find((b) => b.type === "Input.Text")).toMatchObject({ id: "args", value: '{\n  "title": "Call"\n}' });
+    expect(card.actions.map((a) => a.verb)).toEqual([TEAMS_APPROVAL_VERBS.approve, TEAMS_APPROVAL_VERBS.edit, TEAMS_APPROVAL_VERBS.reject]);
+    expect(new Set(card.actions.map((a) => JSON.stringify(a.data)))).toEqual(new Set([JSON.stringify({ conversationId: "c1", approvalId: "a1" })]));
+    expect(card.body.some((b) => b.color === "Attention")).toBe(false);
   });
 
-  it("returns approve and reject buttons whose data names the conversation and approval", () => {
-    const actions = approvalCard("c1", approval).actions as { type: string; verb: string; data: unknown }[];
-    expect(actions.map((a) => [a.type, a.verb])).toEqual([
-      ["Action.Execute", TEAMS_APPROVAL_VERBS.approve],
-      ["Action.Execute", TEAMS_APPROVAL_VERBS.reject],
-    ]);
-    for (const action of actions) expect(action.data).toEqual({ conversationId: "c1", approvalId: "a1" });
-  });
-
-  it("cuts long arguments to 2,500 characters", () => {
-    const card = approvalCard("c1", { ...approval, args: { text: "x".repeat(5_000) } });
-    expect((card.body as { text: string }[])[1].text).toHaveLength(2_500);
+  it("returns the text as typed and the error under it for a refused edit", () => {
+    const card = approvalCard("c1", CALL, { text: "{title", error: "Not JSON" }) as Card;
+    expect(card.body.find((b) => b.type === "Input.Text")?.value).toBe("{title");
+    expect(card.body.find((b) => b.color === "Attention")?.text).toBe("Not JSON");
   });
 });

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, type RemoteJWKSet } from "jose";
 import { z } from "zod";
-import { ServiceUnavailableError } from "../../errors.js";
+import { ServiceUnavailableError } from "../errors.js";
 
 /** Timeout of one metadata or key-set request, in milliseconds. */
 export const DEFAULT_OPENID_FETCH_TIMEOUT_MS = 5_000;

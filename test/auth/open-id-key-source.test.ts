@@ -2,9 +2,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OpenIdKeySource } from "../../../lib/channels/teams/open-id-key-source.js";
-import { ServiceUnavailableError } from "../../../lib/errors.js";
-import { BOT_FRAMEWORK_ISSUER, startBotFrameworkIssuer, TEST_APP_ID, type BotFrameworkIssuer } from "../../support/teams-signing.js";
+import { OpenIdKeySource } from "../../lib/auth/open-id-key-source.js";
+import { ServiceUnavailableError } from "../../lib/errors.js";
+import { BOT_FRAMEWORK_ISSUER, startBotFrameworkIssuer, TEST_APP_ID, type BotFrameworkIssuer } from "../support/teams-signing.js";
 
 let issuer: BotFrameworkIssuer;
 /** A metadata server whose next answers the test sets: status and body. */
