@@ -36,10 +36,13 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
 /**
  * Modules with logic that have no test named after them yet (issue 19): work left, not an
  * exemption. The list only shrinks: an entry whose test exists fails until it is removed here.
- * The tests of lib/auth/*, lib/approvals/* and the turn event recorder and follower are being
- * written on other branches.
  */
-const NOT_YET_NAMED: string[] = ["lib/auth/principal.ts", "lib/events/turn-event-follower.ts", "lib/events/turn-event-recorder.ts", "lib/local/main.ts"];
+const NOT_YET_NAMED: string[] = [
+  // Their named tests are being written on another branch.
+  "lib/auth/principal.ts",
+  "lib/events/turn-event-follower.ts",
+  "lib/events/turn-event-recorder.ts",
+];
 
 function libModules(dir = join(ROOT, "lib")): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
