@@ -14,7 +14,7 @@ import {
   type ConverseRequest,
   type RecordedConverseRequest,
 } from "../support/converse-endpoint.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 const caller: Caller = { principal: apiPrincipal("ada", "acme"), roles: [] };
@@ -48,18 +48,16 @@ function respond(request: ConverseRequest) {
 const MIN_TOKENS_PER_CHECKPOINT = 300;
 
 let converse: ConverseEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("graph", { clearBeforeEach: false });
 const apps: App[] = [];
 
 beforeAll(async () => {
   converse = await startConverseEndpoint({ respond, cache: { minTokensPerCheckpoint: MIN_TOKENS_PER_CHECKPOINT } });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  database = await openTestDatabase("graph");
 });
 
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
-  await database?.cleanup();
   await converse?.close();
   vi.unstubAllEnvs();
 });

@@ -11,12 +11,12 @@ import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
 import { ManualClock } from "../support/manual-clock.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
 let converse: ConverseEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("fencing", { clearBeforeEach: false });
 const apps: App[] = [];
 /** Model calls whose question names a gate wait at it until the test opens it. */
 const gates = new Map<string, Gate>();
@@ -30,13 +30,11 @@ beforeAll(async () => {
     },
   });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  database = await openTestDatabase("fencing");
 });
 
 afterAll(async () => {
   for (const gate of gates.values()) gate.open();
   await Promise.all(apps.map((a) => a.close()));
-  await database?.cleanup();
   await converse?.close();
   vi.unstubAllEnvs();
 });

@@ -10,7 +10,7 @@ import { silentLogger } from "../../lib/logger.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
@@ -40,7 +40,7 @@ const lookup: ToolDefinition = {
 };
 
 let converse: ConverseEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("retries", { clearBeforeEach: false });
 const apps: App[] = [];
 
 beforeAll(async () => {
@@ -53,12 +53,10 @@ beforeAll(async () => {
     },
   });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  database = await openTestDatabase("retries");
 });
 
 afterAll(async () => {
   await Promise.all(apps.map((a) => a.close()));
-  await database?.cleanup();
   await converse?.close();
   vi.unstubAllEnvs();
 });

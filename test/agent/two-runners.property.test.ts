@@ -12,7 +12,7 @@ import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
 import { Gate } from "../support/gate.js";
 import { ManualClock } from "../support/manual-clock.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
@@ -75,7 +75,7 @@ interface Run {
 }
 
 let converse: ConverseEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("two_runners", { clearBeforeEach: false });
 const clock = new ManualClock();
 let containers: [App, App];
 /** The gate of the model call now asked for each question. */
@@ -90,7 +90,6 @@ beforeAll(async () => {
     },
   });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  database = await openTestDatabase("two_runners");
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
   const container = () => createApp(config, { mongoClient: database.client, clock, logger: silentLogger });
   containers = [await container(), await container()];
@@ -99,7 +98,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const gate of gates.values()) gate.open();
   await Promise.all(containers?.map((a) => a.close()) ?? []);
-  await database?.cleanup();
   await converse?.close();
   vi.unstubAllEnvs();
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { editedArgumentsOf, invalidEditText } from "../../lib/channels/channel-decisions.js";
-import { ValidationError } from "../../lib/errors.js";
+import { slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
+import { editedArgumentsOf, invalidEditText, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import type { ChannelRolesMap } from "../../lib/config/config.js";
+import { ForbiddenError, NotFoundError, RoleLookupError, ValidationError } from "../../lib/errors.js";
+import type { TurnJob } from "../../lib/queue/turn-job.js";
+import { ApprovalStore, approvalIdOf, argsHash } from "../../lib/store/approval-store.js";
+import { ConversationStore } from "../../lib/store/conversation-store.js";
+import { TurnStore } from "../../lib/store/turn-store.js";
+import { heldFence } from "../support/fences.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 
 describe("editedArgumentsOf", () => {
   it("returns the arguments of a JSON object", () => {
@@ -28,5 +36,95 @@ describe("invalidEditText", () => {
 
   it("returns the error's message when it names no problem", () => {
     expect(invalidEditText(new ValidationError("the edit is refused"))).toBe("the edit is refused");
+  });
+});
+
+const { database, stores } = useStoreFixture("channel_decisions", (db) => ({
+  conversations: new ConversationStore(db),
+  turns: new TurnStore(db),
+  approvals: new ApprovalStore(db),
+}));
+
+const requester = slackPrincipal("T1", "U1");
+
+/** A Slack conversation of workspace T1 whose turn waits on one call that only a `lead` may decide. */
+async function waitingCall(): Promise<{ conversationId: string; approvalId: string; origin: TurnJob }> {
+  const { _id: conversationId } = await stores.conversations.create(tenantOwner("slack", "T1"));
+  const fence = heldFence(conversationId);
+  const claim = await stores.turns.claim("turn-1", fence);
+  if (!claim.claimed) throw new Error("not claimed");
+  await stores.turns.awaitApproval(claim.turn, ["create_follow_up"], fence);
+  const origin = {
+    channel: "slack",
+    conversationKey: "T1:C1:1700000000.000100",
+    principal: requester,
+    owner: tenantOwner("slack", "T1"),
+    readScope: "slack:T1:C1",
+    content: "file a follow-up",
+    dedupeId: "Ev001",
+    receivedAt: new Date(0).toISOString(),
+    replyTo: { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" },
+  } as TurnJob;
+  const approvalId = approvalIdOf(conversationId, "turn-1", "call-1");
+  const args = { title: "x" };
+  await stores.approvals.open(
+    [
+      {
+        _id: approvalId,
+        conversationId,
+        turnId: "turn-1",
+        toolCallId: "call-1",
+        tool: "create_follow_up",
+        args,
+        argsHash: argsHash(args),
+        requester,
+        approvers: { requester: false, roles: ["lead"] },
+        createdAt: new Date(),
+        deadline: new Date(Date.now() + 3_600_000),
+        status: "pending",
+        origin: origin as unknown as Record<string, unknown>,
+      },
+    ],
+    fence,
+  );
+  return { conversationId, approvalId, origin };
+}
+
+function decisions(slack: ChannelRolesMap, enqueued: TurnJob[] = []) {
+  return webhookChannelDecisions(database.db, { retentionDays: 30, auth: { channelRoles: { slack, teams: {} } } as never }, async (job) => {
+    enqueued.push(job);
+  });
+}
+
+describe("webhookChannelDecisions", () => {
+  it("takes the decision of a user whose workspace role may decide, and resumes the turn through the queue", async () => {
+    const { conversationId, approvalId, origin } = await waitingCall();
+    const enqueued: TurnJob[] = [];
+    const result = await decisions({ T1: { users: { U2: ["lead"] } } }, enqueued).decide(slackPrincipal("T1", "U2"), conversationId, approvalId, {
+      kind: "approve",
+    });
+    expect(result).toMatchObject({ decided: true, resumed: true, approval: { status: "approved" } });
+    expect(enqueued).toEqual([{ ...origin, resume: expect.any(String) }]);
+  });
+
+  it("throws ForbiddenError for a user of the workspace without the role", async () => {
+    const { conversationId, approvalId } = await waitingCall();
+    await expect(
+      decisions({ T1: { users: { U2: ["lead"] } } }).decide(slackPrincipal("T1", "U3"), conversationId, approvalId, { kind: "approve" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it("throws NotFoundError for a user of another workspace or a Teams user without a tenant, as the API answers for another's", async () => {
+    const { conversationId, approvalId } = await waitingCall();
+    const approvals = decisions({ T2: { users: { U2: ["lead"] } } });
+    await expect(approvals.decide(slackPrincipal("T2", "U2"), conversationId, approvalId, { kind: "approve" })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(approvals.decide(teamsPrincipal(null, "u") as never, conversationId, approvalId, { kind: "approve" })).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it("throws RoleLookupError when the workspace's roles name groups and no directory was given", async () => {
+    const { conversationId, approvalId } = await waitingCall();
+    await expect(
+      decisions({ T1: { groups: { S0LEADS: ["lead"] } } }).decide(slackPrincipal("T1", "U2"), conversationId, approvalId, { kind: "approve" }),
+    ).rejects.toBeInstanceOf(RoleLookupError);
   });
 });

@@ -1,8 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
 import { CONFIG_TABLE_END, CONFIG_TABLE_START, readmeConfigTable, withConfigTable } from "../../lib/config/config-table.js";
-import { configTable, setting } from "../../lib/config/settings.js";
 import { ValidationError } from "../../lib/errors.js";
 
 describe("config-table", () => {
@@ -18,18 +16,6 @@ describe("config-table", () => {
       expect(table).toContain("| `MONGODB_DB` | `threadwise` | database name |");
       expect(table).toContain("| `LEASE_TTL_MS` | 120000 |");
       expect(table).toContain("| `RECALL_MAX_TOKENS` | 1500 |");
-    });
-  });
-
-  describe("configTable", () => {
-    it("returns a setting's default as the README shows it: code for text, plain for numbers, unset without one", () => {
-      const table = configTable({
-        A: setting({ schema: z.string(), default: "x", description: "a" }),
-        B: setting({ schema: z.number(), default: 3, description: "b" }),
-        C: setting({ schema: z.string(), description: "c" }),
-        D: setting({ schema: z.string(), defaultText: "built in", description: "d" }),
-      });
-      expect(table.split("\n").slice(2)).toEqual(["| `A` | `x` | a |", "| `B` | 3 | b |", "| `C` | unset | c |", "| `D` | built in | d |"]);
     });
   });
 

@@ -11,7 +11,7 @@ import { ChannelRoles } from "../../lib/auth/channel-roles.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
 
 const BOT_TOKEN = "xoxb-worker-test";
@@ -42,7 +42,7 @@ function respond(text: string, toolResults: boolean): ScriptedReply {
 
 let converse: ConverseEndpoint;
 let slackApi: SlackApiEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("worker", { clearBeforeEach: false });
 let app: App;
 
 beforeAll(async () => {
@@ -56,7 +56,6 @@ beforeAll(async () => {
   });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
   slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM });
-  database = await openTestDatabase("worker");
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
   app = await createApp(config, {
     mongoClient: database.client,
@@ -67,7 +66,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await database?.cleanup();
   await slackApi?.close();
   await converse?.close();
   vi.unstubAllEnvs();

@@ -5,16 +5,14 @@ import type { Embedder } from "../../lib/recall/embedder.js";
 import type { RecallEntry } from "../../lib/store/recall-index-store.js";
 import { BedrockEmbedder } from "../../lib/recall/embedder.js";
 import { termFrequencies } from "../../lib/recall/recall-terms.js";
-import { formatSearchOutcome } from "../../lib/recall/search-conversation-tool.js";
 import { recallText } from "../../lib/recall/turn-indexer.js";
-import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID, type EmbeddingsEndpoint } from "../support/embeddings-endpoint.js";
 import { heldFence } from "../support/fences.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 
-let database: TestDatabase;
-let store: RecallIndexStore;
+const { stores } = useStoreFixture("recall_search", (db) => ({ store: new RecallIndexStore(db, { segmentTurns: 4 }) }));
+const { store } = stores;
 let endpoint: EmbeddingsEndpoint;
 let embedder: BedrockEmbedder;
 
@@ -53,9 +51,6 @@ async function addTurns(conversationId: string, questions: string[], withVectors
 }
 
 beforeAll(async () => {
-  database = await openTestDatabase("recall_search");
-  store = new RecallIndexStore(database.db, { segmentTurns: 4 });
-  await store.setup();
   endpoint = await startEmbeddingsEndpoint();
   const client = new BedrockRuntimeClient({
     endpoint: endpoint.url,
@@ -67,7 +62,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await endpoint.close();
-  await database.cleanup();
 });
 
 /** An in-memory index entry: its term counts, and a length in terms. */
@@ -276,7 +270,6 @@ describe("ConversationSearch", () => {
       });
       expect(outcome).toMatchObject({ ranking: "lexical", semanticUnavailable: true });
       expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([1]);
-      expect(formatSearchOutcome("returns", outcome, 1_500)).toContain("Semantic search was unavailable");
     });
 
     it("returns no turn the model already sees", async () => {
@@ -314,28 +307,5 @@ describe("ConversationSearch", () => {
       expect(outcome.hits.every((h) => h.record.conversationId === "mine")).toBe(true);
       expect(await store.records("mine", ["theirs-t1"])).toEqual([]);
     });
-  });
-});
-
-describe("formatSearchOutcome", () => {
-  it("returns every match with its turn number and time, within the token ceiling", async () => {
-    const long = "The forecast assumptions were discussed at length. ".repeat(400);
-    await addTurns("budget", [long, long, long, ...DISTRACTORS], false);
-    const outcome = await new ConversationSearch({ index: store }).search({
-      conversationId: "budget",
-      query: "forecast assumptions",
-      limit: 3,
-      visibleTurns: 0,
-    });
-    const text = formatSearchOutcome("forecast assumptions", outcome, 1_500);
-    expect(countTextTokens(text)).toBeLessThanOrEqual(1_500);
-    expect(countTextTokens(text)).toBeGreaterThan(1_300);
-    for (const n of [1, 2, 3]) expect(text).toContain(`[Turn ${n}, 2026-10-01 09:0${n - 1} UTC]`);
-  });
-
-  it("returns a sentence saying there is nothing to search while every turn is in view", () => {
-    expect(formatSearchOutcome("x", { hits: [], searchedTurns: 0, indexedTurns: 4, ranking: "lexical" }, 1_500)).toBe(
-      "Nothing to search: all 4 earlier turns are already in view.",
-    );
   });
 });

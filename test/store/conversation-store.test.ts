@@ -1,19 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { apiPrincipal, slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 import { NotFoundError } from "../../lib/errors.js";
 import { ConversationStore, legacyOwner } from "../../lib/store/conversation-store.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
-let database: TestDatabase;
-
-beforeAll(async () => {
-  database = await openTestDatabase("conversations_store");
-});
-
-afterAll(async () => {
-  await database.db.collection("conversations").deleteMany({});
-  await database.client.close();
-});
+// Each test makes its store: some check what setup() does to documents already there.
+const database = useTestDatabase("conversations_store");
 
 describe("ConversationStore", () => {
   describe("getOwned", () => {

@@ -8,10 +8,10 @@ import {
   makeIdempotent,
 } from "@aws-lambda-powertools/idempotency";
 import { IdempotencyRecord } from "@aws-lambda-powertools/idempotency/persistence";
-import type { Collection } from "mongodb";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
+import { COLLECTIONS } from "../../lib/store/collections.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 /** Reaches the protected primitives the way Powertools does, without going through a handler. */
 class ExposedLayer extends IdempotencyPersistenceLayer {
@@ -36,21 +36,11 @@ function inProgress(key: string, fields: Partial<IdempotencyRecord> = {}) {
 }
 
 describe("IdempotencyPersistenceLayer", () => {
-  let t: TestDatabase;
-  let collection: Collection<IdempotencyDocument>;
+  const t = useTestDatabase("idem");
+  const collection = t.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
   let layer: ExposedLayer;
 
-  beforeAll(async () => {
-    t = await openTestDatabase("idem");
-    collection = t.db.collection<IdempotencyDocument>("idempotency");
-  });
-  afterAll(async () => {
-    // The embedded server has neither listCollections nor drop: empty what this file filled.
-    await collection.deleteMany({});
-    await t.client.close();
-  });
-  beforeEach(async () => {
-    await collection.deleteMany({});
+  beforeEach(() => {
     // Unconfigured: Powertools configures a layer once, on its first idempotent call.
     layer = new ExposedLayer({ collection });
   });

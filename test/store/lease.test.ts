@@ -1,22 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MongoClient } from "mongodb";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { ConversationLease, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
 import { ManualClock } from "../support/manual-clock.js";
-import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { mongoUri } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const owner = apiPrincipal("alice");
 const RETENTION_MS = 86_400_000;
-let database: TestDatabase;
-let conversations: ConversationStore;
-
-beforeAll(async () => {
-  database = await openTestDatabase("lease");
-  conversations = new ConversationStore(database.db);
-});
-afterAll(() => database.cleanup());
+const { database, stores } = useStoreFixture("lease", (db) => ({ conversations: new ConversationStore(db) }));
+const { conversations } = stores;
 
 function leaseOn(clock: ManualClock): ConversationLease {
   return new ConversationLease(conversations.collection, { retentionMs: RETENTION_MS, clock });

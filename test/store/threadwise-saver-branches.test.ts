@@ -1,18 +1,11 @@
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { CheckpointNotFoundError } from "../../lib/errors.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { newSaver, scriptedGraph, snapshotThread } from "./checkpoint/saver-support.js";
 
-let test: TestDatabase;
-
-beforeAll(async () => {
-  test = await openTestDatabase("branches");
-});
-
-afterAll(async () => {
-  await test.client.close();
-});
+// Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
+const test = useTestDatabase("branches", { clearBeforeEach: false });
 
 const thread = { configurable: { thread_id: "t" } };
 const texts = (messages: BaseMessage[]) => messages.map((m) => String(m.content));

@@ -1,7 +1,7 @@
 import { HumanMessage } from "@langchain/core/messages";
 import { emptyCheckpoint, uuid6 } from "@langchain/langgraph-checkpoint";
 import { CheckpointNotFoundError, StaleWriterError, ValidationError } from "../../lib/errors.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import {
   GatedSerializer,
   checkpointWith,
@@ -14,15 +14,8 @@ import {
   snapshotThread,
 } from "./checkpoint/saver-support.js";
 
-let test: TestDatabase;
-
-beforeAll(async () => {
-  test = await openTestDatabase("fencing");
-});
-
-afterAll(async () => {
-  await test.client.close();
-});
+// Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
+const test = useTestDatabase("fencing", { clearBeforeEach: false });
 
 const fenced = (thread_id: string, fence_epoch: number, checkpoint_id?: string) => ({
   configurable: { thread_id, checkpoint_ns: "", fence_epoch, ...(checkpoint_id ? { checkpoint_id } : {}) },

@@ -5,18 +5,11 @@ import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import type { Db } from "mongodb";
 import { ChannelValueMissingError } from "../../lib/errors.js";
 import type { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { newSaver, scriptedGraph } from "./checkpoint/saver-support.js";
 
-let test: TestDatabase;
-
-beforeAll(async () => {
-  test = await openTestDatabase("migration");
-});
-
-afterAll(async () => {
-  await test.client.close();
-});
+// Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
+const test = useTestDatabase("migration", { clearBeforeEach: false });
 
 const thread = { configurable: { thread_id: "t" } };
 const texts = (messages: BaseMessage[]) => messages.map((m) => String(m.content));

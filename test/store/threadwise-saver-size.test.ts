@@ -4,18 +4,11 @@ import { emptyCheckpoint, uuid6, type Checkpoint } from "@langchain/langgraph-ch
 import fc from "fast-check";
 import { DocumentTooLargeError } from "../../lib/errors.js";
 import type { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { countThreadDocuments, loopMetadata, newSaver } from "./checkpoint/saver-support.js";
 
-let test: TestDatabase;
-
-beforeAll(async () => {
-  test = await openTestDatabase("size");
-});
-
-afterAll(async () => {
-  await test.client.close();
-});
+// Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
+const test = useTestDatabase("size", { clearBeforeEach: false });
 
 /** Characters by the bytes one of them takes once serialized: ASCII, two-byte UTF-8, a control character JSON escapes to six. */
 const CHARACTERS = [

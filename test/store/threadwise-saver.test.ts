@@ -5,7 +5,8 @@ import { BSON, MongoClient, type CommandStartedEvent, type Db, type Document } f
 import { ChannelVersionConflictError, DocumentTooLargeError, StaleWriterError, ValidationError } from "../../lib/errors.js";
 import { MONGODB_MAX_DOCUMENT_BYTES } from "../../lib/store/checkpoint/document-size.js";
 import { DEFAULT_INLINE_VALUE_BYTES, ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { mongoUri } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import {
   GatedSerializer,
   SAVER_COLLECTIONS,
@@ -17,15 +18,8 @@ import {
   scriptedGraph,
 } from "./checkpoint/saver-support.js";
 
-let test: TestDatabase;
-
-beforeAll(async () => {
-  test = await openTestDatabase("saver");
-});
-
-afterAll(async () => {
-  await test.client.close();
-});
+// Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
+const test = useTestDatabase("saver", { clearBeforeEach: false });
 
 const newSaver = (options: Parameters<typeof newSaverIn>[1] = {}) => newSaverIn(test, options);
 const thread = (thread_id = "t") => ({ configurable: { thread_id } });

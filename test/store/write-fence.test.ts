@@ -1,20 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { FencedDocument } from "../../lib/store/write-fence.js";
 import { WriteFence } from "../../lib/store/write-fence.js";
 import { heldFence, lostFence } from "../support/fences.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 interface Note extends FencedDocument {
   text: string;
 }
 
-let database: TestDatabase;
+const database = useTestDatabase("fence");
 const notes = () => database.db.collection<Note>("follow_ups");
-
-beforeAll(async () => {
-  database = await openTestDatabase("fence");
-});
-afterAll(() => database.cleanup());
 
 describe("WriteFence", () => {
   describe("guard", () => {

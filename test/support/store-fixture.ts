@@ -21,26 +21,35 @@ export async function clearKnownCollections(db: Db): Promise<void> {
 }
 
 /**
- * The set-up the store tests share, registered as the file's vitest hooks: a database of its own,
- * the stores `build` makes on it with their `setup()` run and checked (a setup that returns errors,
- * as the saver's does, fails), every known collection emptied before each test, and emptied and
- * closed after the file.
+ * A database of the file's own, registered as the file's vitest hooks: connected before the first
+ * test, emptied (every known collection) before each one when asked, emptied and closed after the
+ * file. For tests that make their stores themselves (a saver per test, an app over the database).
+ */
+export function useTestDatabase(prefix: string, options: StoreFixtureOptions = {}): TestDatabase {
+  const database = testDatabase(prefix);
+  beforeAll(() => database.client.connect());
+  if (options.clearBeforeEach ?? true) beforeEach(() => clearKnownCollections(database.db));
+  afterAll(async () => {
+    await clearKnownCollections(database.db);
+    await database.cleanup();
+  });
+  return database;
+}
+
+/**
+ * The set-up the store tests share: {@link useTestDatabase}, and the stores `build` makes on it
+ * with their `setup()` run and checked before the first test (a setup that returns errors, as
+ * the saver's does, fails).
  */
 export function useStoreFixture<T extends Record<string, object>>(prefix: string, build: (db: Db) => T, options: StoreFixtureOptions = {}): StoreFixture<T> {
-  const database = testDatabase(prefix);
+  const database = useTestDatabase(prefix, options);
   const stores = build(database.db);
   beforeAll(async () => {
-    await database.client.connect();
     for (const [name, store] of Object.entries(stores)) {
       if (!("setup" in store) || typeof store.setup !== "function") continue;
       const result: unknown = await store.setup();
       if (Array.isArray(result) && result.length > 0) throw new Error(`${name}.setup() failed: ${result.join("; ")}`);
     }
-  });
-  if (options.clearBeforeEach ?? true) beforeEach(() => clearKnownCollections(database.db));
-  afterAll(async () => {
-    await clearKnownCollections(database.db);
-    await database.cleanup();
   });
   return { database, stores };
 }

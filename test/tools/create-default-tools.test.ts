@@ -7,19 +7,18 @@ import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-u
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import { SAMPLE_QUESTIONS } from "../../lib/tools/sample-questions.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const analyst = { principal: apiPrincipal("ana"), roles: ["analyst"] };
 const viewer = { principal: apiPrincipal("vic"), roles: ["viewer"] };
 
 describe("createDefaultTools", () => {
-  let t: TestDatabase;
+  const t = useTestDatabase("defaulttools", { clearBeforeEach: false });
   let local: DefaultTools;
   let registry: ToolRegistry;
 
   beforeAll(async () => {
-    t = await openTestDatabase("defaulttools");
     const config = loadToolsConfig({ TOOL_ROLES: '{"create_follow_up": ["analyst"]}' });
     local = createDefaultTools(config, {
       followUps: t.db.collection<FollowUpDocument>("follow_ups"),
@@ -32,9 +31,6 @@ describe("createDefaultTools", () => {
   });
   afterAll(async () => {
     await local.close();
-    await t.db.collection("follow_ups").deleteMany({});
-    await t.db.collection("idempotency").deleteMany({});
-    await t.client.close();
   });
 
   it("returns the local tools, without Power BI when it is not configured", () => {

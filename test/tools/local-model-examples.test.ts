@@ -8,7 +8,7 @@ import { createDefaultTools, type DefaultTools } from "../../lib/tools/create-de
 import type { FollowUpDocument } from "../../lib/tools/follow-up/create-follow-up-tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import { SAMPLE_QUESTIONS } from "../../lib/tools/sample-questions.js";
 
@@ -28,13 +28,12 @@ const EXPECTED: Record<string, RegExp> = {
 const SAMPLES = Object.entries(SAMPLE_QUESTIONS).flatMap(([tool, questions]) => questions.map((question) => ({ tool, question })));
 
 describe("SAMPLE_QUESTIONS with the offline model", () => {
-  let t: TestDatabase;
+  const t = useTestDatabase("readme", { clearBeforeEach: false });
   let defaults: DefaultTools;
   let registry: ToolRegistry;
   const caller = { principal: apiPrincipal("readme"), roles: [] };
 
   beforeAll(async () => {
-    t = await openTestDatabase("readme");
     defaults = createDefaultTools(loadToolsConfig({}), {
       followUps: t.db.collection<FollowUpDocument>("follow_ups"),
       secrets: { get: async () => undefined },
@@ -45,9 +44,6 @@ describe("SAMPLE_QUESTIONS with the offline model", () => {
   });
   afterAll(async () => {
     await defaults.close();
-    await t.db.collection("follow_ups").deleteMany({});
-    await t.db.collection("idempotency").deleteMany({});
-    await t.client.close();
   });
 
   it.each(SAMPLES)("returns the expected tool result for: $question", async (example) => {

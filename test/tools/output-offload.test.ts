@@ -2,23 +2,10 @@ import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ArtifactStore, DEFAULT_PREVIEW_CHARS } from "../../lib/store/artifact-store.js";
 import { DEFAULT_OFFLOAD_TOKENS, offloadToolOutput } from "../../lib/tools/output-offload.js";
 import { heldFence } from "../support/fences.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
-let database: TestDatabase;
-let artifacts: ArtifactStore;
-
-beforeAll(async () => {
-  database = await openTestDatabase("offload");
-  artifacts = new ArtifactStore(database.db);
-  await artifacts.setup();
-});
-
-afterAll(async () => {
-  // TestDatabase.cleanup uses listCollections and drop, which the embedded server lacks; this file uses one collection.
-  await artifacts.collection.deleteMany({});
-  await database.client.close();
-});
+const { artifacts } = useStoreFixture("offload", (db) => ({ artifacts: new ArtifactStore(db) }), { clearBeforeEach: false }).stores;
 
 const alice = apiPrincipal("alice");
 const meta = (toolCallId: string) => ({ createdBy: alice, turnId: "turn-1", toolCallId, toolName: "sql_query", fence: heldFence("conv-offload") });

@@ -1,14 +1,14 @@
 import { z } from "zod";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ToolError } from "../../lib/errors.js";
 import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
 import type { ToolContext, ToolDefinition } from "../../lib/tools/tool.js";
 import { DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX, ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 describe("ToolIdempotencyGuard", () => {
-  let t: TestDatabase;
+  const t = useTestDatabase("guard", { clearBeforeEach: false });
   let runs = 0;
   const slowEffect: ToolDefinition = {
     name: "slow_effect",
@@ -28,14 +28,6 @@ describe("ToolIdempotencyGuard", () => {
     toolCallId,
     caller: { principal: apiPrincipal("u"), roles: [] },
     mayUse: () => true,
-  });
-
-  beforeAll(async () => {
-    t = await openTestDatabase("guard");
-  });
-  afterAll(async () => {
-    await t.db.collection("idempotency").deleteMany({});
-    await t.client.close();
   });
 
   const guard = (keyPrefix?: string) =>

@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ToolError } from "../../lib/errors.js";
 import type { IdempotencyDocument } from "../../lib/store/idempotency-persistence-layer.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const analyst: Caller = { principal: apiPrincipal("u-analyst"), roles: ["analyst"] };
@@ -157,7 +157,7 @@ describe("ToolRegistry", () => {
   });
 
   describe("execute with side effects", () => {
-    let t: TestDatabase;
+    const t = useTestDatabase("registry", { clearBeforeEach: false });
     let effects = 0;
     const effectful: ToolDefinition = {
       name: "effectful",
@@ -170,14 +170,6 @@ describe("ToolRegistry", () => {
         return `effect #${effects} for ${input.n}`;
       },
     };
-
-    beforeAll(async () => {
-      t = await openTestDatabase("registry");
-    });
-    afterAll(async () => {
-      await t.db.collection("idempotency").deleteMany({});
-      await t.client.close();
-    });
 
     function guarded() {
       const guard = new ToolIdempotencyGuard({

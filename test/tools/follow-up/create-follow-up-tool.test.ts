@@ -5,7 +5,7 @@ import type { Caller } from "../../../lib/auth/principal.js";
 import { ToolIdempotencyGuard } from "../../../lib/tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 import { heldFence, lostFence } from "../../support/fences.js";
-import { openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { useTestDatabase } from "../../support/store-fixture.js";
 import { startWebhookEndpoint, type WebhookEndpoint } from "../../support/webhook-endpoint.js";
 import { apiPrincipal } from "../../../lib/auth/principal.js";
 
@@ -13,17 +13,13 @@ const caller: Caller = { principal: apiPrincipal("u-1", "acme"), roles: ["analys
 const args = { title: "Review West region discount approvals", owner: "dana@alderpike.example", dueDate: "2026-11-15" };
 
 describe("create_follow_up", () => {
-  let t: TestDatabase;
+  const t = useTestDatabase("followup", { clearBeforeEach: false });
   let webhook: WebhookEndpoint;
 
   beforeAll(async () => {
-    t = await openTestDatabase("followup");
     webhook = await startWebhookEndpoint();
   });
   afterAll(async () => {
-    await t.db.collection("idempotency").deleteMany({});
-    await t.db.collection("follow_ups").deleteMany({});
-    await t.client.close();
     await webhook.close();
   });
   beforeEach(() => {

@@ -1,0 +1,100 @@
+import { ChatBedrockConverse } from "@langchain/aws";
+import { HumanMessage } from "@langchain/core/messages";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { checkModelCredentials, createChatModel, createModelTokenCounter, modelCallError } from "../../lib/agent/chat-model.js";
+import { LocalChatModel } from "../../lib/agent/local-chat-model.js";
+import type { ModelConfig } from "../../lib/config/config.js";
+import { ModelCredentialsError } from "../../lib/errors.js";
+import { startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+
+const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
+const bedrock: ModelConfig = { provider: "bedrock", bedrockModelId: MODEL_ID, region: "us-east-1", maxOutputTokens: 256, prices: {}, countTokens: false };
+let endpoint: ConverseEndpoint;
+
+beforeAll(async () => {
+  endpoint = await startConverseEndpoint();
+});
+afterAll(() => endpoint.close());
+
+/** Points the AWS SDK at the local endpoint with its dummy credentials, for the body of `run`. */
+async function withEndpoint<T>(run: () => Promise<T>): Promise<T> {
+  for (const [name, value] of Object.entries(endpoint.environment)) vi.stubEnv(name, value);
+  try {
+    return await run();
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
+
+describe("chat model", () => {
+  describe("createChatModel", () => {
+    it("returns the offline model for the local provider", () => {
+      expect(createChatModel({ ...bedrock, provider: "local" })).toBeInstanceOf(LocalChatModel);
+    });
+
+    it("returns a Converse model with the configured model, region and output limit, at temperature 0", async () => {
+      const model = createChatModel(bedrock);
+      expect(model).toBeInstanceOf(ChatBedrockConverse);
+      await withEndpoint(() => model.invoke([new HumanMessage("Hello?")]));
+      expect(endpoint.requests.at(-1)).toMatchObject({
+        modelId: MODEL_ID,
+        operation: "converse",
+        body: { inferenceConfig: { maxTokens: 256, temperature: 0 } },
+      });
+    });
+  });
+
+  describe("createModelTokenCounter", () => {
+    it("returns a counter through the Converse model's own client, and none for the offline model", async () => {
+      const model = await withEndpoint(async () => createChatModel(bedrock));
+      const count = createModelTokenCounter(model, MODEL_ID);
+      expect(await withEndpoint(() => count!([new HumanMessage("How many tokens is this?")], []))).toBeGreaterThan(0);
+      expect(endpoint.requests.at(-1)?.operation).toBe("count-tokens");
+      expect(createModelTokenCounter(new LocalChatModel(), MODEL_ID)).toBeUndefined();
+    });
+  });
+
+  describe("checkModelCredentials", () => {
+    it("returns without looking for credentials for the local provider", async () => {
+      await expect(checkModelCredentials({ ...bedrock, provider: "local" })).resolves.toBeUndefined();
+    });
+
+    it("returns when the default chain finds credentials", async () => {
+      await expect(withEndpoint(() => checkModelCredentials(bedrock))).resolves.toBeUndefined();
+    });
+
+    it("throws ModelCredentialsError saying what to set when the default chain finds none", async () => {
+      const none = { AWS_ACCESS_KEY_ID: "", AWS_SECRET_ACCESS_KEY: "", AWS_SESSION_TOKEN: "", AWS_PROFILE: "threadwise-test-none" };
+      const files = { AWS_SHARED_CREDENTIALS_FILE: "/nonexistent/credentials", AWS_CONFIG_FILE: "/nonexistent/config", AWS_EC2_METADATA_DISABLED: "true" };
+      for (const [name, value] of Object.entries({ ...none, ...files })) vi.stubEnv(name, value);
+      vi.stubEnv("AWS_CONTAINER_CREDENTIALS_FULL_URI", undefined);
+      vi.stubEnv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", undefined);
+      vi.stubEnv("AWS_WEB_IDENTITY_TOKEN_FILE", undefined);
+      try {
+        const error = await checkModelCredentials(bedrock).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(ModelCredentialsError);
+        expect((error as Error).message).toMatch(/^MODEL_PROVIDER=bedrock needs AWS credentials .*AWS_PROFILE.*MODEL_PROVIDER=local/);
+        expect((error as Error).cause).toBeDefined();
+      } finally {
+        vi.unstubAllEnvs();
+      }
+    });
+  });
+
+  describe("modelCallError", () => {
+    it("returns a ModelCredentialsError, with the SDK error as cause, for each credential failure", () => {
+      for (const name of ["CredentialsProviderError", "AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException"]) {
+        const sdkError = Object.assign(new Error("refused"), { name });
+        const mapped = modelCallError(sdkError);
+        expect(mapped).toBeInstanceOf(ModelCredentialsError);
+        expect(mapped).toMatchObject({ cause: sdkError, message: expect.stringContaining(`(${name})`) });
+      }
+    });
+
+    it("returns any other error, and a non-error, as it is", () => {
+      const throttled = Object.assign(new Error("slow down"), { name: "ThrottlingException" });
+      expect(modelCallError(throttled)).toBe(throttled);
+      expect(modelCallError("text")).toBe("text");
+    });
+  });
+});

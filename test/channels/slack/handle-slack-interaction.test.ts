@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Principal } from "../../../lib/auth/principal.js";
+import type { ChannelApprovals } from "../../../lib/channels/channel-decisions.js";
+import {
+  DEFAULT_SLACK_RESPONSE_URL_PREFIX,
+  handleSlackInteraction,
+  slackResponseUrlPrefix,
+  type SlackInteractionOutcome,
+} from "../../../lib/channels/slack/handle-slack-interaction.js";
+import { SLACK_APPROVAL_ACTIONS } from "../../../lib/channels/slack/slack-approval-actions.js";
+import { ApprovalConflictError, ForbiddenError } from "../../../lib/errors.js";
+import type { ApprovalChoice } from "../../../lib/store/approval-store.js";
+import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
+import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../../support/slack-signing.js";
+
+const CONVERSATION = "6f1c1b1e-8f3a-4a51-9d6f-0a1b2c3d4e5f";
+const APPROVAL = "0b9c6f5e-3f1a-4c1e-9d7a-1f2e3d4c5b6a";
+const AT = new Date("2026-12-01T10:00:00.000Z");
+let slack: SlackApiEndpoint;
+
+beforeAll(async () => {
+  slack = await startSlackApiEndpoint({ botToken: "xoxb-interaction-test" });
+});
+afterAll(() => slack.close());
+beforeEach(() => {
+  slack.responses.length = 0;
+});
+
+const responseUrl = () => `${slackResponseUrlPrefix(slack.slackApiUrl)}actions/T1/123/secret`;
+
+/** A block_actions payload as Slack posts it: form-encoded, signed over the raw body. */
+function click(actionId: string, fields: Record<string, unknown> = {}, signedWith = TEST_SLACK_SIGNING_SECRET) {
+  const payload = {
+    type: "block_actions",
+    user: { id: "U2" },
+    team: { id: "T1" },
+    response_url: responseUrl(),
+    actions: [{ action_id: actionId, value: `${CONVERSATION}:${APPROVAL}` }],
+    ...fields,
+  };
+  const rawBody = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+  return { headers: signSlackRequest(rawBody, { secret: signedWith }), rawBody };
+}
+
+function deciding(outcome: () => Error | undefined = () => undefined) {
+  const asked: { principal: Principal; conversationId: string; approvalId: string; choice: ApprovalChoice }[] = [];
+  const decide: ChannelApprovals["decide"] = async (principal, conversationId, approvalId, choice) => {
+    asked.push({ principal, conversationId, approvalId, choice });
+    const error = outcome();
+    if (error) throw error;
+    const status = choice.kind === "approve" ? "approved" : "rejected";
+    return { approval: { tool: "create_follow_up", status, decision: { ...choice, by: principal, at: AT } } as never, decided: true, resumed: true };
+  };
+  const approvals: ChannelApprovals = {
+    decide,
+    forDecision: async () => {
+      throw new Error("the edit form is not opened here");
+    },
+  };
+  return { asked, approvals };
+}
+
+async function handle(request: { headers: Record<string, string>; rawBody: string }, approvals: ChannelApprovals) {
+  const outcomes: SlackInteractionOutcome[] = [];
+  const response = await handleSlackInteraction({
+    request,
+    signingSecret: TEST_SLACK_SIGNING_SECRET,
+    approvals,
+    responseUrlPrefix: slackResponseUrlPrefix(slack.slackApiUrl),
+    onOutcome: (o) => outcomes.push(o),
+  });
+  return { response, outcomes, posted: slack.responses.map((r) => r.body) };
+}
+
+describe("slackResponseUrlPrefix", () => {
+  it("returns Slack's hooks prefix, or the origin of a stand-in Web API", () => {
+    expect(slackResponseUrlPrefix(undefined)).toBe(DEFAULT_SLACK_RESPONSE_URL_PREFIX);
+    expect(slackResponseUrlPrefix("http://127.0.0.1:9000/api/")).toBe("http://127.0.0.1:9000/");
+  });
+});
+
+describe("handleSlackInteraction", () => {
+  it("decides as the clicking user of the workspace and replaces the message through response_url", async () => {
+    const { asked, approvals } = deciding();
+    const { response, outcomes, posted } = await handle(click(SLACK_APPROVAL_ACTIONS.approve), approvals);
+    expect(response).toEqual({ status: 200, headers: {}, body: "" });
+    expect(asked).toEqual([
+      { principal: { issuer: "slack", tenant: "T1", subject: "U2" }, conversationId: CONVERSATION, approvalId: APPROVAL, choice: { kind: "approve" } },
+    ]);
+    expect(outcomes).toEqual([{ kind: "decided", status: "approved", decided: true }]);
+    expect(posted).toEqual([{ replace_original: true, text: "create_follow_up: approved by <@U2> at 2026-12-01T10:00:00.000Z." }]);
+  });
+
+  it("answers 401 and decides nothing for a request not signed with the app's secret", async () => {
+    const { asked, approvals } = deciding();
+    const { response, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, {}, "another-secret"), approvals);
+    expect(response.status).toBe(401);
+    expect(outcomes).toEqual([{ kind: "rejected", reason: "bad_signature" }]);
+    expect(asked).toEqual([]);
+  });
+
+  it("answers 400 for a payload that is not JSON", async () => {
+    const rawBody = "payload=%7Bnot-json";
+    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, deciding().approvals);
+    expect(response.status).toBe(400);
+    expect(outcomes).toEqual([{ kind: "invalid" }]);
+  });
+
+  it("ignores, with an empty 200, another app's button or a value that names no approval", async () => {
+    const { asked, approvals } = deciding();
+    for (const request of [
+      click("someone_elses_button"),
+      click(SLACK_APPROVAL_ACTIONS.reject, { actions: [{ action_id: SLACK_APPROVAL_ACTIONS.reject, value: "not-ids" }] }),
+    ]) {
+      const { response, outcomes } = await handle(request, approvals);
+      expect(response).toEqual({ status: 200, headers: {}, body: "" });
+      expect(outcomes).toEqual([{ kind: "ignored" }]);
+    }
+    expect(asked).toEqual([]);
+  });
+
+  it("tells only the clicking user when they may not decide, and replaces the message for an approval already decided", async () => {
+    const forbidden = await handle(click(SLACK_APPROVAL_ACTIONS.approve), deciding(() => new ForbiddenError("no")).approvals);
+    expect(forbidden.outcomes).toEqual([{ kind: "refused", code: "forbidden" }]);
+    expect(forbidden.posted).toEqual([{ response_type: "ephemeral", replace_original: false, text: "You may not decide this approval." }]);
+    slack.responses.length = 0;
+    const conflict = await handle(click(SLACK_APPROVAL_ACTIONS.reject), deciding(() => new ApprovalConflictError("m", APPROVAL, "approved")).approvals);
+    expect(conflict.posted).toEqual([{ replace_original: true, text: "This call was already decided (approved)." }]);
+  });
+
+  it("follows no response_url outside Slack's prefix", async () => {
+    const { posted, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, { response_url: "https://evil.example/actions/1" }), deciding().approvals);
+    expect(outcomes[0]).toMatchObject({ kind: "decided" });
+    expect(posted).toEqual([]);
+  });
+});

@@ -1,0 +1,33 @@
+import { MongoServerSelectionError } from "mongodb";
+import { describe, expect, it } from "vitest";
+import { explainStartupError } from "../../lib/local/startup-error.js";
+import { ModelCredentialsError, ValidationError } from "../../lib/errors.js";
+
+describe("explainStartupError", () => {
+  it("returns a configuration error naming the first variable, how many more, and where to fix it", () => {
+    const error = new ValidationError("invalid configuration", [
+      { path: "PORT", message: "not a number" },
+      { path: "LEASE_TTL_MS", message: "too small" },
+    ]);
+    expect(explainStartupError(error)).toBe(
+      'invalid configuration: PORT: not a number (and 1 more); fix it in the environment (see "Configuration" in the README).',
+    );
+  });
+
+  it("returns an unreachable MongoDB by its hosts and the wait, never its password", () => {
+    const error = new MongoServerSelectionError("Server selection timed out", { type: "Unknown", servers: new Map() } as never);
+    const line = explainStartupError(error, { mongodbUri: "mongodb://admin:s3cret@db1:27017,db2:27017/threadwise?tls=true", serverSelectionTimeoutMs: 2000 });
+    expect(line).toMatch(/^cannot reach MongoDB at db1:27017,db2:27017 within 2000 ms; start it or fix MONGODB_URI/);
+    expect(line).not.toContain("s3cret");
+    expect(explainStartupError(error)).toMatch(/^cannot reach MongoDB at the embedded server;/);
+  });
+
+  it("returns the product's own errors as they say it", () => {
+    expect(explainStartupError(new ModelCredentialsError("MODEL_PROVIDER=bedrock needs AWS credentials"))).toBe("MODEL_PROVIDER=bedrock needs AWS credentials");
+  });
+
+  it("returns any other error as one line, without its stack", () => {
+    expect(explainStartupError(new TypeError("bad\n    at somewhere"))).toBe("threadwise could not start: TypeError: bad");
+    expect(explainStartupError("text")).toBe("threadwise could not start: text");
+  });
+});

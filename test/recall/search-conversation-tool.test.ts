@@ -1,0 +1,117 @@
+import { describe, expect, it } from "vitest";
+import { apiPrincipal } from "../../lib/auth/principal.js";
+import { countTextTokens } from "../../lib/model-view/token-counter.js";
+import { ConversationSearch, type SearchOutcome } from "../../lib/recall/conversation-search.js";
+import { termFrequencies } from "../../lib/recall/recall-terms.js";
+import { createSearchConversationTool, formatSearchOutcome, SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
+import { recallText } from "../../lib/recall/turn-indexer.js";
+import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
+import type { ToolContext } from "../../lib/tools/tool.js";
+import { heldFence } from "../support/fences.js";
+import { useStoreFixture } from "../support/store-fixture.js";
+
+const { stores } = useStoreFixture("search_tool", (db) => ({ index: new RecallIndexStore(db) }));
+
+function record(turnNumber: number, question: string, fields: Partial<RecallTurnDocument> = {}): RecallTurnDocument {
+  return {
+    _id: `t${turnNumber}`,
+    conversationId: "c",
+    turnNumber,
+    at: new Date(Date.UTC(2026, 9, 1, 9, turnNumber)),
+    status: "completed",
+    question,
+    answer: "Noted.",
+    tools: [],
+    ...fields,
+  };
+}
+
+const outcome = (hits: RecallTurnDocument[], fields: Partial<SearchOutcome> = {}): SearchOutcome => ({
+  hits: hits.map((r) => ({ record: r, lexical: 1 })),
+  searchedTurns: 6,
+  indexedTurns: 8,
+  ranking: "lexical",
+  ...fields,
+});
+
+async function index(records: RecallTurnDocument[]): Promise<void> {
+  for (const r of records) {
+    const terms = termFrequencies(recallText(r));
+    const length = [...terms.values()].reduce((a, b) => a + b, 0);
+    await stores.index.add(r, { length, terms }, heldFence(r.conversationId));
+  }
+}
+
+const ctx = (conversationId: string): ToolContext => ({
+  conversationId,
+  turnId: "now",
+  toolCallId: "call",
+  caller: { principal: apiPrincipal("ada"), roles: [] },
+  mayUse: () => true,
+});
+
+describe("formatSearchOutcome", () => {
+  it("returns each match with its turn number, time, question, answer and tool outputs, best first", () => {
+    const tools = [{ name: "sql_query", args: '{"sql":"SELECT 1"}', preview: "1 row" }];
+    const text = formatSearchOutcome("budget", outcome([record(3, "What was the budget?", { tools }), record(1, "Budget owner?")]), 1_500);
+    expect(text).toBe(
+      [
+        '2 earlier turns for "budget", best match first (searched 6 turns out of view, ranked lexical).',
+        '[Turn 3, 2026-10-01 09:03 UTC]\nUser: What was the budget?\nAssistant: Noted.\nTool sql_query {"sql":"SELECT 1"} returned: 1 row',
+        "[Turn 1, 2026-10-01 09:01 UTC]\nUser: Budget owner?\nAssistant: Noted.",
+      ].join("\n\n"),
+    );
+  });
+
+  it("returns a failed turn as having no answer, and one match in the singular", () => {
+    const text = formatSearchOutcome("x", outcome([record(2, "x?", { status: "failed", answer: "" })]), 1_500);
+    expect(text).toMatch(/^1 earlier turn for "x"/);
+    expect(text).toContain("Assistant: [no answer: this turn failed]");
+  });
+
+  it("returns every match within the token ceiling, each cut to its share", () => {
+    const long = "The forecast assumptions were discussed at length. ".repeat(400);
+    const text = formatSearchOutcome("forecast", outcome([record(1, long), record(2, long), record(3, long)]), 1_500);
+    expect(countTextTokens(text)).toBeLessThanOrEqual(1_500);
+    expect(countTextTokens(text)).toBeGreaterThan(1_300);
+    for (const n of [1, 2, 3]) expect(text).toContain(`[Turn ${n}, 2026-10-01 09:0${n} UTC]`);
+  });
+
+  it("returns a sentence saying there is nothing to search while every turn is in view, or before any turn finished", () => {
+    expect(formatSearchOutcome("x", outcome([], { searchedTurns: 0, indexedTurns: 4 }), 1_500)).toBe(
+      "Nothing to search: all 4 earlier turns are already in view.",
+    );
+    expect(formatSearchOutcome("x", outcome([], { searchedTurns: 0, indexedTurns: 0 }), 1_500)).toBe(
+      "Nothing to search: this conversation has no earlier finished turns.",
+    );
+  });
+
+  it("returns no match with what was searched, and says when semantic search was unavailable", () => {
+    expect(formatSearchOutcome("x", outcome([], { semanticUnavailable: true }), 1_500)).toBe(
+      'No earlier turn matches "x" (searched 6 turns out of view, ranked lexical). Semantic search was unavailable, ' +
+        "so this was ranked lexically only. Try other words, or say that you do not know.",
+    );
+  });
+});
+
+describe("createSearchConversationTool", () => {
+  it("returns the best matches of the caller's conversation only, three by default, leaving the visible turns out", async () => {
+    const questions = ["warehouse lease renewal?", "lease for the Lisbon warehouse?", "warehouse lease costs?", "warehouse lease owner?", "lunch?"];
+    await index(questions.map((q, i) => record(i + 1, q)));
+    await index([record(1, "warehouse lease elsewhere", { _id: "other-1", conversationId: "other" })]);
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), visibleTurns: 1 });
+    expect(tool.name).toBe(SEARCH_CONVERSATION_NAME);
+    const text = await tool.run(tool.schema.parse({ query: "  warehouse lease " }), ctx("c"));
+    expect(text).toMatch(/^3 earlier turns for "warehouse lease", best match first \(searched 4 turns out of view/);
+    expect(text).not.toContain("elsewhere");
+    expect(text).not.toContain("[Turn 5");
+  });
+
+  it("returns as many matches as the model asks, up to five", async () => {
+    await index(["budget one?", "budget two?", "budget three?"].map((q, i) => record(i + 1, q)));
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), visibleTurns: 0 });
+    expect(await tool.run(tool.schema.parse({ query: "budget", maxResults: 1 }), ctx("c"))).toMatch(/^1 earlier turn for "budget"/);
+    expect(tool.schema.safeParse({ query: "budget", maxResults: 6 }).success).toBe(false);
+    expect(tool.schema.safeParse({ query: "   " }).success).toBe(false);
+  });
+});
