@@ -33,17 +33,6 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/tools/tool.ts": "the interface of a tool and of the context a call runs with",
 };
 
-/**
- * Modules with logic that have no test named after them yet (issue 19): work left, not an
- * exemption. The list only shrinks: an entry whose test exists fails until it is removed here.
- */
-const NOT_YET_NAMED: string[] = [
-  // Their named tests are being written on another branch.
-  "lib/auth/principal.ts",
-  "lib/events/turn-event-follower.ts",
-  "lib/events/turn-event-recorder.ts",
-];
-
 function libModules(dir = join(ROOT, "lib")): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
@@ -117,9 +106,9 @@ describe("named tests", () => {
   });
 
   describe("the repository", () => {
-    it("returns a same-named test file for every lib module with logic, except those still listed as work left", () => {
+    it("returns a same-named test file for every lib module with logic", () => {
       const tests = testFiles();
-      const missing = modulesWithLogic().filter((m) => namedTests(m, tests).length === 0 && !NOT_YET_NAMED.includes(m));
+      const missing = modulesWithLogic().filter((m) => namedTests(m, tests).length === 0);
       expect(missing).toEqual([]);
     });
 
@@ -129,12 +118,6 @@ describe("named tests", () => {
         return !hasLogic(source) && !onlyReexports(source);
       });
       expect(withoutLogic.sort()).toEqual(Object.keys(TYPES_AND_CONSTANTS).sort());
-    });
-
-    it("returns no module in the work-left list that has its test now or no logic", () => {
-      const tests = testFiles();
-      const withLogic = new Set(modulesWithLogic());
-      expect(NOT_YET_NAMED.filter((m) => !withLogic.has(m) || namedTests(m, tests).length > 0)).toEqual([]);
     });
   });
 });
