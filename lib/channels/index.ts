@@ -73,13 +73,6 @@ export {
   type TeamsActivityOutcome,
 } from "./teams/handle-teams-activity.js";
 export {
-  DEFAULT_OPENID_FETCH_TIMEOUT_MS,
-  DEFAULT_OPENID_KEYS_MAX_AGE_MS,
-  DEFAULT_OPENID_METADATA_MAX_AGE_MS,
-  OpenIdKeySource,
-  type OpenIdKeySourceOptions,
-} from "../auth/open-id-key-source.js";
-export {
   TEAMS_IGNORE_REASONS,
   parseTeamsActivity,
   stripTeamsMention,
