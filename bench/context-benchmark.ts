@@ -45,12 +45,13 @@ import {
   costBreakdown,
   costChart,
   TURN_GAP_MS,
+  turnTicks,
   summarize,
   VARIANT_LABELS,
   type CacheSummary,
   type VariantRun,
 } from "./prompt-cache-comparison.js";
-import { lineChart, type LineSeries, type Panel } from "./support/line-chart.js";
+import { lineChart, type LineSeries, type Panel, panelInRow } from "./support/line-chart.js";
 import { quantile } from "./support/statistics.js";
 import { writeResults } from "./support/results.js";
 
@@ -576,17 +577,13 @@ function chart(runs: Run[], budget: number): string {
       dash,
       width: 1.8,
     });
-    const turnTicks = run.turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200];
     return {
-      left: p * panelWidth + margin.left,
-      top: margin.top,
-      width: panelWidth - margin.left - margin.right,
-      height: panelHeight - margin.top - margin.bottom,
+      ...panelInRow(p, panelWidth, panelHeight, margin),
       title: `${run.turns} turns, ${calls} model calls`,
       x: {
         min: 0,
         max: Math.max(1, calls - 1),
-        ticks: turnTicks.map((turn) => ({ value: run.samples.findIndex((s) => s.turn === turn), label: String(turn) })),
+        ticks: turnTicks(run.turns).map((turn) => ({ value: run.samples.findIndex((s) => s.turn === turn), label: String(turn) })),
         title: "turn (each point is one model call)",
       },
       y: {

@@ -26,7 +26,7 @@ import {
   type ConverseRequest,
   type ScriptedReply,
 } from "../test/support/converse-endpoint.js";
-import { lineChart, type Panel } from "./support/line-chart.js";
+import { lineChart, type Panel, panelInRow } from "./support/line-chart.js";
 
 export const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 const PRICE = priceOf(DEFAULT_MODEL_PRICES, MODEL_ID)!;
@@ -349,6 +349,9 @@ function contentFloor(run: VariantRun): number {
   return dollars;
 }
 
+/** The turns labelled on the axis of a conversation of `turns` turns (50 or 200). */
+export const turnTicks = (turns: number): number[] => (turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200]);
+
 /** Dollars spent up to each turn: one panel per conversation, one line per variant. */
 export function costChart(runs: { turns: number; variants: VariantRun[] }[]): string {
   const panelWidth = 520;
@@ -372,14 +375,10 @@ export function costChart(runs: { turns: number; variants: VariantRun[] }[]): st
     const magnitude = 10 ** Math.floor(Math.log10(rough));
     const step = [1, 2, 5, 10].map((m) => m * magnitude).find((m) => m >= rough) as number;
     const dollarTicks = Array.from({ length: Math.floor(top / step) + 1 }, (_, i) => i * step);
-    const turnTicks = run.turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200];
     return {
-      left: p * panelWidth + margin.left,
-      top: margin.top,
-      width: panelWidth - margin.left - margin.right,
-      height: panelHeight - margin.top - margin.bottom,
+      ...panelInRow(p, panelWidth, panelHeight, margin),
       title: `${run.turns} turns: model cost so far`,
-      x: { min: 1, max: Math.max(2, run.turns), ticks: turnTicks.map((turn) => ({ value: turn, label: String(turn) })), title: "turn" },
+      x: { min: 1, max: Math.max(2, run.turns), ticks: turnTicks(run.turns).map((turn) => ({ value: turn, label: String(turn) })), title: "turn" },
       y: { min: 0, max: top, ticks: dollarTicks.map((d) => ({ value: d, label: `$${d.toFixed(2)}` })) },
       series: series.map((s) => ({ ...styles[s.key], width: 1.6, points: s.dollars.map((d, i) => ({ x: i + 1, y: d })) })),
     };

@@ -57,6 +57,19 @@ export interface LineChart {
   legend: { x: number; y: number; spacing: number; entries: readonly LegendEntry[] };
 }
 
+/** Space around a plot, for its title, tick labels and axis titles. */
+export interface Margin {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+/** The plot area of the `index`th of a row of panels, each `width` × `height` with `margin` around its plot. */
+export function panelInRow(index: number, width: number, height: number, margin: Margin): Pick<Panel, "left" | "top" | "width" | "height"> {
+  return { left: index * width + margin.left, top: margin.top, width: width - margin.left - margin.right, height: height - margin.top - margin.bottom };
+}
+
 const AXIS = "#333";
 const GRID = "#e5e5e5";
 const MUTED = "#555";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { axisPosition, type LineChart, lineChart, type Panel } from "../../../bench/support/line-chart.js";
+import { axisPosition, type LineChart, lineChart, type Panel, panelInRow } from "../../../bench/support/line-chart.js";
 
 /** A 100 × 100 plot at (50, 20): a value's pixel is easy to read off. */
 function panel(overrides: Partial<Panel> = {}): Panel {
@@ -35,6 +35,12 @@ describe("line-chart", () => {
     it("returns the nearest edge for a value outside the axis", () => {
       const axis = { scale: "log" as const, min: 100, max: 1_000, ticks: [] };
       expect([1, 0, 5_000].map((v) => axisPosition(axis, v))).toEqual([0, 0, 1]);
+    });
+  });
+
+  describe("panelInRow", () => {
+    it("returns the plot area of the panel at its place in the row, inside its margin", () => {
+      expect(panelInRow(2, 500, 300, { left: 70, right: 20, top: 40, bottom: 50 })).toEqual({ left: 1070, top: 40, width: 410, height: 210 });
     });
   });
 
