@@ -45,11 +45,13 @@ import {
   costBreakdown,
   costChart,
   TURN_GAP_MS,
+  turnTicks,
   summarize,
   VARIANT_LABELS,
   type CacheSummary,
   type VariantRun,
 } from "./prompt-cache-comparison.js";
+import { lineChart, type LineSeries, type Panel, panelInRow } from "./support/line-chart.js";
 import { quantile } from "./support/statistics.js";
 import { writeResults } from "./support/results.js";
 
@@ -557,88 +559,64 @@ function cacheNote(summaries: CacheSummary[]): string {
   );
 }
 
-/** Hand-written SVG: one panel per conversation, tokens per model call on a log scale. */
+/** One panel per conversation: tokens per model call on a log scale, against the budget and the context window. */
 function chart(runs: Run[], budget: number): string {
   const panelWidth = 520;
   const panelHeight = 340;
   const margin = { left: 70, right: 20, top: 40, bottom: 50 };
-  const width = panelWidth * runs.length;
-  const height = panelHeight + 40;
   const maxTokens = Math.max(...runs.flatMap((r) => r.samples.map((s) => s.fullReplayTokens)));
-  const minExp = 2;
-  const maxExp = Math.ceil(Math.log10(maxTokens));
-  const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ` +
-      `${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-  ];
+  const exponents = Array.from({ length: Math.ceil(Math.log10(maxTokens)) - 1 }, (_, i) => i + 2);
   const label = (exp: number) => (exp >= 6 ? `${10 ** (exp - 6)}M` : exp >= 3 ? `${10 ** (exp - 3)}K` : `${10 ** exp}`);
-  runs.forEach((run, p) => {
-    const x0 = p * panelWidth + margin.left;
-    const plotWidth = panelWidth - margin.left - margin.right;
-    const plotHeight = panelHeight - margin.top - margin.bottom;
-    const y0 = margin.top;
+  const colors = { window: "#999999", budget: "#2b8a3e", full: "#d6336c", view: "#1c7ed6" };
+  const panels = runs.map((run, p): Panel => {
     const calls = run.samples.length;
-    const x = (i: number) => x0 + (i / Math.max(1, calls - 1)) * plotWidth;
-    const y = (tokens: number) => y0 + plotHeight - ((Math.log10(Math.max(tokens, 10 ** minExp)) - minExp) / (maxExp - minExp)) * plotHeight;
-    parts.push(`<text x="${x0 + plotWidth / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${run.turns} turns, ${calls} model calls</text>`);
-    for (let exp = minExp; exp <= maxExp; exp++) {
-      parts.push(`<line x1="${x0}" y1="${y(10 ** exp)}" x2="${x0 + plotWidth}" y2="${y(10 ** exp)}" stroke="#e5e5e5"/>`);
-      parts.push(`<text x="${x0 - 8}" y="${y(10 ** exp) + 4}" text-anchor="end" fill="#555">${label(exp)}</text>`);
-    }
-    const turnTicks = run.turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200];
-    for (const turn of turnTicks) {
-      const i = run.samples.findIndex((s) => s.turn === turn);
-      parts.push(`<line x1="${x(i)}" y1="${y0 + plotHeight}" x2="${x(i)}" y2="${y0 + plotHeight + 5}" stroke="#333"/>`);
-      parts.push(`<text x="${x(i)}" y="${y0 + plotHeight + 18}" text-anchor="middle" fill="#555">${turn}</text>`);
-    }
-    parts.push(`<text x="${x0 + plotWidth / 2}" y="${y0 + plotHeight + 38}" text-anchor="middle" fill="#333">turn (each point is one model call)</text>`);
-    parts.push(`<text transform="translate(${x0 - 52},${y0 + plotHeight / 2}) rotate(-90)" text-anchor="middle" fill="#333">tokens sent (log scale)</text>`);
-    parts.push(`<rect x="${x0}" y="${y0}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#333"/>`);
-    const line = (values: number[], color: string, dash = "") =>
-      `<polyline fill="none" stroke="${color}" stroke-width="1.8"${dash ? ` stroke-dasharray="${dash}"` : ""} ` +
-      `points="${values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ")}"/>`;
-    parts.push(
-      line(
-        run.samples.map(() => CONTEXT_WINDOW_TOKENS),
-        "#999999",
-        "2 4",
-      ),
-    );
-    parts.push(
-      line(
-        run.samples.map(() => budget),
-        "#2b8a3e",
-        "6 4",
-      ),
-    );
-    parts.push(
-      line(
-        run.samples.map((s) => s.fullReplayTokens),
-        "#d6336c",
-      ),
-    );
-    parts.push(
-      line(
-        run.samples.map((s) => s.viewTokens),
-        "#1c7ed6",
-      ),
-    );
+    // x is the call's index: each point is one model call, ticked at the first call of a turn.
+    const line = (value: (s: CallSample) => number, color: string, dash?: string): LineSeries => ({
+      points: run.samples.map((s, i) => ({ x: i, y: value(s) })),
+      color,
+      dash,
+      width: 1.8,
+    });
+    return {
+      ...panelInRow(p, panelWidth, panelHeight, margin),
+      title: `${run.turns} turns, ${calls} model calls`,
+      x: {
+        min: 0,
+        max: Math.max(1, calls - 1),
+        ticks: turnTicks(run.turns).map((turn) => ({ value: run.samples.findIndex((s) => s.turn === turn), label: String(turn) })),
+        title: "turn (each point is one model call)",
+      },
+      y: {
+        scale: "log",
+        min: 10 ** exponents[0],
+        max: 10 ** exponents[exponents.length - 1],
+        ticks: exponents.map((exp) => ({ value: 10 ** exp, label: label(exp) })),
+        title: "tokens sent (log scale)",
+      },
+      series: [
+        line(() => CONTEXT_WINDOW_TOKENS, colors.window, "2 4"),
+        line(() => budget, colors.budget, "6 4"),
+        line((s) => s.fullReplayTokens, colors.full),
+        line((s) => s.viewTokens, colors.view),
+      ],
+    };
   });
-  const legend = [
-    ["#d6336c", "", "full replay"],
-    ["#1c7ed6", "", "shaped view"],
-    ["#2b8a3e", "6 4", `budget (${budget.toLocaleString("en-US")} tokens)`],
-    ["#999999", "2 4", `${CONTEXT_WINDOW_TOKENS.toLocaleString("en-US")}-token context window`],
-  ];
-  legend.forEach(([color, dash, text], k) => {
-    const lx = margin.left + k * 210;
-    const ly = panelHeight + 22;
-    parts.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`);
-    parts.push(`<text x="${lx + 30}" y="${ly + 4}" fill="#333">${text}</text>`);
+  return lineChart({
+    width: panelWidth * runs.length,
+    height: panelHeight + 40,
+    panels,
+    legend: {
+      x: margin.left,
+      y: panelHeight + 22,
+      spacing: 210,
+      entries: [
+        { color: colors.full, label: "full replay" },
+        { color: colors.view, label: "shaped view" },
+        { color: colors.budget, dash: "6 4", label: `budget (${budget.toLocaleString("en-US")} tokens)` },
+        { color: colors.window, dash: "2 4", label: `${CONTEXT_WINDOW_TOKENS.toLocaleString("en-US")}-token context window` },
+      ],
+    },
   });
-  parts.push("</svg>");
-  return parts.join("\n");
 }
 
 /** One line per variant: cached share, dollars per turn, tokens per call, estimate error. */

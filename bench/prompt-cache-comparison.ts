@@ -26,6 +26,7 @@ import {
   type ConverseRequest,
   type ScriptedReply,
 } from "../test/support/converse-endpoint.js";
+import { lineChart, type Panel, panelInRow } from "./support/line-chart.js";
 
 export const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 const PRICE = priceOf(DEFAULT_MODEL_PRICES, MODEL_ID)!;
@@ -348,58 +349,44 @@ function contentFloor(run: VariantRun): number {
   return dollars;
 }
 
+/** The turns labelled on the axis of a conversation of `turns` turns (50 or 200). */
+export const turnTicks = (turns: number): number[] => (turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200]);
+
 /** Dollars spent up to each turn: one panel per conversation, one line per variant. */
 export function costChart(runs: { turns: number; variants: VariantRun[] }[]): string {
   const panelWidth = 520;
   const panelHeight = 320;
   const margin = { left: 70, right: 20, top: 40, bottom: 50 };
-  const width = panelWidth * runs.length;
-  const height = panelHeight + 40;
-  const colors: Record<VariantKey, [string, string]> = { today: ["#d6336c", ""], todayCacheControl: ["#f08c00", "6 4"], cacheStable: ["#1c7ed6", ""] };
+  const styles: Record<VariantKey, { color: string; dash?: string }> = {
+    today: { color: "#d6336c" },
+    todayCacheControl: { color: "#f08c00", dash: "6 4" },
+    cacheStable: { color: "#1c7ed6" },
+  };
   const cumulative = (run: VariantRun, turns: number) => {
     const dollars = new Array<number>(turns).fill(0);
     for (const c of run.calls) dollars[c.turn - 1] += c.costUsd;
     for (let t = 1; t < turns; t++) dollars[t] += dollars[t - 1];
     return dollars;
   };
-  const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"` +
-      ` font-family="Helvetica, Arial, sans-serif" font-size="12">`,
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-  ];
-  runs.forEach((run, p) => {
-    const x0 = p * panelWidth + margin.left;
-    const plotWidth = panelWidth - margin.left - margin.right;
-    const plotHeight = panelHeight - margin.top - margin.bottom;
+  const panels = runs.map((run, p): Panel => {
     const series = run.variants.map((v) => ({ key: v.key, dollars: cumulative(v, run.turns) }));
     const top = Math.max(...series.flatMap((s) => s.dollars)) * 1.05;
     const rough = top / 5;
     const magnitude = 10 ** Math.floor(Math.log10(rough));
     const step = [1, 2, 5, 10].map((m) => m * magnitude).find((m) => m >= rough) as number;
-    const x = (turn: number) => x0 + ((turn - 1) / Math.max(1, run.turns - 1)) * plotWidth;
-    const y = (dollars: number) => margin.top + plotHeight - (dollars / top) * plotHeight;
-    parts.push(`<text x="${x0 + plotWidth / 2}" y="22" text-anchor="middle" font-size="14" font-weight="bold">${run.turns} turns: model cost so far</text>`);
-    for (let d = 0; d <= top; d += step) {
-      parts.push(`<line x1="${x0}" y1="${y(d).toFixed(1)}" x2="${x0 + plotWidth}" y2="${y(d).toFixed(1)}" stroke="#e5e5e5"/>`);
-      parts.push(`<text x="${x0 - 8}" y="${(y(d) + 4).toFixed(1)}" text-anchor="end" fill="#555">$${d.toFixed(2)}</text>`);
-    }
-    const ticks = run.turns <= 50 ? [1, 10, 20, 30, 40, 50] : [1, 25, 50, 75, 100, 125, 150, 175, 200];
-    for (const turn of ticks) parts.push(`<text x="${x(turn)}" y="${margin.top + plotHeight + 18}" text-anchor="middle" fill="#555">${turn}</text>`);
-    parts.push(`<text x="${x0 + plotWidth / 2}" y="${margin.top + plotHeight + 38}" text-anchor="middle" fill="#333">turn</text>`);
-    parts.push(`<rect x="${x0}" y="${margin.top}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#333"/>`);
-    for (const s of series) {
-      const [color, dash] = colors[s.key];
-      const points = s.dollars.map((d, i) => `${x(i + 1).toFixed(1)},${y(d).toFixed(1)}`).join(" ");
-      parts.push(`<polyline fill="none" stroke="${color}" stroke-width="1.6"${dash ? ` stroke-dasharray="${dash}"` : ""} points="${points}"/>`);
-    }
+    const dollarTicks = Array.from({ length: Math.floor(top / step) + 1 }, (_, i) => i * step);
+    return {
+      ...panelInRow(p, panelWidth, panelHeight, margin),
+      title: `${run.turns} turns: model cost so far`,
+      x: { min: 1, max: Math.max(2, run.turns), ticks: turnTicks(run.turns).map((turn) => ({ value: turn, label: String(turn) })), title: "turn" },
+      y: { min: 0, max: top, ticks: dollarTicks.map((d) => ({ value: d, label: `$${d.toFixed(2)}` })) },
+      series: series.map((s) => ({ ...styles[s.key], width: 1.6, points: s.dollars.map((d, i) => ({ x: i + 1, y: d })) })),
+    };
   });
-  VARIANTS.forEach((key, k) => {
-    const [color, dash] = colors[key];
-    const lx = margin.left + k * 260;
-    const ly = panelHeight + 22;
-    parts.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`);
-    parts.push(`<text x="${lx + 30}" y="${ly + 4}" fill="#333">${VARIANT_LABELS[key]}</text>`);
+  return lineChart({
+    width: panelWidth * runs.length,
+    height: panelHeight + 40,
+    panels,
+    legend: { x: margin.left, y: panelHeight + 22, spacing: 260, entries: VARIANTS.map((key) => ({ ...styles[key], label: VARIANT_LABELS[key] })) },
   });
-  parts.push("</svg>");
-  return parts.join("\n");
 }

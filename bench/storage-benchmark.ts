@@ -22,7 +22,8 @@ import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mo
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
 import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
 import { DEFAULT_CHECKPOINTS_KEPT } from "../lib/config/config.js";
-import { evaluatePolynomial, fitPolynomial, median, rSquared } from "./support/statistics.js";
+import { type Axis, lineChart, type Panel } from "./support/line-chart.js";
+import { evaluatePolynomial, fitPolynomial, median, type Point, rSquared } from "./support/statistics.js";
 import { writeResults } from "./support/results.js";
 
 /** Tool output sizes in KB, cycled turn after turn: 2 to 100 KB, 31 KB on average. */
@@ -380,104 +381,92 @@ reads it whole. Absolute times are the embedded server's, on a shared machine.
 `;
 }
 
-/** Hand-written SVG: log-scale comparison on the left, the product alone on a linear scale on the right. */
+/** Log-scale comparison on the left, the product alone on a linear scale on the right. */
 function chart(analysis: Analysis): string {
-  const width = 960;
-  const height = 440;
-  const panel = { top: 60, bottom: 360, width: 380 };
-  const lefts = [70, 550];
   const maxTurn = analysis.turns;
-  const x = (left: number, turn: number) => left + (turn / maxTurn) * panel.width;
   const stockColor = "#c0392b";
   const productColor = "#1f6fb2";
-  const parts: string[] = [];
-  parts.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ` +
-      `${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
-    `<rect width="${width}" height="${height}" fill="white"/>`,
-    `<text x="${width / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">Bytes stored in MongoDB for one thread</text>`,
-  );
+  const points = (samples: Sample[]) => samples.map((s) => ({ x: s.turn, y: s.bytes }));
+  const frame = { top: 60, width: 380, height: 300 };
+  const turnAxis: Axis = {
+    min: 0,
+    max: maxTurn,
+    ticks: Array.from({ length: Math.floor(maxTurn / (maxTurn >= 100 ? 50 : 10)) + 1 }, (_, i) => i * (maxTurn >= 100 ? 50 : 10)).map((turn) => ({
+      value: turn,
+      label: String(turn),
+    })),
+    title: "turns",
+  };
 
-  // Left panel: both runs, log scale, gridlines at 100 KB, 1 MB, 10 MB, ...
+  // Left: both runs, log scale, gridlines at 100 KB, 1 MB, 10 MB, ...
   const all = [...analysis.stock.samples, ...analysis.product.samples].map((s) => s.bytes);
   const extrapolated = evaluatePolynomial(analysis.stockFit, maxTurn);
   const ticks = [100 * 1024, 1024 ** 2, 10 * 1024 ** 2, 100 * 1024 ** 2, 1024 ** 3, 10 * 1024 ** 3];
-  const low = Math.log10(Math.min(...all, ...ticks.filter((t) => t <= Math.min(...all)).slice(-1)));
-  const high = Math.log10(Math.max(...all, extrapolated, ...ticks.filter((t) => t >= Math.max(...all, extrapolated)).slice(0, 1)));
-  const yLog = (bytes: number) => panel.bottom - ((Math.log10(bytes) - low) / (high - low)) * (panel.bottom - panel.top);
-  const left = lefts[0];
-  parts.push(`<text x="${left + panel.width / 2}" y="48" text-anchor="middle">stock vs product (log scale)</text>`);
-  for (const tick of ticks.filter((t) => Math.log10(t) >= low - 1e-9 && Math.log10(t) <= high + 1e-9)) {
-    parts.push(
-      `<line x1="${left}" x2="${left + panel.width}" y1="${yLog(tick)}" y2="${yLog(tick)}" stroke="#ddd"/>`,
-      `<text x="${left - 6}" y="${yLog(tick) + 4}" text-anchor="end">${formatBytes(tick)}</text>`,
-    );
-  }
-  const axes = (l: number) => {
-    parts.push(
-      `<line x1="${l}" x2="${l}" y1="${panel.top}" y2="${panel.bottom}" stroke="#333"/>`,
-      `<line x1="${l}" x2="${l + panel.width}" y1="${panel.bottom}" y2="${panel.bottom}" stroke="#333"/>`,
-      `<text x="${l + panel.width / 2}" y="${panel.bottom + 36}" text-anchor="middle">turns</text>`,
-    );
-    for (let turn = 0; turn <= maxTurn; turn += maxTurn >= 100 ? 50 : 10) {
-      parts.push(
-        `<line x1="${x(l, turn)}" x2="${x(l, turn)}" y1="${panel.bottom}" y2="${panel.bottom + 5}" stroke="#333"/>`,
-        `<text x="${x(l, turn)}" y="${panel.bottom + 18}" text-anchor="middle">${turn}</text>`,
-      );
-    }
-  };
-  axes(left);
-  const polyline = (samples: Sample[], color: string, toY: (b: number) => number, l: number) =>
-    `<polyline fill="none" stroke="${color}" stroke-width="2" ` +
-    `points="${samples.map((s) => `${x(l, s.turn).toFixed(1)},${toY(s.bytes).toFixed(1)}`).join(" ")}"/>` +
-    samples.map((s) => `<circle cx="${x(l, s.turn).toFixed(1)}" cy="${toY(s.bytes).toFixed(1)}" r="2.5" fill="${color}"/>`).join("");
-  parts.push(polyline(analysis.stock.samples, stockColor, yLog, left));
-  parts.push(polyline(analysis.product.samples, productColor, yLog, left));
+  const low = Math.min(...all, ...ticks.filter((t) => t <= Math.min(...all)).slice(-1));
+  const high = Math.max(...all, extrapolated, ...ticks.filter((t) => t >= Math.max(...all, extrapolated)).slice(0, 1));
   const lastStockTurn = analysis.stock.samples[analysis.stock.samples.length - 1].turn;
-  if (lastStockTurn < maxTurn) {
-    const points: string[] = [];
-    for (let turn = lastStockTurn; turn <= maxTurn; turn += 5)
-      points.push(`${x(left, turn).toFixed(1)},${yLog(evaluatePolynomial(analysis.stockFit, turn)).toFixed(1)}`);
-    parts.push(`<polyline fill="none" stroke="${stockColor}" stroke-width="2" stroke-dasharray="6 4" points="${points.join(" ")}"/>`);
-  }
-  const legend = [
-    [stockColor, "stock MongoDBSaver (measured)", ""],
-    [stockColor, "stock, quadratic fit (extrapolated)", "6 4"],
-    [productColor, "product: ThreadwiseSaver + prune + artifacts", ""],
-  ];
-  legend.forEach(([color, label, dash], i) => {
-    const lx = 70 + i * 300;
-    const ly = height - 16;
-    parts.push(
-      `<line x1="${lx}" x2="${lx + 28}" y1="${ly}" y2="${ly}" stroke="${color}" stroke-width="2"${dash ? ` stroke-dasharray="${dash}"` : ""}/>`,
-      `<text x="${lx + 34}" y="${ly + 4}">${label}</text>`,
-    );
-  });
+  const fitted: Point[] = [];
+  for (let turn = lastStockTurn; turn <= maxTurn; turn += 5) fitted.push({ x: turn, y: evaluatePolynomial(analysis.stockFit, turn) });
+  const comparison: Panel = {
+    ...frame,
+    left: 70,
+    title: "stock vs product (log scale)",
+    x: turnAxis,
+    y: {
+      scale: "log",
+      min: low,
+      max: high,
+      ticks: ticks.filter((t) => t >= low * 0.999 && t <= high * 1.001).map((t) => ({ value: t, label: formatBytes(t) })),
+    },
+    series: [
+      { points: points(analysis.stock.samples), color: stockColor, markers: true },
+      { points: points(analysis.product.samples), color: productColor, markers: true },
+      ...(lastStockTurn < maxTurn ? [{ points: fitted, color: stockColor, dash: "6 4" }] : []),
+    ],
+  };
 
-  // Right panel: the product alone, linear scale.
-  const right = lefts[1];
+  // Right: the product alone, linear scale, with its linear fit.
   const productMax = Math.max(...analysis.product.samples.map((s) => s.bytes));
   const steps = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100].map((mb) => mb * 1024 ** 2);
   const step = steps.find((candidate) => productMax / candidate <= 8) ?? steps[steps.length - 1];
   const top = Math.ceil(productMax / step) * step;
-  const yLin = (bytes: number) => panel.bottom - (bytes / top) * (panel.bottom - panel.top);
-  parts.push(`<text x="${right + panel.width / 2}" y="48" text-anchor="middle">product alone (linear scale)</text>`);
-  for (let value = 0; value <= top + 1; value += step) {
-    parts.push(
-      `<line x1="${right}" x2="${right + panel.width}" y1="${yLin(value)}" y2="${yLin(value)}" stroke="#ddd"/>`,
-      `<text x="${right - 6}" y="${yLin(value) + 4}" text-anchor="end">${formatBytes(value)}</text>`,
-    );
-  }
-  axes(right);
   const fit = analysis.productFit;
-  parts.push(
-    `<line x1="${x(right, 0)}" y1="${yLin(Math.max(0, evaluatePolynomial(fit, 0)))}" x2="${x(right, maxTurn)}" ` +
-      `y2="${yLin(evaluatePolynomial(fit, maxTurn))}" stroke="#999" stroke-dasharray="3 3"/>`,
-  );
-  parts.push(polyline(analysis.product.samples, productColor, yLin, right));
-  parts.push(`<text x="${right + 12}" y="${panel.top + 16}">linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}</text>`);
-  parts.push("</svg>");
-  return `${parts.join("\n")}\n`;
+  const product: Panel = {
+    ...frame,
+    left: 550,
+    title: "product alone (linear scale)",
+    x: turnAxis,
+    y: { min: 0, max: top, ticks: Array.from({ length: Math.round(top / step) + 1 }, (_, i) => ({ value: i * step, label: formatBytes(i * step) })) },
+    series: [
+      {
+        points: [
+          { x: 0, y: evaluatePolynomial(fit, 0) },
+          { x: maxTurn, y: evaluatePolynomial(fit, maxTurn) },
+        ],
+        color: "#999",
+        dash: "3 3",
+        width: 1,
+      },
+      { points: points(analysis.product.samples), color: productColor, markers: true },
+    ],
+    note: `linear fit: ${formatBytes(fit[1])} per turn, R² = ${analysis.productR2.toFixed(4)}`,
+  };
+  return lineChart({
+    width: 960,
+    height: 440,
+    title: "Bytes stored in MongoDB for one thread",
+    panels: [comparison, product],
+    legend: {
+      x: 70,
+      y: 424,
+      spacing: 300,
+      entries: [
+        { color: stockColor, label: "stock MongoDBSaver (measured)" },
+        { color: stockColor, dash: "6 4", label: "stock, quadratic fit (extrapolated)" },
+        { color: productColor, label: "product: ThreadwiseSaver + prune + artifacts" },
+      ],
+    },
+  });
 }
 
 async function main(): Promise<void> {
@@ -485,6 +474,7 @@ async function main(): Promise<void> {
     options: {
       turns: { type: "string", default: "200" },
       "stock-turns": { type: "string", default: "50" },
+      write: { type: "boolean", default: false },
     },
   });
   const turns = Number(values.turns);
@@ -509,7 +499,7 @@ async function main(): Promise<void> {
     const rows = tableRows(analysis);
     printTable(rows);
     // Tracked results change only when asked.
-    if (process.argv.includes("--write")) {
+    if (values.write) {
       await writeResults({ "storage.md": markdown(analysis, rows), "storage.svg": chart(analysis) });
     }
   } finally {

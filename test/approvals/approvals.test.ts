@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { z } from "zod";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { APPROVAL_FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
 import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { createApp, type App } from "../../lib/app.js";
@@ -15,13 +15,14 @@ import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import type { TurnEvent } from "../../lib/events/turn-event.js";
 import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import type { TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const bob: Caller = { principal: apiPrincipal("bob"), roles: [] };
 const manager: Caller = { principal: apiPrincipal("mia"), roles: ["manager"] };
 
-let database: TestDatabase;
+const database = useTestDatabase("approvals", { clearBeforeEach: false });
 /** What an app is made with beside its policy: another database (a sweep sees every conversation of its own), a turn queue. */
 interface AppOptions {
   db: TestDatabase;
@@ -96,13 +97,8 @@ async function stateOf(app: App, conversationId: string): Promise<BaseMessage[]>
   return state?.checkpoint.channel_values.messages as BaseMessage[];
 }
 
-beforeAll(async () => {
-  database = await openTestDatabase("approvals");
-});
-
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
-  await database?.cleanup();
 });
 
 describe("Approvals", () => {
@@ -363,17 +359,9 @@ describe("Approvals", () => {
   });
 
   describe("sweep", () => {
-    // The sweep looks at every conversation of its database: each test has its own.
-    let own: TestDatabase;
+    // The sweep looks at every conversation of its database: this block has its own, emptied before each test.
+    const own = useTestDatabase("approvals_sweep");
     const sweepApp = (options: Partial<AppOptions> = {}, faults?: FaultInjector) => appWith({ require: "always" }, faults, { db: own, ...options });
-
-    beforeEach(async () => {
-      own = await openTestDatabase("approvals-sweep");
-    });
-
-    afterEach(async () => {
-      await own.cleanup();
-    });
 
     /** Moves the approval's deadline into the past by `agoMs` (the runner that resumes its turn reads the real clock). */
     async function overdue(app: App, approvalId: string, agoMs = 1000): Promise<Date> {

@@ -7,13 +7,13 @@ import { loadConfig } from "../../lib/config/config.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest } from "../support/converse-endpoint.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
 let converse: ConverseEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("parallel_approvals", { clearBeforeEach: false });
 const apps: App[] = [];
 
 const recordEffect: ToolDefinition = {
@@ -54,12 +54,10 @@ function respond(request: ConverseRequest) {
 beforeAll(async () => {
   converse = await startConverseEndpoint({ respond });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  database = await openTestDatabase("parallel_approvals");
 });
 
 afterAll(async () => {
   await Promise.all(apps.map((app) => app.close()));
-  await database?.cleanup();
   await converse?.close();
   vi.unstubAllEnvs();
 });

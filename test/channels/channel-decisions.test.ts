@@ -8,6 +8,7 @@ import { ApprovalStore, approvalIdOf, argsHash } from "../../lib/store/approval-
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { TurnStore } from "../../lib/store/turn-store.js";
 import { heldFence } from "../support/fences.js";
+import { sampleSlackJob } from "../support/turn-jobs.js";
 import { useStoreFixture } from "../support/store-fixture.js";
 
 describe("editedArgumentsOf", () => {
@@ -54,17 +55,7 @@ async function waitingCall(): Promise<{ conversationId: string; approvalId: stri
   const claim = await stores.turns.claim("turn-1", fence);
   if (!claim.claimed) throw new Error("not claimed");
   await stores.turns.awaitApproval(claim.turn, ["create_follow_up"], fence);
-  const origin = {
-    channel: "slack",
-    conversationKey: "T1:C1:1700000000.000100",
-    principal: requester,
-    owner: tenantOwner("slack", "T1"),
-    readScope: "slack:T1:C1",
-    content: "file a follow-up",
-    dedupeId: "Ev001",
-    receivedAt: new Date(0).toISOString(),
-    replyTo: { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" },
-  } as TurnJob;
+  const origin = sampleSlackJob({ principal: requester, content: "file a follow-up" });
   const approvalId = approvalIdOf(conversationId, "turn-1", "call-1");
   const args = { title: "x" };
   await stores.approvals.open(

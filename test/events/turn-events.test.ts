@@ -10,7 +10,7 @@ import { COLLECTIONS } from "../../lib/store/collections.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
-import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+import { useTestDatabase } from "../support/store-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("ada", "acme"), roles: [] };
 
@@ -34,20 +34,18 @@ function respond(request: ConverseRequest): ScriptedReply {
 }
 
 let converse: ConverseEndpoint;
-let database: TestDatabase;
+const database = useTestDatabase("events", { clearBeforeEach: false });
 let app: App;
 
 beforeAll(async () => {
   converse = await startConverseEndpoint({ respond });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  database = await openTestDatabase("events");
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "m" });
   app = await createApp(config, { mongoClient: database.client, tools: [lookUp], logger: silentLogger });
 });
 
 afterAll(async () => {
   await app?.close();
-  await database?.cleanup();
   await converse?.close();
   vi.unstubAllEnvs();
 });

@@ -1,21 +1,5 @@
-import type { TurnJob } from "../../lib/queue/index.js";
 import { InProcessTurnQueue } from "../../lib/queue/in-process-turn-queue.js";
-import { slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
-
-function job(overrides: Partial<TurnJob> = {}): TurnJob {
-  return {
-    channel: "slack",
-    conversationKey: "T1:C1:1700000000.000100",
-    principal: slackPrincipal("T1", "U1"),
-    owner: tenantOwner("slack", "T1"),
-    readScope: "slack:T1:C1",
-    content: "hi",
-    dedupeId: "Ev001",
-    receivedAt: new Date(0).toISOString(),
-    replyTo: { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" },
-    ...overrides,
-  } as TurnJob;
-}
+import { sampleSlackJob } from "../support/turn-jobs.js";
 
 describe("InProcessTurnQueue", () => {
   describe("enqueue", () => {
@@ -26,8 +10,8 @@ describe("InProcessTurnQueue", () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         events.push(`end ${j.dedupeId}`);
       });
-      await queue.enqueue(job({ dedupeId: "a" }));
-      await queue.enqueue(job({ dedupeId: "b" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "a" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "b" }));
       expect(events).not.toContain("end a");
       await queue.drain();
       expect(events).toEqual(["start a", "end a", "start b", "end b"]);
@@ -43,8 +27,8 @@ describe("InProcessTurnQueue", () => {
         events.push(j.dedupeId);
         if (j.dedupeId === "fast") fastRan();
       });
-      await queue.enqueue(job({ dedupeId: "slow" }));
-      await queue.enqueue(job({ dedupeId: "fast", conversationKey: "other" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "slow" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "fast", conversationKey: "other" }));
       await queue.drain();
       expect(events).toEqual(["fast", "slow"]);
     });
@@ -61,7 +45,7 @@ describe("InProcessTurnQueue", () => {
         },
         { concurrency: 2 },
       );
-      for (let i = 0; i < 6; i += 1) await queue.enqueue(job({ dedupeId: `c${i}`, conversationKey: `conversation-${i}` }));
+      for (let i = 0; i < 6; i += 1) await queue.enqueue(sampleSlackJob({ dedupeId: `c${i}`, conversationKey: `conversation-${i}` }));
       await queue.drain();
       expect(most).toBe(2);
     });
@@ -72,8 +56,8 @@ describe("InProcessTurnQueue", () => {
         deliveries.push(`${j.dedupeId}#${receiveCount}`);
         if (j.dedupeId === "flaky" && receiveCount < 3) return { retryAfterSeconds: 0.01 };
       });
-      await queue.enqueue(job({ dedupeId: "flaky" }));
-      await queue.enqueue(job({ dedupeId: "next" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "flaky" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "next" }));
       await queue.drain();
       expect(deliveries).toEqual(["flaky#1", "flaky#2", "flaky#3", "next#1"]);
     });
@@ -88,8 +72,8 @@ describe("InProcessTurnQueue", () => {
         },
         { onError: (_error, j) => failures.push(j.dedupeId) },
       );
-      await queue.enqueue(job({ dedupeId: "bad" }));
-      await queue.enqueue(job({ dedupeId: "good" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "bad" }));
+      await queue.enqueue(sampleSlackJob({ dedupeId: "good" }));
       await queue.drain();
       expect(failures).toEqual(["bad"]);
       expect(done).toEqual(["good"]);

@@ -3,11 +3,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 import { CORRELATION_ID_ATTRIBUTE } from "../../lib/observability/trace-context.js";
 import { SqsTurnQueue } from "../../lib/queue/sqs-turn-queue.js";
-import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/turn-queue.js";
+import { sampleSlackJob } from "../support/turn-jobs.js";
 
 /** SQS's JSON protocol on loopback: each request's action and body recorded, answered as SQS answers. */
 let sqs: Server;
@@ -42,17 +41,7 @@ beforeEach(() => {
   received.length = 0;
 });
 
-const job = {
-  channel: "slack",
-  conversationKey: "T1:C1:1700000000.000100",
-  principal: slackPrincipal("T1", "U1"),
-  owner: tenantOwner("slack", "T1"),
-  readScope: "slack:T1:C1",
-  content: "hi",
-  dedupeId: "Ev001",
-  receivedAt: new Date(0).toISOString(),
-  replyTo: { teamId: "T1", channelId: "C1", threadTs: "1700000000.000100" },
-} as TurnJob;
+const job = sampleSlackJob();
 
 describe("SqsTurnQueue", () => {
   describe("enqueue", () => {
