@@ -8,7 +8,9 @@ export interface SmokeOptions {
   apiUrl: string;
   /** A JWT the stage's authorizer accepts. */
   token: string;
-  /** Default: {@link DEFAULT_SMOKE_TURN_TIMEOUT_MS}. */
+  /** The stage's streaming URL (the `StreamingUrl` output): when set, one turn is also asked as an event stream there. */
+  streamingUrl?: string;
+  /** For the queued turn and the streamed one. Default: {@link DEFAULT_SMOKE_TURN_TIMEOUT_MS}. */
   turnTimeoutMs?: number;
   /** Default: {@link DEFAULT_SMOKE_POLL_MS}. */
   pollMs?: number;
@@ -20,7 +22,7 @@ export interface SmokeOptions {
 
 /** One step of the smoke test: what it checked, whether it passed, and what was seen (statuses and ids, no answer text). */
 export interface SmokeStep {
-  step: "healthz" | "authenticated turn" | "queued turn";
+  step: "healthz" | "authenticated turn" | "queued turn" | "streamed turn";
   ok: boolean;
   detail: string;
 }
@@ -36,9 +38,54 @@ interface ApiBody {
   error?: { code?: string; message?: string };
 }
 
+/** One server-sent event as it arrived: which read of the body brought it, and when (ms after the request was sent). */
+interface ArrivedEvent {
+  event: string;
+  data: { code?: string };
+  read: number;
+  ms: number;
+}
+
+/** The events that end a turn's stream (docs/streaming.md, "The events"). */
+const FINAL_EVENTS = new Set(["done", "failed", "approval_requested"]);
+
+/**
+ * Reads an event stream to its end, or to its final event, noting each event's arrival: fields per
+ * line, events split by a blank line (the data of each is one line of JSON, docs/streaming.md).
+ */
+async function readEvents(body: ReadableStream<Uint8Array>, started: number): Promise<ArrivedEvent[]> {
+  const events: ArrivedEvent[] = [];
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for (let read = 0; ; read += 1) {
+    const { value, done } = await reader.read();
+    if (done) return events;
+    buffered += decoder.decode(value, { stream: true });
+    for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
+      const lines = buffered.slice(0, end).split("\n");
+      buffered = buffered.slice(end + 2);
+      const field = (name: string) =>
+        lines
+          .find((l) => l.startsWith(`${name}:`))
+          ?.slice(name.length + 1)
+          .trim();
+      const data = field("data");
+      if (data === undefined) continue;
+      const event = field("event") ?? "message";
+      events.push({ event, data: JSON.parse(data), read, ms: Math.round(performance.now() - started) });
+      if (FINAL_EVENTS.has(event)) {
+        await reader.cancel();
+        return events;
+      }
+    }
+  }
+}
+
 /**
  * After a deploy: `/healthz`, one authenticated turn answered in the request, and one queued turn
- * the worker completes (the API, the authorizer, the model, MongoDB, the queue and the worker).
+ * the worker completes (the API, the authorizer, the model, MongoDB, the queue and the worker);
+ * with a streaming URL, one turn asked there as an event stream (the `stream` function).
  * Each step runs whatever the previous one said, so one run names every broken part.
  */
 export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
@@ -111,5 +158,53 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
     };
   });
 
-  return [health, sync, queued];
+  if (!options.streamingUrl) return [health, sync, queued];
+  const streamBase = options.streamingUrl.replace(/\/+$/, "");
+  const streamed = await attempt("streamed turn", async () => {
+    const c = await conversation();
+    if ("error" in c) return c.error!;
+    const what = `POST ${streamBase}/v1/conversations/${c.id}/messages`;
+    const timeoutMs = options.turnTimeoutMs ?? DEFAULT_SMOKE_TURN_TIMEOUT_MS;
+    const started = performance.now();
+    const response = await http(`${streamBase}/v1/conversations/${c.id}/messages`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${options.token}`, "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ content: QUESTION }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (response.status !== 200) {
+      const text = await response.text();
+      let json: ApiBody = {};
+      try {
+        json = text ? (JSON.parse(text) as ApiBody) : {};
+      } catch {
+        // Not the API's error shape (a proxy's page): the status says enough.
+      }
+      return failure(what, { status: response.status, json });
+    }
+    const type = response.headers.get("content-type") ?? "no content type";
+    if (!type.startsWith("text/event-stream") || !response.body) {
+      await response.body?.cancel();
+      return { ok: false, detail: `${what}: 200 with ${type}, not text/event-stream` };
+    }
+    let events: ArrivedEvent[];
+    try {
+      events = await readEvents(response.body, started);
+    } catch (error) {
+      if (error instanceof Error && error.name === "TimeoutError") return { ok: false, detail: `${what}: no done after ${Math.round(timeoutMs / 1000)} s` };
+      throw error;
+    }
+    const [first] = events;
+    if (first?.event !== "turn") return { ok: false, detail: `${what}: the stream began with ${first ? first.event : "nothing"}, not turn` };
+    const turn = `turn ${(first.data as { turnId?: string }).turnId}`;
+    const last = events.at(-1)!;
+    if (last.event === "failed") return { ok: false, detail: `${turn} failed: ${last.data.code ?? "no code"}` };
+    if (last.event === "approval_requested") return { ok: false, detail: `${turn} paused for an approval, the smoke question needs none` };
+    if (last.event !== "done") return { ok: false, detail: `${turn}: the stream ended after ${events.length} events without done` };
+    if (events.length < 3) return { ok: false, detail: `${turn}: no event between turn and done` };
+    // Through a buffering proxy every event arrives in the same read, at the end.
+    if (first.read === last.read) return { ok: false, detail: `${turn}: every event arrived at once, at the end (${last.ms} ms): not streamed` };
+    return { ok: true, detail: `200, ${turn}: first event after ${first.ms} ms, done after ${last.ms} ms (${events.length} events)` };
+  });
+  return [health, sync, queued, streamed];
 }

@@ -1,5 +1,6 @@
 import { runSmoke } from "../../lib/ops/index.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
+import { startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
 
 let api: TestServer;
 
@@ -57,5 +58,112 @@ describe("runSmoke", () => {
       [false, true],
       [false, true],
     ]);
+  });
+});
+
+describe("runSmoke with a streaming URL (the local server streams as the stream function does)", () => {
+  let local: TestServer;
+  let converse: ConverseEndpoint;
+  /** Set while the smoke's event stream is open: the model answers with `reply` once the client has read the stream's first chunk. */
+  let streamed: { firstRead: Promise<void>; reply: ScriptedReply } | undefined;
+
+  beforeAll(async () => {
+    converse = await startConverseEndpoint({
+      respond: async () => {
+        if (!streamed) return { text: "ok" };
+        await streamed.firstRead;
+        return streamed.reply;
+      },
+    });
+    for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
+    local = await startTestServer({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "m" });
+  });
+  afterEach(() => void (streamed = undefined));
+  afterAll(async () => {
+    await local?.close();
+    await converse?.close();
+    vi.unstubAllEnvs();
+  });
+
+  /**
+   * The global fetch; the event-stream request's body is passed through `rewrite` (each chunk as
+   * it comes) or, with `whole`, handed over in one piece once it ended, as a buffering proxy would.
+   */
+  function watchedFetch(reply: ScriptedReply, body: { whole?: boolean; rewrite?: (chunk: string) => string } = {}): typeof fetch {
+    return async (input, init) => {
+      if (new Headers(init?.headers).get("accept") !== "text/event-stream") return fetch(input, init);
+      let release!: () => void;
+      streamed = { firstRead: new Promise((resolve) => (release = resolve)), reply };
+      if (body.whole) release();
+      const response = await fetch(input, init);
+      if (body.whole) return new Response(await response.text(), { status: response.status, headers: response.headers });
+      const rewrite = body.rewrite ?? ((chunk: string) => chunk);
+      const decoder = new TextDecoder();
+      const encoder = new TextEncoder();
+      const passed = response.body!.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            controller.enqueue(encoder.encode(rewrite(decoder.decode(chunk, { stream: true }))));
+            release();
+          },
+        }),
+      );
+      return new Response(passed, { status: response.status, headers: response.headers });
+    };
+  }
+
+  const smoke = async (fetcher: typeof fetch, streamingUrl = `${local.url}/`) =>
+    runSmoke({
+      apiUrl: local.url,
+      streamingUrl,
+      token: await local.token("smoke-stream"),
+      sleep: () => local.server.turnQueue.drain(),
+      pollMs: 1,
+      fetch: fetcher,
+    });
+
+  it("returns the streamed turn passed with the time to its first event when turn, the model's events and done arrive one by one", async () => {
+    const steps = await smoke(watchedFetch({ text: "ok, streamed" }));
+    expect(steps.map((s) => [s.step, s.ok])).toEqual([
+      ["healthz", true],
+      ["authenticated turn", true],
+      ["queued turn", true],
+      ["streamed turn", true],
+    ]);
+    expect(steps[3].detail).toMatch(/^200, turn [0-9a-f-]{36}: first event after \d+ ms, done after \d+ ms \(\d+ events\)$/);
+    expect(steps[3].detail).not.toContain("streamed");
+  });
+
+  it("returns the streamed turn failed as not streamed when every event arrives at once, at the end", async () => {
+    const steps = await smoke(watchedFetch({ text: "ok" }, { whole: true }));
+    expect(steps[3]).toEqual({
+      step: "streamed turn",
+      ok: false,
+      detail: expect.stringMatching(/^turn [0-9a-f-]{36}: every event arrived at once, at the end \(\d+ ms\): not streamed$/),
+    });
+  });
+
+  it("returns the streamed turn failed with the failed event's code when the model breaks off mid-stream", async () => {
+    const reply: ScriptedReply = { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 1 } };
+    const steps = await smoke(watchedFetch(reply));
+    expect(steps[3]).toEqual({ step: "streamed turn", ok: false, detail: expect.stringMatching(/^turn [0-9a-f-]{36} failed: ModelStreamErrorException$/) });
+  });
+
+  it("returns the streamed turn failed when the stream ends without done", async () => {
+    const steps = await smoke(watchedFetch({ text: "ok" }, { rewrite: (chunk) => chunk.replace(/(id: \d+\n)?event: done\ndata: .*\n\n/, "") }));
+    expect(steps[3]).toEqual({
+      step: "streamed turn",
+      ok: false,
+      detail: expect.stringMatching(/^turn [0-9a-f-]{36}: the stream ended after \d+ events without done$/),
+    });
+  });
+
+  it("returns the streamed turn failed with the status and error code when the streaming URL answers no stream", async () => {
+    const steps = await smoke(watchedFetch({ text: "ok" }), `${local.url}/elsewhere/`);
+    expect(steps[3]).toEqual({
+      step: "streamed turn",
+      ok: false,
+      detail: expect.stringMatching(/^POST http:\/\/127\.0\.0\.1:\d+\/elsewhere\/v1\/conversations\/[^/]+\/messages: 404 not_found/),
+    });
   });
 });
