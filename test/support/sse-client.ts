@@ -34,6 +34,13 @@ function parseEvent(block: string): SseEvent | undefined {
   return event;
 }
 
+/** Every complete event of an event stream's text (a whole body, or what arrived of it: a block not yet ended is left out). */
+export function parseEvents(text: string): SseEvent[] {
+  const blocks = text.split("\n\n");
+  blocks.pop();
+  return blocks.flatMap((block) => parseEvent(block) ?? []);
+}
+
 /** Opens a request whose answer is an event stream, and reads it event by event. */
 export async function openEventStream(url: string, init: RequestInit): Promise<SseStream> {
   const gone = new AbortController();

@@ -67,6 +67,43 @@ export function apiEvent(input: ApiEventInput): HttpApiEvent {
   } as HttpApiEvent;
 }
 
+/** A request to a Function URL (`authType: NONE`): payload format 2.0 with routeKey `$default`, no authorizer, as Lambda maps it. */
+export function functionUrlEvent(input: { method: string; path: string; headers?: Record<string, string>; body?: unknown }): HttpApiEvent {
+  const text = input.body === undefined ? undefined : JSON.stringify(input.body);
+  const now = new Date();
+  return {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: input.path,
+    rawQueryString: "",
+    headers: {
+      "content-length": String(Buffer.byteLength(text ?? "")),
+      ...(text !== undefined ? { "content-type": "application/json" } : {}),
+      host: "urlid.lambda-url.us-east-1.on.aws",
+      "user-agent": "vitest",
+      "x-amzn-trace-id": `Root=1-${randomUUID().slice(0, 8)}`,
+      "x-forwarded-for": "203.0.113.7",
+      "x-forwarded-port": "443",
+      "x-forwarded-proto": "https",
+      ...input.headers,
+    },
+    requestContext: {
+      accountId: "anonymous",
+      apiId: "urlid",
+      domainName: "urlid.lambda-url.us-east-1.on.aws",
+      domainPrefix: "urlid",
+      http: { method: input.method, path: input.path, protocol: "HTTP/1.1", sourceIp: "203.0.113.7", userAgent: "vitest" },
+      requestId: randomUUID(),
+      routeKey: "$default",
+      stage: "$default",
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+    },
+    ...(text !== undefined ? { body: text } : {}),
+    isBase64Encoded: false,
+  } as HttpApiEvent;
+}
+
 /** The SQS event record Lambda builds from a message sent to the FIFO queue. */
 export function sqsRecord(message: SentMessage, receiveCount = 1): SQSRecord {
   const now = String(Date.now());
