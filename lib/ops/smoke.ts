@@ -50,18 +50,25 @@ interface ArrivedEvent {
 const FINAL_EVENTS = new Set(["done", "failed", "approval_requested"]);
 
 /**
- * Reads an event stream to its end, or to its final event, noting each event's arrival: fields per
- * line, events split by a blank line (the data of each is one line of JSON, docs/streaming.md).
+ * Reads an event stream to its end, to its final event, or until `signal` times the request out,
+ * noting each event's arrival: fields per line, events split by a blank line (the data of each is
+ * one line of JSON, docs/streaming.md).
  */
-async function readEvents(body: ReadableStream<Uint8Array>, started: number): Promise<ArrivedEvent[]> {
+async function readEvents(body: ReadableStream<Uint8Array>, started: number): Promise<{ events: ArrivedEvent[]; timedOut: boolean }> {
   const events: ArrivedEvent[] = [];
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let buffered = "";
   for (let read = 0; ; read += 1) {
-    const { value, done } = await reader.read();
-    if (done) return events;
-    buffered += decoder.decode(value, { stream: true });
+    let chunk: ReadableStreamReadResult<Uint8Array>;
+    try {
+      chunk = await reader.read();
+    } catch (error) {
+      if (error instanceof Error && error.name === "TimeoutError") return { events, timedOut: true };
+      throw error;
+    }
+    if (chunk.done) return { events, timedOut: false };
+    buffered += decoder.decode(chunk.value, { stream: true });
     for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
       const lines = buffered.slice(0, end).split("\n");
       buffered = buffered.slice(end + 2);
@@ -76,7 +83,7 @@ async function readEvents(body: ReadableStream<Uint8Array>, started: number): Pr
       events.push({ event, data: JSON.parse(data), read, ms: Math.round(performance.now() - started) });
       if (FINAL_EVENTS.has(event)) {
         await reader.cancel();
-        return events;
+        return { events, timedOut: false };
       }
     }
   }
@@ -187,19 +194,16 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
       await response.body?.cancel();
       return { ok: false, detail: `${what}: 200 with ${type}, not text/event-stream` };
     }
-    let events: ArrivedEvent[];
-    try {
-      events = await readEvents(response.body, started);
-    } catch (error) {
-      if (error instanceof Error && error.name === "TimeoutError") return { ok: false, detail: `${what}: no done after ${Math.round(timeoutMs / 1000)} s` };
-      throw error;
-    }
+    const { events, timedOut } = await readEvents(response.body, started);
+    const waited = `${timeoutMs / 1000} s`;
     const [first] = events;
+    if (!first && timedOut) return { ok: false, detail: `${what}: no event within ${waited}` };
     if (first?.event !== "turn") return { ok: false, detail: `${what}: the stream began with ${first ? first.event : "nothing"}, not turn` };
     const turn = `turn ${(first.data as { turnId?: string }).turnId}`;
     const last = events.at(-1)!;
     if (last.event === "failed") return { ok: false, detail: `${turn} failed: ${last.data.code ?? "no code"}` };
     if (last.event === "approval_requested") return { ok: false, detail: `${turn} paused for an approval, the smoke question needs none` };
+    if (timedOut) return { ok: false, detail: `${turn}: no done within ${waited} (${events.length} events)` };
     if (last.event !== "done") return { ok: false, detail: `${turn}: the stream ended after ${events.length} events without done` };
     if (events.length < 3) return { ok: false, detail: `${turn}: no event between turn and done` };
     // Through a buffering proxy every event arrives in the same read, at the end.

@@ -1,6 +1,7 @@
 import { runSmoke } from "../../lib/ops/index.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
 import { startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
+import { openEventStream } from "../support/sse-client.js";
 
 let api: TestServer;
 
@@ -66,6 +67,8 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
   let converse: ConverseEndpoint;
   /** Set while the smoke's event stream is open: the model answers with `reply` once the client has read the stream's first chunk. */
   let streamed: { firstRead: Promise<void>; reply: ScriptedReply } | undefined;
+  /** The streamed turn's location, from its `turn` event. */
+  let location: string | undefined;
 
   beforeAll(async () => {
     converse = await startConverseEndpoint({
@@ -78,7 +81,10 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
     for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
     local = await startTestServer({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "m" });
   });
-  afterEach(() => void (streamed = undefined));
+  afterEach(() => {
+    streamed = undefined;
+    location = undefined;
+  });
   afterAll(async () => {
     await local?.close();
     await converse?.close();
@@ -88,13 +94,14 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
   /**
    * The global fetch; the event-stream request's body is passed through `rewrite` (each chunk as
    * it comes) or, with `whole`, handed over in one piece once it ended, as a buffering proxy would.
+   * The model answers that request once its first chunk was read, or, with `hold`, once `hold` settles.
    */
-  function watchedFetch(reply: ScriptedReply, body: { whole?: boolean; rewrite?: (chunk: string) => string } = {}): typeof fetch {
+  function watchedFetch(reply: ScriptedReply, body: { whole?: boolean; rewrite?: (chunk: string) => string; hold?: Promise<void> } = {}): typeof fetch {
     return async (input, init) => {
       if (new Headers(init?.headers).get("accept") !== "text/event-stream") return fetch(input, init);
-      let release!: () => void;
-      streamed = { firstRead: new Promise((resolve) => (release = resolve)), reply };
-      if (body.whole) release();
+      let release: (() => void) | undefined;
+      streamed = { firstRead: body.hold ?? new Promise((resolve) => (release = resolve)), reply };
+      if (body.whole) release?.();
       const response = await fetch(input, init);
       if (body.whole) return new Response(await response.text(), { status: response.status, headers: response.headers });
       const rewrite = body.rewrite ?? ((chunk: string) => chunk);
@@ -103,8 +110,10 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
       const passed = response.body!.pipeThrough(
         new TransformStream<Uint8Array, Uint8Array>({
           transform(chunk, controller) {
-            controller.enqueue(encoder.encode(rewrite(decoder.decode(chunk, { stream: true }))));
-            release();
+            const text = decoder.decode(chunk, { stream: true });
+            location ??= /"location":"([^"]+)"/.exec(text)?.[1];
+            controller.enqueue(encoder.encode(rewrite(text)));
+            release?.();
           },
         }),
       );
@@ -112,8 +121,9 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
     };
   }
 
-  const smoke = async (fetcher: typeof fetch, streamingUrl = `${local.url}/`) =>
+  const smoke = async (fetcher: typeof fetch, streamingUrl = `${local.url}/`, turnTimeoutMs?: number) =>
     runSmoke({
+      turnTimeoutMs,
       apiUrl: local.url,
       streamingUrl,
       token: await local.token("smoke-stream"),
@@ -156,6 +166,19 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
       ok: false,
       detail: expect.stringMatching(/^turn [0-9a-f-]{36}: the stream ended after \d+ events without done$/),
     });
+  });
+
+  it("returns the streamed turn failed, naming it, when no done comes within the timeout", async () => {
+    let answer!: () => void;
+    const hold = new Promise<void>((resolve) => (answer = resolve));
+    // The model answers only after the smoke gave up on the stream.
+    const steps = await smoke(watchedFetch({ text: "too late" }, { hold }), `${local.url}/`, 1_000);
+    expect(steps[3]).toEqual({ step: "streamed turn", ok: false, detail: expect.stringMatching(/^turn [0-9a-f-]{36}: no done within 1 s \(\d+ events\)$/) });
+    answer();
+    // The turn runs on without its client: followed to its end, so it finishes before the next test.
+    const token = await local.token("smoke-stream");
+    const rest = await (await openEventStream(`${local.url}${location}/events`, { headers: { authorization: `Bearer ${token}` } })).rest();
+    expect(rest.at(-1)).toMatchObject({ event: "done", data: { answer: "too late" } });
   });
 
   it("returns the streamed turn failed with the status and error code when the streaming URL answers no stream", async () => {
