@@ -41,7 +41,7 @@ interface ApiBody {
 /** One server-sent event as it arrived: which read of the body brought it, and when (ms after the request was sent). */
 interface ArrivedEvent {
   event: string;
-  data: { code?: string };
+  data: { turnId?: string; code?: string };
   read: number;
   ms: number;
 }
@@ -50,7 +50,7 @@ interface ArrivedEvent {
 const FINAL_EVENTS = new Set(["done", "failed", "approval_requested"]);
 
 /**
- * Reads an event stream to its end, to its final event, or until `signal` times the request out,
+ * Reads an event stream to its end, to its final event, or until the request's timeout aborts it,
  * noting each event's arrival: fields per line, events split by a blank line (the data of each is
  * one line of JSON, docs/streaming.md).
  */
@@ -170,10 +170,11 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
   const streamed = await attempt("streamed turn", async () => {
     const c = await conversation();
     if ("error" in c) return c.error!;
-    const what = `POST ${streamBase}/v1/conversations/${c.id}/messages`;
+    const url = `${streamBase}/v1/conversations/${c.id}/messages`;
+    const what = `POST ${url}`;
     const timeoutMs = options.turnTimeoutMs ?? DEFAULT_SMOKE_TURN_TIMEOUT_MS;
     const started = performance.now();
-    const response = await http(`${streamBase}/v1/conversations/${c.id}/messages`, {
+    const response = await http(url, {
       method: "POST",
       headers: { authorization: `Bearer ${options.token}`, "content-type": "application/json", accept: "text/event-stream" },
       body: JSON.stringify({ content: QUESTION }),
@@ -199,7 +200,7 @@ export async function runSmoke(options: SmokeOptions): Promise<SmokeStep[]> {
     const [first] = events;
     if (!first && timedOut) return { ok: false, detail: `${what}: no event within ${waited}` };
     if (first?.event !== "turn") return { ok: false, detail: `${what}: the stream began with ${first ? first.event : "nothing"}, not turn` };
-    const turn = `turn ${(first.data as { turnId?: string }).turnId}`;
+    const turn = `turn ${first.data.turnId}`;
     const last = events.at(-1)!;
     if (last.event === "failed") return { ok: false, detail: `${turn} failed: ${last.data.code ?? "no code"}` };
     if (last.event === "approval_requested") return { ok: false, detail: `${turn} paused for an approval, the smoke question needs none` };
