@@ -94,6 +94,8 @@ async function stream({ event, responseStream }: StreamInvocation, context: Cont
   }
   logger.info("request", { method: request.method, status: response.status, streamed: response.stream !== undefined });
   await writeResponseStream(responseStream, response);
+  // Lambda freezes the container once the handler returns: a turn whose client went away runs to its end (or its hand-over to the worker) first.
+  await response.settled;
 }
 
 const run = withRuntime(stream);

@@ -102,5 +102,12 @@ export function turnEventStream(options: TurnStreamOptions): HttpResponse {
     headers: { "content-type": `${EVENT_STREAM}; charset=utf-8`, "cache-control": "no-cache", "x-accel-buffering": "no", location },
     body: "",
     stream,
+    // A failure is the stream's to tell (the `failed` event above), not the adapter's.
+    ...(running && {
+      settled: running.then(
+        () => undefined,
+        () => undefined,
+      ),
+    }),
   };
 }

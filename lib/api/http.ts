@@ -22,6 +22,12 @@ export interface HttpResponse {
    * adapter aborts `signal` when the client goes away; the stream then ends, and nothing else does.
    */
   stream?: (signal: AbortSignal) => AsyncIterable<string>;
+  /**
+   * Work the request started that may outlast its response (a streamed turn whose client went
+   * away); it never rejects. An adapter whose process may be frozen once it has answered (Lambda)
+   * waits for it before it returns.
+   */
+  settled?: Promise<void>;
 }
 
 /**

@@ -19,14 +19,7 @@ async function start() {
 }
 
 const { config, channels, server } = await start();
-console.log(`threadwise listening on ${server.url}`);
-console.log(`console at ${server.url}/`);
-console.log(`mongodb ${server.mongodbUri}`);
-console.log(`model provider ${config.model.provider}`);
-console.log(`slack ${channels.slack ? `on: POST ${server.url}/slack/events` : "off (set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN)"}`);
-console.log(`teams ${channels.teams ? `on: POST ${server.url}/teams/messages` : "off (set TEAMS_APP_ID and TEAMS_APP_PASSWORD)"}`);
-console.log("get a token with: npm run token -- <user> [--tenant <tenant>]");
-
+// Before the lines that say it listens: a signal sent on reading them finds its handler.
 let closing = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
@@ -38,3 +31,10 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     );
   });
 }
+console.log(`threadwise listening on ${server.url}`);
+console.log(`console at ${server.url}/`);
+console.log(`mongodb ${server.mongodbUri}`);
+console.log(`model provider ${config.model.provider}`);
+console.log(`slack ${channels.slack ? `on: POST ${server.url}/slack/events` : "off (set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN)"}`);
+console.log(`teams ${channels.teams ? `on: POST ${server.url}/teams/messages` : "off (set TEAMS_APP_ID and TEAMS_APP_PASSWORD)"}`);
+console.log("get a token with: npm run token -- <user> [--tenant <tenant>]");

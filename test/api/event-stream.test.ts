@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { assertCanStream, lastEventId, wantsEventStream } from "../../lib/api/event-stream.js";
+import { assertCanStream, lastEventId, turnEventStream, wantsEventStream } from "../../lib/api/event-stream.js";
+import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
 import type { HttpRequest } from "../../lib/api/http.js";
 import { turnStreamEvents } from "../../lib/api/schemas.js";
 import { NotAcceptableError, ValidationError } from "../../lib/errors.js";
@@ -194,6 +195,32 @@ describe("event-stream", () => {
     it("throws naming the streaming URL the deployment gave", () => {
       const url = "https://abc.lambda-url.eu-west-1.on.aws/";
       expect(() => wantsEventStream(request({ accept: "text/event-stream" }, false), url)).toThrow(`use the streaming URL ${url},`);
+    });
+  });
+
+  describe("turnEventStream", () => {
+    const follower = () => {
+      const { database, events } = api.server.app;
+      return new TurnEventFollower({ store: database.turnEvents, turns: database.turns, hub: events.hub });
+    };
+    const options = { turnId: "t", conversationId: "c", afterId: 0 };
+
+    it("returns settled only once the turn it started has ended, whether it answered or threw", async () => {
+      let finish!: () => void;
+      const running = new Promise<void>((resolve) => (finish = resolve));
+      const response = turnEventStream({ ...options, events: follower(), running });
+      let settled = false;
+      void response.settled?.then(() => (settled = true));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(settled).toBe(false);
+      finish();
+      await response.settled;
+      expect(settled).toBe(true);
+      await expect(turnEventStream({ ...options, events: follower(), running: Promise.reject(new Error("model away")) }).settled).resolves.toBe(undefined);
+    });
+
+    it("returns no settled work for a stream that only follows a turn (GET .../events)", () => {
+      expect(turnEventStream({ ...options, events: follower() }).settled).toBeUndefined();
     });
   });
 

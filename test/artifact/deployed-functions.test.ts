@@ -6,7 +6,7 @@ import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS } from "../../lib/config/cr
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { BUNDLE_FILE } from "../../infra/bundling/bundling.js";
 import { appMention, envelope, TEAM, USER } from "../channels/slack/fixtures.js";
-import { messageActivity, PERSONAL_CONVERSATION } from "../channels/teams/fixtures.js";
+import { messageActivity, PERSONAL_CONVERSATION, USER_AAD } from "../channels/teams/fixtures.js";
 import { startLocalAws, type LocalAws, type SentMessage } from "../functions/support/aws-endpoints.js";
 import { apiEvent, jwtClaims, sqsEvent, sqsRecord, type ApiEventInput } from "../functions/support/events.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../support/bot-connector-endpoint.js";
@@ -334,9 +334,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       }
     }
 
-    async function streamRequest(path: string, init: { method?: string; token?: string; headers?: Record<string, string>; body?: unknown } = {}) {
+    type StreamInit = { method?: string; token?: string; headers?: Record<string, string>; body?: unknown; signal?: AbortSignal };
+    async function streamRequest(path: string, init: StreamInit = {}) {
       return fetch(new URL(path.slice(1), streamingUrl.url), {
         method: init.method ?? "GET",
+        signal: init.signal,
         headers: {
           accept: "text/event-stream",
           ...(init.token ? { authorization: `Bearer ${init.token}` } : {}),
@@ -387,6 +389,51 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(replayed[0]).toMatchObject({ event: "turn", data: { turnId } });
       expect(replayed.slice(1).map((e) => [e.event, e.id])).toEqual(seen.filter((e) => e.id! > textId).map((e) => [e.event, e.id]));
       expect(replayed.at(-1)).toMatchObject({ event: "done", data: { answer: "streamed answer" } });
+    });
+
+    it("completes and records the turn of a client that went away after the first text, and replays the rest through the URL up to done", async () => {
+      const id = await newConversation();
+      modelGate = new Gate();
+      const token = await aliceToken();
+      const client = new AbortController();
+      const response = await streamRequest(`/v1/conversations/${id}/messages`, {
+        method: "POST",
+        token,
+        body: { content: "stream: and then?" },
+        signal: client.signal,
+      });
+      const events = sseEvents(response);
+      const seen: SseEvent[] = [];
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        seen.push(next.value);
+        if (next.value.event === "text") break;
+      }
+      expect(seen.map((e) => e.event)).toEqual(["turn", "progress", "text"]);
+      // The client goes away while the model holds the turn; only then may the turn go on.
+      const gone = streamingUrl.nextClientGone();
+      client.abort();
+      await gone;
+      await modelGate.reached;
+      modelGate.open();
+
+      const turnId = seen[0].data.turnId as string;
+      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      let turn = await api(turnPath);
+      for (const until = Date.now() + 10_000; ["queued", "running"].includes(turn.json.status) && Date.now() < until; turn = await api(turnPath))
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(turn.json).toMatchObject({ status: "completed", answer: "streamed answer" });
+
+      const textId = seen[2].id!;
+      const resumed = await streamRequest(`/v1/conversations/${id}/turns/${turnId}/events`, { token, headers: { "last-event-id": String(textId) } });
+      expect(resumed.status).toBe(200);
+      const replayed: SseEvent[] = [];
+      for await (const event of sseEvents(resumed)) replayed.push(event);
+      expect(replayed[0]).toMatchObject({ event: "turn", data: { turnId } });
+      const rest = replayed.slice(1);
+      // Every event after the last one the client saw, none missing: the ids follow on from it.
+      expect(rest.map((e) => e.id)).toEqual(rest.map((_, i) => textId + 1 + i));
+      expect(rest.map((e) => e.event)).toEqual(expect.arrayContaining(["tool_started", "tool_finished"]));
+      expect(rest.at(-1)).toMatchObject({ event: "done", data: { answer: "streamed answer" } });
     });
 
     it("returns 401 to a token the issuer did not sign or meant for another audience, and runs nothing", async () => {
@@ -567,6 +614,51 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         .find({ conversationId: edit.value.split(":")[0] })
         .toArray();
       expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
+    });
+
+    it("edits a Teams call through the teams bundle: the invoke answered with the refreshed card, the edited call run once by the worker", async () => {
+      const teams = await container("teams");
+      const teamsEvent = async (body: Record<string, unknown>) => {
+        const token = await issuer.sign({ serviceUrl: connector.serviceUrl });
+        return teams.invoke<HttpResult>(
+          apiEvent({ method: "POST", path: "/teams/messages", routeKey: "POST /teams/messages", body, headers: { authorization: `Bearer ${token}` } }),
+        );
+      };
+      const before = aws.sent.length;
+      const activity = messageActivity(connector.serviceUrl, { text: "follow up: Call the supplier" });
+      expect((await teamsEvent(activity)).statusCode).toBe(202);
+      expect(await runWorker(lastSent(before))).toEqual({ batchItemFailures: [] });
+      type Action = { verb: string; data: { conversationId: string; approvalId: string } };
+      const reply = connector.replies.find((r) => r.activityId === activity.id && Array.isArray(r.activity.attachments))!;
+      const card = (reply.activity.attachments as { content: { actions: Action[] } }[])[0].content;
+      const edit = card.actions.find((a) => a.verb === "threadwise.approval.edit")!;
+
+      // Action.Execute "Edit" as Teams sends it: an invoke whose data carries the card's arguments box as typed.
+      const resumeFrom = aws.sent.length;
+      const typed = JSON.stringify({ title: "Call the new supplier" });
+      const answered = await teamsEvent({
+        ...messageActivity(connector.serviceUrl),
+        type: "invoke",
+        name: "adaptiveCard/action",
+        text: undefined,
+        value: { action: { type: "Action.Execute", verb: edit.verb, data: { ...edit.data, args: typed } } },
+      });
+      expect(answered.statusCode).toBe(200);
+      const refreshed = JSON.parse(answered.body!) as { statusCode: number; type: string; value: { body: { text: string }[] } };
+      expect(refreshed).toMatchObject({ statusCode: 200, type: "application/vnd.microsoft.card.adaptive" });
+      expect(refreshed.value.body[0].text).toMatch(new RegExp(`^create_follow_up: edited by ${USER_AAD} at `));
+
+      expect(await runWorker(lastSent(resumeFrom))).toEqual({ batchItemFailures: [] });
+      const approval = await database.db.collection("approvals").findOne({ _id: edit.data.approvalId as never });
+      expect(approval).toMatchObject({
+        status: "edited",
+        args: { title: "Call the supplier" },
+        decision: { kind: "edit", args: { title: "Call the new supplier" } },
+      });
+      const created = await database.db.collection("follow_ups").find({ turnId: approval?.turnId }).toArray();
+      expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
+      const answer = connector.replies.filter((r) => r.activityId === activity.id).at(-1);
+      expect(answer?.activity.text).toContain("tool said: Recorded");
     });
 
     it("runs the schedule's sweep in the worker bundle", async () => {

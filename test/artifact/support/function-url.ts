@@ -10,6 +10,8 @@ const PRELUDE_DELIMITER = Buffer.alloc(8);
 
 export interface FunctionUrl {
   url: string;
+  /** Settles when a response next closes before it ended: its client went away (or a function failing mid-stream cut it). Ask before. */
+  nextClientGone(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -20,7 +22,11 @@ export interface FunctionUrl {
  * from the prelude. A client that goes away stops only what it receives: the function runs on.
  */
 export async function startFunctionUrl(container: () => Promise<FunctionProcess>): Promise<FunctionUrl> {
+  const gone: (() => void)[] = [];
   const server = createServer((req, res) => {
+    res.on("close", () => {
+      if (!res.writableFinished) for (const settle of gone.splice(0)) settle();
+    });
     serve(req, res).catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(502, { "content-type": "application/json" }).end(JSON.stringify({ Message: String(error) }));
       else res.destroy();
@@ -58,6 +64,7 @@ export async function startFunctionUrl(container: () => Promise<FunctionProcess>
 
   return {
     url: `${base}/`,
+    nextClientGone: () => new Promise((resolve) => gone.push(resolve)),
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());
