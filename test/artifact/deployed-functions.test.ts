@@ -334,6 +334,16 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       }
     }
 
+    /** The events up to and including the first `text`, leaving the rest unread. */
+    async function eventsThroughFirstText(events: AsyncGenerator<SseEvent>): Promise<SseEvent[]> {
+      const seen: SseEvent[] = [];
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        seen.push(next.value);
+        if (next.value.event === "text") break;
+      }
+      return seen;
+    }
+
     type StreamInit = { method?: string; token?: string; headers?: Record<string, string>; body?: unknown; signal?: AbortSignal };
     async function streamRequest(path: string, init: StreamInit = {}) {
       return fetch(new URL(path.slice(1), streamingUrl.url), {
@@ -364,11 +374,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(response.status).toBe(200);
       expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
       const events = sseEvents(response);
-      const seen: SseEvent[] = [];
-      for (let next = await events.next(); !next.done; next = await events.next()) {
-        seen.push(next.value);
-        if (next.value.event === "text") break;
-      }
+      const seen = await eventsThroughFirstText(events);
       // The gate is still shut: the model's next call cannot answer, so the turn has not ended, and its first text is here.
       expect(seen.map((e) => e.event)).toEqual(["turn", "progress", "text"]);
       expect(seen[2].data).toMatchObject({ modelCall: 0 });
@@ -403,11 +409,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         signal: client.signal,
       });
       const events = sseEvents(response);
-      const seen: SseEvent[] = [];
-      for (let next = await events.next(); !next.done; next = await events.next()) {
-        seen.push(next.value);
-        if (next.value.event === "text") break;
-      }
+      const seen = await eventsThroughFirstText(events);
       expect(seen.map((e) => e.event)).toEqual(["turn", "progress", "text"]);
       // The client goes away while the model holds the turn; only then may the turn go on.
       const gone = streamingUrl.nextClientGone();
