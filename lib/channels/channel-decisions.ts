@@ -4,7 +4,7 @@ import { tenantOwner, type Caller, type ChannelIssuerKind, type Principal } from
 import { Approvals, type DecisionResult } from "../approvals/approvals.js";
 import { resumeJobOf } from "../approvals/resume-job.js";
 import type { Config } from "../config/config.js";
-import { NotFoundError, type ValidationError } from "../errors.js";
+import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError, type ValidationError } from "../errors.js";
 import { ApprovalStore, type ApprovalChoice, type ApprovalDocument } from "../store/approval-store.js";
 import { ConversationStore } from "../store/conversation-store.js";
 import { TurnStore } from "../store/turn-store.js";
@@ -38,6 +38,19 @@ export function editedArgumentsOf(text: string | undefined): { args: Record<stri
 export function invalidEditText(error: ValidationError): string {
   const issues = (error.details ?? []).map((d) => `${d.path.replace(/^args\.?/, "") || "(arguments)"}: ${d.message}`);
   return issues.length > 0 ? issues.join("; ") : error.message;
+}
+
+/** Why a channel user's decision was refused. */
+export type DecisionRefusalCode = "forbidden" | "not_found" | "approval_conflict" | "approval_superseded" | "approval_expired";
+
+/** A refused decision as a channel tells the user; undefined for an error that is not a refusal. */
+export function decisionRefusal(error: unknown): { code: DecisionRefusalCode; text: string } | undefined {
+  if (error instanceof ForbiddenError) return { code: "forbidden", text: "You may not decide this approval." };
+  if (error instanceof NotFoundError) return { code: "not_found", text: "This approval no longer exists." };
+  if (error instanceof ApprovalConflictError) return { code: "approval_conflict", text: `This call was already decided (${error.status}).` };
+  if (error instanceof ApprovalSupersededError) return { code: "approval_superseded", text: "A newer question replaced this one; the call will not run." };
+  if (error instanceof ApprovalExpiredError) return { code: "approval_expired", text: "This approval expired; the call was not run." };
+  return undefined;
 }
 
 /**

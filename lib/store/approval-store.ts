@@ -2,7 +2,14 @@ import { createHash } from "node:crypto";
 import type { Collection, Db, Filter } from "mongodb";
 import type { Principal } from "../auth/principal.js";
 import type { Approvers } from "../config/approvals-config.js";
-import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, NotFoundError, type ApprovalStanding } from "../errors.js";
+import {
+  ApprovalConflictError,
+  type ApprovalDecisionError,
+  ApprovalExpiredError,
+  ApprovalSupersededError,
+  NotFoundError,
+  type ApprovalStanding,
+} from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -73,6 +80,20 @@ export function approvalIdOf(conversationId: string, turnId: string, toolCallId:
 }
 
 /**
+ * Why a decision on this approval is refused: it expired (or is pending past its deadline), a newer
+ * turn superseded it, or it was decided otherwise. The one wording of these refusals, for the store's
+ * decisions and for a channel that checks before it opens an edit form.
+ */
+export function closedApprovalError(approval: Pick<ApprovalDocument, "_id" | "status" | "deadline">): ApprovalDecisionError {
+  const id = approval._id;
+  if (approval.status === "expired" || approval.status === "pending") {
+    return new ApprovalExpiredError(`approval ${id} expired at ${approval.deadline.toISOString()}`, id, "expired");
+  }
+  if (approval.status === "superseded") return new ApprovalSupersededError(`approval ${id} belongs to a turn a newer one replaced`, id, "superseded");
+  return new ApprovalConflictError(`approval ${id} was already decided (${approval.status})`, id, approval.status);
+}
+
+/**
  * Approvals: the only writer of an approval's status. A pending approval is decided once; the
  * same decision again returns it unchanged, any other meets the first (`ApprovalConflictError`),
  * and one after the deadline or a newer turn is refused (`ApprovalExpiredError`, `ApprovalSupersededError`).
@@ -127,13 +148,7 @@ export class ApprovalStore {
     if (!existing) throw new NotFoundError(`approval ${approvalId} not found`);
     if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };
     // Still pending here means past its deadline: the caller resumes its turn, then marks it (`Approvals`).
-    if (existing.status === "expired" || existing.status === "pending") {
-      throw new ApprovalExpiredError(`approval ${approvalId} expired at ${existing.deadline.toISOString()}`, approvalId, "expired");
-    }
-    if (existing.status === "superseded") {
-      throw new ApprovalSupersededError(`approval ${approvalId} belongs to a turn a newer one replaced`, approvalId, "superseded");
-    }
-    throw new ApprovalConflictError(`approval ${approvalId} was already decided (${existing.status})`, approvalId, existing.status);
+    throw closedApprovalError(existing);
   }
 
   /** Pending approvals past their deadline, most overdue first, at most `limit` (index `pending_deadline`): their ids and turns. */

@@ -1,17 +1,9 @@
 import { z } from "zod";
 import { slackPrincipal } from "../../auth/principal.js";
-import {
-  ApprovalConflictError,
-  ApprovalExpiredError,
-  ApprovalSupersededError,
-  ChannelAuthenticationError,
-  ForbiddenError,
-  NotFoundError,
-  ValidationError,
-  type ChannelAuthenticationReason,
-} from "../../errors.js";
+import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
 import type { DecisionResult } from "../../approvals/approvals.js";
-import { editedArgumentsOf, invalidEditText, type ChannelApprovals } from "../channel-decisions.js";
+import { decisionRefusal, editedArgumentsOf, invalidEditText, type ChannelApprovals, type DecisionRefusalCode } from "../channel-decisions.js";
+import { closedApprovalError } from "../../store/approval-store.js";
 import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import { verifySlackRequest } from "./verify-slack-request.js";
 import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
@@ -31,10 +23,8 @@ export type SlackInteractionOutcome =
   | { kind: "ignored" }
   | { kind: "decided"; status: string; decided: boolean }
   | { kind: "editing"; opened: boolean }
-  | { kind: "edit_refused"; code: "invalid_arguments" | RefusalCode }
-  | { kind: "refused"; code: RefusalCode };
-
-type RefusalCode = "forbidden" | "not_found" | "approval_conflict" | "approval_superseded" | "approval_expired";
+  | { kind: "edit_refused"; code: "invalid_arguments" | DecisionRefusalCode }
+  | { kind: "refused"; code: DecisionRefusalCode };
 
 const blockActionsSchema = z.object({
   type: z.literal("block_actions"),
@@ -133,7 +123,7 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
       message = { replace_original: true, text: decidedText(result) };
     }
   } catch (error) {
-    const refusal = refusalOf(error);
+    const refusal = decisionRefusal(error);
     if (!refusal) throw error;
     report({ kind: "refused", code: refusal.code });
     message =
@@ -164,9 +154,7 @@ async function openEditor(
 ): Promise<string | undefined> {
   const approval = await input.approvals.forDecision(slackPrincipal(payload.team.id, payload.user.id), target.conversationId, target.approvalId);
   // A call no longer waiting is answered as a decision on it would be.
-  if (approval.status === "expired") throw new ApprovalExpiredError(`approval ${approval._id} expired`, approval._id, "expired");
-  if (approval.status === "superseded") throw new ApprovalSupersededError(`approval ${approval._id} was replaced`, approval._id, "superseded");
-  if (approval.status !== "pending") throw new ApprovalConflictError(`approval ${approval._id} was already decided`, approval._id, approval.status);
+  if (approval.status !== "pending") throw closedApprovalError(approval);
   const text = editableArguments(approval);
   if (!input.views || !payload.trigger_id) return "Editing from Slack is not set up here: edit this call in the console or through the API.";
   if (text === undefined) return "These arguments are too long to edit in Slack: edit this call in the console or through the API.";
@@ -189,7 +177,7 @@ async function submitEdit(
     report({ kind: "ignored" });
     return emptyResponse(200);
   }
-  const errors = (code: "invalid_arguments" | RefusalCode, text: string) => {
+  const errors = (code: "invalid_arguments" | DecisionRefusalCode, text: string) => {
     report({ kind: "edit_refused", code });
     return jsonResponse(200, { response_action: "errors", errors: { [SLACK_EDIT_MODAL.blockId]: text.slice(0, 1_000) } });
   };
@@ -200,7 +188,7 @@ async function submitEdit(
     result = await input.approvals.decide(slackPrincipal(team, payload.user.id), target.conversationId, target.approvalId, { kind: "edit", args: edited.args });
   } catch (error) {
     if (error instanceof ValidationError) return errors("invalid_arguments", invalidEditText(error));
-    const refusal = refusalOf(error);
+    const refusal = decisionRefusal(error);
     if (!refusal) throw error;
     return errors(refusal.code, refusal.text);
   }
@@ -208,15 +196,6 @@ async function submitEdit(
   // The decision stands whether or not the message could be updated: a failure only leaves the buttons.
   if (target.channel && target.ts) await input.views?.updateMessage(target.channel, target.ts, decidedText(result)).catch(() => undefined);
   return emptyResponse(200);
-}
-
-function refusalOf(error: unknown): { code: RefusalCode; text: string } | undefined {
-  if (error instanceof ForbiddenError) return { code: "forbidden", text: "You may not decide this approval." };
-  if (error instanceof NotFoundError) return { code: "not_found", text: "This approval no longer exists." };
-  if (error instanceof ApprovalConflictError) return { code: "approval_conflict", text: `This call was already decided (${error.status}).` };
-  if (error instanceof ApprovalSupersededError) return { code: "approval_superseded", text: "A newer question replaced this one; the call will not run." };
-  if (error instanceof ApprovalExpiredError) return { code: "approval_expired", text: "This approval expired; the call was not run." };
-  return undefined;
 }
 
 /** Posts to the interaction's `response_url`, when it is Slack's; a failure only leaves the buttons in place. */

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { teamsPrincipal } from "../../auth/principal.js";
-import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError, ValidationError } from "../../errors.js";
+import { ValidationError } from "../../errors.js";
 import type { ApprovalChoice } from "../../store/approval-store.js";
-import { editedArgumentsOf, invalidEditText, type ChannelApprovals, type ChannelPrincipal } from "../channel-decisions.js";
+import { decisionRefusal, editedArgumentsOf, invalidEditText, type ChannelApprovals, type ChannelPrincipal } from "../channel-decisions.js";
 import { jsonResponse, type ChannelResponse } from "../channel-http.js";
 import { approvalCard, TEAMS_APPROVAL_VERBS, TEAMS_ARGS_INPUT } from "./teams-approval-card.js";
 
@@ -76,13 +76,11 @@ export async function handleTeamsApprovalAction(body: unknown, approvals: Channe
     const at = d ? ` at ${d.at.toISOString()}` : "";
     text = `${result.approval.tool}: ${result.approval.status}${d && d.kind !== "expire" ? ` by ${d.by.subject}` : ""}${at}.`;
   } catch (error) {
+    const refusal = decisionRefusal(error);
+    if (!refusal) throw error;
     // A user who may not decide keeps the buttons for those who may: they get a message only.
-    if (error instanceof ForbiddenError) return message("You may not decide this approval.");
-    if (error instanceof NotFoundError) return message("This approval no longer exists.");
-    if (error instanceof ApprovalConflictError) text = `This call was already decided (${error.status}).`;
-    else if (error instanceof ApprovalSupersededError) text = "A newer question replaced this one; the call will not run.";
-    else if (error instanceof ApprovalExpiredError) text = "This approval expired; the call was not run.";
-    else throw error;
+    if (refusal.code === "forbidden" || refusal.code === "not_found") return message(refusal.text);
+    text = refusal.text;
   }
   return card(decidedCard(text));
 }
