@@ -432,8 +432,8 @@ export interface Config {
   auth: AuthConfig;
   maxMessageChars: number;
   port: number;
-  /** Local server: seconds between approval sweeps. Default: 60 (`DEFAULT_APPROVAL_SWEEP_SECONDS`). */
-  approvalSweepSeconds?: number;
+  /** Local server: seconds between approval sweeps (`APPROVAL_SWEEP_SECONDS`). */
+  approvalSweepSeconds: number;
   /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
   tools: ToolsConfig;
   /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */

@@ -45,6 +45,9 @@ export const TURN_SUPERSEDED_EVENT = {
   message: "the turn was superseded by a later turn",
 } as const satisfies TurnEventBody;
 
+/** The names of the final events, for a client that reads them off the wire (`npm run smoke`). */
+export const FINAL_EVENT_TYPES: ReadonlySet<string> = new Set(["done", "failed", "approval_requested"] satisfies FinalEventBody["type"][]);
+
 export function isFinalEvent(event: TurnEventBody): event is FinalEventBody {
-  return event.type === "done" || event.type === "failed" || event.type === "approval_requested";
+  return FINAL_EVENT_TYPES.has(event.type);
 }

@@ -22,7 +22,7 @@ import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
 import type { TurnJobOutcome, TurnJobWorker } from "../queue/turn-job-worker.js";
 import { createMongoClient } from "../store/mongo-client.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
-import { DEFAULT_APPROVAL_SWEEP_SECONDS, DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
+import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
 import { consoleRoutes } from "./console-routes.js";
 import { localToolsRoute } from "./local-tools-route.js";
@@ -201,7 +201,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       const result = await app.approvals.sweep();
       if (result.expired > 0 || result.resumed > 0) logger.info("approval sweep", { ...result });
     },
-    (config.approvalSweepSeconds ?? DEFAULT_APPROVAL_SWEEP_SECONDS) * 1000,
+    config.approvalSweepSeconds * 1000,
     (error) => logger.error("approval sweep failed", { error: error instanceof Error ? error.name : "unknown" }),
   );
   sweep.start();

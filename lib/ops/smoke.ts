@@ -1,3 +1,4 @@
+import { FINAL_EVENT_TYPES } from "../events/turn-event.js";
 /** How long the queued turn may take to complete, the worker's cold start included. */
 export const DEFAULT_SMOKE_TURN_TIMEOUT_MS = 120_000;
 /** Between two reads of the queued turn. */
@@ -46,9 +47,6 @@ interface ArrivedEvent {
   ms: number;
 }
 
-/** The events that end a turn's stream (docs/streaming.md, "The events"). */
-const FINAL_EVENTS = new Set(["done", "failed", "approval_requested"]);
-
 /**
  * Reads an event stream to its end, to its final event, or until the request's timeout aborts it,
  * noting each event's arrival: fields per line, events split by a blank line (the data of each is
@@ -81,7 +79,7 @@ async function readEvents(body: ReadableStream<Uint8Array>, started: number): Pr
       if (data === undefined) continue;
       const event = field("event") ?? "message";
       events.push({ event, data: JSON.parse(data), read, ms: Math.round(performance.now() - started) });
-      if (FINAL_EVENTS.has(event)) {
+      if (FINAL_EVENT_TYPES.has(event)) {
         await reader.cancel();
         return { events, timedOut: false };
       }
