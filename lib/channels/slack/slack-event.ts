@@ -17,6 +17,7 @@ export const SLACK_IGNORE_REASONS = {
   ownMessage: "own_message",
   notUserText: "not_user_text",
   notDirectMessage: "not_direct_message",
+  edited: "edited",
   empty: "empty",
 } as const;
 export type SlackIgnoreReason = (typeof SLACK_IGNORE_REASONS)[keyof typeof SLACK_IGNORE_REASONS];
@@ -65,6 +66,7 @@ const messageEventSchema = z.object({
   subtype: z.string().optional(),
   text: z.string().optional(),
   channel_type: z.string().optional(),
+  edited: z.unknown().optional(),
 });
 
 export interface ParseSlackEventOptions {
@@ -156,6 +158,8 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   if ((event.subtype !== undefined && !SLACK_USER_TEXT_SUBTYPES.includes(event.subtype)) || !event.user) {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notUserText };
   }
+  // Editing a message that mentions the bot makes Slack send its app_mention again, with `edited` and a new event id.
+  if (event.edited !== undefined) return { kind: "ignore", reason: SLACK_IGNORE_REASONS.edited };
   // Channel messages reach the assistant as app_mention; a `message` there would answer twice.
   if (event.type === "message" && event.channel_type !== "im") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notDirectMessage };

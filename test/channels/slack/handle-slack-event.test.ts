@@ -110,6 +110,19 @@ describe("slack/handle-slack-event", () => {
       expect(outcomes).toEqual([{ kind: "ignored", reason: "not_user_text" }]);
     });
 
+    it("enqueues one turn for a mention whose message is then edited (Slack sends app_mention again, with `edited`)", async () => {
+      const ts = "1700000700.000100";
+      await deliver(signed(envelope(appMention({ ts }))));
+      const edited = appMention({ ts, text: "<@U0BOT> what were last month's sales in EMEA?", edited: { user: "U0ALICE", ts: "1700000760.000000" } });
+      const response = await deliver(signed(envelope(edited)));
+      expect(response).toEqual({ status: 200, headers: {}, body: "" });
+      expect(queue).toHaveLength(1);
+      expect(outcomes).toEqual([
+        { kind: "enqueued", retryNum: 0 },
+        { kind: "ignored", reason: "edited" },
+      ]);
+    });
+
     it("returns 400 with x-slack-no-retry for a signed body that is not an envelope", async () => {
       const response = await deliver(signed("not json"));
       expect(response.status).toBe(400);

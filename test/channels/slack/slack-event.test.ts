@@ -72,6 +72,11 @@ describe("slack/slack-event", () => {
       expect(parseSlackEvent(envelope(directMessage({ subtype })))).toEqual({ kind: "ignore", reason: "not_user_text" });
     });
 
+    it("ignores an app_mention that carries `edited`: Slack sends one again when a message with the mention is edited", () => {
+      const edited = appMention({ edited: { user: USER, ts: "1700000160.000000" } });
+      expect(parseSlackEvent(envelope(edited))).toEqual({ kind: "ignore", reason: "edited" });
+    });
+
     it("ignores a system subtype even when it lacks the fields of a user message", () => {
       expect(parseSlackEvent(envelope({ type: "message", subtype: "message_replied", hidden: true, event_ts: "1.1" }))).toEqual({
         kind: "ignore",
