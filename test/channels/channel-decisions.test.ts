@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
-import { editedArgumentsOf, invalidEditText, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import { editedArgumentsOf, invalidEditText, MAX_EDITED_ARGUMENTS_CHARS, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
 import type { ChannelRolesMap } from "../../lib/config/config.js";
 import { ForbiddenError, NotFoundError, RoleLookupError, ValidationError } from "../../lib/errors.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
@@ -22,6 +22,13 @@ describe("editedArgumentsOf", () => {
 
   it.each([["null"], ["[1]"], ['"x"'], ["3"]])("returns the not-an-object error for the JSON %s", (text) => {
     expect(editedArgumentsOf(text)).toEqual({ error: "The arguments must be a JSON object." });
+  });
+
+  it("returns the arguments of exactly MAX_EDITED_ARGUMENTS_CHARS characters, and the too-long error for one more", () => {
+    const padded = (chars: number) => `{"t": "${"x".repeat(chars - 9)}"}`;
+    expect(padded(MAX_EDITED_ARGUMENTS_CHARS)).toHaveLength(MAX_EDITED_ARGUMENTS_CHARS);
+    expect(editedArgumentsOf(padded(MAX_EDITED_ARGUMENTS_CHARS))).toHaveProperty("args.t");
+    expect(editedArgumentsOf(padded(MAX_EDITED_ARGUMENTS_CHARS + 1))).toEqual({ error: "Too long: the arguments may have at most 20,000 characters." });
   });
 });
 

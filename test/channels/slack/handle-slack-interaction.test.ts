@@ -128,6 +128,28 @@ describe("handleSlackInteraction", () => {
     expect(conflict.posted).toEqual([{ replace_original: true, text: "This call was already decided (approved)." }]);
   });
 
+  it("answers an edit over 20,000 characters with the error under the modal's input, deciding nothing", async () => {
+    const { asked, approvals } = deciding();
+    const payload = {
+      type: "view_submission",
+      user: { id: "U2", team_id: "T1" },
+      team: { id: "T1" },
+      view: {
+        callback_id: "threadwise_approval_edit",
+        private_metadata: JSON.stringify({ c: CONVERSATION, a: APPROVAL }),
+        state: { values: { args: { args: { type: "plain_text_input", value: JSON.stringify({ title: "x".repeat(20_001) }) } } } },
+      },
+    };
+    const rawBody = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, approvals);
+    expect(JSON.parse(response.body)).toEqual({
+      response_action: "errors",
+      errors: { args: "Too long: the arguments may have at most 20,000 characters." },
+    });
+    expect(outcomes).toEqual([{ kind: "edit_refused", code: "invalid_arguments" }]);
+    expect(asked).toEqual([]);
+  });
+
   it("follows no response_url outside Slack's prefix", async () => {
     const { posted, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, { response_url: "https://evil.example/actions/1" }), deciding().approvals);
     expect(outcomes[0]).toMatchObject({ kind: "decided" });
