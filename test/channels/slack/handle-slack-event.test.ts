@@ -8,6 +8,7 @@ import {
 } from "../../../lib/channels/index.js";
 import { decodeEventBody } from "../../../lib/api/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
+import { Gate } from "../../support/gate.js";
 import { useStoreFixture } from "../../support/store-fixture.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";
@@ -135,6 +136,28 @@ describe("slack/handle-slack-event", () => {
       await expect(refused).rejects.toThrow("queue unavailable");
       await deliver(signed(rawBody, 1));
       expect(queue).toHaveLength(1);
+    });
+
+    it("answers 503 to Slack's retry while the first delivery is still enqueueing, so an enqueue that then fails is retried", async () => {
+      const gate = new Gate();
+      const rawBody = envelope(appMention(), "Ev0SLOWQUEUE");
+      const first = deliver(signed(rawBody), {
+        enqueue: async () => {
+          await gate.pass();
+          throw new Error("queue timed out");
+        },
+      });
+      await gate.reached;
+      const retry = await deliver(signed(rawBody, 1));
+      gate.open();
+      await expect(first).rejects.toThrow("queue timed out");
+      const last = await deliver(signed(rawBody, 2));
+      expect([retry.status, last.status]).toEqual([503, 200]);
+      expect(queue).toHaveLength(1);
+      expect(outcomes).toEqual([
+        { kind: "in_flight", retryNum: 1 },
+        { kind: "enqueued", retryNum: 2 },
+      ]);
     });
 
     it("accepts a request whose body API Gateway base64-encoded", async () => {
