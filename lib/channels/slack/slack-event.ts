@@ -115,6 +115,15 @@ export function stripSlackMention(text: string, botUserIds: ReadonlySet<string>,
   return (out + text.slice(last)).trim();
 }
 
+/** The three characters Slack escapes in message text (its control characters), as it writes them. */
+const SLACK_ESCAPES: Readonly<Record<string, string>> = { "&amp;": "&", "&lt;": "<", "&gt;": ">" };
+const SLACK_ESCAPE = /&(?:amp|lt|gt);/g;
+
+/** Undoes Slack's escaping of `&`, `<` and `>`, in one pass (so `&amp;lt;` is `&lt;`), as the person typed them. */
+function unescapeSlackText(text: string): string {
+  return text.replace(SLACK_ESCAPE, (escape) => SLACK_ESCAPES[escape]);
+}
+
 /**
  * Parses an Events API body into what it asks of us. Pure: no I/O, no clock. Throws
  * `ValidationError` when the body is not an envelope Slack sends.
@@ -164,7 +173,8 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   if (event.type === "message" && event.channel_type !== "im") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notDirectMessage };
   }
-  const text = stripSlackMention(event.text ?? "", botUserIds, event.type === "app_mention");
+  // Unescaped after the mention is removed: a `&lt;@U1&gt;` the person typed is text, not a mention.
+  const text = unescapeSlackText(stripSlackMention(event.text ?? "", botUserIds, event.type === "app_mention"));
   if (text === "") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.empty };
 
   return {

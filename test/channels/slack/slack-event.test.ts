@@ -21,6 +21,11 @@ describe("slack/slack-event", () => {
       expect(message(parseSlackEvent(envelope(appMention()))).text).toBe("what were last month's sales?");
     });
 
+    it("returns the text with Slack's escapes of &, < and > undone, after the mention is removed", () => {
+      const text = `<@${BOT_USER}> spend of R&amp;D where cost &gt; 5 &amp;&amp; &lt;@${BOT_USER}&gt; &amp;lt;`;
+      expect(message(parseSlackEvent(envelope(appMention({ text })))).text).toBe(`spend of R&D where cost > 5 && <@${BOT_USER}> &lt;`);
+    });
+
     it("returns the message's own ts as thread root for a top-level mention", () => {
       const m = message(parseSlackEvent(envelope(appMention({ ts: "1700000100.000200" }))));
       expect(m.threadTs).toBe("1700000100.000200");
