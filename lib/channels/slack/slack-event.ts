@@ -17,14 +17,12 @@ export const SLACK_IGNORE_REASONS = {
   ownMessage: "own_message",
   notUserText: "not_user_text",
   notDirectMessage: "not_direct_message",
-  edited: "edited",
   empty: "empty",
 } as const;
 export type SlackIgnoreReason = (typeof SLACK_IGNORE_REASONS)[keyof typeof SLACK_IGNORE_REASONS];
 
 /** A person's message to the assistant, as the turn needs it. */
 export interface SlackUserMessage {
-  eventId: string;
   teamId: string;
   channelId: string;
   userId: string;
@@ -66,7 +64,6 @@ const messageEventSchema = z.object({
   subtype: z.string().optional(),
   text: z.string().optional(),
   channel_type: z.string().optional(),
-  edited: z.unknown().optional(),
 });
 
 export interface ParseSlackEventOptions {
@@ -147,7 +144,7 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
 
   const envelope = eventCallbackSchema.safeParse(json);
   if (!envelope.success) throw invalid(envelope.error, "event_callback");
-  const { team_id: teamId, event_id: eventId, authorizations, event: rawEvent } = envelope.data;
+  const { team_id: teamId, authorizations, event: rawEvent } = envelope.data;
   if (rawEvent.type !== "app_mention" && rawEvent.type !== "message") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.unsupportedEvent };
   }
@@ -167,8 +164,6 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   if ((event.subtype !== undefined && !SLACK_USER_TEXT_SUBTYPES.includes(event.subtype)) || !event.user) {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notUserText };
   }
-  // Editing a message that mentions the bot makes Slack send its app_mention again, with `edited` and a new event id.
-  if (event.edited !== undefined) return { kind: "ignore", reason: SLACK_IGNORE_REASONS.edited };
   // Channel messages reach the assistant as app_mention; a `message` there would answer twice.
   if (event.type === "message" && event.channel_type !== "im") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notDirectMessage };
@@ -180,7 +175,6 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   return {
     kind: "message",
     message: {
-      eventId,
       teamId,
       channelId: event.channel,
       userId: event.user,
@@ -204,7 +198,8 @@ export function slackTurnJob(message: SlackUserMessage, receivedAt: Date): Slack
     owner: tenantOwner("slack", message.teamId),
     readScope: `slack:${message.teamId}:${message.channelId}`,
     content: message.text,
-    dedupeId: `slack:${message.eventId}`,
+    // The message, not the delivery: Slack sends a mention again, under a new event id, when its message is edited.
+    dedupeId: `slack:${message.teamId}:${message.channelId}:${message.ts}`,
     receivedAt: receivedAt.toISOString(),
     replyTo: { teamId: message.teamId, channelId: message.channelId, threadTs: message.threadTs },
   };

@@ -82,7 +82,7 @@ describe("slack/handle-slack-event", () => {
       expect(response).toEqual({ status: 200, headers: {}, body: "" });
       expect(queue).toHaveLength(1);
       const job = parseTurnJob(queue[0]);
-      expect(job).toMatchObject({ channel: "slack", content: "what were last month's sales?", dedupeId: "slack:Ev0ONE" });
+      expect(job).toMatchObject({ channel: "slack", content: "what were last month's sales?", dedupeId: "slack:T0TEST:C0GENERAL:1700000100.000200" });
     });
 
     it("enqueues one turn for an event delivered twice (Slack's retry)", async () => {
@@ -120,8 +120,14 @@ describe("slack/handle-slack-event", () => {
       expect(queue).toHaveLength(1);
       expect(outcomes).toEqual([
         { kind: "enqueued", retryNum: 0 },
-        { kind: "ignored", reason: "edited" },
+        { kind: "duplicate", retryNum: 0 },
       ]);
+    });
+
+    it("enqueues the question of a message edited to add the mention, whose first delivery is that edit", async () => {
+      const edited = appMention({ ts: "1700000710.000100", text: "<@U0BOT> and the month before?", edited: { user: "U0ALICE", ts: "1700000760.000000" } });
+      expect((await deliver(signed(envelope(edited)))).status).toBe(200);
+      expect(queue.map((body) => parseTurnJob(body).content)).toEqual(["and the month before?"]);
     });
 
     it("returns 400 with x-slack-no-retry for a signed body that is not an envelope", async () => {
@@ -170,7 +176,8 @@ describe("slack/handle-slack-event", () => {
     it("answers in a few milliseconds, well inside Slack's three seconds", async () => {
       const timings: number[] = [];
       for (let i = 0; i < 20; i += 1) {
-        const request = signed(envelope(appMention()));
+        const ts = `17000008${String(i).padStart(2, "0")}.000100`;
+        const request = signed(envelope(appMention({ ts, event_ts: ts })));
         const started = performance.now();
         await deliver(request);
         timings.push(performance.now() - started);

@@ -77,11 +77,6 @@ describe("slack/slack-event", () => {
       expect(parseSlackEvent(envelope(directMessage({ subtype })))).toEqual({ kind: "ignore", reason: "not_user_text" });
     });
 
-    it("ignores an app_mention that carries `edited`: Slack sends one again when a message with the mention is edited", () => {
-      const edited = appMention({ edited: { user: USER, ts: "1700000160.000000" } });
-      expect(parseSlackEvent(envelope(edited))).toEqual({ kind: "ignore", reason: "edited" });
-    });
-
     it("ignores a system subtype even when it lacks the fields of a user message", () => {
       expect(parseSlackEvent(envelope({ type: "message", subtype: "message_replied", hidden: true, event_ts: "1.1" }))).toEqual({
         kind: "ignore",
@@ -178,12 +173,18 @@ describe("slack/slack-event", () => {
       expect(job.readScope).toBe(`slack:${TEAM}:${CHANNEL}`);
     });
 
-    it("returns a job that the queue schema accepts, with the reply thread and the event id", () => {
+    it("returns a job that the queue schema accepts, with the reply thread and the message (workspace, channel, ts) as dedupe id", () => {
       const body = envelope(appMention({ ts: "1.9", thread_ts: "1.1" }), "Ev0FIXED");
       const job = slackTurnJob(message(parseSlackEvent(body)), at);
       expect(turnJobSchema.parse(JSON.parse(JSON.stringify(job)))).toEqual(job);
       expect(job.replyTo).toEqual({ teamId: TEAM, channelId: CHANNEL, threadTs: "1.1" });
-      expect(job.dedupeId).toBe("slack:Ev0FIXED");
+      expect(job.dedupeId).toBe(`slack:${TEAM}:${CHANNEL}:1.9`);
+    });
+
+    it("returns the same dedupe id for the app_mention Slack sends again, under a new event id, when the message is edited", () => {
+      const original = slackTurnJob(message(parseSlackEvent(envelope(appMention({ ts: "1.9" }), "Ev0ORIGINAL"))), at);
+      const edited = appMention({ ts: "1.9", text: `<@${BOT_USER}> and in EMEA?`, edited: { user: USER, ts: "2.0" } });
+      expect(slackTurnJob(message(parseSlackEvent(envelope(edited, "Ev0EDITED"))), at).dedupeId).toBe(original.dedupeId);
     });
   });
 });
