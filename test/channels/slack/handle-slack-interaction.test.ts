@@ -119,6 +119,20 @@ describe("handleSlackInteraction", () => {
     expect(asked).toEqual([]);
   });
 
+  it.each([
+    { type: "view_closed", user: { id: "U2" }, team: { id: "T1" }, view: { callback_id: "threadwise_approval_edit", private_metadata: "{}" } },
+    { type: "shortcut", callback_id: "someone_elses_shortcut", user: { id: "U2" }, team: { id: "T1" }, trigger_id: "1.2.3" },
+    { type: "message_action", callback_id: "x", user: { id: "U2" }, team: { id: "T1" }, message: { ts: "1.1", text: "hi" } },
+    { type: "block_suggestion", action_id: "x", value: "q", user: { id: "U2" }, team: { id: "T1" } },
+  ])("ignores a $type payload with an empty 200, deciding nothing", async (payload) => {
+    const { asked, approvals } = deciding();
+    const rawBody = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, approvals);
+    expect(response).toEqual({ status: 200, headers: {}, body: "" });
+    expect(outcomes).toEqual([{ kind: "ignored" }]);
+    expect(asked).toEqual([]);
+  });
+
   it("tells only the clicking user when they may not decide, and replaces the message for an approval already decided", async () => {
     const forbidden = await handle(click(SLACK_APPROVAL_ACTIONS.approve), deciding(() => new ForbiddenError("no")).approvals);
     expect(forbidden.outcomes).toEqual([{ kind: "refused", code: "forbidden" }]);

@@ -88,11 +88,16 @@ describe("slack/slack-event", () => {
       expect(parseSlackEvent(envelope(appMention({ text: `  <@${BOT_USER}>  ` })))).toEqual({ kind: "ignore", reason: "empty" });
     });
 
-    it("ignores events it does not handle", () => {
-      expect(parseSlackEvent(envelope({ type: "reaction_added", user: USER, reaction: "thumbsup" }))).toEqual({
-        kind: "ignore",
-        reason: "unsupported_event",
-      });
+    it.each([
+      { type: "reaction_added", user: USER, reaction: "thumbsup", item: { type: "message", channel: CHANNEL, ts: "1.1" } },
+      { type: "member_joined_channel", user: USER, channel: CHANNEL },
+      { type: "app_home_opened", user: USER, channel: DM, tab: "home" },
+      { type: "app_uninstalled" },
+      { type: "tokens_revoked", tokens: { bot: [BOT_USER] } },
+      { type: "assistant_thread_started", assistant_thread: { user_id: USER, channel_id: DM, thread_ts: "1.1" } },
+      { type: "file_shared", file_id: "F1", user_id: USER, channel_id: CHANNEL },
+    ])("ignores a $type event, which it does not handle", (event) => {
+      expect(parseSlackEvent(envelope(event))).toEqual({ kind: "ignore", reason: "unsupported_event" });
     });
 
     it("ignores envelopes it does not handle", () => {
