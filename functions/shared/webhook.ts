@@ -34,7 +34,11 @@ function deduperOf(credentials: Credentials): EventDeduper {
     if (!deduper) dedupers.set(client, (deduper = new ChannelEventDeduper(client.db(config.dbName))));
     return deduper;
   };
-  return { claim: (eventId, now) => current().claim(eventId, now), release: (eventId) => current().release(eventId) };
+  return {
+    claim: (eventId, now) => current().claim(eventId, now),
+    confirm: (eventId) => current().confirm(eventId),
+    release: (eventId) => current().release(eventId),
+  };
 }
 
 /** The channel's group directory holds a token and a membership cache: one per container and credentials version. */

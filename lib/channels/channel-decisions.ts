@@ -22,8 +22,14 @@ export interface ChannelApprovals {
   forDecision(principal: ChannelPrincipal, conversationId: string, approvalId: string): Promise<ApprovalDocument>;
 }
 
+/** The longest edited arguments a channel's form takes (JSON text); a longer edit is refused with a note, not parsed. */
+export const MAX_EDITED_ARGUMENTS_CHARS = 20_000;
+
 /** The edited arguments as typed in a channel's form (JSON text), or what is wrong with them. */
 export function editedArgumentsOf(text: string | undefined): { args: Record<string, unknown> } | { error: string } {
+  if (text !== undefined && text.length > MAX_EDITED_ARGUMENTS_CHARS) {
+    return { error: `Too long: the arguments may have at most ${MAX_EDITED_ARGUMENTS_CHARS.toLocaleString("en-US")} characters.` };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text ?? "");

@@ -26,3 +26,11 @@ export function emptyResponse(status: number): ChannelResponse {
 export function channelNotConfiguredResponse(channel: "slack" | "teams", hint: string): ChannelResponse {
   return jsonResponse(503, { error: { code: "channel_not_configured", message: `${channel} is not configured: ${hint}` } });
 }
+
+/**
+ * The answer to a delivery of an event whose first delivery is still enqueueing it: 503, so the
+ * channel retries; that first delivery may yet fail, and a 200 would end the channel's retries.
+ */
+export function eventInFlightResponse(): ChannelResponse {
+  return jsonResponse(503, { error: { code: "event_in_flight", message: "an earlier delivery of this event is still being accepted; retry later" } });
+}

@@ -1,8 +1,10 @@
 export {
   ChannelEventDeduper,
+  DEFAULT_CHANNEL_EVENT_IN_FLIGHT_SECONDS,
   DEFAULT_CHANNEL_EVENT_TTL_SECONDS,
   type ChannelEventDeduperOptions,
   type ChannelEventDocument,
+  type EventClaim,
   type EventDeduper,
 } from "./channel-event-deduper.js";
 export {

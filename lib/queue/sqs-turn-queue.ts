@@ -3,6 +3,17 @@ import { CORRELATION_ID_ATTRIBUTE, type TraceContext } from "../observability/in
 import type { TurnJob } from "./turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
+/**
+ * The characters SQS refuses in a message body (InvalidMessageContents) that `JSON.stringify` leaves
+ * raw: it escapes controls and lone surrogates already, not the noncharacters U+FFFE and U+FFFF.
+ */
+const RAW_NONCHARACTERS = /[\ufffe\uffff]/g;
+
+/** The job as the message body: JSON whose every character SQS takes, parsing back to the same job (a user's text may hold anything). */
+function turnJobMessageBody(job: TurnJob): string {
+  return JSON.stringify(job).replace(RAW_NONCHARACTERS, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 export interface SqsTurnQueueOptions {
   /** Created once per container by the caller, and never closed here. */
   client: SQSClient;
@@ -26,7 +37,7 @@ export class SqsTurnQueue implements TurnQueue {
     await this.options.client.send(
       new SendMessageCommand({
         QueueUrl: this.options.queueUrl,
-        MessageBody: JSON.stringify(job),
+        MessageBody: turnJobMessageBody(job),
         MessageGroupId: turnJobGroupId(job),
         MessageDeduplicationId: turnJobDeduplicationId(job),
         ...(trace.correlationId && { MessageAttributes: { [CORRELATION_ID_ATTRIBUTE]: { DataType: "String", StringValue: trace.correlationId } } }),

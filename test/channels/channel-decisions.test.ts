@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
-import { editedArgumentsOf, invalidEditText, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
+import { editedArgumentsOf, invalidEditText, MAX_EDITED_ARGUMENTS_CHARS, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
 import type { ChannelRolesMap } from "../../lib/config/config.js";
 import { ForbiddenError, NotFoundError, RoleLookupError, ValidationError } from "../../lib/errors.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { ApprovalStore, approvalIdOf, argsHash } from "../../lib/store/approval-store.js";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { TurnStore } from "../../lib/store/turn-store.js";
+import { editedArgumentIssues } from "../../lib/approvals/edited-arguments.js";
 import { heldFence } from "../support/fences.js";
+import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
 import { sampleSlackJob } from "../support/turn-jobs.js";
 import { useStoreFixture } from "../support/store-fixture.js";
 
@@ -23,6 +25,45 @@ describe("editedArgumentsOf", () => {
   it.each([["null"], ["[1]"], ['"x"'], ["3"]])("returns the not-an-object error for the JSON %s", (text) => {
     expect(editedArgumentsOf(text)).toEqual({ error: "The arguments must be a JSON object." });
   });
+
+  it("returns the arguments of exactly MAX_EDITED_ARGUMENTS_CHARS characters, and the too-long error for one more", () => {
+    const padded = (chars: number) => `{"t": "${"x".repeat(chars - 9)}"}`;
+    expect(padded(MAX_EDITED_ARGUMENTS_CHARS)).toHaveLength(MAX_EDITED_ARGUMENTS_CHARS);
+    expect(editedArgumentsOf(padded(MAX_EDITED_ARGUMENTS_CHARS))).toHaveProperty("args.t");
+    expect(editedArgumentsOf(padded(MAX_EDITED_ARGUMENTS_CHARS + 1))).toEqual({ error: "Too long: the arguments may have at most 20,000 characters." });
+  });
+});
+
+describe("an edit as a channel checks it (editedArgumentsOf, then editedArgumentIssues, then invalidEditText)", () => {
+  /** A tool's schema as the registry records it on an approval: a closed object, a bounded string, and one field open to any JSON. */
+  const SCHEMA = JSON.stringify({
+    type: "object",
+    properties: { title: { type: "string", minLength: 3, maxLength: 200 }, extra: {} },
+    required: ["title"],
+    additionalProperties: false,
+  });
+  const check = (typed: string) => {
+    const edited = editedArgumentsOf(typed);
+    if ("error" in edited) return edited.error;
+    const issues = editedArgumentIssues(SCHEMA, edited.args);
+    return invalidEditText(
+      new ValidationError(
+        "refused",
+        issues.map((i) => ({ path: `args.${i.path}`, message: i.message })),
+      ),
+    );
+  };
+
+  it.each([
+    ["typed as is", (text: string) => text],
+    ["inside the field open to any JSON", (text: string) => `{"title": "abc", "extra": ${text}}`],
+  ])(
+    "does work linear in the text, whatever it holds, %s",
+    (_, wrap) => {
+      expectLinearWork(check, { wrap, numRuns: 4 });
+    },
+    LINEAR_WORK_TIMEOUT_MS,
+  );
 });
 
 describe("invalidEditText", () => {

@@ -55,5 +55,14 @@ describe("functions/slack", () => {
       expect(sent).toHaveLength(1);
       expect(JSON.parse(sent[0].body)).toMatchObject({ channel: "slack", content: "what is up?" });
     });
+
+    it("enqueues a mention holding the noncharacters U+FFFE and U+FFFF, which SQS refuses raw, with its text unchanged", async () => {
+      const before = h.aws.sent.length;
+      const body = envelope(appMention({ ts: "1700000778.000100", text: "<@U0BOT> sales\ufffe by\uffff region?" }));
+      expect((await slackEvent(body, signSlackRequest(body))).statusCode).toBe(200);
+      const sent = h.aws.sent.slice(before);
+      expect(sent).toHaveLength(1);
+      expect(JSON.parse(sent[0].body)).toMatchObject({ content: "sales\ufffe by\uffff region?" });
+    });
   });
 });

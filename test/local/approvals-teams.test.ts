@@ -171,6 +171,17 @@ describe("local server: approvals in Teams", () => {
       expect(await followUps(approvalId)).toBe(0);
     });
 
+    it("refreshes the card with why, the arguments as they were, for an edit over 20,000 characters, and decides nothing", async () => {
+      const { edit, approvalId } = await waitingChat();
+      const typed = JSON.stringify({ title: "Call the supplier", details: "x".repeat(20_001) });
+      const answered = await post(invoke(editWith(edit, typed), USER_AAD));
+      expect(answered.body).toMatchObject({ statusCode: 200, type: "application/vnd.microsoft.card.adaptive" });
+      const card = refreshed(answered.body);
+      expect(card.body.find((b) => b.color === "Attention")?.text).toBe("Too long: the arguments may have at most 20,000 characters.");
+      expect(JSON.parse(card.body.find((b) => b.type === "Input.Text")?.value ?? "")).toEqual({ title: "Call the supplier" });
+      expect(await approvalStatus(approvalId)).toBe("pending");
+    });
+
     it("runs the call once with the edited arguments and refreshes the card naming who edited", async () => {
       const { edit, approvalId } = await waitingChat();
       const answered = await post(invoke(editWith(edit, '{"title": "Call the new supplier"}'), LEAD_AAD));

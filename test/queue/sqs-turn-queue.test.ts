@@ -5,8 +5,10 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { CORRELATION_ID_ATTRIBUTE } from "../../lib/observability/trace-context.js";
 import { SqsTurnQueue } from "../../lib/queue/sqs-turn-queue.js";
+import { parseTurnJob } from "../../lib/queue/turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/turn-queue.js";
 import { sampleSlackJob } from "../support/turn-jobs.js";
+import { OUTSIDE_SQS_CHARACTERS } from "../functions/support/aws-endpoints.js";
 
 /** SQS's JSON protocol on loopback: each request's action and body recorded, answered as SQS answers. */
 let sqs: Server;
@@ -22,6 +24,11 @@ beforeAll(async () => {
       const action = String(req.headers["x-amz-target"] ?? "").replace("AmazonSQS.", "");
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Record<string, unknown>;
       received.push({ action, body });
+      if (action === "SendMessage" && OUTSIDE_SQS_CHARACTERS.test(String(body.MessageBody))) {
+        const refusal = { __type: "com.amazonaws.sqs#InvalidMessageContents", message: "Invalid characters found." };
+        res.writeHead(400, { "content-type": "application/x-amz-json-1.0" }).end(JSON.stringify(refusal));
+        return;
+      }
       const answer =
         action === "SendMessage"
           ? { MessageId: "m-1", MD5OfMessageBody: createHash("md5").update(String(body.MessageBody)).digest("hex"), SequenceNumber: "1" }
@@ -69,6 +76,14 @@ describe("SqsTurnQueue", () => {
         MessageAttributes: { [CORRELATION_ID_ATTRIBUTE]: { DataType: "String", StringValue: "req-1" } },
         MessageSystemAttributes: { AWSTraceHeader: { DataType: "String", StringValue: "Root=1-a-b;Sampled=1" } },
       });
+    });
+
+    it("sends a text holding U+FFFE and U+FFFF, which SQS refuses raw, escaped in the JSON, so the worker reads it unchanged", async () => {
+      const content = "sales\ufffe by\uffff region \ud83d\udc4d \ud800 \u0000";
+      await new SqsTurnQueue({ client, queueUrl: QUEUE_URL }).enqueue(sampleSlackJob({ content }));
+      const body = String(received[0].body.MessageBody);
+      expect(body).not.toMatch(OUTSIDE_SQS_CHARACTERS);
+      expect(parseTurnJob(body).content).toBe(content);
     });
 
     it("counts nothing when SQS refuses the job", async () => {

@@ -1,6 +1,6 @@
 import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
 import { enqueueOnce, type EventDeduper } from "../channel-event-deduper.js";
-import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
+import { emptyResponse, eventInFlightResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import type { EnqueueTurn } from "../../queue/turn-job.js";
 import { parseSlackEvent, slackTurnJob, type SlackDelivery, type SlackIgnoreReason } from "./slack-event.js";
 import { verifySlackRequest } from "./verify-slack-request.js";
@@ -12,6 +12,7 @@ export type SlackEventOutcome =
   | { kind: "challenge" }
   | { kind: "ignored"; reason: SlackIgnoreReason }
   | { kind: "duplicate"; retryNum: number }
+  | { kind: "in_flight"; retryNum: number }
   | { kind: "enqueued"; retryNum: number };
 
 export interface HandleSlackEventInput {
@@ -67,10 +68,7 @@ export async function handleSlackEvent(input: HandleSlackEventInput): Promise<Ch
 
   const retryNum = Number(input.request.headers["x-slack-retry-num"] ?? 0) || 0;
   const job = slackTurnJob(delivery.message, now);
-  if (!(await enqueueOnce(job, input.deduper, input.enqueue, now))) {
-    report({ kind: "duplicate", retryNum });
-    return emptyResponse(200);
-  }
-  report({ kind: "enqueued", retryNum });
-  return emptyResponse(200);
+  const kind = await enqueueOnce(job, input.deduper, input.enqueue, now);
+  report({ kind, retryNum });
+  return kind === "in_flight" ? eventInFlightResponse() : emptyResponse(200);
 }

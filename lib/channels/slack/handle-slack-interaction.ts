@@ -50,7 +50,8 @@ const viewSubmissionSchema = z.object({
   view: z.object({
     callback_id: z.literal(SLACK_EDIT_MODAL.callbackId),
     private_metadata: z.string().max(3_000),
-    state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().max(10_000).nullable().optional() }))) }),
+    // No bound on the value here: an edit too long is answered under the input (`editedArgumentsOf`), not taken for another app's modal.
+    state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullable().optional() }))) }),
   }),
 });
 

@@ -23,7 +23,6 @@ export type SlackIgnoreReason = (typeof SLACK_IGNORE_REASONS)[keyof typeof SLACK
 
 /** A person's message to the assistant, as the turn needs it. */
 export interface SlackUserMessage {
-  eventId: string;
   teamId: string;
   channelId: string;
   userId: string;
@@ -113,6 +112,15 @@ export function stripSlackMention(text: string, botUserIds: ReadonlySet<string>,
   return (out + text.slice(last)).trim();
 }
 
+/** The three characters Slack escapes in message text (its control characters), as it writes them. */
+const SLACK_ESCAPES: Readonly<Record<string, string>> = { "&amp;": "&", "&lt;": "<", "&gt;": ">" };
+const SLACK_ESCAPE = /&(?:amp|lt|gt);/g;
+
+/** Undoes Slack's escaping of `&`, `<` and `>`, in one pass (so `&amp;lt;` is `&lt;`), as the person typed them. */
+function unescapeSlackText(text: string): string {
+  return text.replace(SLACK_ESCAPE, (escape) => SLACK_ESCAPES[escape]);
+}
+
 /**
  * Parses an Events API body into what it asks of us. Pure: no I/O, no clock. Throws
  * `ValidationError` when the body is not an envelope Slack sends.
@@ -136,7 +144,7 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
 
   const envelope = eventCallbackSchema.safeParse(json);
   if (!envelope.success) throw invalid(envelope.error, "event_callback");
-  const { team_id: teamId, event_id: eventId, authorizations, event: rawEvent } = envelope.data;
+  const { team_id: teamId, authorizations, event: rawEvent } = envelope.data;
   if (rawEvent.type !== "app_mention" && rawEvent.type !== "message") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.unsupportedEvent };
   }
@@ -160,13 +168,13 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   if (event.type === "message" && event.channel_type !== "im") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.notDirectMessage };
   }
-  const text = stripSlackMention(event.text ?? "", botUserIds, event.type === "app_mention");
+  // Unescaped after the mention is removed: a `&lt;@U1&gt;` the person typed is text, not a mention.
+  const text = unescapeSlackText(stripSlackMention(event.text ?? "", botUserIds, event.type === "app_mention"));
   if (text === "") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.empty };
 
   return {
     kind: "message",
     message: {
-      eventId,
       teamId,
       channelId: event.channel,
       userId: event.user,
@@ -190,7 +198,8 @@ export function slackTurnJob(message: SlackUserMessage, receivedAt: Date): Slack
     owner: tenantOwner("slack", message.teamId),
     readScope: `slack:${message.teamId}:${message.channelId}`,
     content: message.text,
-    dedupeId: `slack:${message.eventId}`,
+    // The message, not the delivery: Slack sends a mention again, under a new event id, when its message is edited.
+    dedupeId: `slack:${message.teamId}:${message.channelId}:${message.ts}`,
     receivedAt: receivedAt.toISOString(),
     replyTo: { teamId: message.teamId, channelId: message.channelId, threadTs: message.threadTs },
   };

@@ -1,6 +1,6 @@
 import { ChannelAuthenticationError, ValidationError, type ChannelAuthenticationReason } from "../../errors.js";
 import { enqueueOnce, type EventDeduper } from "../channel-event-deduper.js";
-import { emptyResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
+import { emptyResponse, eventInFlightResponse, jsonResponse, type ChannelRequest, type ChannelResponse } from "../channel-http.js";
 import type { EnqueueTurn } from "../../queue/turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
@@ -13,6 +13,7 @@ export type TeamsActivityOutcome =
   | { kind: "invalid" }
   | { kind: "ignored"; reason: TeamsIgnoreReason }
   | { kind: "duplicate" }
+  | { kind: "in_flight" }
   | { kind: "enqueued" }
   | { kind: "approval-action" };
 
@@ -90,10 +91,8 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
   }
 
   const job = teamsTurnJob(delivery.message, now);
-  if (!(await enqueueOnce(job, input.deduper, input.enqueue, now))) {
-    report({ kind: "duplicate" });
-    return emptyResponse(200);
-  }
-  report({ kind: "enqueued" });
-  return emptyResponse(202);
+  const kind = await enqueueOnce(job, input.deduper, input.enqueue, now);
+  report({ kind });
+  if (kind === "in_flight") return eventInFlightResponse();
+  return emptyResponse(kind === "enqueued" ? 202 : 200);
 }

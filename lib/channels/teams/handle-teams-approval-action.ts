@@ -2,7 +2,14 @@ import { z } from "zod";
 import { teamsPrincipal } from "../../auth/principal.js";
 import { ValidationError } from "../../errors.js";
 import type { ApprovalChoice } from "../../store/approval-store.js";
-import { decisionRefusal, editedArgumentsOf, invalidEditText, type ChannelApprovals, type ChannelPrincipal } from "../channel-decisions.js";
+import {
+  decisionRefusal,
+  editedArgumentsOf,
+  invalidEditText,
+  MAX_EDITED_ARGUMENTS_CHARS,
+  type ChannelApprovals,
+  type ChannelPrincipal,
+} from "../channel-decisions.js";
 import { jsonResponse, type ChannelResponse } from "../channel-http.js";
 import { approvalCard, TEAMS_APPROVAL_VERBS, TEAMS_ARGS_INPUT } from "./teams-approval-card.js";
 
@@ -28,7 +35,8 @@ const invokeSchema = z.object({
     action: z.object({
       verb: z.string().max(100),
       // Action.Execute merges the card's inputs into its data: the arguments box comes as `args`.
-      data: z.object({ conversationId: z.uuid(), approvalId: z.uuid(), [TEAMS_ARGS_INPUT]: z.string().max(20_000).optional() }),
+      // No bound here: an edit too long is refused with a note on the card (`editedArgumentsOf`), not as a malformed action.
+      data: z.object({ conversationId: z.uuid(), approvalId: z.uuid(), [TEAMS_ARGS_INPUT]: z.string().optional() }),
     }),
   }),
 });
@@ -96,5 +104,7 @@ async function refusedEdit(
 ): Promise<ChannelResponse> {
   const approval = await approvals.forDecision(principal, conversationId, approvalId);
   const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString() };
-  return card(approvalCard(conversationId, shown, { text: typed, error }));
+  // An edit too long to take is not shown back (a card has a size limit): the box holds the arguments as they were.
+  const text = typed.length <= MAX_EDITED_ARGUMENTS_CHARS ? typed : JSON.stringify(approval.args, null, 2);
+  return card(approvalCard(conversationId, shown, { text, error }));
 }

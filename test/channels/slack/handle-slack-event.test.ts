@@ -8,6 +8,7 @@ import {
 } from "../../../lib/channels/index.js";
 import { decodeEventBody } from "../../../lib/api/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
+import { Gate } from "../../support/gate.js";
 import { useStoreFixture } from "../../support/store-fixture.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 import { TEST_SLACK_SIGNING_SECRET, signSlackRequest } from "../../support/slack-signing.js";
@@ -81,7 +82,7 @@ describe("slack/handle-slack-event", () => {
       expect(response).toEqual({ status: 200, headers: {}, body: "" });
       expect(queue).toHaveLength(1);
       const job = parseTurnJob(queue[0]);
-      expect(job).toMatchObject({ channel: "slack", content: "what were last month's sales?", dedupeId: "slack:Ev0ONE" });
+      expect(job).toMatchObject({ channel: "slack", content: "what were last month's sales?", dedupeId: "slack:T0TEST:C0GENERAL:1700000100.000200" });
     });
 
     it("enqueues one turn for an event delivered twice (Slack's retry)", async () => {
@@ -110,6 +111,25 @@ describe("slack/handle-slack-event", () => {
       expect(outcomes).toEqual([{ kind: "ignored", reason: "not_user_text" }]);
     });
 
+    it("enqueues one turn for a mention whose message is then edited (Slack sends app_mention again, with `edited`)", async () => {
+      const ts = "1700000700.000100";
+      await deliver(signed(envelope(appMention({ ts }))));
+      const edited = appMention({ ts, text: "<@U0BOT> what were last month's sales in EMEA?", edited: { user: "U0ALICE", ts: "1700000760.000000" } });
+      const response = await deliver(signed(envelope(edited)));
+      expect(response).toEqual({ status: 200, headers: {}, body: "" });
+      expect(queue).toHaveLength(1);
+      expect(outcomes).toEqual([
+        { kind: "enqueued", retryNum: 0 },
+        { kind: "duplicate", retryNum: 0 },
+      ]);
+    });
+
+    it("enqueues the question of a message edited to add the mention, whose first delivery is that edit", async () => {
+      const edited = appMention({ ts: "1700000710.000100", text: "<@U0BOT> and the month before?", edited: { user: "U0ALICE", ts: "1700000760.000000" } });
+      expect((await deliver(signed(envelope(edited)))).status).toBe(200);
+      expect(queue.map((body) => parseTurnJob(body).content)).toEqual(["and the month before?"]);
+    });
+
     it("returns 400 with x-slack-no-retry for a signed body that is not an envelope", async () => {
       const response = await deliver(signed("not json"));
       expect(response.status).toBe(400);
@@ -124,6 +144,28 @@ describe("slack/handle-slack-event", () => {
       expect(queue).toHaveLength(1);
     });
 
+    it("answers 503 to Slack's retry while the first delivery is still enqueueing, so an enqueue that then fails is retried", async () => {
+      const gate = new Gate();
+      const rawBody = envelope(appMention(), "Ev0SLOWQUEUE");
+      const first = deliver(signed(rawBody), {
+        enqueue: async () => {
+          await gate.pass();
+          throw new Error("queue timed out");
+        },
+      });
+      await gate.reached;
+      const retry = await deliver(signed(rawBody, 1));
+      gate.open();
+      await expect(first).rejects.toThrow("queue timed out");
+      const last = await deliver(signed(rawBody, 2));
+      expect([retry.status, last.status]).toEqual([503, 200]);
+      expect(queue).toHaveLength(1);
+      expect(outcomes).toEqual([
+        { kind: "in_flight", retryNum: 1 },
+        { kind: "enqueued", retryNum: 2 },
+      ]);
+    });
+
     it("accepts a request whose body API Gateway base64-encoded", async () => {
       const rawBody = envelope(directMessage());
       const body = decodeEventBody({ body: Buffer.from(rawBody).toString("base64"), isBase64Encoded: true }) ?? "";
@@ -134,7 +176,8 @@ describe("slack/handle-slack-event", () => {
     it("answers in a few milliseconds, well inside Slack's three seconds", async () => {
       const timings: number[] = [];
       for (let i = 0; i < 20; i += 1) {
-        const request = signed(envelope(appMention()));
+        const ts = `17000008${String(i).padStart(2, "0")}.000100`;
+        const request = signed(envelope(appMention({ ts, event_ts: ts })));
         const started = performance.now();
         await deliver(request);
         timings.push(performance.now() - started);

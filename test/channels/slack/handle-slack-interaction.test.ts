@@ -119,6 +119,20 @@ describe("handleSlackInteraction", () => {
     expect(asked).toEqual([]);
   });
 
+  it.each([
+    { type: "view_closed", user: { id: "U2" }, team: { id: "T1" }, view: { callback_id: "threadwise_approval_edit", private_metadata: "{}" } },
+    { type: "shortcut", callback_id: "someone_elses_shortcut", user: { id: "U2" }, team: { id: "T1" }, trigger_id: "1.2.3" },
+    { type: "message_action", callback_id: "x", user: { id: "U2" }, team: { id: "T1" }, message: { ts: "1.1", text: "hi" } },
+    { type: "block_suggestion", action_id: "x", value: "q", user: { id: "U2" }, team: { id: "T1" } },
+  ])("ignores a $type payload with an empty 200, deciding nothing", async (payload) => {
+    const { asked, approvals } = deciding();
+    const rawBody = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, approvals);
+    expect(response).toEqual({ status: 200, headers: {}, body: "" });
+    expect(outcomes).toEqual([{ kind: "ignored" }]);
+    expect(asked).toEqual([]);
+  });
+
   it("tells only the clicking user when they may not decide, and replaces the message for an approval already decided", async () => {
     const forbidden = await handle(click(SLACK_APPROVAL_ACTIONS.approve), deciding(() => new ForbiddenError("no")).approvals);
     expect(forbidden.outcomes).toEqual([{ kind: "refused", code: "forbidden" }]);
@@ -126,6 +140,28 @@ describe("handleSlackInteraction", () => {
     slack.responses.length = 0;
     const conflict = await handle(click(SLACK_APPROVAL_ACTIONS.reject), deciding(() => new ApprovalConflictError("m", APPROVAL, "approved")).approvals);
     expect(conflict.posted).toEqual([{ replace_original: true, text: "This call was already decided (approved)." }]);
+  });
+
+  it("answers an edit over 20,000 characters with the error under the modal's input, deciding nothing", async () => {
+    const { asked, approvals } = deciding();
+    const payload = {
+      type: "view_submission",
+      user: { id: "U2", team_id: "T1" },
+      team: { id: "T1" },
+      view: {
+        callback_id: "threadwise_approval_edit",
+        private_metadata: JSON.stringify({ c: CONVERSATION, a: APPROVAL }),
+        state: { values: { args: { args: { type: "plain_text_input", value: JSON.stringify({ title: "x".repeat(20_001) }) } } } },
+      },
+    };
+    const rawBody = new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const { response, outcomes } = await handle({ headers: signSlackRequest(rawBody), rawBody }, approvals);
+    expect(JSON.parse(response.body)).toEqual({
+      response_action: "errors",
+      errors: { args: "Too long: the arguments may have at most 20,000 characters." },
+    });
+    expect(outcomes).toEqual([{ kind: "edit_refused", code: "invalid_arguments" }]);
+    expect(asked).toEqual([]);
   });
 
   it("follows no response_url outside Slack's prefix", async () => {

@@ -21,6 +21,11 @@ describe("slack/slack-event", () => {
       expect(message(parseSlackEvent(envelope(appMention()))).text).toBe("what were last month's sales?");
     });
 
+    it("returns the text with Slack's escapes of &, < and > undone, after the mention is removed", () => {
+      const text = `<@${BOT_USER}> spend of R&amp;D where cost &gt; 5 &amp;&amp; &lt;@${BOT_USER}&gt; &amp;lt;`;
+      expect(message(parseSlackEvent(envelope(appMention({ text })))).text).toBe(`spend of R&D where cost > 5 && <@${BOT_USER}> &lt;`);
+    });
+
     it("returns the message's own ts as thread root for a top-level mention", () => {
       const m = message(parseSlackEvent(envelope(appMention({ ts: "1700000100.000200" }))));
       expect(m.threadTs).toBe("1700000100.000200");
@@ -83,11 +88,16 @@ describe("slack/slack-event", () => {
       expect(parseSlackEvent(envelope(appMention({ text: `  <@${BOT_USER}>  ` })))).toEqual({ kind: "ignore", reason: "empty" });
     });
 
-    it("ignores events it does not handle", () => {
-      expect(parseSlackEvent(envelope({ type: "reaction_added", user: USER, reaction: "thumbsup" }))).toEqual({
-        kind: "ignore",
-        reason: "unsupported_event",
-      });
+    it.each([
+      { type: "reaction_added", user: USER, reaction: "thumbsup", item: { type: "message", channel: CHANNEL, ts: "1.1" } },
+      { type: "member_joined_channel", user: USER, channel: CHANNEL },
+      { type: "app_home_opened", user: USER, channel: DM, tab: "home" },
+      { type: "app_uninstalled" },
+      { type: "tokens_revoked", tokens: { bot: [BOT_USER] } },
+      { type: "assistant_thread_started", assistant_thread: { user_id: USER, channel_id: DM, thread_ts: "1.1" } },
+      { type: "file_shared", file_id: "F1", user_id: USER, channel_id: CHANNEL },
+    ])("ignores a $type event, which it does not handle", (event) => {
+      expect(parseSlackEvent(envelope(event))).toEqual({ kind: "ignore", reason: "unsupported_event" });
     });
 
     it("ignores envelopes it does not handle", () => {
@@ -168,12 +178,18 @@ describe("slack/slack-event", () => {
       expect(job.readScope).toBe(`slack:${TEAM}:${CHANNEL}`);
     });
 
-    it("returns a job that the queue schema accepts, with the reply thread and the event id", () => {
+    it("returns a job that the queue schema accepts, with the reply thread and the message (workspace, channel, ts) as dedupe id", () => {
       const body = envelope(appMention({ ts: "1.9", thread_ts: "1.1" }), "Ev0FIXED");
       const job = slackTurnJob(message(parseSlackEvent(body)), at);
       expect(turnJobSchema.parse(JSON.parse(JSON.stringify(job)))).toEqual(job);
       expect(job.replyTo).toEqual({ teamId: TEAM, channelId: CHANNEL, threadTs: "1.1" });
-      expect(job.dedupeId).toBe("slack:Ev0FIXED");
+      expect(job.dedupeId).toBe(`slack:${TEAM}:${CHANNEL}:1.9`);
+    });
+
+    it("returns the same dedupe id for the app_mention Slack sends again, under a new event id, when the message is edited", () => {
+      const original = slackTurnJob(message(parseSlackEvent(envelope(appMention({ ts: "1.9" }), "Ev0ORIGINAL"))), at);
+      const edited = appMention({ ts: "1.9", text: `<@${BOT_USER}> and in EMEA?`, edited: { user: USER, ts: "2.0" } });
+      expect(slackTurnJob(message(parseSlackEvent(envelope(edited, "Ev0EDITED"))), at).dedupeId).toBe(original.dedupeId);
     });
   });
 });

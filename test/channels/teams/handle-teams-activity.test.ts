@@ -9,6 +9,7 @@ import {
 } from "../../../lib/channels/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
+import { Gate } from "../../support/gate.js";
 import { useStoreFixture } from "../../support/store-fixture.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";
 import { CHANNEL_THREAD, channelMention, messageActivity } from "./fixtures.js";
@@ -46,13 +47,13 @@ describe("teams/handle-teams-activity", () => {
     return { headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" }, rawBody: JSON.stringify(activity) };
   }
 
-  function deliver(request: ChannelRequest) {
+  function deliver(request: ChannelRequest, options: { enqueue?: (job: TurnJob) => Promise<void> } = {}) {
     return handleTeamsActivity({
       request,
       appId: TEST_APP_ID,
       openIdMetadataUrl: issuer.openIdMetadataUrl,
       deduper,
-      enqueue,
+      enqueue: options.enqueue ?? enqueue,
       onOutcome: (o) => outcomes.push(o),
     });
   }
@@ -104,6 +105,25 @@ describe("teams/handle-teams-activity", () => {
       expect([first.status, again.status]).toEqual([202, 200]);
       expect(queue).toHaveLength(1);
       expect(outcomes).toEqual([{ kind: "enqueued" }, { kind: "duplicate" }]);
+    });
+
+    it("answers 503 to a redelivery while the first delivery is still enqueueing, and 202 to one after that delivery failed", async () => {
+      const gate = new Gate();
+      const activity = messageActivity(connector.serviceUrl);
+      const first = deliver(await signed(activity), {
+        enqueue: async () => {
+          await gate.pass();
+          throw new Error("queue timed out");
+        },
+      });
+      await gate.reached;
+      const again = await deliver(await signed(activity));
+      gate.open();
+      await expect(first).rejects.toThrow("queue timed out");
+      const last = await deliver(await signed(activity));
+      expect([again.status, last.status]).toEqual([503, 202]);
+      expect(queue).toHaveLength(1);
+      expect(outcomes).toEqual([{ kind: "in_flight" }, { kind: "enqueued" }]);
     });
 
     it("returns 400 for a body that is not JSON", async () => {

@@ -30,7 +30,17 @@ describe("teams/teams-activity", () => {
       expect(message(parseTeamsActivity(channelMention(SERVICE_URL))).text).toBe("and the month before?");
     });
 
-    it.each(["conversationUpdate", "typing", "messageReaction", "invoke", "installationUpdate"])("ignores a %s activity", (type) => {
+    it.each([
+      "conversationUpdate",
+      "typing",
+      "messageReaction",
+      "invoke",
+      "installationUpdate",
+      "messageUpdate",
+      "messageDelete",
+      "event",
+      "endOfConversation",
+    ])("ignores a %s activity", (type) => {
       expect(parseTeamsActivity(messageActivity(SERVICE_URL, { type }))).toEqual({ kind: "ignore", reason: "not_message" });
     });
 

@@ -11,6 +11,9 @@ import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, secretOf, type CredentialK
  * credentials secret of the stack (`CREDENTIAL_SECRETS`).
  */
 
+/** The characters SQS takes in a message body (SendMessage's documentation); it refuses any other with InvalidMessageContents. */
+export const OUTSIDE_SQS_CHARACTERS = /[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/u;
+
 export const TEST_ACCOUNT = "123456789012";
 export const TEST_REGION = "us-east-1";
 
@@ -98,6 +101,9 @@ export async function startLocalAws(): Promise<LocalAws> {
       );
     }
     if (target === "AmazonSQS.SendMessage") {
+      if (OUTSIDE_SQS_CHARACTERS.test(String(body.MessageBody))) {
+        return reply(response, 400, { __type: "com.amazonaws.sqs#InvalidMessageContents", message: "Invalid characters found." }, "application/x-amz-json-1.0");
+      }
       const message: SentMessage = {
         messageId: randomUUID(),
         queueUrl: String(body.QueueUrl),
