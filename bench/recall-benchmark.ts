@@ -366,7 +366,8 @@ async function main() {
         `${Math.min(...searchMs.lexical).toFixed(1)} ms | ${Math.min(...searchMs.semantic).toFixed(1)} ms | |`,
       `| of which: reading the index from MongoDB / ranking in memory (lexical), median | ` +
         `${median(readMs).toFixed(1)} ms / ${median(rankMs).toFixed(2)} ms | | |`,
-      `| embedding the query (before the search), median | | ${median(embedMs).toFixed(1)} ms (${titan ? "Titan on Bedrock" : "local stand-in; Titan's latency in AWS"}) | |`,
+      `| embedding the query (before the search), median | | ${median(embedMs).toFixed(1)} ms ` +
+        `(${titan ? "Titan on Bedrock" : "local stand-in; Titan's latency in AWS"}) | |`,
       `| indexing a finished turn, median / p95 | ${median(indexMs.lexical).toFixed(1)} / ` +
         `${quantile(indexMs.lexical, 0.95).toFixed(1)} ms | ${median(indexMs.semantic).toFixed(1)} / ` +
         `${quantile(indexMs.semantic, 0.95).toFixed(1)} ms | |`,

@@ -3,6 +3,7 @@ import { ValidationError } from "../../errors.js";
 import { slackPrincipal, tenantOwner } from "../../auth/principal.js";
 import type { SlackTurnJob } from "../../queue/turn-job.js";
 import { issueDetails } from "../../validation.js";
+import { unescapeSlackText } from "./slack-text.js";
 
 /**
  * Message subtypes that still carry text a person wrote. Every other subtype (edits,
@@ -110,15 +111,6 @@ export function stripSlackMention(text: string, botUserIds: ReadonlySet<string>,
     while (last < text.length && isBlank(text.charCodeAt(last))) last += 1;
   }
   return (out + text.slice(last)).trim();
-}
-
-/** The three characters Slack escapes in message text (its control characters), as it writes them. */
-const SLACK_ESCAPES: Readonly<Record<string, string>> = { "&amp;": "&", "&lt;": "<", "&gt;": ">" };
-const SLACK_ESCAPE = /&(?:amp|lt|gt);/g;
-
-/** Undoes Slack's escaping of `&`, `<` and `>`, in one pass (so `&amp;lt;` is `&lt;`), as the person typed them. */
-function unescapeSlackText(text: string): string {
-  return text.replace(SLACK_ESCAPE, (escape) => SLACK_ESCAPES[escape]);
 }
 
 /**

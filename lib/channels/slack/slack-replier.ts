@@ -5,6 +5,7 @@ import { splitText } from "../split-text.js";
 import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
 import { SlackAnswerStream } from "./slack-answer-stream.js";
 import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
+import { escapeSlackText } from "./slack-text.js";
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
 export const DEFAULT_SLACK_API_URL = "https://slack.com/api/";
@@ -56,6 +57,23 @@ export function slackWebClient(options: Pick<SlackReplierOptions, "botToken" | "
   });
 }
 
+/**
+ * `text` escaped and split into messages of at most `maxChars` escaped characters (an entity is never
+ * cut: each piece is escaped after splitting, and split again where escaping made it too long).
+ */
+function escapedPieces(text: string, maxChars: number, splitAt = maxChars): string[] {
+  return splitText(text, splitAt).flatMap((piece) => {
+    const escaped = escapeSlackText(piece);
+    if (escaped.length <= maxChars || piece.length <= 1) return [escaped];
+    return escapedPieces(piece, maxChars, Math.max(1, Math.floor((piece.length * maxChars) / escaped.length)));
+  });
+}
+
+/** Text for inside a ``` block: escaped, and with a zero-width space between backticks, so no run of them closes the block early. */
+function codeBlockText(text: string): string {
+  return escapeSlackText(text).replace(/`(?=`)/g, "`\u200b");
+}
+
 /** Posts the assistant's answers into the Slack thread a turn came from. Create once per container. */
 export class SlackReplier {
   readonly client: WebClient;
@@ -66,10 +84,10 @@ export class SlackReplier {
     this.maxMessageChars = options.maxMessageChars ?? DEFAULT_SLACK_MAX_MESSAGE_CHARS;
   }
 
-  /** Replies in the thread; returns the `ts` of each message posted. */
+  /** Replies in the thread, the text escaped (shown as written, no mention or link of Slack's read in it); returns the `ts` of each message posted. */
   async reply(target: SlackReplyTarget, text: string): Promise<string[]> {
     const posted: string[] = [];
-    for (const piece of splitText(text, this.maxMessageChars)) {
+    for (const piece of escapedPieces(text, this.maxMessageChars)) {
       const result = await this.call(() =>
         this.client.chat.postMessage({
           channel: target.channelId,
@@ -92,7 +110,10 @@ export class SlackReplier {
     const blocks = approvals.flatMap((a) => [
       {
         type: "section",
-        text: { type: "mrkdwn", text: `*${a.tool}* waits for approval (until ${a.expiresAt}):\n\`\`\`${JSON.stringify(a.args).slice(0, 2_500)}\`\`\`` },
+        text: {
+          type: "mrkdwn",
+          text: `*${a.tool}* waits for approval (until ${a.expiresAt}):\n\`\`\`${codeBlockText(JSON.stringify(a.args).slice(0, 2_500))}\`\`\``,
+        },
       },
       {
         type: "actions",

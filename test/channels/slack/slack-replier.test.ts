@@ -24,6 +24,20 @@ describe("slack/slack-replier", () => {
       expect(slack.calls).toEqual([{ method: "chat.postMessage", authorized: true }]);
     });
 
+    it("escapes the answer, so markup the model wrote is shown as written and notifies no one", async () => {
+      await replier().reply(target, "Ping <!channel> and <@U0ADMIN>: see <https://evil.example|the report>, R&D > ops.");
+      expect(slack.posts[0].text).toBe("Ping &lt;!channel&gt; and &lt;@U0ADMIN&gt;: see &lt;https://evil.example|the report&gt;, R&amp;D &gt; ops.");
+    });
+
+    it("splits an answer whose escaping lengthens it into pieces none over the limit once escaped, cutting no entity", async () => {
+      const text = Array.from({ length: 30 }, (_, i) => `row ${i}: a<b & c>d`).join(" ");
+      await replier({ maxMessageChars: 100 }).reply(target, text);
+      expect(slack.posts.length).toBeGreaterThan(text.length / 100);
+      expect(slack.posts.every((p) => p.text.length <= 100 && !/&(?!amp;|lt;|gt;)/.test(p.text))).toBe(true);
+      const shown = slack.posts.map((p) => p.text.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&")).join(" ");
+      expect(shown.replace(/\s+/g, " ")).toBe(text);
+    });
+
     it("posts a long answer as several messages in the thread, none over the limit", async () => {
       const paragraph = "word ".repeat(40).trim();
       const text = Array.from({ length: 5 }, () => paragraph).join("\n\n");
@@ -85,6 +99,23 @@ describe("slack/slack-replier", () => {
   describe("identity", () => {
     it("returns the bot user and team from auth.test", async () => {
       expect(await replier().identity()).toEqual({ teamId: TEAM, userId: "U0BOT", botId: "B0BOT" });
+    });
+  });
+  describe("requestApproval", () => {
+    it("shows the arguments escaped, in a code block they cannot close", async () => {
+      const args = { note: "```<!channel> done``` <@U1>", amount: 5 };
+      await replier().requestApproval(target, "c1", [{ approvalId: "a1", tool: "create_ticket", args, expiresAt: "2026-12-01T13:00:00Z" }]);
+      const section = (slack.posts[0].blocks as { type: string; text?: { text: string } }[])[0].text?.text ?? "";
+      const inside = section.slice(section.indexOf("```") + 3, section.lastIndexOf("```"));
+      expect(inside).not.toContain("``");
+      expect(inside).not.toMatch(/[<>]/);
+      expect(
+        inside
+          .replace(/\u200b/g, "")
+          .replace(/&lt;/g, "<")
+          .replace(/&gt;/g, ">")
+          .replace(/&amp;/g, "&"),
+      ).toBe(JSON.stringify(args));
     });
   });
 });
