@@ -720,4 +720,53 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(elapsedMs).toBeLessThan(3_000);
     });
   });
+
+  describe("a credentials secret that cannot be read", () => {
+    const denied = { type: "AccessDeniedException", message: "Access to KMS is not allowed" };
+    beforeAll(() => aws.setCredentials(fullCredentials()));
+    afterEach(() => aws.failSecret("database", undefined));
+
+    it("has the setup function still answer CloudFormation (SUCCESS, status failed), so that the deploy does not wait an hour", async () => {
+      aws.failSecret("database", denied);
+      const cfn = await customResourceEndpoint();
+      try {
+        const setup = await coldStart("setup");
+        expect(await setup.invoke(createEvent(cfn.url))).toEqual({ status: "failed" });
+        expect(cfn.responses).toEqual([expect.objectContaining({ Status: "SUCCESS", Data: { Status: "failed" }, LogicalResourceId: "DatabaseSetup" })]);
+      } finally {
+        await cfn.close();
+      }
+    });
+
+    it("keeps a container whose cold-start fetch failed: its first request gets 503 with Retry-After, and it serves once the secret reads", async () => {
+      aws.failSecret("database", {
+        type: "ResourceNotFoundException",
+        message: "Secrets Manager can't find the specified secret value for staging label: AWSCURRENT",
+      });
+      const apiProcess = await coldStart("api");
+      // The fetch started at import fails before any invocation awaits it.
+      await apiProcess.nextLog((l) => l.message === "credentials secret unreadable");
+      const list = { method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice };
+      const refused = await api(list);
+      expect(refused).toMatchObject({ status: 503, headers: { "retry-after": expect.any(String) }, json: { error: { code: "service_unavailable" } } });
+      expect(apiProcess.logs()).toContainEqual(
+        expect.objectContaining({ message: "credentials secret unreadable", secret: "database", error: "ResourceNotFoundException" }),
+      );
+      aws.failSecret("database", undefined);
+      expect((await api(list)).status).toBe(200);
+    });
+
+    it("has the slack function answer 503, for Slack to retry, and the worker report the record as a batch item failure", async () => {
+      aws.failSecret("database", denied);
+      const body = envelope(appMention({ ts: "1700009300.000100", event_ts: "1700009300.000100" }));
+      const slack = await coldStart("slack");
+      const refused = await slack.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }),
+      );
+      expect(refused.statusCode).toBe(503);
+      const { message } = await queuedTurn("Held by an unreadable secret");
+      const worker = await coldStart("worker");
+      expect(await worker.invoke(sqsEvent(sqsRecord(message)))).toEqual({ batchItemFailures: [{ itemIdentifier: message.messageId }] });
+    });
+  });
 });
