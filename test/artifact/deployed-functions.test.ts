@@ -153,6 +153,10 @@ async function runWorker(message: SentMessage): Promise<unknown> {
   return (await container("worker")).invoke(sqsEvent(sqsRecord(message)));
 }
 
+async function runWorkerBatch(messages: SentMessage[]): Promise<unknown> {
+  return (await container("worker")).invoke(sqsEvent(...messages.map((m) => sqsRecord(m))));
+}
+
 function lastSent(before: number): SentMessage {
   expect(aws.sent.length).toBe(before + 1);
   return aws.sent[before];
@@ -718,6 +722,74 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const elapsedMs = performance.now() - started;
       expect(after.status).toBe(200);
       expect(elapsedMs).toBeLessThan(3_000);
+    });
+  });
+
+  describe("events as AWS sends them", () => {
+    beforeAll(() => aws.setCredentials(fullCredentials()));
+
+    it("has the api function answer a base64 body with a charset, and 400 (not 5xx) to a body that starts with a byte order mark", async () => {
+      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+      const post = { method: "POST", path: `/v1/conversations/${id}/messages`, routeKey: "POST /v1/conversations/{id}/messages", claims: alice };
+      const encoded = await api({
+        ...post,
+        body: { content: "Encoded, ünïcode" },
+        base64: true,
+        headers: { "content-type": "application/json; charset=utf-8" },
+      });
+      expect(encoded).toMatchObject({ status: 200, json: { answer: "answer to: Encoded, ünïcode" } });
+      const marked = await api({ ...post, body: `\uFEFF${JSON.stringify({ content: "marked" })}` });
+      expect(marked).toMatchObject({ status: 400, json: { error: { code: "invalid_request" } } });
+    });
+
+    it("has the slack function answer Slack's retry of an event (X-Slack-Retry-Num) 200 without queueing it again", async () => {
+      const slack = await container("slack");
+      const before = aws.sent.length;
+      const body = envelope(appMention({ ts: "1700009200.000100", event_ts: "1700009200.000100", text: "<@U0BOT> once only" }));
+      const deliver = (headers: Record<string, string>, base64 = false) =>
+        slack.invoke<HttpResult>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, base64, headers }));
+      expect((await deliver(signSlackRequest(body))).statusCode).toBe(200);
+      const retry = { ...signSlackRequest(body), "x-slack-retry-num": "1", "x-slack-retry-reason": "http_timeout" };
+      expect((await deliver(retry)).statusCode).toBe(200);
+      expect((await deliver({ ...retry, "x-slack-retry-num": "2" }, true)).statusCode).toBe(200);
+      expect(aws.sent.length).toBe(before + 1);
+    });
+
+    it("has the teams function answer 200 to activities it ignores, queueing none", async () => {
+      const teams = await container("teams");
+      const before = aws.sent.length;
+      const ignored = [
+        { type: "conversationUpdate", membersAdded: [{ id: "28:bot" }] },
+        { type: "typing" },
+        { type: "messageReaction", reactionsAdded: [{ type: "like" }] },
+        { type: "installationUpdate", action: "add" },
+        { type: "invoke", name: "signin/verifyState", value: { state: "123" } },
+      ];
+      for (const fields of ignored) {
+        const activity = { ...messageActivity(connector.serviceUrl), text: undefined, ...fields };
+        const token = await issuer.sign({ serviceUrl: connector.serviceUrl });
+        const headers = { authorization: `Bearer ${token}`, "content-type": "application/json; charset=utf-8" };
+        const result = await teams.invoke<HttpResult>(
+          apiEvent({ method: "POST", path: "/teams/messages", routeKey: "POST /teams/messages", body: activity, headers }),
+        );
+        expect(result.statusCode, fields.type).toBe(200);
+      }
+      expect(aws.sent.length).toBe(before);
+    });
+
+    it("has the worker drop unreadable records of a batch, run the good one, and answer a redelivered message once", async () => {
+      const { id, turnId, message } = await queuedTurn("Beside the poison");
+      const poison = [
+        { ...message, messageId: "poison-not-json", body: "not json" },
+        { ...message, messageId: "poison-not-a-job", body: JSON.stringify({ channel: "api", nonsense: true }) },
+      ];
+      expect(await runWorkerBatch([...poison, message])).toEqual({ batchItemFailures: [] });
+      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      expect((await api(turnPath)).json).toMatchObject({ status: "completed", answer: "answer to: Beside the poison" });
+      const modelCalls = converse.requests.length;
+      // SQS delivers at least once: the same message again, received a second time.
+      expect(await (await container("worker")).invoke(sqsEvent(sqsRecord(message, 2)))).toEqual({ batchItemFailures: [] });
+      expect(converse.requests.length).toBe(modelCalls);
     });
   });
 
