@@ -670,6 +670,19 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     it("runs the schedule's sweep in the worker bundle", async () => {
       expect(await (await container("worker")).invoke(APPROVAL_SWEEP_EVENT)).toEqual({ expired: 0, resumed: 0, more: false });
     });
+
+    it("skips the schedule's sweep, without a function error, while the database secret is still empty", async () => {
+      aws.setCredentials({});
+      try {
+        const worker = await coldStart("worker");
+        expect(await worker.invoke(APPROVAL_SWEEP_EVENT)).toEqual({ status: "skipped-no-uri" });
+        expect(worker.logs()).toContainEqual(expect.objectContaining({ level: "WARN", message: "approval sweep skipped" }));
+      } finally {
+        aws.setCredentials(fullCredentials());
+        // The next test's worker reads the filled-in secret.
+        warm.delete("worker");
+      }
+    });
   });
 
   describe("a model that refuses the function's credentials", () => {
