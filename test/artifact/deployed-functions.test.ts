@@ -806,6 +806,24 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     });
   });
 
+  describe("a conversation deleted while its turn waits in the queue", () => {
+    beforeAll(() => aws.setCredentials(fullCredentials()));
+
+    it("has the worker give the turn up on its first receive, as not found, rather than retry it as a conflict", async () => {
+      const { id, message } = await queuedTurn("Deleted before the worker ran");
+      const deleted = await api({ method: "DELETE", path: `/v1/conversations/${id}`, routeKey: "DELETE /v1/conversations/{id}", claims: alice });
+      expect(deleted.status).toBe(204);
+      const worker = await container("worker");
+      const printed = worker.logs().length;
+      const retries = aws.visibilityChanges.length;
+      expect(await worker.invoke(sqsEvent(sqsRecord(message)))).toEqual({ batchItemFailures: [] });
+      expect(aws.visibilityChanges.length).toBe(retries);
+      const lines = worker.logs().slice(printed);
+      expect(lines).toContainEqual(expect.objectContaining({ message: "turn given up", error: "NotFoundError", reason: "invalid", receiveCount: 1 }));
+      expect(lines.filter((l) => l.message === "turn will be retried")).toEqual([]);
+    });
+  });
+
   describe("a credentials secret that cannot be read", () => {
     const denied = { type: "AccessDeniedException", message: "Access to KMS is not allowed" };
     beforeAll(() => aws.setCredentials(fullCredentials()));
