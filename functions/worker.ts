@@ -74,8 +74,16 @@ async function appOf(context: Context): Promise<{ app: App; credentials: Credent
 
 const processor = new SqsFifoPartialProcessorAsync();
 
-/** The schedule's run: overdue approvals expired, their turns queued to resume (docs/approvals.md, "Expiry"). */
-async function sweepApprovals(context: Context): Promise<SweepResult> {
+/**
+ * The schedule's run: overdue approvals expired, their turns queued to resume (docs/approvals.md,
+ * "Expiry"). A stage whose database secret is still empty (a first deploy) has nothing to sweep,
+ * which is no function error for the errors alarm and a deployment's rollback to see.
+ */
+async function sweepApprovals(context: Context): Promise<SweepResult | { status: "skipped-no-uri" }> {
+  if (credentialsOf(context).mongodbUri === undefined) {
+    logger.warn("approval sweep skipped", { reason: "mongodbUri is empty in the database secret" });
+    return { status: "skipped-no-uri" };
+  }
   const { app } = await appOf(context);
   const result = await app.approvals.sweep();
   publishApprovalSweep(result);

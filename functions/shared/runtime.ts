@@ -1,12 +1,12 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { injectLambdaContext } from "@aws-lambda-powertools/logger/middleware";
 import { logMetrics } from "@aws-lambda-powertools/metrics/middleware";
-import middy from "@middy/core";
+import middy, { type MiddlewareObj } from "@middy/core";
 import { Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import { Tracer } from "@aws-lambda-powertools/tracer";
 import { captureLambdaHandler } from "@aws-lambda-powertools/tracer/middleware";
 import { SQSClient } from "@aws-sdk/client-sqs";
-import secretsManager from "@middy/secrets-manager";
+import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import type { Context } from "aws-lambda";
 import type { MongoClient } from "mongodb";
 import { serverErrorLogger } from "../../lib/api/server-error-log.js";
@@ -28,6 +28,7 @@ import {
 } from "../../lib/observability/index.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
+import { CredentialSecrets, type SecretValues } from "./credential-secrets.js";
 
 /**
  * What every function shares, created once per container and reused by every invocation. It
@@ -66,28 +67,57 @@ export function observability(options: { metrics: boolean } = { metrics: true })
   return options.metrics ? [...traced, logMetrics(metrics)] : traced;
 }
 
+/** The container's credentials secrets, made (and their fetch started) by the first `credentialsMiddleware()`. */
+let secrets: CredentialSecrets | undefined;
+/** What each invocation's `before` fetched, or why it could not: read by `credentialsOf`. */
+const fetched = new WeakMap<Context, { values: SecretValues } | { error: unknown }>();
+
 /**
  * Fetches the credentials secrets this function is granted (their ARNs are in its environment,
- * one variable per secret) into the context, fetched at cold start and reused for `secretCacheMs`.
+ * one variable per secret), at cold start and again after `secretCacheMs`. A secret that cannot be
+ * read fails no invocation here: `credentialsOf` answers it, inside each handler's own error
+ * handling (503, a retried record, a deploy step that still answers CloudFormation).
  */
-export function credentialsMiddleware() {
-  const fetchData = config.deployment.secretArns;
-  if (fetchData.database === undefined) {
+export function credentialsMiddleware(): MiddlewareObj<unknown, unknown, Error, Context> {
+  const arns = config.deployment.secretArns;
+  if (arns.database === undefined) {
     const variable = CREDENTIAL_SECRETS.database.variable;
     throw new ValidationError(`${variable} is not set`, [{ path: variable, message: "required" }]);
   }
-  return secretsManager({ fetchData, setToContext: true, cacheKey: "threadwise-credentials", cacheExpiry: config.deployment.secretCacheMs });
+  if (!secrets) {
+    secrets = new CredentialSecrets({
+      client: new SecretsManagerClient({}),
+      arns: arns as Record<string, string>,
+      cacheMs: config.deployment.secretCacheMs,
+      onFailure: (error) => logger.error("credentials secret unreadable", { secret: error.secret, error: errorName(error.cause) }),
+    });
+    secrets.prefetch();
+  }
+  const current = secrets;
+  return {
+    before: async ({ context }) => {
+      try {
+        fetched.set(context, { values: await current.values() });
+      } catch (error) {
+        fetched.set(context, { error });
+      }
+    },
+  };
 }
+
+const errorName = (error: unknown) => (error instanceof Error ? error.name : "unknown");
 
 /**
  * The keys of this function's secrets, merged and validated; empty keys are unset. A secret that
- * does not validate is the deployment's fault, not the caller's: 503, and the fields are logged.
+ * cannot be read or does not validate is the deployment's fault, not the caller's: 503, logged.
  */
 export function credentialsOf(context: Context): Credentials {
-  const fetched = context as Context & Record<string, unknown>;
-  const values = Object.fromEntries(Object.keys(config.deployment.secretArns).map((name) => [name, fetched[name]]));
+  const secretValues = fetched.get(context);
+  if (secretValues === undefined || "error" in secretValues) {
+    throw new ServiceUnavailableError("the credentials secrets could not be read", NOT_CONFIGURED_RETRY_AFTER_S, { cause: secretValues?.error });
+  }
   try {
-    return parseCredentials(values, { requireTls: config.deployment.mongodbRequireTls });
+    return parseCredentials(secretValues.values, { requireTls: config.deployment.mongodbRequireTls });
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     logger.error("credentials invalid", { details: error.details });

@@ -148,9 +148,18 @@ export class TurnRunner {
     this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
   }
 
-  /** Records a turn handed to the worker as queued, unless the conversation is gone; a redelivery finds the turn as it is. */
+  /**
+   * Records a turn handed to the worker as queued, unless the conversation is gone; a redelivery
+   * finds the turn as it is. A conversation deleted meanwhile is NotFound, as for a running turn:
+   * the same job would never find it again.
+   */
   async accept(conversationId: string, turnId: string): Promise<void> {
-    await this.deps.turns.enqueue(turnId, this.deps.lease.existing(conversationId));
+    const fence = this.deps.lease.existing(conversationId);
+    try {
+      await this.deps.turns.enqueue(turnId, fence);
+    } catch (error) {
+      throw await this.explain(error, fence);
+    }
   }
 
   async run(request: TurnRequest): Promise<TurnResult> {
@@ -325,8 +334,8 @@ export class TurnRunner {
    * meanwhile is NotFound, and the thread is deleted again: a claim that raced the deletion may
    * have left the thread's fence behind.
    */
-  private async explain(error: unknown, fence: WriteFence, lost: AbortSignal): Promise<unknown> {
-    const stale = error instanceof StaleWriterError ? error : lost.aborted ? fence.stale(error) : undefined;
+  private async explain(error: unknown, fence: WriteFence, lost?: AbortSignal): Promise<unknown> {
+    const stale = error instanceof StaleWriterError ? error : lost?.aborted ? fence.stale(error) : undefined;
     if (!stale) return error;
     const exists = await this.deps.conversations.get(fence.conversationId).catch(() => undefined);
     if (exists !== null) return stale;

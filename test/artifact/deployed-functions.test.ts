@@ -153,6 +153,10 @@ async function runWorker(message: SentMessage): Promise<unknown> {
   return (await container("worker")).invoke(sqsEvent(sqsRecord(message)));
 }
 
+async function runWorkerBatch(messages: SentMessage[]): Promise<unknown> {
+  return (await container("worker")).invoke(sqsEvent(...messages.map((m) => sqsRecord(m))));
+}
+
 function lastSent(before: number): SentMessage {
   expect(aws.sent.length).toBe(before + 1);
   return aws.sent[before];
@@ -666,6 +670,19 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     it("runs the schedule's sweep in the worker bundle", async () => {
       expect(await (await container("worker")).invoke(APPROVAL_SWEEP_EVENT)).toEqual({ expired: 0, resumed: 0, more: false });
     });
+
+    it("skips the schedule's sweep, without a function error, while the database secret is still empty", async () => {
+      aws.setCredentials({});
+      try {
+        const worker = await coldStart("worker");
+        expect(await worker.invoke(APPROVAL_SWEEP_EVENT)).toEqual({ status: "skipped-no-uri" });
+        expect(worker.logs()).toContainEqual(expect.objectContaining({ level: "WARN", message: "approval sweep skipped" }));
+      } finally {
+        aws.setCredentials(fullCredentials());
+        // The next test's worker reads the filled-in secret.
+        warm.delete("worker");
+      }
+    });
   });
 
   describe("a model that refuses the function's credentials", () => {
@@ -718,6 +735,141 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const elapsedMs = performance.now() - started;
       expect(after.status).toBe(200);
       expect(elapsedMs).toBeLessThan(3_000);
+    });
+  });
+
+  describe("events as AWS sends them", () => {
+    beforeAll(() => aws.setCredentials(fullCredentials()));
+
+    it("has the api function answer a base64 body with a charset, and 400 (not 5xx) to a body that starts with a byte order mark", async () => {
+      const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
+      const post = { method: "POST", path: `/v1/conversations/${id}/messages`, routeKey: "POST /v1/conversations/{id}/messages", claims: alice };
+      const encoded = await api({
+        ...post,
+        body: { content: "Encoded, ünïcode" },
+        base64: true,
+        headers: { "content-type": "application/json; charset=utf-8" },
+      });
+      expect(encoded).toMatchObject({ status: 200, json: { answer: "answer to: Encoded, ünïcode" } });
+      const marked = await api({ ...post, body: `\uFEFF${JSON.stringify({ content: "marked" })}` });
+      expect(marked).toMatchObject({ status: 400, json: { error: { code: "invalid_request" } } });
+    });
+
+    it("has the slack function answer Slack's retry of an event (X-Slack-Retry-Num) 200 without queueing it again", async () => {
+      const slack = await container("slack");
+      const before = aws.sent.length;
+      const body = envelope(appMention({ ts: "1700009200.000100", event_ts: "1700009200.000100", text: "<@U0BOT> once only" }));
+      const deliver = (headers: Record<string, string>, base64 = false) =>
+        slack.invoke<HttpResult>(apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, base64, headers }));
+      expect((await deliver(signSlackRequest(body))).statusCode).toBe(200);
+      const retry = { ...signSlackRequest(body), "x-slack-retry-num": "1", "x-slack-retry-reason": "http_timeout" };
+      expect((await deliver(retry)).statusCode).toBe(200);
+      expect((await deliver({ ...retry, "x-slack-retry-num": "2" }, true)).statusCode).toBe(200);
+      expect(aws.sent.length).toBe(before + 1);
+    });
+
+    it("has the teams function answer 200 to activities it ignores, queueing none", async () => {
+      const teams = await container("teams");
+      const before = aws.sent.length;
+      const ignored = [
+        { type: "conversationUpdate", membersAdded: [{ id: "28:bot" }] },
+        { type: "typing" },
+        { type: "messageReaction", reactionsAdded: [{ type: "like" }] },
+        { type: "installationUpdate", action: "add" },
+        { type: "invoke", name: "signin/verifyState", value: { state: "123" } },
+      ];
+      for (const fields of ignored) {
+        const activity = { ...messageActivity(connector.serviceUrl), text: undefined, ...fields };
+        const token = await issuer.sign({ serviceUrl: connector.serviceUrl });
+        const headers = { authorization: `Bearer ${token}`, "content-type": "application/json; charset=utf-8" };
+        const result = await teams.invoke<HttpResult>(
+          apiEvent({ method: "POST", path: "/teams/messages", routeKey: "POST /teams/messages", body: activity, headers }),
+        );
+        expect(result.statusCode, fields.type).toBe(200);
+      }
+      expect(aws.sent.length).toBe(before);
+    });
+
+    it("has the worker drop unreadable records of a batch, run the good one, and answer a redelivered message once", async () => {
+      const { id, turnId, message } = await queuedTurn("Beside the poison");
+      const poison = [
+        { ...message, messageId: "poison-not-json", body: "not json" },
+        { ...message, messageId: "poison-not-a-job", body: JSON.stringify({ channel: "api", nonsense: true }) },
+      ];
+      expect(await runWorkerBatch([...poison, message])).toEqual({ batchItemFailures: [] });
+      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      expect((await api(turnPath)).json).toMatchObject({ status: "completed", answer: "answer to: Beside the poison" });
+      const modelCalls = converse.requests.length;
+      // SQS delivers at least once: the same message again, received a second time.
+      expect(await (await container("worker")).invoke(sqsEvent(sqsRecord(message, 2)))).toEqual({ batchItemFailures: [] });
+      expect(converse.requests.length).toBe(modelCalls);
+    });
+  });
+
+  describe("a conversation deleted while its turn waits in the queue", () => {
+    beforeAll(() => aws.setCredentials(fullCredentials()));
+
+    it("has the worker give the turn up on its first receive, as not found, rather than retry it as a conflict", async () => {
+      const { id, message } = await queuedTurn("Deleted before the worker ran");
+      const deleted = await api({ method: "DELETE", path: `/v1/conversations/${id}`, routeKey: "DELETE /v1/conversations/{id}", claims: alice });
+      expect(deleted.status).toBe(204);
+      const worker = await container("worker");
+      const printed = worker.logs().length;
+      const retries = aws.visibilityChanges.length;
+      expect(await worker.invoke(sqsEvent(sqsRecord(message)))).toEqual({ batchItemFailures: [] });
+      expect(aws.visibilityChanges.length).toBe(retries);
+      const lines = worker.logs().slice(printed);
+      expect(lines).toContainEqual(expect.objectContaining({ message: "turn given up", error: "NotFoundError", reason: "invalid", receiveCount: 1 }));
+      expect(lines.filter((l) => l.message === "turn will be retried")).toEqual([]);
+    });
+  });
+
+  describe("a credentials secret that cannot be read", () => {
+    const denied = { type: "AccessDeniedException", message: "Access to KMS is not allowed" };
+    beforeAll(() => aws.setCredentials(fullCredentials()));
+    afterEach(() => aws.failSecret("database", undefined));
+
+    it("has the setup function still answer CloudFormation (SUCCESS, status failed), so that the deploy does not wait an hour", async () => {
+      aws.failSecret("database", denied);
+      const cfn = await customResourceEndpoint();
+      try {
+        const setup = await coldStart("setup");
+        expect(await setup.invoke(createEvent(cfn.url))).toEqual({ status: "failed" });
+        expect(cfn.responses).toEqual([expect.objectContaining({ Status: "SUCCESS", Data: { Status: "failed" }, LogicalResourceId: "DatabaseSetup" })]);
+      } finally {
+        await cfn.close();
+      }
+    });
+
+    it("keeps a container whose cold-start fetch failed: its first request gets 503 with Retry-After, and it serves once the secret reads", async () => {
+      aws.failSecret("database", {
+        type: "ResourceNotFoundException",
+        message: "Secrets Manager can't find the specified secret value for staging label: AWSCURRENT",
+      });
+      const apiProcess = await coldStart("api");
+      // The fetch started at import fails before any invocation awaits it.
+      await apiProcess.nextLog((l) => l.message === "credentials secret unreadable");
+      const list = { method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice };
+      const refused = await api(list);
+      expect(refused).toMatchObject({ status: 503, headers: { "retry-after": expect.any(String) }, json: { error: { code: "service_unavailable" } } });
+      expect(apiProcess.logs()).toContainEqual(
+        expect.objectContaining({ message: "credentials secret unreadable", secret: "database", error: "ResourceNotFoundException" }),
+      );
+      aws.failSecret("database", undefined);
+      expect((await api(list)).status).toBe(200);
+    });
+
+    it("has the slack function answer 503, for Slack to retry, and the worker report the record as a batch item failure", async () => {
+      aws.failSecret("database", denied);
+      const body = envelope(appMention({ ts: "1700009300.000100", event_ts: "1700009300.000100" }));
+      const slack = await coldStart("slack");
+      const refused = await slack.invoke<HttpResult>(
+        apiEvent({ method: "POST", path: "/slack/events", routeKey: "POST /slack/events", body, headers: signSlackRequest(body) }),
+      );
+      expect(refused.statusCode).toBe(503);
+      const { message } = await queuedTurn("Held by an unreadable secret");
+      const worker = await coldStart("worker");
+      expect(await worker.invoke(sqsEvent(sqsRecord(message)))).toEqual({ batchItemFailures: [{ itemIdentifier: message.messageId }] });
     });
   });
 });

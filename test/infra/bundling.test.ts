@@ -37,6 +37,12 @@ const WORKER_BUNDLE_BUDGET_BYTES = 1.672 * 1024 * 1024;
  * room. Measured: 1,771,125 bytes (the largest asset's index.mjs in cdk.out after `npx cdk synth`).
  */
 const STREAM_BUNDLE_BUDGET_BYTES = 1.7 * 1024 * 1024;
+/**
+ * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
+ * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
+ * or tools. Measured: 1,012,975 bytes (docs/bundling.md, "What ships now").
+ */
+const WEBHOOK_BUNDLE_BUDGET_BYTES = 1024 * 1024;
 
 /** Matches a `require("name")` call as it stays in the minified code for a module left out of the bundle. */
 const requireOf = (name: string) => new RegExp(`[\\w$]+\\(["']${name.replace(/[/@.]/g, "\\$&")}["']\\)`);
@@ -67,6 +73,10 @@ describe("ThreadwiseStack bundling", () => {
 
     it("returns a stream bundle within the 1.7 MB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-stream"), BUNDLE_FILE)).size).toBeLessThanOrEqual(STREAM_BUNDLE_BUDGET_BYTES);
+    });
+
+    it.each(["slack", "teams"])("returns a %s bundle within the webhooks' 1 MiB budget", (name) => {
+      expect(statSync(join(bundleDir(`dev-threadwise-${name}`), BUNDLE_FILE)).size).toBeLessThanOrEqual(WEBHOOK_BUNDLE_BUDGET_BYTES);
     });
 
     it("returns a worker bundle within the 1.672 MB budget", () => {

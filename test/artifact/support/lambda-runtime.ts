@@ -70,6 +70,7 @@ export interface StartFunctionOptions {
  */
 export class FunctionProcess {
   readonly output: string[] = [];
+  private readonly outputWaiters = new Set<{ match: (entry: Record<string, unknown>) => boolean; resolve(): void; reject(error: Error): void }>();
   private readonly queue: Invocation[] = [];
   private readonly inFlight = new Map<string, { invocation: Invocation; timer: NodeJS.Timeout }>();
   private waiting?: ServerResponse;
@@ -90,8 +91,7 @@ export class FunctionProcess {
     const overlap = Object.keys(artifact.environment).filter((name) => name in runtime || name in options.services);
     if (overlap.length > 0) throw new Error(`the template sets variables the runtime or the stand-ins set: ${overlap.join(", ")}`);
     fn.child = spawn(NODE_22, [RUNTIME_CLIENT], { env: { ...artifact.environment, ...options.services, ...runtime }, cwd: artifact.codeDirectory });
-    for (const stream of [fn.child.stdout!, fn.child.stderr!])
-      stream.on("data", (chunk: Buffer) => fn.output.push(...chunk.toString().split("\n").filter(Boolean)));
+    for (const stream of [fn.child.stdout!, fn.child.stderr!]) stream.on("data", (chunk: Buffer) => fn.print(chunk.toString().split("\n").filter(Boolean)));
     fn.child.on("exit", (code, signal) => fn.fail(new FunctionError("Runtime.Exit", `${artifact.functionName} exited (${code ?? signal})`)));
     return fn;
   }
@@ -102,13 +102,15 @@ export class FunctionProcess {
 
   /** The function's JSON log lines (Powertools), parsed; other output is left out. */
   logs(): Record<string, unknown>[] {
-    return this.output.flatMap((line) => {
-      try {
-        const entry: unknown = JSON.parse(line);
-        return typeof entry === "object" && entry !== null ? [entry as Record<string, unknown>] : [];
-      } catch {
-        return [];
-      }
+    return parseLogLines(this.output);
+  }
+
+  /** Settles at the next JSON log line that `match`es, or rejects when the process ends first. */
+  nextLog(match: (entry: Record<string, unknown>) => boolean): Promise<void> {
+    if (this.exited) return Promise.reject(this.exited);
+    return new Promise((resolve, reject) => {
+      const waiter = { match, resolve, reject };
+      this.outputWaiters.add(waiter);
     });
   }
 
@@ -222,8 +224,21 @@ export class FunctionProcess {
     entry.invocation.resolve(streamedResponse);
   }
 
+  private print(lines: string[]): void {
+    this.output.push(...lines);
+    for (const entry of parseLogLines(lines)) {
+      for (const waiter of this.outputWaiters) {
+        if (!waiter.match(entry)) continue;
+        this.outputWaiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
   private fail(error: Error): void {
     this.exited ??= error;
+    for (const waiter of this.outputWaiters) waiter.reject(this.exited);
+    this.outputWaiters.clear();
     for (const { invocation, timer } of this.inFlight.values()) {
       clearTimeout(timer);
       invocation.reject(this.exited);
@@ -231,6 +246,17 @@ export class FunctionProcess {
     this.inFlight.clear();
     for (const invocation of this.queue.splice(0)) invocation.reject(this.exited);
   }
+}
+
+function parseLogLines(lines: string[]): Record<string, unknown>[] {
+  return lines.flatMap((line) => {
+    try {
+      const entry: unknown = JSON.parse(line);
+      return typeof entry === "object" && entry !== null ? [entry as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 function isStreamedResponse(value: unknown): value is StreamedResponse {

@@ -44,6 +44,8 @@ export interface LocalAws {
   setCredentials(keys: Partial<Record<CredentialKey, string>>): void;
   /** One secret's string exactly as given (for secrets that are not JSON). */
   setSecretString(name: CredentialSecretName, value: string): void;
+  /** Answers GetSecretValue for the secret with this error (as Secrets Manager does for a secret without a value, or a denied key) until cleared. */
+  failSecret(name: CredentialSecretName, error: { type: string; message: string } | undefined): void;
   close(): Promise<void>;
 }
 
@@ -70,6 +72,7 @@ export async function startLocalAws(): Promise<LocalAws> {
   ) as Record<CredentialSecretName, string>;
   const secrets = new Map<string, string>(CREDENTIAL_SECRET_NAMES.map((name) => [secretArns[name], "{}"]));
   const secretFetches = Object.fromEntries(CREDENTIAL_SECRET_NAMES.map((name) => [name, 0])) as Record<CredentialSecretName, number>;
+  const secretErrors = new Map<CredentialSecretName, { type: string; message: string }>();
   const sent: SentMessage[] = [];
   const visibilityChanges: LocalAws["visibilityChanges"] = [];
   let sequence = 0;
@@ -92,6 +95,8 @@ export async function startLocalAws(): Promise<LocalAws> {
         );
       }
       secretFetches[name] += 1;
+      const failure = secretErrors.get(name);
+      if (failure) return reply(response, 400, { __type: failure.type, message: failure.message }, "application/x-amz-json-1.1");
       const secretName = `test/threadwise/${CREDENTIAL_SECRETS[name].name}`;
       return reply(
         response,
@@ -159,6 +164,10 @@ export async function startLocalAws(): Promise<LocalAws> {
     },
     setSecretString(name, value) {
       secrets.set(secretArns[name], value);
+    },
+    failSecret(name, error) {
+      if (error) secretErrors.set(name, error);
+      else secretErrors.delete(name);
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
