@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
-import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
@@ -213,11 +213,21 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
         const run = () => dispatch(turn, { async: prefersAsync(request) });
+        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId };
+        if (key === undefined) {
+          const running = run();
+          // Streamed, the turn runs on whether or not the client stays (docs/streaming.md).
+          return streamed ? turnEventStream({ ...follow, running }) : outcomeResponse(conversation._id, turnId, await running);
+        }
         const scope = [ownerKey(caller.principal), conversation._id];
-        const running = key === undefined ? run() : deps.idempotentRequests.run(scope, key, text, run);
-        // Streamed, the turn runs on whether or not the client stays (docs/streaming.md).
-        if (streamed) return turnEventStream({ events: deps.events, turnId, conversationId: conversation._id, afterId, running });
-        return outcomeResponse(conversation._id, turnId, await running);
+        if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
+        // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
+        // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
+        const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
+          if (error instanceof ConflictError) return undefined;
+          throw error;
+        });
+        return turnEventStream({ ...follow, running: started?.running });
       },
     },
     {

@@ -130,6 +130,37 @@ describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", 
     expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello again")).toHaveLength(1);
   });
 
+  it("returns 422 idempotency_key_reused before any event to a repeated Idempotency-Key with another question, and runs nothing", async () => {
+    const conversationId = await newConversation();
+    await (await ask(conversationId, "Hello first", { "idempotency-key": "k-reused" })).rest();
+    const res = await api.call("POST", `/v1/conversations/${conversationId}/messages`, {
+      token,
+      json: { content: "Hello second" },
+      headers: { accept: "text/event-stream", "idempotency-key": "k-reused" },
+    });
+    expect(res).toMatchObject({ status: 422, body: { error: { code: "idempotency_key_reused" } } });
+    expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello second")).toHaveLength(0);
+    expect((await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body.turns).toHaveLength(1);
+  });
+
+  it("follows the running turn to done for a repeat of its Idempotency-Key after Last-Event-ID, without a second turn", async () => {
+    toolGate = new Gate();
+    const conversationId = await newConversation();
+    const first = await ask(conversationId, "wait for the key", { "idempotency-key": "k-running" });
+    const seen: SseEvent[] = [];
+    for (let e = await first.next(); e && e.event !== "tool_started"; e = await first.next()) seen.push(e);
+    await toolGate.reached;
+    first.close();
+    const again = await ask(conversationId, "wait for the key", { "idempotency-key": "k-running", "last-event-id": seen.at(-1)!.id! });
+    expect(again.status).toBe(200);
+    const turn = await again.next();
+    expect(turn?.data.turnId).toBe(seen[0].data.turnId);
+    toolGate.open();
+    const rest = await again.rest();
+    expect(rest.map((e) => e.event)).toEqual(["tool_started", "tool_finished", "progress", "text", "text", "text", "text", "text", "done"]);
+    expect((await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body.turns).toHaveLength(1);
+  });
+
   it("sends done once the answer is stored and the conversation is free: the next question, asked at once, runs", async () => {
     const conversationId = await newConversation();
     for (const question of ["Hello one", "Hello two", "Hello three"]) {
