@@ -13,7 +13,10 @@ interface Operation {
   body?: z.ZodType;
   /** Successful responses: status, description, body (none for 204). */
   responses: Record<number, { description: string; schema?: z.ZodType; headers?: string[] }>;
-  /** Error statuses this operation can answer, besides 401, 429, 500 and 503 (the database unreachable) for every authenticated one. */
+  /**
+   * Error statuses this operation can answer, besides 401, 429, 500 and 503 (the database unreachable) for every authenticated one,
+   * and 400, 413 and 415 for every one with a body (`parseJsonBody`).
+   */
   errors?: number[];
   public?: boolean;
   /** 200 may also be `text/event-stream`: the turn's events (`s.turnStreamEvents`). */
@@ -61,7 +64,6 @@ export const OPERATIONS: Operation[] = [
     summary: "Start a conversation owned by the caller.",
     body: s.createConversationBody,
     responses: { 201: { description: "Created.", schema: s.conversationCreated, headers: ["location"] } },
-    errors: [400, 415],
   },
   {
     method: "get",
@@ -98,7 +100,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [400, 404, 406, 409, 413, 415, 422, 503],
+    errors: [404, 406, 409, 422, 503],
     streams: true,
   },
   {
@@ -109,7 +111,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "turnId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [400, 404, 409, 413, 415, 422],
+    errors: [404, 409, 422],
   },
   {
     method: "post",
@@ -119,7 +121,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "turnId"],
     body: s.regenerateBody,
     responses: turnOutcome,
-    errors: [400, 404, 409, 415, 422],
+    errors: [404, 409, 422],
   },
   {
     method: "get",
@@ -186,7 +188,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "approvalId"],
     body: s.decisionBody,
     responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
-    errors: [400, 403, 404, 409, 410, 415],
+    errors: [403, 404, 409, 410],
   },
 ];
 
@@ -201,7 +203,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     "not the latest (`turn_not_latest`, `turn_superseded`), or the approval was decided otherwise or belongs to " +
     "a turn a newer one replaced (`approval_conflict`, `approval_superseded`).",
   410: "The approval expired before a decision (`approval_expired`); its call was rejected.",
-  413: "The message is over the limit.",
+  413: "The body is over 256 KiB, or the question over `MAX_MESSAGE_CHARS`.",
   415: "The body is not JSON.",
   422: "The Idempotency-Key was used with another body, the conversation no longer fits the context budget, or the turn reached its model-call limit.",
   429: "Throttled (API Gateway).",
@@ -251,7 +253,8 @@ function operationObject(op: Operation) {
       ? [{ name: "Last-Event-ID", in: "header", required: false, schema: { type: "string", pattern: "^[0-9]{1,9}$" }, description: "Resume after this event." }]
       : []),
   ];
-  const errors = op.public ? (op.errors ?? []) : [...new Set([...(op.errors ?? []), 401, 429, 500, 503])].sort();
+  const bodyErrors = op.body ? [400, 413, 415] : [];
+  const errors = op.public ? (op.errors ?? []) : [...new Set([...(op.errors ?? []), ...bodyErrors, 401, 429, 500, 503])].sort();
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(op.responses)) {
     responses[status] = {

@@ -32,6 +32,16 @@ describe("api/openapi", () => {
     });
   });
 
+  describe("openApiDocument responses", () => {
+    it.each(OPERATIONS.filter((op) => op.body).map((op) => [op.method.toUpperCase(), op.path] as const))(
+      "lists 400, 413 and 415, which parsing any body can answer, for %s %s",
+      (method, path) => {
+        const responses = (openApiDocument() as any).paths[path][method.toLowerCase()].responses;
+        expect(Object.keys(responses)).toEqual(expect.arrayContaining(["400", "413", "415"]));
+      },
+    );
+  });
+
   describe("GET /openapi.json", () => {
     it("returns the document without a token", async () => {
       const response = await t.call("GET", "/openapi.json");
