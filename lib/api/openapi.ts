@@ -145,7 +145,7 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: `${conversation}/turns`,
     operationId: "listTurns",
-    summary: "The conversation's turns, newest first; `?status=running` names the one to poll.",
+    summary: "The conversation's latest 100 turns, newest first; `?status=running` names the one to poll.",
     params: ["conversationId"],
     query: s.turnsQuery,
     responses: { 200: { description: "The turns, without their model calls.", schema: s.turnList } },
@@ -177,7 +177,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Tool calls of the conversation that wait for, or were given, a person's decision; `?status=pending` for those waiting.",
     params: ["conversationId"],
     query: s.approvalsQuery,
-    responses: { 200: { description: "The approvals, oldest first.", schema: s.approvalList } },
+    responses: { 200: { description: "The latest 100 approvals, oldest first.", schema: s.approvalList } },
     errors: [400, 404],
   },
   {
