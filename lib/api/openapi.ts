@@ -194,7 +194,7 @@ export const OPERATIONS: Operation[] = [
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
-  401: "Missing or invalid bearer token.",
+  401: 'Missing or invalid bearer token; in AWS, API Gateway\'s JWT authorizer answers it first, in its own shape (`{"message": "Unauthorized"}`).',
   403: "The caller may not decide this approval (not the requester, or without an approver role).",
   404: "Not found, or not the caller's.",
   406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS, whose message names the streaming URL; docs/streaming.md).",
@@ -206,10 +206,15 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: "The body is over 256 KiB, or the question over `MAX_MESSAGE_CHARS`.",
   415: "The body is not JSON.",
   422: "The Idempotency-Key was used with another body, the conversation no longer fits the context budget, or the turn reached its model-call limit.",
-  429: "Throttled (API Gateway).",
+  429: 'Throttled by API Gateway, which answers in its own shape (`{"message": "Too Many Requests"}`).',
   500: "Internal error.",
   503: "A dependency is unavailable; retry after `Retry-After`.",
 };
+
+const ERROR_REF = { $ref: "#/components/schemas/Error" };
+const GATEWAY_ERROR_REF = { $ref: "#/components/schemas/GatewayError" };
+/** Bodies of the statuses API Gateway answers before the function (in AWS); every other error is the API's `Error`. */
+const GATEWAY_ERROR_SCHEMAS: Record<number, object> = { 401: { anyOf: [ERROR_REF, GATEWAY_ERROR_REF] }, 429: GATEWAY_ERROR_REF };
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
   const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" });
@@ -266,7 +271,7 @@ function operationObject(op: Operation) {
     };
   }
   for (const status of errors)
-    responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: GATEWAY_ERROR_SCHEMAS[status] ?? ERROR_REF } } };
   return {
     operationId: op.operationId,
     summary: op.summary,
@@ -293,7 +298,7 @@ export function openApiDocument(): Record<string, unknown> {
     paths,
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
-      schemas: { Error: jsonSchema(s.errorResponse, "output") },
+      schemas: { Error: jsonSchema(s.errorResponse, "output"), GatewayError: jsonSchema(s.gatewayError, "output") },
     },
   };
 }
