@@ -11,7 +11,7 @@ import type { Approvals } from "../approvals/approvals.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
-import { assertCanStream, lastEventId, turnEventStream, wantsEventStream } from "./event-stream.js";
+import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
@@ -216,8 +216,10 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId };
         if (key === undefined) {
           const running = run();
-          // Streamed, the turn runs on whether or not the client stays (docs/streaming.md).
-          return streamed ? turnEventStream({ ...follow, running }) : outcomeResponse(conversation._id, turnId, await running);
+          if (!streamed) return outcomeResponse(conversation._id, turnId, await running);
+          // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
+          await turnBegun(deps.events.hub, turnId, running);
+          return turnEventStream({ ...follow, running });
         }
         const scope = [ownerKey(caller.principal), conversation._id];
         if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
@@ -227,6 +229,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
           if (error instanceof ConflictError) return undefined;
           throw error;
         });
+        if (started) await turnBegun(deps.events.hub, turnId, started.running);
         return turnEventStream({ ...follow, running: started?.running });
       },
     },
