@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
-import { NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
@@ -11,7 +11,7 @@ import type { Approvals } from "../approvals/approvals.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
-import { assertCanStream, lastEventId, turnEventStream, wantsEventStream } from "./event-stream.js";
+import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
@@ -213,11 +213,24 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
         const run = () => dispatch(turn, { async: prefersAsync(request) });
+        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId };
+        if (key === undefined) {
+          const running = run();
+          if (!streamed) return outcomeResponse(conversation._id, turnId, await running);
+          // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
+          await turnBegun(deps.events.hub, turnId, running);
+          return turnEventStream({ ...follow, running });
+        }
         const scope = [ownerKey(caller.principal), conversation._id];
-        const running = key === undefined ? run() : deps.idempotentRequests.run(scope, key, text, run);
-        // Streamed, the turn runs on whether or not the client stays (docs/streaming.md).
-        if (streamed) return turnEventStream({ events: deps.events, turnId, conversationId: conversation._id, afterId, running });
-        return outcomeResponse(conversation._id, turnId, await running);
+        if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
+        // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
+        // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
+        const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
+          if (error instanceof ConflictError) return undefined;
+          throw error;
+        });
+        if (started) await turnBegun(deps.events.hub, turnId, started.running);
+        return turnEventStream({ ...follow, running: started?.running });
       },
     },
     {

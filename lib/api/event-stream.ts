@@ -1,5 +1,6 @@
 import { isFinalEvent, type TurnEvent } from "../events/turn-event.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
+import type { TurnEventHub } from "../events/turn-event-hub.js";
 import { NotAcceptableError, ValidationError } from "../errors.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpRequest, HttpResponse } from "./http.js";
@@ -36,6 +37,21 @@ export function lastEventId(request: HttpRequest): number {
     throw new ValidationError("Last-Event-ID is not an event id", [{ path: "Last-Event-ID", message: "an id of this turn's stream (digits)" }]);
   }
   return Number(raw);
+}
+
+/**
+ * Returns once the turn this request runs has begun here (its first event in this process's hub)
+ * or its run has settled (queued for the worker, or found finished); throws the run's error when it
+ * was refused before its first event, so a conflict with a running turn is the usual 409 with
+ * `Retry-After`, not a stream naming a turn that never ran.
+ */
+export async function turnBegun(hub: TurnEventHub, turnId: string, running: Promise<unknown>): Promise<void> {
+  const first = hub.next(turnId);
+  try {
+    if (hub.lastId(turnId) === 0) await Promise.race([first.promise, running]);
+  } finally {
+    first.cancel();
+  }
 }
 
 /** One server-sent event; the data is one line of JSON, so it never needs splitting. */

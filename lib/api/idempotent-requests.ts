@@ -72,4 +72,20 @@ export class IdempotentRequests {
       throw error;
     }
   }
+
+  /**
+   * `run`, answered once the key's verdict is known: the work began, or the first response came
+   * back, and `running` holds the outcome; refused as `run` refuses (another payload, the first
+   * request still in progress) before any work. What a response that begins before the work ends (a stream) needs.
+   */
+  async start<T>(scope: readonly string[], idempotencyKey: string, payload: string, work: () => Promise<T>): Promise<{ running: Promise<T> }> {
+    let began!: () => void;
+    const begun = new Promise<void>((resolve) => (began = resolve));
+    const running = this.run(scope, idempotencyKey, payload, () => {
+      began();
+      return work();
+    });
+    await Promise.race([begun, running]);
+    return { running };
+  }
 }

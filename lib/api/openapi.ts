@@ -13,7 +13,10 @@ interface Operation {
   body?: z.ZodType;
   /** Successful responses: status, description, body (none for 204). */
   responses: Record<number, { description: string; schema?: z.ZodType; headers?: string[] }>;
-  /** Error statuses this operation can answer, besides 401, 429, 500 and 503 (the database unreachable) for every authenticated one. */
+  /**
+   * Error statuses this operation can answer, besides 401, 429, 500 and 503 (the database unreachable) for every authenticated one,
+   * and 400, 413 and 415 for every one with a body (`parseJsonBody`).
+   */
   errors?: number[];
   public?: boolean;
   /** 200 may also be `text/event-stream`: the turn's events (`s.turnStreamEvents`). */
@@ -61,7 +64,6 @@ export const OPERATIONS: Operation[] = [
     summary: "Start a conversation owned by the caller.",
     body: s.createConversationBody,
     responses: { 201: { description: "Created.", schema: s.conversationCreated, headers: ["location"] } },
-    errors: [400, 415],
   },
   {
     method: "get",
@@ -98,7 +100,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [400, 404, 406, 409, 413, 415, 422, 503],
+    errors: [404, 406, 409, 422, 503],
     streams: true,
   },
   {
@@ -109,7 +111,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "turnId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [400, 404, 409, 413, 415, 422],
+    errors: [404, 409, 422],
   },
   {
     method: "post",
@@ -119,7 +121,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "turnId"],
     body: s.regenerateBody,
     responses: turnOutcome,
-    errors: [400, 404, 409, 415, 422],
+    errors: [404, 409, 422],
   },
   {
     method: "get",
@@ -143,7 +145,7 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: `${conversation}/turns`,
     operationId: "listTurns",
-    summary: "The conversation's turns, newest first; `?status=running` names the one to poll.",
+    summary: "The conversation's latest 100 turns, newest first; `?status=running` names the one to poll.",
     params: ["conversationId"],
     query: s.turnsQuery,
     responses: { 200: { description: "The turns, without their model calls.", schema: s.turnList } },
@@ -175,7 +177,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Tool calls of the conversation that wait for, or were given, a person's decision; `?status=pending` for those waiting.",
     params: ["conversationId"],
     query: s.approvalsQuery,
-    responses: { 200: { description: "The approvals, oldest first.", schema: s.approvalList } },
+    responses: { 200: { description: "The latest 100 approvals, oldest first.", schema: s.approvalList } },
     errors: [400, 404],
   },
   {
@@ -186,13 +188,13 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "approvalId"],
     body: s.decisionBody,
     responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
-    errors: [400, 403, 404, 409, 410, 415],
+    errors: [403, 404, 409, 410],
   },
 ];
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
-  401: "Missing or invalid bearer token.",
+  401: 'Missing or invalid bearer token; in AWS, API Gateway\'s JWT authorizer answers it first, in its own shape (`{"message": "Unauthorized"}`).',
   403: "The caller may not decide this approval (not the requester, or without an approver role).",
   404: "Not found, or not the caller's.",
   406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS, whose message names the streaming URL; docs/streaming.md).",
@@ -201,13 +203,18 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     "not the latest (`turn_not_latest`, `turn_superseded`), or the approval was decided otherwise or belongs to " +
     "a turn a newer one replaced (`approval_conflict`, `approval_superseded`).",
   410: "The approval expired before a decision (`approval_expired`); its call was rejected.",
-  413: "The message is over the limit.",
+  413: "The body is over 256 KiB, or the question over `MAX_MESSAGE_CHARS`.",
   415: "The body is not JSON.",
   422: "The Idempotency-Key was used with another body, the conversation no longer fits the context budget, or the turn reached its model-call limit.",
-  429: "Throttled (API Gateway).",
+  429: 'Throttled by API Gateway, which answers in its own shape (`{"message": "Too Many Requests"}`).',
   500: "Internal error.",
   503: "A dependency is unavailable; retry after `Retry-After`.",
 };
+
+const ERROR_REF = { $ref: "#/components/schemas/Error" };
+const GATEWAY_ERROR_REF = { $ref: "#/components/schemas/GatewayError" };
+/** Bodies of the statuses API Gateway answers before the function (in AWS); every other error is the API's `Error`. */
+const GATEWAY_ERROR_SCHEMAS: Record<number, object> = { 401: { anyOf: [ERROR_REF, GATEWAY_ERROR_REF] }, 429: GATEWAY_ERROR_REF };
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
   const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" });
@@ -251,7 +258,8 @@ function operationObject(op: Operation) {
       ? [{ name: "Last-Event-ID", in: "header", required: false, schema: { type: "string", pattern: "^[0-9]{1,9}$" }, description: "Resume after this event." }]
       : []),
   ];
-  const errors = op.public ? (op.errors ?? []) : [...new Set([...(op.errors ?? []), 401, 429, 500, 503])].sort();
+  const bodyErrors = op.body ? [400, 413, 415] : [];
+  const errors = op.public ? (op.errors ?? []) : [...new Set([...(op.errors ?? []), ...bodyErrors, 401, 429, 500, 503])].sort();
   const responses: Record<string, unknown> = {};
   for (const [status, r] of Object.entries(op.responses)) {
     responses[status] = {
@@ -263,7 +271,7 @@ function operationObject(op: Operation) {
     };
   }
   for (const status of errors)
-    responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+    responses[status] = { description: ERROR_DESCRIPTIONS[status], content: { "application/json": { schema: GATEWAY_ERROR_SCHEMAS[status] ?? ERROR_REF } } };
   return {
     operationId: op.operationId,
     summary: op.summary,
@@ -290,7 +298,7 @@ export function openApiDocument(): Record<string, unknown> {
     paths,
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
-      schemas: { Error: jsonSchema(s.errorResponse, "output") },
+      schemas: { Error: jsonSchema(s.errorResponse, "output"), GatewayError: jsonSchema(s.gatewayError, "output") },
     },
   };
 }

@@ -68,6 +68,9 @@ export const errorResponse = z.object({
   }),
 });
 
+/** What API Gateway answers itself in AWS, before the api function runs (its JWT authorizer's 401, its throttling's 429). */
+export const gatewayError = z.object({ message: z.string() });
+
 export const health = z.object({ status: z.literal("ok") });
 export const ready = z.object({ status: z.literal("ready"), database: z.literal("ok") });
 export const conversationCreated = z.object({ conversationId: z.string(), createdAt: isoDate });

@@ -47,7 +47,7 @@ export interface SweepResult {
 export class Approvals {
   constructor(private readonly options: ApprovalsOptions) {}
 
-  /** The conversation's approvals, oldest first; overdue ones are expired (and their turns resumed) first. */
+  /** The conversation's latest {@link DEFAULT_APPROVALS_PAGE} approvals, oldest first; overdue ones are expired (and their turns resumed) first. */
   async list(conversationId: string, status?: ApprovalStatus): Promise<ApprovalDocument[]> {
     await this.settleDue(conversationId);
     return this.options.store.listByConversation(conversationId, { status, limit: DEFAULT_APPROVALS_PAGE });

@@ -93,9 +93,12 @@ export class TurnEventFollower {
           if (!turn && seen) return;
           seen ||= turn !== null;
           const final = turn && Date.now() - turn.updatedAt.getTime() >= this.finalGraceMs ? finalEventOf(turn) : undefined;
-          // Past the grace, read once more before inferring one.
+          // Past the grace, read once more before inferring one, from the client's last event on.
           if (final) {
-            if ((await this.options.store.after(turnId, last)).length > 0) continue;
+            const stored = await this.options.store.after(turnId, Math.max(last - 1, 0));
+            if (stored.some((e) => e.id > last)) continue;
+            // A client that read the stored final event and reconnected after it has the whole turn: no second one, under a new id.
+            if (stored.some((e) => e.id === last && e.type === final.type)) return;
             yield { ...final, id: last + 1 } as TurnEvent;
             return;
           }

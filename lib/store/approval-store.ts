@@ -120,10 +120,11 @@ export class ApprovalStore {
     return this.collection.findOne({ _id: approvalId });
   }
 
-  /** The conversation's approvals, oldest first, optionally of one status; at most `limit`. */
+  /** The conversation's latest `limit` approvals (so the newest are never cut off), oldest first, optionally of one status. */
   async listByConversation(conversationId: string, options: { status?: ApprovalStatus; limit: number }): Promise<ApprovalDocument[]> {
     const filter: Filter<ApprovalDocument> = { conversationId, ...(options.status ? { status: options.status } : {}) };
-    return this.collection.find(filter).sort({ createdAt: 1, _id: 1 }).limit(options.limit).toArray();
+    const latest = await this.collection.find(filter).sort({ createdAt: -1, _id: -1 }).limit(options.limit).toArray();
+    return latest.reverse();
   }
 
   async listByTurn(turnId: string): Promise<ApprovalDocument[]> {

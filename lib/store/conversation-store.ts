@@ -212,7 +212,8 @@ function encodeCursor(updatedAt: Date, id: string): string {
 function decodeCursor(cursor: string): { updatedAt: Date; id: string } {
   try {
     const [ms, id] = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as [unknown, unknown];
-    if (typeof ms !== "number" || typeof id !== "string") throw new Error("shape");
+    // A time no page can have (not whole milliseconds, past Date's range) would match nothing, not be refused.
+    if (typeof ms !== "number" || !Number.isSafeInteger(ms) || Number.isNaN(new Date(ms).getTime()) || typeof id !== "string") throw new Error("shape");
     return { updatedAt: new Date(ms), id };
   } catch (error) {
     throw new ValidationError("invalid cursor", [{ path: "cursor", message: "not a cursor from a previous page" }], { cause: error });

@@ -6,12 +6,14 @@ import { startTestServer, type TestServer } from "../support/api-client.js";
 let api: TestServer;
 let token: string;
 let conversationId: string;
+let turnId: string;
 const MAX_CHARS = 200;
 
 beforeAll(async () => {
   api = await startTestServer({ MAX_MESSAGE_CHARS: String(MAX_CHARS) });
   token = await api.token("alice");
   conversationId = (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
+  turnId = (await api.call("POST", `/v1/conversations/${conversationId}/messages`, { token, json: { content: "a first question" } })).body.turnId;
 });
 afterAll(() => api.close());
 
@@ -103,6 +105,21 @@ describe("bad input", () => {
       .setExpirationTime("1h")
       .sign(privateKey);
     expectError(await api.call("GET", "/v1/conversations", { token: forged }), 401, "unauthorized");
+  });
+
+  describe("a body over the byte limit on every route that takes one", () => {
+    const over = JSON.stringify({ content: "x".repeat(300_000) });
+    const routes: [string, () => string][] = [
+      ["POST /v1/conversations", () => "/v1/conversations"],
+      ["POST .../turns/{turnId}/edit", () => `/v1/conversations/${conversationId}/turns/${turnId}/edit`],
+      ["POST .../turns/{turnId}/regenerate", () => `/v1/conversations/${conversationId}/turns/${turnId}/regenerate`],
+      ["POST .../approvals/{approvalId}", () => `/v1/conversations/${conversationId}/approvals/00000000-0000-4000-8000-000000000000`],
+    ];
+    it.each(routes)("answers 413 payload_too_large, as the OpenAPI document lists, for %s, and changes nothing", async (_name, path) => {
+      const before = await counts();
+      expectError(await api.call("POST", path(), { token, body: over, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
+      expect(await counts()).toEqual(before);
+    });
   });
 
   it("names the allowed methods on a 405", async () => {

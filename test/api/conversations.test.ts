@@ -41,6 +41,18 @@ describe("conversations API", () => {
       expect((await api.call("GET", "/v1/conversations?limit=abc", { token: alice })).status).toBe(400);
       expect((await api.call("GET", "/v1/conversations?cursor=not-a-cursor", { token: alice })).status).toBe(400);
     });
+
+    it("answers 400 for a forged cursor of the right shape whose time is no date", async () => {
+      for (const forged of [
+        [1e300, "x"],
+        [1.5, "x"],
+      ]) {
+        const cursor = Buffer.from(JSON.stringify(forged)).toString("base64url");
+        const res = await api.call("GET", `/v1/conversations?cursor=${cursor}`, { token: alice });
+        expect(res.status).toBe(400);
+        expect(res.body.error.details).toEqual([{ path: "cursor", message: "not a cursor from a previous page" }]);
+      }
+    });
   });
 
   describe("GET /v1/conversations/{id}", () => {

@@ -1,9 +1,10 @@
 import { z } from "zod";
-import { assertCanStream, lastEventId, turnEventStream, wantsEventStream } from "../../lib/api/event-stream.js";
+import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "../../lib/api/event-stream.js";
+import { TurnEventHub } from "../../lib/events/turn-event-hub.js";
 import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
 import type { HttpRequest } from "../../lib/api/http.js";
 import { turnStreamEvents } from "../../lib/api/schemas.js";
-import { NotAcceptableError, ValidationError } from "../../lib/errors.js";
+import { ConflictError, NotAcceptableError, ValidationError } from "../../lib/errors.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
@@ -130,6 +131,57 @@ describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", 
     expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello again")).toHaveLength(1);
   });
 
+  it("returns 422 idempotency_key_reused before any event to a repeated Idempotency-Key with another question, and runs nothing", async () => {
+    const conversationId = await newConversation();
+    await (await ask(conversationId, "Hello first", { "idempotency-key": "k-reused" })).rest();
+    const res = await api.call("POST", `/v1/conversations/${conversationId}/messages`, {
+      token,
+      json: { content: "Hello second" },
+      headers: { accept: "text/event-stream", "idempotency-key": "k-reused" },
+    });
+    expect(res).toMatchObject({ status: 422, body: { error: { code: "idempotency_key_reused" } } });
+    expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello second")).toHaveLength(0);
+    expect((await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body.turns).toHaveLength(1);
+  });
+
+  it("follows the running turn to done for a repeat of its Idempotency-Key after Last-Event-ID, without a second turn", async () => {
+    toolGate = new Gate();
+    const conversationId = await newConversation();
+    const first = await ask(conversationId, "wait for the key", { "idempotency-key": "k-running" });
+    const seen: SseEvent[] = [];
+    for (let e = await first.next(); e && e.event !== "tool_started"; e = await first.next()) seen.push(e);
+    await toolGate.reached;
+    first.close();
+    const again = await ask(conversationId, "wait for the key", { "idempotency-key": "k-running", "last-event-id": seen.at(-1)!.id! });
+    expect(again.status).toBe(200);
+    const turn = await again.next();
+    expect(turn?.data.turnId).toBe(seen[0].data.turnId);
+    toolGate.open();
+    const rest = await again.rest();
+    expect(rest.map((e) => e.event)).toEqual(["tool_started", "tool_finished", "progress", "text", "text", "text", "text", "text", "done"]);
+    expect((await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body.turns).toHaveLength(1);
+  });
+
+  it("returns 409 conflict with Retry-After before any event while another turn runs on the conversation, and runs nothing", async () => {
+    toolGate = new Gate();
+    const conversationId = await newConversation();
+    const first = await ask(conversationId, "wait while I ask again");
+    for (let e = await first.next(); e && e.event !== "tool_started"; e = await first.next());
+    await toolGate.reached;
+    const refused = await api.call("POST", `/v1/conversations/${conversationId}/messages`, {
+      token,
+      json: { content: "Hello while busy" },
+      headers: { accept: "text/event-stream" },
+    });
+    expect(refused).toMatchObject({ status: 409, body: { error: { code: "conflict" } } });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    toolGate.open();
+    expect((await first.rest()).at(-1)?.event).toBe("done");
+    const { turns } = (await api.call("GET", `/v1/conversations/${conversationId}/turns`, { token })).body;
+    expect(turns).toHaveLength(1);
+    expect(converse.requests.filter((r) => r.body && lastUserText(r.body) === "Hello while busy")).toHaveLength(0);
+  });
+
   it("sends done once the answer is stored and the conversation is free: the next question, asked at once, runs", async () => {
     const conversationId = await newConversation();
     for (const question of ["Hello one", "Hello two", "Hello three"]) {
@@ -221,6 +273,33 @@ describe("event-stream", () => {
 
     it("returns no settled work for a stream that only follows a turn (GET .../events)", () => {
       expect(turnEventStream({ ...options, events: follower() }).settled).toBeUndefined();
+    });
+  });
+
+  describe("turnBegun", () => {
+    const progressEvent = { type: "progress", step: "model", modelCall: 0, id: 1 } as const;
+    const pending = () => new Promise<never>(() => undefined);
+
+    it("returns at the turn's first event in the hub while its run goes on", async () => {
+      const hub = new TurnEventHub();
+      const begun = turnBegun(hub, "t1", pending());
+      hub.publish("t1", progressEvent);
+      await expect(begun).resolves.toBeUndefined();
+    });
+
+    it("returns at once for a turn the hub already has events of", async () => {
+      const hub = new TurnEventHub();
+      hub.publish("t1", progressEvent);
+      await expect(turnBegun(hub, "t1", pending())).resolves.toBeUndefined();
+    });
+
+    it("returns when the run settles before any event (a turn handed to the worker)", async () => {
+      await expect(turnBegun(new TurnEventHub(), "t1", Promise.resolve({ kind: "queued" }))).resolves.toBeUndefined();
+    });
+
+    it("throws the run's error when it was refused before its first event", async () => {
+      const refused = new ConflictError("a turn is already running on this conversation", 5);
+      await expect(turnBegun(new TurnEventHub(), "t1", Promise.reject(refused))).rejects.toBe(refused);
     });
   });
 

@@ -62,4 +62,46 @@ describe("IdempotentRequests", () => {
       expect(record.expiresAt.getTime() - before).toBeLessThanOrEqual(24 * 3600 * 1000 + 60_000);
     });
   });
+
+  describe("start", () => {
+    it("returns once the work began, before it ends, with its outcome in running", async () => {
+      const gate = new Gate();
+      const { running } = await requests.start(["alice"], "k1", "body", async () => {
+        await gate.pass();
+        return "done";
+      });
+      await gate.reached;
+      gate.open();
+      expect(await running).toBe("done");
+    });
+
+    it("returns the first response in running to a repeat with the same key and body, without running the work again", async () => {
+      await requests.run(["alice"], "k1", "body", async () => "first");
+      const { running } = await requests.start(["alice"], "k1", "body", async () => "second");
+      expect(await running).toBe("first");
+    });
+
+    it("throws IdempotencyKeyReusedError for the same key with another body, and runs nothing", async () => {
+      await requests.run(["alice"], "k1", "body", async () => "first");
+      let ran = false;
+      const work = async () => {
+        ran = true;
+        return "second";
+      };
+      await expect(requests.start(["alice"], "k1", "other body", work)).rejects.toBeInstanceOf(IdempotencyKeyReusedError);
+      expect(ran).toBe(false);
+    });
+
+    it("throws ConflictError for a repeat while the first is still running", async () => {
+      const gate = new Gate();
+      const first = requests.run(["alice"], "k1", "body", async () => {
+        await gate.pass();
+        return "first";
+      });
+      await gate.reached;
+      await expect(requests.start(["alice"], "k1", "body", async () => "second")).rejects.toBeInstanceOf(ConflictError);
+      gate.open();
+      await first;
+    });
+  });
 });

@@ -32,6 +32,32 @@ describe("api/openapi", () => {
     });
   });
 
+  describe("openApiDocument responses", () => {
+    it.each(OPERATIONS.filter((op) => op.body).map((op) => [op.method.toUpperCase(), op.path] as const))(
+      "lists 400, 413 and 415, which parsing any body can answer, for %s %s",
+      (method, path) => {
+        const responses = (openApiDocument() as any).paths[path][method.toLowerCase()].responses;
+        expect(Object.keys(responses)).toEqual(expect.arrayContaining(["400", "413", "415"]));
+      },
+    );
+  });
+
+  describe("openApiDocument gateway answers", () => {
+    const listOp = () => (openApiDocument() as any).paths["/v1/conversations"].get.responses;
+    const gatewayBody = (body: unknown) => () => assertConformsToOpenApi("GET", "/v1/conversations", 429, body);
+
+    it("describes 429 as API Gateway answers it, a message only", () => {
+      expect(gatewayBody({ message: "Too Many Requests" })).not.toThrow();
+      expect(listOp()["429"].description).toContain("API Gateway");
+    });
+
+    it("describes 401 as the API answers it and as API Gateway's JWT authorizer does", () => {
+      expect(() => assertConformsToOpenApi("GET", "/v1/conversations", 401, { message: "Unauthorized" })).not.toThrow();
+      expect(() => assertConformsToOpenApi("GET", "/v1/conversations", 401, { error: { code: "unauthorized", message: "token expired" } })).not.toThrow();
+      expect(() => assertConformsToOpenApi("GET", "/v1/conversations", 401, { error: "unauthorized" })).toThrow(/does not match/);
+    });
+  });
+
   describe("GET /openapi.json", () => {
     it("returns the document without a token", async () => {
       const response = await t.call("GET", "/openapi.json");

@@ -37,6 +37,22 @@ describe("editedArgumentIssues", () => {
     expect(editedArgumentIssues(strict, { title: "x", extra: 1 }).map((i) => i.path)).toEqual(["(arguments)"]);
   });
 
+  it("refuses a field the schema does not name, which the tool would drop: a mistyped name is refused, not run without", () => {
+    expect(editedArgumentIssues(followUp, { title: "Call the supplier", duedate: "2026-12-24" })).toEqual([
+      { path: "(arguments)", message: expect.stringContaining('"duedate"') },
+    ]);
+  });
+
+  it("refuses a field the schema does not name inside a nested object, at that object's path", () => {
+    const nested = recorded(z.object({ title: z.string(), owner: z.object({ name: z.string() }).optional() }));
+    expect(editedArgumentIssues(nested, { title: "Call", owner: { name: "Ada", mail: "a@b.c" } }).map((i) => i.path)).toEqual(["owner"]);
+  });
+
+  it("accepts fields a schema that allows any lets through", () => {
+    const open = recorded(z.looseObject({ title: z.string() }));
+    expect(editedArgumentIssues(open, { title: "Call", extra: 1 })).toEqual([]);
+  });
+
   it("refuses every edit of an approval that recorded no schema", () => {
     expect(editedArgumentIssues(undefined, { title: "Call the supplier" })).toEqual([
       { path: "(arguments)", message: "this approval was opened before edits were recorded; approve or reject it" },

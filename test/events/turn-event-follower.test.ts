@@ -95,6 +95,12 @@ describe("TurnEventFollower", () => {
       ]);
     });
 
+    it("returns nothing to a client that already read the stored final event (a reconnect after done), rather than a second one", async () => {
+      await store("t1", [progress(1), text(2), { type: "done", answer: "stored answer", usage, id: 3 }]);
+      await record("t1", "completed", { answer: "stored answer" });
+      expect(await collect(follower().follow("t1", 3, AbortSignal.timeout(10_000)))).toEqual([]);
+    });
+
     it("returns the final event a finished record implies, with the next id, when none is stored past the grace", async () => {
       const cases: [Partial<TurnDocument> & { status: TurnStatus }, Record<string, unknown>][] = [
         [

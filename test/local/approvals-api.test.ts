@@ -148,6 +148,14 @@ describe("local server: approvals over the HTTP API", () => {
       expect((await t.call("GET", `/v1/conversations/${id}/approvals?status=pending`, { token: alice })).body.approvals).toHaveLength(1);
     });
 
+    it("returns 400 naming a field the tool does not take (a mistyped name), and the approval still waits", async () => {
+      const { id, approvalId } = await waitingTurn();
+      const bad = await decide(id, approvalId, { decision: "edit", args: { title: "Call the supplier", ownr: "Dan" } });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.details).toEqual([{ path: "args.(arguments)", message: expect.stringContaining('"ownr"') }]);
+      expect((await t.call("GET", `/v1/conversations/${id}/approvals?status=pending`, { token: alice })).body.approvals).toHaveLength(1);
+    });
+
     it("returns 403 to the requester without the approver role, and changes nothing", async () => {
       const { id, approvalId } = await waitingTurn();
       const refused = await decide(id, approvalId, { decision: "approve" }, alice);

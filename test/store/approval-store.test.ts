@@ -84,6 +84,15 @@ describe("ApprovalStore", () => {
       expect((await approvals.listByConversation("c", { status: "pending", limit: 10 })).map((d) => d._id)).toEqual([b._id, a._id]);
       expect(await approvals.listByConversation("c", { limit: 1 })).toHaveLength(1);
     });
+
+    it("returns the latest approvals, oldest first, when the conversation has more than the limit", async () => {
+      const [a, , c] = await opened(
+        approval("a", { createdAt: minutes(2) }),
+        approval("b", { createdAt: minutes(1) }),
+        approval("c", { createdAt: minutes(3) }),
+      );
+      expect((await approvals.listByConversation("c", { limit: 2 })).map((d) => d._id)).toEqual([a._id, c._id]);
+    });
   });
 
   describe("listByTurn", () => {
