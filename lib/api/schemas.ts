@@ -16,8 +16,9 @@ export const idParam = z.string().min(1).max(100).meta({ description: "An id the
 export const postMessageBody = z.strictObject({ content: z.string().meta({ description: "The question; trimmed, never blank." }) });
 export const createConversationBody = z.strictObject({});
 export const regenerateBody = z.strictObject({});
-export const listQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+export const listQuery = z.strictObject({
+  // Digits only: a coerced number would take "1e1" or "0x10" for a page size; anything else stays a string and fails.
+  limit: z.preprocess((v) => (typeof v === "string" && /^[0-9]{1,6}$/.test(v) ? Number(v) : v), z.number().int().min(1).max(MAX_PAGE_SIZE)).optional(),
   cursor: z.string().min(1).max(200).optional().meta({ description: "`nextCursor` of the previous page." }),
 });
 export const turnsQuery = z.strictObject({ status: z.enum(TURN_STATUSES).optional() });

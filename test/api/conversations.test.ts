@@ -42,6 +42,14 @@ describe("conversations API", () => {
       expect((await api.call("GET", "/v1/conversations?cursor=not-a-cursor", { token: alice })).status).toBe(400);
     });
 
+    it("answers 400 for a limit that is not written in digits, and for a query parameter it does not take, as the other listings do", async () => {
+      for (const query of ["limit=1e1", "limit=0x10", "limit=%205", "limit=2.0", "foo=1"]) {
+        const response = await api.call("GET", `/v1/conversations?${query}`, { token: alice });
+        expect({ query, status: response.status, code: response.body.error?.code }).toEqual({ query, status: 400, code: "invalid_request" });
+      }
+      expect((await api.call("GET", "/v1/conversations?limit=10", { token: alice })).status).toBe(200);
+    });
+
     it("answers 400 for a forged cursor of the right shape whose time is no date", async () => {
       for (const forged of [
         [1e300, "x"],
