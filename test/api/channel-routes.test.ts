@@ -54,6 +54,23 @@ describe("channel-routes", () => {
       expect(queue.at(-1)?.channel).toBe("teams");
     });
 
+    it("answers 413 for a body over the API's limit before verifying or parsing it, and enqueues nothing", async () => {
+      const queued = queue.length;
+      const nested = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+      const slackBody = envelope(appMention({ text: "x".repeat(300_000) }));
+      const slack = await router({ slack: true })({ method: "POST", path: "/slack/events", headers: signSlackRequest(slackBody), query: {}, body: slackBody });
+      const token = await issuer.sign({ serviceUrl: "https://smba.trafficmanager.net/emea/" });
+      const teams = await router({ teams: true })({
+        method: "POST",
+        path: "/teams/messages",
+        headers: { authorization: `Bearer ${token}` },
+        query: {},
+        body: nested,
+      });
+      expect([slack.status, teams.status]).toEqual([413, 413]);
+      expect(queue.length).toBe(queued);
+    });
+
     it("returns no Teams route when Teams is not configured", async () => {
       const response = await router({ slack: true })({ method: "POST", path: "/teams/messages", headers: {}, query: {}, body: "{}" });
       expect(response.status).toBe(404);
