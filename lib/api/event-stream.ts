@@ -20,11 +20,25 @@ export function assertCanStream(request: HttpRequest, streamingUrl?: string): vo
   }
 }
 
-/** Whether the request asks for server-sent events (`Accept: text/event-stream`), split into media ranges rather than searched. */
+/** A media range's weight (`q`, RFC 9110 §12.4.2): 1 without one, 0 for a malformed one. */
+function weightOf(params: readonly string[]): number {
+  const q = params.find((p) => /^\s*q\s*=/i.test(p));
+  if (q === undefined) return 1;
+  const value = q.slice(q.indexOf("=") + 1).trim();
+  return /^(0(\.\d{0,3})?|1(\.0{0,3})?)$/.test(value) ? Number(value) : 0;
+}
+
+/**
+ * Whether the request asks for server-sent events (`Accept: text/event-stream` with a weight above 0),
+ * split into media ranges rather than searched.
+ */
 export function wantsEventStream(request: HttpRequest, streamingUrl?: string): boolean {
   const accept = request.headers.accept;
   if (accept === undefined) return false;
-  const wanted = accept.split(",").some((range) => range.split(";", 1)[0].trim().toLowerCase() === EVENT_STREAM);
+  const wanted = accept.split(",").some((range) => {
+    const [type, ...params] = range.split(";");
+    return type.trim().toLowerCase() === EVENT_STREAM && weightOf(params) > 0;
+  });
   if (wanted) assertCanStream(request, streamingUrl);
   return wanted;
 }

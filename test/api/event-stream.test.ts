@@ -231,12 +231,17 @@ describe("event-stream", () => {
   const request = (headers: Record<string, string>, canStream = true): HttpRequest => ({ method: "POST", path: "/", headers, query: {}, canStream });
 
   describe("wantsEventStream", () => {
-    it("returns true for text/event-stream among other media ranges", () => {
+    it("returns true for text/event-stream among other media ranges, with any weight above 0", () => {
       expect(wantsEventStream(request({ accept: "application/json;q=0.5, Text/Event-Stream" }))).toBe(true);
+      expect(wantsEventStream(request({ accept: "text/event-stream;q=0.1" }))).toBe(true);
+      expect(wantsEventStream(request({ accept: "text/event-stream; charset=utf-8; q=1.0" }))).toBe(true);
     });
 
-    it("returns false for a JSON client", () => {
+    it("returns false for a JSON client, and for text/event-stream weighted 0 or with a malformed weight", () => {
       expect(wantsEventStream(request({ accept: "application/json" }))).toBe(false);
+      expect(wantsEventStream(request({ accept: "text/event-stream;q=0, application/json" }))).toBe(false);
+      expect(wantsEventStream(request({ accept: "text/event-stream; Q=0.000" }))).toBe(false);
+      expect(wantsEventStream(request({ accept: "text/event-stream;q=abc" }))).toBe(false);
     });
 
     it("throws NotAcceptableError where the adapter cannot stream", () => {
