@@ -332,7 +332,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     ]);
     if (view !== undefined) read.seed(thread_id, view);
     const parent = parent_checkpoint_id === undefined ? undefined : await this.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
-    const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent);
+    const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent, read);
     const blobs = await this.blobs.prepare(position, plan.writes, `checkpoint ${checkpoint_id}`);
 
     const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
@@ -396,7 +396,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * when the channel has no value. A channel at the version its parent (of this format) has
    * names what the parent names. One at the version of a legacy parent is written again from
    * `values` (a blob gets a key of its own: legacy versions may repeat across branches). Any
-   * other names the blob stored under its version if there is one, else no value.
+   * other names the blob stored under its version if there is one, else what another header of
+   * this format names for that version (see {@link namedElsewhere}), else no value.
    */
   private async planChannels(
     position: BlobPosition,
@@ -404,6 +405,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     newVersions: ChannelVersions,
     values: Record<string, unknown>,
     parent: { id: string; header: DecodedHeader } | undefined,
+    read: ReadContext,
   ): Promise<ChannelPlan> {
     const plan: ChannelPlan = { writes: [], keys: new Map(), inline: new Map(), absent: [] };
     const parentFormat = parent?.header.format === HEADER_FORMAT ? parent.header : undefined;
@@ -448,13 +450,50 @@ export class ThreadwiseSaver extends MongoDBSaver {
       }
     }
     const stored = await this.blobs.stored(position, unknown);
+    const elsewhere = await this.namedElsewhere(
+      position,
+      unknown.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
+      read,
+    );
     for (const [channel, key] of unknown) {
+      const named = elsewhere.get(channel);
       if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
+      else if (named?.inline !== undefined) plan.inline.set(channel, named.inline);
+      else if (named?.key !== undefined) plan.keys.set(channel, named.key);
       else plan.absent.push(channel);
     }
     const heads = await this.blobs.listHeads(position, bases);
     for (const w of plan.writes) if ("list" in w) w.base = heads.get(w.channel);
     return plan;
+  }
+
+  /**
+   * Where the visible headers of this format, newest first, keep each channel's value at the
+   * given version: in the header, or under a blob key of its own. A put names a version neither
+   * new nor its parent's when it copies a checkpoint (`updateState` as `__copy__` puts its source's
+   * versions, none new, under the source's parent); a value kept in the source's header is found
+   * only here. Versions are unique per writer (see {@link getNextVersion}), so any header naming
+   * one holds its value.
+   */
+  private async namedElsewhere(
+    position: BlobPosition,
+    wanted: [string, string][],
+    read: ReadContext,
+  ): Promise<Map<string, { inline?: InlineValue; key?: string }>> {
+    const found = new Map<string, { inline?: InlineValue; key?: string }>();
+    const pending = new Map(wanted);
+    if (pending.size === 0) return found;
+    for await (const doc of this.checkpoints.find({ ...position, format: HEADER_FORMAT }).sort({ checkpoint_id: -1 })) {
+      if (!(await read.visible(doc))) continue;
+      const header = await decodeHeader(doc, this.serde);
+      for (const [channel, key] of pending) {
+        if (String(header.checkpoint.channel_versions[channel]) !== key) continue;
+        pending.delete(channel);
+        found.set(channel, { inline: header.inline.get(channel), key: header.keys.get(channel) });
+      }
+      if (pending.size === 0) break;
+    }
+    return found;
   }
 
   /**
