@@ -165,7 +165,7 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  * - Checkpoints written by stock `MongoDBSaver` or earlier releases are read as written; the
  *   first checkpoint written after one stores its values anew (README, "Checkpoint storage").
  * - {@link prune} keeps every turn's start and end and the latest few checkpoints, and removes
- *   the rest, finished subgraph namespaces, and the values nothing kept reaches.
+ *   the rest, the subgraph namespaces of removed checkpoints, and the values nothing kept reaches.
  *
  * Every document is measured before it is written and refused with `DocumentTooLargeError`
  * above `maxDocumentBytes`.
@@ -557,7 +557,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
   /**
    * Removes what a thread no longer needs: in the root namespace, checkpoints inside finished
    * runs (every turn's start and end, branch tips and the latest `keep` stay; see `planPrune`),
-   * finished subgraph namespaces whole, the writes of removed checkpoints, values no kept
+   * subgraph namespaces of removed root checkpoints whole, the writes of removed checkpoints, values no kept
    * checkpoint reaches, and what stale fenced writers left. Safe while a writer of the thread
    * runs (it removes only what it listed and values older than every kept one), but meant for
    * between turns; pass `fenceEpoch` so that a stale writer's prune is refused.

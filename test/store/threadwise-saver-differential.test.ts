@@ -6,7 +6,7 @@ import { CheckpointNotFoundError, StaleWriterError } from "../../lib/errors.js";
 import { prng } from "../../lib/prng.js";
 import { propertyRuns } from "../support/property-runs.js";
 import { useTestDatabase } from "../support/store-fixture.js";
-import { newSaver } from "./checkpoint/saver-support.js";
+import { newSaver, snapshotThread } from "./checkpoint/saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
 const test = useTestDatabase("differential", { clearBeforeEach: false });
@@ -109,8 +109,8 @@ const ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a
 /**
  * Makes one checkpointer's answers comparable with the other's: checkpoint, task and interrupt
  * ids (different on each run) become `id<n>` in the order they are first seen over the whole
- * sequence, so a wrong parent or a missing checkpoint still shows; timestamps and LangGraph's
- * internal configurable keys are dropped.
+ * sequence, so a wrong parent or a missing checkpoint still shows; timestamps, LangGraph's
+ * internal configurable keys and the fence epoch are dropped.
  */
 class Normalizer {
   private readonly tokens = new Map<string, string>();
@@ -121,8 +121,9 @@ class Normalizer {
     if (Array.isArray(value)) return value.map((item) => this.normalize(item));
     if (value instanceof Error) return { error: value.name, message: this.normalize(value.message) };
     if (value !== null && typeof value === "object") {
-      // LangGraph puts the checkpointer itself in some configs it returns (`__pregel_checkpointer`).
-      const entries = Object.entries(value).filter(([key]) => key !== "createdAt" && key !== "ts" && !key.startsWith("__pregel_"));
+      // LangGraph puts the checkpointer itself in some configs it returns (`__pregel_checkpointer`),
+      // and returns the caller's config (with our fence epoch) for a thread without checkpoints.
+      const entries = Object.entries(value).filter(([key]) => !["createdAt", "ts", "fence_epoch"].includes(key) && !key.startsWith("__pregel_"));
       return Object.fromEntries(entries.map(([key, item]) => [this.normalize(key), this.normalize(item)]));
     }
     return value;
@@ -165,6 +166,14 @@ async function history(graph: Graph, config: RunnableConfig, options?: Parameter
   return snapshots;
 }
 
+async function historyOptions(op: Op, older: () => Promise<RunnableConfig>) {
+  return {
+    limit: op.r1 < 0.5 ? Math.floor(op.r2 * 5) + 1 : undefined,
+    before: op.r2 < 0.3 ? await older() : undefined,
+    filter: op.r1 > 0.7 ? { source: op.source } : op.r1 > 0.6 ? { step: Math.floor(op.r2 * 4) } : undefined,
+  };
+}
+
 /** Runs one op through LangGraph's API; `older` picks a checkpoint of the thread's history (for forks and time travel). */
 async function runOp(side: Side, op: Op, older: () => Promise<RunnableConfig>): Promise<unknown> {
   const { graph, saver } = side;
@@ -192,11 +201,7 @@ async function runOp(side: Side, op: Op, older: () => Promise<RunnableConfig>): 
     case "state":
       return graph.getState(await at(op.r1 >= 0.5), { subgraphs: op.r2 < 0.5 });
     case "history":
-      return history(graph, config, {
-        limit: op.r1 < 0.5 ? Math.floor(op.r2 * 5) + 1 : undefined,
-        before: op.r2 < 0.3 ? await older() : undefined,
-        filter: op.r1 > 0.7 ? { source: op.source } : op.r1 > 0.6 ? { step: Math.floor(op.r2 * 4) } : undefined,
-      });
+      return history(graph, config, await historyOptions(op, older));
     case "update": {
       const target = await at(op.r2 >= 0.5);
       if (op.asNode === "none") return graph.updateState(target, null);
@@ -220,15 +225,65 @@ async function outcome(side: Side, run: () => Promise<unknown>): Promise<unknown
   }
 }
 
+/** The config of the checkpoint at the op's position in the side's history of the thread. */
+async function olderIn(s: Side, op: Op): Promise<RunnableConfig> {
+  const snapshots = await history(s.graph, { configurable: { thread_id: op.thread } });
+  return snapshots.length === 0 ? { configurable: { thread_id: op.thread } } : snapshots[Math.floor(op.r1 * snapshots.length)].config;
+}
+
 /** The op's answer from both sides; an older checkpoint is the same position in both histories. */
 async function both(memory: Side, ours: Side, op: Op): Promise<{ memory: unknown; ours: unknown }> {
-  const older = (s: Side) => async () => {
-    const snapshots = await history(s.graph, { configurable: { thread_id: op.thread } });
-    return snapshots.length === 0 ? { configurable: { thread_id: op.thread } } : snapshots[Math.floor(op.r1 * snapshots.length)].config;
-  };
   return {
-    memory: await outcome(memory, () => runOp(memory, op, older(memory))),
-    ours: await outcome(ours, () => runOp(ours, op, older(ours))),
+    memory: await outcome(memory, () => runOp(memory, op, () => olderIn(memory, op))),
+    ours: await outcome(ours, () => runOp(ours, op, () => olderIn(ours, op))),
+  };
+}
+
+/** Every checkpoint of the thread, in every namespace, as it reads back (values in any key order). */
+async function storedThread(saver: BaseCheckpointSaver, threadId: string): Promise<Map<string, unknown>> {
+  return new Map([...(await snapshotThread(saver, threadId))].map(([id, bytes]) => [id, JSON.parse(bytes)]));
+}
+
+/** Whether the parent of the checkpoint at `config` is stored (or it has none). */
+async function parentKept(s: Side, config: RunnableConfig): Promise<boolean> {
+  const parent = (await s.graph.getState(config)).parentConfig;
+  return parent === undefined || (await s.saver.getTuple(parent)) !== undefined;
+}
+
+/** The checkpoint token of a snapshot, as normalized. */
+const tokenOf = (snapshot: unknown) => (snapshot as { config: { configurable: { checkpoint_id: string } } }).config.configurable.checkpoint_id;
+
+/**
+ * As {@link both}, on a thread the product prunes: an older checkpoint is one our saver kept, and
+ * MemorySaver is given the same checkpoint (by token). A history lists the kept checkpoints, so
+ * MemorySaver's is cut to those before its limit applies.
+ */
+async function bothPruned(memory: Side, ours: Side, op: Op): Promise<{ memory: unknown; ours: unknown }> {
+  const thread = { configurable: { thread_id: op.thread } };
+  const kept = new Set(((await outcome(ours, () => history(ours.graph, thread))) as unknown[]).map(tokenOf));
+  const olderKept = async (): Promise<RunnableConfig> => {
+    const config = await olderIn(ours, op);
+    const token = ours.normalizer.normalize(config.configurable?.checkpoint_id);
+    return typeof token === "string" ? { configurable: { ...config.configurable, checkpoint_id: memory.normalizer.id(token) } } : config;
+  };
+  if (op.kind === "update" && op.asNode === "__copy__" && !(await parentKept(ours, op.r2 >= 0.5 ? await olderIn(ours, op) : thread))) {
+    // A copy is put under its source's parent: gone, it is refused (docs/storage.md), changing nothing.
+    const before = await storedThread(ours.saver, op.thread);
+    await expect(runOp(ours, op, () => olderIn(ours, op))).rejects.toThrow(CheckpointNotFoundError);
+    expect(await storedThread(ours.saver, op.thread)).toEqual(before);
+    return { memory: "refused", ours: "refused" };
+  }
+  if (op.kind !== "history") {
+    return {
+      memory: await outcome(memory, () => runOp(memory, op, olderKept)),
+      ours: await outcome(ours, () => runOp(ours, op, () => olderIn(ours, op))),
+    };
+  }
+  const { limit, ...options } = await historyOptions(op, olderKept);
+  const listed = (await outcome(memory, () => history(memory.graph, thread, options))) as unknown[];
+  return {
+    memory: listed.filter((snapshot) => kept.has(tokenOf(snapshot))).slice(0, limit),
+    ours: await outcome(ours, () => runOp(ours, op, () => olderIn(ours, op))),
   };
 }
 
@@ -242,6 +297,41 @@ async function expectSameThreads(memory: Side, ours: Side, when: string): Promis
       history: await history(s.graph, { configurable: { thread_id } }),
     });
     expect(await outcome(ours, read(ours)), `${thread_id} ${when}`).toEqual(await outcome(memory, read(memory)));
+  }
+}
+
+/** Both threads' state, and the checkpoints our saver kept as MemorySaver has them. */
+async function expectKeptThreads(memory: Side, ours: Side, when: string): Promise<void> {
+  for (const thread_id of ["t1", "t2"]) {
+    const read = (s: Side) => async () => ({
+      state: await s.graph.getState({ configurable: { thread_id } }),
+      history: await history(s.graph, { configurable: { thread_id } }),
+    });
+    const kept = (await outcome(ours, read(ours))) as { history: unknown[] };
+    const all = (await outcome(memory, read(memory))) as { history: unknown[] };
+    const tokens = new Set(kept.history.map(tokenOf));
+    expect(kept, `${thread_id} ${when}`).toEqual({ ...all, history: all.history.filter((snapshot) => tokens.has(tokenOf(snapshot))) });
+  }
+}
+
+/**
+ * Runs the ops as the product runs turns (each under a new fence epoch, pruning after it) and
+ * compares every answer and both threads, before and after each prune, with MemorySaver's.
+ */
+async function expectSameAnswersPruned(ops: Op[]): Promise<void> {
+  const memory = side(new MemorySaver());
+  const saver = (await newSaver(test)).saver;
+  const ours = side(saver);
+  for (const op of ops) {
+    const fenceEpoch = op.step + 1;
+    await saver.claimThread(op.thread, fenceEpoch);
+    ours.configurable = { fence_epoch: fenceEpoch };
+    const answers = await bothPruned(memory, ours, op);
+    expect(answers.ours, describeOp(op)).toEqual(answers.memory);
+    await expectKeptThreads(memory, ours, `before prune, after ${describeOp(op)}`);
+    // Deleting removes the fence with the thread (docs/storage.md, Fencing): nothing left to prune.
+    if (op.kind !== "delete") await saver.prune(op.thread, { fenceEpoch });
+    await expectKeptThreads(memory, ours, `after prune, after ${describeOp(op)}`);
   }
 }
 
@@ -320,6 +410,27 @@ describe("ThreadwiseSaver against MemorySaver, through LangGraph's API", () => {
     });
   });
 
+  describe("named scenarios, pruned after every call", () => {
+    it("shows the subgraph state of a kept checkpoint whose step ran the subgraph, as MemorySaver does", async () => {
+      const saver = (await newSaver(test)).saver;
+      const states = [];
+      for (const s of [side(new MemorySaver()), side(saver)]) {
+        const thread = { configurable: { thread_id: "t1" } };
+        await s.graph.invoke({ input: "bb" }, thread);
+        const beforeSub = (await history(s.graph, thread)).find((snapshot) => snapshot.next.includes("sub"));
+        // An update before the subgraph's step is a run start, which prune keeps; the subgraph runs under it.
+        const update = await s.graph.updateState(beforeSub?.config ?? thread, { log: ["edited"] }, "review");
+        await s.graph.invoke(null, update);
+        if (s.saver === saver) await saver.prune("t1");
+        states.push(
+          (await s.graph.getState(update, { subgraphs: true })).tasks.map((task) => (task.state && "values" in task.state ? task.state.values : task.state)),
+        );
+      }
+      expect(states[1]).toEqual(states[0]);
+      expect(states[1]).toMatchObject([{ log: expect.arrayContaining(["edited", "s1:bb", "s2"]) }]);
+    });
+  });
+
   describe("where it deliberately differs (README, Checkpoint storage)", () => {
     it("throws CheckpointNotFoundError, writing nothing, where MemorySaver starts afresh from a checkpoint id never written", async () => {
       const { memory, ours } = await expectSameAnswers([op(0, "invoke", { input: "bb" })]);
@@ -346,6 +457,13 @@ describe("ThreadwiseSaver against MemorySaver, through LangGraph's API", () => {
         );
       }
       await expectSameThreads(memory, ours, "after the refused calls");
+    });
+  });
+
+  describe("random sequences of graph operations, pruned and fenced as the product runs turns", () => {
+    const seeds = Array.from({ length: propertyRuns(3) }, (_, i) => 100 + i);
+    it.each(seeds)("returns what MemorySaver returns for the checkpoints prune keeps, seed %i", async (seed) => {
+      await expectSameAnswersPruned(randomOps(seed, 40));
     });
   });
 

@@ -350,7 +350,7 @@ describe("ThreadwiseSaver", () => {
       expect(Math.abs(second - first) / first).toBeLessThan(0.1);
     });
 
-    it("removes a finished subgraph's namespace whole", async () => {
+    it("removes a subgraph's namespace whole once the root checkpoint that ran it is removed", async () => {
       const { saver, db } = await newSaver();
       const graph = graphWithSubgraph(saver);
       await graph.invoke({ messages: [new HumanMessage("q")] }, thread());
@@ -360,7 +360,10 @@ describe("ThreadwiseSaver", () => {
         return counts.reduce((a, b) => a + b, 0);
       };
       expect(await namespaced()).toBeGreaterThan(0);
+      // The subgraph ran under the first step's checkpoint: among the latest 3, it stays; with keep 1, it goes.
       await saver.prune("t");
+      expect(await namespaced()).toBeGreaterThan(0);
+      await saver.prune("t", { keep: 1 });
       expect(await namespaced()).toBe(0);
       expect(texts((await graph.getState(thread())).values.messages)).toEqual(["q", "found", "summary (yes)", "answer"]);
     });

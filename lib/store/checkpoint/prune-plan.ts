@@ -31,9 +31,12 @@ export interface PrunePlan {
  * parent), so a fork never loses the branch it left. Everything else is a step inside a run that
  * a later checkpoint of the same run supersedes.
  *
- * Subgraph namespaces: a namespace whose newest checkpoint was written under the latest root
- * checkpoint belongs to a subgraph still running or interrupted, and keeps its latest
- * `keepLatest`; any other has finished and is removed whole.
+ * Subgraph namespaces: a namespace belongs to the root checkpoint whose step ran the subgraph
+ * (its newest checkpoint's `parents[""]`; LangGraph derives the namespace from that checkpoint's
+ * id). While that root checkpoint is kept, the namespace keeps its latest `keepLatest`: it is the
+ * subgraph state `getState(config, { subgraphs: true })` shows for it, and a subgraph still
+ * running or interrupted is under the latest root checkpoint. Any other namespace can no longer
+ * be reached and is removed whole.
  */
 export function planPrune(headers: PruneCandidate[], keepLatest: number): PrunePlan {
   const byNamespace = new Map<string, PruneCandidate[]>();
@@ -44,23 +47,27 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
   }
   for (const list of byNamespace.values()) list.sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : -1));
   const root = byNamespace.get("") ?? [];
-  const latestRoot = root[0]?.checkpoint_id;
+  const keptRoot = keptRootCheckpoints(root, keepLatest);
   const plan: PrunePlan = { drop: new Map(), finished: new Set() };
   for (const [ns, list] of byNamespace) {
-    if (ns !== "" && latestRoot !== undefined && list[0].parents?.[""] !== latestRoot) {
+    if (ns !== "" && root.length > 0 && !keptRoot.has(list[0].parents?.[""] ?? "")) {
       plan.finished.add(ns);
       continue;
     }
-    const kept = new Set(list.slice(0, keepLatest).map((h) => h.checkpoint_id));
-    if (ns === "") {
-      const parents = new Set(list.map((h) => h.parent_checkpoint_id));
-      for (const header of list) {
-        if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
-        if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);
-      }
-    }
+    const kept = ns === "" ? keptRoot : new Set(list.slice(0, keepLatest).map((h) => h.checkpoint_id));
     const drop = list.filter((h) => !kept.has(h.checkpoint_id)).map((h) => h.checkpoint_id);
     if (drop.length > 0) plan.drop.set(ns, drop);
   }
   return plan;
+}
+
+/** The root checkpoints kept (`root` newest first): the latest few, every run start and every branch tip. */
+function keptRootCheckpoints(root: PruneCandidate[], keepLatest: number): Set<string> {
+  const kept = new Set(root.slice(0, keepLatest).map((h) => h.checkpoint_id));
+  const parents = new Set(root.map((h) => h.parent_checkpoint_id));
+  for (const header of root) {
+    if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
+    if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);
+  }
+  return kept;
 }

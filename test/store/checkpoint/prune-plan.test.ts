@@ -41,6 +41,13 @@ describe("planPrune", () => {
     expect(plan.drop.has("tools:1")).toBe(false);
   });
 
+  it("returns a subgraph namespace as kept when the root checkpoint it ran under is kept, though not the latest", () => {
+    const sub = (id: string): PruneCandidate => ({ checkpoint_ns: "tools:1", checkpoint_id: id, parents: { "": "c02" } });
+    const plan = planPrune([...chain(4, { c02: "update" }), sub("s1"), sub("s2")], 1);
+    expect(plan.finished.size).toBe(0);
+    expect(plan.drop.get("tools:1")).toEqual(["s1"]);
+  });
+
   it("returns a running subgraph's older checkpoints to drop, keeping its latest", () => {
     const sub = (id: string): PruneCandidate => ({ checkpoint_ns: "tools:1", checkpoint_id: id, parents: { "": "c03" } });
     const plan = planPrune([...chain(3), sub("s1"), sub("s2"), sub("s3")], 2);
