@@ -32,11 +32,11 @@ export interface PrunePlan {
  * a later checkpoint of the same run supersedes.
  *
  * Subgraph namespaces: a namespace belongs to the root checkpoint whose step ran the subgraph
- * (its newest checkpoint's `parents[""]`; LangGraph derives the namespace from that checkpoint's
- * id). While that root checkpoint is kept, the namespace keeps its latest `keepLatest`: it is the
- * subgraph state `getState(config, { subgraphs: true })` shows for it, and a subgraph still
- * running or interrupted is under the latest root checkpoint. Any other namespace can no longer
- * be reached and is removed whole.
+ * (see {@link ownerOf}; LangGraph derives the namespace from that checkpoint's id). While that
+ * root checkpoint is kept, the namespace keeps its latest `keepLatest`: it is the subgraph state
+ * `getState(config, { subgraphs: true })` shows for it, and a subgraph still running or
+ * interrupted is under the latest root checkpoint. Any other namespace can no longer be reached
+ * and is removed whole.
  */
 export function planPrune(headers: PruneCandidate[], keepLatest: number): PrunePlan {
   const byNamespace = new Map<string, PruneCandidate[]>();
@@ -50,7 +50,7 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
   const keptRoot = keptRootCheckpoints(root, keepLatest);
   const plan: PrunePlan = { drop: new Map(), finished: new Set() };
   for (const [ns, list] of byNamespace) {
-    if (ns !== "" && root.length > 0 && !keptRoot.has(list[0].parents?.[""] ?? "")) {
+    if (ns !== "" && root.length > 0 && !keptRoot.has(ownerOf(list[0], root) ?? "")) {
       plan.finished.add(ns);
       continue;
     }
@@ -59,6 +59,16 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
     if (drop.length > 0) plan.drop.set(ns, drop);
   }
   return plan;
+}
+
+/**
+ * The root checkpoint a subgraph namespace belongs to, from its newest checkpoint: the one its
+ * `parents` names, else (`updateState` on a namespace the subgraph has not run in yet writes no
+ * `parents`) the newest root checkpoint written before it, the latest when it was written (ids are
+ * time-ordered; `root` is newest first).
+ */
+function ownerOf(newest: PruneCandidate, root: PruneCandidate[]): string | undefined {
+  return newest.parents?.[""] ?? root.find((h) => h.checkpoint_id < newest.checkpoint_id)?.checkpoint_id;
 }
 
 /** The root checkpoints kept (`root` newest first): the latest few, every run start and every branch tip. */

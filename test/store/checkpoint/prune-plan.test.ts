@@ -48,6 +48,13 @@ describe("planPrune", () => {
     expect(plan.drop.get("tools:1")).toEqual(["s1"]);
   });
 
+  it("returns a subgraph namespace whose checkpoints name no root checkpoint as kept while the root checkpoint before it is", () => {
+    // updateState on a subgraph's namespace before the subgraph ran writes a checkpoint without `parents`.
+    const edited: PruneCandidate = { checkpoint_ns: "sub:1", checkpoint_id: "c03x", parents: {} };
+    expect(planPrune([...chain(3), edited], 1).finished.size).toBe(0);
+    expect([...planPrune([...chain(4), edited], 1).finished]).toEqual(["sub:1"]);
+  });
+
   it("returns a running subgraph's older checkpoints to drop, keeping its latest", () => {
     const sub = (id: string): PruneCandidate => ({ checkpoint_ns: "tools:1", checkpoint_id: id, parents: { "": "c03" } });
     const plan = planPrune([...chain(3), sub("s1"), sub("s2"), sub("s3")], 2);
