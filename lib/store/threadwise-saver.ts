@@ -572,13 +572,17 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const docs = await this.checkpoints.find({ thread_id: threadId }).toArray();
     const visible = docs.filter((doc) => isVisible(doc, view));
     const decoded = new Map(await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde)] as const)));
-    const candidates: PruneCandidate[] = visible.map((doc) => ({
-      checkpoint_ns: doc.checkpoint_ns,
-      checkpoint_id: doc.checkpoint_id,
-      parent_checkpoint_id: doc.parent_checkpoint_id ?? undefined,
-      source: decoded.get(doc._id.toHexString())?.metadata.source,
-      parents: decoded.get(doc._id.toHexString())?.metadata.parents,
-    }));
+    const candidates: PruneCandidate[] = visible.map((doc) => {
+      const metadata: Record<string, unknown> = decoded.get(doc._id.toHexString())?.metadata ?? {};
+      return {
+        checkpoint_ns: doc.checkpoint_ns,
+        checkpoint_id: doc.checkpoint_id,
+        parent_checkpoint_id: doc.parent_checkpoint_id ?? undefined,
+        source: metadata.source as string | undefined,
+        parents: metadata.parents as Record<string, string> | undefined,
+        replaysWrites: metadata.delta_writes_versioned === true || metadata.counters_since_delta_snapshot !== undefined,
+      };
+    });
     const plan = planPrune(candidates, keep);
     const dropped = (doc: CheckpointDocument) => plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
     const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));

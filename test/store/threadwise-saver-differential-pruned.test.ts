@@ -1,4 +1,5 @@
-import { MemorySaver } from "@langchain/langgraph";
+import { DeltaValue, END, MemorySaver, START, StateGraph, StateSchema } from "@langchain/langgraph";
+import { z } from "zod";
 import { propertyRuns } from "../support/property-runs.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 import { expectSameAnswersPruned, history, op, randomOps, side } from "./checkpoint/differential-support.js";
@@ -14,6 +15,35 @@ const test = useTestDatabase("differential_pruned", { clearBeforeEach: false });
  */
 describe("ThreadwiseSaver against MemorySaver, pruned after every call", () => {
   describe("named scenarios", () => {
+    it("reads a DeltaChannel value, which LangGraph rebuilds from every earlier step's writes, as MemorySaver does", async () => {
+      const saver = (await newSaver(test)).saver;
+      const values = [];
+      for (const checkpointer of [new MemorySaver(), saver]) {
+        const State = new StateSchema({
+          history: new DeltaValue(
+            z.array(z.string()).default(() => []),
+            { inputSchema: z.string(), reducer: (state: string[], writes: string[]) => [...state, ...writes] },
+          ),
+          question: z.string().optional(),
+        });
+        const graph = new StateGraph(State)
+          .addNode("a", (s) => ({ history: `a:${s.question}` }))
+          .addNode("b", (s) => ({ history: `b:${s.question}` }))
+          .addEdge(START, "a")
+          .addEdge("a", "b")
+          .addEdge("b", END)
+          .compile({ checkpointer });
+        const thread = { configurable: { thread_id: "t1" } };
+        for (const question of ["q1", "q2", "q3"]) {
+          await graph.invoke({ question }, thread);
+          if (checkpointer === saver) await saver.prune("t1", { keep: 1 });
+        }
+        values.push((await graph.getState(thread)).values);
+      }
+      expect(values[1]).toEqual(values[0]);
+      expect(values[1].history).toEqual(["a:q1", "b:q1", "a:q2", "b:q2", "a:q3", "b:q3"]);
+    });
+
     it("runs a subgraph from the state updateState gave it before it started, as MemorySaver does", async () => {
       await expectSameAnswersPruned(test, [
         op(0, "invoke", { input: "bb" }),

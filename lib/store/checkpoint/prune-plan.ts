@@ -12,6 +12,11 @@ export interface PruneCandidate {
   source?: string;
   /** Checkpoint metadata `parents`: namespace → checkpoint of the graph that ran this subgraph. */
   parents?: Record<string, string>;
+  /**
+   * Whether LangGraph rebuilds a channel of this checkpoint from the writes of the steps before it
+   * (a `DeltaChannel`, beta: metadata `delta_writes_versioned` or `counters_since_delta_snapshot`).
+   */
+  replaysWrites?: boolean;
 }
 
 export interface PrunePlan {
@@ -30,6 +35,9 @@ export interface PrunePlan {
  * forked with another input; and every branch tip (a checkpoint no other one names as its
  * parent), so a fork never loses the branch it left. Everything else is a step inside a run that
  * a later checkpoint of the same run supersedes.
+ *
+ * A namespace where LangGraph rebuilds a channel from earlier steps' writes (`replaysWrites`) keeps
+ * every checkpoint.
  *
  * Subgraph namespaces: a namespace belongs to the root checkpoint whose step ran the subgraph
  * (see {@link ownerOf}; LangGraph derives the namespace from that checkpoint's id). While that
@@ -54,6 +62,8 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
       plan.finished.add(ns);
       continue;
     }
+    // A DeltaChannel value is rebuilt from every earlier checkpoint's writes: none of them may go.
+    if (list.some((h) => h.replaysWrites)) continue;
     const kept = ns === "" ? keptRoot : new Set(list.slice(0, keepLatest).map((h) => h.checkpoint_id));
     const drop = list.filter((h) => !kept.has(h.checkpoint_id)).map((h) => h.checkpoint_id);
     if (drop.length > 0) plan.drop.set(ns, drop);
@@ -73,6 +83,7 @@ function ownerOf(newest: PruneCandidate, root: PruneCandidate[]): string | undef
 
 /** The root checkpoints kept (`root` newest first): the latest few, every run start and every branch tip. */
 function keptRootCheckpoints(root: PruneCandidate[], keepLatest: number): Set<string> {
+  if (root.some((h) => h.replaysWrites)) return new Set(root.map((h) => h.checkpoint_id));
   const kept = new Set(root.slice(0, keepLatest).map((h) => h.checkpoint_id));
   const parents = new Set(root.map((h) => h.parent_checkpoint_id));
   for (const header of root) {

@@ -55,6 +55,11 @@ describe("planPrune", () => {
     expect([...planPrune([...chain(4), edited], 1).finished]).toEqual(["sub:1"]);
   });
 
+  it("returns nothing to drop in a namespace whose checkpoints rebuild a channel from earlier steps' writes (DeltaChannel)", () => {
+    const headers = chain(6, { c01: "input", c04: "input" }).map((h) => ({ ...h, replaysWrites: h.checkpoint_id === "c06" }));
+    expect(planPrune(headers, 1).drop.size).toBe(0);
+  });
+
   it("returns a running subgraph's older checkpoints to drop, keeping its latest", () => {
     const sub = (id: string): PruneCandidate => ({ checkpoint_ns: "tools:1", checkpoint_id: id, parents: { "": "c03" } });
     const plan = planPrune([...chain(3), sub("s1"), sub("s2"), sub("s3")], 2);
