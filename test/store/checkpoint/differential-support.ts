@@ -186,7 +186,7 @@ export async function historyOptions(op: Op, older: () => Promise<RunnableConfig
 }
 
 /** Runs one op through LangGraph's API; `older` picks a checkpoint of the thread's history (for forks and time travel). */
-export async function runOp(side: Side, op: Op, older: () => Promise<RunnableConfig>): Promise<unknown> {
+export async function runOp(side: Side, op: Op, older: () => Promise<RunnableConfig>, subgraphHistoryLimit?: number): Promise<unknown> {
   const { graph, saver } = side;
   const config = { configurable: { ...side.configurable, thread_id: op.thread } };
   const at = async (useOlder: boolean) => (useOlder ? { configurable: { ...side.configurable, ...(await older()).configurable } } : config);
@@ -234,7 +234,7 @@ export async function runOp(side: Side, op: Op, older: () => Promise<RunnableCon
       const subgraph = (await graph.getState(config)).tasks.find((task) => task.state !== undefined)?.state as RunnableConfig | undefined;
       if (subgraph === undefined) return "no subgraph task";
       if (op.kind === "subUpdate") return graph.updateState(subgraph, { log: [`su${op.step}`] }, "s1");
-      return { state: await graph.getState(subgraph), history: await history(graph, subgraph) };
+      return { state: await graph.getState(subgraph), history: await history(graph, subgraph, { limit: subgraphHistoryLimit }) };
     }
   }
 }
@@ -295,6 +295,12 @@ export async function bothPruned(memory: Side, ours: Side, op: Op): Promise<{ me
     await expect(runOp(ours, op, () => olderIn(ours, op))).rejects.toThrow(CheckpointNotFoundError);
     expect(await storedThread(ours.saver, op.thread)).toEqual(before);
     return { memory: "refused", ours: "refused" };
+  }
+  if (op.kind === "subState") {
+    // Prune keeps a subgraph namespace's latest checkpoints: its history is MemorySaver's newest ones.
+    const answer = await outcome(ours, () => runOp(ours, op, () => olderIn(ours, op)));
+    const kept = (answer as { history?: unknown[] }).history?.length;
+    return { memory: await outcome(memory, () => runOp(memory, op, olderKept, kept)), ours: answer };
   }
   if (op.kind !== "history") {
     return {
