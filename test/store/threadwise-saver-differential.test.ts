@@ -63,7 +63,7 @@ describe("ThreadwiseSaver against MemorySaver, through LangGraph's API", () => {
       const { memory, ours } = await expectSameAnswers(test, [op(0, "invoke", { input: "bb" })]);
       const before = await outcome(ours, () => history(ours.graph, { configurable: { thread_id: "t1" } }));
       const unknown = { configurable: { thread_id: "t1", checkpoint_id: "1ef00000-0000-6000-8000-000000000000" } };
-      await expect(memory.graph.invoke({ input: "a" }, unknown)).resolves.toMatchObject({ input: "a", total: 2222 });
+      await expect(memory.graph.invoke({ input: "a" }, unknown)).resolves.toMatchObject({ input: "a" });
       await expect(ours.graph.invoke({ input: "a" }, unknown)).rejects.toThrow(CheckpointNotFoundError);
       expect(await outcome(ours, () => history(ours.graph, { configurable: { thread_id: "t1" } }))).toEqual(before);
     });

@@ -24,21 +24,29 @@ type S = typeof State.State;
  * One graph with every feature the checkpointer must carry, steered by characters of the input:
  * `plan` fans out to `left` and `right` in parallel (both adding to the reduced `log` and
  * `total`) and to `worker` by `Send` (input length mod 3 of them); `review` then runs the
- * subgraph `sub` (its own checkpoint namespace). `?` interrupts `review`, `!` the subgraph, `%`
- * both `left` and `right` in one step, `&` the first worker; `#` fails the second worker once
- * per graph; `~` removes the first note (a message list that is not its parent's extended).
+ * subgraph `sub` (its own checkpoint namespace), which runs the subgraph `inner` (a namespace
+ * within it). `?` interrupts `review`, `!` the subgraph, `^` the inner one, `%` both `left` and
+ * `right` in one step, `&` the first worker; `#` fails the second worker once per graph; `~`
+ * removes the first note (a message list that is not its parent's extended).
  */
 function buildGraph(checkpointer: BaseCheckpointSaver) {
   // Long inputs stay in the `input` channel; what the nodes log of them is short.
   const failed = new Set<string>();
+  const maybeInterrupt = (s: S, char: string, name: string) => (s.input?.includes(char) ? `${name}:${interrupt(`${name} ${tag(s.input)}`)}` : name);
+  const inner = new StateGraph(State)
+    .addNode("i1", (s: S) => ({ log: [maybeInterrupt(s, "^", "i1")] }))
+    .addEdge(START, "i1")
+    .addEdge("i1", END)
+    .compile();
   const sub = new StateGraph(State)
     .addNode("s1", (s: S) => ({ log: [`s1:${tag(s.input)}`] }))
     .addNode("s2", (s: S) => ({ log: [s.input?.includes("!") ? `s2:${interrupt(`sub ${tag(s.input)}`)}` : "s2"] }))
+    .addNode("inner", inner)
     .addEdge(START, "s1")
     .addEdge("s1", "s2")
-    .addEdge("s2", END)
+    .addEdge("s2", "inner")
+    .addEdge("inner", END)
     .compile();
-  const maybeInterrupt = (s: S, char: string, name: string) => (s.input?.includes(char) ? `${name}:${interrupt(`${name} ${tag(s.input)}`)}` : name);
   return new StateGraph(State)
     .addNode("plan", (s: S) => ({ log: [`plan:${tag(s.input)}`], total: 1 }))
     .addNode("left", (s: S) => ({ log: [maybeInterrupt(s, "%", "left")], total: 10 }))
@@ -77,7 +85,25 @@ export type Graph = ReturnType<typeof buildGraph>;
 const tag = (input: string | undefined) => (input !== undefined && input.length > 8 ? `${input.slice(0, 4)}…(${input.length})` : input);
 
 /** Inputs steering the graph; the long ones are above the size a header keeps inline (`DEFAULT_INLINE_VALUE_BYTES`). */
-const INPUTS = ["a", "bb", "c?", "dd!", "e#", "ff?!", "g#?", "hhh", "i%", "jj&", "k~", "ll~%", "m&?", `${"n".repeat(5000)}?`, `${"o".repeat(5000)}!%`];
+const INPUTS = [
+  "a",
+  "bb",
+  "c?",
+  "dd!",
+  "e#",
+  "ff?!",
+  "g#?",
+  "hhh",
+  "i%",
+  "jj&",
+  "k~",
+  "ll~%",
+  "m&?",
+  "p^",
+  "q!^",
+  `${"n".repeat(5000)}?`,
+  `${"o".repeat(5000)}!%`,
+];
 const KINDS = [
   ...["invoke", "invoke", "resume", "resumeOne", "null", "streamValues", "streamUpdates", "state", "history", "update", "fork", "delete"],
   ...["invokeBreak", "command", "subState", "subUpdate"],
