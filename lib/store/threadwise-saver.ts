@@ -165,7 +165,7 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  * - Checkpoints written by stock `MongoDBSaver` or earlier releases are read as written; the
  *   first checkpoint written after one stores its values anew (README, "Checkpoint storage").
  * - {@link prune} keeps every turn's start and end and the latest few checkpoints, and removes
- *   the rest, finished subgraph namespaces, and the values nothing kept reaches.
+ *   the rest, the subgraph namespaces of removed checkpoints, and the values nothing kept reaches.
  *
  * Every document is measured before it is written and refused with `DocumentTooLargeError`
  * above `maxDocumentBytes`.
@@ -332,7 +332,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     ]);
     if (view !== undefined) read.seed(thread_id, view);
     const parent = parent_checkpoint_id === undefined ? undefined : await this.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
-    const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent);
+    const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent, read);
     const blobs = await this.blobs.prepare(position, plan.writes, `checkpoint ${checkpoint_id}`);
 
     const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
@@ -396,7 +396,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * when the channel has no value. A channel at the version its parent (of this format) has
    * names what the parent names. One at the version of a legacy parent is written again from
    * `values` (a blob gets a key of its own: legacy versions may repeat across branches). Any
-   * other names the blob stored under its version if there is one, else no value.
+   * other names the blob stored under its version if there is one, else what another header of
+   * this format names for that version (see {@link namedElsewhere}), else no value.
    */
   private async planChannels(
     position: BlobPosition,
@@ -404,6 +405,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     newVersions: ChannelVersions,
     values: Record<string, unknown>,
     parent: { id: string; header: DecodedHeader } | undefined,
+    read: ReadContext,
   ): Promise<ChannelPlan> {
     const plan: ChannelPlan = { writes: [], keys: new Map(), inline: new Map(), absent: [] };
     const parentFormat = parent?.header.format === HEADER_FORMAT ? parent.header : undefined;
@@ -448,13 +450,50 @@ export class ThreadwiseSaver extends MongoDBSaver {
       }
     }
     const stored = await this.blobs.stored(position, unknown);
+    const elsewhere = await this.namedElsewhere(
+      position,
+      unknown.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
+      read,
+    );
     for (const [channel, key] of unknown) {
+      const named = elsewhere.get(channel);
       if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
+      else if (named?.inline !== undefined) plan.inline.set(channel, named.inline);
+      else if (named?.key !== undefined) plan.keys.set(channel, named.key);
       else plan.absent.push(channel);
     }
     const heads = await this.blobs.listHeads(position, bases);
     for (const w of plan.writes) if ("list" in w) w.base = heads.get(w.channel);
     return plan;
+  }
+
+  /**
+   * Where the visible headers of this format, newest first, keep each channel's value at the
+   * given version: in the header, or under a blob key of its own. A put names a version neither
+   * new nor its parent's when it copies a checkpoint (`updateState` as `__copy__` puts its source's
+   * versions, none new, under the source's parent); a value kept in the source's header is found
+   * only here. Versions are unique per writer (see {@link getNextVersion}), so any header naming
+   * one holds its value.
+   */
+  private async namedElsewhere(
+    position: BlobPosition,
+    wanted: [string, string][],
+    read: ReadContext,
+  ): Promise<Map<string, { inline?: InlineValue; key?: string }>> {
+    const found = new Map<string, { inline?: InlineValue; key?: string }>();
+    const pending = new Map(wanted);
+    if (pending.size === 0) return found;
+    for await (const doc of this.checkpoints.find({ ...position, format: HEADER_FORMAT }).sort({ checkpoint_id: -1 })) {
+      if (!(await read.visible(doc))) continue;
+      const header = await decodeHeader(doc, this.serde);
+      for (const [channel, key] of pending) {
+        if (String(header.checkpoint.channel_versions[channel]) !== key) continue;
+        pending.delete(channel);
+        found.set(channel, { inline: header.inline.get(channel), key: header.keys.get(channel) });
+      }
+      if (pending.size === 0) break;
+    }
+    return found;
   }
 
   /**
@@ -518,7 +557,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
   /**
    * Removes what a thread no longer needs: in the root namespace, checkpoints inside finished
    * runs (every turn's start and end, branch tips and the latest `keep` stay; see `planPrune`),
-   * finished subgraph namespaces whole, the writes of removed checkpoints, values no kept
+   * subgraph namespaces of removed root checkpoints whole, the writes of removed checkpoints, values no kept
    * checkpoint reaches, and what stale fenced writers left. Safe while a writer of the thread
    * runs (it removes only what it listed and values older than every kept one), but meant for
    * between turns; pass `fenceEpoch` so that a stale writer's prune is refused.
@@ -533,13 +572,17 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const docs = await this.checkpoints.find({ thread_id: threadId }).toArray();
     const visible = docs.filter((doc) => isVisible(doc, view));
     const decoded = new Map(await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde)] as const)));
-    const candidates: PruneCandidate[] = visible.map((doc) => ({
-      checkpoint_ns: doc.checkpoint_ns,
-      checkpoint_id: doc.checkpoint_id,
-      parent_checkpoint_id: doc.parent_checkpoint_id ?? undefined,
-      source: decoded.get(doc._id.toHexString())?.metadata.source,
-      parents: decoded.get(doc._id.toHexString())?.metadata.parents,
-    }));
+    const candidates: PruneCandidate[] = visible.map((doc) => {
+      const metadata: Record<string, unknown> = decoded.get(doc._id.toHexString())?.metadata ?? {};
+      return {
+        checkpoint_ns: doc.checkpoint_ns,
+        checkpoint_id: doc.checkpoint_id,
+        parent_checkpoint_id: doc.parent_checkpoint_id ?? undefined,
+        source: metadata.source as string | undefined,
+        parents: metadata.parents as Record<string, string> | undefined,
+        replaysWrites: metadata.delta_writes_versioned === true || metadata.counters_since_delta_snapshot !== undefined,
+      };
+    });
     const plan = planPrune(candidates, keep);
     const dropped = (doc: CheckpointDocument) => plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
     const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));

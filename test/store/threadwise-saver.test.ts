@@ -143,6 +143,20 @@ describe("ThreadwiseSaver", () => {
       expect((await saver.getTuple(second))?.checkpoint.channel_values).toEqual({ big: large("unchanged"), small: 2 });
     });
 
+    it("returns every value of a checkpoint put beside its source with no new versions, as updateState's __copy__ puts one", async () => {
+      const { saver } = await newSaver();
+      const first = await saver.put(thread(), checkpointWith({ big: large("b"), small: 1, list: ["a"] }, { big: 1, small: 1, list: 1 }), metadata, {
+        big: 1,
+        small: 1,
+        list: 1,
+      });
+      const source = checkpointWith({ big: large("b"), small: 2, list: ["a", "b"] }, { big: 1, small: 2, list: 2 });
+      await saver.put(first, source, metadata, { small: 2, list: 2 });
+      // The copy's parent is its source's parent; its values are the source's, none of them new.
+      const copy = await saver.put(first, { ...source, id: checkpointWith({}, {}).id }, { ...metadata, source: "fork" }, {});
+      expect((await saver.getTuple(copy))?.checkpoint.channel_values).toEqual({ big: large("b"), small: 2, list: ["a", "b"] });
+    });
+
     it("stores only the items a list version appends to its parent's version", async () => {
       const monitored = new MongoClient(mongoUri(), { monitorCommands: true });
       onTestFinished(() => monitored.close());
@@ -336,7 +350,7 @@ describe("ThreadwiseSaver", () => {
       expect(Math.abs(second - first) / first).toBeLessThan(0.1);
     });
 
-    it("removes a finished subgraph's namespace whole", async () => {
+    it("removes a subgraph's namespace whole once the root checkpoint that ran it is removed", async () => {
       const { saver, db } = await newSaver();
       const graph = graphWithSubgraph(saver);
       await graph.invoke({ messages: [new HumanMessage("q")] }, thread());
@@ -346,7 +360,10 @@ describe("ThreadwiseSaver", () => {
         return counts.reduce((a, b) => a + b, 0);
       };
       expect(await namespaced()).toBeGreaterThan(0);
+      // The subgraph ran under the first step's checkpoint: among the latest 3, it stays; with keep 1, it goes.
       await saver.prune("t");
+      expect(await namespaced()).toBeGreaterThan(0);
+      await saver.prune("t", { keep: 1 });
       expect(await namespaced()).toBe(0);
       expect(texts((await graph.getState(thread())).values.messages)).toEqual(["q", "found", "summary (yes)", "answer"]);
     });

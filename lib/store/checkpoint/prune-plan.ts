@@ -12,6 +12,11 @@ export interface PruneCandidate {
   source?: string;
   /** Checkpoint metadata `parents`: namespace → checkpoint of the graph that ran this subgraph. */
   parents?: Record<string, string>;
+  /**
+   * Whether LangGraph rebuilds a channel of this checkpoint from the writes of the steps before it
+   * (a `DeltaChannel`, beta: metadata `delta_writes_versioned` or `counters_since_delta_snapshot`).
+   */
+  replaysWrites?: boolean;
 }
 
 export interface PrunePlan {
@@ -31,9 +36,15 @@ export interface PrunePlan {
  * parent), so a fork never loses the branch it left. Everything else is a step inside a run that
  * a later checkpoint of the same run supersedes.
  *
- * Subgraph namespaces: a namespace whose newest checkpoint was written under the latest root
- * checkpoint belongs to a subgraph still running or interrupted, and keeps its latest
- * `keepLatest`; any other has finished and is removed whole.
+ * A namespace where LangGraph rebuilds a channel from earlier steps' writes (`replaysWrites`) keeps
+ * every checkpoint.
+ *
+ * Subgraph namespaces: a namespace belongs to the root checkpoint whose step ran the subgraph
+ * (see {@link ownerOf}; LangGraph derives the namespace from that checkpoint's id). While that
+ * root checkpoint is kept, the namespace keeps its latest `keepLatest`: it is the subgraph state
+ * `getState(config, { subgraphs: true })` shows for it, and a subgraph still running or
+ * interrupted is under the latest root checkpoint. Any other namespace can no longer be reached
+ * and is removed whole.
  */
 export function planPrune(headers: PruneCandidate[], keepLatest: number): PrunePlan {
   const byNamespace = new Map<string, PruneCandidate[]>();
@@ -44,23 +55,40 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
   }
   for (const list of byNamespace.values()) list.sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : -1));
   const root = byNamespace.get("") ?? [];
-  const latestRoot = root[0]?.checkpoint_id;
+  const keptRoot = keptRootCheckpoints(root, keepLatest);
   const plan: PrunePlan = { drop: new Map(), finished: new Set() };
   for (const [ns, list] of byNamespace) {
-    if (ns !== "" && latestRoot !== undefined && list[0].parents?.[""] !== latestRoot) {
+    if (ns !== "" && root.length > 0 && !keptRoot.has(ownerOf(list[0], root) ?? "")) {
       plan.finished.add(ns);
       continue;
     }
-    const kept = new Set(list.slice(0, keepLatest).map((h) => h.checkpoint_id));
-    if (ns === "") {
-      const parents = new Set(list.map((h) => h.parent_checkpoint_id));
-      for (const header of list) {
-        if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
-        if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);
-      }
-    }
+    // A DeltaChannel value is rebuilt from every earlier checkpoint's writes: none of them may go.
+    if (list.some((h) => h.replaysWrites)) continue;
+    const kept = ns === "" ? keptRoot : new Set(list.slice(0, keepLatest).map((h) => h.checkpoint_id));
     const drop = list.filter((h) => !kept.has(h.checkpoint_id)).map((h) => h.checkpoint_id);
     if (drop.length > 0) plan.drop.set(ns, drop);
   }
   return plan;
+}
+
+/**
+ * The root checkpoint a subgraph namespace belongs to, from its newest checkpoint: the one its
+ * `parents` names, else (`updateState` on a namespace the subgraph has not run in yet writes no
+ * `parents`) the newest root checkpoint written before it, the latest when it was written (ids are
+ * time-ordered; `root` is newest first).
+ */
+function ownerOf(newest: PruneCandidate, root: PruneCandidate[]): string | undefined {
+  return newest.parents?.[""] ?? root.find((h) => h.checkpoint_id < newest.checkpoint_id)?.checkpoint_id;
+}
+
+/** The root checkpoints kept (`root` newest first): the latest few, every run start and every branch tip. */
+function keptRootCheckpoints(root: PruneCandidate[], keepLatest: number): Set<string> {
+  if (root.some((h) => h.replaysWrites)) return new Set(root.map((h) => h.checkpoint_id));
+  const kept = new Set(root.slice(0, keepLatest).map((h) => h.checkpoint_id));
+  const parents = new Set(root.map((h) => h.parent_checkpoint_id));
+  for (const header of root) {
+    if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
+    if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);
+  }
+  return kept;
 }

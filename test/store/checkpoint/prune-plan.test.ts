@@ -41,6 +41,25 @@ describe("planPrune", () => {
     expect(plan.drop.has("tools:1")).toBe(false);
   });
 
+  it("returns a subgraph namespace as kept when the root checkpoint it ran under is kept, though not the latest", () => {
+    const sub = (id: string): PruneCandidate => ({ checkpoint_ns: "tools:1", checkpoint_id: id, parents: { "": "c02" } });
+    const plan = planPrune([...chain(4, { c02: "update" }), sub("s1"), sub("s2")], 1);
+    expect(plan.finished.size).toBe(0);
+    expect(plan.drop.get("tools:1")).toEqual(["s1"]);
+  });
+
+  it("returns a subgraph namespace whose checkpoints name no root checkpoint as kept while the root checkpoint before it is", () => {
+    // updateState on a subgraph's namespace before the subgraph ran writes a checkpoint without `parents`.
+    const edited: PruneCandidate = { checkpoint_ns: "sub:1", checkpoint_id: "c03x", parents: {} };
+    expect(planPrune([...chain(3), edited], 1).finished.size).toBe(0);
+    expect([...planPrune([...chain(4), edited], 1).finished]).toEqual(["sub:1"]);
+  });
+
+  it("returns nothing to drop in a namespace whose checkpoints rebuild a channel from earlier steps' writes (DeltaChannel)", () => {
+    const headers = chain(6, { c01: "input", c04: "input" }).map((h) => ({ ...h, replaysWrites: h.checkpoint_id === "c06" }));
+    expect(planPrune(headers, 1).drop.size).toBe(0);
+  });
+
   it("returns a running subgraph's older checkpoints to drop, keeping its latest", () => {
     const sub = (id: string): PruneCandidate => ({ checkpoint_ns: "tools:1", checkpoint_id: id, parents: { "": "c03" } });
     const plan = planPrune([...chain(3), sub("s1"), sub("s2"), sub("s3")], 2);
