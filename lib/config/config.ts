@@ -4,7 +4,7 @@ import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
 import { issueDetails, parseJsonSetting, parseOrThrow } from "../validation.js";
-import { envSchemaOf, setting, withDefaults, type Settings } from "./settings.js";
+import { durationMs, durationSeconds, envSchemaOf, setting, withDefaults, type Settings } from "./settings.js";
 
 /** Database name used when `MONGODB_DB` is not set. */
 export const DEFAULT_DB_NAME = "threadwise";
@@ -215,21 +215,21 @@ export const SETTINGS = {
   JWT_JWKS_URL: setting({ schema: z.string().url(), defaultText: "local keys", description: "the keys that sign API tokens" }),
   JWT_TENANT_CLAIM: setting({ schema: z.string().min(1), default: "tenant", description: "claim naming the caller's tenant" }),
   JWT_ROLES_CLAIM: setting({ schema: z.string().min(1), default: "roles", description: "claim naming the caller's roles" }),
-  PORT: setting({ schema: positiveInt, default: DEFAULT_PORT, description: "local server port" }),
+  PORT: setting({ schema: positiveInt.max(65_535), default: DEFAULT_PORT, description: "local server port" }),
   APPROVAL_SWEEP_SECONDS: setting({
-    schema: positiveInt,
+    schema: durationSeconds,
     default: DEFAULT_APPROVAL_SWEEP_SECONDS,
     description:
       "local server: how often it rejects as expired the approvals past their deadline and resumes their turns " +
       "(in AWS the worker's schedule does it every 5 minutes; [docs/approvals.md](docs/approvals.md))",
   }),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: setting({
-    schema: positiveInt,
+    schema: durationMs,
     default: DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
     description: "how long an operation waits for a reachable MongoDB before the request answers 503",
   }),
   MONGODB_SOCKET_TIMEOUT_MS: setting({
-    schema: positiveInt,
+    schema: durationMs,
     default: DEFAULT_SOCKET_TIMEOUT_MS,
     description: "how long an operation waits for an answer on an open connection before the request answers 503 (the setup function: its timeout)",
   }),
@@ -239,19 +239,19 @@ export const SETTINGS = {
     description: "most pooled connections per server",
   }),
   MONGODB_MAX_IDLE_TIME_MS: setting({
-    schema: positiveInt,
+    schema: durationMs,
     defaultText: "none; 60000 in the stack",
     description: "a pooled connection idle this long is closed rather than reused",
   }),
   LEASE_TTL_MS: setting({
-    schema: positiveInt,
+    schema: durationMs,
     default: DEFAULT_LEASE_TTL_MS,
     description: "a turn's lease on its conversation, renewed by a heartbeat every third of it while the turn works",
   }),
   CHECKPOINTS_KEPT: setting({ schema: positiveInt, default: DEFAULT_CHECKPOINTS_KEPT, description: "checkpoints kept per thread after each turn" }),
   RETENTION_DAYS: setting({ schema: positiveInt, default: DEFAULT_RETENTION_DAYS, description: "days of inactivity before a conversation expires everywhere" }),
   SYNC_TURN_DEADLINE_MS: setting({
-    schema: positiveInt,
+    schema: durationMs,
     default: DEFAULT_SYNC_TURN_DEADLINE_MS,
     description: "how long an API turn runs in the request before it is handed to the worker (202)",
   }),

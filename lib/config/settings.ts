@@ -15,6 +15,26 @@ export interface Setting<S extends z.ZodType = z.ZodType> {
   description: string;
 }
 
+/**
+ * The longest delay a Node.js timer holds: 2^31 - 1 ms, about 24.8 days. A longer one fires after
+ * 1 ms with only a warning, so a generous timeout would end every wait at once.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Milliseconds a timer waits: a positive integer no timer cuts short. */
+export const durationMs = z.coerce
+  .number()
+  .int()
+  .positive()
+  .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), the longest wait a Node.js timer holds`);
+
+/** Seconds a timer waits, as `durationMs` bounds them. */
+export const durationSeconds = z.coerce
+  .number()
+  .int()
+  .positive()
+  .max(Math.floor(MAX_TIMER_MS / 1000), `must be at most ${Math.floor(MAX_TIMER_MS / 1000)} s (about 24.8 days), the longest wait a Node.js timer holds`);
+
 type WithDefault<S extends z.ZodType> = Setting<S> & { default: z.output<S> };
 
 export function setting<S extends z.ZodType>(definition: WithDefault<S>): WithDefault<S>;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ValidationError } from "../errors.js";
 import { parseJsonSetting, parseOrThrow } from "../validation.js";
 import { DEFAULT_APPROVAL_TTL_SECONDS, parseApprovalsConfig, type ApprovalsConfig } from "./approvals-config.js";
-import { envSchemaOf, setting, withDefaults } from "./settings.js";
+import { durationMs, envSchemaOf, setting, withDefaults } from "./settings.js";
 
 /** Longest a single tool call may run before it comes back to the model as a timeout error. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
@@ -84,14 +84,14 @@ export const TOOL_SETTINGS = {
     defaultText: "unset (recorded, not posted)",
     description: "where follow-ups are posted (JSON, with an `Idempotency-Key` header)",
   }),
-  TOOL_TIMEOUT_MS: setting({ schema: positiveInt, default: DEFAULT_TOOL_TIMEOUT_MS, description: "longest one tool call may run" }),
+  TOOL_TIMEOUT_MS: setting({ schema: durationMs, default: DEFAULT_TOOL_TIMEOUT_MS, description: "longest one tool call may run" }),
   SQL_MAX_ROWS: setting({ schema: positiveInt, default: DEFAULT_SQL_MAX_ROWS, description: "most rows a SQL result returns" }),
   SQL_MAX_RESULT_BYTES: setting({
     schema: positiveInt,
     default: DEFAULT_SQL_MAX_RESULT_BYTES,
     description: "bytes of values (text and blobs by length, other values 8) a result holds",
   }),
-  SQL_TIMEOUT_MS: setting({ schema: positiveInt, default: DEFAULT_SQL_TIMEOUT_MS, description: "longest a SQL query may run" }),
+  SQL_TIMEOUT_MS: setting({ schema: durationMs, default: DEFAULT_SQL_TIMEOUT_MS, description: "longest a SQL query may run" }),
   DOCUMENT_RESULTS: setting({
     schema: positiveInt.max(50),
     default: DEFAULT_DOCUMENT_RESULTS,

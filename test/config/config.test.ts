@@ -51,6 +51,41 @@ describe("config", () => {
     });
   });
 
+  describe("loadConfig (timers and the port)", () => {
+    // Node runs a timer of more than 2^31 - 1 ms after 1 ms (a TimeoutOverflowWarning), so a generous
+    // SYNC_TURN_DEADLINE_MS sent every turn to the worker at once and TOOL_TIMEOUT_MS timed every tool out.
+    it.each([
+      "SYNC_TURN_DEADLINE_MS",
+      "TOOL_TIMEOUT_MS",
+      "SQL_TIMEOUT_MS",
+      "LEASE_TTL_MS",
+      "MONGODB_SERVER_SELECTION_TIMEOUT_MS",
+      "MONGODB_SOCKET_TIMEOUT_MS",
+      "MONGODB_MAX_IDLE_TIME_MS",
+    ])("throws ValidationError naming %s when it is longer than a Node.js timer holds", (name) => {
+      expect(refusal({ [name]: "2147483648" }).details).toEqual([
+        { path: name, message: "must be at most 2147483647 ms (about 24.8 days), the longest wait a Node.js timer holds" },
+      ]);
+    });
+
+    it("returns the longest timeouts a Node.js timer holds", () => {
+      const config = loadConfig({ SYNC_TURN_DEADLINE_MS: "2147483647", TOOL_TIMEOUT_MS: "2147483647", APPROVAL_SWEEP_SECONDS: "2147483" });
+      expect([config.deployment.syncTurnDeadlineMs, config.tools.timeoutMs, config.approvalSweepSeconds]).toEqual([2_147_483_647, 2_147_483_647, 2_147_483]);
+    });
+
+    it("throws ValidationError for an APPROVAL_SWEEP_SECONDS whose milliseconds a Node.js timer cannot hold", () => {
+      expect(refusal({ APPROVAL_SWEEP_SECONDS: "2147484" }).details?.[0]).toEqual({
+        path: "APPROVAL_SWEEP_SECONDS",
+        message: "must be at most 2147483 s (about 24.8 days), the longest wait a Node.js timer holds",
+      });
+    });
+
+    it("throws ValidationError for a PORT above 65535 rather than failing to listen on it", () => {
+      expect(refusal({ PORT: "70000" }).details?.[0]?.path).toBe("PORT");
+      expect(loadConfig({ PORT: "65535" }).port).toBe(65_535);
+    });
+  });
+
   describe("loadConfig (model view, prompt cache, prices)", () => {
     describe("model view and prompt cache", () => {
       it("returns the defaults: history blocks, cache points with Bedrock's default TTL, the token margin", () => {
