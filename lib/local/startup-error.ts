@@ -15,7 +15,15 @@ function mongoHosts(uri: string | undefined): string {
  * One line that says what went wrong at start-up and what to do about it, for the local server
  * and the CLIs. Never a stack trace, never a secret (a MongoDB URI shows its hosts only).
  */
-export function explainStartupError(error: unknown, context: { mongodbUri?: string; serverSelectionTimeoutMs?: number } = {}): string {
+export function explainStartupError(
+  error: unknown,
+  context: {
+    mongodbUri?: string;
+    serverSelectionTimeoutMs?: number;
+    /** Whether unsetting `MONGODB_URI` starts the embedded server (`npm start`), or the command needs a real one (`npm run db:setup`). Default: true. */
+    embeddedFallback?: boolean;
+  } = {},
+): string {
   if (error instanceof ValidationError) {
     const [first, ...rest] = error.details ?? [];
     const more = rest.length > 0 ? ` (and ${rest.length} more)` : "";
@@ -26,7 +34,7 @@ export function explainStartupError(error: unknown, context: { mongodbUri?: stri
     const within = context.serverSelectionTimeoutMs ? ` within ${context.serverSelectionTimeoutMs} ms` : "";
     return (
       `cannot reach MongoDB at ${mongoHosts(context.mongodbUri)}${within}; start it or fix MONGODB_URI ` +
-      "(unset it to use the embedded server; MONGODB_SERVER_SELECTION_TIMEOUT_MS sets the wait)."
+      `(${context.embeddedFallback === false ? "" : "unset it to use the embedded server; "}MONGODB_SERVER_SELECTION_TIMEOUT_MS sets the wait).`
     );
   }
   if (error instanceof ModelCredentialsError || error instanceof ThreadwiseError) return error.message;

@@ -22,6 +22,13 @@ describe("explainStartupError", () => {
     expect(explainStartupError(error)).toMatch(/^cannot reach MongoDB at the embedded server;/);
   });
 
+  it("returns an unreachable MongoDB without the embedded server's hint for a command that needs a real one", () => {
+    const error = new MongoServerSelectionError("Server selection timed out", { type: "Unknown", servers: new Map() } as never);
+    expect(explainStartupError(error, { mongodbUri: "mongodb://db1:27017", serverSelectionTimeoutMs: 500, embeddedFallback: false })).toBe(
+      "cannot reach MongoDB at db1:27017 within 500 ms; start it or fix MONGODB_URI (MONGODB_SERVER_SELECTION_TIMEOUT_MS sets the wait).",
+    );
+  });
+
   it("returns the product's own errors as they say it", () => {
     expect(explainStartupError(new ModelCredentialsError("MODEL_PROVIDER=bedrock needs AWS credentials"))).toBe("MODEL_PROVIDER=bedrock needs AWS credentials");
   });
