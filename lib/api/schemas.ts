@@ -83,7 +83,7 @@ export const conversationSummary = z.object({
   updatedAt: isoDate,
 });
 export const conversationPage = z.object({ conversations: z.array(conversationSummary), nextCursor: z.string().nullable() });
-export const turnResult = z.looseObject({ turnId: z.string(), answer: z.string(), usage, context });
+export const turnResult = z.looseObject({ turnId: z.string(), status: z.literal("completed"), answer: z.string(), usage, context });
 export const turnQueued = z.object({ turnId: z.string(), status: z.literal("queued"), location: z.string() });
 export const recordedMessages = z.object({
   conversationId: z.string(),

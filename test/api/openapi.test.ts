@@ -40,6 +40,13 @@ describe("api/openapi", () => {
         expect(Object.keys(responses)).toEqual(expect.arrayContaining(["400", "413", "415"]));
       },
     );
+
+    it("describes the 200 of a message with the status the server sends beside the answer", () => {
+      const post = (openApiDocument() as any).paths["/v1/conversations/{conversationId}/messages"].post;
+      const schema = post.responses["200"].content["application/json"].schema;
+      expect(schema.required).toEqual(expect.arrayContaining(["turnId", "status", "answer"]));
+      expect(schema.properties.status).toMatchObject({ const: "completed" });
+    });
   });
 
   describe("openApiDocument gateway answers", () => {
