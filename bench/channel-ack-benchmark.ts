@@ -14,7 +14,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { loadConfig } from "../lib/config/config.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalServer, type LocalServer } from "../lib/local/local-server.js";
@@ -87,9 +87,12 @@ async function concurrent(server: LocalServer, channel: Channel, count: number, 
 const pair = (times: number[]) => `${quantile(times, 0.5).toFixed(1)} / ${quantile(times, 0.95).toFixed(1)} ms`;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { messages: { type: "string", default: "200" }, senders: { type: "string", default: "10" }, write: { type: "boolean", default: false } },
-  });
+  const options = {
+    messages: { type: "string", default: "200" },
+    senders: { type: "string", default: "10" },
+    write: { type: "boolean", default: false },
+  } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:channel-ack", options), { options });
   const messages = Number(values.messages);
   const senders = Number(values.senders);
   const mongo = await startEmbeddedMongo();

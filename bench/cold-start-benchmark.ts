@@ -17,7 +17,6 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
 import {
@@ -30,6 +29,7 @@ import {
   writeTokenizerData,
 } from "../infra/bundling/bundling.js";
 import { TOKENIZER_DATA_FILE } from "../infra/bundling/cl100k-base.js";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
@@ -249,7 +249,8 @@ async function measureFirstCount(dir: string, runs: number): Promise<{ firstMs: 
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { runs: { type: "string" } } });
+  const options = { runs: { type: "string" }, write: { type: "boolean", default: false } } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:cold-start", options), { options });
   const runs = Number(values.runs ?? DEFAULT_RUNS);
   const dir = mkdtempSync(join(tmpdir(), "threadwise-cold-start-"));
   const probe = join(dir, "probe.mjs");
@@ -389,7 +390,7 @@ async function main(): Promise<void> {
   ].join("\n");
   process.stdout.write(report);
   // Tracked results change only when asked: `npm run bench:cold-start -- --write`.
-  if (process.argv.includes("--write")) await writeResults({ "cold-start.md": report });
+  if (values.write) await writeResults({ "cold-start.md": report });
 }
 
 await main();

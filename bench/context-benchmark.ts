@@ -24,8 +24,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { cpus, loadavg } from "node:os";
-import { parseArgs } from "node:util";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
 import { ContextBudgetExceededError } from "../lib/errors.js";
 import {
@@ -669,16 +669,15 @@ function ttl(value: string | undefined): "5m" | "1h" {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      seed: { type: "string", default: "7" },
-      turns: { type: "string" },
-      "block-turns": { type: "string" },
-      "stable-ttl": { type: "string" },
-      "turn-ttl": { type: "string" },
-      write: { type: "boolean", default: false },
-    },
-  });
+  const options = {
+    seed: { type: "string", default: "7" },
+    turns: { type: "string" },
+    "block-turns": { type: "string" },
+    "stable-ttl": { type: "string" },
+    "turn-ttl": { type: "string" },
+    write: { type: "boolean", default: false },
+  } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:context", options), { options });
   const seed = Number(values.seed);
   const conversations = values.turns ? [Number(values.turns)] : CONVERSATION_TURNS;
   let started = performance.now();

@@ -11,11 +11,11 @@
  * input holds the event loop, without the time other processes of a shared machine take from it.
  */
 import { cpus, loadavg } from "node:os";
-import { parseArgs } from "node:util";
 import { z } from "zod";
 import { HumanMessage } from "@langchain/core/messages";
 import fc from "fast-check";
 import { encodingForModel } from "js-tiktoken";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { LocalChatModel, type FunctionTool } from "../lib/agent/local-chat-model.js";
 import { parseJsonBody, prefersAsync } from "../lib/api/request-parsing.js";
 import { parseSlackEvent } from "../lib/channels/slack/slack-event.js";
@@ -32,7 +32,8 @@ const RUNS = 5;
 /** The target of issue 14: no input holds the event loop longer, per 16,000 characters. */
 const TARGET_MS = 50;
 
-const { values } = parseArgs({ options: { seed: { type: "string", default: "7" }, random: { type: "string", default: "200" } } });
+const options = { seed: { type: "string", default: "7" }, random: { type: "string", default: "200" }, write: { type: "boolean", default: false } } as const;
+const { values } = parseCliArgs(optionsUsage("bench:linear", options), { options });
 const seed = Number(values.seed);
 const randomShapes = Number(values.random);
 
@@ -140,4 +141,4 @@ const report = [
 ];
 console.log(report.join("\n"));
 // Tracked results change only when asked: `npm run bench:linear -- --write`.
-if (process.argv.includes("--write")) await writeResults({ "linear-time.md": report.join("\n") });
+if (values.write) await writeResults({ "linear-time.md": report.join("\n") });

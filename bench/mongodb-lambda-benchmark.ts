@@ -16,8 +16,8 @@ import { execFileSync, execSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { Template } from "aws-cdk-lib/assertions";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { PROJECT_ROOT } from "../infra/bundling/bundling.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS } from "../lib/config/credentials.js";
@@ -125,7 +125,8 @@ type Http = { statusCode: number | string; body?: string };
 const orError = (invocation: Promise<Http>): Promise<Http> => invocation.catch((error: Error) => ({ statusCode: error.message }));
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { before: { type: "string" }, "freeze-seconds": { type: "string" }, write: { type: "boolean", default: false } } });
+  const options = { before: { type: "string" }, "freeze-seconds": { type: "string" }, write: { type: "boolean", default: false } } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:mongodb", options), { options });
   const commit = values.before ?? DEFAULT_BEFORE;
   const freezeSeconds = Number(values["freeze-seconds"] ?? DEFAULT_FREEZE_SECONDS);
 

@@ -9,8 +9,8 @@
  *   npm run bench:offload [-- --write (results to bench/results)]
  */
 import { cpus, loadavg } from "node:os";
-import { parseArgs } from "node:util";
 import { MongoClient } from "mongodb";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { countTextTokens } from "../lib/model-view/token-counter.js";
@@ -48,7 +48,8 @@ function report(bytes: number): string {
 const duration = (ms: number) => (ms < 1_000 ? `${Math.round(ms)} ms` : `${(ms / 1_000).toFixed(1)} s`);
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { write: { type: "boolean", default: false } } });
+  const options = { write: { type: "boolean", default: false } } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:offload", options), { options });
   const mongo = await startEmbeddedMongo();
   const client = new MongoClient(mongo.uri);
   const rows: string[][] = [];

@@ -23,10 +23,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { cpus, loadavg } from "node:os";
-import { parseArgs } from "node:util";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { MongoClient } from "mongodb";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
 import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_TOOL_OUTPUT_TOKENS, DEFAULT_VIEW_TOTAL_BUDGET } from "../lib/config/config.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
@@ -151,9 +151,12 @@ interface Way {
 }
 
 async function main() {
-  const { values } = parseArgs({
-    options: { seed: { type: "string", default: "7" }, embeddings: { type: "string", default: "stand-in" }, write: { type: "boolean", default: false } },
-  });
+  const options = {
+    seed: { type: "string", default: "7" },
+    embeddings: { type: "string", default: "stand-in" },
+    write: { type: "boolean", default: false },
+  } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:recall", options), { options });
   const seed = Number(values.seed);
   if (values.embeddings !== "stand-in" && values.embeddings !== "bedrock") throw new Error("--embeddings is stand-in or bedrock");
   const titan = values.embeddings === "bedrock";

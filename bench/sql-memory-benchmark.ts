@@ -13,7 +13,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import { parseCliArgs } from "../lib/local/cli-args.js";
 import { DEFAULT_SQL_MAX_RESULT_BYTES, DEFAULT_SQL_MAX_ROWS } from "../lib/config/tools-config.js";
 import { buildSalesDatabase, SALES_SCHEMA_DESCRIPTION } from "../lib/tools/sql/sales-dataset.js";
 import { SqliteQueryEngine } from "../lib/tools/sql/sqlite-query-engine.js";
@@ -86,7 +86,8 @@ function measure(approach: Approach, scenario: Scenario): Measurement {
   return JSON.parse(out) as Measurement;
 }
 
-const { values } = parseArgs({ options: { child: { type: "string" }, scenario: { type: "string" } } });
+// --child and --scenario are how the benchmark runs each cell in a process of its own, not for people.
+const { values } = parseCliArgs("usage: npm run bench:sql-memory", { options: { child: { type: "string" }, scenario: { type: "string" } } });
 if (values.child) {
   await child(values.child as Approach, values.scenario as Scenario);
 } else {

@@ -12,12 +12,12 @@
  * checkpointer's put/putWrites, plus, for the product, its artifact inserts and prune.
  */
 import { randomUUID } from "node:crypto";
-import { parseArgs } from "node:util";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import { BSON, MongoClient, type Db } from "mongodb";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
 import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
@@ -470,13 +470,12 @@ function chart(analysis: Analysis): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      turns: { type: "string", default: "200" },
-      "stock-turns": { type: "string", default: "50" },
-      write: { type: "boolean", default: false },
-    },
-  });
+  const options = {
+    turns: { type: "string", default: "200" },
+    "stock-turns": { type: "string", default: "50" },
+    write: { type: "boolean", default: false },
+  } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:storage", options), { options });
   const turns = Number(values.turns);
   const stockTurns = Math.min(Number(values["stock-turns"]), turns);
   if (!Number.isInteger(turns) || turns < SAMPLE_EVERY || !Number.isInteger(stockTurns) || stockTurns < SAMPLE_EVERY * 3) {

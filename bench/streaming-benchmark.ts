@@ -14,7 +14,7 @@ import { writeFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { loadConfig } from "../lib/config/config.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { mintLocalToken, loadOrCreateLocalKeys } from "../lib/local/local-keys.js";
@@ -33,9 +33,8 @@ import { messageActivity } from "../test/channels/teams/fixtures.js";
 const TARGET_OVERHEAD_MS = 100;
 const BOT_TOKEN = "xoxb-bench-token";
 const APP_PASSWORD = "bench-client-secret";
-const { values } = parseArgs({
-  options: { runs: { type: "string", default: "9" }, rate: { type: "string", default: "40" }, write: { type: "boolean", default: false } },
-});
+const options = { runs: { type: "string", default: "9" }, rate: { type: "string", default: "40" }, write: { type: "boolean", default: false } } as const;
+const { values } = parseCliArgs(optionsUsage("bench:streaming", options), { options });
 const runs = Number(values.runs);
 const rate = Number(values.rate);
 

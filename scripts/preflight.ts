@@ -4,7 +4,6 @@
  * what to do; the exit code is 1 when there is one.
  */
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { BedrockClient } from "@aws-sdk/client-bedrock";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
@@ -12,11 +11,13 @@ import { App } from "aws-cdk-lib";
 import { bedrockResourceArns } from "../infra/bedrock-model.js";
 import { readStageConfig } from "../infra/stage-config.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
+import { parseCliArgs } from "../lib/local/cli-args.js";
 import { runPreflight } from "../lib/ops/index.js";
 
-const { values } = parseArgs({ options: { stage: { type: "string" } } });
+const USAGE = "usage: npm run preflight -- --stage <stage>";
+const { values } = parseCliArgs(USAGE, { options: { stage: { type: "string" } } });
 if (!values.stage) {
-  process.stderr.write("usage: npm run preflight -- --stage <stage>\n");
+  process.stderr.write(`error: --stage is required\n${USAGE}\n`);
   process.exit(2);
 }
 // The stage as `cdk deploy -c stage=<s>` reads it: cdk.json's context, this stage.

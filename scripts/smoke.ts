@@ -4,16 +4,17 @@
  * streaming URL when given (docs/deploying.md, "Smoke test"). One line per step; the exit code is 1
  * when a step failed.
  */
-import { parseArgs } from "node:util";
+import { parseCliArgs } from "../lib/local/cli-args.js";
 import { runSmoke } from "../lib/ops/index.js";
 
-const { values, positionals } = parseArgs({
+const USAGE = "usage: npm run smoke -- <api url> --token <jwt> [--streaming-url <url>] [--timeout-seconds 120]";
+const { values, positionals } = parseCliArgs(USAGE, {
   allowPositionals: true,
   options: { token: { type: "string" }, "streaming-url": { type: "string" }, "timeout-seconds": { type: "string" } },
 });
 const [apiUrl] = positionals;
 if (!apiUrl || !values.token) {
-  process.stderr.write("usage: npm run smoke -- <api url> --token <jwt> [--streaming-url <url>] [--timeout-seconds 120]\n");
+  process.stderr.write(`error: ${apiUrl ? "--token is required" : "name the API URL (the ApiUrl stack output)"}\n${USAGE}\n`);
   process.exit(2);
 }
 const timeout = values["timeout-seconds"] ? Number(values["timeout-seconds"]) * 1000 : undefined;
