@@ -337,6 +337,17 @@ type Context = z.infer<typeof contextSchema>;
 const invalidContext = (issues: { path: string; message: string }[], cause?: unknown) =>
   new ValidationError("invalid CDK context", issues, cause === undefined ? undefined : { cause });
 
+/**
+ * One line for a context value the synth refuses, as `npm start` answers a wrong variable: the
+ * first key, how many more, and where to fix it. A stack trace would bury the message in `details`.
+ */
+export function explainContextError(error: ValidationError): string {
+  const [first, ...rest] = error.details ?? [];
+  const what = first ? `${first.path || "context"}: ${first.message}` : "";
+  const more = rest.length > 0 ? ` (and ${rest.length} more)` : "";
+  return `${error.message}: ${what}${more}; fix it with -c <key>=<value> or in cdk.json (see "Deploying to AWS" in the README).`;
+}
+
 /** The VPC keys mean something only with `vpc=nat`, and a customer key only with an imported secret. */
 function readVpcConfig(c: Context): StageVpcConfig | undefined {
   const issues: { path: string; message: string }[] = [];
