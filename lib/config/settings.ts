@@ -50,10 +50,16 @@ export type SettingValues<T extends Settings> = {
   [K in keyof T]: T[K] extends { default: unknown } ? z.output<T[K]["schema"]> : z.output<T[K]["schema"]> | undefined;
 };
 
+/**
+ * A blank variable (`PORT=` in a shell or an env file) is unset, as an empty CDK context key or
+ * secret key is: its default applies, rather than `""` coerced to 0 (`VIEW_FINISHED_TURNS=` kept no turns).
+ */
+const blankAsUnset = (value: unknown): unknown => (typeof value === "string" && value.trim() === "" ? undefined : value);
+
 /** The env schema of some settings: each variable optional, validated by its setting's schema. */
 export function envSchemaOf<T extends Settings>(settings: T) {
-  const shape = Object.fromEntries(Object.entries(settings).map(([name, s]) => [name, s.schema.optional()]));
-  return z.object(shape as { [K in keyof T]: z.ZodOptional<T[K]["schema"]> });
+  const shape = Object.fromEntries(Object.entries(settings).map(([name, s]) => [name, z.preprocess(blankAsUnset, s.schema.optional())]));
+  return z.object(shape as unknown as { [K in keyof T]: z.ZodOptional<T[K]["schema"]> });
 }
 
 /** Parsed variables with the defaults applied. */

@@ -80,6 +80,17 @@ describe("config", () => {
       });
     });
 
+    it("returns the defaults for variables set blank (VIEW_FINISHED_TURNS= kept no finished turn, PORT= was refused as 0)", () => {
+      const config = loadConfig({ VIEW_FINISHED_TURNS: "", VIEW_TOKEN_MARGIN: "", PORT: "", MONGODB_URI: " ", TOOL_TIMEOUT_MS: "" });
+      expect([config.view.finishedTurns, config.view.tokenMargin.initial, config.port, config.mongodbUri, config.tools.timeoutMs]).toEqual([
+        6,
+        0.5,
+        3000,
+        undefined,
+        20_000,
+      ]);
+    });
+
     it("throws ValidationError for a PORT above 65535 rather than failing to listen on it", () => {
       expect(refusal({ PORT: "70000" }).details?.[0]?.path).toBe("PORT");
       expect(loadConfig({ PORT: "65535" }).port).toBe(65_535);

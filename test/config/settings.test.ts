@@ -14,7 +14,14 @@ describe("settings", () => {
       expect(schema.parse({ PAGE_SIZE: "5", OTHER: "ignored" })).toEqual({ PAGE_SIZE: 5 });
       expect(schema.parse({})).toEqual({});
       expect(schema.safeParse({ PAGE_SIZE: "0" }).success).toBe(false);
-      expect(schema.safeParse({ REGION: "" }).success).toBe(false);
+    });
+  });
+
+  describe("envSchemaOf (blank values)", () => {
+    it("returns a blank variable as unset, so its default applies rather than an empty string coerced to 0", () => {
+      const schema = envSchemaOf(SETTINGS);
+      const parsed = schema.parse({ PAGE_SIZE: "", REGION: "  " });
+      expect(withDefaults(SETTINGS, parsed)).toEqual({ PAGE_SIZE: 20, REGION: undefined });
     });
   });
 
