@@ -26,7 +26,10 @@ const approversSchema = z
 
 const toolPolicySchema = z.strictObject({
   /** `always`, `never`, or `{ "when": rule }`: only calls whose arguments match. */
-  require: z.union([z.enum(["always", "never"]), z.strictObject({ when: ruleSchema })]),
+  require: z.union([z.enum(["always", "never"]), z.strictObject({ when: ruleSchema })], {
+    // zod's own message for a union is a bare "Invalid input".
+    error: 'expected "always", "never" or {"when": {"argument": <name>, then "present": true, "equals": <value>, "in": [<values>] or "atLeast": <number>}}',
+  }),
   /** Default: the requester. */
   approvers: approversSchema.optional(),
 });

@@ -37,6 +37,19 @@ describe("parseApprovalsConfig", () => {
     expect(error.details?.[0].message).toContain("unknown tool name create_followup");
   });
 
+  it.each([[{ create_follow_up: {} }], [{ create_follow_up: { require: "sometimes" } }], [{ create_follow_up: { require: { when: { argument: "owner" } } } }]])(
+    "throws, saying which values require takes rather than zod's bare Invalid input, for %j",
+    (policies) => {
+      expect(failure(() => parseApprovalsConfig(JSON.stringify(policies), undefined, NAMES)).details).toEqual([
+        {
+          path: "TOOL_APPROVALS.create_follow_up.require",
+          message:
+            'expected "always", "never" or {"when": {"argument": <name>, then "present": true, "equals": <value>, "in": [<values>] or "atLeast": <number>}}',
+        },
+      ]);
+    },
+  );
+
   it("throws for a policy without a valid require or with approvers naming nobody", () => {
     failure(() => parseApprovalsConfig(JSON.stringify({ create_follow_up: { require: "sometimes" } }), undefined, NAMES));
     failure(() => parseApprovalsConfig(JSON.stringify({ create_follow_up: { require: "always", approvers: { requester: false } } }), undefined, NAMES));
