@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { parseOrThrow } from "../validation.js";
-import { envSchemaOf, setting, withDefaults } from "./settings.js";
+import { envSchemaOf, optionalVariable, setting, withDefaults } from "./settings.js";
 
 // The defaults live here rather than beside the recall code they configure, so that loading the
 // configuration (as the webhook functions do) loads neither the tokenizer nor the Bedrock SDK.
@@ -38,8 +38,8 @@ export const RECALL_SETTINGS = {
 };
 
 const envSchema = envSchemaOf(RECALL_SETTINGS).extend({
-  BEDROCK_REGION: z.string().min(1).optional(),
-  AWS_REGION: z.string().min(1).optional(),
+  BEDROCK_REGION: optionalVariable(z.string().min(1)),
+  AWS_REGION: optionalVariable(z.string().min(1)),
 });
 
 /** `search_conversation` and its index (`lib/recall`). */

@@ -56,9 +56,12 @@ export type SettingValues<T extends Settings> = {
  */
 const blankAsUnset = (value: unknown): unknown => (typeof value === "string" && value.trim() === "" ? undefined : value);
 
+/** An optional variable: blank is unset, anything else is validated by `schema`. Also for variables read beside the settings (`AWS_REGION`). */
+export const optionalVariable = <S extends z.ZodType>(schema: S) => z.preprocess(blankAsUnset, schema.optional());
+
 /** The env schema of some settings: each variable optional, validated by its setting's schema. */
 export function envSchemaOf<T extends Settings>(settings: T) {
-  const shape = Object.fromEntries(Object.entries(settings).map(([name, s]) => [name, z.preprocess(blankAsUnset, s.schema.optional())]));
+  const shape = Object.fromEntries(Object.entries(settings).map(([name, s]) => [name, optionalVariable(s.schema)]));
   return z.object(shape as unknown as { [K in keyof T]: z.ZodOptional<T[K]["schema"]> });
 }
 

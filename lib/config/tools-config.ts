@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ValidationError } from "../errors.js";
 import { parseJsonSetting, parseOrThrow } from "../validation.js";
 import { DEFAULT_APPROVAL_TTL_SECONDS, parseApprovalsConfig, type ApprovalsConfig } from "./approvals-config.js";
-import { durationMs, envSchemaOf, setting, withDefaults } from "./settings.js";
+import { durationMs, envSchemaOf, optionalVariable, setting, withDefaults } from "./settings.js";
 
 /** Longest a single tool call may run before it comes back to the model as a timeout error. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 20_000;
@@ -123,7 +123,7 @@ export const TOOL_SETTINGS = {
   }),
 };
 
-const envSchema = envSchemaOf(TOOL_SETTINGS).extend({ AWS_REGION: z.string().min(1).optional() });
+const envSchema = envSchemaOf(TOOL_SETTINGS).extend({ AWS_REGION: optionalVariable(z.string().min(1)) });
 
 /** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
 export type SqlEngineConfig =

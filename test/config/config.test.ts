@@ -81,7 +81,15 @@ describe("config", () => {
     });
 
     it("returns the defaults for variables set blank (VIEW_FINISHED_TURNS= kept no finished turn, PORT= was refused as 0)", () => {
-      const config = loadConfig({ VIEW_FINISHED_TURNS: "", VIEW_TOKEN_MARGIN: "", PORT: "", MONGODB_URI: " ", TOOL_TIMEOUT_MS: "" });
+      const config = loadConfig({
+        VIEW_FINISHED_TURNS: "",
+        VIEW_TOKEN_MARGIN: "",
+        PORT: "",
+        MONGODB_URI: " ",
+        TOOL_TIMEOUT_MS: "",
+        AWS_REGION: "",
+        BEDROCK_REGION: "",
+      });
       expect([config.view.finishedTurns, config.view.tokenMargin.initial, config.port, config.mongodbUri, config.tools.timeoutMs]).toEqual([
         6,
         0.5,
