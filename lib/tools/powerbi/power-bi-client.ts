@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../../errors.js";
-import type { QueryResult } from "../sql/query-engine.js";
+import type { QueryLimits, QueryResult } from "../sql/query-engine.js";
 import type { EntraTokenProvider } from "./entra-token-provider.js";
 
 /** Retries of a throttled (429) request before giving up. */
@@ -83,7 +83,8 @@ export class PowerBiClient {
     this.#fetch = options.fetch ?? fetch;
   }
 
-  async executeQuery(dax: string, maxRows: number, signal?: AbortSignal): Promise<QueryResult> {
+  /** Runs one DAX query; the result holds at most `maxRows` rows and `maxBytes` bytes of values, counted as `sql_query` counts them. */
+  async executeQuery(dax: string, limits: Pick<QueryLimits, "maxRows" | "maxBytes">, signal?: AbortSignal): Promise<QueryResult> {
     const o = this.#options;
     const url = `${o.apiUrl.replace(/\/$/, "")}/groups/${encodeURIComponent(o.groupId)}/datasets/${encodeURIComponent(o.datasetId)}/executeQueries`;
     const maxRetries = o.maxRetries ?? DEFAULT_POWERBI_MAX_RETRIES;
@@ -116,21 +117,50 @@ export class PowerBiClient {
       if (!response.ok) {
         throw new ToolError(`the DAX query failed: ${describeError(body, response.status)}`, "query_semantic_model");
       }
-      return toResult(body, maxRows);
+      return toResult(body, limits);
     }
   }
 }
 
-function toResult(body: unknown, maxRows: number): QueryResult {
+/** Bytes a value counts for, as `sql_query` counts them: text by its UTF-8 length, anything else 8. */
+const sizeOf = (value: unknown) => (typeof value === "string" ? Buffer.byteLength(value, "utf8") : 8);
+
+/**
+ * The rows kept, up to `maxRows` and `maxBytes`, and the columns of those rows only: rows whose keys
+ * differ (a service answering oddly) must not make a table of every row's columns, and a missing or
+ * null cell counts 8 bytes, so a wide table of nulls is cut as a wide table of values is.
+ */
+function toResult(body: unknown, { maxRows, maxBytes = Number.POSITIVE_INFINITY }: Pick<QueryLimits, "maxRows" | "maxBytes">): QueryResult {
   const parsed = resultsSchema.safeParse(body);
   if (!parsed.success) throw new ToolError("Power BI returned an unexpected response", "query_semantic_model");
   const first = parsed.data.results[0];
   if (first?.error) throw new ToolError(`the DAX query failed: ${describeError({ error: first.error }, 200)}`, "query_semantic_model");
   const rows = first?.tables?.[0]?.rows ?? [];
-  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  return {
-    columns,
-    rows: rows.slice(0, maxRows).map((r) => columns.map((c) => r[c] ?? null)),
-    truncated: rows.length > maxRows && "rows",
-  };
+  const columns = new Set<string>();
+  let kept = 0;
+  let valueBytes = 0;
+  let values = 0;
+  let truncated: QueryResult["truncated"] = false;
+  for (const row of rows) {
+    if (kept === maxRows) {
+      truncated = "rows";
+      break;
+    }
+    const keys = Object.keys(row);
+    const added = keys.filter((k) => !columns.has(k));
+    const present = keys.filter((k) => row[k] !== null && row[k] !== undefined);
+    const rowBytes = present.reduce((sum, k) => sum + sizeOf(row[k]), 0);
+    // Every cell of the kept rows over every column: values by size, the rest 8.
+    const cells = (kept + 1) * (columns.size + added.length);
+    if (valueBytes + rowBytes + 8 * (cells - values - present.length) > maxBytes) {
+      truncated = "bytes";
+      break;
+    }
+    for (const k of added) columns.add(k);
+    valueBytes += rowBytes;
+    values += present.length;
+    kept += 1;
+  }
+  const names = [...columns];
+  return { columns: names, rows: rows.slice(0, kept).map((r) => names.map((c) => r[c] ?? null)), truncated };
 }
