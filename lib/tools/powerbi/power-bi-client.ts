@@ -9,6 +9,8 @@ export const DEFAULT_POWERBI_MAX_RETRIES = 2;
 export const DEFAULT_POWERBI_RETRY_AFTER_MS = 1_000;
 /** A Retry-After longer than this is not waited for: the model is told to try later instead. */
 export const DEFAULT_POWERBI_MAX_WAIT_MS = 10_000;
+/** Longest response body read: above the 15 MB of data Power BI returns per query at most, so only a service misbehaving meets it. */
+export const DEFAULT_POWERBI_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
 
 export interface PowerBiClientOptions {
   /** API base, e.g. `https://api.powerbi.com/v1.0/myorg`. */
@@ -21,6 +23,8 @@ export interface PowerBiClientOptions {
   maxRetries?: number;
   /** Default: `DEFAULT_POWERBI_MAX_WAIT_MS`. */
   maxWaitMs?: number;
+  /** Default: `DEFAULT_POWERBI_MAX_RESPONSE_BYTES`. */
+  maxResponseBytes?: number;
 }
 
 const resultsSchema = z.object({
@@ -63,6 +67,32 @@ function retryAfterMs(header: string | null): number {
   return Number.isNaN(date) ? DEFAULT_POWERBI_RETRY_AFTER_MS : Math.max(0, date - Date.now());
 }
 
+/** The body as JSON (undefined when it is not JSON), read no further than `maxBytes`: a longer one is a tool error, not a process out of memory. */
+async function readJson(response: Response, maxBytes: number): Promise<unknown> {
+  const tooLarge = () =>
+    new ToolError(`Power BI answered more than ${maxBytes} bytes; ask for fewer rows or columns (TOPN, SUMMARIZECOLUMNS)`, "query_semantic_model");
+  if (Number(response.headers.get("content-length")) > maxBytes) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = response.body?.getReader();
+  for (let part = await reader?.read(); part && !part.done; part = await reader!.read()) {
+    bytes += part.value.byteLength;
+    if (bytes > maxBytes) {
+      await reader!.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(part.value);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -97,7 +127,7 @@ export class PowerBiClient {
         body: JSON.stringify({ queries: [{ query: dax }], serializerSettings: { includeNulls: true } }),
         signal,
       });
-      const body: unknown = await response.json().catch(() => undefined);
+      const body = await readJson(response, o.maxResponseBytes ?? DEFAULT_POWERBI_MAX_RESPONSE_BYTES);
       if (response.status === 401 && !renewed) {
         renewed = true;
         o.tokens.invalidate();

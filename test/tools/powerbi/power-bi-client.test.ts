@@ -1,4 +1,8 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ToolError } from "../../../lib/errors.js";
+import { PowerBiClient } from "../../../lib/tools/powerbi/power-bi-client.js";
 import type { PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
 import { MARGIN_BY_MONTH, powerBiClient, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
 
@@ -39,6 +43,43 @@ describe("PowerBiClient", () => {
       endpoint.revokeTokens();
       await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 })).resolves.toMatchObject({ truncated: false });
       expect(tokens.requests).toBe(2);
+    });
+  });
+
+  describe("executeQuery, against a service that answers too much", () => {
+    it("throws a ToolError, reading no further, when the declared body is over maxResponseBytes", async () => {
+      const client = new PowerBiClient({
+        apiUrl: endpoint.apiUrl,
+        groupId: "group-1",
+        datasetId: "dataset-1",
+        tokens: tokenProvider(endpoint),
+        maxResponseBytes: 500,
+      });
+      const error = await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolError);
+      expect((error as Error).message).toBe("Power BI answered more than 500 bytes; ask for fewer rows or columns (TOPN, SUMMARIZECOLUMNS)");
+    });
+
+    it("stops reading an endless body without a length at maxResponseBytes and throws a ToolError", async () => {
+      const endless = createServer((_req, res) => {
+        res.writeHead(200, { "content-type": "application/json" });
+        const chunk = Buffer.alloc(64 * 1024, " ");
+        res.write('{"results": [');
+        const more = () => {
+          while (!res.destroyed && res.write(chunk));
+          if (!res.destroyed) res.once("drain", more);
+        };
+        more();
+      });
+      await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+      try {
+        const apiUrl = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/v1.0/myorg`;
+        const client = new PowerBiClient({ apiUrl, groupId: "group-1", datasetId: "dataset-1", tokens: tokenProvider(endpoint), maxResponseBytes: 1_000_000 });
+        await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 })).rejects.toThrow(/^Power BI answered more than 1000000 bytes/);
+      } finally {
+        endless.closeAllConnections();
+        await new Promise((resolve) => endless.close(resolve));
+      }
     });
   });
 });
