@@ -452,20 +452,16 @@ export class ThreadwiseSaver extends MongoDBSaver {
         unknown.push([channel, String(version)]);
       }
     }
-    for (const [channel, key] of await this.namedByLegacy(position, unknown, read)) {
-      unknown.splice(
-        unknown.findIndex(([c]) => c === channel),
-        1,
-      );
-      await store(channel, `${key}~${checkpointId}`, true);
-    }
-    const stored = await this.blobs.stored(position, unknown);
+    const legacy = await this.namedByLegacy(position, unknown, read);
+    for (const [channel, key] of legacy) await store(channel, `${key}~${checkpointId}`, true);
+    const byVersion = unknown.filter(([channel]) => !legacy.has(channel));
+    const stored = await this.blobs.stored(position, byVersion);
     const elsewhere = await this.namedElsewhere(
       position,
-      unknown.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
+      byVersion.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
       read,
     );
-    for (const [channel, key] of unknown) {
+    for (const [channel, key] of byVersion) {
       const named = elsewhere.get(channel);
       if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
       else if (named?.inline !== undefined) plan.inline.set(channel, named.inline);
