@@ -147,6 +147,9 @@ describe("ThreadwiseSaver", () => {
       expect(texts(copied).filter((t) => t.startsWith("q") || t.startsWith("answer"))).toEqual(["q1", "answer to q1", "q2, edited", "answer to q2, edited"]);
       const continued = await graph.invoke({ messages: [new HumanMessage("q4")] }, copy);
       expect(texts(continued.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2, edited", "answer to q4"]);
+      await saver.prune("t", { keep: 1 });
+      const pruned = (await graph.getState(thread)).values.messages as BaseMessage[];
+      expect(texts(pruned).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2, edited", "answer to q4"]);
     });
 
     it("leaves stock MongoDBSaver refusing the checkpoints it writes, rather than reading them without their values", async () => {
