@@ -374,9 +374,12 @@ export class TurnRunner {
       await turns.supersede(turn, fence);
       throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
     }
-    // A newer question ends an earlier turn still waiting for approvals: its calls never run, and a late decision is refused.
-    const closedApprovals = resumed ? 0 : ((await this.deps.approvals?.store.supersedeOthers(turn.conversationId, turn._id)) ?? 0);
-    const closedTurns = resumed ? 0 : await turns.supersedeAwaiting(turn.conversationId, seq);
+    if (resumed) return { seq, resumed, closed: false };
+    // A newer question ends an earlier turn still waiting for approvals: its calls never run (those decided but not resumed yet
+    // included), and a late decision is refused. Approvals first: a crash between leaves a turn that resumes to be superseded.
+    const unresumed = await turns.awaitingBefore(turn.conversationId, seq);
+    const closedApprovals = (await this.deps.approvals?.store.supersedeOthers(turn.conversationId, turn._id, unresumed)) ?? 0;
+    const closedTurns = await turns.supersedeAwaiting(turn.conversationId, seq);
     return { seq, resumed, closed: closedApprovals + closedTurns > 0 };
   }
 

@@ -85,11 +85,15 @@ export const TOOL_SETTINGS = {
     description: "where follow-ups are posted (JSON, with an `Idempotency-Key` header)",
   }),
   TOOL_TIMEOUT_MS: setting({ schema: durationMs, default: DEFAULT_TOOL_TIMEOUT_MS, description: "longest one tool call may run" }),
-  SQL_MAX_ROWS: setting({ schema: positiveInt, default: DEFAULT_SQL_MAX_ROWS, description: "most rows a SQL result returns" }),
+  SQL_MAX_ROWS: setting({
+    schema: positiveInt,
+    default: DEFAULT_SQL_MAX_ROWS,
+    description: "most rows a SQL result (and a DAX result of `query_semantic_model`) returns",
+  }),
   SQL_MAX_RESULT_BYTES: setting({
     schema: positiveInt,
     default: DEFAULT_SQL_MAX_RESULT_BYTES,
-    description: "bytes of values (text and blobs by length, other values 8) a result holds",
+    description: "bytes of values (text and blobs by length, other values 8; a missing or null DAX cell 8) a SQL or DAX result holds",
   }),
   SQL_TIMEOUT_MS: setting({ schema: durationMs, default: DEFAULT_SQL_TIMEOUT_MS, description: "longest a SQL query may run" }),
   DOCUMENT_RESULTS: setting({

@@ -192,10 +192,14 @@ export class TurnJobWorker {
     return { principal: job.principal, roles: (await this.options.roles?.rolesOf(job.principal)) ?? [] };
   }
 
-  /** API jobs name their conversation; a channel job's thread is bound to one on first use, owned by the workspace or tenant. */
+  /**
+   * API jobs name their conversation; a channel job's thread is bound to one on first use, owned by the workspace or
+   * tenant, unless the job came before the thread's conversation was deleted (NotFound).
+   */
   private async bind(job: TurnJob): Promise<string> {
     if (job.channel === "api") return job.conversationKey;
-    const conversation = await this.options.conversations.findOrCreateByChannelKey(job.owner, { channel: job.channel, key: job.conversationKey });
+    const channel = { channel: job.channel, key: job.conversationKey };
+    const conversation = await this.options.conversations.findOrCreateByChannelKey(job.owner, channel, new Date(job.receivedAt));
     return conversation._id;
   }
 

@@ -168,9 +168,20 @@ export class ApprovalStore {
     return result.modifiedCount;
   }
 
-  /** The conversation moved on (a newer turn began): approvals of its other turns still pending never run. */
-  async supersedeOthers(conversationId: string, turnId: string): Promise<number> {
-    const result = await this.collection.updateMany({ conversationId, turnId: { $ne: turnId }, status: "pending" }, { $set: { status: "superseded" } });
+  /**
+   * The conversation moved on (a newer turn began): approvals of its other turns still pending never
+   * run, nor do the approved or edited calls of `unresumed` turns (waiting to resume when it began);
+   * a decision taken stays on the record.
+   */
+  async supersedeOthers(conversationId: string, turnId: string, unresumed: readonly string[] = []): Promise<number> {
+    const result = await this.collection.updateMany(
+      {
+        conversationId,
+        turnId: { $ne: turnId },
+        $or: [{ status: "pending" }, { turnId: { $in: [...unresumed] }, status: { $in: ["approved", "edited"] } }],
+      },
+      { $set: { status: "superseded" } },
+    );
     return result.modifiedCount;
   }
 

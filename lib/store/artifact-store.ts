@@ -134,7 +134,8 @@ function refOf(head: ArtifactHead): ArtifactRef {
  */
 export class ArtifactStore {
   readonly collection: Collection<ArtifactDocument>;
-  private readonly maxBytes: number;
+  /** Largest content `put` stores, in UTF-8 bytes. */
+  readonly maxBytes: number;
   private readonly partBytes: number;
   private readonly previewChars: number;
 

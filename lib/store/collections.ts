@@ -5,6 +5,8 @@ export const COLLECTIONS = {
   checkpointBlobs: "checkpoint_blobs",
   checkpointThreads: "checkpoint_threads",
   conversations: "conversations",
+  /** Channel threads whose conversation was deleted, for as long as a job of theirs may come back (`ConversationStore`). */
+  deletedChannelKeys: "deleted_channel_keys",
   messages: "messages",
   turns: "turns",
   modelCalls: "model_calls",

@@ -8,6 +8,11 @@ import { COLLECTIONS } from "./collections.js";
 export const DEFAULT_PAGE_SIZE = 20;
 /** Largest page a caller may ask for. */
 export const MAX_PAGE_SIZE = 100;
+/**
+ * How long a deleted conversation's channel thread refuses jobs received before the deletion: the
+ * longest a queued job can come back (the dead-letter queue keeps one 14 days, and may redrive it).
+ */
+export const DELETED_CHANNEL_KEY_MS = 14 * 86_400_000;
 
 export type ChannelName = "api" | "slack" | "teams";
 
@@ -36,6 +41,16 @@ export interface ConversationDocument {
   /** When the conversation expires unless it is active again (see RetentionPolicy). */
   expiresAt?: Date;
 }
+
+/** A channel thread whose conversation was deleted: a job received before `deletedAt` belonged to it. */
+interface DeletedChannelKey {
+  /** The channel and its key, as JSON. */
+  _id: string;
+  deletedAt: Date;
+  expiresAt: Date;
+}
+
+const channelKeyId = (channel: Required<ChannelBinding>) => JSON.stringify([channel.channel, channel.key]);
 
 export interface ConversationSummary {
   conversationId: string;
@@ -94,6 +109,7 @@ export function legacyOwner(doc: { ownerId?: unknown; tenantId?: unknown; channe
 /** Conversations: owner, tenant, channel binding, title, timestamps and the turn lease. */
 export class ConversationStore {
   readonly collection: Collection<ConversationDocument>;
+  readonly #deletedKeys: Collection<DeletedChannelKey>;
 
   /** `retentionMs`: a new conversation expires after this long unless it is used. */
   constructor(
@@ -101,6 +117,7 @@ export class ConversationStore {
     private readonly retentionMs?: number,
   ) {
     this.collection = db.collection<ConversationDocument>(COLLECTIONS.conversations);
+    this.#deletedKeys = db.collection<DeletedChannelKey>(COLLECTIONS.deletedChannelKeys);
   }
 
   async setup(): Promise<void> {
@@ -110,6 +127,7 @@ export class ConversationStore {
       { "channel.channel": 1, "channel.key": 1 },
       { name: "channel_key", unique: true, partialFilterExpression: { "channel.key": { $type: "string" } } },
     );
+    await this.#deletedKeys.createIndex({ expiresAt: 1 }, { name: "deleted_key_ttl", expireAfterSeconds: 0 });
   }
 
   /**
@@ -149,8 +167,14 @@ export class ConversationStore {
     return doc;
   }
 
-  /** The conversation bound to a channel key, created on first use (Slack thread, Teams conversation). */
-  async findOrCreateByChannelKey(owner: Owner, channel: Required<ChannelBinding>, now = new Date()): Promise<ConversationDocument> {
+  /**
+   * The conversation bound to a channel key, created on first use (Slack thread, Teams conversation).
+   * A message `receivedAt` before the thread's conversation was deleted belonged to it: NotFoundError,
+   * so a redelivered or long-queued job neither brings its question back nor puts it in a newer conversation.
+   */
+  async findOrCreateByChannelKey(owner: Owner, channel: Required<ChannelBinding>, receivedAt: Date, now = new Date()): Promise<ConversationDocument> {
+    const deleted = await this.#deletedKeys.findOne({ _id: channelKeyId(channel) });
+    if (deleted && receivedAt < deleted.deletedAt) throw new NotFoundError("the conversation of this channel thread was deleted after the message came");
     const found = await this.collection.findOne({ "channel.channel": channel.channel, "channel.key": channel.key });
     if (found) return found;
     try {
@@ -200,7 +224,14 @@ export class ConversationStore {
     if (fields.title) await this.collection.updateOne({ _id: conversationId, title: null }, { $set: { title: fields.title } });
   }
 
-  async delete(conversationId: string): Promise<void> {
+  /** Deletes the conversation document; a channel thread's key is remembered first (see `findOrCreateByChannelKey`). */
+  async delete(conversationId: string, now = new Date()): Promise<void> {
+    const doc = await this.collection.findOne({ _id: conversationId }, { projection: { channel: 1 } });
+    const { channel, key } = doc?.channel ?? {};
+    if (channel && key !== undefined) {
+      const expiresAt = new Date(now.getTime() + DELETED_CHANNEL_KEY_MS);
+      await this.#deletedKeys.updateOne({ _id: channelKeyId({ channel, key }) }, { $set: { deletedAt: now, expiresAt } }, { upsert: true });
+    }
     await this.collection.deleteOne({ _id: conversationId });
   }
 }

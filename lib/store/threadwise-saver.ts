@@ -332,7 +332,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     ]);
     if (view !== undefined) read.seed(thread_id, view);
     const parent = parent_checkpoint_id === undefined ? undefined : await this.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
-    const plan = await this.planChannels(position, header.channel_versions, newVersions ?? header.channel_versions, values, parent, read);
+    const plan = await this.planChannels(position, checkpoint_id, header.channel_versions, newVersions ?? header.channel_versions, values, parent, read);
     const blobs = await this.blobs.prepare(position, plan.writes, `checkpoint ${checkpoint_id}`);
 
     const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
@@ -395,12 +395,15 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * written: a list as links, a small value inline in the header, a larger one as a blob, none
    * when the channel has no value. A channel at the version its parent (of this format) has
    * names what the parent names. One at the version of a legacy parent is written again from
-   * `values` (a blob gets a key of its own: legacy versions may repeat across branches). Any
-   * other names the blob stored under its version if there is one, else what another header of
-   * this format names for that version (see {@link namedElsewhere}), else no value.
+   * `values` (a blob gets a key of its own: legacy versions may repeat across branches), and so
+   * is one at a version a legacy header of the thread names, under a key of this checkpoint (a
+   * copy of a stock checkpoint, see {@link namedByLegacy}). Any other names the blob stored under
+   * its version if there is one, else what another header of this format names for that version
+   * (see {@link namedElsewhere}), else no value.
    */
   private async planChannels(
     position: BlobPosition,
+    checkpointId: string,
     versions: ChannelVersions,
     newVersions: ChannelVersions,
     values: Record<string, unknown>,
@@ -449,13 +452,16 @@ export class ThreadwiseSaver extends MongoDBSaver {
         unknown.push([channel, String(version)]);
       }
     }
-    const stored = await this.blobs.stored(position, unknown);
+    const legacy = await this.namedByLegacy(position, unknown, read);
+    for (const [channel, key] of legacy) await store(channel, `${key}~${checkpointId}`, true);
+    const byVersion = unknown.filter(([channel]) => !legacy.has(channel));
+    const stored = await this.blobs.stored(position, byVersion);
     const elsewhere = await this.namedElsewhere(
       position,
-      unknown.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
+      byVersion.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
       read,
     );
-    for (const [channel, key] of unknown) {
+    for (const [channel, key] of byVersion) {
       const named = elsewhere.get(channel);
       if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
       else if (named?.inline !== undefined) plan.inline.set(channel, named.inline);
@@ -465,6 +471,31 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const heads = await this.blobs.listHeads(position, bases);
     for (const w of plan.writes) if ("list" in w) w.base = heads.get(w.channel);
     return plan;
+  }
+
+  /**
+   * Which of the wanted channels are at an integer version that a legacy header (stock
+   * `MongoDBSaver`'s) of the thread names. Stock counts versions up from the same numbers on
+   * every branch, so such a version does not say which value it is: a copy of a stock checkpoint
+   * writes its values again rather than take another branch's (or none) by version. Versions
+   * this saver makes are never integers (see {@link getNextVersion}), so only copies of legacy
+   * checkpoints pay for this read.
+   */
+  private async namedByLegacy(position: BlobPosition, wanted: [string, string][], read: ReadContext): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    const pending = new Map(wanted.filter(([, key]) => Number.isInteger(Number(key))));
+    if (pending.size === 0) return found;
+    for await (const doc of this.checkpoints.find({ ...position, format: { $ne: HEADER_FORMAT } })) {
+      if (!(await read.visible(doc))) continue;
+      const versions = (await decodeHeader(doc, this.serde)).checkpoint.channel_versions;
+      for (const [channel, key] of pending) {
+        if (String(versions[channel]) !== key) continue;
+        pending.delete(channel);
+        found.set(channel, key);
+      }
+      if (pending.size === 0) break;
+    }
+    return found;
   }
 
   /**

@@ -276,6 +276,12 @@ export class TurnStore {
     });
   }
 
+  /** Ids of the conversation's turns begun before `seq` that still wait for approval (decided or not, not resumed yet). */
+  async awaitingBefore(conversationId: string, seq: number): Promise<string[]> {
+    const docs = await this.#turns.find({ conversationId, status: "awaiting_approval", seq: { $lt: seq } }, { projection: { _id: 1 } }).toArray();
+    return docs.map((d) => d._id);
+  }
+
   /** Turns of the conversation begun before `seq` that still wait for approval: a newer question ends them unanswered. */
   async supersedeAwaiting(conversationId: string, seq: number, now = new Date()): Promise<number> {
     const result = await this.#turns.updateMany(

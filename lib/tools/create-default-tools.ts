@@ -97,6 +97,7 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
       createQuerySemanticModelTool({
         client,
         maxRows: config.sql.maxRows,
+        maxBytes: config.sql.maxBytes,
         modelDescription: p.modelDescription,
       }),
     );

@@ -34,14 +34,28 @@ export interface OffloadedOutput {
 }
 
 /**
+ * An output the artifact store could not hold is cut to its first part, led by a note the model
+ * reads in the preview: a tool (or its backend) returning too much must not fail the turn.
+ */
+function withinBytes(output: string, maxBytes: number): string {
+  const bytes = Buffer.byteLength(output, "utf8");
+  if (bytes <= maxBytes) return output;
+  const note = `[Output cut: the tool returned ${bytes} bytes, over the ${maxBytes}-byte limit of a stored output; only the first part is kept.]\n`;
+  // encodeInto stops before a character that does not fit, so the cut never splits one.
+  const { read } = new TextEncoder().encodeInto(output, new Uint8Array(Math.max(0, maxBytes - Buffer.byteLength(note, "utf8"))));
+  return note + output.slice(0, read);
+}
+
+/**
  * Keeps large tool outputs out of checkpoints. Under the threshold the output is the content;
  * over it, the output is stored once in the artifact store and the message carries a preview
  * and the artifact's handle, which the model view turns into a notice naming the handle.
  */
 export async function offloadToolOutput(output: string, meta: ToolOutputMeta, options: OffloadOptions): Promise<OffloadedOutput> {
-  const tokens = countTextTokens(output);
-  if (tokens <= (options.thresholdTokens ?? DEFAULT_OFFLOAD_TOKENS)) return { content: output };
+  const content = withinBytes(output, options.artifacts.maxBytes);
+  const tokens = countTextTokens(content);
+  if (tokens <= (options.thresholdTokens ?? DEFAULT_OFFLOAD_TOKENS)) return { content };
   const { fence, ...fields } = meta;
-  const artifact = await options.artifacts.put({ ...fields, content: output, tokens }, fence);
+  const artifact = await options.artifacts.put({ ...fields, content, tokens }, fence);
   return { content: artifact.preview, artifact };
 }

@@ -17,6 +17,8 @@ export const DEFAULT_READ_MAX_MATCHES = 50;
 /** Longer lines are shown as several numbered lines of at most this many characters, so one huge line can still be paged. */
 export const DEFAULT_READ_WRAP_CHARS = 500;
 
+/** JSON nested deeper is read as its text: indenting n levels writes about n² spaces, so depth must not scale with size. */
+const MAX_INDENTED_DEPTH = 32;
 const MAX_LINE_COUNT = 2_000;
 const MAX_MATCHES = 500;
 // Room kept for the closing note that tells the model how to get the next part.
@@ -45,9 +47,22 @@ export interface ReadToolOutputOptions {
   wrapChars?: number;
 }
 
+/** Whether a parsed JSON value nests deeper than `limit`, found without recursion. */
+function nestsDeeper(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const [node, depth] = next;
+    if (node === null || typeof node !== "object") continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /**
  * The output as the tool numbers it: JSON arrays one element per line, other JSON
- * pretty-printed (a one-line JSON document has no lines to page through), then long lines wrapped.
+ * pretty-printed (a one-line JSON document has no lines to page through) unless it nests deeper
+ * than `MAX_INDENTED_DEPTH`, then long lines wrapped.
  */
 export function readableLines(content: string, wrapChars = DEFAULT_READ_WRAP_CHARS): string[] {
   let text = content;
@@ -55,7 +70,8 @@ export function readableLines(content: string, wrapChars = DEFAULT_READ_WRAP_CHA
   if (trimmed.startsWith("[") || trimmed.startsWith("{")) {
     try {
       const parsed: unknown = JSON.parse(trimmed);
-      text = Array.isArray(parsed) ? parsed.map((item) => JSON.stringify(item)).join("\n") : JSON.stringify(parsed, null, 2);
+      if (Array.isArray(parsed)) text = parsed.map((item) => JSON.stringify(item)).join("\n");
+      else if (!nestsDeeper(parsed, MAX_INDENTED_DEPTH)) text = JSON.stringify(parsed, null, 2);
     } catch {
       // Not JSON after all: read it as text.
     }

@@ -48,6 +48,14 @@ class ToolTimeoutError extends Error {
   override name = "ToolTimeoutError";
 }
 
+/** Longest tool name Bedrock accepts; a name the model made up is echoed back cut to it. */
+const MAX_TOOL_NAME_CHARS = 64;
+
+/** A tool name the model wrote, quoted for an error it reads: cut, so an unknown name cannot make the error unbounded. */
+function quotedToolName(name: string): string {
+  return name.length > MAX_TOOL_NAME_CHARS ? `"${name.slice(0, MAX_TOOL_NAME_CHARS)}…" (${name.length} characters)` : `"${name}"`;
+}
+
 /**
  * The tools of a deployment, filtered per caller. Every failure of a call (unknown tool,
  * refused permission, invalid arguments, an error thrown by the tool, a timeout) comes back
@@ -109,7 +117,7 @@ export class ToolRegistry {
   /** The problems of `args` for the named tool, as its schema finds them; empty when they are valid. */
   argumentIssues(toolName: string, args: unknown): { path: string; message: string }[] {
     const tool = this.#tools.get(toolName);
-    if (!tool) return [{ path: "(tool)", message: `there is no tool named "${toolName}"` }];
+    if (!tool) return [{ path: "(tool)", message: `there is no tool named ${quotedToolName(toolName)}` }];
     const parsed = tool.schema.safeParse(args ?? {});
     return parsed.success ? [] : parsed.error.issues.map((i) => ({ path: i.path.join(".") || "(arguments)", message: i.message }));
   }
@@ -133,7 +141,7 @@ export class ToolRegistry {
     if (!tool || !this.mayUse(tool.name, ctx.caller)) {
       // A tool the caller may not use is answered like an unknown one among those offered.
       const offered = this.available(ctx.caller).map((t) => t.name);
-      const reason = tool ? `you are not permitted to use the tool "${call.name}"` : `there is no tool named "${call.name}"`;
+      const reason = tool ? `you are not permitted to use the tool "${call.name}"` : `there is no tool named ${quotedToolName(call.name)}`;
       return failure(`${reason}. Available tools: ${offered.join(", ") || "none"}.`);
     }
     const parsed = tool.schema.safeParse(call.args ?? {});

@@ -9,7 +9,15 @@ import type { TurnQueue } from "../../lib/queue/turn-queue.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
 import { loadConfig } from "../../lib/config/config.js";
-import { ApprovalConflictError, ApprovalExpiredError, ApprovalSupersededError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.js";
+import {
+  ApprovalConflictError,
+  ApprovalExpiredError,
+  ApprovalSupersededError,
+  ForbiddenError,
+  NotFoundError,
+  TurnSupersededError,
+  ValidationError,
+} from "../../lib/errors.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
@@ -532,6 +540,26 @@ describe("Approvals", () => {
       expect(await effects(conversationId)).toHaveLength(0);
       const tool = (await stateOf(app, conversationId)).find((m) => m.getType() === "tool");
       expect(tool?.content).toContain("Not run");
+    });
+  });
+
+  describe("a newer question after a decision, before the turn resumed", () => {
+    it("supersedes the approved call that will never run, and the resumed job runs nothing", async () => {
+      const { app, jobs } = await queuedApp();
+      const { conversationId, turnId, approvalId } = await pausedTurn(app);
+      const decided = await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" });
+      expect(decided).toMatchObject({ decided: true, resumed: true });
+      expect(jobs).toHaveLength(1);
+
+      const newer = await app.runner.run({ conversationId, caller: alice, content: "never mind, hello", turnId: randomUUID() });
+
+      expect(newer.status).toBe("completed");
+      expect((await app.database.turns.get(turnId))?.status).toBe("superseded");
+      const approval = await app.database.approvals.get(approvalId);
+      expect(approval).toMatchObject({ status: "superseded", decision: { kind: "approve", by: alice.principal } });
+      // The queued job resumes the turn as the worker would: same turn, same question.
+      await expect(app.runner.run({ conversationId, caller: alice, content: jobs[0].content, turnId })).rejects.toThrow(TurnSupersededError);
+      expect(await effects(conversationId)).toHaveLength(0);
     });
   });
 

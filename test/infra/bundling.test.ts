@@ -28,9 +28,11 @@ import { buildStack } from "./synth.js";
  * later work added: streaming (about 9 KB), the view's per-message dispositions (1.9 KB) and the tool
  * settings' descriptions in the settings registry (2.3 KB), plus 12 KB for zod's `fromJSONSchema`,
  * with which an approval's edit is checked against its recorded schema (docs/approvals.md, "Edits";
- * the worker carries it with the app, though only the api and the webhooks take decisions).
+ * the worker carries it with the app, though only the api and the webhooks take decisions), plus 8 KB
+ * for what the outside-in audits of the 2026-12-01 stop added (bounded Power BI reads, Athena's refused
+ * table functions, cut offloads, Slack's escaping, the deleted channel keys): 1,755,573 bytes then.
  */
-const WORKER_BUNDLE_BUDGET_BYTES = 1.672 * 1024 * 1024;
+const WORKER_BUNDLE_BUDGET_BYTES = 1.68 * 1024 * 1024;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
@@ -79,7 +81,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(bundleDir(`dev-threadwise-${name}`), BUNDLE_FILE)).size).toBeLessThanOrEqual(WEBHOOK_BUNDLE_BUDGET_BYTES);
     });
 
-    it("returns a worker bundle within the 1.672 MB budget", () => {
+    it("returns a worker bundle within the 1.68 MiB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE)).size).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
     });
 

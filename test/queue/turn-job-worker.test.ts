@@ -202,4 +202,52 @@ describe("TurnJobWorker", () => {
       expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "failed" });
     });
   });
+
+  describe("process of a job whose channel conversation was deleted", () => {
+    async function deleteThreadConversation(j: SlackTurnJob): Promise<Date> {
+      const conversation = await app.database.conversations.collection.findOne({ "channel.key": j.conversationKey });
+      await app.database.deleteConversation(conversation?._id ?? "");
+      return new Date();
+    }
+
+    it("returns gave-up with NotFoundError for a redelivery received before the deletion, and runs, posts and creates nothing", async () => {
+      const j = job("asked before the deletion");
+      await worker().process(j, 1);
+      await deleteThreadConversation(j);
+      const modelCalls = converse.requests.length;
+
+      expect(await worker().process(j, 2)).toMatchObject({ kind: "gave-up", error: { name: "NotFoundError" } });
+      expect(converse.requests.length).toBe(modelCalls);
+      expect(postsIn(j)).toHaveLength(1);
+      expect(await app.database.conversations.collection.countDocuments({ "channel.key": j.conversationKey })).toBe(0);
+      expect(await app.database.turns.get(turnIdForJob(j))).toBeNull();
+    });
+
+    it("returns gave-up with NotFoundError for a job that waited in the queue while its thread's conversation was deleted", async () => {
+      const first = job("the thread's first question");
+      await worker().process(first, 1);
+      const waiting = { ...job("queued before the deletion"), conversationKey: first.conversationKey, replyTo: first.replyTo };
+      await deleteThreadConversation(first);
+
+      expect(await worker().process(waiting, 1)).toMatchObject({ kind: "gave-up", error: { name: "NotFoundError" } });
+      expect(await app.database.conversations.collection.countDocuments({ "channel.key": first.conversationKey })).toBe(0);
+    });
+
+    it("binds a message the thread receives after the deletion to a new conversation, and answers it", async () => {
+      const first = job("before the deletion");
+      await worker().process(first, 1);
+      const deletedAt = await deleteThreadConversation(first);
+      const later = {
+        ...job("after the deletion"),
+        conversationKey: first.conversationKey,
+        replyTo: first.replyTo,
+        receivedAt: new Date(deletedAt.getTime() + 1000).toISOString(),
+      };
+
+      expect(await worker().process(later, 1)).toMatchObject({ kind: "completed", result: { answer: "answer to: after the deletion" } });
+      const record = await app.database.conversations.collection.find({ "channel.key": first.conversationKey }).toArray();
+      expect(record).toHaveLength(1);
+      expect((await app.database.messages.list(record[0]._id)).map((m) => m.content)).toEqual(["after the deletion", "answer to: after the deletion"]);
+    });
+  });
 });

@@ -191,6 +191,21 @@ describe("ApprovalStore", () => {
       expect((await approvals.get(a._id))?.status).toBe("superseded");
       expect((await approvals.get(b._id))?.status).toBe("approved");
     });
+
+    it("supersedes the approved and edited calls of turns that never resumed, keeping their decisions, and leaves rejected ones", async () => {
+      const [a, b, c] = await opened(approval("a", { turnId: "t0" }), approval("b", { turnId: "t0" }), approval("c", { turnId: "t0" }));
+      const [done] = await opened(approval("d", { turnId: "resumed" }));
+      await approvals.decide(a._id, { kind: "approve" }, ada, minutes(1));
+      await approvals.decide(b._id, { kind: "edit", args: { title: "y" } }, ada, minutes(1));
+      await approvals.decide(c._id, { kind: "reject" }, ada, minutes(1));
+      await approvals.decide(done._id, { kind: "approve" }, ada, minutes(1));
+
+      expect(await approvals.supersedeOthers("c", "t1", ["t0"])).toBe(2);
+      expect(await approvals.get(a._id)).toMatchObject({ status: "superseded", decision: { kind: "approve", by: ada } });
+      expect(await approvals.get(b._id)).toMatchObject({ status: "superseded", decision: { kind: "edit", args: { title: "y" } } });
+      expect((await approvals.get(c._id))?.status).toBe("rejected");
+      expect((await approvals.get(done._id))?.status).toBe("approved");
+    });
   });
 
   describe("claimNotice", () => {

@@ -20,9 +20,33 @@ describe("ConversationStore", () => {
 
     it("throws NotFoundError to an API principal for a workspace's conversation", async () => {
       const store = new ConversationStore(database.db);
-      const thread = await store.findOrCreateByChannelKey(tenantOwner("slack", "T0"), { channel: "slack", key: "slack:T0:C0:1.1" });
+      const thread = await store.findOrCreateByChannelKey(tenantOwner("slack", "T0"), { channel: "slack", key: "slack:T0:C0:1.1" }, new Date());
       await expect(store.getOwned(thread._id, tenantOwner("slack", "T0"))).resolves.toMatchObject({ _id: thread._id });
       await expect(store.getOwned(thread._id, apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
+    });
+  });
+
+  describe("findOrCreateByChannelKey after the thread's conversation was deleted", () => {
+    const owner = tenantOwner("slack", "T0");
+    const channel = { channel: "slack", key: "slack:T0:C0:deleted.1" } as const;
+
+    it("throws NotFoundError for a message received before the deletion, and creates nothing", async () => {
+      const store = new ConversationStore(database.db);
+      const received = new Date();
+      const first = await store.findOrCreateByChannelKey(owner, channel, received);
+      await store.delete(first._id, new Date(received.getTime() + 1000));
+      await expect(store.findOrCreateByChannelKey(owner, channel, received)).rejects.toBeInstanceOf(NotFoundError);
+      expect(await store.collection.countDocuments({ "channel.key": channel.key })).toBe(0);
+    });
+
+    it("throws NotFoundError for a message received before the deletion even once a later message bound a new conversation", async () => {
+      const store = new ConversationStore(database.db);
+      const received = new Date();
+      const deletedAt = new Date(received.getTime() + 1000);
+      await store.delete((await store.findOrCreateByChannelKey(owner, channel, received))._id, deletedAt);
+      const fresh = await store.findOrCreateByChannelKey(owner, channel, new Date(deletedAt.getTime() + 1000));
+      await expect(store.findOrCreateByChannelKey(owner, channel, received)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(store.findOrCreateByChannelKey(owner, channel, new Date(deletedAt.getTime() + 2000))).resolves.toMatchObject({ _id: fresh._id });
     });
   });
 

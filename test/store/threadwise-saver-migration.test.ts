@@ -109,6 +109,49 @@ describe("ThreadwiseSaver", () => {
       expect(texts(state.values.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2", "answer to q3", "answer to q4"]);
     });
 
+    it("copies every stock checkpoint (updateState as __copy__) with every value and version of its source", async () => {
+      const { saver, stock } = await bothSavers();
+      const stockGraph = scriptedGraph(stock);
+      for (const question of ["q1", "q2"]) await stockGraph.invoke({ messages: [new HumanMessage(question)] }, thread);
+      const graph = scriptedGraph(saver);
+      const sources = (await allTuples(stock)).filter((tuple) => tuple.parentConfig !== undefined);
+      expect(sources.length).toBeGreaterThan(5);
+      for (const source of sources) {
+        const copyConfig = await graph.updateState(source.config, null, "__copy__");
+        const copy = await saver.getTuple(copyConfig);
+        const versioned = (values: Record<string, unknown> = {}) => Object.keys(source.checkpoint.channel_versions).map((channel) => values[channel]);
+        expect(copy?.checkpoint.channel_versions).toEqual(source.checkpoint.channel_versions);
+        // Stock also keeps an empty, unversioned list of pending sends, which LangGraph reads as none.
+        expect(versioned(copy?.checkpoint.channel_values)).toEqual(versioned(source.checkpoint.channel_values));
+        expect((await graph.getState(copyConfig)).next).toEqual((await stockGraph.getState(source.config)).next);
+      }
+    });
+
+    it("copies the head of a stock branch with its own messages, not another branch's at the same versions", async () => {
+      const { saver, stock } = await bothSavers();
+      const stockGraph = scriptedGraph(stock);
+      await stockGraph.invoke({ messages: [new HumanMessage("q1")] }, thread);
+      const afterQ1 = await stockGraph.getState(thread);
+      await stockGraph.invoke({ messages: [new HumanMessage("q2")] }, thread);
+      const q2Head = await stockGraph.getState(thread);
+      // Stock forks after q1: its versions count up as on the first branch, so both heads name the same versions.
+      await stockGraph.invoke({ messages: [new HumanMessage("q2, edited")] }, afterQ1.config);
+      const editedHead = await stockGraph.getState(thread);
+      expect(editedHead.config.configurable?.checkpoint_id).not.toBe(q2Head.config.configurable?.checkpoint_id);
+      const graph = scriptedGraph(saver);
+      await graph.invoke({ messages: [new HumanMessage("q3")] }, q2Head.config);
+
+      const copy = await graph.updateState(editedHead.config, null, "__copy__");
+
+      const copied = (await saver.getTuple(copy))?.checkpoint.channel_values.messages as BaseMessage[];
+      expect(texts(copied).filter((t) => t.startsWith("q") || t.startsWith("answer"))).toEqual(["q1", "answer to q1", "q2, edited", "answer to q2, edited"]);
+      const continued = await graph.invoke({ messages: [new HumanMessage("q4")] }, copy);
+      expect(texts(continued.messages).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2, edited", "answer to q4"]);
+      await saver.prune("t", { keep: 1 });
+      const pruned = (await graph.getState(thread)).values.messages as BaseMessage[];
+      expect(texts(pruned).filter((t) => t.startsWith("answer"))).toEqual(["answer to q1", "answer to q2, edited", "answer to q4"]);
+    });
+
     it("leaves stock MongoDBSaver refusing the checkpoints it writes, rather than reading them without their values", async () => {
       const { saver, stock } = await bothSavers();
       await scriptedGraph(stock).invoke({ messages: [new HumanMessage("q1")] }, thread);

@@ -1,5 +1,5 @@
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
-import { ArtifactStore, DEFAULT_PREVIEW_CHARS } from "../../lib/store/artifact-store.js";
+import { ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_PREVIEW_CHARS } from "../../lib/store/artifact-store.js";
 import { DEFAULT_OFFLOAD_TOKENS, offloadToolOutput } from "../../lib/tools/output-offload.js";
 import { heldFence } from "../support/fences.js";
 import { useStoreFixture } from "../support/store-fixture.js";
@@ -48,5 +48,35 @@ describe("offloadToolOutput", () => {
     const retry = await offloadToolOutput(output, meta("call-retry"), { artifacts });
     expect(retry).toEqual(first);
     expect(await artifacts.collection.countDocuments({ toolCallId: "call-retry" })).toBe(1);
+  });
+});
+
+describe("offloadToolOutput over the artifact size limit", () => {
+  const small = useStoreFixture("offload_cut", (db) => ({ artifacts: new ArtifactStore(db, { maxBytes: 64 * 1024, partBytes: 16 * 1024 }) }), {
+    clearBeforeEach: false,
+  }).stores;
+
+  it("stores the first part of an output over the limit, starting with a note that says it was cut, instead of failing the turn", async () => {
+    // 'é' is two UTF-8 bytes: the cut must fall between characters.
+    const output = `${"é".repeat(10)}${rows(20_000)}`;
+    const bytes = Buffer.byteLength(output);
+    const fields = await offloadToolOutput(output, meta("call-huge"), { artifacts: small.artifacts, thresholdTokens: 100 });
+    const stored = await small.artifacts.get(fields.artifact!.handle, { conversationId: "conv-offload", reader: alice });
+    const [note, ...rest] = stored!.content.split("\n");
+    expect(note).toBe(`[Output cut: the tool returned ${bytes} bytes, over the ${64 * 1024}-byte limit of a stored output; only the first part is kept.]`);
+    expect(Buffer.byteLength(stored!.content)).toBeLessThanOrEqual(64 * 1024);
+    expect(output.startsWith(rest.join("\n"))).toBe(true);
+    expect(rest.join("\n").length).toBeGreaterThan(60_000);
+    expect(fields.content.startsWith(note!)).toBe(true);
+  });
+});
+
+describe("offloadToolOutput of a 100 MB output", () => {
+  it("stores its first 16 MB (the default artifact limit) and returns a handle", async () => {
+    const block = `${rows(1_000)}\n`;
+    const output = block.repeat(Math.ceil((100 * 2 ** 20) / block.length));
+    const fields = await offloadToolOutput(output, meta("call-100mb"), { artifacts });
+    expect(fields.content.startsWith(`[Output cut: the tool returned ${output.length} bytes, over the ${DEFAULT_MAX_ARTIFACT_BYTES}-byte limit`)).toBe(true);
+    expect(fields.artifact?.bytes).toBe(DEFAULT_MAX_ARTIFACT_BYTES);
   });
 });

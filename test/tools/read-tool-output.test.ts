@@ -14,6 +14,7 @@ import { heldFence } from "../support/fences.js";
 import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
+import { MAX_GROWTH, workGrowth } from "../support/linear-work.js";
 
 const reader = apiPrincipal("u1");
 const ctx: ToolContext = {
@@ -245,5 +246,12 @@ describe("readableLines", () => {
 
   it("returns text that only looks like JSON unchanged", () => {
     expect(readableLines("[not json]\nsecond")).toEqual(["[not json]", "second"]);
+  });
+
+  it("returns deeply nested JSON as its text, so its lines grow linearly with it, not with depth times length as indented", () => {
+    // Indenting n nested objects writes about n² spaces: 18 kB became 18 MB of lines.
+    const nested = { name: "nested objects", text: (chars: number) => `${'{"a":'.repeat(Math.floor(chars / 6))}1${"}".repeat(Math.floor(chars / 6))}` };
+    expect(workGrowth((text) => readableLines(text), nested, 16_000)).toBeLessThan(MAX_GROWTH);
+    expect(readableLines(nested.text(600), 1_000)).toEqual([nested.text(600)]);
   });
 });

@@ -119,6 +119,13 @@ describe("ToolRegistry", () => {
       expect(result.content).toMatch(/no tool named "drop_tables".*echo, failing, slow/);
     });
 
+    it("returns an error of bounded length for an unknown tool name of any length, cut to 64 characters", async () => {
+      const result = await registry.execute({ id: "1", name: "x".repeat(1_000_000), args: {} }, ctx(guest));
+      expect(result.status).toBe("error");
+      expect(result.content).toContain(`no tool named "${"x".repeat(64)}…" (1000000 characters)`);
+      expect(result.content.length).toBeLessThan(300);
+    });
+
     it("returns a permission error when the caller lacks the tool's roles", async () => {
       const result = await registry.execute({ id: "1", name: "finance_only", args: {} }, ctx(guest));
       expect(result).toEqual({ status: "error", content: expect.stringMatching(/not permitted to use the tool "finance_only"/) });

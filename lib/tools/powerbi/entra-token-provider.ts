@@ -6,6 +6,8 @@ import type { SecretSource } from "../secrets.js";
 export const POWERBI_SCOPE = "https://analysis.windows.net/powerbi/api/.default";
 /** A token is renewed this long before it expires, so no request carries one that expires in flight. */
 export const DEFAULT_TOKEN_EXPIRY_SKEW_MS = 60_000;
+/** Longest a token request may take: it is shared by concurrent callers, so no one caller's signal ends it. */
+export const DEFAULT_TOKEN_REQUEST_TIMEOUT_MS = 10_000;
 
 export interface EntraTokenProviderOptions {
   /** Authority base, e.g. `https://login.microsoftonline.com`. */
@@ -22,6 +24,16 @@ export interface EntraTokenProviderOptions {
 
 const tokenResponse = z.object({ access_token: z.string().min(1), expires_in: z.coerce.number().positive() });
 const tokenError = z.object({ error: z.string(), error_description: z.string().optional() });
+
+/** `promise`, or its caller's signal's reason as soon as the signal aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
 
 /**
  * Entra ID client-credentials tokens for a service principal, cached until shortly before they
@@ -40,12 +52,13 @@ export class EntraTokenProvider {
     this.#fetch = options.fetch ?? fetch;
   }
 
+  /** The cached token or a new one; `signal` ends this caller's wait, not the request other callers share. */
   async getToken(signal?: AbortSignal): Promise<string> {
     if (this.#cached && Date.now() < this.#cached.expiresAt) return this.#cached.token;
-    this.#pending ??= this.#request(signal).finally(() => {
+    this.#pending ??= this.#request(AbortSignal.timeout(DEFAULT_TOKEN_REQUEST_TIMEOUT_MS)).finally(() => {
       this.#pending = undefined;
     });
-    return this.#pending;
+    return signal ? untilAborted(this.#pending, signal) : this.#pending;
   }
 
   /** Drops the cached token (after the API rejected it). */

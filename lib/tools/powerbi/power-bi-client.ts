@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../../errors.js";
-import type { QueryResult } from "../sql/query-engine.js";
+import type { QueryLimits, QueryResult } from "../sql/query-engine.js";
 import type { EntraTokenProvider } from "./entra-token-provider.js";
 
 /** Retries of a throttled (429) request before giving up. */
@@ -9,6 +9,8 @@ export const DEFAULT_POWERBI_MAX_RETRIES = 2;
 export const DEFAULT_POWERBI_RETRY_AFTER_MS = 1_000;
 /** A Retry-After longer than this is not waited for: the model is told to try later instead. */
 export const DEFAULT_POWERBI_MAX_WAIT_MS = 10_000;
+/** Longest response body read: above the 15 MB of data Power BI returns per query at most, so only a service misbehaving meets it. */
+export const DEFAULT_POWERBI_MAX_RESPONSE_BYTES = 16 * 2 ** 20;
 
 export interface PowerBiClientOptions {
   /** API base, e.g. `https://api.powerbi.com/v1.0/myorg`. */
@@ -21,6 +23,8 @@ export interface PowerBiClientOptions {
   maxRetries?: number;
   /** Default: `DEFAULT_POWERBI_MAX_WAIT_MS`. */
   maxWaitMs?: number;
+  /** Default: `DEFAULT_POWERBI_MAX_RESPONSE_BYTES`. */
+  maxResponseBytes?: number;
 }
 
 const resultsSchema = z.object({
@@ -63,6 +67,32 @@ function retryAfterMs(header: string | null): number {
   return Number.isNaN(date) ? DEFAULT_POWERBI_RETRY_AFTER_MS : Math.max(0, date - Date.now());
 }
 
+/** The body as JSON (undefined when it is not JSON), read no further than `maxBytes`: a longer one is a tool error, not a process out of memory. */
+async function readJson(response: Response, maxBytes: number): Promise<unknown> {
+  const tooLarge = () =>
+    new ToolError(`Power BI answered more than ${maxBytes} bytes; ask for fewer rows or columns (TOPN, SUMMARIZECOLUMNS)`, "query_semantic_model");
+  if (Number(response.headers.get("content-length")) > maxBytes) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = response.body?.getReader();
+  for (let part = await reader?.read(); part && !part.done; part = await reader!.read()) {
+    bytes += part.value.byteLength;
+    if (bytes > maxBytes) {
+      await reader!.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(part.value);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
@@ -83,7 +113,8 @@ export class PowerBiClient {
     this.#fetch = options.fetch ?? fetch;
   }
 
-  async executeQuery(dax: string, maxRows: number, signal?: AbortSignal): Promise<QueryResult> {
+  /** Runs one DAX query; the result holds at most `maxRows` rows and `maxBytes` bytes of values, counted as `sql_query` counts them. */
+  async executeQuery(dax: string, limits: Pick<QueryLimits, "maxRows" | "maxBytes">, signal?: AbortSignal): Promise<QueryResult> {
     const o = this.#options;
     const url = `${o.apiUrl.replace(/\/$/, "")}/groups/${encodeURIComponent(o.groupId)}/datasets/${encodeURIComponent(o.datasetId)}/executeQueries`;
     const maxRetries = o.maxRetries ?? DEFAULT_POWERBI_MAX_RETRIES;
@@ -96,7 +127,7 @@ export class PowerBiClient {
         body: JSON.stringify({ queries: [{ query: dax }], serializerSettings: { includeNulls: true } }),
         signal,
       });
-      const body: unknown = await response.json().catch(() => undefined);
+      const body = await readJson(response, o.maxResponseBytes ?? DEFAULT_POWERBI_MAX_RESPONSE_BYTES);
       if (response.status === 401 && !renewed) {
         renewed = true;
         o.tokens.invalidate();
@@ -116,21 +147,50 @@ export class PowerBiClient {
       if (!response.ok) {
         throw new ToolError(`the DAX query failed: ${describeError(body, response.status)}`, "query_semantic_model");
       }
-      return toResult(body, maxRows);
+      return toResult(body, limits);
     }
   }
 }
 
-function toResult(body: unknown, maxRows: number): QueryResult {
+/** Bytes a value counts for, as `sql_query` counts them: text by its UTF-8 length, anything else 8. */
+const sizeOf = (value: unknown) => (typeof value === "string" ? Buffer.byteLength(value, "utf8") : 8);
+
+/**
+ * The rows kept, up to `maxRows` and `maxBytes`, and the columns of those rows only: rows whose keys
+ * differ (a service answering oddly) must not make a table of every row's columns, and a missing or
+ * null cell counts 8 bytes, so a wide table of nulls is cut as a wide table of values is.
+ */
+function toResult(body: unknown, { maxRows, maxBytes = Number.POSITIVE_INFINITY }: Pick<QueryLimits, "maxRows" | "maxBytes">): QueryResult {
   const parsed = resultsSchema.safeParse(body);
   if (!parsed.success) throw new ToolError("Power BI returned an unexpected response", "query_semantic_model");
   const first = parsed.data.results[0];
   if (first?.error) throw new ToolError(`the DAX query failed: ${describeError({ error: first.error }, 200)}`, "query_semantic_model");
   const rows = first?.tables?.[0]?.rows ?? [];
-  const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  return {
-    columns,
-    rows: rows.slice(0, maxRows).map((r) => columns.map((c) => r[c] ?? null)),
-    truncated: rows.length > maxRows && "rows",
-  };
+  const columns = new Set<string>();
+  let kept = 0;
+  let valueBytes = 0;
+  let values = 0;
+  let truncated: QueryResult["truncated"] = false;
+  for (const row of rows) {
+    if (kept === maxRows) {
+      truncated = "rows";
+      break;
+    }
+    const keys = Object.keys(row);
+    const added = keys.filter((k) => !columns.has(k));
+    const present = keys.filter((k) => row[k] !== null && row[k] !== undefined);
+    const rowBytes = present.reduce((sum, k) => sum + sizeOf(row[k]), 0);
+    // Every cell of the kept rows over every column: values by size, the rest 8.
+    const cells = (kept + 1) * (columns.size + added.length);
+    if (valueBytes + rowBytes + 8 * (cells - values - present.length) > maxBytes) {
+      truncated = "bytes";
+      break;
+    }
+    for (const k of added) columns.add(k);
+    valueBytes += rowBytes;
+    values += present.length;
+    kept += 1;
+  }
+  const names = [...columns];
+  return { columns: names, rows: rows.slice(0, kept).map((r) => names.map((c) => r[c] ?? null)), truncated };
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_SQL_MAX_ROWS } from "../../config/tools-config.js";
+import { DEFAULT_SQL_MAX_RESULT_BYTES, DEFAULT_SQL_MAX_ROWS } from "../../config/tools-config.js";
 import type { ToolContext, ToolDefinition } from "../tool.js";
 import { formatResultTable } from "../sql/result-table.js";
 import type { PowerBiClient } from "./power-bi-client.js";
@@ -8,6 +8,8 @@ export interface QuerySemanticModelToolOptions {
   client: PowerBiClient;
   /** Default: `DEFAULT_SQL_MAX_ROWS`. */
   maxRows?: number;
+  /** Most bytes of values a result holds, counted as `sql_query` counts them. Default: `DEFAULT_SQL_MAX_RESULT_BYTES`. */
+  maxBytes?: number;
   /** What the model should know of the semantic model: tables, measures. */
   modelDescription?: string;
 }
@@ -19,6 +21,7 @@ const schema = z.object({
 /** `query_semantic_model`: a DAX query against the Power BI semantic model, answered as a compact table. */
 export function createQuerySemanticModelTool(options: QuerySemanticModelToolOptions): ToolDefinition<typeof schema> {
   const maxRows = options.maxRows ?? DEFAULT_SQL_MAX_ROWS;
+  const maxBytes = options.maxBytes ?? DEFAULT_SQL_MAX_RESULT_BYTES;
   return {
     name: "query_semantic_model",
     description:
@@ -29,7 +32,7 @@ export function createQuerySemanticModelTool(options: QuerySemanticModelToolOpti
     sideEffects: false,
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       // executeQueries only evaluates; DAX has no statements that write, so no read-only check is needed.
-      const result = await options.client.executeQuery(input.dax, maxRows, ctx.signal);
+      const result = await options.client.executeQuery(input.dax, { maxRows, maxBytes }, ctx.signal);
       return formatResultTable(result, maxRows);
     },
   };

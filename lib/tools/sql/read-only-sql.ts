@@ -84,6 +84,8 @@ type Lexed = { ok: true; tokens: Token[] } | { ok: false; reason: string };
 // Sticky patterns consume a whole run from a position at once: one regex call per run, not per character.
 const BLANKS = /\s+/y;
 const WORD = /[A-Za-z_][A-Za-z0-9_$]*/y;
+/** A `--` comment: SQLite ends it at a line feed only, Trino at a carriage return or a line feed. */
+const LINE_COMMENT = { sqlite: /--[^\n]*\n?/y, athena: /--[^\r\n]*/y } as const;
 
 /** The index after the run `pattern` matches at `at`, or `at` when it matches nothing there. */
 function runEnd(pattern: RegExp, sql: string, at: number): number {
@@ -113,8 +115,7 @@ function lex(sql: string, dialect: SqlDialect): Lexed {
     if (code === 0x20 || (code >= 0x09 && code <= 0x0d) || (code > 0x7f && /\s/.test(c))) {
       i = runEnd(BLANKS, sql, i);
     } else if (c === "-" && sql[i + 1] === "-") {
-      const nl = sql.indexOf("\n", i);
-      i = nl < 0 ? sql.length : nl + 1;
+      i = runEnd(LINE_COMMENT[dialect], sql, i);
     } else if (c === "/" && sql[i + 1] === "*") {
       // SQLite ends an unterminated block comment at the end of input; reject it to be safe in both dialects.
       const close = sql.indexOf("*/", i + 2);
@@ -206,6 +207,10 @@ export function checkReadOnlySql(sql: string, dialect: SqlDialect): ReadOnlyChec
       ok: false,
       reason: `"${forbidden.text}" is not allowed in a read-only query (double-quote it if it is a column name)`,
     };
+  }
+  // Athena's federated passthrough (`TABLE(catalog.system.query('...'))`) sends a string to another engine as it stands.
+  if (dialect === "athena" && tokens.some((t, i) => t.kind === "word" && t.text === "TABLE" && tokens[i + 1]?.kind === "open")) {
+    return { ok: false, reason: "table functions (TABLE(...)) are not allowed: a passthrough query runs in its source's own language, which is not checked" };
   }
   const last = tokens[tokens.length - 1]!;
   return { ok: true, statement: sql.slice(0, last.end).trim() };

@@ -26,6 +26,17 @@ describe("EntraTokenProvider", () => {
       expect(tokens.requests).toBe(1);
     });
 
+    it("returns the token to a concurrent caller when the caller whose call started the request gives up", async () => {
+      const tokens = tokenProvider(endpoint);
+      const giving = new AbortController();
+      const first = tokens.getToken(giving.signal);
+      const second = tokens.getToken();
+      giving.abort();
+      await expect(first).rejects.toThrow();
+      await expect(second).resolves.toMatch(/^eyJ\./);
+      expect(tokens.requests).toBe(1);
+    });
+
     it("returns a new token once the cached one is within the expiry skew", async () => {
       const tokens = tokenProvider(endpoint, creds, 3_599_000);
       const first = await tokens.getToken();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createQuerySemanticModelTool } from "../../../lib/tools/powerbi/query-semantic-model-tool.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
-import type { PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
+import { startPowerBiEndpoint, type PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
 import { creds, MARGIN_BY_MONTH, powerBiClient, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
 import { apiPrincipal } from "../../../lib/auth/principal.js";
 
@@ -17,10 +17,11 @@ describe("query_semantic_model", () => {
     endpoint.throttle(0, undefined);
   });
 
-  function setup(overrides: { secretValues?: Record<string, string>; datasetId?: string; maxRows?: number } = {}) {
-    const tokens = tokenProvider(endpoint, overrides.secretValues ?? creds);
-    const client = powerBiClient(endpoint, tokens, overrides.datasetId);
-    const registry = new ToolRegistry([createQuerySemanticModelTool({ client, maxRows: overrides.maxRows ?? 50 })]);
+  function setup(overrides: { secretValues?: Record<string, string>; datasetId?: string; maxRows?: number; maxBytes?: number; on?: PowerBiEndpoint } = {}) {
+    const on = overrides.on ?? endpoint;
+    const tokens = tokenProvider(on, overrides.secretValues ?? creds);
+    const client = powerBiClient(on, tokens, overrides.datasetId);
+    const registry = new ToolRegistry([createQuerySemanticModelTool({ client, maxRows: overrides.maxRows ?? 50, maxBytes: overrides.maxBytes })]);
     const run = (dax: string) =>
       registry.execute(
         { id: "call", name: "query_semantic_model", args: { dax } },
@@ -87,6 +88,53 @@ describe("query_semantic_model", () => {
     it("returns an error naming the secret store when credentials are missing", async () => {
       const { run } = setup({ secretValues: {} });
       expect((await run(MARGIN_BY_MONTH)).content).toMatch(/credentials are not configured in the secret store/);
+    });
+  });
+
+  describe("run, against a service that answers more than asked", () => {
+    const DISTINCT_COLUMNS = "EVALUATE 'Distinct columns'";
+    const LONG_VALUES = "EVALUATE 'Long values'";
+    let hostile: PowerBiEndpoint;
+
+    beforeAll(async () => {
+      hostile = await startPowerBiEndpoint({
+        tenantId: "tenant-1",
+        clientId: creds.powerBiClientId,
+        clientSecret: creds.powerBiClientSecret,
+        groupId: "group-1",
+        datasetId: "dataset-1",
+        queries: {
+          // Every row names a column of its own: a table of all of them would be rows × 2,000 cells.
+          [DISTINCT_COLUMNS]: Array.from({ length: 2_000 }, (_, i) => ({ [`T[c${i}]`]: i })),
+          [LONG_VALUES]: Array.from({ length: 200 }, (_, i) => ({ "T[k]": i, "T[text]": "x".repeat(10_000) })),
+        },
+      });
+    });
+    afterAll(async () => hostile.close());
+
+    it("returns only the columns of the rows it shows, so 2,000 rows of a column each give a 50-column table at 50 rows", async () => {
+      const { run } = setup({ on: hostile, maxRows: 50 });
+      const result = await run(DISTINCT_COLUMNS);
+      const lines = result.content.split("\n");
+      expect(lines[0]).toMatch(/^50 rows \(truncated: more rows exist beyond the 50-row limit/);
+      expect(lines[1]!.split(" | ")).toHaveLength(50);
+      expect(lines[2]).toBe(["0", ...Array(49).fill("NULL")].join(" | "));
+    });
+
+    it("cuts rows off at maxBytes of values, as sql_query does (text by length, a number 8)", async () => {
+      const { run } = setup({ on: hostile, maxRows: 200, maxBytes: 100_000 });
+      const result = await run(LONG_VALUES);
+      // Each row is 10,008 bytes: 9 rows fit in 100,000, the 10th does not.
+      expect(result.content.split("\n")[0]).toBe(
+        "9 rows (truncated: more rows exist beyond the result size limit; select fewer or shorter columns, or aggregate)",
+      );
+    });
+
+    it("counts a missing or null cell as 8 bytes, so a wide table of nulls is cut by maxBytes too", async () => {
+      const { run } = setup({ on: hostile, maxRows: 200, maxBytes: 100_000 });
+      const result = await run(DISTINCT_COLUMNS);
+      // n rows of n columns cost 8·n² bytes: 111 rows fit in 100,000.
+      expect(result.content.split("\n")[0]).toMatch(/^111 rows \(truncated: more rows exist beyond the result size limit/);
     });
   });
 });

@@ -117,6 +117,27 @@ describe("checkReadOnlySql", () => {
     expect(checkReadOnlySql("SELECT 1; SELECT 2", "sqlite")).toEqual({ ok: false, reason: "only one statement per query is allowed" });
   });
 
+  it("returns not ok in Athena for a table function, whose passthrough query runs in its source's language, unseen by the check", () => {
+    for (const sql of [
+      "SELECT * FROM TABLE(system.query(query => 'DELETE FROM customers RETURNING *'))",
+      "SELECT * FROM table /* fn */ (pg.system.query('UPDATE t SET x = 1 RETURNING x'))",
+    ]) {
+      expect(checkReadOnlySql(sql, "athena")).toEqual({
+        ok: false,
+        reason: "table functions (TABLE(...)) are not allowed: a passthrough query runs in its source's own language, which is not checked",
+      });
+    }
+  });
+
+  it("ends a -- comment at a carriage return in Athena, as Trino does, so what follows it is checked", () => {
+    expect(checkReadOnlySql("SELECT 1 --\r; SELECT 2\n", "athena")).toEqual({ ok: false, reason: "only one statement per query is allowed" });
+    expect(checkReadOnlySql("SELECT * FROM --\rTABLE(system.query(query => 'DELETE FROM t'))\n", "athena").ok).toBe(false);
+  });
+
+  it("ends a -- comment only at a line feed in SQLite, as SQLite does", () => {
+    expect(checkReadOnlySql("SELECT 1 --\r; DROP TABLE t\n", "sqlite")).toEqual({ ok: true, statement: "SELECT 1" });
+  });
+
   it("returns ok for a Trino array subscript, which SQLite would read as a quoted identifier", () => {
     expect(checkReadOnlySql("SELECT tags[1] FROM events", "athena").ok).toBe(true);
   });
