@@ -22,7 +22,7 @@ const EXPECTED: Record<string, RegExp> = {
   [SAMPLE_QUESTIONS.search_documents[2]]: /source: metric-gross-margin\.md/,
   [SAMPLE_QUESTIONS.create_follow_up[0]]:
     /follow-up FU-[0-9A-F]{8}: "Explain the October West volume deals above 15% discount", owner Daniel Okafor, due 2026-11-15/,
-  [SAMPLE_QUESTIONS.sql_query[3]]: /^Error: sql_query: query refused: only SELECT queries/,
+  [SAMPLE_QUESTIONS.sql_query[3]]: /^Error: sql_query: query refused: only SELECT or VALUES queries/,
 };
 
 const SAMPLES = Object.entries(SAMPLE_QUESTIONS).flatMap(([tool, questions]) => questions.map((question) => ({ tool, question })));

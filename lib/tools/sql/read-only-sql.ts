@@ -197,7 +197,7 @@ export function checkReadOnlySql(sql: string, dialect: SqlDialect): ReadOnlyChec
   if (tokens.some((t) => t.kind === "semicolon")) return { ok: false, reason: "only one statement per query is allowed" };
   const main = mainQueryStart(tokens);
   if (main?.kind !== "word" || !MAIN_VERBS.has(main.text)) {
-    return { ok: false, reason: "only SELECT queries (optionally starting with WITH) are allowed" };
+    return { ok: false, reason: "only SELECT or VALUES queries (optionally starting with WITH) are allowed" };
   }
   const nested = tokens.find((t, i) => i > 0 && tokens[i - 1]!.kind === "open" && t.kind === "word" && STATEMENT_STARTERS.has(t.text));
   if (nested) return { ok: false, reason: `"${nested.text}" cannot start a subquery` };

@@ -201,7 +201,7 @@ describe("checkReadOnlySql", () => {
   });
 
   describe("the query proper", () => {
-    const refused = { ok: false, reason: "only SELECT queries (optionally starting with WITH) are allowed" };
+    const refused = { ok: false, reason: "only SELECT or VALUES queries (optionally starting with WITH) are allowed" };
 
     it.each([
       "(SELECT 1) UNION (SELECT 2)",

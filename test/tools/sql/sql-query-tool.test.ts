@@ -78,7 +78,7 @@ describe("sql_query", () => {
 
     it("returns a tool error naming the reason for a write", async () => {
       const result = await run("WITH x AS (SELECT 1) DELETE FROM orders");
-      expect(result).toEqual({ status: "error", content: expect.stringMatching(/^Error: sql_query: query refused: only SELECT queries/) });
+      expect(result).toEqual({ status: "error", content: expect.stringMatching(/^Error: sql_query: query refused: only SELECT or VALUES queries/) });
     });
 
     it("returns a tool error for SQL the engine rejects, with SQLite's message", async () => {
