@@ -419,7 +419,10 @@ function renderStateColumn(plan, stats, turn) {
       "h3",
       { id: "state-title" },
       "Durable state ",
-      h("span", { class: "column-sub", text: `checkpointed thread · ${n(stats.stateMessages)} message${stats.stateMessages === 1 ? "" : "s"} · ${n(stats.stateTokens)} tokens` }),
+      h("span", {
+        class: "column-sub",
+        text: `checkpointed thread · ${n(stats.stateMessages)} message${stats.stateMessages === 1 ? "" : "s"} · ${n(stats.stateTokens)} tokens`,
+      }),
     ),
     h("ol", { class: "msg-list" }, entries.flat()),
   );
@@ -510,7 +513,10 @@ function renderViewColumn(call) {
       "h3",
       { id: "view-title" },
       "Model view ",
-      h("span", { class: "column-sub", text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} message${stats.viewMessages === 1 ? "" : "s"} · ${n(stats.viewTokens)} tokens` }),
+      h("span", {
+        class: "column-sub",
+        text: `sent for call ${call.index + 1} · ${n(stats.viewMessages)} message${stats.viewMessages === 1 ? "" : "s"} · ${n(stats.viewTokens)} tokens`,
+      }),
     ),
     h("ol", { class: "msg-list" }, items),
   );
