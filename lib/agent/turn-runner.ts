@@ -212,8 +212,14 @@ export class TurnRunner {
       await turns.interruptOthers(turn, fence);
       const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
-      const outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
-      if (outcome.kind === "waiting") return await this.awaitApproval(turn, request, outcome.calls, fence, end);
+      let outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
+      while (outcome.kind === "waiting") {
+        const paused = await this.awaitApproval(turn, request, outcome.calls, fence, end);
+        if (paused) return paused;
+        // Every call was decided while the turn was being paused: this attempt goes on (docs/approvals.md, "How a turn waits").
+        await turns.resumeDecided(turn, fence);
+        outcome = await this.invokeGraph(request, turn, fence, lost, true, events);
+      }
       const answerMessage = outcome.answer;
       faults?.at("after-answer");
       const answer = messageText(answerMessage.content);
@@ -237,9 +243,16 @@ export class TurnRunner {
   /**
    * The graph paused before calls a person must decide: their approvals are recorded (a retried
    * attempt's are already there and keep their decisions), and the turn waits. Nothing of the
-   * calls has run.
+   * calls has run. Undefined when none waits any longer once the turn is marked waiting: the
+   * caller goes on with the turn.
    */
-  private async awaitApproval(turn: ClaimedTurn, request: TurnRequest, calls: PendingCall[], fence: WriteFence, end: AttemptEnd): Promise<TurnResult> {
+  private async awaitApproval(
+    turn: ClaimedTurn,
+    request: TurnRequest,
+    calls: PendingCall[],
+    fence: WriteFence,
+    end: AttemptEnd,
+  ): Promise<TurnResult | undefined> {
     const { approvals, turns } = this.deps;
     if (!approvals) throw new TypeError("a turn paused for approval, but the runner has no approval store");
     const now = new Date();
@@ -265,6 +278,9 @@ export class TurnRunner {
     });
     await approvals.store.open(docs, fence);
     await turns.awaitApproval(turn, [...new Set(calls.map((c) => c.tool))], fence);
+    // Read after that write: a decision between the two writes found the turn running and handed nothing on, so it is
+    // this attempt's to go on; one after it also hands the turn on, and that job finds the turn taken or finished.
+    if (await this.outcomesOf(turn._id, calls)) return undefined;
     const records = new Map((await approvals.store.listByTurn(turn._id)).map((a) => [a._id, a]));
     // In the order of the model's calls; those decided already (a retried attempt) are not waited on.
     const waiting = calls.flatMap((c) => records.get(c.approvalId) ?? []).filter((a) => a.status === "pending");

@@ -276,6 +276,18 @@ export class TurnStore {
     });
   }
 
+  /**
+   * Its calls were all decided before the attempt that marked it waiting let go (a decision that found it still running
+   * handed nothing on): that attempt takes it on again. Under the attempt's lease, so no other attempt can claim it meanwhile.
+   */
+  async resumeDecided(turn: ClaimedTurn, fence: WriteFence, now = new Date()): Promise<void> {
+    const result = await this.#turns.updateOne(
+      { _id: turn._id, attempt: turn.attempt, status: "awaiting_approval" },
+      { $set: { status: "running", updatedAt: now, "progress.step": "model", "progress.at": now } },
+    );
+    if (result.matchedCount !== 1) throw fence.stale();
+  }
+
   /** Ids of the conversation's turns begun before `seq` that still wait for approval (decided or not, not resumed yet). */
   async awaitingBefore(conversationId: string, seq: number): Promise<string[]> {
     const docs = await this.#turns.find({ conversationId, status: "awaiting_approval", seq: { $lt: seq } }, { projection: { _id: 1 } }).toArray();

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import type { DecisionResult } from "../../lib/approvals/approvals.js";
 import { z } from "zod";
 import { afterAll, describe, expect, it } from "vitest";
 import { APPROVAL_FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
 import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { createApp, type App } from "../../lib/app.js";
-import type { TurnQueue } from "../../lib/queue/turn-queue.js";
+import { turnIdForJob, type TurnQueue } from "../../lib/queue/turn-queue.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
 import { loadConfig } from "../../lib/config/config.js";
@@ -560,6 +561,99 @@ describe("Approvals", () => {
       // The queued job resumes the turn as the worker would: same turn, same question.
       await expect(app.runner.run({ conversationId, caller: alice, content: jobs[0].content, turnId })).rejects.toThrow(TurnSupersededError);
       expect(await effects(conversationId)).toHaveLength(0);
+    });
+  });
+
+  describe("a decision that lands while the turn is being paused", () => {
+    /** Runs a turn that pauses, taking alice's approval inside `during` (after the real write it wraps), as a racing request would. */
+    async function raced(app: App, during: (decide: () => Promise<DecisionResult>) => void) {
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
+      const turnId = randomUUID();
+      let approvalId = "";
+      let decision: DecisionResult | undefined;
+      const store = app.database.approvals;
+      const open = store.open.bind(store);
+      store.open = async (docs, fence) => {
+        await open(docs, fence);
+        approvalId = docs[0]._id;
+      };
+      during(async () => (decision = await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })));
+      const plain = { conversationId, caller: alice, content: 'record_effect {"note": "ship it"}', turnId };
+      const result = await app.runner.run({ ...plain, origin: apiTurnJob(plain) });
+      return { conversationId, turnId, result, decision: () => decision };
+    }
+
+    it("between recording the approvals and marking the turn waiting: the same attempt goes on, runs the call once, hands nothing on", async () => {
+      const { app, jobs } = await queuedApp();
+      const store = app.database.approvals;
+      const { conversationId, turnId, result, decision } = await raced(app, (decide) => {
+        const open = store.open.bind(store);
+        store.open = async (docs, fence) => {
+          await open(docs, fence);
+          await decide();
+        };
+      });
+
+      // The decision found the turn still running, so it handed nothing on: the runner's re-check after its own write did.
+      expect(decision()).toMatchObject({ decided: true, resumed: false });
+      expect(result.status).toBe("completed");
+      expect(result.answer).toContain("recorded ship it");
+      expect(await effects(conversationId)).toHaveLength(1);
+      expect(await app.database.turns.get(turnId)).toMatchObject({ status: "completed" });
+      expect(await app.database.turns.listCalls(turnId)).toHaveLength(2);
+      expect(jobs).toHaveLength(0);
+    });
+
+    it("after a crash between the two writes: a decision hands nothing on, and the job's redelivery runs the call once", async () => {
+      const { app, jobs } = await queuedApp();
+      const { _id: conversationId } = await app.database.conversations.create(alice.principal);
+      const turnId = randomUUID();
+      const store = app.database.approvals;
+      const open = store.open.bind(store);
+      let approvalId = "";
+      store.open = async (docs, fence) => {
+        await open(docs, fence);
+        approvalId = docs[0]._id;
+        store.open = open;
+        throw new SimulatedCrash("between recording the approvals and marking the turn waiting");
+      };
+      const plain = { conversationId, caller: alice, content: 'record_effect {"note": "ship it"}', turnId };
+      const request = { ...plain, origin: apiTurnJob(plain) };
+      await expect(app.runner.run(request)).rejects.toThrow(SimulatedCrash);
+
+      expect(await app.approvals.decide(conversationId, approvalId, alice, { kind: "approve" })).toMatchObject({ decided: true, resumed: false });
+      expect(jobs).toHaveLength(0);
+      // The worker's job failed, so the queue delivers it again: the run reads the decision and resumes.
+      expect(await app.runner.run(request)).toMatchObject({ status: "completed" });
+      expect(await effects(conversationId)).toHaveLength(1);
+    });
+
+    it("between marking the turn waiting and the runner's re-check: both hand it on, the graph resumes once, the queued job runs nothing", async () => {
+      const { app, jobs } = await queuedApp();
+      const turns = app.database.turns;
+      let early: Promise<unknown> | undefined;
+      const { conversationId, turnId, result, decision } = await raced(app, (decide) => {
+        const awaitApproval = turns.awaitApproval.bind(turns);
+        turns.awaitApproval = async (turn, tools, fence) => {
+          await awaitApproval(turn, tools, fence);
+          await decide();
+          // Its job delivered at once (a worker beside the API) finds the conversation held, and is retried later.
+          const job = jobs[0];
+          early = app.runner.run({ conversationId: job.conversationKey, caller: alice, content: job.content, turnId: turnIdForJob(job), origin: job });
+          await early.catch(() => undefined);
+        };
+      });
+
+      expect(decision()).toMatchObject({ decided: true, resumed: true });
+      expect(jobs).toHaveLength(1);
+      await expect(early).rejects.toMatchObject({ name: "ConflictError" });
+      expect(result.status).toBe("completed");
+      // The job, delivered as the worker runs it, finds the turn finished: no model call, no second effect.
+      const job = jobs[0];
+      const again = await app.runner.run({ conversationId, caller: alice, content: job.content, turnId: turnIdForJob(job), origin: job });
+      expect(again).toMatchObject({ status: "completed", answer: result.answer });
+      expect(await effects(conversationId)).toHaveLength(1);
+      expect(await app.database.turns.listCalls(turnId)).toHaveLength(2);
     });
   });
 

@@ -95,6 +95,40 @@ describe("TurnStore", () => {
     });
   });
 
+  describe("resumeDecided", () => {
+    it("sets the attempt's waiting turn running again, so its writes go through", async () => {
+      const c = await conversation();
+      const fence = await c.attempt();
+      const turn = await claimed(randomUUID(), fence);
+      await turns.awaitApproval(turn, ["record_effect"], fence);
+      await turns.resumeDecided(turn, fence);
+      expect(await turns.get(turn._id)).toMatchObject({ status: "running", attempt: fence.epoch, progress: { step: "model" } });
+      await turns.complete(turn, { answer: "done", usage: ZERO_USAGE, toolCalls: 0, durationMs: 1 }, fence);
+      expect(await turns.get(turn._id)).toMatchObject({ status: "completed" });
+    });
+
+    it("throws StaleWriterError and changes nothing once a later attempt has claimed the waiting turn", async () => {
+      const c = await conversation();
+      const old = await c.attempt();
+      const turn = await claimed(randomUUID(), old);
+      await turns.awaitApproval(turn, ["record_effect"], old);
+      const later = await c.attempt();
+      const fresh = await claimed(turn._id, later);
+      await turns.awaitApproval(fresh, ["record_effect"], later);
+      await expect(turns.resumeDecided(turn, old)).rejects.toMatchObject({ name: "StaleWriterError" });
+      expect(await turns.get(turn._id)).toMatchObject({ status: "awaiting_approval", attempt: later.epoch });
+    });
+
+    it("throws StaleWriterError for a turn that is not waiting (a newer question superseded it)", async () => {
+      const c = await conversation();
+      const fence = await c.attempt();
+      const turn = await claimed(randomUUID(), fence);
+      await turns.supersede(turn, fence);
+      await expect(turns.resumeDecided(turn, fence)).rejects.toMatchObject({ name: "StaleWriterError" });
+      expect(await turns.get(turn._id)).toMatchObject({ status: "superseded" });
+    });
+  });
+
   describe("recordModelCall", () => {
     it("keeps a later attempt's record of a call when an earlier attempt writes the same index", async () => {
       const c = await conversation();
