@@ -127,6 +127,7 @@ export class ThreadwiseStack extends Stack {
       budget: config.mongodb.connectionBudget,
       replicaSetMembers: config.mongodb.replicaSetMembers,
       workerMaxConcurrency: config.workerMaxConcurrency,
+      approvalSweep: config.tools.toolApprovals !== undefined,
       streamConcurrency: config.streamConcurrency,
     });
     const network = config.vpc ? new FunctionNetwork(this, "Network", { stage, logRetention, removalPolicy, ...config.vpc }) : undefined;

@@ -352,6 +352,15 @@ describe("ThreadwiseStack", () => {
       t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 25 } });
     });
 
+    it("reserves the worker one container more than the queue feeds it when the approvals sweep also invokes it, out of the api's share", () => {
+      const toolApprovals = { create_follow_up: { require: "always", approvers: { roles: ["lead"] } } };
+      const t = synthTemplate({ context: { ...prodContext, toolApprovals } });
+      // A sweep in a slot the queue's poller counts on would throttle the poller, and a throttled receive counts toward the DLQ.
+      t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 10 } });
+      expect(reservedOf(t)).toMatchObject({ worker: 11, api: 38 });
+      expect(t.toJSON().Outputs.ReservedConnections.Value).toBe("500");
+    });
+
     it("throws at synth when the budget leaves the api no container", () => {
       expect(() => synthTemplate({ context: { ...prodContext, mongodbConnectionBudget: 100 } })).toThrow(
         expect.objectContaining({ details: [expect.objectContaining({ path: "mongodbConnectionBudget" })] }),
