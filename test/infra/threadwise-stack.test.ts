@@ -446,6 +446,23 @@ describe("ThreadwiseStack", () => {
       expect(actionsOf(statementsOf(template, "Api")).filter((a) => a.startsWith("ec2:"))).toEqual([]);
     });
 
+    it("gives the function that restricts the VPC's default security group no AWS managed policy and a log group with the stage's retention", () => {
+      for (const role of Object.values(inVpc.findResources("AWS::IAM::Role"))) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const logGroups = inVpc.findResources("AWS::Logs::LogGroup");
+      for (const fn of Object.values(inVpc.findResources("AWS::Lambda::Function"))) {
+        const logGroup = logGroups[fn.Properties.LoggingConfig?.LogGroup?.Ref];
+        expect(logGroup?.Properties.RetentionInDays, fn.Properties.Description).toBe(30);
+      }
+      const restrictor = Object.values(inVpc.findResources("AWS::Lambda::Function")).find((f) => f.Properties.Description?.includes("default security group"));
+      const role = inVpc.toJSON().Resources[restrictor?.Properties.Role["Fn::GetAtt"][0]];
+      const statements = role.Properties.Policies.flatMap((p: { PolicyDocument: { Statement: unknown[] } }) => p.PolicyDocument.Statement);
+      expect(statements).toContainEqual({
+        Effect: "Allow",
+        Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+        Resource: { "Fn::GetAtt": [restrictor?.Properties.LoggingConfig.LogGroup.Ref, "Arn"] },
+      });
+    });
+
     it("logs the VPC's traffic", () => {
       inVpc.hasResourceProperties("AWS::EC2::FlowLog", { TrafficType: "ALL", LogDestinationType: "cloud-watch-logs" });
     });
