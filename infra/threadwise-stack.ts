@@ -36,6 +36,11 @@ export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
 export const APPROVAL_SWEEP_INTERVAL = Duration.minutes(5);
 /** Building an index over a large collection takes minutes; CloudFormation waits up to an hour for a custom resource. */
 export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
+/**
+ * How long CloudFormation waits for the set-up's answer: its function's timeout and a minute. A
+ * set-up that never answers (it timed out, or crashed at start) fails the deploy then, not an hour later.
+ */
+export const SETUP_RESPONSE_TIMEOUT = SETUP_FUNCTION_TIMEOUT.plus(Duration.minutes(1));
 
 /**
  * The credentials secrets each function reads, and no others (README, "The credentials secrets").
@@ -182,6 +187,7 @@ export class ThreadwiseStack extends Stack {
     const databaseSetup = new CustomResource(this, "DatabaseSetup", {
       serviceToken: setup.fn.functionArn,
       resourceType: "Custom::ThreadwiseDatabaseSetup",
+      serviceTimeout: SETUP_RESPONSE_TIMEOUT,
       // A new version of the indexes or of the code that makes them runs the set-up again.
       properties: { Version: DATABASE_SETUP_VERSION, Code: (setup.fn.node.defaultChild as CfnFunction).code },
     });

@@ -384,6 +384,12 @@ describe("ThreadwiseStack", () => {
       expect(resource.Properties.Code).toEqual({ s3Bucket: expect.anything(), s3Key: expect.stringMatching(/\.zip$/) });
     });
 
+    it("has CloudFormation wait for the set-up's answer its function's timeout and a minute, not the default hour", () => {
+      const [resource] = Object.values(template.findResources("Custom::ThreadwiseDatabaseSetup"));
+      const [setupFn] = Object.values(template.findResources("AWS::Lambda::Function", { Properties: { FunctionName: "prod-threadwise-setup" } }));
+      expect(Number(resource.Properties.ServiceTimeout)).toBe(setupFn.Properties.Timeout + 60);
+    });
+
     it("updates the api and the worker only after the set-up", () => {
       const [setupId] = Object.keys(template.findResources("Custom::ThreadwiseDatabaseSetup"));
       for (const name of ["api", "worker"]) {
