@@ -316,10 +316,14 @@ export class ThreadwiseStack extends Stack {
   /**
    * The approvals sweep (docs/approvals.md, "Expiry"): a schedule invokes the worker's live alias,
    * which expires overdue approvals and queues their turns to resume. A failed run is not
-   * retried: the next one comes within the interval and takes what this one left.
+   * retried: the next one comes within the interval and takes what this one left. EventBridge's
+   * retry policy covers only handing the event to Lambda; Lambda's own retries of an asynchronous
+   * invocation (two, by default, and events kept six hours) are turned off on the alias, whose only
+   * asynchronous caller is this schedule.
    */
   private sweepApprovals(worker: ThreadwiseFunction, queue: IQueue): void {
     worker.useTurnQueue(queue);
+    worker.alias.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: APPROVAL_SWEEP_INTERVAL });
     new Rule(this, "ApprovalSweep", {
       description: "Threadwise: expire tool approvals nobody decided in time and resume their turns",
       schedule: Schedule.rate(APPROVAL_SWEEP_INTERVAL),
