@@ -36,6 +36,11 @@ export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
 export const APPROVAL_SWEEP_INTERVAL = Duration.minutes(5);
 /** Building an index over a large collection takes minutes; CloudFormation waits up to an hour for a custom resource. */
 export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
+/**
+ * How long CloudFormation waits for the set-up's answer: its function's timeout and a minute. A
+ * set-up that never answers (it timed out, or crashed at start) fails the deploy then, not an hour later.
+ */
+export const SETUP_RESPONSE_TIMEOUT = SETUP_FUNCTION_TIMEOUT.plus(Duration.minutes(1));
 
 /**
  * The credentials secrets each function reads, and no others (README, "The credentials secrets").
@@ -127,6 +132,7 @@ export class ThreadwiseStack extends Stack {
       budget: config.mongodb.connectionBudget,
       replicaSetMembers: config.mongodb.replicaSetMembers,
       workerMaxConcurrency: config.workerMaxConcurrency,
+      approvalSweep: config.tools.toolApprovals !== undefined,
       streamConcurrency: config.streamConcurrency,
     });
     const network = config.vpc ? new FunctionNetwork(this, "Network", { stage, logRetention, removalPolicy, ...config.vpc }) : undefined;
@@ -181,6 +187,7 @@ export class ThreadwiseStack extends Stack {
     const databaseSetup = new CustomResource(this, "DatabaseSetup", {
       serviceToken: setup.fn.functionArn,
       resourceType: "Custom::ThreadwiseDatabaseSetup",
+      serviceTimeout: SETUP_RESPONSE_TIMEOUT,
       // A new version of the indexes or of the code that makes them runs the set-up again.
       properties: { Version: DATABASE_SETUP_VERSION, Code: (setup.fn.node.defaultChild as CfnFunction).code },
     });
@@ -309,10 +316,14 @@ export class ThreadwiseStack extends Stack {
   /**
    * The approvals sweep (docs/approvals.md, "Expiry"): a schedule invokes the worker's live alias,
    * which expires overdue approvals and queues their turns to resume. A failed run is not
-   * retried: the next one comes within the interval and takes what this one left.
+   * retried: the next one comes within the interval and takes what this one left. EventBridge's
+   * retry policy covers only handing the event to Lambda; Lambda's own retries of an asynchronous
+   * invocation (two, by default, and events kept six hours) are turned off on the alias, whose only
+   * asynchronous caller is this schedule.
    */
   private sweepApprovals(worker: ThreadwiseFunction, queue: IQueue): void {
     worker.useTurnQueue(queue);
+    worker.alias.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: APPROVAL_SWEEP_INTERVAL });
     new Rule(this, "ApprovalSweep", {
       description: "Threadwise: expire tool approvals nobody decided in time and resume their turns",
       schedule: Schedule.rate(APPROVAL_SWEEP_INTERVAL),

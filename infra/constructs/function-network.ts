@@ -1,4 +1,4 @@
-import { Fn, type RemovalPolicy } from "aws-cdk-lib";
+import { type CfnResource, type CustomResourceProviderBase, Fn, type RemovalPolicy, Stack } from "aws-cdk-lib";
 import {
   FlowLogDestination,
   FlowLogTrafficType,
@@ -52,6 +52,7 @@ export class FunctionNetwork extends Construct {
       ],
       flowLogs: { all: { destination: FlowLogDestination.toCloudWatchLogs(flowLogs), trafficType: FlowLogTrafficType.ALL } },
     });
+    this.ownDefaultSecurityGroupRestriction(props);
     this.securityGroup = new SecurityGroup(this, "Functions", {
       vpc: this.vpc,
       description: `${props.stage}-threadwise functions: no inbound; outbound to AWS APIs, channels and MongoDB`,
@@ -79,5 +80,20 @@ export class FunctionNetwork extends Construct {
         open: false,
       });
     }
+  }
+
+  /**
+   * The function CDK adds to empty the VPC's default security group (cdk.json's
+   * `restrictDefaultSecurityGroup` flag) comes with AWS's basic execution policy, whose log grant
+   * covers every log group, and logs where nothing expires: it gets a log group of the stage's
+   * retention instead, and may write there only, as the stack's own functions.
+   */
+  private ownDefaultSecurityGroupRestriction(props: FunctionNetworkProps): void {
+    const provider = Stack.of(this).node.tryFindChild("Custom::VpcRestrictDefaultSGCustomResourceProvider") as CustomResourceProviderBase | undefined;
+    if (!provider) return;
+    const logs = new LogGroup(this, "DefaultSecurityGroupRestrictionLogs", { retention: props.logRetention, removalPolicy: props.removalPolicy });
+    (provider.node.findChild("Handler") as CfnResource).addPropertyOverride("LoggingConfig.LogGroup", logs.logGroupName);
+    (provider.node.findChild("Role") as CfnResource).addPropertyDeletionOverride("ManagedPolicyArns");
+    provider.addToRolePolicy({ Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: logs.logGroupArn });
   }
 }

@@ -182,6 +182,18 @@ describe("ThreadwiseStack operations", () => {
       expect(Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
     });
 
+    it("has Lambda neither retry a failed sweep nor run one older than the interval: EventBridge's retry policy covers only delivery", () => {
+      const configs = Object.values(withApprovals.findResources("AWS::Lambda::EventInvokeConfig"));
+      expect(configs).toHaveLength(1);
+      expect(target(configs[0].Properties.FunctionName)).toMatch(/^WorkerFunction/);
+      // The alias's name, cut from its ARN: the live alias.
+      expect(configs[0].Properties.Qualifier["Fn::Select"]).toEqual([7, { "Fn::Split": [":", { Ref: expect.stringMatching(/^WorkerFunctionLive/) }] }]);
+      expect(configs[0].Properties).toMatchObject({
+        MaximumRetryAttempts: 0,
+        MaximumEventAgeInSeconds: APPROVAL_SWEEP_INTERVAL.toSeconds(),
+      });
+    });
+
     it("lets the worker send to the turn queue, where the sweep puts the turns it resumes", () => {
       const policies = Object.values(withApprovals.findResources("AWS::IAM::Policy")).filter((p) =>
         target(p.Properties.Roles[0]).startsWith("WorkerFunctionRole"),

@@ -352,6 +352,15 @@ describe("ThreadwiseStack", () => {
       t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 25 } });
     });
 
+    it("reserves the worker one container more than the queue feeds it when the approvals sweep also invokes it, out of the api's share", () => {
+      const toolApprovals = { create_follow_up: { require: "always", approvers: { roles: ["lead"] } } };
+      const t = synthTemplate({ context: { ...prodContext, toolApprovals } });
+      // A sweep in a slot the queue's poller counts on would throttle the poller, and a throttled receive counts toward the DLQ.
+      t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 10 } });
+      expect(reservedOf(t)).toMatchObject({ worker: 11, api: 38 });
+      expect(t.toJSON().Outputs.ReservedConnections.Value).toBe("500");
+    });
+
     it("throws at synth when the budget leaves the api no container", () => {
       expect(() => synthTemplate({ context: { ...prodContext, mongodbConnectionBudget: 100 } })).toThrow(
         expect.objectContaining({ details: [expect.objectContaining({ path: "mongodbConnectionBudget" })] }),
@@ -373,6 +382,12 @@ describe("ThreadwiseStack", () => {
       expect(resource.Properties.ServiceToken).toEqual({ "Fn::GetAtt": [expect.stringMatching(/^SetupFunction/), "Arn"] });
       expect(resource.Properties.Version).toBe(DATABASE_SETUP_VERSION);
       expect(resource.Properties.Code).toEqual({ s3Bucket: expect.anything(), s3Key: expect.stringMatching(/\.zip$/) });
+    });
+
+    it("has CloudFormation wait for the set-up's answer its function's timeout and a minute, not the default hour", () => {
+      const [resource] = Object.values(template.findResources("Custom::ThreadwiseDatabaseSetup"));
+      const [setupFn] = Object.values(template.findResources("AWS::Lambda::Function", { Properties: { FunctionName: "prod-threadwise-setup" } }));
+      expect(Number(resource.Properties.ServiceTimeout)).toBe(setupFn.Properties.Timeout + 60);
     });
 
     it("updates the api and the worker only after the set-up", () => {
@@ -435,6 +450,23 @@ describe("ThreadwiseStack", () => {
       const eni = statementsOf(inVpc, "Api").find((s) => actionsOf([s]).includes("ec2:CreateNetworkInterface"));
       expect(eni?.Resource).toBe("*");
       expect(actionsOf(statementsOf(template, "Api")).filter((a) => a.startsWith("ec2:"))).toEqual([]);
+    });
+
+    it("gives the function that restricts the VPC's default security group no AWS managed policy and a log group with the stage's retention", () => {
+      for (const role of Object.values(inVpc.findResources("AWS::IAM::Role"))) expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const logGroups = inVpc.findResources("AWS::Logs::LogGroup");
+      for (const fn of Object.values(inVpc.findResources("AWS::Lambda::Function"))) {
+        const logGroup = logGroups[fn.Properties.LoggingConfig?.LogGroup?.Ref];
+        expect(logGroup?.Properties.RetentionInDays, fn.Properties.Description).toBe(30);
+      }
+      const restrictor = Object.values(inVpc.findResources("AWS::Lambda::Function")).find((f) => f.Properties.Description?.includes("default security group"));
+      const role = inVpc.toJSON().Resources[restrictor?.Properties.Role["Fn::GetAtt"][0]];
+      const statements = role.Properties.Policies.flatMap((p: { PolicyDocument: { Statement: unknown[] } }) => p.PolicyDocument.Statement);
+      expect(statements).toContainEqual({
+        Effect: "Allow",
+        Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+        Resource: { "Fn::GetAtt": [restrictor?.Properties.LoggingConfig.LogGroup.Ref, "Arn"] },
+      });
     });
 
     it("logs the VPC's traffic", () => {
