@@ -14,9 +14,12 @@ export const CREDENTIAL_SECRETS = {
   slackSigning: { name: "slack-signing", variable: "SLACK_SIGNING_SECRET_ARN", keys: ["slackSigningSecret"] },
   /** The teams function (the audience of incoming tokens) and the worker (the client id of replies). */
   teamsBot: { name: "teams-bot", variable: "TEAMS_BOT_SECRET_ARN", keys: ["teamsAppId", "teamsTenantId"] },
-  /** The worker only: what posts answers to Slack and Teams. */
+  /**
+   * What posts answers to Slack and Teams: the worker, and each webhook for its approvals (Slack's edit
+   * modal, Teams' card). One secret for both channels, so each webhook can read the other's key too.
+   */
   channelReplies: { name: "channel-replies", variable: "CHANNEL_REPLIES_SECRET_ARN", keys: ["slackBotToken", "teamsAppPassword"] },
-  /** The api and the worker, when `query_semantic_model` is offered. */
+  /** The api, the stream function and the worker, when `query_semantic_model` is offered. */
   powerBi: { name: "power-bi", variable: "POWER_BI_SECRET_ARN", keys: ["powerBiClientId", "powerBiClientSecret"] },
 } as const;
 
