@@ -1,4 +1,4 @@
-import { MongoServerSelectionError } from "mongodb";
+import { MongoClient, MongoServerSelectionError } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { explainStartupError } from "../../lib/local/startup-error.js";
 import { ModelCredentialsError, ValidationError } from "../../lib/errors.js";
@@ -20,6 +20,29 @@ describe("explainStartupError", () => {
     expect(line).toMatch(/^cannot reach MongoDB at db1:27017,db2:27017 within 2000 ms; start it or fix MONGODB_URI/);
     expect(line).not.toContain("s3cret");
     expect(explainStartupError(error)).toMatch(/^cannot reach MongoDB at the embedded server;/);
+  });
+
+  it("returns an unreachable MongoDB by its hosts, never part of a password that holds an unescaped @ or /", () => {
+    const error = new MongoServerSelectionError("Server selection timed out", { type: "Unknown", servers: new Map() } as never);
+    for (const uri of ["mongodb://admin:s3c@ret@db1:27017/threadwise", "mongodb://admin:s3c/ret@db1:27017/threadwise"]) {
+      const line = explainStartupError(error, { mongodbUri: uri });
+      expect(line).toMatch(/^cannot reach MongoDB at db1:27017;/);
+      expect(line).not.toMatch(/s3c|ret@|admin/);
+    }
+  });
+
+  it("returns a URI the driver cannot parse without its user or password", () => {
+    const uri = "mongodb://admin:s3cret@/threadwise";
+    let error: unknown;
+    try {
+      new MongoClient(uri);
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect((error as Error).message).toContain("s3cret");
+    const line = explainStartupError(error, { mongodbUri: uri });
+    expect(line).toMatch(/^threadwise could not start: MongoParseError: /);
+    expect(line).not.toMatch(/s3cret|admin/);
   });
 
   it("returns an unreachable MongoDB without the embedded server's hint for a command that needs a real one", () => {
