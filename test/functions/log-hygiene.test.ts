@@ -19,6 +19,7 @@ const CANARY = {
   slackBotToken: "xoxb-CANARYlambdabottoken5e92",
   invalidBotToken: "CANARYlambdainvalidtoken3c61",
   teamsAppPassword: "CANARYlambdateamspassword7a18",
+  mongoPassword: "CANARYlambdamongopassword5d02",
 };
 
 const lines: string[] = [];
@@ -98,5 +99,22 @@ describe("Lambda handlers' logs", () => {
     for (const message of ["request failed", "slack event", "turn job", "credentials invalid"]) expect(text).toContain(`"${message}"`);
     const found = Object.entries(CANARY).filter(([, canary]) => text.includes(canary));
     expect(found.map(([name]) => [name, lines.find((l) => l.includes(CANARY[name as keyof typeof CANARY]))])).toEqual([]);
+  });
+
+  it("hold no MongoDB password, nor does any handler reject with it, when the secret's URI cannot be parsed", async () => {
+    const from = lines.length;
+    h.aws.setCredentials({ mongodbUri: mongoUri(), slackSigningSecret: CANARY.slackSigningSecret, slackBotToken: CANARY.slackBotToken });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const message = await mention("1700007100.000100", "before the bad URI");
+    h.aws.setCredentials({ mongodbUri: `mongodb://admin:${CANARY.mongoPassword}@/threadwise`, slackSigningSecret: CANARY.slackSigningSecret });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const outcomes = [
+      await h.api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice }).catch((e: unknown) => e),
+      await h.worker(sqsEvent(sqsRecord(message))).catch((e: unknown) => e),
+    ];
+    expect(outcomes).toMatchObject([{ status: 500 }, { batchItemFailures: [{ itemIdentifier: expect.any(String) }] }]);
+    // What a handler rejects with, the Lambda runtime writes to the log: its message must not carry the URI either.
+    const text = [...lines.slice(from), ...outcomes.map((o) => (o instanceof Error ? `${o.name}: ${o.message}` : JSON.stringify(o)))].join("\n");
+    expect(text).not.toContain(CANARY.mongoPassword);
   });
 });
