@@ -21,6 +21,11 @@ function withoutMongoCredentials(text: string, uri: string | undefined): string 
   return known.replace(MONGODB_CREDENTIALS, "$1…@");
 }
 
+/** A MongoDB URI to print (the local server's start-up lines): its hosts, database and options, its user and password cut out. */
+export function printableMongoUri(uri: string): string {
+  return uri.replace(MONGODB_CREDENTIALS, "$1…@");
+}
+
 /**
  * One line that says what went wrong at start-up and what to do about it, for the local server
  * and the CLIs. Never a stack trace, never a secret (a MongoDB URI shows its hosts only).

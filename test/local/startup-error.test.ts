@@ -1,6 +1,6 @@
 import { MongoClient, MongoServerSelectionError } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { explainStartupError } from "../../lib/local/startup-error.js";
+import { explainStartupError, printableMongoUri } from "../../lib/local/startup-error.js";
 import { ModelCredentialsError, ValidationError } from "../../lib/errors.js";
 
 describe("explainStartupError", () => {
@@ -59,5 +59,17 @@ describe("explainStartupError", () => {
   it("returns any other error as one line, without its stack", () => {
     expect(explainStartupError(new TypeError("bad\n    at somewhere"))).toBe("threadwise could not start: TypeError: bad");
     expect(explainStartupError("text")).toBe("threadwise could not start: text");
+  });
+});
+
+describe("printableMongoUri", () => {
+  it("returns the URI with its user and password cut out, even a password holding an unescaped @", () => {
+    expect(printableMongoUri("mongodb+srv://ada:s3c@ret@cluster0.example.net/threadwise?retryWrites=true")).toBe(
+      "mongodb+srv://…@cluster0.example.net/threadwise?retryWrites=true",
+    );
+  });
+
+  it("returns a URI without credentials as it is", () => {
+    expect(printableMongoUri("mongodb://127.0.0.1:27017/")).toBe("mongodb://127.0.0.1:27017/");
   });
 });
