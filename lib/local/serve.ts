@@ -2,7 +2,7 @@ import { checkModelCredentials } from "../agent/chat-model.js";
 import { loadConfig, type Config } from "../config/config.js";
 import { channelCredentialsFromEnv } from "../config/credentials.js";
 import { startLocalServer } from "./local-server.js";
-import { explainStartupError } from "./startup-error.js";
+import { explainStartupError, printableMongoUri } from "./startup-error.js";
 
 /** Starts the server, or exits with one line that says what to fix. */
 async function start() {
@@ -33,7 +33,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 console.log(`threadwise listening on ${server.url}`);
 console.log(`console at ${server.url}/`);
-console.log(`mongodb ${server.mongodbUri}`);
+console.log(`mongodb ${printableMongoUri(server.mongodbUri)}`);
 console.log(`model provider ${config.model.provider}`);
 console.log(`slack ${channels.slack ? `on: POST ${server.url}/slack/events` : "off (set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN)"}`);
 console.log(`teams ${channels.teams ? `on: POST ${server.url}/teams/messages` : "off (set TEAMS_APP_ID and TEAMS_APP_PASSWORD)"}`);

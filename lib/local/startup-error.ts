@@ -4,11 +4,26 @@ import { ModelCredentialsError, ThreadwiseError, ValidationError } from "../erro
 /** Where to look for the fix of a configuration value. */
 const CONFIGURATION_HINT = 'see "Configuration" in the README';
 
+/** A MongoDB URI's scheme and credentials, up to the last `@` (a password may hold an unescaped `@` or `/`). */
+const MONGODB_CREDENTIALS = /(mongodb(?:\+srv)?:\/\/)[^\s"'`]*@/g;
+
 /** `host:port` of a MongoDB URI, never its credentials or options. */
 function mongoHosts(uri: string | undefined): string {
   if (!uri) return "the embedded server";
-  const hosts = /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/?]+)/.exec(uri)?.[1];
-  return hosts ?? "MONGODB_URI";
+  const authority = uri.replace(/^mongodb(?:\+srv)?:\/\//, "");
+  const hosts = /^[^/?]+/.exec(authority.slice(authority.lastIndexOf("@") + 1))?.[0];
+  return hosts && authority !== uri ? hosts : "MONGODB_URI";
+}
+
+/** `text` with the credentials of any MongoDB URI in it cut out: the driver's messages quote the URI they could not parse. */
+function withoutMongoCredentials(text: string, uri: string | undefined): string {
+  const known = uri?.includes("@") ? text.split(uri).join("mongodb://…@") : text;
+  return known.replace(MONGODB_CREDENTIALS, "$1…@");
+}
+
+/** A MongoDB URI to print (the local server's start-up lines): its hosts, database and options, its user and password cut out. */
+export function printableMongoUri(uri: string): string {
+  return uri.replace(MONGODB_CREDENTIALS, "$1…@");
 }
 
 /**
@@ -39,5 +54,5 @@ export function explainStartupError(
   }
   if (error instanceof ModelCredentialsError || error instanceof ThreadwiseError) return error.message;
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return `threadwise could not start: ${message.split("\n")[0]}`;
+  return `threadwise could not start: ${withoutMongoCredentials(message.split("\n")[0], context.mongodbUri)}`;
 }

@@ -88,13 +88,27 @@ async function checkSecrets(options: PreflightOptions): Promise<{ problems: Pref
   }
 }
 
-/** The hosts of a MongoDB URI, without its user or password. */
+/** The hosts of a MongoDB URI, without its user or password: what follows the last `@` (a password may hold an unescaped `@` or `/`). */
 function hostsOf(uri: string): string {
-  return /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/?]+)/.exec(uri)?.[1] ?? "the URI's hosts";
+  const authority = uri.replace(/^mongodb(?:\+srv)?:\/\//, "");
+  const hosts = /^[^/?]+/.exec(authority.slice(authority.lastIndexOf("@") + 1))?.[0];
+  return hosts && authority !== uri ? hosts : "the URI's hosts";
 }
 
 async function checkMongoDb(uri: string, timeoutMs: number): Promise<PreflightProblem[]> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs });
+  let client: MongoClient;
+  try {
+    client = new MongoClient(uri, { serverSelectionTimeoutMS: timeoutMs, connectTimeoutMS: timeoutMs });
+  } catch (error) {
+    // The driver's parse errors quote the whole URI, password included: name the error, never its message.
+    return [
+      {
+        check: "mongodb",
+        problem: `the database secret's mongodbUri cannot be parsed (${nameOf(error)})`,
+        fix: "copy the connection string from Atlas (Connect › Drivers) and percent-encode any @ : / ? # in the user and password",
+      },
+    ];
+  }
   try {
     await client.db().command({ ping: 1 });
     return [];

@@ -90,6 +90,24 @@ describe("runPreflight", () => {
     expect(JSON.stringify(problems)).not.toContain("hunter2");
   });
 
+  it("returns MongoDB unreachable by its host, never part of a password that holds an unescaped @", async () => {
+    aws.setCredentials({ mongodbUri: "mongodb://admin:hun@ter2@127.0.0.1:1/?directConnection=true" });
+    const problems = await preflight();
+    expect(problems).toEqual([
+      { check: "mongodb", problem: expect.stringMatching(/^MongoDB at 127\.0\.0\.1:1 did not accept/), fix: expect.stringContaining("IP access list") },
+    ]);
+    expect(JSON.stringify(problems)).not.toMatch(/hun|ter2/);
+  });
+
+  it("returns a URI the driver cannot parse as a problem, never rejecting with the URI and its password in the message", async () => {
+    aws.setCredentials({ mongodbUri: "mongodb://admin:hunter2@/threadwise" });
+    const problems = await preflight();
+    expect(problems).toEqual([
+      { check: "mongodb", problem: "the database secret's mongodbUri cannot be parsed (MongoParseError)", fix: expect.stringContaining("connection string") },
+    ]);
+    expect(JSON.stringify(problems)).not.toContain("hunter2");
+  });
+
   it("returns the model's AccessDeniedException with the grants and the Marketplace subscription to make", async () => {
     converse.setResponder(() => ({
       error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." },
