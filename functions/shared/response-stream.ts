@@ -1,6 +1,5 @@
 import type { Context, StreamifyHandler } from "aws-lambda";
-import { once } from "node:events";
-import type { HttpResponse } from "../../lib/api/http.js";
+import { pipeResponseStream, type HttpResponse } from "../../lib/api/http.js";
 
 /**
  * Lambda's response stream, as the Node.js runtime hands it to a handler wrapped in
@@ -33,14 +32,7 @@ export async function writeResponseStream(responseStream: ResponseStream, respon
     stream.write(response.body);
   } else {
     stream.write("");
-    try {
-      for await (const piece of response.stream(gone.signal)) {
-        if (gone.signal.aborted) break;
-        if (!stream.write(piece)) await once(stream, "drain", { signal: gone.signal });
-      }
-    } catch (error) {
-      if (!gone.signal.aborted) throw error;
-    }
+    await pipeResponseStream(stream, response.stream, gone.signal);
   }
   if (!gone.signal.aborted) await new Promise<void>((resolve) => stream.end(resolve));
 }

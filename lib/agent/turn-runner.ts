@@ -280,10 +280,10 @@ export class TurnRunner {
     await turns.awaitApproval(turn, [...new Set(calls.map((c) => c.tool))], fence);
     // Read after that write: a decision between the two writes found the turn running and handed nothing on, so it is
     // this attempt's to go on; one after it also hands the turn on, and that job finds the turn taken or finished.
-    if (await this.outcomesOf(turn._id, calls)) return undefined;
     const records = new Map((await approvals.store.listByTurn(turn._id)).map((a) => [a._id, a]));
     // In the order of the model's calls; those decided already (a retried attempt) are not waited on.
     const waiting = calls.flatMap((c) => records.get(c.approvalId) ?? []).filter((a) => a.status === "pending");
+    if (waiting.length === 0) return undefined;
     const modelCalls = await turns.listCalls(turn._id);
     const approvalsWaiting = waiting.map((a) => ({
       approvalId: a._id,

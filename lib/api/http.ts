@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import type { Writable } from "node:stream";
 import type { Caller } from "../auth/principal.js";
 
 /** A request as every adapter (local server, Lambda) hands it to the router. */
@@ -55,4 +57,19 @@ export function json(status: number, payload: unknown, headers: Record<string, s
 
 export function noContent(): HttpResponse {
   return { status: 204, headers: {}, body: "" };
+}
+
+/**
+ * Writes a streamed body to `out` piece by piece, waiting for `drain` when it is full, until the
+ * stream ends or `gone` aborts (the client went away: the writing stops, nothing else does).
+ */
+export async function pipeResponseStream(out: Writable, stream: NonNullable<HttpResponse["stream"]>, gone: AbortSignal): Promise<void> {
+  try {
+    for await (const piece of stream(gone)) {
+      if (gone.aborted) break;
+      if (!out.write(piece)) await once(out, "drain", { signal: gone });
+    }
+  } catch (error) {
+    if (!gone.aborted) throw error;
+  }
 }

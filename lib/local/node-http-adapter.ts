@@ -1,6 +1,5 @@
-import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { lowercaseHeaders, type HttpRequest, type HttpResponse } from "../api/http.js";
+import { lowercaseHeaders, pipeResponseStream, type HttpRequest, type HttpResponse } from "../api/http.js";
 import { MAX_BODY_BYTES } from "../api/request-parsing.js";
 
 /** Reads a node:http request into the router's shape; bodies far over the limit are cut (the router answers 413). */
@@ -35,13 +34,6 @@ export async function writeHttpResponse(res: ServerResponse, response: HttpRespo
   res.once("close", () => gone.abort());
   res.writeHead(response.status, response.headers);
   res.flushHeaders();
-  try {
-    for await (const piece of response.stream(gone.signal)) {
-      if (gone.signal.aborted) break;
-      if (!res.write(piece)) await once(res, "drain", { signal: gone.signal });
-    }
-  } catch (error) {
-    if (!gone.signal.aborted) throw error;
-  }
+  await pipeResponseStream(res, response.stream, gone.signal);
   res.end();
 }
