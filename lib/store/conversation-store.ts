@@ -173,9 +173,11 @@ export class ConversationStore {
    * so a redelivered or long-queued job neither brings its question back nor puts it in a newer conversation.
    */
   async findOrCreateByChannelKey(owner: Owner, channel: Required<ChannelBinding>, receivedAt: Date, now = new Date()): Promise<ConversationDocument> {
+    const found = await this.collection.findOne({ "channel.channel": channel.channel, "channel.key": channel.key });
+    // A thread's conversation made before the message came was made after any deletion the message could predate.
+    if (found && found.createdAt <= receivedAt) return found;
     const deleted = await this.#deletedKeys.findOne({ _id: channelKeyId(channel) });
     if (deleted && receivedAt < deleted.deletedAt) throw new NotFoundError("the conversation of this channel thread was deleted after the message came");
-    const found = await this.collection.findOne({ "channel.channel": channel.channel, "channel.key": channel.key });
     if (found) return found;
     try {
       return await this.create(owner, channel, now);
