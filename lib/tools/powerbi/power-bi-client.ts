@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../../errors.js";
-import type { QueryLimits, QueryResult } from "../sql/query-engine.js";
+import { valueBytes, type QueryLimits, type QueryResult } from "../sql/query-engine.js";
 import type { EntraTokenProvider } from "./entra-token-provider.js";
 
 /** Retries of a throttled (429) request before giving up. */
@@ -152,9 +152,6 @@ export class PowerBiClient {
   }
 }
 
-/** Bytes a value counts for, as `sql_query` counts them: text by its UTF-8 length, anything else 8. */
-const sizeOf = (value: unknown) => (typeof value === "string" ? Buffer.byteLength(value, "utf8") : 8);
-
 /**
  * The rows kept, up to `maxRows` and `maxBytes`, and the columns of those rows only: rows whose keys
  * differ (a service answering oddly) must not make a table of every row's columns, and a missing or
@@ -168,7 +165,7 @@ function toResult(body: unknown, { maxRows, maxBytes = Number.POSITIVE_INFINITY 
   const rows = first?.tables?.[0]?.rows ?? [];
   const columns = new Set<string>();
   let kept = 0;
-  let valueBytes = 0;
+  let keptBytes = 0;
   let values = 0;
   let truncated: QueryResult["truncated"] = false;
   for (const row of rows) {
@@ -179,15 +176,15 @@ function toResult(body: unknown, { maxRows, maxBytes = Number.POSITIVE_INFINITY 
     const keys = Object.keys(row);
     const added = keys.filter((k) => !columns.has(k));
     const present = keys.filter((k) => row[k] !== null && row[k] !== undefined);
-    const rowBytes = present.reduce((sum, k) => sum + sizeOf(row[k]), 0);
+    const rowBytes = present.reduce((sum, k) => sum + valueBytes(row[k]), 0);
     // Every cell of the kept rows over every column: values by size, the rest 8.
     const cells = (kept + 1) * (columns.size + added.length);
-    if (valueBytes + rowBytes + 8 * (cells - values - present.length) > maxBytes) {
+    if (keptBytes + rowBytes + 8 * (cells - values - present.length) > maxBytes) {
       truncated = "bytes";
       break;
     }
     for (const k of added) columns.add(k);
-    valueBytes += rowBytes;
+    keptBytes += rowBytes;
     values += present.length;
     kept += 1;
   }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { AthenaClient, ColumnInfo, QueryExecution } from "@aws-sdk/client-athena";
 import { ToolError } from "../../errors.js";
-import { queryCancelled, queryTimedOut, type QueryEngine, type QueryLimits, type QueryResult } from "./query-engine.js";
+import { queryCancelled, queryTimedOut, valueBytes, type QueryEngine, type QueryLimits, type QueryResult } from "./query-engine.js";
 
 /** First wait between status polls; it grows by half each time up to the maximum. */
 export const DEFAULT_ATHENA_POLL_MS = 200;
@@ -180,7 +180,7 @@ export class AthenaQueryEngine implements QueryEngine {
           break pages;
         }
         const values = (row.Data ?? []).map((d) => d.VarCharValue);
-        bytes += values.reduce((sum, v) => sum + (v === undefined ? 8 : Buffer.byteLength(v)), 0);
+        bytes += values.reduce((sum, v) => sum + valueBytes(v), 0);
         if (limits.maxBytes !== undefined && bytes > limits.maxBytes) {
           truncated = "bytes";
           break pages;

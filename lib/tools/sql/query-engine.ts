@@ -17,6 +17,11 @@ export interface QueryLimits {
   requestKey?: string;
 }
 
+/** Bytes a value counts for against `QueryLimits.maxBytes`: text by its UTF-8 length, any other value (or none) as 8. */
+export function valueBytes(value: unknown): number {
+  return typeof value === "string" ? Buffer.byteLength(value, "utf8") : 8;
+}
+
 /** Rows as arrays, in column order; `truncated` names the limit that cut rows off, if one did. */
 export interface QueryResult {
   columns: string[];
