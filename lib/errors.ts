@@ -345,3 +345,64 @@ export class ApprovalSupersededError extends ApprovalDecisionError {
 export class ApprovalExpiredError extends ApprovalDecisionError {
   override name = "ApprovalExpiredError";
 }
+
+/** Why a model call failed, as a turn's stored error code names it. */
+export const MODEL_ERROR_CODES = ["model_busy", "model_unreachable", "model_denied", "model_not_found", "model_invalid_request"] as const;
+export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
+
+/**
+ * A model call failed for a reason the caller can name: the provider is throttling or not ready
+ * (`model_busy`, retried later), unreachable, refusing this identity, without the model, or
+ * rejecting the request. `reason` is one line, without message contents.
+ */
+export class ModelCallFailedError extends ThreadwiseError {
+  override name = "ModelCallFailedError";
+  constructor(
+    message: string,
+    readonly code: ModelErrorCode,
+    readonly reason: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** The model is throttling or not ready: 503 `model_busy` with `Retry-After`; the worker retries with backoff. */
+export class ModelBusyError extends ModelCallFailedError {
+  override name = "ModelBusyError";
+  constructor(
+    message: string,
+    reason: string,
+    readonly retryAfterSeconds = 10,
+    options?: ErrorOptions,
+  ) {
+    super(message, "model_busy", reason, options);
+  }
+}
+
+/** Too many requests for a rate limit (turns per minute, concurrent turns or streams): 429 `rate_limited` with `Retry-After`. */
+export class RateLimitedError extends ThreadwiseError {
+  override name = "RateLimitedError";
+  constructor(
+    message: string,
+    /** The limit's name, as configuration and the admin API spell it. */
+    readonly limit: string,
+    readonly retryAfterSeconds: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** A budget (tokens per day, spend per month) is used up: 429 `budget_exhausted`, naming the limit and when it resets. */
+export class BudgetExhaustedError extends ThreadwiseError {
+  override name = "BudgetExhaustedError";
+  constructor(
+    message: string,
+    readonly limit: string,
+    readonly resetsAt: Date,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

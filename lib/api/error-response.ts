@@ -4,17 +4,21 @@ import {
   ApprovalExpiredError,
   ApprovalSupersededError,
   AuthenticationError,
+  BudgetExhaustedError,
   ConflictError,
   ContextBudgetExceededError,
   ForbiddenError,
   IdempotencyKeyReusedError,
   MethodNotAllowedError,
+  ModelBusyError,
+  ModelCallFailedError,
   ModelCredentialsError,
   ModelCallLimitError,
   NotFoundError,
   NotAcceptableError,
   NotLatestTurnError,
   PayloadTooLargeError,
+  RateLimitedError,
   ServiceUnavailableError,
   TurnSupersededError,
   UnsupportedMediaTypeError,
@@ -60,7 +64,20 @@ export function errorResponse(error: unknown): HttpResponse {
     return json(422, body("context_budget_exceeded", error.message, { budget: error.budget, tokens: error.tokens }));
   }
   if (error instanceof ModelCallLimitError) return json(422, body("model_call_limit", error.message, { limit: error.limit }));
+  if (error instanceof RateLimitedError) {
+    return json(429, body("rate_limited", error.message, { limit: error.limit }), { "retry-after": String(error.retryAfterSeconds) });
+  }
+  if (error instanceof BudgetExhaustedError) {
+    const retryAfter = Math.max(1, Math.ceil((error.resetsAt.getTime() - Date.now()) / 1000));
+    return json(429, body("budget_exhausted", error.message, { limit: error.limit, resetsAt: error.resetsAt.toISOString() }), {
+      "retry-after": String(retryAfter),
+    });
+  }
   if (error instanceof ModelCredentialsError) return json(503, body("model_credentials", error.message));
+  if (error instanceof ModelBusyError) {
+    return json(503, body("model_busy", error.message, { reason: error.reason }), { "retry-after": String(error.retryAfterSeconds) });
+  }
+  if (error instanceof ModelCallFailedError) return json(502, body(error.code, error.message, { reason: error.reason }));
   if (error instanceof ServiceUnavailableError) {
     return json(503, body("service_unavailable", error.message), { "retry-after": String(error.retryAfterSeconds) });
   }
