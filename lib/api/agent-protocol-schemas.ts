@@ -102,3 +102,47 @@ export const runsListQuery = z.looseObject({
 });
 
 export const streamQuery = z.looseObject({ stream_mode: z.union([z.string(), z.array(z.string())]).optional() });
+
+/* Response shapes, for the OpenAPI document: open objects, as the protocol's own schemas are. */
+const isoDate = z.iso.datetime();
+const protocolMessage = z.looseObject({ type: z.enum(["human", "ai", "tool", "system"]), id: z.string(), content: z.string() });
+const values = z.looseObject({ messages: z.array(protocolMessage) });
+const interrupt = z.looseObject({ id: z.string(), value: z.unknown() });
+const checkpoint = z.looseObject({ thread_id: z.string(), checkpoint_ns: z.string(), checkpoint_id: z.string().nullable() });
+
+export const protocolThread = z.looseObject({
+  thread_id: z.string(),
+  created_at: isoDate,
+  updated_at: isoDate,
+  metadata: z.record(z.string(), z.unknown()),
+  status: z.enum(["idle", "busy", "interrupted", "error"]),
+  values,
+  interrupts: z.record(z.string(), z.array(interrupt)),
+});
+export const protocolThreadList = z.array(protocolThread);
+export const protocolThreadState = z.looseObject({
+  values,
+  next: z.array(z.string()),
+  checkpoint,
+  metadata: z.record(z.string(), z.unknown()),
+  created_at: isoDate.nullable(),
+  parent_checkpoint: checkpoint.nullable(),
+  tasks: z.array(z.looseObject({ id: z.string(), name: z.string(), interrupts: z.array(interrupt) })),
+});
+export const protocolHistory = z.array(protocolThreadState);
+/** What `runs.wait` and `join` return: the values, with `__interrupt__` while approvals wait or `__error__` for a failed run. */
+export const protocolRunResult = values.extend({
+  __interrupt__: z.array(interrupt).optional(),
+  __error__: z.looseObject({ error: z.string(), message: z.string() }).optional(),
+});
+export const protocolRun = z.looseObject({
+  run_id: z.string(),
+  thread_id: z.string(),
+  assistant_id: z.string(),
+  created_at: isoDate,
+  updated_at: isoDate,
+  status: z.enum(["pending", "running", "error", "success", "timeout", "interrupted"]),
+});
+export const protocolRunList = z.array(protocolRun);
+export const protocolAssistant = z.looseObject({ assistant_id: z.string(), graph_id: z.string(), name: z.string() });
+export const protocolAssistantList = z.array(protocolAssistant);

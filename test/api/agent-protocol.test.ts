@@ -1,182 +1,139 @@
-import { Client } from "@langchain/langgraph-sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AGENT_PROTOCOL_ASSISTANT_ID } from "../../lib/api/agent-protocol-schemas.js";
-import { startTestServer, type TestServer } from "../support/api-client.js";
+import { describe, expect, it } from "vitest";
+import { decisionsOf, ProtocolStreamEncoder, protocolMessage, questionOf, runStatusOf, streamModesOf, threadStatusOf } from "../../lib/api/agent-protocol.js";
+import { ValidationError } from "../../lib/errors.js";
+import type { ApprovalDocument } from "../../lib/store/approval-store.js";
+import type { TurnDocument } from "../../lib/store/turn-store.js";
 
-/**
- * The Agent Protocol through LangGraph's own client (`@langchain/langgraph-sdk`), against the local
- * server with the offline model: what a team's existing LangGraph frontend would send.
- */
-let api: TestServer;
-let ada: Client;
-let bob: Client;
+const approval = (id: string) => ({ _id: id, status: "pending" }) as ApprovalDocument;
+const turn = (status: TurnDocument["status"]) => ({ status }) as TurnDocument;
+const parse = (frame: string) => ({ event: /event: (.+)/.exec(frame)?.[1], data: JSON.parse(/data: (.+)/.exec(frame)?.[1] ?? "null") });
 
-const FOLLOW_UP = 'create_follow_up {"title": "Call the top customer"}';
-const human = (content: string) => ({ messages: [{ type: "human", content }] });
-
-beforeAll(async () => {
-  api = await startTestServer({ TOOL_APPROVALS: '{"create_follow_up": {"require": "always"}}' });
-  const client = async (user: string) =>
-    new Client({ apiUrl: api.url, defaultHeaders: { authorization: `Bearer ${await api.token(user)}` }, callerOptions: { maxRetries: 0 } });
-  ada = await client("ada");
-  bob = await client("bob");
-});
-
-afterAll(async () => {
-  await api?.close();
-});
-
-/** Every event of a stream, in order. */
-async function collect(stream: AsyncIterable<{ event: string; data: unknown }>) {
-  const events: { event: string; data: any }[] = [];
-  for await (const part of stream) events.push(part);
-  return events;
-}
-
-describe("Agent Protocol", () => {
-  describe("threads", () => {
-    it("creates, reads, patches, searches and deletes a thread as the SDK does", async () => {
-      const thread = await ada.threads.create({ metadata: { project: "alpha" } });
-      expect(thread).toMatchObject({ status: "idle", metadata: { project: "alpha" }, values: { messages: [] }, interrupts: {} });
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ thread_id: thread.thread_id });
-
-      const patched = await ada.threads.update(thread.thread_id, { metadata: { stage: 2 } });
-      expect(patched.metadata).toEqual({ project: "alpha", stage: 2 });
-
-      const other = await ada.threads.create({ metadata: { project: "beta" } });
-      const found = await ada.threads.search({ metadata: { project: "alpha" } });
-      expect(found.map((t) => t.thread_id)).toEqual([thread.thread_id]);
-      expect((await ada.threads.search({ limit: 100 })).map((t) => t.thread_id)).toEqual(expect.arrayContaining([thread.thread_id, other.thread_id]));
-
-      await ada.threads.delete(thread.thread_id);
-      await expect(ada.threads.get(thread.thread_id)).rejects.toThrow(/404/);
+describe("agent-protocol", () => {
+  describe("questionOf", () => {
+    it("returns the text of one human message, in either dialect", () => {
+      expect(questionOf({ messages: [{ type: "human", content: "hi" }] })).toBe("hi");
+      expect(
+        questionOf({
+          messages: [
+            {
+              role: "user",
+              content: [
+                { type: "text", text: "a" },
+                { type: "text", text: "b" },
+              ],
+            },
+          ],
+        }),
+      ).toBe("a\nb");
     });
 
-    it("refuses another user's thread with 404 and leaves it out of their search", async () => {
-      const thread = await ada.threads.create();
-      await expect(bob.threads.get(thread.thread_id)).rejects.toThrow(/404/);
-      await expect(bob.threads.getState(thread.thread_id)).rejects.toThrow(/404/);
-      await expect(bob.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hello") })).rejects.toThrow(/404/);
-      await expect(bob.threads.delete(thread.thread_id)).rejects.toThrow(/404/);
-      expect((await bob.threads.search({ limit: 100 })).map((t) => t.thread_id)).not.toContain(thread.thread_id);
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ thread_id: thread.thread_id });
-    });
-
-    it("creates a thread under a client's id, once", async () => {
-      const threadId = crypto.randomUUID();
-      await ada.threads.create({ threadId });
-      expect((await ada.threads.create({ threadId, ifExists: "do_nothing" })).thread_id).toBe(threadId);
-      await expect(ada.threads.create({ threadId })).rejects.toThrow(/409/);
-      await expect(bob.threads.create({ threadId, ifExists: "do_nothing" })).rejects.toThrow(/409/);
+    it("throws when the input holds several messages or one that is not the user's", () => {
+      expect(() =>
+        questionOf({
+          messages: [
+            { type: "human", content: "a" },
+            { type: "human", content: "b" },
+          ],
+        }),
+      ).toThrow(ValidationError);
+      expect(() => questionOf({ messages: [{ type: "ai", content: "a" }] })).toThrow(ValidationError);
     });
   });
 
-  describe("runs", () => {
-    it("waits for a run and returns the thread's values, and reads state and history", async () => {
-      const thread = await ada.threads.create();
-      const values = (await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("My name is Ada.") })) as any;
-      expect(values.messages.map((m: any) => m.type)).toEqual(["human", "ai"]);
-      expect(values.messages[0].content).toBe("My name is Ada.");
-
-      await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("What is my name?") });
-      const state = await ada.threads.getState(thread.thread_id);
-      expect((state.values as any).messages).toHaveLength(4);
-      expect(state.next).toEqual([]);
-      expect(state.checkpoint.checkpoint_id).toEqual(expect.any(String));
-
-      const history = await ada.threads.getHistory(thread.thread_id, { limit: 20 });
-      expect(history.length).toBeGreaterThanOrEqual(2);
-      expect(history[0].checkpoint.checkpoint_id).toBe(state.checkpoint.checkpoint_id);
-      const lengths = history.map((h) => (h.values as any).messages.length);
-      expect([...lengths].sort((a, b) => b - a)).toEqual(lengths);
-
-      const runs = await ada.runs.list(thread.thread_id);
-      expect(runs.map((r) => r.status)).toEqual(["success", "success"]);
-      expect(await ada.runs.get(thread.thread_id, runs[0].run_id)).toMatchObject({ status: "success", assistant_id: AGENT_PROTOCOL_ASSISTANT_ID });
-      expect(((await ada.runs.join(thread.thread_id, runs[0].run_id)) as any).messages).toHaveLength(4);
+  describe("streamModesOf", () => {
+    it("returns values by default and the modes asked, once each", () => {
+      expect(streamModesOf(undefined)).toEqual(["values"]);
+      expect(streamModesOf(["updates", "updates", "custom"])).toEqual(["updates", "custom"]);
     });
 
-    it("streams a run with every served mode", async () => {
-      const thread = await ada.threads.create();
-      let created: { run_id: string } | undefined;
-      const events = await collect(
-        ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, {
-          input: human('sql_query {"sql": "SELECT count(*) AS n FROM customers"}'),
-          streamMode: ["values", "messages-tuple", "updates", "custom", "events"],
-          onRunCreated: (run) => {
-            created = run;
-          },
-        }),
-      );
-      const names = events.map((e) => e.event);
-      expect(names[0]).toBe("metadata");
-      expect(created?.run_id).toBe(events[0].data.run_id);
-      expect(names).toContain("messages");
-      expect(names).toContain("custom");
-      expect(names).toContain("events");
-      const updates = events.filter((e) => e.event === "updates").map((e) => Object.keys(e.data)[0]);
-      expect(updates).toEqual(["agent", "tools", "agent"]);
-      const values = events.filter((e) => e.event === "values");
-      expect(values.at(-1)?.data.messages.map((m: any) => m.type)).toEqual(["human", "ai", "tool", "ai"]);
-      const streamed = events
-        .filter((e) => e.event === "messages")
-        .map((e) => e.data[0].content)
-        .join("");
-      expect(streamed.length).toBeGreaterThan(0);
-      expect(values.at(-1)?.data.messages.at(-1).content).toContain(streamed.slice(0, 10));
-      expect(await ada.runs.get(thread.thread_id, created!.run_id)).toMatchObject({ status: "success" });
-    });
-
-    it("refuses a mode it does not serve, an unknown assistant and fields it cannot honour", async () => {
-      const thread = await ada.threads.create();
-      await expect(collect(ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), streamMode: "debug" }))).rejects.toThrow(/400/);
-      await expect(ada.runs.wait(thread.thread_id, "other-graph", { input: human("hi") })).rejects.toThrow(/404/);
-      await expect(ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), interruptBefore: ["tools"] })).rejects.toThrow(/400/);
-      await expect(ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), multitaskStrategy: "rollback" })).rejects.toThrow(/400/);
-      expect((await ada.threads.getState(thread.thread_id)).values).toEqual({ messages: [] });
+    it("throws naming a mode it does not serve", () => {
+      expect(() => streamModesOf(["values", "debug"])).toThrow(/debug/);
     });
   });
 
-  describe("interrupts", () => {
-    it("surfaces an approval as an interrupt and resumes it with a Command, through the approval path", async () => {
-      const thread = await ada.threads.create();
-      const paused = (await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human(FOLLOW_UP) })) as any;
-      expect(paused.__interrupt__).toHaveLength(1);
-      const [approval] = paused.__interrupt__[0].value.approvals;
-      expect(approval).toMatchObject({ tool: "create_follow_up", args: { title: "Call the top customer" } });
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ status: "interrupted" });
-      expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(0);
+  describe("decisionsOf", () => {
+    const pending = [approval("a1"), approval("a2")];
 
-      // Another user cannot decide it; a malformed decision changes nothing.
-      await expect(bob.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { command: { resume: "approve" } })).rejects.toThrow(/404/);
-      await expect(ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { command: { resume: { decision: "maybe" } } })).rejects.toThrow(/400/);
-
-      const events = await collect(
-        ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, {
-          command: { resume: { decisions: { [approval.approvalId]: "approve" } } },
-          streamMode: ["values"],
-        }),
-      );
-      const last = events.filter((e) => e.event === "values").at(-1)?.data;
-      expect(last.messages.at(-1).type).toBe("ai");
-      expect(last.__interrupt__).toBeUndefined();
-      expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(1);
-      const approvals = await api.call("GET", `/v1/conversations/${thread.thread_id}/approvals`, { token: await api.token("ada") });
-      expect(approvals.body.approvals[0]).toMatchObject({ status: "approved", decision: { decision: "approve" } });
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ status: "idle" });
+    it("returns one decision for every waiting call", () => {
+      expect(decisionsOf("approve", pending)).toEqual([
+        { approvalId: "a1", choice: { kind: "approve" } },
+        { approvalId: "a2", choice: { kind: "approve" } },
+      ]);
+      expect(decisionsOf({ decision: "reject", reason: "no" }, pending)[1]).toEqual({ approvalId: "a2", choice: { kind: "reject", reason: "no" } });
     });
 
-    it("cancels a run waiting for approval by rejecting its calls", async () => {
-      const thread = await ada.threads.create();
-      await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human(FOLLOW_UP) });
-      const [run] = await ada.runs.list(thread.thread_id);
-      expect(run.status).toBe("interrupted");
-      await ada.runs.cancel(thread.thread_id, run.run_id);
-      const values = (await ada.runs.join(thread.thread_id, run.run_id)) as any;
-      expect(values.__interrupt__).toBeUndefined();
-      expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(0);
-      expect((await ada.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
-      await expect(ada.runs.cancel(thread.thread_id, run.run_id)).rejects.toThrow(/409/);
+    it("returns decisions by approval id", () => {
+      const decided = decisionsOf({ decisions: { a1: "reject", a2: { decision: "edit", args: { x: 1 } } } }, pending);
+      expect(decided).toEqual([
+        { approvalId: "a1", choice: { kind: "reject" } },
+        { approvalId: "a2", choice: { kind: "edit", args: { x: 1 } } },
+      ]);
+    });
+
+    it("throws when a decision is missing, unknown or ambiguous, or nothing waits", () => {
+      expect(() => decisionsOf({ decisions: { a1: "approve" } }, pending)).toThrow(ValidationError);
+      expect(() => decisionsOf({ decisions: { a1: "approve", a2: "approve", a3: "approve" } }, pending)).toThrow(ValidationError);
+      expect(() => decisionsOf({ decision: "edit", args: {} }, pending)).toThrow(/names its call/);
+      expect(() => decisionsOf("maybe", pending)).toThrow(ValidationError);
+      expect(() => decisionsOf("approve", [])).toThrow(/nothing/);
+    });
+  });
+
+  describe("statuses", () => {
+    it("returns a run's status from its turn's and a thread's from its latest turn", () => {
+      expect(
+        ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"].map((s) => runStatusOf(turn(s as TurnDocument["status"]))),
+      ).toEqual(["pending", "running", "interrupted", "success", "error", "error"]);
+      expect(threadStatusOf(null)).toBe("idle");
+      expect(threadStatusOf(turn("running"))).toBe("busy");
+      expect(threadStatusOf(turn("awaiting_approval"))).toBe("interrupted");
+      expect(threadStatusOf(turn("failed"))).toBe("error");
+      expect(threadStatusOf(turn("completed"))).toBe("idle");
+    });
+  });
+
+  describe("protocolMessage", () => {
+    it("returns LangChain message dicts with tool calls and results paired by id", () => {
+      expect(protocolMessage({ role: "assistant", content: "", tokens: 1, toolCalls: [{ id: "c1", name: "t", args: {} }], id: "m1" }, 0)).toMatchObject({
+        type: "ai",
+        id: "m1",
+        tool_calls: [{ id: "c1", name: "t", args: {}, type: "tool_call" }],
+      });
+      expect(protocolMessage({ role: "tool", content: "out", tokens: 1, toolCallId: "c1", toolName: "t" }, 3)).toMatchObject({
+        type: "tool",
+        id: "message-3",
+        tool_call_id: "c1",
+        name: "t",
+      });
+    });
+  });
+
+  describe("ProtocolStreamEncoder", () => {
+    it("returns text deltas as message tuples and accumulated partials, tagged with the turn's event ids", () => {
+      const encoder = new ProtocolStreamEncoder(["messages-tuple", "messages"], { runId: "r", threadId: "t" });
+      const first = encoder.event({ id: 3, type: "text", modelCall: 0, delta: "Hel" }).map(parse);
+      const second = encoder.event({ id: 4, type: "text", modelCall: 0, delta: "lo" }).map(parse);
+      expect(first.map((f) => f.event)).toEqual(["messages", "messages/metadata", "messages/partial"]);
+      expect(second.map((f) => f.event)).toEqual(["messages", "messages/partial"]);
+      expect(second[1].data[0].content).toBe("Hello");
+      expect(second[0].data[0]).toMatchObject({ type: "AIMessageChunk", content: "lo", id: "run-r-0" });
+      expect(encoder.event({ id: 5, type: "progress", step: "model", modelCall: 1 })).toEqual([]);
+    });
+
+    it("returns the run's end as node updates, an interrupt, the values and the error", () => {
+      const encoder = new ProtocolStreamEncoder(["updates", "values"], { runId: "r", threadId: "t" });
+      const ai = protocolMessage({ role: "assistant", content: "", tokens: 1, toolCalls: [{ id: "c", name: "x", args: {} }] }, 1);
+      const tool = protocolMessage({ role: "tool", content: "o", tokens: 1, toolCallId: "c" }, 2);
+      const frames = encoder
+        .end({ values: { messages: [] }, added: [ai, tool], interrupts: [{ id: "i", value: { approvals: [] } }], error: { code: "c", message: "m" } })
+        .map(parse);
+      expect(frames.map((f) => [f.event, Object.keys(f.data)[0]])).toEqual([
+        ["updates", "agent"],
+        ["updates", "tools"],
+        ["updates", "__interrupt__"],
+        ["values", "messages"],
+        ["error", "error"],
+      ]);
     });
   });
 });
