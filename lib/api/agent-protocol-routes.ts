@@ -120,7 +120,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
    * returned promise settles when the request's own part is done (the turn in the request, or its
    * decisions taken); `afterId` is where its events begin.
    */
-  const startRun = async (caller: Caller, thread: ConversationDocument, body: RunBody) => {
+  const startRun = async (caller: Caller, thread: ConversationDocument, body: RunBody, options: { background?: boolean } = {}) => {
     const { enqueue } = checkRun(body);
     if (body.command?.resume !== undefined) {
       const waiting = await turns.list(thread._id, { status: "awaiting_approval", limit: 1 });
@@ -138,7 +138,8 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
     if (content.length === 0) throw new ValidationError("the message is empty", [{ path: "input.messages.0.content", message: "must not be blank" }]);
     if (content.length > deps.maxMessageChars) throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
     const turnId = randomUUID();
-    const running = dispatch({ conversationId: thread._id, caller, content, turnId }, { async: enqueue });
+    // A background run goes to the queue where there is one: a Lambda process is frozen once it has answered.
+    const running = dispatch({ conversationId: thread._id, caller, content, turnId }, { async: enqueue || (options.background === true && deps.dispatcher !== undefined) });
     return { turnId, afterId: 0, running };
   };
 
@@ -395,9 +396,9 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       handler: async (request, [id]) => {
         const { caller, thread } = await ownedThread(request, id);
         const body = parseJsonBody(request, runBody);
-        const run = await startRun(caller, thread, body);
+        const run = await startRun(caller, thread, body, { background: true });
         if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
-        // The run goes on after this answer (in the request's process, or the worker's).
+        // The run goes on after this answer: in the worker, or (without a queue, locally) in this process.
         run.running.catch(() => undefined);
         const turn = await ownedRun(thread._id, run.turnId);
         return json(200, runView(turn, AGENT_PROTOCOL_ASSISTANT_ID), runHeaders(thread._id, run.turnId));
