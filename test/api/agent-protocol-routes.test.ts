@@ -1,4 +1,7 @@
 import { Client } from "@langchain/langgraph-sdk";
+import { z } from "zod";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
+import { Gate } from "../support/gate.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_PROTOCOL_ASSISTANT_ID } from "../../lib/api/agent-protocol-schemas.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
@@ -194,6 +197,50 @@ describe("Agent Protocol", () => {
       expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(0);
       expect((await ada.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
       await expect(ada.runs.cancel(thread.thread_id, run.run_id)).rejects.toThrow(/409/);
+    });
+  });
+
+  describe("multitask strategies", () => {
+    let gate = new Gate();
+    const waitTool: ToolDefinition = {
+      name: "wait_for_test",
+      description: "Waits until the test lets it finish.",
+      schema: z.object({}),
+      sideEffects: false,
+      run: async () => {
+        await gate.pass();
+        return "finished waiting";
+      },
+    };
+    let held: TestServer;
+    let client: Client;
+
+    beforeAll(async () => {
+      held = await startTestServer({}, { app: { tools: [waitTool] } });
+      client = new Client({ apiUrl: held.url, defaultHeaders: { authorization: `Bearer ${await held.token("ada")}` }, callerOptions: { maxRetries: 0 } });
+    });
+
+    afterAll(async () => {
+      gate.open();
+      await held?.close();
+    });
+
+    it("refuses a run while another runs (reject, the default) with 409 and Retry-After, and leaves the thread as it was", async () => {
+      gate = new Gate();
+      const thread = await client.threads.create();
+      const first = client.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("wait_for_test {}") });
+      await gate.reached;
+      const refused = await fetch(`${held.url}/threads/${thread.thread_id}/runs/wait`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${await held.token("ada")}`, "content-type": "application/json" },
+        body: JSON.stringify({ assistant_id: AGENT_PROTOCOL_ASSISTANT_ID, input: human("and another") }),
+      });
+      expect(refused.status).toBe(409);
+      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(await client.threads.get(thread.thread_id)).toMatchObject({ status: "busy" });
+      gate.open();
+      expect(((await first) as { messages: unknown[] }).messages).toHaveLength(4);
+      expect((await client.runs.list(thread.thread_id)).map((r) => r.status)).toEqual(["success"]);
     });
   });
 });
