@@ -139,7 +139,8 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
     if (content.length > deps.maxMessageChars) throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
     const turnId = randomUUID();
     // A background run goes to the queue where there is one: a Lambda process is frozen once it has answered.
-    const running = dispatch({ conversationId: thread._id, caller, content, turnId }, { async: enqueue || (options.background === true && deps.dispatcher !== undefined) });
+    const queued = enqueue || (options.background === true && deps.dispatcher !== undefined);
+    const running = dispatch({ conversationId: thread._id, caller, content, turnId }, { async: queued });
     return { turnId, afterId: 0, running };
   };
 

@@ -39,8 +39,10 @@ let page: Page;
 /** Serves the page and its bundle, and passes every other request to the local server as it comes (streams included). */
 async function startProxy(bundle: string): Promise<Server> {
   const target = new URL(api.url);
-  const html =
-    '<!doctype html><html><head><meta charset="utf-8"><title>useStream</title></head><body><div id="root"></div><script type="module" src="/app.js"></script></body></html>';
+  const html = [
+    '<!doctype html><html><head><meta charset="utf-8"><title>useStream</title></head>',
+    '<body><div id="root"></div><script type="module" src="/app.js"></script></body></html>',
+  ].join("");
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method === "GET" && path === "/") return void res.writeHead(200, { "content-type": "text/html" }).end(html);
