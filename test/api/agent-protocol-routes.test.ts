@@ -242,5 +242,19 @@ describe("Agent Protocol", () => {
       expect(((await first) as { messages: unknown[] }).messages).toHaveLength(4);
       expect((await client.runs.list(thread.thread_id)).map((r) => r.status)).toEqual(["success"]);
     });
+
+    it("queues a run while another runs (enqueue): it runs once the thread is free", async () => {
+      gate = new Gate();
+      const thread = await client.threads.create();
+      const first = client.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("wait_for_test {}") });
+      await gate.reached;
+      const second = client.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("and then this"), multitaskStrategy: "enqueue" });
+      gate.open();
+      await first;
+      const values = (await second) as { messages: { type: string; content: string }[] };
+      expect(values.messages.map((m) => m.type)).toEqual(["human", "ai", "tool", "ai", "human", "ai"]);
+      expect(values.messages[4].content).toBe("and then this");
+      expect((await client.runs.list(thread.thread_id)).map((r) => r.status)).toEqual(["success", "success"]);
+    }, 60_000);
   });
 });
