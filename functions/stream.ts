@@ -12,11 +12,13 @@ import { toHttpRequest } from "./shared/http-event.js";
 import { streamifyResponse, writeResponseStream, type ResponseStream } from "./shared/response-stream.js";
 import { config, credentialsOf, logger, logServerError, publishTurnFailed, publishTurnMetrics, turnQueue, withRuntime } from "./shared/runtime.js";
 
-/** The two routes this function serves, both event streams (docs/streaming.md); anything else is the HTTP API's. */
+/** The two `/v1` routes this function serves, both event streams (docs/streaming.md); the other `/v1` routes are the HTTP API's. */
 const STREAM_ROUTES = [
   { method: "POST", pattern: /^\/v1\/conversations\/[^/]+\/messages\/?$/ },
   { method: "GET", pattern: /^\/v1\/conversations\/[^/]+\/turns\/[^/]+\/events\/?$/ },
 ];
+/** The Agent Protocol's routes, JSON and streams alike: an SDK client has one `apiUrl` (docs/agent-protocol.md). */
+const PROTOCOL_ROUTES = /^\/(threads|assistants)(\/|$)/;
 
 /**
  * The HTTP API's JWT authorizer, in the function: the same issuer and audiences (the stack gives
@@ -60,11 +62,12 @@ function handlerFor(app: App) {
  */
 async function respond(request: HttpRequest, context: Context): Promise<HttpResponse> {
   const method = request.method.toUpperCase();
-  if (!STREAM_ROUTES.some((r) => r.method === method && r.pattern.test(request.path))) {
+  const protocol = PROTOCOL_ROUTES.test(request.path);
+  if (!protocol && !STREAM_ROUTES.some((r) => r.method === method && r.pattern.test(request.path))) {
     throw new NotFoundError(`no route for ${request.path} on the streaming URL (the HTTP API serves the others)`);
   }
   callers.set(request, await verifier.verifyAuthorizationHeader(request.headers.authorization));
-  if (method === "POST" && !wantsEventStream(request)) {
+  if (!protocol && method === "POST" && !wantsEventStream(request)) {
     throw new NotAcceptableError("the streaming URL answers only Accept: text/event-stream; the HTTP API answers JSON");
   }
   const app = await appFor(credentialsOf(context), { turnQueue, onTurnCompleted: publishTurnMetrics, onTurnFailed: publishTurnFailed });

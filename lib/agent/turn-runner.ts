@@ -75,6 +75,44 @@ export interface ThreadMessage extends ViewMessage {
   artifact?: { handle: string; bytes: number; tokens: number };
 }
 
+/** One checkpoint of a thread, read-only: its messages and where the graph stands. */
+export interface ThreadSnapshot {
+  messages: ThreadMessage[];
+  /** Nodes to run next; empty at a turn's end. */
+  next: string[];
+  checkpointId: string;
+  parentCheckpointId?: string;
+  createdAt?: string;
+  metadata: Record<string, unknown>;
+  /** Pending tasks, with the interrupts they wait on (approvals). */
+  tasks: { id: string; name: string; interrupts: { id?: string; value: unknown }[] }[];
+}
+
+function threadMessages(snapshot: StateSnapshot): ThreadMessage[] {
+  const messages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
+  const records = toViewMessages(messages);
+  return messages.map((message, i) => {
+    const record: ThreadMessage = { ...records[i] };
+    if (message.id) record.id = message.id;
+    const artifact = message.getType() === "tool" ? offloadedArtifact(message as ToolMessage) : undefined;
+    if (artifact) record.artifact = { handle: artifact.handle, bytes: artifact.bytes, tokens: artifact.tokens };
+    return record;
+  });
+}
+
+function threadSnapshot(snapshot: StateSnapshot): ThreadSnapshot {
+  const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+  return {
+    messages: threadMessages(snapshot),
+    next: [...snapshot.next],
+    checkpointId: snapshot.config.configurable?.checkpoint_id as string,
+    ...(parent !== undefined && { parentCheckpointId: parent }),
+    ...(snapshot.createdAt !== undefined && { createdAt: snapshot.createdAt }),
+    metadata: { ...(snapshot.metadata ?? {}) },
+    tasks: snapshot.tasks.map((task) => ({ id: task.id, name: task.name, interrupts: task.interrupts.map((i) => ({ id: i.id, value: i.value })) })),
+  };
+}
+
 /** What the runner needs of the checkpointer beyond the graph: the thread's fence, and removing a deleted conversation's thread. */
 export type ThreadFencing = Pick<ThreadwiseSaver, "claimThread" | "deleteThread">;
 
@@ -186,15 +224,24 @@ export class TurnRunner {
   /** The thread's checkpointed messages (durable state), read-only; empty for a thread with no checkpoint yet. */
   async readThread(conversationId: string): Promise<ThreadMessage[]> {
     const snapshot = await this.deps.graph.getState({ configurable: { thread_id: conversationId } });
-    const messages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
-    const records = toViewMessages(messages);
-    return messages.map((message, i) => {
-      const record: ThreadMessage = { ...records[i] };
-      if (message.id) record.id = message.id;
-      const artifact = message.getType() === "tool" ? offloadedArtifact(message as ToolMessage) : undefined;
-      if (artifact) record.artifact = { handle: artifact.handle, bytes: artifact.bytes, tokens: artifact.tokens };
-      return record;
-    });
+    return threadMessages(snapshot);
+  }
+
+  /**
+   * The thread's checkpoints, newest first, as LangGraph's `getStateHistory` reads them (read-only):
+   * what the Agent Protocol's state and history routes serve. `before` is a checkpoint id.
+   */
+  async *readThreadHistory(conversationId: string, options: { limit?: number; before?: string } = {}): AsyncGenerator<ThreadSnapshot> {
+    const before = options.before === undefined ? undefined : { configurable: { thread_id: conversationId, checkpoint_id: options.before } };
+    for await (const snapshot of this.deps.graph.getStateHistory({ configurable: { thread_id: conversationId } }, { limit: options.limit, before })) {
+      yield threadSnapshot(snapshot);
+    }
+  }
+
+  /** The thread's latest checkpoint as {@link readThreadHistory} gives it; undefined for a thread with no checkpoint yet. */
+  async readThreadState(conversationId: string): Promise<ThreadSnapshot | undefined> {
+    const snapshot = await this.deps.graph.getState({ configurable: { thread_id: conversationId } });
+    return snapshot.config.configurable?.checkpoint_id === undefined ? undefined : threadSnapshot(snapshot);
   }
 
   private async runHeld(request: TurnRequest, fence: WriteFence, lost: AbortSignal, started: number, end: AttemptEnd): Promise<TurnResult> {

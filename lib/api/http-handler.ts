@@ -1,7 +1,8 @@
 import type { App } from "../app.js";
 import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
-import { apiRoutes } from "./api-routes.js";
+import { agentProtocolRoutes } from "./agent-protocol-routes.js";
+import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
 import { IdempotentRequests } from "./idempotent-requests.js";
@@ -24,20 +25,19 @@ export interface HttpHandlerOptions {
  */
 export function createHttpHandler(app: App, config: Config, options: HttpHandlerOptions): (request: HttpRequest) => Promise<HttpResponse> {
   const idempotentRequests = new IdempotentRequests({ collection: app.database.idempotency, inProgressTimeoutMs: config.leaseTtlMs });
-  const routes = [
-    ...apiRoutes({
-      authenticate: options.authenticate,
-      database: app.database,
-      runner: app.runner,
-      idempotentRequests,
-      maxMessageChars: config.maxMessageChars,
-      dispatcher: app.dispatcher,
-      events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
-      approvals: app.approvals,
-      streamingUrl: config.deployment.streamingUrl,
-    }),
-    ...(options.extraRoutes ?? []),
-  ];
+  const deps: ApiRoutesDeps = {
+    authenticate: options.authenticate,
+    database: app.database,
+    runner: app.runner,
+    idempotentRequests,
+    maxMessageChars: config.maxMessageChars,
+    dispatcher: app.dispatcher,
+    events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
+    approvals: app.approvals,
+    streamingUrl: config.deployment.streamingUrl,
+  };
+  // The Agent Protocol's threads and runs over the same parts (docs/agent-protocol.md).
+  const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...(options.extraRoutes ?? [])];
   const router = createRouter(routes, options.onError);
   return async (request) => {
     if (request.method === "GET" && request.path === LIVENESS_PATH) return router(request);

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import * as s from "./schemas.js";
+import * as p from "./agent-protocol-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
-  method: "get" | "post" | "delete";
+  method: "get" | "post" | "delete" | "patch";
   path: string;
   operationId: string;
   summary: string;
@@ -21,6 +22,8 @@ interface Operation {
   public?: boolean;
   /** 200 may also be `text/event-stream`: the turn's events (`s.turnStreamEvents`). */
   streams?: boolean;
+  /** 200 is `text/event-stream` of the Agent Protocol's events (docs/agent-protocol.md). */
+  protocolStream?: boolean;
 }
 
 /** The document's version: the API's major (v1) and its revisions. */
@@ -190,7 +193,190 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
     errors: [403, 404, 409, 410],
   },
+  ...agentProtocolOperations(),
 ];
+
+/**
+ * The Agent Protocol's thread and run operations as Threadwise serves them (docs/agent-protocol.md):
+ * what `@langchain/langgraph-sdk` clients call, beside `/v1`, with the same bearer token.
+ */
+function agentProtocolOperations(): Operation[] {
+  const thread = "/threads/{thread_id}";
+  const run = `${thread}/runs/{run_id}`;
+  const threadOp = { params: ["thread_id"], errors: [404] };
+  const runResult = {
+    200: { description: "The run's end: the thread's values, `__interrupt__` while approvals wait, `__error__` if it failed.", schema: p.protocolRunResult },
+  };
+  const streamed = {
+    200: { description: "The run's events (`metadata`, then the modes asked: `values`, `messages`, `updates`, `custom`, `events`; `error`)." },
+  };
+  return [
+    {
+      method: "get",
+      path: "/assistants/{assistant_id}",
+      operationId: "protocolGetAssistant",
+      summary: "The deployment's one assistant, `threadwise`.",
+      params: ["assistant_id"],
+      responses: { 200: { description: "The assistant.", schema: p.protocolAssistant } },
+      errors: [404],
+    },
+    {
+      method: "post",
+      path: "/assistants/search",
+      operationId: "protocolSearchAssistants",
+      summary: "The one assistant.",
+      body: z.looseObject({}),
+      responses: { 200: { description: "The assistants.", schema: p.protocolAssistantList } },
+    },
+    {
+      method: "post",
+      path: "/threads",
+      operationId: "protocolCreateThread",
+      summary: "Create a thread (a conversation); `thread_id` names it, `if_exists: do_nothing` returns an existing own one.",
+      body: p.createThreadBody,
+      responses: { 200: { description: "The thread.", schema: p.protocolThread } },
+      errors: [409],
+    },
+    {
+      method: "post",
+      path: "/threads/search",
+      operationId: "protocolSearchThreads",
+      summary: "The caller's threads, newest first, by ids, metadata (equality) and status.",
+      body: p.searchThreadsBody,
+      responses: { 200: { description: "The threads.", schema: p.protocolThreadList } },
+    },
+    {
+      method: "get",
+      path: thread,
+      operationId: "protocolGetThread",
+      summary: "A thread: its status from its latest run, its values and interrupts.",
+      ...threadOp,
+      responses: { 200: { description: "The thread.", schema: p.protocolThread } },
+    },
+    {
+      method: "patch",
+      path: thread,
+      operationId: "protocolPatchThread",
+      summary: "Merge keys into a thread's metadata.",
+      ...threadOp,
+      body: p.patchThreadBody,
+      responses: { 200: { description: "The thread.", schema: p.protocolThread } },
+    },
+    {
+      method: "delete",
+      path: thread,
+      operationId: "protocolDeleteThread",
+      summary: "Delete a thread, as `DELETE /v1/conversations/{id}`.",
+      ...threadOp,
+      responses: { 204: { description: "Deleted." } },
+    },
+    {
+      method: "get",
+      path: `${thread}/state`,
+      operationId: "protocolGetState",
+      summary: "The thread's latest checkpoint: the durable state, as the inspector reads it.",
+      ...threadOp,
+      responses: { 200: { description: "The state.", schema: p.protocolThreadState } },
+    },
+    {
+      method: "get",
+      path: `${thread}/state/{checkpoint_id}`,
+      operationId: "protocolGetStateAt",
+      summary: "One kept checkpoint of the thread.",
+      params: ["thread_id", "checkpoint_id"],
+      responses: { 200: { description: "The state.", schema: p.protocolThreadState } },
+      errors: [404],
+    },
+    {
+      method: "post",
+      path: `${thread}/history`,
+      operationId: "protocolGetHistory",
+      summary: "The thread's kept checkpoints, newest first (`limit`, `before`).",
+      ...threadOp,
+      body: p.historyBody,
+      responses: { 200: { description: "The states.", schema: p.protocolHistory } },
+    },
+    {
+      method: "post",
+      path: `${thread}/runs/wait`,
+      operationId: "protocolRunWait",
+      summary: "Run a turn (`input`) or resume one waiting for approvals (`command.resume`), and wait for its end.",
+      ...threadOp,
+      body: p.runBody,
+      responses: runResult,
+      errors: [404, 409, 422, 503],
+    },
+    {
+      method: "post",
+      path: `${thread}/runs/stream`,
+      operationId: "protocolRunStream",
+      summary: "Run or resume a turn and stream its events; on the streaming URL in AWS.",
+      ...threadOp,
+      body: p.runBody,
+      responses: streamed,
+      errors: [404, 406, 409, 422, 503],
+      protocolStream: true,
+    },
+    {
+      method: "post",
+      path: `${thread}/runs`,
+      operationId: "protocolRunCreate",
+      summary: "Start a run in the background.",
+      ...threadOp,
+      body: p.runBody,
+      responses: { 200: { description: "The run.", schema: p.protocolRun } },
+      errors: [404, 409, 422, 503],
+    },
+    {
+      method: "get",
+      path: `${thread}/runs`,
+      operationId: "protocolListRuns",
+      summary: "The thread's runs (turns), newest first.",
+      ...threadOp,
+      query: p.runsListQuery,
+      responses: { 200: { description: "The runs.", schema: p.protocolRunList } },
+    },
+    {
+      method: "get",
+      path: run,
+      operationId: "protocolGetRun",
+      summary: "A run: its status from its turn's.",
+      params: ["thread_id", "run_id"],
+      responses: { 200: { description: "The run.", schema: p.protocolRun } },
+      errors: [404],
+    },
+    {
+      method: "get",
+      path: `${run}/join`,
+      operationId: "protocolJoinRun",
+      summary: "Wait for a run's end.",
+      params: ["thread_id", "run_id"],
+      responses: runResult,
+      errors: [404],
+    },
+    {
+      method: "get",
+      path: `${run}/stream`,
+      operationId: "protocolJoinRunStream",
+      summary: "A run's events, after `Last-Event-ID`.",
+      params: ["thread_id", "run_id"],
+      query: p.streamQuery,
+      responses: streamed,
+      errors: [400, 404, 406],
+      protocolStream: true,
+    },
+    {
+      method: "post",
+      path: `${run}/cancel`,
+      operationId: "protocolCancelRun",
+      summary: "Cancel a run waiting for approval: its calls are rejected; a running run cannot be cancelled (409).",
+      params: ["thread_id", "run_id"],
+      query: p.cancelQuery,
+      responses: { 204: { description: "Cancelled." } },
+      errors: [400, 404, 409],
+    },
+  ];
+}
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
@@ -233,6 +419,16 @@ const EVENT_STREAM_CONTENT = {
   },
 };
 
+/** The Agent Protocol's stream: its events by name (docs/agent-protocol.md). */
+const PROTOCOL_STREAM_CONTENT = {
+  "text/event-stream": {
+    schema: {
+      type: "string",
+      description: "Server-sent events of the Agent Protocol: `metadata`, `values`, `messages`, `messages/partial`, `updates`, `custom`, `events`, `error`.",
+    },
+  },
+};
+
 function operationObject(op: Operation) {
   const parameters = [
     ...(op.params ?? []).map((name) => ({ name, in: "path", required: true, schema: jsonSchema(s.idParam, "input") })),
@@ -265,8 +461,14 @@ function operationObject(op: Operation) {
     responses[status] = {
       description: r.description,
       ...(r.headers ? { headers: Object.fromEntries(r.headers.map((h) => [h, { schema: { type: "string" } }])) } : {}),
-      ...(r.schema || (op.streams && status === "200")
-        ? { content: { ...(r.schema ? jsonContent(r.schema, "output") : {}), ...(op.streams && status === "200" ? EVENT_STREAM_CONTENT : {}) } }
+      ...(r.schema || ((op.streams || op.protocolStream) && status === "200")
+        ? {
+            content: {
+              ...(r.schema ? jsonContent(r.schema, "output") : {}),
+              ...(op.streams && status === "200" ? EVENT_STREAM_CONTENT : {}),
+              ...(op.protocolStream && status === "200" ? PROTOCOL_STREAM_CONTENT : {}),
+            },
+          }
         : {}),
     };
   }

@@ -40,7 +40,12 @@ export interface ConversationDocument {
   leaseEpoch?: number;
   /** When the conversation expires unless it is active again (see RetentionPolicy). */
   expiresAt?: Date;
+  /** Flat key-value metadata a client set (the Agent Protocol's thread metadata); searchable by equality. */
+  metadata?: ConversationMetadata;
 }
+
+/** Metadata values: flat, so a search is an equality per key. */
+export type ConversationMetadata = Record<string, string | number | boolean | null>;
 
 /** A channel thread whose conversation was deleted: a job received before `deletedAt` belonged to it. */
 interface DeletedChannelKey {
@@ -152,15 +157,25 @@ export class ConversationStore {
     });
   }
 
-  async create(owner: Owner, channel: ChannelBinding = { channel: "api" }, now = new Date()): Promise<ConversationDocument> {
+  /**
+   * `options.id` names the new conversation (an Agent Protocol client may); a taken id is a duplicate
+   * key error from the driver, which the caller turns into its answer.
+   */
+  async create(
+    owner: Owner,
+    channel: ChannelBinding = { channel: "api" },
+    now = new Date(),
+    options: { id?: string; metadata?: ConversationMetadata } = {},
+  ): Promise<ConversationDocument> {
     const doc: ConversationDocument = {
-      _id: randomUUID(),
+      _id: options.id ?? randomUUID(),
       owner,
       title: null,
       channel,
       createdAt: now,
       updatedAt: now,
       lease: null,
+      ...(options.metadata && Object.keys(options.metadata).length > 0 && { metadata: options.metadata }),
     };
     if (this.retentionMs) doc.expiresAt = new Date(now.getTime() + this.retentionMs);
     await this.collection.insertOne(doc);
@@ -218,6 +233,26 @@ export class ConversationStore {
       conversations: page.map(toSummary),
       nextCursor: docs.length > limit && last ? encodeCursor(last.updatedAt, last._id) : null,
     };
+  }
+
+  /**
+   * The owner's conversations newest first, `offset` into them: those among `ids` when given, whose
+   * metadata holds every key of `metadata` with the same value.
+   */
+  async search(owner: Owner, options: { ids?: string[]; metadata?: ConversationMetadata; limit: number; offset: number }): Promise<ConversationDocument[]> {
+    const filter: Record<string, unknown> = { ...ownedBy(owner) };
+    if (options.ids) filter._id = { $in: options.ids };
+    for (const [key, value] of Object.entries(options.metadata ?? {})) filter[`metadata.${key}`] = value;
+    return this.collection.find(filter).sort({ updatedAt: -1, _id: -1 }).skip(options.offset).limit(Math.min(options.limit, MAX_PAGE_SIZE)).toArray();
+  }
+
+  /** Merges keys into an owned conversation's metadata (a null value is kept as null); NotFoundError otherwise. */
+  async mergeMetadata(conversationId: string, owner: Owner, metadata: ConversationMetadata, now = new Date()): Promise<ConversationDocument> {
+    const set: Record<string, unknown> = { updatedAt: now };
+    for (const [key, value] of Object.entries(metadata)) set[`metadata.${key}`] = value;
+    const doc = await this.collection.findOneAndUpdate({ _id: conversationId, ...ownedBy(owner) }, { $set: set }, { returnDocument: "after" });
+    if (!doc) throw new NotFoundError(`conversation ${conversationId} not found`);
+    return doc;
   }
 
   async touch(conversationId: string, fields: { title?: string } = {}, now = new Date()): Promise<void> {

@@ -1,3 +1,4 @@
+import { Client } from "@langchain/langgraph-sdk";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { existsSync, readFileSync } from "node:fs";
@@ -466,6 +467,32 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         body: { content: "hi" },
       });
       expect(json.status).toBe(406);
+    });
+
+    it("serves the Agent Protocol to LangGraph's SDK client: a thread, a streamed run, its state, and another user's thread refused", async () => {
+      const client = async (user: string) =>
+        new Client({
+          apiUrl: streamingUrl.url,
+          defaultHeaders: { authorization: `Bearer ${await oidc.sign(user, { claims: { tenant: "acme" } })}` },
+          callerOptions: { maxRetries: 0 },
+        });
+      const ada = await client("alice");
+      const thread = await ada.threads.create();
+      const events: string[] = [];
+      for await (const part of ada.runs.stream(thread.thread_id, "threadwise", {
+        input: { messages: [{ type: "human", content: "What is the capital of France?" }] },
+        streamMode: ["values", "messages-tuple"],
+      })) {
+        events.push(part.event);
+      }
+      expect(events[0]).toBe("metadata");
+      expect(events.at(-1)).toBe("values");
+      const state = await ada.threads.getState(thread.thread_id);
+      expect((state.values as { messages: { type: string; content: string }[] }).messages.map((m) => [m.type, m.content])).toEqual([
+        ["human", "What is the capital of France?"],
+        ["ai", "answer to: What is the capital of France?"],
+      ]);
+      await expect((await client("mallory")).threads.get(thread.thread_id)).rejects.toThrow(/404/);
     });
 
     it("has the api function answer 406 to an event stream, naming the streaming URL", async () => {

@@ -36,9 +36,10 @@ const WORKER_BUNDLE_BUDGET_BYTES = 1.68 * 1024 * 1024;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
- * room. Measured: 1,771,125 bytes (the largest asset's index.mjs in cdk.out after `npx cdk synth`).
+ * room. Measured: 1,771,125 bytes (the largest asset's index.mjs in cdk.out after `npx cdk synth`); then
+ * 1,798,675 with the Agent Protocol's routes (docs/agent-protocol.md, 27 KB), whose runs stream here.
  */
-const STREAM_BUNDLE_BUDGET_BYTES = 1.7 * 1024 * 1024;
+const STREAM_BUNDLE_BUDGET_BYTES = 1.72 * 1024 * 1024;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
@@ -73,7 +74,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(existsSync(join(dir, `${BUNDLE_FILE}.map`))).toBe(true);
     });
 
-    it("returns a stream bundle within the 1.7 MB budget", () => {
+    it("returns a stream bundle within the 1.72 MiB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-stream"), BUNDLE_FILE)).size).toBeLessThanOrEqual(STREAM_BUNDLE_BUDGET_BYTES);
     });
 

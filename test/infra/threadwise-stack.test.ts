@@ -7,6 +7,7 @@ import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName 
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
+import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
 import { apiRoutes } from "../../lib/api/api-routes.js";
 import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
@@ -733,7 +734,7 @@ describe("ThreadwiseStack", () => {
     it("routes to the api function every route its router serves, and no other", () => {
       // Enumerating the routes builds no connection: a MongoClient connects on its first operation.
       const database = new ThreadwiseDatabase(new MongoClient("mongodb://127.0.0.1:1/"), { dbName: "routes" });
-      const routes = apiRoutes({
+      const deps = {
         authenticate: async () => ({ principal: apiPrincipal("u"), roles: [] }),
         database,
         runner: {} as never,
@@ -741,7 +742,8 @@ describe("ThreadwiseStack", () => {
         events: {} as never,
         maxMessageChars: 1,
         approvals: {} as never,
-      });
+      };
+      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps)];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
