@@ -358,7 +358,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
     assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
 
     await this.blobs.write(blobs, { ...(epoch === undefined ? {} : { epoch }), ...this.stamp() });
-    if (this.enableTimestamps) await this.blobs.touch(position);
+    // Refreshed once per half TTL, so that nothing the thread still references expires.
+    if (this.enableTimestamps) await this.blobs.touch(position, new Date(Date.now() - ((this.ttl ?? 0) * 1000) / 2));
     const key = { thread_id, checkpoint_ns, checkpoint_id };
     const writeHeader = (stamp: FenceStamp) => this.checkpoints.replaceOne(key, { ...checkpointDoc, ...stamp, ...this.stamp() }, { upsert: true });
     if (epoch === undefined) await writeHeader({});
