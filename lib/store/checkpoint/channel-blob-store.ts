@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Filter, type WithId } from "mongodb";
+import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type ObjectId, type WithId } from "mongodb";
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
@@ -242,15 +242,28 @@ export class ChannelBlobStore {
    * earlier releases that no remaining version lists. Newer versions stay: they may belong to a
    * checkpoint being written. Finally merges the list links between kept versions (see
    * {@link mergeLinks}).
+   *
+   * With `since`, only documents inserted since (by `_id`) are examined: `roots` must then name
+   * every kept version any of them can reach, which holds when they are the keys of the kept
+   * checkpoints inserted since (a checkpoint names only values stored before it, and a link builds
+   * only on older links). `guard` runs before each write.
    */
-  async prune(position: BlobPosition, roots: [string, string][], sealed: (epoch: number) => boolean): Promise<number> {
+  async prune(
+    position: BlobPosition,
+    roots: [string, string][],
+    sealed: (epoch: number) => boolean,
+    options: { since?: ObjectId; guard?: () => Promise<void> } = {},
+  ): Promise<number> {
+    const guard = options.guard ?? (async () => {});
     const newest = new Map<string, string>();
     for (const [channel, key] of roots) {
       const current = newest.get(channel);
       if (current === undefined || compareVersionKeys(current, key) < 0) newest.set(channel, key);
     }
     const docs = await this.collection
-      .find(position, { projection: { channel: 1, version: 1, type: 1, base: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 } })
+      .find(options.since === undefined ? position : { ...position, _id: { $gte: options.since } }, {
+        projection: { channel: 1, version: 1, type: 1, base: 1, chain: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 },
+      })
       .toArray();
     const byKey = new Map(docs.map((d) => [pairKey(d.channel, d.version), d]));
     const reached = new Set<string>();
@@ -270,15 +283,18 @@ export class ChannelBlobStore {
     });
     let removed = 0;
     if (removable.length > 0) {
+      await guard();
       removed += (await this.collection.deleteMany({ _id: { $in: removable.map((d) => d._id) } })).deletedCount;
     }
     const gone = new Set(removable.map((d) => d._id.toHexString()));
     const remaining = docs.filter((d) => !gone.has(d._id.toHexString()));
-    if (remaining.some((d) => d.chunk === true)) {
+    // Chunks are of earlier releases only: cleaned up when the whole position is examined.
+    if (options.since === undefined && remaining.some((d) => d.chunk === true)) {
       const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
+      await guard();
       removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
     }
-    removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))));
+    removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))), guard);
     return removed;
   }
 
@@ -286,10 +302,12 @@ export class ChannelBlobStore {
    * Merges into each list version a kept checkpoint names the links behind it that only it
    * builds on, up to the link size: what a turn appended step by step becomes one document. The
    * version keeps its key, count and digest (the list it stands for does not change); the merged
-   * links go. A reader that fetched the links before the merge finds its chain broken and reads
-   * them again.
+   * links go. Each merge replaces the version only if it is unchanged since it was listed (a
+   * concurrent prune may have merged it) and only once every link it merges was read back; so two
+   * prunes never merge the same links twice. A reader that fetched the links before the merge
+   * finds its chain broken and reads them again.
    */
-  private async mergeLinks(docs: WithId<BlobDocument>[], roots: Set<string>): Promise<number> {
+  private async mergeLinks(docs: WithId<BlobDocument>[], roots: Set<string>, guard: () => Promise<void>): Promise<number> {
     const links = docs.filter((d) => d.type === LIST_TYPE);
     const byKey = new Map(links.map((d) => [pairKey(d.channel, d.version), d]));
     const referrers = new Map<string, number>();
@@ -312,19 +330,25 @@ export class ChannelBlobStore {
       if (merged.length === 0) continue;
       const full = await this.collection.find({ _id: { $in: [root, ...merged].map((d) => d._id) } }).toArray();
       const byId = new Map(full.map((d) => [d._id.toHexString(), d]));
+      const fullRoot = byId.get(root._id.toHexString());
+      // Merged or removed by another prune since they were listed.
+      if (fullRoot === undefined || fullRoot.base !== root.base || merged.some((d) => byId.get(d._id.toHexString())?.base !== d.base)) continue;
       const ordered = [...merged.reverse(), root].map((d) => byId.get(d._id.toHexString()) as WithId<BlobDocument>);
-      const { _id, base: _base, ...rootFields } = byId.get(root._id.toHexString()) as WithId<BlobDocument>;
+      const { _id, base: _base, chain, ...rootFields } = fullRoot;
       const newBase = merged[0].base;
-      await this.collection.replaceOne(
-        { _id: root._id },
+      await guard();
+      const replaced = await this.collection.replaceOne(
+        { _id: root._id, base: root.base },
         {
           ...rootFields,
           ...(newBase === undefined ? {} : { base: newBase }),
+          ...(chain === undefined ? {} : { chain: chain.slice(merged.length) }),
           items: ordered.flatMap((d) => d.items ?? []),
           item_types: ordered.flatMap((d) => d.item_types ?? []),
           bytes,
         },
       );
+      if (replaced.modifiedCount !== 1) continue;
       removed += (await this.collection.deleteMany({ _id: { $in: merged.map((d) => d._id) } })).deletedCount;
     }
     return removed;
