@@ -70,7 +70,8 @@ describe("ThreadwiseSaver under a LangGraph graph", () => {
   });
 
   describe("a long thread with a bounded working set", () => {
-    it(`keeps round trips, documents and bytes read per getTuple, turn and prune flat from turn 20 to turn ${LONG_TURNS}, every document under 256 KB`, async () => {
+    const title = `keeps round trips, documents and bytes read per getTuple, turn and prune flat from turn 20 to turn ${LONG_TURNS}`;
+    it(`${title}, every document under 256 KB`, async () => {
       // A client of its own, with command monitoring, so that only this thread's commands are counted.
       const client = new MongoClient(mongoUri(), { monitorCommands: true });
       await client.connect();
