@@ -16,6 +16,7 @@ import {
   loopMetadata as metadata,
   newSaver as newSaverIn,
   scriptedGraph,
+  snapshotThread,
 } from "./checkpoint/saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
@@ -220,14 +221,24 @@ describe("ThreadwiseSaver", () => {
       }
     });
 
-    it("refreshes upserted_at of the unchanged blobs a new checkpoint references, when a ttl is set", async () => {
+    it("refreshes upserted_at of the blobs refreshed more than half the ttl ago, when a ttl is set", async () => {
+      const { saver, db } = await newSaver({ ttl: 1 });
+      const first = await saver.put(thread(), checkpointWith({ kept: ["v"], moving: 1 }, { kept: 1, moving: 1 }), metadata, { kept: 1, moving: 1 });
+      const [before] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await saver.put(first, checkpointWith({ kept: ["v"], moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
+      const [after] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
+      expect(after.upserted_at.getTime()).toBeGreaterThan(before.upserted_at.getTime());
+    });
+
+    it("leaves upserted_at of blobs refreshed less than half the ttl ago, so a put does not rewrite the thread", async () => {
       const { saver, db } = await newSaver({ ttl: 3600 });
       const first = await saver.put(thread(), checkpointWith({ kept: ["v"], moving: 1 }, { kept: 1, moving: 1 }), metadata, { kept: 1, moving: 1 });
       const [before] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
       await new Promise((resolve) => setTimeout(resolve, 20));
       await saver.put(first, checkpointWith({ kept: ["v"], moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
       const [after] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
-      expect(after.upserted_at.getTime()).toBeGreaterThan(before.upserted_at.getTime());
+      expect(after.upserted_at.getTime()).toBe(before.upserted_at.getTime());
     });
   });
 
@@ -261,6 +272,28 @@ describe("ThreadwiseSaver", () => {
   });
 
   describe("prune", () => {
+    it("leaves, examining only what was inserted since the prune before the last, what a prune of the whole thread leaves", async () => {
+      const { saver, db } = await newSaver();
+      const graph = scriptedGraph(saver);
+      for (let turn = 1; turn <= 6; turn += 1) {
+        await saver.claimThread("t", turn);
+        const config = { configurable: { thread_id: "t", fence_epoch: turn } };
+        await graph.invoke({ messages: [new HumanMessage(`q${turn}`)] }, config);
+        // A fork from the latest turn start every other turn: branches and tips, as edits leave them.
+        if (turn % 2 === 0) {
+          const start = (await rootHistory(saver)).find((t) => t.metadata?.source === "input") as CheckpointTuple;
+          await graph.invoke({ messages: [new HumanMessage(`edit ${turn}`)] }, { configurable: { ...start.config.configurable, fence_epoch: turn } });
+        }
+        await saver.prune("t", { fenceEpoch: turn });
+      }
+      expect((await db.collection("checkpoint_threads").findOne({ _id: "t" as never }))?.prune?.since).toBeDefined();
+      const incremental = await snapshotThread(saver, "t");
+      const blobs = await db.collection("checkpoint_blobs").countDocuments({ thread_id: "t" });
+      expect(await saver.prune("t", { fenceEpoch: 6, full: true })).toMatchObject({ checkpoints: 0, writes: 0 });
+      expect(await snapshotThread(saver, "t")).toEqual(incremental);
+      expect(await db.collection("checkpoint_blobs").countDocuments({ thread_id: "t" })).toBe(blobs);
+    });
+
     it("keeps every turn's first checkpoint, from which the turn can be read, replayed or edited", async () => {
       const { saver } = await newSaver();
       await runTurns(saver, "t", 4, true);
