@@ -264,7 +264,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const checkpoint_id = readConfigString("checkpoint_id", getCheckpointId(config));
     const query: Filter<CheckpointDocument> = checkpoint_id ? { thread_id, checkpoint_ns, checkpoint_id } : { thread_id, checkpoint_ns };
-    const read = new ReadContext(this.fences, this.blobs.reader());
+    const read = new ReadContext(this.fences, this.blobs.reader(true));
     const [newest] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
     if (newest === undefined) return undefined;
     if (await read.visible(newest)) return this.loadTuple(newest, read);

@@ -4,7 +4,8 @@ import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperati
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
-import { planLinks, prefixDigests, serializeItems, type ListHead, type SerializedItem } from "./list-links.js";
+import { ItemCodec } from "./item-codec.js";
+import { planLinks, type ListHead, type SerializedItem } from "./list-links.js";
 
 /**
  * Serialized bytes of list items per stored link. A new version of the message list stores only
@@ -84,12 +85,15 @@ const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.u
  */
 export class ChannelBlobStore {
   private readonly heads = new Map<string, ListHead>();
+  private readonly codec: ItemCodec;
 
   constructor(
     private readonly collection: Collection<BlobDocument>,
     private readonly serde: SerializerProtocol,
     private readonly options: { maxDocumentBytes: number; linkBytes: number },
-  ) {}
+  ) {
+    this.codec = new ItemCodec(serde);
+  }
 
   /** Index creations for `setup()`: the unique key, and the TTL index when `ttl` is set. */
   createIndexes(ttl?: number): Promise<string>[] {
@@ -119,8 +123,8 @@ export class ChannelBlobStore {
       const { type, bytes } = write.serialized;
       return [checked({ ...position, channel, version: key, type, blob: new Binary(bytes), content: sha256(type, "\0", bytes) })];
     }
-    const items = await serializeItems(this.serde, write.list);
-    const links = planLinks(key, items, prefixDigests(items), write.base, this.options.linkBytes);
+    const items = await Promise.all(write.list.map((item) => this.codec.serialize(item)));
+    const links = planLinks(key, items, this.codec.digests(write.list, items), write.base, this.options.linkBytes);
     return links.map((link) =>
       checked({
         ...position,
@@ -216,9 +220,13 @@ export class ChannelBlobStore {
     return new Set(docs.map((d) => pairKey(d.channel, d.version)));
   }
 
-  /** A reader for one call: the links of each list channel are fetched once, however many checkpoints it reads. */
-  reader(): BlobReader {
-    return new BlobReader(this.collection, this.serde);
+  /**
+   * A reader for one call: the links of each list channel are fetched once, however many
+   * checkpoints it reads. With `forWriting`, the digests of the lists it reads are remembered
+   * too (see {@link ItemCodec.digests}), so that the next put of the thread hashes only what it appends.
+   */
+  reader(forWriting = false): BlobReader {
+    return new BlobReader(this.collection, this.serde, this.codec, forWriting);
   }
 
   /**
@@ -346,6 +354,8 @@ export class BlobReader {
   constructor(
     private readonly collection: Collection<BlobDocument>,
     private readonly serde: SerializerProtocol,
+    private readonly codec: ItemCodec,
+    private readonly forWriting: boolean,
   ) {}
 
   /** Every list link of the channel at the position, by key; fetched once per reader unless `refresh`. */
@@ -389,10 +399,12 @@ export class BlobReader {
     // Written, or merged by prune, after this reader fetched the channel's links: fetch them again.
     if (typeof chain === "string") chain = this.chain(await this.links(position, head.channel, true), head);
     if (typeof chain === "string") throw missing(position, head, chain);
-    const items = await Promise.all(
-      chain.flatMap((l) => (l.items ?? []).map((bytes, i) => this.serde.loadsTyped((l.item_types ?? [])[i] ?? "json", bytes.buffer))),
+    const serialized = chain.flatMap((l) =>
+      (l.items ?? []).map((bytes, i): SerializedItem => ({ type: (l.item_types ?? [])[i] ?? "json", bytes: bytes.buffer })),
     );
-    if (items.length !== head.count) throw missing(position, head, `${(head.count ?? 0) - items.length} of its items`);
+    if (serialized.length !== head.count) throw missing(position, head, `${(head.count ?? 0) - serialized.length} of its items`);
+    const items = await Promise.all(serialized.map(({ type, bytes }) => this.codec.load(type, bytes)));
+    if (this.forWriting) this.codec.digests(items, serialized);
     return items;
   }
 

@@ -42,11 +42,16 @@ export async function serializeItems(serde: SerializerProtocol, items: unknown[]
 export function prefixDigests(items: SerializedItem[]): string[] {
   const digests: string[] = [];
   let previous = EMPTY_LIST_DIGEST;
-  for (const { type, bytes } of items) {
-    previous = createHash("sha256").update(previous).update(type).update("\0").update(bytes).digest("hex");
+  for (const item of items) {
+    previous = nextDigest(previous, item);
     digests.push(previous);
   }
   return digests;
+}
+
+/** The digest of a list whose items before `item` have the digest `previous`. */
+export function nextDigest(previous: string, { type, bytes }: SerializedItem): string {
+  return createHash("sha256").update(previous).update(type).update("\0").update(bytes).digest("hex");
 }
 
 /**
