@@ -154,6 +154,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     turns: database.turns,
     lease: database.lease,
     threads: database.checkpointer,
+    archive: database.archive,
     faults: options.faults,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
