@@ -21,6 +21,7 @@ import { mkdtemp } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { ChatBedrockConverse } from "@langchain/aws";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { HumanMessage } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
@@ -112,7 +113,10 @@ interface Bucket {
   storedPerTurn: number;
   p50: number;
   p95: number;
+  /** Median CPU time of this process per turn (server, endpoint, client). */
+  cpuP50: number;
   rssMb: number;
+  largest: number;
 }
 interface Snapshot {
   turn: number;
@@ -142,11 +146,19 @@ async function newConversation(): Promise<string> {
   const res = await fetch(`${server.url}/v1/conversations`, { method: "POST", headers: auth });
   return ((await res.json()) as { conversationId: string }).conversationId;
 }
+/** CPU time of this process (server, endpoint and client) per turn, in ms: unlike wall time, other processes on the machine do not count. */
+let lastCpuMs = 0;
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
 async function ask(conversationId: string, content: string): Promise<number> {
   const started = performance.now();
+  const cpuStarted = cpuMs();
   const res = await fetch(`${server.url}/v1/conversations/${conversationId}/messages`, { method: "POST", headers: auth, body: JSON.stringify({ content }) });
   const body = (await res.json()) as { status?: string };
   if (res.status !== 200 || body.status !== "completed") throw new Error(`turn failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  lastCpuMs = cpuMs() - cpuStarted;
   return performance.now() - started;
 }
 
@@ -156,9 +168,11 @@ const productSnapshots: Snapshot[] = [];
 {
   const conversationId = await newConversation();
   let times: number[] = [];
+  let cpu: number[] = [];
   let storedBefore = 0;
   for (let turn = 1; turn <= turns; turn++) {
     times.push(await ask(conversationId, question(turn)));
+    cpu.push(lastCpuMs);
     // The endpoint keeps every request for tests' assertions; the benchmark does not need them.
     converse.requests.length = 0;
     if (turn % BUCKET === 0) {
@@ -170,14 +184,17 @@ const productSnapshots: Snapshot[] = [];
         storedPerTurn: (stored.bytes - storedBefore) / BUCKET,
         p50: quantile(times, 0.5),
         p95: quantile(times, 0.95),
+        cpuP50: quantile(cpu, 0.5),
         rssMb,
+        largest: stored.largest,
       });
       storedBefore = stored.bytes;
       const b = productBuckets[productBuckets.length - 1];
       process.stderr.write(
-        `product turn ${turn}: ${kb(b.storedPerTurn)} stored/turn, largest ${kb(stored.largest)}, p50 ${b.p50.toFixed(0)} ms, RSS ${rssMb.toFixed(0)} MB\n`,
+        `product turn ${turn}: ${kb(b.storedPerTurn)} stored/turn, largest ${kb(stored.largest)}, p50 ${b.p50.toFixed(0)} ms, CPU ${b.cpuP50.toFixed(0)} ms, RSS ${rssMb.toFixed(0)} MB\n`,
       );
       times = [];
+      cpu = [];
     }
   }
 }
@@ -191,7 +208,9 @@ let stockStopped: string | undefined;
   const stockConverse = await startConverseEndpoint({ respond, contextWindowTokens: 50_000_000 });
   const stockClient = new MongoClient(mongo.uri);
   await stockClient.connect();
-  const llm = new ChatBedrockConverse({ model: "bench", region: "us-east-1", endpointHost: stockConverse.url, maxTokens: 1024 });
+  const credentials = { accessKeyId: "AKIDLOCALBENCH", secretAccessKey: "local-bench-secret" };
+  const bedrock = new BedrockRuntimeClient({ region: "us-east-1", endpoint: stockConverse.url, credentials });
+  const llm = new ChatBedrockConverse({ model: "bench", region: "us-east-1", maxTokens: 1024, temperature: 0, client: bedrock });
   const salesReport = tool(async ({ rows }: { rows: number }) => report(rows), {
     name: "sales_report",
     description: reportTool.description,
@@ -200,9 +219,11 @@ let stockStopped: string | undefined;
   const agent = createReactAgent({ llm, tools: [salesReport], checkpointer: new MongoDBSaver({ client: stockClient, dbName: stockDb }) });
   const thread = { configurable: { thread_id: "stock" } };
   let times: number[] = [];
+  let cpu: number[] = [];
   let storedBefore = 0;
   for (let turn = 1; turn <= stockTurns; turn++) {
     const started = performance.now();
+    const cpuStarted = cpuMs();
     try {
       await agent.invoke({ messages: [new HumanMessage(question(turn))] }, thread);
     } catch (error) {
@@ -210,6 +231,7 @@ let stockStopped: string | undefined;
       break;
     }
     times.push(performance.now() - started);
+    cpu.push(cpuMs() - cpuStarted);
     stockConverse.requests.length = 0;
     if (turn % BUCKET === 0) {
       const rssMb = process.memoryUsage().rss / 1024 ** 2;
@@ -220,11 +242,14 @@ let stockStopped: string | undefined;
         storedPerTurn: (stored.bytes - storedBefore) / BUCKET,
         p50: quantile(times, 0.5),
         p95: quantile(times, 0.95),
+        cpuP50: quantile(cpu, 0.5),
         rssMb,
+        largest: stored.largest,
       });
       process.stderr.write(`stock turn ${turn}: ${kb((stored.bytes - storedBefore) / BUCKET)} stored/turn, p50 ${quantile(times, 0.5).toFixed(0)} ms\n`);
       storedBefore = stored.bytes;
       times = [];
+      cpu = [];
     }
   }
   await stockClient.close();
@@ -285,6 +310,12 @@ const targets = [
     "within 1.3×",
     ok(lastBucket.p50 <= 1.3 * firstBucket.p50),
   ],
+  [
+    `CPU time per turn, p50 of turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 1–100 (wall time on a loaded machine aside)`,
+    `${lastBucket.cpuP50.toFixed(0)} ms vs ${firstBucket.cpuP50.toFixed(0)} ms (×${(lastBucket.cpuP50 / firstBucket.cpuP50).toFixed(2)})`,
+    "within 1.3×",
+    ok(lastBucket.cpuP50 <= 1.3 * firstBucket.cpuP50),
+  ],
   [`RSS growth over ${turns} turns (bucket 1 to the last)`, `${rssGrowth.toFixed(0)} MB`, "under 50 MB", ok(rssGrowth < 50)],
   ...(stock200
     ? [
@@ -316,15 +347,17 @@ const targets = [
 
 function bucketTable(buckets: readonly Bucket[]): string {
   return markdownTable(
-    ["turns", "stored per turn", "server time p50", "p95", "RSS"],
+    ["turns", "stored per turn", "largest document", "server time p50", "p95", "CPU per turn p50", "RSS"],
     buckets.map((b) => [
       `${b.lastTurn - BUCKET + 1}–${b.lastTurn}`,
       kb(b.storedPerTurn),
+      kb(b.largest),
       `${b.p50.toFixed(0)} ms`,
       `${b.p95.toFixed(0)} ms`,
+      `${b.cpuP50.toFixed(0)} ms`,
       `${b.rssMb.toFixed(0)} MB`,
     ]),
-    ["left", "right", "right", "right", "right"],
+    ["left", "right", "right", "right", "right", "right", "right"],
   );
 }
 

@@ -14,7 +14,7 @@ import {
   type ModelViewPolicy,
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
-import { toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
+import { compactDispositions, toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import { approvalIdOf } from "../store/approval-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
@@ -203,7 +203,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       durationMs: Date.now() - startedAt.getTime(),
       view: toViewMessages(view.messages),
       stats: view.stats,
-      dispositions: view.dispositions,
+      dispositions: compactDispositions(view.dispositions),
       usage,
       ...(usage.inputTokens > 0 && { estimateError: estimateError(view.stats.estimatedInputTokens, usage.inputTokens) }),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
 import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
-import { summarizeContext } from "../store/turn-record.js";
+import { expandDispositions, summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
@@ -102,7 +102,7 @@ export function turnView(turn: TurnWithCalls) {
       stats: c.stats,
       toolCalls: c.toolCalls,
       view: c.view,
-      dispositions: c.dispositions ?? null,
+      dispositions: c.dispositions ? expandDispositions(c.dispositions) : null,
     })),
   };
 }
