@@ -17,7 +17,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
-import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
+import { Binary, ObjectId, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient, type WithId } from "mongodb";
 import { z } from "zod";
 import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
@@ -39,8 +39,16 @@ import {
   type InlineValue,
 } from "./checkpoint/checkpoint-header.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
-import { planPrune, type PruneCandidate } from "./checkpoint/prune-plan.js";
-import { ThreadFences, isVisible, readFenceEpoch, type FenceStamp, type FenceView, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
+import { planPrune, type PruneCandidate, type PruneContext } from "./checkpoint/prune-plan.js";
+import {
+  ThreadFences,
+  isVisible,
+  readFenceEpoch,
+  type FenceStamp,
+  type FenceView,
+  type PruneState,
+  type ThreadFenceDocument,
+} from "./checkpoint/thread-fences.js";
 import { COLLECTIONS } from "./collections.js";
 import { DEFAULT_CHECKPOINTS_KEPT } from "../config/config.js";
 
@@ -92,6 +100,8 @@ export interface PruneOptions {
   keep?: number;
   /** The pruning writer's fence epoch: prune refuses with StaleWriterError when the thread is fenced higher. */
   fenceEpoch?: number;
+  /** Examine every document of the thread, not only what was written since the prune before the last. Default: false. */
+  full?: boolean;
 }
 
 /** Documents removed by one {@link ThreadwiseSaver.prune} call. */
@@ -99,6 +109,8 @@ export interface PruneResult {
   checkpoints: number;
   writes: number;
   blobs: number;
+  /** Another prune of the thread held its lease: this one did nothing. */
+  skipped?: true;
 }
 
 const optionsSchema = z.object({
@@ -109,6 +121,13 @@ const optionsSchema = z.object({
 });
 
 const keepSchema = z.number().int().positive();
+
+/** How long a prune holds the thread's prune lease; a prune that outlives it is refused at its next write. */
+export const PRUNE_LEASE_MS = 60_000;
+/** Seconds a prune's watermark lags the newest document it examined: ObjectIds of one second are not ordered. */
+const PRUNE_OVERLAP_SECONDS = 5;
+/** Root checkpoints older than the watermark examined beyond `keep`, for those not visible. */
+const PRUNE_LATEST_SLACK = 4;
 
 /** Epochs below the fence whose marks prune lets accumulate before it compacts them. */
 const SEALED_EPOCHS_PER_COMPACTION = 8;
@@ -358,7 +377,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
     assertDocumentFits(checkpointDoc, this.maxDocumentBytes, `checkpoint ${checkpoint_id}`);
 
     await this.blobs.write(blobs, { ...(epoch === undefined ? {} : { epoch }), ...this.stamp() });
-    if (this.enableTimestamps) await this.blobs.touch(position);
+    // Refreshed once per half TTL, so that nothing the thread still references expires.
+    if (this.enableTimestamps) await this.blobs.touch(position, new Date(Date.now() - ((this.ttl ?? 0) * 1000) / 2));
     const key = { thread_id, checkpoint_ns, checkpoint_id };
     const writeHeader = (stamp: FenceStamp) => this.checkpoints.replaceOne(key, { ...checkpointDoc, ...stamp, ...this.stamp() }, { upsert: true });
     if (epoch === undefined) await writeHeader({});
@@ -589,18 +609,55 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * Removes what a thread no longer needs: in the root namespace, checkpoints inside finished
    * runs (every turn's start and end, branch tips and the latest `keep` stay; see `planPrune`),
    * subgraph namespaces of removed root checkpoints whole, the writes of removed checkpoints, values no kept
-   * checkpoint reaches, and what stale fenced writers left. Safe while a writer of the thread
+   * checkpoint reaches, and what stale fenced writers left; then merges each turn's list links.
+   *
+   * On a thread with a fence, one prune runs at a time (a lease on the fence document; a prune that
+   * finds the lease held returns `skipped`), every write it makes is preceded by a check that it
+   * still holds the lease and the fence, and it examines only what was written since the prune
+   * before the previous one (`_id` watermarks on the fence document), so that its work does not
+   * grow with the thread: checkpoints kept as run starts stay kept and are not read again. Pass
+   * `full` to examine the whole thread (compaction of threads written by earlier releases).
+   * Without a fence document every prune examines the whole thread. Safe while a writer of the thread
    * runs (it removes only what it listed and values older than every kept one), but meant for
    * between turns; pass `fenceEpoch` so that a stale writer's prune is refused.
-   * @throws StaleWriterError when `fenceEpoch` is below the thread's fence.
+   * @throws StaleWriterError when `fenceEpoch` is below the thread's fence, or the prune lost its
+   *   lease or its fence before one of its writes (what it wrote before stays consistent).
    */
   async prune(threadId: string, options: PruneOptions = {}): Promise<PruneResult> {
     if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
     const keep = parseOptions(keepSchema, options.keep ?? this.checkpointsKept, "keep");
     const fenceEpoch = options.fenceEpoch === undefined ? undefined : readFenceEpoch(options.fenceEpoch);
-    const view = fenceEpoch === undefined ? await this.fences.view(threadId) : await this.fences.assertHeld(threadId, fenceEpoch);
+    let view: FenceView;
+    let lease: number | undefined;
+    if (fenceEpoch === undefined) view = await this.fences.view(threadId);
+    else view = await this.fences.assertHeld(threadId, fenceEpoch);
+    if (view !== null) {
+      const taken = await this.fences.beginPrune(threadId, fenceEpoch, PRUNE_LEASE_MS);
+      if (taken === undefined) return { checkpoints: 0, writes: 0, blobs: 0, skipped: true };
+      lease = taken.token;
+      view = taken.view;
+    }
+    const guard = lease === undefined ? async () => {} : () => this.fences.assertPruning(threadId, fenceEpoch, lease as number);
+    try {
+      const { result, next } = await this.pruneExamined(threadId, keep, view, options.full === true ? undefined : view?.prune, guard);
+      if (lease !== undefined) await this.fences.endPrune(threadId, lease, next);
+      return result;
+    } catch (error) {
+      if (lease !== undefined) await this.fences.endPrune(threadId, lease, undefined).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private async pruneExamined(
+    threadId: string,
+    keep: number,
+    view: FenceView,
+    state: PruneState | undefined,
+    guard: () => Promise<void>,
+  ): Promise<{ result: PruneResult; next: PruneState }> {
     const sealed = (epoch: number) => view === null || epoch < view.fence;
-    const docs = await this.checkpoints.find({ thread_id: threadId }).toArray();
+    const since = state?.since;
+    const docs = await this.examinedHeaders(threadId, keep, since, state?.keep);
     const visible = docs.filter((doc) => isVisible(doc, view));
     const decoded = new Map(await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde)] as const)));
     const candidates: PruneCandidate[] = visible.map((doc) => {
@@ -614,30 +671,115 @@ export class ThreadwiseSaver extends MongoDBSaver {
         replaysWrites: metadata.delta_writes_versioned === true || metadata.counters_since_delta_snapshot !== undefined,
       };
     });
-    const plan = planPrune(candidates, keep);
+    const context = since === undefined ? undefined : await this.pruneContext(threadId, since, candidates, view);
+    const plan = planPrune(candidates, keep, context);
     const dropped = (doc: CheckpointDocument) => plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
     const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));
     const removed = [...visible.filter(dropped), ...junk];
     const result: PruneResult = { checkpoints: 0, writes: 0, blobs: 0 };
     if (removed.length > 0) {
+      await guard();
       result.checkpoints += (await this.checkpoints.deleteMany({ _id: { $in: removed.map((d) => d._id) } })).deletedCount;
-    }
-    for (const [ns, ids] of groupIds(removed)) {
-      result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns, checkpoint_id: { $in: ids } })).deletedCount;
+      for (const [ns, ids] of groupIds(removed)) {
+        result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns, checkpoint_id: { $in: ids } })).deletedCount;
+      }
     }
     for (const ns of plan.finished) {
+      await guard();
+      result.checkpoints += (await this.checkpoints.deleteMany({ thread_id: threadId, checkpoint_ns: ns })).deletedCount;
       result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns })).deletedCount;
       result.blobs += await this.blobs.deleteNamespace({ thread_id: threadId, checkpoint_ns: ns });
     }
     const kept = visible.filter((doc) => !dropped(doc));
     for (const ns of new Set(kept.map((doc) => doc.checkpoint_ns))) {
       const roots = kept.filter((doc) => doc.checkpoint_ns === ns).flatMap((doc) => [...(decoded.get(doc._id.toHexString()) as DecodedHeader).keys]);
-      result.blobs += await this.blobs.prune({ thread_id: threadId, checkpoint_ns: ns }, roots, sealed);
+      result.blobs += await this.blobs.prune({ thread_id: threadId, checkpoint_ns: ns }, roots, sealed, { since, guard });
     }
-    const compacted = await this.compactSealedEpochs(threadId, view);
-    result.checkpoints += compacted.checkpoints;
-    result.writes += compacted.writes;
-    return result;
+    if (view !== null) {
+      await guard();
+      const compacted = await this.compactSealedEpochs(threadId, view);
+      result.checkpoints += compacted.checkpoints;
+      result.writes += compacted.writes;
+    }
+    // The next prune examines what this one examined as new, and what was written since.
+    const newest = docs.reduce<ObjectId | undefined>(
+      (max, doc) => (max === undefined || doc._id.getTimestamp() > max.getTimestamp() ? doc._id : max),
+      undefined,
+    );
+    const next = newest === undefined ? state?.next : ObjectId.createFromTime(Math.floor(newest.getTimestamp().getTime() / 1000) - PRUNE_OVERLAP_SECONDS);
+    return { result, next: { ...((state?.next ?? since) ? { since: state?.next ?? since } : {}), ...(next ? { next } : {}), keep } };
+  }
+
+  /**
+   * The headers a prune examines: every one of the thread, or with a watermark, those inserted
+   * since it, the root checkpoints that may have been kept only as the latest, the parents of the new
+   * root checkpoints (which may no longer be branch tips) and every subgraph checkpoint (a
+   * subgraph namespace keeps only its latest few).
+   */
+  private async examinedHeaders(
+    threadId: string,
+    keep: number,
+    since: ObjectId | undefined,
+    lastKeep: number | undefined,
+  ): Promise<WithId<CheckpointDocument>[]> {
+    if (since === undefined) return this.checkpoints.find({ thread_id: threadId }).toArray();
+    const [recent, latest, subgraphs] = await Promise.all([
+      this.checkpoints.find({ thread_id: threadId, _id: { $gte: since } }).toArray(),
+      this.checkpoints
+        .find({ thread_id: threadId, checkpoint_ns: "", _id: { $lt: since } })
+        .sort({ checkpoint_id: -1 })
+        .limit(Math.max(keep, lastKeep ?? keep) + PRUNE_LATEST_SLACK)
+        .toArray(),
+      this.checkpoints.find({ thread_id: threadId, checkpoint_ns: { $ne: "" }, _id: { $lt: since } }).toArray(),
+    ]);
+    const seen = new Set([...recent, ...latest, ...subgraphs].map((d) => d._id.toHexString()));
+    const parents = [...new Set(recent.filter((d) => d.checkpoint_ns === "" && d.parent_checkpoint_id != null).map((d) => d.parent_checkpoint_id as string))];
+    const known = new Set([...recent, ...latest].filter((d) => d.checkpoint_ns === "").map((d) => d.checkpoint_id));
+    const missingParents = parents.filter((id) => !known.has(id));
+    const older =
+      missingParents.length === 0
+        ? []
+        : await this.checkpoints.find({ thread_id: threadId, checkpoint_ns: "", checkpoint_id: { $in: missingParents } }).toArray();
+    return [...recent, ...latest, ...subgraphs, ...older.filter((d) => !seen.has(d._id.toHexString()))];
+  }
+
+  /**
+   * What an incremental prune knows of the root checkpoints it did not examine: which examined
+   * ones are parents of others (not branch tips), whether any replays writes (a DeltaChannel),
+   * and which owners of subgraph namespaces still exist (they are kept).
+   */
+  private async pruneContext(threadId: string, since: ObjectId, candidates: PruneCandidate[], view: FenceView): Promise<PruneContext> {
+    const rootIds = candidates.filter((c) => c.checkpoint_ns === "").map((c) => c.checkpoint_id);
+    const owners = [...new Set(candidates.flatMap((c) => (c.checkpoint_ns !== "" && c.parents?.[""] !== undefined ? [c.parents[""]] : [])))].filter(
+      (id) => !rootIds.includes(id),
+    );
+    const [children, replays, existing] = await Promise.all([
+      this.checkpoints
+        .find(
+          { thread_id: threadId, checkpoint_ns: "", parent_checkpoint_id: { $in: rootIds }, _id: { $lt: since } },
+          { projection: { thread_id: 1, parent_checkpoint_id: 1, epoch: 1, token: 1 } },
+        )
+        .toArray(),
+      this.checkpoints.findOne(
+        {
+          thread_id: threadId,
+          checkpoint_ns: "",
+          _id: { $lt: since },
+          $or: [{ "metadata_search.delta_writes_versioned": true }, { "metadata_search.counters_since_delta_snapshot": { $exists: true } }],
+        },
+        { projection: { _id: 1 } },
+      ),
+      owners.length === 0
+        ? []
+        : this.checkpoints
+            .find({ thread_id: threadId, checkpoint_ns: "", checkpoint_id: { $in: owners } }, { projection: { checkpoint_id: 1, epoch: 1, token: 1 } })
+            .toArray(),
+    ]);
+    return {
+      parentsElsewhere: new Set(children.filter((d) => isVisible(d, view)).map((d) => d.parent_checkpoint_id as string)),
+      rootReplaysWrites: replays !== null,
+      keptElsewhere: new Set(existing.filter((d) => isVisible(d, view)).map((d) => d.checkpoint_id)),
+    };
   }
 
   /**

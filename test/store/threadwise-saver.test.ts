@@ -220,14 +220,24 @@ describe("ThreadwiseSaver", () => {
       }
     });
 
-    it("refreshes upserted_at of the unchanged blobs a new checkpoint references, when a ttl is set", async () => {
+    it("refreshes upserted_at of the blobs refreshed more than half the ttl ago, when a ttl is set", async () => {
+      const { saver, db } = await newSaver({ ttl: 1 });
+      const first = await saver.put(thread(), checkpointWith({ kept: ["v"], moving: 1 }, { kept: 1, moving: 1 }), metadata, { kept: 1, moving: 1 });
+      const [before] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      await saver.put(first, checkpointWith({ kept: ["v"], moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
+      const [after] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
+      expect(after.upserted_at.getTime()).toBeGreaterThan(before.upserted_at.getTime());
+    });
+
+    it("leaves upserted_at of blobs refreshed less than half the ttl ago, so a put does not rewrite the thread", async () => {
       const { saver, db } = await newSaver({ ttl: 3600 });
       const first = await saver.put(thread(), checkpointWith({ kept: ["v"], moving: 1 }, { kept: 1, moving: 1 }), metadata, { kept: 1, moving: 1 });
       const [before] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
       await new Promise((resolve) => setTimeout(resolve, 20));
       await saver.put(first, checkpointWith({ kept: ["v"], moving: 2 }, { kept: 1, moving: 2 }), metadata, { moving: 2 });
       const [after] = await db.collection("checkpoint_blobs").find({ channel: "kept" }).toArray();
-      expect(after.upserted_at.getTime()).toBeGreaterThan(before.upserted_at.getTime());
+      expect(after.upserted_at.getTime()).toBe(before.upserted_at.getTime());
     });
   });
 

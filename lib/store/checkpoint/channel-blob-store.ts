@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Filter, type WithId } from "mongodb";
+import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type ObjectId, type WithId } from "mongodb";
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
@@ -8,11 +8,13 @@ import { ItemCodec } from "./item-codec.js";
 import { planLinks, type ListHead, type SerializedItem } from "./list-links.js";
 
 /**
- * Serialized bytes of list items per stored link. A new version of the message list stores only
- * the messages a step appended, usually far less; a list stored whole is split into links of
- * this size, and one larger item gets a link of its own.
+ * Serialized bytes of list items per stored link, and the most prune merges into one link. A new
+ * version of the message list stores only the messages a step appended, usually far less; a list
+ * stored whole is split into links of this size. One item larger than this gets a link of its own,
+ * as large as the item (up to the saver's `maxDocumentBytes`, 4 MB by default): the only document
+ * of a thread that can be larger than this plus a few KB of the link's own fields.
  */
-export const DEFAULT_LIST_LINK_BYTES = 1024 * 1024;
+export const DEFAULT_LIST_LINK_BYTES = 128 * 1024;
 
 /** Marks a channel cleared at this version, in documents of earlier releases (headers now list such channels). */
 const EMPTY_TYPE = "empty";
@@ -44,6 +46,8 @@ export interface BlobDocument extends BlobPosition {
   base?: string;
   count?: number;
   digest?: string;
+  /** Keys of the links before it, nearest first (see `CHAIN_KEYS`); absent on links of earlier releases. */
+  chain?: string[];
   items?: Binary[];
   item_types?: string[];
   bytes?: number;
@@ -137,6 +141,7 @@ export class ChannelBlobStore {
         ...(link.base === undefined ? {} : { base: link.base }),
         count: link.count,
         digest: link.digest,
+        chain: link.chain,
         items: link.items.map((item) => new Binary(item.bytes)),
         item_types: link.items.map((item) => item.type),
         bytes: link.items.reduce((sum, item) => sum + item.bytes.byteLength, 0),
@@ -171,11 +176,12 @@ export class ChannelBlobStore {
   }
 
   /**
-   * Refreshes `upserted_at` of every blob of the position, so that values an active thread still
-   * references, however long ago they were written, do not expire under the TTL index.
+   * Refreshes `upserted_at` of the blobs of the position last refreshed before `olderThan`, so
+   * that values an active thread still references, however long ago they were written, do not
+   * expire under the TTL index. Each blob is rewritten once per interval, not once per put.
    */
-  async touch(position: BlobPosition): Promise<void> {
-    await this.collection.updateMany(position, { $set: { upserted_at: new Date() } });
+  async touch(position: BlobPosition, olderThan: Date): Promise<void> {
+    await this.collection.updateMany({ ...position, upserted_at: { $lt: olderThan } }, { $set: { upserted_at: new Date() } });
   }
 
   /**
@@ -195,7 +201,7 @@ export class ChannelBlobStore {
     const docs = await this.collection
       .find(
         { ...position, type: LIST_TYPE, $or: [...unknown].map(([channel, version]) => ({ channel, version })) },
-        { projection: { channel: 1, version: 1, count: 1, digest: 1 } },
+        { projection: { channel: 1, version: 1, count: 1, digest: 1, chain: 1 } },
       )
       .toArray();
     for (const doc of docs) heads.set(doc.channel, this.rememberHead(position, doc));
@@ -203,7 +209,7 @@ export class ChannelBlobStore {
   }
 
   private rememberHead(position: BlobPosition, doc: BlobDocument): ListHead {
-    const head = { key: doc.version, count: doc.count ?? 0, digest: doc.digest ?? "" };
+    const head: ListHead = { key: doc.version, count: doc.count ?? 0, digest: doc.digest ?? "", ...(doc.chain === undefined ? {} : { chain: doc.chain }) };
     const key = headKey(position, doc.channel, doc.version);
     this.heads.delete(key);
     this.heads.set(key, head);
@@ -236,15 +242,28 @@ export class ChannelBlobStore {
    * earlier releases that no remaining version lists. Newer versions stay: they may belong to a
    * checkpoint being written. Finally merges the list links between kept versions (see
    * {@link mergeLinks}).
+   *
+   * With `since`, only documents inserted since (by `_id`) are examined: `roots` must then name
+   * every kept version any of them can reach, which holds when they are the keys of the kept
+   * checkpoints inserted since (a checkpoint names only values stored before it, and a link builds
+   * only on older links). `guard` runs before each write.
    */
-  async prune(position: BlobPosition, roots: [string, string][], sealed: (epoch: number) => boolean): Promise<number> {
+  async prune(
+    position: BlobPosition,
+    roots: [string, string][],
+    sealed: (epoch: number) => boolean,
+    options: { since?: ObjectId; guard?: () => Promise<void> } = {},
+  ): Promise<number> {
+    const guard = options.guard ?? (async () => {});
     const newest = new Map<string, string>();
     for (const [channel, key] of roots) {
       const current = newest.get(channel);
       if (current === undefined || compareVersionKeys(current, key) < 0) newest.set(channel, key);
     }
     const docs = await this.collection
-      .find(position, { projection: { channel: 1, version: 1, type: 1, base: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 } })
+      .find(options.since === undefined ? position : { ...position, _id: { $gte: options.since } }, {
+        projection: { channel: 1, version: 1, type: 1, base: 1, chain: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 },
+      })
       .toArray();
     const byKey = new Map(docs.map((d) => [pairKey(d.channel, d.version), d]));
     const reached = new Set<string>();
@@ -264,15 +283,18 @@ export class ChannelBlobStore {
     });
     let removed = 0;
     if (removable.length > 0) {
+      await guard();
       removed += (await this.collection.deleteMany({ _id: { $in: removable.map((d) => d._id) } })).deletedCount;
     }
     const gone = new Set(removable.map((d) => d._id.toHexString()));
     const remaining = docs.filter((d) => !gone.has(d._id.toHexString()));
-    if (remaining.some((d) => d.chunk === true)) {
+    // Chunks are of earlier releases only: cleaned up when the whole position is examined.
+    if (options.since === undefined && remaining.some((d) => d.chunk === true)) {
       const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
+      await guard();
       removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
     }
-    removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))));
+    removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))), guard);
     return removed;
   }
 
@@ -280,10 +302,12 @@ export class ChannelBlobStore {
    * Merges into each list version a kept checkpoint names the links behind it that only it
    * builds on, up to the link size: what a turn appended step by step becomes one document. The
    * version keeps its key, count and digest (the list it stands for does not change); the merged
-   * links go. A reader that fetched the links before the merge finds its chain broken and reads
-   * them again.
+   * links go. Each merge replaces the version only if it is unchanged since it was listed (a
+   * concurrent prune may have merged it) and only once every link it merges was read back; so two
+   * prunes never merge the same links twice. A reader that fetched the links before the merge
+   * finds its chain broken and reads them again.
    */
-  private async mergeLinks(docs: WithId<BlobDocument>[], roots: Set<string>): Promise<number> {
+  private async mergeLinks(docs: WithId<BlobDocument>[], roots: Set<string>, guard: () => Promise<void>): Promise<number> {
     const links = docs.filter((d) => d.type === LIST_TYPE);
     const byKey = new Map(links.map((d) => [pairKey(d.channel, d.version), d]));
     const referrers = new Map<string, number>();
@@ -306,19 +330,25 @@ export class ChannelBlobStore {
       if (merged.length === 0) continue;
       const full = await this.collection.find({ _id: { $in: [root, ...merged].map((d) => d._id) } }).toArray();
       const byId = new Map(full.map((d) => [d._id.toHexString(), d]));
+      const fullRoot = byId.get(root._id.toHexString());
+      // Merged or removed by another prune since they were listed.
+      if (fullRoot === undefined || fullRoot.base !== root.base || merged.some((d) => byId.get(d._id.toHexString())?.base !== d.base)) continue;
       const ordered = [...merged.reverse(), root].map((d) => byId.get(d._id.toHexString()) as WithId<BlobDocument>);
-      const { _id, base: _base, ...rootFields } = byId.get(root._id.toHexString()) as WithId<BlobDocument>;
+      const { _id, base: _base, chain, ...rootFields } = fullRoot;
       const newBase = merged[0].base;
-      await this.collection.replaceOne(
-        { _id: root._id },
+      await guard();
+      const replaced = await this.collection.replaceOne(
+        { _id: root._id, base: root.base },
         {
           ...rootFields,
           ...(newBase === undefined ? {} : { base: newBase }),
+          ...(chain === undefined ? {} : { chain: chain.slice(merged.length) }),
           items: ordered.flatMap((d) => d.items ?? []),
           item_types: ordered.flatMap((d) => d.item_types ?? []),
           bytes,
         },
       );
+      if (replaced.modifiedCount !== 1) continue;
       removed += (await this.collection.deleteMany({ _id: { $in: merged.map((d) => d._id) } })).deletedCount;
     }
     return removed;
@@ -347,9 +377,11 @@ function conflict(position: BlobPosition, doc: BlobDocument | undefined, cause?:
   );
 }
 
-/** Reads channel values of one thread namespace or several, fetching each list channel's links once. */
+/** Reads channel values of one thread namespace or several, fetching each list link once. */
 export class BlobReader {
-  private readonly cache = new Map<string, Promise<Map<string, BlobDocument>>>();
+  /** The list links fetched so far, by position and channel, then by key. */
+  private readonly known = new Map<string, Map<string, BlobDocument>>();
+  private readonly whole = new Set<string>();
 
   constructor(
     private readonly collection: Collection<BlobDocument>,
@@ -358,18 +390,35 @@ export class BlobReader {
     private readonly forWriting: boolean,
   ) {}
 
-  /** Every list link of the channel at the position, by key; fetched once per reader unless `refresh`. */
-  private links(position: BlobPosition, channel: string, refresh = false): Promise<Map<string, BlobDocument>> {
+  private linksOf(position: BlobPosition, channel: string): Map<string, BlobDocument> {
     const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
-    let links = this.cache.get(cacheKey);
-    if (links === undefined || refresh) {
-      links = this.collection
-        .find({ ...position, channel, type: LIST_TYPE })
-        .toArray()
-        .then((docs) => new Map(docs.map((d) => [d.version, d])));
-      this.cache.set(cacheKey, links);
-    }
+    let links = this.known.get(cacheKey);
+    if (links === undefined) this.known.set(cacheKey, (links = new Map()));
     return links;
+  }
+
+  /** Fetches the links of the channel stored under `keys` that this reader does not have yet. */
+  private async fetch(position: BlobPosition, channel: string, keys: string[]): Promise<void> {
+    const links = this.linksOf(position, channel);
+    const wanted = [...new Set(keys)].filter((key) => !links.has(key));
+    if (wanted.length === 0) return;
+    const docs = await this.collection.find({ ...position, channel, type: LIST_TYPE, version: { $in: wanted } }).toArray();
+    for (const doc of docs) links.set(doc.version, doc);
+  }
+
+  /** Every link of the channel: for links of earlier releases, which do not name their ancestors. */
+  private async fetchAll(position: BlobPosition, channel: string): Promise<void> {
+    const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
+    if (this.whole.has(cacheKey)) return;
+    const links = this.linksOf(position, channel);
+    for (const doc of await this.collection.find({ ...position, channel, type: LIST_TYPE }).toArray()) links.set(doc.version, doc);
+    this.whole.add(cacheKey);
+  }
+
+  private forget(position: BlobPosition, channel: string): void {
+    const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
+    this.known.delete(cacheKey);
+    this.whole.delete(cacheKey);
   }
 
   /**
@@ -380,43 +429,63 @@ export class BlobReader {
   async read(position: BlobPosition, keys: Map<string, string>): Promise<{ values: Record<string, unknown>; missing: string[] }> {
     const values: Record<string, unknown> = {};
     if (keys.size === 0) return { values, missing: [] };
-    const filter: Filter<BlobDocument> = { ...position, $or: [...keys].map(([channel, version]) => ({ channel, version })) };
-    // A list's items are read with the rest of its links.
-    const docs = await this.collection.find(filter, { projection: { items: 0, item_types: 0 } }).toArray();
-    const found = new Set(docs.map((d) => d.channel));
+    const pending = [...keys].filter(([channel, version]) => !this.linksOf(position, channel).has(version));
+    const docs =
+      pending.length === 0 ? [] : await this.collection.find({ ...position, $or: pending.map(([channel, version]) => ({ channel, version })) }).toArray();
+    for (const doc of docs) if (doc.type === LIST_TYPE) this.linksOf(position, doc.channel).set(doc.version, doc);
+    const byChannel = new Map<string, BlobDocument>(docs.map((d) => [d.channel, d]));
+    for (const [channel, version] of keys) {
+      const link = this.linksOf(position, channel).get(version);
+      if (link !== undefined) byChannel.set(channel, link);
+    }
     await Promise.all(
-      docs.map(async (doc) => {
+      [...byChannel.values()].map(async (doc) => {
         if (doc.type === LIST_TYPE) values[doc.channel] = await this.readList(position, doc);
         else if (doc.type === CHUNKED_TYPE) values[doc.channel] = await this.readChunks(position, doc);
         else if (doc.type !== EMPTY_TYPE && doc.blob !== null) values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
       }),
     );
-    return { values, missing: [...keys.keys()].filter((channel) => !found.has(channel)) };
+    return { values, missing: [...keys.keys()].filter((channel) => !byChannel.has(channel)) };
   }
 
   private async readList(position: BlobPosition, head: BlobDocument): Promise<unknown[]> {
-    let chain = this.chain(await this.links(position, head.channel), head);
-    // Written, or merged by prune, after this reader fetched the channel's links: fetch them again.
-    if (typeof chain === "string") chain = this.chain(await this.links(position, head.channel, true), head);
+    let chain = await this.chain(position, head);
+    if (typeof chain === "string" || countOf(chain) !== head.count) {
+      // Merged by prune after this reader fetched some of its links: fetch them again.
+      this.forget(position, head.channel);
+      await this.fetch(position, head.channel, [head.version]);
+      const fresh = this.linksOf(position, head.channel).get(head.version);
+      chain = fresh === undefined ? "its items" : await this.chain(position, fresh);
+    }
     if (typeof chain === "string") throw missing(position, head, chain);
+    if (countOf(chain) !== head.count) throw missing(position, head, `${(head.count ?? 0) - countOf(chain)} of its items`);
     const serialized = chain.flatMap((l) =>
       (l.items ?? []).map((bytes, i): SerializedItem => ({ type: (l.item_types ?? [])[i] ?? "json", bytes: bytes.buffer })),
     );
-    if (serialized.length !== head.count) throw missing(position, head, `${(head.count ?? 0) - serialized.length} of its items`);
     const items = await Promise.all(serialized.map(({ type, bytes }) => this.codec.load(type, bytes)));
     if (this.forWriting) this.codec.digests(items, serialized);
     return items;
   }
 
-  /** The links of a list version, oldest first, or what is missing. */
-  private chain(byKey: Map<string, BlobDocument>, head: BlobDocument): BlobDocument[] | string {
+  /**
+   * The links of a list version, oldest first, or what is missing. Walks the bases from the head;
+   * a base not fetched yet is fetched with the ancestors the link before it names, so a chain of
+   * `n` links takes about `n / CHAIN_KEYS` round trips.
+   */
+  private async chain(position: BlobPosition, head: BlobDocument): Promise<BlobDocument[] | string> {
+    const links = this.linksOf(position, head.channel);
     const chain: BlobDocument[] = [];
-    let link = byKey.get(head.version);
-    if (link === undefined) return "its items";
-    while (link.base !== undefined && chain.length <= byKey.size) {
+    let link: BlobDocument = head;
+    while (link.base !== undefined) {
       chain.push(link);
-      const base: BlobDocument | undefined = byKey.get(link.base);
-      if (base === undefined) return `its base ${link.base}`;
+      const baseKey = link.base;
+      if (!links.has(baseKey)) {
+        if (link.chain === undefined) await this.fetchAll(position, head.channel);
+        else await this.fetch(position, head.channel, [baseKey, ...link.chain]);
+      }
+      const base = links.get(baseKey);
+      if (base === undefined) return `its base ${baseKey}`;
+      if (chain.length > links.size) return `its base ${baseKey} (a cycle)`;
       link = base;
     }
     chain.push(link);
@@ -435,6 +504,11 @@ export class BlobReader {
     }
     return items;
   }
+}
+
+/** Items in a chain of links. */
+function countOf(chain: BlobDocument[]): number {
+  return chain.reduce((sum, link) => sum + (link.items?.length ?? 0), 0);
 }
 
 function missing(position: BlobPosition, version: BlobDocument, what: string): ChannelValueMissingError {

@@ -15,7 +15,15 @@ export interface ListHead {
   key: string;
   count: number;
   digest: string;
+  /** Keys of the links before it, nearest first (at most {@link CHAIN_KEYS}); absent on links of earlier releases. */
+  chain?: string[];
 }
+
+/**
+ * Keys of its nearest ancestors each link names (`chain`), so that a reader fetches a list's
+ * links by key, this many per round trip, instead of every link of the channel.
+ */
+export const CHAIN_KEYS = 32;
 
 /** One link to store: the items it adds to its base, and the count and digest of the list up to it. */
 export interface PlannedLink {
@@ -23,6 +31,8 @@ export interface PlannedLink {
   base?: string;
   count: number;
   digest: string;
+  /** Keys of the links before it, nearest first (see {@link CHAIN_KEYS}). */
+  chain: string[];
   items: SerializedItem[];
 }
 
@@ -80,12 +90,14 @@ export function planLinks(key: string, items: SerializedItem[], digests: string[
   if (current.length > 0 || groups.length === 0) groups.push(current);
   const links: PlannedLink[] = [];
   let previous = extendsBase ? base.key : undefined;
+  let chain = extendsBase ? [base.key, ...(base.chain ?? [])].slice(0, CHAIN_KEYS) : [];
   let count = start;
   groups.forEach((group, i) => {
     count += group.length;
     const linkKey = i === groups.length - 1 ? key : `${key}#${i}`;
-    links.push({ key: linkKey, base: previous, count, digest: count === 0 ? EMPTY_LIST_DIGEST : digests[count - 1], items: group });
+    links.push({ key: linkKey, base: previous, count, digest: count === 0 ? EMPTY_LIST_DIGEST : digests[count - 1], chain, items: group });
     previous = linkKey;
+    chain = [linkKey, ...chain].slice(0, CHAIN_KEYS);
   });
   return links;
 }

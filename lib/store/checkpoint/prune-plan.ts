@@ -19,6 +19,19 @@ export interface PruneCandidate {
   replaysWrites?: boolean;
 }
 
+/**
+ * What a prune that examines only part of a thread (see `ThreadwiseSaver.prune`) knows of the root
+ * checkpoints it did not examine. Every root checkpoint it did not examine is kept.
+ */
+export interface PruneContext {
+  /** Root checkpoints named as parent by one it did not examine: not branch tips. */
+  parentsElsewhere: Set<string>;
+  /** Whether one it did not examine replays writes: the root namespace keeps everything. */
+  rootReplaysWrites: boolean;
+  /** Root checkpoints it did not examine that exist: owners of subgraph namespaces that stay. */
+  keptElsewhere: Set<string>;
+}
+
 export interface PrunePlan {
   /** Headers to remove, by namespace. */
   drop: Map<string, string[]>;
@@ -46,7 +59,7 @@ export interface PrunePlan {
  * interrupted is under the latest root checkpoint. Any other namespace can no longer be reached
  * and is removed whole.
  */
-export function planPrune(headers: PruneCandidate[], keepLatest: number): PrunePlan {
+export function planPrune(headers: PruneCandidate[], keepLatest: number, context?: PruneContext): PrunePlan {
   const byNamespace = new Map<string, PruneCandidate[]>();
   for (const header of headers) {
     const list = byNamespace.get(header.checkpoint_ns) ?? [];
@@ -55,12 +68,18 @@ export function planPrune(headers: PruneCandidate[], keepLatest: number): PruneP
   }
   for (const list of byNamespace.values()) list.sort((a, b) => (a.checkpoint_id < b.checkpoint_id ? 1 : -1));
   const root = byNamespace.get("") ?? [];
-  const keptRoot = keptRootCheckpoints(root, keepLatest);
+  const keptRoot = keptRootCheckpoints(root, keepLatest, context);
   const plan: PrunePlan = { drop: new Map(), finished: new Set() };
   for (const [ns, list] of byNamespace) {
-    if (ns !== "" && root.length > 0 && !keptRoot.has(ownerOf(list[0], root) ?? "")) {
-      plan.finished.add(ns);
-      continue;
+    if (ns !== "") {
+      const owner = ownerOf(list[0], root);
+      const ownerKept = owner !== undefined && (keptRoot.has(owner) || (context?.keptElsewhere.has(owner) ?? false));
+      // Without the whole root namespace at hand, a namespace whose owner is unknown stays.
+      const decided = context === undefined ? root.length > 0 : owner !== undefined;
+      if (decided && !ownerKept) {
+        plan.finished.add(ns);
+        continue;
+      }
     }
     // A DeltaChannel value is rebuilt from every earlier checkpoint's writes: none of them may go.
     if (list.some((h) => h.replaysWrites)) continue;
@@ -82,10 +101,10 @@ function ownerOf(newest: PruneCandidate, root: PruneCandidate[]): string | undef
 }
 
 /** The root checkpoints kept (`root` newest first): the latest few, every run start and every branch tip. */
-function keptRootCheckpoints(root: PruneCandidate[], keepLatest: number): Set<string> {
-  if (root.some((h) => h.replaysWrites)) return new Set(root.map((h) => h.checkpoint_id));
+function keptRootCheckpoints(root: PruneCandidate[], keepLatest: number, context?: PruneContext): Set<string> {
+  if (context?.rootReplaysWrites || root.some((h) => h.replaysWrites)) return new Set(root.map((h) => h.checkpoint_id));
   const kept = new Set(root.slice(0, keepLatest).map((h) => h.checkpoint_id));
-  const parents = new Set(root.map((h) => h.parent_checkpoint_id));
+  const parents = new Set<string | undefined>([...root.map((h) => h.parent_checkpoint_id), ...(context?.parentsElsewhere ?? [])]);
   for (const header of root) {
     if (!parents.has(header.checkpoint_id)) kept.add(header.checkpoint_id);
     if (header.source !== undefined && RUN_START_SOURCES.includes(header.source)) kept.add(header.checkpoint_id);

@@ -1,4 +1,4 @@
-import { MongoServerError, type Collection } from "mongodb";
+import { MongoServerError, type ObjectId, type Collection, type Filter } from "mongodb";
 import { StaleWriterError, ValidationError } from "../../errors.js";
 
 const DUPLICATE_KEY = 11000;
@@ -13,8 +13,22 @@ export interface ThreadFenceDocument {
   thread_id: string;
   fence: number;
   marks: Record<string, number>;
+  /** Where the next prune starts, and the lease of the prune running (see {@link ThreadFences.beginPrune}). */
+  prune?: PruneState;
   upserted_at?: Date;
   expiresAt?: Date;
+}
+
+/**
+ * What one prune leaves for the next: it examines only documents whose `_id` (an ObjectId, made
+ * when the document was inserted) is at or above `since`, the `next` of the prune before it.
+ */
+export interface PruneState {
+  since?: ObjectId;
+  next?: ObjectId;
+  /** The `keep` of the last prune: the checkpoints it kept as the latest are examined again. */
+  keep?: number;
+  lease?: { token: number; until: Date };
 }
 
 /** Fields a fenced write stamps on its documents: its epoch and its commit token (until compacted). */
@@ -25,7 +39,7 @@ export interface FenceStamp {
 }
 
 /** What a reader knows of a thread's fence: `null` for a thread without a fence document. */
-export type FenceView = Pick<ThreadFenceDocument, "fence" | "marks"> | null;
+export type FenceView = Pick<ThreadFenceDocument, "fence" | "marks" | "prune"> | null;
 
 /**
  * Whether readers see a document. Unfenced documents and compacted ones (no `token`) are always
@@ -101,7 +115,7 @@ export class ThreadFences {
 
   /** The thread's fence, as readers need it. */
   async view(threadId: string): Promise<FenceView> {
-    return this.collection.findOne({ _id: threadId }, { projection: { fence: 1, marks: 1 } });
+    return this.collection.findOne({ _id: threadId }, { projection: { fence: 1, marks: 1, prune: 1 } });
   }
 
   /** The thread's fence; throws StaleWriterError unless it is at or below `epoch`. */
@@ -129,6 +143,58 @@ export class ThreadFences {
     });
   }
 
+  /**
+   * Takes the thread's prune lease for `leaseMs`: one prune per thread at a time, enforced by a
+   * conditional update of its fence document, which also requires the fence to allow `epoch`
+   * (when given). Returns the lease's token and the thread's prune state, or undefined when
+   * another prune holds an unexpired lease.
+   * @throws StaleWriterError when the fence is above `epoch`, or the thread has no fence document.
+   */
+  async beginPrune(threadId: string, epoch: number | undefined, leaseMs: number): Promise<{ token: number; view: NonNullable<FenceView> } | undefined> {
+    const token = nextToken();
+    const now = new Date();
+    const filter: Filter<ThreadFenceDocument> = {
+      _id: threadId,
+      ...(epoch === undefined ? {} : { fence: { $lte: epoch } }),
+      $or: [{ "prune.lease": { $exists: false } }, { "prune.lease.until": { $lt: now } }],
+    };
+    const taken = await this.collection.findOneAndUpdate(
+      filter,
+      { $set: { "prune.lease": { token, until: new Date(now.getTime() + leaseMs) } } },
+      { returnDocument: "after", projection: { fence: 1, marks: 1, prune: 1 } },
+    );
+    if (taken !== null) return { token, view: taken };
+    const current = await this.view(threadId);
+    if (current === null || (epoch !== undefined && current.fence > epoch)) throw stale(threadId, epoch, current?.fence);
+    return undefined;
+  }
+
+  /**
+   * Checks, before each of a prune's writes, that it still holds its lease and the fence still
+   * allows its epoch.
+   * @throws StaleWriterError when either was lost (a prune that outlived its lease or its fence).
+   */
+  async assertPruning(threadId: string, epoch: number | undefined, token: number): Promise<void> {
+    const held = await this.collection.findOne(
+      { _id: threadId, "prune.lease.token": token, ...(epoch === undefined ? {} : { fence: { $lte: epoch } }) },
+      { projection: { _id: 1 } },
+    );
+    if (held !== null) return;
+    const current = await this.view(threadId);
+    if (current === null || (epoch !== undefined && current.fence > epoch)) throw stale(threadId, epoch, current?.fence);
+    throw new StaleWriterError(`the prune of thread ${threadId} outlived its lease, and another prune took it over`, threadId, epoch, {
+      currentEpoch: current.fence,
+    });
+  }
+
+  /** Ends a prune: records where the next one starts and releases the lease, if still held. */
+  async endPrune(threadId: string, token: number, state: Omit<PruneState, "lease"> | undefined): Promise<void> {
+    await this.collection.updateOne(
+      { _id: threadId, "prune.lease.token": token },
+      state === undefined ? { $unset: { "prune.lease": "" } } : { $set: { prune: state } },
+    );
+  }
+
   /** Forgets the marks of epochs below the fence once their documents no longer carry tokens. */
   async forgetMarks(threadId: string, epochs: string[]): Promise<void> {
     if (epochs.length === 0) return;
@@ -152,7 +218,7 @@ export class ThreadFences {
   }
 }
 
-function stale(threadId: string, epoch: number, currentEpoch: number | undefined): StaleWriterError {
+function stale(threadId: string, epoch: number | undefined, currentEpoch: number | undefined): StaleWriterError {
   const why = currentEpoch === undefined ? "has no fence (it was deleted or never claimed)" : `is fenced at epoch ${currentEpoch}`;
   return new StaleWriterError(`thread ${threadId} ${why}; a writer at epoch ${epoch} may not write to it`, threadId, epoch, { currentEpoch });
 }

@@ -1,6 +1,6 @@
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it } from "vitest";
-import { EMPTY_LIST_DIGEST, planLinks, prefixDigests, serializeItems, type SerializedItem } from "../../../lib/store/checkpoint/list-links.js";
+import { CHAIN_KEYS, EMPTY_LIST_DIGEST, planLinks, prefixDigests, serializeItems, type SerializedItem } from "../../../lib/store/checkpoint/list-links.js";
 
 const serde = new JsonPlusSerializer();
 
@@ -50,14 +50,14 @@ describe("list links", () => {
       const list = items(4);
       const digests = prefixDigests(list);
       const links = planLinks("8.1", list, digests, { key: "7.5", count: 3, digest: digests[2] }, 1000);
-      expect(links).toEqual([{ key: "8.1", base: "7.5", count: 4, digest: digests[3], items: [list[3]] }]);
+      expect(links).toEqual([{ key: "8.1", base: "7.5", count: 4, digest: digests[3], chain: ["7.5"], items: [list[3]] }]);
     });
 
     it("returns the whole list when the base's digest does not match its prefix, or the base is longer", () => {
       const list = items(3);
       const digests = prefixDigests(list);
       const changed = planLinks("9", list, digests, { key: "8", count: 2, digest: "f".repeat(64) }, 1000);
-      expect(changed).toEqual([{ key: "9", base: undefined, count: 3, digest: digests[2], items: list }]);
+      expect(changed).toEqual([{ key: "9", base: undefined, count: 3, digest: digests[2], chain: [], items: list }]);
       const longer = planLinks("9", list, digests, { key: "8", count: 4, digest: digests[2] }, 1000);
       expect(longer[0].base).toBeUndefined();
     });
@@ -66,9 +66,17 @@ describe("list links", () => {
       const list = items(2);
       const digests = prefixDigests(list);
       expect(planLinks("9", list, digests, { key: "8", count: 2, digest: digests[1] }, 1000)).toEqual([
-        { key: "9", base: "8", count: 2, digest: digests[1], items: [] },
+        { key: "9", base: "8", count: 2, digest: digests[1], chain: ["8"], items: [] },
       ]);
-      expect(planLinks("1", [], [], undefined, 1000)).toEqual([{ key: "1", base: undefined, count: 0, digest: EMPTY_LIST_DIGEST, items: [] }]);
+      expect(planLinks("1", [], [], undefined, 1000)).toEqual([{ key: "1", base: undefined, count: 0, digest: EMPTY_LIST_DIGEST, chain: [], items: [] }]);
+    });
+
+    it("names in each link its nearest ancestors, at most CHAIN_KEYS of them", () => {
+      const list = items(3);
+      const digests = prefixDigests(list);
+      const ancestors = Array.from({ length: CHAIN_KEYS }, (_, i) => `${7 - i / 100}`);
+      const links = planLinks("8", list, digests, { key: "7.5", count: 1, digest: digests[0], chain: ancestors }, 10);
+      expect(links.map((l) => l.chain)).toEqual([["7.5", ...ancestors].slice(0, CHAIN_KEYS), ["8#0", "7.5", ...ancestors].slice(0, CHAIN_KEYS)]);
     });
   });
 });

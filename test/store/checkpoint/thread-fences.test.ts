@@ -187,4 +187,47 @@ describe("readFenceEpoch", () => {
   it("throws ValidationError for a string, a fraction or a negative number", () => {
     for (const value of ["1", 1.5, -1]) expect(() => readFenceEpoch(value)).toThrow(ValidationError);
   });
+
+  describe("beginPrune", () => {
+    it("returns a lease, and undefined to a second prune while the lease holds", async () => {
+      await fences.claim("t", 1);
+      expect(await fences.beginPrune("t", 1, 60_000)).toMatchObject({ token: expect.any(Number) });
+      expect(await fences.beginPrune("t", 1, 60_000)).toBeUndefined();
+      expect(await fences.beginPrune("t", undefined, 60_000)).toBeUndefined();
+    });
+
+    it("throws StaleWriterError when the fence is above the prune's epoch", async () => {
+      await fences.claim("t", 3);
+      expect((await staleError(fences.beginPrune("t", 2, 60_000))).currentEpoch).toBe(3);
+    });
+  });
+
+  describe("assertPruning", () => {
+    it("throws StaleWriterError to a prune that outlived its lease once another took it", async () => {
+      await fences.claim("t", 1);
+      const first = await fences.beginPrune("t", 1, 1);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const second = await fences.beginPrune("t", 1, 60_000);
+      expect(second).toBeDefined();
+      await staleError(fences.assertPruning("t", 1, first?.token as number));
+      await expect(fences.assertPruning("t", 1, second?.token as number)).resolves.toBeUndefined();
+    });
+
+    it("throws StaleWriterError to a prune whose fence was raised", async () => {
+      await fences.claim("t", 1);
+      const lease = await fences.beginPrune("t", 1, 60_000);
+      await fences.claim("t", 2);
+      expect((await staleError(fences.assertPruning("t", 1, lease?.token as number))).currentEpoch).toBe(2);
+    });
+  });
+
+  describe("endPrune", () => {
+    it("releases the lease and records the state for the next prune", async () => {
+      await fences.claim("t", 1);
+      const lease = await fences.beginPrune("t", 1, 60_000);
+      await fences.endPrune("t", lease?.token as number, { keep: 3 });
+      expect((await fences.view("t"))?.prune).toEqual({ keep: 3 });
+      expect(await fences.beginPrune("t", 1, 60_000)).toBeDefined();
+    });
+  });
 });
