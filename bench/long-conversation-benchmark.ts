@@ -191,7 +191,8 @@ const productSnapshots: Snapshot[] = [];
       storedBefore = stored.bytes;
       const b = productBuckets[productBuckets.length - 1];
       process.stderr.write(
-        `product turn ${turn}: ${kb(b.storedPerTurn)} stored/turn, largest ${kb(stored.largest)}, p50 ${b.p50.toFixed(0)} ms, CPU ${b.cpuP50.toFixed(0)} ms, RSS ${rssMb.toFixed(0)} MB\n`,
+        `product turn ${turn}: ${kb(b.storedPerTurn)} stored/turn, largest ${kb(stored.largest)}, ` +
+          `p50 ${b.p50.toFixed(0)} ms, CPU ${b.cpuP50.toFixed(0)} ms, RSS ${rssMb.toFixed(0)} MB\n`,
       );
       times = [];
       cpu = [];
@@ -365,7 +366,12 @@ const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, load average 
 const markdown = [
   "# Long-conversation benchmark",
   "",
-  `\`npm run bench:long -- --turns ${turns} --stock-turns ${stockTurns} --big-turns ${bigTurns}\`: one conversation of ${formatCount(turns)} turns through the HTTP API of the local server, the real \`ChatBedrockConverse\` against the local Converse endpoint, a tool call in 8 turns of 10 (outputs of 1–20 KB, those over 2,000 tokens offloaded). Stock LangGraph (\`createReactAgent\` + \`MongoDBSaver\`) in the same run for ${stockTurns} turns. ${machine}; the embedded MongoDB-compatible server.`,
+  `\`npm run bench:long -- --turns ${turns} --stock-turns ${stockTurns} --big-turns ${bigTurns}\`` +
+    `: one conversation of ${formatCount(turns)} turns through the HTTP API of the local server` +
+    `, the real \`ChatBedrockConverse\` against the local Converse endpoint` +
+    `, a tool call in 8 turns of 10 (outputs of 1–20 KB, those over 2,000 tokens offloaded).` +
+    ` Stock LangGraph (\`createReactAgent\` + \`MongoDBSaver\`) in the same run for ${stockTurns} turns.` +
+    ` ${machine}; the embedded MongoDB-compatible server.`,
   "",
   "## Against the issue's targets",
   "",
@@ -391,7 +397,8 @@ const markdown = [
         "",
         `${formatCount(big.turns)} real turns (the offline model, in process, a tool call in one turn of five) written in ${big.writeSeconds.toFixed(0)} s; ` +
           `then 5 more through the HTTP API with the Converse endpoint: ${big.nextTurnMs.map((ms) => `${ms.toFixed(0)} ms`).join(", ")}. ` +
-          `Its working set holds ${big.workingSetUsers} questions. The database then held ${mb(big.bytes)}, the largest document ${kb(big.largest)} (${big.largestIn}).`,
+          `Its working set holds ${big.workingSetUsers} questions. ` +
+          `The database then held ${mb(big.bytes)}, the largest document ${kb(big.largest)} (${big.largestIn}).`,
         "",
       ]
     : []),
