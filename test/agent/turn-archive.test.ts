@@ -7,6 +7,7 @@ import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
 import { loadConfig, type Config } from "../../lib/config/config.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
+import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { bigReport } from "../support/test-tools.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
@@ -94,6 +95,24 @@ describe("the thread's working set", () => {
       "Turn 9, asked again.",
     ]);
     expect((await app.runner.readWorkingSet(conversationId)).archivedTurns).toBe(6);
+  });
+
+  it("resumes a turn that died between archiving and removing the turns, archiving each once and losing none", async () => {
+    const faults = crashOnceAt("after-archive");
+    const crashing = await createApp(config, { mongoClient: client, tools: [bigReport], setup: "ensure", faults });
+    const { _id: conversationId } = await crashing.database.conversations.create(alice.principal);
+    await converse(crashing, conversationId, 1, 8);
+    const request = { conversationId, caller: alice, content: question(9), turnId: randomUUID() };
+    await expect(crashing.runner.run(request)).rejects.toThrow(SimulatedCrash);
+    // The archive holds the turns; the thread still does too, as if the step had not run.
+    expect(await client.db(dbName).collection("turn_archive").countDocuments({ conversationId })).toBe(6);
+    expect((await crashing.runner.readWorkingSet(conversationId)).archivedTurns).toBe(0);
+    expect((await crashing.runner.run(request)).status).toBe("completed");
+    expect(await client.db(dbName).collection("turn_archive").countDocuments({ conversationId })).toBe(6);
+    expect((await crashing.runner.readWorkingSet(conversationId)).archivedTurns).toBe(6);
+    const all = await wholeThread(conversationId);
+    expect(all.filter((m) => m.role === "user").map((m) => m.content)).toEqual(Array.from({ length: 9 }, (_, i) => question(i + 1)));
+    expect(new Set(all.map((m) => m.id)).size).toBe(all.length);
   });
 
   it("compacts a thread written with every message on its next turn, losing nothing", async () => {
