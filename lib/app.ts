@@ -55,6 +55,11 @@ export interface AppOptions {
   secrets?: SecretSource;
   /** Test-only crash points; never set in production. */
   faults?: FaultInjector;
+  /**
+   * Test-only: `false` keeps every message in the thread, as threads were written before the
+   * working set (docs/storage.md, "What a thread keeps"), to make fixtures of such threads. Default: true.
+   */
+  archiveTurns?: boolean;
   /** What leases measure time with. Default: the system clock; tests pass one they advance. */
   clock?: Clock;
   /** Embeds turns and queries for `search_conversation`. Default: Bedrock when `RECALL_EMBEDDINGS_MODEL_ID` is set, else none (lexical search only). */
@@ -126,6 +131,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       new ApprovalPolicy(config.tools.approvals.tools, offered),
     ),
     checkpointer: database.checkpointer,
+    archive: options.archiveTurns === false ? undefined : database.archive,
     faults: options.faults,
     logger: options.logger,
     policy: {
@@ -148,6 +154,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     turns: database.turns,
     lease: database.lease,
     threads: database.checkpointer,
+    archive: database.archive,
     faults: options.faults,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {

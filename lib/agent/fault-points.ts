@@ -7,7 +7,10 @@ export const FAULT_POINTS = ["after-user-message", "after-model-call", "before-t
 /** Points around a decision on an approval (`Approvals.decide`): between recording it and resuming the turn. */
 export const APPROVAL_FAULT_POINTS = ["after-decision", "after-resume-enqueued"] as const;
 
-export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof APPROVAL_FAULT_POINTS)[number];
+/** Between archiving a block of finished turns and removing them from the thread (`lib/agent/working-set.ts`); only a turn that archives passes it. */
+export const ARCHIVE_FAULT_POINTS = ["after-archive"] as const;
+
+export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof APPROVAL_FAULT_POINTS)[number] | (typeof ARCHIVE_FAULT_POINTS)[number];
 
 export interface FaultInjector {
   at(point: FaultPoint): void;

@@ -1,8 +1,8 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import { RemoveMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { END, interrupt, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { Annotation, END, interrupt, MessagesAnnotation, REMOVE_ALL_MESSAGES, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { ModelPrice } from "../config/config.js";
 import {
   buildModelView,
@@ -14,7 +14,7 @@ import {
   type ModelViewPolicy,
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
-import { toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
+import { compactDispositions, toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import { approvalIdOf } from "../store/approval-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
@@ -27,6 +27,18 @@ import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
+import type { TurnArchiveStore } from "../store/turn-archive-store.js";
+import { archivePlan } from "./working-set.js";
+
+/**
+ * The thread's state: its working set of messages, and how many finished turns were archived out of
+ * it before its first message (0 for a thread that never archived, as every thread written before).
+ */
+export const ThreadState = Annotation.Root({
+  ...MessagesAnnotation.spec,
+  archivedTurns: Annotation<number>({ reducer: (_previous, next) => next, default: () => 0 }),
+});
+type State = typeof ThreadState.State;
 
 /** Per-invocation context: passed as LangGraph `context`, which is never checkpointed. */
 export type TurnContext = {
@@ -64,6 +76,11 @@ export interface AgentGraphOptions {
   faults?: FaultInjector;
   /** Each model call is logged as numbers (tokens, sizes, durations), never contents. */
   logger?: StructuredLogger;
+  /**
+   * Where finished turns before the view's window go, so the thread keeps a bounded working set
+   * (`lib/agent/working-set.ts`). Default: none; the thread keeps every message.
+   */
+  archive?: Pick<TurnArchiveStore, "archive">;
 }
 
 /** Index of this model call within the active turn: the AI messages since the latest user message. */
@@ -121,12 +138,12 @@ export function createAgentGraph(options: AgentGraphOptions) {
     return tokens;
   };
 
-  const buildView = (messages: BaseMessage[], toolSchemaTokens: number) =>
-    buildModelView(messages, { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) });
+  const buildView = (state: State, toolSchemaTokens: number) =>
+    buildModelView(state.messages, { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) }, { archivedTurns: state.archivedTurns });
 
   /** The view within the budget in the model's tokens; a model not seen yet in this container is first measured with CountTokens, if given. */
-  async function calibratedView(messages: BaseMessage[], offered: FunctionTool[], toolSchemaTokens: number) {
-    const view = buildView(messages, toolSchemaTokens);
+  async function calibratedView(state: State, offered: FunctionTool[], toolSchemaTokens: number) {
+    const view = buildView(state, toolSchemaTokens);
     if (!countTokens || !countTokensAvailable || calibration.seen(modelId) > 0) return view;
     try {
       calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, await countTokens(view.messages, offered));
@@ -136,10 +153,30 @@ export function createAgentGraph(options: AgentGraphOptions) {
       logger?.warn("count tokens unavailable", { error: error instanceof Error ? error.name : "unknown" });
       return view;
     }
-    return buildView(messages, toolSchemaTokens);
+    return buildView(state, toolSchemaTokens);
   }
 
-  async function agent(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
+  /**
+   * Archives the finished turns before the view's window, once a block of them has gathered:
+   * written to the archive first (idempotent by turn), then removed from the thread, so a crash
+   * between the two archives them again and loses nothing.
+   */
+  async function archiveTurns(state: State, config: LangGraphRunnableConfig) {
+    const plan = options.archive ? archivePlan(state.messages, state.archivedTurns, policy) : undefined;
+    if (!plan || !options.archive) return {};
+    const ctx = turnContext(config);
+    await options.archive.archive(plan.turns, ctx.fence);
+    faults?.at("after-archive");
+    logger?.info("turns archived", { turnId: ctx.turnId, turns: plan.turns.length, archivedTurns: plan.archivedTurns, keptMessages: plan.kept.length });
+    return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...plan.kept], archivedTurns: plan.archivedTurns };
+  }
+
+  /** A turn starts by archiving when a block of turns is due, else with the model. */
+  function start(state: State): "archive" | "agent" {
+    return options.archive && archivePlan(state.messages, state.archivedTurns, policy) ? "archive" : "agent";
+  }
+
+  async function agent(state: State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
     const index = callIndex(state.messages);
     if (index >= ctx.maxModelCalls) {
@@ -147,7 +184,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     }
     const offered = tools.toolSpecs(ctx.caller);
     const toolSchemaTokens = schemaTokens(offered);
-    const view = await calibratedView(state.messages, offered, toolSchemaTokens);
+    const view = await calibratedView(state, offered, toolSchemaTokens);
     await ctx.onProgress?.({ step: "model", modelCalls: index });
     await ctx.events?.emit({ type: "progress", step: "model", modelCall: index });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
@@ -166,7 +203,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       durationMs: Date.now() - startedAt.getTime(),
       view: toViewMessages(view.messages),
       stats: view.stats,
-      dispositions: view.dispositions,
+      dispositions: compactDispositions(view.dispositions),
       usage,
       ...(usage.inputTokens > 0 && { estimateError: estimateError(view.stats.estimatedInputTokens, usage.inputTokens) }),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),
@@ -206,7 +243,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
    * one with its new arguments (and the model's message is rewritten to show them), a rejected or
    * expired one not at all: the model reads why. Effects go through the registry's idempotency guard.
    */
-  async function runTools(state: typeof MessagesAnnotation.State, config: LangGraphRunnableConfig) {
+  async function runTools(state: State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
     const last = state.messages[state.messages.length - 1] as AIMessage;
     const calls: ToolCallRequest[] = (last.tool_calls ?? []).map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
@@ -238,15 +275,17 @@ export function createAgentGraph(options: AgentGraphOptions) {
     return { messages: [...(edits.size > 0 ? [withEditedCalls(last, edits)] : []), ...results] };
   }
 
-  function route(state: typeof MessagesAnnotation.State): "tools" | typeof END {
+  function route(state: State): "tools" | typeof END {
     const last = state.messages[state.messages.length - 1] as AIMessage;
     return last.tool_calls?.length ? "tools" : END;
   }
 
-  return new StateGraph(MessagesAnnotation)
+  return new StateGraph(ThreadState)
+    .addNode("archive", archiveTurns)
     .addNode("agent", agent)
     .addNode("tools", runTools)
-    .addEdge(START, "agent")
+    .addConditionalEdges(START, start, ["archive", "agent"])
+    .addEdge("archive", "agent")
     .addConditionalEdges("agent", route, ["tools", END])
     .addEdge("tools", "agent")
     .compile({ checkpointer });

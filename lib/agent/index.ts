@@ -13,4 +13,4 @@ export { LocalChatModel, type FunctionTool } from "./local-chat-model.js";
 export { RegistryToolRunner, type OutputOffload, type ToolExecution, type ToolExecutor } from "./registry-tool-runner.js";
 export type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./system-prompt.js";
-export { FAULT_POINTS, type FaultInjector, type FaultPoint } from "./fault-points.js";
+export { ARCHIVE_FAULT_POINTS, FAULT_POINTS, type FaultInjector, type FaultPoint } from "./fault-points.js";

@@ -6,6 +6,7 @@ import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTur
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
+import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
@@ -88,8 +89,8 @@ export interface ThreadSnapshot {
   tasks: { id: string; name: string; interrupts: { id?: string; value: unknown }[] }[];
 }
 
-function threadMessages(snapshot: StateSnapshot): ThreadMessage[] {
-  const messages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
+/** Stored messages in the shape the API shows them. */
+function threadMessages(messages: readonly BaseMessage[]): ThreadMessage[] {
   const records = toViewMessages(messages);
   return messages.map((message, i) => {
     const record: ThreadMessage = { ...records[i] };
@@ -103,7 +104,7 @@ function threadMessages(snapshot: StateSnapshot): ThreadMessage[] {
 function threadSnapshot(snapshot: StateSnapshot): ThreadSnapshot {
   const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
   return {
-    messages: threadMessages(snapshot),
+    messages: threadMessages((snapshot.values as { messages?: BaseMessage[] }).messages ?? []),
     next: [...snapshot.next],
     checkpointId: snapshot.config.configurable?.checkpoint_id as string,
     ...(parent !== undefined && { parentCheckpointId: parent }),
@@ -123,6 +124,8 @@ export interface TurnRunnerDeps {
   turns: TurnStore;
   lease: ConversationLease;
   threads: ThreadFencing;
+  /** Where the graph archives finished turns out of the working set, for reading them back. Default: none (nothing archived). */
+  archive?: Pick<TurnArchiveStore, "read">;
   /** Called after a completed turn, while it still holds the conversation (checkpoint pruning). */
   afterTurn?(conversationId: string, fence: WriteFence): Promise<void>;
   /** Default: {@link DEFAULT_MAX_MODEL_CALLS}. */
@@ -223,8 +226,20 @@ export class TurnRunner {
 
   /** The thread's checkpointed messages (durable state), read-only; empty for a thread with no checkpoint yet. */
   async readThread(conversationId: string): Promise<ThreadMessage[]> {
+    return (await this.readWorkingSet(conversationId)).messages;
+  }
+
+  /** The thread's working set (its checkpointed messages) and how many finished turns before them were archived (`readArchive`). */
+  async readWorkingSet(conversationId: string): Promise<{ messages: ThreadMessage[]; archivedTurns: number }> {
     const snapshot = await this.deps.graph.getState({ configurable: { thread_id: conversationId } });
-    return threadMessages(snapshot);
+    const values = snapshot.values as { messages?: BaseMessage[]; archivedTurns?: number };
+    return { messages: threadMessages(values.messages ?? []), archivedTurns: values.archivedTurns ?? 0 };
+  }
+
+  /** Archived turns numbered `from` to `to` (from 1), oldest first, each with its messages as the thread held them. */
+  async readArchive(conversationId: string, from: number, to: number): Promise<{ turnNumber: number; messages: ThreadMessage[] }[]> {
+    const turns = (await this.deps.archive?.read(conversationId, from, to)) ?? [];
+    return turns.map((turn) => ({ turnNumber: turn.turnNumber, messages: threadMessages(turn.messages) }));
   }
 
   /**
@@ -472,7 +487,9 @@ export class TurnRunner {
       const ids = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
       // A turn's first checkpoint (source "input") still has the question it began with pending; a run with new input discards it.
       const boundary = snapshot.next.length === 0 || snapshot.metadata?.source === "input";
-      if (boundary && ids.length === before.length && ids.every((id, i) => id === before[i])) {
+      // The replaced turn may have archived older turns first: its boundary holds them before the same messages.
+      const from = ids.length - before.length;
+      if (boundary && from >= 0 && (before.length > 0 || from === 0) && before.every((id, i) => id === ids[from + i])) {
         return { checkpointId: snapshot.config.configurable?.checkpoint_id as string, remove: [] };
       }
     }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
 import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
-import { summarizeContext } from "../store/turn-record.js";
+import { expandDispositions, summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
@@ -17,7 +17,17 @@ import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
 import type { Route } from "./router.js";
 import { openApiDocument } from "./openapi.js";
-import { approvalsQuery, createConversationBody, decisionBody, listQuery, postMessageBody, regenerateBody, turnsQuery } from "./schemas.js";
+import {
+  approvalsQuery,
+  archiveQuery,
+  createConversationBody,
+  MAX_ARCHIVE_PAGE_TURNS,
+  decisionBody,
+  listQuery,
+  postMessageBody,
+  regenerateBody,
+  turnsQuery,
+} from "./schemas.js";
 
 export interface ApiRoutesDeps {
   authenticate: Authenticate;
@@ -92,7 +102,7 @@ export function turnView(turn: TurnWithCalls) {
       stats: c.stats,
       toolCalls: c.toolCalls,
       view: c.view,
-      dispositions: c.dispositions ?? null,
+      dispositions: c.dispositions ? expandDispositions(c.dispositions) : null,
     })),
   };
 }
@@ -271,7 +281,21 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       pattern: /^\/v1\/conversations\/([^/]+)\/state$/,
       handler: async (request, [id]) => {
         const { conversation } = await owned(request, id);
-        return json(200, { conversationId: conversation._id, messages: await runner.readThread(conversation._id) });
+        return json(200, { conversationId: conversation._id, ...(await runner.readWorkingSet(conversation._id)) });
+      },
+    },
+    {
+      // Finished turns moved out of the working set, newest page first, each page oldest first.
+      method: "GET",
+      pattern: /^\/v1\/conversations\/([^/]+)\/archive$/,
+      handler: async (request, [id]) => {
+        const { conversation } = await owned(request, id);
+        const query = parseQuery(request, archiveQuery);
+        const { archivedTurns } = await runner.readWorkingSet(conversation._id);
+        const before = Math.min(query.before ?? archivedTurns + 1, archivedTurns + 1);
+        const from = Math.max(1, before - (query.limit ?? MAX_ARCHIVE_PAGE_TURNS));
+        const page = await runner.readArchive(conversation._id, from, before - 1);
+        return json(200, { conversationId: conversation._id, archivedTurns, turns: page, nextBefore: from > 1 ? from : null });
       },
     },
     {

@@ -22,6 +22,17 @@ export const listQuery = z.strictObject({
   cursor: z.string().min(1).max(200).optional().meta({ description: "`nextCursor` of the previous page." }),
 });
 export const turnsQuery = z.strictObject({ status: z.enum(TURN_STATUSES).optional() });
+/** Archived turns before the given one (`GET .../archive`). */
+export const MAX_ARCHIVE_PAGE_TURNS = 20;
+const digits = (max: number) => z.preprocess((v) => (typeof v === "string" && /^[0-9]{1,9}$/.test(v) ? Number(v) : v), z.number().int().min(1).max(max));
+export const archiveQuery = z.strictObject({
+  before: digits(1_000_000_000)
+    .optional()
+    .meta({ description: "Turns numbered below this one (`nextBefore` of the previous page). Default: after the last archived turn." }),
+  limit: digits(MAX_ARCHIVE_PAGE_TURNS)
+    .optional()
+    .meta({ description: `Turns per page, at most ${MAX_ARCHIVE_PAGE_TURNS}. Default: ${MAX_ARCHIVE_PAGE_TURNS}.` }),
+});
 
 const isoDate = z.iso.datetime();
 const usage = z.looseObject({ inputTokens: z.number(), outputTokens: z.number(), totalTokens: z.number() });
@@ -89,7 +100,19 @@ export const recordedMessages = z.object({
   conversationId: z.string(),
   messages: z.array(z.looseObject({ turnId: z.string(), role: z.string(), content: z.string(), createdAt: isoDate })),
 });
-export const threadState = z.object({ conversationId: z.string(), messages: z.array(message.extend({ tokens: z.number() })) });
+export const threadState = z.object({
+  conversationId: z.string(),
+  messages: z
+    .array(message.extend({ tokens: z.number() }))
+    .meta({ description: "The thread's working set: the finished turns the view can still use and the active turn." }),
+  archivedTurns: z.number().meta({ description: "Finished turns before the working set, moved to the archive (`GET .../archive`)." }),
+});
+export const archivedTurns = z.object({
+  conversationId: z.string(),
+  archivedTurns: z.number(),
+  turns: z.array(z.object({ turnNumber: z.number(), messages: z.array(message.extend({ tokens: z.number() })) })).meta({ description: "Oldest first." }),
+  nextBefore: z.number().nullable().meta({ description: "`before` of the next (older) page; null after the first turn." }),
+});
 export const turnSummary = z.looseObject({ turnId: z.string(), status: z.enum(TURN_STATUSES), createdAt: isoDate, completedAt: isoDate.nullable(), progress });
 export const turnList = z.object({ conversationId: z.string(), turns: z.array(turnSummary) });
 export const turnDetail = z.looseObject({

@@ -318,12 +318,32 @@ interface ViewParts {
   omittedOutputs: readonly OmittedOutput[];
 }
 
+/**
+ * The oldest finished turn the view keeps (budget permitting), counted from the conversation's
+ * first turn (0), for `finishedTurns` finished turns: it moves `historyBlockTurns` at a time,
+ * keeping at least `policy.finishedTurns` and at most `finishedTurns + historyBlockTurns - 1`.
+ * Turns before it are never in a view again while the conversation only grows (the working set
+ * archives them, `lib/agent/working-set.ts`).
+ */
+export function firstKeptTurn(finishedTurns: number, policy: Pick<ModelViewPolicy, "finishedTurns" | "historyBlockTurns">): number {
+  const blockTurns = Math.max(1, policy.historyBlockTurns ?? DEFAULT_HISTORY_BLOCK_TURNS);
+  const beyond = finishedTurns - policy.finishedTurns;
+  return beyond <= 0 ? 0 : beyond - (beyond % blockTurns);
+}
+
+/** What the thread holds besides its messages. */
+export interface ModelViewHistory {
+  /** Finished turns before the thread's first message, archived out of it: the view counts turns from the conversation's first. Default: 0. */
+  archivedTurns?: number;
+}
+
 /** What the view did with each stored message, from the parts it was built of (see `MessageDisposition`). */
 function dispositionsOf(
   messages: readonly BaseMessage[],
   turnStarts: readonly number[],
   leftOut: ReadonlyMap<number, LeftOutReason>,
   parts: ViewParts,
+  archived: number,
 ): MessageDisposition[] {
   const dispositions: MessageDisposition[] = new Array(messages.length);
   const set = (index: number, turn: number | undefined, disposition: MessageDisposition) => {
@@ -335,9 +355,10 @@ function dispositionsOf(
   const outside: MessageDisposition = parts.outOfSightNotice
     ? { fate: "notice", notice: "out-of-sight", viewIndex: 0 }
     : { fate: "left-out", reason: "outside-window" };
-  for (let t = 0; t < turnStarts.length - 1; t++) {
+  for (let s = 0; s < turnStarts.length - 1; s++) {
+    const t = s + archived;
     const shown = kept.get(t);
-    for (let i = turnStarts[t]; i < turnStarts[t + 1]; i++) {
+    for (let i = turnStarts[s]; i < turnStarts[s + 1]; i++) {
       if (t < parts.firstKept) set(i, t, outside);
       else if (!shown) set(i, t, { fate: "left-out", reason: "over-budget" });
       else if (i === shown.pair.questionIndex) set(i, t, { fate: "condensed", viewIndex: shown.questionAt, part: "question" });
@@ -346,7 +367,7 @@ function dispositionsOf(
     }
   }
 
-  const activeTurnIndex = turnStarts.length - 1;
+  const activeTurnIndex = archived + turnStarts.length - 1;
   for (const [index, reason] of leftOut) set(index, activeTurnIndex, { fate: "left-out", reason });
   const omitted = new Map(parts.omittedOutputs.map((o) => [o.toolCallId, o]));
   const activeAt = parts.system.length + 2 * parts.pairs.length;
@@ -394,8 +415,9 @@ function dispositionsOf(
  * @throws InvalidModelViewError when no valid view exists: the thread has no user message, or it
  *   ends with a final answer (there is nothing to answer).
  */
-export function buildModelView(messages: readonly BaseMessage[], policy: ModelViewPolicy): ModelView {
+export function buildModelView(messages: readonly BaseMessage[], policy: ModelViewPolicy, history: ModelViewHistory = {}): ModelView {
   const started = performance.now();
+  const archived = history.archivedTurns ?? 0;
   const repairs = zeroRepairs();
   const toolSchemaTokens = policy.toolSchemaTokens ?? DEFAULT_TOOL_SCHEMA_TOKENS;
   const estimate = policy.tokenEstimate ?? EXACT_TOKEN_ESTIMATE;
@@ -411,9 +433,9 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   for (let i = 0; i < turnStarts[0]; i++) if (messages[i].type !== "system") repairs.droppedMessages++;
 
   const finishedTurnsInState = turnStarts.length - 1;
-  const blockTurns = Math.max(1, policy.historyBlockTurns ?? DEFAULT_HISTORY_BLOCK_TURNS);
-  const beyond = finishedTurnsInState - policy.finishedTurns;
-  const firstKept = beyond <= 0 ? 0 : beyond - (beyond % blockTurns);
+  // Turn numbers count from the conversation's first turn, archived ones included, so the window and the notice move as if all were here.
+  const finishedTurns = archived + finishedTurnsInState;
+  const firstKept = Math.max(archived, firstKeptTurn(finishedTurns, policy));
 
   const leftOut = new Map<number, LeftOutReason>();
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs, (index, reason) => leftOut.set(index, reason));
@@ -432,11 +454,11 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   }
 
   // The block is whole once it holds `finishedTurns` turns; turns after it are appended one a turn.
-  const blockEndTurn = policy.finishedTurns > 0 && finishedTurnsInState - firstKept >= policy.finishedTurns ? firstKept + policy.finishedTurns - 1 : -1;
+  const blockEndTurn = policy.finishedTurns > 0 && finishedTurns - firstKept >= policy.finishedTurns ? firstKept + policy.finishedTurns - 1 : -1;
   // Newest first, so dropping for the budget pops the oldest.
   const pairs: FinishedPair[] = [];
-  for (let t = finishedTurnsInState - 1; t >= firstKept; t--) {
-    const pair = finishedPair(messages, t, turnStarts[t], turnStarts[t + 1]);
+  for (let t = finishedTurns - 1; t >= firstKept; t--) {
+    const pair = finishedPair(messages, t, turnStarts[t - archived], turnStarts[t - archived + 1]);
     pairs.push(pair);
     total += pair.tokens;
   }
@@ -478,7 +500,7 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const parts: ViewParts = { system, outOfSightNotice: outOfSight, firstKept, pairs, active, omittedOutputs };
   return {
     messages: view,
-    dispositions: dispositionsOf(messages, turnStarts, leftOut, parts),
+    dispositions: dispositionsOf(messages, turnStarts, leftOut, parts, archived),
     stats: {
       stateMessages: messages.length,
       stateTokens: countStateTokens(messages),
@@ -489,6 +511,7 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
       estimatedInputTokens: expected(total),
       cachePoints,
       finishedTurnsInState,
+      ...(archived > 0 && { archivedTurns: archived }),
       finishedTurnsKept: pairs.length,
       finishedTurnsDroppedForBudget,
       omittedOutputs,

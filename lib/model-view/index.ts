@@ -5,9 +5,11 @@ export {
   EXACT_TOKEN_ESTIMATE,
   EMPTY_TOOL_OUTPUT,
   EMPTY_USER_MESSAGE,
+  firstKeptTurn,
   INTERRUPTED_TOOL_RESULT,
   NO_ANSWER_STUB,
 } from "./build-model-view.js";
+export type { ModelViewHistory } from "./build-model-view.js";
 export { messageText } from "./message-text.js";
 export { isCachePointBlock, MAX_CACHE_POINTS, placeCachePoints, withCachePoints } from "./cache-points.js";
 export type { CacheLayout, CachePointBlock } from "./cache-points.js";

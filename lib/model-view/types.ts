@@ -111,6 +111,8 @@ export interface ModelViewStats {
   /** At most four (Bedrock's limit), in view order; empty without a cache policy. */
   cachePoints: CachePoint[];
   finishedTurnsInState: number;
+  /** Finished turns archived out of the thread before its first message (`ModelViewHistory`); absent when none are. */
+  archivedTurns?: number;
   finishedTurnsKept: number;
   /** Finished turns within the kept window that were dropped to fit the budget. */
   finishedTurnsDroppedForBudget: number;

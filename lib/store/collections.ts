@@ -10,6 +10,8 @@ export const COLLECTIONS = {
   messages: "messages",
   turns: "turns",
   modelCalls: "model_calls",
+  /** Finished turns moved out of a thread's working set, one document per turn or part of one (`TurnArchiveStore`). */
+  turnArchive: "turn_archive",
   artifacts: "artifacts",
   idempotency: "idempotency",
   followUps: "follow_ups",

@@ -9,6 +9,7 @@ import { ConversationStore } from "./conversation-store.js";
 import { ConversationLease } from "./lease.js";
 import { MessageStore } from "./message-store.js";
 import { RecallIndexStore } from "./recall-index-store.js";
+import { TurnArchiveStore } from "./turn-archive-store.js";
 import { RetentionPolicy } from "./retention.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnEventStore } from "./turn-event-store.js";
@@ -22,7 +23,7 @@ export class DatabaseSetupError extends ThreadwiseError {
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
  * function that finds an older version recorded sets the database up before serving.
  */
-export const DATABASE_SETUP_VERSION = 4;
+export const DATABASE_SETUP_VERSION = 5;
 
 const SETUP_ID = "indexes";
 
@@ -62,6 +63,8 @@ export class ThreadwiseDatabase {
   readonly retention: RetentionPolicy;
   /** What `search_conversation` searches: finished turns, indexed when they finish. */
   readonly recall: RecallIndexStore;
+  /** Finished turns archived out of threads' working sets. */
+  readonly archive: TurnArchiveStore;
   /** Turns' streamed events, kept for clients that reconnect. */
   readonly turnEvents: TurnEventStore;
   /** Tool calls waiting for a person's decision, and the decisions. */
@@ -80,6 +83,7 @@ export class ThreadwiseDatabase {
     });
     this.artifacts = new ArtifactStore(this.db);
     this.recall = new RecallIndexStore(this.db);
+    this.archive = new TurnArchiveStore(this.db);
     this.turnEvents = new TurnEventStore(this.db);
     this.approvals = new ApprovalStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
@@ -101,6 +105,7 @@ export class ThreadwiseDatabase {
       this.artifacts.setup(),
       this.retention.setup(),
       this.recall.setup(),
+      this.archive.setup(),
       this.turnEvents.setup(),
       this.approvals.setup(),
       this.setupFollowUps(),
@@ -145,6 +150,7 @@ export class ThreadwiseDatabase {
       this.turns.deleteByConversation(conversationId),
       this.artifacts.deleteByConversation(conversationId),
       this.recall.deleteByConversation(conversationId),
+      this.archive.deleteByConversation(conversationId),
       this.turnEvents.deleteByConversation(conversationId),
       this.approvals.deleteByConversation(conversationId),
       this.db.collection(COLLECTIONS.followUps).deleteMany({ conversationId }),

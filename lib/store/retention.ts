@@ -10,6 +10,7 @@ const OWNER_FIELD: Record<string, string> = {
   [COLLECTIONS.messages]: "conversationId",
   [COLLECTIONS.turns]: "conversationId",
   [COLLECTIONS.modelCalls]: "conversationId",
+  [COLLECTIONS.turnArchive]: "conversationId",
   [COLLECTIONS.artifacts]: "conversationId",
   [COLLECTIONS.followUps]: "conversationId",
   [COLLECTIONS.approvals]: "conversationId",

@@ -55,13 +55,39 @@ export interface ModelCallRecord {
   durationMs: number;
   view: ViewMessage[];
   stats: ModelViewStats;
-  /** What the view did with each stored message, in the stored order; absent on calls recorded before it was kept. */
-  dispositions?: MessageDisposition[];
+  /**
+   * What the view did with each stored message, in the stored order; absent on calls recorded before
+   * it was kept. Stored as runs (`compactDispositions`): the messages of a turn out of the window, or
+   * of a finished turn's tool exchange, are one entry; `expandDispositions` gives one per message.
+   */
+  dispositions?: DispositionRun[];
   /** As reported by the model; zero when it reports nothing. */
   usage: Usage;
   /** (estimated − reported) / reported input tokens, the estimate being `stats.estimatedInputTokens`; absent when the model reported none. */
   estimateError?: number;
   toolCalls: string[];
+}
+
+/** Consecutive stored messages the view did exactly the same with (the same turn included), as one entry of `count` (default 1). */
+export type DispositionRun = MessageDisposition & { count?: number };
+
+/** The dispositions as runs of equal ones: a call's record grows with the turns in its view, not with every message behind them. */
+export function compactDispositions(dispositions: readonly MessageDisposition[]): DispositionRun[] {
+  const runs: DispositionRun[] = [];
+  let previous = "";
+  for (const disposition of dispositions) {
+    const key = JSON.stringify(disposition);
+    const last = runs[runs.length - 1];
+    if (last && key === previous) last.count = (last.count ?? 1) + 1;
+    else runs.push({ ...disposition });
+    previous = key;
+  }
+  return runs;
+}
+
+/** One disposition per stored message again, from runs (records written before runs are one per message already). */
+export function expandDispositions(runs: readonly DispositionRun[]): MessageDisposition[] {
+  return runs.flatMap(({ count, ...disposition }) => Array.from({ length: count ?? 1 }, () => ({ ...disposition }) as MessageDisposition));
 }
 
 /** The context figures of a turn: the last model call's view against the full state. */

@@ -2,7 +2,14 @@ import { describe, expect, it } from "vitest";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { messageText } from "../../lib/model-view/message-text.js";
-import { summarizeContext, toViewMessages, ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
+import {
+  compactDispositions,
+  expandDispositions,
+  summarizeContext,
+  toViewMessages,
+  ZERO_USAGE,
+  type ModelCallRecord,
+} from "../../lib/store/turn-record.js";
 
 const policy = { systemPrompt: "sys", finishedTurns: 4, toolOutputTokens: 1_000, totalBudget: 10_000 };
 
@@ -66,6 +73,32 @@ describe("turn-record", () => {
       expect(summary.stateTokens).toBe(last.stats.stateTokens);
       expect(summary.finishedTurnsKept).toBe(1);
       expect(summary.budget).toBe(last.stats.budget);
+    });
+  });
+
+  describe("compactDispositions", () => {
+    const thread = () => {
+      const messages: (HumanMessage | AIMessage | ToolMessage)[] = [];
+      for (let t = 0; t < 12; t++) {
+        messages.push(new HumanMessage(`q${t}`), new AIMessage({ content: "", tool_calls: [{ id: `c${t}`, name: "sql", args: {}, type: "tool_call" }] }));
+        messages.push(new ToolMessage({ content: "rows", tool_call_id: `c${t}`, name: "sql" }), new AIMessage(`a${t}`));
+      }
+      messages.push(new HumanMessage("the active question"));
+      return messages;
+    };
+
+    it("returns one entry per turn out of the window and per finished turn's tool exchange, not one per message", () => {
+      const { dispositions } = buildModelView(thread(), policy);
+      const runs = compactDispositions(dispositions);
+      // 8 turns out of the window (one run each), 4 kept turns (question, exchange, answer), the active question.
+      expect(dispositions).toHaveLength(49);
+      expect(runs).toHaveLength(8 + 4 * 3 + 1);
+    });
+
+    it("returns what expandDispositions turns back into the dispositions, one per stored message", () => {
+      const { dispositions } = buildModelView(thread(), policy);
+      expect(expandDispositions(compactDispositions(dispositions))).toEqual(dispositions);
+      expect(expandDispositions(dispositions)).toEqual(dispositions);
     });
   });
 });

@@ -5,8 +5,9 @@ import { $, PREVIEW_CHARS, api, h, n, state, page } from "./shared.js";
 
 async function threadOf(conversationId) {
   if (!state.threads.has(conversationId)) {
-    const { messages } = await api("GET", `/v1/conversations/${conversationId}/state`);
-    state.threads.set(conversationId, messages);
+    // The working set, and how many finished turns before it were archived (docs/storage.md).
+    const { messages, archivedTurns } = await api("GET", `/v1/conversations/${conversationId}/state`);
+    state.threads.set(conversationId, Object.assign(messages, { archivedTurns: archivedTurns ?? 0 }));
   }
   return state.threads.get(conversationId);
 }
@@ -82,7 +83,7 @@ function classify(thread, call) {
   const leadingItems = [];
   const turns = [];
   thread.slice(0, call.stats.stateMessages).forEach((message, index) => {
-    if (message.role === "user") turns.push({ number: turns.length + 1, items: [] });
+    if (message.role === "user") turns.push({ number: (thread.archivedTurns ?? 0) + turns.length + 1, items: [] });
     (turns.at(-1)?.items ?? leadingItems).push({ message, index, ...fateOf(call.dispositions?.[index]) });
   });
   for (const turn of turns) {
@@ -158,6 +159,12 @@ function onTabKey(event, i, count) {
 
 function renderCall(call, thread, turn) {
   const { stats } = call;
+  if ((stats.archivedTurns ?? 0) !== (thread.archivedTurns ?? 0)) {
+    const text =
+      `Earlier turns were archived since this call was made (${n(thread.archivedTurns ?? 0)} now, ${n(stats.archivedTurns ?? 0)} then): ` +
+      "the stored messages it was built from are read with GET /v1/conversations/{id}/archive.";
+    return h("div", { class: "call" }, h("p", { class: "hint", text }), h("div", { class: "columns" }, renderViewColumn(call)));
+  }
   if (thread.length < stats.stateMessages) {
     return h("p", { class: "error", text: "The stored thread is shorter than when this call was made: it was changed or deleted since." });
   }
@@ -421,7 +428,9 @@ function renderStateColumn(plan, stats, turn) {
       "Durable state ",
       h("span", {
         class: "column-sub",
-        text: `checkpointed thread · ${n(stats.stateMessages)} message${stats.stateMessages === 1 ? "" : "s"} · ${n(stats.stateTokens)} tokens`,
+        text:
+          `checkpointed working set · ${n(stats.stateMessages)} message${stats.stateMessages === 1 ? "" : "s"} · ${n(stats.stateTokens)} tokens` +
+          (stats.archivedTurns ? ` · ${n(stats.archivedTurns)} earlier turn${stats.archivedTurns === 1 ? "" : "s"} archived` : ""),
       }),
     ),
     h("ol", { class: "msg-list" }, entries.flat()),
