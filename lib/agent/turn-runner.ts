@@ -17,6 +17,7 @@ import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../e
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
+import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 
@@ -91,6 +92,8 @@ export interface TurnRunnerDeps {
   maxModelCalls?: number;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+  /** What a tool call's idempotency record says, for the turns a new one finishes (docs/recovery.md). Default: no records. */
+  toolCalls?: TurnRecoveryDeps["toolCalls"];
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
@@ -143,9 +146,12 @@ function errorCode(error: unknown): string {
  */
 export class TurnRunner {
   private readonly maxModelCalls: number;
+  /** Finishes, from the thread, the turns older attempts left running (docs/recovery.md). */
+  private readonly recovery: TurnRecovery;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
+    this.recovery = new TurnRecovery(deps);
   }
 
   /**
@@ -203,13 +209,16 @@ export class TurnRunner {
     await threads.claimThread(conversationId, fence.epoch as number);
     // Refused before anything is written; a replacing turn that already began is past this check.
     if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.assertReplaceable(conversationId, request.replaces);
-    const claim = await turns.claim(turnId, fence, request.replaces ? { replaces: request.replaces } : {});
+    const claim = await turns.claim(turnId, fence, {
+      ...(request.replaces && { replaces: request.replaces }),
+      ...(request.origin && { origin: request.origin }),
+    });
     if (!claim.claimed) return this.finished(claim.turn, fence);
     const turn = claim.turn;
     let events: TurnEventRecorder | undefined;
     try {
       events = end.events = await this.deps.events?.record(turnId, fence, request.onEvent);
-      await turns.interruptOthers(turn, fence);
+      await this.recovery.finishOthers(turn, fence);
       const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
       let outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
