@@ -50,6 +50,12 @@ export interface TurnRecoveryDeps {
    * origin). Default: none; the sweep then ends the turns it cannot finish from the thread.
    */
   resume?(turn: TurnDocument): Promise<void>;
+  /**
+   * How long after its lease lapsed a turn whose attempt ran a queue delivery is left to the
+   * queue, which delivers the job again once its visibility lapses (a second resume would only
+   * meet the first's lease). Default: twice the lease's TTL.
+   */
+  redeliveryGraceMs?: number;
   logger?: StructuredLogger;
 }
 
@@ -98,6 +104,7 @@ export class TurnRecovery {
     const { turns, lease, threads } = this.deps;
     const found = await turns.get(turnId);
     if (found?.status !== "running") return "skipped";
+    if (found.queueDelivery && (await this.lapsedForMs(found.conversationId)) < (this.deps.redeliveryGraceMs ?? 2 * lease.ttlMs)) return "skipped";
     let fence: WriteFence;
     try {
       fence = await lease.acquire(found.conversationId, `recovery:${turnId}`);
@@ -210,6 +217,13 @@ export class TurnRecovery {
       }),
     );
     await this.deps.graph.updateState({ configurable: { thread_id: turn.conversationId, fence_epoch: fence.epoch } }, { messages: results }, "tools");
+  }
+
+  /** How long ago the conversation's lease lapsed (0 while it holds; a released lease lapsed long ago). */
+  private async lapsedForMs(conversationId: string): Promise<number> {
+    const doc = await this.deps.conversations.collection.findOne({ _id: conversationId }, { projection: { lease: 1 } });
+    if (!doc?.lease) return Number.POSITIVE_INFINITY;
+    return Math.max(0, Date.now() - doc.lease.expiresAt.getTime());
   }
 
   /** Records the turn's final event under a fence that holds while the conversation exists: its followers' streams end. */

@@ -43,8 +43,10 @@ export interface TurnRequest {
   replaces?: string;
   /** Hears this attempt's events as they happen (a channel streaming the answer); must not block. */
   onEvent?: (event: TurnEvent) => void;
-  /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals. */
+  /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals, and with the turn for recovery. */
   origin?: Record<string, unknown>;
+  /** The attempt runs a queue delivery, which the queue delivers again if the attempt dies: recovery leaves the turn to it for a while (docs/recovery.md). */
+  queueDelivery?: boolean;
 }
 
 /** A call the turn waits on, as a turn's result names it. */

@@ -218,8 +218,9 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   const recoverySweep = new PeriodicTask(recover, config.approvalSweepSeconds * 1000, (error) =>
     logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }),
   );
-  turnQueue.start();
+  // Before the queue delivers again what the last process left in flight: the two never race for one turn's lease at start.
   await recover().catch((error: unknown) => logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }));
+  turnQueue.start();
   recoverySweep.start();
   const { port } = server.address() as AddressInfo;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.

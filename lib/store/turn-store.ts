@@ -66,6 +66,8 @@ export interface TurnDocument {
    * claimed it: recovery resumes a turn whose attempt died through it (docs/recovery.md).
    */
   origin?: Record<string, unknown>;
+  /** Whether the attempt running the turn runs a queue delivery, which the queue delivers again if the attempt dies. */
+  queueDelivery?: boolean;
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -144,7 +146,7 @@ export class TurnStore {
   async claim(
     turnId: string,
     fence: WriteFence,
-    fields: { replaces?: string; origin?: Record<string, unknown> } = {},
+    fields: { replaces?: string; origin?: Record<string, unknown>; queueDelivery?: boolean } = {},
     now = new Date(),
   ): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
     const attempt = this.epochOf(fence);
@@ -167,8 +169,16 @@ export class TurnStore {
         $or: [{ attempt: { $exists: false } }, { attempt: { $lt: attempt } }],
       },
       {
-        $set: { status: "running", attempt, updatedAt: now, "progress.step": "model", "progress.at": now, ...(fields.origin && { origin: fields.origin }) },
-        $unset: { error: "", completedAt: "" },
+        $set: {
+          status: "running",
+          attempt,
+          updatedAt: now,
+          "progress.step": "model",
+          "progress.at": now,
+          ...(fields.origin && { origin: fields.origin }),
+          ...(fields.queueDelivery && { queueDelivery: true }),
+        },
+        $unset: { error: "", completedAt: "", ...(!fields.queueDelivery && { queueDelivery: "" }) },
       },
       { returnDocument: "after" },
     );
