@@ -224,6 +224,8 @@ export class TurnRunner {
       const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
       let outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
+      // Only now is the replacing branch in the thread: a turn stopped or superseded before it leaves the replaced one unmarked.
+      await this.markReplacement(turn, fence);
       while (outcome.kind === "waiting") {
         const paused = await this.awaitApproval(turn, request, outcome.calls, fence, end);
         if (paused) return paused;
@@ -393,10 +395,6 @@ export class TurnRunner {
     const seq = turn.seq ?? (await turns.begin(turn, fence, request.caller.principal));
     turn.seq = seq;
     await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
-    if (turn.replaces) {
-      await messages.markReplaced(turn.replaces, turn._id, fence);
-      await turns.markReplaced(turn.replaces, turn, fence);
-    }
     if (await turns.hasLaterTurn(turn.conversationId, seq)) {
       await turns.supersede(turn, fence);
       throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
@@ -408,6 +406,13 @@ export class TurnRunner {
     const closedApprovals = (await this.deps.approvals?.store.supersedeOthers(turn.conversationId, turn._id, unresumed)) ?? 0;
     const closedTurns = await turns.supersedeAwaiting(turn.conversationId, seq);
     return { seq, resumed, closed: closedApprovals + closedTurns > 0 };
+  }
+
+  /** Marks the turn this one replaces, in the record and on its turn (idempotent: a resumed turn marks again). */
+  private async markReplacement(turn: ClaimedTurn, fence: WriteFence): Promise<void> {
+    if (!turn.replaces) return;
+    await this.deps.messages.markReplaced(turn.replaces, turn._id, fence);
+    await this.deps.turns.markReplaced(turn.replaces, turn, fence);
   }
 
   /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
