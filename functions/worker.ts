@@ -108,7 +108,10 @@ async function sweepApprovals(context: Context): Promise<SweepResult | { status:
   return result;
 }
 
-/** Runs queued turns (one message per turn) and reports the ones to retry as batch item failures; on a schedule's event, the approvals sweep or the turn recovery sweep. */
+/**
+ * Runs queued turns (one message per turn) and reports the ones to retry as batch item failures;
+ * on a schedule's event, the approvals sweep or the turn recovery sweep.
+ */
 async function worker(event: SQSEvent | ApprovalSweepEvent | TurnRecoveryEvent, context: Context) {
   if (isApprovalSweepEvent(event)) return sweepApprovals(context);
   if (isTurnRecoveryEvent(event)) return recoverTurns(context);

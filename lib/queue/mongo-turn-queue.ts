@@ -46,7 +46,10 @@ export interface MongoTurnQueueOptions {
   onError?: (error: unknown, job: TurnJob) => void;
   /** Called with a job moved to the dead-letter status. Default: nothing. */
   onDeadLetter?: (job: TurnJob, receiveCount: number) => void;
-  /** How long a delivery is invisible to other consumers without a heartbeat; a crashed consumer's job comes back after it. Default: {@link DEFAULT_LEASE_TTL_MS}. */
+  /**
+   * How long a delivery is invisible to other consumers without a heartbeat; a crashed consumer's
+   * job comes back after it. Default: {@link DEFAULT_LEASE_TTL_MS}.
+   */
   visibilityTimeoutMs?: number;
   /** Deliveries before a job is dead-lettered instead of delivered again. Default: {@link DEFAULT_TURN_MAX_RECEIVES}. */
   maxReceives?: number;

@@ -1,4 +1,10 @@
-import type { TurnStatus } from "./turn-store.js";
+/**
+ * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
+ * question and has no answer. `awaiting_approval`: paused before tool calls a person must
+ * approve (docs/approvals.md); it resumes once every one is decided.
+ */
+export const TURN_STATUSES = ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
 
 /**
  * Every way a turn's status may change, and who moves it (docs/recovery.md). `TurnStore` is the

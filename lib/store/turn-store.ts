@@ -4,15 +4,9 @@ import { COLLECTIONS } from "./collections.js";
 import { ZERO_USAGE, type ModelCallRecord, type Usage } from "./turn-record.js";
 import type { WriteFence } from "./write-fence.js";
 import type { Principal } from "../auth/principal.js";
-import { FINAL_TURN_STATUSES, HELD_TURN_STATUSES } from "./turn-lifecycle.js";
+import { FINAL_TURN_STATUSES, HELD_TURN_STATUSES, type TurnStatus } from "./turn-lifecycle.js";
 
-/**
- * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
- * question and has no answer. `awaiting_approval`: paused before tool calls a person must
- * approve (docs/approvals.md); it resumes once every one is decided.
- */
-export const TURN_STATUSES = ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"] as const;
-export type TurnStatus = (typeof TURN_STATUSES)[number];
+export { TURN_STATUSES, type TurnStatus } from "./turn-lifecycle.js";
 
 /** Statuses a turn never leaves (`TURN_TRANSITIONS` in turn-lifecycle.ts). */
 const FINAL_STATUSES: readonly TurnStatus[] = FINAL_TURN_STATUSES;

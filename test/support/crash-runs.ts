@@ -122,6 +122,8 @@ async function settle(cluster: CrashCluster, id: string, alice: string, manager:
       await cluster.call("POST", `/v1/conversations/${id}/approvals/${approval.approvalId}`, { token: manager, json: { decision: "approve" } });
     }
     if (turns.length > 0 && turns.every((t) => FINAL.has(t.status))) break;
+    // Killed before the request made its turn: nothing began, nothing to recover.
+    if (turns.length === 0 && Date.now() > end - RECOVERY_DEADLINE_MS) break;
     if (Date.now() > end) {
       report.problems.push(`turns not final within ${RECOVERY_DEADLINE_MS * 2} ms: ${turns.map((t) => t.status).join(", ")}`);
       break;
@@ -174,13 +176,21 @@ async function settle(cluster: CrashCluster, id: string, alice: string, manager:
   }
 
   for (const turn of turns) {
-    const stream = await openEventStream(`${cluster.server.url}/v1/conversations/${id}/turns/${turn.turnId}/events`, {
-      headers: { authorization: `Bearer ${alice}`, accept: "text/event-stream" },
-    });
-    const cut = setTimeout(() => stream.close(), RECOVERY_DEADLINE_MS);
-    const events = await stream.rest().catch(() => undefined);
-    clearTimeout(cut);
-    const last = events?.[events.length - 1]?.event;
+    // As a client follows: a stream that ends at approval_requested is followed again from that event, for the continuation.
+    let last: string | undefined;
+    let afterId = "0";
+    for (let follows = 0; follows < 5; follows++) {
+      const stream = await openEventStream(`${cluster.server.url}/v1/conversations/${id}/turns/${turn.turnId}/events`, {
+        headers: { authorization: `Bearer ${alice}`, accept: "text/event-stream", "last-event-id": afterId },
+      });
+      const cut = setTimeout(() => stream.close(), RECOVERY_DEADLINE_MS);
+      const events = await stream.rest().catch(() => undefined);
+      clearTimeout(cut);
+      const final = events?.[events.length - 1];
+      last = final?.event;
+      if (last !== "approval_requested" || !final?.id) break;
+      afterId = final.id;
+    }
     if (!last || !["done", "failed"].includes(last)) report.problems.push(`turn ${turn.turnId}: stream did not end with a final event (${last ?? "cut"})`);
   }
 }
