@@ -1,6 +1,7 @@
 import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
 import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
+import { isTurnRecoveryEvent, type RecoverySweepResult, type TurnRecoveryEvent } from "../lib/agent/index.js";
 import { isApprovalSweepEvent, type ApprovalSweepEvent, type SweepResult } from "../lib/approvals/index.js";
 import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
@@ -75,6 +76,22 @@ async function appOf(context: Context): Promise<{ app: App; credentials: Credent
 const processor = new SqsFifoPartialProcessorAsync();
 
 /**
+ * The recovery schedule's run, and the worker's first batch in a container (docs/recovery.md):
+ * turns whose attempt died are finished from their thread or queued to resume. A stage without
+ * a database URI yet has nothing to recover.
+ */
+async function recoverTurns(context: Context): Promise<RecoverySweepResult | { status: "skipped-no-uri" }> {
+  if (credentialsOf(context).mongodbUri === undefined) return { status: "skipped-no-uri" };
+  const { app } = await appOf(context);
+  const result = await app.recovery.sweep();
+  logger.info("turn recovery sweep", { ...result });
+  return result;
+}
+
+/** Whether this container has run its start-up recovery sweep. */
+let recoveredOnStart = false;
+
+/**
  * The schedule's run: overdue approvals expired, their turns queued to resume (docs/approvals.md,
  * "Expiry"). A stage whose database secret is still empty (a first deploy) has nothing to sweep,
  * which is no function error for the errors alarm and a deployment's rollback to see.
@@ -91,9 +108,18 @@ async function sweepApprovals(context: Context): Promise<SweepResult | { status:
   return result;
 }
 
-/** Runs queued turns (one message per turn) and reports the ones to retry as batch item failures; on the schedule's event, the approvals sweep. */
-async function worker(event: SQSEvent | ApprovalSweepEvent, context: Context) {
+/**
+ * Runs queued turns (one message per turn) and reports the ones to retry as batch item failures;
+ * on a schedule's event, the approvals sweep or the turn recovery sweep.
+ */
+async function worker(event: SQSEvent | ApprovalSweepEvent | TurnRecoveryEvent, context: Context) {
   if (isApprovalSweepEvent(event)) return sweepApprovals(context);
+  if (isTurnRecoveryEvent(event)) return recoverTurns(context);
+  if (!recoveredOnStart) {
+    recoveredOnStart = true;
+    // A worker that starts after a crash finishes what it can at once; a failure waits for the schedule.
+    await recoverTurns(context).catch((error: unknown) => logger.warn("turn recovery sweep failed", { error: errorName(error) }));
+  }
   // A retry is expected, not a function error: it must not trip the errors alarm.
   return processPartialResponse(event, runTurn, processor, { context, throwOnFullBatchFailure: false });
 }

@@ -26,11 +26,11 @@ export interface ConnectionBudgetInput {
   /** The queue feeds the worker at most this many invocations at once. */
   workerMaxConcurrency: number;
   /**
-   * Whether a schedule also invokes the worker (the approvals sweep): it gets a container of its
-   * own, since a sweep in one the queue's poller counts on would throttle the poller, and a
-   * throttled receive counts toward the dead-letter queue.
+   * Whether a schedule also invokes the worker (the turn recovery and approvals sweeps): it gets a
+   * container of its own, since a sweep in one the queue's poller counts on would throttle the
+   * poller, and a throttled receive counts toward the dead-letter queue.
    */
-  approvalSweep: boolean;
+  scheduledSweep: boolean;
   /** Event streams the streaming function serves at once (each holds a container for the stream's length). */
   streamConcurrency: number;
 }
@@ -46,7 +46,7 @@ export interface ConnectionPlan {
 
 /**
  * Splits the stage's connection budget into reserved concurrency: the worker gets what the queue
- * may feed it (and one more for the approvals sweep), each webhook {@link DEFAULT_WEBHOOK_CONCURRENCY}, the setup function one, the
+ * may feed it (and one more for the scheduled sweeps), each webhook {@link DEFAULT_WEBHOOK_CONCURRENCY}, the setup function one, the
  * streaming function the stage's `streamConcurrency`, and the api the rest. A budget that leaves the api nothing is refused at synth.
  */
 export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
@@ -55,7 +55,7 @@ export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
     number
   >;
   const fixed = {
-    worker: input.workerMaxConcurrency + (input.approvalSweep ? 1 : 0),
+    worker: input.workerMaxConcurrency + (input.scheduledSweep ? 1 : 0),
     slack: DEFAULT_WEBHOOK_CONCURRENCY,
     teams: DEFAULT_WEBHOOK_CONCURRENCY,
     setup: 1,

@@ -9,6 +9,7 @@ import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
 import { APPROVAL_SWEEP_EVENT } from "../lib/approvals/sweep-event.js";
+import { TURN_RECOVERY_EVENT } from "../lib/agent/turn-recovery-event.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
 import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
@@ -34,6 +35,8 @@ export const STREAM_FUNCTION_TIMEOUT = Duration.minutes(15);
 export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
 /** How often the worker expires approvals nobody decided in time: an expiry is told the model at most this late. */
 export const APPROVAL_SWEEP_INTERVAL = Duration.minutes(5);
+/** How often the worker finishes turns whose attempt died: a crashed turn's conversation is free within the lease's TTL and this (docs/recovery.md). */
+export const TURN_RECOVERY_INTERVAL = Duration.minutes(1);
 /** Building an index over a large collection takes minutes; CloudFormation waits up to an hour for a custom resource. */
 export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
 /**
@@ -132,7 +135,8 @@ export class ThreadwiseStack extends Stack {
       budget: config.mongodb.connectionBudget,
       replicaSetMembers: config.mongodb.replicaSetMembers,
       workerMaxConcurrency: config.workerMaxConcurrency,
-      approvalSweep: config.tools.toolApprovals !== undefined,
+      // The recovery schedule runs in every stage.
+      scheduledSweep: true,
       streamConcurrency: config.streamConcurrency,
     });
     const network = config.vpc ? new FunctionNetwork(this, "Network", { stage, logRetention, removalPolicy, ...config.vpc }) : undefined;
@@ -218,7 +222,7 @@ export class ThreadwiseStack extends Stack {
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
     // Channel turns run only in the worker; the api's callers carry their roles in their tokens.
     worker.useChannelRoles(config.tools.channelRoles);
-    if (config.tools.toolApprovals) this.sweepApprovals(worker, queues.queue);
+    this.scheduleSweeps(worker, queues.queue, config.tools.toolApprovals !== undefined);
 
     // The api and the stream run sync turns and the worker async ones, so all three call the tools; the webhooks only enqueue.
     this.warnAboutTools(config.tools);
@@ -314,16 +318,23 @@ export class ThreadwiseStack extends Stack {
   }
 
   /**
-   * The approvals sweep (docs/approvals.md, "Expiry"): a schedule invokes the worker's live alias,
-   * which expires overdue approvals and queues their turns to resume. A failed run is not
-   * retried: the next one comes within the interval and takes what this one left. EventBridge's
-   * retry policy covers only handing the event to Lambda; Lambda's own retries of an asynchronous
-   * invocation (two, by default, and events kept six hours) are turned off on the alias, whose only
-   * asynchronous caller is this schedule.
+   * The worker's schedules: the turn recovery sweep (docs/recovery.md) in every stage, and the
+   * approvals sweep (docs/approvals.md, "Expiry") where approvals are configured. Each invokes the
+   * worker's live alias, which queues the turns it resumes. A failed run is not retried: the
+   * next one comes within the interval and takes what this one left. EventBridge's retry policy
+   * covers only handing the event to Lambda; Lambda's own retries of an asynchronous invocation
+   * (two, by default, and events kept six hours) are turned off on the alias, whose only
+   * asynchronous callers are these schedules, and an event older than the shorter interval is dropped.
    */
-  private sweepApprovals(worker: ThreadwiseFunction, queue: IQueue): void {
+  private scheduleSweeps(worker: ThreadwiseFunction, queue: IQueue, approvals: boolean): void {
     worker.useTurnQueue(queue);
-    worker.alias.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: APPROVAL_SWEEP_INTERVAL });
+    worker.alias.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: TURN_RECOVERY_INTERVAL });
+    new Rule(this, "TurnRecovery", {
+      description: "Threadwise: finish or resume turns whose worker died, from their thread",
+      schedule: Schedule.rate(TURN_RECOVERY_INTERVAL),
+      targets: [new LambdaFunction(worker.alias, { event: RuleTargetInput.fromObject(TURN_RECOVERY_EVENT), retryAttempts: 0 })],
+    });
+    if (!approvals) return;
     new Rule(this, "ApprovalSweep", {
       description: "Threadwise: expire tool approvals nobody decided in time and resume their turns",
       schedule: Schedule.rate(APPROVAL_SWEEP_INTERVAL),

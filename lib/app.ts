@@ -8,6 +8,7 @@ import { createAgentGraph } from "./agent/graph.js";
 import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
 import { TurnRunner } from "./agent/turn-runner.js";
+import { TurnRecovery } from "./agent/turn-recovery.js";
 import { priceOf, type Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
 import { ValidationError } from "./errors.js";
@@ -34,6 +35,7 @@ import { ApprovalPolicy } from "./approvals/approval-policy.js";
 import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
+import { recoveryJobOf } from "./queue/turn-job.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -88,6 +90,8 @@ export interface App {
   events: TurnEvents;
   /** Decisions on tool calls waiting for a person (docs/approvals.md). */
   approvals: Approvals;
+  /** Finishes turns whose attempt died: the scheduled sweep in AWS, on start and on a timer locally (docs/recovery.md). */
+  recovery: TurnRecovery;
   close(): Promise<void>;
 }
 
@@ -156,6 +160,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     threads: database.checkpointer,
     archive: database.archive,
     faults: options.faults,
+    toolCalls: guard,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
@@ -189,6 +194,19 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       await runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId: turnIdForJob(job), origin: job });
     },
   });
+  const recovery = new TurnRecovery({
+    graph,
+    events,
+    conversations: database.conversations,
+    messages: database.messages,
+    turns: database.turns,
+    lease: database.lease,
+    threads: database.checkpointer,
+    toolCalls: guard,
+    logger: options.logger,
+    // Through the queue, as the turn's job: its attempt resumes from the checkpoint, effects through the idempotency guard.
+    resume: options.turnQueue ? async (turn) => options.turnQueue!.enqueue(recoveryJobOf(turn)) : undefined,
+  });
   return {
     ready,
     database,
@@ -197,6 +215,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     dispatcher,
     events,
     approvals,
+    recovery,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();

@@ -14,3 +14,12 @@ export { RegistryToolRunner, type OutputOffload, type ToolExecution, type ToolEx
 export type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 export { DEFAULT_SYSTEM_PROMPT } from "./system-prompt.js";
 export { ARCHIVE_FAULT_POINTS, FAULT_POINTS, type FaultInjector, type FaultPoint } from "./fault-points.js";
+export {
+  TurnRecovery,
+  DEFAULT_RECOVERY_SWEEP_LIMIT,
+  INTERRUPTED_CODE,
+  type RecoveryOutcome,
+  type RecoverySweepResult,
+  type TurnRecoveryDeps,
+} from "./turn-recovery.js";
+export { TURN_RECOVERY_EVENT, isTurnRecoveryEvent, type TurnRecoveryEvent } from "./turn-recovery-event.js";

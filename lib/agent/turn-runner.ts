@@ -18,6 +18,7 @@ import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../e
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
+import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 
@@ -43,8 +44,10 @@ export interface TurnRequest {
   replaces?: string;
   /** Hears this attempt's events as they happen (a channel streaming the answer); must not block. */
   onEvent?: (event: TurnEvent) => void;
-  /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals. */
+  /** How the turn is resumed once its waiting calls are decided (its queue job); kept with their approvals, and with the turn for recovery. */
   origin?: Record<string, unknown>;
+  /** The attempt runs a queue delivery, which the queue delivers again if the attempt dies: recovery leaves the turn to it for a while (docs/recovery.md). */
+  queueDelivery?: boolean;
 }
 
 /** A call the turn waits on, as a turn's result names it. */
@@ -132,6 +135,8 @@ export interface TurnRunnerDeps {
   maxModelCalls?: number;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+  /** What a tool call's idempotency record says, for the turns a new one finishes (docs/recovery.md). Default: no records. */
+  toolCalls?: TurnRecoveryDeps["toolCalls"];
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
@@ -184,9 +189,12 @@ function errorCode(error: unknown): string {
  */
 export class TurnRunner {
   private readonly maxModelCalls: number;
+  /** Finishes, from the thread, the turns older attempts left running (docs/recovery.md). */
+  private readonly recovery: TurnRecovery;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
+    this.recovery = new TurnRecovery(deps);
   }
 
   /**
@@ -265,16 +273,21 @@ export class TurnRunner {
     await threads.claimThread(conversationId, fence.epoch as number);
     // Refused before anything is written; a replacing turn that already began is past this check.
     if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.assertReplaceable(conversationId, request.replaces);
-    const claim = await turns.claim(turnId, fence, request.replaces ? { replaces: request.replaces } : {});
+    const claim = await turns.claim(turnId, fence, {
+      ...(request.replaces && { replaces: request.replaces }),
+      ...(request.origin && { origin: request.origin }),
+    });
     if (!claim.claimed) return this.finished(claim.turn, fence);
     const turn = claim.turn;
     let events: TurnEventRecorder | undefined;
     try {
       events = end.events = await this.deps.events?.record(turnId, fence, request.onEvent);
-      await turns.interruptOthers(turn, fence);
+      await this.recovery.finishOthers(turn, fence);
       const { seq, resumed, closed } = await this.enter(turn, request, fence);
       faults?.at("after-user-message");
       let outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
+      // Only now is the replacing branch in the thread: a turn stopped or superseded before it leaves the replaced one unmarked.
+      await this.markReplacement(turn, fence);
       while (outcome.kind === "waiting") {
         const paused = await this.awaitApproval(turn, request, outcome.calls, fence, end);
         if (paused) return paused;
@@ -444,10 +457,6 @@ export class TurnRunner {
     const seq = turn.seq ?? (await turns.begin(turn, fence, request.caller.principal));
     turn.seq = seq;
     await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
-    if (turn.replaces) {
-      await messages.markReplaced(turn.replaces, turn._id, fence);
-      await turns.markReplaced(turn.replaces, turn, fence);
-    }
     if (await turns.hasLaterTurn(turn.conversationId, seq)) {
       await turns.supersede(turn, fence);
       throw new TurnSupersededError(`turn ${turn._id} was superseded by a later turn`, turn._id);
@@ -459,6 +468,13 @@ export class TurnRunner {
     const closedApprovals = (await this.deps.approvals?.store.supersedeOthers(turn.conversationId, turn._id, unresumed)) ?? 0;
     const closedTurns = await turns.supersedeAwaiting(turn.conversationId, seq);
     return { seq, resumed, closed: closedApprovals + closedTurns > 0 };
+  }
+
+  /** Marks the turn this one replaces, in the record and on its turn (idempotent: a resumed turn marks again). */
+  private async markReplacement(turn: ClaimedTurn, fence: WriteFence): Promise<void> {
+    if (!turn.replaces) return;
+    await this.deps.messages.markReplaced(turn.replaces, turn._id, fence);
+    await this.deps.turns.markReplaced(turn.replaces, turn, fence);
   }
 
   /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */

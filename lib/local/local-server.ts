@@ -18,7 +18,7 @@ import { slackResponseUrlPrefix } from "../channels/slack/handle-slack-interacti
 import { slackViews } from "../channels/slack/slack-approval-modal.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
 import type { ChannelCredentials } from "../config/credentials.js";
-import { InProcessTurnQueue } from "../queue/in-process-turn-queue.js";
+import { MongoTurnQueue } from "../queue/mongo-turn-queue.js";
 import type { TurnJobOutcome, TurnJobWorker } from "../queue/turn-job-worker.js";
 import { createMongoClient } from "../store/mongo-client.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
@@ -35,8 +35,8 @@ export interface LocalServer {
   url: string;
   mongodbUri: string;
   app: App;
-  /** Where Slack, Teams and async API turns wait for the worker; `drain()` waits for them. */
-  turnQueue: InProcessTurnQueue;
+  /** Where Slack, Teams and async API turns (and resumes) wait for the worker, in MongoDB; `drain()` waits for them. */
+  turnQueue: MongoTurnQueue;
   /** Runs queued turns and replies in the channel (the worker Lambda's logic, in this process). */
   worker: TurnJobWorker;
   close(): Promise<void>;
@@ -125,14 +125,19 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   // The worker needs the app's runner and the app needs the queue: the queue reaches the worker
   // once both exist, which is before the server takes its first request.
   let worker: TurnJobWorker | undefined;
-  const turnQueue = new InProcessTurnQueue(
-    async (job, receiveCount) => {
+  // Durable, like SQS: a job in flight when the process died is delivered again once its visibility lapses (docs/recovery.md).
+  const turnQueue = new MongoTurnQueue(client.db(config.dbName), {
+    handle: async (job, receiveCount) => {
       const outcome = await worker!.process(job, receiveCount);
       logTurnJob(logger, outcome, job.channel, receiveCount);
       return outcome.kind === "retry" ? { retryAfterSeconds: outcome.delaySeconds } : undefined;
     },
-    { onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }) },
-  );
+    onError: (error, job) => logger.error("turn job failed", { channel: job.channel, error: error instanceof Error ? error.name : "unknown" }),
+    onDeadLetter: (job, receiveCount) => logger.error("turn job dead-lettered", { channel: job.channel, receiveCount }),
+    visibilityTimeoutMs: config.leaseTtlMs,
+    maxReceives: config.deployment.turnMaxReceives,
+  });
+  await turnQueue.setup();
   const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
   const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
@@ -205,6 +210,18 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     (error) => logger.error("approval sweep failed", { error: error instanceof Error ? error.name : "unknown" }),
   );
   sweep.start();
+  // What the worker's recovery schedule does in AWS: a turn whose attempt died (this process, killed) is finished or resumed.
+  const recover = async () => {
+    const result = await app.recovery.sweep();
+    if (result.found > 0) logger.info("turn recovery sweep", { ...result });
+  };
+  const recoverySweep = new PeriodicTask(recover, config.approvalSweepSeconds * 1000, (error) =>
+    logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }),
+  );
+  // Before the queue delivers again what the last process left in flight: the two never race for one turn's lease at start.
+  await recover().catch((error: unknown) => logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }));
+  turnQueue.start();
+  recoverySweep.start();
   const { port } = server.address() as AddressInfo;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.
   const server6: Server | undefined = await listen(createServer(handle), port, "::1").catch(() => undefined);
@@ -216,6 +233,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     worker,
     async close() {
       await sweep.stop();
+      await recoverySweep.stop();
+      await turnQueue.stop();
       for (const s of [server, server6]) {
         if (!s) continue;
         await new Promise<void>((resolve) => s.close(() => resolve()));

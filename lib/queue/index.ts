@@ -5,6 +5,16 @@ export {
   type InProcessJobHandler,
   type InProcessTurnQueueOptions,
 } from "./in-process-turn-queue.js";
+export {
+  DEFAULT_DEDUPLICATION_WINDOW_MS,
+  DEFAULT_MONGO_QUEUE_CONCURRENCY,
+  DEFAULT_MONGO_QUEUE_POLL_MS,
+  MongoTurnQueue,
+  TURN_JOB_STATUSES,
+  type MongoTurnQueueOptions,
+  type TurnJobDocument,
+  type TurnJobStatus,
+} from "./mongo-turn-queue.js";
 export { SqsTurnQueue, type SqsTurnQueueOptions } from "./sqs-turn-queue.js";
 export { TurnDispatcher, type DispatchOutcome, type TurnDispatcherOptions } from "./turn-dispatcher.js";
 export {
@@ -25,6 +35,7 @@ export {
 export {
   TURN_CHANNELS,
   parseTurnJob,
+  recoveryJobOf,
   turnJobSchema,
   type EnqueueTurn,
   type SlackReplyTarget,

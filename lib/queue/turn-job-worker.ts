@@ -152,6 +152,7 @@ export class TurnJobWorker {
         content: job.content,
         turnId,
         origin: job,
+        queueDelivery: true,
         onEvent: stream && ((e) => stream!.onEvent(e)),
       });
       if (result.status === "awaiting_approval") {

@@ -128,3 +128,14 @@ export function parseTurnJob(body: string): TurnJob {
   }
   return parseOrThrow(turnJobSchema, json, "invalid turn job");
 }
+
+/**
+ * The job that resumes a turn recovery found without a live attempt: the job the turn recorded
+ * as its origin, marked as this recovery (a fresh deduplication id, and a segment of its own for
+ * a channel's stream). Throws ValidationError when the turn recorded none that parses.
+ */
+export function recoveryJobOf(turn: { _id: string; attempt?: number; origin?: Record<string, unknown> }): TurnJob {
+  const parsed = turnJobSchema.safeParse(turn.origin);
+  if (!parsed.success) throw new ValidationError(`turn ${turn._id} does not record how it resumes`);
+  return { ...parsed.data, resume: `recovery-${turn.attempt ?? 0}` };
+}

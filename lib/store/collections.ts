@@ -22,6 +22,8 @@ export const COLLECTIONS = {
   recallIndex: "recall_index",
   /** A turn's streamed events, in batches, for clients that reconnect (short-lived). */
   turnEvents: "turn_events",
+  /** The local server's durable turn queue (`MongoTurnQueue`); SQS holds these in AWS. */
+  turnJobs: "turn_jobs",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -50,6 +50,11 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
     await this.#collection.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: "expiresAt_ttl" });
   }
 
+  /** The stored record of `data`'s key (hashed as the configured layer hashes it), or null; no validation, no expiry check. */
+  async findByKey(data: { key: string }): Promise<IdempotencyDocument | null> {
+    return this.#collection.findOne({ _id: this.getHashedIdempotencyKey(data) });
+  }
+
   protected async _getRecord(idempotencyKey: string): Promise<IdempotencyRecord> {
     const doc = await this.#collection.findOne({ _id: idempotencyKey });
     if (!doc) throw new IdempotencyItemNotFoundError();

@@ -38,6 +38,14 @@ export {
   type Usage,
   type ViewMessage,
 } from "./turn-record.js";
+export {
+  FINAL_TURN_STATUSES,
+  HELD_TURN_STATUSES,
+  TURN_TRANSITIONS,
+  isLegalTransition,
+  statusesBefore,
+  type TurnTransition,
+} from "./turn-lifecycle.js";
 export { ConversationLease, MAX_RETRY_AFTER_S, type ConversationLeaseOptions } from "./lease.js";
 export { WriteFence, type FencedDocument } from "./write-fence.js";
 export { RetentionPolicy, type RetentionOptions } from "./retention.js";

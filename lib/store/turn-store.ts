@@ -4,17 +4,12 @@ import { COLLECTIONS } from "./collections.js";
 import { ZERO_USAGE, type ModelCallRecord, type Usage } from "./turn-record.js";
 import type { WriteFence } from "./write-fence.js";
 import type { Principal } from "../auth/principal.js";
+import { FINAL_TURN_STATUSES, HELD_TURN_STATUSES, type TurnStatus } from "./turn-lifecycle.js";
 
-/**
- * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
- * question and has no answer. `awaiting_approval`: paused before tool calls a person must
- * approve (docs/approvals.md); it resumes once every one is decided.
- */
-export const TURN_STATUSES = ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"] as const;
-export type TurnStatus = (typeof TURN_STATUSES)[number];
+export { TURN_STATUSES, type TurnStatus } from "./turn-lifecycle.js";
 
-/** Statuses a turn never leaves. */
-const FINAL_STATUSES: readonly TurnStatus[] = ["completed", "superseded"];
+/** Statuses a turn never leaves (`TURN_TRANSITIONS` in turn-lifecycle.ts). */
+const FINAL_STATUSES: readonly TurnStatus[] = FINAL_TURN_STATUSES;
 
 export interface TurnProgress {
   step: "queued" | "model" | "tool" | "approval" | "done";
@@ -60,6 +55,13 @@ export interface TurnDocument {
   repliedAt?: Date;
   /** A channel turn: the segments whose answer an attempt began streaming into the channel (see `claimStream`); no other attempt streams them. */
   streamedSegments?: string[];
+  /**
+   * The queue job that runs the turn again (an API or channel job), recorded by the attempt that
+   * claimed it: recovery resumes a turn whose attempt died through it (docs/recovery.md).
+   */
+  origin?: Record<string, unknown>;
+  /** Whether the attempt running the turn runs a queue delivery, which the queue delivers again if the attempt dies. */
+  queueDelivery?: boolean;
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -107,6 +109,7 @@ export class TurnStore {
   async setup(): Promise<void> {
     await this.#turns.createIndex({ conversationId: 1, createdAt: 1 }, { name: "conversation_turns" });
     await this.#turns.createIndex({ conversationId: 1, seq: 1 }, { name: "conversation_seq" });
+    await this.#turns.createIndex({ status: 1, updatedAt: 1 }, { name: "status_updated" });
     await this.#calls.createIndex({ turnId: 1, index: 1 }, { name: "turn_calls" });
     await this.#calls.createIndex({ conversationId: 1 }, { name: "conversation_calls" });
   }
@@ -137,7 +140,7 @@ export class TurnStore {
   async claim(
     turnId: string,
     fence: WriteFence,
-    fields: { replaces?: string } = {},
+    fields: { replaces?: string; origin?: Record<string, unknown>; queueDelivery?: boolean } = {},
     now = new Date(),
   ): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
     const attempt = this.epochOf(fence);
@@ -159,7 +162,18 @@ export class TurnStore {
         status: { $nin: [...FINAL_STATUSES] },
         $or: [{ attempt: { $exists: false } }, { attempt: { $lt: attempt } }],
       },
-      { $set: { status: "running", attempt, updatedAt: now, "progress.step": "model", "progress.at": now }, $unset: { error: "", completedAt: "" } },
+      {
+        $set: {
+          status: "running",
+          attempt,
+          updatedAt: now,
+          "progress.step": "model",
+          "progress.at": now,
+          ...(fields.origin && { origin: fields.origin }),
+          ...(fields.queueDelivery && { queueDelivery: true }),
+        },
+        $unset: { error: "", completedAt: "", ...(!fields.queueDelivery && { queueDelivery: "" }) },
+      },
       { returnDocument: "after" },
     );
     if (claimed) return { turn: claimed as ClaimedTurn, claimed: true };
@@ -212,6 +226,29 @@ export class TurnStore {
       .sort({ createdAt: -1, _id: -1 })
       .limit(options.limit)
       .toArray();
+  }
+
+  /**
+   * Turns some attempt is working on (`running`), least recently updated first: those whose
+   * conversation's lease lapsed were left by an attempt that died, and the recovery sweep takes them.
+   */
+  async listHeld(limit: number): Promise<TurnDocument[]> {
+    return this.#turns
+      .find({ status: { $in: [...HELD_TURN_STATUSES] } })
+      .sort({ updatedAt: 1 })
+      .limit(limit)
+      .toArray();
+  }
+
+  /** Ids of the conversation's `running` turns other than `turnId` claimed by attempts older than `fence`'s, which are dead or fenced out. */
+  async heldByOthers(turn: ClaimedTurn, fence: WriteFence): Promise<string[]> {
+    const docs = await this.#turns
+      .find(
+        { conversationId: turn.conversationId, status: "running", _id: { $ne: turn._id }, attempt: { $lt: this.epochOf(fence) } },
+        { projection: { _id: 1 } },
+      )
+      .toArray();
+    return docs.map((d) => d._id);
   }
 
   /** The record of the turn's last model call, if it made one. */

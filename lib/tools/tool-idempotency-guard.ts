@@ -1,4 +1,10 @@
-import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from "@aws-lambda-powertools/idempotency";
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  IdempotencyRecordStatus,
+  IdempotencyValidationError,
+  makeIdempotent,
+} from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
 import { DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS, DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
 import { ToolError } from "../errors.js";
@@ -32,6 +38,13 @@ interface GuardedCall {
   args: unknown;
 }
 
+/**
+ * What the idempotency record of one call says: `completed` with the result the effect returned,
+ * `running` while its runner may still be at it, `abandoned` when it was in progress past its
+ * in-progress expiry (its runner died: whether the effect happened is unknown).
+ */
+export type RecordedToolCall = { status: "completed"; result: string } | { status: "running" } | { status: "abandoned" };
+
 interface Deadline {
   getRemainingTimeInMillis(): number;
 }
@@ -54,15 +67,19 @@ export class ToolIdempotencyGuard {
     // Powertools reads the in-progress expiry from a Lambda-style context; a tool call has its own budget.
     this.#deadline = { getRemainingTimeInMillis: () => inProgressTimeoutMs };
     this.#pollIntervalMs = options.pollIntervalMs ?? DEFAULT_IN_PROGRESS_POLL_MS;
+    const keyPrefix = options.keyPrefix ?? DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX;
+    const config = new IdempotencyConfig({
+      eventKeyJmesPath: "key",
+      payloadValidationJmesPath: "[tool, args]",
+      throwOnNoIdempotencyKey: true,
+      expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
+    });
+    // Configured here too (Powertools configures a layer once), so `recorded` hashes keys as the guarded calls do before any ran.
+    this.#persistence.configure({ config, keyPrefix });
     this.#idempotent = makeIdempotent(async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => tool.run(call.args, ctx), {
       persistenceStore: this.#persistence,
-      keyPrefix: options.keyPrefix ?? DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX,
-      config: new IdempotencyConfig({
-        eventKeyJmesPath: "key",
-        payloadValidationJmesPath: "[tool, args]",
-        throwOnNoIdempotencyKey: true,
-        expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS,
-      }),
+      keyPrefix,
+      config,
     });
   }
 
@@ -76,10 +93,33 @@ export class ToolIdempotencyGuard {
     await this.#persistence.setup();
   }
 
-  /** Runs `tool` with validated `args` once for this call id; returns the (first) result. */
+  /** What the call's record says, if it has one (docs/recovery.md: a tool call left without its result). */
+  async recorded(ctx: Pick<ToolContext, "conversationId" | "toolCallId">, now = Date.now()): Promise<RecordedToolCall | undefined> {
+    const doc = await this.#persistence.findByKey({ key: ToolIdempotencyGuard.keyOf(ctx) });
+    if (!doc || doc.expiryTimestamp * 1000 < now) return undefined;
+    if (doc.status === IdempotencyRecordStatus.COMPLETED) {
+      const data: unknown = doc.data === undefined ? "" : JSON.parse(doc.data);
+      return { status: "completed", result: typeof data === "string" ? data : JSON.stringify(data) };
+    }
+    if (doc.inProgressExpiryTimestamp !== undefined && doc.inProgressExpiryTimestamp < now) return { status: "abandoned" };
+    return { status: "running" };
+  }
+
+  /**
+   * Runs `tool` with validated `args` once for this call id; returns the (first) result. A call
+   * whose earlier run was abandoned in progress (its process died while the tool ran) is not run
+   * again: whether its effect happened is unknown, and the ToolError tells the model so.
+   */
   async run(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promise<string> {
     const call: GuardedCall = { key: ToolIdempotencyGuard.keyOf(ctx), tool: tool.name, args };
     for (;;) {
+      if ((await this.recorded(ctx))?.status === "abandoned") {
+        throw new ToolError(
+          `tool call ${ctx.toolCallId} was interrupted while it ran; whether it took effect is unknown, so it was not run again. ` +
+            "Tell the user, and call it again only if they ask.",
+          tool.name,
+        );
+      }
       try {
         return await this.#idempotent(call, this.#deadline, tool, ctx);
       } catch (error) {

@@ -15,7 +15,8 @@ import { readStageConfig, STAGE_ENVIRONMENTS } from "../../infra/stage-config.js
 import { ValidationError } from "../../lib/errors.js";
 import { isApprovalSweepEvent } from "../../lib/approvals/index.js";
 import { APPROVAL_SWEEP_METRIC_NAMES, TURN_FAILURE_REASONS } from "../../lib/observability/index.js";
-import { APPROVAL_SWEEP_INTERVAL } from "../../infra/threadwise-stack.js";
+import { APPROVAL_SWEEP_INTERVAL, TURN_RECOVERY_INTERVAL } from "../../infra/threadwise-stack.js";
+import { isTurnRecoveryEvent } from "../../lib/agent/turn-recovery-event.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
 const prodContext = { stage: "prod", jwtIssuer: "https://login.example.com/tenant/v2.0" };
@@ -172,7 +173,9 @@ describe("ThreadwiseStack operations", () => {
     const withApprovals = synthTemplate({ context: { ...prodContext, toolApprovals: { create_follow_up: { require: "always" } } } });
 
     it("invokes the worker's live alias with the sweep event every interval when the stage configures approvals", () => {
-      const rules = Object.values(withApprovals.findResources("AWS::Events::Rule"));
+      const rules = Object.values(withApprovals.findResources("AWS::Events::Rule")).filter((r) =>
+        isApprovalSweepEvent(JSON.parse(r.Properties.Targets[0].Input)),
+      );
       expect(rules).toHaveLength(1);
       const { ScheduleExpression, Targets } = rules[0].Properties;
       expect(ScheduleExpression).toBe(`rate(${APPROVAL_SWEEP_INTERVAL.toMinutes()} minutes)`);
@@ -190,7 +193,8 @@ describe("ThreadwiseStack operations", () => {
       expect(configs[0].Properties.Qualifier["Fn::Select"]).toEqual([7, { "Fn::Split": [":", { Ref: expect.stringMatching(/^WorkerFunctionLive/) }] }]);
       expect(configs[0].Properties).toMatchObject({
         MaximumRetryAttempts: 0,
-        MaximumEventAgeInSeconds: APPROVAL_SWEEP_INTERVAL.toSeconds(),
+        // The shorter of the schedules' intervals: an event older than the next run is dropped.
+        MaximumEventAgeInSeconds: Math.min(APPROVAL_SWEEP_INTERVAL.toSeconds(), TURN_RECOVERY_INTERVAL.toSeconds()),
       });
     });
 
@@ -209,9 +213,21 @@ describe("ThreadwiseStack operations", () => {
       expect(anchorsOf(RUNBOOK).has(anchor)).toBe(true);
     });
 
-    it("adds no schedule and no alarm for a stage without approvals", () => {
-      expect(Object.keys(prod.findResources("AWS::Events::Rule"))).toEqual([]);
+    it("adds no approvals schedule and no alarm for a stage without approvals, only the turn recovery schedule", () => {
+      const rules = Object.values(prod.findResources("AWS::Events::Rule"));
+      expect(rules.map((r) => JSON.parse(r.Properties.Targets[0].Input))).toEqual([{ task: "turn-recovery" }]);
       expect(() => alarm(prod, "prod", "ApprovalSweepBacklog")).toThrow("no alarm");
+    });
+  });
+
+  describe("turn recovery schedule", () => {
+    it("invokes the worker's live alias with the recovery event every minute, not retried, in every stage", () => {
+      const rules = Object.values(prod.findResources("AWS::Events::Rule")).filter((r) => isTurnRecoveryEvent(JSON.parse(r.Properties.Targets[0].Input)));
+      expect(rules).toHaveLength(1);
+      const { ScheduleExpression, Targets } = rules[0].Properties;
+      expect(ScheduleExpression).toBe(`rate(${TURN_RECOVERY_INTERVAL.toMinutes()} minute)`);
+      expect(target(Targets[0].Arn)).toMatch(/^WorkerFunctionLive/);
+      expect(Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
     });
   });
 

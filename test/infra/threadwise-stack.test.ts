@@ -228,11 +228,10 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("lets only the ingress functions send turns and only the worker receive them", () => {
-      for (const fn of ["Api", "Slack", "Teams"]) expect(actionsOf(statementsOf(template, fn))).toContain("sqs:SendMessage");
-      const worker = actionsOf(statementsOf(template, "Worker"));
-      expect(worker).toContain("sqs:ReceiveMessage");
-      expect(worker).not.toContain("sqs:SendMessage");
+    it("lets the ingress functions send turns, and the worker receive them and send the turns its recovery sweep resumes", () => {
+      for (const fn of ["Api", "Slack", "Teams", "Worker"]) expect(actionsOf(statementsOf(template, fn)), fn).toContain("sqs:SendMessage");
+      expect(actionsOf(statementsOf(template, "Worker"))).toContain("sqs:ReceiveMessage");
+      for (const fn of ["Api", "Slack", "Teams"]) expect(actionsOf(statementsOf(template, fn)), fn).not.toContain("sqs:ReceiveMessage");
     });
 
     it("uses no AWS managed policies", () => {
@@ -328,7 +327,8 @@ describe("ThreadwiseStack", () => {
 
     it("reserves concurrency for every function from the stage's connection budget", () => {
       // Defaults: a budget of 500 and 3 members; a container holds its pool and a monitor per member.
-      expect(reservedOf(template)).toEqual({ api: 39, worker: 10, slack: 10, teams: 10, setup: 1, stream: 10 });
+      // The worker: what the queue feeds it and one container for its schedules (the recovery sweep runs in every stage).
+      expect(reservedOf(template)).toEqual({ api: 38, worker: 11, slack: 10, teams: 10, setup: 1, stream: 10 });
     });
 
     it("keeps every container's connections together within the budget", () => {
@@ -344,16 +344,16 @@ describe("ThreadwiseStack", () => {
 
     it("reserves the streaming function the stage's streamConcurrency, out of the api's share", () => {
       const reserved = reservedOf(synthTemplate({ context: { ...prodContext, streamConcurrency: 20 } }));
-      expect(reserved).toMatchObject({ stream: 20, api: 29 });
+      expect(reserved).toMatchObject({ stream: 20, api: 28 });
     });
 
     it("reserves the worker at least the concurrency the queue feeds it", () => {
       const t = synthTemplate({ context: { ...prodContext, workerMaxConcurrency: 25 } });
-      expect(reservedOf(t).worker).toBe(25);
+      expect(reservedOf(t).worker).toBe(26);
       t.hasResourceProperties("AWS::Lambda::EventSourceMapping", { ScalingConfig: { MaximumConcurrency: 25 } });
     });
 
-    it("reserves the worker one container more than the queue feeds it when the approvals sweep also invokes it, out of the api's share", () => {
+    it("reserves the worker one container more than the queue feeds it for its schedules, with the approvals sweep too, out of the api's share", () => {
       const toolApprovals = { create_follow_up: { require: "always", approvers: { roles: ["lead"] } } };
       const t = synthTemplate({ context: { ...prodContext, toolApprovals } });
       // A sweep in a slot the queue's poller counts on would throttle the poller, and a throttled receive counts toward the DLQ.

@@ -9,6 +9,7 @@ import { parseTurnJob } from "../../lib/queue/turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId } from "../../lib/queue/turn-queue.js";
 import { sampleSlackJob } from "../support/turn-jobs.js";
 import { OUTSIDE_SQS_CHARACTERS } from "../functions/support/aws-endpoints.js";
+import { describeTurnQueueContract } from "./turn-queue-contract.js";
 
 /** SQS's JSON protocol on loopback: each request's action and body recorded, answered as SQS answers. */
 let sqs: Server;
@@ -111,4 +112,19 @@ describe("SqsTurnQueue", () => {
       ]);
     });
   });
+});
+
+describeTurnQueueContract("SqsTurnQueue", async () => {
+  received.length = 0;
+  return {
+    queue: new SqsTurnQueue({ client, queueUrl: QUEUE_URL }),
+    sent: async () =>
+      received
+        .filter((r) => r.action === "SendMessage")
+        .map((r) => ({
+          job: parseTurnJob(String(r.body.MessageBody)),
+          group: String(r.body.MessageGroupId),
+          deduplicationId: String(r.body.MessageDeduplicationId),
+        })),
+  };
 });

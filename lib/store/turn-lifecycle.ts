@@ -1,0 +1,44 @@
+/**
+ * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
+ * question and has no answer. `awaiting_approval`: paused before tool calls a person must
+ * approve (docs/approvals.md); it resumes once every one is decided.
+ */
+export const TURN_STATUSES = ["queued", "running", "awaiting_approval", "completed", "failed", "superseded"] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+/**
+ * Every way a turn's status may change, and who moves it (docs/recovery.md). `TurnStore` is the
+ * only writer of a status, one method per transition; the runner, the approvals and the recovery
+ * sweep are its callers. A transition not listed here is a bug.
+ */
+export const TURN_TRANSITIONS = [
+  { from: "queued", to: "running", by: "claim", who: "an attempt takes the turn (worker, retry, recovery's job)" },
+  { from: "queued", to: "failed", by: "reject", who: "the worker refuses a job before it runs (too long)" },
+  { from: "running", to: "running", by: "claim", who: "a later attempt takes over a turn whose attempt lost its lease" },
+  { from: "running", to: "completed", by: "complete", who: "the attempt's answer, or recovery recording the answer the thread holds" },
+  { from: "running", to: "failed", by: "fail", who: "the attempt's error, or recovery ending a turn it cannot resume (code interrupted)" },
+  { from: "running", to: "queued", by: "requeue", who: "the attempt stopped at its deadline, or recovery handing the turn to the queue" },
+  { from: "running", to: "awaiting_approval", by: "awaitApproval", who: "the graph paused before calls a person must decide" },
+  { from: "running", to: "superseded", by: "supersede", who: "a later question began first" },
+  { from: "awaiting_approval", to: "running", by: "claim", who: "the resume job once every call is decided (or the attempt itself: resumeDecided)" },
+  { from: "awaiting_approval", to: "superseded", by: "supersedeAwaiting", who: "a newer question ends the waiting turn" },
+  { from: "failed", to: "running", by: "claim", who: "a retry with the same turn id resumes from the last checkpoint" },
+] as const satisfies readonly { from: TurnStatus; to: TurnStatus; by: string; who: string }[];
+
+export type TurnTransition = (typeof TURN_TRANSITIONS)[number];
+
+/** Statuses no transition leaves. */
+export const FINAL_TURN_STATUSES = ["completed", "superseded"] as const satisfies readonly TurnStatus[];
+
+/** Statuses a turn is worked on in, by an attempt holding its conversation's lease; the recovery sweep looks for these once the lease lapsed. */
+export const HELD_TURN_STATUSES = ["running"] as const satisfies readonly TurnStatus[];
+
+/** Whether the lifecycle allows `from` to become `to`. */
+export function isLegalTransition(from: TurnStatus, to: TurnStatus): boolean {
+  return TURN_TRANSITIONS.some((t) => t.from === from && t.to === to);
+}
+
+/** The statuses a transition named `by` (a `TurnStore` method) may start from. */
+export function statusesBefore(by: TurnTransition["by"]): TurnStatus[] {
+  return [...new Set(TURN_TRANSITIONS.filter((t) => t.by === by).map((t) => t.from))];
+}

@@ -1,0 +1,32 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TURN_RECOVERY_EVENT } from "../../lib/agent/turn-recovery-event.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
+import { ThreadwiseDatabase } from "../../lib/store/database.js";
+import { startHarness, type Harness } from "./support/harness.js";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("worker handler on the recovery schedule's event", () => {
+  it("finishes a turn left running under a lapsed lease, as interrupted when it recorded no job, and closes its stream", async () => {
+    const database = new ThreadwiseDatabase(h.database.client, { dbName: h.database.dbName });
+    const { _id: conversationId } = await database.conversations.create(apiPrincipal("alice"));
+    const fence = await database.lease.acquire(conversationId, "dead-attempt");
+    const turnId = randomUUID();
+    await database.turns.claim(turnId, fence);
+    // The attempt died: its lease lapsed unrenewed.
+    await database.conversations.collection.updateOne({ _id: conversationId }, { $set: { "lease.expiresAt": new Date(Date.now() - 1000) } });
+
+    const result = await h.worker(TURN_RECOVERY_EVENT as never);
+
+    expect(result).toMatchObject({ found: 1, failed: 1 });
+    expect(await database.turns.get(turnId)).toMatchObject({ status: "failed", error: { code: "interrupted" } });
+    expect((await database.turnEvents.after(turnId, 0)).at(-1)).toMatchObject({ type: "failed", code: "interrupted" });
+  });
+});

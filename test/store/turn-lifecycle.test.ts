@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { FINAL_TURN_STATUSES, isLegalTransition, statusesBefore, TURN_TRANSITIONS } from "../../lib/store/turn-lifecycle.js";
+import { TURN_STATUSES } from "../../lib/store/turn-store.js";
+
+describe("turn lifecycle", () => {
+  describe("TURN_TRANSITIONS", () => {
+    it("returns no transition out of a final status", () => {
+      for (const t of TURN_TRANSITIONS) expect(FINAL_TURN_STATUSES as readonly string[], `${t.from} → ${t.to}`).not.toContain(t.from);
+    });
+
+    it("returns a way into every status, and out of every status but the final ones", () => {
+      const into = new Set<string>(TURN_TRANSITIONS.map((t) => t.to));
+      const outOf = new Set<string>(TURN_TRANSITIONS.map((t) => t.from));
+      expect(TURN_STATUSES.filter((s) => !into.has(s))).toEqual([]);
+      expect(TURN_STATUSES.filter((s) => !outOf.has(s))).toEqual([...FINAL_TURN_STATUSES]);
+    });
+  });
+
+  describe("isLegalTransition", () => {
+    it("returns true for a listed transition and false for one out of a final status", () => {
+      expect(isLegalTransition("running", "completed")).toBe(true);
+      expect(isLegalTransition("completed", "running")).toBe(false);
+      expect(isLegalTransition("superseded", "failed")).toBe(false);
+    });
+  });
+
+  describe("statusesBefore", () => {
+    it("returns the statuses a store method moves a turn from", () => {
+      expect(statusesBefore("claim").sort()).toEqual(["awaiting_approval", "failed", "queued", "running"]);
+      expect(statusesBefore("complete")).toEqual(["running"]);
+    });
+  });
+});

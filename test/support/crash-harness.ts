@@ -1,0 +1,140 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { MongoClient, type Db } from "mongodb";
+import { loadOrCreateLocalKeys, mintLocalToken, type LocalKeys } from "../../lib/local/local-keys.js";
+import { dropKnownCollections } from "./drop-collections.js";
+import { mongoUri } from "./mongo.js";
+import { APPROVER_ROLE, EFFECTS_COLLECTION } from "./crash-server.constants.js";
+
+/** Short, so a crashed holder's conversation frees within seconds: the test's TTL and sweep. */
+export const CRASH_LEASE_TTL_MS = 1_500;
+export const CRASH_SWEEP_SECONDS = 1;
+/** A tool call's in-progress record is presumed abandoned after this. */
+export const CRASH_TOOL_TIMEOUT_MS = 1_500;
+/** What "within the TTL plus one sweep" allows on a loaded machine: the bound, a redelivery's visibility, and the model's work. */
+export const RECOVERY_DEADLINE_MS = CRASH_LEASE_TTL_MS + CRASH_SWEEP_SECONDS * 1000 + 8_000;
+
+export interface CrashServer {
+  url: string;
+  child: ChildProcessWithoutNullStreams;
+  exited: Promise<NodeJS.Signals | number | null>;
+}
+
+export interface CrashCluster {
+  db: Db;
+  dbName: string;
+  keys: LocalKeys;
+  /** The running server; replaced by `restart`. */
+  server: CrashServer;
+  /** Starts the server (after a crash, or killing the running one first) with `crashAt` armed (none: no crash). */
+  restart(crash?: { at: string; nth?: number }): Promise<CrashServer>;
+  /** SIGKILLs the running server now. */
+  kill(): Promise<void>;
+  token(user: string, roles?: string[]): Promise<string>;
+  call<T = any>(
+    method: string,
+    path: string,
+    options?: { token?: string; json?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: T }>;
+  /** Effects recorded by the tools, per tool call id. */
+  effects(conversationId: string): Promise<Map<string, number>>;
+  close(): Promise<void>;
+}
+
+async function startChild(env: Record<string, string>): Promise<CrashServer> {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/support/crash-server.ts"], { env });
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once("exit", (code, signal) => resolve(signal ?? code)));
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString("utf8")).slice(-4000);
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+      const match = /listening (http:\/\/\S+)/.exec(stdout);
+      if (match) resolve(match[1]);
+    });
+    void exited.then(() => reject(new Error(`crash server exited before listening: ${stderr}`)));
+  });
+  return { url, child, exited };
+}
+
+/** The local server in a child process on a database of its own, killed and restarted at will. */
+export async function startCrashCluster(): Promise<CrashCluster> {
+  const dbName = `crash_${randomUUID().slice(0, 8)}`;
+  const keysDir = await mkdtemp(join(tmpdir(), "threadwise-crash-keys-"));
+  const keys = await loadOrCreateLocalKeys(keysDir);
+  const inspector = new MongoClient(mongoUri());
+  await inspector.connect();
+  const db = inspector.db(dbName);
+  const baseEnv: Record<string, string> = {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "",
+    MONGODB_URI: mongoUri(),
+    MONGODB_DB: dbName,
+    MODEL_PROVIDER: "local",
+    AWS_EC2_METADATA_DISABLED: "true",
+    KEYS_DIR: keysDir,
+    LEASE_TTL_MS: String(CRASH_LEASE_TTL_MS),
+    APPROVAL_SWEEP_SECONDS: String(CRASH_SWEEP_SECONDS),
+    TOOL_TIMEOUT_MS: String(CRASH_TOOL_TIMEOUT_MS),
+    // Long enough that an ordinary turn answers in the request; short enough that a slow one goes to the queue.
+    SYNC_TURN_DEADLINE_MS: "5000",
+    TURN_MAX_RECEIVES: "6",
+  };
+  const cluster: CrashCluster = {
+    db,
+    dbName,
+    keys,
+    server: await startChild(baseEnv),
+    async restart(crash) {
+      if (cluster.server.child.exitCode === null && cluster.server.child.signalCode === null) await cluster.kill();
+      cluster.server = await startChild({ ...baseEnv, ...(crash && { CRASH_AT: crash.at, CRASH_NTH: String(crash.nth ?? 1) }) });
+      return cluster.server;
+    },
+    async kill() {
+      cluster.server.child.kill("SIGKILL");
+      await cluster.server.exited;
+    },
+    token: (user, roles = []) => mintLocalToken(keys, { user, roles }),
+    async call(method, path, { token, json, headers = {} } = {}) {
+      const init: RequestInit = { method, headers: { ...headers, ...(token && { authorization: `Bearer ${token}` }) } };
+      if (json !== undefined) {
+        init.body = JSON.stringify(json);
+        (init.headers as Record<string, string>)["content-type"] = "application/json";
+      }
+      const res = await fetch(`${cluster.server.url}${path}`, init);
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        // An event stream or plain text stays text.
+      }
+      return { status: res.status, body: body as never };
+    },
+    async effects(conversationId) {
+      const docs = await db.collection(EFFECTS_COLLECTION).find({ conversationId }).toArray();
+      const counts = new Map<string, number>();
+      for (const d of docs) counts.set(String(d.toolCallId), (counts.get(String(d.toolCallId)) ?? 0) + 1);
+      return counts;
+    },
+    async close() {
+      cluster.server.child.kill("SIGKILL");
+      await cluster.server.exited;
+      await db
+        .collection(EFFECTS_COLLECTION)
+        .drop()
+        .catch(() => undefined);
+      await dropKnownCollections(db);
+      await inspector.close();
+    },
+  };
+  return cluster;
+}
+
+export { APPROVER_ROLE };
