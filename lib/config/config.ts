@@ -288,6 +288,13 @@ export const SETTINGS = {
     defaultText: "`https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token`",
     description: "client-credentials token endpoint for Bot Connector replies",
   }),
+  TEAMS_SERVICE_URL_ORIGIN: setting({
+    schema: z.string().url(),
+    defaultText: "Teams' Bot Connector hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`)",
+    description:
+      "the only origin an activity's `serviceUrl` may name instead of Teams' own; tests and local tries set a stand-in's " +
+      "([docs/security.md](docs/security.md#identities-principals))",
+  }),
   TEAMS_GRAPH_URL: setting({
     schema: z.string().url(),
     defaultText: "`https://graph.microsoft.com/v1.0/`",
@@ -403,6 +410,8 @@ export interface ChannelEndpointsConfig {
   teamsTokenUrl?: string;
   /** Microsoft Graph base URL, for Entra group roles. Default: `https://graph.microsoft.com/v1.0/` (`DEFAULT_GRAPH_URL`). */
   teamsGraphUrl?: string;
+  /** The origin of a stand-in Bot Connector, the only one a `serviceUrl` may then name. Default: Teams' hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`). */
+  teamsServiceUrlOrigin?: string;
 }
 
 /** How the MongoClient is sized and how long it waits (`lib/store/mongo-client.ts` has the defaults). */
@@ -498,6 +507,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,
       teamsTokenUrl: e.TEAMS_TOKEN_URL,
       teamsGraphUrl: e.TEAMS_GRAPH_URL,
+      teamsServiceUrlOrigin: e.TEAMS_SERVICE_URL_ORIGIN === undefined ? undefined : new URL(e.TEAMS_SERVICE_URL_ORIGIN).origin,
     },
     deployment: {
       secretArns: Object.fromEntries(
