@@ -36,7 +36,9 @@ const teamsCase = fc.record({
   conversationTenant: field(ENTRA_IDS),
 });
 
-function teamsDelivery(c: fc.infer<typeof teamsCase>): TeamsDelivery | { kind: "invalid" } {
+type TeamsCase = typeof teamsCase extends fc.Arbitrary<infer T> ? T : never;
+
+function teamsDelivery(c: TeamsCase): TeamsDelivery | { kind: "invalid" } {
   const activity = messageActivity(SERVICE_URL, {
     id: "1700000000001",
     from: present({ id: c.fromId, name: "Someone", aadObjectId: c.aadObjectId }),
@@ -62,7 +64,9 @@ const slackCase = fc.record({
   sourceTeam: field(SLACK_TEAMS),
 });
 
-function slackDelivery(c: fc.infer<typeof slackCase>): SlackDelivery {
+type SlackCase = typeof slackCase extends fc.Arbitrary<infer T> ? T : never;
+
+function slackDelivery(c: SlackCase): SlackDelivery {
   const event = appMention(present({ user: c.user, text: `<@${BOT_USER}> hello`, user_team: c.userTeam, source_team: c.sourceTeam }));
   const body = JSON.parse(slackEnvelope(event));
   body.team_id = HOST_TEAM;
