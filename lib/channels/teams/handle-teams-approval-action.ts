@@ -106,7 +106,7 @@ async function refusedEdit(
   error: string,
 ): Promise<ChannelResponse> {
   const approval = await approvals.forDecision(principal, conversationId, approvalId);
-  const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString() };
+  const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString(), context: approval.context };
   // An edit too long to take is not shown back (a card has a size limit): the box holds the arguments as they were.
   const text = typed.length <= MAX_EDITED_ARGUMENTS_CHARS ? typed : JSON.stringify(approval.args, null, 2);
   return card(approvalCard(conversationId, shown, { text, error }));
