@@ -99,6 +99,12 @@ export const DEFAULT_TURN_MAX_RECEIVES = 3;
 /** How long the Lambda handlers reuse the credentials secret before fetching it again. */
 export const DEFAULT_SECRET_CACHE_MS = 300_000;
 
+/**
+ * Bytes of turn events one process keeps in memory for live followers (`LIVE_EVENTS_MAX_BYTES`),
+ * all turns together, as `eventBytes` estimates them; the oldest turn is dropped first. 64 MiB of a 1,024 MB function.
+ */
+export const DEFAULT_LIVE_EVENTS_MAX_BYTES = 64 * 1024 * 1024;
+
 const positiveInt = z.coerce.number().int().positive();
 const cacheTtl = z.enum(["5m", "1h"]);
 const margin = z.coerce.number().min(0).max(4);
@@ -255,6 +261,12 @@ export const SETTINGS = {
     default: DEFAULT_SYNC_TURN_DEADLINE_MS,
     description: "how long an API turn runs in the request before it is handed to the worker (202)",
   }),
+  LIVE_EVENTS_MAX_BYTES: setting({
+    schema: positiveInt,
+    default: DEFAULT_LIVE_EVENTS_MAX_BYTES,
+    description:
+      "bytes of turn events (text deltas included) one process keeps for its live followers, all turns together; the oldest turns go first, and their followers read the stored events",
+  }),
   TURN_MAX_RECEIVES: setting({
     schema: positiveInt,
     default: DEFAULT_TURN_MAX_RECEIVES,
@@ -392,6 +404,8 @@ export interface DeploymentConfig {
   streamingUrl?: string;
   turnMaxReceives: number;
   syncTurnDeadlineMs: number;
+  /** Bytes of turn events one process keeps for its live followers. Default: 64 MiB (`DEFAULT_LIVE_EVENTS_MAX_BYTES`). */
+  liveEventsMaxBytes: number;
   secretCacheMs: number;
   /** Refuse a MongoDB URI that does not use TLS (set in AWS, where the database is across a network). */
   mongodbRequireTls: boolean;
@@ -520,6 +534,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       streamingUrl: e.STREAMING_URL,
       turnMaxReceives: e.TURN_MAX_RECEIVES,
       syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS,
+      liveEventsMaxBytes: e.LIVE_EVENTS_MAX_BYTES,
       secretCacheMs: e.SECRET_CACHE_MS,
       mongodbRequireTls: e.MONGODB_REQUIRE_TLS === "true",
     },
