@@ -265,7 +265,8 @@ export const SETTINGS = {
     schema: positiveInt,
     default: DEFAULT_LIVE_EVENTS_MAX_BYTES,
     description:
-      "bytes of turn events (text deltas included) one process keeps for its live followers, all turns together; the oldest turns go first, and their followers read the stored events",
+      "bytes of turn events (text deltas included) one process keeps for its live followers, all turns together; " +
+      "the oldest turns go first, and their followers read the stored events",
   }),
   TURN_MAX_RECEIVES: setting({
     schema: positiveInt,
@@ -305,7 +306,7 @@ export const SETTINGS = {
     defaultText: "Teams' Bot Connector hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`)",
     description:
       "the only origin an activity's `serviceUrl` may name instead of Teams' own; tests and local tries set a stand-in's " +
-      "([docs/security.md](docs/security.md#identities-principals))",
+      "([docs/security.md](docs/security.md#trust-boundaries-and-the-tests-that-hold-them))",
   }),
   TEAMS_GRAPH_URL: setting({
     schema: z.string().url(),

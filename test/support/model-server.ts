@@ -7,7 +7,10 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-/** The local server with `MODEL_PROVIDER=bedrock`, its ChatBedrockConverse pointed at a local Converse endpoint that answers with `respond`; `env` adds settings. */
+/**
+ * The local server with `MODEL_PROVIDER=bedrock`, its ChatBedrockConverse pointed at a local Converse
+ * endpoint that answers with `respond`; `env` adds settings.
+ */
 export async function startServerWithModel(respond: Responder, env: Record<string, string> = {}): Promise<ModelServer> {
   const converse = await startConverseEndpoint({ respond });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
