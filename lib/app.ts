@@ -31,6 +31,7 @@ import { BedrockEmbedder, type Embedder } from "./recall/embedder.js";
 import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall/search-conversation-tool.js";
 import { TurnIndexer } from "./recall/turn-indexer.js";
 import { TurnEvents } from "./events/turn-events.js";
+import { TurnEventHub } from "./events/turn-event-hub.js";
 import { ApprovalPolicy } from "./approvals/approval-policy.js";
 import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
@@ -149,7 +150,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
     },
   });
-  const events = new TurnEvents({ store: database.turnEvents });
+  const events = new TurnEvents({ store: database.turnEvents, hub: new TurnEventHub({ maxBytes: config.deployment.liveEventsMaxBytes }) });
   const runner = new TurnRunner({
     graph,
     events,

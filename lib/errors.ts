@@ -241,7 +241,11 @@ export type ChannelAuthenticationReason =
   | "wrong_issuer"
   | "wrong_audience"
   | "wrong_service_url"
-  | "not_endorsed";
+  | "not_endorsed"
+  /** A Bot Framework activity from another channel than Teams (Web Chat, Direct Line, …). */
+  | "wrong_channel"
+  /** A verified activity that names no Entra user and tenant (`lib/channels/teams/teams-identity.ts`). */
+  | "no_identity";
 
 /** A Slack signature or Bot Framework token is missing or does not verify. Answered as 401. */
 export class ChannelAuthenticationError extends AuthenticationError {

@@ -90,7 +90,14 @@ export function webhook(channel: "slack" | "teams") {
       const ingress = channelIngressCredentialsOf(credentials);
       const handlers = channelHandlers({
         slack: channel === "slack" ? ingress.slack : undefined,
-        teams: channel === "teams" && ingress.teams ? { ...ingress.teams, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+        teams:
+          channel === "teams" && ingress.teams
+            ? {
+                ...ingress.teams,
+                openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl,
+                serviceUrlOrigin: config.channels.teamsServiceUrlOrigin,
+              }
+            : undefined,
         notConfigured: AWS_CHANNEL_HINTS,
         deduper: deduperOf(credentials),
         enqueue: (job) => requireTurnQueue().enqueue(job),

@@ -1,5 +1,6 @@
 import { AIMessage, ToolMessage, type MessageContent } from "@langchain/core/messages";
 import type { Approvers } from "../config/approvals-config.js";
+import type { ApprovalContext } from "../store/approval-store.js";
 import { stampTokenCount } from "../model-view/index.js";
 
 /** One call the turn waits on: what the interrupt shows, and what its approval record holds. */
@@ -9,6 +10,8 @@ export interface PendingCall {
   tool: string;
   args: Record<string, unknown>;
   approvers: Approvers;
+  /** The calls and outputs of the turn that led to it, for the approver. */
+  context?: ApprovalContext;
 }
 
 /** The value of the turn's interrupt: every call of the model response that waits, together. */

@@ -25,6 +25,7 @@ import type { FaultInjector } from "./fault-points.js";
 import { reportedUsage } from "./model-usage.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
+import { currentTurnMessages } from "./approval-context.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
@@ -247,10 +248,13 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const ctx = turnContext(config);
     const last = state.messages[state.messages.length - 1] as AIMessage;
     const calls: ToolCallRequest[] = (last.tool_calls ?? []).map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
+    const turn = currentTurnMessages(state.messages);
     const waiting: PendingCall[] = calls.flatMap((call) => {
-      const approvers = tools.approversFor(call, ctx.caller);
+      const approvers = tools.approversFor(call, ctx.caller, turn);
       if (!approvers) return [];
-      return [{ approvalId: approvalIdOf(ctx.conversationId, ctx.turnId, call.id), toolCallId: call.id, tool: call.name, args: call.args, approvers }];
+      const context = tools.approvalContext?.(turn);
+      const approvalId = approvalIdOf(ctx.conversationId, ctx.turnId, call.id);
+      return [{ approvalId, toolCallId: call.id, tool: call.name, args: call.args, approvers, ...(context && { context }) }];
     });
     const outcomes = waiting.length > 0 ? interrupt<ApprovalRequest, ApprovalResume>({ approvals: waiting }).outcomes : {};
     faults?.at("before-tool-effect");

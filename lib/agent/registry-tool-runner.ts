@@ -1,4 +1,6 @@
-import { ToolMessage } from "@langchain/core/messages";
+import { ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { ApprovalContext } from "../store/approval-store.js";
+import { approvalContextOf } from "./approval-context.js";
 import { stampTokenCount } from "../model-view/index.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Caller, Principal } from "../auth/principal.js";
@@ -17,6 +19,8 @@ export interface ToolExecutor {
   toolSpecs(caller: Caller): FunctionTool[];
   mayUse(toolName: string, caller: Caller): boolean;
   argumentIssues(toolName: string, args: unknown): unknown[];
+  /** Whether the tool's output is untrusted (`ToolDefinition.trust`). */
+  isUntrusted(toolName: string): boolean;
   execute(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolExecution>;
 }
 
@@ -28,7 +32,7 @@ export type OutputOffload = (
 
 /** Which calls wait for a person (`ApprovalPolicy`). */
 export interface ApprovalCheck {
-  approversFor(toolName: string, args: Record<string, unknown>): Approvers | undefined;
+  approversFor(toolName: string, args: Record<string, unknown>, turn?: { readUntrusted: boolean }): Approvers | undefined;
 }
 
 /** Runs calls through the registry and keeps large outputs out of checkpoints. */
@@ -43,11 +47,16 @@ export class RegistryToolRunner implements ToolRunner {
     return this.executor.toolSpecs(caller);
   }
 
-  approversFor(call: ToolCallRequest, caller: Caller): Approvers | undefined {
-    const approvers = this.approvals?.approversFor(call.name, call.args);
+  approversFor(call: ToolCallRequest, caller: Caller, turn: readonly BaseMessage[] = []): Approvers | undefined {
+    const readUntrusted = this.approvalContext(turn).readUntrusted;
+    const approvers = this.approvals?.approversFor(call.name, call.args, { readUntrusted });
     // A call the registry would refuse anyway is not put to a person: the model gets its error at once.
     if (!approvers || !this.executor.mayUse(call.name, caller) || this.executor.argumentIssues(call.name, call.args).length > 0) return undefined;
     return approvers;
+  }
+
+  approvalContext(turn: readonly BaseMessage[]): ApprovalContext {
+    return approvalContextOf(turn, (name) => this.executor.isUntrusted(name));
   }
 
   async run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage> {

@@ -1,4 +1,5 @@
-import type { ToolMessage } from "@langchain/core/messages";
+import type { BaseMessage, ToolMessage } from "@langchain/core/messages";
+import type { ApprovalContext } from "../store/approval-store.js";
 import type { Caller } from "../auth/principal.js";
 import type { Approvers } from "../config/approvals-config.js";
 import type { ToolCallContext } from "../tools/tool.js";
@@ -17,7 +18,12 @@ export interface ToolCallRequest {
  */
 export interface ToolRunner {
   toolSpecs(caller: Caller): FunctionTool[];
-  /** Undefined when the call runs at once: no policy holds it, or it would fail anyway (a tool refused to the caller, invalid arguments). */
-  approversFor(call: ToolCallRequest, caller: Caller): Approvers | undefined;
+  /**
+   * Undefined when the call runs at once: no policy holds it, or it would fail anyway (a tool refused
+   * to the caller, invalid arguments). `turn`: the messages of the turn so far, whose untrusted outputs may hold the call.
+   */
+  approversFor(call: ToolCallRequest, caller: Caller, turn?: readonly BaseMessage[]): Approvers | undefined;
+  /** What the turn did before a call that waits, for its approver (`approvalContextOf`). */
+  approvalContext?(turn: readonly BaseMessage[]): ApprovalContext;
   run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage>;
 }

@@ -10,7 +10,7 @@ import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
-import { argsHash, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
+import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
@@ -57,6 +57,8 @@ export interface WaitingApproval {
   tool: string;
   args: Record<string, unknown>;
   expiresAt: string;
+  /** The calls and outputs of the turn that led to it, for the approver (`approvalContextOf`). */
+  context?: ApprovalContext;
 }
 
 export interface TurnResult {
@@ -345,6 +347,7 @@ export class TurnRunner {
         ...(schema && { argsSchema: JSON.stringify(schema) }),
         requester: request.caller.principal,
         approvers: call.approvers,
+        ...(call.context && { context: call.context }),
         createdAt: now,
         deadline,
         status: "pending",
@@ -366,9 +369,10 @@ export class TurnRunner {
       tool: a.tool,
       args: a.args,
       expiresAt: a.deadline.toISOString(),
+      ...(a.context && { context: a.context }),
     }));
     // Ends this attempt's stream; the continuation, once decided, streams under the same turn (docs/streaming.md).
-    end.final = { type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, ...call }) => call) };
+    end.final = { type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, context: _context, ...call }) => call) };
     return {
       turnId: turn._id,
       status: "awaiting_approval",

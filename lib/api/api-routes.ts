@@ -57,6 +57,7 @@ export function approvalView(a: ApprovalDocument) {
     argsHash: a.argsHash,
     requester: a.requester,
     approvers: a.approvers,
+    ...(a.context && { context: a.context }),
     createdAt: a.createdAt.toISOString(),
     expiresAt: a.deadline.toISOString(),
     status: a.status,

@@ -158,6 +158,12 @@ export const decisionBody = z.discriminatedUnion("decision", [
 ]);
 
 const principal = z.object({ issuer: z.string(), tenant: z.string().nullable(), subject: z.string() });
+/** What the turn did before the call: its latest earlier calls, each cut and without hidden characters (docs/approvals.md). */
+const approvalContext = z.object({
+  readUntrusted: z.boolean(),
+  calls: z.array(z.object({ tool: z.string(), args: z.string(), output: z.string(), untrusted: z.boolean() })),
+  omittedCalls: z.number().int(),
+});
 export const approvalView = z.looseObject({
   approvalId: z.string(),
   conversationId: z.string(),
@@ -168,6 +174,7 @@ export const approvalView = z.looseObject({
   argsHash: z.string(),
   requester: principal,
   approvers: z.object({ requester: z.boolean(), roles: z.array(z.string()) }),
+  context: approvalContext.optional(),
   createdAt: isoDate,
   expiresAt: isoDate,
   status: z.enum(APPROVAL_STATUSES),
@@ -191,7 +198,14 @@ export const turnAwaitingApproval = z.object({
   turnId: z.string(),
   status: z.literal("awaiting_approval"),
   approvals: z.array(
-    z.object({ approvalId: z.string(), toolCallId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), expiresAt: isoDate }),
+    z.object({
+      approvalId: z.string(),
+      toolCallId: z.string(),
+      tool: z.string(),
+      args: z.record(z.string(), z.unknown()),
+      expiresAt: isoDate,
+      context: approvalContext.optional(),
+    }),
   ),
   location: z.string(),
 });

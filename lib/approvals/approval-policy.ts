@@ -32,17 +32,24 @@ export class ApprovalPolicy {
       const tool = tools.find((t) => t.name === name);
       // A configured name this deployment leaves off (no Power BI, say) guards nothing.
       if (!tool) continue;
-      if (!tool.sideEffects && policy.require !== "never") {
+      if (!tool.sideEffects && (policy.require !== "never" || policy.afterUntrustedOutput !== undefined)) {
         throw new ValidationError("invalid configuration", [{ path: `TOOL_APPROVALS.${name}`, message: "a read-only tool never waits for approval" }]);
       }
       this.#policies.set(name, policy);
     }
   }
 
-  /** Who must approve this call before it runs; undefined when it runs at once. */
-  approversFor(toolName: string, args: Record<string, unknown>): Approvers | undefined {
+  /**
+   * Who must approve this call before it runs; undefined when it runs at once. `turn.readUntrusted`:
+   * the turn read an untrusted tool's output before this call, which makes a policy with
+   * `afterUntrustedOutput: "wait"` hold it whatever its arguments. A `when` rule reads the
+   * arguments the model wrote, which text the model read can dictate: a convenience, not a defence.
+   */
+  approversFor(toolName: string, args: Record<string, unknown>, turn: { readUntrusted: boolean } = { readUntrusted: false }): Approvers | undefined {
     const policy = this.#policies.get(toolName);
-    if (!policy || policy.require === "never") return undefined;
+    if (!policy) return undefined;
+    if (policy.afterUntrustedOutput === "wait" && turn.readUntrusted) return approversOf(policy);
+    if (policy.require === "never") return undefined;
     if (policy.require !== "always" && !matches(policy.require.when, args)) return undefined;
     return approversOf(policy);
   }

@@ -40,6 +40,8 @@ export interface ChannelHandlersOptions {
     openIdMetadataUrl?: string;
     /** Default: the Bot Framework's issuer. */
     issuer?: string;
+    /** Where a stand-in Bot Connector serves (`TEAMS_SERVICE_URL_ORIGIN`). Default: Teams' own hosts only. */
+    serviceUrlOrigin?: string;
   };
   /**
    * For a channel without credentials: its handler answers 503 `channel_not_configured` with this
@@ -104,6 +106,7 @@ export function channelHandlers(options: ChannelHandlersOptions): ChannelHandler
         appId: teams.appId,
         openIdMetadataUrl: teams.openIdMetadataUrl,
         issuer: teams.issuer,
+        serviceUrlOrigin: teams.serviceUrlOrigin,
         deduper: options.deduper,
         enqueue: options.enqueue,
         approvals: options.approvals,

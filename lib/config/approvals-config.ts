@@ -30,6 +30,12 @@ const toolPolicySchema = z.strictObject({
     // zod's own message for a union is a bare "Invalid input".
     error: 'expected "always", "never" or {"when": {"argument": <name>, then "present": true, "equals": <value>, "in": [<values>] or "atLeast": <number>}}',
   }),
+  /**
+   * `"wait"`: a call waits, whatever `require` says, when its turn read the output of an untrusted
+   * tool before it (documents, SQL data, Power BI data): what such text says cannot make the call
+   * run unseen. Default: only `require` decides.
+   */
+  afterUntrustedOutput: z.literal("wait").optional(),
   /** Default: the requester. */
   approvers: approversSchema.optional(),
 });

@@ -99,6 +99,12 @@ export const DEFAULT_TURN_MAX_RECEIVES = 3;
 /** How long the Lambda handlers reuse the credentials secret before fetching it again. */
 export const DEFAULT_SECRET_CACHE_MS = 300_000;
 
+/**
+ * Bytes of turn events one process keeps in memory for live followers (`LIVE_EVENTS_MAX_BYTES`),
+ * all turns together, as `eventBytes` estimates them; the oldest turn is dropped first. 64 MiB of a 1,024 MB function.
+ */
+export const DEFAULT_LIVE_EVENTS_MAX_BYTES = 64 * 1024 * 1024;
+
 const positiveInt = z.coerce.number().int().positive();
 const cacheTtl = z.enum(["5m", "1h"]);
 const margin = z.coerce.number().min(0).max(4);
@@ -255,6 +261,13 @@ export const SETTINGS = {
     default: DEFAULT_SYNC_TURN_DEADLINE_MS,
     description: "how long an API turn runs in the request before it is handed to the worker (202)",
   }),
+  LIVE_EVENTS_MAX_BYTES: setting({
+    schema: positiveInt,
+    default: DEFAULT_LIVE_EVENTS_MAX_BYTES,
+    description:
+      "bytes of turn events (text deltas included) one process keeps for its live followers, all turns together; " +
+      "the oldest turns go first, and their followers read the stored events",
+  }),
   TURN_MAX_RECEIVES: setting({
     schema: positiveInt,
     default: DEFAULT_TURN_MAX_RECEIVES,
@@ -287,6 +300,13 @@ export const SETTINGS = {
     schema: z.string().url(),
     defaultText: "`https://login.microsoftonline.com/{tenant}/oauth2/v2.0/token`",
     description: "client-credentials token endpoint for Bot Connector replies",
+  }),
+  TEAMS_SERVICE_URL_ORIGIN: setting({
+    schema: z.string().url(),
+    defaultText: "Teams' Bot Connector hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`)",
+    description:
+      "the only origin an activity's `serviceUrl` may name instead of Teams' own; tests and local tries set a stand-in's " +
+      "([docs/security.md](docs/security.md#trust-boundaries-and-the-tests-that-hold-them))",
   }),
   TEAMS_GRAPH_URL: setting({
     schema: z.string().url(),
@@ -385,6 +405,8 @@ export interface DeploymentConfig {
   streamingUrl?: string;
   turnMaxReceives: number;
   syncTurnDeadlineMs: number;
+  /** Bytes of turn events one process keeps for its live followers. Default: 64 MiB (`DEFAULT_LIVE_EVENTS_MAX_BYTES`). */
+  liveEventsMaxBytes: number;
   secretCacheMs: number;
   /** Refuse a MongoDB URI that does not use TLS (set in AWS, where the database is across a network). */
   mongodbRequireTls: boolean;
@@ -403,6 +425,8 @@ export interface ChannelEndpointsConfig {
   teamsTokenUrl?: string;
   /** Microsoft Graph base URL, for Entra group roles. Default: `https://graph.microsoft.com/v1.0/` (`DEFAULT_GRAPH_URL`). */
   teamsGraphUrl?: string;
+  /** The origin of a stand-in Bot Connector, the only one a `serviceUrl` may then name. Default: Teams' hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`). */
+  teamsServiceUrlOrigin?: string;
 }
 
 /** How the MongoClient is sized and how long it waits (`lib/store/mongo-client.ts` has the defaults). */
@@ -498,6 +522,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,
       teamsTokenUrl: e.TEAMS_TOKEN_URL,
       teamsGraphUrl: e.TEAMS_GRAPH_URL,
+      teamsServiceUrlOrigin: e.TEAMS_SERVICE_URL_ORIGIN === undefined ? undefined : new URL(e.TEAMS_SERVICE_URL_ORIGIN).origin,
     },
     deployment: {
       secretArns: Object.fromEntries(
@@ -510,6 +535,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       streamingUrl: e.STREAMING_URL,
       turnMaxReceives: e.TURN_MAX_RECEIVES,
       syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS,
+      liveEventsMaxBytes: e.LIVE_EVENTS_MAX_BYTES,
       secretCacheMs: e.SECRET_CACHE_MS,
       mongodbRequireTls: e.MONGODB_REQUIRE_TLS === "true",
     },

@@ -68,7 +68,8 @@ export class TurnEventFollower {
   /**
    * The turn's events after `afterId`, until its final event (`done`, `failed`, or `approval_requested` while it waits), `signal`, the
    * follow's time limit, or the turn's deletion. A turn already finished yields what is stored and
-   * its final event; a turn not begun yet is waited for.
+   * its final event (inferred from its record when none is stored, under the id after the last one);
+   * after an id past a finished turn's last event it yields nothing. A turn not begun yet is waited for.
    */
   async *follow(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
     const stop = AbortSignal.any([signal, AbortSignal.timeout(this.followMaxMs)]);
@@ -95,6 +96,8 @@ export class TurnEventFollower {
           const final = turn && Date.now() - turn.updatedAt.getTime() >= this.finalGraceMs ? finalEventOf(turn) : undefined;
           // Past the grace, read once more before inferring one, from the client's last event on.
           if (final) {
+            // An id past the turn's last event names nothing the turn said: nothing more follows, and no event is made up for it.
+            if (last > Math.max(await this.options.store.lastId(turnId), this.hub.lastId(turnId))) return;
             const stored = await this.options.store.after(turnId, Math.max(last - 1, 0));
             if (stored.some((e) => e.id > last)) continue;
             // A client that read the stored final event and reconnected after it has the whole turn: no second one, under a new id.

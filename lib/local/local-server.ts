@@ -141,7 +141,13 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
   const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
-    teams: channels.teams ? { appId: channels.teams.appId, openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl } : undefined,
+    teams: channels.teams
+      ? {
+          appId: channels.teams.appId,
+          openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl,
+          serviceUrlOrigin: config.channels.teamsServiceUrlOrigin,
+        }
+      : undefined,
     notConfigured: LOCAL_CHANNEL_HINTS,
     deduper: new ChannelEventDeduper(client.db(config.dbName)),
     enqueue: (job) => turnQueue.enqueue(job),

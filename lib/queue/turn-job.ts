@@ -3,6 +3,7 @@ import { z } from "zod";
 import { ownerSchema, principalSchema } from "../auth/principal.js";
 import { ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
+import type { ApprovalContext } from "../store/approval-store.js";
 
 /** Where a turn came from; the worker picks the replier by it. */
 export const TURN_CHANNELS = { slack: "slack", teams: "teams", api: "api" } as const;
@@ -101,6 +102,8 @@ export interface ApprovalRequestItem {
   tool: string;
   args: Record<string, unknown>;
   expiresAt: string;
+  /** The calls and outputs of the turn that led to it (`approvalContextOf`), shown to the approver. */
+  context?: ApprovalContext;
 }
 
 /**

@@ -16,6 +16,8 @@ export const DEFAULT_BM25_B = 0.75;
 export const DEFAULT_SEMANTIC_WEIGHT = 0.8;
 /** Query terms considered; a longer query keeps its first ones, so a search stays bounded by its index, not its input. */
 export const MAX_QUERY_TERMS = 64;
+/** Quoted phrases a query's ranking considers: its first ones, distinct, so a query of many phrases costs no more than one of these. */
+export const MAX_QUERY_PHRASES = 8;
 /** Candidates checked for a quoted phrase, per result asked for. */
 const PHRASE_CANDIDATES_PER_RESULT = 10;
 
@@ -119,7 +121,7 @@ export class ConversationSearch {
     const semantic = new Map<RecallEntry, number>();
     if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
     let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
-    const phrases = quotedPhrases(request.query);
+    const phrases = [...new Set(quotedPhrases(request.query))].slice(0, MAX_QUERY_PHRASES);
     const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
     const records = new Map(
       (
@@ -129,12 +131,18 @@ export class ConversationSearch {
         )
       ).map((r) => [r._id, r]),
     );
-    // Turns with a quoted phrase first; without phrases nothing matches and the order stays.
-    const matches = (e: RecallEntry) => {
-      const record = records.get(e.turnId);
-      return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
-    };
-    order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
+    // Turns with a quoted phrase first; without phrases nothing matches and the order stays. Each
+    // candidate is normalized once and checked once, whatever the number of phrases (at most MAX_QUERY_PHRASES).
+    const matching = new Set<RecallEntry>();
+    if (phrases.length > 0) {
+      for (const entry of shortlist) {
+        const record = records.get(entry.turnId);
+        if (!record) continue;
+        const text = normalizedText(record);
+        if (phrases.some((p) => text.includes(p))) matching.add(entry);
+      }
+    }
+    order = [...shortlist.filter((e) => matching.has(e)), ...shortlist.filter((e) => !matching.has(e))];
     const hits: RecallHit[] = [];
     for (const entry of order.slice(0, request.limit)) {
       const record = records.get(entry.turnId);

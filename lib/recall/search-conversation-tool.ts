@@ -83,6 +83,8 @@ export function createSearchConversationTool(options: SearchConversationToolOpti
       "and returns the best matches with their turn number and time. Use it when the user refers to something said before that you cannot see.",
     schema,
     sideEffects: false,
+    // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
+    trust: "untrusted",
     allowedRoles: options.allowedRoles,
     async run(input, ctx) {
       const outcome = await options.search.search({

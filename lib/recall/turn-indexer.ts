@@ -50,7 +50,8 @@ function toolOutputs(view: readonly ViewMessage[]): RecallToolOutput[] {
 /**
  * Adds a conversation's finished turns to its recall index, from the application record (`messages`,
  * `turns`, `model_calls`), never from checkpoints. It catches up from where the index left off, so a
- * turn whose hook failed, or one that failed without a hook, is indexed with the next one.
+ * turn whose hook failed, or one that failed without a hook, is indexed with the next one. Turns
+ * that left the thread (replaced, superseded) leave the index on each run, before anything is added.
  */
 export class TurnIndexer {
   constructor(private readonly deps: TurnIndexerDeps) {}
@@ -62,17 +63,20 @@ export class TurnIndexer {
    */
   async indexFinishedTurns(conversationId: string, fence: WriteFence): Promise<number> {
     const { index, messages, turns } = this.deps;
+    // What the thread forgot, the index forgets: turns replaced by an edit or a regeneration, and superseded ones.
+    const left = new Set(await turns.leftThread(conversationId));
+    await index.remove(conversationId, [...left], fence);
     const mark = await index.watermark(conversationId);
     const questions = await messages.questionsSince(conversationId, mark?.at);
-    const fresh = questions.filter((q) => !mark?.recentTurnIds.has(q.turnId));
+    const fresh = questions.filter((q) => !mark?.recentTurnIds.has(q.turnId) && !left.has(q.turnId));
     if (fresh.length === 0) return 0;
     const turnById = new Map((await turns.getMany(fresh.map((q) => q.turnId))).map((t) => [t._id, t]));
     let turnNumber = mark?.turnNumber ?? 0;
     let added = 0;
     for (const question of fresh) {
       const turn = turnById.get(question.turnId);
-      // A superseded turn has a question and no answer of its own: nothing to recall.
-      if (turn?.status === "superseded") continue;
+      // A superseded turn has a question and no answer of its own, a replaced one left the thread: nothing to recall.
+      if (turn?.status === "superseded" || turn?.replacedBy !== undefined) continue;
       // Numbers follow the order questions were asked: stop at one still running, and go on after it finishes.
       if (!turn || !FINISHED.has(turn.status)) break;
       turnNumber++;

@@ -23,6 +23,27 @@ export type ApprovalChoice = { kind: "approve" } | { kind: "edit"; args: Record<
 /** A decision as recorded: who took it and when; an expiry is a rejection nobody took. */
 export type ApprovalDecision = (ApprovalChoice & { by: Principal; at: Date; argsHash?: string }) | { kind: "expire"; at: Date };
 
+/** One earlier call of the turn, as an approver is shown it: tool, arguments and output, each a cut excerpt without control characters. */
+export interface ApprovalContextCall {
+  tool: string;
+  /** The arguments as JSON, cut. */
+  args: string;
+  /** The output (or its preview, for one kept as an artifact), cut. */
+  output: string;
+  /** The tool's output is untrusted (`trust: "untrusted"`): text from documents, data, other systems. */
+  untrusted: boolean;
+}
+
+/** What the turn did before the call that waits: the approver sees it next to the arguments (`approvalContextOf`). */
+export interface ApprovalContext {
+  /** The turn read the output of an untrusted tool before this call. */
+  readUntrusted: boolean;
+  /** The latest earlier calls of the turn, oldest first. */
+  calls: ApprovalContextCall[];
+  /** Earlier calls left out (only the latest are kept). */
+  omittedCalls: number;
+}
+
 /** One call waiting for approval: one document per tool call, its id the interrupt's answer key. */
 export interface ApprovalDocument {
   _id: string;
@@ -41,6 +62,8 @@ export interface ApprovalDocument {
   argsSchema?: string;
   requester: Principal;
   approvers: Approvers;
+  /** The calls and outputs of the turn that led to this one, as the approver sees them. Absent on approvals opened before it was recorded. */
+  context?: ApprovalContext;
   createdAt: Date;
   /** When it is rejected as expired unless decided before. */
   deadline: Date;

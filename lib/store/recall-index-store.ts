@@ -199,6 +199,44 @@ export class RecallIndexStore {
     throw new RecallIndexConflictError(`the recall index segment ${segment} kept changing while turn ${record.turnNumber} was added`);
   }
 
+  /**
+   * Removes these turns from the conversation's index (their records and their entries), so no
+   * search finds them again; returns how many entries it removed. A segment keeps its watermark
+   * (`lastTurnNumber`, `lastAt`), so numbering goes on after a removed turn. Under the fence: once
+   * it is lost, each write is taken back.
+   * @throws StaleWriterError when the fence was lost.
+   */
+  async remove(conversationId: string, turnIds: readonly string[], fence: WriteFence): Promise<number> {
+    if (turnIds.length === 0) return 0;
+    const gone = new Set(turnIds);
+    let removed = 0;
+    const segments = await this.segments.find({ conversationId, turnIds: { $in: [...gone] } }).toArray();
+    for (const current of segments) {
+      const keep = current.turnIds.map((id, i) => (gone.has(id) ? -1 : i)).filter((i) => i >= 0);
+      const next: RecallSegmentDocument = {
+        ...current,
+        turnIds: keep.map((i) => current.turnIds[i]),
+        entries: keep.map((i) => current.entries[i]),
+        vectors: keep.map((i) => current.vectors[i]),
+      };
+      const result = await fence.guard(
+        () => this.segments.replaceOne({ _id: current._id, turnIds: { $size: current.turnIds.length } }, next),
+        (replaced) =>
+          replaced.matchedCount === 1 ? this.segments.replaceOne({ _id: current._id, turnIds: { $size: next.turnIds.length } }, current) : Promise.resolve(),
+      );
+      // A segment written meanwhile (a turn added) keeps the entry until the next removal, which finds it again.
+      if (result.matchedCount === 1) removed += current.turnIds.length - next.turnIds.length;
+    }
+    const records = await this.turns.find({ conversationId, _id: { $in: [...gone] } }).toArray();
+    if (records.length > 0) {
+      await fence.guard(
+        () => this.turns.deleteMany({ conversationId, _id: { $in: records.map((r) => r._id) } }),
+        () => this.turns.insertMany(records).catch(() => undefined),
+      );
+    }
+    return removed;
+  }
+
   /** Every entry of the conversation, oldest first. */
   async entries(conversationId: string): Promise<RecallEntry[]> {
     const segments = await this.segments.find({ conversationId }).sort({ segment: 1 }).toArray();

@@ -209,6 +209,14 @@ export class TurnStore {
     return this.#turns.findOne({ _id: turnId });
   }
 
+  /** Ids of the conversation's turns that left its thread: replaced by an edit or a regeneration, or superseded. */
+  async leftThread(conversationId: string): Promise<string[]> {
+    const docs = await this.#turns
+      .find({ conversationId, $or: [{ replacedBy: { $exists: true } }, { status: "superseded" }] }, { projection: { _id: 1 } })
+      .toArray();
+    return docs.map((d) => d._id);
+  }
+
   async getMany(turnIds: readonly string[]): Promise<TurnDocument[]> {
     return this.#turns.find({ _id: { $in: [...turnIds] } }).toArray();
   }

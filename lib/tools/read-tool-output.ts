@@ -191,6 +191,8 @@ export function createReadToolOutputTool(artifacts: ArtifactStore, options: Read
       "and end with how to get the next part. Line numbers refer to the output as this tool shows it (JSON arrays one element per line).",
     schema,
     sideEffects: false,
+    // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
+    trust: "untrusted",
     async run(input: ReadToolOutputInput, ctx: ToolContext): Promise<string> {
       const handle = input.handle.trim();
       const artifact = await artifacts.get(handle, { conversationId: ctx.conversationId, reader: ctx.caller.principal });

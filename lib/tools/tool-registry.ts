@@ -109,6 +109,12 @@ export class ToolRegistry {
     return this.#tools.get(toolName)?.sideEffects ?? false;
   }
 
+  /** Whether the named tool's output is untrusted (`trust: "untrusted"`); true for a tool not registered here, whose output nobody vouches for. */
+  isUntrusted(toolName: string): boolean {
+    const tool = this.#tools.get(toolName);
+    return tool === undefined || tool.trust === "untrusted";
+  }
+
   /** The named tool's arguments JSON Schema, as offered to the model; undefined for a tool not registered here. */
   argumentsSchema(toolName: string): Record<string, unknown> | undefined {
     return this.#specs.get(toolName)?.function.parameters;

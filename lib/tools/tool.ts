@@ -30,6 +30,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   schema: S;
   /** A tool with side effects runs through the idempotency guard, keyed by conversation and tool call. */
   sideEffects: boolean;
+  /**
+   * `untrusted`: the tool returns text from outside the conversation (documents, table data, other
+   * systems) that may carry instructions. A turn that read such output makes the calls that
+   * `afterUntrustedOutput: "wait"` guards wait (docs/security.md, "Tool outputs"). Default: trusted.
+   */
+  trust?: "untrusted";
   /** Roles allowed to use the tool. Default: everyone. */
   allowedRoles?: readonly string[];
   /** Questions that call the tool in the offline model's `tool_name {json}` form and that its data answers; the console lists them. Default: none. */

@@ -218,6 +218,14 @@ describe("GET /v1/conversations/{id}/turns/{turnId}/events", () => {
     expect(after.slice(1)).toEqual(all.slice(4));
   });
 
+  it("returns nothing after a Last-Event-ID past a finished turn's last event, not an invented done (issue 31)", async () => {
+    const conversationId = await newConversation();
+    const all = await (await ask(conversationId, "Hello there")).rest();
+    const lastId = Number(all[all.length - 1].id);
+    const past = await (await follow(conversationId, all[0].data.turnId, String(lastId + 1000))).rest();
+    expect(past.map((e) => e.event)).toEqual(["turn"]);
+  });
+
   it("returns 404 for another caller's turn", async () => {
     const conversationId = await newConversation();
     const all = await (await ask(conversationId, "Hello there")).rest();

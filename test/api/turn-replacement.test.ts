@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestServer } from "../support/api-client.js";
 import { lastUserText } from "../support/converse-endpoint.js";
 import { startServerWithModel, type ModelServer } from "../support/model-server.js";
+import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 
 let server: ModelServer;
 let api: TestServer;
@@ -30,6 +31,33 @@ async function latestState(id: string): Promise<BaseMessage[]> {
   const tuple = await api.server.app.database.checkpointer.getTuple({ configurable: { thread_id: id } });
   return tuple?.checkpoint.channel_values.messages as BaseMessage[];
 }
+
+describe("recall after a replacement (issue 31)", () => {
+  const search = () => new ConversationSearch({ index: api.server.app.database.recall });
+  const found = async (id: string, query: string) =>
+    (await search().search({ conversationId: id, query, limit: 10, visibleTurns: 0 })).hits.map((h) => h.record.question);
+
+  it("forgets an edited question: search finds only what the thread holds", async () => {
+    const { id, turnIds } = await conversationWith("My pin is 4711.");
+    expect(await found(id, "pin")).toEqual(["My pin is 4711."]);
+    const edited = await api.call("POST", `/v1/conversations/${id}/turns/${turnIds[0]}/edit`, { token, json: { content: "My pin is 0000." } });
+    expect(edited.status).toBe(200);
+    expect(await found(id, "pin")).toEqual(["My pin is 0000."]);
+    expect(await found(id, "4711")).toEqual([]);
+    const entries = await api.server.app.database.recall.entries(id);
+    expect(entries.map((e) => e.turnId)).toEqual([edited.body.turnId]);
+    expect(await api.server.app.database.recall.records(id, [turnIds[0]])).toEqual([]);
+  });
+
+  it("forgets a regenerated turn's first answer, and keeps numbering after it", async () => {
+    const { id, turnIds } = await conversationWith("first question", "what is the code word");
+    const again = await api.call("POST", `/v1/conversations/${id}/turns/${turnIds[1]}/regenerate`, { token });
+    expect(again.status).toBe(200);
+    const entries = await api.server.app.database.recall.entries(id);
+    expect(entries.map((e) => e.turnId)).toEqual([turnIds[0], again.body.turnId]);
+    expect(entries.map((e) => e.turnNumber)).toEqual([1, 3]);
+  });
+});
 
 describe("POST /v1/conversations/{id}/turns/{turnId}/edit", () => {
   it("answers the edited question from the turn boundary before it, and the record marks what it replaced", async () => {

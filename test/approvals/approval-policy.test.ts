@@ -31,6 +31,20 @@ describe("ApprovalPolicy", () => {
   });
 
   describe("approversFor", () => {
+    it("returns approvers for any arguments once the turn read untrusted output, with afterUntrustedOutput: wait", () => {
+      const policy = new ApprovalPolicy({ create_follow_up: { require: { when: { argument: "owner", present: true } }, afterUntrustedOutput: "wait" } }, TOOLS);
+      expect(policy.approversFor("create_follow_up", { title: "x" }, { readUntrusted: false })).toBeUndefined();
+      expect(policy.approversFor("create_follow_up", { title: "x" }, { readUntrusted: true })).toEqual({ requester: true, roles: [] });
+      const never = new ApprovalPolicy({ create_follow_up: { require: "never", afterUntrustedOutput: "wait" } }, TOOLS);
+      expect(never.approversFor("create_follow_up", {}, { readUntrusted: true })).toBeDefined();
+      expect(never.approversFor("create_follow_up", {}, { readUntrusted: false })).toBeUndefined();
+    });
+
+    it("returns undefined after untrusted output for a policy without afterUntrustedOutput: only its rule decides", () => {
+      const policy = new ApprovalPolicy({ create_follow_up: { require: { when: { argument: "owner", present: true } } } }, TOOLS);
+      expect(policy.approversFor("create_follow_up", { title: "x" }, { readUntrusted: true })).toBeUndefined();
+    });
+
     it("returns the requester for a tool that always waits", () => {
       const policy = new ApprovalPolicy({ create_follow_up: { require: "always" } }, TOOLS);
       expect(policy.approversFor("create_follow_up", { title: "x" })).toEqual({ requester: true, roles: [] });

@@ -131,6 +131,7 @@ async function coldStart(name: string): Promise<FunctionProcess> {
       SLACK_API_URL: slackApi.slackApiUrl,
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
+      TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
     },
   });
   processes.push(fn);

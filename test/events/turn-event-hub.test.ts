@@ -1,5 +1,5 @@
 import type { TurnEvent } from "../../lib/events/turn-event.js";
-import { DEFAULT_LIVE_TURNS_KEPT, TurnEventHub } from "../../lib/events/turn-event-hub.js";
+import { DEFAULT_LIVE_EVENTS_MAX_BYTES, DEFAULT_LIVE_TURNS_KEPT, eventBytes, TurnEventHub } from "../../lib/events/turn-event-hub.js";
 
 const text = (id: number, delta = `d${id}`): TurnEvent => ({ type: "text", modelCall: 0, delta, id });
 
@@ -61,6 +61,44 @@ describe("TurnEventHub", () => {
       expect(hub.lastId("t0")).toBe(0);
       expect(hub.lastId("t1")).toBe(1);
       expect(hub.lastId(`t${DEFAULT_LIVE_TURNS_KEPT}`)).toBe(1);
+    });
+  });
+
+  describe("publish (bytes, issue 31)", () => {
+    it("keeps many turns of many deltas under its byte budget, however many turns it keeps", () => {
+      const maxBytes = 4 * 1024 * 1024;
+      const hub = new TurnEventHub({ maxBytes });
+      const delta = "x".repeat(40);
+      let peak = 0;
+      for (let turn = 0; turn < 64; turn++) {
+        for (let id = 1; id <= 4_096; id++) hub.publish(`t${turn}`, text(id, delta));
+        peak = Math.max(peak, hub.retainedBytes);
+      }
+      // 64 turns of 4,096 deltas are about 45 MB as kept; the budget holds.
+      expect(64 * 4_096 * eventBytes(text(1, delta))).toBeGreaterThan(10 * maxBytes);
+      expect(peak).toBeLessThanOrEqual(maxBytes);
+      // The newest turn is whole; the oldest went first.
+      expect(hub.after("t63", 0)).toHaveLength(4_096);
+      expect(hub.after("t0", 0)).toEqual([]);
+    });
+
+    it("drops a turn larger than the whole budget, keeps none of its later events, and wakes nobody for them", async () => {
+      const hub = new TurnEventHub({ maxBytes: 10_000 });
+      hub.publish("small", text(1));
+      for (let id = 1; id <= 200; id++) hub.publish("huge", text(id, "y".repeat(100)));
+      expect(hub.after("huge", 0)).toEqual([]);
+      expect(hub.lastId("huge")).toBe(0);
+      // Older turns went first, to make room, before the huge one did.
+      expect(hub.after("small", 0)).toEqual([]);
+      // Its followers read the store after a quiet poll period, as for a turn of another process.
+      const woken = watch(hub.next("huge").promise);
+      hub.publish("huge", text(201));
+      expect(await woken()).toBe("waiting");
+      expect(hub.retainedBytes).toBeLessThanOrEqual(10_000);
+    });
+
+    it("has a budget of 64 MiB by default", () => {
+      expect(DEFAULT_LIVE_EVENTS_MAX_BYTES).toBe(64 * 1024 * 1024);
     });
   });
 

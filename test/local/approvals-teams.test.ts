@@ -18,6 +18,7 @@ beforeAll(async () => {
     {
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
+      TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
       TOOL_APPROVALS: JSON.stringify(POLICY),
       TEAMS_ROLES: JSON.stringify({ [TENANT]: { users: { [LEAD_AAD]: ["lead"] } } }),
     },

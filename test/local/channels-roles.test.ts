@@ -28,6 +28,7 @@ beforeAll(async () => {
       SLACK_API_URL: slackApi.slackApiUrl,
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
+      TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
       TEAMS_GRAPH_URL: connector.graphUrl,
       TOOL_ROLES: JSON.stringify({ create_follow_up: ["analyst"] }),
       SLACK_ROLES: JSON.stringify({ [TEAM]: { default: ["viewer"], users: { U0ALICE: ["analyst"] }, groups: { S0FINANCE: ["analyst"] } } }),

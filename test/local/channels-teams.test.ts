@@ -23,7 +23,12 @@ beforeAll(async () => {
   });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
   t = await startTestServer(
-    { MODEL_PROVIDER: "bedrock", TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl, TEAMS_TOKEN_URL: connector.tokenUrl },
+    {
+      MODEL_PROVIDER: "bedrock",
+      TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
+      TEAMS_TOKEN_URL: connector.tokenUrl,
+      TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
+    },
     { channels: { teams: { appId: TEST_APP_ID, appPassword: APP_PASSWORD } } },
   );
 });

@@ -75,6 +75,7 @@ beforeAll(async () => {
       SLACK_API_URL: slackApi.slackApiUrl,
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
+      TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
     },
     {
       app: { logger: capturingLogger },

@@ -86,7 +86,7 @@ let eventCounter = 0;
 function job(text: string): SlackTurnJob {
   eventCounter += 1;
   const ts = `1700002${String(eventCounter).padStart(3, "0")}.000100`;
-  return slackTurnJob({ teamId: TEAM, channelId: CHANNEL, userId: "U0ALICE", text, ts, threadTs: ts }, new Date());
+  return slackTurnJob({ teamId: TEAM, userTeamId: TEAM, channelId: CHANNEL, userId: "U0ALICE", text, ts, threadTs: ts }, new Date());
 }
 
 const postsIn = (j: SlackTurnJob) => slackApi.posts.filter((p) => p.threadTs === j.replyTo.threadTs);

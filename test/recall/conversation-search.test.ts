@@ -106,6 +106,44 @@ describe("bm25", () => {
 });
 
 describe("ConversationSearch", () => {
+  describe("search (cost, issue 31)", () => {
+    it("costs about what a plain query costs for a 500-character query of 82 quoted phrases over long turns", async () => {
+      const conversationId = "c-phrases";
+      const words = ["sales", "region", "margin", "quarter", "forecast", "pipeline", "churn", "invoice"];
+      for (let i = 0; i < 60; i++) {
+        const answer = Array.from({ length: 1_200 }, (_, j) => words[(i + j) % words.length]).join("  \n ");
+        const record: RecallTurnDocument = {
+          _id: `${conversationId}-t${i + 1}`,
+          conversationId,
+          turnNumber: i + 1,
+          at: new Date(Date.UTC(2026, 9, 1, 9, i)),
+          status: "completed",
+          question: `question ${i} about sales`,
+          answer,
+          tools: [],
+        };
+        const terms = termFrequencies(recallText(record));
+        await store.add(record, { length: [...terms.values()].reduce((a, b) => a + b, 0), terms }, heldFence(conversationId));
+      }
+      // Phrases no turn holds, so each is checked against every candidate: of letters the turns never use.
+      const unused = "bdjkwxyz";
+      const pairs = [...unused].flatMap((a) => [...unused].map((b) => a + b));
+      const phrases = Array.from({ length: 82 }, (_, i) => `"${i < pairs.length ? pairs[i] : pairs[i - pairs.length] + unused[i % unused.length]}"`).join(" ");
+      expect(`sales margin ${phrases}`.length).toBeLessThanOrEqual(500);
+      const search = new ConversationSearch({ index: store });
+      const timed = async (query: string) => {
+        const started = performance.now();
+        await search.search({ conversationId, query, limit: 5, visibleTurns: 0 });
+        return performance.now() - started;
+      };
+      await timed("sales margin");
+      const plain = Math.min(await timed("sales margin"), await timed("sales margin"));
+      const quoted = Math.min(await timed(`sales margin ${phrases}`), await timed(`sales margin ${phrases}`));
+      // One normalization per candidate, at most MAX_QUERY_PHRASES phrases: about a plain query's cost (it was 12 times it).
+      expect(quoted).toBeLessThan(plain * 3 + 50);
+    });
+  });
+
   describe("search", () => {
     it("returns the newer of two turns that score the same first", async () => {
       await addTurns("ties", ["The budget is fixed.", "The budget is fixed."], false);

@@ -7,11 +7,14 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-/** The local server with `MODEL_PROVIDER=bedrock`, its ChatBedrockConverse pointed at a local Converse endpoint that answers with `respond`. */
-export async function startServerWithModel(respond: Responder): Promise<ModelServer> {
+/**
+ * The local server with `MODEL_PROVIDER=bedrock`, its ChatBedrockConverse pointed at a local Converse
+ * endpoint that answers with `respond`; `env` adds settings.
+ */
+export async function startServerWithModel(respond: Responder, env: Record<string, string> = {}): Promise<ModelServer> {
   const converse = await startConverseEndpoint({ respond });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  const api = await startTestServer({ MODEL_PROVIDER: "bedrock" });
+  const api = await startTestServer({ MODEL_PROVIDER: "bedrock", ...env });
   return {
     api,
     async close() {

@@ -28,7 +28,8 @@ export type SlackInteractionOutcome =
 
 const blockActionsSchema = z.object({
   type: z.literal("block_actions"),
-  user: z.object({ id: z.string().min(1).max(64) }),
+  /** `team_id`: the user's own team, which in a Slack Connect channel is not the host's. */
+  user: z.object({ id: z.string().min(1).max(64), team_id: z.string().min(1).max(64).optional() }),
   team: z.object({ id: z.string().min(1).max(64) }),
   response_url: z.url().max(2_000).optional(),
   trigger_id: z.string().max(255).optional(),
@@ -110,7 +111,8 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
   }
   const payload = parsed.data;
   const [conversationId, approvalId] = value.data.split(":");
-  const principal = slackPrincipal(payload.team.id, payload.user.id);
+  // The user's own team: a guest from another organisation is not the host workspace's user, so cannot decide its approvals.
+  const principal = slackPrincipal(payload.user.team_id ?? payload.team.id, payload.user.id);
   let message: Record<string, unknown>;
   try {
     if (kind === "edit") {
@@ -153,7 +155,11 @@ async function openEditor(
   payload: z.infer<typeof blockActionsSchema>,
   target: SlackEditTarget,
 ): Promise<string | undefined> {
-  const approval = await input.approvals.forDecision(slackPrincipal(payload.team.id, payload.user.id), target.conversationId, target.approvalId);
+  const approval = await input.approvals.forDecision(
+    slackPrincipal(payload.user.team_id ?? payload.team.id, payload.user.id),
+    target.conversationId,
+    target.approvalId,
+  );
   // A call no longer waiting is answered as a decision on it would be.
   if (approval.status !== "pending") throw closedApprovalError(approval);
   const text = editableArguments(approval);
@@ -173,7 +179,7 @@ async function submitEdit(
   report: (outcome: SlackInteractionOutcome) => void,
 ): Promise<ChannelResponse> {
   const target = editTargetOf(payload.view.private_metadata);
-  const team = payload.team?.id ?? payload.user.team_id;
+  const team = payload.user.team_id ?? payload.team?.id;
   if (!target || !team) {
     report({ kind: "ignored" });
     return emptyResponse(200);

@@ -4,6 +4,7 @@ import { slackPrincipal, tenantOwner } from "../../auth/principal.js";
 import type { SlackTurnJob } from "../../queue/turn-job.js";
 import { issueDetails } from "../../validation.js";
 import { unescapeSlackText } from "./slack-text.js";
+import { SLACK_IDENTITY_REFUSALS, slackIdentityOf } from "./slack-identity.js";
 
 /**
  * Message subtypes that still carry text a person wrote. Every other subtype (edits,
@@ -19,14 +20,19 @@ export const SLACK_IGNORE_REASONS = {
   notUserText: "not_user_text",
   notDirectMessage: "not_direct_message",
   empty: "empty",
+  /** A Slack Connect message that does not say which team its user is of (`slackIdentityOf`). */
+  unknownTeam: SLACK_IDENTITY_REFUSALS.unknownTeam,
 } as const;
 export type SlackIgnoreReason = (typeof SLACK_IGNORE_REASONS)[keyof typeof SLACK_IGNORE_REASONS];
 
 /** A person's message to the assistant, as the turn needs it. */
 export interface SlackUserMessage {
+  /** The workspace the app is installed in (`team_id`): it owns the conversation. */
   teamId: string;
   channelId: string;
   userId: string;
+  /** The user's own team (`slackIdentityOf`): the host's, or in a Slack Connect channel their organisation's. */
+  userTeamId: string;
   /** Text with the bot's mention removed; never blank. */
   text: string;
   ts: string;
@@ -51,6 +57,7 @@ const eventCallbackSchema = z.object({
   type: z.literal("event_callback"),
   team_id: z.string().min(1),
   event_id: z.string().min(1),
+  is_ext_shared_channel: z.boolean().optional(),
   authorizations: z.array(z.object({ user_id: z.string().optional(), is_bot: z.boolean().optional() })).optional(),
   event: typeOnly.loose(),
 });
@@ -61,6 +68,8 @@ const messageEventSchema = z.object({
   ts: z.string().min(1),
   thread_ts: z.string().min(1).optional(),
   user: z.string().min(1).optional(),
+  user_team: z.string().optional(),
+  source_team: z.string().optional(),
   bot_id: z.string().optional(),
   subtype: z.string().optional(),
   text: z.string().optional(),
@@ -136,7 +145,7 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
 
   const envelope = eventCallbackSchema.safeParse(json);
   if (!envelope.success) throw invalid(envelope.error, "event_callback");
-  const { team_id: teamId, authorizations, event: rawEvent } = envelope.data;
+  const { team_id: teamId, authorizations, event: rawEvent, is_ext_shared_channel: isExtSharedChannel } = envelope.data;
   if (rawEvent.type !== "app_mention" && rawEvent.type !== "message") {
     return { kind: "ignore", reason: SLACK_IGNORE_REASONS.unsupportedEvent };
   }
@@ -163,6 +172,8 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
   // Unescaped after the mention is removed: a `&lt;@U1&gt;` the person typed is text, not a mention.
   const text = unescapeSlackText(stripSlackMention(event.text ?? "", botUserIds, event.type === "app_mention"));
   if (text === "") return { kind: "ignore", reason: SLACK_IGNORE_REASONS.empty };
+  const identity = slackIdentityOf({ teamId, userId: event.user, isExtSharedChannel, userTeam: event.user_team, sourceTeam: event.source_team });
+  if (identity.kind === "refused") return { kind: "ignore", reason: identity.reason };
 
   return {
     kind: "message",
@@ -170,6 +181,7 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
       teamId,
       channelId: event.channel,
       userId: event.user,
+      userTeamId: identity.team,
       text,
       ts: event.ts,
       threadTs: event.thread_ts ?? event.ts,
@@ -179,14 +191,15 @@ export function parseSlackEvent(rawBody: string, options: ParseSlackEventOptions
 
 /**
  * The turn for a Slack message. A thread is one conversation, owned by the workspace; who may
- * read it follows the channel. The writer is a Slack principal of the workspace; their roles
- * come from `SLACK_ROLES` when the turn runs.
+ * read it follows the channel. The writer is a Slack principal of their own team (the workspace's,
+ * or in a Slack Connect channel their organisation's); their roles come from `SLACK_ROLES` for
+ * that team when the turn runs, so a guest gets none of the host's defaults.
  */
 export function slackTurnJob(message: SlackUserMessage, receivedAt: Date): SlackTurnJob {
   return {
     channel: "slack",
     conversationKey: `slack:${message.teamId}:${message.channelId}:${message.threadTs}`,
-    principal: slackPrincipal(message.teamId, message.userId),
+    principal: slackPrincipal(message.userTeamId, message.userId),
     owner: tenantOwner("slack", message.teamId),
     readScope: `slack:${message.teamId}:${message.channelId}`,
     content: message.text,

@@ -3,6 +3,7 @@ import { ChannelDeliveryError } from "../../errors.js";
 import { turnFailureMessage } from "../failure-message.js";
 import { splitText } from "../split-text.js";
 import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
+import { approvalContextHeading, approvalContextLines } from "../approval-context-text.js";
 import { SlackAnswerStream } from "./slack-answer-stream.js";
 import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 import { escapeSlackText } from "./slack-text.js";
@@ -115,6 +116,18 @@ export class SlackReplier {
           text: `*${a.tool}* waits for approval (until ${a.expiresAt}):\n\`\`\`${codeBlockText(JSON.stringify(a.args).slice(0, 2_500))}\`\`\``,
         },
       },
+      // What led to the call, as escaped text in a code block: an output's markup, mentions and links stay inert.
+      ...(a.context && a.context.calls.length > 0
+        ? [
+            {
+              type: "section",
+              text: {
+                type: "mrkdwn",
+                text: `${approvalContextHeading(a.context)}\n\`\`\`${codeBlockText(approvalContextLines(a.context).join("\n").slice(0, 2_500))}\`\`\``,
+              },
+            },
+          ]
+        : []),
       {
         type: "actions",
         block_id: `approval:${a.approvalId}`,

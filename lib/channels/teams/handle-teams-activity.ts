@@ -4,6 +4,7 @@ import { emptyResponse, eventInFlightResponse, jsonResponse, type ChannelRequest
 import type { EnqueueTurn } from "../../queue/turn-job.js";
 import { parseTeamsActivity, teamsTurnJob, type TeamsDelivery, type TeamsIgnoreReason } from "./teams-activity.js";
 import { verifyBotFrameworkRequest } from "./verify-bot-framework-request.js";
+import { teamsIdentityOf } from "./teams-identity.js";
 import type { ChannelApprovals } from "../channel-decisions.js";
 import { handleTeamsApprovalAction, isApprovalAction } from "./handle-teams-approval-action.js";
 
@@ -27,6 +28,8 @@ export interface HandleTeamsActivityInput {
   openIdMetadataUrl?: string;
   /** Default: the Bot Framework's (see `verifyBotFrameworkRequest`). */
   issuer?: string;
+  /** Where a stand-in Bot Connector serves (`TEAMS_SERVICE_URL_ORIGIN`). Default: Teams' own hosts. */
+  serviceUrlOrigin?: string;
   /** Default: the current time. */
   now?: Date;
   onOutcome?: (outcome: TeamsActivityOutcome) => void;
@@ -40,7 +43,8 @@ function invalid(message: string): ChannelResponse {
 
 /**
  * Authenticates, parses, dedupes and enqueues one Bot Framework activity and answers at once:
- * 202 for an enqueued message, 200 for anything ignored or already seen. The answer itself
+ * 202 for an enqueued message, 200 for anything ignored or already seen, 401 for a message or
+ * card action that names no Entra user and tenant (`teamsIdentityOf`). The answer itself
  * goes out later through the Bot Connector (`TeamsReplier`).
  *
  * `ServiceUnavailableError` (signing keys unreachable) and enqueue failures are rethrown for
@@ -64,6 +68,7 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
       appId: input.appId,
       openIdMetadataUrl: input.openIdMetadataUrl,
       issuer: input.issuer,
+      serviceUrlOrigin: input.serviceUrlOrigin,
       now,
     });
   } catch (error) {
@@ -71,8 +76,13 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
     report({ kind: "rejected", reason: error.reason });
     return jsonResponse(401, { error: { code: "unauthenticated", message: "invalid bot framework token" } });
   }
+  const refused = () => {
+    report({ kind: "rejected", reason: "no_identity" });
+    return jsonResponse(401, { error: { code: "unauthenticated", message: "the activity names no Entra user and tenant" } });
+  };
 
   if (input.approvals && isApprovalAction(body)) {
+    if (teamsIdentityOf(body).kind === "refused") return refused();
     report({ kind: "approval-action" });
     return handleTeamsApprovalAction(body, input.approvals);
   }
@@ -85,6 +95,7 @@ export async function handleTeamsActivity(input: HandleTeamsActivityInput): Prom
     report({ kind: "invalid" });
     return invalid(error.message);
   }
+  if (delivery.kind === "refused") return refused();
   if (delivery.kind === "ignore") {
     report({ kind: "ignored", reason: delivery.reason });
     return emptyResponse(200);

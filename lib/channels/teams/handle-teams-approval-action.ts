@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { teamsPrincipal } from "../../auth/principal.js";
 import { ValidationError } from "../../errors.js";
 import type { ApprovalChoice } from "../../store/approval-store.js";
 import {
@@ -12,6 +11,7 @@ import {
 } from "../channel-decisions.js";
 import { jsonResponse, type ChannelResponse } from "../channel-http.js";
 import { approvalCard, TEAMS_APPROVAL_VERBS, TEAMS_ARGS_INPUT } from "./teams-approval-card.js";
+import { teamsIdentityOf } from "./teams-identity.js";
 
 const ADAPTIVE_CARD = "application/vnd.microsoft.card.adaptive";
 
@@ -64,8 +64,11 @@ export async function handleTeamsApprovalAction(body: unknown, approvals: Channe
   if (!parsed.success || !kind)
     return jsonResponse(200, { statusCode: 400, type: "application/vnd.microsoft.error", value: { code: "BadRequest", message: "not an approval action" } });
   const a = parsed.data;
-  const tenant = a.channelData?.tenant?.id ?? a.conversation.tenantId ?? null;
-  const principal = teamsPrincipal(tenant, a.from.aadObjectId ?? a.from.id);
+  const identity = teamsIdentityOf(body);
+  // The route refuses these first (401); a caller of this function alone is answered as for a malformed action.
+  if (identity.kind === "refused")
+    return jsonResponse(200, { statusCode: 401, type: "application/vnd.microsoft.error", value: { code: "Unauthorized", message: "no Entra user" } });
+  const principal = identity.principal;
   const { conversationId, approvalId, [TEAMS_ARGS_INPUT]: typed } = a.value.action.data;
   let text: string;
   try {
@@ -103,7 +106,7 @@ async function refusedEdit(
   error: string,
 ): Promise<ChannelResponse> {
   const approval = await approvals.forDecision(principal, conversationId, approvalId);
-  const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString() };
+  const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString(), context: approval.context };
   // An edit too long to take is not shown back (a card has a size limit): the box holds the arguments as they were.
   const text = typed.length <= MAX_EDITED_ARGUMENTS_CHARS ? typed : JSON.stringify(approval.args, null, 2);
   return card(approvalCard(conversationId, shown, { text, error }));

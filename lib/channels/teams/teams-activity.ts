@@ -1,7 +1,8 @@
 import { z } from "zod";
-import { teamsPrincipal, tenantOwner } from "../../auth/principal.js";
+import { tenantOwner, type Principal } from "../../auth/principal.js";
 import type { TeamsTurnJob } from "../../queue/turn-job.js";
 import { parseOrThrow } from "../../validation.js";
+import { teamsIdentityOf, type TeamsIdentityRefusal } from "./teams-identity.js";
 
 export const TEAMS_IGNORE_REASONS = {
   notMessage: "not_message",
@@ -40,10 +41,10 @@ export interface TeamsUserMessage {
   activityId: string;
   serviceUrl: string;
   conversationId: string;
-  /** Entra tenant, from `channelData.tenant.id` or `conversation.tenantId`. */
-  tenantId?: string;
-  /** The sender's Entra object id when Teams gives one, else their channel account id. */
-  userKey: string;
+  /** Entra tenant, from `channelData.tenant.id` (`teamsIdentityOf`). */
+  tenantId: string;
+  /** The sender: their Entra object id in that tenant (`teamsIdentityOf`). */
+  principal: Principal & { issuer: "teams"; tenant: string };
   /** Channel account ids, needed to address the reply. */
   fromId: string;
   botId: string;
@@ -54,7 +55,11 @@ export interface TeamsUserMessage {
   conversationType?: string;
 }
 
-export type TeamsDelivery = { kind: "ignore"; reason: TeamsIgnoreReason } | { kind: "message"; message: TeamsUserMessage };
+export type TeamsDelivery =
+  | { kind: "ignore"; reason: TeamsIgnoreReason }
+  /** A message from nobody Teams vouches for (`teamsIdentityOf`): refused, never mapped to an id the sender could choose. */
+  | { kind: "refused"; reason: TeamsIdentityRefusal }
+  | { kind: "message"; message: TeamsUserMessage };
 
 const AT_ELEMENT = /<at>([^<]*)<\/at>/g;
 
@@ -83,6 +88,8 @@ export function parseTeamsActivity(body: unknown): TeamsDelivery {
   const activity = parseOrThrow(activitySchema, body, "invalid bot framework activity");
   if (activity.type !== "message" || !activity.id) return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.notMessage };
   if (activity.from.id === activity.recipient.id) return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.ownMessage };
+  const identity = teamsIdentityOf(body);
+  if (identity.kind === "refused") return identity;
   const text = stripTeamsMention(activity);
   if (text === "") return { kind: "ignore", reason: TEAMS_IGNORE_REASONS.empty };
   return {
@@ -91,8 +98,8 @@ export function parseTeamsActivity(body: unknown): TeamsDelivery {
       activityId: activity.id,
       serviceUrl: activity.serviceUrl,
       conversationId: activity.conversation.id,
-      tenantId: activity.channelData?.tenant?.id ?? activity.conversation.tenantId,
-      userKey: activity.from.aadObjectId ?? activity.from.id,
+      tenantId: identity.principal.tenant,
+      principal: identity.principal,
       fromId: activity.from.id,
       botId: activity.recipient.id,
       botName: activity.recipient.name,
@@ -109,13 +116,11 @@ export function parseTeamsActivity(body: unknown): TeamsDelivery {
  * `TEAMS_ROLES` when the turn runs.
  */
 export function teamsTurnJob(message: TeamsUserMessage, receivedAt: Date): TeamsTurnJob {
-  const principal = teamsPrincipal(message.tenantId ?? null, message.userKey);
   return {
     channel: "teams",
     conversationKey: `teams:${message.conversationId}`,
-    principal,
-    // Without a tenant (emulator, web chat) there is no organisation to own it: the person does.
-    owner: message.tenantId ? tenantOwner("teams", message.tenantId) : principal,
+    principal: message.principal,
+    owner: tenantOwner("teams", message.tenantId),
     readScope: `teams:${message.conversationId.split(";messageid=")[0]}`,
     content: message.text,
     dedupeId: `teams:${message.conversationId}:${message.activityId}`,

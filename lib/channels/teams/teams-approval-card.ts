@@ -1,3 +1,6 @@
+import type { ApprovalContext } from "../../store/approval-store.js";
+import { approvalContextHeading, approvalContextLines } from "../approval-context-text.js";
+
 /** The verbs of the card's `Action.Execute` buttons. */
 export const TEAMS_APPROVAL_VERBS = { approve: "threadwise.approval.approve", reject: "threadwise.approval.reject", edit: "threadwise.approval.edit" } as const;
 /** The id of the card's arguments input: Teams sends its text in the action's `data` under this name. */
@@ -9,6 +12,20 @@ export interface CardApproval {
   tool: string;
   args: Record<string, unknown>;
   expiresAt: string;
+  /** The calls and outputs of the turn that led to it. */
+  context?: ApprovalContext;
+}
+
+/**
+ * What led to the call, as a RichTextBlock of TextRuns: unlike a TextBlock's, a TextRun's text is
+ * never read as Markdown, so an output's links and emphasis show as the characters they are.
+ */
+function contextBlocks(context: ApprovalContext | undefined): Record<string, unknown>[] {
+  if (!context || context.calls.length === 0) return [];
+  return [
+    { type: "TextBlock", text: approvalContextHeading(context), wrap: true, ...(context.readUntrusted && { color: "Warning" }) },
+    { type: "RichTextBlock", inlines: approvalContextLines(context).map((line) => ({ type: "TextRun", text: `${line}\n`, fontType: "Monospace" })) },
+  ];
 }
 
 /**
@@ -32,6 +49,7 @@ export function approvalCard(conversationId: string, approval: CardApproval, edi
         value: edit?.text ?? JSON.stringify(approval.args, null, 2),
       },
       ...(edit ? [{ type: "TextBlock", text: edit.error, color: "Attention", wrap: true }] : []),
+      ...contextBlocks(approval.context),
       { type: "TextBlock", text: `Until ${approval.expiresAt}`, isSubtle: true, wrap: true },
     ],
     actions: [

@@ -2,6 +2,7 @@ import { errors, jwtVerify, type JWTPayload } from "jose";
 import { z } from "zod";
 import { ChannelAuthenticationError, ServiceUnavailableError } from "../../errors.js";
 import { OpenIdKeySource } from "../../auth/open-id-key-source.js";
+import { isTeamsServiceUrl, TEAMS_CHANNEL_ID } from "./teams-identity.js";
 
 /** Where the Bot Framework publishes the keys that sign its requests to bots. */
 export const DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL = "https://login.botframework.com/v1/.well-known/openidconfiguration";
@@ -39,6 +40,8 @@ export interface VerifyBotFrameworkRequestInput {
   issuer?: string;
   /** Default: the current time. */
   now?: Date;
+  /** Where a stand-in Bot Connector serves (`TEAMS_SERVICE_URL_ORIGIN`): the only origin a `serviceUrl` may name. Default: Teams' hosts. */
+  serviceUrlOrigin?: string;
   /** Default: {@link DEFAULT_BOT_FRAMEWORK_CLOCK_TOLERANCE_SECONDS}. */
   clockToleranceSeconds?: number;
 }
@@ -73,7 +76,9 @@ function reasonOf(error: unknown): ChannelAuthenticationError | ServiceUnavailab
  * Authenticates a request from the Bot Framework Service as its connector protocol requires:
  * an RS256 JWT in `Authorization: Bearer`, signed by a key from the OpenID metadata's key set
  * that endorses the activity's channel, issued by the Bot Framework, for this bot's app id,
- * and naming the activity's `serviceUrl`. Returns the verified claims.
+ * and naming the activity's `serviceUrl`. Only Teams is taken: the channel must be `msteams`
+ * and the `serviceUrl` a Teams Bot Connector's, since other channels (Web Chat, Direct Line) let
+ * their clients name the user. Returns the verified claims.
  *
  * Throws `ChannelAuthenticationError` for a refused token and `ServiceUnavailableError` when
  * the keys cannot be fetched (the Bot Framework retries on 5xx).
@@ -86,6 +91,10 @@ export async function verifyBotFrameworkRequest(input: VerifyBotFrameworkRequest
 
   const activity = activityHeadSchema.safeParse(input.body);
   if (!activity.success) throw new ChannelAuthenticationError("activity has no serviceUrl", "malformed");
+  if (activity.data.channelId !== TEAMS_CHANNEL_ID) throw new ChannelAuthenticationError("activity is not from Teams", "wrong_channel");
+  if (!isTeamsServiceUrl(activity.data.serviceUrl, input.serviceUrlOrigin)) {
+    throw new ChannelAuthenticationError("serviceUrl is not a Teams Bot Connector", "wrong_service_url");
+  }
 
   const source = keySourceFor(input.openIdMetadataUrl ?? DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL);
   const keys = await source.keys();
@@ -109,14 +118,11 @@ export async function verifyBotFrameworkRequest(input: VerifyBotFrameworkRequest
   }
 
   // A Bot Framework key signs only for the channels it endorses (msteams, webchat, …).
-  const channelId = activity.data.channelId;
-  if (channelId) {
-    // Stryker disable next-line OptionalChaining: jwks() is set once a token has verified against the fetched key set
-    const jwk = keys.jwks()?.keys.find((k) => k.kid === verified.protectedHeader.kid);
-    const endorsements: unknown = (jwk as Record<string, unknown> | undefined)?.endorsements;
-    if (!Array.isArray(endorsements) || !endorsements.includes(channelId)) {
-      throw new ChannelAuthenticationError("signing key does not endorse the activity's channel", "not_endorsed");
-    }
+  // Stryker disable next-line OptionalChaining: jwks() is set once a token has verified against the fetched key set
+  const jwk = keys.jwks()?.keys.find((k) => k.kid === verified.protectedHeader.kid);
+  const endorsements: unknown = (jwk as Record<string, unknown> | undefined)?.endorsements;
+  if (!Array.isArray(endorsements) || !endorsements.includes(TEAMS_CHANNEL_ID)) {
+    throw new ChannelAuthenticationError("signing key does not endorse Teams", "not_endorsed");
   }
   return verified.payload;
 }

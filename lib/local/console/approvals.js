@@ -77,10 +77,35 @@ function pendingApproval(approval, { api, h, conversationId, onDecided }) {
     ),
     h("label", { for: `approval-args-${id}`, text: "Arguments" }),
     args,
+    approvalContext(h, approval.context),
     h("label", { for: `approval-reason-${id}`, text: "Reason, if you reject (the model reads it)" }),
     reason,
     h("div", { class: "approval-actions" }, buttons),
     error,
+  );
+}
+
+/**
+ * What the turn did before the call (the API's `context`): each earlier call's tool, arguments and
+ * output, as text nodes (never markup), untrusted ones marked. Nothing when the turn ran no call before.
+ */
+function approvalContext(h, context) {
+  if (!context?.calls?.length) return null;
+  const heading = context.readUntrusted
+    ? "Before this call, the turn read output from documents, data or other systems, which may carry instructions: check that the call is what was asked."
+    : "Before this call, the turn ran:";
+  return h(
+    "div",
+    { class: `approval-context${context.readUntrusted ? " approval-context-untrusted" : ""}`, "aria-label": "What led to this call" },
+    h("p", { text: heading }),
+    context.omittedCalls > 0 ? h("p", { text: `(${context.omittedCalls} earlier calls not shown)` }) : null,
+    h(
+      "ol",
+      {},
+      context.calls.map((c) =>
+        h("li", {}, h("code", { text: `${c.untrusted ? "[untrusted] " : ""}${c.tool} ${c.args}` }), h("div", { text: `→ ${c.output}` })),
+      ),
+    ),
   );
 }
 

@@ -29,6 +29,8 @@ export function createSearchDocumentsTool(options: SearchDocumentsToolOptions): 
       "the best-matching passages with their source. Cite the source when you use a passage.",
     schema,
     sideEffects: false,
+    // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
+    trust: "untrusted",
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       const passages = await options.retriever.search(input.query, input.maxResults ?? defaultResults, ctx.signal);
       if (passages.length === 0) return `No passages match "${input.query}". Try other words.`;

@@ -30,6 +30,8 @@ export function createQuerySemanticModelTool(options: QuerySemanticModelToolOpti
       (options.modelDescription ? `\n${options.modelDescription}` : ""),
     schema,
     sideEffects: false,
+    // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
+    trust: "untrusted",
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       // executeQueries only evaluates; DAX has no statements that write, so no read-only check is needed.
       const result = await options.client.executeQuery(input.dax, { maxRows, maxBytes }, ctx.signal);

@@ -35,6 +35,8 @@ export function createSqlQueryTool(options: SqlQueryToolOptions): ToolDefinition
       `(at most ${maxRows} rows; aggregate rather than list). Tables:\n${engine.schemaDescription}`,
     schema,
     sideEffects: false,
+    // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
+    trust: "untrusted",
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
       const check = checkReadOnlySql(input.sql, engine.dialect);
       if (!check.ok) throw new ToolError(`query refused: ${check.reason}`, "sql_query");

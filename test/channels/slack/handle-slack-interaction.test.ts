@@ -91,6 +91,12 @@ describe("handleSlackInteraction", () => {
     expect(posted).toEqual([{ replace_original: true, text: "create_follow_up: approved by <@U2> at 2026-12-01T10:00:00.000Z." }]);
   });
 
+  it("decides as a principal of the clicking user's own team (user.team_id), not the host's, for a Slack Connect guest", async () => {
+    const { asked, approvals } = deciding();
+    await handle(click(SLACK_APPROVAL_ACTIONS.approve, { user: { id: "U9GUEST", team_id: "T9GUEST" } }), approvals);
+    expect(asked[0]?.principal).toEqual({ issuer: "slack", tenant: "T9GUEST", subject: "U9GUEST" });
+  });
+
   it("answers 401 and decides nothing for a request not signed with the app's secret", async () => {
     const { asked, approvals } = deciding();
     const { response, outcomes } = await handle(click(SLACK_APPROVAL_ACTIONS.approve, {}, "another-secret"), approvals);

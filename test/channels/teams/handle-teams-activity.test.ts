@@ -9,6 +9,7 @@ import {
 } from "../../../lib/channels/index.js";
 import { parseTurnJob, type TurnJob } from "../../../lib/queue/index.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
+import type { ChannelApprovals } from "../../../lib/channels/channel-decisions.js";
 import { Gate } from "../../support/gate.js";
 import { useStoreFixture } from "../../support/store-fixture.js";
 import { TEST_APP_ID, startBotFrameworkIssuer, type BotFrameworkIssuer } from "../../support/teams-signing.js";
@@ -52,6 +53,7 @@ describe("teams/handle-teams-activity", () => {
       request,
       appId: TEST_APP_ID,
       openIdMetadataUrl: issuer.openIdMetadataUrl,
+      serviceUrlOrigin: connector.serviceUrl,
       deduper,
       enqueue: options.enqueue ?? enqueue,
       onOutcome: (o) => outcomes.push(o),
@@ -89,6 +91,89 @@ describe("teams/handle-teams-activity", () => {
       const response = await deliver(await signed(messageActivity("https://attacker.example/"), token));
       expect(response.status).toBe(401);
       expect(outcomes).toEqual([{ kind: "rejected", reason: "wrong_service_url" }]);
+    });
+
+    describe("identity (issue 31: an activity names its user only as Teams vouches)", () => {
+      const LEAD_AAD = "6f0c0000-0000-4000-8000-0000000000c3";
+      let webchatKeys: BotFrameworkIssuer;
+      const decided: unknown[] = [];
+      const approvals: ChannelApprovals = {
+        decide: async (...args) => {
+          decided.push(args);
+          throw new Error("nothing may be decided here");
+        },
+        forDecision: async () => {
+          throw new Error("nothing may be opened here");
+        },
+      };
+      beforeAll(async () => {
+        webchatKeys = await startBotFrameworkIssuer({ keys: [{ kid: "webchat-key", endorsements: ["webchat"] }] });
+      });
+      afterAll(async () => webchatKeys.close());
+
+      function deliverWith(request: ChannelRequest, metadataUrl = issuer.openIdMetadataUrl) {
+        return handleTeamsActivity({
+          request,
+          appId: TEST_APP_ID,
+          openIdMetadataUrl: metadataUrl,
+          serviceUrlOrigin: connector.serviceUrl,
+          deduper,
+          enqueue,
+          approvals,
+          onOutcome: (o) => outcomes.push(o),
+        });
+      }
+
+      const approvalInvoke = (overrides: Record<string, unknown>) => ({
+        ...messageActivity(connector.serviceUrl),
+        type: "invoke",
+        name: "adaptiveCard/action",
+        text: undefined,
+        value: { action: { verb: "threadwise.approval.approve", data: { conversationId: crypto.randomUUID(), approvalId: crypto.randomUUID() } } },
+        ...overrides,
+      });
+
+      it("returns 401 for a card action from Web Chat signed by a key that endorses webchat, naming a lead's object id as from.id", async () => {
+        const forged = approvalInvoke({
+          channelId: "webchat",
+          from: { id: LEAD_AAD, name: "Lead" },
+          conversation: { id: "webchat-conv" },
+          channelData: undefined,
+        });
+        const token = await webchatKeys.sign({ serviceUrl: connector.serviceUrl });
+        const response = await deliverWith(await signed(forged, token), webchatKeys.openIdMetadataUrl);
+        expect(response.status).toBe(401);
+        expect(outcomes).toEqual([{ kind: "rejected", reason: "wrong_channel" }]);
+        expect(decided).toEqual([]);
+      });
+
+      it("returns 401 for a Teams card action or message without an Entra object id, deciding and enqueuing nothing", async () => {
+        const noAad = { from: { id: LEAD_AAD, name: "Lead" } };
+        expect((await deliverWith(await signed(approvalInvoke(noAad)))).status).toBe(401);
+        expect((await deliverWith(await signed(messageActivity(connector.serviceUrl, noAad)))).status).toBe(401);
+        expect(outcomes).toEqual([
+          { kind: "rejected", reason: "no_identity" },
+          { kind: "rejected", reason: "no_identity" },
+        ]);
+        expect(decided).toEqual([]);
+        expect(queue).toHaveLength(0);
+      });
+
+      it("returns 401 for a message without a tenant, or from another tenant than its conversation's", async () => {
+        expect((await deliverWith(await signed(messageActivity(connector.serviceUrl, { channelData: {} })))).status).toBe(401);
+        const otherTenant = messageActivity(connector.serviceUrl, {
+          conversation: { conversationType: "channel", tenantId: "guest-tenant", id: "19:x@thread.tacv2" },
+        });
+        expect((await deliverWith(await signed(otherTenant))).status).toBe(401);
+        expect(queue).toHaveLength(0);
+      });
+
+      it("returns 401 for a message whose signed serviceUrl is no Teams Bot Connector", async () => {
+        const serviceUrl = "https://directline.botframework.com/";
+        const response = await deliverWith(await signed(messageActivity(serviceUrl), await issuer.sign({ serviceUrl })));
+        expect(response.status).toBe(401);
+        expect(outcomes).toEqual([{ kind: "rejected", reason: "wrong_service_url" }]);
+      });
     });
 
     it("returns 200 and enqueues nothing for a conversationUpdate", async () => {

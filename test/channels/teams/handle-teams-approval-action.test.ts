@@ -15,7 +15,7 @@ function invoke(verb: string, fields: Record<string, unknown> = {}) {
     type: "invoke",
     name: "adaptiveCard/action",
     from: { id: "29:teams-user", aadObjectId: "aad-user-1" },
-    conversation: { tenantId: "tenant-from-conversation" },
+    conversation: { tenantId: "tenant-1" },
     channelData: { tenant: { id: "tenant-1" } },
     value: { action: { verb, data: { conversationId: CONVERSATION, approvalId: APPROVAL } } },
     ...fields,
@@ -69,10 +69,19 @@ describe("handleTeamsApprovalAction", () => {
     expect(cardText(response)).toBe("create_follow_up: approved by aad-user-1 at 2026-12-01T10:00:00.000Z.");
   });
 
-  it("rejects for the reject verb, with the conversation's tenant and the user id when the activity has no others", async () => {
+  it("rejects for the reject verb", async () => {
     const { asked, approvals } = deciding(() => undefined);
-    await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.reject, { channelData: {}, from: { id: "29:teams-user" } }), approvals);
-    expect(asked[0]).toMatchObject({ principal: { tenant: "tenant-from-conversation", subject: "29:teams-user" }, choice: { kind: "reject" } });
+    await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.reject), approvals);
+    expect(asked[0]).toMatchObject({ principal: { tenant: "tenant-1", subject: "aad-user-1" }, choice: { kind: "reject" } });
+  });
+
+  it("decides nothing for an action without an Entra object id or tenant, never as the channel account id it names", async () => {
+    const { asked, approvals } = deciding(() => undefined);
+    for (const fields of [{ from: { id: "aad-user-1" } }, { channelData: {} }, { conversation: { tenantId: "another-tenant" } }]) {
+      const response = answer(await handleTeamsApprovalAction(invoke(TEAMS_APPROVAL_VERBS.approve, fields), approvals));
+      expect(response).toMatchObject({ status: 200, statusCode: 401 });
+    }
+    expect(asked).toEqual([]);
   });
 
   it("answers 400 BadRequest inside the invoke, deciding nothing, for an unknown verb or a malformed action", async () => {

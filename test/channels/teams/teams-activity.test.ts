@@ -88,21 +88,19 @@ describe("teams/teams-activity", () => {
       expect(job.owner).toEqual({ issuer: "teams", tenant: TENANT, subject: null });
     });
 
-    it("returns the tenant from conversation.tenantId when channelData has none", () => {
-      const job = teamsTurnJob(message(parseTeamsActivity(messageActivity(SERVICE_URL, { channelData: {} }))), at);
-      expect(job.principal.tenant).toBe(TENANT);
+    it("refuses a message without channelData's tenant, rather than take the conversation's", () => {
+      expect(parseTeamsActivity(messageActivity(SERVICE_URL, { channelData: {} }))).toEqual({ kind: "refused", reason: "no_tenant" });
     });
 
-    it("returns the channel account as principal, and the principal as owner, without Entra ids", () => {
-      const activity = messageActivity(SERVICE_URL, {
-        channelId: "webchat",
-        from: { id: "webchat-user-1" },
-        conversation: { id: "webchat-conv-1" },
-        channelData: undefined,
-      });
-      const job = teamsTurnJob(message(parseTeamsActivity(activity)), at);
-      expect(job.principal).toEqual({ issuer: "teams", tenant: null, subject: "webchat-user-1" });
-      expect(job.owner).toEqual(job.principal);
+    it("refuses a message without an Entra object id, rather than map it to the channel account id the client chose", () => {
+      const lead = "6f0c0000-0000-4000-8000-0000000000c3";
+      const activity = messageActivity(SERVICE_URL, { from: { id: lead, name: "Lead" } });
+      expect(parseTeamsActivity(activity)).toEqual({ kind: "refused", reason: "no_object_id" });
+    });
+
+    it("refuses a message whose conversation belongs to another tenant (a user of another organisation in a shared channel)", () => {
+      const activity = messageActivity(SERVICE_URL, { conversation: { conversationType: "channel", tenantId: "another-tenant", id: CHANNEL_THREAD } });
+      expect(parseTeamsActivity(activity)).toEqual({ kind: "refused", reason: "other_tenant" });
     });
 
     it("returns a job that the queue schema accepts, addressed back to the activity", () => {

@@ -4,7 +4,7 @@ import { approvalCard, TEAMS_APPROVAL_VERBS } from "../../../lib/channels/teams/
 const CALL = { approvalId: "a1", tool: "create_follow_up", args: { title: "Call" }, expiresAt: "2026-12-01T18:00:00.000Z" };
 type Card = {
   version: string;
-  body: { type: string; id?: string; value?: string; text?: string; color?: string }[];
+  body: { type: string; id?: string; value?: string; text?: string; color?: string; inlines?: { type: string; text: string }[] }[];
   actions: { verb: string; data: unknown }[];
 };
 
@@ -16,6 +16,17 @@ describe("approvalCard", () => {
     expect(card.actions.map((a) => a.verb)).toEqual([TEAMS_APPROVAL_VERBS.approve, TEAMS_APPROVAL_VERBS.edit, TEAMS_APPROVAL_VERBS.reject]);
     expect(new Set(card.actions.map((a) => JSON.stringify(a.data)))).toEqual(new Set([JSON.stringify({ conversationId: "c1", approvalId: "a1" })]));
     expect(card.body.some((b) => b.color === "Attention")).toBe(false);
+  });
+
+  it("shows what led to the call as TextRuns, which Teams never reads as Markdown, under a warning when it read untrusted output", () => {
+    const output = "[approve here](https://evil.example) **now**";
+    const context = { readUntrusted: true, omittedCalls: 2, calls: [{ tool: "search_documents", args: '{"query":"refunds"}', output, untrusted: true }] };
+    const card = approvalCard("c1", { ...CALL, context }) as Card;
+    expect(card.body.find((b) => b.color === "Warning")?.text).toMatch(/^Before this call, the turn read output/);
+    const inlines = card.body.find((b) => b.type === "RichTextBlock")?.inlines ?? [];
+    expect(inlines.every((i) => i.type === "TextRun")).toBe(true);
+    expect(inlines.map((i) => i.text)).toEqual(["(2 earlier calls not shown)\n", `[untrusted] search_documents {"query":"refunds"} → ${output}\n`]);
+    expect(card.body.filter((b) => b.type === "TextBlock").some((b) => b.text?.includes("evil.example"))).toBe(false);
   });
 
   it("returns the text as typed and the error under it for a refused edit", () => {

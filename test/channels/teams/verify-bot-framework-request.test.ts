@@ -107,10 +107,39 @@ describe("teams/verify-bot-framework-request", () => {
       expect(await reasonOf(verify(token, { body: { type: "message" } }))).toBe("malformed");
     });
 
-    it("throws not_endorsed when the signing key does not endorse the activity's channel", async () => {
+    it("throws wrong_channel for an activity of another Bot Framework channel, even one the signing key endorses", async () => {
       const token = await issuer.sign({ serviceUrl: SERVICE_URL });
-      const body = messageActivity(SERVICE_URL, { channelId: "skype" });
-      expect(await reasonOf(verify(token, { body }))).toBe("not_endorsed");
+      for (const channelId of ["webchat", "directline", "skype", "emulator", "MSTEAMS", ""]) {
+        expect(await reasonOf(verify(token, { body: messageActivity(SERVICE_URL, { channelId }) }))).toBe("wrong_channel");
+      }
+    });
+
+    it("throws wrong_channel for an activity without channelId, which would otherwise ask no key to endorse it", async () => {
+      const { channelId: _omitted, ...body } = messageActivity(SERVICE_URL);
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body }))).toBe("wrong_channel");
+    });
+
+    it("throws wrong_service_url for a signed serviceUrl that is no Teams Bot Connector (a Direct Line or Web Chat one)", async () => {
+      for (const serviceUrl of [
+        "https://directline.botframework.com/",
+        "https://webchat.botframework.com/",
+        "http://smba.trafficmanager.net/amer/",
+        "https://smba.trafficmanager.net.evil.example/amer/",
+        "https://smba.trafficmanager.net:8443/amer/",
+      ]) {
+        const token = await issuer.sign({ serviceUrl });
+        expect(await reasonOf(verify(token, { body: messageActivity(serviceUrl) }))).toBe("wrong_service_url");
+      }
+    });
+
+    it("returns for the government clouds' Bot Connectors, and for a stand-in's origin when one is given", async () => {
+      const gcc = "https://smba.infra.gcc.teams.microsoft.com/";
+      await expect(verify(await issuer.sign({ serviceUrl: gcc }), { body: messageActivity(gcc) })).resolves.toMatchObject({ aud: TEST_APP_ID });
+      const local = "http://127.0.0.1:4321/";
+      const token = await issuer.sign({ serviceUrl: local });
+      expect(await reasonOf(verify(token, { body: messageActivity(local) }))).toBe("wrong_service_url");
+      await expect(verify(token, { body: messageActivity(local), serviceUrlOrigin: "http://127.0.0.1:4321" })).resolves.toMatchObject({ aud: TEST_APP_ID });
+      expect(await reasonOf(verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { serviceUrlOrigin: "http://127.0.0.1:4321" }))).toBe("wrong_service_url");
     });
 
     it("returns the claims of a token that carries the claim as serviceUrl, as the prose spells it", async () => {
@@ -194,22 +223,16 @@ describe("teams/verify-bot-framework-request", () => {
       const withKeys = (token: string, channelId?: string) =>
         verify(token, { openIdMetadataUrl: keys.openIdMetadataUrl, body: messageActivity(SERVICE_URL, { channelId }) });
 
-      it("returns for each channel when the key that signed endorses it", async () => {
+      it("returns when the key that signed endorses msteams", async () => {
         await expect(withKeys(await signedBy("teams-key"), "msteams")).resolves.toMatchObject({ aud: TEST_APP_ID });
-        await expect(withKeys(await signedBy("webchat-key"), "webchat")).resolves.toMatchObject({ aud: TEST_APP_ID });
       });
 
-      it("throws not_endorsed when another key of the set endorses the channel but not the one that signed", async () => {
+      it("throws not_endorsed when another key of the set endorses msteams but not the one that signed", async () => {
         expect(await reasonOf(withKeys(await signedBy("webchat-key"), "msteams"))).toBe("not_endorsed");
-        expect(await reasonOf(withKeys(await signedBy("teams-key"), "webchat"))).toBe("not_endorsed");
       });
 
       it("throws not_endorsed when the signing key lists no endorsements", async () => {
         expect(await reasonOf(withKeys(await signedBy("bare-key"), "msteams"))).toBe("not_endorsed");
-      });
-
-      it("returns for an activity without channelId, which asks no key to endorse it (as the Bot Framework SDK does)", async () => {
-        await expect(withKeys(await signedBy("bare-key"))).resolves.toMatchObject({ aud: TEST_APP_ID });
       });
     });
 
@@ -255,9 +278,9 @@ describe("teams/verify-bot-framework-request", () => {
       ["bad_signature", async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL, foreignKey: true })), "bot framework token signature invalid", true],
       ["wrong_service_url", async () => verify(await issuer.sign({ serviceUrl: "https://elsewhere/" })), "token serviceUrl does not match the activity", false],
       [
-        "not_endorsed",
+        "wrong_channel",
         async () => verify(await issuer.sign({ serviceUrl: SERVICE_URL }), { body: messageActivity(SERVICE_URL, { channelId: "skype" }) }),
-        "signing key does not endorse the activity's channel",
+        "activity is not from Teams",
         false,
       ],
     ])("throws %s with a message that says which check failed, for the logs (%s)", async (reason, attempt, message, fromJose) => {
