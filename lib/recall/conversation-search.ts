@@ -20,7 +20,8 @@ export const MAX_QUERY_TERMS = 64;
 const PHRASE_CANDIDATES_PER_RESULT = 10;
 
 export interface ConversationSearchDeps {
-  index: RecallIndexStore;
+  /** What a search reads: the conversation's index entries and the records of its hits. */
+  index: Pick<RecallIndexStore, "entries" | "records">;
   /** Without one, search is lexical only. */
   embedder?: Embedder;
   logger?: StructuredLogger;
