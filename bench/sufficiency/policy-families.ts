@@ -1,3 +1,4 @@
+import { DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
 /** Every policy of the benchmark at each of its settings; the one marked default is in the per-kind tables. */
 import {
   clearToolUses,
@@ -28,6 +29,10 @@ export const POLICY_FAMILIES: PolicyFamily[] = [
   named(
     "Threadwise before issue 29",
     [2, 4, 6, 10].map((n) => threadwise("Threadwise before issue 29", threadwisePolicy({ finishedTurns: n }), n === 6)),
+  ),
+  named(
+    "Threadwise",
+    [2, 4, 6, 10].map((n) => threadwise("Threadwise", threadwisePolicy({ finishedTurns: n, turnDigest: DEFAULT_TURN_DIGEST }), n === 6)),
   ),
   named(
     "LangChain trimMessages",

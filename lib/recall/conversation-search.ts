@@ -16,8 +16,19 @@ export const DEFAULT_BM25_B = 0.75;
 export const DEFAULT_SEMANTIC_WEIGHT = 0.8;
 /** Query terms considered; a longer query keeps its first ones, so a search stays bounded by its index, not its input. */
 export const MAX_QUERY_TERMS = 64;
-/** Candidates checked for a quoted phrase, per result asked for. */
+/** Candidates checked for a quoted phrase, or for a statement the user made about themselves, per result asked for. */
 const PHRASE_CANDIDATES_PER_RESULT = 10;
+/** A question in the first person ("my region", "the way I like it") points back at something the user said of themselves. */
+const FIRST_PERSON = /\b(i|i'm|i've|me|my|mine|our|ours|we|us)\b/iu;
+
+/**
+ * Whether a turn's question is the user telling something about themselves ("I look after the West
+ * region.", "My manager is Lena Novak."): first person, and not a question.
+ */
+export function isUserStatement(question: string): boolean {
+  const text = question.trim();
+  return FIRST_PERSON.test(text) && !text.endsWith("?");
+}
 
 export interface ConversationSearchDeps {
   /** What a search reads: the conversation's index entries and the records of its hits. */
@@ -121,7 +132,9 @@ export class ConversationSearch {
     if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
     let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
     const phrases = quotedPhrases(request.query);
-    const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
+    const firstPerson = FIRST_PERSON.test(request.query);
+    const wide = phrases.length > 0 || firstPerson;
+    const shortlist = order.slice(0, wide ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
     const records = new Map(
       (
         await index.records(
@@ -136,6 +149,12 @@ export class ConversationSearch {
       return record !== undefined && phrases.some((p) => normalizedText(record).includes(p));
     };
     order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
+    // Asked in the first person, the user's own statements that share a term with the question come
+    // next: "how is my region doing?" means the region they said was theirs, not every turn about regions.
+    if (firstPerson) {
+      const stated = (e: RecallEntry) => !matches(e) && (lexical.get(e) ?? 0) > 0 && isUserStatement(records.get(e.turnId)?.question ?? "");
+      order = [...order.filter(matches), ...order.filter(stated), ...order.filter((e) => !matches(e) && !stated(e))];
+    }
     const hits: RecallHit[] = [];
     for (const entry of order.slice(0, request.limit)) {
       const record = records.get(entry.turnId);
