@@ -81,7 +81,7 @@ async function main() {
   const options = {
     write: { type: "boolean", default: false },
     policy: { type: "string", default: "" },
-    recall: { type: "string", default: "mongodb" },
+    recall: { type: "string", default: "memory" },
     kind: { type: "string", default: "" },
   } as const;
   const { values } = parseCliArgs(optionsUsage("bench:sufficiency", options), { options });

@@ -153,7 +153,8 @@ function finishedPair(
   }
   const stubbed = answer === undefined;
   answer ??= new AIMessage(NO_ANSWER_STUB);
-  const digestText = digest ? turnDigest(messages.slice(start, end), digest.policy, digest.recent) : "";
+  // A stub stays exactly the stub: a failed turn's calls are no answer the model gave.
+  const digestText = digest && !stubbed ? turnDigest(messages.slice(start, end), digest.policy, digest.recent) : "";
   if (digestText.length > 0) answer = new AIMessage(`${messageText(answer.content)}\n\n${digestText}`);
   return { turn, question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed, questionIndex: start, answerIndex };
 }
@@ -395,7 +396,9 @@ function dispositionsOf(
  * - the view is, most stable first: the system prompt; the finished turns from the oldest kept one,
  *   each exactly (question, final answer) — a turn without a final answer shows its question and
  *   `NO_ANSWER_STUB`; with `policy.turnDigest`, the answer's text is followed by the turn's digest
- *   (`turnDigest`: each tool call's arguments, offloaded outputs' handles, recent turns' outputs); the active turn (from the latest user message) whole, every tool call followed
+ *   (`turnDigest`: each tool call's arguments, offloaded outputs' handles, and the outputs of the
+ *   block's last `recentTurns` turns and of the turns after the block; never after `NO_ANSWER_STUB`), so a
+ *   turn's text changes only when the history block moves; the active turn (from the latest user message) whole, every tool call followed
  *   by its result;
  * - the oldest kept finished turn moves `policy.historyBlockTurns` turns at a time: at least the
  *   last `policy.finishedTurns` finished turns are kept (budget permitting), at most
@@ -456,10 +459,13 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
 
   // The block is whole once it holds `finishedTurns` turns; turns after it are appended one a turn.
   const blockEndTurn = policy.finishedTurns > 0 && finishedTurnsInState - firstKept >= policy.finishedTurns ? firstKept + policy.finishedTurns - 1 : -1;
+  // A digest shows outputs for the block's last `recentTurns` turns and every turn after the block: which
+  // turns those are changes only when the block moves, so the history's text stays a cacheable prefix.
+  const firstRecent = policy.turnDigest ? (blockEndTurn < 0 ? firstKept : blockEndTurn - policy.turnDigest.recentTurns + 1) : 0;
   // Newest first, so dropping for the budget pops the oldest.
   const pairs: FinishedPair[] = [];
   for (let t = finishedTurnsInState - 1; t >= firstKept; t--) {
-    const digest = policy.turnDigest && { policy: policy.turnDigest, recent: t >= finishedTurnsInState - policy.turnDigest.recentTurns };
+    const digest = policy.turnDigest && { policy: policy.turnDigest, recent: t >= firstRecent };
     const pair = finishedPair(messages, t, turnStarts[t], turnStarts[t + 1], digest);
     pairs.push(pair);
     total += pair.tokens;

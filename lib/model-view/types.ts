@@ -31,7 +31,10 @@ export interface TokenEstimate {
  * ("the fourth one", "and for East?", "no, I meant margin") finds what the answer drew on.
  */
 export interface TurnDigestPolicy {
-  /** The newest finished turns whose tool outputs are shown (each cut to `outputTokens`, by whole lines). */
+  /**
+   * Tool outputs are shown (each cut to `outputTokens`, by whole lines) for the last `recentTurns` turns of
+   * the history block and for every turn after it, so what is shown changes only when the block moves.
+   */
   recentTurns: number;
   /** Most tokens of one output shown in a recent turn's digest. */
   outputTokens: number;
