@@ -106,7 +106,8 @@ export async function checkCredentials(client: BedrockRuntimeClient): Promise<vo
     await client.config.credentials();
   } catch (error) {
     throw new EvalNotRunnableError(
-      `npm run eval needs AWS credentials allowed to call bedrock:InvokeModel (the AWS SDK's default chain: environment, profile, SSO or role); none were found (${error instanceof Error ? error.name : "error"}). Nothing was run.`,
+      `npm run eval needs AWS credentials allowed to call bedrock:InvokeModel (the AWS SDK's default chain: environment, profile, SSO or ` +
+        `role); none were found (${error instanceof Error ? error.name : "error"}). Nothing was run.`,
       { cause: error },
     );
   }
@@ -146,7 +147,8 @@ async function main() {
       const score = await evaluateCase(await loadCase(database, c, suite.fillers, recall), { model, registry });
       if (score.answered) answered++;
       console.log(
-        `${score.caseId}: ${score.answered ? "answered" : "not answered"} (${score.steps} calls; ${score.units.map((u) => `${u.id} ${u.used ? "used" : "not used"}`).join(", ")})`,
+        `${score.caseId}: ${score.answered ? "answered" : "not answered"} (${score.steps} calls; ` +
+          `${score.units.map((u) => `${u.id} ${u.used ? "used" : "not used"}`).join(", ")})`,
       );
     }
     console.log(`\n${answered} of ${cases.length} follow-ups answered with their evidence by ${values.model}`);

@@ -99,7 +99,8 @@ async function startTools(): Promise<Tools> {
   const queries: Record<string, Record<string, unknown>[]> = {};
   for (const month of MONTHS) {
     const rows = db.selectObjects(
-      "SELECT region, round(100.0 * sum(gross_profit) / sum(revenue), 2) AS gm, round(sum(revenue), 2) AS revenue FROM sales WHERE month = ? GROUP BY region ORDER BY region",
+      "SELECT region, round(100.0 * sum(gross_profit) / sum(revenue), 2) AS gm, round(sum(revenue), 2) AS revenue FROM sales WHERE month = " +
+        "? GROUP BY region ORDER BY region",
       [month],
     ) as { region: string; gm: number; revenue: number }[];
     queries[marginDax(month)] = rows.map((r) => ({ "Region[Name]": r.region, "[Gross Margin %]": r.gm, "[Revenue]": r.revenue }));
@@ -173,7 +174,9 @@ async function buildFillers(tools: Tools, random: Random): Promise<Fillers> {
     });
     const channel = pick(random, CHANNELS);
     const c2 = await tools.call("sql_query", {
-      sql: `SELECT count(DISTINCT order_id) AS orders FROM sales WHERE month = '${month}' AND order_id IN (SELECT order_id FROM orders WHERE channel = '${channel}')`,
+      sql:
+        `SELECT count(DISTINCT order_id) AS orders FROM sales WHERE month = '${month}' AND order_id IN (SELECT order_id FROM orders ` +
+        `WHERE channel = '${channel}')`,
     });
     add({
       question: `How many ${channel.toLowerCase()} orders did we take in ${monthName(month)}?`,
@@ -262,7 +265,8 @@ const KINDS: Record<CaseKind, KindBuilder> = {
       answerTurn(
         `Who were our biggest customers in ${region} in ${monthName(month)}?`,
         [call],
-        `In ${region}, ${monthName(month)}'s largest accounts were ${named[0][0]} (${money(Number(named[0][2]))}), ${named[1][0]} (${money(Number(named[1][2]))}) ` +
+        `In ${region}, ${monthName(month)}'s largest accounts were ${named[0][0]} (${money(Number(named[0][2]))}), ${named[1][0]} ` +
+          `(${money(Number(named[1][2]))}) ` +
           `and ${named[2][0]} (${money(Number(named[2][2]))}); the ten largest brought in most of the region's revenue.`,
       ),
     );
@@ -312,7 +316,8 @@ const KINDS: Record<CaseKind, KindBuilder> = {
     const call = await tools.call("sql_query", {
       sql:
         `SELECT category, round(100.0 * sum(gross_profit) / sum(revenue), 1) AS gross_margin_pct, round(sum(revenue), 2) AS revenue FROM sales ` +
-        `WHERE region = '${region}' AND segment = '${segment}' AND month = '${month}' AND order_id IN (SELECT order_id FROM orders WHERE channel = '${channel}') ` +
+        `WHERE region = '${region}' AND segment = '${segment}' AND month = '${month}' AND order_id IN (SELECT order_id FROM orders WHERE ` +
+        `channel = '${channel}') ` +
         `GROUP BY category ORDER BY gross_margin_pct`,
     });
     const t = parseTable(call.output);
@@ -321,7 +326,8 @@ const KINDS: Record<CaseKind, KindBuilder> = {
       answerTurn(
         `What was gross margin by category for ${segment} customers buying through the ${channel.toLowerCase()} channel in ${region}, ${monthName(month)}?`,
         [call],
-        `In ${region}, margin was lowest in ${t.rows[0]?.[0] ?? "no category"} (${t.rows[0]?.[1] ?? "n/a"}%) and highest in ${t.rows[t.rows.length - 1]?.[0] ?? "none"} ` +
+        `In ${region}, margin was lowest in ${t.rows[0]?.[0] ?? "no category"} (${t.rows[0]?.[1] ?? "n/a"}%) and highest in ` +
+          `${t.rows[t.rows.length - 1]?.[0] ?? "none"} ` +
           `(${t.rows[t.rows.length - 1]?.[1] ?? "n/a"}%).`,
       ),
     );
@@ -347,7 +353,9 @@ const KINDS: Record<CaseKind, KindBuilder> = {
       { said: "so far this year", where: "order_date BETWEEN '2026-01-01' AND '2026-10-31'", evidence: "2026-01-01", alt: ["January to October 2026"] },
     ]);
     const call = await tools.call("sql_query", {
-      sql: `SELECT round(sum(revenue), 2) AS revenue, round(100.0 * sum(gross_profit) / sum(revenue), 1) AS gross_margin_pct FROM sales WHERE region = '${region}' AND ${anchor.where}`,
+      sql:
+        `SELECT round(sum(revenue), 2) AS revenue, round(100.0 * sum(gross_profit) / sum(revenue), 1) AS gross_margin_pct FROM sales ` +
+        `WHERE region = '${region}' AND ${anchor.where}`,
     });
     const t = parseTable(call.output);
     b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 1, 3)));
@@ -376,7 +384,9 @@ const KINDS: Record<CaseKind, KindBuilder> = {
     const segment = pick(b.random, SEGMENTS);
     const month = pick(b.random, MONTHS);
     const call = await tools.call("sql_query", {
-      sql: `SELECT round(100.0 * sum(discount_amount) / sum(revenue + discount_amount), 2) AS discount_rate_pct FROM sales WHERE region = '${region}' AND segment = '${segment}' AND month = '${month}'`,
+      sql:
+        `SELECT round(100.0 * sum(discount_amount) / sum(revenue + discount_amount), 2) AS discount_rate_pct FROM sales WHERE region = ` +
+        `'${region}' AND segment = '${segment}' AND month = '${month}'`,
     });
     b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 1, 3)));
     b.turns.push(
@@ -427,7 +437,9 @@ const KINDS: Record<CaseKind, KindBuilder> = {
     const month = pick(b.random, MONTHS);
     const region = pick(b.random, REGIONS);
     const sql = await tools.call("sql_query", {
-      sql: `SELECT customer, round(100.0 * sum(discount_amount) / sum(revenue + discount_amount), 1) AS discount_pct FROM sales WHERE region = '${region}' AND month = '${month}' GROUP BY customer HAVING discount_pct > 10 ORDER BY discount_pct DESC LIMIT 8`,
+      sql:
+        `SELECT customer, round(100.0 * sum(discount_amount) / sum(revenue + discount_amount), 1) AS discount_pct FROM sales WHERE ` +
+        `region = '${region}' AND month = '${month}' GROUP BY customer HAVING discount_pct > 10 ORDER BY discount_pct DESC LIMIT 8`,
     });
     const docs = await tools.call("search_documents", { query: "discount approval above 15% VP" });
     const calls = [sql, docs];
@@ -506,7 +518,8 @@ const KINDS: Record<CaseKind, KindBuilder> = {
         await tools.call("sql_query", {
           sql:
             `SELECT customer, product, round(sum(revenue), 2) AS revenue, round(sum(gross_profit), 2) AS gross_profit FROM sales ` +
-            `WHERE region = '${region}' AND month = '${month}' ${i % 2 ? "AND segment <> 'SMB'" : ""} GROUP BY customer, product ORDER BY revenue DESC LIMIT ${limit}`,
+            `WHERE region = '${region}' AND month = '${month}' ${i % 2 ? "AND segment <> 'SMB'" : ""} GROUP BY customer, product ORDER BY ` +
+            `revenue DESC LIMIT ${limit}`,
         }),
       ]);
     }
@@ -526,7 +539,9 @@ const KINDS: Record<CaseKind, KindBuilder> = {
     const region = pick(b.random, REGIONS);
     const month = pick(b.random, MONTHS);
     const call = await tools.call("sql_query", {
-      sql: `SELECT order_id, order_date, customer, product, quantity, round(revenue, 2) AS revenue FROM sales WHERE region = '${region}' AND month = '${month}' ORDER BY order_date, order_id LIMIT 200`,
+      sql:
+        `SELECT order_id, order_date, customer, product, quantity, round(revenue, 2) AS revenue FROM sales WHERE region = '${region}' ` +
+        `AND month = '${month}' ORDER BY order_date, order_id LIMIT 200`,
     });
     if (countTextTokens(call.output) <= OFFLOAD_TOKENS) throw new Error("expected an output over the offload threshold");
     const t = parseTable(call.output);
@@ -546,7 +561,8 @@ const KINDS: Record<CaseKind, KindBuilder> = {
       answerTurn(
         `List the ${region} order lines for ${monthName(month)}.`,
         [call],
-        `There were ${t.rows.length} order lines in ${region} in ${monthName(month)}, starting with order ${t.rows[0][0]} from ${t.rows[0][2]}. The full list is in the tool output.`,
+        `There were ${t.rows.length} order lines in ${region} in ${monthName(month)}, starting with order ${t.rows[0][0]} from ` +
+          `${t.rows[0][2]}. The full list is in the tool output.`,
       ),
     );
     const at = b.turns.length - 1;
@@ -591,7 +607,7 @@ async function main() {
   try {
     const fillers = await buildFillers(tools, random);
     await mkdir(CASES_DIR, { recursive: true });
-    await writeFile(join(CASES_DIR, "fillers.json"), `${JSON.stringify(fillers, null, 1)}\n`);
+    await writeFile(join(CASES_DIR, "fillers.json"), `${JSON.stringify(fillers, null, 2)}\n`);
     let total = 0;
     for (const kind of CASE_KINDS) {
       const lines: string[] = [];

@@ -253,7 +253,9 @@ export function openAiTrimmer(recentTurns = 2, maxOutputChars = 500, previewChar
         if (m.type !== "tool") continue;
         const output = messageText(m.content);
         if (output.length <= maxOutputChars) continue;
-        const summary = `[Trimmed: ${(m as ToolMessage).name ?? "unknown_tool"} output \u2014 ${output.length} chars \u2192 ${previewChars} char preview]\n${output.slice(0, previewChars)}...`;
+        const summary =
+          `[Trimmed: ${(m as ToolMessage).name ?? "unknown_tool"} output \u2014 ${output.length} chars \u2192 ${previewChars} ` +
+          `char preview]\n${output.slice(0, previewChars)}...`;
         if (summary.length < output.length) replaceAt(messages, i, summary);
       }
       return { messages: [system(), ...messages], reach: NO_REACH };

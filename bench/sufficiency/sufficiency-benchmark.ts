@@ -167,7 +167,11 @@ async function main() {
     const report = [
       "# Context sufficiency",
       "",
-      `\`npm run bench:sufficiency -- --write\`: ${loaded.length} cases of \`bench/sufficiency/cases/\` (${CASE_KINDS.length} kinds), every policy at its default setting. A case is *direct* when every evidence unit is in the view, *one call* when each of the rest is one \`read_tool_output\` (or Deep Agents' \`read_file\`) on a handle the view names, or one \`search_conversation\` with the follow-up as its query, run against the case's conversation in the real stores; else *missing*. Tokens: cl100k, the product's counter. See [docs/sufficiency.md](../../docs/sufficiency.md).`,
+      `\`npm run bench:sufficiency -- --write\`: ${loaded.length} cases of \`bench/sufficiency/cases/\` (${CASE_KINDS.length} kinds), every ` +
+        `policy at its default setting. A case is *direct* when every evidence unit is in the view, *one call* when each of the rest is one ` +
+        `\`read_tool_output\` (or Deep Agents' \`read_file\`) on a handle the view names, or one \`search_conversation\` with the follow-up ` +
+        `as its query, run against the case's conversation in the real stores; else *missing*. Tokens: cl100k, the product's counter. See ` +
+        `[docs/sufficiency.md](../../docs/sufficiency.md).`,
       "",
       overall,
       "",

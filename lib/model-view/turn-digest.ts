@@ -6,7 +6,7 @@ import { offloadedArtifact } from "./tool-output-artifact.js";
 import type { TurnDigestPolicy } from "./types.js";
 
 /** The digest a kept finished turn shows after its answer when `ModelViewPolicy.turnDigest` is set. */
-export const DEFAULT_TURN_DIGEST: TurnDigestPolicy = { recentTurns: 2, outputTokens: 400, argsChars: 400 };
+export const DEFAULT_TURN_DIGEST: TurnDigestPolicy = { recentTurns: 2, outputTokens: 200, argsChars: 400 };
 
 /** Opens the digest, so the model can tell it from what it said. */
 export const TURN_DIGEST_HEADING = "[Tool calls behind this answer, kept for follow-ups; not part of the answer:]";
