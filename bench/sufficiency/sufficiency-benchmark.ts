@@ -42,6 +42,16 @@ function summary(measures: readonly CaseMeasure[]) {
   return { n, direct, oneCall, missing: n - direct - oneCall, sufficient: (direct + oneCall) / n, tokens: median(measures.map((m) => m.tokens)) };
 }
 
+/** Legend labels short enough for one row. */
+const SHORT_NAMES: Record<string, string> = {
+  "Threadwise before issue 29": "TW before #29",
+  "LangChain trimMessages": "LC trim",
+  "LangChain ClearToolUsesEdit": "LC clear",
+  "Strands sliding window": "Strands",
+  "OpenAI ToolOutputTrimmer": "OpenAI trim",
+  "Deep Agents eviction": "Deep Agents",
+};
+
 function chart(rows: readonly Row[]): string {
   const colors = ["#222", "#8c564b", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#d62728", "#17becf", "#e377c2"];
   const families = [...new Set(rows.map((r) => r.family))];
@@ -53,7 +63,7 @@ function chart(rows: readonly Row[]): string {
       .map((r) => ({ x: Math.max(100, summary(r.measures).tokens), y: 100 * summary(r.measures).sufficient }))
       .sort((a, b) => a.x - b.x),
   }));
-  const width = 900;
+  const width = 1_100;
   const height = 520;
   return lineChart({
     width,
@@ -73,7 +83,12 @@ function chart(rows: readonly Row[]): string {
         series,
       },
     ],
-    legend: { x: 20, y: height - 30, spacing: 8, entries: families.map((label, i) => ({ label, color: colors[i % colors.length] })) },
+    legend: {
+      x: 20,
+      y: height - 30,
+      spacing: 120,
+      entries: families.map((label, i) => ({ label: SHORT_NAMES[label] ?? label, color: colors[i % colors.length] })),
+    },
   });
 }
 
