@@ -3,12 +3,13 @@
  * (`bench/sufficiency/cases/`), in one run. For each case and policy it measures whether the
  * follow-up's evidence is in the view, one tool call away, or missing (`measure.ts`), and the view's
  * tokens. Prints, per kind, direct / one call / missing and median tokens per policy at its default
- * setting; over the whole suite, each policy at several settings (the chart). The stores are the
- * real ones on the embedded MongoDB server.
+ * setting; over the whole suite, each policy at several settings (the chart). Offloaded outputs are
+ * stored and read in the real artifact store on the embedded MongoDB server; finished turns are
+ * indexed in memory (`MemoryRecallIndex`) unless `--recall mongodb` indexes them in `RecallIndexStore`.
  *
  *   npm run bench:sufficiency [-- --write]   (--write updates bench/results/sufficiency.md and sufficiency.svg)
  *   npm run bench:sufficiency -- --policy threadwise   (only the policies whose name contains it)
- *   npm run bench:sufficiency -- --recall memory [--kind far-reference]   (turns indexed in memory, for quick runs; the published run indexes them in MongoDB)
+ *   npm run bench:sufficiency -- --recall mongodb [--kind user-fact]   (turns indexed in the embedded MongoDB server; slow for the 150-turn cases)
  */
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
