@@ -3,7 +3,7 @@
  * model view (`buildModelView` with the default policy) against full replay (every stored message
  * with every tool output inline, as stock LangGraph sends it), and the time to build the view.
  *
- *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --block-turns 6 (VIEW_HISTORY_BLOCK_TURNS)]
+ *   npm run bench:context [-- --seed 7] [-- --turns 200 (one conversation only)] [-- --block-turns 6 (VIEW_HISTORY_BLOCK_TURNS)] [-- --turn-digest off]
  *     [-- --stable-ttl 5m|1h] [-- --turn-ttl 5m|1h (PROMPT_CACHE_STABLE_TTL, PROMPT_CACHE_TURN_TTL)] [-- --write (results to bench/results)]
  *
  * The view measured is the product's default: history in blocks of turns, cache points. Every model
@@ -36,7 +36,14 @@ import {
   DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
   DEFAULT_VIEW_TOTAL_BUDGET,
 } from "../lib/config/config.js";
-import { buildModelView, countMessageTokens, countTextTokens, MESSAGE_OVERHEAD_TOKENS, type ModelViewPolicy } from "../lib/model-view/index.js";
+import {
+  buildModelView,
+  countMessageTokens,
+  countTextTokens,
+  DEFAULT_TURN_DIGEST,
+  MESSAGE_OVERHEAD_TOKENS,
+  type ModelViewPolicy,
+} from "../lib/model-view/index.js";
 import { previewOf } from "../lib/store/artifact-store.js";
 import { prng } from "../lib/prng.js";
 import {
@@ -214,6 +221,7 @@ async function runConversation(turns: number, seed: number, policy: ModelViewPol
   const comparison = await CacheComparison.start(comparisonPolicy, TOOLS, seed + 1, {
     historyBlockTurns: policy.historyBlockTurns ?? DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
     cache: policy.cache ?? { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
+    turnDigest: policy.turnDigest,
   });
   const state: BaseMessage[] = [];
   const fixedTokens = countMessageTokens(new SystemMessage(policy.systemPrompt)) + (policy.toolSchemaTokens ?? 0);
@@ -675,6 +683,7 @@ async function main(): Promise<void> {
     "block-turns": { type: "string" },
     "stable-ttl": { type: "string" },
     "turn-ttl": { type: "string" },
+    "turn-digest": { type: "string", default: "on" },
     write: { type: "boolean", default: false },
   } as const;
   const { values } = parseCliArgs(optionsUsage("bench:context", options), { options });
@@ -700,6 +709,8 @@ async function main(): Promise<void> {
       stableTtl: ttl(values["stable-ttl"]),
       turnTtl: ttl(values["turn-ttl"]),
     },
+    // The product's turn digest (docs/sufficiency.md); `--turn-digest off` measures the view without it.
+    turnDigest: values["turn-digest"] === "off" ? undefined : DEFAULT_TURN_DIGEST,
   };
   const runs: Run[] = [];
   for (const turns of conversations) {

@@ -11,6 +11,7 @@ import { TurnRunner } from "./agent/turn-runner.js";
 import { TurnRecovery } from "./agent/turn-recovery.js";
 import { priceOf, type Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
+import { DEFAULT_TURN_DIGEST } from "./model-view/turn-digest.js";
 import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
@@ -148,6 +149,8 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       // Computed for the local model too, so the console shows where a Bedrock request would be cached.
       cache: promptCache.enabled ? promptCache : undefined,
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
+      // What a follow-up needs of a finished turn's tools (docs/sufficiency.md).
+      turnDigest: DEFAULT_TURN_DIGEST,
     },
   });
   const events = new TurnEvents({ store: database.turnEvents, hub: new TurnEventHub({ maxBytes: config.deployment.liveEventsMaxBytes }) });

@@ -6,7 +6,18 @@ import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVER
 import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
-import type { LeftOutReason, MessageDisposition, MessageRepair, ModelView, ModelViewPolicy, OmittedOutput, TokenEstimate, ViewRepairs } from "./types.js";
+import { turnDigest } from "./turn-digest.js";
+import type {
+  LeftOutReason,
+  MessageDisposition,
+  MessageRepair,
+  ModelView,
+  ModelViewPolicy,
+  OmittedOutput,
+  TokenEstimate,
+  TurnDigestPolicy,
+  ViewRepairs,
+} from "./types.js";
 import { CONVERSE_RULES } from "./converse-rules.js";
 import { validateConverseView } from "./validate-view.js";
 
@@ -112,8 +123,17 @@ function textRepair(stored: BaseMessage, shown: BaseMessage): MessageRepair | un
   return isEmpty(withoutBlankText(stored.content)) ? "empty" : "blank-text";
 }
 
-/** A finished turn's (question, final answer); the final answer is its last assistant message, if that makes no tool call. */
-function finishedPair(messages: readonly BaseMessage[], turn: number, start: number, end: number): FinishedPair {
+/**
+ * A finished turn's (question, final answer); the final answer is its last assistant message, if that
+ * makes no tool call, followed by the turn's digest when the policy asks for one.
+ */
+function finishedPair(
+  messages: readonly BaseMessage[],
+  turn: number,
+  start: number,
+  end: number,
+  digest?: { policy: TurnDigestPolicy; recent: boolean },
+): FinishedPair {
   const question = userMessage(messages[start]);
   let answer: BaseMessage | undefined;
   let answerIndex: number | undefined;
@@ -133,6 +153,9 @@ function finishedPair(messages: readonly BaseMessage[], turn: number, start: num
   }
   const stubbed = answer === undefined;
   answer ??= new AIMessage(NO_ANSWER_STUB);
+  // A stub stays exactly the stub: a failed turn's calls are no answer the model gave.
+  const digestText = digest && !stubbed ? turnDigest(messages.slice(start, end), digest.policy, digest.recent) : "";
+  if (digestText.length > 0) answer = new AIMessage(`${messageText(answer.content)}\n\n${digestText}`);
   return { turn, question, answer, tokens: countMessageTokens(question) + countMessageTokens(answer), stubbed, questionIndex: start, answerIndex };
 }
 
@@ -393,7 +416,10 @@ function dispositionsOf(
  *   reused, changed ones are new objects;
  * - the view is, most stable first: the system prompt; the finished turns from the oldest kept one,
  *   each exactly (question, final answer) — a turn without a final answer shows its question and
- *   `NO_ANSWER_STUB`; the active turn (from the latest user message) whole, every tool call followed
+ *   `NO_ANSWER_STUB`; with `policy.turnDigest`, the answer's text is followed by the turn's digest
+ *   (`turnDigest`: each tool call's arguments, offloaded outputs' handles, and the outputs of the
+ *   block's last `recentTurns` turns and of the turns after the block; never after `NO_ANSWER_STUB`), so a
+ *   turn's text changes only when the history block moves; the active turn (from the latest user message) whole, every tool call followed
  *   by its result;
  * - the oldest kept finished turn moves `policy.historyBlockTurns` turns at a time: at least the
  *   last `policy.finishedTurns` finished turns are kept (budget permitting), at most
@@ -455,10 +481,14 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
 
   // The block is whole once it holds `finishedTurns` turns; turns after it are appended one a turn.
   const blockEndTurn = policy.finishedTurns > 0 && finishedTurns - firstKept >= policy.finishedTurns ? firstKept + policy.finishedTurns - 1 : -1;
+  // A digest shows outputs for the block's last `recentTurns` turns and every turn after the block: which
+  // turns those are changes only when the block moves, so the history's text stays a cacheable prefix.
+  const firstRecent = policy.turnDigest ? (blockEndTurn < 0 ? firstKept : blockEndTurn - policy.turnDigest.recentTurns + 1) : 0;
   // Newest first, so dropping for the budget pops the oldest.
   const pairs: FinishedPair[] = [];
   for (let t = finishedTurns - 1; t >= firstKept; t--) {
-    const pair = finishedPair(messages, t, turnStarts[t - archived], turnStarts[t - archived + 1]);
+    const digest = policy.turnDigest && { policy: policy.turnDigest, recent: t >= firstRecent };
+    const pair = finishedPair(messages, t, turnStarts[t - archived], turnStarts[t - archived + 1], digest);
     pairs.push(pair);
     total += pair.tokens;
   }

@@ -26,6 +26,22 @@ export interface TokenEstimate {
   margin: number;
 }
 
+/**
+ * What a kept finished turn shows of its tool exchange, after its final answer, so that a follow-up
+ * ("the fourth one", "and for East?", "no, I meant margin") finds what the answer drew on.
+ */
+export interface TurnDigestPolicy {
+  /**
+   * Tool outputs are shown (each cut to `outputTokens`, by whole lines) for the last `recentTurns` turns of
+   * the history block and for every turn after it, so what is shown changes only when the block moves.
+   */
+  recentTurns: number;
+  /** Most tokens of one output shown in a recent turn's digest. */
+  outputTokens: number;
+  /** Most characters of a tool call's arguments shown (the resolved parameters of a query). */
+  argsChars: number;
+}
+
 /** What the model view may keep. Every field has a documented default in `lib/config`. */
 export interface ModelViewPolicy {
   /** Sent first; a blank prompt sends no system message (Converse rejects blank text). */
@@ -50,6 +66,8 @@ export interface ModelViewPolicy {
   toolSchemaTokens?: number;
   /** Finished turns older than `finishedTurns` are counted in a notice after the system prompt (`outOfSightNotice`). Default: no notice. */
   outOfSight?: OutOfSightPolicy;
+  /** With it, each kept finished turn's answer is followed by a digest of its tool calls (`turnDigest`). Default: none, exactly (question, final answer). */
+  turnDigest?: TurnDigestPolicy;
 }
 
 export interface OmittedOutput {

@@ -18,11 +18,23 @@ export const DEFAULT_SEMANTIC_WEIGHT = 0.8;
 export const MAX_QUERY_TERMS = 64;
 /** Quoted phrases a query's ranking considers: its first ones, distinct, so a query of many phrases costs no more than one of these. */
 export const MAX_QUERY_PHRASES = 8;
-/** Candidates checked for a quoted phrase, per result asked for. */
+/** Candidates checked for a quoted phrase, or for a statement the user made about themselves, per result asked for. */
 const PHRASE_CANDIDATES_PER_RESULT = 10;
+/** A question in the first person ("my region", "the way I like it") points back at something the user said of themselves. */
+const FIRST_PERSON = /\b(i|i'm|i've|me|my|mine|our|ours|we|us)\b/iu;
+
+/**
+ * Whether a turn's question is the user telling something about themselves ("I look after the West
+ * region.", "My manager is Lena Novak."): first person, and not a question.
+ */
+export function isUserStatement(question: string): boolean {
+  const text = question.trim();
+  return FIRST_PERSON.test(text) && !text.endsWith("?");
+}
 
 export interface ConversationSearchDeps {
-  index: RecallIndexStore;
+  /** What a search reads: the conversation's index entries and the records of its hits. */
+  index: Pick<RecallIndexStore, "entries" | "records">;
   /** Without one, search is lexical only. */
   embedder?: Embedder;
   logger?: StructuredLogger;
@@ -122,7 +134,9 @@ export class ConversationSearch {
     if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
     let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
     const phrases = [...new Set(quotedPhrases(request.query))].slice(0, MAX_QUERY_PHRASES);
-    const shortlist = order.slice(0, phrases.length > 0 ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
+    const firstPerson = FIRST_PERSON.test(request.query);
+    const wide = phrases.length > 0 || firstPerson;
+    const shortlist = order.slice(0, wide ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
     const records = new Map(
       (
         await index.records(
@@ -142,7 +156,14 @@ export class ConversationSearch {
         if (phrases.some((p) => text.includes(p))) matching.add(entry);
       }
     }
-    order = [...shortlist.filter((e) => matching.has(e)), ...shortlist.filter((e) => !matching.has(e))];
+    const matches = (e: RecallEntry) => matching.has(e);
+    order = [...shortlist.filter(matches), ...shortlist.filter((e) => !matches(e))];
+    // Asked in the first person, the user's own statements that share a term with the question come
+    // next: "how is my region doing?" means the region they said was theirs, not every turn about regions.
+    if (firstPerson) {
+      const stated = (e: RecallEntry) => !matches(e) && (lexical.get(e) ?? 0) > 0 && isUserStatement(records.get(e.turnId)?.question ?? "");
+      order = [...order.filter(matches), ...order.filter(stated), ...order.filter((e) => !matches(e) && !stated(e))];
+    }
     const hits: RecallHit[] = [];
     for (const entry of order.slice(0, request.limit)) {
       const record = records.get(entry.turnId);

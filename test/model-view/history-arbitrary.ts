@@ -106,6 +106,10 @@ export const policySpec: fc.Arbitrary<ModelViewPolicy> = fc.record(
         margin: fc.double({ min: 0, max: 0.5, noNaN: true }),
       }),
     ),
+    turnDigest: fc.oneof(
+      fc.constant(undefined),
+      fc.record({ recentTurns: fc.integer({ min: 0, max: 3 }), outputTokens: fc.constantFrom(0, 5, 400), argsChars: fc.constantFrom(1, 40, 400) }),
+    ),
   },
   { requiredKeys: ["systemPrompt", "finishedTurns", "toolOutputTokens", "totalBudget"] },
 );

@@ -1,0 +1,220 @@
+/**
+ * Context-sufficiency benchmark (issue 29): every policy of `policies.ts` on every case of the suite
+ * (`bench/sufficiency/cases/`), in one run. For each case and policy it measures whether the
+ * follow-up's evidence is in the view, one tool call away, or missing (`measure.ts`), and the view's
+ * tokens. Prints, per kind, direct / one call / missing and median tokens per policy at its default
+ * setting; over the whole suite, each policy at several settings (the chart). Offloaded outputs are
+ * stored and read in the real artifact store on the embedded MongoDB server; finished turns are
+ * indexed in memory (`MemoryRecallIndex`) unless `--recall mongodb` indexes them in `RecallIndexStore`.
+ *
+ *   npm run bench:sufficiency [-- --write]   (--write updates bench/results/sufficiency.md and sufficiency.svg)
+ *   npm run bench:sufficiency -- --policy threadwise   (only the policies whose name contains it)
+ *   npm run bench:sufficiency -- --recall mongodb [--kind user-fact]   (turns indexed in the embedded MongoDB server; slow for the 150-turn cases)
+ */
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { optionsUsage, parseCliArgs } from "../../lib/local/cli-args.js";
+import { startEmbeddedMongo } from "../../lib/local/embedded-mongo.js";
+import { ConversationSearch } from "../../lib/recall/conversation-search.js";
+import { ThreadwiseDatabase } from "../../lib/store/database.js";
+import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
+import { lineChart, panelInRow, type LineSeries } from "../support/line-chart.js";
+import { formatCount, markdownTable } from "../support/markdown.js";
+import { writeResults } from "../support/results.js";
+import { median } from "../support/statistics.js";
+import { CASE_KINDS } from "./case-schema.js";
+import { measureCase, type CaseMeasure } from "./measure.js";
+import { POLICY_FAMILIES } from "./policy-families.js";
+import { loadCase, loadSuite, MemoryRecallIndex, type LoadedCase } from "./suite.js";
+
+const pct = (n: number, of: number) => (of === 0 ? "–" : `${((100 * n) / of).toFixed(1)} %`);
+
+interface Row {
+  family: string;
+  setting: string;
+  isDefault: boolean;
+  measures: CaseMeasure[];
+}
+
+function summary(measures: readonly CaseMeasure[]) {
+  const n = measures.length;
+  const direct = measures.filter((m) => m.reached === "direct").length;
+  const oneCall = measures.filter((m) => m.reached === "one-call").length;
+  return { n, direct, oneCall, missing: n - direct - oneCall, sufficient: (direct + oneCall) / n, tokens: median(measures.map((m) => m.tokens)) };
+}
+
+/** Legend labels short enough for one row. */
+const SHORT_NAMES: Record<string, string> = {
+  "Threadwise before issue 29": "TW before #29",
+  "LangChain trimMessages": "LC trim",
+  "LangChain ClearToolUsesEdit": "LC clear",
+  "Strands sliding window": "Strands",
+  "OpenAI ToolOutputTrimmer": "OpenAI trim",
+  "Deep Agents eviction": "Deep Agents",
+};
+
+function chart(rows: readonly Row[]): string {
+  const colors = ["#222", "#8c564b", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#d62728", "#17becf", "#e377c2"];
+  const families = [...new Set(rows.map((r) => r.family))];
+  const series: LineSeries[] = families.map((family, i) => ({
+    color: colors[i % colors.length],
+    markers: true,
+    points: rows
+      .filter((r) => r.family === family)
+      .map((r) => ({ x: Math.max(100, summary(r.measures).tokens), y: 100 * summary(r.measures).sufficient }))
+      .sort((a, b) => a.x - b.x),
+  }));
+  const width = 1_100;
+  const height = 520;
+  return lineChart({
+    width,
+    height,
+    title: "Context sufficiency (direct or one call) against median view tokens, 300 cases",
+    panels: [
+      {
+        ...panelInRow(0, width, height - 60, { left: 70, right: 30, top: 40, bottom: 50 }),
+        x: {
+          scale: "log",
+          min: 300,
+          max: 300_000,
+          ticks: [300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000].map((v) => ({ value: v, label: formatCount(v) })),
+          title: "median tokens of the view (cl100k)",
+        },
+        y: { min: 0, max: 100, ticks: [0, 20, 40, 60, 80, 100].map((v) => ({ value: v, label: `${v} %` })), title: "cases sufficient" },
+        series,
+      },
+    ],
+    legend: {
+      x: 20,
+      y: height - 30,
+      spacing: 120,
+      entries: families.map((label, i) => ({ label: SHORT_NAMES[label] ?? label, color: colors[i % colors.length] })),
+    },
+  });
+}
+
+async function main() {
+  const options = {
+    write: { type: "boolean", default: false },
+    policy: { type: "string", default: "" },
+    recall: { type: "string", default: "memory" },
+    kind: { type: "string", default: "" },
+  } as const;
+  const { values } = parseCliArgs(optionsUsage("bench:sufficiency", options), { options });
+  const suite = await loadSuite();
+  const mongo = await startEmbeddedMongo();
+  const client = new MongoClient(mongo.uri);
+  await client.connect();
+  try {
+    const database = new ThreadwiseDatabase(client, { dbName: `bench_sufficiency_${randomUUID().slice(0, 8)}` });
+    await database.setup();
+    const began = performance.now();
+    const loaded: LoadedCase[] = [];
+    if (values.recall !== "mongodb" && values.recall !== "memory") throw new Error("--recall is mongodb or memory");
+    const memory = values.recall === "memory" ? new MemoryRecallIndex() : undefined;
+    const cases = suite.cases.filter((c) => !values.kind || c.kind === values.kind);
+    for (const c of cases) loaded.push(await loadCase(database, c, suite.fillers, memory));
+    console.log(`loaded ${loaded.length} cases into the stores in ${((performance.now() - began) / 1000).toFixed(1)} s`);
+    const deps = { search: new ConversationSearch({ index: memory ?? database.recall }), readToolOutput: createReadToolOutputTool(database.artifacts) };
+    const rows: Row[] = [];
+    for (const family of POLICY_FAMILIES) {
+      if (values.policy && !family.name.toLowerCase().includes(values.policy.toLowerCase())) continue;
+      for (const policy of family.settings) {
+        const measures: CaseMeasure[] = [];
+        for (const c of loaded) measures.push(await measureCase(c, policy, deps));
+        rows.push({ family: family.name, setting: policy.setting, isDefault: policy.isDefault, measures });
+        const s = summary(measures);
+        console.log(`${family.name} (${policy.setting}): ${pct(s.direct + s.oneCall, s.n)} sufficient, median ${formatCount(s.tokens)} tokens`);
+      }
+    }
+
+    const defaults = rows.filter((r) => r.isDefault);
+    const overall = markdownTable(
+      ["policy", "setting", "direct", "one call", "missing", "sufficient", "median tokens", "tokens at 50 turns vs full replay"],
+      defaults.map((r) => {
+        const s = summary(r.measures);
+        const at50 = (rs: readonly CaseMeasure[]) => median(rs.filter((m) => m.finishedTurns >= 45 && m.finishedTurns <= 60).map((m) => m.tokens));
+        const replay = rows.find((x) => x.family === "full replay");
+        return [
+          r.family,
+          r.setting,
+          pct(s.direct, s.n),
+          pct(s.oneCall, s.n),
+          pct(s.missing, s.n),
+          pct(s.direct + s.oneCall, s.n),
+          formatCount(s.tokens),
+          replay ? pct(at50(r.measures), at50(replay.measures)) : "–",
+        ];
+      }),
+      ["left", "left", "right", "right", "right", "right", "right", "right"],
+    );
+    const perKind = CASE_KINDS.map((kind) => {
+      const table = markdownTable(
+        ["policy", "direct", "one call", "missing", "median tokens"],
+        defaults.map((r) => {
+          const s = summary(r.measures.filter((m) => m.kind === kind));
+          return [r.family, pct(s.direct, s.n), pct(s.oneCall, s.n), pct(s.missing, s.n), formatCount(s.tokens)];
+        }),
+        ["left", "right", "right", "right", "right"],
+      );
+      return `### ${kind}\n\n${table}`;
+    }).join("\n\n");
+    const settings = markdownTable(
+      ["policy", "setting", "sufficient", "direct", "median tokens"],
+      rows.map((r) => {
+        const s = summary(r.measures);
+        return [r.family, r.setting, pct(s.direct + s.oneCall, s.n), pct(s.direct, s.n), formatCount(s.tokens)];
+      }),
+      ["left", "left", "right", "right", "right"],
+    );
+    const threadwise = defaults.find((r) => r.family === "Threadwise");
+    const misses = threadwise
+      ? threadwise.measures
+          .filter((m) => m.reached === "missing")
+          .map(
+            (m) =>
+              `- \`${m.caseId}\`: ${m.units
+                .filter((u) => u.reached === "missing")
+                .map((u) => u.id)
+                .join(", ")}`,
+          )
+          .join("\n")
+      : "";
+    const report = [
+      "# Context sufficiency",
+      "",
+      `\`npm run bench:sufficiency -- --write\`: ${loaded.length} cases of \`bench/sufficiency/cases/\` (${CASE_KINDS.length} kinds), every ` +
+        `policy at its default setting. A case is *direct* when every evidence unit is in the view, *one call* when each of the rest is one ` +
+        `\`read_tool_output\` (or Deep Agents' \`read_file\`) on a handle the view names, or one \`search_conversation\` with the follow-up ` +
+        `as its query, run against the case's conversation in the real stores; else *missing*. Tokens: cl100k, the product's counter. See ` +
+        `[docs/sufficiency.md](../../docs/sufficiency.md).`,
+      "",
+      overall,
+      "",
+      "## Per kind",
+      "",
+      perKind,
+      "",
+      "## Every setting (the chart)",
+      "",
+      "![sufficiency against tokens](sufficiency.svg)",
+      "",
+      settings,
+      "",
+      "## Where Threadwise still misses",
+      "",
+      misses || "- nowhere",
+      "",
+    ].join("\n");
+    console.log(`\n${report}`);
+    if (values.write) await writeResults({ "sufficiency.md": report, "sufficiency.svg": chart(rows) });
+  } finally {
+    await client.close();
+    await mongo.stop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});

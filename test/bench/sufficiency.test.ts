@@ -1,0 +1,80 @@
+import { DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
+import { ConversationSearch } from "../../lib/recall/conversation-search.js";
+import { ThreadwiseDatabase } from "../../lib/store/database.js";
+import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
+import { CASE_KINDS, type CaseKind } from "../../bench/sufficiency/case-schema.js";
+import { measureCase, type CaseMeasure } from "../../bench/sufficiency/measure.js";
+import { threadwise, threadwisePolicy, type Policy } from "../../bench/sufficiency/policies.js";
+import { loadCase, loadSuite, MemoryRecallIndex, type LoadedCase } from "../../bench/sufficiency/suite.js";
+import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
+
+/**
+ * The fixed subset of the context-sufficiency suite that runs in `npm test`: the first 6 cases of each
+ * of the 10 kinds, through the product's view (`buildModelView` with the product's policy) and the
+ * real `read_tool_output` on the embedded MongoDB server; the recall index is read from memory, as
+ * `ConversationSearch` reads the store. The floors are the committed figures of this subset
+ * (`docs/sufficiency.md`); the view before issue 29 (no turn digest) is below them.
+ */
+const PER_KIND = 6;
+/**
+ * Committed: every case of the subset sufficient, and at least 5 of the 6 of each of kinds 1–5 direct
+ * (whole suite: 83.3 % in time-anchor, 100 % in the others).
+ */
+const FLOOR = { sufficient: 1, directKinds1to5: 5 / 6 };
+
+let database: TestDatabase;
+let loaded: LoadedCase[];
+let deps: Parameters<typeof measureCase>[2];
+
+beforeAll(async () => {
+  database = await openTestDatabase("sufficiency");
+  const stores = new ThreadwiseDatabase(database.client, { dbName: database.dbName });
+  await stores.setup();
+  const suite = await loadSuite();
+  const subset = CASE_KINDS.flatMap((kind) => suite.cases.filter((c) => c.kind === kind).slice(0, PER_KIND));
+  const recall = new MemoryRecallIndex();
+  loaded = [];
+  for (const c of subset) loaded.push(await loadCase(stores, c, suite.fillers, recall));
+  deps = { search: new ConversationSearch({ index: recall }), readToolOutput: createReadToolOutputTool(stores.artifacts) };
+}, 120_000);
+
+afterAll(async () => {
+  await database?.cleanup();
+});
+
+async function measureAll(policy: Policy): Promise<CaseMeasure[]> {
+  const out: CaseMeasure[] = [];
+  for (const c of loaded) out.push(await measureCase(c, policy, deps));
+  return out;
+}
+
+const share = (ms: readonly CaseMeasure[], ok: (m: CaseMeasure) => boolean) => ms.filter(ok).length / ms.length;
+const FIRST_FIVE: readonly CaseKind[] = CASE_KINDS.slice(0, 5);
+
+describe("context sufficiency subset", () => {
+  it("holds 60 cases, 6 of each kind", () => {
+    expect(loaded).toHaveLength(60);
+  });
+
+  it("returns every case sufficient (direct or one call) with the product's view", async () => {
+    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST }), true));
+    const missing = measures.filter((m) => m.reached === "missing").map((m) => m.caseId);
+    expect(missing).toEqual([]);
+    expect(share(measures, (m) => m.reached !== "missing")).toBeGreaterThanOrEqual(FLOOR.sufficient);
+    for (const kind of FIRST_FIVE) {
+      expect(
+        share(
+          measures.filter((m) => m.kind === kind),
+          (m) => m.reached === "direct",
+        ),
+        kind,
+      ).toBeGreaterThanOrEqual(FLOOR.directKinds1to5);
+    }
+  });
+
+  it("returns cases missing without the turn digest (the view before issue 29)", async () => {
+    const measures = await measureAll(threadwise("before", threadwisePolicy(), true));
+    expect(share(measures, (m) => m.reached !== "missing")).toBeLessThan(FLOOR.sufficient);
+    expect(measures.filter((m) => m.kind === "result-entity").every((m) => m.reached === "missing")).toBe(true);
+  });
+});
