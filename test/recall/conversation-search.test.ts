@@ -139,8 +139,9 @@ describe("ConversationSearch", () => {
       await timed("sales margin");
       const plain = Math.min(await timed("sales margin"), await timed("sales margin"));
       const quoted = Math.min(await timed(`sales margin ${phrases}`), await timed(`sales margin ${phrases}`));
-      // One normalization per candidate, at most MAX_QUERY_PHRASES phrases: about a plain query's cost (it was 12 times it).
-      expect(quoted).toBeLessThan(plain * 3 + 50);
+      // One normalization per candidate, at most MAX_QUERY_PHRASES phrases: about a plain query's cost (it was 12 times it,
+      // 2.4 s against 61 ms); the bound leaves room for a machine loaded by the rest of the suite.
+      expect(quoted).toBeLessThan(plain * 5 + 500);
     });
   });
 
