@@ -112,8 +112,12 @@ describe("ThreadwiseSaver against MemorySaver, pruned after every call", () => {
 
   describe("random sequences of graph operations, each a turn under a new fence epoch", () => {
     const seeds = Array.from({ length: propertyRuns(3) }, (_, i) => 100 + i);
-    it.each(seeds)("returns what MemorySaver returns for the checkpoints prune keeps, seed %i", async (seed) => {
-      await expectSameAnswersPruned(test, randomOps(seed, 30));
-    });
+    it.each(seeds)(
+      "returns what MemorySaver returns for the checkpoints prune keeps, seed %i",
+      async (seed) => {
+        await expectSameAnswersPruned(test, randomOps(seed, 30));
+      },
+      120_000,
+    );
   });
 });
