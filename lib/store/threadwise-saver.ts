@@ -708,7 +708,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
       undefined,
     );
     const next = newest === undefined ? state?.next : ObjectId.createFromTime(Math.floor(newest.getTimestamp().getTime() / 1000) - PRUNE_OVERLAP_SECONDS);
-    return { result, next: { ...((state?.next ?? since) ? { since: state?.next ?? since } : {}), ...(next ? { next } : {}), keep } };
+    const nextSince = state?.next ?? since;
+    return { result, next: { ...(nextSince ? { since: nextSince } : {}), ...(next ? { next } : {}), keep, ...(rootReplays ? { rootReplays } : {}) } };
   }
 
   /**

@@ -66,7 +66,7 @@ describe("ThreadwiseSaver under a LangGraph graph", () => {
       const early = Math.max(...growth.slice(1, 4));
       const late = Math.max(...growth.slice(-3));
       expect(late).toBeLessThan(early * 1.2);
-    });
+    }, 120_000);
   });
 
   describe("a long thread with a bounded working set", () => {
@@ -133,6 +133,6 @@ describe("ThreadwiseSaver under a LangGraph graph", () => {
         const maxima = (rows: Cost[]) => Object.fromEntries(keys.map((key) => [key, maxOf(rows, key)]));
         console.table({ "turns 16-25": maxima(early), [`turns ${LONG_TURNS - WINDOW + 1}-${LONG_TURNS}`]: maxima(late) });
       }
-    });
+    }, 300_000);
   });
 });
