@@ -79,12 +79,14 @@ const question = (turn: number) => {
   return rows === 0 ? `Turn ${turn}: anything new today?` : `Turn ${turn}: show me the sales report with ${rows} rows.`;
 };
 
+let toolUses = 0;
 /** The scripted model: the report when the question asks for one and no result came yet, else a short answer. */
 function respond(request: ConverseRequest): ScriptedReply {
   const last = request.messages[request.messages.length - 1];
   const hasResult = last.content.some((block) => "toolResult" in block);
   const rows = Number(/with (\d+) rows/.exec(lastUserText(request))?.[1] ?? 0);
-  if (!hasResult && rows > 0) return { toolUses: [{ name: "sales_report", input: { rows } }] };
+  // Ids unique across the conversation: stock sends every earlier tool use again, and Converse rejects a repeated id.
+  if (!hasResult && rows > 0) return { toolUses: [{ name: "sales_report", input: { rows }, toolUseId: `tooluse_${++toolUses}` }] };
   return { text: hasResult ? "Here is the summary: revenue is steady across the regions." : "Nothing new; all quiet today." };
 }
 
