@@ -125,7 +125,7 @@ const keepSchema = z.number().int().positive();
 /** How long a prune holds the thread's prune lease; a prune that outlives it is refused at its next write. */
 export const PRUNE_LEASE_MS = 60_000;
 /** Seconds a prune's watermark lags the newest document it examined: ObjectIds of one second are not ordered. */
-const PRUNE_OVERLAP_SECONDS = 5;
+const PRUNE_OVERLAP_SECONDS = 1;
 /** Root checkpoints older than the watermark examined beyond `keep`, for those not visible. */
 const PRUNE_LATEST_SLACK = 4;
 
@@ -671,7 +671,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
         replaysWrites: metadata.delta_writes_versioned === true || metadata.counters_since_delta_snapshot !== undefined,
       };
     });
-    const context = since === undefined ? undefined : await this.pruneContext(threadId, since, candidates, view);
+    const rootReplays = state?.rootReplays === true || candidates.some((c) => c.checkpoint_ns === "" && c.replaysWrites === true);
+    const context = since === undefined ? undefined : await this.pruneContext(threadId, since, candidates, view, rootReplays);
     const plan = planPrune(candidates, keep, context);
     const dropped = (doc: CheckpointDocument) => plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
     const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));
@@ -707,7 +708,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
       undefined,
     );
     const next = newest === undefined ? state?.next : ObjectId.createFromTime(Math.floor(newest.getTimestamp().getTime() / 1000) - PRUNE_OVERLAP_SECONDS);
-    return { result, next: { ...((state?.next ?? since) ? { since: state?.next ?? since } : {}), ...(next ? { next } : {}), keep } };
+    const nextSince = state?.next ?? since;
+    return { result, next: { ...(nextSince ? { since: nextSince } : {}), ...(next ? { next } : {}), keep, ...(rootReplays ? { rootReplays } : {}) } };
   }
 
   /**
@@ -745,30 +747,22 @@ export class ThreadwiseSaver extends MongoDBSaver {
 
   /**
    * What an incremental prune knows of the root checkpoints it did not examine: which examined
-   * ones are parents of others (not branch tips), whether any replays writes (a DeltaChannel),
-   * and which owners of subgraph namespaces still exist (they are kept).
+   * ones are parents of others (not branch tips), whether any replays writes (a DeltaChannel,
+   * remembered in the prune state by the prune that examined it: every header is examined by the
+   * prune after its insertion), and which owners of subgraph namespaces still exist (they are kept).
    */
-  private async pruneContext(threadId: string, since: ObjectId, candidates: PruneCandidate[], view: FenceView): Promise<PruneContext> {
+  private async pruneContext(threadId: string, since: ObjectId, candidates: PruneCandidate[], view: FenceView, rootReplays: boolean): Promise<PruneContext> {
     const rootIds = candidates.filter((c) => c.checkpoint_ns === "").map((c) => c.checkpoint_id);
     const owners = [...new Set(candidates.flatMap((c) => (c.checkpoint_ns !== "" && c.parents?.[""] !== undefined ? [c.parents[""]] : [])))].filter(
       (id) => !rootIds.includes(id),
     );
-    const [children, replays, existing] = await Promise.all([
+    const [children, existing] = await Promise.all([
       this.checkpoints
         .find(
           { thread_id: threadId, checkpoint_ns: "", parent_checkpoint_id: { $in: rootIds }, _id: { $lt: since } },
           { projection: { thread_id: 1, parent_checkpoint_id: 1, epoch: 1, token: 1 } },
         )
         .toArray(),
-      this.checkpoints.findOne(
-        {
-          thread_id: threadId,
-          checkpoint_ns: "",
-          _id: { $lt: since },
-          $or: [{ "metadata_search.delta_writes_versioned": true }, { "metadata_search.counters_since_delta_snapshot": { $exists: true } }],
-        },
-        { projection: { _id: 1 } },
-      ),
       owners.length === 0
         ? []
         : this.checkpoints
@@ -777,7 +771,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     ]);
     return {
       parentsElsewhere: new Set(children.filter((d) => isVisible(d, view)).map((d) => d.parent_checkpoint_id as string)),
-      rootReplaysWrites: replays !== null,
+      rootReplaysWrites: rootReplays,
       keptElsewhere: new Set(existing.filter((d) => isVisible(d, view)).map((d) => d.checkpoint_id)),
     };
   }

@@ -61,9 +61,13 @@ async function run(seed: number, turns: number): Promise<Scenario[]> {
 describe("ThreadwiseSaver", () => {
   describe("prune", () => {
     const seeds = Array.from({ length: propertyRuns(4) }, (_, i) => 300 + i);
-    it.each(seeds)("leaves the thread whole under concurrent and stale prunes interleaved with turns, seed %i", async (seed) => {
-      await run(seed, 6);
-    });
+    it.each(seeds)(
+      "leaves the thread whole under concurrent and stale prunes interleaved with turns, seed %i",
+      async (seed) => {
+        await run(seed, 6);
+      },
+      120_000,
+    );
 
     it.each(seeds.slice(0, 3))(
       "leaves a thread without a fence whole under concurrent prunes, which only its merges' conditions order, seed %i",

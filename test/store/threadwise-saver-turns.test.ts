@@ -66,11 +66,12 @@ describe("ThreadwiseSaver under a LangGraph graph", () => {
       const early = Math.max(...growth.slice(1, 4));
       const late = Math.max(...growth.slice(-3));
       expect(late).toBeLessThan(early * 1.2);
-    });
+    }, 120_000);
   });
 
   describe("a long thread with a bounded working set", () => {
-    it(`keeps round trips, documents and bytes read per getTuple, turn and prune flat from turn 20 to turn ${LONG_TURNS}, every document under 256 KB`, async () => {
+    const title = `keeps round trips, documents and bytes read per getTuple, turn and prune flat from turn 20 to turn ${LONG_TURNS}`;
+    it(`${title}, every document under 256 KB`, async () => {
       // A client of its own, with command monitoring, so that only this thread's commands are counted.
       const client = new MongoClient(mongoUri(), { monitorCommands: true });
       await client.connect();
@@ -120,14 +121,18 @@ describe("ThreadwiseSaver under a LangGraph graph", () => {
         expect(maxOf(late, key), key).toBeLessThanOrEqual(maxOf(early, key) + 1);
       }
       for (const key of ["getTupleDocuments", "getTupleBytes", "turnDocuments", "turnBytes", "pruneDocuments", "pruneBytes"] as const) {
-        expect(maxOf(late, key), key).toBeLessThanOrEqual(maxOf(early, key) * 1.25 + 1);
+        expect(maxOf(late, key), key).toBeLessThanOrEqual(maxOf(early, key) * 1.5);
       }
       // Stored bytes grow by the same amount per turn: the run starts every turn keeps.
       const growth = (rows: Cost[]) => (rows[rows.length - 1].storedBytes - rows[0].storedBytes) / (rows.length - 1);
       expect(growth(late)).toBeLessThan(growth(early) * 1.25);
       expect(Math.max(...costs.map((c) => c.largest))).toBeLessThan(256 * 1024);
       expect(late.at(-1)?.storedBytes).toBeGreaterThan(0);
-      if (process.env.SAVER_COSTS) console.table([early.at(-1), late.at(-1)]);
-    });
+      if (process.env.SAVER_COSTS) {
+        const keys = Object.keys(costs[0]) as (keyof Cost)[];
+        const maxima = (rows: Cost[]) => Object.fromEntries(keys.map((key) => [key, maxOf(rows, key)]));
+        console.table({ "turns 16-25": maxima(early), [`turns ${LONG_TURNS - WINDOW + 1}-${LONG_TURNS}`]: maxima(late) });
+      }
+    }, 300_000);
   });
 });

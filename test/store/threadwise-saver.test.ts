@@ -16,6 +16,7 @@ import {
   loopMetadata as metadata,
   newSaver as newSaverIn,
   scriptedGraph,
+  snapshotThread,
 } from "./checkpoint/saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
@@ -271,6 +272,28 @@ describe("ThreadwiseSaver", () => {
   });
 
   describe("prune", () => {
+    it("leaves, examining only what was inserted since the prune before the last, what a prune of the whole thread leaves", async () => {
+      const { saver, db } = await newSaver();
+      const graph = scriptedGraph(saver);
+      for (let turn = 1; turn <= 6; turn += 1) {
+        await saver.claimThread("t", turn);
+        const config = { configurable: { thread_id: "t", fence_epoch: turn } };
+        await graph.invoke({ messages: [new HumanMessage(`q${turn}`)] }, config);
+        // A fork from the latest turn start every other turn: branches and tips, as edits leave them.
+        if (turn % 2 === 0) {
+          const start = (await rootHistory(saver)).find((t) => t.metadata?.source === "input") as CheckpointTuple;
+          await graph.invoke({ messages: [new HumanMessage(`edit ${turn}`)] }, { configurable: { ...start.config.configurable, fence_epoch: turn } });
+        }
+        await saver.prune("t", { fenceEpoch: turn });
+      }
+      expect((await db.collection("checkpoint_threads").findOne({ _id: "t" as never }))?.prune?.since).toBeDefined();
+      const incremental = await snapshotThread(saver, "t");
+      const blobs = await db.collection("checkpoint_blobs").countDocuments({ thread_id: "t" });
+      expect(await saver.prune("t", { fenceEpoch: 6, full: true })).toMatchObject({ checkpoints: 0, writes: 0 });
+      expect(await snapshotThread(saver, "t")).toEqual(incremental);
+      expect(await db.collection("checkpoint_blobs").countDocuments({ thread_id: "t" })).toBe(blobs);
+    });
+
     it("keeps every turn's first checkpoint, from which the turn can be read, replayed or edited", async () => {
       const { saver } = await newSaver();
       await runTurns(saver, "t", 4, true);

@@ -28,6 +28,8 @@ export interface PruneState {
   next?: ObjectId;
   /** The `keep` of the last prune: the checkpoints it kept as the latest are examined again. */
   keep?: number;
+  /** A root checkpoint replays writes (a DeltaChannel): the root namespace keeps every checkpoint. */
+  rootReplays?: true;
   lease?: { token: number; until: Date };
 }
 
