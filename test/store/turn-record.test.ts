@@ -2,14 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { messageText } from "../../lib/model-view/message-text.js";
-import {
-  compactDispositions,
-  expandDispositions,
-  summarizeContext,
-  toViewMessages,
-  ZERO_USAGE,
-  type ModelCallRecord,
-} from "../../lib/store/turn-record.js";
+import { compactDispositions, expandDispositions, summarizeContext, toViewMessages, ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
 
 const policy = { systemPrompt: "sys", finishedTurns: 4, toolOutputTokens: 1_000, totalBudget: 10_000 };
 
