@@ -79,12 +79,14 @@ const question = (turn: number) => {
   return rows === 0 ? `Turn ${turn}: anything new today?` : `Turn ${turn}: show me the sales report with ${rows} rows.`;
 };
 
+let toolUses = 0;
 /** The scripted model: the report when the question asks for one and no result came yet, else a short answer. */
 function respond(request: ConverseRequest): ScriptedReply {
   const last = request.messages[request.messages.length - 1];
   const hasResult = last.content.some((block) => "toolResult" in block);
   const rows = Number(/with (\d+) rows/.exec(lastUserText(request))?.[1] ?? 0);
-  if (!hasResult && rows > 0) return { toolUses: [{ name: "sales_report", input: { rows } }] };
+  // Ids unique across the conversation: stock sends every earlier tool use again, and Converse rejects a repeated id.
+  if (!hasResult && rows > 0) return { toolUses: [{ name: "sales_report", input: { rows }, toolUseId: `tooluse_${++toolUses}` }] };
   return { text: hasResult ? "Here is the summary: revenue is steady across the regions." : "Nothing new; all quiet today." };
 }
 
@@ -162,6 +164,198 @@ async function ask(conversationId: string, content: string): Promise<number> {
   return performance.now() - started;
 }
 
+/** Writes what has been measured so far (each part adds its own), so a run stopped early still reports its parts. */
+async function publish(): Promise<void> {
+  const firstFull = productBuckets[1];
+  const lastBucket = productBuckets[productBuckets.length - 1];
+  const firstBucket = productBuckets[0];
+  const s200 = productSnapshots[1];
+  const sLast = productSnapshots[productSnapshots.length - 1];
+  const stock200 = stockSnapshots.find((s) => s.turn === 2 * BUCKET);
+  const rssGrowth = lastBucket.rssMb - firstBucket.rssMb;
+  const ok = (pass: boolean) => (pass ? "met" : "**not met**");
+  const targets = [
+    [
+      `bytes stored per turn, turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 101–200`,
+      `${kb(lastBucket.storedPerTurn)} vs ${kb(firstFull.storedPerTurn)} (×${(lastBucket.storedPerTurn / firstFull.storedPerTurn).toFixed(2)})`,
+      "within 1.2×",
+      ok(lastBucket.storedPerTurn <= 1.2 * firstFull.storedPerTurn),
+    ],
+    [`largest document at turn ${sLast.turn}`, `${kb(sLast.largest)} (${sLast.largestIn})`, "under 256 KB", ok(sLast.largest < 256 * 1024)],
+    [
+      `server time per turn, p50 of turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 1–100`,
+      `${lastBucket.p50.toFixed(0)} ms vs ${firstBucket.p50.toFixed(0)} ms (×${(lastBucket.p50 / firstBucket.p50).toFixed(2)})`,
+      "within 1.3×",
+      ok(lastBucket.p50 <= 1.3 * firstBucket.p50),
+    ],
+    [
+      `CPU time per turn, p50 of turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 1–100 (wall time on a loaded machine aside)`,
+      `${lastBucket.cpuP50.toFixed(0)} ms vs ${firstBucket.cpuP50.toFixed(0)} ms (×${(lastBucket.cpuP50 / firstBucket.cpuP50).toFixed(2)})`,
+      "within 1.3×",
+      ok(lastBucket.cpuP50 <= 1.3 * firstBucket.cpuP50),
+    ],
+    [`RSS growth over ${turns} turns (bucket 1 to the last)`, `${rssGrowth.toFixed(0)} MB`, "under 50 MB", ok(rssGrowth < 50)],
+    ...(stock200
+      ? [
+          [
+            "storage at 200 turns, stock against the product",
+            `${mb(stock200.bytes)} vs ${mb(s200.bytes)} (×${(stock200.bytes / s200.bytes).toFixed(1)})`,
+            "at least 100× less",
+            ok(stock200.bytes >= 100 * s200.bytes),
+          ],
+        ]
+      : []),
+    ...(big
+      ? [
+          [
+            `largest document of the ${formatCount(big.turns)}-turn conversation`,
+            `${kb(big.largest)} (${big.largestIn})`,
+            "under 256 KB",
+            ok(big.largest < 256 * 1024),
+          ],
+          [
+            `its next turn's server time (median of 5)`,
+            `${quantile(big.nextTurnMs, 0.5).toFixed(0)} ms`,
+            "under 500 ms",
+            ok(quantile(big.nextTurnMs, 0.5) < 500),
+          ],
+        ]
+      : []),
+  ];
+
+  function bucketTable(buckets: readonly Bucket[]): string {
+    return markdownTable(
+      ["turns", "stored per turn", "largest document", "server time p50", "p95", "CPU per turn p50", "RSS"],
+      buckets.map((b) => [
+        `${b.lastTurn - BUCKET + 1}–${b.lastTurn}`,
+        kb(b.storedPerTurn),
+        kb(b.largest),
+        `${b.p50.toFixed(0)} ms`,
+        `${b.p95.toFixed(0)} ms`,
+        `${b.cpuP50.toFixed(0)} ms`,
+        `${b.rssMb.toFixed(0)} MB`,
+      ]),
+      ["left", "right", "right", "right", "right", "right", "right"],
+    );
+  }
+
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, load average ${loadavg()[0].toFixed(1)} at the end`;
+  const markdown = [
+    "# Long-conversation benchmark",
+    "",
+    `\`npm run bench:long -- --turns ${turns} --stock-turns ${stockTurns} --big-turns ${bigTurns}\`` +
+      `: one conversation of ${formatCount(turns)} turns through the HTTP API of the local server` +
+      `, the real \`ChatBedrockConverse\` against the local Converse endpoint` +
+      `, a tool call in 8 turns of 10 (outputs of 1–20 KB, those over 2,000 tokens offloaded).` +
+      ` Stock LangGraph (\`createReactAgent\` + \`MongoDBSaver\`) in the same run for ${stockTurns} turns.` +
+      ` ${machine}; the embedded MongoDB-compatible server.`,
+    "",
+    "## Against the issue's targets",
+    "",
+    markdownTable(["measure", "measured", "target", ""], targets, ["left", "right", "left", "left"]),
+    "",
+    "## Product, per bucket of 100 turns",
+    "",
+    bucketTable(productBuckets),
+    "",
+    "Stored (every document's BSON bytes): " +
+      productSnapshots.map((s) => `${mb(s.bytes)} at turn ${s.turn} (largest document ${kb(s.largest)}, ${s.largestIn})`).join("; ") +
+      ".",
+    "",
+    `## Stock (\`createReactAgent\` + \`MongoDBSaver\`)${stockStopped ? `, stopped at ${stockStopped}` : ""}`,
+    "",
+    bucketTable(stockBuckets),
+    "",
+    `Stored: ${stockSnapshots.map((s) => `${mb(s.bytes)} at turn ${s.turn} (largest document ${kb(s.largest)})`).join("; ")}.`,
+    "",
+    ...(big
+      ? [
+          `## A ${formatCount(big.turns)}-turn conversation`,
+          "",
+          `${formatCount(big.turns)} real turns (the offline model, in process, a tool call in one turn of five)` +
+            ` written in ${big.writeSeconds.toFixed(0)} s; ` +
+            `then 5 more through the HTTP API with the Converse endpoint: ${big.nextTurnMs.map((ms) => `${ms.toFixed(0)} ms`).join(", ")}. ` +
+            `Its working set holds ${big.workingSetUsers} questions. ` +
+            `The database then held ${mb(big.bytes)}, the largest document ${kb(big.largest)} (${big.largestIn}).`,
+          "",
+        ]
+      : []),
+    "![Bytes stored and server time per turn, by bucket of 100 turns](long-conversation.svg)",
+    "",
+  ];
+
+  function chart(): string {
+    const margin = { left: 70, right: 20, top: 40, bottom: 60 };
+    const maxTurn = Math.max(turns, stockTurns);
+    const step = maxTurn >= 1000 ? 500 : 100;
+    const x: Axis = {
+      min: 0,
+      max: maxTurn,
+      ticks: Array.from({ length: Math.floor(maxTurn / step) + 1 }, (_, i) => ({ value: i * step, label: formatCount(i * step) })),
+      title: "turn",
+    };
+    const linear = (top: number, label: (v: number) => string): Axis => {
+      const tickStep = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].find((s) => top / s <= 6) ?? 10_000;
+      const max = Math.ceil(top / tickStep) * tickStep;
+      return { min: 0, max, ticks: Array.from({ length: max / tickStep + 1 }, (_, i) => ({ value: i * tickStep, label: label(i * tickStep) })) };
+    };
+    const points = (buckets: readonly Bucket[], pick: (b: Bucket) => number) => buckets.map((b) => ({ x: b.lastTurn, y: pick(b) }));
+    const product = "#1f77b4";
+    const stock = "#d62728";
+    const writtenTop = Math.max(...[...productBuckets, ...stockBuckets].map((b) => b.storedPerTurn / 1024));
+    const timeTop = Math.max(...[...productBuckets, ...stockBuckets].map((b) => b.p95));
+    const panels: Panel[] = [
+      {
+        ...panelInRow(0, 480, 400, margin),
+        title: "KB stored in MongoDB per turn",
+        x,
+        y: linear(writtenTop, (v) => `${v} KB`),
+        series: [
+          { points: points(stockBuckets, (b) => b.storedPerTurn / 1024), color: stock, markers: true },
+          { points: points(productBuckets, (b) => b.storedPerTurn / 1024), color: product, markers: true },
+        ],
+      },
+      {
+        ...panelInRow(1, 480, 400, margin),
+        title: "server time per turn (p50 solid, p95 dashed)",
+        x,
+        y: linear(timeTop, (v) => `${v} ms`),
+        series: [
+          { points: points(stockBuckets, (b) => b.p50), color: stock, markers: true },
+          { points: points(stockBuckets, (b) => b.p95), color: stock, dash: "6 4" },
+          { points: points(productBuckets, (b) => b.p50), color: product, markers: true },
+          { points: points(productBuckets, (b) => b.p95), color: product, dash: "6 4" },
+        ],
+      },
+    ];
+    return lineChart({
+      width: 960,
+      height: 440,
+      title: "One conversation through the HTTP API: product against stock LangGraph",
+      panels,
+      legend: {
+        x: 70,
+        y: 424,
+        spacing: 320,
+        entries: [
+          { color: product, label: "product (working set, archive, ThreadwiseSaver)" },
+          { color: stock, label: "stock createReactAgent + MongoDBSaver" },
+        ],
+      },
+    });
+  }
+
+  process.stdout.write(`${markdown.join("\n")}\n`);
+  if (values.write) await writeResults({ "long-conversation.md": markdown.join("\n"), "long-conversation.svg": chart() });
+}
+
+let big: { turns: number; writeSeconds: number; nextTurnMs: number[]; bytes: number; largest: number; largestIn: string; workingSetUsers: number } | undefined;
+
+const stockDb = `bench_long_${run}_stock`;
+const stockBuckets: Bucket[] = [];
+const stockSnapshots: Snapshot[] = [];
+let stockStopped: string | undefined;
+
 // Part 1: the product through the HTTP API.
 const productBuckets: Bucket[] = [];
 const productSnapshots: Snapshot[] = [];
@@ -200,11 +394,9 @@ const productSnapshots: Snapshot[] = [];
   }
 }
 
+await publish();
+
 // Part 2: stock LangGraph, the same model and tool, on its own database.
-const stockDb = `bench_long_${run}_stock`;
-const stockBuckets: Bucket[] = [];
-const stockSnapshots: Snapshot[] = [];
-let stockStopped: string | undefined;
 {
   const stockConverse = await startConverseEndpoint({ respond, contextWindowTokens: 50_000_000 });
   const stockClient = new MongoClient(mongo.uri);
@@ -257,8 +449,9 @@ let stockStopped: string | undefined;
   await stockConverse.close();
 }
 
+await publish();
+
 // Part 3: a conversation of `bigTurns` real turns, then its next turn through the HTTP API.
-let big: { turns: number; writeSeconds: number; nextTurnMs: number[]; bytes: number; largest: number; largestIn: string; workingSetUsers: number } | undefined;
 if (bigTurns > 0) {
   const writer = await createApp(config, { mongoClient: client, tools: [reportTool], setup: "ensure", logger: silentLogger });
   const owner = apiPrincipal("bench");
@@ -287,185 +480,4 @@ await server.close();
 await client.close();
 await converse.close();
 await mongo.stop();
-
-// Results.
-const firstFull = productBuckets[1];
-const lastBucket = productBuckets[productBuckets.length - 1];
-const firstBucket = productBuckets[0];
-const s200 = productSnapshots[1];
-const sLast = productSnapshots[productSnapshots.length - 1];
-const stock200 = stockSnapshots.find((s) => s.turn === 2 * BUCKET);
-const rssGrowth = lastBucket.rssMb - firstBucket.rssMb;
-const ok = (pass: boolean) => (pass ? "met" : "**not met**");
-const targets = [
-  [
-    `bytes stored per turn, turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 101–200`,
-    `${kb(lastBucket.storedPerTurn)} vs ${kb(firstFull.storedPerTurn)} (×${(lastBucket.storedPerTurn / firstFull.storedPerTurn).toFixed(2)})`,
-    "within 1.2×",
-    ok(lastBucket.storedPerTurn <= 1.2 * firstFull.storedPerTurn),
-  ],
-  [`largest document at turn ${sLast.turn}`, `${kb(sLast.largest)} (${sLast.largestIn})`, "under 256 KB", ok(sLast.largest < 256 * 1024)],
-  [
-    `server time per turn, p50 of turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 1–100`,
-    `${lastBucket.p50.toFixed(0)} ms vs ${firstBucket.p50.toFixed(0)} ms (×${(lastBucket.p50 / firstBucket.p50).toFixed(2)})`,
-    "within 1.3×",
-    ok(lastBucket.p50 <= 1.3 * firstBucket.p50),
-  ],
-  [
-    `CPU time per turn, p50 of turns ${lastBucket.lastTurn - BUCKET + 1}–${lastBucket.lastTurn} against 1–100 (wall time on a loaded machine aside)`,
-    `${lastBucket.cpuP50.toFixed(0)} ms vs ${firstBucket.cpuP50.toFixed(0)} ms (×${(lastBucket.cpuP50 / firstBucket.cpuP50).toFixed(2)})`,
-    "within 1.3×",
-    ok(lastBucket.cpuP50 <= 1.3 * firstBucket.cpuP50),
-  ],
-  [`RSS growth over ${turns} turns (bucket 1 to the last)`, `${rssGrowth.toFixed(0)} MB`, "under 50 MB", ok(rssGrowth < 50)],
-  ...(stock200
-    ? [
-        [
-          "storage at 200 turns, stock against the product",
-          `${mb(stock200.bytes)} vs ${mb(s200.bytes)} (×${(stock200.bytes / s200.bytes).toFixed(1)})`,
-          "at least 100× less",
-          ok(stock200.bytes >= 100 * s200.bytes),
-        ],
-      ]
-    : []),
-  ...(big
-    ? [
-        [
-          `largest document of the ${formatCount(big.turns)}-turn conversation`,
-          `${kb(big.largest)} (${big.largestIn})`,
-          "under 256 KB",
-          ok(big.largest < 256 * 1024),
-        ],
-        [
-          `its next turn's server time (median of 5)`,
-          `${quantile(big.nextTurnMs, 0.5).toFixed(0)} ms`,
-          "under 500 ms",
-          ok(quantile(big.nextTurnMs, 0.5) < 500),
-        ],
-      ]
-    : []),
-];
-
-function bucketTable(buckets: readonly Bucket[]): string {
-  return markdownTable(
-    ["turns", "stored per turn", "largest document", "server time p50", "p95", "CPU per turn p50", "RSS"],
-    buckets.map((b) => [
-      `${b.lastTurn - BUCKET + 1}–${b.lastTurn}`,
-      kb(b.storedPerTurn),
-      kb(b.largest),
-      `${b.p50.toFixed(0)} ms`,
-      `${b.p95.toFixed(0)} ms`,
-      `${b.cpuP50.toFixed(0)} ms`,
-      `${b.rssMb.toFixed(0)} MB`,
-    ]),
-    ["left", "right", "right", "right", "right", "right", "right"],
-  );
-}
-
-const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, load average ${loadavg()[0].toFixed(1)} at the end`;
-const markdown = [
-  "# Long-conversation benchmark",
-  "",
-  `\`npm run bench:long -- --turns ${turns} --stock-turns ${stockTurns} --big-turns ${bigTurns}\`` +
-    `: one conversation of ${formatCount(turns)} turns through the HTTP API of the local server` +
-    `, the real \`ChatBedrockConverse\` against the local Converse endpoint` +
-    `, a tool call in 8 turns of 10 (outputs of 1–20 KB, those over 2,000 tokens offloaded).` +
-    ` Stock LangGraph (\`createReactAgent\` + \`MongoDBSaver\`) in the same run for ${stockTurns} turns.` +
-    ` ${machine}; the embedded MongoDB-compatible server.`,
-  "",
-  "## Against the issue's targets",
-  "",
-  markdownTable(["measure", "measured", "target", ""], targets, ["left", "right", "left", "left"]),
-  "",
-  "## Product, per bucket of 100 turns",
-  "",
-  bucketTable(productBuckets),
-  "",
-  "Stored (every document's BSON bytes): " +
-    productSnapshots.map((s) => `${mb(s.bytes)} at turn ${s.turn} (largest document ${kb(s.largest)}, ${s.largestIn})`).join("; ") +
-    ".",
-  "",
-  `## Stock (\`createReactAgent\` + \`MongoDBSaver\`)${stockStopped ? `, stopped at ${stockStopped}` : ""}`,
-  "",
-  bucketTable(stockBuckets),
-  "",
-  `Stored: ${stockSnapshots.map((s) => `${mb(s.bytes)} at turn ${s.turn} (largest document ${kb(s.largest)})`).join("; ")}.`,
-  "",
-  ...(big
-    ? [
-        `## A ${formatCount(big.turns)}-turn conversation`,
-        "",
-        `${formatCount(big.turns)} real turns (the offline model, in process, a tool call in one turn of five) written in ${big.writeSeconds.toFixed(0)} s; ` +
-          `then 5 more through the HTTP API with the Converse endpoint: ${big.nextTurnMs.map((ms) => `${ms.toFixed(0)} ms`).join(", ")}. ` +
-          `Its working set holds ${big.workingSetUsers} questions. ` +
-          `The database then held ${mb(big.bytes)}, the largest document ${kb(big.largest)} (${big.largestIn}).`,
-        "",
-      ]
-    : []),
-  "![Bytes stored and server time per turn, by bucket of 100 turns](long-conversation.svg)",
-  "",
-];
-
-function chart(): string {
-  const margin = { left: 70, right: 20, top: 40, bottom: 60 };
-  const maxTurn = Math.max(turns, stockTurns);
-  const step = maxTurn >= 1000 ? 500 : 100;
-  const x: Axis = {
-    min: 0,
-    max: maxTurn,
-    ticks: Array.from({ length: Math.floor(maxTurn / step) + 1 }, (_, i) => ({ value: i * step, label: formatCount(i * step) })),
-    title: "turn",
-  };
-  const linear = (top: number, label: (v: number) => string): Axis => {
-    const tickStep = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].find((s) => top / s <= 6) ?? 10_000;
-    const max = Math.ceil(top / tickStep) * tickStep;
-    return { min: 0, max, ticks: Array.from({ length: max / tickStep + 1 }, (_, i) => ({ value: i * tickStep, label: label(i * tickStep) })) };
-  };
-  const points = (buckets: readonly Bucket[], pick: (b: Bucket) => number) => buckets.map((b) => ({ x: b.lastTurn, y: pick(b) }));
-  const product = "#1f77b4";
-  const stock = "#d62728";
-  const writtenTop = Math.max(...[...productBuckets, ...stockBuckets].map((b) => b.storedPerTurn / 1024));
-  const timeTop = Math.max(...[...productBuckets, ...stockBuckets].map((b) => b.p95));
-  const panels: Panel[] = [
-    {
-      ...panelInRow(0, 480, 400, margin),
-      title: "KB stored in MongoDB per turn",
-      x,
-      y: linear(writtenTop, (v) => `${v} KB`),
-      series: [
-        { points: points(stockBuckets, (b) => b.storedPerTurn / 1024), color: stock, markers: true },
-        { points: points(productBuckets, (b) => b.storedPerTurn / 1024), color: product, markers: true },
-      ],
-    },
-    {
-      ...panelInRow(1, 480, 400, margin),
-      title: "server time per turn (p50 solid, p95 dashed)",
-      x,
-      y: linear(timeTop, (v) => `${v} ms`),
-      series: [
-        { points: points(stockBuckets, (b) => b.p50), color: stock, markers: true },
-        { points: points(stockBuckets, (b) => b.p95), color: stock, dash: "6 4" },
-        { points: points(productBuckets, (b) => b.p50), color: product, markers: true },
-        { points: points(productBuckets, (b) => b.p95), color: product, dash: "6 4" },
-      ],
-    },
-  ];
-  return lineChart({
-    width: 960,
-    height: 440,
-    title: "One conversation through the HTTP API: product against stock LangGraph",
-    panels,
-    legend: {
-      x: 70,
-      y: 424,
-      spacing: 320,
-      entries: [
-        { color: product, label: "product (working set, archive, ThreadwiseSaver)" },
-        { color: stock, label: "stock createReactAgent + MongoDBSaver" },
-      ],
-    },
-  });
-}
-
-process.stdout.write(`${markdown.join("\n")}\n`);
-if (values.write) await writeResults({ "long-conversation.md": markdown.join("\n"), "long-conversation.svg": chart() });
+await publish();
