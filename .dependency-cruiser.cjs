@@ -10,6 +10,7 @@ const LAYERS = [
   ["config", "^lib/config/"],
   ["identity and view", "^lib/(auth|model-view)/"],
   ["store", "^lib/store/"],
+  ["limits", "^lib/limits/"],
   ["tools", "^lib/tools/"],
   ["recall", "^lib/recall/"],
   ["agent", "^lib/agent/"],

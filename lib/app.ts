@@ -34,6 +34,7 @@ import { ApprovalPolicy } from "./approvals/approval-policy.js";
 import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
+import { Limits, type LimitUsageSink } from "./limits/limits.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -67,6 +68,10 @@ export interface AppOptions {
   onTurnCompleted?: TurnMetricsSink;
   /** Receives the error of every turn that failed in the request (Lambda: the failed-turn metric). */
   onTurnFailed?: (error: unknown) => void;
+  /** Receives what each model call added to a tenant's and user's usage (Lambda: the usage metrics, docs/limits.md). */
+  onLimitUsage?: LimitUsageSink;
+  /** What the limits' windows and expiries are measured by. Default: the system clock. */
+  limitsNow?: () => Date;
 }
 
 /** The product's core, one per container or process; HTTP is served over it by `createHttpHandler` (`lib/api/http-handler.ts`). */
@@ -83,6 +88,8 @@ export interface App {
   events: TurnEvents;
   /** Decisions on tool calls waiting for a person (docs/approvals.md). */
   approvals: Approvals;
+  /** Budgets and rate limits per tenant and user, and their usage (docs/limits.md). */
+  limits: Limits;
   close(): Promise<void>;
 }
 
@@ -113,11 +120,22 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const bedrock = config.model.provider === "bedrock";
   const modelId = bedrock ? config.model.bedrockModelId : "local";
   const { promptCache, tokenMargin } = config.view;
+  const price = priceOf(config.model.prices, modelId);
+  const limits = new Limits(database.db, {
+    config: config.limits,
+    price,
+    maxOutputTokens: config.model.maxOutputTokens,
+    firstCallInputTokens: config.view.totalBudget,
+    now: options.limitsNow,
+    onUsage: options.onLimitUsage,
+    logger: options.logger,
+  });
   const graph = createAgentGraph({
+    limits,
     model,
     modelId,
     calibration: new TokenCalibration({ initialMargin: tokenMargin.initial, minMargin: tokenMargin.min }),
-    price: priceOf(config.model.prices, modelId),
+    price,
     sendCachePoints: bedrock && promptCache.enabled,
     countTokens: config.model.countTokens ? createModelTokenCounter(model, modelId) : undefined,
     tools: new RegistryToolRunner(
@@ -149,6 +167,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     lease: database.lease,
     threads: database.checkpointer,
     faults: options.faults,
+    limits,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
@@ -190,6 +209,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     dispatcher,
     events,
     approvals,
+    limits,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();

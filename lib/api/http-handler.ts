@@ -1,6 +1,7 @@
 import type { App } from "../app.js";
 import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
+import { adminRoutes } from "./admin-routes.js";
 import { apiRoutes } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
@@ -35,7 +36,9 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
       events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
       approvals: app.approvals,
       streamingUrl: config.deployment.streamingUrl,
+      limits: app.limits,
     }),
+    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole }),
     ...(options.extraRoutes ?? []),
   ];
   const router = createRouter(routes, options.onError);

@@ -20,6 +20,12 @@ export const COLLECTIONS = {
   recallIndex: "recall_index",
   /** A turn's streamed events, in batches, for clients that reconnect (short-lived). */
   turnEvents: "turn_events",
+  /** What counts against each tenant's and user's limits now (`lib/limits`, docs/limits.md). */
+  limitCounters: "limit_counters",
+  /** The limits set per tenant and user through the admin API. */
+  limitOverrides: "limit_overrides",
+  /** Usage per tenant or user and UTC day, for the admin API. */
+  usageDaily: "usage_daily",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;
