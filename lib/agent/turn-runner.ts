@@ -2,7 +2,16 @@ import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMess
 import { Command, INTERRUPT, isInterrupted, type StateSnapshot } from "@langchain/langgraph";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import { BudgetExhaustedError, ModelCallLimitError, ModelCredentialsError, NotFoundError, RateLimitedError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
+import {
+  BudgetExhaustedError,
+  ModelCallLimitError,
+  ModelCredentialsError,
+  NotFoundError,
+  RateLimitedError,
+  NotLatestTurnError,
+  StaleWriterError,
+  TurnSupersededError,
+} from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";

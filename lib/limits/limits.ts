@@ -71,7 +71,10 @@ export class Limits {
       now: options.now,
     });
     const p = options.price;
-    this.weights = p && p.input > 0 ? { cacheRead: p.cacheRead / p.input, cacheWrite: p.cacheWrite / p.input, cacheWrite1h: p.cacheWrite1h / p.input } : { cacheRead: 1, cacheWrite: 1, cacheWrite1h: 1 };
+    this.weights =
+      p && p.input > 0
+        ? { cacheRead: p.cacheRead / p.input, cacheWrite: p.cacheWrite / p.input, cacheWrite1h: p.cacheWrite1h / p.input }
+        : { cacheRead: 1, cacheWrite: 1, cacheWrite1h: 1 };
   }
 
   /** The defaults of a scope's kind. */

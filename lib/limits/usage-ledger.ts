@@ -107,7 +107,7 @@ export interface ScopeSpend {
 
 const isDuplicateKey = (error: unknown) =>
   (error instanceof MongoBulkWriteError || error instanceof MongoServerError) &&
-  (error.code === 11000 || (error instanceof MongoBulkWriteError && error.writeErrors instanceof Array && error.writeErrors.some((w) => w.code === 11000)));
+  (error.code === 11000 || (error instanceof MongoBulkWriteError && Array.isArray(error.writeErrors) && error.writeErrors.some((w) => w.code === 11000)));
 
 /** Micro-dollars of a limit in US dollars. */
 export const microsOf = (usd: number) => Math.round(usd * 1_000_000);
@@ -246,7 +246,11 @@ export class UsageLedger {
       }
     }
     if (claim.streamId && limits.concurrentStreams !== null && (doc?.streamCount ?? 0) >= limits.concurrentStreams) {
-      return new RateLimitedError(`${who} limit of ${limits.concurrentStreams} streams at once is reached`, name("concurrentStreams"), CONCURRENCY_RETRY_AFTER_S);
+      return new RateLimitedError(
+        `${who} limit of ${limits.concurrentStreams} streams at once is reached`,
+        name("concurrentStreams"),
+        CONCURRENCY_RETRY_AFTER_S,
+      );
     }
     if (claim.reservation) {
       const { amount } = claim.reservation;
@@ -335,7 +339,10 @@ export class UsageLedger {
     const w = windowsAt(this.now());
     let doc = await this.counters.findOneAndUpdate(
       { _id, [`res.${r.id}`]: { $exists: true } },
-      { $unset: { [`res.${r.id}`]: "" }, $inc: { [`tokens.${r.day}`]: actual.tokens - r.amount.tokens, [`micros.${r.month}`]: actual.micros - r.amount.micros } },
+      {
+        $unset: { [`res.${r.id}`]: "" },
+        $inc: { [`tokens.${r.day}`]: actual.tokens - r.amount.tokens, [`micros.${r.month}`]: actual.micros - r.amount.micros },
+      },
       { returnDocument: "after" },
     );
     if (!doc && (actual.tokens > 0 || actual.micros > 0)) {
@@ -403,7 +410,9 @@ export class UsageLedger {
   }
 
   /** What counts against a scope's limits now: turns this minute, slots held, tokens today, dollars this month (reservations included). */
-  async current(scope: LimitScope): Promise<{ turnsThisMinute: number; concurrentTurns: number; concurrentStreams: number; tokensToday: number; usdThisMonth: number }> {
+  async current(
+    scope: LimitScope,
+  ): Promise<{ turnsThisMinute: number; concurrentTurns: number; concurrentStreams: number; tokensToday: number; usdThisMonth: number }> {
     const doc = await this.counters.findOne({ _id: scopeId(scope) });
     const w = windowsAt(this.now());
     return {

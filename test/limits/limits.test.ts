@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
-import type { HttpRequest, HttpResponse } from "../../lib/api/http.js";
+import type { HttpRequest } from "../../lib/api/http.js";
 import { createHttpHandler } from "../../lib/api/http-handler.js";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
@@ -75,7 +75,9 @@ function expectRefusal(response: { status: number; headers: Record<string, strin
 
 describe("Limits", () => {
   describe("tokensPerDay across three instances", () => {
-    it("never lets concurrent turns overshoot the budget by more than one reservation, and keeps the counters over a restart", { timeout: 90_000 }, async () => {
+    it("never lets concurrent turns overshoot the budget by more than one reservation, and keeps the counters over a restart", {
+      timeout: 90_000,
+    }, async () => {
       const dbName = `limits_${randomUUID().slice(0, 8)}`;
       const budget = 8_000;
       const env = { LIMIT_USER_TOKENS_PER_DAY: String(budget) };
@@ -131,7 +133,6 @@ describe("Limits", () => {
         expect(response.status).toBe(200);
       }
       expect(stopped).toBeGreaterThan(0);
-      console.log("scripted", { stopped, budget });
       const used = await usedTokens(dbName, "script");
       expect(used).toBeLessThanOrEqual(budget * 1.01);
       // Stopped at the budget, not before: what was left could not hold another call's reservation.
@@ -188,5 +189,3 @@ describe("Limits", () => {
     });
   });
 });
-
-export type { HttpResponse };
