@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { HttpRequest } from "../../lib/api/http.js";
 import { createHttpHandler } from "../../lib/api/http-handler.js";
 import { createApp, type App } from "../../lib/app.js";
@@ -9,6 +10,7 @@ import { DEFAULT_LIMITS_ADMIN_ROLE } from "../../lib/config/limits-config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { prng } from "../../lib/prng.js";
 import { errorResponse as errorBody } from "../../lib/api/schemas.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { mongoUri } from "../support/mongo.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
@@ -25,7 +27,7 @@ const VIEW_BUDGET = 2_000;
 const TURN_TOKENS = 150;
 
 /** An instance as a container runs it: its own app and HTTP API over the shared database; callers named by `x-user`. */
-async function instance(dbName: string, env: Record<string, string> = {}, now?: () => Date) {
+async function instance(dbName: string, env: Record<string, string> = {}, now?: () => Date, tools: ToolDefinition[] = []) {
   const config = loadConfig({
     MONGODB_URI: mongoUri(),
     MONGODB_DB: dbName,
@@ -33,7 +35,7 @@ async function instance(dbName: string, env: Record<string, string> = {}, now?: 
     VIEW_TOTAL_BUDGET: String(VIEW_BUDGET),
     ...env,
   });
-  const app = await createApp(config, { tools: [], ...(now && { limitsNow: now }) });
+  const app = await createApp(config, { tools, ...(now && { limitsNow: now }) });
   opened.push(app);
   const authenticate = async (request: HttpRequest): Promise<Caller> => ({
     principal: apiPrincipal(request.headers["x-user"] ?? "nobody", "acme"),
@@ -50,12 +52,33 @@ async function instance(dbName: string, env: Record<string, string> = {}, now?: 
     });
     return { status: response.status, headers: response.headers, body: response.body ? JSON.parse(response.body) : undefined, raw: response };
   };
+  /** A question asked with `Accept: text/event-stream`: the events' names and data, as the stream gave them. */
+  const askStreamed = async (user: string, content: string) => {
+    const created = await call("POST", "/v1/conversations", user, {});
+    const response = await route({
+      method: "POST",
+      path: `/v1/conversations/${created.body.conversationId}/messages`,
+      query: {},
+      headers: { "x-user": user, "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ content }),
+      canStream: true,
+    });
+    let text = "";
+    for await (const chunk of response.stream?.(new AbortController().signal) ?? []) text += chunk;
+    await response.settled;
+    const events = text.split("\n\n").flatMap((block) => {
+      const name = /^event: (.*)$/m.exec(block)?.[1];
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      return name && data ? [{ name, data: JSON.parse(data) }] : [];
+    });
+    return { status: response.status, events };
+  };
   /** Starts a conversation and asks one question in it. */
   const ask = async (user: string, content = "hello, what can you do?") => {
     const created = await call("POST", "/v1/conversations", user, {});
     return call("POST", `/v1/conversations/${created.body.conversationId}/messages`, user, { content });
   };
-  return { app, config, call, ask };
+  return { app, config, call, ask, askStreamed };
 }
 
 /** What the user has used as the limits count it, from the day's usage record (settled calls only). */
@@ -137,6 +160,59 @@ describe("Limits", () => {
       expect(used).toBeLessThanOrEqual(budget * 1.01);
       // Stopped at the budget, not before: what was left could not hold another call's reservation.
       expect(used).toBeGreaterThan(budget - reservation);
+    });
+  });
+
+  describe("a budget reached between model calls", () => {
+    /** A tool with an effect: it counts its runs, and while running spends the rest of the user's budget (an admin lowers it). */
+    function spendingTool(onRun: () => Promise<void>): ToolDefinition & { runs: number } {
+      const tool = {
+        runs: 0,
+        name: "record_sale",
+        description: "Records a sale.",
+        schema: z.object({ amount: z.number() }),
+        sideEffects: true,
+        run: async () => {
+          tool.runs += 1;
+          await onRun();
+          return "recorded";
+        },
+      };
+      return tool;
+    }
+    const lower = (app: App, subject: string) =>
+      app.limits.overrides.set({ kind: "user", issuer: "api", tenant: "acme", subject }, { tokensPerDay: 1 }, "test");
+
+    it("ends the turn failed with budget_exhausted and a clear message, its tool's effect kept", async () => {
+      const dbName = `limits_${randomUUID().slice(0, 8)}`;
+      let app: App | undefined;
+      const tool = spendingTool(async () => {
+        if (app) await lower(app, "mid");
+      });
+      const made = await instance(dbName, {}, undefined, [tool]);
+      app = made.app;
+      const response = await made.ask("mid", 'record_sale {"amount": 5}');
+      expectRefusal(response, "budget_exhausted", "user.tokensPerDay");
+      expect(tool.runs).toBe(1);
+      const [turn] = await inspector.client.db(dbName).collection(COLLECTIONS.turns).find({}).toArray();
+      expect(turn.status).toBe("failed");
+      expect(turn.error).toMatchObject({ code: "budget_exhausted", message: expect.stringContaining("model tokens per day") });
+      expect((await made.app.limits.ledger.current({ kind: "user", issuer: "api", tenant: "acme", subject: "mid" })).concurrentTurns).toBe(0);
+    });
+
+    it("ends a stream with the failed event naming budget_exhausted", async () => {
+      const dbName = `limits_${randomUUID().slice(0, 8)}`;
+      let app: App | undefined;
+      const tool = spendingTool(async () => {
+        if (app) await lower(app, "streamer");
+      });
+      const made = await instance(dbName, {}, undefined, [tool]);
+      app = made.app;
+      const { status, events } = await made.askStreamed("streamer", 'record_sale {"amount": 5}');
+      expect(status).toBe(200);
+      expect(events.at(-1)).toMatchObject({ name: "failed", data: { code: "budget_exhausted" } });
+      expect(tool.runs).toBe(1);
+      expect((await made.app.limits.ledger.current({ kind: "user", issuer: "api", tenant: "acme", subject: "streamer" })).concurrentStreams).toBe(0);
     });
   });
 
