@@ -3,6 +3,8 @@ import type { Principal } from "../auth/principal.js";
 import type { LimitsConfig, LimitValues } from "../config/limits-config.js";
 import type { ModelPrice } from "../config/config.js";
 import type { StructuredLogger } from "../logger.js";
+import { BudgetExhaustedError, type RateLimitedError } from "../errors.js";
+import { windowsAt } from "./windows.js";
 import { effectiveLimits, LimitOverrides } from "./limit-overrides.js";
 import { scopesOf, type LimitScope } from "./limit-scope.js";
 import { microsOf, UsageLedger, type Amount, type CallUsage, type HeldReservation, type ScopeLimits, type ScopeSpend, type UsageDay } from "./usage-ledger.js";
@@ -177,6 +179,16 @@ export class Limits {
         ...(budget !== null && { budgetPercent: (100 * spend.monthMicros) / microsOf(budget) }),
       });
     });
+  }
+
+  /**
+   * Whether a channel should tell the user of this refusal: true for the first refusal of a limit
+   * in its window (until the budget resets, or this minute for a rate), false for the rest.
+   */
+  async claimNotice(principal: Principal, error: RateLimitedError | BudgetExhaustedError): Promise<boolean> {
+    const now = this.options.now?.() ?? new Date();
+    const window = error instanceof BudgetExhaustedError ? error.resetsAt.toISOString() : windowsAt(now).minute;
+    return this.ledger.claimNotice(scopesOf(principal)[0], error.limit, window);
   }
 
   /** A scope's usage per day, `from` to `to` (`YYYY-MM-DD`). */

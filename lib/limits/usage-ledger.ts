@@ -313,6 +313,21 @@ export class UsageLedger {
     return results.some((r) => r.modifiedCount > 0);
   }
 
+  /**
+   * True once per scope, limit and window (`window`, e.g. when the budget resets): whether this
+   * refusal is the first the scope meets in it, so a channel tells its user once, not at every message.
+   */
+  async claimNotice(scope: LimitScope, limit: string, window: string): Promise<boolean> {
+    const field = `notified.${limit.replaceAll(".", "_")}`;
+    try {
+      const result = await this.counters.updateOne({ _id: scopeId(scope), [field]: { $ne: window } }, { $set: { [field]: window } }, { upsert: true });
+      return result.modifiedCount + result.upsertedCount > 0;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
   /** Frees a turn's or stream's slot in every scope that holds it. */
   async release(scopes: LimitScope[], kind: "active" | "streams", id: string): Promise<void> {
     await Promise.all(scopes.map((scope) => this.releaseSlot(scope, kind, id)));
