@@ -71,7 +71,7 @@ module.exports = {
           "^lib/(errors|validation)[.]ts$",
           "^lib/api/openapi[.]ts$",
           "^lib/queue/turn-metrics[.]ts$",
-          "^lib/observability/(turn-outcome-metrics|turn-failure-reason|approval-sweep-metrics)[.]ts$",
+          "^lib/observability/(turn-outcome-metrics|turn-failure-reason|approval-sweep-metrics|limit-metrics)[.]ts$",
           "^lib/approvals/sweep-event[.]ts$",
           "^lib/store/database[.]ts$",
           "^lib/tools/documents/local-document-index[.]ts$",

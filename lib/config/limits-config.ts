@@ -50,7 +50,7 @@ export const LIMITS_SETTINGS = {
   LIMIT_USER_TOKENS_PER_DAY: setting({
     schema: count,
     defaultText: unset,
-    description: "model tokens a user may spend per UTC day, cache reads and writes weighted as priced ([docs/limits.md](docs/limits.md))",
+    description: "model tokens a user may spend per UTC day, cache reads and writes weighted as priced",
   }),
   LIMIT_USER_USD_PER_MONTH: setting({ schema: dollars, defaultText: unset, description: "US dollars of model use a user may spend per UTC month" }),
   LIMIT_TENANT_TURNS_PER_MINUTE: setting({ schema: count, defaultText: unset, description: "the same for all users of a tenant together" }),
