@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BUDGET_ALARM_PERCENTS } from "../../infra/constructs/budget-alarms.js";
-import { DEFAULT_STAGE_LIMITS, limitsEnvironment } from "../../infra/stage-config.js";
+import { DEFAULT_STAGE_LIMITS, limitsEnvironment, readStageConfig } from "../../infra/stage-config.js";
+import { App } from "aws-cdk-lib";
 import { LIMIT_METRIC_NAMES } from "../../lib/observability/limit-metrics.js";
 import { synthTemplate } from "./synth.js";
 
@@ -25,5 +26,15 @@ describe("BudgetAlarms", () => {
     const withLimits = functions.filter((f) => f.Properties.Environment?.Variables?.LIMIT_USER_TOKENS_PER_DAY !== undefined);
     expect(withLimits).toHaveLength(3);
     expect(withLimits[0].Properties.Environment?.Variables).toMatchObject(limitsEnvironment(DEFAULT_STAGE_LIMITS));
+  });
+
+  it("returns the context's limits over the stage defaults, and throws for a limit that is not a positive number", () => {
+    const read = (limits: unknown) => readStageConfig(new App({ context: { limits } }).node).limits;
+    expect(read('{"user": {"tokensPerDay": 5}, "tenant": {"usdPerMonth": 500}}')).toEqual({
+      user: { ...DEFAULT_STAGE_LIMITS.user, tokensPerDay: 5 },
+      tenant: { usdPerMonth: 500 },
+    });
+    expect(() => read({ user: { tokensPerDay: 0 } })).toThrow(/invalid CDK context/);
+    expect(() => read({ users: {} })).toThrow(/invalid CDK context/);
   });
 });
