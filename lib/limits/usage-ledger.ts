@@ -156,7 +156,7 @@ export class UsageLedger {
         if (!isDuplicateKey(error)) throw error;
       }
       const outcome = await this.refused(scopes, claim, w);
-      if (outcome.kind === "held") return this.held(scopes, claim, w, outcome.amount);
+      if (outcome.kind === "held") return outcome.settled ? undefined : this.held(scopes, claim, w, outcome.amount);
       if (outcome.kind === "refused" && (attempt === CLAIM_ATTEMPTS || !(await this.freeExpired(scopes)))) throw outcome.error;
     }
     throw new RateLimitedError("too many requests at once; retry shortly", "race", 1);
@@ -209,16 +209,18 @@ export class UsageLedger {
     scopes: ScopeLimits[],
     claim: Claim,
     w: Windows,
-  ): Promise<{ kind: "held"; amount?: Amount } | { kind: "race" } | { kind: "refused"; error: Error }> {
+  ): Promise<{ kind: "held"; amount?: Amount; settled?: boolean } | { kind: "race" } | { kind: "refused"; error: Error }> {
     const docs = new Map((await this.counters.find({ _id: { $in: scopes.map((s) => scopeId(s.scope)) } }).toArray()).map((d) => [d._id, d]));
+    // A turn already admitted holds its slot; its first call's reservation may be settled by now (a retried request).
     const holds = (doc: CounterDocument | undefined) =>
       doc !== undefined &&
-      (!claim.turnId || doc.active?.[claim.turnId] !== undefined) &&
-      (!claim.streamId || doc.streams?.[claim.streamId] !== undefined) &&
-      (!claim.reservation || doc.res?.[claim.reservation.id] !== undefined);
+      (claim.turnId
+        ? doc.active?.[claim.turnId] !== undefined
+        : (!claim.streamId || doc.streams?.[claim.streamId] !== undefined) && (!claim.reservation || doc.res?.[claim.reservation.id] !== undefined));
     const held = scopes.map((s) => holds(docs.get(scopeId(s.scope))));
     if (held.every(Boolean)) {
       const record = claim.reservation ? docs.get(scopeId(scopes[0].scope))?.res?.[claim.reservation.id] : undefined;
+      if (claim.turnId && !record) return { kind: "held", settled: true };
       return { kind: "held", ...(record && { amount: { tokens: record.tokens, micros: record.micros } }) };
     }
     let reached: Error | undefined;

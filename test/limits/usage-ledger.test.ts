@@ -36,6 +36,17 @@ describe("UsageLedger", () => {
       expect((await l.current(user)).turnsThisMinute).toBe(1);
     });
 
+    it("returns no reservation for a turn admitted again after its first call settled (a retried request), and counts it once", async () => {
+      const l = ledger();
+      const scopes = [limited(user, { turnsPerMinute: 5 })];
+      const claim = { turnId: "t9", reservation: { id: "t9~0", amount: { tokens: 100, micros: 0 } } };
+      const held = await l.claim(scopes, claim);
+      if (!held) throw new Error("no reservation");
+      await l.settle(held, { tokens: 40, micros: 0 });
+      await expect(l.claim(scopes, claim)).resolves.toBeUndefined();
+      expect(await l.current(user)).toMatchObject({ turnsThisMinute: 1, concurrentTurns: 1, tokensToday: 40 });
+    });
+
     it("changes no scope when one of them refuses: the tenant's refusal gives the user's claim back", async () => {
       const l = ledger();
       const amount = { tokens: 600, micros: 0 };
