@@ -17,7 +17,8 @@ export function turnFailureMessage(error: unknown, channel: "slack" | "teams"): 
   if (error instanceof BudgetExhaustedError) {
     const who = error.limit.startsWith("tenant.") ? "Your organization's" : "Your";
     const what = error.limit.endsWith("usdPerMonth") ? "monthly" : "daily";
-    return `${who} ${what} budget for me is used up, so I won't answer until it resets at ${error.resetsAt.toISOString().slice(0, 16).replace("T", " ")} UTC. I'll stay quiet about it until then.`;
+    const resets = `${error.resetsAt.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+    return `${who} ${what} budget for me is used up, so I won't answer until it resets at ${resets}. I'll stay quiet about it until then.`;
   }
   if (error instanceof RateLimitedError) {
     return "You're sending me messages faster than I may answer them. Please wait a minute and send this one again.";
