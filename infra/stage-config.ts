@@ -3,6 +3,7 @@ import { z } from "zod";
 import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/config.js";
 import { CREDENTIAL_SECRET_NAMES, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
+import { LIMIT_NAMES, LIMIT_VARIABLES, type LimitName } from "../lib/config/limits-config.js";
 import { ValidationError } from "../lib/errors.js";
 import { parseOrThrow } from "../lib/validation.js";
 
@@ -67,6 +68,44 @@ export type DeploymentStrategy = (typeof DEPLOYMENT_STRATEGIES)[number];
 /** A retained stage (prod) shifts 10 % first and watches its alarms for 5 minutes; others switch at once (still rolled back on alarm). */
 export const DEFAULT_RETAINED_DEPLOYMENT: DeploymentStrategy = "canary";
 export const DEFAULT_DEPLOYMENT: DeploymentStrategy = "all-at-once";
+
+/**
+ * The limits of a stage when CDK context `limits` does not set them (docs/limits.md): per user, 10
+ * turns a minute, 3 turns and 3 streams at once, 2,000,000 weighted tokens a day and $50 a month;
+ * tenants unlimited as a whole until one is given a budget through the admin API or context.
+ */
+export const DEFAULT_STAGE_LIMITS: StageLimits = {
+  user: { turnsPerMinute: 10, concurrentTurns: 3, concurrentStreams: 3, tokensPerDay: 2_000_000, usdPerMonth: 50 },
+  tenant: {},
+};
+
+/** Defaults of every user's and every tenant's limits, by limit name. */
+export interface StageLimits {
+  user: Partial<Record<LimitName, number>>;
+  tenant: Partial<Record<LimitName, number>>;
+}
+
+const limitValues = z.partialRecord(z.enum(LIMIT_NAMES), z.number().positive());
+const limitsContext = z
+  .union([z.string(), z.record(z.string(), z.unknown())])
+  .transform((v, ctx) => {
+    try {
+      return typeof v === "string" ? (JSON.parse(v) as unknown) : v;
+    } catch {
+      ctx.addIssue({ code: "custom", message: 'JSON {"user": {"tokensPerDay": 2000000}, "tenant": {"usdPerMonth": 500}}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.strictObject({ user: limitValues.optional(), tenant: limitValues.optional() }));
+
+/** The functions' environment for a stage's limits: `LIMIT_USER_*` and `LIMIT_TENANT_*`. */
+export function limitsEnvironment(limits: StageLimits): Record<string, string> {
+  return Object.fromEntries(
+    (["user", "tenant"] as const).flatMap((scope) =>
+      Object.entries(limits[scope]).map(([name, value]) => [LIMIT_VARIABLES[scope][name as LimitName], String(value)]),
+    ),
+  );
+}
 
 /** CloudWatch Logs retention values, in days. */
 const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
@@ -182,6 +221,7 @@ const contextSchema = z.object({
   teamsRoles: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
   sampleTools: contextBoolean.optional(),
   deployment: z.enum(DEPLOYMENT_STRATEGIES).optional(),
+  limits: limitsContext.optional(),
 });
 
 /** Everything that differs between deployments, read from CDK context once, in app.ts. */
@@ -221,6 +261,8 @@ export interface StageConfig {
   vpc?: StageVpcConfig;
   /** AWS engines and settings of the tools for the functions that run turns; all unset: local defaults. */
   tools: StageToolsConfig;
+  /** Defaults of every user's and tenant's limits (`limits` context over `DEFAULT_STAGE_LIMITS`, per scope). */
+  limits: StageLimits;
 }
 
 /** The functions in private subnets of a VPC the stack creates, their internet traffic through NAT gateways with fixed addresses. */
@@ -329,6 +371,10 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     },
     vpc: readVpcConfig(c),
     tools,
+    limits: {
+      user: { ...DEFAULT_STAGE_LIMITS.user, ...c.limits?.user },
+      tenant: { ...DEFAULT_STAGE_LIMITS.tenant, ...c.limits?.tenant },
+    },
   };
 }
 

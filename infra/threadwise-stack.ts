@@ -18,11 +18,12 @@ import { FUNCTION_NAMES, FUNCTION_POOL_SIZES, planConnections, type FunctionName
 import { CredentialsSecrets } from "./constructs/credentials-secrets.js";
 import { FunctionNetwork } from "./constructs/function-network.js";
 import { METRICS_NAMESPACE, Operations } from "./constructs/operations.js";
+import { BudgetAlarms } from "./constructs/budget-alarms.js";
 import { ThreadwiseApi } from "./constructs/threadwise-api.js";
 import { FUNCTION_RUNTIME, ThreadwiseFunction } from "./constructs/threadwise-function.js";
 import { athenaResourceArns, knowledgeBaseArn } from "./constructs/tool-resources.js";
 import { TurnQueues } from "./constructs/turn-queues.js";
-import { PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type StageToolsConfig } from "./stage-config.js";
+import { limitsEnvironment, PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type StageToolsConfig } from "./stage-config.js";
 
 /** API Gateway stops waiting for an HTTP API integration after 30 s; the function ends just before. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
@@ -228,6 +229,8 @@ export class ThreadwiseStack extends Stack {
     this.warnAboutTools(config.tools);
     for (const f of [api, stream, worker]) {
       this.useTools(f, config.tools);
+      // The functions that run turns admit them and reserve their model calls (docs/limits.md).
+      for (const [name, value] of Object.entries(limitsEnvironment(config.limits))) f.fn.addEnvironment(name, value);
       // Both search the conversation: the api in sync turns, the worker in queued ones.
       if (config.recallEmbeddingsModelId) {
         const [modelArn] = bedrockResourceArns(config.recallEmbeddingsModelId, STACK_ARN_CONTEXT);
@@ -256,6 +259,7 @@ export class ThreadwiseStack extends Stack {
       removalPolicy,
     });
 
+    const alarmTopic = config.alarmTopicArn ? Topic.fromTopicArn(this, "AlarmTopic", config.alarmTopicArn) : undefined;
     const operations = new Operations(this, "Operations", {
       stage,
       serviceName,
@@ -265,9 +269,10 @@ export class ThreadwiseStack extends Stack {
       queue: queues.queue,
       deadLetterQueue: queues.deadLetterQueue,
       httpApi: httpApi.httpApi,
-      alarmTopic: config.alarmTopicArn ? Topic.fromTopicArn(this, "AlarmTopic", config.alarmTopicArn) : undefined,
+      alarmTopic,
       approvalSweep: config.tools.toolApprovals !== undefined,
     });
+    new BudgetAlarms(this, "BudgetAlarms", { stage, serviceName, dashboard: operations.dashboard, alarmTopic });
     const application = new LambdaApplication(this, "Deployments", { applicationName: `${stage}-threadwise` });
     for (const [name, f] of Object.entries({ api, worker, slack, teams, stream })) {
       f.deployGradually(application, DEPLOYMENT_CONFIGS[config.deployment], operations.rollbackAlarms(name as "api" | "worker" | "slack" | "teams" | "stream"));

@@ -38,6 +38,7 @@ import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
 import { recoveryJobOf } from "./queue/turn-job.js";
+import { Limits, type LimitUsageSink } from "./limits/limits.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -76,6 +77,10 @@ export interface AppOptions {
   onTurnCompleted?: TurnMetricsSink;
   /** Receives the error of every turn that failed in the request (Lambda: the failed-turn metric). */
   onTurnFailed?: (error: unknown) => void;
+  /** Receives what each model call added to a tenant's and user's usage (Lambda: the usage metrics, docs/limits.md). */
+  onLimitUsage?: LimitUsageSink;
+  /** What the limits' windows and expiries are measured by. Default: the system clock. */
+  limitsNow?: () => Date;
 }
 
 /** The product's core, one per container or process; HTTP is served over it by `createHttpHandler` (`lib/api/http-handler.ts`). */
@@ -94,6 +99,8 @@ export interface App {
   approvals: Approvals;
   /** Finishes turns whose attempt died: the scheduled sweep in AWS, on start and on a timer locally (docs/recovery.md). */
   recovery: TurnRecovery;
+  /** Budgets and rate limits per tenant and user, and their usage (docs/limits.md). */
+  limits: Limits;
   close(): Promise<void>;
 }
 
@@ -124,11 +131,22 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const bedrock = config.model.provider === "bedrock";
   const modelId = bedrock ? config.model.bedrockModelId : "local";
   const { promptCache, tokenMargin } = config.view;
+  const price = priceOf(config.model.prices, modelId);
+  const limits = new Limits(database.db, {
+    config: config.limits,
+    price,
+    maxOutputTokens: config.model.maxOutputTokens,
+    firstCallInputTokens: config.view.totalBudget,
+    now: options.limitsNow,
+    onUsage: options.onLimitUsage,
+    logger: options.logger,
+  });
   const graph = createAgentGraph({
+    limits,
     model,
     modelId,
     calibration: new TokenCalibration({ initialMargin: tokenMargin.initial, minMargin: tokenMargin.min }),
-    price: priceOf(config.model.prices, modelId),
+    price,
     sendCachePoints: bedrock && promptCache.enabled,
     countTokens: config.model.countTokens ? createModelTokenCounter(model, modelId) : undefined,
     tools: new RegistryToolRunner(
@@ -165,6 +183,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     archive: database.archive,
     faults: options.faults,
     toolCalls: guard,
+    limits,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
@@ -220,6 +239,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     events,
     approvals,
     recovery,
+    limits,
     async close() {
       await defaults?.close();
       if (ownsClient) await client.close();

@@ -3,6 +3,7 @@ import { ChannelEventDeduper } from "./channels/channel-event-deduper.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config/config.js";
 import { ThreadwiseDatabase } from "./store/database.js";
+import { UsageLedger } from "./limits/usage-ledger.js";
 
 /** The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them. */
 export function databaseFor(client: MongoClient, config: Config, clock?: Clock): ThreadwiseDatabase {
@@ -20,7 +21,11 @@ export function databaseFor(client: MongoClient, config: Config, clock?: Clock):
  * deploy step in AWS (the setup function), `npm run db:setup`, and the local server at start.
  */
 export async function setupDatabase(database: ThreadwiseDatabase): Promise<void> {
-  await database.setup([() => new ChannelEventDeduper(database.db).setup()]);
+  await database.setup([
+    () => new ChannelEventDeduper(database.db).setup(),
+    // Only the indexes: the ledger's timings do not matter here.
+    () => new UsageLedger(database.db, { reservationTtlMs: 0, slotTtlMs: 0 }).setup(),
+  ]);
 }
 
 /**

@@ -3,7 +3,7 @@ import { channelReplyCredentialsOf, type Credentials } from "../../lib/config/cr
 import type { TurnJobWorker, TurnMetricsSink } from "../../lib/queue/index.js";
 import { channelWorker } from "../../lib/channels/channel-worker.js";
 import type { SecretSource } from "../../lib/tools/index.js";
-import { config, logger, mongoClientFor } from "./runtime.js";
+import { config, logger, mongoClientFor, publishLimitUsage } from "./runtime.js";
 
 let current: { client: unknown; app: Promise<App> } | undefined;
 
@@ -16,7 +16,14 @@ export function appFor(credentials: Credentials, options: Omit<AppOptions, "mong
   const client = mongoClientFor(credentials);
   if (current?.client !== client) {
     const previous = current;
-    const app = createApp(config, { ...options, mongoClient: client, setup: "ensure", logger, secrets: secretsOf(credentials) });
+    const app = createApp(config, {
+      onLimitUsage: publishLimitUsage,
+      ...options,
+      mongoClient: client,
+      setup: "ensure",
+      logger,
+      secrets: secretsOf(credentials),
+    });
     current = { client, app };
     // A failed start must not stick: the next invocation tries again.
     app.catch(() => {

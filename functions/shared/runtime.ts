@@ -27,6 +27,8 @@ import {
   type TurnFailureReason,
 } from "../../lib/observability/index.js";
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
+import type { LimitUsageEvent } from "../../lib/limits/index.js";
+import { LIMIT_METRIC_NAMES, TENANT_PROPERTY } from "../../lib/observability/limit-metrics.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
 import { CredentialSecrets, type SecretValues } from "./credential-secrets.js";
 
@@ -163,6 +165,24 @@ export function publishTurnMetrics(m: TurnMetrics): void {
   metrics.addMetric(TURN_METRIC_NAMES.toolCalls, MetricUnit.Count, m.toolCalls);
   metrics.addMetric(TURN_METRIC_NAMES.turnDurationMs, MetricUnit.Milliseconds, m.turnDurationMs);
   metrics.addMetric(TURN_METRIC_NAMES.omittedOutputs, MetricUnit.Count, m.omittedOutputs);
+}
+
+/**
+ * One record per settled model call of a tenant: its tokens, cost and budget share, with the
+ * tenant as an EMF property (not a dimension, so tenants add no metrics). A user's usage is in the admin API.
+ */
+export function publishLimitUsage(event: LimitUsageEvent): void {
+  if (event.scope.kind !== "tenant") return;
+  const tenant = `${event.scope.issuer}:${event.scope.tenant}`;
+  // A single metric is written at once, its metadata with it: one record per figure, each naming the tenant.
+  const publish = (name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number) => {
+    const record = metrics.singleMetric();
+    record.addMetadata(TENANT_PROPERTY, tenant);
+    record.addMetric(name, unit, value);
+  };
+  publish(LIMIT_METRIC_NAMES.tenantTokens, MetricUnit.Count, event.tokens);
+  publish(LIMIT_METRIC_NAMES.tenantCostUsd, MetricUnit.NoUnit, event.costUsd);
+  if (event.budgetPercent !== undefined) publish(LIMIT_METRIC_NAMES.tenantBudgetPercent, MetricUnit.Percent, event.budgetPercent);
 }
 
 /** One data point per figure per run of the approvals sweep; flushed by the logMetrics middleware. */

@@ -19,7 +19,7 @@ export const DEFAULT_THROTTLE_BURST = 100;
  * test also compares them with the router).
  */
 export const AUTHORIZED_ROUTES: readonly { method: HttpMethod; path: string }[] = OPERATIONS.filter((op) => !op.public).map((op) => ({
-  method: HttpMethod[op.method.toUpperCase() as "GET" | "POST" | "DELETE" | "PATCH"],
+  method: HttpMethod[op.method.toUpperCase() as "GET" | "POST" | "PUT" | "DELETE" | "PATCH"],
   path: op.path.replace("{conversationId}", "{id}"),
 }));
 

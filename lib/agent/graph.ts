@@ -28,6 +28,7 @@ import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResu
 import { currentTurnMessages } from "./approval-context.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
+import type { Limits } from "../limits/limits.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import { archivePlan } from "./working-set.js";
 
@@ -73,6 +74,8 @@ export interface AgentGraphOptions {
   sendCachePoints?: boolean;
   /** Counts a view in the model's tokens (Bedrock CountTokens) before the model's first call in this container. Default: none. */
   countTokens?: ModelTokenCounter;
+  /** Budgets per tenant and user: each call is reserved before it is made and settled after (docs/limits.md). Default: none. */
+  limits?: Pick<Limits, "reserveCall">;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
   /** Each model call is logged as numbers (tokens, sizes, durations), never contents. */
@@ -192,10 +195,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const startedAt = new Date();
     const sent = options.sendCachePoints ? withCachePoints(view.messages, view.stats.cachePoints) : view.messages;
     const callbacks = ctx.events ? [new TextDeltaHandler(ctx.events, index)] : undefined;
-    const response = (await bound
-      .invoke(sent, { signal: config.signal, callbacks })
-      .catch((error: unknown) => Promise.reject(modelCallError(error)))) as AIMessage;
+    const estimate = { turnId: ctx.turnId, principal: ctx.caller.principal, call: index, estimatedInputTokens: view.stats.estimatedInputTokens };
+    const reservation = await options.limits?.reserveCall(estimate);
+    const response = (await bound.invoke(sent, { signal: config.signal, callbacks }).catch(async (error: unknown) => {
+      await reservation?.release().catch(() => undefined);
+      throw modelCallError(error);
+    })) as AIMessage;
     const usage = reportedUsage(response, price);
+    await reservation?.settle({ ...usage, cacheReadTokens: usage.cacheReadTokens ?? 0, cacheWriteTokens: usage.cacheWriteTokens ?? 0 });
     calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
     const record: ModelCallRecord = {
       turnId: ctx.turnId,

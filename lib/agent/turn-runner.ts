@@ -2,7 +2,16 @@ import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMess
 import { Command, INTERRUPT, isInterrupted, type StateSnapshot } from "@langchain/langgraph";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
+import {
+  BudgetExhaustedError,
+  ModelCallLimitError,
+  ModelCredentialsError,
+  NotFoundError,
+  RateLimitedError,
+  NotLatestTurnError,
+  StaleWriterError,
+  TurnSupersededError,
+} from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
@@ -20,6 +29,7 @@ import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
+import type { Limits } from "../limits/limits.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 
 /** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
@@ -139,6 +149,8 @@ export interface TurnRunnerDeps {
   faults?: FaultInjector;
   /** What a tool call's idempotency record says, for the turns a new one finishes (docs/recovery.md). Default: no records. */
   toolCalls?: TurnRecoveryDeps["toolCalls"];
+  /** Frees the turn's concurrency slot once it no longer runs, unless it stopped at its deadline for the worker (docs/limits.md). */
+  limits?: Pick<Limits, "releaseTurn">;
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
@@ -175,6 +187,8 @@ interface AttemptEnd {
 function errorCode(error: unknown): string {
   if (error instanceof ModelCallLimitError) return "model_call_limit";
   if (error instanceof ModelCredentialsError) return "model_credentials";
+  if (error instanceof BudgetExhaustedError) return "budget_exhausted";
+  if (error instanceof RateLimitedError) return "rate_limited";
   return error instanceof Error ? error.name : "Error";
 }
 
@@ -229,6 +243,7 @@ export class TurnRunner {
     } finally {
       stopHeartbeat();
       await lease.release(fence).catch(() => undefined);
+      if (!request.signal?.aborted) await this.deps.limits?.releaseTurn(turnId, caller.principal).catch(() => undefined);
       // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
       if (end.final) await end.events?.finish(end.final, lease.existing(conversationId)).catch(() => undefined);
     }
@@ -419,7 +434,9 @@ export class TurnRunner {
       return;
     }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
-    const failure = { code: errorCode(error), message: "the turn failed" };
+    // A limit reached between model calls says which, and when it resets (docs/limits.md).
+    const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
+    const failure = { code: errorCode(error), message: limited ? error.message : "the turn failed" };
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
   }

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
-import type { TurnRequest } from "../agent/turn-runner.js";
 import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
 import { isFinalEvent, type FinalEventBody } from "../events/turn-event.js";
@@ -32,13 +31,12 @@ import {
   threadView,
   type ProtocolInterrupt,
 } from "./agent-protocol.js";
-import type { ApiRoutesDeps } from "./api-routes.js";
+import { turnEntry, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import { assertCanStream, lastEventId, turnBegun } from "./event-stream.js";
 import { json, noContent, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
-import { apiTurnJob, type DispatchOutcome } from "../queue/turn-dispatcher.js";
 
 const DUPLICATE_KEY = 11000;
 const ID = "([^/]+)";
@@ -46,7 +44,7 @@ const ID = "([^/]+)";
 /** What the protocol routes need: the same parts as the `/v1` routes, so a run is a turn with every guarantee of one. */
 export type AgentProtocolDeps = Pick<
   ApiRoutesDeps,
-  "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals"
+  "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals" | "limits"
 >;
 
 /** Run fields whose meaning Threadwise cannot honour: refused rather than ignored. */
@@ -84,8 +82,8 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
     return threadView(thread, latest, snapshot);
   };
 
-  const dispatch = async (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> =>
-    deps.dispatcher ? deps.dispatcher.dispatch(turn, mode) : { kind: "completed", result: await runner.run({ ...turn, origin: apiTurnJob(turn) }) };
+  // The same entry as `/v1`: limits admit the turn first, streams hold a slot (docs/limits.md).
+  const { dispatch, withStreamSlot } = turnEntry(deps);
 
   /** Checks what a run asks that is not about its input; returns how to start it. */
   const checkRun = (body: RunBody): { enqueue: boolean } => {
@@ -385,10 +383,12 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
         const body = parseJsonBody(request, runBody);
         assertCanStream(request, deps.streamingUrl);
         const modes = streamModesOf(body.stream_mode);
-        const run = await startRun(caller, thread, body);
-        // A run refused before it began (a turn already running: multitask "reject") is the usual error, not a stream.
-        if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
-        return runStream(thread, run, modes);
+        return withStreamSlot(caller, async () => {
+          const run = await startRun(caller, thread, body);
+          // A run refused before it began (a turn already running: multitask "reject") is the usual error, not a stream.
+          if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
+          return runStream(thread, run, modes);
+        });
       },
     },
     {
@@ -439,11 +439,11 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       method: "GET",
       pattern: new RegExp(`^/threads/${ID}/runs/${ID}/stream$`),
       handler: async (request, [id, runId]) => {
-        const { thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id);
         const turn = await ownedRun(thread._id, runId);
         assertCanStream(request, deps.streamingUrl);
         const modes = streamModesOf(parseQuery(request, streamQuery).stream_mode);
-        return runStream(thread, { turnId: turn._id, afterId: lastEventId(request) }, modes);
+        return withStreamSlot(caller, async () => runStream(thread, { turnId: turn._id, afterId: lastEventId(request) }, modes));
       },
     },
     {

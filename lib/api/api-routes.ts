@@ -11,6 +11,7 @@ import type { Approvals } from "../approvals/approvals.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
+import type { Limits } from "../limits/limits.js";
 import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
@@ -42,6 +43,8 @@ export interface ApiRoutesDeps {
   /** Where these routes stream, named to a client that asks an adapter that cannot (the HTTP API in AWS). Default: unnamed. */
   streamingUrl?: string;
   approvals: Approvals;
+  /** Budgets and rate limits: a turn is admitted before it is dispatched, a stream holds a slot (docs/limits.md). Default: none. */
+  limits?: Limits;
 }
 
 /** An approval as the API shows it: `expiresAt` is its decision deadline (the document's own is retention). */
@@ -139,6 +142,55 @@ function questionOf(request: HttpRequest, maxMessageChars: number): string {
   return text;
 }
 
+/**
+ * How a request starts a turn, for `/v1` and the Agent Protocol alike: admitted by the limits
+ * first (429 before anything runs), then run in the request or handed to the worker; and how a
+ * stream holds one of its user's stream slots.
+ */
+export function turnEntry(deps: Pick<ApiRoutesDeps, "limits" | "dispatcher" | "runner">) {
+  const { runner } = deps;
+  const dispatch = async (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> => {
+    // 429 before anything runs; the runner frees the slot when the turn ends (docs/limits.md).
+    await deps.limits?.admitTurn(turn.turnId, turn.caller.principal);
+    const outcome: DispatchOutcome = deps.dispatcher
+      ? await deps.dispatcher.dispatch(turn, mode)
+      : { kind: "completed", result: await runner.run({ ...turn, origin: apiTurnJob(turn) }) };
+    if (outcome.kind !== "completed") await deps.limits?.handOff(turn.turnId);
+    return outcome;
+  };
+
+  /** A stream holds one of its user's stream slots from before its turn is started until it ends. */
+  const withStreamSlot = async (caller: Caller, open: () => Promise<HttpResponse>): Promise<HttpResponse> => {
+    const limits = deps.limits;
+    if (!limits) return open();
+    const streamId = randomUUID();
+    await limits.openStream(streamId, caller.principal);
+    const close = () => limits.closeStream(streamId, caller.principal).catch(() => undefined);
+    try {
+      const response = await open();
+      const body = response.stream;
+      if (!body) {
+        await close();
+        return response;
+      }
+      return {
+        ...response,
+        async *stream(signal) {
+          try {
+            yield* body(signal);
+          } finally {
+            await close();
+          }
+        },
+      };
+    } catch (error) {
+      await close();
+      throw error;
+    }
+  };
+  return { dispatch, withStreamSlot };
+}
+
 /** The routes of the HTTP API (v1): the README's "HTTP API" section and `lib/api/openapi.ts`. */
 export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
@@ -157,8 +209,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
     return turn;
   };
 
-  const dispatch = async (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> =>
-    deps.dispatcher ? deps.dispatcher.dispatch(turn, mode) : { kind: "completed", result: await runner.run({ ...turn, origin: apiTurnJob(turn) }) };
+  const { dispatch, withStreamSlot } = turnEntry(deps);
 
   /** Runs a turn replacing the conversation's latest one; in the request, as its deadline allows (a queued job carries no `replaces`). */
   const replaceTurn = async (caller: Caller, conversationId: string, replaces: string, content: string): Promise<HttpResponse> => {
@@ -226,22 +277,26 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const run = () => dispatch(turn, { async: prefersAsync(request) });
         const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId };
         if (key === undefined) {
-          const running = run();
-          if (!streamed) return outcomeResponse(conversation._id, turnId, await running);
+          if (!streamed) return outcomeResponse(conversation._id, turnId, await run());
           // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
-          await turnBegun(deps.events.hub, turnId, running);
-          return turnEventStream({ ...follow, running });
+          return withStreamSlot(caller, async () => {
+            const running = run();
+            await turnBegun(deps.events.hub, turnId, running);
+            return turnEventStream({ ...follow, running });
+          });
         }
         const scope = [ownerKey(caller.principal), conversation._id];
         if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
         // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
         // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
-        const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
-          if (error instanceof ConflictError) return undefined;
-          throw error;
+        return withStreamSlot(caller, async () => {
+          const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
+            if (error instanceof ConflictError) return undefined;
+            throw error;
+          });
+          if (started) await turnBegun(deps.events.hub, turnId, started.running);
+          return turnEventStream({ ...follow, running: started?.running });
         });
-        if (started) await turnBegun(deps.events.hub, turnId, started.running);
-        return turnEventStream({ ...follow, running: started?.running });
       },
     },
     {
@@ -315,10 +370,11 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/events$/,
       handler: async (request, [id, rawTurnId]) => {
-        const { conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id);
         const turn = await ownedTurn(conversation._id, rawTurnId);
         assertCanStream(request, deps.streamingUrl);
-        return turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId: lastEventId(request) });
+        const afterId = lastEventId(request);
+        return withStreamSlot(caller, async () => turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId }));
       },
     },
     {

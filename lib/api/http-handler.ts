@@ -1,6 +1,7 @@
 import type { App } from "../app.js";
 import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
+import { adminRoutes } from "./admin-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
 import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
@@ -35,9 +36,15 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
     approvals: app.approvals,
     streamingUrl: config.deployment.streamingUrl,
+    limits: app.limits,
   };
   // The Agent Protocol's threads and runs over the same parts (docs/agent-protocol.md).
-  const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...(options.extraRoutes ?? [])];
+  const routes = [
+    ...apiRoutes(deps),
+    ...agentProtocolRoutes(deps),
+    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole }),
+    ...(options.extraRoutes ?? []),
+  ];
   const router = createRouter(routes, options.onError);
   return async (request) => {
     if (request.method === "GET" && request.path === LIVENESS_PATH) return router(request);

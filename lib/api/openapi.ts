@@ -1,10 +1,11 @@
 import { z } from "zod";
 import * as s from "./schemas.js";
 import * as p from "./agent-protocol-schemas.js";
+import * as admin from "./admin-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
-  method: "get" | "post" | "delete" | "patch";
+  method: "get" | "post" | "put" | "delete" | "patch";
   path: string;
   operationId: string;
   summary: string;
@@ -203,6 +204,33 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
     errors: [403, 404, 409, 410],
   },
+  {
+    method: "get",
+    path: "/v1/admin/limits",
+    operationId: "getLimits",
+    summary: "A tenant's or user's limits (its own over the defaults) and what counts against them now; the admin role only (docs/limits.md).",
+    query: admin.scopeQuery,
+    responses: { 200: { description: "The limits that apply, those set, the defaults, and the counters.", schema: admin.limitsView } },
+    errors: [400, 403],
+  },
+  {
+    method: "put",
+    path: "/v1/admin/limits",
+    operationId: "setLimits",
+    summary: "Sets a tenant's or user's own limits (null: no limit; absent: the default); every container applies them within a minute.",
+    body: admin.setLimitsBody,
+    responses: { 200: { description: "The limits as they now apply.", schema: admin.limitsView } },
+    errors: [403],
+  },
+  {
+    method: "get",
+    path: "/v1/admin/usage",
+    operationId: "getUsage",
+    summary: "A tenant's or user's usage per UTC day: turns, model calls, tokens by kind, weighted tokens and cost; the admin role only.",
+    query: admin.usageQuery,
+    responses: { 200: { description: "One entry per day with usage, oldest first, and their total.", schema: admin.usageView } },
+    errors: [400, 403],
+  },
   ...agentProtocolOperations(),
 ];
 
@@ -391,7 +419,7 @@ function agentProtocolOperations(): Operation[] {
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
   401: 'Missing or invalid bearer token; in AWS, API Gateway\'s JWT authorizer answers it first, in its own shape (`{"message": "Unauthorized"}`).',
-  403: "The caller may not decide this approval (not the requester, or without an approver role).",
+  403: "The caller may not decide this approval (not the requester, or without an approver role), or lacks the admin role (`/v1/admin/...`).",
   404: "Not found, or not the caller's.",
   406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS, whose message names the streaming URL; docs/streaming.md).",
   409:
@@ -402,7 +430,9 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: "The body is over 256 KiB, or the question over `MAX_MESSAGE_CHARS`.",
   415: "The body is not JSON.",
   422: "The Idempotency-Key was used with another body, the conversation no longer fits the context budget, or the turn reached its model-call limit.",
-  429: 'Throttled by API Gateway, which answers in its own shape (`{"message": "Too Many Requests"}`).',
+  429:
+    "A limit of the caller or its tenant (docs/limits.md): `rate_limited` (`limit`, `Retry-After`) or `budget_exhausted` (`limit`, `resetsAt`, " +
+    '`Retry-After`), before anything runs; or throttled by API Gateway, which answers in its own shape (`{"message": "Too Many Requests"}`).',
   500: "Internal error.",
   503: "A dependency is unavailable; retry after `Retry-After`.",
 };
@@ -410,7 +440,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 const ERROR_REF = { $ref: "#/components/schemas/Error" };
 const GATEWAY_ERROR_REF = { $ref: "#/components/schemas/GatewayError" };
 /** Bodies of the statuses API Gateway answers before the function (in AWS); every other error is the API's `Error`. */
-const GATEWAY_ERROR_SCHEMAS: Record<number, object> = { 401: { anyOf: [ERROR_REF, GATEWAY_ERROR_REF] }, 429: GATEWAY_ERROR_REF };
+const GATEWAY_ERROR_SCHEMAS: Record<number, object> = { 401: { anyOf: [ERROR_REF, GATEWAY_ERROR_REF] }, 429: { anyOf: [ERROR_REF, GATEWAY_ERROR_REF] } };
 
 const jsonSchema = (schema: z.ZodType, io: "input" | "output") => {
   const { $schema: _, ...rest } = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" });

@@ -9,6 +9,7 @@ import type { TurnStore } from "../store/turn-store.js";
 import type { ApprovalStore } from "../store/approval-store.js";
 import { createChannelReplier } from "./channel-replier.js";
 import { createGroupDirectories } from "./group-directories.js";
+import type { Limits } from "../limits/limits.js";
 
 /**
  * The worker half of the channel side, assembled here once for the worker function and the local
@@ -17,7 +18,7 @@ import { createGroupDirectories } from "./group-directories.js";
 
 export interface ChannelWorkerOptions {
   /** The app's turn runner and stores (`createApp`). */
-  app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore; approvals: ApprovalStore } };
+  app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore; approvals: ApprovalStore }; limits?: Limits };
   /** The channels it can answer in (a job from another is told nothing and given up), and whose groups it can look up. */
   replies: ChannelReplyCredentials;
   endpoints: ChannelEndpointsConfig;
@@ -44,5 +45,6 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     maxMessageChars: options.maxMessageChars,
     onTurnCompleted: options.onTurnCompleted,
     approvals: options.app.database.approvals,
+    limits: options.app.limits,
   });
 }

@@ -1,4 +1,12 @@
-import { ConflictError, ContextBudgetExceededError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
+import {
+  BudgetExhaustedError,
+  ConflictError,
+  ContextBudgetExceededError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  ServiceUnavailableError,
+  ValidationError,
+} from "../errors.js";
 
 /**
  * The short, honest message a user gets in the thread when their turn fails: what happened
@@ -6,6 +14,15 @@ import { ConflictError, ContextBudgetExceededError, PayloadTooLargeError, Servic
  */
 export function turnFailureMessage(error: unknown, channel: "slack" | "teams"): string {
   const fresh = channel === "slack" ? "start a new thread" : "start a new conversation";
+  if (error instanceof BudgetExhaustedError) {
+    const who = error.limit.startsWith("tenant.") ? "Your organization's" : "Your";
+    const what = error.limit.endsWith("usdPerMonth") ? "monthly" : "daily";
+    const resets = `${error.resetsAt.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+    return `${who} ${what} budget for me is used up, so I won't answer until it resets at ${resets}. I'll stay quiet about it until then.`;
+  }
+  if (error instanceof RateLimitedError) {
+    return "You're sending me messages faster than I may answer them. Please wait a minute and send this one again.";
+  }
   if (error instanceof ConflictError) {
     return "I'm still answering an earlier message here. Please send this one again once that answer arrives.";
   }

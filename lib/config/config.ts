@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
+import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
@@ -462,6 +463,8 @@ export interface Config {
   tools: ToolsConfig;
   /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */
   recall: RecallConfig;
+  /** Budgets and rate limits per tenant and user (`lib/config/limits-config.ts`, docs/limits.md). */
+  limits: LimitsConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -517,6 +520,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     approvalSweepSeconds: e.APPROVAL_SWEEP_SECONDS,
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
+    limits: loadLimitsConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

@@ -5,6 +5,7 @@ import type { TurnAnswerStream, TurnJob, TurnReplier } from "./turn-job.js";
 import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
 import {
   AuthenticationError,
+  BudgetExhaustedError,
   ChannelDeliveryError,
   ConflictError,
   ContextBudgetExceededError,
@@ -13,6 +14,7 @@ import {
   ModelCredentialsError,
   NotFoundError,
   PayloadTooLargeError,
+  RateLimitedError,
   TurnSupersededError,
   ValidationError,
 } from "../errors.js";
@@ -21,6 +23,7 @@ import type { TurnStore } from "../store/turn-store.js";
 import type { ApprovalStore } from "../store/approval-store.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
 import { turnIdForJob } from "./turn-queue.js";
+import type { Limits } from "../limits/limits.js";
 
 /** First retry delay of a failed turn; doubled on each further receive. */
 export const DEFAULT_RETRY_BASE_SECONDS = 10;
@@ -48,6 +51,8 @@ export interface TurnJobWorkerOptions {
   onTurnCompleted?: TurnMetricsSink;
   /** Where a channel turn's waiting calls are claimed for their one notice in the thread. Default: no notice. */
   approvals?: ApprovalStore;
+  /** Admits channel turns against their user's and tenant's limits (docs/limits.md). Default: none. */
+  limits?: Pick<Limits, "admitTurn" | "claimNotice">;
 }
 
 export type TurnJobOutcome =
@@ -145,6 +150,14 @@ export class TurnJobWorker {
       stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId, job.resume));
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
       const caller = await this.callerOf(job);
+      // A channel's message is admitted here, as the API admits its own (docs/limits.md); a resumed turn was admitted before it paused.
+      if (job.channel !== "api" && !job.resume) {
+        const refused = await this.options.limits?.admitTurn(turnId, caller.principal).then(
+          () => undefined,
+          (error: unknown) => (error instanceof RateLimitedError || error instanceof BudgetExhaustedError ? error : Promise.reject(error)),
+        );
+        if (refused) return await this.refuse(job, turnId, caller, refused, stream);
+      }
       const result = await runner.run({
         conversationId,
         caller,
@@ -177,6 +190,26 @@ export class TurnJobWorker {
       await this.replyOnce(job, turnId, told).catch(() => undefined);
       return { kind: "gave-up", turnId, error };
     }
+  }
+
+  /**
+   * A channel message over a limit: the turn ends failed, nothing ran, and the user is told once
+   * per limit and window (the first refused message), not at every message.
+   */
+  private async refuse(
+    job: TurnJob,
+    turnId: string,
+    caller: Caller,
+    error: RateLimitedError | BudgetExhaustedError,
+    stream: TurnAnswerStream | undefined,
+  ): Promise<TurnJobOutcome> {
+    const code = error instanceof BudgetExhaustedError ? "budget_exhausted" : "rate_limited";
+    await this.options.turns.reject(turnId, { code, message: error.message });
+    await stream?.abandon().catch(() => undefined);
+    if (await this.options.limits?.claimNotice(caller.principal, error)) {
+      await this.replyOnce(job, turnId, () => this.options.replier.replyFailure(job, error)).catch(() => undefined);
+    }
+    return { kind: "gave-up", turnId, error };
   }
 
   /** Tells the channel thread which calls wait, once per set of approvals (a redelivery finds them claimed). */

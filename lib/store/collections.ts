@@ -24,6 +24,12 @@ export const COLLECTIONS = {
   turnEvents: "turn_events",
   /** The local server's durable turn queue (`MongoTurnQueue`); SQS holds these in AWS. */
   turnJobs: "turn_jobs",
+  /** What counts against each tenant's and user's limits now (`lib/limits`, docs/limits.md). */
+  limitCounters: "limit_counters",
+  /** The limits set per tenant and user through the admin API. */
+  limitOverrides: "limit_overrides",
+  /** Usage per tenant or user and UTC day, for the admin API. */
+  usageDaily: "usage_daily",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -1,4 +1,12 @@
-import { ConflictError, ContextBudgetExceededError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../../lib/errors.js";
+import {
+  BudgetExhaustedError,
+  ConflictError,
+  ContextBudgetExceededError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  ServiceUnavailableError,
+  ValidationError,
+} from "../../lib/errors.js";
 import { turnFailureMessage } from "../../lib/channels/index.js";
 
 describe("failure-message", () => {
@@ -19,6 +27,15 @@ describe("failure-message", () => {
 
     it("returns a rephrase-it message when the message was refused", () => {
       expect(turnFailureMessage(new ValidationError("invalid"), "slack")).toMatch(/rephrase it/);
+    });
+
+    it("returns the budget whose use is up, whose it is and when it resets", () => {
+      const error = new BudgetExhaustedError("used up", "tenant.usdPerMonth", new Date("2027-01-01T00:00:00Z"));
+      expect(turnFailureMessage(error, "slack")).toMatch(/^Your organization's monthly budget .* resets at 2027-01-01 00:00 UTC/);
+    });
+
+    it("returns a wait-a-minute message for a rate limit", () => {
+      expect(turnFailureMessage(new RateLimitedError("too many", "user.turnsPerMinute", 30), "teams")).toMatch(/wait a minute/);
     });
 
     it("returns a try-later message when a dependency is down", () => {

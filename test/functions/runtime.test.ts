@@ -1,5 +1,6 @@
 import { mongoUri } from "../support/mongo.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { emfOf } from "./support/emf.js";
 
 let proxy: TcpProxy;
 let runtime: typeof import("../../functions/shared/runtime.js");
@@ -7,6 +8,11 @@ let runtime: typeof import("../../functions/shared/runtime.js");
 beforeAll(async () => {
   proxy = await startTcpProxy(Number(new URL(mongoUri().replace("mongodb://", "http://")).port));
   process.env.MONGODB_SERVER_SELECTION_TIMEOUT_MS = "300";
+  // Metrics as the stack configures them, so publishLimitUsage's records are written.
+  process.env.POWERTOOLS_METRICS_NAMESPACE = "Threadwise";
+  process.env.POWERTOOLS_SERVICE_NAME = "threadwise-test";
+  process.env.POWERTOOLS_METRICS_DISABLED = "false";
+  process.env.POWERTOOLS_DEV = "true";
   // Read at import, as in a cold start.
   runtime = await import("../../functions/shared/runtime.js");
 });
@@ -37,6 +43,23 @@ describe("functions/shared/runtime", () => {
       expect(() => runtime.mongoClientFor({})).toThrow(
         expect.objectContaining({ name: "CredentialsMissingError", missing: [{ key: "mongodbUri", secret: "database" }] }),
       );
+    });
+  });
+
+  describe("publishLimitUsage", () => {
+    it("writes a tenant's usage as EMF records with the tenant as a property, not a dimension, and nothing for a user", async () => {
+      const tenant = { kind: "tenant" as const, issuer: "api" as const, tenant: "acme", subject: null };
+      const records = await emfOf(async () => {
+        runtime.publishLimitUsage({ scope: tenant, tokens: 1200, costUsd: 0.01, budgetPercent: 81 });
+        runtime.publishLimitUsage({ scope: { ...tenant, kind: "user", subject: "ada" }, tokens: 1200, costUsd: 0.01 });
+      });
+      expect(records.map((r) => [r.tenant, Object.keys(r).find((k) => k.startsWith("Tenant"))])).toEqual([
+        ["api:acme", "TenantTokens"],
+        ["api:acme", "TenantCostUsd"],
+        ["api:acme", "TenantBudgetPercent"],
+      ]);
+      for (const r of records) expect(r._aws.CloudWatchMetrics[0].Dimensions.flat()).not.toContain("tenant");
+      expect(records[2].TenantBudgetPercent).toBe(81);
     });
   });
 });

@@ -136,16 +136,19 @@ describe("ThreadwiseStack operations", () => {
           "SlackWebhook5xx",
           "TeamsWebhook4xx",
           "TeamsWebhook5xx",
+          // infra/constructs/budget-alarms.ts (docs/limits.md).
+          "TenantBudget80",
+          "TenantBudget100",
         ].sort(),
       );
     });
 
     it("names in every alarm's description a runbook line that exists", () => {
-      const anchors = anchorsOf(RUNBOOK);
       const alarms = Object.values(prod.findResources("AWS::CloudWatch::Alarm"));
       for (const a of alarms) {
-        const [, anchor] = /Runbook: docs\/operations\.md#([a-z0-9-]+)$/.exec(a.Properties.AlarmDescription) ?? [];
-        expect(anchors.has(anchor), `${a.Properties.AlarmName}: ${a.Properties.AlarmDescription}`).toBe(true);
+        // The runbook is docs/operations.md's, or for the budget alarms docs/limits.md's.
+        const [, page = RUNBOOK, anchor] = /Runbook: (docs\/(?:operations|limits)\.md)#([a-z0-9-]+)$/.exec(a.Properties.AlarmDescription) ?? [];
+        expect(anchorsOf(page).has(anchor), `${a.Properties.AlarmName}: ${a.Properties.AlarmDescription}`).toBe(true);
       }
     });
 

@@ -1,0 +1,98 @@
+import { LIMIT_NAMES, type LimitValues } from "../config/limits-config.js";
+import { ForbiddenError, ValidationError } from "../errors.js";
+import type { LimitScope } from "../limits/limit-scope.js";
+import type { Limits } from "../limits/limits.js";
+import { effectiveLimits } from "../limits/limit-overrides.js";
+import { setLimitsBody, scopeQuery, usageQuery } from "./admin-schemas.js";
+import { json, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
+import { parseJsonBody, parseQuery } from "./request-parsing.js";
+import type { Route } from "./router.js";
+
+export interface AdminRoutesDeps {
+  authenticate: Authenticate;
+  limits: Limits;
+  /** The role a caller needs (`LIMITS_ADMIN_ROLE`). */
+  adminRole: string;
+}
+
+/** Days of usage `GET /v1/admin/usage` shows when `from` is not given. */
+export const DEFAULT_USAGE_DAYS = 30;
+/** Most days one usage request may span. */
+export const MAX_USAGE_DAYS = 400;
+
+function scopeOf(q: { issuer: LimitScope["issuer"]; tenant?: string; subject?: string }): LimitScope {
+  if (q.subject === undefined && q.tenant === undefined) {
+    throw new ValidationError("name a tenant, a user, or both", [{ path: "tenant", message: "required without subject" }]);
+  }
+  return { kind: q.subject === undefined ? "tenant" : "user", issuer: q.issuer, tenant: q.tenant ?? null, subject: q.subject ?? null };
+}
+
+const dayOf = (date: Date) => date.toISOString().slice(0, 10);
+
+/**
+ * The admin API (docs/limits.md): read and set a tenant's or user's limits, read its usage per
+ * day. Only a caller with the admin role; anyone else is 403, and nothing is read.
+ */
+export function adminRoutes(deps: AdminRoutesDeps): Route[] {
+  const { limits } = deps;
+  const admin = async (request: HttpRequest) => {
+    const caller = await deps.authenticate(request);
+    if (!caller.roles.includes(deps.adminRole)) throw new ForbiddenError(`the admin API needs the ${deps.adminRole} role`);
+    return caller;
+  };
+
+  const view = async (scope: LimitScope): Promise<HttpResponse> => {
+    const [own, current] = await Promise.all([limits.overrides.get(scope), limits.ledger.current(scope)]);
+    const defaults = limits.defaults(scope.kind);
+    return json(200, {
+      scope,
+      limits: effectiveLimits(defaults, own?.limits),
+      own: own?.limits ?? null,
+      defaults,
+      current,
+      updatedAt: own?.updatedAt.toISOString() ?? null,
+    });
+  };
+
+  return [
+    {
+      method: "GET",
+      pattern: /^\/v1\/admin\/limits$/,
+      handler: async (request) => {
+        await admin(request);
+        return view(scopeOf(parseQuery(request, scopeQuery)));
+      },
+    },
+    {
+      method: "PUT",
+      pattern: /^\/v1\/admin\/limits$/,
+      handler: async (request) => {
+        const caller = await admin(request);
+        const body = parseJsonBody(request, setLimitsBody);
+        const scope = scopeOf(body);
+        const values: LimitValues = Object.fromEntries(LIMIT_NAMES.flatMap((n) => (body.limits[n] === undefined ? [] : [[n, body.limits[n]]])));
+        await limits.overrides.set(scope, values, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
+        return view(scope);
+      },
+    },
+    {
+      method: "GET",
+      pattern: /^\/v1\/admin\/usage$/,
+      handler: async (request) => {
+        await admin(request);
+        const q = parseQuery(request, usageQuery);
+        const scope = scopeOf(q);
+        const to = q.to ?? dayOf(new Date());
+        const from = q.from ?? dayOf(new Date(Date.parse(to) - (DEFAULT_USAGE_DAYS - 1) * 86_400_000));
+        const span = (Date.parse(to) - Date.parse(from)) / 86_400_000;
+        if (!(span >= 0 && span < MAX_USAGE_DAYS)) {
+          throw new ValidationError("from must be on or before to, at most 400 days apart", [{ path: "from", message: "out of range" }]);
+        }
+        const days = await limits.usage(scope, from, to);
+        const total = { turns: 0, modelCalls: 0, inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, weightedTokens: 0, costUsd: 0 };
+        for (const d of days) for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += d[key];
+        return json(200, { scope, from, to, days, total });
+      },
+    },
+  ];
+}

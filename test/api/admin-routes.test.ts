@@ -1,0 +1,87 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { HttpRequest } from "../../lib/api/http.js";
+import { createHttpHandler } from "../../lib/api/http-handler.js";
+import { createApp, type App } from "../../lib/app.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
+import { loadConfig } from "../../lib/config/config.js";
+import { mongoUri } from "../support/mongo.js";
+import { assertConformsToOpenApi } from "../support/openapi-conformance.js";
+
+const ADMIN = "ops:admin";
+let app: App;
+let route: ReturnType<typeof createHttpHandler>;
+
+beforeAll(async () => {
+  const config = loadConfig({
+    MONGODB_URI: mongoUri(),
+    MONGODB_DB: `admin_${randomUUID().slice(0, 8)}`,
+    LIMITS_ADMIN_ROLE: ADMIN,
+    LIMIT_USER_TOKENS_PER_DAY: "500",
+  });
+  app = await createApp(config, { tools: [] });
+  route = createHttpHandler(app, config, {
+    authenticate: async (request) => ({ principal: apiPrincipal(request.headers["x-user"] ?? "x", "acme"), roles: request.headers["x-admin"] ? [ADMIN] : [] }),
+  });
+});
+afterAll(() => app?.close());
+
+async function call(method: string, path: string, options: { admin?: boolean; body?: unknown } = {}) {
+  const [pathname, search = ""] = path.split("?");
+  const request: HttpRequest = {
+    method,
+    path: pathname,
+    query: Object.fromEntries(new URLSearchParams(search)),
+    headers: { "x-user": "root", "content-type": "application/json", ...(options.admin && { "x-admin": "1" }) },
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  };
+  const response = await route(request);
+  const body = JSON.parse(response.body);
+  assertConformsToOpenApi(method, pathname, response.status, body);
+  return { status: response.status, body };
+}
+
+describe("adminRoutes", () => {
+  describe("GET /v1/admin/limits", () => {
+    it("returns 403 to a caller without the configured role", async () => {
+      expect((await call("GET", "/v1/admin/limits?issuer=api&tenant=acme")).status).toBe(403);
+    });
+
+    it("returns 400 when neither a tenant nor a user is named", async () => {
+      expect((await call("GET", "/v1/admin/limits?issuer=api", { admin: true })).status).toBe(400);
+    });
+
+    it("returns the defaults of configuration for a user with no limits of its own", async () => {
+      const read = await call("GET", "/v1/admin/limits?issuer=api&tenant=acme&subject=new", { admin: true });
+      expect(read.body).toMatchObject({ limits: { tokensPerDay: 500, turnsPerMinute: null }, own: null, defaults: { tokensPerDay: 500 } });
+    });
+  });
+
+  describe("PUT /v1/admin/limits", () => {
+    it("returns the limits as they apply: null removes a default limit, an absent key keeps it", async () => {
+      const set = await call("PUT", "/v1/admin/limits", {
+        admin: true,
+        body: { issuer: "api", tenant: "acme", subject: "ada", limits: { tokensPerDay: null, turnsPerMinute: 3 } },
+      });
+      expect(set.status).toBe(200);
+      expect(set.body.limits).toMatchObject({ tokensPerDay: null, turnsPerMinute: 3 });
+    });
+
+    it("returns 400 and changes nothing for a limit that is not a positive number", async () => {
+      const body = { issuer: "api", tenant: "acme", subject: "bad", limits: { tokensPerDay: -1 } };
+      expect((await call("PUT", "/v1/admin/limits", { admin: true, body })).status).toBe(400);
+      expect((await call("GET", "/v1/admin/limits?issuer=api&tenant=acme&subject=bad", { admin: true })).body.own).toBeNull();
+    });
+  });
+
+  describe("GET /v1/admin/usage", () => {
+    it("returns 400 for a range that ends before it starts", async () => {
+      expect((await call("GET", "/v1/admin/usage?issuer=api&tenant=acme&from=2030-02-01&to=2030-01-01", { admin: true })).status).toBe(400);
+    });
+
+    it("returns no days and a zero total for a tenant that used nothing", async () => {
+      const usage = await call("GET", "/v1/admin/usage?issuer=api&tenant=quiet", { admin: true });
+      expect(usage.body).toMatchObject({ days: [], total: { turns: 0, costUsd: 0 } });
+    });
+  });
+});
