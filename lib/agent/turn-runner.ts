@@ -2,7 +2,15 @@ import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMess
 import { Command, INTERRUPT, isInterrupted, type StateSnapshot } from "@langchain/langgraph";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import { ModelCallLimitError, ModelCredentialsError, NotFoundError, NotLatestTurnError, StaleWriterError, TurnSupersededError } from "../errors.js";
+import {
+  ModelCallFailedError,
+  ModelCallLimitError,
+  ModelCredentialsError,
+  NotFoundError,
+  NotLatestTurnError,
+  StaleWriterError,
+  TurnSupersededError,
+} from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
@@ -125,6 +133,7 @@ interface AttemptEnd {
 
 /** Turn error codes that are not an error class's name. */
 function errorCode(error: unknown): string {
+  if (error instanceof ModelCallFailedError) return error.code;
   if (error instanceof ModelCallLimitError) return "model_call_limit";
   if (error instanceof ModelCredentialsError) return "model_credentials";
   return error instanceof Error ? error.name : "Error";
@@ -340,7 +349,7 @@ export class TurnRunner {
       return;
     }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
-    const failure = { code: errorCode(error), message: "the turn failed" };
+    const failure = { code: errorCode(error), message: error instanceof ModelCallFailedError ? `the turn failed: ${error.reason}` : "the turn failed" };
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
   }

@@ -60,6 +60,8 @@ export interface TurnDocument {
   repliedAt?: Date;
   /** A channel turn: the segments whose answer an attempt began streaming into the channel (see `claimStream`); no other attempt streams them. */
   streamedSegments?: string[];
+  /** A channel turn: when the thread was told the model is busy (see `claimBusyNotice`); told once per turn. */
+  busyNoticeAt?: Date;
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -359,6 +361,12 @@ export class TurnStore {
    */
   async claimStream(turnId: string, segment = ""): Promise<boolean> {
     const result = await this.#turns.updateOne({ _id: turnId, streamedSegments: { $nin: [segment] } }, { $addToSet: { streamedSegments: segment } });
+    return result.modifiedCount === 1;
+  }
+
+  /** True for the one caller that may tell the thread its model is busy: one notice per turn, whatever the attempts and receives. */
+  async claimBusyNotice(turnId: string, now = new Date()): Promise<boolean> {
+    const result = await this.#turns.updateOne({ _id: turnId, busyNoticeAt: { $exists: false } }, { $set: { busyNoticeAt: now } });
     return result.modifiedCount === 1;
   }
 
