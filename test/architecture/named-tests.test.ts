@@ -25,7 +25,6 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/model-view/converse-rules.ts": "the names of the Converse rules a view must satisfy",
   "lib/model-view/types.ts": "the view's input, output and statistics types",
   "lib/observability/approval-sweep-metrics.ts": "the approvals sweep's metric names",
-  "lib/observability/turn-outcome-metrics.ts": "the turn outcome and webhook metric names and their dimensions",
   "lib/store/collections.ts": "the MongoDB collection names",
   "lib/tools/documents/document-retriever.ts": "the interface of a document search and its passage type",
   "lib/tools/sample-questions.ts": "the sample questions' text; test/tools/local-model-examples.test.ts runs each through the offline model",

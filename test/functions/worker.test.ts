@@ -129,6 +129,13 @@ describe("functions/worker", () => {
       expect(counted("TurnsRetried")).toEqual([]);
     });
 
+    it("publishes a turn given up for a reason a deploy can cause under the function's version, for the canary's rollback alarm", async () => {
+      const { message } = await queuedTurn("please deny me, versioned");
+      const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
+      const versioned = emf.filter((l) => "VersionTurnsFailed" in l);
+      expect(versioned).toEqual([expect.objectContaining({ function: expect.stringMatching(/worker/), version: "$LATEST", VersionTurnsFailed: 1 })]);
+    });
+
     it("publishes a retried turn, by reason, before its last receive", async () => {
       const { message } = await queuedTurn("please break, once more");
       const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
