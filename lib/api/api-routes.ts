@@ -11,6 +11,7 @@ import type { Approvals } from "../approvals/approvals.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
+import { StreamLimiter } from "./stream-limiter.js";
 import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
@@ -32,6 +33,8 @@ export interface ApiRoutesDeps {
   /** Where these routes stream, named to a client that asks an adapter that cannot (the HTTP API in AWS). Default: unnamed. */
   streamingUrl?: string;
   approvals: Approvals;
+  /** The cap of open event streams per principal. Default: a {@link StreamLimiter} with its defaults. */
+  streams?: StreamLimiter;
 }
 
 /** An approval as the API shows it: `expiresAt` is its decision deadline (the document's own is retention). */
@@ -133,6 +136,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, messages, turns } = database;
   const document = openApiDocument();
+  const streams = deps.streams ?? new StreamLimiter();
 
   const owned = async (request: HttpRequest, rawId: string) => {
     const caller = await authenticate(request);
@@ -213,24 +217,34 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
         const run = () => dispatch(turn, { async: prefersAsync(request) });
-        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId };
-        if (key === undefined) {
-          const running = run();
-          if (!streamed) return outcomeResponse(conversation._id, turnId, await running);
-          // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
-          await turnBegun(deps.events.hub, turnId, running);
-          return turnEventStream({ ...follow, running });
-        }
-        const scope = [ownerKey(caller.principal), conversation._id];
-        if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
-        // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
-        // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
-        const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
-          if (error instanceof ConflictError) return undefined;
+        // Over the caller's cap of open streams: 429 before anything runs.
+        const release = streamed ? streams.acquire(ownerKey(caller.principal)) : undefined;
+        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId, onClose: release };
+        try {
+          return await postMessage();
+        } catch (error) {
+          release?.();
           throw error;
-        });
-        if (started) await turnBegun(deps.events.hub, turnId, started.running);
-        return turnEventStream({ ...follow, running: started?.running });
+        }
+        async function postMessage(): Promise<HttpResponse> {
+          if (key === undefined) {
+            const running = run();
+            if (!streamed) return outcomeResponse(conversation._id, turnId, await running);
+            // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
+            await turnBegun(deps.events.hub, turnId, running);
+            return turnEventStream({ ...follow, running });
+          }
+          const scope = [ownerKey(caller.principal), conversation._id];
+          if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
+          // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
+          // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
+          const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
+            if (error instanceof ConflictError) return undefined;
+            throw error;
+          });
+          if (started) await turnBegun(deps.events.hub, turnId, started.running);
+          return turnEventStream({ ...follow, running: started?.running });
+        }
       },
     },
     {
@@ -290,10 +304,12 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/events$/,
       handler: async (request, [id, rawTurnId]) => {
-        const { conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id);
         const turn = await ownedTurn(conversation._id, rawTurnId);
         assertCanStream(request, deps.streamingUrl);
-        return turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId: lastEventId(request) });
+        const afterId = lastEventId(request);
+        const onClose = streams.acquire(ownerKey(caller.principal));
+        return turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId, onClose });
       },
     },
     {
