@@ -164,7 +164,8 @@ describe("runPreflight", () => {
       {
         check: "concurrency",
         problem:
-          "the stage reserves 80 concurrent executions but the account has -90 to reserve (limit 10, 10 unreserved, 0 held by the stage, 100 always unreserved)",
+          "the stage reserves 80 concurrent executions but the account has -90 to reserve " +
+          "(limit 10, 10 unreserved, 0 held by the stage, 100 always unreserved)",
         fix: expect.stringContaining('"Concurrent executions" (Service Quotas, AWS Lambda, L-B99A9384) of at least 180'),
       },
     ]);
