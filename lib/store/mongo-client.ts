@@ -6,16 +6,17 @@ import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "
  * region take well under a second); in poll mode also the timeout of each heartbeat, so a monitor
  * on a dropped connection notices within it (the driver's 30 s would outlast a request).
  */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 2_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
 /**
  * How often the monitor checks each server. A heartbeat that times out on a silently dropped
  * connection resets the pool and interrupts the operations waiting on its stale connections
  * (the driver's `InterruptInUseConnections`), which are then retried on new ones: so the first
  * request after a drop answers within this and {@link DEFAULT_CONNECT_TIMEOUT_MS}, not after a
  * socket timeout per stale connection. A thawed Lambda container whose last check is older than
- * this checks at once. One small `hello` per server every 2 s per running container.
+ * this checks at once. One small `hello` per server every 1.5 s per running container. The timeout stays at 3 s: a
+ * heartbeat that a loaded server answers late would interrupt healthy operations.
  */
-export const DEFAULT_HEARTBEAT_FREQUENCY_MS = 2_000;
+export const DEFAULT_HEARTBEAT_FREQUENCY_MS = 1_500;
 
 export interface MongoClientOptions {
   /** Default: {@link DEFAULT_SERVER_SELECTION_TIMEOUT_MS}. */
