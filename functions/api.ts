@@ -5,7 +5,17 @@ import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
-import { config, credentialsOf, logger, logServerError, publishTurnFailed, publishTurnMetrics, turnQueue, withRuntime } from "./shared/runtime.js";
+import {
+  config,
+  credentialsOf,
+  logger,
+  logServerError,
+  publishResponseStatus,
+  publishTurnFailed,
+  publishTurnMetrics,
+  turnQueue,
+  withRuntime,
+} from "./shared/runtime.js";
 
 const claims = new VerifiedClaims(config.auth);
 /** The HTTP API over each app the container makes (a new one when the secret names another database). */
@@ -35,6 +45,7 @@ async function api(event: HttpApiEvent, context: Context) {
     response = errorResponse(error);
   }
   logger.info("request", { route: event.routeKey, status: response.status });
+  publishResponseStatus(response.status);
   return toResult(response);
 }
 

@@ -40,7 +40,7 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   }
   const { app, credentials } = await appOf(context);
   const receiveCount = Number(record.attributes.ApproximateReceiveCount);
-  const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount);
+  const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount, () => context.getRemainingTimeInMillis());
   const fields = { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount };
   tracer.putAnnotation("turnId", outcome.turnId);
   if (outcome.kind === "retry") {

@@ -1,4 +1,5 @@
 import { ValidationError } from "../lib/errors.js";
+import { DEFAULT_WEBHOOK_CONCURRENCY } from "./stage-config.js";
 
 /** The stack's functions, as named in `<stage>-threadwise-<name>`. */
 export const FUNCTION_NAMES = ["api", "worker", "slack", "teams", "setup", "stream"] as const;
@@ -10,13 +11,6 @@ export type FunctionName = (typeof FUNCTION_NAMES)[number];
  * insert. Measured by `npm run bench:mongodb-connections`.
  */
 export const FUNCTION_POOL_SIZES: Readonly<Record<FunctionName, number>> = { api: 4, worker: 4, slack: 1, teams: 1, setup: 4, stream: 4 };
-
-/**
- * Containers each webhook may run at once. A webhook answers in tens of milliseconds, so ten
- * containers take hundreds of events a second; beyond that API Gateway answers 429 and Slack and
- * the Bot Framework retry.
- */
-export const DEFAULT_WEBHOOK_CONCURRENCY = 10;
 
 export interface ConnectionBudgetInput {
   /** Connections the stage may hold, all containers together. */
@@ -33,6 +27,8 @@ export interface ConnectionBudgetInput {
   scheduledSweep: boolean;
   /** Event streams the streaming function serves at once (each holds a container for the stream's length). */
   streamConcurrency: number;
+  /** Containers of each webhook. Default: {@link DEFAULT_WEBHOOK_CONCURRENCY}. */
+  webhookConcurrency?: number;
 }
 
 export interface ConnectionPlan {
@@ -56,8 +52,8 @@ export function planConnections(input: ConnectionBudgetInput): ConnectionPlan {
   >;
   const fixed = {
     worker: input.workerMaxConcurrency + (input.scheduledSweep ? 1 : 0),
-    slack: DEFAULT_WEBHOOK_CONCURRENCY,
-    teams: DEFAULT_WEBHOOK_CONCURRENCY,
+    slack: input.webhookConcurrency ?? DEFAULT_WEBHOOK_CONCURRENCY,
+    teams: input.webhookConcurrency ?? DEFAULT_WEBHOOK_CONCURRENCY,
     setup: 1,
     stream: input.streamConcurrency,
   };

@@ -6,6 +6,7 @@ import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-con
 import { LIMIT_NAMES, LIMIT_VARIABLES, type LimitName } from "../lib/config/limits-config.js";
 import { ValidationError } from "../lib/errors.js";
 import { parseOrThrow } from "../lib/validation.js";
+import type { AlarmDestinations } from "./constructs/alarm-topic.js";
 
 /** Stage deployed when `-c stage=...` is not given. */
 export const DEFAULT_STAGE = "dev";
@@ -43,6 +44,15 @@ export const DEFAULT_MONGODB_REPLICA_SET_MEMBERS = 3;
 export const DEFAULT_MONGODB_MAX_IDLE_SECONDS = 60;
 /** NAT gateways of the VPC created by `vpc=nat`: one is cheaper; one per availability zone (2) survives a zone's loss. */
 export const DEFAULT_VPC_NAT_GATEWAYS = 1;
+/** Requests per second the HTTP API's stage accepts, steady and in a burst (context `apiThrottleRate`, `apiThrottleBurst`). */
+export const DEFAULT_API_THROTTLE_RATE = 50;
+export const DEFAULT_API_THROTTLE_BURST = 100;
+/**
+ * Containers each webhook may run at once (context `webhookConcurrency`). A webhook answers in
+ * tens of milliseconds, so ten containers take hundreds of events a second; beyond that API
+ * Gateway answers 429 and Slack and the Bot Framework retry.
+ */
+export const DEFAULT_WEBHOOK_CONCURRENCY = 10;
 /** Stages whose data (secret, logs, queues) is retained when the stack is deleted, unless `retainData` says otherwise. */
 export const DEFAULT_RETAINED_STAGES: readonly string[] = ["prod"];
 
@@ -174,6 +184,15 @@ const contextSchema = z.object({
   streamConcurrency: contextNumber.max(1000).optional(),
   maxReceiveCount: contextNumber.max(1000).optional(),
   alarmTopicArn: z.string().startsWith("arn:").optional(),
+  alarmEmails: contextList(z.email()).optional(),
+  alarmUrls: contextList(z.url({ protocol: /^https$/ })).optional(),
+  alarmSlackChannel: z
+    .string()
+    .regex(/^T[A-Z0-9]+\/[CG][A-Z0-9]+$/, "<Slack workspace id>/<channel id> (T…/C…), the workspace authorized in AWS Chatbot")
+    .optional(),
+  apiThrottleRate: contextNumber.max(100_000).optional(),
+  apiThrottleBurst: contextNumber.max(100_000).optional(),
+  webhookConcurrency: contextNumber.max(1000).optional(),
   retainData: contextBoolean.optional(),
   mongodbConnectionBudget: contextNumber.max(100_000).optional(),
   mongodbReplicaSetMembers: contextNumber.max(50).optional(),
@@ -249,7 +268,10 @@ export interface StageConfig {
   /** Reserved concurrency of the streaming function: event streams at once. */
   streamConcurrency: number;
   maxReceiveCount: number;
-  alarmTopicArn?: string;
+  /** Who hears the alarms: a retained stage (prod) must name at least one (synth refuses otherwise). */
+  alarms: AlarmDestinations;
+  /** The stage's scale ceilings (docs/deploying.md, "Sizing"). */
+  ceilings: StageCeilings;
   /** Also: termination protection, and queues and log groups retained with the stack's deletion. */
   retainData: boolean;
   /** Unset: environment-agnostic, deployed where the CLI's credentials point. */
@@ -263,6 +285,14 @@ export interface StageConfig {
   tools: StageToolsConfig;
   /** Defaults of every user's and tenant's limits (`limits` context over `DEFAULT_STAGE_LIMITS`, per scope). */
   limits: StageLimits;
+}
+
+export interface StageCeilings {
+  /** Requests per second the HTTP API's stage accepts (steady), and in a burst; beyond them API Gateway answers 429. */
+  apiThrottleRate: number;
+  apiThrottleBurst: number;
+  /** Containers each webhook function may run at once (its reserved concurrency). */
+  webhookConcurrency: number;
 }
 
 /** The functions in private subnets of a VPC the stack creates, their internet traffic through NAT gateways with fixed addresses. */
@@ -340,6 +370,27 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
       { path: "stage", message: `${stage} keeps its data, so its account and region must be pinned in STAGE_ENVIRONMENTS (infra/stage-config.ts)` },
     ]);
   }
+  const alarms: AlarmDestinations = {
+    topicArn: c.alarmTopicArn,
+    emails: c.alarmEmails ?? [],
+    urls: c.alarmUrls ?? [],
+    slack: c.alarmSlackChannel ? { workspaceId: c.alarmSlackChannel.split("/")[0], channelId: c.alarmSlackChannel.split("/")[1] } : undefined,
+  };
+  if (retainData && !alarms.topicArn && alarms.emails.length === 0 && alarms.urls.length === 0 && !alarms.slack) {
+    throw invalidContext([
+      {
+        path: "alarmTopicArn",
+        message:
+          `${stage} keeps its data, so its alarms must reach a person: set alarmTopicArn, alarmEmails, alarmUrls ` +
+          '(PagerDuty) or alarmSlackChannel (docs/operations.md, "Who is paged")',
+      },
+    ]);
+  }
+  if (alarms.topicArn && (alarms.emails.length > 0 || alarms.urls.length > 0 || alarms.slack)) {
+    throw invalidContext([
+      { path: "alarmEmails", message: "subscriptions are for the topic the stack creates; subscribe them to alarmTopicArn's topic instead" },
+    ]);
+  }
   return {
     stage,
     jwtIssuer: c.jwtIssuer ?? PLACEHOLDER_JWT_ISSUER,
@@ -360,7 +411,12 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     workerMaxConcurrency: c.workerMaxConcurrency ?? DEFAULT_WORKER_MAX_CONCURRENCY,
     streamConcurrency: c.streamConcurrency ?? DEFAULT_STREAM_CONCURRENCY,
     maxReceiveCount: c.maxReceiveCount ?? DEFAULT_MAX_RECEIVE_COUNT,
-    alarmTopicArn: c.alarmTopicArn,
+    alarms,
+    ceilings: {
+      apiThrottleRate: c.apiThrottleRate ?? DEFAULT_API_THROTTLE_RATE,
+      apiThrottleBurst: c.apiThrottleBurst ?? DEFAULT_API_THROTTLE_BURST,
+      webhookConcurrency: c.webhookConcurrency ?? DEFAULT_WEBHOOK_CONCURRENCY,
+    },
     retainData,
     environment,
     deployment: c.deployment ?? (retainData ? DEFAULT_RETAINED_DEPLOYMENT : DEFAULT_DEPLOYMENT),

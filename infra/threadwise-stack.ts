@@ -1,10 +1,9 @@
-import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from "aws-cdk-lib";
+import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Tags, Validations, type StackProps } from "aws-cdk-lib";
 import { LambdaApplication, LambdaDeploymentConfig, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { Rule, RuleTargetInput, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
-import { Topic } from "aws-cdk-lib/aws-sns";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
@@ -15,6 +14,7 @@ import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
 import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
 import { bedrockResourceArns } from "./bedrock-model.js";
 import { FUNCTION_NAMES, FUNCTION_POOL_SIZES, planConnections, type FunctionName } from "./connection-budget.js";
+import { AlarmTopic } from "./constructs/alarm-topic.js";
 import { CredentialsSecrets } from "./constructs/credentials-secrets.js";
 import { FunctionNetwork } from "./constructs/function-network.js";
 import { METRICS_NAMESPACE, Operations } from "./constructs/operations.js";
@@ -66,6 +66,11 @@ export const DEPLOYMENT_CONFIGS: Readonly<Record<DeploymentStrategy, ILambdaDepl
   "all-at-once": LambdaDeploymentConfig.ALL_AT_ONCE,
 };
 
+/** The tags of every resource of a stage's stack. */
+export function stackTags(stage: string): Record<string, string> {
+  return { application: "threadwise", stage };
+}
+
 /** How cdk-nag prints the pseudo parameters inside the ARNs it reports. */
 const NAG_ARN_PLACEHOLDERS = { partition: "<AWS::Partition>", region: "<AWS::Region>", account: "<AWS::AccountId>" };
 /** The pseudo parameters themselves, resolved by CloudFormation at deploy time. */
@@ -109,6 +114,8 @@ export class ThreadwiseStack extends Stack {
     const removalPolicy = config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const logRetention = config.logRetentionDays as RetentionDays;
     const serviceName = `threadwise-${stage}`;
+    // Every taggable resource says what it belongs to: cost reports and Resource Groups split by them.
+    for (const [key, value] of Object.entries(stackTags(stage))) Tags.of(this).add(key, value);
 
     if (config.jwtIssuer === PLACEHOLDER_JWT_ISSUER) {
       Annotations.of(this).addWarningV2(
@@ -139,6 +146,7 @@ export class ThreadwiseStack extends Stack {
       // The recovery schedule runs in every stage.
       scheduledSweep: true,
       streamConcurrency: config.streamConcurrency,
+      webhookConcurrency: config.ceilings.webhookConcurrency,
     });
     const network = config.vpc ? new FunctionNetwork(this, "Network", { stage, logRetention, removalPolicy, ...config.vpc }) : undefined;
 
@@ -257,9 +265,10 @@ export class ThreadwiseStack extends Stack {
       teamsFunction: teams.alias,
       logRetention,
       removalPolicy,
+      throttle: { rateLimit: config.ceilings.apiThrottleRate, burstLimit: config.ceilings.apiThrottleBurst },
     });
 
-    const alarmTopic = config.alarmTopicArn ? Topic.fromTopicArn(this, "AlarmTopic", config.alarmTopicArn) : undefined;
+    const alarmTopic = new AlarmTopic(this, "Alarms", { stage, ...config.alarms }).topic;
     const operations = new Operations(this, "Operations", {
       stage,
       serviceName,
@@ -270,6 +279,7 @@ export class ThreadwiseStack extends Stack {
       deadLetterQueue: queues.deadLetterQueue,
       httpApi: httpApi.httpApi,
       alarmTopic,
+      aliases: { api: api.alias, worker: worker.alias, slack: slack.alias, teams: teams.alias, stream: stream.alias },
       approvalSweep: config.tools.toolApprovals !== undefined,
     });
     new BudgetAlarms(this, "BudgetAlarms", { stage, serviceName, dashboard: operations.dashboard, alarmTopic });
@@ -320,6 +330,7 @@ export class ThreadwiseStack extends Stack {
     new CfnOutput(this, "SetupFunctionName", { value: setup.fn.functionName, description: "Invoke once the database secret is filled in (see README)" });
     new CfnOutput(this, "ReservedConnections", { value: String(connections.total), description: "MongoDB connections the stage's functions can hold at most" });
     new CfnOutput(this, "DashboardName", { value: operations.dashboard.dashboardName });
+    new CfnOutput(this, "AlarmTopicArn", { value: operations.alarmTopicArn, description: 'Where every alarm notifies (docs/operations.md, "Who is paged")' });
   }
 
   /**

@@ -6,9 +6,11 @@
 import { readFileSync } from "node:fs";
 import { BedrockClient } from "@aws-sdk/client-bedrock";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { App } from "aws-cdk-lib";
 import { bedrockResourceArns } from "../infra/bedrock-model.js";
+import { FUNCTION_NAMES, planConnections } from "../infra/connection-budget.js";
 import { readStageConfig } from "../infra/stage-config.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
 import { parseCliArgs } from "../lib/local/cli-args.js";
@@ -28,6 +30,17 @@ const secretIds = Object.fromEntries(names.map((name) => [name, config.secretArn
 // The last resource of the model's grant is its foundation model, whatever form bedrockModelId takes.
 const modelArn = bedrockResourceArns(config.bedrockModelId, { partition: "aws", region: "*", account: "*" }, config.bedrockFoundationModelId).at(-1)!;
 const region = config.environment?.region;
+// The reservations the stack will make, as infra/threadwise-stack.ts plans them.
+const plan = planConnections({
+  budget: config.mongodb.connectionBudget,
+  replicaSetMembers: config.mongodb.replicaSetMembers,
+  workerMaxConcurrency: config.workerMaxConcurrency,
+  // The recovery schedule runs in every stage, as the stack plans it.
+  scheduledSweep: true,
+  streamConcurrency: config.streamConcurrency,
+  webhookConcurrency: config.ceilings.webhookConcurrency,
+});
+const reservedConcurrency = Object.fromEntries(FUNCTION_NAMES.map((name) => [`${config.stage}-threadwise-${name}`, plan.reservedConcurrency[name]]));
 
 const problems = await runPreflight({
   secretIds,
@@ -36,8 +49,12 @@ const problems = await runPreflight({
   secrets: new SecretsManagerClient({ region }),
   bedrockRuntime: new BedrockRuntimeClient({ region }),
   bedrock: new BedrockClient({ region }),
+  lambda: new LambdaClient({ region }),
+  reservedConcurrency,
 });
 for (const p of problems) process.stdout.write(`FAIL ${p.check}: ${p.problem}. Fix: ${p.fix}\n`);
 if (problems.length === 0)
-  process.stdout.write(`ok   ${config.stage}: secrets filled in, MongoDB reachable, ${config.bedrockModelId} answers, Marketplace access in place\n`);
+  process.stdout.write(
+    `ok   ${config.stage}: secrets filled in, MongoDB reachable, ${config.bedrockModelId} answers, Marketplace access in place, account concurrency fits\n`,
+  );
 process.exit(problems.length === 0 ? 0 : 1);

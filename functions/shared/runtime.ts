@@ -18,9 +18,14 @@ import {
   APPROVAL_SWEEP_METRIC_NAMES,
   CALLER_FAILURE_REASONS,
   CHANNEL_DIMENSION,
+  FUNCTION_DIMENSION,
+  isDeployServerError,
+  NOT_DEPLOY_FAILURE_REASONS,
   REASON_DIMENSION,
   TURN_OUTCOME_METRIC_NAMES,
   turnFailureReason,
+  VERSION_DIMENSION,
+  VERSION_METRIC_NAMES,
   WEBHOOK_METRIC_NAMES,
   xrayTraceHeader,
   type TraceContext,
@@ -65,8 +70,33 @@ export const turnQueue = config.deployment.turnQueueUrl
  * metrics flushed at the end (not for the setup function, which publishes none).
  */
 export function observability(options: { metrics: boolean } = { metrics: true }) {
-  const traced = [captureLambdaHandler(tracer, { captureResponse: false }), injectLambdaContext(logger)];
+  const traced = [captureLambdaHandler(tracer, { captureResponse: false }), injectLambdaContext(logger), invokedVersion()];
   return options.metrics ? [...traced, logMetrics(metrics)] : traced;
+}
+
+/** The function and version this container runs (Lambda's context: the executed version when invoked through the alias). */
+let invoked: { functionName: string; functionVersion: string } | undefined;
+
+function invokedVersion(): MiddlewareObj<unknown, unknown, Error, Context> {
+  return {
+    before: ({ context }) => {
+      invoked = { functionName: context.functionName, functionVersion: context.functionVersion };
+    },
+  };
+}
+
+/** One count of a figure a deployment's canary watches, under this version alone (docs/operations.md, "Deploys that roll back"). */
+function countForVersion(name: string): void {
+  if (!invoked) return;
+  metrics
+    .singleMetric()
+    .addDimensions({ [FUNCTION_DIMENSION]: invoked.functionName, [VERSION_DIMENSION]: invoked.functionVersion })
+    .addMetric(name, MetricUnit.Count, 1);
+}
+
+/** A response of the api or a webhook: a server error a deploy can cause (not an intended 503) counts against this version. */
+export function publishResponseStatus(status: number): void {
+  if (isDeployServerError(status)) countForVersion(VERSION_METRIC_NAMES.serverErrors);
 }
 
 /** The container's credentials secrets, made (and their fetch started) by the first `credentialsMiddleware()`. */
@@ -216,6 +246,7 @@ export function publishTurnGivenUp(error: unknown): TurnFailureReason {
   const reason = turnFailureReason(error);
   countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.givenUp, reason);
   countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.failed, reason);
+  if (!NOT_DEPLOY_FAILURE_REASONS.has(reason)) countForVersion(VERSION_METRIC_NAMES.turnsFailed);
   return reason;
 }
 
@@ -224,6 +255,7 @@ export function publishTurnFailed(error: unknown): void {
   const reason = turnFailureReason(error);
   if (CALLER_FAILURE_REASONS.has(reason)) return;
   countTurnOutcome(TURN_OUTCOME_METRIC_NAMES.failed, reason);
+  if (!NOT_DEPLOY_FAILURE_REASONS.has(reason)) countForVersion(VERSION_METRIC_NAMES.turnsFailed);
   logger.error("turn failed", { reason, error: error instanceof Error ? error.name : "unknown" });
 }
 
@@ -231,6 +263,7 @@ export function publishTurnFailed(error: unknown): void {
 export function publishWebhookStatus(channel: string, status: number): void {
   const name = status >= 500 ? WEBHOOK_METRIC_NAMES.serverErrors : status >= 400 ? WEBHOOK_METRIC_NAMES.clientErrors : undefined;
   if (name) metrics.singleMetric().addDimension(CHANNEL_DIMENSION, channel).addMetric(name, MetricUnit.Count, 1);
+  publishResponseStatus(status);
 }
 
 /**

@@ -8,11 +8,6 @@ import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { OPERATIONS } from "../../lib/api/openapi.js";
 
-/** Steady-state requests per second the stage accepts before answering 429. */
-export const DEFAULT_THROTTLE_RATE = 50;
-/** Burst of requests the stage accepts above the steady rate. */
-export const DEFAULT_THROTTLE_BURST = 100;
-
 /**
  * The JWT-protected routes, served by the api function: every authenticated operation of the
  * OpenAPI document (`lib/api/openapi.ts`), so a route the router serves cannot be missing here (a
@@ -50,6 +45,8 @@ export interface ThreadwiseApiProps {
   teamsFunction: IFunction;
   logRetention: RetentionDays;
   removalPolicy: RemovalPolicy;
+  /** Steady-state requests per second the stage accepts before answering 429, and the burst above it (context `apiThrottleRate`, `apiThrottleBurst`). */
+  throttle: { rateLimit: number; burstLimit: number };
 }
 
 /**
@@ -77,7 +74,7 @@ export class ThreadwiseApi extends Construct {
       httpApi: this.httpApi,
       stageName: "$default",
       autoDeploy: true,
-      throttle: { rateLimit: DEFAULT_THROTTLE_RATE, burstLimit: DEFAULT_THROTTLE_BURST },
+      throttle: props.throttle,
       accessLogSettings: { destination: new LogGroupLogDestination(this.accessLogs), format: ACCESS_LOG_FORMAT },
     });
 

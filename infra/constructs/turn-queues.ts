@@ -4,8 +4,12 @@ import { Construct } from "constructs";
 
 /** How long a dead turn message is kept for inspection and redrive (the SQS maximum). */
 export const DEFAULT_DLQ_RETENTION = Duration.days(14);
-/** How long an unprocessed turn may wait; a turn older than this is no longer worth answering. */
-export const DEFAULT_TURN_RETENTION = Duration.days(1);
+/**
+ * How long an unprocessed turn may wait: the SQS maximum, as the dead-letter queue's. A message
+ * that expires is deleted without reaching the dead-letter queue, so a backlog must never get
+ * there; the oldest-turn alarm fires after minutes (docs/operations.md, "Oldest queued turn").
+ */
+export const DEFAULT_TURN_RETENTION = Duration.days(14);
 /**
  * What the turn queue's visibility timeout adds to the worker's timeout: time for the poller to
  * hand a received message to a worker. Lambda's general advice (six times the timeout) covers a

@@ -1,7 +1,7 @@
 import { ChatBedrockConverse } from "@langchain/aws";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { ModelConfig } from "../config/config.js";
-import { ModelCredentialsError } from "../errors.js";
+import { ModelBusyError, ModelCallFailedError, ModelCredentialsError, type ModelErrorCode, ThreadwiseError } from "../errors.js";
 import { bedrockTokenCounter, type ModelTokenCounter } from "./bedrock-token-counter.js";
 import { LocalChatModel } from "./local-chat-model.js";
 
@@ -49,12 +49,69 @@ export function createModelTokenCounter(model: BaseChatModel, modelId: string): 
 /** AWS SDK errors that mean this process may not call the model: no credentials, or credentials Bedrock refuses. */
 const CREDENTIAL_ERROR_NAMES = new Set(["CredentialsProviderError", "AccessDeniedException", "UnrecognizedClientException", "ExpiredTokenException"]);
 
-/** A model call's credential failure as a `ModelCredentialsError` that says what to do; any other error as it is. */
+/** Bedrock is throttling this account (a rate or a tokens-per-minute quota) or the model is not ready yet: the same call succeeds later. */
+const BUSY_ERROR_NAMES = new Set(["ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "ServiceQuotaExceededException"]);
+
+/** Bedrock's other exceptions (and the SDK's own for a call that never got an answer), by the code a turn stores. */
+const FAILED_ERROR_CODES: Readonly<Record<string, ModelErrorCode>> = {
+  ValidationException: "model_invalid_request",
+  ResourceNotFoundException: "model_not_found",
+  InternalServerException: "model_unreachable",
+  ModelErrorException: "model_unreachable",
+  ModelStreamErrorException: "model_unreachable",
+  ModelTimeoutException: "model_unreachable",
+  TimeoutError: "model_unreachable",
+  RequestTimeout: "model_unreachable",
+};
+
+/** Socket errors of a call that did not reach Bedrock (`code` of Node's system errors). */
+const NETWORK_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
+/** The HTTP/2 handler's errors of a session that failed or was refused (`ERR_HTTP2_STREAM_CANCEL` when nothing listens). */
+const HTTP2_ERROR_PREFIX = "ERR_HTTP2_";
+
+/** Retry-After of a busy model when Bedrock names none: the worker's first backoff step. */
+export const DEFAULT_MODEL_BUSY_RETRY_AFTER_SECONDS = 10;
+
+function httpStatusOf(error: Error): number | undefined {
+  const status = (error as { $metadata?: { httpStatusCode?: unknown } }).$metadata?.httpStatusCode;
+  return typeof status === "number" ? status : undefined;
+}
+
+/** The one-line reason of a failed call: the exception's name and HTTP status, never its message (it can quote the request). */
+function reasonOf(error: Error): string {
+  const status = httpStatusOf(error);
+  const code = (error as { code?: unknown }).code;
+  return `${error.name}${status ? ` (HTTP ${status})` : typeof code === "string" ? ` (${code})` : ""}`;
+}
+
+/**
+ * A model call's failure as the product's typed error, by the AWS SDK exception's name, never by
+ * its message: credential failures as a `ModelCredentialsError` that says what to do; Bedrock
+ * throttling, unavailability and a model not ready as `ModelBusyError` (503 `model_busy`, retried
+ * by the worker); Bedrock's other refusals and faults, and a call that never reached it, as
+ * `ModelCallFailedError` with its code. Any other error (a tool's, an abort) is returned as it is.
+ */
 export function modelCallError(error: unknown): unknown {
-  if (!(error instanceof Error) || !CREDENTIAL_ERROR_NAMES.has(error.name)) return error;
-  return new ModelCredentialsError(
-    `the model cannot be called with this process's AWS credentials (${error.name}); give the function or process Bedrock access ` +
-      "(README, Troubleshooting)",
-    { cause: error },
-  );
+  if (!(error instanceof Error) || error instanceof ThreadwiseError) return error;
+  if (CREDENTIAL_ERROR_NAMES.has(error.name)) {
+    return new ModelCredentialsError(
+      `the model cannot be called with this process's AWS credentials (${error.name}); give the function or process Bedrock access ` +
+        "(README, Troubleshooting)",
+      { cause: error },
+    );
+  }
+  const reason = reasonOf(error);
+  if (BUSY_ERROR_NAMES.has(error.name)) {
+    return new ModelBusyError(`the model is busy (${error.name}); retry later`, reason, DEFAULT_MODEL_BUSY_RETRY_AFTER_SECONDS, { cause: error });
+  }
+  const status = httpStatusOf(error);
+  const networkCode = (error as { code?: unknown }).code;
+  const code =
+    FAILED_ERROR_CODES[error.name] ??
+    (typeof networkCode === "string" && (NETWORK_ERROR_CODES.has(networkCode) || networkCode.startsWith(HTTP2_ERROR_PREFIX))
+      ? "model_unreachable"
+      : undefined) ??
+    (status !== undefined && status >= 500 ? "model_unreachable" : status !== undefined && status >= 400 ? "model_invalid_request" : undefined);
+  if (!code) return error;
+  return new ModelCallFailedError(`the model call failed (${error.name})`, code, reason, { cause: error });
 }

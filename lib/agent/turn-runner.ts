@@ -4,6 +4,7 @@ import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import {
   BudgetExhaustedError,
+  ModelCallFailedError,
   ModelCallLimitError,
   ModelCredentialsError,
   NotFoundError,
@@ -185,6 +186,7 @@ interface AttemptEnd {
 
 /** Turn error codes that are not an error class's name. */
 function errorCode(error: unknown): string {
+  if (error instanceof ModelCallFailedError) return error.code;
   if (error instanceof ModelCallLimitError) return "model_call_limit";
   if (error instanceof ModelCredentialsError) return "model_credentials";
   if (error instanceof BudgetExhaustedError) return "budget_exhausted";
@@ -434,9 +436,10 @@ export class TurnRunner {
       return;
     }
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
-    // A limit reached between model calls says which, and when it resets (docs/limits.md).
+    // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
     const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
-    const failure = { code: errorCode(error), message: limited ? error.message : "the turn failed" };
+    const message = limited ? error.message : error instanceof ModelCallFailedError ? `the turn failed: ${error.reason}` : "the turn failed";
+    const failure = { code: errorCode(error), message };
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
   }

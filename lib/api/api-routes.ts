@@ -12,6 +12,7 @@ import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.j
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import type { Limits } from "../limits/limits.js";
+import { StreamLimiter } from "./stream-limiter.js";
 import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
 import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
@@ -45,6 +46,8 @@ export interface ApiRoutesDeps {
   approvals: Approvals;
   /** Budgets and rate limits: a turn is admitted before it is dispatched, a stream holds a slot (docs/limits.md). Default: none. */
   limits?: Limits;
+  /** The cap of open event streams per principal. Default: a {@link StreamLimiter} with its defaults. */
+  streams?: StreamLimiter;
 }
 
 /** An approval as the API shows it: `expiresAt` is its decision deadline (the document's own is retention). */
@@ -196,6 +199,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, messages, turns } = database;
   const document = openApiDocument();
+  const streams = deps.streams ?? new StreamLimiter();
 
   const owned = async (request: HttpRequest, rawId: string) => {
     const caller = await authenticate(request);
@@ -275,28 +279,38 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const turnId = turnIdFor(caller, conversation._id, key);
         const turn = { conversationId: conversation._id, caller, content: text, turnId };
         const run = () => dispatch(turn, { async: prefersAsync(request) });
-        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId };
-        if (key === undefined) {
-          if (!streamed) return outcomeResponse(conversation._id, turnId, await run());
-          // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
+        // Over the caller's cap of open streams in this process: 429 before anything runs.
+        const release = streamed ? streams.acquire(ownerKey(caller.principal)) : undefined;
+        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId, onClose: release };
+        try {
+          return await postMessage();
+        } catch (error) {
+          release?.();
+          throw error;
+        }
+        async function postMessage(): Promise<HttpResponse> {
+          if (key === undefined) {
+            if (!streamed) return outcomeResponse(conversation._id, turnId, await run());
+            // Streamed, the turn runs on whether or not the client stays, once it began (docs/streaming.md).
+            return withStreamSlot(caller, async () => {
+              const running = run();
+              await turnBegun(deps.events.hub, turnId, running);
+              return turnEventStream({ ...follow, running });
+            });
+          }
+          const scope = [ownerKey(caller.principal), conversation._id];
+          if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
+          // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
+          // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
           return withStreamSlot(caller, async () => {
-            const running = run();
-            await turnBegun(deps.events.hub, turnId, running);
-            return turnEventStream({ ...follow, running });
+            const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
+              if (error instanceof ConflictError) return undefined;
+              throw error;
+            });
+            if (started) await turnBegun(deps.events.hub, turnId, started.running);
+            return turnEventStream({ ...follow, running: started?.running });
           });
         }
-        const scope = [ownerKey(caller.principal), conversation._id];
-        if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
-        // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
-        // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
-        return withStreamSlot(caller, async () => {
-          const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
-            if (error instanceof ConflictError) return undefined;
-            throw error;
-          });
-          if (started) await turnBegun(deps.events.hub, turnId, started.running);
-          return turnEventStream({ ...follow, running: started?.running });
-        });
       },
     },
     {
@@ -374,7 +388,15 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const turn = await ownedTurn(conversation._id, rawTurnId);
         assertCanStream(request, deps.streamingUrl);
         const afterId = lastEventId(request);
-        return withStreamSlot(caller, async () => turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId }));
+        const onClose = streams.acquire(ownerKey(caller.principal));
+        try {
+          return await withStreamSlot(caller, async () =>
+            turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId, onClose }),
+          );
+        } catch (error) {
+          onClose();
+          throw error;
+        }
       },
     },
     {

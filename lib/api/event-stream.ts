@@ -95,6 +95,8 @@ export interface TurnStreamOptions {
   afterId: number;
   /** The turn's run, when this request started it: an error before the turn's own `failed` ends the stream as `failed`. */
   running?: Promise<unknown>;
+  /** Called once when the stream ends, however it ends (gives back the principal's stream, `StreamLimiter`). */
+  onClose?: () => void;
 }
 
 /**
@@ -102,7 +104,7 @@ export interface TurnStreamOptions {
  * `failed` or `approval_requested` (docs/streaming.md). A client that goes away stops only its stream; the turn goes on.
  */
 export function turnEventStream(options: TurnStreamOptions): HttpResponse {
-  const { events, turnId, conversationId, afterId, running } = options;
+  const { events, turnId, conversationId, afterId, running, onClose } = options;
   const location = `/v1/conversations/${conversationId}/turns/${turnId}`;
   let failure: { error: unknown } | undefined;
   const failed = new AbortController();
@@ -111,6 +113,13 @@ export function turnEventStream(options: TurnStreamOptions): HttpResponse {
     failed.abort();
   });
   async function* stream(signal: AbortSignal): AsyncGenerator<string> {
+    try {
+      yield* frames(signal);
+    } finally {
+      onClose?.();
+    }
+  }
+  async function* frames(signal: AbortSignal): AsyncGenerator<string> {
     yield frame("turn", { turnId, conversationId, location });
     let last = afterId;
     for await (const event of events.follow(turnId, afterId, AbortSignal.any([signal, failed.signal]))) {

@@ -104,7 +104,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [404, 406, 409, 422, 503],
+    errors: [404, 406, 409, 422, 502, 503],
     streams: true,
   },
   {
@@ -115,7 +115,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "turnId"],
     body: s.postMessageBody,
     responses: turnOutcome,
-    errors: [404, 409, 422],
+    errors: [404, 409, 422, 502],
   },
   {
     method: "post",
@@ -125,7 +125,7 @@ export const OPERATIONS: Operation[] = [
     params: ["conversationId", "turnId"],
     body: s.regenerateBody,
     responses: turnOutcome,
-    errors: [404, 409, 422],
+    errors: [404, 409, 422, 502],
   },
   {
     method: "get",
@@ -434,7 +434,10 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
     "A limit of the caller or its tenant (docs/limits.md): `rate_limited` (`limit`, `Retry-After`) or `budget_exhausted` (`limit`, `resetsAt`, " +
     '`Retry-After`), before anything runs; or throttled by API Gateway, which answers in its own shape (`{"message": "Too Many Requests"}`).',
   500: "Internal error.",
-  503: "A dependency is unavailable; retry after `Retry-After`.",
+  502:
+    "The model call failed: `model_unreachable`, `model_not_found`, `model_invalid_request` or `model_denied`, with a " +
+    "one-line `reason` (the provider's exception name and status).",
+  503: "A dependency is unavailable, or the model is busy (`model_busy`: Bedrock throttling or not ready); retry after `Retry-After`.",
 };
 
 const ERROR_REF = { $ref: "#/components/schemas/Error" };

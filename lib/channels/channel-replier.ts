@@ -1,6 +1,7 @@
 import type { ChannelEndpointsConfig } from "../config/config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { ChannelDeliveryError } from "../errors.js";
+import { modelBusyNotice } from "./failure-message.js";
 import { SlackReplier } from "./slack/slack-replier.js";
 import { BotConnectorTokenProvider } from "./teams/bot-connector-token-provider.js";
 import { TeamsReplier } from "./teams/teams-replier.js";
@@ -27,6 +28,11 @@ export class ChannelReplier implements TurnReplier {
   async requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void> {
     if (job.channel === "slack") await this.slack().requestApproval(job.replyTo, conversationId, approvals);
     else if (job.channel === "teams") await this.teams().requestApproval(job.replyTo, conversationId, approvals);
+  }
+
+  /** "Busy, I will answer in a moment" in the thread, as a plain reply. */
+  async noticeBusy(job: TurnJob): Promise<void> {
+    if (job.channel === "slack" || job.channel === "teams") await this.reply(job, modelBusyNotice());
   }
 
   async replyFailure(job: TurnJob, error: unknown): Promise<void> {

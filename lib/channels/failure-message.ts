@@ -2,11 +2,17 @@ import {
   BudgetExhaustedError,
   ConflictError,
   ContextBudgetExceededError,
+  ModelBusyError,
   PayloadTooLargeError,
   RateLimitedError,
   ServiceUnavailableError,
   ValidationError,
 } from "../errors.js";
+
+/** What the thread hears, once per turn, when the model is busy and the worker will try again. */
+export function modelBusyNotice(): string {
+  return "I'm busy right now and will answer in a moment.";
+}
 
 /**
  * The short, honest message a user gets in the thread when their turn fails: what happened
@@ -34,6 +40,9 @@ export function turnFailureMessage(error: unknown, channel: "slack" | "teams"): 
   }
   if (error instanceof ValidationError) {
     return "I couldn't accept that message. Please rephrase it and send it again.";
+  }
+  if (error instanceof ModelBusyError) {
+    return "I'm too busy to answer right now. Please send your message again in a few minutes.";
   }
   if (error instanceof ServiceUnavailableError) {
     return "I couldn't reach a service I need to answer right now. Please try again in a few minutes.";

@@ -93,6 +93,8 @@ export class TurnEventFollower {
           // A turn about to begin has no record yet; one that had a record and lost it was deleted.
           if (!turn && seen) return;
           seen ||= turn !== null;
+          // A turn waiting for decisions says nothing more until they are made: the follow ends at its approval_requested, as the POST's stream does.
+          if (turn?.status === "awaiting_approval" && (await this.pastApprovalRequest(turn, turnId, last))) return;
           const final = turn && Date.now() - turn.updatedAt.getTime() >= this.finalGraceMs ? finalEventOf(turn) : undefined;
           // Past the grace, read once more before inferring one, from the client's last event on.
           if (final) {
@@ -113,5 +115,15 @@ export class TurnEventFollower {
         wait.cancel();
       }
     }
+  }
+
+  /**
+   * Whether a follow of a waiting turn has nothing more to wait for: the client's last event is
+   * the turn's `approval_requested`, or the pause is older than the grace (its event stored, or lost).
+   */
+  private async pastApprovalRequest(turn: TurnDocument, turnId: string, last: number): Promise<boolean> {
+    const stored = await this.options.store.after(turnId, Math.max(last - 1, 0));
+    if (stored.some((e) => e.id > last)) return false;
+    return stored.some((e) => e.id === last && e.type === "approval_requested") || Date.now() - turn.updatedAt.getTime() >= this.finalGraceMs;
   }
 }

@@ -241,14 +241,24 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       await sweep.stop();
       await recoverySweep.stop();
       await turnQueue.stop();
-      for (const s of [server, server6]) {
-        if (!s) continue;
-        await new Promise<void>((resolve) => s.close(() => resolve()));
-        s.closeAllConnections();
-      }
+      await Promise.all([server, server6].flatMap((s) => (s ? [closeServer(s)] : [])));
       await app.close();
       await client.close();
       await embedded?.stop();
     },
   };
+}
+
+/** How long open requests (a stream, a slow upload) get to finish when the server closes, before their connections are cut. */
+export const DEFAULT_CLOSE_GRACE_MS = 2_000;
+
+/**
+ * Stops accepting, closes idle keep-alive connections at once, and cuts the rest after the grace:
+ * `server.close()` alone waits for every open connection, which a held request keeps for minutes.
+ */
+function closeServer(server: Server, graceMs = DEFAULT_CLOSE_GRACE_MS): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+  return closed.finally(() => clearTimeout(cut));
 }

@@ -4,6 +4,9 @@ import { channelCredentialsFromEnv } from "../config/credentials.js";
 import { startLocalServer } from "./local-server.js";
 import { explainStartupError, printableMongoUri } from "./startup-error.js";
 
+/** Longest a shutdown on SIGINT or SIGTERM may take before the process exits anyway (an orchestrator's kill follows soon after). */
+const SHUTDOWN_DEADLINE_MS = 4_500;
+
 /** Starts the server, or exits with one line that says what to fix. */
 async function start() {
   let config: Config | undefined;
@@ -25,6 +28,11 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     if (closing) return;
     closing = true;
+    // Whatever holds the close (a client, a turn, the database), the process is gone within 5 s.
+    setTimeout(() => {
+      console.error(`shutdown took over ${SHUTDOWN_DEADLINE_MS} ms; exiting`);
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
     server.close().then(
       () => process.exit(0),
       () => process.exit(1),

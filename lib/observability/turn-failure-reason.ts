@@ -3,12 +3,14 @@ import {
   ChannelDeliveryError,
   ConflictError,
   ContextBudgetExceededError,
+  ModelCallFailedError,
   ModelCallLimitError,
   ModelCredentialsError,
   NotFoundError,
   PayloadTooLargeError,
   ToolError,
   ValidationError,
+  type ModelErrorCode,
 } from "../errors.js";
 
 /**
@@ -47,6 +49,15 @@ const MODEL_ERROR_NAMES = new Set([
   "ValidationException",
 ]);
 
+/** The reason of each model failure code (`modelCallError` in lib/agent/chat-model.ts). */
+const MODEL_CODE_REASONS: Record<ModelErrorCode, TurnFailureReason> = {
+  model_busy: "throttled",
+  model_unreachable: "model_error",
+  model_denied: "model_denied",
+  model_not_found: "model_error",
+  model_invalid_request: "model_error",
+};
+
 const httpStatusOf = (error: unknown): number | undefined => {
   const status = (error as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
   return typeof status === "number" ? status : undefined;
@@ -55,6 +66,7 @@ const httpStatusOf = (error: unknown): number | undefined => {
 /** The reason of a turn's failure, by error class (and by AWS SDK error name for the model's), never by message text. */
 export function turnFailureReason(error: unknown): TurnFailureReason {
   if (error instanceof ModelCredentialsError) return "model_denied";
+  if (error instanceof ModelCallFailedError) return MODEL_CODE_REASONS[error.code];
   if (error instanceof ContextBudgetExceededError || error instanceof ModelCallLimitError || error instanceof PayloadTooLargeError) return "budget";
   if (error instanceof ToolError) return "tool_error";
   if (error instanceof ChannelDeliveryError) return "delivery";

@@ -1,9 +1,13 @@
 import { GetFoundationModelAvailabilityCommand, type BedrockClient } from "@aws-sdk/client-bedrock";
 import { ConverseCommand, type BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { GetAccountSettingsCommand, GetFunctionConcurrencyCommand, type LambdaClient } from "@aws-sdk/client-lambda";
 import { GetSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { MongoClient } from "mongodb";
 import { CREDENTIAL_SECRETS, parseCredentials, type CredentialSecretName } from "../config/credentials.js";
 import { ValidationError } from "../errors.js";
+
+/** Concurrency Lambda keeps unreserved in every account: reservations may take only what is above it. */
+export const LAMBDA_UNRESERVED_MINIMUM = 100;
 
 /** How long preflight waits for MongoDB to answer before it says the database is unreachable. */
 export const DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS = 5_000;
@@ -18,6 +22,9 @@ export interface PreflightOptions {
   secrets: SecretsManagerClient;
   bedrockRuntime: BedrockRuntimeClient;
   bedrock: BedrockClient;
+  lambda: LambdaClient;
+  /** The reserved concurrency the stack gives each of the stage's functions, by function name (`<stage>-threadwise-<name>`). */
+  reservedConcurrency: Record<string, number>;
   /** The stage's functions refuse a MongoDB URI without TLS; so does preflight, unless told otherwise. Default: true. */
   requireTls?: boolean;
   /** Default: {@link DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS}. */
@@ -26,7 +33,7 @@ export interface PreflightOptions {
 
 /** One thing a deploy needs that is missing, and exactly what to do about it. */
 export interface PreflightProblem {
-  check: "secrets" | "mongodb" | "model" | "marketplace";
+  check: "secrets" | "mongodb" | "model" | "marketplace" | "concurrency";
   problem: string;
   fix: string;
 }
@@ -37,14 +44,62 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
 /**
  * What a deploy of a stage needs, checked from the operator's machine before it goes out (docs/deploying.md,
  * "Preflight"): the secrets' keys filled in and valid, MongoDB reachable with the secret's URI, one
- * Converse call to the stage's model, and the model's Marketplace availability to this account.
- * Every check runs whatever the others found; secrets' values are never part of a problem.
+ * Converse call to the stage's model, the model's Marketplace availability to this account, and
+ * the account's Lambda concurrency against the stage's reservations. Every check runs whatever the others found; secrets' values are never part of a problem.
  */
 export async function runPreflight(options: PreflightOptions): Promise<PreflightProblem[]> {
   const { problems, mongodbUri } = await checkSecrets(options);
   if (mongodbUri) problems.push(...(await checkMongoDb(mongodbUri, options.mongodbTimeoutMs ?? DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS)));
-  problems.push(...(await checkConverse(options)), ...(await checkMarketplace(options)));
+  problems.push(...(await checkConverse(options)), ...(await checkMarketplace(options)), ...(await checkConcurrency(options)));
   return problems;
+}
+
+/**
+ * The stage's reservations must fit the account's concurrency with {@link LAMBDA_UNRESERVED_MINIMUM}
+ * left over: what is unreserved now, plus what the stage's own functions already hold (a
+ * redeploy moves their reservations, it does not add to them). A new account often has a limit
+ * of 10, and the first deploy then fails on the first function.
+ */
+async function checkConcurrency(options: PreflightOptions): Promise<PreflightProblem[]> {
+  const needed = Object.values(options.reservedConcurrency).reduce((sum, n) => sum + n, 0);
+  let limit: number;
+  let unreserved: number;
+  try {
+    const { AccountLimit } = await options.lambda.send(new GetAccountSettingsCommand({}));
+    limit = AccountLimit?.ConcurrentExecutions ?? 0;
+    unreserved = AccountLimit?.UnreservedConcurrentExecutions ?? 0;
+  } catch (error) {
+    return [
+      {
+        check: "concurrency",
+        problem: `the account's Lambda concurrency could not be read: ${nameOf(error)}`,
+        fix: "run preflight with lambda:GetAccountSettings and lambda:GetFunctionConcurrency",
+      },
+    ];
+  }
+  let held = 0;
+  for (const functionName of Object.keys(options.reservedConcurrency)) {
+    try {
+      const { ReservedConcurrentExecutions } = await options.lambda.send(new GetFunctionConcurrencyCommand({ FunctionName: functionName }));
+      held += ReservedConcurrentExecutions ?? 0;
+    } catch (error) {
+      // Not deployed yet: it holds nothing.
+      if (nameOf(error) !== "ResourceNotFoundException") throw error;
+    }
+  }
+  const available = unreserved + held - LAMBDA_UNRESERVED_MINIMUM;
+  if (needed <= available) return [];
+  return [
+    {
+      check: "concurrency",
+      problem:
+        `the stage reserves ${needed} concurrent executions but the account has ${available} to reserve ` +
+        `(limit ${limit}, ${unreserved} unreserved, ${held} held by the stage, ${LAMBDA_UNRESERVED_MINIMUM} always unreserved)`,
+      fix:
+        `ask for "Concurrent executions" (Service Quotas, AWS Lambda, L-B99A9384) of at least ${limit + needed - available}, ` +
+        'or lower workerMaxConcurrency, streamConcurrency, webhookConcurrency or mongodbConnectionBudget (docs/deploying.md, "Sizing")',
+    },
+  ];
 }
 
 async function checkSecrets(options: PreflightOptions): Promise<{ problems: PreflightProblem[]; mongodbUri?: string }> {

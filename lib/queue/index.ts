@@ -18,9 +18,19 @@ export {
 export { SqsTurnQueue, type SqsTurnQueueOptions } from "./sqs-turn-queue.js";
 export { TurnDispatcher, type DispatchOutcome, type TurnDispatcherOptions } from "./turn-dispatcher.js";
 export {
-  DEFAULT_REPLY_CLAIM_MS,
+  DEFAULT_BUSY_RETRY_BASE_MS,
+  DEFAULT_BUSY_RETRY_MAX_MS,
+  DEFAULT_BUSY_RETRY_RESERVE_MS,
+  DEFAULT_BUSY_RETRY_WINDOW_MS,
   DEFAULT_RETRY_BASE_SECONDS,
   DEFAULT_RETRY_MAX_SECONDS,
+  busyRetryDelayMs,
+  queueRetryDelaySeconds,
+  type BusyRetryPolicy,
+  type BusyRetryState,
+} from "./retry-policy.js";
+export {
+  DEFAULT_REPLY_CLAIM_MS,
   TurnJobWorker,
   type TurnJobOutcome,
   type TurnJobWorkerOptions,

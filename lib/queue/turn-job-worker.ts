@@ -10,6 +10,8 @@ import {
   ConflictError,
   ContextBudgetExceededError,
   InvalidModelViewError,
+  ModelBusyError,
+  ModelCallFailedError,
   ModelCallLimitError,
   ModelCredentialsError,
   NotFoundError,
@@ -21,14 +23,11 @@ import {
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { TurnStore } from "../store/turn-store.js";
 import type { ApprovalStore } from "../store/approval-store.js";
+import { busyRetryDelayMs, queueRetryDelaySeconds, type BusyRetryPolicy } from "./retry-policy.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
 import { turnIdForJob } from "./turn-queue.js";
 import type { Limits } from "../limits/limits.js";
 
-/** First retry delay of a failed turn; doubled on each further receive. */
-export const DEFAULT_RETRY_BASE_SECONDS = 10;
-/** Longest wait before a retry. */
-export const DEFAULT_RETRY_MAX_SECONDS = 300;
 /**
  * How long a claim to send a reply holds before another delivery may take it over: longer than
  * the slowest send (Slack: three 10 s attempts with backoff; Teams: token plus two 10 s posts).
@@ -53,6 +52,10 @@ export interface TurnJobWorkerOptions {
   approvals?: ApprovalStore;
   /** Admits channel turns against their user's and tenant's limits (docs/limits.md). Default: none. */
   limits?: Pick<Limits, "admitTurn" | "claimNotice">;
+  /** How a busy model is tried again inside one receive (docs/operations.md, "Model busy"). Default: the `retry-policy.ts` defaults. */
+  busyRetry?: BusyRetryPolicy;
+  /** Source of the retries' jitter, in [0, 1). Default: `Math.random`. */
+  random?: () => number;
 }
 
 export type TurnJobOutcome =
@@ -95,9 +98,13 @@ function isPermanentDelivery(error: unknown): boolean {
   );
 }
 
+/** Model failures that the same request meets again: refused as invalid, a model that does not exist, access denied. */
+const TRANSIENT_MODEL_ERROR_CODES = new Set(["model_busy", "model_unreachable"]);
+
 /** Errors that the same job would meet again: retrying only delays the user's answer. */
 function isPermanent(error: unknown): boolean {
   return (
+    (error instanceof ModelCallFailedError && !TRANSIENT_MODEL_ERROR_CODES.has(error.code)) ||
     [
       ValidationError,
       NotFoundError,
@@ -124,15 +131,21 @@ export class TurnJobWorker {
   private readonly maxReceives: number;
   private readonly maxMessageChars: number;
   private readonly replyClaimMs: number;
+  private readonly random: () => number;
 
   constructor(private readonly options: TurnJobWorkerOptions) {
     this.maxReceives = options.maxReceives ?? DEFAULT_TURN_MAX_RECEIVES;
     this.maxMessageChars = options.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS;
     this.replyClaimMs = options.replyClaimMs ?? DEFAULT_REPLY_CLAIM_MS;
+    this.random = options.random ?? Math.random;
   }
 
-  /** `receiveCount`: how often the queue has delivered this message, this time included. */
-  async process(job: TurnJob, receiveCount: number): Promise<TurnJobOutcome> {
+  /**
+   * `receiveCount`: how often the queue has delivered this message, this time included;
+   * `remainingMs`: the worker's time left (Lambda's `getRemainingTimeInMillis`), which bounds the
+   * retries of a busy model inside this receive.
+   */
+  async process(job: TurnJob, receiveCount: number, remainingMs?: () => number): Promise<TurnJobOutcome> {
     const turnId = turnIdForJob(job);
     const { turns, runner } = this.options;
     const started = Date.now();
@@ -158,15 +171,21 @@ export class TurnJobWorker {
         );
         if (refused) return await this.refuse(job, turnId, caller, refused, stream);
       }
-      const result = await runner.run({
-        conversationId,
-        caller,
-        owner: job.owner,
-        content: job.content,
-        turnId,
-        origin: job,
-        queueDelivery: true,
-        onEvent: stream && ((e) => stream!.onEvent(e)),
+      const run = () =>
+        runner.run({
+          conversationId,
+          caller,
+          owner: job.owner,
+          content: job.content,
+          turnId,
+          origin: job,
+          queueDelivery: true,
+          onEvent: stream && ((e) => stream!.onEvent(e)),
+        });
+      const result = await this.whileBusy(job, turnId, run, remainingMs, async () => {
+        // The retry answers by `reply`: the stream's one claim is spent.
+        await stream?.abandon().catch(() => undefined);
+        stream = undefined;
       });
       if (result.status === "awaiting_approval") {
         // The stream ends where the turn pauses; the resumed turn streams its continuation anew.
@@ -183,7 +202,7 @@ export class TurnJobWorker {
     } catch (error) {
       if (!isPermanent(error) && receiveCount < this.maxReceives) {
         await stream?.abandon().catch(() => undefined);
-        return { kind: "retry", turnId, error, delaySeconds: retryDelaySeconds(error, receiveCount) };
+        return { kind: "retry", turnId, error, delaySeconds: retryDelaySeconds(error, receiveCount, this.random()) };
       }
       const told = stream ? () => stream!.fail(error) : () => this.options.replier.replyFailure(job, error);
       // The user hears of it either way; a failure to tell them must not bring the turn back.
@@ -210,6 +229,44 @@ export class TurnJobWorker {
       await this.replyOnce(job, turnId, () => this.options.replier.replyFailure(job, error)).catch(() => undefined);
     }
     return { kind: "gave-up", turnId, error };
+  }
+
+  /**
+   * Runs the turn, and again after a jittered backoff while the model is busy, as long as the
+   * busy window and the worker's time allow (`busyRetryDelayMs`); the thread hears once that the
+   * answer comes in a moment. The last busy error goes to the queue's retry.
+   */
+  private async whileBusy(
+    job: TurnJob,
+    turnId: string,
+    run: () => Promise<TurnResult>,
+    remainingMs: (() => number) | undefined,
+    beforeRetry: () => Promise<void>,
+  ): Promise<TurnResult> {
+    const began = Date.now();
+    for (let failures = 1; ; failures++) {
+      try {
+        return await run();
+      } catch (error) {
+        if (!(error instanceof ModelBusyError)) throw error;
+        await this.noticeBusyOnce(job, turnId);
+        const delay = busyRetryDelayMs({ failures, elapsedMs: Date.now() - began, remainingMs: remainingMs?.() }, this.random(), this.options.busyRetry);
+        if (delay === undefined) throw error;
+        await beforeRetry();
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  /** "Busy, I will answer in a moment", once per channel turn across attempts and receives; a failure to say it changes nothing. */
+  private async noticeBusyOnce(job: TurnJob, turnId: string): Promise<void> {
+    const { replier, turns } = this.options;
+    if (job.channel === "api" || !replier.noticeBusy) return;
+    try {
+      if (await turns.claimBusyNotice(turnId)) await replier.noticeBusy(job);
+    } catch {
+      // The answer still comes; the notice is a courtesy.
+    }
   }
 
   /** Tells the channel thread which calls wait, once per set of approvals (a redelivery finds them claimed). */
@@ -255,8 +312,8 @@ export class TurnJobWorker {
   }
 }
 
-/** Exponential backoff, and never sooner than a conflict's Retry-After (the lease's remaining time, capped). */
-function retryDelaySeconds(error: unknown, receiveCount: number): number {
-  const backoff = Math.min(DEFAULT_RETRY_BASE_SECONDS * 2 ** (receiveCount - 1), DEFAULT_RETRY_MAX_SECONDS);
-  return error instanceof ConflictError && error.retryAfterSeconds !== undefined ? Math.max(backoff, error.retryAfterSeconds) : backoff;
+/** Exponential backoff with jitter, never sooner than a conflict's Retry-After (the lease's remaining time, capped) or a busy model's. */
+function retryDelaySeconds(error: unknown, receiveCount: number, random: number): number {
+  const retryAfter = error instanceof ConflictError || error instanceof ModelBusyError ? error.retryAfterSeconds : undefined;
+  return queueRetryDelaySeconds(receiveCount, random, retryAfter);
 }

@@ -88,6 +88,8 @@ export interface TurnReplier {
   replyFailure(job: TurnJob, error: unknown): Promise<void>;
   /** Asks in the channel for decisions on a turn's waiting calls (docs/approvals.md). */
   requestApproval(job: TurnJob, conversationId: string, approvals: readonly ApprovalRequestItem[]): Promise<void>;
+  /** Tells the thread the model is busy and the answer comes in a moment (the worker says it once per turn). */
+  noticeBusy?(job: TurnJob): Promise<void>;
   /**
    * A stream of the turn's answer where the channel can show one (Slack threads; Teams 1:1 chats),
    * else undefined: the answer goes by `reply`. `claimStream` is true for one attempt per turn

@@ -2,10 +2,21 @@ import { MongoClient } from "mongodb";
 import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "../config/config.js";
 
 /**
- * How long opening a connection may take; in poll mode also the timeout of each heartbeat, so a
- * monitor on a dropped connection notices within it (the driver's 30 s would outlast a request).
+ * How long opening a connection may take (a TLS handshake and authentication to Atlas in the same
+ * region take well under a second); in poll mode also the timeout of each heartbeat, so a monitor
+ * on a dropped connection notices within it (the driver's 30 s would outlast a request).
  */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+/**
+ * How often the monitor checks each server. A heartbeat that times out on a silently dropped
+ * connection resets the pool and interrupts the operations waiting on its stale connections
+ * (the driver's `InterruptInUseConnections`), which are then retried on new ones: so the first
+ * request after a drop answers within this and {@link DEFAULT_CONNECT_TIMEOUT_MS}, not after a
+ * socket timeout per stale connection. A thawed Lambda container whose last check is older than
+ * this checks at once. One small `hello` per server every 1.5 s per running container. The timeout stays at 3 s: a
+ * heartbeat that a loaded server answers late would interrupt healthy operations.
+ */
+export const DEFAULT_HEARTBEAT_FREQUENCY_MS = 1_500;
 
 export interface MongoClientOptions {
   /** Default: {@link DEFAULT_SERVER_SELECTION_TIMEOUT_MS}. */
@@ -30,6 +41,7 @@ export function createMongoClient(uri: string, options: MongoClientOptions = {})
     serverSelectionTimeoutMS: options.serverSelectionTimeoutMs ?? DEFAULT_SERVER_SELECTION_TIMEOUT_MS,
     socketTimeoutMS: options.socketTimeoutMs ?? DEFAULT_SOCKET_TIMEOUT_MS,
     connectTimeoutMS: DEFAULT_CONNECT_TIMEOUT_MS,
+    heartbeatFrequencyMS: DEFAULT_HEARTBEAT_FREQUENCY_MS,
     serverMonitoringMode: "poll",
     ...(options.maxPoolSize !== undefined ? { maxPoolSize: options.maxPoolSize } : {}),
     ...(options.maxIdleTimeMs !== undefined ? { maxIdleTimeMS: options.maxIdleTimeMs } : {}),

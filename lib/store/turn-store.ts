@@ -62,6 +62,8 @@ export interface TurnDocument {
   origin?: Record<string, unknown>;
   /** Whether the attempt running the turn runs a queue delivery, which the queue delivers again if the attempt dies. */
   queueDelivery?: boolean;
+  /** A channel turn: when the thread was told the model is busy (see `claimBusyNotice`); told once per turn. */
+  busyNoticeAt?: Date;
   /** Retention: set on the first write (see RetentionPolicy). */
   expiresAt?: Date;
 }
@@ -404,6 +406,12 @@ export class TurnStore {
    */
   async claimStream(turnId: string, segment = ""): Promise<boolean> {
     const result = await this.#turns.updateOne({ _id: turnId, streamedSegments: { $nin: [segment] } }, { $addToSet: { streamedSegments: segment } });
+    return result.modifiedCount === 1;
+  }
+
+  /** True for the one caller that may tell the thread its model is busy: one notice per turn, whatever the attempts and receives. */
+  async claimBusyNotice(turnId: string, now = new Date()): Promise<boolean> {
+    const result = await this.#turns.updateOne({ _id: turnId, busyNoticeAt: { $exists: false } }, { $set: { busyNoticeAt: now } });
     return result.modifiedCount === 1;
   }
 

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { checkModelCredentials, createChatModel, createModelTokenCounter, modelCallError } from "../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../lib/agent/local-chat-model.js";
 import type { ModelConfig } from "../../lib/config/config.js";
-import { ModelCredentialsError } from "../../lib/errors.js";
-import { startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import { ModelBusyError, ModelCallFailedError, ModelCallLimitError, ModelCredentialsError } from "../../lib/errors.js";
+import { startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
 
 const MODEL_ID = "us.anthropic.claude-sonnet-4-20250514-v1:0";
 const bedrock: ModelConfig = { provider: "bedrock", bedrockModelId: MODEL_ID, region: "us-east-1", maxOutputTokens: 256, prices: {}, countTokens: false };
@@ -92,9 +92,67 @@ describe("chat model", () => {
     });
 
     it("returns any other error, and a non-error, as it is", () => {
-      const throttled = Object.assign(new Error("slow down"), { name: "ThrottlingException" });
-      expect(modelCallError(throttled)).toBe(throttled);
+      const ours = new ModelCallLimitError("the turn reached its limit", 3);
+      expect(modelCallError(ours)).toBe(ours);
+      const aborted = Object.assign(new Error("aborted"), { name: "AbortError" });
+      expect(modelCallError(aborted)).toBe(aborted);
       expect(modelCallError("text")).toBe("text");
+    });
+
+    /** Calls the real Converse model against the endpoint answering `reply`, and returns what `modelCallError` makes of its failure. */
+    async function failedCall(reply: ScriptedReply, stream = false): Promise<unknown> {
+      endpoint.setResponder(() => reply);
+      const model = createChatModel(bedrock) as ChatBedrockConverse;
+      // One attempt: the SDK's own retries only add seconds here; the worker's retry is tested with the worker.
+      model.client.config.maxAttempts = async () => 1;
+      try {
+        const call = stream ? collect(model.stream([new HumanMessage("Hello?")])) : model.invoke([new HumanMessage("Hello?")]);
+        return await withEndpoint(() => call.then(() => expect.unreachable("the call succeeded")).catch((error: unknown) => modelCallError(error)));
+      } finally {
+        endpoint.setResponder(() => ({ text: "Hello." }));
+      }
+    }
+
+    async function collect(chunks: Promise<AsyncIterable<unknown>>): Promise<void> {
+      for await (const _ of await chunks);
+    }
+
+    it.each([
+      [429, "ThrottlingException", "Too many requests, please wait before trying again."],
+      [503, "ServiceUnavailableException", "The service is unavailable. Please try again later."],
+      [429, "ModelNotReadyException", "The model is not ready to serve inference requests."],
+    ])("returns a ModelBusyError (model_busy, Retry-After) for Bedrock's %i %s through ChatBedrockConverse", async (status, type, message) => {
+      const error = await failedCall({ error: { status, type, message } });
+      expect(error).toBeInstanceOf(ModelBusyError);
+      expect(error).toMatchObject({ code: "model_busy", reason: `${type} (HTTP ${status})`, retryAfterSeconds: 10, cause: { name: type } });
+      expect((error as Error).message).not.toContain(message);
+    });
+
+    it("returns a ModelBusyError for throttling inside a ConverseStream that began with 200", async () => {
+      const error = await failedCall({ text: "one two three four", streamError: { type: "throttlingException", message: "slow down", afterDeltas: 1 } }, true);
+      expect(error).toBeInstanceOf(ModelBusyError);
+      expect(error).toMatchObject({ code: "model_busy", cause: { name: "ThrottlingException" } });
+    });
+
+    it.each([
+      [400, "ValidationException", "model_invalid_request"],
+      [404, "ResourceNotFoundException", "model_not_found"],
+      [500, "InternalServerException", "model_unreachable"],
+      [424, "ModelErrorException", "model_unreachable"],
+      [408, "ModelTimeoutException", "model_unreachable"],
+    ])("returns a ModelCallFailedError for Bedrock's %i %s, with code %s and a one-line reason", async (status, type, code) => {
+      const error = await failedCall({ error: { status, type, message: "The request was refused because of a detail." } });
+      expect(error).toBeInstanceOf(ModelCallFailedError);
+      expect(error).not.toBeInstanceOf(ModelBusyError);
+      expect(error).toMatchObject({ code, reason: `${type} (HTTP ${status})`, cause: { name: type } });
+      expect((error as ModelCallFailedError).reason).not.toMatch(/\n|detail/);
+    });
+
+    it("returns model_unreachable when nothing answers at the endpoint", async () => {
+      const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 16, endpointHost: "http://127.0.0.1:9" });
+      model.client.config.maxAttempts = async () => 1;
+      const error = await withEndpoint(() => model.invoke([new HumanMessage("Hello?")]).catch((e: unknown) => modelCallError(e)));
+      expect(error).toMatchObject({ name: "ModelCallFailedError", code: "model_unreachable", reason: expect.stringMatching(/ECONNREFUSED|ERR_HTTP2_/) });
     });
   });
 });

@@ -98,9 +98,9 @@ describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", 
     assertDocumented(events);
     expect(events.map((e) => e.event)).toEqual(["turn", "progress", "text", "text", "failed"]);
     expect(text(events)).toBe("This will ");
-    expect(events.at(-1)!.data).toEqual({ code: "ModelStreamErrorException", message: "the turn failed" });
+    expect(events.at(-1)!.data).toEqual({ code: "model_unreachable", message: "the turn failed: ModelStreamErrorException" });
     const turn = await api.call("GET", events[0].data.location, { token });
-    expect(turn.body).toMatchObject({ status: "failed", error: { code: "ModelStreamErrorException" } });
+    expect(turn.body).toMatchObject({ status: "failed", error: { code: "model_unreachable" } });
   });
 
   it("finishes and records a turn whose client went away, which GET .../events then continues after Last-Event-ID", async () => {

@@ -27,7 +27,6 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/observability/approval-sweep-metrics.ts": "the approvals sweep's metric names",
   "lib/api/admin-schemas.ts": "the admin API's request and response schemas (zod), checked through the admin routes' tests",
   "lib/observability/limit-metrics.ts": "the limits' usage metric names and the tenant property",
-  "lib/observability/turn-outcome-metrics.ts": "the turn outcome and webhook metric names and their dimensions",
   "lib/store/collections.ts": "the MongoDB collection names",
   "lib/tools/documents/document-retriever.ts": "the interface of a document search and its passage type",
   "lib/tools/sample-questions.ts": "the sample questions' text; test/tools/local-model-examples.test.ts runs each through the offline model",

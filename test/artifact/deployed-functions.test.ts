@@ -764,6 +764,22 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(after.status).toBe(200);
       expect(elapsedMs).toBeLessThan(3_000);
     });
+
+    it("answers its first request within 5 s after a freeze shorter than the idle time, its pooled connections dropped without a word", async () => {
+      const list = () => api({ method: "GET", path: "/v1/conversations", routeKey: "GET /v1/conversations", claims: alice });
+      expect((await list()).status).toBe(200);
+      const apiProcess = await container("api");
+      apiProcess.freeze();
+      proxy.dropSilently();
+      // Inside MONGODB_MAX_IDLE_TIME_MS: the pool reuses its connections, which are stale (a 20 s 503, twice, before).
+      await new Promise((resolve) => setTimeout(resolve, MAX_IDLE_SECONDS * 1000 - 500));
+      apiProcess.thaw();
+      const started = performance.now();
+      const after = await list();
+      const elapsedMs = performance.now() - started;
+      expect(after.status).toBe(200);
+      expect(elapsedMs).toBeLessThan(5_000);
+    });
   });
 
   describe("events as AWS sends them", () => {

@@ -123,8 +123,25 @@ describe("TurnEventFollower", () => {
       }
     });
 
-    it("returns no final event for a turn that waits for approval, runs or is queued: it ends at its time limit", async () => {
-      for (const status of ["awaiting_approval", "running", "queued"] as const) {
+    it("returns nothing more, at once, to a client that already read a waiting turn's approval_requested (a reconnect), not after the time limit", async () => {
+      const approvals = [{ approvalId: "a1", toolCallId: "tc1", tool: "create_follow_up", expiresAt: "2030-01-01T00:00:00.000Z" }];
+      await store("t-waits", [progress(1), { type: "approval_requested", approvals, id: 2 }]);
+      await record("t-waits", "awaiting_approval", { updatedAt: new Date() });
+      const started = Date.now();
+      expect(await collect(follower({ finalGraceMs: 60_000, followMaxMs: 30_000 }).follow("t-waits", 2, AbortSignal.timeout(10_000)))).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(1_000);
+    });
+
+    it("returns a waiting turn's stored events and ends once its pause is past the grace, whatever the client saw", async () => {
+      await store("t-paused", [progress(1)]);
+      await record("t-paused", "awaiting_approval");
+      const signal = AbortSignal.timeout(10_000);
+      expect(await collect(follower({ followMaxMs: 30_000 }).follow("t-paused", 0, signal))).toEqual([progress(1)]);
+      expect(signal.aborted).toBe(false);
+    });
+
+    it("returns no final event for a turn that runs or is queued: it ends at its time limit", async () => {
+      for (const status of ["running", "queued"] as const) {
         await record(`t-${status}`, status);
         await store(`t-${status}`, [progress(1)]);
         const signal = AbortSignal.timeout(10_000);

@@ -104,10 +104,10 @@ describe("TurnEventFollower", () => {
 
     it("returns the text before a model error mid-stream, then failed", async () => {
       const { turnId, error } = await runTurn("break please");
-      expect(error).toMatchObject({ name: "ModelStreamErrorException" });
+      expect(error).toMatchObject({ name: "ModelCallFailedError", code: "model_unreachable", cause: { name: "ModelStreamErrorException" } });
       const events = await collect(follower().follow(turnId, 0, AbortSignal.timeout(10_000)));
       expect(summary(events)).toEqual(["progress", "text:This ", "text:will ", "failed"]);
-      expect(events.at(-1)).toMatchObject({ code: "ModelStreamErrorException" });
+      expect(events.at(-1)).toMatchObject({ code: "model_unreachable" });
     });
   });
 

@@ -88,6 +88,31 @@ describe("functions/api", () => {
       expect(failed.map((l) => l.reason)).toEqual(["model_denied", undefined]);
     });
 
+    it("returns 503 model_busy for a sync turn Bedrock throttles, counted as failed but not against the version, nor as its server error", async () => {
+      const id = await newConversation();
+      h.converse.setResponder(() => ({ error: { status: 429, type: "ThrottlingException", message: "Too many requests, please wait before trying again." } }));
+      let res;
+      const emf = await emfOf(async () => (res = await postMessage(id, "busy question"))).finally(() => h.converse.setResponder(defaultResponder));
+      expect(res!.status).toBe(503);
+      expect(res!.headers["retry-after"]).toBe("10");
+      expect(res!.json.error).toMatchObject({ code: "model_busy", reason: "ThrottlingException (HTTP 429)" });
+      expect(emf.filter((l) => l.TurnsFailed === 1).map((l) => l.reason)).toEqual(["throttled", undefined]);
+      expect(emf.filter((l) => "VersionTurnsFailed" in l || "VersionServerErrors" in l)).toEqual([]);
+    });
+
+    it("publishes a 502 model failure against the function's version, for the canary's rollback alarms", async () => {
+      const id = await newConversation();
+      h.converse.setResponder(() => ({ error: { status: 400, type: "ValidationException", message: "The model rejected the request." } }));
+      let res;
+      const emf = await emfOf(async () => (res = await postMessage(id, "refused question"))).finally(() => h.converse.setResponder(defaultResponder));
+      expect(res!.status).toBe(502);
+      const versioned = emf.filter((l) => "VersionTurnsFailed" in l || "VersionServerErrors" in l);
+      expect(versioned).toEqual([
+        expect.objectContaining({ function: "test-threadwise-api", version: "$LATEST", VersionTurnsFailed: 1 }),
+        expect.objectContaining({ function: "test-threadwise-api", version: "$LATEST", VersionServerErrors: 1 }),
+      ]);
+    });
+
     it("returns the answer for a base64-encoded body", async () => {
       const id = await newConversation();
       const res = await postMessage(id, "encoded question", { base64: true });

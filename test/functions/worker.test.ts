@@ -17,7 +17,7 @@ beforeAll(async () => {
         if (text.includes("reject")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
         if (text.includes("deny"))
           return { error: { status: 403, type: "AccessDeniedException", message: "You don't have access to the model with the specified model ID." } };
-        if (text.includes("break")) return { error: { status: 503, type: "ServiceUnavailableException", message: "The model is unavailable." } };
+        if (text.includes("break")) return { error: { status: 500, type: "InternalServerException", message: "The model failed." } };
         return { text: `answer to: ${text}` };
       },
     },
@@ -79,7 +79,9 @@ describe("functions/worker", () => {
       const result = await h.worker(sqsEvent(record));
       expect(result.batchItemFailures).toEqual([{ itemIdentifier: message.messageId }]);
       const change = h.aws.visibilityChanges.find((c) => c.receiptHandle === record.receiptHandle);
-      expect(change?.visibilityTimeout).toBe(DEFAULT_RETRY_BASE_SECONDS);
+      // The backoff with up to a fifth of jitter.
+      expect(change?.visibilityTimeout).toBeGreaterThanOrEqual(DEFAULT_RETRY_BASE_SECONDS);
+      expect(change?.visibilityTimeout).toBeLessThanOrEqual(DEFAULT_RETRY_BASE_SECONDS * 1.2);
     });
 
     it("returns a failing turn for a retry, backing off, before its last receive", async () => {
@@ -87,14 +89,16 @@ describe("functions/worker", () => {
       const record = sqsRecord(message, 2);
       const result = await h.worker(sqsEvent(record));
       expect(result.batchItemFailures).toEqual([{ itemIdentifier: message.messageId }]);
-      expect(h.aws.visibilityChanges.find((c) => c.receiptHandle === record.receiptHandle)?.visibilityTimeout).toBe(DEFAULT_RETRY_BASE_SECONDS * 2);
+      const delay = h.aws.visibilityChanges.find((c) => c.receiptHandle === record.receiptHandle)?.visibilityTimeout;
+      expect(delay).toBeGreaterThanOrEqual(DEFAULT_RETRY_BASE_SECONDS * 2);
+      expect(delay).toBeLessThanOrEqual(DEFAULT_RETRY_BASE_SECONDS * 2.4);
     });
 
     it("returns no failure on the first receive when the model refuses the request (4xx), and records the turn as failed", async () => {
       const { conversationId, turnId, message } = await queuedTurn("please reject this");
       const result = await h.worker(sqsEvent(sqsRecord(message, 1)));
       expect(result.batchItemFailures).toEqual([]);
-      expect((await turnOf(conversationId, turnId)).json).toMatchObject({ status: "failed", error: { code: "ValidationException" } });
+      expect((await turnOf(conversationId, turnId)).json).toMatchObject({ status: "failed", error: { code: "model_invalid_request" } });
     });
 
     it("returns no failure on the last receive of a failing turn, and records the turn as failed", async () => {
@@ -123,6 +127,13 @@ describe("functions/worker", () => {
         { reason: undefined, value: 1 },
       ]);
       expect(counted("TurnsRetried")).toEqual([]);
+    });
+
+    it("publishes a turn given up for a reason a deploy can cause under the function's version, for the canary's rollback alarm", async () => {
+      const { message } = await queuedTurn("please deny me, versioned");
+      const emf = await emfOf(() => h.worker(sqsEvent(sqsRecord(message, 1))));
+      const versioned = emf.filter((l) => "VersionTurnsFailed" in l);
+      expect(versioned).toEqual([expect.objectContaining({ function: expect.stringMatching(/worker/), version: "$LATEST", VersionTurnsFailed: 1 })]);
     });
 
     it("publishes a retried turn, by reason, before its last receive", async () => {

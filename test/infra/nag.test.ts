@@ -6,6 +6,9 @@ import { buildStack } from "./synth.js";
 const prod = {
   stage: "prod",
   jwtIssuer: "https://login.example.com/",
+  alarmEmails: "oncall@example.com",
+  alarmUrls: "https://events.pagerduty.com/integration/abc123/enqueue",
+  alarmSlackChannel: "T0123ABCD/C0456EFGH",
   secretArns: {
     database: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database",
     slackSigning: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/slack-signing-AbC123",

@@ -3,7 +3,13 @@ import { App, Duration, Token } from "aws-cdk-lib";
 import type { Template } from "aws-cdk-lib/assertions";
 import {
   BEDROCK_SERVER_ERRORS_ALARM_THRESHOLD,
+  BEDROCK_THROTTLES_ALARM_PERIODS,
   BEDROCK_THROTTLES_ALARM_THRESHOLD,
+  FAILED_TURN_RATE_ALARM_PERCENT,
+  FAILED_TURN_RATE_MIN_FAILURES,
+  RATE_ALARM_DATAPOINTS,
+  RATE_ALARM_PERIODS,
+  STREAMS_REFUSED_ALARM_THRESHOLD,
   DEFAULT_OLDEST_TURN_ALARM,
   RUNBOOK,
   WEBHOOK_4XX_ALARM_THRESHOLD,
@@ -19,7 +25,7 @@ import { APPROVAL_SWEEP_INTERVAL, TURN_RECOVERY_INTERVAL } from "../../infra/thr
 import { isTurnRecoveryEvent } from "../../lib/agent/turn-recovery-event.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
-const prodContext = { stage: "prod", jwtIssuer: "https://login.example.com/tenant/v2.0" };
+const prodContext = { stage: "prod", jwtIssuer: "https://login.example.com/tenant/v2.0", alarmEmails: "oncall@example.com" };
 const SERVING = ["api", "worker", "slack", "teams", "stream"] as const;
 const capital = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
 
@@ -54,15 +60,31 @@ describe("ThreadwiseStack operations", () => {
   const dev = synthTemplate();
 
   describe("alarms", () => {
-    it("alarms on any failed turn, counted under the stage's service", () => {
-      expect(alarm(prod, "prod", "TurnsFailed").Properties).toMatchObject({
-        Namespace: "Threadwise",
-        MetricName: "TurnsFailed",
-        Dimensions: [{ Name: "service", Value: "threadwise-prod" }],
-        Statistic: "Sum",
-        Threshold: 1,
+    it("pages on the share of finished turns that failed, over two of three periods, not on one failure", () => {
+      const { Properties: p } = alarm(prod, "prod", "FailedTurnRate");
+      expect(p).toMatchObject({
+        Threshold: FAILED_TURN_RATE_ALARM_PERCENT,
+        EvaluationPeriods: RATE_ALARM_PERIODS,
+        DatapointsToAlarm: RATE_ALARM_DATAPOINTS,
         ComparisonOperator: "GreaterThanOrEqualToThreshold",
+        AlarmDescription: expect.stringMatching(/^\[page\] prod: /),
       });
+      const expression = p.Metrics.find((m: { Expression?: string }) => m.Expression).Expression as string;
+      expect(expression).toBe(`IF(failed >= ${FAILED_TURN_RATE_MIN_FAILURES}, 100 * failed / (failed + completed), 0)`);
+      const byId = Object.fromEntries(p.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat).map((m: any) => [m.Id, m.MetricStat]));
+      expect(byId.failed).toMatchObject({ Metric: { MetricName: "TurnsFailed", Dimensions: [{ Name: "service", Value: "threadwise-prod" }] }, Stat: "Sum" });
+      expect(byId.completed).toMatchObject({ Metric: { MetricName: "TurnDurationMs" }, Stat: "SampleCount" });
+    });
+
+    it("pages on Bedrock throttling sustained over three periods, and on streams refused", () => {
+      expect(alarm(prod, "prod", "BedrockThrottles").Properties).toMatchObject({
+        EvaluationPeriods: BEDROCK_THROTTLES_ALARM_PERIODS,
+        DatapointsToAlarm: BEDROCK_THROTTLES_ALARM_PERIODS,
+        AlarmDescription: expect.stringMatching(/^\[page\] /),
+      });
+      const { Properties: refused } = alarm(prod, "prod", "StreamsRefused");
+      expect(refused).toMatchObject({ Namespace: "AWS/Lambda", MetricName: "Throttles", Threshold: STREAMS_REFUSED_ALARM_THRESHOLD });
+      expect(target(refused.Dimensions[0].Value)).toMatch(/^StreamFunction/);
     });
 
     it("alarms on the age of the oldest queued turn", () => {
@@ -120,12 +142,16 @@ describe("ThreadwiseStack operations", () => {
       }
     });
 
-    it("alarms on these and no others: what users feel, each function's errors and throttles, dead letters and API 5xx", () => {
+    it("alarms on these and no others: what users feel, each function's errors and throttles, dead letters, API 5xx, each version's figures", () => {
       const names = Object.values(prod.findResources("AWS::CloudWatch::Alarm")).map((a) => String(a.Properties.AlarmName).replace("prod-threadwise-", ""));
       expect(names.sort()).toEqual(
         [
-          ...SERVING.flatMap((f) => [`${f}Errors`, `${f}Throttles`]),
-          "TurnsFailed",
+          ...SERVING.flatMap((f) => [`${f}Errors`, `${f}Throttles`, `${capital(f)}VersionErrors`]),
+          ...["Api", "Worker", "Stream"].map((f) => `${f}VersionTurnsFailed`),
+          ...["Api", "Slack", "Teams"].map((f) => `${f}VersionServerErrors`),
+          "WorkerVersionNearTimeout",
+          "FailedTurnRate",
+          "StreamsRefused",
           "OldestQueuedTurn",
           "DeadLetters",
           "BedrockThrottles",
@@ -169,6 +195,115 @@ describe("ThreadwiseStack operations", () => {
       expect(body).toContain("alarm");
       const alarmLogicalIds = Object.keys(prod.findResources("AWS::CloudWatch::Alarm"));
       for (const id of alarmLogicalIds) expect(body, id).toContain(`"${id}"`);
+    });
+  });
+
+  describe("alarm topic", () => {
+    const withAll = synthTemplate({
+      context: {
+        ...prodContext,
+        alarmEmails: "oncall@example.com, lead@example.com",
+        alarmUrls: "https://events.pagerduty.com/integration/abc123/enqueue",
+        alarmSlackChannel: "T0123ABCD/C0456EFGH",
+      },
+    });
+
+    it("creates the stage's alarm topic, TLS only, with the subscriptions context names", () => {
+      const topics = Object.entries(withAll.findResources("AWS::SNS::Topic"));
+      expect(topics).toHaveLength(1);
+      const [topicId, topic] = topics[0];
+      expect(topic.Properties.TopicName).toBe("prod-threadwise-alarms");
+      const subscriptions = Object.values(withAll.findResources("AWS::SNS::Subscription")).map((r) => r.Properties);
+      expect(subscriptions.map((p) => [p.Protocol, p.Endpoint]).sort()).toEqual([
+        ["email", "lead@example.com"],
+        ["email", "oncall@example.com"],
+        ["https", "https://events.pagerduty.com/integration/abc123/enqueue"],
+      ]);
+      for (const p of subscriptions) expect(target(p.TopicArn)).toBe(topicId);
+      const [slack] = Object.values(withAll.findResources("AWS::Chatbot::SlackChannelConfiguration"));
+      expect(slack.Properties).toMatchObject({ SlackWorkspaceId: "T0123ABCD", SlackChannelId: "C0456EFGH" });
+      expect(target(slack.Properties.SnsTopicArns[0])).toBe(topicId);
+      const [policy] = Object.values(withAll.findResources("AWS::SNS::TopicPolicy"));
+      expect(JSON.stringify(policy.Properties.PolicyDocument)).toContain('"aws:SecureTransport":"false"');
+    });
+
+    it("notifies the topic from every stage alarm, when it fires and when it is OK again", () => {
+      const [topicId] = Object.keys(withAll.findResources("AWS::SNS::Topic"));
+      const alarms = Object.values(withAll.findResources("AWS::CloudWatch::Alarm")).filter((a) => !a.Properties.AlarmDescription.startsWith("[rollback]"));
+      expect(alarms.length).toBeGreaterThan(20);
+      for (const a of alarms) {
+        expect(a.Properties.AlarmActions.map(target), a.Properties.AlarmName).toEqual([topicId]);
+        expect(a.Properties.OKActions.map(target), a.Properties.AlarmName).toEqual([topicId]);
+        expect(a.Properties.AlarmDescription).toMatch(/^\[(page|ticket)\] /);
+      }
+    });
+
+    it("pages on what users feel: failed-turn rate, queue age, dead letters, streams refused, sustained Bedrock throttles, webhook 5xx", () => {
+      const paged = Object.values(prod.findResources("AWS::CloudWatch::Alarm"))
+        .filter((a) => a.Properties.AlarmDescription.startsWith("[page]"))
+        .map((a) => String(a.Properties.AlarmName).replace("prod-threadwise-", ""));
+      expect(paged.sort()).toEqual(
+        ["FailedTurnRate", "OldestQueuedTurn", "DeadLetters", "StreamsRefused", "BedrockThrottles", "SlackWebhook5xx", "TeamsWebhook5xx"].sort(),
+      );
+    });
+
+    it("fires no stage alarm on one event in one period, except what is never noise: a dead letter, a queued turn 10 minutes old", () => {
+      const single = Object.values(prod.findResources("AWS::CloudWatch::Alarm")).filter(
+        (a) => !a.Properties.AlarmDescription.startsWith("[rollback]") && a.Properties.Threshold <= 1 && (a.Properties.DatapointsToAlarm ?? 1) === 1,
+      );
+      expect(single.map((a) => String(a.Properties.AlarmName).replace("prod-threadwise-", ""))).toEqual(["DeadLetters"]);
+    });
+
+    it("throws at synth for a stage that keeps its data with no one to alarm", () => {
+      expect(() => readStageConfig(new App({ context: { stage: "prod" } }).node)).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "alarmTopicArn", message: expect.stringMatching(/must reach a person/) })] }),
+      );
+      expect(() => synthTemplate({ context: { ...prodContext, alarmEmails: undefined } })).toThrow(ValidationError);
+    });
+
+    it("uses a given topic instead, and refuses subscriptions for it", () => {
+      const topic = "arn:aws:sns:us-east-1:123456789012:oncall";
+      expect(readStageConfig(new App({ context: { stage: "prod", alarmTopicArn: topic } }).node).alarms.topicArn).toBe(topic);
+      expect(() => readStageConfig(new App({ context: { stage: "prod", alarmTopicArn: topic, alarmEmails: "a@example.com" } }).node)).toThrow(ValidationError);
+    });
+
+    it("creates a topic for a dev stage too, without subscriptions unless named", () => {
+      dev.resourceCountIs("AWS::SNS::Topic", 1);
+      dev.resourceCountIs("AWS::SNS::Subscription", 0);
+    });
+  });
+
+  describe("tags and names", () => {
+    it("tags every taggable resource with the application and the stage", () => {
+      const tagged = Object.entries(prod.toJSON().Resources as Record<string, { Type: string; Properties?: { Tags?: unknown } }>).filter(
+        ([, r]) => r.Properties?.Tags !== undefined,
+      );
+      expect(tagged.length).toBeGreaterThan(30);
+      for (const [id, r] of tagged) {
+        const tags = r.Properties!.Tags;
+        const pairs = Array.isArray(tags) ? Object.fromEntries(tags.map((t: { Key: string; Value: string }) => [t.Key, t.Value])) : tags;
+        expect(pairs, `${id} (${r.Type})`).toMatchObject({ application: "threadwise", stage: "prod" });
+      }
+      // The kinds that take tags and that the stack has: none is left out.
+      const types = new Set(tagged.map(([, r]) => r.Type));
+      for (const type of [
+        "AWS::Lambda::Function",
+        "AWS::SQS::Queue",
+        "AWS::SNS::Topic",
+        "AWS::IAM::Role",
+        "AWS::Logs::LogGroup",
+        "AWS::SecretsManager::Secret",
+        "AWS::CloudWatch::Alarm",
+      ]) {
+        expect(types.has(type), type).toBe(true);
+      }
+    });
+
+    it("names the dashboard with the region, so a stage in two regions has two", () => {
+      const [dashboard] = Object.values(prod.findResources("AWS::CloudWatch::Dashboard"));
+      expect(dashboard.Properties.DashboardName).toBe("prod-threadwise-us-east-1");
+      const [devDashboard] = Object.values(dev.findResources("AWS::CloudWatch::Dashboard"));
+      expect(JSON.stringify(devDashboard.Properties.DashboardName)).toContain('"Ref":"AWS::Region"');
     });
   });
 
@@ -246,6 +381,15 @@ describe("ThreadwiseStack operations", () => {
   });
 
   describe("queue timing", () => {
+    it("keeps a queued turn 14 days, as long as its dead letters, and alarms on its age long before", () => {
+      const queues = Object.values(prod.findResources("AWS::SQS::Queue")).map((q) => q.Properties);
+      const turns = queues.find((q) => q.QueueName === "prod-threadwise-turns.fifo")!;
+      const dead = queues.find((q) => q.QueueName === "prod-threadwise-turns-dlq.fifo")!;
+      expect(turns.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+      expect(dead.MessageRetentionPeriod).toBe(turns.MessageRetentionPeriod);
+      expect(alarm(prod, "prod", "OldestQueuedTurn").Properties.Threshold).toBeLessThan(turns.MessageRetentionPeriod / 100);
+    });
+
     it.each([[300], [900]])("holds a conversation whose %s s worker crashes on every receive minutes, not an hour", (workerTimeoutSeconds) => {
       const template = synthTemplate({ context: { workerTimeoutSeconds } });
       const [queue] = Object.values(template.findResources("AWS::SQS::Queue", { Properties: { QueueName: "dev-threadwise-turns.fifo" } }));
@@ -281,22 +425,51 @@ describe("ThreadwiseStack operations", () => {
           Events: expect.arrayContaining(["DEPLOYMENT_FAILURE", "DEPLOYMENT_STOP_ON_ALARM"]),
         });
         const rollbackOn = group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarmsByLogicalId[target(a.Name)]?.Properties.AlarmName);
-        expect(rollbackOn).toEqual(expect.arrayContaining([`${stage}-threadwise-${name}Errors`, `${stage}-threadwise-TurnsFailed`]));
+        expect(rollbackOn).toEqual(expect.arrayContaining([`${stage}-threadwise-${capital(name)}VersionErrors`]));
       }
     });
 
-    it("rolls the api back on API 5xx, the worker on its duration, and each webhook on its 5xx", () => {
-      const rollbackOf = (name: string) => {
-        const [, group] = Object.entries(prod.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) =>
-          id.startsWith(`${capital(name)}FunctionDeployment`),
-        )!;
-        const alarms = prod.findResources("AWS::CloudWatch::Alarm");
-        return group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarms[target(a.Name)].Properties.AlarmName as string);
-      };
-      expect(rollbackOf("api")).toContain("prod-threadwise-Api5xx");
-      expect(rollbackOf("worker")).toContain("prod-threadwise-WorkerNearTimeout");
-      expect(rollbackOf("slack")).toContain("prod-threadwise-SlackWebhook5xx");
-      expect(rollbackOf("teams")).toContain("prod-threadwise-TeamsWebhook5xx");
+    /** The rollback alarms of a function's deployment group, by name. */
+    const rollbackOf = (name: string) => {
+      const [, group] = Object.entries(prod.findResources("AWS::CodeDeploy::DeploymentGroup")).find(([id]) =>
+        id.startsWith(`${capital(name)}FunctionDeployment`),
+      )!;
+      const alarms = prod.findResources("AWS::CloudWatch::Alarm");
+      return group.Properties.AlarmConfiguration.Alarms.map((a: { Name: unknown }) => alarms[target(a.Name)]) as Resource[];
+    };
+    const dimensionsOf = (a: Resource) => Object.fromEntries((a.Properties.Dimensions as { Name: string; Value: unknown }[]).map((d) => [d.Name, d.Value]));
+
+    it("rolls each function back on its new version's own figures only: Lambda's ExecutedVersion of the live alias, and the version's turns and 5xx", () => {
+      for (const name of SERVING) {
+        const alarms = rollbackOf(name);
+        expect(alarms.length).toBeGreaterThanOrEqual(2);
+        for (const a of alarms) {
+          const dimensions = dimensionsOf(a);
+          // The version the alias points at, which CodeDeploy shifts to: the new one during a deployment.
+          const version = dimensions.ExecutedVersion ?? dimensions.version;
+          expect(JSON.stringify(version), a.Properties.AlarmName).toMatch(
+            new RegExp(`"Fn::GetAtt":\\["${capital(name)}FunctionCurrentVersion[^"]*","Version"\\]`),
+          );
+          expect(a.Properties.Period, a.Properties.AlarmName).toBe(60);
+          // CodeDeploy reads them; they page no one (the stage's alarms do).
+          expect(a.Properties.AlarmActions).toBeUndefined();
+        }
+      }
+      const errors = rollbackOf("api").find((a) => a.Properties.AlarmName === "prod-threadwise-ApiVersionErrors")!;
+      expect(errors.Properties).toMatchObject({ Namespace: "AWS/Lambda", MetricName: "Errors" });
+      expect(JSON.stringify(dimensionsOf(errors).Resource)).toContain(`:${LIVE_ALIAS}`);
+    });
+
+    it("leaves out of every rollback the shared failed-turn count and the HTTP API's 5xx, which count the old version and the intended 503s", () => {
+      for (const name of SERVING) {
+        const names = rollbackOf(name).map((a) => a.Properties.AlarmName);
+        expect(names).not.toContain("prod-threadwise-FailedTurnRate");
+        expect(names).not.toContain("prod-threadwise-Api5xx");
+      }
+      expect(rollbackOf("api").map((a) => a.Properties.MetricName)).toEqual(expect.arrayContaining(["VersionTurnsFailed", "VersionServerErrors"]));
+      expect(rollbackOf("worker").map((a) => a.Properties.AlarmName)).toContain("prod-threadwise-WorkerVersionNearTimeout");
+      expect(rollbackOf("slack").map((a) => a.Properties.MetricName)).toContain("VersionServerErrors");
+      expect(rollbackOf("teams").map((a) => a.Properties.MetricName)).toContain("VersionServerErrors");
     });
 
     it("lets the API's integrations and the queue's event source invoke the live alias only", () => {
@@ -343,8 +516,9 @@ describe("ThreadwiseStack operations", () => {
       const read = () => readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node);
       expect(read).toThrow(ValidationError);
       expect(
-        readStageConfig(new App({ context: { stage: "staging", retainData: true } }).node, { staging: { account: "210987654321", region: "eu-west-1" } })
-          .environment,
+        readStageConfig(new App({ context: { stage: "staging", retainData: true, alarmEmails: "oncall@example.com" } }).node, {
+          staging: { account: "210987654321", region: "eu-west-1" },
+        }).environment,
       ).toEqual({
         account: "210987654321",
         region: "eu-west-1",

@@ -48,7 +48,7 @@ describe("stage-config", () => {
     });
 
     it("returns retainData true for the prod stage unless told otherwise", () => {
-      expect(read({ stage: "prod" }).retainData).toBe(true);
+      expect(read({ stage: "prod", alarmEmails: "oncall@example.com" }).retainData).toBe(true);
     });
 
     it("treats empty strings as unset, as cdk.json leaves them", () => {

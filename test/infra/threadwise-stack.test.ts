@@ -17,7 +17,7 @@ import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
 const ISSUER = "https://login.example.com/tenant/v2.0";
-const prodContext = { stage: "prod", jwtIssuer: ISSUER, jwtAudience: "api://threadwise" };
+const prodContext = { stage: "prod", jwtIssuer: ISSUER, jwtAudience: "api://threadwise", alarmEmails: "oncall@example.com" };
 const IMPORTED_DATABASE_SECRET = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod/threadwise/database-AbC123";
 const IMPORTED_SECRETS_KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab";
 const FUNCTIONS = ["api", "worker", "slack", "teams", "setup", "stream"] as const;
@@ -801,9 +801,10 @@ describe("ThreadwiseStack", () => {
 
     it("alarms on errors and throttles of every function that serves traffic", () => {
       for (const metric of ["Errors", "Throttles"]) {
-        const alarms = template.findResources("AWS::CloudWatch::Alarm", { Properties: { MetricName: metric, Namespace: "AWS/Lambda" } });
-        // api, worker, slack, teams, stream: every function but the deploy step's setup.
-        expect(Object.keys(alarms)).toHaveLength(5);
+        const alarms = Object.values(template.findResources("AWS::CloudWatch::Alarm", { Properties: { MetricName: metric, Namespace: "AWS/Lambda" } }));
+        // api, worker, slack, teams, stream: every function but the deploy step's setup (and the streams refused, the stream's throttles paged).
+        const stageAlarms = alarms.filter((a) => !a.Properties.AlarmDescription.startsWith("[rollback]") && !a.Properties.AlarmName.endsWith("StreamsRefused"));
+        expect(stageAlarms).toHaveLength(5);
       }
     });
 
@@ -813,16 +814,18 @@ describe("ThreadwiseStack", () => {
 
     it("shows every per-turn metric on the stage's dashboard", () => {
       const [dashboard] = Object.values(template.findResources("AWS::CloudWatch::Dashboard"));
-      expect(dashboard.Properties.DashboardName).toBe("prod-threadwise");
+      expect(dashboard.Properties.DashboardName).toBe("prod-threadwise-us-east-1");
       const body = JSON.stringify(dashboard.Properties.DashboardBody);
       for (const metric of Object.values(TURN_METRICS)) expect(body).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${metric}\\"`);
     });
 
-    it("notifies the alarm topic when one is configured", () => {
+    it("notifies the alarm topic when one is configured, on ALARM and OK, and creates none", () => {
       const topic = "arn:aws:sns:eu-west-1:123456789012:ops";
-      const withTopic = synthTemplate({ context: { ...prodContext, alarmTopicArn: topic } });
-      const alarms = Object.values(withTopic.findResources("AWS::CloudWatch::Alarm"));
-      expect(alarms.every((a) => JSON.stringify(a.Properties.AlarmActions) === JSON.stringify([topic]))).toBe(true);
+      const withTopic = synthTemplate({ context: { ...prodContext, alarmEmails: undefined, alarmTopicArn: topic } });
+      const alarms = Object.values(withTopic.findResources("AWS::CloudWatch::Alarm")).filter((a) => !a.Properties.AlarmDescription.startsWith("[rollback]"));
+      expect(alarms.length).toBeGreaterThan(20);
+      for (const a of alarms) expect([a.Properties.AlarmActions, a.Properties.OKActions]).toEqual([[topic], [topic]]);
+      withTopic.resourceCountIs("AWS::SNS::Topic", 0);
     });
   });
 

@@ -1,10 +1,12 @@
 import { BedrockClient } from "@aws-sdk/client-bedrock";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { runPreflight, type PreflightOptions } from "../../lib/ops/index.js";
 import { startLocalAws, TEST_REGION, type LocalAws } from "../functions/support/aws-endpoints.js";
 import { startBedrockControlEndpoint, SUBSCRIBED, type BedrockControlEndpoint } from "../support/bedrock-control-endpoint.js";
 import { startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
+import { startLambdaControlEndpoint, type LambdaControlEndpoint } from "../support/lambda-control-endpoint.js";
 import { mongoUri } from "../support/mongo.js";
 
 const MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0";
@@ -14,25 +16,39 @@ const credentials = { accessKeyId: "AKIDLOCALTEST", secretAccessKey: "local-test
 let aws: LocalAws;
 let converse: ConverseEndpoint;
 let control: BedrockControlEndpoint;
-let clients: Pick<PreflightOptions, "secrets" | "bedrockRuntime" | "bedrock">;
+let lambda: LambdaControlEndpoint;
+let clients: Pick<PreflightOptions, "secrets" | "bedrockRuntime" | "bedrock" | "lambda">;
+/** A dev stage's reservations with the default context: 80 in all (infra/connection-budget.ts). */
+const RESERVED = {
+  "dev-threadwise-api": 39,
+  "dev-threadwise-worker": 10,
+  "dev-threadwise-slack": 10,
+  "dev-threadwise-teams": 10,
+  "dev-threadwise-setup": 1,
+  "dev-threadwise-stream": 10,
+};
 
 beforeAll(async () => {
   aws = await startLocalAws();
   converse = await startConverseEndpoint();
   control = await startBedrockControlEndpoint();
+  lambda = await startLambdaControlEndpoint();
   clients = {
+    lambda: new LambdaClient({ endpoint: lambda.url, region: TEST_REGION, credentials }),
     secrets: new SecretsManagerClient({ endpoint: aws.url, region: TEST_REGION, credentials }),
     bedrockRuntime: new BedrockRuntimeClient({ endpoint: converse.url, region: TEST_REGION, credentials }),
     bedrock: new BedrockClient({ endpoint: control.url, region: TEST_REGION, credentials }),
   };
 });
 afterAll(async () => {
-  await Promise.all([aws?.close(), converse?.close(), control?.close()]);
+  await Promise.all([aws?.close(), converse?.close(), control?.close(), lambda?.close()]);
 });
 beforeEach(() => {
   aws.setCredentials({ mongodbUri: mongoUri(), slackSigningSecret: "signing", slackBotToken: "xoxb-preflight" });
   converse.setResponder(() => ({ text: "ok" }));
   control.setAvailability(SUBSCRIBED);
+  lambda.setAccount({ concurrentExecutions: 1000, unreservedConcurrentExecutions: 1000 });
+  lambda.setReservations({});
 });
 
 /** Preflight of a stage whose secrets are the local endpoint's, without TLS (the embedded MongoDB has none). */
@@ -43,6 +59,7 @@ const preflight = (overrides: Partial<PreflightOptions> = {}) =>
     foundationModelId: FOUNDATION_MODEL,
     requireTls: false,
     mongodbTimeoutMs: 1_000,
+    reservedConcurrency: RESERVED,
     ...clients,
     ...overrides,
   });
@@ -138,5 +155,30 @@ describe("runPreflight", () => {
       ["marketplace", `the Marketplace agreement for ${FOUNDATION_MODEL} is NOT_AVAILABLE: no agreement`],
       ["marketplace", `the account is not entitled to ${FOUNDATION_MODEL} yet (NOT_AVAILABLE)`],
     ]);
+  });
+
+  it("returns the account's concurrency as too small for the stage's reservations plus the 100 Lambda keeps, with the quota to ask for", async () => {
+    // A new account: 10 concurrent executions, all unreserved.
+    lambda.setAccount({ concurrentExecutions: 10, unreservedConcurrentExecutions: 10 });
+    expect(await preflight()).toEqual([
+      {
+        check: "concurrency",
+        problem:
+          "the stage reserves 80 concurrent executions but the account has -90 to reserve " +
+          "(limit 10, 10 unreserved, 0 held by the stage, 100 always unreserved)",
+        fix: expect.stringContaining('"Concurrent executions" (Service Quotas, AWS Lambda, L-B99A9384) of at least 180'),
+      },
+    ]);
+  });
+
+  it("returns no concurrency problem when the stage fits, counting what its deployed functions already hold", async () => {
+    lambda.setAccount({ concurrentExecutions: 180, unreservedConcurrentExecutions: 180 });
+    expect(await preflight()).toEqual([]);
+    // Deployed: its 80 are reserved already, 100 unreserved; a redeploy moves them, it adds nothing.
+    lambda.setAccount({ concurrentExecutions: 180, unreservedConcurrentExecutions: 100 });
+    lambda.setReservations(RESERVED);
+    expect(await preflight()).toEqual([]);
+    lambda.setAccount({ concurrentExecutions: 179, unreservedConcurrentExecutions: 99 });
+    expect((await preflight()).map((p) => p.check)).toEqual(["concurrency"]);
   });
 });

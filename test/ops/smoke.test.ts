@@ -156,7 +156,7 @@ describe("runSmoke with a streaming URL (the local server streams as the stream 
   it("returns the streamed turn failed with the failed event's code when the model breaks off mid-stream", async () => {
     const reply: ScriptedReply = { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 1 } };
     const steps = await smoke(watchedFetch(reply));
-    expect(steps[3]).toEqual({ step: "streamed turn", ok: false, detail: expect.stringMatching(/^turn [0-9a-f-]{36} failed: ModelStreamErrorException$/) });
+    expect(steps[3]).toEqual({ step: "streamed turn", ok: false, detail: expect.stringMatching(/^turn [0-9a-f-]{36} failed: model_unreachable$/) });
   });
 
   it("returns the streamed turn failed when the stream ends without done", async () => {

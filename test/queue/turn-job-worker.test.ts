@@ -31,12 +31,21 @@ const whoAmI: ToolDefinition = {
   },
 };
 
+/** Model calls so far of each "busy for N calls" question. */
+const busyCalls = new Map<string, number>();
+
 /** What the scripted model answers, by a keyword in the question. */
 function respond(text: string, toolResults: boolean): ScriptedReply {
   if (text.includes("loops forever")) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("who am i") && !toolResults) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("refused")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
   if (text.includes("throttled")) return { error: { status: 429, type: "ThrottlingException", message: "Too many requests." } };
+  const busyFor = /busy for (\d+) calls/.exec(text);
+  if (busyFor) {
+    const calls = (busyCalls.get(text) ?? 0) + 1;
+    busyCalls.set(text, calls);
+    if (calls <= Number(busyFor[1])) return { error: { status: 503, type: "ServiceUnavailableException", message: "The service is unavailable." } };
+  }
   return { text: `answer to: ${text}` };
 }
 
@@ -142,7 +151,7 @@ describe("TurnJobWorker", () => {
     it("returns retry when Slack fails for now, and the next delivery posts the answer once without running the turn again", async () => {
       const j = job("post me later");
       slackApi.failNextPost("service_unavailable");
-      expect(await worker().process(j, 1)).toMatchObject({ kind: "retry", delaySeconds: 10 });
+      expect(await worker({ random: () => 0 }).process(j, 1)).toMatchObject({ kind: "retry", delaySeconds: 10 });
       expect(postsIn(j)).toEqual([]);
       const modelCalls = converse.requests.length;
       expect(await worker().process(j, 2)).toMatchObject({ kind: "completed" });
@@ -172,7 +181,7 @@ describe("TurnJobWorker", () => {
 
     it("returns gave-up on the first receive for a model 4xx, and tells the user once", async () => {
       const j = job("this gets refused");
-      expect(await worker().process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "ValidationException" } });
+      expect(await worker().process(j, 1)).toMatchObject({ kind: "gave-up", error: { name: "ModelCallFailedError", code: "model_invalid_request" } });
       expect(postsIn(j).map((p) => p.text)).toEqual(["Sorry, something went wrong and I couldn't answer this message. Please try again."]);
       expect(await worker().process(j, 2)).toMatchObject({ kind: "already-replied" });
       expect(postsIn(j)).toHaveLength(1);
@@ -187,10 +196,40 @@ describe("TurnJobWorker", () => {
       expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "failed", error: { code: "model_call_limit" } });
     });
 
-    it("returns retry for a throttled model (429) before the last receive, and says nothing yet", async () => {
+    it("returns retry, no sooner than Retry-After, for a throttled model once the receive's busy window is spent, and says once it will answer", async () => {
       const j = job("this gets throttled");
-      expect(await worker({ maxReceives: 3 }).process(j, 1)).toMatchObject({ kind: "retry" });
-      expect(postsIn(j)).toEqual([]);
+      const outcome = await worker({ maxReceives: 3, busyRetry: { windowMs: 0 } }).process(j, 1);
+      expect(outcome).toMatchObject({ kind: "retry", error: { name: "ModelBusyError", code: "model_busy" } });
+      expect(outcome.kind === "retry" && outcome.delaySeconds).toBeGreaterThanOrEqual(10);
+      expect(postsIn(j).map((p) => p.text)).toEqual(["I'm busy right now and will answer in a moment."]);
+      expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({
+        status: "failed",
+        error: { code: "model_busy", message: "the turn failed: ThrottlingException (HTTP 429)" },
+      });
+      expect(await worker({ maxReceives: 2, busyRetry: { windowMs: 0 } }).process(j, 2)).toMatchObject({ kind: "gave-up" });
+      expect(postsIn(j).map((p) => p.text)).toEqual([
+        "I'm busy right now and will answer in a moment.",
+        "I'm too busy to answer right now. Please send your message again in a few minutes.",
+      ]);
+    });
+
+    it("tries a busy model again inside the receive, after a jittered backoff, and answers after saying once it will", async () => {
+      const j = job("busy for 4 calls, then fine");
+      const calls = converse.requests.length;
+      const outcome = await worker({ busyRetry: { baseMs: 20 }, random: () => 0.5 }).process(j, 1);
+      expect(outcome).toMatchObject({ kind: "completed", result: { answer: "answer to: busy for 4 calls, then fine" } });
+      // The SDK makes three attempts of each call; the fourth busy answer is the worker's to retry.
+      expect(converse.requests.length - calls).toBe(5);
+      expect(postsIn(j).map((p) => p.text)).toEqual(["I'm busy right now and will answer in a moment.", "answer to: busy for 4 calls, then fine"]);
+      expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "completed" });
+    });
+
+    it("hands a busy turn back to the queue without waiting when the worker's time left is under the reserve", async () => {
+      const j = job("busy for 3 calls, reserve");
+      const started = Date.now();
+      const outcome = await worker({ busyRetry: { baseMs: 5_000 } }).process(j, 1, () => 30_000);
+      expect(outcome).toMatchObject({ kind: "retry", error: { name: "ModelBusyError" } });
+      expect(Date.now() - started).toBeLessThan(5_000);
     });
 
     it("returns gave-up and says the message is too long when it is over the limit, calling no model", async () => {
