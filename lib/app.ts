@@ -38,7 +38,7 @@ import { turnIdForJob } from "./queue/turn-queue.js";
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
  * `ensure` only if the database does not record them, checked once before the first request that
- * needs the database (Lambda, where the deploy step makes them: README, "Database set-up").
+ * needs the database (Lambda, where the deploy step makes them: docs/deploying.md, "Database set-up").
  */
 export type DatabaseSetupMode = "create" | "ensure";
 

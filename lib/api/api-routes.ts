@@ -128,7 +128,7 @@ function questionOf(request: HttpRequest, maxMessageChars: number): string {
   return text;
 }
 
-/** The routes of the HTTP API (v1): the README's "HTTP API" section and `lib/api/openapi.ts`. */
+/** The routes of the HTTP API (v1): docs/api.md and `lib/api/openapi.ts`. */
 export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, messages, turns } = database;

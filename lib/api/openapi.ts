@@ -38,7 +38,7 @@ const turnOutcome: Operation["responses"] = {
   },
 };
 
-/** The operations, in the order the README's route table lists them. */
+/** The operations, in the order docs/api.md's route table lists them. */
 export const OPERATIONS: Operation[] = [
   {
     method: "get",

@@ -147,7 +147,7 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   return parsed.data;
 }
 
-/** Every setting of `loadConfig`, defined once; `npm run docs:config` writes the README's table from them. */
+/** Every setting of `loadConfig`, defined once; `npm run docs:config` writes docs/configuration.md's table from them. */
 export const SETTINGS = {
   MONGODB_URI: setting({ schema: z.string().min(1), defaultText: "embedded server", description: "a real MongoDB instead of the embedded one" }),
   MONGODB_DB: setting({ schema: z.string().min(1), default: DEFAULT_DB_NAME, description: "database name" }),
@@ -221,7 +221,7 @@ export const SETTINGS = {
     default: DEFAULT_APPROVAL_SWEEP_SECONDS,
     description:
       "local server: how often it rejects as expired the approvals past their deadline and resumes their turns " +
-      "(in AWS the worker's schedule does it every 5 minutes; [docs/approvals.md](docs/approvals.md))",
+      "(in AWS the worker's schedule does it every 5 minutes; [approvals.md](approvals.md))",
   }),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: setting({
     schema: durationMs,
@@ -298,7 +298,7 @@ export const SETTINGS = {
     defaultText: "unset (Slack users have no roles)",
     description:
       'JSON roles of Slack users by workspace: `{"T0123": {"default": ["viewer"], "users": {"U0ALICE": ' +
-      '["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](#security))',
+      '["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](how-it-works.md#security))',
   }),
   TEAMS_ROLES: setting({
     schema: z.string().min(1),

@@ -81,7 +81,7 @@ async function checkSecrets(options: PreflightOptions): Promise<{ problems: Pref
       problems.push({
         check: "secrets",
         problem: `${detail.path}: ${detail.message}`,
-        fix: 'correct this key in its secret (README, "The credentials secrets")',
+        fix: 'correct this key in its secret (docs/deploying.md, "The credentials secrets")',
       });
     }
     return { problems };
