@@ -9,7 +9,7 @@ export const CONFIG_TABLE_START = "<!-- config-table:start -->";
 export const CONFIG_TABLE_END = "<!-- config-table:end -->";
 
 /** Read outside the settings: by the AWS SDK, or as credentials in local mode (`lib/config/credentials.ts`). */
-const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
+export const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
   AWS_ENDPOINT_URL_BEDROCK_RUNTIME: { defaultText: "AWS", description: "the standard SDK variable; tests point it at a local Converse endpoint" },
   SLACK_SIGNING_SECRET: { defaultText: "unset (Slack off)", description: "local mode only: the Slack app's signing secret (in AWS it is in the secret)" },
   SLACK_BOT_TOKEN: { defaultText: "unset (Slack off)", description: "local mode only: the Slack app's bot token (in AWS it is in the secret)" },

@@ -1,12 +1,13 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/api-client.js";
+import { findChromium } from "../support/chromium.js";
 import { BIG_REPORT_EXAMPLE, bigReportTool } from "./big-report-tool.js";
 
-/** Debian's chromium package; `.ci/install-chromium.sh` installs it. */
-const CHROMIUM = "/usr/bin/chromium";
+/** Chromium or Chrome where it is installed (`CHROMIUM_PATH`, Debian's package that `.ci/install-chromium.sh` installs, …). */
+const FOUND_CHROMIUM = findChromium();
+const CHROMIUM = FOUND_CHROMIUM ?? "chromium";
 const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
@@ -26,10 +27,10 @@ const MAX_MESSAGE_CHARS = 1_000;
 /** How long a turn may take to show up on a loaded machine. */
 const TURN_POLL = { timeout: 15_000 };
 
-const haveChromium = existsSync(CHROMIUM);
+const haveChromium = FOUND_CHROMIUM !== undefined;
 // In CI a missing browser fails the run; on a workstation the suite says why it is skipped.
 const inCi = process.env.CI === "true" || process.env.CI === "1";
-if (!haveChromium && !inCi) console.warn(`console e2e skipped: ${CHROMIUM} not found (run: bash .ci/install-chromium.sh)`);
+if (!haveChromium && !inCi) console.warn("console e2e skipped: no Chromium or Chrome found (set CHROMIUM_PATH, or run: bash .ci/install-chromium.sh)");
 const describeWithBrowser = haveChromium || inCi ? describe : describe.skip;
 
 /** Holds the big_report tool until the test has seen the page report it running. */

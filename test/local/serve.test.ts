@@ -12,6 +12,12 @@ describe("serve (npm start): mistakes answered in one line", { timeout: 90_000 }
     expect(errors).toEqual([expect.stringMatching(/^invalid configuration: PORT: .*; fix it in the environment \(see docs\/configuration\.md\)\.$/)]);
   });
 
+  it("names a misspelt setting with its likely intent before anything else, even when start-up then fails", async () => {
+    const { code, errors } = await serve({ MODEL_PROVDER: "bedrock", PORT: "abc" });
+    expect(code).toBe(1);
+    expect(errors).toEqual(["MODEL_PROVDER is not a setting; did you mean MODEL_PROVIDER?", expect.stringMatching(/^invalid configuration: PORT: /)]);
+  });
+
   it("exits 1 within the server selection timeout for an unreachable MongoDB, naming its host and never its password", async () => {
     const started = Date.now();
     const { code, errors } = await serve({ MONGODB_URI: "mongodb://ada:s3cret@127.0.0.1:1/threadwise", MONGODB_SERVER_SELECTION_TIMEOUT_MS: "500" });
