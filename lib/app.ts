@@ -111,7 +111,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   });
   const model = options.model ?? createChatModel(config.model);
   const bedrock = config.model.provider === "bedrock";
-  const modelId = bedrock ? config.model.bedrockModelId : "local";
+  const modelId = bedrock ? config.model.bedrockModelId : (config.model.openAiCompatible?.model ?? "local");
   const { promptCache, tokenMargin } = config.view;
   const graph = createAgentGraph({
     model,

@@ -26,7 +26,7 @@ export interface PreflightOptions {
 
 /** One thing a deploy needs that is missing, and exactly what to do about it. */
 export interface PreflightProblem {
-  check: "secrets" | "mongodb" | "model" | "marketplace";
+  check: "credentials" | "secrets" | "mongodb" | "model" | "marketplace";
   problem: string;
   fix: string;
 }
@@ -41,10 +41,27 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
  * Every check runs whatever the others found; secrets' values are never part of a problem.
  */
 export async function runPreflight(options: PreflightOptions): Promise<PreflightProblem[]> {
+  // Without credentials every check below fails alike; one line says why instead.
+  const missing = await checkCredentials(options.secrets);
+  if (missing) return [missing];
   const { problems, mongodbUri } = await checkSecrets(options);
   if (mongodbUri) problems.push(...(await checkMongoDb(mongodbUri, options.mongodbTimeoutMs ?? DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS)));
   problems.push(...(await checkConverse(options)), ...(await checkMarketplace(options)));
   return problems;
+}
+
+/** The operator's AWS credentials, as the SDK's default chain finds them: none found is one problem, named. */
+async function checkCredentials(client: SecretsManagerClient): Promise<PreflightProblem | undefined> {
+  try {
+    await client.config.credentials();
+    return undefined;
+  } catch (error) {
+    return {
+      check: "credentials",
+      problem: `no AWS credentials found (${nameOf(error)}); preflight reads the stage's secrets and calls its model with yours`,
+      fix: "set AWS_PROFILE (after aws sso login or aws configure), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, for the stage's account",
+    };
+  }
 }
 
 async function checkSecrets(options: PreflightOptions): Promise<{ problems: PreflightProblem[]; mongodbUri?: string }> {
