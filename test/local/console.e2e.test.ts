@@ -187,8 +187,8 @@ describeWithBrowser("console", () => {
     const layout = await inspector.evaluate((aside) => ({
       width: aside.getBoundingClientRect().width,
       overflows: aside.scrollWidth > aside.clientWidth + 1,
-      columns: [...aside.querySelectorAll(".column")].map((c) => Math.round(c.getBoundingClientRect().width)),
-      bars: [...aside.querySelectorAll(".bar-row")].filter((row) => row.scrollWidth > row.clientWidth + 1).length,
+      columns: Array.from(aside.querySelectorAll(".column")).map((c) => Math.round(c.getBoundingClientRect().width)),
+      bars: Array.from(aside.querySelectorAll(".bar-row")).filter((row) => row.scrollWidth > row.clientWidth + 1).length,
     }));
     expect(layout.overflows).toBe(false);
     expect(layout.width).toBeGreaterThanOrEqual(780);
