@@ -347,6 +347,23 @@ describeWithBrowser("console", () => {
     expect(pageErrors).toEqual([]);
   }, 60_000);
 
+  it("links the API reference, which renders every operation without a script or a request elsewhere", async () => {
+    const link = page.getByRole("link", { name: "API reference" });
+    expect(await link.getAttribute("href")).toBe("/docs");
+    const reference = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    const requests: string[] = [];
+    const problems: string[] = [];
+    reference.on("request", (request) => requests.push(new URL(request.url()).origin));
+    reference.on("console", (message) => problems.push(message.text()));
+    await reference.goto(`${t.url}/docs`);
+    expect(await reference.getByRole("heading", { level: 1 }).textContent()).toMatch(/^Threadwise HTTP API /);
+    expect(await reference.locator(".ref-operation").count()).toBeGreaterThan(15);
+    expect(new Set(requests)).toEqual(new Set([new URL(t.url).origin]));
+    expect(problems).toEqual([]);
+    expect(await lowContrastTexts(reference)).toEqual([]);
+    await reference.close();
+  }, 60_000);
+
   it("keeps what was typed when a send is refused, and shows a long conversation title whole", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByLabel("User", { exact: true }).fill("dave");

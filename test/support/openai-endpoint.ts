@@ -59,6 +59,10 @@ export interface OpenAiEndpoint {
 
 const CONTENT_PART_TYPES = ["text", "image_url", "input_audio", "file", "refusal"];
 
+const unansweredProblem = (ids: Set<string>): string =>
+  "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. " +
+  `The following tool_call_ids did not have response messages: ${[...ids].join(", ")}`;
+
 /** Why the OpenAI chat API would refuse these messages, or undefined when it would take them. */
 export function openAiMessagesProblem(messages: unknown): string | undefined {
   if (!Array.isArray(messages) || messages.length === 0) return "Invalid 'messages': empty array. Expected an array with minimum length 1.";
@@ -67,7 +71,7 @@ export function openAiMessagesProblem(messages: unknown): string | undefined {
     const at = `messages[${i}]`;
     if (!["system", "developer", "user", "assistant", "tool"].includes(message.role)) return `Invalid value: '${message.role}' at '${at}.role'.`;
     if (message.role !== "tool" && unanswered.size > 0) {
-      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...unanswered].join(", ")}`;
+      return unansweredProblem(unanswered);
     }
     const hasToolCalls = message.role === "assistant" && Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
     if (message.content === undefined || message.content === null) {
@@ -88,9 +92,7 @@ export function openAiMessagesProblem(messages: unknown): string | undefined {
     }
     if (hasToolCalls) for (const call of message.tool_calls ?? []) unanswered.add(call.id);
   }
-  if (unanswered.size > 0) {
-    return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...unanswered].join(", ")}`;
-  }
+  if (unanswered.size > 0) return unansweredProblem(unanswered);
   return undefined;
 }
 
