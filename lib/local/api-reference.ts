@@ -29,34 +29,34 @@ interface Operation {
 }
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-const escape = (text: unknown): string => String(text ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
+const escapeHtml = (text: unknown): string => String(text ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
 /** Markdown's code spans as `<code>`, everything else as text. */
-const prose = (text: unknown): string => escape(text).replace(/`([^`]+)`/g, "<code>$1</code>");
+const prose = (text: unknown): string => escapeHtml(text).replace(/`([^`]+)`/g, "<code>$1</code>");
 const schemaBlock = (schema: unknown): string =>
-  schema === undefined ? "" : `<details><summary>schema</summary><pre>${escape(JSON.stringify(schema, null, 2))}</pre></details>`;
+  schema === undefined ? "" : `<details><summary>schema</summary><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre></details>`;
 
-const methodBadge = (method: string): string => `<span class="ref-method ref-${escape(method)}">${escape(method.toUpperCase())}</span>`;
+const methodBadge = (method: string): string => `<span class="ref-method ref-${escapeHtml(method)}">${escapeHtml(method.toUpperCase())}</span>`;
 
 function operationSection(method: string, path: string, op: Operation): string {
   const params = op.parameters ?? [];
   const body = op.requestBody?.content?.["application/json"];
   const auth = op.security && op.security.length === 0 ? "no authentication" : "bearer JWT";
   return [
-    `<section class="ref-operation" id="${escape(op.operationId)}" aria-labelledby="${escape(op.operationId)}-title">`,
-    `<h2 id="${escape(op.operationId)}-title">${methodBadge(method)} <code>${escape(path)}</code></h2>`,
+    `<section class="ref-operation" id="${escapeHtml(op.operationId)}" aria-labelledby="${escapeHtml(op.operationId)}-title">`,
+    `<h2 id="${escapeHtml(op.operationId)}-title">${methodBadge(method)} <code>${escapeHtml(path)}</code></h2>`,
     `<p>${prose(op.summary)} <span class="ref-auth">(${auth})</span></p>`,
     params.length
       ? `<table><caption>Parameters</caption><thead><tr><th>name</th><th>in</th><th>required</th><th>about</th></tr></thead><tbody>${params
           .map(
             (p) =>
-              `<tr><td><code>${escape(p.name)}</code></td><td>${escape(p.in)}</td><td>${p.required ? "yes" : "no"}</td>` +
+              `<tr><td><code>${escapeHtml(p.name)}</code></td><td>${escapeHtml(p.in)}</td><td>${p.required ? "yes" : "no"}</td>` +
               `<td>${prose(p.description)} ${schemaBlock(p.schema)}</td></tr>`,
           )
           .join("")}</tbody></table>`
       : "",
     body ? `<h3>Request body${op.requestBody?.required ? "" : " (optional)"}: JSON</h3>${schemaBlock(body.schema)}` : "",
     `<table><caption>Responses</caption><thead><tr><th>status</th><th>when</th></tr></thead><tbody>${Object.entries(op.responses)
-      .map(([status, r]) => `<tr><td>${escape(status)}</td><td>${prose(r.description)} ${schemaBlock(Object.values(r.content ?? {})[0]?.schema)}</td></tr>`)
+      .map(([status, r]) => `<tr><td>${escapeHtml(status)}</td><td>${prose(r.description)} ${schemaBlock(Object.values(r.content ?? {})[0]?.schema)}</td></tr>`)
       .join("")}</tbody></table>`,
     "</section>",
   ].join("\n");
@@ -71,15 +71,15 @@ export function apiReferenceHtml(document: Record<string, unknown> = openApiDocu
   return [
     "<!doctype html>",
     '<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
-    `<title>${escape(info.title)}: API reference</title>`,
+    `<title>${escapeHtml(info.title)}: API reference</title>`,
     '<link rel="icon" href="data:,"><link rel="stylesheet" href="/console/styles.css"></head>',
     '<body class="ref"><main class="ref-main">',
-    `<h1>${escape(info.title)} <span class="ref-version">${escape(info.version)}</span></h1>`,
+    `<h1>${escapeHtml(info.title)} <span class="ref-version">${escapeHtml(info.version)}</span></h1>`,
     `<p>${prose(info.description)} The machine-readable document is <a href="/openapi.json"><code>/openapi.json</code></a>; ` +
       'the console is at <a href="/">/</a>.</p>',
-    `<ul class="ref-servers">${servers.map((s) => `<li><code>${escape(s.url)}</code>: ${prose(s.description)}</li>`).join("")}</ul>`,
+    `<ul class="ref-servers">${servers.map((s) => `<li><code>${escapeHtml(s.url)}</code>: ${prose(s.description)}</li>`).join("")}</ul>`,
     `<nav aria-label="Operations"><ol class="ref-toc">${operations
-      .map(({ path, method, op }) => `<li><a href="#${escape(op.operationId)}">${methodBadge(method)} <code>${escape(path)}</code></a></li>`)
+      .map(({ path, method, op }) => `<li><a href="#${escapeHtml(op.operationId)}">${methodBadge(method)} <code>${escapeHtml(path)}</code></a></li>`)
       .join("")}</ol></nav>`,
     ...operations.map(({ path, method, op }) => operationSection(method, path, op)),
     "</main></body></html>",
