@@ -7,96 +7,36 @@
  * Read word by word (no backtracking pattern), so the time is linear in the question's length.
  */
 
-const SUBJECTS = new Set(["i", "we", "you"]);
+/** A set of the space-separated words. */
+const wordSet = (list: string): ReadonlySet<string> => new Set(list.split(" "));
+
+const SUBJECTS = wordSet("i we you");
 /** Past forms that, after I, we or you, report something said or settled in the conversation. */
-const REPORTED = new Set([
-  "said",
-  "mentioned",
-  "told",
-  "discussed",
-  "agreed",
-  "decided",
-  "noted",
-  "shared",
-  "gave",
-  "talked",
-  "brought",
-  "covered",
-  "settled",
-  "wrote",
-  "picked",
-  "chose",
-  "suggested",
-  "recommended",
-  "promised",
-  "planned",
-  "set",
-  "named",
-  "called",
-  "went",
-]);
+const REPORTED = wordSet(
+  "said mentioned told discussed agreed decided noted shared gave talked brought covered settled wrote " +
+    "picked chose suggested recommended promised planned set named called went",
+);
 /** Base forms after "did I / we / you": "what did we decide", "which one did you pick". */
-const ASKED_BACK = new Set([
-  "say",
-  "tell",
-  "mention",
-  "discuss",
-  "agree",
-  "decide",
-  "note",
-  "share",
-  "give",
-  "pick",
-  "choose",
-  "settle",
-  "suggest",
-  "recommend",
-  "promise",
-  "plan",
-  "set",
-  "name",
-  "call",
-  "write",
-  "ask",
-  "want",
-  "need",
-  "use",
-  "land",
-  "go",
-  "talk",
-  "cover",
-]);
+const ASKED_BACK = wordSet(
+  "say tell mention discuss agree decide note share give pick choose settle suggest recommend promise " +
+    "plan set name call write ask want need use land go talk cover",
+);
 /** Words between a subject and its verb that keep the meaning: "I already mentioned", "we just agreed". */
-const FILLERS = new Set(["already", "just", "previously", "earlier", "once", "also", "all", "both", "had", "have", "did"]);
+const FILLERS = wordSet("already just previously earlier once also all both had have did");
 /** Words that place a question in the past of the conversation. */
-const BACK_IN_TIME = new Set(["earlier", "before", "previously", "already", "again", "above", "originally"]);
-const BACK_IN_TIME_PHRASES = [
-  ["last", "time"],
-  ["a", "while", "ago"],
-  ["at", "the", "start"],
-  ["at", "the", "beginning"],
-  ["the", "other", "day"],
-];
+const BACK_IN_TIME = wordSet("earlier before previously already again above originally");
+const BACK_IN_TIME_PHRASES = "last time, a while ago, at the start, at the beginning, the other day".split(", ").map((phrase) => phrase.split(" "));
 /** Phrases that ask for memory outright. */
-const RECALL_PHRASES = [
-  ["remind", "me"],
-  ["refresh", "my", "memory"],
-  ["you", "remember"],
-  ["you", "recall"],
-  ["i", "forgot"],
-  ["i", "forget"],
-  ["going", "back", "to"],
-  ["back", "to", "what"],
-  ["we", "were", "talking", "about"],
-  ["we", "were", "saying"],
-  ["as", "discussed"],
-  ["as", "agreed"],
-  ["as", "mentioned"],
-];
-const QUESTION_WORDS = new Set(["what", "what's", "whats", "which", "who", "who's", "whom", "whose", "when", "when's", "where", "where's", "how", "how's"]);
+const RECALL_PHRASES = (
+  "remind me, refresh my memory, you remember, you recall, i forgot, i forget, going back to, back to what, " +
+  "we were talking about, we were saying, as discussed, as agreed, as mentioned"
+)
+  .split(", ")
+  .map((phrase) => phrase.split(" "));
+const QUESTION_WORDS = wordSet("what what's whats which who who's whom whose when when's where where's how how's");
 /** Words that make a question about the asker's own facts: "what's our budget", "when is my flight". */
-const OWN = new Set(["my", "our", "mine", "ours"]);
-const DEFINITE = new Set(["the", "that", "those", "this", "these", "my", "our"]);
+const OWN = wordSet("my our mine ours");
+const DEFINITE = wordSet("the that those this these my our");
 
 function hasPhrase(words: readonly string[], phrase: readonly string[]): boolean {
   for (let i = 0; i + phrase.length <= words.length; i++) {

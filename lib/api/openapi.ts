@@ -296,7 +296,7 @@ export const API_SERVERS = [
 ];
 
 /** The package is private and names no licence: the document says so rather than inventing one. */
-export const API_LICENSE = { name: "Proprietary: not licensed for use outside the owning organisation", identifier: "LicenseRef-Proprietary" };
+export const API_LICENSE = { name: "Proprietary", identifier: "LicenseRef-Proprietary" };
 
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from `schemas.ts`; served at
