@@ -30,7 +30,7 @@ function handlerFor(app: App) {
   return handle;
 }
 
-/** The HTTP API (every route of the README's "HTTP API" section, /healthz and /readyz) on API Gateway HTTP API events. */
+/** The HTTP API (every route of docs/api.md, /healthz and /readyz) on API Gateway HTTP API events. */
 async function api(event: HttpApiEvent, context: Context) {
   // The request's id correlates its log lines, and those of the turn it queues (docs/operations.md).
   logger.setCorrelationId(event.requestContext.requestId);

@@ -7,7 +7,7 @@ import { config, credentialsMiddleware, credentialsOf, logger, mongoClientFor, o
 type SetupStatus = "set-up" | "skipped-no-uri" | "failed" | "not-run";
 
 /**
- * The deploy step that makes the database's indexes (README, "Database set-up"), run by a
+ * The deploy step that makes the database's indexes (docs/deploying.md, "Database set-up"), run by a
  * CloudFormation custom resource on every deploy that changes this code, or by hand with
  * `aws lambda invoke`. It never fails the deployment: on a first deploy the secret is still
  * empty, or Atlas does not yet admit the stack's addresses; the api and worker then set the

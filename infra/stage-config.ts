@@ -31,7 +31,7 @@ export const DEFAULT_STREAM_CONCURRENCY = 10;
 export const DEFAULT_MAX_RECEIVE_COUNT = 3;
 /**
  * MongoDB connections one stage may hold at most, all its functions' containers together: an
- * Atlas M10 allows 1,500, shared here with other stages and tools (README, "MongoDB from Lambda").
+ * Atlas M10 allows 1,500, shared here with other stages and tools (docs/deploying.md, "MongoDB from Lambda").
  */
 export const DEFAULT_MONGODB_CONNECTION_BUDGET = 500;
 /** Members of the replica set: each container holds one monitoring connection to every member. */
@@ -340,7 +340,7 @@ export interface StageToolsConfig {
   sampleTools: boolean;
 }
 
-/** Context keys, in the order documented in cdk.json and the README. */
+/** Context keys, in the order documented in cdk.json and docs/deploying.md. */
 export const CONTEXT_KEYS = Object.keys(contextSchema.shape) as (keyof typeof contextSchema.shape)[];
 
 /** Reads and validates the stage configuration from CDK context (cdk.json and `-c` flags). */
@@ -356,7 +356,7 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     throw invalidContext([
       {
         path: "secretArn",
-        message: 'replaced by secretArns: split the secret as the README\'s "The credentials secrets" says and pass {"database": "arn:…", …}',
+        message: 'replaced by secretArns: split the secret as "The credentials secrets" in docs/deploying.md says and pass {"database": "arn:…", …}',
       },
     ]);
   }
@@ -447,7 +447,7 @@ export function explainContextError(error: ValidationError): string {
   const [first, ...rest] = error.details ?? [];
   const what = first ? `${first.path || "context"}: ${first.message}` : "";
   const more = rest.length > 0 ? ` (and ${rest.length} more)` : "";
-  return `${error.message}: ${what}${more}; fix it with -c <key>=<value> or in cdk.json (see "Deploying to AWS" in the README).`;
+  return `${error.message}: ${what}${more}; fix it with -c <key>=<value> or in cdk.json (see docs/deploying.md, "Deploying to AWS").`;
 }
 
 /** The VPC keys mean something only with `vpc=nat`, and a customer key only with an imported secret. */

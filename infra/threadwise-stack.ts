@@ -47,7 +47,7 @@ export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
 export const SETUP_RESPONSE_TIMEOUT = SETUP_FUNCTION_TIMEOUT.plus(Duration.minutes(1));
 
 /**
- * The credentials secrets each function reads, and no others (README, "The credentials secrets").
+ * The credentials secrets each function reads, and no others (docs/deploying.md, "The credentials secrets").
  * `powerBi` only where `query_semantic_model` is offered.
  */
 export const FUNCTION_SECRETS: Readonly<Record<FunctionName, readonly CredentialSecretName[]>> = {
@@ -324,10 +324,13 @@ export class ThreadwiseStack extends Stack {
     new CfnOutput(this, "TurnQueueUrl", { value: queues.queue.queueUrl });
     for (const [name, secret] of Object.entries(secrets.created) as [CredentialSecretName, { secretArn: string }][]) {
       const id = `${name[0].toUpperCase()}${name.slice(1)}SecretArn`;
-      new CfnOutput(this, id, { value: secret.secretArn, description: `Fill in ${CREDENTIAL_SECRETS[name].keys.join(", ")} (see README)` });
+      new CfnOutput(this, id, { value: secret.secretArn, description: `Fill in ${CREDENTIAL_SECRETS[name].keys.join(", ")} (see docs/deploying.md)` });
     }
     if (network) new CfnOutput(this, "NatPublicIps", { value: network.natPublicIps, description: "Add these to Atlas's IP access list" });
-    new CfnOutput(this, "SetupFunctionName", { value: setup.fn.functionName, description: "Invoke once the database secret is filled in (see README)" });
+    new CfnOutput(this, "SetupFunctionName", {
+      value: setup.fn.functionName,
+      description: "Invoke once the database secret is filled in (see docs/deploying.md)",
+    });
     new CfnOutput(this, "ReservedConnections", { value: String(connections.total), description: "MongoDB connections the stage's functions can hold at most" });
     new CfnOutput(this, "DashboardName", { value: operations.dashboard.dashboardName });
     new CfnOutput(this, "AlarmTopicArn", { value: operations.alarmTopicArn, description: 'Where every alarm notifies (docs/operations.md, "Who is paged")' });

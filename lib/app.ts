@@ -43,7 +43,7 @@ import { Limits, type LimitUsageSink } from "./limits/limits.js";
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
  * `ensure` only if the database does not record them, checked once before the first request that
- * needs the database (Lambda, where the deploy step makes them: README, "Database set-up").
+ * needs the database (Lambda, where the deploy step makes them: docs/deploying.md, "Database set-up").
  */
 export type DatabaseSetupMode = "create" | "ensure";
 
@@ -129,7 +129,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   });
   const model = options.model ?? createChatModel(config.model);
   const bedrock = config.model.provider === "bedrock";
-  const modelId = bedrock ? config.model.bedrockModelId : "local";
+  const modelId = bedrock ? config.model.bedrockModelId : (config.model.openAiCompatible?.model ?? "local");
   const { promptCache, tokenMargin } = config.view;
   const price = priceOf(config.model.prices, modelId);
   const limits = new Limits(database.db, {

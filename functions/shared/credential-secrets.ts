@@ -28,7 +28,7 @@ export interface CredentialSecretsOptions {
 }
 
 /**
- * A function's credentials secrets, fetched at cold start and reused for `cacheMs` (README, "The
+ * A function's credentials secrets, fetched at cold start and reused for `cacheMs` (docs/deploying.md, "The
  * credentials secrets"). A failed fetch never stays an unhandled rejection, which the Lambda
  * runtime answers by ending the container: it is reported, the invocation that asks gets it, and
  * the next one fetches again. Values fetched before keep serving while a refresh fails.

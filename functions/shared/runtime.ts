@@ -165,7 +165,7 @@ export function requireTurnQueue(): SqsTurnQueue {
 let current: { uri: string; client: MongoClient } | undefined;
 
 /**
- * The container's one MongoClient, sized for Lambda by the stack (README, "MongoDB from Lambda").
+ * The container's one MongoClient, sized for Lambda by the stack (docs/deploying.md, "MongoDB from Lambda").
  * It connects on its first operation, not here; a new URI in the secret (rotation), or a first
  * connection that failed, replaces it.
  */

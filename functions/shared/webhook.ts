@@ -14,7 +14,7 @@ import { toHttpRequest, toResult, type HttpApiEvent } from "./http-event.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { config, credentialsOf, logger, logServerError, mongoClientFor, publishWebhookStatus, requireTurnQueue } from "./runtime.js";
 
-/** What to fill in, said by a webhook whose channel has no key yet (README, "The credentials secrets"). */
+/** What to fill in, said by a webhook whose channel has no key yet (docs/deploying.md, "The credentials secrets"). */
 const AWS_CHANNEL_HINTS = {
   slack: "set slackSigningSecret in the slack-signing credentials secret",
   teams: "set teamsAppId in the teams-bot credentials secret",

@@ -83,6 +83,12 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   // The package root also exports the Kendra and knowledge-base retrievers and embeddings, whose SDK
   // clients would be loaded at start for nothing (~8 ms for Kendra's alone); we use the chat model.
   { importPath: "@langchain/aws", importer: /[\\/]lib[\\/]agent[\\/]/, replacement: { contents: 'export { ChatBedrockConverse } from "./chat_models.js";' } },
+  // The OpenAI-compatible provider is the local server's; deployed functions call Bedrock.
+  {
+    importPath: "./openai-compatible-model.js",
+    importer: /[\\/]lib[\\/]agent[\\/]chat-model\.ts$/,
+    replacement: { file: here("./openai-compatible-model.ts") },
+  },
   // LangSmith's environment helpers take only its version from the package index, which imports the tracing client.
   {
     importPath: "../index.mjs",

@@ -16,7 +16,7 @@ import { TOKENIZER_DATA_FILE } from "./cl100k-base.js";
  * feature needs them (Kerberos, compression, client-side encryption, SOCKS, GCP), none installed or
  * needed here, so they stay out of the bundle. MONGODB-AWS (IAM) authentication needs `aws4`, a
  * dependency and so bundled, and `@aws-sdk/credential-providers`, which the Lambda Node.js runtime
- * provides (README, "Passwords or IAM").
+ * provides (docs/deploying.md, "Passwords or IAM").
  */
 export const MONGODB_OPTIONAL_MODULES: readonly string[] = [
   "kerberos",

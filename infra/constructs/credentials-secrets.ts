@@ -21,7 +21,7 @@ const COMPLETE_SECRET_ARN = /-[A-Za-z0-9]{6}$/;
 const pascal = (name: string) => `${name[0].toUpperCase()}${name.slice(1)}`;
 
 /**
- * The credentials secrets of a stage (README, "The credentials secrets"). A secret the stack
+ * The credentials secrets of a stage (docs/deploying.md, "The credentials secrets"). A secret the stack
  * creates holds its JSON template, every key empty, so a first deploy works and each function says
  * which keys it still lacks; CloudFormation writes the template only at creation (it is never
  * changed, so a deploy never overwrites the values filled in since).
@@ -47,7 +47,7 @@ export class CredentialsSecrets extends Construct {
       }
       const secret = new Secret(this, pascal(name), {
         secretName: `${props.stage}/threadwise/${CREDENTIAL_SECRETS[name].name}`,
-        description: `Threadwise ${props.stage} credentials: ${CREDENTIAL_SECRETS[name].keys.join(", ")} (fill in; see README)`,
+        description: `Threadwise ${props.stage} credentials: ${CREDENTIAL_SECRETS[name].keys.join(", ")} (fill in; see docs/deploying.md)`,
         // Empty strings only, so nothing secret is in the template.
         secretObjectValue: Object.fromEntries(Object.entries(secretTemplate(name)).map(([key, value]) => [key, SecretValue.unsafePlainText(value)])),
         removalPolicy: props.removalPolicy,

@@ -94,7 +94,7 @@ export class ThreadwiseApi extends Construct {
         path: "/healthz",
         method: HttpMethod.GET,
         integration: api,
-        reason: "Liveness probe by design (README, HTTP API: GET /healthz, no auth); it returns no data.",
+        reason: "Liveness probe by design (docs/api.md: GET /healthz, no auth); it returns no data.",
       },
       {
         path: "/readyz",

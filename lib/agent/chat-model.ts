@@ -4,16 +4,23 @@ import type { ModelConfig } from "../config/config.js";
 import { ModelBusyError, ModelCallFailedError, ModelCredentialsError, type ModelErrorCode, ThreadwiseError } from "../errors.js";
 import { bedrockTokenCounter, type ModelTokenCounter } from "./bedrock-token-counter.js";
 import { LocalChatModel } from "./local-chat-model.js";
+import { createOpenAiCompatibleModel } from "./openai-compatible-model.js";
 
 /**
  * The chat model for a provider. Bedrock is reached through the real Converse client;
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (read by the AWS SDK itself) can point it elsewhere.
  */
-export function createChatModel(config: Pick<ModelConfig, "provider" | "bedrockModelId" | "region" | "maxOutputTokens">): BaseChatModel {
+export function createChatModel(
+  config: Pick<ModelConfig, "provider" | "bedrockModelId" | "region" | "maxOutputTokens"> &
+    Partial<Pick<ModelConfig, "bedrockBearerToken" | "openAiCompatible">>,
+): BaseChatModel {
   if (config.provider === "local") return new LocalChatModel();
+  if (config.provider === "openai-compatible") return createOpenAiCompatibleModel(config);
   return new ChatBedrockConverse({
     model: config.bedrockModelId,
     region: config.region,
+    // A Bedrock API key, when given, instead of AWS credentials.
+    ...(config.bedrockBearerToken ? { bedrockBearerToken: config.bedrockBearerToken } : {}),
     maxTokens: config.maxOutputTokens,
     temperature: 0,
   });
@@ -25,15 +32,15 @@ export function createChatModel(config: Pick<ModelConfig, "provider" | "bedrockM
  * SDK's default credential chain only; it calls no AWS API.
  */
 export async function checkModelCredentials(config: ModelConfig): Promise<void> {
-  if (config.provider !== "bedrock") return;
+  if (config.provider !== "bedrock" || config.bedrockBearerToken) return;
   const { BedrockRuntimeClient } = await import("@aws-sdk/client-bedrock-runtime");
   const client = new BedrockRuntimeClient({ region: config.region });
   try {
     await client.config.credentials();
   } catch (error) {
     throw new ModelCredentialsError(
-      "MODEL_PROVIDER=bedrock needs AWS credentials and none were found; set AWS_PROFILE (or AWS_ACCESS_KEY_ID and " +
-        "AWS_SECRET_ACCESS_KEY), or start with MODEL_PROVIDER=local for the offline model.",
+      "MODEL_PROVIDER=bedrock needs AWS credentials and none were found; set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), " +
+        "AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), or start with MODEL_PROVIDER=local for the offline model.",
       { cause: error },
     );
   } finally {

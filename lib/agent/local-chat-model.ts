@@ -5,6 +5,7 @@ import { ChatGenerationChunk, type ChatResult } from "@langchain/core/outputs";
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager";
 import { messageText } from "../model-view/message-text.js";
 import { countMessagesTokens, countTextTokens } from "../model-view/token-counter.js";
+import { refersBack } from "./back-references.js";
 
 /** A tool as handed to `bindTools`, in the OpenAI function shape every LangChain chat model accepts. */
 export interface FunctionTool {
@@ -102,31 +103,18 @@ function recalledFact(question: string, earlierQuestions: string[]): string | un
   return undefined;
 }
 
-/** The tool that searches turns out of sight, and the phrases that point back at something said before. */
+/** The tool that searches turns out of sight. */
 const SEARCH_TOOL = "search_conversation";
-const REFERS_BACK = new RegExp(
-  [
-    "what (did|do) (i|we|you) (say|tell|mention|decide|agree)",
-    "as (we|i|you) (discussed|said|mentioned|agreed)",
-    "(earlier|before),? you said",
-    "you (said|told me|mentioned) (earlier|before)",
-    "did i (say|mention|tell)",
-    "remind me",
-    "do you remember",
-  ]
-    .map((phrase) => `\\b${phrase}\\b`)
-    .join("|"),
-  "i",
-);
 
 /**
- * Searches the conversation when the question points back ("what did I say about …", "as we
- * discussed") or asks "what is my X?", but only while the system part says turns are out of sight.
+ * Searches the conversation when the question points back as people phrase it ("I mentioned
+ * before…", "remind me…", "what did we say about…", "what's our budget?"; `back-references.ts`),
+ * but only while the system part says turns are out of sight.
  */
 function recallSearch(messages: BaseMessage[], question: string, tools: FunctionTool[]): AIMessage | undefined {
   const system = messages.find((m) => isType(m, "system"));
   if (!tools.some((t) => t.function.name === SEARCH_TOOL) || !system || !messageText(system.content).includes(SEARCH_TOOL)) return undefined;
-  if (!REFERS_BACK.test(question) && !/what(?:'s| is) my /i.test(question)) return undefined;
+  if (!refersBack(question)) return undefined;
   const call = { id: callId(messages, SEARCH_TOOL), name: SEARCH_TOOL, args: { query: question.trim() }, type: "tool_call" as const };
   return new AIMessage({ content: "", tool_calls: [call] });
 }

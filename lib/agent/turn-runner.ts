@@ -32,11 +32,10 @@ import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import type { Limits } from "../limits/limits.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
+import { conversationTitle } from "./conversation-title.js";
 
 /** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
 export const DEFAULT_MAX_MODEL_CALLS = 12;
-/** Characters of the first question kept as a conversation's title. */
-const TITLE_CHARS = 80;
 
 export interface TurnRequest {
   conversationId: string;
@@ -323,7 +322,7 @@ export class TurnRunner {
       await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
       await messages.append({ turnId, seq, role: "assistant", content: answer }, fence);
       faults?.at("after-record");
-      await conversations.touch(conversationId, { title: request.content.slice(0, TITLE_CHARS) });
+      await conversations.touch(conversationId, { title: conversationTitle(request.content) });
       await this.deps.afterTurn?.(conversationId, fence);
       // A follower that misses this event reads the answer from the turn record instead.
       end.final = { type: "done", answer, usage };

@@ -194,7 +194,7 @@ export function turnEntry(deps: Pick<ApiRoutesDeps, "limits" | "dispatcher" | "r
   return { dispatch, withStreamSlot };
 }
 
-/** The routes of the HTTP API (v1): the README's "HTTP API" section and `lib/api/openapi.ts`. */
+/** The routes of the HTTP API (v1): docs/api.md and `lib/api/openapi.ts`. */
 export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, messages, turns } = database;

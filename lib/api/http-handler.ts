@@ -9,7 +9,7 @@ import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
 import { IdempotentRequests } from "./idempotent-requests.js";
 import { createRouter, type Route } from "./router.js";
 
-/** The one route that must answer while the database is away (README, "HTTP API"). */
+/** The one route that must answer while the database is away (docs/api.md). */
 const LIVENESS_PATH = "/healthz";
 
 export interface HttpHandlerOptions {

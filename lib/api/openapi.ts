@@ -42,7 +42,7 @@ const turnOutcome: Operation["responses"] = {
   },
 };
 
-/** The operations, in the order the README's route table lists them. */
+/** The operations, in the order docs/api.md's route table lists them. */
 export const OPERATIONS: Operation[] = [
   {
     method: "get",
@@ -51,6 +51,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Liveness.",
     public: true,
     responses: { 200: { description: "Alive.", schema: s.health } },
+    errors: [429],
   },
   {
     method: "get",
@@ -59,7 +60,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Readiness: the database answers and is set up.",
     public: true,
     responses: { 200: { description: "Ready.", schema: s.ready } },
-    errors: [503],
+    errors: [429, 503],
   },
   {
     method: "post",
@@ -529,6 +530,19 @@ function operationObject(op: Operation) {
   };
 }
 
+/** Where the API is served: the local server, and a deployed stage's HTTP API (its `ApiUrl` output). */
+export const API_SERVERS = [
+  { url: "http://127.0.0.1:3000", description: "The local server (`npm start`)." },
+  {
+    url: "https://{apiId}.execute-api.{region}.amazonaws.com",
+    description: "A deployed stage: the `ApiUrl` stack output. The event streams are on the `StreamingUrl` output instead.",
+    variables: { apiId: { default: "abc123", description: "The HTTP API's id." }, region: { default: "us-east-1", description: "The stage's region." } },
+  },
+];
+
+/** The package is private and names no licence: the document says so rather than inventing one. */
+export const API_LICENSE = { name: "Proprietary", identifier: "LicenseRef-Proprietary" };
+
 /**
  * The OpenAPI 3.1 document of the HTTP API, generated from `schemas.ts`; served at
  * `/openapi.json` and checked against every API test's responses.
@@ -538,7 +552,13 @@ export function openApiDocument(): Record<string, unknown> {
   for (const op of OPERATIONS) (paths[op.path] ??= {})[op.method] = operationObject(op);
   return {
     openapi: "3.1.0",
-    info: { title: "Threadwise HTTP API", version: API_VERSION, description: "A stateful assistant: conversations, turns and their model views." },
+    info: {
+      title: "Threadwise HTTP API",
+      version: API_VERSION,
+      description: "A stateful assistant: conversations, turns and their model views.",
+      license: API_LICENSE,
+    },
+    servers: API_SERVERS,
     security: [{ bearer: [] }],
     paths,
     components: {

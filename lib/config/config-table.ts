@@ -4,12 +4,12 @@ import { RECALL_SETTINGS } from "./recall-config.js";
 import { TOOL_SETTINGS } from "./tools-config.js";
 import { configTable, type DocumentedVariable } from "./settings.js";
 
-/** Markers around the generated table in the README; the text between them is replaced whole. */
+/** Markers around the generated table in docs/configuration.md; the text between them is replaced whole. */
 export const CONFIG_TABLE_START = "<!-- config-table:start -->";
 export const CONFIG_TABLE_END = "<!-- config-table:end -->";
 
 /** Read outside the settings: by the AWS SDK, or as credentials in local mode (`lib/config/credentials.ts`). */
-const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
+export const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
   AWS_ENDPOINT_URL_BEDROCK_RUNTIME: { defaultText: "AWS", description: "the standard SDK variable; tests point it at a local Converse endpoint" },
   SLACK_SIGNING_SECRET: { defaultText: "unset (Slack off)", description: "local mode only: the Slack app's signing secret (in AWS it is in the secret)" },
   SLACK_BOT_TOKEN: { defaultText: "unset (Slack off)", description: "local mode only: the Slack app's bot token (in AWS it is in the secret)" },
@@ -18,18 +18,18 @@ const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
   TEAMS_TENANT_ID: { defaultText: "unset (Teams off)", description: "local mode only: the bot's Entra tenant (in AWS it is in the secret)" },
 };
 
-/** The README's configuration table, generated from the settings. */
+/** The configuration table of docs/configuration.md, generated from the settings. */
 export function readmeConfigTable(): string {
   return configTable({ ...SETTINGS, ...TOOL_SETTINGS, ...RECALL_SETTINGS, ...SECRET_ARN_SETTINGS, ...OTHER_VARIABLES });
 }
 
-/** The README with the text between the markers replaced by the generated table. */
+/** The page with the text between the markers replaced by the generated table. */
 export function withConfigTable(readme: string): string {
   const start = readme.indexOf(CONFIG_TABLE_START);
   const end = readme.indexOf(CONFIG_TABLE_END);
   if (start < 0 || end < start)
-    throw new ValidationError("the README has no configuration table markers", [
-      { path: "README.md", message: `${CONFIG_TABLE_START} … ${CONFIG_TABLE_END} not found` },
+    throw new ValidationError("the page has no configuration table markers", [
+      { path: "docs/configuration.md", message: `${CONFIG_TABLE_START} … ${CONFIG_TABLE_END} not found` },
     ]);
   return `${readme.slice(0, start + CONFIG_TABLE_START.length)}\n${readmeConfigTable()}\n${readme.slice(end)}`;
 }

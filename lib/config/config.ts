@@ -154,11 +154,31 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   return parsed.data;
 }
 
-/** Every setting of `loadConfig`, defined once; `npm run docs:config` writes the README's table from them. */
+/** Every setting of `loadConfig`, defined once; `npm run docs:config` writes docs/configuration.md's table from them. */
 export const SETTINGS = {
   MONGODB_URI: setting({ schema: z.string().min(1), defaultText: "embedded server", description: "a real MongoDB instead of the embedded one" }),
   MONGODB_DB: setting({ schema: z.string().min(1), default: DEFAULT_DB_NAME, description: "database name" }),
-  MODEL_PROVIDER: setting({ schema: z.enum(["local", "bedrock"]), default: DEFAULT_MODEL_PROVIDER, description: "`local` or `bedrock`" }),
+  MODEL_PROVIDER: setting({
+    schema: z.enum(["local", "bedrock", "openai-compatible"]),
+    default: DEFAULT_MODEL_PROVIDER,
+    description: "`local` (the offline stand-in), `bedrock`, or `openai-compatible` (Ollama, LM Studio, vLLM, a gateway)",
+  }),
+  AWS_BEARER_TOKEN_BEDROCK: setting({
+    schema: z.string().min(1),
+    defaultText: "unset",
+    description: "a Bedrock API key: the AWS SDK sends it as a bearer token instead of signing with AWS credentials",
+  }),
+  OPENAI_BASE_URL: setting({
+    schema: z.string().url(),
+    defaultText: "unset",
+    description: "with `openai-compatible`: the server's OpenAI API base, e.g. `http://127.0.0.1:11434/v1` (Ollama)",
+  }),
+  OPENAI_MODEL: setting({ schema: z.string().min(1), defaultText: "unset", description: "with `openai-compatible`: the model name the server knows" }),
+  OPENAI_API_KEY: setting({
+    schema: z.string().min(1),
+    defaultText: "unset",
+    description: "with `openai-compatible`: the key, for a server that asks for one",
+  }),
   BEDROCK_MODEL_ID: setting({ schema: z.string().min(1), default: DEFAULT_BEDROCK_MODEL_ID, description: "model or inference profile" }),
   BEDROCK_REGION: setting({ schema: z.string().min(1), defaultText: "`AWS_REGION`, else `us-east-1`", description: "region of the Bedrock runtime" }),
   AWS_REGION: setting({ schema: z.string().min(1), defaultText: "set by Lambda", description: "the standard AWS region, used when `BEDROCK_REGION` is unset" }),
@@ -228,7 +248,7 @@ export const SETTINGS = {
     default: DEFAULT_APPROVAL_SWEEP_SECONDS,
     description:
       "local server: how often it rejects as expired the approvals past their deadline and resumes their turns " +
-      "(in AWS the worker's schedule does it every 5 minutes; [docs/approvals.md](docs/approvals.md))",
+      "(in AWS the worker's schedule does it every 5 minutes; [approvals.md](approvals.md))",
   }),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: setting({
     schema: durationMs,
@@ -319,7 +339,7 @@ export const SETTINGS = {
     defaultText: "unset (Slack users have no roles)",
     description:
       'JSON roles of Slack users by workspace: `{"T0123": {"default": ["viewer"], "users": {"U0ALICE": ' +
-      '["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](#security))',
+      '["analyst"]}, "groups": {"S0FIN": ["analyst"]}}}` (see [Security](how-it-works.md#security))',
   }),
   TEAMS_ROLES: setting({
     schema: z.string().min(1),
@@ -341,6 +361,14 @@ export const SECRET_ARN_SETTINGS: Settings = Object.fromEntries(
 );
 
 const envSchema = envSchemaOf(SETTINGS)
+  .refine((e) => e.MODEL_PROVIDER !== "openai-compatible" || e.OPENAI_BASE_URL !== undefined, {
+    path: ["OPENAI_BASE_URL"],
+    message: "required with MODEL_PROVIDER=openai-compatible (e.g. http://127.0.0.1:11434/v1)",
+  })
+  .refine((e) => e.MODEL_PROVIDER !== "openai-compatible" || e.OPENAI_MODEL !== undefined, {
+    path: ["OPENAI_MODEL"],
+    message: "required with MODEL_PROVIDER=openai-compatible (the model name the server knows)",
+  })
   // Bedrock rejects a 1-hour cache point after a 5-minute one, and the stable points come first.
   .refine((e) => !((e.PROMPT_CACHE_STABLE_TTL ?? DEFAULT_PROMPT_CACHE_TTL) === "5m" && e.PROMPT_CACHE_TURN_TTL === "1h"), {
     path: ["PROMPT_CACHE_TURN_TTL"],
@@ -348,7 +376,15 @@ const envSchema = envSchemaOf(SETTINGS)
   });
 const secretArnSchema = envSchemaOf(SECRET_ARN_SETTINGS);
 
-export type ModelProvider = "local" | "bedrock";
+export type ModelProvider = "local" | "bedrock" | "openai-compatible";
+
+/** An OpenAI-compatible chat completions server (`MODEL_PROVIDER=openai-compatible`). */
+export interface OpenAiCompatibleConfig {
+  baseUrl: string;
+  model: string;
+  /** Sent as the bearer token when set; a server that needs none gets a placeholder. */
+  apiKey?: string;
+}
 
 export interface ModelConfig {
   provider: ModelProvider;
@@ -359,6 +395,10 @@ export interface ModelConfig {
   prices: Record<string, ModelPrice>;
   /** Calibrate a model's first call in a container with Bedrock's CountTokens (not every model has it). Default: false. */
   countTokens: boolean;
+  /** A Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), sent instead of AWS credentials. Default: none. */
+  bedrockBearerToken?: string;
+  /** With `openai-compatible`: the server, the model and the key. */
+  openAiCompatible?: OpenAiCompatibleConfig;
 }
 
 export interface PromptCacheConfig {
@@ -492,6 +532,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxOutputTokens: e.MODEL_MAX_TOKENS,
       prices: { ...DEFAULT_MODEL_PRICES, ...e.MODEL_PRICES },
       countTokens: e.BEDROCK_COUNT_TOKENS === "true",
+      bedrockBearerToken: e.AWS_BEARER_TOKEN_BEDROCK,
+      openAiCompatible:
+        e.MODEL_PROVIDER === "openai-compatible" && e.OPENAI_BASE_URL && e.OPENAI_MODEL
+          ? { baseUrl: e.OPENAI_BASE_URL, model: e.OPENAI_MODEL, apiKey: e.OPENAI_API_KEY }
+          : undefined,
     },
     view: {
       finishedTurns: e.VIEW_FINISHED_TURNS,

@@ -4,7 +4,7 @@ import { ServiceUnavailableError, ValidationError } from "../errors.js";
 /**
  * The credentials secrets of a deployment and the keys each holds. Keys are grouped by the
  * functions that read them, so each function is granted only the secrets whose keys it uses
- * (README, "The credentials secrets"); the stack creates every secret with all its keys empty.
+ * (docs/deploying.md, "The credentials secrets"); the stack creates every secret with all its keys empty.
  * `variable` is the environment variable that carries the secret's ARN to a function.
  */
 export const CREDENTIAL_SECRETS = {
@@ -147,7 +147,7 @@ function invalid(message: string, error: z.ZodError, prefix = ""): ValidationErr
 /**
  * Merges and validates the values of a function's secrets (the Lambda handlers), by secret name.
  * An empty value is an unset key, as in a secret created from its template. A key of one secret
- * found in another is refused, so a value is never read from where the README does not put it.
+ * found in another is refused, so a value is never read from where docs/deploying.md does not put it.
  */
 export function parseCredentials(secrets: Partial<Record<CredentialSecretName, unknown>>, options: { requireTls: boolean }): Credentials {
   const merged: Record<string, unknown> = {};

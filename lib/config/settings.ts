@@ -2,16 +2,16 @@ import { z } from "zod";
 
 /**
  * One setting, defined once: its environment variable (the key it is listed under), its zod
- * schema, its default and what it means. The env schemas, the defaults applied and the README's
+ * schema, its default and what it means. The env schemas, the defaults applied and docs/configuration.md's
  * configuration table (`npm run docs:config`) are all derived from these.
  */
 export interface Setting<S extends z.ZodType = z.ZodType> {
   schema: S;
   /** Applied when the variable is unset; without it, unset stays unset. */
   default?: z.output<S>;
-  /** The default as the README says it, when it is not a plain value ("embedded server"). */
+  /** The default as docs/configuration.md says it, when it is not a plain value ("embedded server"). */
   defaultText?: string;
-  /** What it means, one line of the README's table. */
+  /** What it means, one line of docs/configuration.md's table. */
   description: string;
 }
 
@@ -83,7 +83,7 @@ function defaultCell(s: Setting | DocumentedVariable): string {
   return typeof value === "string" ? `\`${value}\`` : String(value);
 }
 
-/** The README's configuration table: one row per variable, in the order given. */
+/** The configuration table of docs/configuration.md: one row per variable, in the order given. */
 export function configTable(variables: Record<string, Setting | DocumentedVariable>): string {
   const rows = Object.entries(variables).map(([name, s]) => `| \`${name}\` | ${defaultCell(s)} | ${s.description} |`);
   return ["| variable | default | meaning |", "|---|---|---|", ...rows].join("\n");

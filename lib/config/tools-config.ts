@@ -40,7 +40,7 @@ const positiveInt = z.coerce.number().int().positive();
 /** `{"tool_name": ["role", ...]}`: a tool absent from the map is open to every caller. */
 const toolRolesSchema = z.record(z.string().min(1), z.array(z.string().min(1)));
 
-/** The tools' settings, defined once (see `settings.ts`); the README's configuration table lists them. */
+/** The tools' settings, defined once (see `settings.ts`); the configuration table of docs/configuration.md lists them. */
 export const TOOL_SETTINGS = {
   SQL_ENGINE: setting({
     schema: z.enum(["sqlite", "athena", "none"]),
@@ -118,7 +118,7 @@ export const TOOL_SETTINGS = {
     defaultText: "unset (no call waits)",
     description:
       "JSON map of tool name to `{require, approvers}`: which calls of a tool that changes things wait for a person, " +
-      "and who may decide ([docs/approvals.md](docs/approvals.md))",
+      "and who may decide ([approvals.md](approvals.md))",
   }),
   APPROVAL_TTL_SECONDS: setting({
     schema: positiveInt,

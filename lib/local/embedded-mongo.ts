@@ -24,10 +24,27 @@ export interface EmbeddedMongoOptions {
   startTimeoutMs?: number;
 }
 
-function binaryPath(): string {
-  const require = createRequire(import.meta.url);
-  const pkg = require.resolve("@jongodb/memory-server-bin-linux-x64-gnu/package.json");
-  return join(dirname(pkg), "bin", "jongodb");
+/** The npm package that ships the embedded server's binary, for Linux x64 with glibc only. */
+export const EMBEDDED_MONGO_PACKAGE = "@jongodb/memory-server-bin-linux-x64-gnu";
+
+/** What to do where that package has no build: one line, for `npm start` to print instead of a stack trace. */
+export function noEmbeddedBuildMessage(platform: string = `${process.platform}-${process.arch}`): string {
+  return (
+    `the embedded MongoDB server has no build for ${platform} (only linux-x64 with glibc); start a MongoDB ` +
+    "(docker run -d -p 27017:27017 mongo:8) and set MONGODB_URI=mongodb://127.0.0.1:27017"
+  );
+}
+
+/**
+ * The embedded server's binary. The package is an optional dependency, which npm leaves out on
+ * other platforms; `resolve` finds it (a test passes one that does not).
+ */
+export function embeddedMongoBinary(resolve: (id: string) => string = createRequire(import.meta.url).resolve): string {
+  try {
+    return join(dirname(resolve(`${EMBEDDED_MONGO_PACKAGE}/package.json`)), "bin", "jongodb");
+  } catch (error) {
+    throw new EmbeddedMongoError(noEmbeddedBuildMessage(), { cause: error });
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -63,11 +80,12 @@ async function waitUntilAnswering(uri: string, child: ChildProcess, timeoutMs: n
 
 /**
  * Starts the MongoDB-compatible server shipped in `@jongodb/memory-server-bin-linux-x64-gnu`
- * on loopback, waits until it answers, and stops it with the process.
+ * on loopback, waits until it answers, and stops it with the process. It keeps its data in memory
+ * only (the binary takes no data directory), so a restart starts empty.
  */
 export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Promise<EmbeddedMongo> {
   const port = options.port ?? (await freePort());
-  const child = spawn(binaryPath(), ["--host=127.0.0.1", `--port=${port}`], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(embeddedMongoBinary(), ["--host=127.0.0.1", `--port=${port}`], { stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.resume();
   child.stderr?.resume();
   const stopOnExit = () => child.kill("SIGKILL");

@@ -24,6 +24,7 @@ import { createMongoClient } from "../store/mongo-client.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
 import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
 import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
+import { apiReferenceRoute } from "./api-reference.js";
 import { consoleRoutes } from "./console-routes.js";
 import { localToolsRoute } from "./local-tools-route.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
@@ -165,6 +166,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     authenticate,
     extraRoutes: [
       ...consoleRoutes(),
+      apiReferenceRoute(),
       localTokenRoute(keys),
       localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
       ...channelRoutes(webhookHandlers),

@@ -2,13 +2,17 @@ import { checkModelCredentials } from "../agent/chat-model.js";
 import { loadConfig, type Config } from "../config/config.js";
 import { channelCredentialsFromEnv } from "../config/credentials.js";
 import { startLocalServer } from "./local-server.js";
-import { explainStartupError, printableMongoUri } from "./startup-error.js";
+import { settingNameWarnings } from "../config/setting-names.js";
+import { startupBanner } from "./startup-banner.js";
+import { explainStartupError } from "./startup-error.js";
 
 /** Longest a shutdown on SIGINT or SIGTERM may take before the process exits anyway (an orchestrator's kill follows soon after). */
 const SHUTDOWN_DEADLINE_MS = 4_500;
 
 /** Starts the server, or exits with one line that says what to fix. */
 async function start() {
+  // Before anything can fail: a misspelt setting is often why the next line fails.
+  for (const warning of settingNameWarnings(process.env)) console.warn(warning);
   let config: Config | undefined;
   try {
     config = loadConfig();
@@ -39,10 +43,16 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     );
   });
 }
-console.log(`threadwise listening on ${server.url}`);
-console.log(`console at ${server.url}/`);
-console.log(`mongodb ${printableMongoUri(server.mongodbUri)}`);
-console.log(`model provider ${config.model.provider}`);
-console.log(`slack ${channels.slack ? `on: POST ${server.url}/slack/events` : "off (set SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN)"}`);
-console.log(`teams ${channels.teams ? `on: POST ${server.url}/teams/messages` : "off (set TEAMS_APP_ID and TEAMS_APP_PASSWORD)"}`);
-console.log("get a token with: npm run token -- <user> [--tenant <tenant>]");
+for (const line of startupBanner({
+  url: server.url,
+  mongodbUri: server.mongodbUri,
+  embedded: config.mongodbUri === undefined,
+  provider: config.model.provider,
+  model: config.model.provider === "bedrock" ? config.model.bedrockModelId : undefined,
+  tools: server.app.tools.names(),
+  toolRoles: config.tools.roles,
+  approvals: config.tools.approvals,
+  recall: config.recall,
+  channels: { slack: channels.slack !== undefined, teams: channels.teams !== undefined },
+}))
+  console.log(line);

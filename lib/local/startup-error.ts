@@ -2,7 +2,7 @@ import { MongoNetworkError, MongoServerSelectionError } from "mongodb";
 import { ModelCredentialsError, ThreadwiseError, ValidationError } from "../errors.js";
 
 /** Where to look for the fix of a configuration value. */
-const CONFIGURATION_HINT = 'see "Configuration" in the README';
+const CONFIGURATION_HINT = "see docs/configuration.md";
 
 /** A MongoDB URI's scheme and credentials, up to the last `@` (a password may hold an unescaped `@` or `/`). */
 const MONGODB_CREDENTIALS = /(mongodb(?:\+srv)?:\/\/)[^\s"'`]*@/g;

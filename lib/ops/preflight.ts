@@ -33,7 +33,7 @@ export interface PreflightOptions {
 
 /** One thing a deploy needs that is missing, and exactly what to do about it. */
 export interface PreflightProblem {
-  check: "secrets" | "mongodb" | "model" | "marketplace" | "concurrency";
+  check: "credentials" | "secrets" | "mongodb" | "model" | "marketplace" | "concurrency";
   problem: string;
   fix: string;
 }
@@ -48,6 +48,9 @@ const messageOf = (error: unknown) => (error instanceof Error ? error.message : 
  * the account's Lambda concurrency against the stage's reservations. Every check runs whatever the others found; secrets' values are never part of a problem.
  */
 export async function runPreflight(options: PreflightOptions): Promise<PreflightProblem[]> {
+  // Without credentials every check below fails alike; one line says why instead.
+  const missing = await checkCredentials(options.secrets);
+  if (missing) return [missing];
   const { problems, mongodbUri } = await checkSecrets(options);
   if (mongodbUri) problems.push(...(await checkMongoDb(mongodbUri, options.mongodbTimeoutMs ?? DEFAULT_PREFLIGHT_MONGODB_TIMEOUT_MS)));
   problems.push(...(await checkConverse(options)), ...(await checkMarketplace(options)), ...(await checkConcurrency(options)));
@@ -102,6 +105,20 @@ async function checkConcurrency(options: PreflightOptions): Promise<PreflightPro
   ];
 }
 
+/** The operator's AWS credentials, as the SDK's default chain finds them: none found is one problem, named. */
+async function checkCredentials(client: SecretsManagerClient): Promise<PreflightProblem | undefined> {
+  try {
+    await client.config.credentials();
+    return undefined;
+  } catch (error) {
+    return {
+      check: "credentials",
+      problem: `no AWS credentials found (${nameOf(error)}); preflight reads the stage's secrets and calls its model with yours`,
+      fix: "set AWS_PROFILE (after aws sso login or aws configure), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, for the stage's account",
+    };
+  }
+}
+
 async function checkSecrets(options: PreflightOptions): Promise<{ problems: PreflightProblem[]; mongodbUri?: string }> {
   const problems: PreflightProblem[] = [];
   const values: Partial<Record<CredentialSecretName, unknown>> = {};
@@ -136,7 +153,7 @@ async function checkSecrets(options: PreflightOptions): Promise<{ problems: Pref
       problems.push({
         check: "secrets",
         problem: `${detail.path}: ${detail.message}`,
-        fix: 'correct this key in its secret (README, "The credentials secrets")',
+        fix: 'correct this key in its secret (docs/deploying.md, "The credentials secrets")',
       });
     }
     return { problems };

@@ -30,7 +30,7 @@ export interface SmokeStep {
 
 const QUESTION = "Smoke test: reply with the word ok.";
 
-/** The fields of the API's answers the smoke test reads (README, "HTTP API (v1)"). */
+/** The fields of the API's answers the smoke test reads (docs/api.md, "HTTP API (v1)"). */
 interface ApiBody {
   conversationId?: string;
   turnId?: string;

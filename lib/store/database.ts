@@ -48,7 +48,7 @@ export interface ThreadwiseDatabaseOptions {
 /**
  * Every store of one database, over a client the caller owns (never closed here).
  * `setup()` creates the indexes, fails loudly if any cannot be made, and records that it ran; it
- * is a deploy step in AWS (README, "Database set-up"), and `isSetUp()` is what a cold start reads.
+ * is a deploy step in AWS (docs/deploying.md, "Database set-up"), and `isSetUp()` is what a cold start reads.
  */
 export class ThreadwiseDatabase {
   readonly db: Db;
@@ -140,7 +140,7 @@ export class ThreadwiseDatabase {
   /**
    * Removes the conversation from every collection, checkpoints and writes included. The lease
    * is revoked first, so a turn still running is fenced out: its next write fails and its
-   * heartbeat stops it (README, "Turns and fencing").
+   * heartbeat stops it (docs/storage.md, "Turns and fencing").
    */
   async deleteConversation(conversationId: string): Promise<void> {
     await this.lease.revoke(conversationId);

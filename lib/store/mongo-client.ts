@@ -33,7 +33,7 @@ export interface MongoClientOptions {
  * One client per container or process; the driver reconnects by itself when the server returns.
  * It connects on its first operation, not here. Servers are monitored by polling: one monitoring
  * connection per server instead of streaming's two, which matters when every Lambda container
- * holds its own (README, "MongoDB from Lambda").
+ * holds its own (docs/deploying.md, "MongoDB from Lambda").
  */
 export function createMongoClient(uri: string, options: MongoClientOptions = {}): MongoClient {
   return new MongoClient(uri, {

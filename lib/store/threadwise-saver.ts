@@ -182,7 +182,7 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  *   stored checkpoint whose value is missing fails to read with ChannelValueMissingError.
  * - Fencing: see {@link claimThread}.
  * - Checkpoints written by stock `MongoDBSaver` or earlier releases are read as written; the
- *   first checkpoint written after one stores its values anew (README, "Checkpoint storage").
+ *   first checkpoint written after one stores its values anew (docs/storage.md, "Checkpoint storage").
  * - {@link prune} keeps every turn's start and end and the latest few checkpoints, and removes
  *   the rest, the subgraph namespaces of removed checkpoints, and the values nothing kept reaches.
  *

@@ -15,7 +15,7 @@ export interface FencedDocument {
  * the epoch and filter on it.
  *
  * Without multi-document transactions (the embedded server's lose concurrent updates, see the
- * README's "Turns and fencing") two windows remain: a reader may see a stale write for the
+ * docs/storage.md, "Turns and fencing") two windows remain: a reader may see a stale write for the
  * moment before it is taken back, and a writer that dies between its write and its check
  * leaves the document, carrying `expiresAt`, until retention removes it.
  */

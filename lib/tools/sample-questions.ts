@@ -1,7 +1,7 @@
 /**
  * Questions the sample tools answer from their sample data (the SQLite sales database of Alder &
  * Pike Supply Co., where "last month" is October 2026, and the bundled handbook), written so the
- * offline model calls the tool: its name followed by a JSON object of arguments. The README lists
+ * offline model calls the tool: its name followed by a JSON object of arguments. docs/tools.md lists
  * them and `test/tools/local-model-examples.test.ts` runs each through the offline model.
  */
 export const SAMPLE_QUESTIONS = {

@@ -87,6 +87,11 @@ export class ToolRegistry {
     this.#logger = options.logger;
   }
 
+  /** Every tool's name, in registration order, whoever may use it (the local server's start-up lines list them). */
+  names(): string[] {
+    return [...this.#tools.keys()];
+  }
+
   /** The tools this caller may use, in registration order. */
   available(caller: Caller): ToolDefinition[] {
     return [...this.#tools.values()].filter((tool) => this.mayUse(tool.name, caller));

@@ -44,6 +44,28 @@ describe("chat model", () => {
     });
   });
 
+  describe("createChatModel with a Bedrock API key", () => {
+    it("returns a Converse model that sends the key as a bearer token instead of signing with AWS credentials", async () => {
+      const model = createChatModel({ ...bedrock, bedrockBearerToken: "bedrock-api-key-local" });
+      await withEndpoint(() => model.invoke([new HumanMessage("Hello?")]));
+      expect(endpoint.requests.at(-1)?.headers.authorization).toBe("Bearer bedrock-api-key-local");
+    });
+  });
+
+  describe("checkModelCredentials with a Bedrock API key", () => {
+    it("returns without AWS credentials when AWS_BEARER_TOKEN_BEDROCK is set", async () => {
+      vi.stubEnv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials");
+      vi.stubEnv("AWS_CONFIG_FILE", "/nonexistent/config");
+      vi.stubEnv("AWS_ACCESS_KEY_ID", "");
+      vi.stubEnv("AWS_EC2_METADATA_DISABLED", "true");
+      try {
+        await expect(checkModelCredentials({ ...bedrock, bedrockBearerToken: "k" })).resolves.toBeUndefined();
+      } finally {
+        vi.unstubAllEnvs();
+      }
+    });
+  });
+
   describe("createModelTokenCounter", () => {
     it("returns a counter through the Converse model's own client, and none for the offline model", async () => {
       const model = await withEndpoint(async () => createChatModel(bedrock));

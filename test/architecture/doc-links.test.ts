@@ -55,6 +55,40 @@ function brokenReferences(root: string, file: string): string[] {
   return problems;
 }
 
+/**
+ * Markdown files a document names in prose (`design.md`, `docs/x.md`) that the repository does not
+ * have: a reader cannot follow a reference to a file outside it.
+ */
+function missingFilesNamed(root: string, file: string, known: Set<string>): string[] {
+  const prose = withoutFences(readFileSync(join(root, file), "utf8"))
+    .replace(/\]\([^)]*\)/g, "]")
+    // A code span names a command's output or a path (checked above), not a document to read.
+    .replace(/`[^`\n]*`/g, "");
+  const named = [...prose.matchAll(/(?<![\w/.-])((?:[\w-]+\/)*[\w-]+\.md)\b/g)].map(([, name]) => name as string);
+  return [...new Set(named)]
+    .filter((name) => !known.has(name) && !known.has(name.split("/").pop() as string))
+    .map((name) => `${file}: ${name}: not in the repository`);
+}
+
+/** Every Markdown file of the repository, by path and by file name. */
+function markdownNames(root: string, dir = ""): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    if (entry.name === "node_modules" || entry.name.startsWith(".")) return [];
+    const path = dir ? `${dir}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) return markdownNames(root, path);
+    return entry.name.endsWith(".md") ? [path, entry.name] : [];
+  });
+}
+
+/** The docs/ pages the README links to: its docs map must reach every page, so a moved section stays one link away. */
+function docsPagesNotLinkedFromReadme(root: string): string[] {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const linked = new Set([...readme.matchAll(/\]\((docs\/[^)#\s]+\.md)(?:#[^)]*)?\)/g)].map(([, path]) => path));
+  return documents(root)
+    .filter((file) => file.startsWith("docs/") && !linked.has(file))
+    .map((file) => `README.md: no link to ${file}`);
+}
+
 const documents = (root: string): string[] => [
   "README.md",
   ...readdirSync(join(root, "docs"))
@@ -66,6 +100,40 @@ describe("doc links", () => {
   describe("README.md and docs/*.md", () => {
     it("returns no broken relative link, heading anchor or repository path", () => {
       expect(documents(ROOT).flatMap((file) => brokenReferences(ROOT, file))).toEqual([]);
+    });
+
+    it("returns no Markdown file named in prose that the repository does not have", () => {
+      const known = new Set(markdownNames(ROOT));
+      expect(documents(ROOT).flatMap((file) => missingFilesNamed(ROOT, file, known))).toEqual([]);
+    });
+
+    it("returns every docs/ page linked from the README (its docs map)", () => {
+      expect(docsPagesNotLinkedFromReadme(ROOT)).toEqual([]);
+    });
+  });
+
+  describe("missingFilesNamed", () => {
+    const tree = mkdtempSync(join(tmpdir(), "threadwise-doc-names-"));
+    afterAll(() => rmSync(tree, { recursive: true, force: true }));
+
+    it("returns a file named in prose that does not exist, and nothing for one that does or one in a code block", () => {
+      mkdirSync(join(tree, "docs"), { recursive: true });
+      writeFileSync(join(tree, "docs/guide.md"), "# Guide\n");
+      writeFileSync(join(tree, "README.md"), "See docs/guide.md and guide.md, beyond design.md.\n```\nnotes.md\n```\n");
+      expect(missingFilesNamed(tree, "README.md", new Set(markdownNames(tree)))).toEqual(["README.md: design.md: not in the repository"]);
+    });
+  });
+
+  describe("docsPagesNotLinkedFromReadme", () => {
+    const tree = mkdtempSync(join(tmpdir(), "threadwise-doc-map-"));
+    afterAll(() => rmSync(tree, { recursive: true, force: true }));
+
+    it("returns a docs/ page the README does not link to", () => {
+      mkdirSync(join(tree, "docs"), { recursive: true });
+      writeFileSync(join(tree, "docs/a.md"), "# A\n");
+      writeFileSync(join(tree, "docs/b.md"), "# B\n");
+      writeFileSync(join(tree, "README.md"), "[a](docs/a.md#a)\n");
+      expect(docsPagesNotLinkedFromReadme(tree)).toEqual(["README.md: no link to docs/b.md"]);
     });
   });
 

@@ -5,8 +5,8 @@ import { ValidationError } from "../../lib/errors.js";
 
 describe("config-table", () => {
   describe("readmeConfigTable", () => {
-    it("returns the table the README holds between its markers (run `npm run docs:config` when this fails)", async () => {
-      const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
+    it("returns the table docs/configuration.md holds between its markers (run `npm run docs:config` when this fails)", async () => {
+      const readme = await readFile(new URL("../../docs/configuration.md", import.meta.url), "utf8");
       const between = readme.slice(readme.indexOf(CONFIG_TABLE_START) + CONFIG_TABLE_START.length, readme.indexOf(CONFIG_TABLE_END)).trim();
       expect(between).toBe(readmeConfigTable());
     });

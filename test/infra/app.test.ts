@@ -13,6 +13,6 @@ describe("infra/app (cdk synth): a context value it refuses answered in one line
     const { code, errors } = await synth(context);
     expect(code).toBe(1);
     expect(errors).toEqual([expect.stringMatching(line)]);
-    expect(errors[0]).toMatch(/; fix it with -c <key>=<value> or in cdk\.json \(see "Deploying to AWS" in the README\)\.$/);
+    expect(errors[0]).toMatch(/; fix it with -c <key>=<value> or in cdk\.json \(see docs\/deploying\.md, "Deploying to AWS"\)\.$/);
   });
 });

@@ -1,12 +1,14 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/api-client.js";
+import { findChromium } from "../support/chromium.js";
+import { conversationTitle } from "../../lib/agent/conversation-title.js";
 import { BIG_REPORT_EXAMPLE, bigReportTool } from "./big-report-tool.js";
 
-/** Debian's chromium package; `.ci/install-chromium.sh` installs it. */
-const CHROMIUM = "/usr/bin/chromium";
+/** Chromium or Chrome where it is installed (`CHROMIUM_PATH`, Debian's package that `.ci/install-chromium.sh` installs, …). */
+const FOUND_CHROMIUM = findChromium();
+const CHROMIUM = FOUND_CHROMIUM ?? "chromium";
 const CHROMIUM_ARGS = [
   "--headless",
   "--no-sandbox",
@@ -26,10 +28,10 @@ const MAX_MESSAGE_CHARS = 1_000;
 /** How long a turn may take to show up on a loaded machine. */
 const TURN_POLL = { timeout: 15_000 };
 
-const haveChromium = existsSync(CHROMIUM);
+const haveChromium = FOUND_CHROMIUM !== undefined;
 // In CI a missing browser fails the run; on a workstation the suite says why it is skipped.
 const inCi = process.env.CI === "true" || process.env.CI === "1";
-if (!haveChromium && !inCi) console.warn(`console e2e skipped: ${CHROMIUM} not found (run: bash .ci/install-chromium.sh)`);
+if (!haveChromium && !inCi) console.warn("console e2e skipped: no Chromium or Chrome found (set CHROMIUM_PATH, or run: bash .ci/install-chromium.sh)");
 const describeWithBrowser = haveChromium || inCi ? describe : describe.skip;
 
 /** Holds the big_report tool until the test has seen the page report it running. */
@@ -139,10 +141,17 @@ describeWithBrowser("console", () => {
     const progress = page.getByRole("status");
     await progress.locator("text=Running tool big_report").waitFor({ timeout: 15_000 });
     expect(await progress.getAttribute("data-step")).toBe("tool");
+    // The clock moves while the tool runs, though no event arrives meanwhile.
+    const seconds = async () => Number(/(\d+\.\d) s$/.exec((await progress.textContent()) ?? "")?.[1]);
+    const before = await seconds();
+    await expect.poll(seconds, { timeout: 5_000 }).toBeGreaterThanOrEqual(before + 0.5);
+    expect(await progress.textContent()).toMatch(/^Running tool big_report · /);
     toolGate.open();
     await page.locator(".chat-message.assistant").first().waitFor();
     expect(await progress.textContent()).toBe("");
     expect(await emptyState.isHidden()).toBe(true);
+    // The title names the tool, not its JSON arguments.
+    await expect.poll(() => page.locator(".conversation.current .conversation-title").textContent()).toBe("big_report call");
 
     await composer.fill(SECOND_QUESTION);
     await page.getByRole("button", { name: "Send" }).click();
@@ -172,6 +181,21 @@ describeWithBrowser("console", () => {
     expect(await inspector.locator('[data-fact="notices"]').textContent()).toContain(
       `big_report output replaced by a notice: ${format(omitted.tokens)} tokens`,
     );
+
+    // On a 1280×720 laptop screen the inspector keeps room: two columns side by side, each wide enough, nothing cut off sideways.
+    await page.setViewportSize({ width: 1280, height: 720 });
+    const layout = await inspector.evaluate((aside) => ({
+      width: aside.getBoundingClientRect().width,
+      overflows: aside.scrollWidth > aside.clientWidth + 1,
+      columns: Array.from(aside.querySelectorAll(".column")).map((c) => Math.round(c.getBoundingClientRect().width)),
+      bars: Array.from(aside.querySelectorAll(".bar-row")).filter((row) => row.scrollWidth > row.clientWidth + 1).length,
+    }));
+    expect(layout.overflows).toBe(false);
+    expect(layout.width).toBeGreaterThanOrEqual(780);
+    expect(layout.columns).toHaveLength(2);
+    for (const width of layout.columns) expect(width).toBeGreaterThanOrEqual(360);
+    expect(layout.bars).toBe(0);
+    await page.setViewportSize({ width: 1600, height: 1000 });
     // Both columns count tokens; a message that only calls a tool has its call counted, not "0 chars".
     const sent = turn1.calls[2].view as { tokens: number; toolCalls?: unknown[] }[];
     expect(await view.locator(".msg-tokens").allTextContents()).toEqual(sent.map((m) => `${format(m.tokens)} tokens`));
@@ -233,7 +257,10 @@ describeWithBrowser("console", () => {
     const cacheFact = await inspector.locator('[data-fact="cache"]').textContent();
     expect(cacheFact).toContain(`${points.length} cache point${points.length === 1 ? "" : "s"}: after message ${points[0].after + 1}`);
     expect(cacheFact).toContain("0% of input read from cache");
-    expect(cacheFact).toContain(`Estimated ${format(stats.estimatedInputTokens)} input tokens`);
+    // The estimate reads as a sentence: what was guessed, what the model counted, by how much and which way it was off.
+    expect(cacheFact).toContain(`Before sending, the view estimated ${format(stats.estimatedInputTokens)} input tokens (cl100k count × `);
+    expect(cacheFact).toMatch(/; the model counted [\d,]+, so the estimate was \d+\.\d% (under|over)\.$/);
+    expect(cacheFact).not.toMatch(/-\d+\.\d% off/);
     expect(await inspector.locator('[data-meta="turn"]').textContent()).toContain("0% of input read from cache");
 
     // Accessibility: every control has a name, and text meets WCAG AA contrast.
@@ -289,6 +316,8 @@ describeWithBrowser("console", () => {
     await page.getByRole("button", { name: "Regenerate the last answer" }).click();
     await expect.poll(() => page.locator(".chat-message").count(), TURN_POLL).toBe(8);
     expect(await page.locator(".chat-message.replaced").count()).toBe(4);
+    // The edited question says so; the regenerated one was asked again, unchanged, and says that.
+    expect(await page.locator(".chat-message.user.replaced .chat-replaced").allTextContents()).toEqual(["replaced by an edit", "asked again (regenerated)"]);
     expect(await page.getByRole("button", { name: "Edit your last question" }).count()).toBe(1);
 
     const carol = (await page.evaluate(() => sessionStorage.getItem("threadwise.token"))) as string;
@@ -298,6 +327,41 @@ describeWithBrowser("console", () => {
     expect(state).toHaveLength(4);
     expect(await lowContrastTexts(page)).toEqual([]);
     expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  it("reuses the empty conversation an example made when New conversation is pressed, leaving no empty entry", async () => {
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("User", { exact: true }).fill("erin");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.locator("#session-user").textContent()).toBe("erin");
+    const newConversation = page.locator("#new-conversation");
+    await newConversation.click();
+    await page.getByRole("region", { name: "What you can ask" }).getByRole("button", { name: BIG_REPORT_EXAMPLE }).click();
+    expect(await page.getByLabel("Message").inputValue()).toBe(BIG_REPORT_EXAMPLE);
+    await newConversation.click();
+    await newConversation.click();
+    expect(await page.getByLabel("Message").inputValue()).toBe("");
+    await expect.poll(() => page.locator(".conversation").count()).toBe(1);
+    const erin = (await page.evaluate(() => sessionStorage.getItem("threadwise.token"))) as string;
+    expect((await t.call("GET", "/v1/conversations", { token: erin })).body.conversations).toHaveLength(1);
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
+
+  it("links the API reference, which renders every operation without a script or a request elsewhere", async () => {
+    const link = page.getByRole("link", { name: "API reference" });
+    expect(await link.getAttribute("href")).toBe("/docs");
+    const reference = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    const requests: string[] = [];
+    const problems: string[] = [];
+    reference.on("request", (request) => requests.push(new URL(request.url()).origin));
+    reference.on("console", (message) => problems.push(message.text()));
+    await reference.goto(`${t.url}/docs`);
+    expect(await reference.getByRole("heading", { level: 1 }).textContent()).toMatch(/^Threadwise HTTP API /);
+    expect(await reference.locator(".ref-operation").count()).toBeGreaterThan(15);
+    expect(new Set(requests)).toEqual(new Set([new URL(t.url).origin]));
+    expect(problems).toEqual([]);
+    expect(await lowContrastTexts(reference)).toEqual([]);
+    await reference.close();
   }, 60_000);
 
   it("keeps what was typed when a send is refused, and shows a long conversation title whole", async () => {
@@ -317,13 +381,14 @@ describeWithBrowser("console", () => {
     await expect.poll(() => composer.inputValue()).toBe(tooLong);
     expect(await page.locator(".chat-message").count()).toBe(0);
 
-    // The title is the question's first 80 characters: all of them readable in the list and the heading.
+    // The title is the question cut at a word within 80 characters: all of it readable in the list and the heading.
     const question = "Which of our regions had the largest drop in gross margin between September and October 2026, and why?";
     await composer.fill(question);
     await composer.press("Enter");
     await expect.poll(() => page.locator(".chat-message.assistant").count(), TURN_POLL).toBe(1);
     expect(await composer.inputValue()).toBe("");
-    const title = question.slice(0, 80);
+    const title = conversationTitle(question);
+    expect(title.endsWith("…")).toBe(true);
     const shown = page.locator(".conversation.current .conversation-title");
     await expect.poll(() => shown.textContent()).toBe(title);
     expect(await shown.getAttribute("title")).toBe(title);
@@ -381,12 +446,16 @@ describeWithBrowser("console approvals", () => {
     // Refused by the tool's schema (a title of at least 3 characters): the error shows, nothing changes.
     await args.fill('{"title": "x"}');
     await approval.getByRole("button", { name: "Run with these arguments" }).click();
-    await expect.poll(() => approval.getByRole("alert").textContent()).toContain("not valid for create_follow_up");
+    // The refusal gives the API's reason: which argument, and why.
+    await expect.poll(() => approval.getByRole("alert").textContent()).toMatch(/^the edited arguments are not valid for create_follow_up: args\.title: .+/);
     await args.fill('{"title": "Call the supplier today"}');
     await approval.getByRole("button", { name: "Run with these arguments" }).click();
     await expect.poll(() => page.locator(".chat-message.assistant").count(), TURN_POLL).toBe(1);
     await expect.poll(() => page.locator("#approvals").isHidden()).toBe(true);
     expect(await followUpTitles()).toEqual(["Call the supplier today"]);
+    // The progress line of the resumed turn ends with it.
+    await expect.poll(() => page.getByRole("status").textContent()).toBe("");
+    expect(await page.getByRole("status").getAttribute("data-step")).toBeNull();
 
     await composer.fill('create_follow_up {"title": "Order more paper"}');
     await composer.press("Enter");

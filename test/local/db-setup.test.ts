@@ -20,9 +20,7 @@ describe("db-setup (npm run db:setup)", { timeout: 90_000 }, () => {
   it("exits 1 with one line naming MONGODB_URI, and no stack trace, when it is not set", async () => {
     const { code, errors } = await runCli("lib/local/db-setup.ts", []);
     expect(code).toBe(1);
-    expect(errors).toEqual([
-      'invalid configuration: MONGODB_URI: required (the database to set up); fix it in the environment (see "Configuration" in the README).',
-    ]);
+    expect(errors).toEqual(["invalid configuration: MONGODB_URI: required (the database to set up); fix it in the environment (see docs/configuration.md)."]);
   });
 
   it("exits 1 with one line naming the unreachable host and never its password, not offering the embedded server", async () => {

@@ -9,7 +9,13 @@ describe("serve (npm start): mistakes answered in one line", { timeout: 90_000 }
   it("exits 1 naming the variable and where to fix it for a configuration value that is wrong", async () => {
     const { code, errors } = await serve({ PORT: "abc" });
     expect(code).toBe(1);
-    expect(errors).toEqual([expect.stringMatching(/^invalid configuration: PORT: .*; fix it in the environment \(see "Configuration" in the README\)\.$/)]);
+    expect(errors).toEqual([expect.stringMatching(/^invalid configuration: PORT: .*; fix it in the environment \(see docs\/configuration\.md\)\.$/)]);
+  });
+
+  it("names a misspelt setting with its likely intent before anything else, even when start-up then fails", async () => {
+    const { code, errors } = await serve({ MODEL_PROVDER: "bedrock", PORT: "abc" });
+    expect(code).toBe(1);
+    expect(errors).toEqual(["MODEL_PROVDER is not a setting; did you mean MODEL_PROVIDER?", expect.stringMatching(/^invalid configuration: PORT: /)]);
   });
 
   it("exits 1 within the server selection timeout for an unreachable MongoDB, naming its host and never its password", async () => {

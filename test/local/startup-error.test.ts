@@ -9,9 +9,7 @@ describe("explainStartupError", () => {
       { path: "PORT", message: "not a number" },
       { path: "LEASE_TTL_MS", message: "too small" },
     ]);
-    expect(explainStartupError(error)).toBe(
-      'invalid configuration: PORT: not a number (and 1 more); fix it in the environment (see "Configuration" in the README).',
-    );
+    expect(explainStartupError(error)).toBe("invalid configuration: PORT: not a number (and 1 more); fix it in the environment (see docs/configuration.md).");
   });
 
   it("returns an unreachable MongoDB by its hosts and the wait, never its password", () => {

@@ -65,6 +65,22 @@ const preflight = (overrides: Partial<PreflightOptions> = {}) =>
   });
 
 describe("runPreflight", () => {
+  it("returns one problem naming the missing AWS credentials, and checks nothing else, when the SDK finds none", async () => {
+    const none = async () => {
+      throw Object.assign(new Error("Could not load credentials from any providers"), { name: "CredentialsProviderError" });
+    };
+    const calls = converse.requests.length;
+    const problems = await preflight({ secrets: new SecretsManagerClient({ endpoint: aws.url, region: TEST_REGION, credentials: none }) });
+    expect(problems).toEqual([
+      {
+        check: "credentials",
+        problem: expect.stringMatching(/^no AWS credentials found \(CredentialsProviderError\)/),
+        fix: expect.stringContaining("AWS_PROFILE"),
+      },
+    ]);
+    expect(converse.requests.length).toBe(calls);
+  });
+
   it("returns no problem when the secrets are filled in, MongoDB answers, the model answers and the account may use it", async () => {
     const calls = converse.requests.length;
     expect(await preflight()).toEqual([]);

@@ -63,8 +63,8 @@ describe("SAMPLE_QUESTIONS with the offline model", () => {
     expect(String(answer.content).length).toBeGreaterThan(0);
   });
 
-  it("returns each sample question as the README lists it", async () => {
-    const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
+  it("returns each sample question as docs/tools.md lists it", async () => {
+    const readme = await readFile(new URL("../../docs/tools.md", import.meta.url), "utf8");
     expect(SAMPLES.filter(({ question }) => !readme.includes(question))).toEqual([]);
   });
 });

@@ -15,6 +15,21 @@ function lastTurnId() {
   return null;
 }
 
+/** How a replaced message is marked: an answer by a newer one; a question by an edit, or asked again (regenerated) when its text is unchanged. */
+function replacedLabel(message, isAnswer) {
+  if (isAnswer) return "replaced by a newer answer";
+  const again = state.messages.find((m) => m.turnId === message.replacedBy && m.role === "user");
+  return again && again.content === message.content ? "asked again (regenerated)" : "replaced by an edit";
+}
+
+/** Empties the progress line: a turn ended, however it ended. */
+export function clearProgress() {
+  const box = $("progress");
+  box.replaceChildren();
+  delete box.dataset.step;
+  delete box.dataset.tool;
+}
+
 export function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
   $("chat-title").textContent = current ? page.conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
@@ -39,7 +54,7 @@ export function renderChat() {
           { class: "chat-meta" },
           h("span", { class: "chat-role", text: isAnswer ? "Assistant" : "You" }),
           h("span", { class: "chat-turn", text: `turn ${turnNumber}` }),
-          replaced ? h("span", { class: "chat-replaced", text: isAnswer ? "replaced by a newer answer" : "replaced by an edit" }) : null,
+          replaced ? h("span", { class: "chat-replaced", text: replacedLabel(m, isAnswer) }) : null,
         ),
         h("div", { class: "chat-text", text: m.content }),
         h(
@@ -156,10 +171,7 @@ function pollProgress(conversationId) {
   return () => {
     stopped = true;
     clearTimeout(timer);
-    const box = $("progress");
-    box.replaceChildren();
-    delete box.dataset.step;
-    delete box.dataset.tool;
+    clearProgress();
   };
 }
 
@@ -168,13 +180,18 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Polls a queued turn until it finishes; resolves like the synchronous POST would. */
 export async function waitForTurn(conversationId, turnId) {
   const started = Date.now();
-  for (;;) {
-    const turn = await api("GET", `/v1/conversations/${conversationId}/turns/${turnId}`);
-    if (turn.status === "completed") return { turnId, answer: turn.answer };
-    if (turn.status === "failed") throw new Error(turn.error?.message ?? "the turn failed");
-    if (turn.status === "superseded") throw new Error("a later turn superseded this one");
-    renderProgress(turn.progress, Date.now() - started);
-    await sleep(POLL_MS);
+  try {
+    for (;;) {
+      const turn = await api("GET", `/v1/conversations/${conversationId}/turns/${turnId}`);
+      if (turn.status === "completed") return { turnId, answer: turn.answer };
+      if (turn.status === "failed") throw new Error(turn.error?.message ?? "the turn failed");
+      if (turn.status === "superseded") throw new Error("a later turn superseded this one");
+      renderProgress(turn.progress, Date.now() - started);
+      await sleep(POLL_MS);
+    }
+  } finally {
+    // After an approval nothing else clears it: the line must not outlive the turn.
+    clearProgress();
   }
 }
 

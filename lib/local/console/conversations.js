@@ -47,6 +47,12 @@ function renderConversations() {
 }
 
 export async function createConversation() {
+  // The open conversation is still empty (an example was picked, nothing sent): it is the new one.
+  if (state.conversationId && state.messages.length === 0 && !state.running) {
+    $("composer-input").value = "";
+    $("composer-input").focus();
+    return;
+  }
   const created = await api("POST", "/v1/conversations");
   await loadConversations();
   await selectConversation(created.conversationId);

@@ -205,11 +205,7 @@ function cacheFact(call) {
     ? `${points.length} cache point${points.length === 1 ? "" : "s"}: ` +
       points.map((p) => `after message ${p.after + 1} (${CACHE_POINT_TEXT[p.kind]}, ${p.ttl})`).join("; ")
     : "No cache point";
-  const ratio = stats.tokenEstimate?.ratio.toFixed(3);
-  const margin = Math.round((stats.tokenEstimate?.margin ?? 0) * 100);
-  const estimate =
-    stats.estimatedInputTokens !== undefined ? ` Estimated ${n(stats.estimatedInputTokens)} input tokens (ratio ${ratio}, margin ${margin}%)` : "";
-  const error = call.estimateError !== null && call.estimateError !== undefined ? `, ${(call.estimateError * 100).toFixed(1)}% off the reported count.` : ".";
+  const estimate = estimateText(stats, usage, call.estimateError);
   return h(
     "li",
     { class: "fact", "data-fact": "cache" },
@@ -218,8 +214,24 @@ function cacheFact(call) {
     ` (${n(read)} read, ${n(written)} written, ${n((usage?.inputTokens ?? 0) - read - written)} uncached)`,
     usage?.costUsd !== undefined ? ` · ${dollars(usage.costUsd)}` : "",
     ".",
-    estimate ? `${estimate}${error}` : "",
+    estimate,
   );
+}
+
+/**
+ * The token estimate in words: what the view guessed before sending (cl100k tokens scaled by the
+ * ratio learned for this model, plus a safety margin) and how far that was from the model's count.
+ */
+function estimateText(stats, usage, estimateError) {
+  if (stats.estimatedInputTokens === undefined) return "";
+  const ratio = stats.tokenEstimate?.ratio;
+  const margin = Math.round((stats.tokenEstimate?.margin ?? 0) * 100);
+  const how = ratio !== undefined ? ` (cl100k count × ${ratio.toFixed(3)} for this model, plus a ${margin}% safety margin)` : "";
+  const text = ` Before sending, the view estimated ${n(stats.estimatedInputTokens)} input tokens${how}`;
+  if (estimateError === null || estimateError === undefined || !usage) return `${text}.`;
+  const off = Math.abs(estimateError * 100).toFixed(1);
+  const side = estimateError < 0 ? "under" : "over";
+  return `${text}; the model counted ${n(usage.inputTokens)}, so the estimate was ${off}% ${side}.`;
 }
 
 function reasonText(o) {

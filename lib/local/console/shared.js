@@ -64,6 +64,15 @@ export class ApiError extends Error {
   }
 }
 
+/** What the API said went wrong, whole: its message, and the details (which field, why) or the reason it gives. */
+export function apiErrorText(data, status) {
+  const error = data?.error;
+  if (!error?.message) return `request failed (${status})`;
+  const details = Array.isArray(error.details) ? error.details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join("; ") : "";
+  const more = details || error.reason || "";
+  return more ? `${error.message}: ${more}` : error.message;
+}
+
 export async function api(method, path, body) {
   const headers = { authorization: `Bearer ${state.token}` };
   if (body !== undefined) headers["content-type"] = "application/json";
@@ -71,7 +80,7 @@ export async function api(method, path, body) {
   if (response.status === 204) return null;
   const data = await response.json().catch(() => null);
   if (!response.ok) {
-    const error = new ApiError(response.status, data?.error?.message ?? `request failed (${response.status})`);
+    const error = new ApiError(response.status, apiErrorText(data, response.status));
     if (response.status === 401) page.signOut("Your token was refused or has expired. Sign in again.");
     throw error;
   }

@@ -1,8 +1,11 @@
 // Threadwise console — streaming: a new question's answer appears as the model writes it, under the progress line.
 
-import { $, ApiError, h, state, page } from "./shared.js";
+import { $, ApiError, apiErrorText, h, state, page } from "./shared.js";
 
 // (docs/streaming.md). Kept apart from the chat above so the two change independently.
+
+/** How often the progress line's clock moves while nothing else happens. */
+const CLOCK_MS = 200;
 
 /** The draft answer while it streams: the current model call's text (an earlier call's text was a preamble to its tools). */
 function renderDraft(text) {
@@ -56,25 +59,36 @@ export async function streamTurn(path, body) {
   if (!response.ok) {
     const data = await response.json().catch(() => null);
     if (response.status === 401) page.signOut("Your token was refused or has expired. Sign in again.");
-    throw new ApiError(response.status, data?.error?.message ?? `request failed (${response.status})`);
+    throw new ApiError(response.status, apiErrorText(data, response.status));
   }
   const started = Date.now();
   let turnId = null;
   let modelCalls = 0;
   let draft = "";
-  page.renderProgress(undefined, 0);
-  for await (const { event, data } of serverSentEvents(response)) {
-    if (event === "turn") turnId = data.turnId;
-    else if (event === "progress") {
-      modelCalls = data.modelCall;
-      draft = "";
-      page.renderProgress({ step: "model", modelCalls }, Date.now() - started);
-    } else if (event === "tool_started") page.renderProgress({ step: "tool", tool: data.tool, modelCalls: modelCalls + 1 }, Date.now() - started);
-    else if (event === "text") renderDraft((draft += data.delta));
-    else if (event === "done") return { turnId, answer: data.answer };
-    // Paused for approvals: resolves as the JSON POST's 202 does (the stream ends here).
-    else if (event === "approval_requested") return { turnId, status: "awaiting_approval", approvals: data.approvals };
-    else if (event === "failed") throw new Error(`${data.message} (${data.code})`);
+  // The clock ticks between events too: a tool may run for seconds without one.
+  let progress;
+  const show = (next) => {
+    progress = next;
+    page.renderProgress(progress, Date.now() - started);
+  };
+  const clock = setInterval(() => page.renderProgress(progress, Date.now() - started), CLOCK_MS);
+  try {
+    show(undefined);
+    for await (const { event, data } of serverSentEvents(response)) {
+      if (event === "turn") turnId = data.turnId;
+      else if (event === "progress") {
+        modelCalls = data.modelCall;
+        draft = "";
+        show({ step: "model", modelCalls });
+      } else if (event === "tool_started") show({ step: "tool", tool: data.tool, modelCalls: modelCalls + 1 });
+      else if (event === "text") renderDraft((draft += data.delta));
+      else if (event === "done") return { turnId, answer: data.answer };
+      // Paused for approvals: resolves as the JSON POST's 202 does (the stream ends here).
+      else if (event === "approval_requested") return { turnId, status: "awaiting_approval", approvals: data.approvals };
+      else if (event === "failed") throw new Error(`${data.message} (${data.code})`);
+    }
+  } finally {
+    clearInterval(clock);
   }
   // The stream ended without an outcome (the connection dropped): the turn goes on; wait for it.
   return page.waitForTurn(state.conversationId, turnId);
