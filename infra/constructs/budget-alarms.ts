@@ -43,7 +43,7 @@ export class BudgetAlarms extends Construct {
       const alarm = new Alarm(this, name, {
         alarmName: `${props.stage}-threadwise-${name}`,
         alarmDescription:
-          `${props.stage}: a tenant has spent ${percent} % of its monthly model budget` +
+          `[ticket] ${props.stage}: a tenant has spent ${percent} % of its monthly model budget` +
           `${percent >= 100 ? " (its users are refused until the month ends)" : ""}. Runbook: ${BUDGET_RUNBOOK}`,
         metric: budgetPercent,
         threshold: percent,
@@ -52,7 +52,10 @@ export class BudgetAlarms extends Construct {
         // No data: no tenant with a budget made a call in the period.
         treatMissingData: TreatMissingData.NOT_BREACHING,
       });
-      if (props.alarmTopic) alarm.addAlarmAction(new SnsAction(props.alarmTopic));
+      if (props.alarmTopic) {
+        alarm.addAlarmAction(new SnsAction(props.alarmTopic));
+        alarm.addOkAction(new SnsAction(props.alarmTopic));
+      }
       this.alarms[name] = alarm;
     }
     props.dashboard.addWidgets(

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
 import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
-import { isFinalEvent, type FinalEventBody } from "../events/turn-event.js";
+import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import type { TurnDocument } from "../store/turn-store.js";
 import {
@@ -39,6 +39,9 @@ import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
 
 const DUPLICATE_KEY = 11000;
+/** How often a run whose calls were all decided looks for its continuation, and for how long. */
+const RESUME_POLL_MS = 200;
+const RESUME_WAIT_MS = 120_000;
 const ID = "([^/]+)";
 
 /** What the protocol routes need: the same parts as the `/v1` routes, so a run is a turn with every guarantee of one. */
@@ -143,22 +146,36 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
   };
 
   /**
-   * Follows the turn's events to its final one (or the follow's limit). An `approval_requested`
-   * ends the run only while a call still waits: once all are decided, the continuation's events follow.
+   * The run's events, to its end: the turn's final event, or an `approval_requested` while a call
+   * still waits for a person. Once every call is decided the turn waits for its queue job, whose
+   * continuation follows under the same id; until the job takes it, the follower has nothing to
+   * follow, so this looks again every {@link RESUME_POLL_MS}, for at most {@link RESUME_WAIT_MS}.
    */
-  const awaitEnd = async (turnId: string, afterId: number): Promise<RunEnd> => {
+  async function* followRun(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
     let after = afterId;
+    const giveUpAt = Date.now() + RESUME_WAIT_MS;
     for (;;) {
       let final: FinalEventBody | undefined;
-      for await (const event of deps.events.follow(turnId, after, new AbortController().signal)) {
+      for await (const event of deps.events.follow(turnId, after, signal)) {
         after = event.id;
+        yield event;
         if (isFinalEvent(event)) {
           final = event;
           break;
         }
       }
-      if (final?.type !== "approval_requested" || (await stillWaiting(turnId))) return { final };
+      if (signal.aborted || (final && final.type !== "approval_requested")) return;
+      const turn = await turns.get(turnId);
+      if (!turn || turn.status === "completed" || turn.status === "failed" || turn.status === "superseded") return;
+      if ((await stillWaiting(turnId)) || Date.now() > giveUpAt) return;
+      await new Promise((resolve) => setTimeout(resolve, RESUME_POLL_MS));
     }
+  }
+
+  const awaitEnd = async (turnId: string, afterId: number): Promise<RunEnd> => {
+    let final: FinalEventBody | undefined;
+    for await (const event of followRun(turnId, afterId, new AbortController().signal)) if (isFinalEvent(event)) final = event;
+    return { final };
   };
 
   /** Whether the turn waits on a person: paused with a call still undecided (decided ones are about to resume it). */
@@ -194,17 +211,14 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       yield encoder.metadata();
       let final: FinalEventBody | undefined;
       let started = run.afterId > 0;
-      for await (const event of deps.events.follow(run.turnId, run.afterId, AbortSignal.any([signal, failed.signal]))) {
+      for await (const event of followRun(run.turnId, run.afterId, AbortSignal.any([signal, failed.signal]))) {
         if (!started) {
           started = true;
           const snapshot = await runner.readThreadState(thread._id);
           yield* encoder.start(stateValues(snapshot));
         }
         yield* encoder.event(event);
-        if (isFinalEvent(event)) {
-          final = event;
-          break;
-        }
+        if (isFinalEvent(event)) final = event;
       }
       if (signal.aborted) return;
       if (!final && failure !== undefined) {

@@ -327,7 +327,7 @@ export const SETTINGS = {
     defaultText: "Teams' Bot Connector hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`)",
     description:
       "the only origin an activity's `serviceUrl` may name instead of Teams' own; tests and local tries set a stand-in's " +
-      "([docs/security.md](docs/security.md#trust-boundaries-and-the-tests-that-hold-them))",
+      "([security.md](security.md#trust-boundaries-and-the-tests-that-hold-them))",
   }),
   TEAMS_GRAPH_URL: setting({
     schema: z.string().url(),

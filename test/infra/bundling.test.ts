@@ -31,15 +31,19 @@ import { buildStack } from "./synth.js";
  * the worker carries it with the app, though only the api and the webhooks take decisions), plus 8 KB
  * for what the outside-in audits of the 2026-12-01 stop added (bounded Power BI reads, Athena's refused
  * table functions, cut offloads, Slack's escaping, the deleted channel keys): 1,755,573 bytes then.
+ * Then 1,806,062 bytes with this round's issues merged (the working set and its archive, turn recovery
+ * and the MongoDB turn queue, budgets and rate limits, trust marks and approval context, the turn digest,
+ * the busy-model retry policy): 50 KB more.
  */
-const WORKER_BUNDLE_BUDGET_BYTES = 1.68 * 1024 * 1024;
+const WORKER_BUNDLE_BUDGET_BYTES = 1.73 * 1024 * 1024;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
  * room. Measured: 1,771,125 bytes (the largest asset's index.mjs in cdk.out after `npx cdk synth`); then
- * 1,798,675 with the Agent Protocol's routes (docs/agent-protocol.md, 27 KB), whose runs stream here.
+ * 1,798,675 with the Agent Protocol's routes (docs/agent-protocol.md, 27 KB), whose runs stream here;
+ * then 1,857,703 with the rest of this round (the worker's additions above, the admin routes, stream caps).
  */
-const STREAM_BUNDLE_BUDGET_BYTES = 1.72 * 1024 * 1024;
+const STREAM_BUNDLE_BUDGET_BYTES = 1.78 * 1024 * 1024;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
@@ -74,7 +78,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(existsSync(join(dir, `${BUNDLE_FILE}.map`))).toBe(true);
     });
 
-    it("returns a stream bundle within the 1.72 MiB budget", () => {
+    it("returns a stream bundle within the 1.78 MiB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-stream"), BUNDLE_FILE)).size).toBeLessThanOrEqual(STREAM_BUNDLE_BUDGET_BYTES);
     });
 
@@ -82,7 +86,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(bundleDir(`dev-threadwise-${name}`), BUNDLE_FILE)).size).toBeLessThanOrEqual(WEBHOOK_BUNDLE_BUDGET_BYTES);
     });
 
-    it("returns a worker bundle within the 1.68 MiB budget", () => {
+    it("returns a worker bundle within the 1.73 MiB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE)).size).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
     });
 

@@ -7,6 +7,7 @@ import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName 
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
+import { adminRoutes } from "../../lib/api/admin-routes.js";
 import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
 import { apiRoutes } from "../../lib/api/api-routes.js";
 import { channelRoutes } from "../../lib/api/channel-routes.js";
@@ -743,7 +744,8 @@ describe("ThreadwiseStack", () => {
         maxMessageChars: 1,
         approvals: {} as never,
       };
-      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps)];
+      const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, adminRole: "threadwise:admin" });
+      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
