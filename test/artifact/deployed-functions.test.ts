@@ -73,6 +73,9 @@ beforeAll(async () => {
     mongodbDb: database.dbName,
     mongodbMaxIdleSeconds: MAX_IDLE_SECONDS,
     toolApprovals: { create_follow_up: { require: "always" } },
+    // The tier asks many turns of one user within a minute; the stage's default limits (10 turns a
+    // minute, 3 at once) are held by test/limits, and admission still runs here under these.
+    limits: { user: { turnsPerMinute: 10_000, concurrentTurns: 100, concurrentStreams: 100 } },
   });
   nodePath = runtimeSdkDirectory();
   proxy = await startTcpProxy(Number(new URL(mongoUri().replace("mongodb://", "http://")).port), { tls: true });
