@@ -172,7 +172,8 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     },
   });
   const events = new TurnEvents({ store: database.turnEvents, hub: new TurnEventHub({ maxBytes: config.deployment.liveEventsMaxBytes }) });
-  const runner = new TurnRunner({
+  // What the runner and the recovery sweep both drive a turn with: the same graph, records and lease.
+  const turnParts = {
     graph,
     events,
     conversations: database.conversations,
@@ -180,9 +181,12 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     turns: database.turns,
     lease: database.lease,
     threads: database.checkpointer,
+    toolCalls: guard,
+  };
+  const runner = new TurnRunner({
+    ...turnParts,
     archive: database.archive,
     faults: options.faults,
-    toolCalls: guard,
     limits,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
@@ -218,14 +222,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     },
   });
   const recovery = new TurnRecovery({
-    graph,
-    events,
-    conversations: database.conversations,
-    messages: database.messages,
-    turns: database.turns,
-    lease: database.lease,
-    threads: database.checkpointer,
-    toolCalls: guard,
+    ...turnParts,
     logger: options.logger,
     // Through the queue, as the turn's job: its attempt resumes from the checkpoint, effects through the idempotency guard.
     resume: options.turnQueue ? async (turn) => options.turnQueue!.enqueue(recoveryJobOf(turn)) : undefined,

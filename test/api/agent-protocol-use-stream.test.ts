@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -6,6 +5,7 @@ import { build } from "esbuild";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/api-client.js";
+import { CHROMIUM_ARGS, findChromium } from "../support/chromium.js";
 
 /**
  * LangGraph's React hook `useStream` in headless Chromium, against the local server: a page built
@@ -13,20 +13,10 @@ import { startTestServer, type TestServer } from "../support/api-client.js";
  * approval. The page and the API share one origin through a small proxy, as a frontend served
  * beside its API would.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+const CHROMIUM = findChromium();
 const inCi = process.env.CI === "true" || process.env.CI === "1";
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && !inCi) console.warn(`useStream e2e skipped: ${CHROMIUM} not found (run: bash .ci/install-chromium.sh)`);
+const haveChromium = CHROMIUM !== undefined;
+if (!haveChromium && !inCi) console.warn("useStream e2e skipped: no Chromium or Chrome found (set CHROMIUM_PATH, or run: bash .ci/install-chromium.sh)");
 const describeWithBrowser = haveChromium || inCi ? describe : describe.skip;
 const WAIT = { timeout: 20_000 };
 
@@ -72,7 +62,7 @@ beforeAll(async () => {
   });
   proxy = await startProxy(built.outputFiles[0].text);
   origin = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  browser = await chromium.launch({ executablePath: CHROMIUM ?? "chromium", args: CHROMIUM_ARGS });
   page = await browser.newPage();
   await page.goto(`${origin}/?token=${await api.token("ada")}`);
 }, 120_000);

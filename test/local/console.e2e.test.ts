@@ -2,23 +2,13 @@ import { mkdir } from "node:fs/promises";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-import { findChromium } from "../support/chromium.js";
+import { CHROMIUM_ARGS, findChromium } from "../support/chromium.js";
 import { conversationTitle } from "../../lib/agent/conversation-title.js";
 import { BIG_REPORT_EXAMPLE, bigReportTool } from "./big-report-tool.js";
 
 /** Chromium or Chrome where it is installed (`CHROMIUM_PATH`, Debian's package that `.ci/install-chromium.sh` installs, …). */
 const FOUND_CHROMIUM = findChromium();
 const CHROMIUM = FOUND_CHROMIUM ?? "chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const SCREENSHOT = "test-results/console.png";
 const SECOND_QUESTION = "What did the report show?";
 const VIEW_BUDGET = 4_000;

@@ -3,6 +3,21 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 
 /**
+ * How the browser tests start it: headless, and without the background networking this machine's
+ * closed network refuses (and that CI cannot reach).
+ */
+export const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/**
  * Where a Chromium or Chrome is installed, for the console's browser tests: `CHROMIUM_PATH` when
  * set, else the first of the usual places on Linux (Debian's package, which `.ci/install-chromium.sh`
  * installs, snap, Google's), macOS and Windows, else a browser Playwright downloaded.
