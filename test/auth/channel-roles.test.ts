@@ -136,7 +136,10 @@ describe("auth/channel-roles", () => {
 
     it("throws the directory's own RoleLookupError as it is", async () => {
       const own = new RoleLookupError("teams group lookup was throttled", "teams");
-      const withGroups = new ChannelRoles({ slack: {}, teams: { "tenant-1": { groups: { G1: ["analyst"] } } } }, { teams: { ...directory({}, own), isGuest: async () => false } });
+      const withGroups = new ChannelRoles(
+        { slack: {}, teams: { "tenant-1": { groups: { G1: ["analyst"] } } } },
+        { teams: { ...directory({}, own), isGuest: async () => false } },
+      );
       expect(await withGroups.rolesOf(teamsPrincipal("tenant-1", "object-1")).catch((e: unknown) => e)).toBe(own);
     });
 
@@ -188,7 +191,11 @@ describe("auth/channel-roles", () => {
 
       it("logs an unexpected failure by its name alone", async () => {
         const logger = recordingLogger();
-        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": HOST } }, { teams: guestDirectory([], new TypeError("fetch failed: tenant-1")) }, logger);
+        const roles = new ChannelRoles(
+          { slack: {}, teams: { "tenant-1": HOST } },
+          { teams: guestDirectory([], new TypeError("fetch failed: tenant-1")) },
+          logger,
+        );
         expect(await roles.rolesOf(teamsPrincipal("tenant-1", "object-9"))).toEqual(["viewer"]);
         expect(logger.lines[0]?.fields).toEqual({ channel: "teams", reason: "lookup_failed", error: "TypeError", detail: undefined });
       });

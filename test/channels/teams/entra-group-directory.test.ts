@@ -14,7 +14,10 @@ const GROUPS = Array.from({ length: 25 }, (_, i) => `9a000000-0000-4000-8000-${S
 let entra: BotConnectorEndpoint;
 
 beforeAll(async () => {
-  entra = await startBotConnectorEndpoint({ appId: APP_ID, appPassword: APP_PASSWORD, groupMembers: { [ALICE]: [GROUPS[1], GROUPS[22]] },
+  entra = await startBotConnectorEndpoint({
+    appId: APP_ID,
+    appPassword: APP_PASSWORD,
+    groupMembers: { [ALICE]: [GROUPS[1], GROUPS[22]] },
     userTypes: { [GUEST]: "Guest", [NO_TYPE]: null },
   });
 });
