@@ -152,10 +152,11 @@ export function parseChannelRoles(raw: string | undefined, name: string): Channe
   const parsed = (teams ? teamsRolesSchema : channelRolesSchema).safeParse(parseJsonSetting(raw, name));
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
+    const guestKey = teams ? ', "guest": [..]' : "";
     throw new ValidationError("invalid configuration", [
       {
         path: [name, first?.path].filter(Boolean).join("."),
-        message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}${teams ? ', "guest": [..]' : ""}}}`,
+        message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}${guestKey}}}`,
       },
     ]);
   }
