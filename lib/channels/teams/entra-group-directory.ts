@@ -58,7 +58,8 @@ export class EntraGroupDirectory implements GroupDirectory {
   /**
    * Whether the tenant's directory calls the user a guest (`GET /users/{id}?$select=userType` is not
    * "Member"): at most one request per user per `cacheMs`, shared by concurrent turns. Throws
-   * `RoleLookupError` when Graph does not answer it (no `User.Read.All`, an unknown user, a timeout).
+   * `RoleLookupError` when Graph does not answer it (no `User.Read.All`, an unknown user, a timeout);
+   * a failure is not reused.
    */
   async isGuest(principal: Principal): Promise<boolean> {
     if (principal.tenant === null || !ENTRA_OBJECT_ID.test(principal.subject)) throw new RoleLookupError("not an entra user of a tenant", "teams");
@@ -95,6 +96,8 @@ export class EntraGroupDirectory implements GroupDirectory {
     const response = await fetch(new URL(`users/${encodeURIComponent(objectId)}?$select=userType`, this.graphUrl), {
       headers: { authorization: `Bearer ${token}`, accept: "application/json" },
       signal: AbortSignal.timeout(this.options.timeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS),
+    }).catch((error: unknown) => {
+      throw new RoleLookupError("microsoft graph could not be reached for a user's userType", "teams", { cause: error });
     });
     if (!response.ok) throw new RoleLookupError(`microsoft graph answered ${response.status} to a user's userType`, "teams");
     const parsed = userTypeResponse.safeParse(await response.json().catch(() => undefined));

@@ -111,6 +111,13 @@ describe("channels/teams/entra-group-directory", () => {
       expect(await directory.isGuest(teamsPrincipal(TENANT, ALICE))).toBe(false);
     });
 
+    it("throws RoleLookupError when Graph cannot be reached", async () => {
+      const directory = new EntraGroupDirectory({ appId: APP_ID, appPassword: APP_PASSWORD, tokenUrl: entra.tokenUrl, graphUrl: "http://127.0.0.1:1/v1.0/" });
+      const error = await directory.isGuest(teamsPrincipal(TENANT, ALICE)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RoleLookupError);
+      expect((error as Error).message).toBe("microsoft graph could not be reached for a user's userType");
+    });
+
     it("throws RoleLookupError, without asking Graph, for a user without an Entra object id or a tenant", async () => {
       const before = entra.userTypeReads.length;
       await expect(directoryAt({ now: 0 }).isGuest(teamsPrincipal(TENANT, "29:1a2b3c"))).rejects.toBeInstanceOf(RoleLookupError);
