@@ -37,7 +37,8 @@ export async function userPoolOfStack(cloudFormation: CloudFormationClient, stac
   const clientId = outputs.get(USER_POOL_OUTPUTS.clientId);
   if (!userPoolId || !clientId) {
     throw new CognitoTokenError(
-      `stack ${stackName} has no ${USER_POOL_OUTPUTS.userPoolId} and ${USER_POOL_OUTPUTS.clientId} outputs: it was deployed with -c jwtIssuer, so ask that issuer for a token`,
+      `stack ${stackName} has no ${USER_POOL_OUTPUTS.userPoolId} and ${USER_POOL_OUTPUTS.clientId} outputs: ` +
+        "it was deployed with -c jwtIssuer, so ask that issuer for a token",
     );
   }
   return { userPoolId, clientId, region: regionOfUserPool(userPoolId) };
@@ -95,6 +96,10 @@ export async function signIn(cognito: CognitoIdentityProviderClient, target: Use
   return { idToken: result.IdToken, accessToken: result.AccessToken, expiresInSeconds: result.ExpiresIn ?? 0 };
 }
 
+/** What needs AWS credentials, and the usual ways to provide them. */
+export const NEEDS_CREDENTIALS =
+  "reading the stack and creating the user need them (aws sso login, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)";
+
 /**
  * One line for a failure of the SDK or of Cognito: missing credentials or region, an unreachable
  * endpoint, and Cognito's own refusals, each named with what to do.
@@ -105,7 +110,7 @@ export function describeAwsFailure(error: unknown): string {
   const message = String(e.message ?? error).split("\n")[0]!;
   switch (e.name) {
     case "CredentialsProviderError":
-      return "no AWS credentials: reading the stack and creating the user need them (aws sso login, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)";
+      return `no AWS credentials: ${NEEDS_CREDENTIALS}`;
     case "NotAuthorizedException":
       return `Cognito refused the sign-in: ${message} (wrong user or password, or the client does not allow USER_PASSWORD_AUTH)`;
     case "UserNotFoundException":

@@ -55,7 +55,8 @@ describe("token-cli --cognito: a token from the stage's user pool", { timeout: 9
       1,
       "",
       [
-        "error: no AWS credentials: reading the stack and creating the user need them (aws sso login, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+        "error: no AWS credentials: reading the stack and creating the user need them " +
+          "(aws sso login, AWS_PROFILE, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
       ],
     ]);
   });
