@@ -8,6 +8,7 @@ import {
   UsernameExistsException,
 } from "@aws-sdk/client-cognito-identity-provider";
 import { COGNITO_TENANT_CLAIM, USER_POOL_OUTPUTS } from "../config/user-pool.js";
+import { regionOfUserPool } from "./token-args.js";
 
 /** The user pool and app client a token comes from. */
 export interface UserPoolTarget {
@@ -22,13 +23,6 @@ export class CognitoTokenError extends Error {
   override readonly name = "CognitoTokenError";
 }
 
-/** The region a user pool lives in, from its id (`eu-west-1_AbC123`). */
-export function regionOfUserPool(userPoolId: string): string {
-  const match = /^([a-z]{2}(?:-[a-z]+)+-\d+)_[A-Za-z0-9]+$/.exec(userPoolId);
-  if (!match) throw new CognitoTokenError(`"${userPoolId}" is not a user pool id such as us-east-1_AbC123`);
-  return match[1]!;
-}
-
 /** The user pool and client named by a stack's outputs (DescribeStacks, which needs AWS credentials). */
 export async function userPoolOfStack(cloudFormation: CloudFormationClient, stackName: string): Promise<UserPoolTarget> {
   const { Stacks } = await cloudFormation.send(new DescribeStacksCommand({ StackName: stackName }));
@@ -41,7 +35,9 @@ export async function userPoolOfStack(cloudFormation: CloudFormationClient, stac
         "it was deployed with -c jwtIssuer, so ask that issuer for a token",
     );
   }
-  return { userPoolId, clientId, region: regionOfUserPool(userPoolId) };
+  const region = regionOfUserPool(userPoolId);
+  if (!region) throw new CognitoTokenError(`stack ${stackName}'s ${USER_POOL_OUTPUTS.userPoolId} "${userPoolId}" is not a user pool id`);
+  return { userPoolId, clientId, region };
 }
 
 /**

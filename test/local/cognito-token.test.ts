@@ -3,7 +3,7 @@ import { CognitoIdentityProviderClient } from "@aws-sdk/client-cognito-identity-
 import { importJWK, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COGNITO_TENANT_CLAIM, USER_POOL_OUTPUTS } from "../../lib/config/user-pool.js";
-import { describeAwsFailure, ensureUser, regionOfUserPool, signIn, userPoolOfStack, type UserPoolTarget } from "../../lib/local/cognito-token.js";
+import { describeAwsFailure, ensureUser, signIn, userPoolOfStack, type UserPoolTarget } from "../../lib/local/cognito-token.js";
 import { type CognitoEndpoint, startCognitoEndpoint } from "../support/cognito-endpoint.js";
 
 const PASSWORD = "Smoke-test-password-1";
@@ -91,10 +91,5 @@ describe("the Cognito token request, through the real SDK clients against a loca
     );
     expect(message).toMatch(line);
     expect(message).not.toContain("\n");
-  });
-
-  it("reads the region from a user pool id, and refuses what is not one", () => {
-    expect(regionOfUserPool("us-gov-west-1_AbC123")).toBe("us-gov-west-1");
-    expect(() => regionOfUserPool("AbC123")).toThrow('"AbC123" is not a user pool id such as us-east-1_AbC123');
   });
 });
