@@ -84,15 +84,12 @@ describe("the default issuer: a Cognito user pool when the stage has no jwtIssue
     expect([pool.DeletionPolicy, pool.UpdateReplacePolicy, pool.Properties.DeletionProtection]).toEqual(["Delete", "Delete", "INACTIVE"]);
   });
 
-  it("retains the pool, deletion-protected, in prod", () => {
-    const [, prodPool] = only(synthTemplate({ context: prodContext }), "AWS::Cognito::UserPool");
+  it("retains the pool, deletion-protected, in prod, and keeps a jwtTenantClaim given in context over the pool's attribute", () => {
+    const prod = synthTemplate({ context: { ...prodContext, jwtTenantClaim: "org" } });
+    const [, prodPool] = only(prod, "AWS::Cognito::UserPool");
     expect([prodPool.DeletionPolicy, prodPool.UpdateReplacePolicy, prodPool.Properties.DeletionProtection]).toEqual(["Retain", "Retain", "ACTIVE"]);
     expect(prodPool.Properties.UserPoolName).toBe("prod-threadwise");
-  });
-
-  it("keeps a jwtTenantClaim given in context over the pool's tenant attribute", () => {
-    const envs = environments(synthTemplate({ context: { jwtTenantClaim: "org" } }));
-    expect(envs["dev-threadwise-api"]!.JWT_TENANT_CLAIM).toBe("org");
+    expect(environments(prod)["prod-threadwise-api"]!.JWT_TENANT_CLAIM).toBe("org");
   });
 });
 
