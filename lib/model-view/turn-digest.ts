@@ -20,6 +20,16 @@ function clipChars(text: string, chars: number): string {
 /** What a line costs in a digest: its tokens and its line break. */
 const lineTokens = (line: string) => countTextTokens(line) + 1;
 
+/** The tokens of the output's lines, counted only up to `most` (tokenizing a long output whole on every build is slow). */
+function linesTokens(output: string, most: number): number {
+  let used = 0;
+  for (const line of output.split("\n")) {
+    used += lineTokens(line);
+    if (used >= most) return most;
+  }
+  return used;
+}
+
 /** The output's first whole lines within `tokens`, and how many lines were left out. */
 function headLines(output: string, tokens: number): string {
   const lines = output.split("\n");
@@ -51,9 +61,7 @@ function withoutBlankLines(output: string): string {
 function outputShares(outputs: readonly ToolMessage[], tokens: number): Map<ToolMessage, number> {
   const needs = outputs.map((output) => ({
     output,
-    need: withoutBlankLines(messageText(output.content))
-      .split("\n")
-      .reduce((sum, line) => sum + lineTokens(line), 0),
+    need: linesTokens(withoutBlankLines(messageText(output.content)), tokens),
   }));
   needs.sort((a, b) => a.need - b.need);
   const shares = new Map<ToolMessage, number>();
