@@ -1,7 +1,7 @@
 import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
 import { messageText } from "./message-text.js";
 import { READ_TOOL_OUTPUT_TOOL } from "./tool-output-notice.js";
-import { countTextTokens } from "./token-counter.js";
+import { countRecurringTextTokens } from "./token-counter.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import type { TurnDigestPolicy } from "./types.js";
 
@@ -18,7 +18,7 @@ function clipChars(text: string, chars: number): string {
 }
 
 /** What a line costs in a digest: its tokens and its line break. */
-const lineTokens = (line: string) => countTextTokens(line) + 1;
+const lineTokens = (line: string) => countRecurringTextTokens(line) + 1;
 
 /** The tokens of the output's lines, counted only up to `most` (tokenizing a long output whole on every build is slow). */
 function linesTokens(output: string, most: number): number {
