@@ -3,6 +3,7 @@ import type { App } from "../lib/app.js";
 import { errorResponse } from "../lib/api/error-response.js";
 import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
+import { mcpRoutes } from "../lib/api/mcp-routes.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
 import {
@@ -24,7 +25,7 @@ const handlers = new WeakMap<App, (request: HttpRequest) => Promise<HttpResponse
 function handlerFor(app: App) {
   let handle = handlers.get(app);
   if (!handle) {
-    handle = createHttpHandler(app, config, { authenticate: claims.authenticate, onError: logServerError });
+    handle = createHttpHandler(app, config, { authenticate: claims.authenticate, routesOverApi: mcpRoutes, onError: logServerError });
     handlers.set(app, handle);
   }
   return handle;

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
+import { mcpRoutes } from "../api/mcp-routes.js";
 import { serverErrorLogger } from "../api/server-error-log.js";
 import { json, type HttpRequest } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
@@ -171,6 +172,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
       ...channelRoutes(webhookHandlers),
     ],
+    routesOverApi: mcpRoutes,
     onError: logServerError,
   });
   worker = channelWorker({

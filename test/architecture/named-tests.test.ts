@@ -26,6 +26,7 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/model-view/types.ts": "the view's input, output and statistics types",
   "lib/observability/approval-sweep-metrics.ts": "the approvals sweep's metric names",
   "lib/api/admin-schemas.ts": "the admin API's request and response schemas (zod), checked through the admin routes' tests",
+  "lib/api/mcp-schemas.ts": "the MCP endpoint's and the OAuth callback's schemas (zod), checked through test/api/mcp-routes.test.ts",
   "lib/observability/limit-metrics.ts": "the limits' usage metric names and the tenant property",
   "lib/store/collections.ts": "the MongoDB collection names",
   "lib/tools/documents/document-retriever.ts": "the interface of a document search and its passage type",
