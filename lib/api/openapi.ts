@@ -219,6 +219,16 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "get",
+    path: "/v1/mcp/oauth/callback",
+    operationId: "mcpOAuthCallback",
+    summary: "Where an MCP server's sign-in returns: bound to the pending sign-in's state, single use, expiring (docs/mcp-oauth.md).",
+    public: true,
+    query: mcp.oauthCallbackQuery,
+    responses: { 200: { description: "Signed in; the user's token for that server is stored.", schema: mcp.oauthCallbackResult } },
+    errors: [400, 429, 500],
+  },
+  {
+    method: "get",
     path: "/v1/admin/limits",
     operationId: "getLimits",
     summary: "A tenant's or user's limits (its own over the defaults) and what counts against them now; the admin role only (docs/limits.md).",
