@@ -81,6 +81,17 @@ describe("mcpRoutes", () => {
       expect(await t.db.collection("messages").countDocuments({ conversationId })).toBe(before);
     });
 
+    it("returns rate_limited from ask past the user's turns per minute, as the HTTP API's turn entry refuses it", async () => {
+      const admin = await t.token("root", { roles: ["threadwise:admin"] });
+      const limits = { issuer: "api", tenant: "acme", subject: "lena", limits: { turnsPerMinute: 1 } };
+      expect((await t.call("PUT", "/v1/admin/limits", { token: admin, json: limits })).status).toBe(200);
+      const client = await connect(await t.token("lena", { tenant: "acme" }));
+      expect((await call(client, "ask", { question: "My name is Lena." })).structuredContent).toMatchObject({ status: "completed" });
+      const refused = await call(client, "ask", { question: "What is my name?" });
+      expect(refused.isError).toBe(true);
+      expect(errorOf(refused)).toMatchObject({ status: 429, code: "rate_limited" });
+    });
+
     it("answers 401 without a token, and with a token signed by another key, before any MCP message is read", async () => {
       await expect(connect(undefined)).rejects.toMatchObject({ code: 401 });
       const noToken = await t.call("POST", "/v1/mcp", { json: { jsonrpc: "2.0", id: 1, method: "tools/list" } });
