@@ -45,11 +45,11 @@ const WORKER_BUNDLE_BUDGET_BYTES = 1.73 * 1024 * 1024;
  */
 const STREAM_BUNDLE_BUDGET_BYTES = 1.78 * 1024 * 1024;
 /**
- * The api function's code budget: 1,839,572 bytes without the MCP endpoint, then 2,087,310 with it
+ * The api function's code budget: 1,839,572 bytes without the MCP endpoint, then 1,950,369 with it
  * and the MCP sign-in callback (docs/bundling.md, "The MCP endpoint": the MCP SDK's server and
- * transport, and the ajv it validates with, 248 KB), with 10 KB of room.
+ * transport, 108 KB, its Ajv and zod 3 converter replaced), with 10 KB of room.
  */
-const API_BUNDLE_BUDGET_BYTES = 2 * 1024 * 1024;
+const API_BUNDLE_BUDGET_BYTES = 1.87 * 1024 * 1024;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
@@ -88,7 +88,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(bundleDir("dev-threadwise-stream"), BUNDLE_FILE)).size).toBeLessThanOrEqual(STREAM_BUNDLE_BUDGET_BYTES);
     });
 
-    it("returns an api bundle within the 2 MiB budget", () => {
+    it("returns an api bundle within the 1.87 MiB budget", () => {
       expect(statSync(join(bundleDir("dev-threadwise-api"), BUNDLE_FILE)).size).toBeLessThanOrEqual(API_BUNDLE_BUDGET_BYTES);
     });
 
