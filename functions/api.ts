@@ -3,6 +3,9 @@ import type { App } from "../lib/app.js";
 import { errorResponse } from "../lib/api/error-response.js";
 import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
+import { mcpRoutes } from "../lib/api/mcp-routes.js";
+import { mcpOAuthRoutes } from "../lib/api/mcp-oauth-routes.js";
+import { createMcpOAuth } from "../lib/mcp/oauth/create-mcp-oauth.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
 import {
@@ -24,7 +27,14 @@ const handlers = new WeakMap<App, (request: HttpRequest) => Promise<HttpResponse
 function handlerFor(app: App) {
   let handle = handlers.get(app);
   if (!handle) {
-    handle = createHttpHandler(app, config, { authenticate: claims.authenticate, onError: logServerError });
+    // Per-user MCP sign-ins finish here when the stage names its callback URL and KMS key (docs/mcp-oauth.md).
+    const oauth = config.mcpOAuth.redirectUrl ? createMcpOAuth(config, { db: app.database.db, redirectUrl: config.mcpOAuth.redirectUrl, logger }) : undefined;
+    handle = createHttpHandler(app, config, {
+      authenticate: claims.authenticate,
+      extraRoutes: oauth ? mcpOAuthRoutes(oauth) : [],
+      routesOverApi: mcpRoutes,
+      onError: logServerError,
+    });
     handlers.set(app, handle);
   }
   return handle;

@@ -410,3 +410,23 @@ export class BudgetExhaustedError extends ThreadwiseError {
     super(message, options);
   }
 }
+
+/** Why an MCP sign-in's callback was refused (docs/mcp-oauth.md). */
+export const MCP_SIGN_IN_FAILURES = ["sign_in_unknown", "sign_in_expired", "sign_in_denied", "sign_in_failed"] as const;
+export type McpSignInFailure = (typeof MCP_SIGN_IN_FAILURES)[number];
+
+/**
+ * An MCP sign-in's callback that finishes nothing: 400 with its `code`. `sign_in_unknown` is a
+ * state never issued or already used (a replay), `sign_in_expired` one past its time, `sign_in_denied`
+ * the user or the authorization server said no, `sign_in_failed` the code exchange was refused.
+ */
+export class McpSignInError extends ThreadwiseError {
+  override name = "McpSignInError";
+  constructor(
+    message: string,
+    readonly code: McpSignInFailure,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}

@@ -4,6 +4,7 @@ import type { Clock } from "./clock.js";
 import type { Config } from "./config/config.js";
 import { ThreadwiseDatabase } from "./store/database.js";
 import { UsageLedger } from "./limits/usage-ledger.js";
+import { McpOAuthStore } from "./mcp/oauth/mcp-oauth-store.js";
 
 /** The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them. */
 export function databaseFor(client: MongoClient, config: Config, clock?: Clock): ThreadwiseDatabase {
@@ -25,6 +26,7 @@ export async function setupDatabase(database: ThreadwiseDatabase): Promise<void>
     () => new ChannelEventDeduper(database.db).setup(),
     // Only the indexes: the ledger's timings do not matter here.
     () => new UsageLedger(database.db, { reservationTtlMs: 0, slotTtlMs: 0 }).setup(),
+    () => new McpOAuthStore(database.db).setup(),
   ]);
 }
 

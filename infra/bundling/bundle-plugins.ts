@@ -89,6 +89,19 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
     importer: /[\\/]lib[\\/]agent[\\/]chat-model\.ts$/,
     replacement: { file: here("./openai-compatible-model.ts") },
   },
+  // The MCP SDK server's default Ajv validator, used only for elicitation answers, which the MCP endpoint never asks.
+  {
+    importPath: "../validation/ajv-provider.js",
+    importer: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]server[\\/]index\.js$/,
+    replacement: { file: here("./mcp-server-ajv-provider.ts") },
+  },
+  // The MCP SDK's converter for zod 3 schemas (zod-to-json-schema, 21 KB): our tools' schemas are zod 4, which the SDK
+  // converts with zod's own `toJSONSchema`; only a zod 3 schema would reach it, and it throws saying so.
+  {
+    importPath: "zod-to-json-schema",
+    importer: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]server[\\/]zod-json-schema-compat\.js$/,
+    replacement: { contents: 'export function zodToJsonSchema() { throw new Error("zod 3 schemas are left out of the Lambda bundles"); }' },
+  },
   // LangSmith's environment helpers take only its version from the package index, which imports the tracing client.
   {
     importPath: "../index.mjs",

@@ -109,6 +109,14 @@ export class ThreadwiseApi extends Construct {
         reason: "The API's public description (OpenAPI 3.1), the same for every caller; it holds no data.",
       },
       {
+        path: "/v1/mcp/oauth/callback",
+        method: HttpMethod.GET,
+        integration: api,
+        reason:
+          "The browser coming back from an MCP server's sign-in carries no JWT; the callback finishes only the pending " +
+          "sign-in its state names (stored hashed, single use, expiring), for the user who started it (docs/mcp-oauth.md).",
+      },
+      {
         path: "/slack/events",
         method: HttpMethod.POST,
         integration: slack,

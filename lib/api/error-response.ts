@@ -9,6 +9,7 @@ import {
   ContextBudgetExceededError,
   ForbiddenError,
   IdempotencyKeyReusedError,
+  McpSignInError,
   MethodNotAllowedError,
   ModelBusyError,
   ModelCallFailedError,
@@ -41,6 +42,7 @@ function isMongoUnavailable(error: unknown): boolean {
 export function errorResponse(error: unknown): HttpResponse {
   const body = (code: string, message: string, extra: Record<string, unknown> = {}) => ({ error: { code, message, ...extra } });
   if (error instanceof ValidationError) return json(400, body("invalid_request", error.message, error.details ? { details: error.details } : {}));
+  if (error instanceof McpSignInError) return json(400, body(error.code, error.message));
   if (error instanceof AuthenticationError) return json(401, body("unauthorized", error.message), { "www-authenticate": "Bearer" });
   if (error instanceof ForbiddenError) return json(403, body("forbidden", error.message));
   if (error instanceof NotFoundError) return json(404, body("not_found", error.message));

@@ -16,6 +16,8 @@ export interface HttpHandlerOptions {
   authenticate: Authenticate;
   /** Routes served beside the API (Slack, Teams, the local console). */
   extraRoutes?: Route[];
+  /** Routes over the API's own parts, made once with them (the MCP endpoint, lib/api/mcp-routes.ts). Default: none. */
+  routesOverApi?: (deps: ApiRoutesDeps) => Route[];
   onError?(error: unknown, request: HttpRequest): void;
 }
 
@@ -44,6 +46,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     ...agentProtocolRoutes(deps),
     ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole }),
     ...(options.extraRoutes ?? []),
+    ...(options.routesOverApi?.(deps) ?? []),
   ];
   const router = createRouter(routes, options.onError);
   return async (request) => {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import * as s from "./schemas.js";
 import * as p from "./agent-protocol-schemas.js";
 import * as admin from "./admin-schemas.js";
+import * as mcp from "./mcp-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
@@ -204,6 +205,27 @@ export const OPERATIONS: Operation[] = [
     body: s.decisionBody,
     responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
     errors: [403, 404, 409, 410],
+  },
+  {
+    method: "post",
+    path: "/v1/mcp",
+    operationId: "mcp",
+    summary: "The MCP endpoint (Streamable HTTP, stateless, JSON answers): the tools ask, list_conversations and read_conversation (docs/mcp-endpoint.md).",
+    body: mcp.mcpMessageBody,
+    responses: {
+      200: { description: "The JSON-RPC response (one per request of a batch).", schema: mcp.mcpResponse },
+      202: { description: "Notifications and responses only: accepted, no body." },
+    },
+  },
+  {
+    method: "get",
+    path: "/v1/mcp/oauth/callback",
+    operationId: "mcpOAuthCallback",
+    summary: "Where an MCP server's sign-in returns: bound to the pending sign-in's state, single use, expiring (docs/mcp-oauth.md).",
+    public: true,
+    query: mcp.oauthCallbackQuery,
+    responses: { 200: { description: "Signed in; the user's token for that server is stored.", schema: mcp.oauthCallbackResult } },
+    errors: [400, 429, 500],
   },
   {
     method: "get",

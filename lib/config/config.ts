@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
+import { loadMcpOAuthConfig, type McpOAuthConfig } from "./mcp-oauth-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
@@ -517,6 +518,8 @@ export interface Config {
   recall: RecallConfig;
   /** Budgets and rate limits per tenant and user (`lib/config/limits-config.ts`, docs/limits.md). */
   limits: LimitsConfig;
+  /** Per-user OAuth for MCP servers (`lib/config/mcp-oauth-config.ts`, docs/mcp-oauth.md). */
+  mcpOAuth: McpOAuthConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -578,6 +581,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     limits: loadLimitsConfig(env),
+    mcpOAuth: loadMcpOAuthConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

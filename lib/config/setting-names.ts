@@ -1,6 +1,7 @@
 import { distance } from "fastest-levenshtein";
 import { OTHER_VARIABLES } from "./config-table.js";
 import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
+import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
 import { TOOL_SETTINGS } from "./tools-config.js";
 
@@ -24,6 +25,7 @@ export const SETTING_NAMES: readonly string[] = Object.keys({
   ...SETTINGS,
   ...TOOL_SETTINGS,
   ...RECALL_SETTINGS,
+  ...MCP_OAUTH_SETTINGS,
   ...SECRET_ARN_SETTINGS,
   ...OTHER_VARIABLES,
 });

@@ -4,6 +4,11 @@ import { z } from "zod";
 import { createApp, type App, type AppOptions } from "../app.js";
 import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
+import { mcpRoutes } from "../api/mcp-routes.js";
+import { mcpOAuthRoutes } from "../api/mcp-oauth-routes.js";
+import { MCP_OAUTH_CALLBACK_PATH } from "../config/mcp-oauth-config.js";
+import { createMcpOAuth } from "../mcp/oauth/create-mcp-oauth.js";
+import type { McpOAuth } from "../mcp/oauth/mcp-oauth.js";
 import { serverErrorLogger } from "../api/server-error-log.js";
 import { json, type HttpRequest } from "../api/http.js";
 import { parseJsonBody } from "../api/request-parsing.js";
@@ -40,6 +45,8 @@ export interface LocalServer {
   turnQueue: MongoTurnQueue;
   /** Runs queued turns and replies in the channel (the worker Lambda's logic, in this process). */
   worker: TurnJobWorker;
+  /** Per-user OAuth for MCP servers: the providers' factory and the callback's side (docs/mcp-oauth.md), keys in `localDir`. */
+  mcpOAuth: McpOAuth;
   close(): Promise<void>;
 }
 
@@ -162,6 +169,14 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     logger,
   });
   const authenticate = (request: HttpRequest) => verifier.verifyAuthorizationHeader(request.headers.authorization);
+  // The callback URL is the server's own once it listens (its port may be picked then), unless configured.
+  let listeningUrl = `http://127.0.0.1:${options.port ?? config.port}`;
+  const mcpOAuth = createMcpOAuth(config, {
+    db: client.db(config.dbName),
+    redirectUrl: () => `${listeningUrl}${MCP_OAUTH_CALLBACK_PATH}`,
+    localDir: options.localDir ?? DEFAULT_LOCAL_DIR,
+    logger,
+  }) as McpOAuth;
   const route = createHttpHandler(app, config, {
     authenticate,
     extraRoutes: [
@@ -170,7 +185,9 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       localTokenRoute(keys),
       localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
       ...channelRoutes(webhookHandlers),
+      ...mcpOAuthRoutes(mcpOAuth),
     ],
+    routesOverApi: mcpRoutes,
     onError: logServerError,
   });
   worker = channelWorker({
@@ -231,6 +248,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   turnQueue.start();
   recoverySweep.start();
   const { port } = server.address() as AddressInfo;
+  listeningUrl = `http://127.0.0.1:${port}`;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.
   const server6: Server | undefined = await listen(createServer(handle), port, "::1").catch(() => undefined);
   return {
@@ -239,6 +257,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     app,
     turnQueue,
     worker,
+    mcpOAuth,
     async close() {
       await sweep.stop();
       await recoverySweep.stop();

@@ -30,6 +30,12 @@ export const COLLECTIONS = {
   limitOverrides: "limit_overrides",
   /** Usage per tenant or user and UTC day, for the admin API. */
   usageDaily: "usage_daily",
+  /** A user's sealed OAuth tokens per MCP server (`McpOAuthStore`, docs/mcp-oauth.md). */
+  mcpOAuthTokens: "mcp_oauth_tokens",
+  /** MCP sign-ins started and not finished, bound to their state (single use, TTL). */
+  mcpOAuthSignIns: "mcp_oauth_sign_ins",
+  /** Clients registered dynamically with an MCP server's authorization server, per tenant and server. */
+  mcpOAuthClients: "mcp_oauth_clients",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

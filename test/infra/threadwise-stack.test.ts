@@ -16,6 +16,9 @@ import type { Route } from "../../lib/api/router.js";
 import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { buildStack, synthTemplate } from "./synth.js";
+import { mcpRoutes } from "../../lib/api/mcp-routes.js";
+import { mcpOAuthRoutes } from "../../lib/api/mcp-oauth-routes.js";
+import { McpOAuth } from "../../lib/mcp/oauth/mcp-oauth.js";
 
 const ISSUER = "https://login.example.com/tenant/v2.0";
 const prodContext = { stage: "prod", jwtIssuer: ISSUER, jwtAudience: "api://threadwise", alarmEmails: "oncall@example.com" };
@@ -725,11 +728,12 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("leaves /healthz, /readyz, /openapi.json and the webhooks to the functions", () => {
-      for (const key of ["GET /healthz", "GET /readyz", "GET /openapi.json", "POST /slack/events", "POST /slack/interactivity", "POST /teams/messages"]) {
+    it("leaves /healthz, /readyz, /openapi.json, the MCP sign-in callback and the webhooks to the functions", () => {
+      const open = ["GET /healthz", "GET /readyz", "GET /openapi.json", "GET /v1/mcp/oauth/callback", "POST /slack/events", "POST /slack/interactivity"];
+      for (const key of [...open, "POST /teams/messages"]) {
         template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: key, AuthorizationType: "NONE" });
       }
-      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 6);
+      template.resourceCountIs("AWS::ApiGatewayV2::Route", AUTHORIZED_ROUTES.length + 7);
     });
 
     it("routes to the api function every route its router serves, and no other", () => {
@@ -745,7 +749,8 @@ describe("ThreadwiseStack", () => {
         approvals: {} as never,
       };
       const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, adminRole: "threadwise:admin" });
-      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin];
+      const oauth = new McpOAuth({ db: database.db, keys: {} as never, redirectUrl: "https://api.invalid/v1/mcp/oauth/callback", retentionMs: 1 });
+      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 

@@ -9,6 +9,9 @@ import { ChatPromptValue } from "@langchain/core/prompt_values";
 import { RunnableLambda } from "@langchain/core/runnables";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { GridFSBucket, MongoClient } from "mongodb";
 import { z } from "zod";
 import { createChatModel } from "../../../lib/agent/chat-model.js";
@@ -110,4 +113,20 @@ export async function mongoDriver(): Promise<{ client: boolean; gridFs: string }
   }
   await client.close();
   return { client: typeof client.db("probe").collection === "function", gridFs };
+}
+
+/** An MCP server with a zod 4 tool, listed and called through the SDK's client: the SDK's zod 3 converter is replaced in the bundles. */
+export async function mcpTools(): Promise<unknown> {
+  const server = new McpServer({ name: "probe", version: "1.0.0" });
+  server.registerTool("echo", { description: "Echoes.", inputSchema: { text: z.string().max(10), n: z.number().int().optional() } }, async ({ text }) => ({
+    content: [{ type: "text", text }],
+  }));
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: "probe", version: "1.0.0" });
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+  const { tools } = await client.listTools();
+  const called = await client.callTool({ name: "echo", arguments: { text: "hi" } });
+  const refused = await client.callTool({ name: "echo", arguments: { text: "far too long a text" } });
+  await client.close();
+  return { schema: tools[0].inputSchema, called: called.content, refused: refused.isError };
 }

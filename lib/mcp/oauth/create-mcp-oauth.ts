@@ -1,0 +1,46 @@
+import { KMSClient } from "@aws-sdk/client-kms";
+import type { Db } from "mongodb";
+import { DEFAULT_RETENTION_DAYS, type Config } from "../../config/config.js";
+import type { StructuredLogger } from "../../logger.js";
+import type { SecretSource } from "../../tools/secrets.js";
+import type { DataKeySource } from "./data-key-source.js";
+import { KmsDataKeySource } from "./kms-data-key-source.js";
+import { LocalDataKeySource } from "./local-data-key-source.js";
+import { McpOAuth } from "./mcp-oauth.js";
+
+const DAY_MS = 86_400_000;
+/** The conversations' retention when the configuration names none (`RETENTION_DAYS`' default). */
+const FALLBACK_RETENTION_DAYS = DEFAULT_RETENTION_DAYS;
+
+export interface McpOAuthParts {
+  db: Db;
+  /** The callback URL when `MCP_OAUTH_REDIRECT_URL` is unset (the local server's own, once it listens). */
+  redirectUrl: string | (() => string);
+  /** Where the local key file is, when no KMS key is configured (the local server's `.local/`). Default: none (KMS required). */
+  localDir?: string;
+  /** Default: a client of the function's region. */
+  kms?: KMSClient;
+  secrets?: SecretSource;
+  logger?: StructuredLogger;
+}
+
+/**
+ * Per-user MCP OAuth as the configuration says: KMS data keys when `MCP_OAUTH_KMS_KEY_ID` is set,
+ * the local key file otherwise; undefined when neither can be had (a function without a key).
+ */
+export function createMcpOAuth(config: Config, parts: McpOAuthParts): McpOAuth | undefined {
+  const { kmsKeyId, redirectUrl, signInTtlSeconds } = config.mcpOAuth;
+  let keys: DataKeySource;
+  if (kmsKeyId) keys = new KmsDataKeySource(parts.kms ?? new KMSClient({}), kmsKeyId);
+  else if (parts.localDir) keys = new LocalDataKeySource(parts.localDir);
+  else return undefined;
+  return new McpOAuth({
+    db: parts.db,
+    keys,
+    redirectUrl: redirectUrl ?? parts.redirectUrl,
+    retentionMs: (config.retentionDays ?? FALLBACK_RETENTION_DAYS) * DAY_MS,
+    signInTtlMs: signInTtlSeconds * 1000,
+    secrets: parts.secrets,
+    logger: parts.logger,
+  });
+}

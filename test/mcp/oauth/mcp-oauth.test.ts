@@ -1,0 +1,165 @@
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiPrincipal, type Principal } from "../../../lib/auth/principal.js";
+import { COLLECTIONS } from "../../../lib/store/collections.js";
+import { startTestServer, type TestServer } from "../../support/api-client.js";
+import { startOAuthMcpServer, type OAuthMcpServer } from "../../support/oauth-mcp-server.js";
+
+let t: TestServer;
+let rs: OAuthMcpServer;
+
+beforeAll(async () => {
+  [t, rs] = await Promise.all([startTestServer(), startOAuthMcpServer()]);
+});
+afterAll(async () => {
+  await rs?.close();
+  await t?.close();
+});
+
+const scopeOf = (tenant: string | null) => ({
+  tenant,
+  server: { name: "crm", transport: { kind: "streamable-http" as const, url: rs.mcpUrl }, auth: { kind: "oauth" as const } },
+});
+const tokens = () => t.db.collection(COLLECTIONS.mcpOAuthTokens);
+
+/** One use of the server's `whoami` tool as the MCP client makes it: a provider for this principal, the SDK's client and transport. */
+async function whoami(principal: Principal, tenant: string | null = principal.tenant): Promise<{ user?: string; signIn?: URL }> {
+  const provider = t.server.mcpOAuth.providerFor(principal, scopeOf(tenant));
+  const client = new Client({ name: "mcp-oauth-test", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(rs.mcpUrl), { authProvider: provider }));
+  } catch (error) {
+    if (error instanceof UnauthorizedError) return { signIn: provider.authorizationUrl() };
+    throw error;
+  }
+  try {
+    const result = (await client.callTool({ name: "whoami", arguments: {} })) as { content: { text: string }[] };
+    return { user: result.content[0].text };
+  } finally {
+    await client.close();
+  }
+}
+
+/** The sign-in a principal is asked for, done in the browser as `user` of the authorization server; returns the callback's URL. */
+async function signInAs(principal: Principal, user: string, options: { deny?: boolean } = {}): Promise<string> {
+  const { signIn } = await whoami(principal);
+  expect(signIn, "a sign-in link").toBeDefined();
+  return rs.signIn(signIn as URL, user, options);
+}
+
+const callback = async (url: string) => {
+  const path = url.slice(t.url.length);
+  expect(url.startsWith(`${t.url}/v1/mcp/oauth/callback?`)).toBe(true);
+  return t.call("GET", path);
+};
+
+describe("McpOAuth", () => {
+  describe("providerFor", () => {
+    it("returns each user's own token, two users and two tokens never crossed, and no token for the same subject in another tenant", async () => {
+      const alice = apiPrincipal("alice", "acme");
+      const bob = apiPrincipal("bob", "acme");
+      expect((await callback(await signInAs(alice, "alice"))).body).toEqual({ status: "signed_in", server: "crm" });
+      expect((await callback(await signInAs(bob, "bob"))).status).toBe(200);
+      rs.calls.length = 0;
+      expect(await whoami(alice)).toEqual({ user: "alice" });
+      expect(await whoami(bob)).toEqual({ user: "bob" });
+      expect(await whoami(alice)).toEqual({ user: "alice" });
+      expect(rs.calls).toEqual(["alice", "bob", "alice"]);
+      // The same subject elsewhere is another principal: asked to sign in, never given alice's token.
+      expect((await whoami(apiPrincipal("alice", "globex"))).signIn).toBeDefined();
+      expect((await whoami(alice, "other-entry")).signIn).toBeDefined();
+      expect(rs.calls).toEqual(["alice", "bob", "alice"]);
+    });
+
+    it("stores tokens sealed: no token in the document, and one moved to another user's record does not open", async () => {
+      const erin = apiPrincipal("erin", "acme");
+      const frank = apiPrincipal("frank", "acme");
+      await callback(await signInAs(erin, "erin"));
+      await callback(await signInAs(frank, "frank"));
+      const [erinDoc, frankDoc] = await Promise.all([tokens().findOne({ subject: "erin" }), tokens().findOne({ subject: "frank" })]);
+      expect(JSON.stringify(erinDoc)).not.toMatch(/eyJ|access_token|refresh_token/);
+      await tokens().updateOne({ _id: frankDoc?._id }, { $set: { sealed: erinDoc?.sealed } });
+      const asFrank = await whoami(frank);
+      expect(asFrank.user).toBeUndefined();
+      expect(asFrank.signIn).toBeDefined();
+      expect(rs.calls.at(-1)).not.toBe("erin");
+    });
+
+    it("refreshes an expired access token and stores the new one", async () => {
+      const carol = apiPrincipal("carol", "acme");
+      rs.accessTtlSeconds = -60;
+      await callback(await signInAs(carol, "carol"));
+      rs.accessTtlSeconds = 3600;
+      const before = await tokens().findOne({ subject: "carol" });
+      const refreshes = rs.grants.refresh_token;
+      expect(await whoami(carol)).toEqual({ user: "carol" });
+      expect(rs.grants.refresh_token).toBe(refreshes + 1);
+      const after = await tokens().findOne({ subject: "carol" });
+      expect(after?.sealed.data).not.toBe(before?.sealed.data);
+      expect(await whoami(carol)).toEqual({ user: "carol" });
+      expect(rs.grants.refresh_token).toBe(refreshes + 1);
+    });
+
+    it("returns a sign-in link again once the tokens are revoked, and deletes them", async () => {
+      const dave = apiPrincipal("dave", "acme");
+      await callback(await signInAs(dave, "dave"));
+      expect(await whoami(dave)).toEqual({ user: "dave" });
+      rs.revoke("dave");
+      const again = await whoami(dave);
+      expect(again.user).toBeUndefined();
+      expect(again.signIn?.origin).toBe(rs.url);
+      expect(await tokens().countDocuments({ subject: "dave" })).toBe(0);
+      await callback(await rs.signIn(again.signIn as URL, "dave"));
+      expect(await whoami(dave)).toEqual({ user: "dave" });
+    });
+  });
+
+  describe("deleteUserData and revoke", () => {
+    it("deletes one principal's tokens and pending sign-ins, and nobody else's", async () => {
+      const gina = apiPrincipal("gina", "acme");
+      const hal = apiPrincipal("hal", "acme");
+      await callback(await signInAs(gina, "gina"));
+      await callback(await signInAs(hal, "hal"));
+      await whoami(apiPrincipal("gina", "acme"), "pending-entry");
+      expect(await t.server.mcpOAuth.deleteUserData(gina)).toBe(1);
+      expect(await tokens().countDocuments({ subject: "gina" })).toBe(0);
+      expect(await t.db.collection(COLLECTIONS.mcpOAuthSignIns).countDocuments({ "principal.subject": "gina" })).toBe(0);
+      expect(await whoami(hal)).toEqual({ user: "hal" });
+      expect(await t.server.mcpOAuth.revoke(hal, "acme", "crm")).toBe(true);
+      expect((await whoami(hal)).signIn).toBeDefined();
+    });
+  });
+
+  describe("GET /v1/mcp/oauth/callback", () => {
+    it("answers 400 sign_in_unknown to a replayed callback, and stores nothing more", async () => {
+      const ivy = apiPrincipal("ivy", "acme");
+      const url = await signInAs(ivy, "ivy");
+      expect((await callback(url)).status).toBe(200);
+      const codes = rs.grants.authorization_code;
+      const replay = await callback(url);
+      expect(replay.status).toBe(400);
+      expect(replay.body.error.code).toBe("sign_in_unknown");
+      expect(rs.grants.authorization_code).toBe(codes);
+    });
+
+    it("answers 400 sign_in_expired past the link's time, and the link is used up", async () => {
+      const url = await signInAs(apiPrincipal("jack", "acme"), "jack");
+      await t.db.collection(COLLECTIONS.mcpOAuthSignIns).updateMany({ "principal.subject": "jack" }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+      const late = await callback(url);
+      expect(late.status).toBe(400);
+      expect(late.body.error.code).toBe("sign_in_expired");
+      expect((await callback(url)).body.error.code).toBe("sign_in_unknown");
+      expect(await tokens().countDocuments({ subject: "jack" })).toBe(0);
+    });
+
+    it("answers 400 sign_in_denied when the user declined, 400 to a state never issued, and 400 without a state", async () => {
+      const denied = await callback(await signInAs(apiPrincipal("kim", "acme"), "kim", { deny: true }));
+      expect(denied.body.error.code).toBe("sign_in_denied");
+      expect((await t.call("GET", "/v1/mcp/oauth/callback?state=forged&code=abc")).body.error.code).toBe("sign_in_unknown");
+      expect((await t.call("GET", "/v1/mcp/oauth/callback?code=abc")).status).toBe(400);
+      expect(await tokens().countDocuments({ subject: "kim" })).toBe(0);
+    });
+  });
+});
