@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
+import { loadMcpConfig, type McpConfig } from "./mcp-servers-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
@@ -505,6 +506,8 @@ export interface Config {
   recall: RecallConfig;
   /** Budgets and rate limits per tenant and user (`lib/config/limits-config.ts`, docs/limits.md). */
   limits: LimitsConfig;
+  /** MCP servers whose tools turns may call (`lib/config/mcp-servers-config.ts`, docs/mcp.md). */
+  mcp: McpConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -566,6 +569,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     limits: loadLimitsConfig(env),
+    mcp: loadMcpConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

@@ -1,10 +1,24 @@
 import { z } from "zod";
+import { ValidationError } from "../errors.js";
+import { issueDetails, parseJsonSetting, parseOrThrow } from "../validation.js";
 import { toolApprovalPolicySchema } from "./approvals-config.js";
+import { envSchemaOf, setting, withDefaults } from "./settings.js";
 
+/** Seconds a container reuses a server's `tools/list`: a tool added or changed on the server is offered within this. */
+export const DEFAULT_MCP_TOOLS_TTL_SECONDS = 300;
+/** Seconds a container reuses a tenant's server entries read from the database: an admin change applies within this. */
+export const DEFAULT_MCP_ENTRIES_CACHE_SECONDS = 30;
+/** Most tools one server may list; a server listing more offers none (a list that long is a mistake or an attack on the context). */
+export const DEFAULT_MCP_MAX_TOOLS_PER_SERVER = 64;
+/** Most bytes of one tool's input JSON Schema; a tool with a larger one is not offered. */
+export const DEFAULT_MCP_MAX_SCHEMA_BYTES = 8_192;
 /** Longest a call to an MCP tool may run before the model gets a timeout error, in milliseconds. */
 export const DEFAULT_MCP_TIMEOUT_MS = 15_000;
-/** Most bytes of one MCP tool result kept inline; a longer result is offloaded and read back with `read_tool_output`. */
-export const DEFAULT_MCP_MAX_OUTPUT_BYTES = 16_000;
+/**
+ * Most bytes of one MCP tool result kept; the rest is cut off and the model told so. A result over
+ * `VIEW_TOOL_OUTPUT_TOKENS` is offloaded to the artifact tier as every tool's, read back with `read_tool_output`.
+ */
+export const DEFAULT_MCP_MAX_OUTPUT_BYTES = 200_000;
 /** Calls in flight to one server from one container; a call past it waits for a free slot within its timeout. */
 export const DEFAULT_MCP_MAX_CONCURRENCY = 4;
 /** Longest tool description the model sees; a longer one is cut and marked. */
@@ -109,3 +123,79 @@ export type McpAuth = z.infer<typeof mcpAuthSchema>;
 export type McpOAuthAuth = z.infer<typeof mcpOAuthAuthSchema>;
 export type McpStaticAuth = z.infer<typeof mcpStaticAuthSchema>;
 export type McpServerEntry = z.infer<typeof mcpServerEntrySchema>;
+
+/** The MCP client's settings, defined once (see `settings.ts`); docs/mcp.md describes them. */
+export const MCP_SETTINGS = {
+  MCP_SERVERS: setting({
+    schema: z.string().min(1),
+    defaultText: "none",
+    description:
+      'JSON list of MCP servers every tenant gets, e.g. `[{"name": "wiki", "transport": {"kind": "streamable-http", "url": "https://…/mcp"}}]` ([MCP](mcp.md))',
+  }),
+  MCP_TOOLS_TTL_SECONDS: setting({
+    schema: z.coerce.number().int().min(0).max(86_400),
+    default: DEFAULT_MCP_TOOLS_TTL_SECONDS,
+    description: "how long a container reuses a server's tool list",
+  }),
+  MCP_ENTRIES_CACHE_SECONDS: setting({
+    schema: z.coerce.number().int().min(0).max(60),
+    default: DEFAULT_MCP_ENTRIES_CACHE_SECONDS,
+    description: "how long a container reuses a tenant's MCP servers set through `/v1/admin/mcp-servers` (at most 60)",
+  }),
+  MCP_MAX_TOOLS_PER_SERVER: setting({
+    schema: z.coerce.number().int().positive().max(1_000),
+    default: DEFAULT_MCP_MAX_TOOLS_PER_SERVER,
+    description: "a server listing more tools offers none",
+  }),
+  MCP_MAX_SCHEMA_BYTES: setting({
+    schema: z.coerce.number().int().positive().max(1_000_000),
+    default: DEFAULT_MCP_MAX_SCHEMA_BYTES,
+    description: "a tool whose input schema is larger is not offered",
+  }),
+};
+
+const envSchema = envSchemaOf(MCP_SETTINGS);
+
+/** The MCP client's configuration (docs/mcp.md). */
+export interface McpConfig {
+  /** Every tenant's servers, unless the tenant's own entry of the same name replaces one. Default: none. */
+  servers: McpServerEntry[];
+  /** Default: `DEFAULT_MCP_TOOLS_TTL_SECONDS`. */
+  toolsTtlSeconds: number;
+  /** Default: `DEFAULT_MCP_ENTRIES_CACHE_SECONDS`. */
+  entriesCacheSeconds: number;
+  /** Default: `DEFAULT_MCP_MAX_TOOLS_PER_SERVER`. */
+  maxToolsPerServer: number;
+  /** Default: `DEFAULT_MCP_MAX_SCHEMA_BYTES`. */
+  maxSchemaBytes: number;
+}
+
+/** Reads `MCP_SERVERS` (JSON) and the MCP limits; names must be unique. */
+export function loadMcpConfig(env: Record<string, string | undefined>): McpConfig {
+  const e = withDefaults(MCP_SETTINGS, parseOrThrow(envSchema, env, "invalid configuration"));
+  return {
+    servers: e.MCP_SERVERS === undefined ? [] : parseMcpServers(e.MCP_SERVERS),
+    toolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
+    entriesCacheSeconds: e.MCP_ENTRIES_CACHE_SECONDS,
+    maxToolsPerServer: e.MCP_MAX_TOOLS_PER_SERVER,
+    maxSchemaBytes: e.MCP_MAX_SCHEMA_BYTES,
+  };
+}
+
+function parseMcpServers(raw: string): McpServerEntry[] {
+  const parsed = mcpServerListSchema.safeParse(parseJsonSetting(raw, "MCP_SERVERS"));
+  if (!parsed.success) {
+    throw new ValidationError(
+      "invalid configuration",
+      issueDetails(parsed.error).map((d) => ({ path: `MCP_SERVERS.${d.path}`, message: d.message })),
+    );
+  }
+  const names = parsed.data.map((s) => s.name);
+  const repeated = names.filter((n, i) => names.indexOf(n) !== i);
+  if (repeated.length > 0) {
+    throw new ValidationError("invalid configuration", [
+      { path: "MCP_SERVERS", message: `server name${repeated.length === 1 ? "" : "s"} used twice: ${repeated.join(", ")}` },
+    ]);
+  }
+  return parsed.data;
+}

@@ -30,6 +30,8 @@ export const COLLECTIONS = {
   limitOverrides: "limit_overrides",
   /** Usage per tenant or user and UTC day, for the admin API. */
   usageDaily: "usage_daily",
+  /** MCP servers a tenant added through the admin API, one document per tenant and server (`McpServerStore`). */
+  mcpServers: "mcp_servers",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;
