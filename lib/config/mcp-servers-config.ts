@@ -132,6 +132,12 @@ export const MCP_SETTINGS = {
     description:
       'JSON list of MCP servers every tenant gets, e.g. `[{"name": "wiki", "transport": {"kind": "streamable-http", "url": "https://…/mcp"}}]` ([MCP](mcp.md))',
   }),
+  MCP_LOCAL_SECRETS: setting({
+    schema: z.string().min(1),
+    defaultText: "none",
+    description:
+      'local mode: JSON of the MCP credentials by secret name, `{"wikiToken": "…"}` (in AWS: keys of a credentials secret the functions read, docs/mcp.md)',
+  }),
   MCP_TOOLS_TTL_SECONDS: setting({
     schema: z.coerce.number().int().min(0).max(86_400),
     default: DEFAULT_MCP_TOOLS_TTL_SECONDS,
@@ -160,6 +166,8 @@ const envSchema = envSchemaOf(MCP_SETTINGS);
 export interface McpConfig {
   /** Every tenant's servers, unless the tenant's own entry of the same name replaces one. Default: none. */
   servers: McpServerEntry[];
+  /** Local mode's static credentials by secret name (`MCP_LOCAL_SECRETS`). Default: none. */
+  localSecrets: Record<string, string>;
   /** Default: `DEFAULT_MCP_TOOLS_TTL_SECONDS`. */
   toolsTtlSeconds: number;
   /** Default: `DEFAULT_MCP_ENTRIES_CACHE_SECONDS`. */
@@ -175,6 +183,15 @@ export function loadMcpConfig(env: Record<string, string | undefined>): McpConfi
   const e = withDefaults(MCP_SETTINGS, parseOrThrow(envSchema, env, "invalid configuration"));
   return {
     servers: e.MCP_SERVERS === undefined ? [] : parseMcpServers(e.MCP_SERVERS),
+    localSecrets:
+      e.MCP_LOCAL_SECRETS === undefined
+        ? {}
+        : parseOrThrow(
+            z.record(z.string(), z.string()),
+            parseJsonSetting(e.MCP_LOCAL_SECRETS, "MCP_LOCAL_SECRETS"),
+            "invalid configuration",
+            "MCP_LOCAL_SECRETS",
+          ),
     toolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
     entriesCacheSeconds: e.MCP_ENTRIES_CACHE_SECONDS,
     maxToolsPerServer: e.MCP_MAX_TOOLS_PER_SERVER,
