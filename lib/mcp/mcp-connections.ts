@@ -8,6 +8,7 @@ import { DEFAULT_MCP_MAX_CONCURRENCY, DEFAULT_MCP_TIMEOUT_MS, type McpServerEntr
 import type { SecretSource } from "../tools/secrets.js";
 import type { McpOAuthClientProvider, McpOAuthProviderFactory, McpOAuthServerEntry } from "./mcp-server-config.js";
 import { Semaphore } from "./semaphore.js";
+import { ZodJsonSchemaValidator } from "./zod-json-schema-validator.js";
 
 /** The product's name and version as an MCP client tells servers. */
 const CLIENT_INFO = { name: "threadwise", version: "1.0.0" };
@@ -132,7 +133,7 @@ export class McpConnections {
       throw new McpConnectError(`${entry.name} needs per-user sign-in, which this deployment does not offer`, "unreachable");
     }
     const transport = await this.#transport(entry, oauth);
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: new ZodJsonSchemaValidator() });
     const slots = new Semaphore(entry.maxConcurrency ?? DEFAULT_MCP_MAX_CONCURRENCY);
     // The handshake may hit 401 (sign-in needed); the caller tells that apart by the error's class.
     try {

@@ -28,6 +28,7 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/api/admin-schemas.ts": "the admin API's request and response schemas (zod), checked through the admin routes' tests",
   "lib/observability/limit-metrics.ts": "the limits' usage metric names and the tenant property",
   "lib/store/collections.ts": "the MongoDB collection names",
+  "lib/mcp/mcp-server-config.ts": "the MCP server entry's schema (re-exported from lib/config) and the OAuth provider factory's interface",
   "lib/tools/documents/document-retriever.ts": "the interface of a document search and its passage type",
   "lib/tools/sample-questions.ts": "the sample questions' text; test/tools/local-model-examples.test.ts runs each through the offline model",
   "lib/tools/secrets.ts": "the interface tools read credentials through",

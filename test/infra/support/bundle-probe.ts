@@ -10,7 +10,9 @@ import { RunnableLambda } from "@langchain/core/runnables";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { GridFSBucket, MongoClient } from "mongodb";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { z } from "zod";
+import { ZodJsonSchemaValidator } from "../../../lib/mcp/zod-json-schema-validator.js";
 import { createChatModel } from "../../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
 import { countTextTokens } from "../../../lib/model-view/token-counter.js";
@@ -110,4 +112,16 @@ export async function mongoDriver(): Promise<{ client: boolean; gridFs: string }
   }
   await client.close();
   return { client: typeof client.db("probe").collection === "function", gridFs };
+}
+
+/** An MCP client as lib/mcp makes one (its own validator), and whether one with the SDK's default (Ajv) can be made at all. */
+export function mcpClients(): { withOwnValidator: boolean; defaultValidator: string } {
+  const own = new Client({ name: "probe", version: "1.0.0" }, { jsonSchemaValidator: new ZodJsonSchemaValidator() });
+  let defaultValidator = "built";
+  try {
+    new Client({ name: "probe", version: "1.0.0" });
+  } catch (error) {
+    defaultValidator = error instanceof Error ? error.message : String(error);
+  }
+  return { withOwnValidator: own instanceof Client, defaultValidator };
 }

@@ -73,23 +73,8 @@ describe("MCP tools in a turn", () => {
   });
 });
 
-describe("/v1/admin/mcp-servers", () => {
+describe("a tenant's own MCP server", () => {
   const entry = () => ({ name: "other", transport: { kind: "streamable-http", url: other.url }, tools: ["lookup"] });
-
-  it("returns 403 to a caller without the admin role, and changes nothing", async () => {
-    const alice = await t.token("alice", { tenant: "acme" });
-    const put = await t.call("PUT", "/v1/admin/mcp-servers", { token: alice, json: { issuer: "api", tenant: "acme", server: entry() } });
-    expect(put.status).toBe(403);
-    expect(await t.db.collection("mcp_servers").countDocuments({})).toBe(0);
-  });
-
-  it("returns 400 for a stdio entry, which only configuration may hold", async () => {
-    const admin = await t.token("root", { roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
-    const server = { name: "evil", transport: { kind: "stdio", command: "sh", args: ["-c", "id"] } };
-    const put = await t.call("PUT", "/v1/admin/mcp-servers", { token: admin, json: { issuer: "api", tenant: "acme", server } });
-    expect(put.status).toBe(400);
-    expect(await t.db.collection("mcp_servers").countDocuments({})).toBe(0);
-  });
 
   it("adds a tenant's server whose tools that tenant's turns get and another tenant's do not", async () => {
     const admin = await t.token("root", { roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
