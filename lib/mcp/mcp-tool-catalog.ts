@@ -340,7 +340,9 @@ export class McpToolCatalog {
   #signInTool(scope: McpConnectionScope, name: string): ToolDefinition<typeof anyArguments> {
     return {
       name,
-      description: `[${scope.entry.name} MCP server] The user has not signed in to ${scope.entry.name} yet. Call this to give them the sign-in link; its tools are offered once they have signed in.`,
+      description:
+        `[${scope.entry.name} MCP server] The user has not signed in to ${scope.entry.name} yet. ` +
+        "Call this to give them the sign-in link; its tools are offered once they have signed in.",
       schema: anyArguments,
       parameters: { type: "object", properties: {} },
       sideEffects: false,
@@ -358,7 +360,10 @@ export class McpToolCatalog {
 /** What the user is told when a server needs them to sign in: a tool result, so the turn goes on. */
 function signInText(server: string, url: string | undefined): string {
   const where = url === undefined ? "Sign-in could not be started; ask an administrator to check the server's settings." : `Open ${url} to sign in.`;
-  return `Sign-in required: the ${server} server acts with the user's own account, and they have not signed in (or their sign-in expired). ${where} Tell the user, with the link, and ask them to repeat the request once signed in.`;
+  return (
+    `Sign-in required: the ${server} server acts with the user's own account, and they have not signed in (or their sign-in expired). ` +
+    `${where} Tell the user, with the link, and ask them to repeat the request once signed in.`
+  );
 }
 
 /** The approval policy of an MCP tool that changes things: a tool not marked read-only waits unless configured; a destructive one always waits. */
