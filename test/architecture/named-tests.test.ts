@@ -27,6 +27,7 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/observability/approval-sweep-metrics.ts": "the approvals sweep's metric names",
   "lib/api/admin-schemas.ts": "the admin API's request and response schemas (zod), checked through the admin routes' tests",
   "lib/observability/limit-metrics.ts": "the limits' usage metric names and the tenant property",
+  "lib/observability/mcp-metrics.ts": "the MCP client's metric names and properties",
   "lib/store/collections.ts": "the MongoDB collection names",
   "lib/mcp/mcp-server-config.ts": "the MCP server entry's schema (re-exported from lib/config) and the OAuth provider factory's interface",
   "lib/tools/documents/document-retriever.ts": "the interface of a document search and its passage type",
