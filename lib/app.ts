@@ -5,7 +5,6 @@ import type { FaultInjector } from "./agent/fault-points.js";
 import type { Clock } from "./clock.js";
 import type { StructuredLogger } from "./logger.js";
 import { createAgentGraph } from "./agent/graph.js";
-import { RegistryToolRunner } from "./agent/registry-tool-runner.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
 import { TurnRunner } from "./agent/turn-runner.js";
 import { TurnRecovery } from "./agent/turn-recovery.js";
@@ -33,12 +32,15 @@ import { createSearchConversationTool, SEARCH_CONVERSATION_NAME } from "./recall
 import { TurnIndexer } from "./recall/turn-indexer.js";
 import { TurnEvents } from "./events/turn-events.js";
 import { TurnEventHub } from "./events/turn-event-hub.js";
-import { ApprovalPolicy } from "./approvals/approval-policy.js";
 import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
 import { recoveryJobOf } from "./queue/turn-job.js";
 import { Limits, type LimitUsageSink } from "./limits/limits.js";
+import { createMcp, type Mcp } from "./mcp/create-mcp.js";
+import type { McpOAuthProviderFactory } from "./mcp/mcp-server-config.js";
+import type { McpCallEvent } from "./mcp/mcp-tool-catalog.js";
+import { TenantToolRunner } from "./mcp/tenant-tool-runner.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -77,6 +79,12 @@ export interface AppOptions {
   onTurnCompleted?: TurnMetricsSink;
   /** Receives the error of every turn that failed in the request (Lambda: the failed-turn metric). */
   onTurnFailed?: (error: unknown) => void;
+  /** Per-user OAuth providers for `oauth` MCP servers (lib/mcp/oauth/). Default: none; such servers' tools are not offered. */
+  mcpOAuth?: McpOAuthProviderFactory;
+  /** Whether stdio MCP servers may run: local mode only. Default: false. */
+  mcpStdio?: boolean;
+  /** Receives each MCP call's and discovery's outcome (Lambda: metrics). Default: none. */
+  onMcpEvent?: (event: McpCallEvent) => void;
   /** Receives what each model call added to a tenant's and user's usage (Lambda: the usage metrics, docs/limits.md). */
   onLimitUsage?: LimitUsageSink;
   /** What the limits' windows and expiries are measured by. Default: the system clock. */
@@ -101,6 +109,8 @@ export interface App {
   recovery: TurnRecovery;
   /** Budgets and rate limits per tenant and user, and their usage (docs/limits.md). */
   limits: Limits;
+  /** Tenants' MCP servers and their tools (docs/mcp.md). */
+  mcp: Mcp;
   close(): Promise<void>;
 }
 
@@ -121,11 +131,14 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const embedder = options.embedder ?? createEmbedder(config);
   const indexer = new TurnIndexer({ index: database.recall, messages: database.messages, turns: database.turns, embedder, logger: options.logger });
   const offered = [...(options.tools ?? defaults?.tools ?? []), readToolOutput(database, config), searchConversation(database, config, embedder, options)];
-  const registry = new ToolRegistry(offered, {
-    guard,
-    timeoutMs: config.tools.timeoutMs,
-    roles: config.tools.roles,
+  const registryOptions = { guard, timeoutMs: config.tools.timeoutMs, roles: config.tools.roles, logger: options.logger };
+  const registry = new ToolRegistry(offered, registryOptions);
+  const mcp = createMcp(database.db, config.mcp, {
+    secrets: options.secrets ?? NO_SECRETS,
+    oauth: options.mcpOAuth,
+    allowStdio: options.mcpStdio,
     logger: options.logger,
+    onEvent: options.onMcpEvent,
   });
   const model = options.model ?? createChatModel(config.model);
   const bedrock = config.model.provider === "bedrock";
@@ -149,11 +162,15 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     price,
     sendCachePoints: bedrock && promptCache.enabled,
     countTokens: config.model.countTokens ? createModelTokenCounter(model, modelId) : undefined,
-    tools: new RegistryToolRunner(
-      registry,
-      (output, meta) => offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
-      new ApprovalPolicy(config.tools.approvals.tools, offered),
-    ),
+    tools: new TenantToolRunner({
+      tools: offered,
+      registry: registryOptions,
+      approvals: config.tools.approvals.tools,
+      offload: (output, meta) => offloadToolOutput(output, meta, { artifacts: database.artifacts, thresholdTokens: config.view.toolOutputTokens }),
+      catalog: mcp.catalog,
+      servers: (caller) => mcp.serversOf(caller),
+      logger: options.logger,
+    }),
     checkpointer: database.checkpointer,
     archive: options.archiveTurns === false ? undefined : database.archive,
     faults: options.faults,
@@ -237,7 +254,9 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     approvals,
     recovery,
     limits,
+    mcp,
     async close() {
+      await mcp.close();
       await defaults?.close();
       if (ownsClient) await client.close();
     },

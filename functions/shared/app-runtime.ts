@@ -3,7 +3,7 @@ import { channelReplyCredentialsOf, type Credentials } from "../../lib/config/cr
 import type { TurnJobWorker, TurnMetricsSink } from "../../lib/queue/index.js";
 import { channelWorker } from "../../lib/channels/channel-worker.js";
 import type { SecretSource } from "../../lib/tools/index.js";
-import { config, logger, mongoClientFor, publishLimitUsage } from "./runtime.js";
+import { config, logger, mongoClientFor, publishLimitUsage, publishMcpEvent } from "./runtime.js";
 
 let current: { client: unknown; app: Promise<App> } | undefined;
 
@@ -18,6 +18,7 @@ export function appFor(credentials: Credentials, options: Omit<AppOptions, "mong
     const previous = current;
     const app = createApp(config, {
       onLimitUsage: publishLimitUsage,
+      onMcpEvent: publishMcpEvent,
       ...options,
       mongoClient: client,
       setup: "ensure",

@@ -34,6 +34,8 @@ import {
 import { SqsTurnQueue, TURN_METRIC_NAMES, type TurnMetrics } from "../../lib/queue/index.js";
 import type { LimitUsageEvent } from "../../lib/limits/index.js";
 import { LIMIT_METRIC_NAMES, TENANT_PROPERTY } from "../../lib/observability/limit-metrics.js";
+import { MCP_METRIC_NAMES, MCP_OUTCOME_PROPERTY, MCP_SERVER_PROPERTY } from "../../lib/observability/mcp-metrics.js";
+import type { McpCallEvent } from "../../lib/mcp/mcp-tool-catalog.js";
 import { createMongoClient } from "../../lib/store/mongo-client.js";
 import { CredentialSecrets, type SecretValues } from "./credential-secrets.js";
 
@@ -213,6 +215,18 @@ export function publishLimitUsage(event: LimitUsageEvent): void {
   publish(LIMIT_METRIC_NAMES.tenantTokens, MetricUnit.Count, event.tokens);
   publish(LIMIT_METRIC_NAMES.tenantCostUsd, MetricUnit.NoUnit, event.costUsd);
   if (event.budgetPercent !== undefined) publish(LIMIT_METRIC_NAMES.tenantBudgetPercent, MetricUnit.Percent, event.budgetPercent);
+}
+
+/** One record per MCP call (its duration) and per failed call or discovery (docs/mcp.md), naming the server and the outcome. */
+export function publishMcpEvent(event: McpCallEvent): void {
+  const publish = (name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number) => {
+    const record = metrics.singleMetric();
+    record.addMetadata(MCP_SERVER_PROPERTY, event.server);
+    record.addMetadata(MCP_OUTCOME_PROPERTY, `${event.kind}:${event.outcome}`);
+    record.addMetric(name, unit, value);
+  };
+  if (event.kind === "call") publish(MCP_METRIC_NAMES.callDuration, MetricUnit.Milliseconds, event.durationMs);
+  if (event.outcome !== "success") publish(MCP_METRIC_NAMES.failures, MetricUnit.Count, 1);
 }
 
 /** One data point per figure per run of the approvals sweep; flushed by the logMetrics middleware. */

@@ -83,6 +83,12 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
   // The package root also exports the Kendra and knowledge-base retrievers and embeddings, whose SDK
   // clients would be loaded at start for nothing (~8 ms for Kendra's alone); we use the chat model.
   { importPath: "@langchain/aws", importer: /[\\/]lib[\\/]agent[\\/]/, replacement: { contents: 'export { ChatBedrockConverse } from "./chat_models.js";' } },
+  // The MCP client passes its own JSON Schema validator (zod's), so the SDK's default Ajv is not needed.
+  {
+    importPath: "../validation/ajv-provider.js",
+    importer: /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]client[\\/]index\.js$/,
+    replacement: { file: here("./mcp-ajv-provider.ts") },
+  },
   // The OpenAI-compatible provider is the local server's; deployed functions call Bedrock.
   {
     importPath: "./openai-compatible-model.js",

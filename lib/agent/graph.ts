@@ -180,13 +180,18 @@ export function createAgentGraph(options: AgentGraphOptions) {
     return options.archive && archivePlan(state.messages, state.archivedTurns, policy) ? "archive" : "agent";
   }
 
+  /** The caller's tools: the runner itself, or the one it resolves for the caller (a tenant's MCP tools). */
+  function toolsOf(caller: Caller): Promise<ToolRunner> | ToolRunner {
+    return tools.forCaller ? tools.forCaller(caller) : tools;
+  }
+
   async function agent(state: State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
     const index = callIndex(state.messages);
     if (index >= ctx.maxModelCalls) {
       throw new ModelCallLimitError(`the turn reached its limit of ${ctx.maxModelCalls} model calls`, ctx.maxModelCalls);
     }
-    const offered = tools.toolSpecs(ctx.caller);
+    const offered = (await toolsOf(ctx.caller)).toolSpecs(ctx.caller);
     const toolSchemaTokens = schemaTokens(offered);
     const view = await calibratedView(state, offered, toolSchemaTokens);
     await ctx.onProgress?.({ step: "model", modelCalls: index });
@@ -256,6 +261,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const last = state.messages[state.messages.length - 1] as AIMessage;
     const calls: ToolCallRequest[] = (last.tool_calls ?? []).map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
     const turn = currentTurnMessages(state.messages);
+    const tools = await toolsOf(ctx.caller);
     const waiting: PendingCall[] = calls.flatMap((call) => {
       const approvers = tools.approversFor(call, ctx.caller, turn);
       if (!approvers) return [];

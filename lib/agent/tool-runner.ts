@@ -17,6 +17,12 @@ export interface ToolCallRequest {
  * checkpointed (large outputs already offloaded).
  */
 export interface ToolRunner {
+  /**
+   * The runner for this caller's tools, when they depend on who asks beyond roles (a tenant's MCP
+   * servers, discovered and cached): the graph asks it once per node and uses what it gives.
+   * Default: this runner serves every caller.
+   */
+  forCaller?(caller: Caller): Promise<ToolRunner>;
   toolSpecs(caller: Caller): FunctionTool[];
   /**
    * Undefined when the call runs at once: no policy holds it, or it would fail anyway (a tool refused

@@ -2,6 +2,7 @@ import type { App } from "../app.js";
 import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
 import { adminRoutes } from "./admin-routes.js";
+import { adminMcpRoutes } from "./admin-mcp-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
 import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
@@ -45,6 +46,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     ...apiRoutes(deps),
     ...agentProtocolRoutes(deps),
     ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole }),
+    ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, adminRole: config.limits.adminRole }),
     ...(options.extraRoutes ?? []),
     ...(options.routesOverApi?.(deps) ?? []),
   ];

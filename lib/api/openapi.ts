@@ -3,6 +3,7 @@ import * as s from "./schemas.js";
 import * as p from "./agent-protocol-schemas.js";
 import * as admin from "./admin-schemas.js";
 import * as mcp from "./mcp-schemas.js";
+import * as adminMcp from "./admin-mcp-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
@@ -253,6 +254,33 @@ export const OPERATIONS: Operation[] = [
     query: admin.usageQuery,
     responses: { 200: { description: "One entry per day with usage, oldest first, and their total.", schema: admin.usageView } },
     errors: [400, 403],
+  },
+  {
+    method: "get",
+    path: "/v1/admin/mcp-servers",
+    operationId: "getMcpServers",
+    summary: "A tenant's MCP servers: its own entries over the configured ones; the admin role only (docs/mcp.md).",
+    query: adminMcp.mcpTenantQuery,
+    responses: { 200: { description: "The servers the tenant's turns use, its own entries and the defaults.", schema: adminMcp.mcpServersView } },
+    errors: [400, 403],
+  },
+  {
+    method: "put",
+    path: "/v1/admin/mcp-servers",
+    operationId: "putMcpServer",
+    summary: "Adds or replaces one of a tenant's MCP servers (Streamable HTTP only); every container uses it within `MCP_ENTRIES_CACHE_SECONDS`.",
+    body: adminMcp.putMcpServerBody,
+    responses: { 200: { description: "The tenant's servers as they now apply.", schema: adminMcp.mcpServersView } },
+    errors: [403],
+  },
+  {
+    method: "delete",
+    path: "/v1/admin/mcp-servers",
+    operationId: "deleteMcpServer",
+    summary: "Removes one of a tenant's own MCP servers (a configured default of the same name applies again).",
+    query: adminMcp.mcpServerNameQuery,
+    responses: { 200: { description: "The tenant's servers as they now apply.", schema: adminMcp.mcpServersView } },
+    errors: [400, 403, 404],
   },
   ...agentProtocolOperations(),
 ];

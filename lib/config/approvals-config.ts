@@ -24,7 +24,8 @@ const approversSchema = z
   .strictObject({ requester: z.boolean().optional(), roles: z.array(z.string().min(1)).max(50).optional() })
   .refine((a) => a.requester === true || (a.roles?.length ?? 0) > 0, { message: "name the requester, roles, or both" });
 
-const toolPolicySchema = z.strictObject({
+/** One tool's approval policy, as `TOOL_APPROVALS` holds it (MCP server entries reuse it for their overrides). */
+export const toolApprovalPolicySchema = z.strictObject({
   /** `always`, `never`, or `{ "when": rule }`: only calls whose arguments match. */
   require: z.union([z.enum(["always", "never"]), z.strictObject({ when: ruleSchema })], {
     // zod's own message for a union is a bare "Invalid input".
@@ -41,10 +42,10 @@ const toolPolicySchema = z.strictObject({
 });
 
 /** `TOOL_APPROVALS`: `{"tool_name": {"require": …, "approvers": …}}`. */
-const approvalsSchema = z.record(z.string().min(1), toolPolicySchema);
+const approvalsSchema = z.record(z.string().min(1), toolApprovalPolicySchema);
 
 export type ApprovalRule = z.infer<typeof ruleSchema>;
-export type ToolApprovalPolicy = z.infer<typeof toolPolicySchema>;
+export type ToolApprovalPolicy = z.infer<typeof toolApprovalPolicySchema>;
 
 /** Who may decide an approval, as stored with it. */
 export interface Approvers {

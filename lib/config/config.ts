@@ -2,6 +2,7 @@ import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
 import { loadMcpOAuthConfig, type McpOAuthConfig } from "./mcp-oauth-config.js";
+import { loadMcpConfig, type McpConfig } from "./mcp-servers-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
 import { ValidationError } from "../errors.js";
@@ -520,6 +521,8 @@ export interface Config {
   limits: LimitsConfig;
   /** Per-user OAuth for MCP servers (`lib/config/mcp-oauth-config.ts`, docs/mcp-oauth.md). */
   mcpOAuth: McpOAuthConfig;
+  /** MCP servers whose tools turns may call (`lib/config/mcp-servers-config.ts`, docs/mcp.md). */
+  mcp: McpConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
 }
@@ -582,6 +585,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     recall: loadRecallConfig(env),
     limits: loadLimitsConfig(env),
     mcpOAuth: loadMcpOAuthConfig(env),
+    mcp: loadMcpConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

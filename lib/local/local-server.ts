@@ -146,7 +146,12 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     maxReceives: config.deployment.turnMaxReceives,
   });
   await turnQueue.setup();
-  const app = await createApp({ ...config, mongodbUri }, { logger: jsonConsoleLogger, turnQueue, ...options.app, mongoClient: client });
+  // Local mode runs stdio MCP servers and reads MCP credentials from `MCP_LOCAL_SECRETS` (docs/mcp.md).
+  const localSecrets = { get: async (name: string) => config.mcp.localSecrets[name] };
+  const app = await createApp(
+    { ...config, mongodbUri },
+    { logger: jsonConsoleLogger, turnQueue, mcpStdio: true, secrets: localSecrets, ...options.app, mongoClient: client },
+  );
   const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
     teams: channels.teams

@@ -36,6 +36,8 @@ export const COLLECTIONS = {
   mcpOAuthSignIns: "mcp_oauth_sign_ins",
   /** Clients registered dynamically with an MCP server's authorization server, per tenant and server. */
   mcpOAuthClients: "mcp_oauth_clients",
+  /** MCP servers a tenant added through the admin API, one document per tenant and server (`McpServerStore`). */
+  mcpServers: "mcp_servers",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -79,7 +79,7 @@ export class ToolRegistry {
       this.#tools.set(tool.name, tool);
       const allowed = options.roles?.[tool.name] ?? tool.allowedRoles;
       if (allowed !== undefined) this.#allowedRoles.set(tool.name, allowed);
-      const { $schema: _ignored, ...parameters } = z.toJSONSchema(tool.schema, { io: "input" }) as Record<string, unknown>;
+      const { $schema: _ignored, ...parameters } = tool.parameters ?? (z.toJSONSchema(tool.schema, { io: "input" }) as Record<string, unknown>);
       this.#specs.set(tool.name, { type: "function", function: { name: tool.name, description: tool.description, parameters } });
     }
     this.#guard = options.guard;
@@ -164,12 +164,13 @@ export class ToolRegistry {
     const onAbort = () => controller.abort(ctx.signal?.reason);
     ctx.signal?.addEventListener("abort", onAbort, { once: true });
     let timer: NodeJS.Timeout | undefined;
+    const timeoutMs = tool.timeoutMs ?? this.#timeoutMs;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        const error = new ToolTimeoutError(`timed out after ${this.#timeoutMs} ms`);
+        const error = new ToolTimeoutError(`timed out after ${timeoutMs} ms`);
         controller.abort(error);
         reject(error);
-      }, this.#timeoutMs);
+      }, timeoutMs);
     });
     const runCtx: ToolContext = { ...ctx, signal: controller.signal };
     const run = tool.sideEffects && this.#guard ? this.#guard.run(tool, parsed.data, runCtx) : tool.run(parsed.data, runCtx);

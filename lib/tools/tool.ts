@@ -38,6 +38,13 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   trust?: "untrusted";
   /** Roles allowed to use the tool. Default: everyone. */
   allowedRoles?: readonly string[];
+  /**
+   * The arguments' JSON Schema offered to the model, when the tool has one of its own (an MCP
+   * server's tool); `schema` still checks the arguments. Default: `schema` converted.
+   */
+  parameters?: Record<string, unknown>;
+  /** This tool's time limit, over the registry's. Default: the registry's `timeoutMs`. */
+  timeoutMs?: number;
   /** Questions that call the tool in the offline model's `tool_name {json}` form and that its data answers; the console lists them. Default: none. */
   examples?: readonly string[];
   run(input: z.infer<S>, ctx: ToolContext): Promise<string>;

@@ -62,4 +62,21 @@ describe("functions/shared/runtime", () => {
       expect(records[2].TenantBudgetPercent).toBe(81);
     });
   });
+
+  describe("publishMcpEvent", () => {
+    it("writes a call's duration, and a failure record only for an outcome that is not success, with the server as a property", async () => {
+      const records = await emfOf(async () => {
+        runtime.publishMcpEvent({ kind: "call", server: "wiki", tool: "search", outcome: "success", durationMs: 40 });
+        runtime.publishMcpEvent({ kind: "call", server: "wiki", tool: "search", outcome: "timeout", durationMs: 15_000 });
+        runtime.publishMcpEvent({ kind: "discovery", server: "crm", outcome: "unreachable", durationMs: 3 });
+      });
+      expect(records.map((r) => [r.mcpServer, r.mcpOutcome, Object.keys(r).find((k) => k.startsWith("Mcp"))])).toEqual([
+        ["wiki", "call:success", "McpCallDuration"],
+        ["wiki", "call:timeout", "McpCallDuration"],
+        ["wiki", "call:timeout", "McpFailures"],
+        ["crm", "discovery:unreachable", "McpFailures"],
+      ]);
+      for (const r of records) expect(r._aws.CloudWatchMetrics[0].Dimensions.flat()).not.toContain("mcpServer");
+    });
+  });
 });

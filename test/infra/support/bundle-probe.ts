@@ -14,6 +14,7 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { GridFSBucket, MongoClient } from "mongodb";
 import { z } from "zod";
+import { ZodJsonSchemaValidator } from "../../../lib/mcp/zod-json-schema-validator.js";
 import { createChatModel } from "../../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
 import { countTextTokens } from "../../../lib/model-view/token-counter.js";
@@ -122,11 +123,23 @@ export async function mcpTools(): Promise<unknown> {
     content: [{ type: "text", text }],
   }));
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  const client = new Client({ name: "probe", version: "1.0.0" });
+  const client = new Client({ name: "probe", version: "1.0.0" }, { jsonSchemaValidator: new ZodJsonSchemaValidator() });
   await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
   const { tools } = await client.listTools();
   const called = await client.callTool({ name: "echo", arguments: { text: "hi" } });
   const refused = await client.callTool({ name: "echo", arguments: { text: "far too long a text" } });
   await client.close();
   return { schema: tools[0].inputSchema, called: called.content, refused: refused.isError };
+}
+
+/** An MCP client as lib/mcp makes one (its own validator), and whether one with the SDK's default (Ajv) can be made at all. */
+export function mcpClients(): { withOwnValidator: boolean; defaultValidator: string } {
+  const own = new Client({ name: "probe", version: "1.0.0" }, { jsonSchemaValidator: new ZodJsonSchemaValidator() });
+  let defaultValidator = "built";
+  try {
+    new Client({ name: "probe", version: "1.0.0" });
+  } catch (error) {
+    defaultValidator = error instanceof Error ? error.message : String(error);
+  }
+  return { withOwnValidator: own instanceof Client, defaultValidator };
 }

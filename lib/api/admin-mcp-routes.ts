@@ -1,0 +1,75 @@
+import type { McpServerEntry } from "../config/mcp-servers-config.js";
+import { ForbiddenError, NotFoundError } from "../errors.js";
+import type { McpServerStore, McpTenant } from "../mcp/mcp-server-store.js";
+import { effectiveMcpServers } from "../mcp/effective-mcp-servers.js";
+import { mcpServerNameQuery, mcpTenantQuery, putMcpServerBody } from "./admin-mcp-schemas.js";
+import { json, type Authenticate, type HttpRequest } from "./http.js";
+import { parseJsonBody, parseQuery } from "./request-parsing.js";
+import type { Route } from "./router.js";
+
+export interface AdminMcpRoutesDeps {
+  authenticate: Authenticate;
+  store: McpServerStore;
+  /** `MCP_SERVERS`: every tenant's servers. */
+  defaults: readonly McpServerEntry[];
+  /** The role a caller needs (`LIMITS_ADMIN_ROLE`, as the other admin routes). */
+  adminRole: string;
+}
+
+/**
+ * `/v1/admin/mcp-servers` (docs/mcp.md): list, add or replace, and remove a tenant's MCP server
+ * entries. Only a caller with the admin role; anyone else is 403 and nothing is read or changed.
+ */
+export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
+  const admin = async (request: HttpRequest) => {
+    const caller = await deps.authenticate(request);
+    if (!caller.roles.includes(deps.adminRole)) throw new ForbiddenError(`the admin API needs the ${deps.adminRole} role`);
+    return caller;
+  };
+  const tenantOf = (q: { issuer: McpTenant["issuer"]; tenant?: string }): McpTenant => ({ issuer: q.issuer, tenant: q.tenant ?? null });
+  const view = async (tenant: McpTenant) => {
+    const own = await deps.store.list(tenant);
+    return json(200, {
+      tenant,
+      servers: effectiveMcpServers(
+        deps.defaults,
+        own.map((d) => d.entry),
+      ),
+      own: own.map((d) => ({ server: d.entry, updatedAt: d.updatedAt.toISOString() })),
+      defaults: deps.defaults,
+    });
+  };
+  const pattern = /^\/v1\/admin\/mcp-servers$/;
+  return [
+    {
+      method: "GET",
+      pattern,
+      handler: async (request) => {
+        await admin(request);
+        return view(tenantOf(parseQuery(request, mcpTenantQuery)));
+      },
+    },
+    {
+      method: "PUT",
+      pattern,
+      handler: async (request) => {
+        const caller = await admin(request);
+        const body = parseJsonBody(request, putMcpServerBody);
+        const tenant = tenantOf(body);
+        await deps.store.put(tenant, body.server, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
+        return view(tenant);
+      },
+    },
+    {
+      method: "DELETE",
+      pattern,
+      handler: async (request) => {
+        await admin(request);
+        const q = parseQuery(request, mcpServerNameQuery);
+        const tenant = tenantOf(q);
+        if (!(await deps.store.remove(tenant, q.name))) throw new NotFoundError(`the tenant has no MCP server named ${q.name}`);
+        return view(tenant);
+      },
+    },
+  ];
+}
