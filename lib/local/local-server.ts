@@ -146,11 +146,27 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     maxReceives: config.deployment.turnMaxReceives,
   });
   await turnQueue.setup();
+  // The callback URL is the server's own once it listens (its port may be picked then), unless configured.
+  let listeningUrl = `http://127.0.0.1:${options.port ?? config.port}`;
+  const mcpOAuth = createMcpOAuth(config, {
+    db: client.db(config.dbName),
+    redirectUrl: () => `${listeningUrl}${MCP_OAUTH_CALLBACK_PATH}`,
+    localDir: options.localDir ?? DEFAULT_LOCAL_DIR,
+    logger,
+  }) as McpOAuth;
   // Local mode runs stdio MCP servers and reads MCP credentials from `MCP_LOCAL_SECRETS` (docs/mcp.md).
   const localSecrets = { get: async (name: string) => config.mcp.localSecrets[name] };
   const app = await createApp(
     { ...config, mongodbUri },
-    { logger: jsonConsoleLogger, turnQueue, mcpStdio: true, secrets: localSecrets, ...options.app, mongoClient: client },
+    {
+      logger: jsonConsoleLogger,
+      turnQueue,
+      mcpStdio: true,
+      secrets: localSecrets,
+      mcpOAuth: (principal, scope) => mcpOAuth.providerFor(principal, scope),
+      ...options.app,
+      mongoClient: client,
+    },
   );
   const webhookHandlers = channelHandlers({
     slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
@@ -174,14 +190,6 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     logger,
   });
   const authenticate = (request: HttpRequest) => verifier.verifyAuthorizationHeader(request.headers.authorization);
-  // The callback URL is the server's own once it listens (its port may be picked then), unless configured.
-  let listeningUrl = `http://127.0.0.1:${options.port ?? config.port}`;
-  const mcpOAuth = createMcpOAuth(config, {
-    db: client.db(config.dbName),
-    redirectUrl: () => `${listeningUrl}${MCP_OAUTH_CALLBACK_PATH}`,
-    localDir: options.localDir ?? DEFAULT_LOCAL_DIR,
-    logger,
-  }) as McpOAuth;
   const route = createHttpHandler(app, config, {
     authenticate,
     extraRoutes: [
