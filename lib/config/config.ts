@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
+import { loadTracingConfig, type TracingConfig } from "./tracing-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
@@ -507,6 +508,8 @@ export interface Config {
   limits: LimitsConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
+  /** Local mode: where the OpenTelemetry spans go (`lib/config/tracing-config.ts`, docs/operations.md "Tracing"). */
+  tracing: TracingConfig;
 }
 
 /** Reads and validates configuration; the only place in `lib/` that looks at the environment. */
@@ -566,6 +569,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     limits: loadLimitsConfig(env),
+    tracing: loadTracingConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

@@ -2,6 +2,7 @@ import { distance } from "fastest-levenshtein";
 import { OTHER_VARIABLES } from "./config-table.js";
 import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
+import { TRACING_SETTINGS } from "./tracing-config.js";
 import { TOOL_SETTINGS } from "./tools-config.js";
 
 /**
@@ -9,7 +10,20 @@ import { TOOL_SETTINGS } from "./tools-config.js";
  * most likely a misspelt one (`TOOL_APPROVAL`, `MONGO_URI`), so it is named even when no setting
  * is close.
  */
-export const SETTING_PREFIXES = ["MODEL_", "MONGO", "TOOL_", "VIEW_", "SLACK_", "TEAMS_", "BEDROCK_", "RECALL_", "SQL_", "APPROVAL_", "OPENAI_"] as const;
+export const SETTING_PREFIXES = [
+  "MODEL_",
+  "MONGO",
+  "TOOL_",
+  "VIEW_",
+  "SLACK_",
+  "TEAMS_",
+  "BEDROCK_",
+  "RECALL_",
+  "SQL_",
+  "APPROVAL_",
+  "OPENAI_",
+  "TRACING_",
+] as const;
 
 /** Variables with those prefixes that other software reads (mongodb-memory-server's), never a typo of ours. */
 const FOREIGN = [/^MONGOMS_/];
@@ -24,6 +38,7 @@ export const SETTING_NAMES: readonly string[] = Object.keys({
   ...SETTINGS,
   ...TOOL_SETTINGS,
   ...RECALL_SETTINGS,
+  ...TRACING_SETTINGS,
   ...SECRET_ARN_SETTINGS,
   ...OTHER_VARIABLES,
 });
