@@ -182,6 +182,7 @@ export class ThreadwiseStack extends Stack {
         network: network ? { vpc: network.vpc, securityGroup: network.securityGroup } : undefined,
       });
       f.useSecrets(secrets, FUNCTION_SECRETS[name]);
+      if (config.tracing.mode === "adot") f.useOpenTelemetryLayer(config.tracing.layerArn);
       f.useMongoDb({
         maxPoolSize: FUNCTION_POOL_SIZES[name],
         maxIdleTimeMs: config.mongodb.maxIdleSeconds * 1000,

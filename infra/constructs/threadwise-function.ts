@@ -3,7 +3,17 @@ import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
 import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Alias, Architecture, FunctionUrlAuthType, InvokeMode, Runtime, Tracing, type FunctionUrl, type IFunctionUrl } from "aws-cdk-lib/aws-lambda";
+import {
+  Alias,
+  Architecture,
+  FunctionUrlAuthType,
+  InvokeMode,
+  LayerVersion,
+  Runtime,
+  Tracing,
+  type FunctionUrl,
+  type IFunctionUrl,
+} from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -82,6 +92,10 @@ export const S3_DATA_OBJECT_ACTIONS = ["s3:GetObject"] as const;
 export const S3_RESULTS_BUCKET_ACTIONS = [...S3_BUCKET_READ_ACTIONS, "s3:ListBucketMultipartUploads"] as const;
 export const S3_RESULTS_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"] as const;
 
+/** The ADOT layer's wrapper script, which Lambda runs the runtime through (`AWS_LAMBDA_EXEC_WRAPPER`). */
+export const ADOT_EXEC_WRAPPER_VARIABLE = "AWS_LAMBDA_EXEC_WRAPPER";
+export const ADOT_EXEC_WRAPPER = "/opt/otel-handler";
+
 export interface ThreadwiseFunctionProps {
   stage: string;
   /** Short name (api, worker, slack, teams); the function is named `<stage>-threadwise-<name>`. */
@@ -150,6 +164,18 @@ export class ThreadwiseFunction extends Construct {
         NODE_OPTIONS: "--enable-source-maps",
       },
     });
+  }
+
+  /**
+   * Exports the function's OpenTelemetry spans through the ADOT Lambda layer (docs/operations.md,
+   * "Tracing"): the layer's wrapper registers its SDK before the handler loads, so the spans of
+   * lib/observability are recorded and sent, through the layer's collector, to X-Ray. Powertools'
+   * own X-Ray segments are turned off, or each invocation would be traced twice.
+   */
+  useOpenTelemetryLayer(layerArn: string): void {
+    this.fn.addLayers(LayerVersion.fromLayerVersionArn(this, "OpenTelemetryLayer", layerArn));
+    this.fn.addEnvironment(ADOT_EXEC_WRAPPER_VARIABLE, ADOT_EXEC_WRAPPER);
+    this.fn.addEnvironment("POWERTOOLS_TRACE_ENABLED", "false");
   }
 
   /**
