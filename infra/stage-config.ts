@@ -253,6 +253,11 @@ const contextSchema = z.object({
   deployment: z.enum(DEPLOYMENT_STRATEGIES).optional(),
   limits: limitsContext.optional(),
   tracing: z.enum(TRACING_MODES).optional(),
+  streamCdn: contextBoolean.optional(),
+  streamWebAclArn: z
+    .string()
+    .regex(/^arn:aws[a-z-]*:wafv2:us-east-1:\d{12}:global\/webacl\/[\w-]+\/[0-9a-f-]+$/, "a CLOUDFRONT-scope (global, us-east-1) AWS WAF web ACL ARN")
+    .optional(),
   adotLayerArn: z
     .string()
     .regex(
@@ -304,6 +309,11 @@ export interface StageConfig {
   tools: StageToolsConfig;
   /** Defaults of every user's and tenant's limits (`limits` context over `DEFAULT_STAGE_LIMITS`, per scope). */
   limits: StageLimits;
+  /**
+   * Set: CloudFront with AWS WAF in front of the streaming URL, which becomes `AWS_IAM` behind
+   * origin access control (`streamCdn`; docs/deploying.md). `webAclArn`: an existing web ACL; unset, the stack makes one.
+   */
+  streamCdn?: { webAclArn?: string };
   /** `xray` (default), or the ADOT layer with its ARN (`tracing`, `adotLayerArn`). */
   tracing: { mode: "xray" } | { mode: "adot"; layerArn: string };
 }
@@ -453,7 +463,27 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
       tenant: { ...DEFAULT_STAGE_LIMITS.tenant, ...c.limits?.tenant },
     },
     tracing: readTracingConfig(c),
+    streamCdn: readStreamCdnConfig(c, environment),
   };
+}
+
+/** A CLOUDFRONT-scope web ACL lives in us-east-1: the stack makes one only there, else it must be given. */
+function readStreamCdnConfig(c: Context, environment: StageEnvironment | undefined): StageConfig["streamCdn"] {
+  if (!c.streamCdn) {
+    if (c.streamWebAclArn !== undefined) throw invalidContext([{ path: "streamWebAclArn", message: "needs streamCdn=true" }]);
+    return undefined;
+  }
+  if (c.streamWebAclArn === undefined && environment?.region !== "us-east-1") {
+    throw invalidContext([
+      {
+        path: "streamWebAclArn",
+        message:
+          "streamCdn=true in a stage not pinned to us-east-1 needs a CLOUDFRONT-scope web ACL made in us-east-1 " +
+          '(docs/deploying.md, "The streaming URL behind CloudFront")',
+      },
+    ]);
+  }
+  return { webAclArn: c.streamWebAclArn };
 }
 
 /** `adot` needs the layer's ARN (it is regional and versioned, so the stack names none itself); the ARN means nothing without `adot`. */

@@ -17,6 +17,7 @@ import { FUNCTION_NAMES, FUNCTION_POOL_SIZES, planConnections, type FunctionName
 import { AlarmTopic } from "./constructs/alarm-topic.js";
 import { CredentialsSecrets } from "./constructs/credentials-secrets.js";
 import { FunctionNetwork } from "./constructs/function-network.js";
+import { StreamEdge } from "./constructs/stream-edge.js";
 import { METRICS_NAMESPACE, Operations } from "./constructs/operations.js";
 import { BudgetAlarms } from "./constructs/budget-alarms.js";
 import { ThreadwiseApi } from "./constructs/threadwise-api.js";
@@ -219,7 +220,10 @@ export class ThreadwiseStack extends Stack {
     );
     stream.useTurnQueue(queues.queue);
     stream.useBedrockModel(config.bedrockModelId, bedrockArns);
-    const streamingUrl = stream.addStreamingUrl();
+    const functionUrl = stream.addStreamingUrl({ behindCloudFront: config.streamCdn !== undefined });
+    // In prod, optionally: CloudFront and AWS WAF in front, the Function URL reachable only through them (docs/deploying.md).
+    const edge = config.streamCdn ? new StreamEdge(this, "StreamEdge", { stage, url: functionUrl, webAclArn: config.streamCdn.webAclArn }) : undefined;
+    const streamingUrl = edge?.url ?? functionUrl.url;
     api.useStreamingUrl(streamingUrl);
 
     const worker = fn(
@@ -319,7 +323,7 @@ export class ThreadwiseStack extends Stack {
 
     new CfnOutput(this, "ApiUrl", { value: httpApi.httpApi.apiEndpoint, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "StreamingUrl", {
-      value: streamingUrl.url,
+      value: streamingUrl,
       description: "Base URL of the streaming routes: POST /v1/conversations/{id}/messages (Accept: text/event-stream) and GET .../turns/{turnId}/events",
     });
     new CfnOutput(this, "TurnQueueUrl", { value: queues.queue.queueUrl });

@@ -204,13 +204,18 @@ export class ThreadwiseFunction extends Construct {
    * function's timeout. Public (`NONE`): the handler verifies the caller's JWT itself, as the HTTP
    * API's authorizer does, before anything runs. No CORS, as the HTTP API has none.
    */
-  addStreamingUrl(): FunctionUrl {
-    return this.alias.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
+  addStreamingUrl(options: { behindCloudFront?: boolean } = {}): FunctionUrl {
+    // Behind CloudFront (`streamCdn`), `AWS_IAM`: only the distribution's requests, signed by origin access control, are let in.
+    const authType = options.behindCloudFront ? FunctionUrlAuthType.AWS_IAM : FunctionUrlAuthType.NONE;
+    return this.alias.addFunctionUrl({ authType, invokeMode: InvokeMode.RESPONSE_STREAM });
   }
 
-  /** Names the streaming URL to this function's clients: the HTTP API's 406 to an event stream says where to ask. */
-  useStreamingUrl(url: IFunctionUrl): void {
-    this.fn.addEnvironment(FUNCTION_ENV.streamingUrl, url.url);
+  /**
+   * Names the streaming URL (the Function URL, or the CloudFront distribution in front of it) to
+   * this function's clients: the HTTP API's 406 to an event stream says where to ask.
+   */
+  useStreamingUrl(url: IFunctionUrl | string): void {
+    this.fn.addEnvironment(FUNCTION_ENV.streamingUrl, typeof url === "string" ? url : url.url);
   }
 
   /** Enqueues turns for the worker. */
