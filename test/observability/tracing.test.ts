@@ -96,8 +96,6 @@ afterAll(async () => {
   vi.unstubAllEnvs();
 });
 
-beforeEach(() => exporter.reset());
-
 const byName = (spans: ReadableSpan[], name: string) => spans.filter((s) => s.name === name);
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 const idOf = (span: ReadableSpan) => span.spanContext().spanId;
@@ -109,6 +107,15 @@ async function askWithTool(headers: Record<string, string> = {}) {
   const asked = await t.call("POST", `/v1/conversations/${conversationId}/messages`, { token, json: { content }, headers });
   return { conversationId, asked };
 }
+
+/** The sync turn's spans, asked once and shared by the tests that read them (a turn takes a second or more). */
+let syncTurn: Promise<{ conversationId: string; status: number; spans: ReadableSpan[] }> | undefined;
+const askedSync = () =>
+  (syncTurn ??= (async () => {
+    exporter.reset();
+    const { conversationId, asked } = await askWithTool();
+    return { conversationId, status: asked.status, spans: turnTrace() };
+  })());
 
 /** The spans of the one trace the POST of a message started (the conversation's creation is another request). */
 function turnTrace(): ReadableSpan[] {
@@ -124,9 +131,8 @@ async function waitForSpan(name: string): Promise<void> {
 describe("tracing", () => {
   describe("a turn answered in the request", () => {
     it("is one trace: the request span, then chat, execute_tool, chat under it, in order", async () => {
-      const { asked } = await askWithTool();
-      expect(asked.status).toBe(200);
-      const spans = turnTrace();
+      const { status, spans } = await askedSync();
+      expect(status).toBe(200);
       const [request] = spans.filter((s) => s.kind === SpanKind.SERVER);
       expect(request.name).toBe("POST");
       expect(parentOf(request)).toBeUndefined();
@@ -135,8 +141,8 @@ describe("tracing", () => {
     });
 
     it("gives each model call the conventions' chat attributes, with usage and why it stopped", async () => {
-      const { conversationId } = await askWithTool();
-      const chats = turnTrace().filter((s) => s.name.startsWith("chat "));
+      const { conversationId, spans } = await askedSync();
+      const chats = spans.filter((s) => s.name.startsWith("chat "));
       expect(chats).toHaveLength(2);
       for (const chat of chats) {
         expect(chat.kind).toBe(SpanKind.CLIENT);
@@ -155,8 +161,7 @@ describe("tracing", () => {
     });
 
     it("gives the tool call an execute_tool span with the tool's name and call id", async () => {
-      await askWithTool();
-      const [tool] = byName(turnTrace(), "execute_tool sql_query");
+      const [tool] = byName((await askedSync()).spans, "execute_tool sql_query");
       expect(tool.kind).toBe(SpanKind.INTERNAL);
       expect(tool.attributes["gen_ai.operation.name"]).toBe("execute_tool");
       expect(tool.attributes["gen_ai.tool.name"]).toBe("sql_query");
@@ -165,8 +170,7 @@ describe("tracing", () => {
     });
 
     it("uses only attribute names of the conventions, and puts no message contents or tool data on any span", async () => {
-      await askWithTool();
-      const spans = turnTrace();
+      const { spans } = await askedSync();
       const names = new Set(spans.flatMap((s) => Object.keys(s.attributes)));
       expect([...names].filter((name) => !CONVENTION_NAMES.has(name))).toEqual([]);
       // The code's own list is the conventions' too.
@@ -179,6 +183,7 @@ describe("tracing", () => {
 
   describe("a turn handed to the queue", () => {
     it("is one trace through the local server's queue and worker: send under the request, process under send, the turn's spans under process", async () => {
+      exporter.reset();
       const { asked } = await askWithTool({ prefer: "respond-async" });
       expect(asked.status).toBe(202);
       await waitForSpan("process turns");
