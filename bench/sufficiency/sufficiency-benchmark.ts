@@ -8,7 +8,7 @@
  * indexed in memory (`MemoryRecallIndex`) unless `--recall mongodb` indexes them in `RecallIndexStore`.
  *
  *   npm run bench:sufficiency [-- --write]   (--write updates bench/results/sufficiency.md and sufficiency.svg)
- *   npm run bench:sufficiency -- --policy threadwise   (only the policies whose name contains it)
+ *   npm run bench:sufficiency -- --policy threadwise,"full replay"   (only the policies whose name contains one of them)
  *   npm run bench:sufficiency -- --recall mongodb [--kind user-fact]   (turns indexed in the embedded MongoDB server; slow for the 150-turn cases)
  */
 import { randomUUID } from "node:crypto";
@@ -118,7 +118,11 @@ async function main() {
     const deps = { search: new ConversationSearch({ index: memory ?? database.recall }), readToolOutput: createReadToolOutputTool(database.artifacts) };
     const rows: Row[] = [];
     for (const family of POLICY_FAMILIES) {
-      if (values.policy && !family.name.toLowerCase().includes(values.policy.toLowerCase())) continue;
+      const wanted = values.policy
+        .toLowerCase()
+        .split(",")
+        .filter((w) => w.length > 0);
+      if (wanted.length > 0 && !wanted.some((w) => family.name.toLowerCase().includes(w))) continue;
       for (const policy of family.settings) {
         const measures: CaseMeasure[] = [];
         for (const c of loaded) measures.push(await measureCase(c, policy, deps));

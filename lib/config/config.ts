@@ -135,20 +135,29 @@ const tenantRolesSchema = z.strictObject({
 });
 /** Keyed by Slack team id or Entra tenant id; a workspace or tenant not listed has no roles. */
 const channelRolesSchema = z.record(z.string().min(1), tenantRolesSchema);
+/**
+ * A Teams tenant's entry also names its guests' roles: `guest`, for users its directory calls guests
+ * (Entra `userType` "Guest", B2B users of other organisations), who get it instead of `default` and
+ * `groups` (see docs/security.md). Slack has no such key: a Slack Connect guest is a user of their own team.
+ */
+const teamsTenantRolesSchema = tenantRolesSchema.extend({ guest: roleList.optional() });
+const teamsRolesSchema = z.record(z.string().min(1), teamsTenantRolesSchema);
 
-export type TenantRoles = z.infer<typeof tenantRolesSchema>;
-export type ChannelRolesMap = z.infer<typeof channelRolesSchema>;
+export type TenantRoles = z.infer<typeof teamsTenantRolesSchema>;
+export type ChannelRolesMap = z.infer<typeof teamsRolesSchema>;
 
-/** `SLACK_ROLES` or `TEAMS_ROLES` (named by `name` in its error), validated; unset is no roles. */
+/** `SLACK_ROLES` or `TEAMS_ROLES` (named by `name` in its error, which picks the schema: only Teams has `guest`), validated; unset is no roles. */
 export function parseChannelRoles(raw: string | undefined, name: string): ChannelRolesMap {
   if (raw === undefined) return {};
-  const parsed = channelRolesSchema.safeParse(parseJsonSetting(raw, name));
+  const teams = name === "TEAMS_ROLES";
+  const parsed = (teams ? teamsRolesSchema : channelRolesSchema).safeParse(parseJsonSetting(raw, name));
   if (!parsed.success) {
     const [first] = issueDetails(parsed.error);
+    const guestKey = teams ? ', "guest": [..]' : "";
     throw new ValidationError("invalid configuration", [
       {
         path: [name, first?.path].filter(Boolean).join("."),
-        message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}}}`,
+        message: `${first?.message}; expected {"<tenant>": {"default": [..], "users": {"<id>": [..]}, "groups": {"<id>": [..]}${guestKey}}}`,
       },
     ]);
   }
@@ -333,7 +342,7 @@ export const SETTINGS = {
   TEAMS_GRAPH_URL: setting({
     schema: z.string().url(),
     defaultText: "`https://graph.microsoft.com/v1.0/`",
-    description: "Microsoft Graph, for the Entra group memberships of `TEAMS_ROLES`",
+    description: "Microsoft Graph, for the Entra group memberships and guest checks of `TEAMS_ROLES`",
   }),
   SLACK_ROLES: setting({
     schema: z.string().min(1),
@@ -345,7 +354,10 @@ export const SETTINGS = {
   TEAMS_ROLES: setting({
     schema: z.string().min(1),
     defaultText: "unset (Teams users have no roles)",
-    description: "the same by Entra tenant id, with Entra object ids under `users` and Entra group ids under `groups`",
+    description:
+      "the same by Entra tenant id, with Entra object ids under `users` and Entra group ids under `groups`; `guest` names the roles of the " +
+      "tenant's guests (Entra `userType` Guest), who get none of `default` and `groups` " +
+      "([security.md](security.md#teams-guests-from-other-organisations))",
   }),
 };
 

@@ -28,12 +28,16 @@ export function nodeVersionProblem(version: string): { level: "error" | "warning
   return undefined;
 }
 
-/** Checks the running Node.js: exits with the one-line error, or prints the warning (unless `quiet`) and goes on. */
+/**
+ * Checks the running Node.js: exits with the one-line error, or prints the warning (unless `quiet`,
+ * as for `npm run token`, whose output is read by scripts) and goes on.
+ */
 export function enforceNodeVersion(options: { quiet?: boolean } = {}): void {
   const problem = nodeVersionProblem(process.version);
-  if (!problem || (problem.level === "warning" && options.quiet)) return;
+  if (!problem) return;
+  // Said here in one line, or on purpose not at all: the AWS SDK would add a nine-line warning of its own.
+  if (problem.level === "warning") process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+  if (problem.level === "warning" && options.quiet) return;
   console.error(`${problem.level}: ${problem.message}`);
   if (problem.level === "error") process.exit(1);
-  // The line above said it; the AWS SDK would add a nine-line warning of its own.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
 }

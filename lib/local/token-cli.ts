@@ -1,46 +1,37 @@
-import { parseArgs } from "node:util";
 import { enforceNodeVersion } from "./node-version.js";
 
 enforceNodeVersion({ quiet: true });
-const { loadOrCreateLocalKeys, mintLocalToken } = await import("./local-keys.js");
+const { readTokenArgs } = await import("./token-args.js");
 
-const USAGE = "usage: npm run token -- <user> [--tenant <tenant>] [--roles a,b] [--ttl 12h]";
-/** The lifetimes jose accepts, in the forms worth telling a user about. */
-const TTL = /^\d+(\.\d+)? ?(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?|d|days?|w|weeks?)$/i;
-
-/** Prints one line and exits: usage mistakes never show a stack trace. */
-function fail(message: string): never {
-  console.error(`${message}\n${USAGE}`);
+const request = readTokenArgs(process.argv.slice(2));
+// Usage mistakes are one line and the usage, never a stack trace.
+if (request.kind === "help") {
+  console.log(request.text);
+  process.exit(0);
+}
+if (request.kind === "mistake") {
+  console.error(request.text);
   process.exit(2);
 }
 
-const { positionals, values } = (() => {
+if (request.kind === "local") {
+  const { loadOrCreateLocalKeys, mintLocalToken } = await import("./local-keys.js");
+  const keys = await loadOrCreateLocalKeys();
+  console.log(await mintLocalToken(keys, { user: request.user, tenant: request.tenant, roles: request.roles, expiresIn: request.ttl }));
+} else {
+  // The AWS calls: each failure is one line (exit 1); the token alone goes to stdout.
+  const { awsClients, describeAwsFailure, ensureUser, signIn, userPoolOfStack } = await import("./cognito-token.js");
+  const { source } = request;
   try {
-    return parseArgs({
-      allowPositionals: true,
-      options: { tenant: { type: "string" }, roles: { type: "string" }, ttl: { type: "string" }, help: { type: "boolean", short: "h" } },
-    });
+    const target = "stack" in source ? await userPoolOfStack(awsClients(source.region).cloudFormation, source.stack) : source;
+    const { cognito } = awsClients(target.region);
+    if (request.createUser) {
+      const outcome = await ensureUser(cognito, target, { username: request.user, password: request.password, tenant: request.tenant });
+      console.error(`${outcome} ${request.user} in ${target.userPoolId}`);
+    }
+    console.log((await signIn(cognito, target, request.user, request.password)).idToken);
   } catch (error) {
-    // Node's message goes on to explain `--`; its first sentence names the mistake.
-    return fail(`error: ${(error as Error).message.split(". ")[0]}`);
+    console.error(`error: ${describeAwsFailure(error)}`);
+    process.exit(1);
   }
-})();
-if (values.help) {
-  console.log(`${USAGE}\nMints a token the local server accepts (valid for 12h unless --ttl says otherwise).`);
-  process.exit(0);
 }
-const user = positionals[0];
-if (!user) fail("error: name the user the token is for");
-if (positionals.length > 1) fail(`error: one user only, got ${positionals.length}`);
-if (values.ttl !== undefined && !TTL.test(values.ttl)) fail(`error: --ttl "${values.ttl}" is not a lifetime such as 30m, 12h or 7d`);
-if (values.tenant === "") fail("error: --tenant is empty");
-
-const keys = await loadOrCreateLocalKeys();
-console.log(
-  await mintLocalToken(keys, {
-    user,
-    tenant: values.tenant,
-    roles: values.roles?.split(",").filter(Boolean),
-    expiresIn: values.ttl,
-  }),
-);

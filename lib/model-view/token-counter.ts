@@ -72,7 +72,7 @@ export function countTextTokens(text: string): number {
 }
 
 /** `countTextTokens`, memoised by content: message texts recur in every view of the thread, and tokenizing runs at a few MB/s. */
-function countRecurringTextTokens(text: string): number {
+export function countRecurringTextTokens(text: string): number {
   if (text.length === 0 || text.length > DEFAULT_MAX_CACHED_TEXT_CHARS) return countTextTokens(text);
   const known = textTokens.get(text);
   if (known !== undefined) return known;

@@ -32,13 +32,13 @@ export interface TokenEstimate {
  */
 export interface TurnDigestPolicy {
   /**
-   * Tool outputs are shown (each cut to `outputTokens`, by whole lines) for the last `recentTurns` turns of
+   * Tool outputs are shown (by whole lines, within `outputTokens`) for the last `recentTurns` turns of
    * the history block and for every turn after it, so what is shown changes only when the block moves.
    */
   recentTurns: number;
-  /** Most tokens of one output shown in a recent turn's digest. */
+  /** Most tokens of output a recent turn's digest shows, shared by its outputs (a short one leaves the rest to the others). */
   outputTokens: number;
-  /** Most characters of a tool call's arguments shown (the resolved parameters of a query). */
+  /** Most characters of a call's arguments shown when they hold no filter to show instead (`callParameters`). */
   argsChars: number;
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ChannelRoles, type GroupDirectory } from "../../lib/auth/channel-roles.js";
 import { apiPrincipal, slackPrincipal, teamsPrincipal, type Principal } from "../../lib/auth/principal.js";
 import { RoleLookupError } from "../../lib/errors.js";
+import type { StructuredLogger } from "../../lib/logger.js";
 
 const roles = new ChannelRoles({
   slack: { T1: { default: ["viewer"], users: { U1: ["analyst", "viewer"] } } },
@@ -20,6 +21,33 @@ function directory(members: Record<string, string[]>, failure?: Error): GroupDir
     },
   };
 }
+
+/** A Teams directory that knows who is a guest, records each question, and fails when told to. */
+function guestDirectory(guests: string[], failure?: Error): GroupDirectory & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    memberOf: async (principal, groupIds) => groupIds.filter(() => principal.subject === "member-in-group"),
+    async isGuest(principal: Principal) {
+      asked.push(principal.subject);
+      if (failure) throw failure;
+      return guests.includes(principal.subject);
+    },
+  };
+}
+
+function recordingLogger(): StructuredLogger & { lines: { message: string; fields: Record<string, unknown> }[] } {
+  const lines: { message: string; fields: Record<string, unknown> }[] = [];
+  const record = (message: string, fields: Record<string, unknown>) => void lines.push({ message, fields });
+  return { lines, info: record, warn: record, error: record };
+}
+
+const HOST = {
+  default: ["analyst", "approver"],
+  groups: { G_FINANCE: ["finance"] },
+  users: { "guest-listed": ["reviewer"] },
+  guest: ["viewer"],
+};
 
 const grouped = { T1: { default: ["viewer"], groups: { S_FINANCE: ["analyst"], S_OPS: ["operator", "viewer"] } } };
 
@@ -108,8 +136,83 @@ describe("auth/channel-roles", () => {
 
     it("throws the directory's own RoleLookupError as it is", async () => {
       const own = new RoleLookupError("teams group lookup was throttled", "teams");
-      const withGroups = new ChannelRoles({ slack: {}, teams: { "tenant-1": { groups: { G1: ["analyst"] } } } }, { teams: directory({}, own) });
+      const withGroups = new ChannelRoles(
+        { slack: {}, teams: { "tenant-1": { groups: { G1: ["analyst"] } } } },
+        { teams: { ...directory({}, own), isGuest: async () => false } },
+      );
       expect(await withGroups.rolesOf(teamsPrincipal("tenant-1", "object-1")).catch((e: unknown) => e)).toBe(own);
+    });
+
+    describe("a Teams guest", () => {
+      it("returns the tenant's default and group roles to a member, after asking the directory once", async () => {
+        const teams = guestDirectory(["guest-1"]);
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": HOST } }, { teams });
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "member-in-group"))).toEqual(["analyst", "approver", "finance"]);
+        expect(teams.asked).toEqual(["member-in-group"]);
+      });
+
+      it("returns only the tenant's guest roles to a guest, never its default nor its groups", async () => {
+        const teams = guestDirectory(["member-in-group"]);
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": HOST } }, { teams });
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "member-in-group"))).toEqual(["viewer"]);
+      });
+
+      it("returns a guest's own entry under users with the guest roles", async () => {
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": HOST } }, { teams: guestDirectory(["guest-listed"]) });
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "guest-listed"))).toEqual(["reviewer", "viewer"]);
+      });
+
+      it("returns no roles to a guest of a tenant whose entry names no guest roles", async () => {
+        const { guest: _, ...noGuest } = HOST;
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": noGuest } }, { teams: guestDirectory(["guest-1"]) });
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "guest-1"))).toEqual([]);
+      });
+
+      it("does not ask the directory when a guest's roles and a member's would be the same", async () => {
+        const teams = guestDirectory(["object-1"]);
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": { users: { "object-1": ["analyst"] } } } }, { teams });
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "object-1"))).toEqual(["analyst"]);
+        expect(teams.asked).toEqual([]);
+      });
+
+      it("takes the user for a guest and logs why, without ids, when the directory cannot tell", async () => {
+        const logger = recordingLogger();
+        const failing = guestDirectory([], new RoleLookupError("microsoft graph answered 403 to a user's userType", "teams"));
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": HOST } }, { teams: failing }, logger);
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "member-in-group"))).toEqual(["viewer"]);
+        expect(logger.lines).toEqual([
+          {
+            message: "teams guest check failed, no host roles",
+            fields: { channel: "teams", reason: "lookup_failed", error: "RoleLookupError", detail: "microsoft graph answered 403 to a user's userType" },
+          },
+        ]);
+        expect(JSON.stringify(logger.lines)).not.toContain("member-in-group");
+      });
+
+      it("logs an unexpected failure by its name alone", async () => {
+        const logger = recordingLogger();
+        const roles = new ChannelRoles(
+          { slack: {}, teams: { "tenant-1": HOST } },
+          { teams: guestDirectory([], new TypeError("fetch failed: tenant-1")) },
+          logger,
+        );
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "object-9"))).toEqual(["viewer"]);
+        expect(logger.lines[0]?.fields).toEqual({ channel: "teams", reason: "lookup_failed", error: "TypeError", detail: undefined });
+      });
+
+      it("takes every Teams user for a guest when Teams has no directory, and logs it", async () => {
+        const logger = recordingLogger();
+        const roles = new ChannelRoles({ slack: {}, teams: { "tenant-1": HOST } }, {}, logger);
+        expect(await roles.rolesOf(teamsPrincipal("tenant-1", "member-in-group"))).toEqual(["viewer"]);
+        expect(logger.lines.map((l) => l.fields.reason)).toEqual(["not_connected"]);
+      });
+
+      it("never asks about Slack users, whose guests are users of their own team", async () => {
+        const teams = guestDirectory(["U1"]);
+        const roles = new ChannelRoles({ slack: { T1: { default: ["viewer"] } }, teams: {} }, { teams, slack: guestDirectory(["U1"]) });
+        expect(await roles.rolesOf(slackPrincipal("T1", "U1"))).toEqual(["viewer"]);
+        expect(teams.asked).toEqual([]);
+      });
     });
   });
 });

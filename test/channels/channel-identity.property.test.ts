@@ -1,7 +1,8 @@
 import fc from "fast-check";
-import { ChannelRoles } from "../../lib/auth/channel-roles.js";
+import { ChannelRoles, type GroupDirectory } from "../../lib/auth/channel-roles.js";
 import { parseSlackEvent, parseTeamsActivity, slackTurnJob, teamsTurnJob, type SlackDelivery, type TeamsDelivery } from "../../lib/channels/index.js";
-import { ValidationError } from "../../lib/errors.js";
+import { RoleLookupError, ValidationError } from "../../lib/errors.js";
+import { silentLogger } from "../../lib/logger.js";
 import { propertyRuns } from "../support/property-runs.js";
 import { appMention, BOT_USER, envelope as slackEnvelope } from "./slack/fixtures.js";
 import { messageActivity } from "./teams/fixtures.js";
@@ -21,7 +22,9 @@ const field = (ids: readonly string[]) =>
     fc.constantFrom(null, 0, true, {}, []),
   );
 
-const ENTRA_IDS = [HOST_TENANT, "22222222-0000-4000-8000-000000000002", "6f0c0000-0000-4000-8000-0000000000c3", "aad-user-1"];
+/** A B2B guest: an object id in the host's directory, arriving with the host's tenant id, whose `userType` is Guest. */
+const GUEST_OBJECT_ID = "6f0c0000-0000-4000-8000-0000000000c3";
+const ENTRA_IDS = [HOST_TENANT, "22222222-0000-4000-8000-000000000002", GUEST_OBJECT_ID, "aad-user-1"];
 const SLACK_TEAMS = [HOST_TEAM, "T0GUEST", "T0PARTNER", "E0GRID"];
 
 /** Builds an object, leaving out the fields that are undefined (absent, as in JSON). */
@@ -34,6 +37,8 @@ const teamsCase = fc.record({
   aadObjectId: field(ENTRA_IDS),
   channelTenant: field(ENTRA_IDS),
   conversationTenant: field(ENTRA_IDS),
+  /** Whether the directory answers the guest check, or fails (no permission, a timeout). */
+  directoryAnswers: fc.boolean(),
 });
 
 type TeamsCase = typeof teamsCase extends fc.Arbitrary<infer T> ? T : never;
@@ -83,11 +88,23 @@ function slackDelivery(c: SlackCase): SlackDelivery {
 
 const SLACK_TEAM_SHAPE = /^[A-Z0-9]{1,64}$/;
 
-/** Host users get `host-default`; only the partner's users have roles of their own. */
-const roles = new ChannelRoles({
+/** Host users get `host-default`, the host tenant's guests `host-guest`; only the partner's users have roles of their own. */
+const ROLES = {
   slack: { [HOST_TEAM]: { default: ["host-default"] }, T0PARTNER: { default: ["partner"] } },
-  teams: { [HOST_TENANT]: { default: ["host-default"] } },
-});
+  teams: { [HOST_TENANT]: { default: ["host-default"], guest: ["host-guest"] } },
+};
+const roles = new ChannelRoles(ROLES);
+
+/** The host tenant's directory as Graph answers `userType`: one guest, everyone else a member; or a failure. */
+function entraDirectory(answers: boolean): GroupDirectory {
+  return {
+    memberOf: async () => [],
+    isGuest: async (principal) => {
+      if (!answers) throw new RoleLookupError("microsoft graph answered 403 to a user's userType", "teams");
+      return principal.subject === GUEST_OBJECT_ID;
+    },
+  };
+}
 
 describe("channel identities (issue 31)", () => {
   describe("parseTeamsActivity", () => {
@@ -109,8 +126,12 @@ describe("channel identities (issue 31)", () => {
           // The subject is the Entra object id, exactly; never the channel account id unless they are the same string.
           expect(job.principal).toEqual({ issuer: "teams", tenant: c.channelTenant, subject: c.aadObjectId });
           expect(job.owner).toEqual({ issuer: "teams", tenant: c.channelTenant, subject: null });
-          const got = await roles.rolesOf(job.principal);
-          expect(got.includes("host-default")).toBe(c.channelTenant === HOST_TENANT);
+          const teamsRoles = new ChannelRoles(ROLES, { teams: entraDirectory(c.directoryAnswers) }, silentLogger);
+          const got = await teamsRoles.rolesOf(job.principal);
+          // A host member gets the host's defaults; a guest, or anyone the directory could not vouch for, only the guest roles.
+          const host = c.channelTenant === HOST_TENANT;
+          const member = c.directoryAnswers && c.aadObjectId !== GUEST_OBJECT_ID;
+          expect(got).toEqual(host ? [member ? "host-default" : "host-guest"] : []);
         }),
         { numRuns: propertyRuns(1_000) },
       );

@@ -45,6 +45,17 @@ describe("config", () => {
       expect(error.details?.[0]?.path).toBe("SLACK_ROLES.T0123");
     });
 
+    it("returns a Teams tenant's guest roles (TEAMS_ROLES' guest)", () => {
+      const config = loadConfig({ TEAMS_ROLES: '{"tenant-1": {"default": ["analyst"], "guest": ["viewer"]}}' });
+      expect(config.auth.channelRoles.teams["tenant-1"]).toEqual({ default: ["analyst"], guest: ["viewer"] });
+    });
+
+    it("throws ValidationError for guest in SLACK_ROLES, where a Connect guest is a user of their own team, rather than ignoring it", () => {
+      const error = refusal({ SLACK_ROLES: '{"T0123": {"guest": ["viewer"]}}' });
+      expect(error.details?.[0]?.path).toBe("SLACK_ROLES.T0123");
+      expect(refusal({ TEAMS_ROLES: '{"tenant-1": {"guests": ["viewer"]}}' }).details?.[0]?.message).toContain('"guest": [..]');
+    });
+
     it("returns group roles by Slack user group or Entra group id", () => {
       const config = loadConfig({ TEAMS_ROLES: '{"tenant-1": {"groups": {"9a000000-0000-4000-8000-00000000f1a0": ["finance"]}}}' });
       expect(config.auth.channelRoles.teams["tenant-1"].groups).toEqual({ "9a000000-0000-4000-8000-00000000f1a0": ["finance"] });

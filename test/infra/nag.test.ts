@@ -73,7 +73,9 @@ describe("ThreadwiseStack cdk-nag", () => {
     it("returns findings once the acknowledgements are gone, so the check is live", () => {
       const { stack } = buildStack();
       const rules = new IgnoringAcknowledgements().validateScope(stack).violations.map((v) => v.ruleName.replace(/\[.*$/, ""));
-      expect(new Set(rules)).toEqual(new Set(["AwsSolutions-L1", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SMG4"]));
+      expect(new Set(rules)).toEqual(
+        new Set(["AwsSolutions-L1", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SMG4", "AwsSolutions-COG2", "AwsSolutions-COG8"]),
+      );
     });
 
     it("returns IAM5 for the network interface actions of functions in a VPC once the acknowledgements are gone", () => {

@@ -10,7 +10,6 @@ import {
   DEFAULT_MONGODB_MAX_IDLE_SECONDS,
   DEFAULT_STAGE,
   MAX_ATHENA_SCHEMA_DESCRIPTION_CHARS,
-  PLACEHOLDER_JWT_ISSUER,
   readStageConfig,
 } from "../../infra/stage-config.js";
 
@@ -21,7 +20,7 @@ describe("stage-config", () => {
     it("returns the documented defaults when no context is given", () => {
       const config = read({});
       expect(config.stage).toBe(DEFAULT_STAGE);
-      expect(config.jwtIssuer).toBe(PLACEHOLDER_JWT_ISSUER);
+      expect(config.jwtIssuer).toBeUndefined();
       expect(config.bedrockModelId).toBe(DEFAULT_BEDROCK_MODEL_ID);
       expect(config.logRetentionDays).toBe(DEFAULT_LOG_RETENTION_DAYS);
       expect(config.secretArns).toEqual({});
@@ -37,6 +36,7 @@ describe("stage-config", () => {
     it("returns values given as strings on the command line, typed", () => {
       const config = read({
         stage: "prod",
+        jwtIssuer: "https://login.example.com/",
         jwtAudience: "threadwise, console",
         workerTimeoutSeconds: "120",
         retainData: "false",

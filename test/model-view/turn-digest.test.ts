@@ -1,6 +1,6 @@
 import type { AIMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { buildModelView, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "../../lib/model-view/index.js";
+import { buildModelView, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "../../lib/model-view/index.js";
 import { answer, calls, offloaded, policy, result, user } from "./histories.js";
 
 const TABLE = ["4 rows (truncated: no)", "customer | revenue", "Helios | 900.5", "Cobalt | 800.25", "Juniper | 700", "Orchard | 650.75"].join("\n");
@@ -16,7 +16,7 @@ describe("turnDigest", () => {
     const digest = turnDigest(turn(1), DEFAULT_TURN_DIGEST, true);
     expect(digest.split("\n")[0]).toBe(TURN_DIGEST_HEADING);
     expect(digest).toContain('- sql_query {"query":"sql_query c1"}');
-    expect(digest).toContain("  Orchard | 650.75");
+    expect(digest).toContain("\nOrchard | 650.75");
   });
 
   it("returns only the calls of a turn that is no longer recent", () => {
@@ -28,19 +28,65 @@ describe("turnDigest", () => {
   it("returns an offloaded output's handle, never its preview", () => {
     const messages = [user("q"), calls([["c1", "sql_query"]]), offloaded("c1", "art_0123456789abcdef01234567", 5_000), answer("a")];
     const digest = turnDigest(messages, DEFAULT_TURN_DIGEST, true);
-    expect(digest).toContain("5000 tokens, stored as art_0123456789abcdef01234567; read it with read_tool_output");
+    expect(digest).toContain("output: art_0123456789abcdef01234567, 5000 tokens (read_tool_output)");
     expect(digest).not.toContain("north,1200");
   });
 
   it("returns the output's first whole lines within its token share, and says how many were left out", () => {
     const digest = turnDigest(turn(1), { ...DEFAULT_TURN_DIGEST, outputTokens: 16 }, true);
-    expect(digest).toContain("  customer | revenue");
+    expect(digest).toContain("\ncustomer | revenue");
     expect(digest).not.toContain("Orchard");
     expect(digest).toMatch(/… \d more lines not shown/);
   });
 
+  it("returns a short output whole and gives the rest of the turn's share to a longer one", () => {
+    const long = ["12 rows (truncated: no)", "customer | revenue", ...Array.from({ length: 12 }, (_, i) => `Customer ${i + 1} | ${1000 + i}.5`)].join("\n");
+    const messages = [
+      user("q"),
+      calls([
+        ["c1", "sql_query"],
+        ["c2", "sql_query"],
+      ]),
+      result("c1", "1 row (truncated: no)\norders\n425"),
+      result("c2", long),
+      answer("a"),
+    ];
+    const digest = turnDigest(messages, { ...DEFAULT_TURN_DIGEST, outputTokens: 120 }, true);
+    expect(digest).toContain("orders\n425");
+    // An even split (60 tokens each) would stop the long output before its ninth row.
+    expect(digest).toContain("Customer 9 | 1008.5");
+  });
+
+  it("returns no output of a read_tool_output call, whose arguments read it again", () => {
+    const messages = [user("q"), calls([["c1", "read_tool_output"]]), result("c1", "Orchard | 650.75", "read_tool_output"), answer("a")];
+    const digest = turnDigest(messages, DEFAULT_TURN_DIGEST, true);
+    expect(digest).toContain("- read_tool_output");
+    expect(digest).not.toContain("Orchard");
+  });
+
   it("returns nothing for a turn without tool calls", () => {
     expect(turnDigest([user("q"), answer("a")], DEFAULT_TURN_DIGEST, true)).toBe("");
+  });
+});
+
+describe("callParameters", () => {
+  it("returns the filters a query compares with literals, once each, instead of the query", () => {
+    const sql =
+      "SELECT category, sum(revenue) FROM sales WHERE region = 'North' AND segment = 'Enterprise' AND month = '2026-08' " +
+      "AND order_id IN (SELECT order_id FROM orders WHERE channel = 'Online') AND region = 'North' GROUP BY category HAVING margin_pct > 10";
+    expect(callParameters({ sql }, 400)).toBe("where region = 'North', segment = 'Enterprise', month = '2026-08', channel = 'Online', margin_pct > 10");
+  });
+
+  it("returns a range, a list and a DAX filter whole", () => {
+    expect(callParameters({ sql: "SELECT 1 FROM sales WHERE order_date BETWEEN '2026-07-01' AND '2026-09-30' AND region IN ('East', 'West')" }, 400)).toBe(
+      "where order_date BETWEEN '2026-07-01' AND '2026-09-30', region IN ('East', 'West')",
+    );
+    expect(callParameters({ dax: `EVALUATE FILTER ( 'Date', 'Date'[Month] = "2026-07" )` }, 400)).toBe(`where 'Date'[Month] = "2026-07"`);
+  });
+
+  it("returns the arguments, clipped, when they hold no filter", () => {
+    expect(callParameters({ query: "discount approval above 15% VP" }, 400)).toBe('{"query":"discount approval above 15% VP"}');
+    expect(callParameters({ query: "x".repeat(50) }, 20)).toBe(`{"query":"${"x".repeat(10)}…`);
   });
 });
 

@@ -21,6 +21,10 @@ export interface BotConnectorEndpoint {
   graphChecks: { objectId: string; tenant: string; groupIds: string[] }[];
   /** The next `checkMemberGroups` is answered with this HTTP status. */
   failNextGraphCheck(status: number): void;
+  /** `GET /users/{id}?$select=userType` requests: the user's object id, the tenant of the token, the `$select` asked for. */
+  userTypeReads: { objectId: string; tenant: string; select: string | null }[];
+  /** The next user read is answered with this HTTP status. */
+  failNextUserRead(status: number): void;
   replies: RecordedTeamsReply[];
   /** When (`performance.now()`) each reply arrived, in the order of `replies`. */
   arrivals: number[];
@@ -38,6 +42,11 @@ export interface BotConnectorEndpointOptions {
   appPassword: string;
   /** Entra groups (transitive) of each user object id, for Graph's `checkMemberGroups`. */
   groupMembers?: Record<string, string[]>;
+  /**
+   * Entra `userType` by object id, for Graph's `GET /users/{id}`; a user not listed is a "Member",
+   * and `null` is answered as Graph answers an account without one.
+   */
+  userTypes?: Record<string, string | null>;
   /**
    * Whether the bot may stream (typing activities with a `streaminfo` entity); otherwise they are
    * refused with 403 `ContentStreamNotAllowed`, as Teams refuses them where it cannot. Default: false.
@@ -112,7 +121,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 /**
  * On loopback, the parts of Entra's token endpoint (client credentials), of the Bot Connector
- * REST API (reply to an activity) and of Microsoft Graph (`checkMemberGroups`) that the Teams
+ * REST API (reply to an activity) and of Microsoft Graph (`checkMemberGroups`, a user's `userType`) that the Teams
  * replier and the Entra group directory use. Tokens are opaque
  * and checked on every reply; replies are recorded.
  */
@@ -122,6 +131,8 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
   const graphTokens = new Map<string, string>();
   const graphChecks: { objectId: string; tenant: string; groupIds: string[] }[] = [];
   const graphFailures: number[] = [];
+  const userTypeReads: { objectId: string; tenant: string; select: string | null }[] = [];
+  const userReadFailures: number[] = [];
   const replies: RecordedTeamsReply[] = [];
   const arrivals: number[] = [];
   const tokenRequests: { tenant: string; clientId: string; scope: string }[] = [];
@@ -167,6 +178,24 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
         value: groupIds.filter((g) => member.has(g)),
       });
     }
+    const user = /^\/graph\/v1\.0\/users\/([^/]+)$/.exec(url.pathname);
+    if (req.method === "GET" && user) {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+      const tenant = bearer ? graphTokens.get(bearer) : undefined;
+      if (tenant === undefined) return json(res, 401, { error: { code: "InvalidAuthenticationToken", message: "Access token is empty." } });
+      const objectId = decodeURIComponent(user[1]);
+      const select = url.searchParams.get("$select");
+      userTypeReads.push({ objectId, tenant, select });
+      const status = userReadFailures.shift();
+      if (status) return json(res, status, { error: { code: "Authorization_RequestDenied", message: "Insufficient privileges to complete the operation." } });
+      const userType = Object.hasOwn(options.userTypes ?? {}, objectId) ? options.userTypes?.[objectId] : "Member";
+      // As Graph: `$select` answers the selected properties and the id, nothing else.
+      return json(res, 200, {
+        "@odata.context": `https://graph.microsoft.com/v1.0/$metadata#users(${select ?? ""})/$entity`,
+        ...(select === "userType" ? { userType } : { displayName: "Someone" }),
+        id: objectId,
+      });
+    }
     const reply = /^\/v3\/conversations\/([^/]+)\/activities\/([^/]+)$/.exec(url.pathname);
     if (req.method === "POST" && reply) {
       const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
@@ -193,6 +222,8 @@ export async function startBotConnectorEndpoint(options: BotConnectorEndpointOpt
     graphUrl: `${base}/graph/v1.0/`,
     graphChecks,
     failNextGraphCheck: (status) => void graphFailures.push(status),
+    userTypeReads,
+    failNextUserRead: (status) => void userReadFailures.push(status),
     replies,
     arrivals,
     tokenRequests,
