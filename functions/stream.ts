@@ -38,6 +38,12 @@ function apiTokenVerifier(auth: AuthConfig): JwtVerifier {
 }
 
 const verifier = apiTokenVerifier(config.auth);
+/**
+ * The bearer token's header behind CloudFront (`streamCdn`, docs/deploying.md): origin access
+ * control signs each request with SigV4 in `Authorization`, overwriting the caller's, so the
+ * caller sends `x-threadwise-authorization: Bearer <JWT>` instead. Verified as `Authorization` is.
+ */
+const STREAM_TOKEN_HEADER = "x-threadwise-authorization";
 /** Each request's caller, verified before the app is touched, handed to the routes by the request object. */
 const callers = new WeakMap<HttpRequest, Caller>();
 const authenticate = async (request: HttpRequest): Promise<Caller> => {
@@ -66,7 +72,7 @@ async function respond(request: HttpRequest, context: Context): Promise<HttpResp
   if (!protocol && !STREAM_ROUTES.some((r) => r.method === method && r.pattern.test(request.path))) {
     throw new NotFoundError(`no route for ${request.path} on the streaming URL (the HTTP API serves the others)`);
   }
-  callers.set(request, await verifier.verifyAuthorizationHeader(request.headers.authorization));
+  callers.set(request, await verifier.verifyAuthorizationHeader(request.headers[STREAM_TOKEN_HEADER] ?? request.headers.authorization));
   if (!protocol && method === "POST" && !wantsEventStream(request)) {
     throw new NotAcceptableError("the streaming URL answers only Accept: text/event-stream; the HTTP API answers JSON");
   }

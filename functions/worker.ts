@@ -6,7 +6,7 @@ import { isApprovalSweepEvent, type ApprovalSweepEvent, type SweepResult } from 
 import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
-import { CORRELATION_ID_ATTRIBUTE } from "../lib/observability/index.js";
+import { CORRELATION_ID_ATTRIBUTE, MESSAGING_SYSTEMS, withConsumerSpan } from "../lib/observability/index.js";
 import { appFor, workerFor } from "./shared/app-runtime.js";
 import {
   credentialsOf,
@@ -40,7 +40,11 @@ async function runTurn(record: SQSRecord, context: Context): Promise<void> {
   }
   const { app, credentials } = await appOf(context);
   const receiveCount = Number(record.attributes.ApproximateReceiveCount);
-  const outcome = await workerFor(app, credentials, publishTurnMetrics).process(job, receiveCount, () => context.getRemainingTimeInMillis());
+  const worker = workerFor(app, credentials, publishTurnMetrics);
+  // The turn's spans continue the trace of the request that queued it (docs/operations.md, "Tracing").
+  const outcome = await withConsumerSpan({ system: MESSAGING_SYSTEMS.sqs }, job.trace, () =>
+    worker.process(job, receiveCount, () => context.getRemainingTimeInMillis()),
+  );
   const fields = { outcome: outcome.kind, channel: job.channel, turnId: outcome.turnId, receiveCount };
   tracer.putAnnotation("turnId", outcome.turnId);
   if (outcome.kind === "retry") {

@@ -67,6 +67,17 @@ export const STAGE_ENVIRONMENTS: Readonly<Record<string, StageEnvironment>> = {
   prod: { account: "123456789012", region: "us-east-1" },
 };
 
+/**
+ * How the functions' traces leave them (docs/operations.md, "Tracing"): `xray`, Powertools'
+ * X-Ray segments per function, the queue hop joined by `AWSTraceHeader` (the OpenTelemetry spans
+ * of lib/observability stay no-ops); `adot`, the ADOT Lambda layer (`adotLayerArn`) registers an
+ * OpenTelemetry SDK, so the request, queue hop, `chat` and `execute_tool` spans are exported as
+ * one trace (to X-Ray, through the layer's collector), and Powertools' own segments are turned off.
+ */
+export const TRACING_MODES = ["xray", "adot"] as const;
+export type TracingMode = (typeof TRACING_MODES)[number];
+export const DEFAULT_TRACING_MODE: TracingMode = "xray";
+
 /** How CodeDeploy moves the live alias of each function to a new version. */
 export const DEPLOYMENT_STRATEGIES = ["canary", "linear", "all-at-once"] as const;
 export type DeploymentStrategy = (typeof DEPLOYMENT_STRATEGIES)[number];
@@ -236,6 +247,19 @@ const contextSchema = z.object({
   sampleTools: contextBoolean.optional(),
   deployment: z.enum(DEPLOYMENT_STRATEGIES).optional(),
   limits: limitsContext.optional(),
+  tracing: z.enum(TRACING_MODES).optional(),
+  streamCdn: contextBoolean.optional(),
+  streamWebAclArn: z
+    .string()
+    .regex(/^arn:aws[a-z-]*:wafv2:us-east-1:\d{12}:global\/webacl\/[\w-]+\/[0-9a-f-]+$/, "a CLOUDFRONT-scope (global, us-east-1) AWS WAF web ACL ARN")
+    .optional(),
+  adotLayerArn: z
+    .string()
+    .regex(
+      /^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:layer:[A-Za-z0-9_-]+:\d+$/,
+      "a Lambda layer version ARN (arn:aws:lambda:<region>:<account>:layer:<name>:<version>)",
+    )
+    .optional(),
 });
 
 /** Everything that differs between deployments, read from CDK context once, in app.ts. */
@@ -284,6 +308,13 @@ export interface StageConfig {
   tools: StageToolsConfig;
   /** Defaults of every user's and tenant's limits (`limits` context over `DEFAULT_STAGE_LIMITS`, per scope). */
   limits: StageLimits;
+  /**
+   * Set: CloudFront with AWS WAF in front of the streaming URL, which becomes `AWS_IAM` behind
+   * origin access control (`streamCdn`; docs/deploying.md). `webAclArn`: an existing web ACL; unset, the stack makes one.
+   */
+  streamCdn?: { webAclArn?: string };
+  /** `xray` (default), or the ADOT layer with its ARN (`tracing`, `adotLayerArn`). */
+  tracing: { mode: "xray" } | { mode: "adot"; layerArn: string };
 }
 
 export interface StageCeilings {
@@ -438,7 +469,46 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
       user: { ...DEFAULT_STAGE_LIMITS.user, ...c.limits?.user },
       tenant: { ...DEFAULT_STAGE_LIMITS.tenant, ...c.limits?.tenant },
     },
+    tracing: readTracingConfig(c),
+    streamCdn: readStreamCdnConfig(c, environment),
   };
+}
+
+/** A CLOUDFRONT-scope web ACL lives in us-east-1: the stack makes one only there, else it must be given. */
+function readStreamCdnConfig(c: Context, environment: StageEnvironment | undefined): StageConfig["streamCdn"] {
+  if (!c.streamCdn) {
+    if (c.streamWebAclArn !== undefined) throw invalidContext([{ path: "streamWebAclArn", message: "needs streamCdn=true" }]);
+    return undefined;
+  }
+  if (c.streamWebAclArn === undefined && environment?.region !== "us-east-1") {
+    throw invalidContext([
+      {
+        path: "streamWebAclArn",
+        message:
+          "streamCdn=true in a stage not pinned to us-east-1 needs a CLOUDFRONT-scope web ACL made in us-east-1 " +
+          '(docs/deploying.md, "The streaming URL behind CloudFront")',
+      },
+    ]);
+  }
+  return { webAclArn: c.streamWebAclArn };
+}
+
+/** `adot` needs the layer's ARN (it is regional and versioned, so the stack names none itself); the ARN means nothing without `adot`. */
+function readTracingConfig(c: Context): StageConfig["tracing"] {
+  const mode = c.tracing ?? DEFAULT_TRACING_MODE;
+  if (mode === "xray") {
+    if (c.adotLayerArn !== undefined) throw invalidContext([{ path: "adotLayerArn", message: "needs tracing=adot" }]);
+    return { mode };
+  }
+  if (c.adotLayerArn === undefined) {
+    throw invalidContext([
+      {
+        path: "adotLayerArn",
+        message: 'tracing=adot needs the ADOT Node.js layer ARN of your region and architecture (arm64) (docs/operations.md, "Tracing")',
+      },
+    ]);
+  }
+  return { mode, layerArn: c.adotLayerArn };
 }
 
 type Context = z.infer<typeof contextSchema>;

@@ -18,6 +18,7 @@ import { AlarmTopic } from "./constructs/alarm-topic.js";
 import { apiTokenIssuer } from "./constructs/api-user-pool.js";
 import { CredentialsSecrets } from "./constructs/credentials-secrets.js";
 import { FunctionNetwork } from "./constructs/function-network.js";
+import { StreamEdge } from "./constructs/stream-edge.js";
 import { METRICS_NAMESPACE, Operations } from "./constructs/operations.js";
 import { BudgetAlarms } from "./constructs/budget-alarms.js";
 import { ThreadwiseApi } from "./constructs/threadwise-api.js";
@@ -179,6 +180,7 @@ export class ThreadwiseStack extends Stack {
         network: network ? { vpc: network.vpc, securityGroup: network.securityGroup } : undefined,
       });
       f.useSecrets(secrets, FUNCTION_SECRETS[name]);
+      if (config.tracing.mode === "adot") f.useOpenTelemetryLayer(config.tracing.layerArn);
       f.useMongoDb({
         maxPoolSize: FUNCTION_POOL_SIZES[name],
         maxIdleTimeMs: config.mongodb.maxIdleSeconds * 1000,
@@ -215,7 +217,10 @@ export class ThreadwiseStack extends Stack {
     );
     stream.useTurnQueue(queues.queue);
     stream.useBedrockModel(config.bedrockModelId, bedrockArns);
-    const streamingUrl = stream.addStreamingUrl();
+    const functionUrl = stream.addStreamingUrl({ behindCloudFront: config.streamCdn !== undefined });
+    // In prod, optionally: CloudFront and AWS WAF in front, the Function URL reachable only through them (docs/deploying.md).
+    const edge = config.streamCdn ? new StreamEdge(this, "StreamEdge", { stage, url: functionUrl, webAclArn: config.streamCdn.webAclArn }) : undefined;
+    const streamingUrl = edge?.url ?? functionUrl.url;
     api.useStreamingUrl(streamingUrl);
 
     const worker = fn(
@@ -315,7 +320,7 @@ export class ThreadwiseStack extends Stack {
 
     new CfnOutput(this, "ApiUrl", { value: httpApi.httpApi.apiEndpoint, description: "Base URL of the HTTP API" });
     new CfnOutput(this, "StreamingUrl", {
-      value: streamingUrl.url,
+      value: streamingUrl,
       description: "Base URL of the streaming routes: POST /v1/conversations/{id}/messages (Accept: text/event-stream) and GET .../turns/{turnId}/events",
     });
     new CfnOutput(this, "TurnQueueUrl", { value: queues.queue.queueUrl });

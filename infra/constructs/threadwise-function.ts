@@ -3,7 +3,17 @@ import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
 import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Alias, Architecture, FunctionUrlAuthType, InvokeMode, Runtime, Tracing, type FunctionUrl, type IFunctionUrl } from "aws-cdk-lib/aws-lambda";
+import {
+  Alias,
+  Architecture,
+  FunctionUrlAuthType,
+  InvokeMode,
+  LayerVersion,
+  Runtime,
+  Tracing,
+  type FunctionUrl,
+  type IFunctionUrl,
+} from "aws-cdk-lib/aws-lambda";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -82,6 +92,10 @@ export const S3_DATA_OBJECT_ACTIONS = ["s3:GetObject"] as const;
 export const S3_RESULTS_BUCKET_ACTIONS = [...S3_BUCKET_READ_ACTIONS, "s3:ListBucketMultipartUploads"] as const;
 export const S3_RESULTS_OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"] as const;
 
+/** The ADOT layer's wrapper script, which Lambda runs the runtime through (`AWS_LAMBDA_EXEC_WRAPPER`). */
+export const ADOT_EXEC_WRAPPER_VARIABLE = "AWS_LAMBDA_EXEC_WRAPPER";
+export const ADOT_EXEC_WRAPPER = "/opt/otel-handler";
+
 export interface ThreadwiseFunctionProps {
   stage: string;
   /** Short name (api, worker, slack, teams); the function is named `<stage>-threadwise-<name>`. */
@@ -153,6 +167,18 @@ export class ThreadwiseFunction extends Construct {
   }
 
   /**
+   * Exports the function's OpenTelemetry spans through the ADOT Lambda layer (docs/operations.md,
+   * "Tracing"): the layer's wrapper registers its SDK before the handler loads, so the spans of
+   * lib/observability are recorded and sent, through the layer's collector, to X-Ray. Powertools'
+   * own X-Ray segments are turned off, or each invocation would be traced twice.
+   */
+  useOpenTelemetryLayer(layerArn: string): void {
+    this.fn.addLayers(LayerVersion.fromLayerVersionArn(this, "OpenTelemetryLayer", layerArn));
+    this.fn.addEnvironment(ADOT_EXEC_WRAPPER_VARIABLE, ADOT_EXEC_WRAPPER);
+    this.fn.addEnvironment("POWERTOOLS_TRACE_ENABLED", "false");
+  }
+
+  /**
    * Reads these credentials secrets and no other (the MongoDB URI and channel tokens live there,
    * never in the environment); each ARN goes in the variable `lib/config` reads it from.
    */
@@ -178,13 +204,18 @@ export class ThreadwiseFunction extends Construct {
    * function's timeout. Public (`NONE`): the handler verifies the caller's JWT itself, as the HTTP
    * API's authorizer does, before anything runs. No CORS, as the HTTP API has none.
    */
-  addStreamingUrl(): FunctionUrl {
-    return this.alias.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
+  addStreamingUrl(options: { behindCloudFront?: boolean } = {}): FunctionUrl {
+    // Behind CloudFront (`streamCdn`), `AWS_IAM`: only the distribution's requests, signed by origin access control, are let in.
+    const authType = options.behindCloudFront ? FunctionUrlAuthType.AWS_IAM : FunctionUrlAuthType.NONE;
+    return this.alias.addFunctionUrl({ authType, invokeMode: InvokeMode.RESPONSE_STREAM });
   }
 
-  /** Names the streaming URL to this function's clients: the HTTP API's 406 to an event stream says where to ask. */
-  useStreamingUrl(url: IFunctionUrl): void {
-    this.fn.addEnvironment(FUNCTION_ENV.streamingUrl, url.url);
+  /**
+   * Names the streaming URL (the Function URL, or the CloudFront distribution in front of it) to
+   * this function's clients: the HTTP API's 406 to an event stream says where to ask.
+   */
+  useStreamingUrl(url: IFunctionUrl | string): void {
+    this.fn.addEnvironment(FUNCTION_ENV.streamingUrl, typeof url === "string" ? url : url.url);
   }
 
   /** Enqueues turns for the worker. */

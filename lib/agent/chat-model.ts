@@ -2,6 +2,7 @@ import { ChatBedrockConverse } from "@langchain/aws";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { ModelConfig } from "../config/config.js";
 import { ModelBusyError, ModelCallFailedError, ModelCredentialsError, type ModelErrorCode, ThreadwiseError } from "../errors.js";
+import { GEN_AI_PROVIDER_NAMES } from "../observability/tracing.js";
 import { bedrockTokenCounter, type ModelTokenCounter } from "./bedrock-token-counter.js";
 import { LocalChatModel } from "./local-chat-model.js";
 import { createOpenAiCompatibleModel } from "./openai-compatible-model.js";
@@ -46,6 +47,16 @@ export async function checkModelCredentials(config: ModelConfig): Promise<void> 
   } finally {
     client.destroy();
   }
+}
+
+/**
+ * The model's `gen_ai.provider.name` (lib/observability/tracing.ts): `aws.bedrock` for
+ * `ChatBedrockConverse`, `openai` for an OpenAI-compatible server, the offline model's own value.
+ */
+export function genAiProviderOf(model: BaseChatModel): string {
+  if (model instanceof ChatBedrockConverse) return GEN_AI_PROVIDER_NAMES.bedrock;
+  if (model instanceof LocalChatModel) return GEN_AI_PROVIDER_NAMES.local;
+  return model._llmType() === "openai" ? GEN_AI_PROVIDER_NAMES["openai-compatible"] : model._llmType();
 }
 
 /** Bedrock's CountTokens through the chat model's own client, when the model is a Bedrock one. */

@@ -20,9 +20,10 @@ import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { ModelTokenCounter } from "./bedrock-token-counter.js";
-import { modelCallError } from "./chat-model.js";
+import { genAiProviderOf, modelCallError } from "./chat-model.js";
+import { traceModelCall, traceToolCall } from "../observability/tracing.js";
 import type { FaultInjector } from "./fault-points.js";
-import { reportedUsage } from "./model-usage.js";
+import { finishReasonsOf, reportedUsage } from "./model-usage.js";
 import type { ToolCallRequest, ToolRunner } from "./tool-runner.js";
 import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 import { currentTurnMessages } from "./approval-context.js";
@@ -130,6 +131,8 @@ function turnContext(config: LangGraphRunnableConfig): TurnContext {
 export function createAgentGraph(options: AgentGraphOptions) {
   const { model, tools, checkpointer, policy, faults, logger, price, countTokens } = options;
   const modelId = options.modelId ?? "local";
+  const provider = genAiProviderOf(model);
+  const { maxTokens, temperature } = model as { maxTokens?: number; temperature?: number };
   const calibration = options.calibration ?? new TokenCalibration();
   let countTokensAvailable = countTokens !== undefined;
   // A caller's tool set rarely changes between calls; its schemas are not tokenized on each one.
@@ -202,10 +205,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const callbacks = ctx.events ? [new TextDeltaHandler(ctx.events, index)] : undefined;
     const estimate = { turnId: ctx.turnId, principal: ctx.caller.principal, call: index, estimatedInputTokens: view.stats.estimatedInputTokens };
     const reservation = await options.limits?.reserveCall(estimate);
-    const response = (await bound.invoke(sent, { signal: config.signal, callbacks }).catch(async (error: unknown) => {
-      await reservation?.release().catch(() => undefined);
-      throw modelCallError(error);
-    })) as AIMessage;
+    // One `chat <model>` span per call (docs/operations.md, "Tracing"): settings and token counts, never the messages.
+    const span = { provider, model: modelId, conversationId: ctx.conversationId, maxTokens, temperature, stream: callbacks !== undefined };
+    const call = () =>
+      bound.invoke(sent, { signal: config.signal, callbacks }).catch(async (error: unknown) => {
+        await reservation?.release().catch(() => undefined);
+        throw modelCallError(error);
+      }) as Promise<AIMessage>;
+    const response = await traceModelCall(span, call, (answer) => ({ ...reportedUsage(answer), finishReasons: finishReasonsOf(answer) }));
     const usage = reportedUsage(response, price);
     await reservation?.settle({ ...usage, cacheReadTokens: usage.cacheReadTokens ?? 0, cacheWriteTokens: usage.cacheWriteTokens ?? 0 });
     calibration.observe(modelId, view.stats.viewTokens + toolSchemaTokens, usage.inputTokens);
@@ -280,9 +287,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
         if (held && outcome?.kind !== "approve" && outcome?.kind !== "edit") return notRunMessage(call, outcome);
         if (outcome?.kind === "edit") edits.set(call.id, outcome.args);
         await ctx.events?.emit({ type: "tool_started", tool: call.name, toolCallId: call.id });
-        const result = await tools.run(
-          { ...call, args: outcome?.kind === "edit" ? outcome.args : call.args },
-          { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId: call.id, caller: ctx.caller, signal: config.signal, fence: ctx.fence },
+        const result = await traceToolCall(
+          { name: call.name, id: call.id, conversationId: ctx.conversationId },
+          () =>
+            tools.run(
+              { ...call, args: outcome?.kind === "edit" ? outcome.args : call.args },
+              { conversationId: ctx.conversationId, turnId: ctx.turnId, toolCallId: call.id, caller: ctx.caller, signal: config.signal, fence: ctx.fence },
+            ),
+          (message) => message.status === "error",
         );
         await ctx.events?.emit({ type: "tool_finished", tool: call.name, toolCallId: call.id, status: result.status === "error" ? "error" : "success" });
         return result;

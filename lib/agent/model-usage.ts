@@ -45,3 +45,14 @@ export function reportedUsage(message: AIMessage, price?: ModelPrice): Usage {
   if (price) usage.costUsd = costOf(usage, price, oneHourWrites(message));
   return usage;
 }
+
+/**
+ * Why the model stopped, as it said (`gen_ai.response.finish_reasons`): Bedrock's `stopReason`
+ * (`end_turn`, `tool_use`, `max_tokens`; under `messageStop` when streamed), an OpenAI-compatible
+ * server's `finish_reason`. Empty when the model names none.
+ */
+export function finishReasonsOf(message: AIMessage): string[] {
+  const metadata = (message.response_metadata ?? {}) as { stopReason?: unknown; messageStop?: { stopReason?: unknown }; finish_reason?: unknown };
+  const reason = metadata.stopReason ?? metadata.messageStop?.stopReason ?? metadata.finish_reason;
+  return typeof reason === "string" ? [reason] : [];
+}

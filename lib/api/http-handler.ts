@@ -5,6 +5,7 @@ import { adminRoutes } from "./admin-routes.js";
 import { adminMcpRoutes } from "./admin-mcp-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
 import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
+import { traceRequest } from "../observability/tracing.js";
 import { errorResponse } from "./error-response.js";
 import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
 import { IdempotentRequests } from "./idempotent-requests.js";
@@ -53,12 +54,15 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
   const router = createRouter(routes, options.onError);
   return async (request) => {
     if (request.method === "GET" && request.path === LIVENESS_PATH) return router(request);
-    try {
-      await app.ready();
-    } catch (error) {
-      options.onError?.(error, request);
-      return errorResponse(error);
-    }
-    return router(request);
+    // The span of the request, the root of its turn's trace (docs/operations.md, "Tracing").
+    return traceRequest(request, async () => {
+      try {
+        await app.ready();
+      } catch (error) {
+        options.onError?.(error, request);
+        return errorResponse(error);
+      }
+      return router(request);
+    });
   };
 }

@@ -3,6 +3,7 @@ import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { MCP_SETTINGS } from "./mcp-servers-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
+import { TRACING_SETTINGS } from "./tracing-config.js";
 import { TOOL_SETTINGS } from "./tools-config.js";
 import { configTable, type DocumentedVariable } from "./settings.js";
 
@@ -22,7 +23,7 @@ export const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
 
 /** The configuration table of docs/configuration.md, generated from the settings. */
 export function readmeConfigTable(): string {
-  return configTable({ ...SETTINGS, ...TOOL_SETTINGS, ...RECALL_SETTINGS, ...MCP_SETTINGS, ...MCP_OAUTH_SETTINGS, ...SECRET_ARN_SETTINGS, ...OTHER_VARIABLES });
+  return configTable({ ...SETTINGS, ...TOOL_SETTINGS, ...RECALL_SETTINGS, ...MCP_SETTINGS, ...MCP_OAUTH_SETTINGS, ...TRACING_SETTINGS, ...SECRET_ARN_SETTINGS, ...OTHER_VARIABLES });
 }
 
 /** The page with the text between the markers replaced by the generated table. */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
+import { loadTracingConfig, type TracingConfig } from "./tracing-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
 import { loadMcpOAuthConfig, type McpOAuthConfig } from "./mcp-oauth-config.js";
 import { loadMcpConfig, type McpConfig } from "./mcp-servers-config.js";
@@ -525,6 +526,8 @@ export interface Config {
   mcp: McpConfig;
   channels: ChannelEndpointsConfig;
   deployment: DeploymentConfig;
+  /** Local mode: where the OpenTelemetry spans go (`lib/config/tracing-config.ts`, docs/operations.md "Tracing"). */
+  tracing: TracingConfig;
 }
 
 /** Reads and validates configuration; the only place in `lib/` that looks at the environment. */
@@ -586,6 +589,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits: loadLimitsConfig(env),
     mcpOAuth: loadMcpOAuthConfig(env),
     mcp: loadMcpConfig(env),
+    tracing: loadTracingConfig(env),
     channels: {
       slackApiUrl: e.SLACK_API_URL,
       teamsOpenIdMetadataUrl: e.TEAMS_OPENID_METADATA_URL,

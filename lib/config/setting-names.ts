@@ -4,6 +4,7 @@ import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { MCP_SETTINGS } from "./mcp-servers-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
+import { TRACING_SETTINGS } from "./tracing-config.js";
 import { TOOL_SETTINGS } from "./tools-config.js";
 
 /**
@@ -24,6 +25,7 @@ export const SETTING_PREFIXES = [
   "APPROVAL_",
   "OPENAI_",
   "MCP_",
+  "TRACING_",
 ] as const;
 
 /** Variables with those prefixes that other software reads (mongodb-memory-server's), never a typo of ours. */
@@ -41,6 +43,7 @@ export const SETTING_NAMES: readonly string[] = Object.keys({
   ...RECALL_SETTINGS,
   ...MCP_OAUTH_SETTINGS,
   ...MCP_SETTINGS,
+  ...TRACING_SETTINGS,
   ...SECRET_ARN_SETTINGS,
   ...OTHER_VARIABLES,
 });

@@ -5,9 +5,12 @@ import { startLocalServer } from "./local-server.js";
 import { settingNameWarnings } from "../config/setting-names.js";
 import { startupBanner } from "./startup-banner.js";
 import { explainStartupError } from "./startup-error.js";
+import { registerLocalTracing, type LocalTracing } from "./tracing.js";
 
 /** Longest a shutdown on SIGINT or SIGTERM may take before the process exits anyway (an orchestrator's kill follows soon after). */
 const SHUTDOWN_DEADLINE_MS = 4_500;
+
+let tracing: LocalTracing | undefined;
 
 /** Starts the server, or exits with one line that says what to fix. */
 async function start() {
@@ -16,6 +19,8 @@ async function start() {
   let config: Config | undefined;
   try {
     config = loadConfig();
+    // Before the app: its spans need the provider (TRACING_EXPORTER, docs/operations.md "Tracing").
+    tracing = registerLocalTracing(config.tracing);
     const channels = channelCredentialsFromEnv(process.env);
     await checkModelCredentials(config.model);
     return { config, channels, server: await startLocalServer(config, { channels }) };
@@ -37,10 +42,13 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
       console.error(`shutdown took over ${SHUTDOWN_DEADLINE_MS} ms; exiting`);
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
-    server.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    server
+      .close()
+      .then(() => tracing?.shutdown())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
   });
 }
 for (const line of startupBanner({

@@ -12,3 +12,19 @@ export {
 } from "./turn-outcome-metrics.js";
 export { CORRELATION_ID_ATTRIBUTE, xrayTraceHeader, type TraceContext } from "./trace-context.js";
 export { APPROVAL_SWEEP_METRIC_NAMES } from "./approval-sweep-metrics.js";
+export {
+  GEN_AI_PROVIDER_NAMES,
+  MESSAGING_SYSTEMS,
+  SEMCONV_ATTRIBUTES,
+  TRACER_NAME,
+  TURN_QUEUE_DESTINATION,
+  traceModelCall,
+  traceRequest,
+  traceToolCall,
+  withConsumerSpan,
+  withProducerSpan,
+  type ModelCallResult,
+  type ModelCallSpan,
+  type QueueHop,
+  type TraceCarrier,
+} from "./tracing.js";

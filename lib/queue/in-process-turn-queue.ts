@@ -1,3 +1,4 @@
+import { MESSAGING_SYSTEMS, withConsumerSpan, withProducerSpan } from "../observability/tracing.js";
 import type { TurnJob } from "./turn-job.js";
 import { turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
@@ -6,6 +7,8 @@ import { turnJobGroupId, type TurnQueue } from "./turn-queue.js";
  * share the local server's one event loop with the webhooks, which must answer at once.
  */
 export const DEFAULT_IN_PROCESS_CONCURRENCY = 4;
+/** The queue hop's spans (lib/observability/tracing.ts). */
+const HOP = { system: MESSAGING_SYSTEMS.inProcess };
 
 export interface InProcessTurnQueueOptions {
   /** Called with a handler's thrown error; the job ends. Default: nothing. */
@@ -45,6 +48,10 @@ export class InProcessTurnQueue implements TurnQueue {
   }
 
   async enqueue(job: TurnJob): Promise<void> {
+    await withProducerSpan(HOP, async (carrier) => this.append(carrier ? { ...job, trace: carrier } : job));
+  }
+
+  private append(job: TurnJob): void {
     const group = turnJobGroupId(job);
     const tail = (this.tails.get(group) ?? Promise.resolve())
       .then(() => this.deliver(job))
@@ -62,7 +69,7 @@ export class InProcessTurnQueue implements TurnQueue {
 
   private async deliver(job: TurnJob): Promise<void> {
     for (let receiveCount = 1; ; receiveCount += 1) {
-      const outcome = await this.withSlot(() => this.handle(job, receiveCount));
+      const outcome = await this.withSlot(() => withConsumerSpan(HOP, job.trace, () => this.handle(job, receiveCount)));
       if (!outcome) return;
       // Unref'd: a pending retry does not keep a stopping process alive.
       await new Promise<void>((resolve) => setTimeout(resolve, outcome.retryAfterSeconds * 1000).unref());

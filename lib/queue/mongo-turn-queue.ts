@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
+import { MESSAGING_SYSTEMS, withConsumerSpan, withProducerSpan } from "../observability/tracing.js";
 import { COLLECTIONS } from "../store/collections.js";
 import type { InProcessJobHandler } from "./in-process-turn-queue.js";
 import type { TurnJob } from "./turn-job.js";
@@ -15,6 +16,8 @@ export const DEFAULT_DEDUPLICATION_WINDOW_MS = 300_000;
 /** Heartbeats per visibility timeout while a delivery is processed: two can be missed before it lapses. */
 const HEARTBEATS_PER_VISIBILITY = 3;
 const DUPLICATE_KEY = 11000;
+/** The queue hop's spans (lib/observability/tracing.ts). */
+const HOP = { system: MESSAGING_SYSTEMS.mongodb };
 
 /** `ready`: waits for `visibleAt`; `in_flight`: delivered, until done or `visibleAt` lapses (redelivered); `dead`: out of receives (dead-letter). */
 export const TURN_JOB_STATUSES = ["ready", "in_flight", "done", "dead"] as const;
@@ -102,6 +105,12 @@ export class MongoTurnQueue implements TurnQueue {
   }
 
   async enqueue(job: TurnJob, now = new Date()): Promise<void> {
+    const inserted = await withProducerSpan(HOP, (carrier) => this.insert(carrier ? { ...job, trace: carrier } : job, now));
+    if (inserted && !this.stopped) this.poll();
+  }
+
+  /** Inserts the job; false when its deduplication id is already there (dropped, as SQS drops it). */
+  private async insert(job: TurnJob, now: Date): Promise<boolean> {
     const doc: TurnJobDocument = {
       _id: turnJobDeduplicationId(job),
       group: turnJobGroupId(job),
@@ -113,12 +122,12 @@ export class MongoTurnQueue implements TurnQueue {
     };
     try {
       await this.collection.insertOne(doc);
+      return true;
     } catch (error) {
       // The same deduplication id within the window: dropped, as SQS drops it.
       if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
-      return;
+      return false;
     }
-    if (!this.stopped) this.poll();
   }
 
   /** Starts consuming: jobs left in flight by a crashed process come back once their visibility lapses. */
@@ -242,7 +251,7 @@ export class MongoTurnQueue implements TurnQueue {
     const beat = setInterval(() => void this.extend(doc._id, receipt).catch(() => undefined), Math.floor(this.visibilityMs / HEARTBEATS_PER_VISIBILITY));
     beat.unref();
     try {
-      const outcome = await this.options.handle(doc.job, doc.receiveCount);
+      const outcome = await withConsumerSpan(HOP, doc.job.trace, () => this.options.handle(doc.job, doc.receiveCount));
       if (outcome) await this.retryAfter(doc._id, receipt, outcome.retryAfterSeconds);
       else await this.complete(doc._id, receipt);
     } catch (error) {

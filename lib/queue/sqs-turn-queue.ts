@@ -1,5 +1,5 @@
 import { ChangeMessageVisibilityCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { CORRELATION_ID_ATTRIBUTE, type TraceContext } from "../observability/index.js";
+import { CORRELATION_ID_ATTRIBUTE, MESSAGING_SYSTEMS, withProducerSpan, type TraceContext } from "../observability/index.js";
 import type { TurnJob } from "./turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
@@ -33,6 +33,12 @@ export class SqsTurnQueue implements TurnQueue {
   constructor(private readonly options: SqsTurnQueueOptions) {}
 
   async enqueue(job: TurnJob): Promise<void> {
+    // The OpenTelemetry context rides in the body (the job's `trace`), the X-Ray header beside it.
+    await withProducerSpan({ system: MESSAGING_SYSTEMS.sqs }, (carrier) => this.send(carrier ? { ...job, trace: carrier } : job));
+    this.options.onEnqueued?.();
+  }
+
+  private async send(job: TurnJob): Promise<void> {
     const trace = this.options.traceContext?.() ?? {};
     await this.options.client.send(
       new SendMessageCommand({
@@ -44,7 +50,6 @@ export class SqsTurnQueue implements TurnQueue {
         ...(trace.traceHeader && { MessageSystemAttributes: { AWSTraceHeader: { DataType: "String", StringValue: trace.traceHeader } } }),
       }),
     );
-    this.options.onEnqueued?.();
   }
 
   /**

@@ -54,6 +54,15 @@ const jobFields = {
   receivedAt: z.iso.datetime(),
   /** Set on a job that resumes the turn once its approvals are decided: names that set of decisions (docs/approvals.md). */
   resume: z.string().min(1).max(64).optional(),
+  /**
+   * The enqueuing span's context (W3C `traceparent` and `tracestate`, or what the registered
+   * propagator writes), set by the queue, so the worker's spans are in the request's trace
+   * (lib/observability/tracing.ts). Ids only.
+   */
+  trace: z
+    .record(z.string().regex(/^[\w.-]{1,64}$/), z.string().max(1024))
+    .refine((carrier) => Object.keys(carrier).length <= 8, "at most 8 trace fields")
+    .optional(),
 };
 
 /** The person who wrote the message, from the verified request: a principal of the job's own channel only. */
@@ -142,5 +151,7 @@ export function parseTurnJob(body: string): TurnJob {
 export function recoveryJobOf(turn: { _id: string; attempt?: number; origin?: Record<string, unknown> }): TurnJob {
   const parsed = turnJobSchema.safeParse(turn.origin);
   if (!parsed.success) throw new ValidationError(`turn ${turn._id} does not record how it resumes`);
-  return { ...parsed.data, resume: `recovery-${turn.attempt ?? 0}` };
+  // A recovery is its own hop: the trace of the request that first queued the turn is long over.
+  const { trace: _first, ...job } = parsed.data;
+  return { ...job, resume: `recovery-${turn.attempt ?? 0}` };
 }

@@ -1,6 +1,6 @@
 import { AIMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { costOf, reportedUsage } from "../../lib/agent/model-usage.js";
+import { costOf, finishReasonsOf, reportedUsage } from "../../lib/agent/model-usage.js";
 import type { ModelPrice } from "../../lib/config/config.js";
 
 /** Dollars per million tokens, chosen so each kind of token has its own price. */
@@ -60,6 +60,15 @@ describe("model usage", () => {
       const usage = reportedUsage(message, PRICE);
       expect(usage.costUsd).toBeCloseTo(costOf(usage, PRICE, 100), 12);
       expect(usage.costUsd).not.toBeCloseTo(costOf(usage, PRICE, 0), 12);
+    });
+  });
+
+  describe("finishReasonsOf", () => {
+    it("returns Bedrock's stopReason, as invoked or streamed, an OpenAI finish_reason, or none", () => {
+      expect(finishReasonsOf(new AIMessage({ content: "", response_metadata: { stopReason: "tool_use" } }))).toEqual(["tool_use"]);
+      expect(finishReasonsOf(new AIMessage({ content: "", response_metadata: { messageStop: { stopReason: "end_turn" } } }))).toEqual(["end_turn"]);
+      expect(finishReasonsOf(new AIMessage({ content: "", response_metadata: { finish_reason: "length" } }))).toEqual(["length"]);
+      expect(finishReasonsOf(new AIMessage({ content: "" }))).toEqual([]);
     });
   });
 });

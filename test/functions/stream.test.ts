@@ -81,6 +81,17 @@ describe("functions/stream (Function URL, response streaming)", () => {
     expect(h.converse.requests.length).toBe(before);
   });
 
+  it("takes the bearer token from x-threadwise-authorization behind CloudFront, whose SigV4 signature holds Authorization", async () => {
+    const id = await newConversation();
+    const sigV4 = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261202/us-east-1/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=00";
+    const signedOnly = await ask(id, { authorization: sigV4, accept: "application/json" }).finished;
+    expect(signedOnly.statusCode).toBe(401);
+    // Past the token check: the 406 comes after it (and before anything runs).
+    const withToken = await ask(id, { authorization: sigV4, "x-threadwise-authorization": `Bearer ${await aliceToken()}`, accept: "application/json" })
+      .finished;
+    expect(withToken.statusCode).toBe(406);
+  });
+
   it("streams a turn's events as they come: status and turn while the model still holds the answer, then text and done", async () => {
     const id = await newConversation();
     const { stream: received, finished } = ask(id, { authorization: `Bearer ${await aliceToken()}`, accept: "text/event-stream" });

@@ -1,5 +1,5 @@
 import { ValidationError } from "../../lib/errors.js";
-import { parseTurnJob, type TurnJob } from "../../lib/queue/index.js";
+import { parseTurnJob, recoveryJobOf, type TurnJob } from "../../lib/queue/index.js";
 import { apiPrincipal, slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 
 const slackJob: TurnJob = {
@@ -18,6 +18,14 @@ describe("turn-job", () => {
   describe("parseTurnJob", () => {
     it("returns the job the ingress serialised", () => {
       expect(parseTurnJob(JSON.stringify(slackJob))).toEqual(slackJob);
+    });
+
+    it("returns the trace context a job carries, and throws ValidationError for one with more than 8 fields or a field name that is no header", () => {
+      const traced = { ...slackJob, trace: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } };
+      expect(parseTurnJob(JSON.stringify(traced))).toEqual(traced);
+      const many = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`k${i}`, "v"]));
+      expect(() => parseTurnJob(JSON.stringify({ ...slackJob, trace: many }))).toThrow(ValidationError);
+      expect(() => parseTurnJob(JSON.stringify({ ...slackJob, trace: { "trace parent": "x" } }))).toThrow(ValidationError);
     });
 
     it("returns an api job, which has no reply target and carries its token's roles", () => {
@@ -78,6 +86,15 @@ describe("turn-job", () => {
 
     it("throws ValidationError for a body that is not JSON", () => {
       expect(() => parseTurnJob("{")).toThrow(ValidationError);
+    });
+  });
+
+  describe("recoveryJobOf", () => {
+    it("returns the origin's job without the trace context of the request that first queued it", () => {
+      const origin = { ...slackJob, trace: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" } };
+      const job = recoveryJobOf({ _id: "t1", attempt: 2, origin });
+      expect(job.trace).toBeUndefined();
+      expect(job).toEqual({ ...slackJob, resume: "recovery-2" });
     });
   });
 });
