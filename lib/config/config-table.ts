@@ -23,7 +23,16 @@ export const OTHER_VARIABLES: Record<string, DocumentedVariable> = {
 
 /** The configuration table of docs/configuration.md, generated from the settings. */
 export function readmeConfigTable(): string {
-  return configTable({ ...SETTINGS, ...TOOL_SETTINGS, ...RECALL_SETTINGS, ...MCP_SETTINGS, ...MCP_OAUTH_SETTINGS, ...TRACING_SETTINGS, ...SECRET_ARN_SETTINGS, ...OTHER_VARIABLES });
+  return configTable({
+    ...SETTINGS,
+    ...TOOL_SETTINGS,
+    ...RECALL_SETTINGS,
+    ...MCP_SETTINGS,
+    ...MCP_OAUTH_SETTINGS,
+    ...TRACING_SETTINGS,
+    ...SECRET_ARN_SETTINGS,
+    ...OTHER_VARIABLES,
+  });
 }
 
 /** The page with the text between the markers replaced by the generated table. */
