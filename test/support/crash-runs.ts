@@ -29,6 +29,8 @@ export interface RunReport {
   /** Approved calls whose run was interrupted inside the tool and reported to the model as of unknown outcome. */
   unknownOutcomes: number;
   problems: string[];
+  /** Milliseconds spent driving the turn, restarting the server, and settling and checking. */
+  ms?: { drive: number; restart: number; settle: number };
 }
 
 interface TurnView {
@@ -63,11 +65,12 @@ export function runRandom(seed: number, index: number): () => number {
 }
 
 /**
- * One run: start the server armed, drive a turn of `kind`, let it die, start it again and
+ * One run: arm the server, drive a turn of `kind`, let it die, start it again and
  * check, within the recovery deadline, what docs/recovery.md promises.
  */
 export async function crashRun(cluster: CrashCluster, kind: RunKind, crash: RunCrash, index: number): Promise<RunReport> {
   const report: RunReport = { kind, crash, died: false, statuses: [], effects: [], unknownOutcomes: 0, problems: [] };
+  const t0 = Date.now();
   const alice = await armed(cluster, crash);
   const manager = await cluster.token("alice", ["manager"]);
   const id = (await cluster.call("POST", "/v1/conversations", { token: alice })).body.conversationId as string;
@@ -97,15 +100,23 @@ export async function crashRun(cluster: CrashCluster, kind: RunKind, crash: RunC
   clearTimeout(timer);
   // Give an armed point reached by the worker (after the request answered) its moment.
   await Promise.race([cluster.server.exited, sleep(300)]);
-  report.died = cluster.server.child.exitCode !== null || cluster.server.child.signalCode !== null;
-  await cluster.restart();
+  const t1 = Date.now();
+  report.died = !cluster.alive();
+  // Alive: disarmed, it goes on serving (a run needs no start of its own); dead, or dying before the disarm, it starts again.
+  if (report.died || !(await cluster.arm())) {
+    report.died = true;
+    await cluster.restart();
+  }
+  const t2 = Date.now();
   await settle(cluster, id, alice, manager, report);
+  report.ms = { drive: t1 - t0, restart: t2 - t1, settle: Date.now() - t2 };
   return report;
 }
 
-/** Restarts the server with the run's fault armed (a timer run needs none) and returns a token. */
+/** Arms the running server with the run's fault (a timer run needs none; a dead server starts armed) and returns a token. */
 async function armed(cluster: CrashCluster, crash: RunCrash): Promise<string> {
-  await cluster.restart("at" in crash ? crash : undefined);
+  const fault = "at" in crash ? crash : undefined;
+  if (!(await cluster.arm(fault))) await cluster.restart(fault);
   return cluster.token("alice");
 }
 
