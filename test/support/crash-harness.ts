@@ -36,6 +36,8 @@ export interface CrashCluster {
   server: CrashServer;
   /** Starts the server (after a crash, or killing the running one first) with `crashAt` armed (none: no crash). */
   restart(crash?: { at: string; nth?: number }): Promise<CrashServer>;
+  /** Starts a second server on the same database (`env` overriding its settings), as a second container would run beside the first; closed with the cluster. */
+  startPeer(env?: Record<string, string>): Promise<CrashServer>;
   /** Arms the running server's fault point (none: disarms it) without a restart; false if it is gone. */
   arm(crash?: { at: string; nth?: number }): Promise<boolean>;
   /** Whether the running server's process is still alive. */
@@ -151,12 +153,14 @@ export async function startCrashCluster(env: Record<string, string> = {}): Promi
     KEYS_DIR: keysDir,
     LEASE_TTL_MS: String(CRASH_LEASE_TTL_MS),
     APPROVAL_SWEEP_SECONDS: String(CRASH_SWEEP_SECONDS),
+    TURN_RECOVERY_SWEEP_SECONDS: String(CRASH_SWEEP_SECONDS),
     TOOL_TIMEOUT_MS: String(CRASH_TOOL_TIMEOUT_MS),
     // Long enough that an ordinary turn answers in the request; short enough that a slow one goes to the queue.
     SYNC_TURN_DEADLINE_MS: "5000",
     TURN_MAX_RECEIVES: "6",
     ...env,
   };
+  const peers: CrashServer[] = [];
   const cluster: CrashCluster = {
     db,
     dbName,
@@ -166,6 +170,11 @@ export async function startCrashCluster(env: Record<string, string> = {}): Promi
       if (cluster.alive()) await cluster.kill();
       cluster.server = await startChild({ ...baseEnv, ...(crash && { CRASH_AT: crash.at, CRASH_NTH: String(crash.nth ?? 1) }) });
       return cluster.server;
+    },
+    async startPeer(env = {}) {
+      const peer = await startChild({ ...baseEnv, ...env });
+      peers.push(peer);
+      return peer;
     },
     alive: () => cluster.server.child.exitCode === null && cluster.server.child.signalCode === null,
     async arm(crash) {
@@ -206,8 +215,10 @@ export async function startCrashCluster(env: Record<string, string> = {}): Promi
       return counts;
     },
     async close() {
-      cluster.server.child.kill("SIGKILL");
-      await cluster.server.exited;
+      for (const server of new Set([cluster.server, ...peers])) {
+        server.child.kill("SIGKILL");
+        await server.exited;
+      }
       await db
         .collection(EFFECTS_COLLECTION)
         .drop()
