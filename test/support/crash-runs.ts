@@ -49,6 +49,8 @@ interface StateMessage {
 }
 
 const FINAL = new Set(["completed", "failed", "superseded"]);
+/** How long past its deadline a run still watches its turns, to report them late rather than stuck. */
+const LATE_WATCH_MS = 60_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Picks the run's kind and crash from the seeded generator. */
@@ -123,6 +125,8 @@ async function armed(cluster: CrashCluster, crash: RunCrash): Promise<string> {
 /** Waits for every turn to end (approving what still waits), then checks effects, record against thread, and streams. */
 async function settle(cluster: CrashCluster, id: string, alice: string, manager: string, report: RunReport): Promise<void> {
   const end = Date.now() + RECOVERY_DEADLINE_MS * 2;
+  // Past the deadline a run keeps watching a while, to tell a late turn (a starved machine) from a stuck one.
+  const giveUp = end + LATE_WATCH_MS;
   let turns: TurnView[] = [];
   for (;;) {
     turns = ((await cluster.call("GET", `/v1/conversations/${id}/turns`, { token: alice }).catch(() => undefined))?.body?.turns as TurnView[]) ?? [];
@@ -132,11 +136,14 @@ async function settle(cluster: CrashCluster, id: string, alice: string, manager:
     for (const approval of pending) {
       await cluster.call("POST", `/v1/conversations/${id}/approvals/${approval.approvalId}`, { token: manager, json: { decision: "approve" } });
     }
-    if (turns.length > 0 && turns.every((t) => FINAL.has(t.status))) break;
+    if (turns.length > 0 && turns.every((t) => FINAL.has(t.status))) {
+      if (Date.now() > end) report.problems.push(`turns final only ${Date.now() - end} ms after the deadline (${RECOVERY_DEADLINE_MS * 2} ms)`);
+      break;
+    }
     // Killed before the request made its turn: nothing began, nothing to recover.
     if (turns.length === 0 && Date.now() > end - RECOVERY_DEADLINE_MS) break;
-    if (Date.now() > end) {
-      report.problems.push(`turns not final within ${RECOVERY_DEADLINE_MS * 2} ms: ${turns.map((t) => t.status).join(", ")}`);
+    if (Date.now() > giveUp) {
+      report.problems.push(`turns not final within ${RECOVERY_DEADLINE_MS * 2 + LATE_WATCH_MS} ms: ${turns.map((t) => t.status).join(", ")}`);
       break;
     }
     await sleep(150);
