@@ -49,7 +49,8 @@ function summary(reports: RunReport[]) {
 }
 
 describe("local server: random turns killed and recovered", () => {
-  it(`ends every turn completed, failed with a code, or superseded, with effects at most once and record and thread agreeing (${INDICES.length} runs, seed ${SEED})`, {
+  const runs = `${INDICES.length} runs, seed ${SEED}`;
+  it(`ends every turn completed, failed with a code, or superseded, with effects at most once and record and thread agreeing (${runs})`, {
     timeout: 60_000 + (INDICES.length / PARALLEL) * 100_000,
   }, async () => {
     const reports: RunReport[] = [];
