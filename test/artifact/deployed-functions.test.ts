@@ -929,7 +929,11 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
  * same SQS message delivered again to a new container, and the schedule's recovery event run.
  */
 describe("a worker killed mid-turn, its message delivered again (SQS redelivery)", () => {
-  beforeAll(() => aws.setCredentials(fullCredentials()));
+  beforeAll(() => {
+    aws.setCredentials(fullCredentials());
+    // A container of its own, not one an earlier test started while the secret could not be read.
+    warm.delete("worker");
+  });
 
   const turnsQueueVisibilityMs = () => {
     const queues = Object.values(stack.template.findResources("AWS::SQS::Queue"));
