@@ -933,6 +933,8 @@ describe("a worker killed mid-turn, its message delivered again (SQS redelivery)
     aws.setCredentials(fullCredentials());
     // A container of its own, not one an earlier test started while the secret could not be read.
     warm.delete("worker");
+    // The tier's model, which asks for the follow-up (an earlier test left a plain one answering).
+    converse.setResponder(respond);
   });
 
   const turnsQueueVisibilityMs = () => {
