@@ -6,7 +6,7 @@
  * manager's approval. `CRASH_AT` names a fault point (or `inside-tool`: after a tool's effect,
  * before it returns) and `CRASH_NTH` which passage through it kills the process (default 1);
  * `arm <point> <nth> <tag>` / `disarm <tag>` lines on stdin change them while it runs.
- * Prints `listening <url>` once it serves.
+ * Prints `listening <url>` once it serves; `CRASH_LOGS=1` also prints its log lines and how long it took to load and start.
  */
 import { createInterface } from "node:readline";
 import { MongoClient } from "mongodb";
