@@ -982,8 +982,11 @@ describe("a worker killed mid-turn, its message delivered again (SQS redelivery)
     "before the tool's effect": (c) => c.includes(writes("insert", "idempotency")) && c.includes(bsonString("status", "INPROGRESS")),
     // The tool call's completion record: the effect happened, its record still says in progress.
     "inside the tool, after its effect": (c) => c.includes(writes("update", "idempotency")) && c.includes(bsonString("status", "COMPLETED")),
-    // The turn's record: the answer is checkpointed, the turn is not completed.
-    "after the final checkpoint, before the record": (c) => c.includes(writes("update", "turns")) && c.includes(bsonString("status", "completed")),
+    // The record's answer: the answer is checkpointed, nothing recorded.
+    "after the final checkpoint, before the record": (c) => c.includes(writes("update", "messages")) && c.includes(bsonString("role", "assistant")),
+    // The turn's completion: the record holds the answer, the turn is still running.
+    "after the record's answer, before the turn's completion": (c) =>
+      c.includes(writes("update", "turns")) && c.includes(bsonString("status", "completed")),
   };
 
   for (const [point, match] of Object.entries(POINTS)) {

@@ -182,7 +182,10 @@ async function settle(cluster: CrashCluster, id: string, alice: string, manager:
   for (const turn of turns) {
     const at = state.findIndex((m) => m.id === `${turn.turnId}:user`);
     const recorded = record.find((m) => m.turnId === turn.turnId && m.role === "assistant")?.content;
-    if (turn.status === "completed" && recorded !== turn.answer) report.problems.push(`turn ${turn.turnId}: record's answer is not the turn's`);
+    if (turn.status === "completed" && recorded !== turn.answer) {
+      const answers = record.filter((m) => m.turnId === turn.turnId && m.role === "assistant").map((m) => m.content);
+      report.problems.push(`turn ${turn.turnId}: record's answer is not the turn's (record ${JSON.stringify(answers)}, turn ${JSON.stringify(turn.answer)})`);
+    }
     if (turn.status !== "completed" && recorded !== undefined) report.problems.push(`turn ${turn.turnId} is ${turn.status} with an answer recorded`);
     if (at < 0) continue;
     const next = state.findIndex((m, i) => i > at && m.role === "user");
