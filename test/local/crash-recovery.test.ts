@@ -185,6 +185,21 @@ describe("local server: recovery after a SIGKILL", { timeout: 120_000 }, () => {
     expect([...(await cluster.effects(id)).values()]).toEqual([1]);
   });
 
+  it("leaves no completed turn without its answer in the record when the server dies between the record's answer and the turn's completion", async () => {
+    await cluster.restart({ at: "after-record-answer" });
+    const id = await conversation();
+    await askAndDie(id, "tell me about records");
+    await cluster.restart();
+    const { turnId } = await onlyTurn(id);
+
+    const turn = await finalTurn(id, turnId);
+    const { thread, record } = await answers(id);
+
+    expect(turn.status).toBe("completed");
+    expect(record).toEqual([turn.answer]);
+    expect(thread).toBe(turn.answer);
+  });
+
   it("records the answer the thread holds when the server dies after the last checkpoint, before the record", async () => {
     await cluster.restart({ at: "after-answer" });
     const id = await conversation();
