@@ -985,8 +985,7 @@ describe("a worker killed mid-turn, its message delivered again (SQS redelivery)
     // The record's answer: the answer is checkpointed, nothing recorded.
     "after the final checkpoint, before the record": (c) => c.includes(writes("update", "messages")) && c.includes(bsonString("role", "assistant")),
     // The turn's completion: the record holds the answer, the turn is still running.
-    "after the record's answer, before the turn's completion": (c) =>
-      c.includes(writes("update", "turns")) && c.includes(bsonString("status", "completed")),
+    "after the record's answer, before the turn's completion": (c) => c.includes(writes("update", "turns")) && c.includes(bsonString("status", "completed")),
   };
 
   for (const [point, match] of Object.entries(POINTS)) {

@@ -12,8 +12,26 @@ export type RunCrash = { at: string; nth: number } | { afterMs: number };
 /** Fault points each kind of turn passes through (`inside-tool`: after the tool's effect, before it returns). */
 const POINTS: Record<RunKind, string[]> = {
   plain: ["after-user-message", "after-model-call", "after-answer", "after-record-answer", "after-record"],
-  tool: ["after-user-message", "after-model-call", "before-tool-effect", "inside-tool", "after-tool-effect", "after-answer", "after-record-answer", "after-record"],
-  approval: ["after-decision", "after-resume-enqueued", "before-tool-effect", "inside-tool", "after-tool-effect", "after-answer", "after-record-answer", "after-record"],
+  tool: [
+    "after-user-message",
+    "after-model-call",
+    "before-tool-effect",
+    "inside-tool",
+    "after-tool-effect",
+    "after-answer",
+    "after-record-answer",
+    "after-record",
+  ],
+  approval: [
+    "after-decision",
+    "after-resume-enqueued",
+    "before-tool-effect",
+    "inside-tool",
+    "after-tool-effect",
+    "after-answer",
+    "after-record-answer",
+    "after-record",
+  ],
   streamed: ["after-model-call", "after-answer", "after-record-answer", "after-record"],
   edit: ["after-user-message", "after-model-call", "after-answer", "after-record-answer", "after-record"],
 };
