@@ -2,7 +2,15 @@
  * Points in a turn where a process can die. Production never passes an injector, so these
  * are inert there; tests pass one that throws to prove a retry resumes without loss or repeats.
  */
-export const FAULT_POINTS = ["after-user-message", "after-model-call", "before-tool-effect", "after-tool-effect", "after-answer", "after-record"] as const;
+export const FAULT_POINTS = [
+  "after-user-message",
+  "after-model-call",
+  "before-tool-effect",
+  "after-tool-effect",
+  "after-answer",
+  "after-record-answer",
+  "after-record",
+] as const;
 
 /** Points around a decision on an approval (`Approvals.decide`): between recording it and resuming the turn. */
 export const APPROVAL_FAULT_POINTS = ["after-decision", "after-resume-enqueued"] as const;

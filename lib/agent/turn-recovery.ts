@@ -173,7 +173,7 @@ export class TurnRecovery {
     return { outcome: "failed", final: { type: "failed", ...error } };
   }
 
-  /** The thread's answer becomes the turn's, as the runner records one: turn, then record, then the conversation's title. */
+  /** The thread's answer becomes the turn's, as the runner records one: record, then turn, then the conversation's title. */
   private async recordAnswer(
     turn: ClaimedTurn,
     seq: number,
@@ -185,8 +185,8 @@ export class TurnRecovery {
     const calls = await turns.listCalls(turn._id);
     const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
     const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
-    await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - turn.createdAt.getTime() }, fence);
     await messages.append({ turnId: turn._id, seq, role: "assistant", content: answer }, fence);
+    await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - turn.createdAt.getTime() }, fence);
     await conversations.touch(turn.conversationId, { title: question.slice(0, TITLE_CHARS) });
     return { outcome: "completed", final: { type: "done", answer, usage } };
   }

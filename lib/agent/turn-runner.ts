@@ -319,8 +319,11 @@ export class TurnRunner {
       const calls = await turns.listCalls(turnId);
       const usage = calls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE);
       const toolCalls = calls.reduce((n, c) => n + c.toolCalls.length, 0);
-      await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
+      // The record first: a process killed between the two leaves a `running` turn, which recovery completes from the
+      // thread (the record's insert is once), never a `completed` turn that nothing revisits with its answer missing.
       await messages.append({ turnId, seq, role: "assistant", content: answer }, fence);
+      faults?.at("after-record-answer");
+      await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
       faults?.at("after-record");
       await conversations.touch(conversationId, { title: conversationTitle(request.content) });
       await this.deps.afterTurn?.(conversationId, fence);

@@ -96,6 +96,8 @@ export const DEFAULT_LOCAL_ISSUER = "threadwise-local";
 export const DEFAULT_PORT = 3000;
 /** How often the local server expires approvals past their deadline: a minute, so a local user sees an expiry soon after it is due. */
 export const DEFAULT_APPROVAL_SWEEP_SECONDS = 60;
+/** How often the local server's recovery sweep runs: a minute, as the stack's schedule (`TURN_RECOVERY_INTERVAL`) runs it in AWS. */
+export const DEFAULT_TURN_RECOVERY_SWEEP_SECONDS = 60;
 /** Longest a turn runs inside an API request before it is handed to the worker (API Gateway gives 30 s). */
 export const DEFAULT_SYNC_TURN_DEADLINE_MS = 20_000;
 /** Receives of one queued turn before it is given up; matches the queue's maxReceiveCount. */
@@ -261,6 +263,14 @@ export const SETTINGS = {
     description:
       "local server: how often it rejects as expired the approvals past their deadline and resumes their turns " +
       "(in AWS the worker's schedule does it every 5 minutes; [approvals.md](approvals.md))",
+  }),
+  TURN_RECOVERY_SWEEP_SECONDS: setting({
+    schema: durationSeconds,
+    default: DEFAULT_TURN_RECOVERY_SWEEP_SECONDS,
+    description:
+      "local server: how often it finishes or resumes the turns whose process died (a lapsed lease); a crashed " +
+      "holder's conversation takes a new message within LEASE_TTL_MS plus this (in AWS the worker's schedule runs " +
+      "every minute; [recovery.md](recovery.md))",
   }),
   MONGODB_SERVER_SELECTION_TIMEOUT_MS: setting({
     schema: durationMs,
@@ -514,6 +524,8 @@ export interface Config {
   port: number;
   /** Local server: seconds between approval sweeps (`APPROVAL_SWEEP_SECONDS`). */
   approvalSweepSeconds: number;
+  /** Local server: seconds between turn recovery sweeps (`TURN_RECOVERY_SWEEP_SECONDS`). */
+  turnRecoverySweepSeconds: number;
   /** Which engines the tools use, their limits and permissions (`lib/config/tools-config.ts`). */
   tools: ToolsConfig;
   /** `search_conversation`: embeddings and answer size (`lib/config/recall-config.ts`). */
@@ -584,6 +596,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxMessageChars: e.MAX_MESSAGE_CHARS,
     port: e.PORT,
     approvalSweepSeconds: e.APPROVAL_SWEEP_SECONDS,
+    turnRecoverySweepSeconds: e.TURN_RECOVERY_SWEEP_SECONDS,
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     limits: loadLimitsConfig(env),

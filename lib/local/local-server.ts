@@ -253,7 +253,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     const result = await app.recovery.sweep();
     if (result.found > 0) logger.info("turn recovery sweep", { ...result });
   };
-  const recoverySweep = new PeriodicTask(recover, config.approvalSweepSeconds * 1000, (error) =>
+  const recoverySweep = new PeriodicTask(recover, config.turnRecoverySweepSeconds * 1000, (error) =>
     logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }),
   );
   // Before the queue delivers again what the last process left in flight: the two never race for one turn's lease at start.

@@ -13,14 +13,15 @@ import { apiEvent, jwtClaims, sqsEvent, sqsRecord, type ApiEventInput } from "..
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../support/bot-connector-endpoint.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
 import { APPROVAL_SWEEP_EVENT } from "../../lib/approvals/sweep-event.js";
+import { TURN_RECOVERY_EVENT } from "../../lib/agent/turn-recovery-event.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "../support/mongo.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-signing.js";
-import { LOOPBACK_TLS, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { bsonString, LOOPBACK_TLS, startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { startBotFrameworkIssuer, TEST_APP_ID, type BotFrameworkIssuer } from "../support/teams-signing.js";
 import { resolveReferences, synthesizeDeployedStack, type DeployedStack } from "./support/deployed-stack.js";
 import { startFunctionUrl, type FunctionUrl } from "./support/function-url.js";
-import { FunctionProcess } from "./support/lambda-runtime.js";
+import { FunctionError, FunctionProcess } from "./support/lambda-runtime.js";
 import { startOidcIssuer, type OidcIssuer } from "../support/oidc-issuer.js";
 import { Gate } from "../support/gate.js";
 import { runtimeSdkDirectory } from "./support/runtime-sdk.js";
@@ -919,4 +920,127 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(await worker.invoke(sqsEvent(sqsRecord(message)))).toEqual({ batchItemFailures: [{ itemIdentifier: message.messageId }] });
     });
   });
+});
+
+/**
+ * The crash test of docs/recovery.md on the worker bundle: its container SIGKILLed at a point of
+ * an approved turn's resume (found by the MongoDB command it was sending, held at the proxy),
+ * the visibility timeout let pass (the lease's and the tool call's clocks moved back by it), the
+ * same SQS message delivered again to a new container, and the schedule's recovery event run.
+ */
+describe("a worker killed mid-turn, its message delivered again (SQS redelivery)", () => {
+  beforeAll(() => {
+    aws.setCredentials(fullCredentials());
+    // A container of its own, not one an earlier test started while the secret could not be read.
+    warm.delete("worker");
+    // The tier's model, which asks for the follow-up (an earlier test left a plain one answering).
+    converse.setResponder(respond);
+  });
+
+  const turnsQueueVisibilityMs = () => {
+    const queues = Object.values(stack.template.findResources("AWS::SQS::Queue"));
+    const turns = queues.find((q) => String(q.Properties.QueueName).endsWith("-turns.fifo"));
+    return Number(turns?.Properties.VisibilityTimeout) * 1000;
+  };
+
+  /** What SQS's wait does to the clocks recovery reads: the lease lapsed, an in-progress tool call abandoned. */
+  async function elapse(conversationId: string, ms: number): Promise<void> {
+    const conversations = database.db.collection("conversations");
+    const conversation = await conversations.findOne({ _id: conversationId as never });
+    if (conversation?.lease)
+      await conversations.updateOne({ _id: conversationId as never }, { $set: { "lease.expiresAt": new Date(conversation.lease.expiresAt.getTime() - ms) } });
+    const idempotency = database.db.collection("idempotency");
+    for (const record of await idempotency.find({ inProgressExpiryTimestamp: { $exists: true } }).toArray())
+      await idempotency.updateOne({ _id: record._id }, { $set: { inProgressExpiryTimestamp: Number(record.inProgressExpiryTimestamp) - ms } });
+  }
+
+  /**
+   * The turn's event stream through the streaming URL, read to its end (cut after 10 s) as a client
+   * follows it: one that ends at `approval_requested` is followed again after that event. Its last event.
+   */
+  async function lastStreamEvent(id: string, turnId: string): Promise<string | undefined> {
+    const token = await oidc.sign("alice", { claims: { tenant: "acme" } });
+    let last: { event?: string; id?: string } | undefined;
+    for (let follows = 0; follows < 3; follows++) {
+      const response = await fetch(new URL(`v1/conversations/${id}/turns/${turnId}/events`, streamingUrl.url), {
+        headers: { accept: "text/event-stream", authorization: `Bearer ${token}`, ...(last?.id && { "last-event-id": last.id }) },
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await response.text().catch(() => "");
+      const blocks = text.split("\n\n").filter((b) => b.includes("event:"));
+      const fields = (block: string) => Object.fromEntries(block.split("\n").map((l) => [l.slice(0, l.indexOf(":")), l.slice(l.indexOf(":") + 1).trim()]));
+      last = blocks.length > 0 ? fields(blocks[blocks.length - 1]) : undefined;
+      if (last?.event !== "approval_requested") break;
+    }
+    return last?.event;
+  }
+
+  const writes = (command: string, collection: string) => bsonString(command, collection);
+  /** Where the worker dies: at the first write that matches, held at the proxy and never done. */
+  const POINTS: Record<string, (chunk: Buffer) => boolean> = {
+    // The tool call's in-progress record: the tool has not begun.
+    "before the tool's effect": (c) => c.includes(writes("insert", "idempotency")) && c.includes(bsonString("status", "INPROGRESS")),
+    // The tool call's completion record: the effect happened, its record still says in progress.
+    "inside the tool, after its effect": (c) => c.includes(writes("update", "idempotency")) && c.includes(bsonString("status", "COMPLETED")),
+    // The record's answer: the answer is checkpointed, nothing recorded.
+    "after the final checkpoint, before the record": (c) => c.includes(writes("update", "messages")) && c.includes(bsonString("role", "assistant")),
+    // The turn's completion: the record holds the answer, the turn is still running.
+    "after the record's answer, before the turn's completion": (c) => c.includes(writes("update", "turns")) && c.includes(bsonString("status", "completed")),
+  };
+
+  for (const [point, match] of Object.entries(POINTS)) {
+    it(`ends an approved turn killed ${point}: completed, the effect once, record and thread agreeing, its stream ended`, async () => {
+      const { id, turnId, message } = await queuedTurn(`follow up: Crash ${point}`);
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
+      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      const approvalId = (await api(turnPath)).json.approvals[0].approvalId as string;
+      const decidedAt = aws.sent.length;
+      const decided = await api({
+        method: "POST",
+        path: `/v1/conversations/${id}/approvals/${approvalId}`,
+        routeKey: "POST /v1/conversations/{id}/approvals/{approvalId}",
+        claims: alice,
+        body: { decision: "approve" },
+      });
+      expect(decided.json).toMatchObject({ decided: true, resumed: true });
+      const resume = lastSent(decidedAt);
+
+      const doomed = await container("worker");
+      const held = proxy.intercept(match);
+      const delivery = doomed.invoke(sqsEvent(sqsRecord(resume))).catch((error: unknown) => error);
+      await Promise.race([
+        held,
+        delivery.then((result) => Promise.reject(new Error(`the worker finished without reaching ${point}: ${JSON.stringify(result)} ${String(result)}`))),
+      ]);
+      await doomed.stop();
+      warm.delete("worker");
+      expect(await delivery).toBeInstanceOf(FunctionError);
+      const followUps = () => database.db.collection("follow_ups").countDocuments({ conversationId: id });
+      expect(await followUps()).toBe(point === "before the tool's effect" ? 0 : 1);
+
+      await elapse(id, turnsQueueVisibilityMs());
+      const queuedFrom = aws.sent.length;
+      // A new container: its start-up sweep, then the message SQS delivers again.
+      const worker = await coldStart("worker");
+      expect(await worker.invoke(sqsEvent(sqsRecord(resume, 2)))).toEqual({ batchItemFailures: [] });
+      expect(await worker.invoke(TURN_RECOVERY_EVENT)).toMatchObject({ found: expect.any(Number) });
+      // What the sweeps queued for this conversation, delivered as SQS would.
+      for (const queued of aws.sent.slice(queuedFrom).filter((m) => m.body.includes(id))) {
+        expect(await worker.invoke(sqsEvent(sqsRecord(queued)))).toEqual({ batchItemFailures: [] });
+      }
+
+      const turn = (await api(turnPath)).json;
+      expect(turn).toMatchObject({ status: "completed", answer: expect.stringContaining("tool said:") });
+      // Killed inside the tool, the call is not run again: the model reads that its outcome is unknown.
+      if (point.startsWith("inside")) expect(turn.answer).toMatch(/interrupted while it ran; whether it took effect is unknown/);
+      else expect(turn.answer).toContain("tool said: Recorded");
+      expect(await followUps()).toBe(1);
+      const record = await api({ method: "GET", path: `/v1/conversations/${id}/messages`, routeKey: "GET /v1/conversations/{id}/messages", claims: alice });
+      const recorded = (record.json.messages as { turnId: string; role: string; content: string }[]).filter((m) => m.role === "assistant");
+      expect(recorded.map((m) => [m.turnId, m.content])).toEqual([[turnId, turn.answer]]);
+      const state = await api({ method: "GET", path: `/v1/conversations/${id}/state`, routeKey: "GET /v1/conversations/{id}/state", claims: alice });
+      expect((state.json.messages as { role: string; content: string }[]).at(-1)).toMatchObject({ role: "assistant", content: turn.answer });
+      expect(await lastStreamEvent(id, turnId)).toBe("done");
+    });
+  }
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openEventStream } from "../support/sse-client.js";
-import { APPROVER_ROLE, RECOVERY_DEADLINE_MS, startCrashCluster, type CrashCluster } from "../support/crash-harness.js";
+import { APPROVER_ROLE, CRASH_LEASE_TTL_MS, RECOVERY_DEADLINE_MS, startCrashCluster, type CrashCluster } from "../support/crash-harness.js";
 
 /**
  * The local server killed (SIGKILL, in a child process) at a fault point of a turn and started
@@ -123,6 +123,36 @@ describe("local server: recovery after a SIGKILL", { timeout: 120_000 }, () => {
     expect(["done"]).toContain(await streamEnds(id, turnId));
   });
 
+  it("has a second server finish the dead holder's turn by its own recovery sweep within the TTL plus one sweep, and take a new message", async () => {
+    // The recovery sweep's own interval, not the approval sweep's (a minute here): the bound is TTL + TURN_RECOVERY_SWEEP_SECONDS.
+    const sweepMs = 2_000;
+    // What the sweep's work (the thread read, the record, the final event) and this test's polling may take beyond the bound on a loaded machine.
+    const workMs = 3_000;
+    const peer = await cluster.startPeer({ TURN_RECOVERY_SWEEP_SECONDS: String(sweepMs / 1000), APPROVAL_SWEEP_SECONDS: "60" });
+    await cluster.restart({ at: "after-model-call" });
+    const id = await conversation();
+    await askAndDie(id, "what does a sweep do");
+    const killedAt = Date.now();
+    cluster.server = peer;
+    const { turnId } = await onlyTurn(id);
+    expect((await cluster.call("GET", `/v1/conversations/${id}/turns/${turnId}`, { token: alice })).body.status).toBe("running");
+
+    const turn = await finalTurn(id, turnId);
+    const finishedMs = Date.now() - killedAt;
+    const next = await until("a new message accepted", async () => {
+      const res = await cluster.call("POST", `/v1/conversations/${id}/messages`, { token: alice, json: { content: "and then" } });
+      return res.status === 200 ? res : undefined;
+    });
+    const acceptedMs = Date.now() - killedAt;
+
+    expect(turn.status).toBe("completed");
+    expect(finishedMs).toBeLessThan(CRASH_LEASE_TTL_MS + sweepMs + workMs);
+    // The new message waits for the resumed attempt (the sweep handed the turn to the queue) to release the lease, within the same bound.
+    expect(acceptedMs).toBeLessThan(CRASH_LEASE_TTL_MS + sweepMs + workMs);
+    expect(next.body.status).toBe("completed");
+    expect(await streamEnds(id, turnId)).toBe("done");
+  });
+
   it("runs an approved call exactly once when the server dies in its resume before the effect", async () => {
     await cluster.restart({ at: "before-tool-effect" });
     const id = await conversation();
@@ -153,6 +183,21 @@ describe("local server: recovery after a SIGKILL", { timeout: 120_000 }, () => {
 
     expect(turn.status).toBe("completed");
     expect([...(await cluster.effects(id)).values()]).toEqual([1]);
+  });
+
+  it("leaves no completed turn without its answer in the record when the server dies between the record's answer and the turn's completion", async () => {
+    await cluster.restart({ at: "after-record-answer" });
+    const id = await conversation();
+    await askAndDie(id, "tell me about records");
+    await cluster.restart();
+    const { turnId } = await onlyTurn(id);
+
+    const turn = await finalTurn(id, turnId);
+    const { thread, record } = await answers(id);
+
+    expect(turn.status).toBe("completed");
+    expect(record).toEqual([turn.answer]);
+    expect(thread).toBe(turn.answer);
   });
 
   it("records the answer the thread holds when the server dies after the last checkpoint, before the record", async () => {

@@ -1,5 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
+import { rmSync } from "node:fs";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -21,6 +24,8 @@ export interface CrashServer {
   url: string;
   child: ChildProcessWithoutNullStreams;
   exited: Promise<NodeJS.Signals | number | null>;
+  /** Resolves once the server printed `line` (or rejects once it exited). */
+  printed(line: string): Promise<void>;
 }
 
 export interface CrashCluster {
@@ -31,6 +36,12 @@ export interface CrashCluster {
   server: CrashServer;
   /** Starts the server (after a crash, or killing the running one first) with `crashAt` armed (none: no crash). */
   restart(crash?: { at: string; nth?: number }): Promise<CrashServer>;
+  /** Starts a second server on the same database (`env` overriding its settings), as a second container would run beside the first; closed with the cluster. */
+  startPeer(env?: Record<string, string>): Promise<CrashServer>;
+  /** Arms the running server's fault point (none: disarms it) without a restart; false if it is gone. */
+  arm(crash?: { at: string; nth?: number }): Promise<boolean>;
+  /** Whether the running server's process is still alive. */
+  alive(): boolean;
   /** SIGKILLs the running server now. */
   kill(): Promise<void>;
   token(user: string, roles?: string[]): Promise<string>;
@@ -44,27 +55,88 @@ export interface CrashCluster {
   close(): Promise<void>;
 }
 
+/** Where the crash server is bundled, inside the repository so its packages resolve from node_modules. */
+const BUNDLE_DIR = join("node_modules", ".cache", "threadwise-crash");
+let bundled: Promise<string> | undefined;
+
+/**
+ * The crash server as one bundled file (esbuild, packages left to node_modules), built once a
+ * process: it starts in a fraction of what loading every module through tsx takes, and the
+ * tests start it hundreds of times. `import.meta.url` in `lib/` keeps each source file's URL,
+ * so paths beside a module (the console, the corpus) resolve as they do unbundled.
+ */
+function crashServerBundle(): Promise<string> {
+  bundled ??= (async () => {
+    const outfile = join(BUNDLE_DIR, `crash-server-${process.pid}-${randomUUID().slice(0, 6)}.mjs`);
+    await build({
+      entryPoints: ["test/support/crash-server.ts"],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: `node${process.versions.node.split(".")[0]}`,
+      packages: "external",
+      outfile,
+      logLevel: "warning",
+      plugins: [
+        {
+          name: "source-file-url",
+          setup(builder) {
+            builder.onLoad({ filter: /\/lib\/.*\.ts$/ }, async (args) => {
+              const text = await readFile(args.path, "utf8");
+              return { contents: text.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)), loader: "ts" };
+            });
+          },
+        },
+      ],
+    });
+    process.once("exit", () => rmSync(outfile, { force: true }));
+    return outfile;
+  })();
+  return bundled;
+}
+
 async function startChild(env: Record<string, string>): Promise<CrashServer> {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/support/crash-server.ts"], { env });
+  const child = spawn(process.execPath, [await crashServerBundle()], { env });
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once("exit", (code, signal) => resolve(signal ?? code)));
+  // A write to a server that just died is the run's crash, not the harness's.
+  child.stdin.on("error", () => undefined);
   let stderr = "";
   child.stderr.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString("utf8")).slice(-4000);
   });
+  let stdout = "";
+  const waiting = new Set<() => void>();
+  child.stdout.on("data", (chunk: Buffer) => {
+    stdout = (stdout + chunk.toString("utf8")).slice(-4000);
+    if (env.CRASH_LOGS) process.stdout.write(chunk);
+    for (const check of waiting) check();
+  });
+  const printed = (line: string) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!stdout.includes(`${line}\n`)) return;
+        waiting.delete(check);
+        resolve();
+      };
+      waiting.add(check);
+      check();
+      void exited.then(() => reject(new Error(`crash server exited before printing ${line}: ${stderr}`)));
+    });
   const url = await new Promise<string>((resolve, reject) => {
-    let stdout = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8");
+    const check = () => {
       const match = /listening (http:\/\/\S+)/.exec(stdout);
       if (match) resolve(match[1]);
-    });
+    };
+    waiting.add(check);
     void exited.then(() => reject(new Error(`crash server exited before listening: ${stderr}`)));
   });
-  return { url, child, exited };
+  return { url, child, exited, printed };
 }
 
-/** The local server in a child process on a database of its own, killed and restarted at will. */
-export async function startCrashCluster(): Promise<CrashCluster> {
+let arming = 0;
+
+/** The local server in a child process on a database of its own, killed and restarted at will; `env` overrides its settings. */
+export async function startCrashCluster(env: Record<string, string> = {}): Promise<CrashCluster> {
   const dbName = `crash_${randomUUID().slice(0, 8)}`;
   const keysDir = await mkdtemp(join(tmpdir(), "threadwise-crash-keys-"));
   const keys = await loadOrCreateLocalKeys(keysDir);
@@ -81,20 +153,39 @@ export async function startCrashCluster(): Promise<CrashCluster> {
     KEYS_DIR: keysDir,
     LEASE_TTL_MS: String(CRASH_LEASE_TTL_MS),
     APPROVAL_SWEEP_SECONDS: String(CRASH_SWEEP_SECONDS),
+    TURN_RECOVERY_SWEEP_SECONDS: String(CRASH_SWEEP_SECONDS),
     TOOL_TIMEOUT_MS: String(CRASH_TOOL_TIMEOUT_MS),
     // Long enough that an ordinary turn answers in the request; short enough that a slow one goes to the queue.
     SYNC_TURN_DEADLINE_MS: "5000",
     TURN_MAX_RECEIVES: "6",
+    ...env,
   };
+  const peers: CrashServer[] = [];
   const cluster: CrashCluster = {
     db,
     dbName,
     keys,
     server: await startChild(baseEnv),
     async restart(crash) {
-      if (cluster.server.child.exitCode === null && cluster.server.child.signalCode === null) await cluster.kill();
+      if (cluster.alive()) await cluster.kill();
       cluster.server = await startChild({ ...baseEnv, ...(crash && { CRASH_AT: crash.at, CRASH_NTH: String(crash.nth ?? 1) }) });
       return cluster.server;
+    },
+    async startPeer(env = {}) {
+      const peer = await startChild({ ...baseEnv, ...env });
+      peers.push(peer);
+      return peer;
+    },
+    alive: () => cluster.server.child.exitCode === null && cluster.server.child.signalCode === null,
+    async arm(crash) {
+      if (!cluster.alive()) return false;
+      const tag = `a${++arming}`;
+      const seen = cluster.server.printed(`armed ${tag}`);
+      cluster.server.child.stdin.write(crash ? `arm ${crash.at} ${crash.nth ?? 1} ${tag}\n` : `disarm ${tag}\n`);
+      return seen.then(
+        () => true,
+        () => false,
+      );
     },
     async kill() {
       cluster.server.child.kill("SIGKILL");
@@ -124,8 +215,10 @@ export async function startCrashCluster(): Promise<CrashCluster> {
       return counts;
     },
     async close() {
-      cluster.server.child.kill("SIGKILL");
-      await cluster.server.exited;
+      for (const server of new Set([cluster.server, ...peers])) {
+        server.child.kill("SIGKILL");
+        await server.exited;
+      }
       await db
         .collection(EFFECTS_COLLECTION)
         .drop()

@@ -11,11 +11,29 @@ export type RunCrash = { at: string; nth: number } | { afterMs: number };
 
 /** Fault points each kind of turn passes through (`inside-tool`: after the tool's effect, before it returns). */
 const POINTS: Record<RunKind, string[]> = {
-  plain: ["after-user-message", "after-model-call", "after-answer", "after-record"],
-  tool: ["after-user-message", "after-model-call", "before-tool-effect", "inside-tool", "after-tool-effect", "after-answer", "after-record"],
-  approval: ["after-decision", "after-resume-enqueued", "before-tool-effect", "inside-tool", "after-tool-effect", "after-answer", "after-record"],
-  streamed: ["after-model-call", "after-answer", "after-record"],
-  edit: ["after-user-message", "after-model-call", "after-answer", "after-record"],
+  plain: ["after-user-message", "after-model-call", "after-answer", "after-record-answer", "after-record"],
+  tool: [
+    "after-user-message",
+    "after-model-call",
+    "before-tool-effect",
+    "inside-tool",
+    "after-tool-effect",
+    "after-answer",
+    "after-record-answer",
+    "after-record",
+  ],
+  approval: [
+    "after-decision",
+    "after-resume-enqueued",
+    "before-tool-effect",
+    "inside-tool",
+    "after-tool-effect",
+    "after-answer",
+    "after-record-answer",
+    "after-record",
+  ],
+  streamed: ["after-model-call", "after-answer", "after-record-answer", "after-record"],
+  edit: ["after-user-message", "after-model-call", "after-answer", "after-record-answer", "after-record"],
 };
 
 export interface RunReport {
@@ -29,6 +47,8 @@ export interface RunReport {
   /** Approved calls whose run was interrupted inside the tool and reported to the model as of unknown outcome. */
   unknownOutcomes: number;
   problems: string[];
+  /** Milliseconds spent driving the turn, restarting the server, and settling and checking. */
+  ms?: { drive: number; restart: number; settle: number };
 }
 
 interface TurnView {
@@ -47,6 +67,8 @@ interface StateMessage {
 }
 
 const FINAL = new Set(["completed", "failed", "superseded"]);
+/** How long past its deadline a run still watches its turns, to report them late rather than stuck. */
+const LATE_WATCH_MS = 60_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Picks the run's kind and crash from the seeded generator. */
@@ -63,11 +85,12 @@ export function runRandom(seed: number, index: number): () => number {
 }
 
 /**
- * One run: start the server armed, drive a turn of `kind`, let it die, start it again and
+ * One run: arm the server, drive a turn of `kind`, let it die, start it again and
  * check, within the recovery deadline, what docs/recovery.md promises.
  */
 export async function crashRun(cluster: CrashCluster, kind: RunKind, crash: RunCrash, index: number): Promise<RunReport> {
   const report: RunReport = { kind, crash, died: false, statuses: [], effects: [], unknownOutcomes: 0, problems: [] };
+  const t0 = Date.now();
   const alice = await armed(cluster, crash);
   const manager = await cluster.token("alice", ["manager"]);
   const id = (await cluster.call("POST", "/v1/conversations", { token: alice })).body.conversationId as string;
@@ -97,21 +120,31 @@ export async function crashRun(cluster: CrashCluster, kind: RunKind, crash: RunC
   clearTimeout(timer);
   // Give an armed point reached by the worker (after the request answered) its moment.
   await Promise.race([cluster.server.exited, sleep(300)]);
-  report.died = cluster.server.child.exitCode !== null || cluster.server.child.signalCode !== null;
-  await cluster.restart();
+  const t1 = Date.now();
+  report.died = !cluster.alive();
+  // Alive: disarmed, it goes on serving (a run needs no start of its own); dead, or dying before the disarm, it starts again.
+  if (report.died || !(await cluster.arm())) {
+    report.died = true;
+    await cluster.restart();
+  }
+  const t2 = Date.now();
   await settle(cluster, id, alice, manager, report);
+  report.ms = { drive: t1 - t0, restart: t2 - t1, settle: Date.now() - t2 };
   return report;
 }
 
-/** Restarts the server with the run's fault armed (a timer run needs none) and returns a token. */
+/** Arms the running server with the run's fault (a timer run needs none; a dead server starts armed) and returns a token. */
 async function armed(cluster: CrashCluster, crash: RunCrash): Promise<string> {
-  await cluster.restart("at" in crash ? crash : undefined);
+  const fault = "at" in crash ? crash : undefined;
+  if (!(await cluster.arm(fault))) await cluster.restart(fault);
   return cluster.token("alice");
 }
 
 /** Waits for every turn to end (approving what still waits), then checks effects, record against thread, and streams. */
 async function settle(cluster: CrashCluster, id: string, alice: string, manager: string, report: RunReport): Promise<void> {
   const end = Date.now() + RECOVERY_DEADLINE_MS * 2;
+  // Past the deadline a run keeps watching a while, to tell a late turn (a starved machine) from a stuck one.
+  const giveUp = end + LATE_WATCH_MS;
   let turns: TurnView[] = [];
   for (;;) {
     turns = ((await cluster.call("GET", `/v1/conversations/${id}/turns`, { token: alice }).catch(() => undefined))?.body?.turns as TurnView[]) ?? [];
@@ -121,11 +154,14 @@ async function settle(cluster: CrashCluster, id: string, alice: string, manager:
     for (const approval of pending) {
       await cluster.call("POST", `/v1/conversations/${id}/approvals/${approval.approvalId}`, { token: manager, json: { decision: "approve" } });
     }
-    if (turns.length > 0 && turns.every((t) => FINAL.has(t.status))) break;
+    if (turns.length > 0 && turns.every((t) => FINAL.has(t.status))) {
+      if (Date.now() > end) report.problems.push(`turns final only ${Date.now() - end} ms after the deadline (${RECOVERY_DEADLINE_MS * 2} ms)`);
+      break;
+    }
     // Killed before the request made its turn: nothing began, nothing to recover.
     if (turns.length === 0 && Date.now() > end - RECOVERY_DEADLINE_MS) break;
-    if (Date.now() > end) {
-      report.problems.push(`turns not final within ${RECOVERY_DEADLINE_MS * 2} ms: ${turns.map((t) => t.status).join(", ")}`);
+    if (Date.now() > giveUp) {
+      report.problems.push(`turns not final within ${RECOVERY_DEADLINE_MS * 2 + LATE_WATCH_MS} ms: ${turns.map((t) => t.status).join(", ")}`);
       break;
     }
     await sleep(150);
@@ -164,7 +200,10 @@ async function settle(cluster: CrashCluster, id: string, alice: string, manager:
   for (const turn of turns) {
     const at = state.findIndex((m) => m.id === `${turn.turnId}:user`);
     const recorded = record.find((m) => m.turnId === turn.turnId && m.role === "assistant")?.content;
-    if (turn.status === "completed" && recorded !== turn.answer) report.problems.push(`turn ${turn.turnId}: record's answer is not the turn's`);
+    if (turn.status === "completed" && recorded !== turn.answer) {
+      const answers = record.filter((m) => m.turnId === turn.turnId && m.role === "assistant").map((m) => m.content);
+      report.problems.push(`turn ${turn.turnId}: record's answer is not the turn's (record ${JSON.stringify(answers)}, turn ${JSON.stringify(turn.answer)})`);
+    }
     if (turn.status !== "completed" && recorded !== undefined) report.problems.push(`turn ${turn.turnId} is ${turn.status} with an answer recorded`);
     if (at < 0) continue;
     const next = state.findIndex((m, i) => i > at && m.role === "user");

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createServer, connect, type Server, type Socket } from "node:net";
+import { Transform } from "node:stream";
 import { createServer as createTlsServer } from "node:tls";
 
 /** A self-signed certificate for 127.0.0.1 and localhost, valid until 2126: a test fixture, trusted by nothing else. */
@@ -26,7 +27,20 @@ export interface TcpProxy {
    * so the client learns of it only by a timeout. New connections are forwarded as before.
    */
   dropSilently(): void;
+  /**
+   * Holds the next client write that `match`es (a MongoDB command, found by its bytes), so the
+   * server never sees it, and resolves: a test kills the client at that exact point of its work.
+   * The connection stays open and silent.
+   */
+  intercept(match: (chunk: Buffer) => boolean): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The bytes of a BSON string field `name: value`, to find a command in a MongoDB wire message. */
+export function bsonString(name: string, value: string): Buffer {
+  const length = Buffer.alloc(4);
+  length.writeInt32LE(Buffer.byteLength(value) + 1);
+  return Buffer.concat([Buffer.from([0x02]), Buffer.from(`${name}\0`), length, Buffer.from(`${value}\0`)]);
 }
 
 export interface TcpProxyOptions {
@@ -40,6 +54,7 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
   let port = 0;
   let listening = false;
   let accepted = 0;
+  const interceptors = new Set<{ match: (chunk: Buffer) => boolean; resolve(): void }>();
 
   const forward = (client: Socket) => {
     accepted += 1;
@@ -54,7 +69,16 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
       });
       s.on("error", () => s.destroy());
     }
-    client.pipe(upstream).pipe(client);
+    const tap = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        const interceptor = [...interceptors].find((i) => i.match(chunk));
+        if (!interceptor) return done(null, chunk);
+        interceptors.delete(interceptor);
+        interceptor.resolve();
+        done();
+      },
+    });
+    client.pipe(tap).pipe(upstream).pipe(client);
   };
 
   const listen = () =>
@@ -96,8 +120,8 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
     restore: listen,
     dropSilently() {
       for (const { client, upstream } of pairs) {
-        client.unpipe(upstream);
-        upstream.unpipe(client);
+        client.unpipe();
+        upstream.unpipe();
         // Read and discard, so neither side's writes ever fail or block, and a close still arrives.
         for (const s of [client, upstream]) {
           s.removeAllListeners("data");
@@ -105,6 +129,9 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
           s.resume();
         }
       }
+    },
+    intercept(match) {
+      return new Promise((resolve) => interceptors.add({ match, resolve }));
     },
     close: stop,
   };
