@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type ObjectId, type WithId } from "mongodb";
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
+import { ByteBoundedMap } from "./byte-bounded-map.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
 import { ItemCodec } from "./item-codec.js";
@@ -78,8 +79,11 @@ export interface PreparedBlobs {
 
 const pairKey = (channel: string, key: string) => `${channel}\u0000${key}`;
 const headKey = (position: BlobPosition, channel: string, key: string) => JSON.stringify([position.thread_id, position.checkpoint_ns, channel, key]);
-/** List heads a store remembers (least recently used forgotten first). */
-const REMEMBERED_LIST_HEADS = 1024;
+/** Bytes of list heads a store remembers (least recently used forgotten first): about a thousand heads of 32-key chains. */
+export const DEFAULT_REMEMBERED_HEAD_BYTES = 2 * 1024 * 1024;
+/** A remembered head's bytes: its strings as UTF-16, and a few numbers and references. */
+const headBytes = (key: string, head: ListHead) =>
+  2 * (key.length + head.key.length + head.digest.length + (head.chain ?? []).reduce((n, k) => n + k.length, 0)) + 96;
 const chunkVersion = (hash: string) => `chunk:${hash}`;
 const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
 
@@ -95,7 +99,7 @@ const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.u
  * visible checkpoint references can be read back whole, or reading fails loudly.
  */
 export class ChannelBlobStore {
-  private readonly heads = new Map<string, ListHead>();
+  private readonly heads = new ByteBoundedMap<string, ListHead>(DEFAULT_REMEMBERED_HEAD_BYTES, headBytes);
   private readonly codec: ItemCodec;
 
   constructor(
@@ -217,10 +221,7 @@ export class ChannelBlobStore {
 
   private rememberHead(position: BlobPosition, doc: BlobDocument): ListHead {
     const head: ListHead = { key: doc.version, count: doc.count ?? 0, digest: doc.digest ?? "", ...(doc.chain === undefined ? {} : { chain: doc.chain }) };
-    const key = headKey(position, doc.channel, doc.version);
-    this.heads.delete(key);
-    this.heads.set(key, head);
-    if (this.heads.size > REMEMBERED_LIST_HEADS) this.heads.delete(this.heads.keys().next().value as string);
+    this.heads.set(headKey(position, doc.channel, doc.version), head);
     return head;
   }
 
