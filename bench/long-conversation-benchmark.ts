@@ -334,7 +334,8 @@ async function publish(): Promise<void> {
       ", a tool call in 8 turns of 10 (outputs of 1–20 KB, those over 2,000 tokens offloaded)" +
       "; stock LangGraph (`createReactAgent` + `MongoDBSaver`) with the same model, endpoint and tool" +
       `; a conversation written by the product's turn runner and timed every 1,000 turns. ${machine}; the embedded MongoDB-compatible server.` +
-      " Server time is the HTTP request's wall time (the scripted model answers in about a millisecond); CPU is this process's (server, endpoint and client), which other processes on the machine do not inflate.",
+      " Server time is the HTTP request's wall time (the scripted model answers in about a millisecond);" +
+      " CPU is this process's (server, endpoint and client), which other processes on the machine do not inflate.",
     "",
     "Commands (each part may run as its own process; the report is made from every part's file):",
     "",
@@ -376,7 +377,8 @@ async function publish(): Promise<void> {
     markdown.push(
       `## A long conversation written by the turn runner${big.stopped ? ` (stopped: ${big.stopped})` : ""}`,
       "",
-      `${formatCount(big.turns)} real turns (the turn runner in process, the same model and endpoint, a tool call in one turn of five) written in ${big.writeSeconds.toFixed(0)} s; every 1,000 turns, 3 more through the HTTP API:`,
+      `${formatCount(big.turns)} real turns (the turn runner in process, the same model and endpoint, a tool call in one turn of five)` +
+        ` written in ${big.writeSeconds.toFixed(0)} s; every 1,000 turns, 3 more through the HTTP API:`,
       "",
       markdownTable(
         ["turns before", "next turns' server time", "CPU", "stored", "largest document", "questions in the working set", "load average"],
@@ -602,7 +604,8 @@ if (parts.has("big") && bigTurns > 0) {
         load: loadavg()[0],
       });
       process.stderr.write(
-        `big conversation: ${turn} turns in ${part.writeSeconds.toFixed(0)} s; next turns ${nextTurnMs.map((ms) => ms.toFixed(0)).join(", ")} ms, largest ${kb(stored.largest)}\n`,
+        `big conversation: ${turn} turns in ${part.writeSeconds.toFixed(0)} s; ` +
+          `next turns ${nextTurnMs.map((ms) => ms.toFixed(0)).join(", ")} ms, largest ${kb(stored.largest)}\n`,
       );
       await save("big");
       await publish();

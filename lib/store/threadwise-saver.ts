@@ -125,7 +125,10 @@ const keepSchema = z.number().int().positive();
 /** How long a prune holds the thread's prune lease; a prune that outlives it is refused at its next write. */
 export const PRUNE_LEASE_MS = 60_000;
 
-/** What {@link ThreadwiseSaver.compactStoredLists} did: threads compacted and skipped (being pruned), list documents rewritten, their items' bytes before and after. */
+/**
+ * What {@link ThreadwiseSaver.compactStoredLists} did: threads compacted and skipped (being
+ * pruned), list documents rewritten, their items' bytes before and after.
+ */
 export interface StoredListCompaction {
   threads: number;
   skipped: number;
