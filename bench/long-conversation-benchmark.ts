@@ -15,7 +15,7 @@
  * `--big-minutes` bounds how long it writes.
  *
  *   npm run bench:long [-- --turns 2000] [-- --stock-turns 200] [-- --big-turns 10000] [-- --big-minutes 0]
- *     [-- --parts product,stock,big] [-- --write (results to bench/results)]
+ *     [-- --parts product,stock,big (or report: only the report, from the parts' files)] [-- --write (results to bench/results)]
  *
  * With `--write`, each part keeps what it measured in `bench/results/long-conversation.<part>.json`
  * after every bucket, and the report (`long-conversation.md`, `.svg`) is made from every part found
@@ -73,7 +73,9 @@ const parts = new Set(values.parts.split(",").map((p) => p.trim()));
 if (![turns, stockTurns].every((n) => Number.isInteger(n) && n >= 2 * BUCKET) || !Number.isInteger(bigTurns) || bigTurns < 0 || !(bigMinutes >= 0)) {
   throw new Error(`--turns and --stock-turns must be integers of at least ${2 * BUCKET}, --big-turns an integer, --big-minutes a number`);
 }
-if ([...parts].some((p) => !PARTS.includes(p as Part))) throw new Error(`--parts lists some of ${PARTS.join(", ")}`);
+// `--parts report`: no part runs; the report is made from the parts' files.
+parts.delete("report");
+if ([...parts].some((p) => !PARTS.includes(p as Part))) throw new Error(`--parts lists some of ${PARTS.join(", ")}, or is report`);
 const command = (part: Part) =>
   `npm run bench:long -- --parts ${part} ` +
   (part === "product" ? `--turns ${turns}` : part === "stock" ? `--stock-turns ${stockTurns}` : `--big-turns ${bigTurns} --big-minutes ${bigMinutes}`) +
