@@ -31,6 +31,8 @@ interface SetupDocument {
   _id: string;
   version: number;
   setUpAt: Date;
+  /** When the one-time compaction of whole-list checkpoint copies (issue 28) finished on this database. */
+  listsCompactedAt?: Date;
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -114,7 +116,25 @@ export class ThreadwiseDatabase {
     ]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
-    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date() } }, { upsert: true });
+    const compacted = await this.compactStoredListsOnce();
+    await this.setupRecord().updateOne(
+      { _id: SETUP_ID },
+      { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date(), ...(compacted ? { listsCompactedAt: new Date() } : {}) } },
+      { upsert: true },
+    );
+  }
+
+  /**
+   * Once per database: threads that releases before issue 28 stored as a whole copy of the message
+   * list per turn are rewritten into bounded links (`ThreadwiseSaver.compactStoredLists`, nothing a
+   * checkpoint reads changes). Returns whether it is done: a thread being pruned meanwhile is left
+   * for the next set-up.
+   */
+  private async compactStoredListsOnce(): Promise<boolean> {
+    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
+    if (record?.listsCompactedAt !== undefined) return false;
+    const result = await this.checkpointer.compactStoredLists();
+    return result.skipped === 0;
   }
 
   /** True when `setup()` of this version (or a later one) has run on this database: one read. */

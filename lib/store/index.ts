@@ -75,7 +75,6 @@ export { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES } from "./checkp
 export { DEFAULT_LIST_LINK_BYTES } from "./checkpoint/channel-blob-store.js";
 export {
   RecallIndexStore,
-  RecallIndexConflictError,
   DEFAULT_RECALL_SEGMENT_TURNS,
   type RecallEntry,
   type RecallIndexStoreOptions,

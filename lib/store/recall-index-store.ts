@@ -1,5 +1,4 @@
 import { Binary, MongoServerError, type Collection, type Db } from "mongodb";
-import { ThreadwiseError } from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -7,13 +6,6 @@ import type { WriteFence } from "./write-fence.js";
 export const DEFAULT_RECALL_SEGMENT_TURNS = 100;
 
 const DUPLICATE_KEY = 11000;
-/** Rewrites of a segment tried before giving up on a concurrent writer. */
-const MAX_WRITE_ATTEMPTS = 3;
-
-/** Another writer kept changing a conversation's index segment (two turns of one conversation finishing at once). */
-export class RecallIndexConflictError extends ThreadwiseError {
-  override name = "RecallIndexConflictError";
-}
 
 /** A tool call of a finished turn, as search shows it: the name, its arguments and the start of its output. */
 export interface RecallToolOutput {
@@ -50,9 +42,11 @@ export interface RecallEntry {
 }
 
 /**
- * Up to `segmentTurns` entries, packed: one tab-separated line per turn (number, time, length,
- * `term:count` pairs) and one vector per turn (empty when the turn has no embedding). Few, compact
- * documents keep a search to one small read per hundred turns.
+ * Entries of one segment of `segmentTurns` turns, packed: one tab-separated line per turn (number,
+ * time, length, `term:count` pairs) and one vector per turn (empty when the turn has no embedding).
+ * A segment still open is one document per turn (`${conversationId}:${segment}:${turnId}`); a
+ * complete one is one document (`${conversationId}:${segment}`). Each is written once (a removal
+ * aside), so a turn writes only its own entry, and a search reads one document per hundred turns.
  */
 interface RecallSegmentDocument {
   /** `${conversationId}:${segment}` */
@@ -138,18 +132,31 @@ export class RecallIndexStore {
   }
 
   async watermark(conversationId: string): Promise<RecallWatermark | undefined> {
-    const last = await this.segments.find({ conversationId }).sort({ segment: -1 }).limit(1).next();
+    const last = await this.segments
+      .find({ conversationId }, { projection: { segment: 1 } })
+      .sort({ segment: -1 })
+      .limit(1)
+      .next();
     if (!last) return undefined;
-    return { turnNumber: last.lastTurnNumber, at: last.lastAt, recentTurnIds: new Set(last.turnIds) };
+    const docs = await this.segments.find({ conversationId, segment: last.segment }, { projection: { turnIds: 1, lastTurnNumber: 1, lastAt: 1 } }).toArray();
+    let turnNumber = 0;
+    let at = new Date(0);
+    for (const doc of docs) {
+      turnNumber = Math.max(turnNumber, doc.lastTurnNumber);
+      if (doc.lastAt > at) at = doc.lastAt;
+    }
+    return { turnNumber, at, recentTurnIds: new Set(docs.flatMap((d) => d.turnIds)) };
   }
 
   /**
-   * Adds a finished turn: its record, then its entry in the segment of its number. Idempotent per
-   * turn: an entry already there (a retried hook) is not added again. The segment is rewritten whole
-   * with a check that nobody wrote it in between (the embedded server has no `$push`); turns of a
-   * conversation finish under its lease, so a lost race is retried, not expected.
-   * Written under the turn's fence, with its expiry: once the conversation is deleted or taken
-   * over, each write is taken back.
+   * Adds a finished turn: its record, then its entry, as a document of its own written once
+   * (`${conversationId}:${segment}:${turnId}`). The turn that completes a segment (its number a
+   * multiple of `segmentTurns`) packs the segment's entries into one document, written once
+   * (`${conversationId}:${segment}`), and removes the single ones: what a turn writes does not grow
+   * with the conversation, and a search reads one document per finished segment plus the open
+   * segment's entries. Idempotent per turn: an entry already there (a retried hook) is not added
+   * again. Written under the turn's fence, with its expiry: once the conversation is deleted or
+   * taken over, each write is taken back.
    * @throws StaleWriterError when the fence was lost.
    */
   async add(record: RecallTurnDocument, entry: Pick<RecallEntry, "length" | "terms" | "vector">, fence: WriteFence): Promise<void> {
@@ -159,44 +166,64 @@ export class RecallIndexStore {
       () => this.turns.replaceOne({ _id: record._id }, withExpiry, { upsert: true }),
       () => (stored ? this.turns.replaceOne({ _id: record._id }, stored) : this.turns.deleteOne({ _id: record._id })),
     );
+    const { conversationId } = record;
     const segment = Math.floor((record.turnNumber - 1) / this.segmentTurns);
-    const _id = `${record.conversationId}:${segment}`;
-    const line = encodeEntry({ turnNumber: record.turnNumber, at: record.at, ...entry });
-    const vector = encodeVector(entry.vector);
-    for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-      const current = await this.segments.findOne({ _id });
-      if (current?.turnIds.includes(record._id)) return;
-      const next: RecallSegmentDocument = {
-        _id,
-        conversationId: record.conversationId,
-        segment,
-        turnIds: [...(current?.turnIds ?? []), record._id],
-        entries: [...(current?.entries ?? []), line],
-        vectors: [...(current?.vectors ?? []), vector],
-        lastTurnNumber: Math.max(current?.lastTurnNumber ?? 0, record.turnNumber),
-        lastAt: current && current.lastAt > record.at ? current.lastAt : record.at,
-        expiresAt: current?.expiresAt ?? fence.expiresAt,
-      };
-      // A write is taken back only while nobody wrote the segment after it.
-      const ours = { _id, turnIds: { $size: next.turnIds.length } };
-      try {
-        if (!current) {
-          await fence.guard(
-            () => this.segments.insertOne(next),
-            () => this.segments.deleteOne(ours),
-          );
-          return;
-        }
-        const result = await fence.guard(
-          () => this.segments.replaceOne({ _id, turnIds: { $size: current.turnIds.length } }, next),
-          (replaced) => (replaced.matchedCount === 1 ? this.segments.replaceOne(ours, current) : Promise.resolve()),
-        );
-        if (result.matchedCount === 1) return;
-      } catch (error) {
-        if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
-      }
+    const already = await this.segments.findOne({ conversationId, segment, turnIds: record._id }, { projection: { _id: 1 } });
+    if (already) return;
+    const single: RecallSegmentDocument = {
+      _id: `${conversationId}:${segment}:${record._id}`,
+      conversationId,
+      segment,
+      turnIds: [record._id],
+      entries: [encodeEntry({ turnNumber: record.turnNumber, at: record.at, ...entry })],
+      vectors: [encodeVector(entry.vector)],
+      lastTurnNumber: record.turnNumber,
+      lastAt: record.at,
+      expiresAt: fence.expiresAt,
+    };
+    try {
+      await fence.guard(
+        () => this.segments.insertOne(single),
+        () => this.segments.deleteOne({ _id: single._id }),
+      );
+    } catch (error) {
+      // Added meanwhile by a retried hook: the entry is there.
+      if (!(error instanceof MongoServerError && error.code === DUPLICATE_KEY)) throw error;
     }
-    throw new RecallIndexConflictError(`the recall index segment ${segment} kept changing while turn ${record.turnNumber} was added`);
+    if (record.turnNumber % this.segmentTurns === 0) await this.seal(conversationId, segment, fence);
+  }
+
+  /**
+   * Packs a complete segment's entries into one document (keeping a segment written whole by earlier
+   * releases, whose entries come first), then removes the single entries it packed. A crash between
+   * the two leaves both, which {@link entries} reads once.
+   */
+  private async seal(conversationId: string, segment: number, fence: WriteFence): Promise<void> {
+    const _id = `${conversationId}:${segment}`;
+    const docs = await this.segments.find({ conversationId, segment }).sort({ lastTurnNumber: 1 }).toArray();
+    const previous = docs.find((d) => d._id === _id);
+    const singles = docs.filter((d) => d._id !== _id);
+    if (singles.length === 0) return;
+    const parts = previous ? [previous, ...singles] : singles;
+    const sealed: RecallSegmentDocument = {
+      _id,
+      conversationId,
+      segment,
+      turnIds: parts.flatMap((d) => d.turnIds),
+      entries: parts.flatMap((d) => d.entries),
+      vectors: parts.flatMap((d) => d.vectors),
+      lastTurnNumber: Math.max(...parts.map((d) => d.lastTurnNumber)),
+      lastAt: new Date(Math.max(...parts.map((d) => d.lastAt.getTime()))),
+      expiresAt: parts[0].expiresAt ?? fence.expiresAt,
+    };
+    await fence.guard(
+      () => this.segments.replaceOne({ _id }, sealed, { upsert: true }),
+      () => (previous ? this.segments.replaceOne({ _id }, previous) : this.segments.deleteOne({ _id })),
+    );
+    await fence.guard(
+      () => this.segments.deleteMany({ _id: { $in: singles.map((d) => d._id) } }),
+      () => this.segments.insertMany(singles).catch(() => undefined),
+    );
   }
 
   /**
@@ -239,8 +266,18 @@ export class RecallIndexStore {
 
   /** Every entry of the conversation, oldest first. */
   async entries(conversationId: string): Promise<RecallEntry[]> {
-    const segments = await this.segments.find({ conversationId }).sort({ segment: 1 }).toArray();
-    return segments.flatMap((s) => s.entries.map((line, i) => decodeEntry(line, s.turnIds[i], s.vectors[i])));
+    const segments = await this.segments.find({ conversationId }).sort({ segment: 1, lastTurnNumber: 1 }).toArray();
+    const seen = new Set<string>();
+    const entries: RecallEntry[] = [];
+    for (const s of segments) {
+      s.entries.forEach((line, i) => {
+        // Packed and still single after a crash between the two writes of sealing: read once.
+        if (seen.has(s.turnIds[i])) return;
+        seen.add(s.turnIds[i]);
+        entries.push(decodeEntry(line, s.turnIds[i], s.vectors[i]));
+      });
+    }
+    return entries.sort((a, b) => a.turnNumber - b.turnNumber);
   }
 
   /** The records of these turns, only if they belong to the conversation. */

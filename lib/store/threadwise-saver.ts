@@ -124,6 +124,18 @@ const keepSchema = z.number().int().positive();
 
 /** How long a prune holds the thread's prune lease; a prune that outlives it is refused at its next write. */
 export const PRUNE_LEASE_MS = 60_000;
+
+/**
+ * What {@link ThreadwiseSaver.compactStoredLists} did: threads compacted and skipped (being
+ * pruned), list documents rewritten, their items' bytes before and after.
+ */
+export interface StoredListCompaction {
+  threads: number;
+  skipped: number;
+  rewritten: number;
+  itemBytesBefore: number;
+  itemBytesAfter: number;
+}
 /** Seconds a prune's watermark lags the newest document it examined: ObjectIds of one second are not ordered. */
 const PRUNE_OVERLAP_SECONDS = 1;
 /** Root checkpoints older than the watermark examined beyond `keep`, for those not visible. */
@@ -196,6 +208,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointsKept: number;
   private readonly expiresAfterMs?: number;
   private readonly blobs: ChannelBlobStore;
+  private readonly linkBytes: number;
   private readonly fences: ThreadFences;
 
   constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
@@ -218,6 +231,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     this.fences = new ThreadFences(this.db.collection<ThreadFenceDocument>(this.checkpointThreadsCollectionName), () => this.stamp());
     // Links well under the document limit leave room for the link's own fields.
     const linkBytes = Math.min(DEFAULT_LIST_LINK_BYTES, Math.floor(this.maxDocumentBytes / 2));
+    this.linkBytes = linkBytes;
     this.blobs = new ChannelBlobStore(this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName), this.serde, {
       maxDocumentBytes: this.maxDocumentBytes,
       linkBytes,
@@ -254,6 +268,50 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const [baseErrors, results] = await Promise.all([super.setup(), Promise.allSettled([...this.blobs.createIndexes(this.ttl), ...fenceIndexes])]);
     const errors = results.filter((r) => r.status === "rejected").map((r) => r.reason as Error);
     return [...baseErrors, ...errors];
+  }
+
+  /**
+   * Compacts what earlier releases stored of list channels (the message list) in the old form: a
+   * whole copy of the list at every turn boundary (issue 28), in documents growing with the thread.
+   * Each such version becomes a link on the older version its list starts with, split into links
+   * of at most the link size (see `ChannelBlobStore.compactLists`): nothing a checkpoint reads
+   * changes, and every document is bounded again. Every thread, or only `threadId`; a thread whose
+   * prune is running is skipped (its prune lease is taken, as prune takes it) and counted. A step of
+   * database set-up (`ThreadwiseDatabase.setup`), run once per database; safe to run again.
+   */
+  async compactStoredLists(threadId?: string): Promise<StoredListCompaction> {
+    const result: StoredListCompaction = { threads: 0, skipped: 0, rewritten: 0, itemBytesBefore: 0, itemBytesAfter: 0 };
+    const blobs = this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
+    const filter: Filter<BlobDocument> = {
+      type: "list",
+      ...(threadId === undefined ? {} : { thread_id: threadId }),
+      $or: [{ base: { $exists: false } }, { bytes: { $gt: this.linkBytes } }],
+    };
+    const namespaces = new Map<string, Set<string>>();
+    for await (const doc of blobs.find(filter, { projection: { thread_id: 1, checkpoint_ns: 1 } })) {
+      namespaces.set(doc.thread_id, (namespaces.get(doc.thread_id) ?? new Set()).add(doc.checkpoint_ns));
+    }
+    for (const [thread, nss] of namespaces) {
+      const view = await this.fences.view(thread);
+      const taken = view === null ? undefined : await this.fences.beginPrune(thread, undefined, PRUNE_LEASE_MS);
+      if (view !== null && taken === undefined) {
+        result.skipped += 1;
+        continue;
+      }
+      const guard = taken === undefined ? async () => {} : () => this.fences.assertPruning(thread, undefined, taken.token);
+      try {
+        for (const checkpoint_ns of nss) {
+          const done = await this.blobs.compactLists({ thread_id: thread, checkpoint_ns }, guard);
+          result.rewritten += done.rewritten;
+          result.itemBytesBefore += done.itemBytesBefore;
+          result.itemBytesAfter += done.itemBytesAfter;
+        }
+        result.threads += 1;
+      } finally {
+        if (taken !== undefined) await this.fences.endPrune(thread, taken.token, undefined);
+      }
+    }
+    return result;
   }
 
   /**

@@ -45,5 +45,22 @@ describe("GroupMembershipCache", () => {
       expect(await cache.get("b", load("b"))).toBe("b-2");
       expect(await cache.get("a", load("a"))).toBe("a-4");
     });
+    it("drops the oldest entries past the most bytes, however few the entries", async () => {
+      const cache = new GroupMembershipCache<string[]>(1_000, 10_000, clock().now, 100_000);
+      let loads = 0;
+      // A large group's members: about 36 KB each as the cache counts them.
+      const load = (key: string) => async () => {
+        loads++;
+        return Array.from({ length: 1_000 }, (_, i) => `${key}-member-${i}`);
+      };
+      for (const key of ["a", "b", "c", "d", "e", "f"]) await cache.get(key, load(key));
+      expect(cache.heldBytes).toBeLessThanOrEqual(100_000);
+      expect(cache.heldBytes).toBeGreaterThan(50_000);
+      expect(loads).toBe(6);
+      await cache.get("f", load("f"));
+      expect(loads).toBe(6);
+      await cache.get("a", load("a"));
+      expect(loads).toBe(7);
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { Binary, MongoClient } from "mongodb";
+import { BSON, Binary, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { StaleWriterError } from "../../lib/errors.js";
@@ -103,6 +103,63 @@ describe("RecallIndexStore", () => {
       for (const n of [1, 2, 2, 3, 1]) await store.add(record("once", n), { length: 1, terms: new Map([["x", 1]]) }, heldFence("once"));
       expect((await store.entries("once")).map((e) => e.turnNumber)).toEqual([1, 2, 3]);
       expect(await client.db(dbName).collection(COLLECTIONS.recallIndex).countDocuments({ conversationId: "once" })).toBe(2);
+    });
+
+    it("writes each index document once, so what a turn writes does not grow with the conversation", async () => {
+      // Every write command sent to recall_index, by the _id it wrote, and its bytes.
+      const monitored = new MongoClient(mongoUri(), { monitorCommands: true });
+      await monitored.connect();
+      const writes = new Map<string, number>();
+      const bytesByTurn: number[] = [];
+      let turnBytes = 0;
+      monitored.on("commandStarted", (event) => {
+        const command = event.command as {
+          insert?: string;
+          update?: string;
+          documents?: { _id: string }[];
+          updates?: { q: { _id?: unknown }; u: { _id?: string } }[];
+        };
+        if (command.insert === COLLECTIONS.recallIndex) for (const doc of command.documents ?? []) writes.set(doc._id, (writes.get(doc._id) ?? 0) + 1);
+        if (command.update === COLLECTIONS.recallIndex)
+          for (const u of command.updates ?? []) writes.set(String(u.u._id ?? u.q._id), (writes.get(String(u.u._id ?? u.q._id)) ?? 0) + 1);
+        if (command.insert === COLLECTIONS.recallIndex || command.update === COLLECTIONS.recallIndex) turnBytes += BSON.calculateObjectSize(event.command);
+      });
+      try {
+        const store = new RecallIndexStore(monitored.db(dbName), { segmentTurns: 10 });
+        const terms = new Map(Array.from({ length: 40 }, (_, i) => [`term${i}`, 1 + (i % 3)]));
+        for (let n = 1; n <= 35; n++) {
+          turnBytes = 0;
+          await store.add(record("flat", n), { length: 60, terms, vector: Float32Array.from({ length: 64 }, (_, i) => Math.cos(i + n)) }, heldFence("flat"));
+          bytesByTurn.push(turnBytes);
+        }
+        expect(
+          [...writes.values()].every((count) => count === 1),
+          JSON.stringify([...writes]),
+        ).toBe(true);
+        // A turn that does not complete a segment writes its entry only, late in a segment as early in the first.
+        const single = bytesByTurn.filter((_, i) => (i + 1) % 10 !== 0);
+        expect(Math.max(...single)).toBeLessThan(1.1 * Math.min(...single));
+        // The turn that completes one writes its entry and the segment, bounded by the segment.
+        for (const i of [9, 19, 29]) expect(bytesByTurn[i]).toBeLessThan(12 * Math.min(...single));
+        expect((await store.entries("flat")).map((e) => e.turnNumber)).toEqual(Array.from({ length: 35 }, (_, i) => i + 1));
+        // Three packed segments and the open one's five entries.
+        expect(await monitored.db(dbName).collection(COLLECTIONS.recallIndex).countDocuments({ conversationId: "flat" })).toBe(3 + 5);
+      } finally {
+        await monitored.close();
+      }
+    });
+
+    it("reads a segment written whole by an earlier release and packs the turns added to it", async () => {
+      const store = new RecallIndexStore(client.db(dbName), { segmentTurns: 4 });
+      await store.add(record("legacy", 1), { length: 1, terms: new Map([["x", 1]]) }, heldFence("legacy"));
+      // As earlier releases wrote it: the open segment as one document `${conversationId}:${segment}`.
+      const collection = client.db(dbName).collection<{ _id: string }>(COLLECTIONS.recallIndex);
+      const single = await collection.findOne({ conversationId: "legacy" });
+      await collection.deleteMany({ conversationId: "legacy" });
+      await collection.insertOne({ ...single, _id: "legacy:0" });
+      for (const n of [2, 3, 4, 5]) await store.add(record("legacy", n), { length: 1, terms: new Map([["x", 1]]) }, heldFence("legacy"));
+      expect((await store.entries("legacy")).map((e) => e.turnId)).toEqual([1, 2, 3, 4, 5].map((n) => `legacy-${n}`));
+      expect((await collection.find({ conversationId: "legacy" }).toArray()).map((d) => d._id).sort()).toEqual(["legacy:0", "legacy:1:legacy-5"]);
     });
 
     it("stores a vector as a BSON int8 vector and returns one pointing the same way", async () => {

@@ -2,10 +2,11 @@ import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type ObjectId, type WithId } from "mongodb";
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
+import { ByteBoundedMap } from "./byte-bounded-map.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
 import { ItemCodec } from "./item-codec.js";
-import { planLinks, type ListHead, type SerializedItem } from "./list-links.js";
+import { CHAIN_KEYS, EMPTY_LIST_DIGEST, nextDigest, planLinks, type ListHead, type SerializedItem } from "./list-links.js";
 
 /**
  * Serialized bytes of list items per stored link, and the most prune merges into one link. A new
@@ -60,6 +61,13 @@ export interface BlobDocument extends BlobPosition {
   expiresAt?: Date;
 }
 
+/** What {@link ChannelBlobStore.compactLists} did: list documents rewritten, and their items' bytes before and after. */
+export interface ListCompaction {
+  rewritten: number;
+  itemBytesBefore: number;
+  itemBytesAfter: number;
+}
+
 /** A channel value to store under `key`: a list (which may extend the stored version `base`), or a serialized value. */
 export type ChannelWrite = { channel: string; key: string; list: unknown[]; base?: ListHead } | { channel: string; key: string; serialized: SerializedItem };
 
@@ -71,8 +79,11 @@ export interface PreparedBlobs {
 
 const pairKey = (channel: string, key: string) => `${channel}\u0000${key}`;
 const headKey = (position: BlobPosition, channel: string, key: string) => JSON.stringify([position.thread_id, position.checkpoint_ns, channel, key]);
-/** List heads a store remembers (least recently used forgotten first). */
-const REMEMBERED_LIST_HEADS = 1024;
+/** Bytes of list heads a store remembers (least recently used forgotten first): about a thousand heads of 32-key chains. */
+export const DEFAULT_REMEMBERED_HEAD_BYTES = 2 * 1024 * 1024;
+/** A remembered head's bytes: its strings as UTF-16, and a few numbers and references. */
+const headBytes = (key: string, head: ListHead) =>
+  2 * (key.length + head.key.length + head.digest.length + (head.chain ?? []).reduce((n, k) => n + k.length, 0)) + 96;
 const chunkVersion = (hash: string) => `chunk:${hash}`;
 const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
 
@@ -88,7 +99,7 @@ const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.u
  * visible checkpoint references can be read back whole, or reading fails loudly.
  */
 export class ChannelBlobStore {
-  private readonly heads = new Map<string, ListHead>();
+  private readonly heads = new ByteBoundedMap<string, ListHead>(DEFAULT_REMEMBERED_HEAD_BYTES, headBytes);
   private readonly codec: ItemCodec;
 
   constructor(
@@ -210,10 +221,7 @@ export class ChannelBlobStore {
 
   private rememberHead(position: BlobPosition, doc: BlobDocument): ListHead {
     const head: ListHead = { key: doc.version, count: doc.count ?? 0, digest: doc.digest ?? "", ...(doc.chain === undefined ? {} : { chain: doc.chain }) };
-    const key = headKey(position, doc.channel, doc.version);
-    this.heads.delete(key);
-    this.heads.set(key, head);
-    if (this.heads.size > REMEMBERED_LIST_HEADS) this.heads.delete(this.heads.keys().next().value as string);
+    this.heads.set(headKey(position, doc.channel, doc.version), head);
     return head;
   }
 
@@ -352,6 +360,118 @@ export class ChannelBlobStore {
       removed += (await this.collection.deleteMany({ _id: { $in: merged.map((d) => d._id) } })).deletedCount;
     }
     return removed;
+  }
+
+  /**
+   * Rewrites the list versions of the position that earlier releases stored whole (no `base`: a
+   * copy of the whole list at every turn boundary, issue 28) or larger than a link, into the form
+   * puts write now: a version whose list starts with the list of an older stored version of its
+   * channel (item by item, in canonical form: what a reader loads) becomes a link on that version
+   * holding only the items after it, and what remains is split into links of at most `linkBytes`
+   * (the last keeps the version's key, count and content; the others are `<key>#c<n>`). Digests are
+   * recomputed from the stored bytes, down to the links built on a rewritten one, so the next put
+   * extends what it reads. Nothing a checkpoint reads changes; each rewrite replaces one document
+   * after the links it builds on are written, so a reader or a crash in between finds a whole list.
+   * `guard` runs before each write. Returns the documents rewritten and the bytes of list items
+   * stored before and after.
+   */
+  async compactLists(position: BlobPosition, guard: () => Promise<void> = async () => {}): Promise<ListCompaction> {
+    const result: ListCompaction = { rewritten: 0, itemBytesBefore: 0, itemBytesAfter: 0 };
+    const docs = await this.collection
+      .find({ ...position, type: LIST_TYPE }, { projection: { channel: 1, version: 1, base: 1, count: 1, digest: 1, chain: 1, bytes: 1 } })
+      .toArray();
+    const channels = new Map<string, WithId<BlobDocument>[]>();
+    for (const doc of docs) channels.set(doc.channel, [...(channels.get(doc.channel) ?? []), doc]);
+    for (const [channel, links] of channels) {
+      // Bases before the links on them: a base holds fewer items than any link on it.
+      links.sort((a, b) => (a.count ?? 0) - (b.count ?? 0) || compareVersionKeys(a.version, b.version));
+      const heads = new Map(links.map((l) => [l.version, { digest: l.digest ?? "", chain: l.chain ?? [] }]));
+      const redigested = new Set<string>();
+      for (const link of links) {
+        const count = link.count ?? 0;
+        const whole = link.base === undefined && count > 1;
+        const large = (link.bytes ?? 0) > this.options.linkBytes;
+        if (!whole && !large && !(link.base !== undefined && redigested.has(link.base))) continue;
+        const full = await this.collection.findOne({ _id: link._id });
+        if (full === null) continue;
+        let items: SerializedItem[] = (full.items ?? []).map((bytes, i) => ({ type: (full.item_types ?? [])[i] ?? "json", bytes: bytes.buffer }));
+        let base = full.base;
+        if (whole) {
+          const prefix = links.filter((l) => (l.count ?? 0) > 0 && (l.count ?? 0) < count && l.version !== link.version).pop();
+          if (prefix !== undefined && (await this.startsWith(position, channel, prefix, items))) {
+            items = items.slice(prefix.count ?? 0);
+            base = prefix.version;
+          }
+        }
+        if (base === full.base && !large && !redigested.has(full.base ?? "")) continue;
+        const baseHead = base === undefined ? undefined : heads.get(base);
+        let digest = baseHead?.digest ?? EMPTY_LIST_DIGEST;
+        let chain = base === undefined ? [] : [base, ...(baseHead?.chain ?? [])].slice(0, CHAIN_KEYS);
+        const groups = groupItems(items, this.options.linkBytes);
+        let previous = base;
+        let itemCount = count - items.length;
+        const written: BlobDocument[] = [];
+        groups.forEach((group, i) => {
+          for (const item of group) digest = nextDigest(digest, item);
+          itemCount += group.length;
+          const last = i === groups.length - 1;
+          const { _id, base: _oldBase, chain: _oldChain, ...fields } = full;
+          written.push({
+            ...fields,
+            version: last ? full.version : `${full.version}#c${i}`,
+            content: `${digest}:${itemCount}`,
+            ...(previous === undefined ? {} : { base: previous }),
+            count: itemCount,
+            digest,
+            chain,
+            items: group.map((item) => new Binary(item.bytes)),
+            item_types: group.map((item) => item.type),
+            bytes: group.reduce((sum, item) => sum + item.bytes.byteLength, 0),
+          });
+          previous = written[written.length - 1].version;
+          chain = [previous, ...chain].slice(0, CHAIN_KEYS);
+        });
+        for (const doc of written) assertDocumentFits(doc, this.options.maxDocumentBytes, `channel "${channel}" compacted`);
+        const rewritten = written[written.length - 1];
+        await guard();
+        for (const doc of written.slice(0, -1)) {
+          const { channel: c, version } = doc;
+          await this.collection.replaceOne({ ...position, channel: c, version }, doc, { upsert: true });
+        }
+        const unchanged = full.base === undefined ? { base: { $exists: false } } : { base: full.base };
+        const replaced = await this.collection.replaceOne({ _id: full._id, count: full.count, ...unchanged }, rewritten);
+        if (replaced.modifiedCount !== 1) continue;
+        result.rewritten += 1;
+        result.itemBytesBefore += full.bytes ?? 0;
+        result.itemBytesAfter += written.reduce((sum, d) => sum + (d.bytes ?? 0), 0);
+        heads.set(full.version, { digest: rewritten.digest ?? "", chain: rewritten.chain ?? [] });
+        if (rewritten.digest !== full.digest) redigested.add(full.version);
+        this.heads.delete(headKey(position, channel, full.version));
+      }
+    }
+    return result;
+  }
+
+  /** Whether the list `items` starts with the list stored as `prefix`, item by item as a reader loads them. */
+  private async startsWith(position: BlobPosition, channel: string, prefix: BlobDocument, items: SerializedItem[]): Promise<boolean> {
+    const count = prefix.count ?? 0;
+    if (count > items.length) return false;
+    const { values } = await this.reader().read(position, new Map([[channel, prefix.version]]));
+    const stored = values[channel];
+    if (!Array.isArray(stored) || stored.length !== count) return false;
+    for (let i = 0; i < count; i++) {
+      const [a, b] = await Promise.all([this.canonical(stored[i]), this.canonical(await this.serde.loadsTyped(items[i].type, items[i].bytes))]);
+      if (a.type !== b.type || Buffer.compare(a.bytes, b.bytes) !== 0) return false;
+    }
+    return true;
+  }
+
+  /** An item's bytes as a stored-and-loaded copy of it serializes (see `ItemCodec`). */
+  private async canonical(item: unknown): Promise<SerializedItem> {
+    const [firstType, first] = await this.serde.dumpsTyped(item);
+    if (firstType !== "json") return { type: firstType, bytes: first };
+    const [type, bytes] = await this.serde.dumpsTyped(await this.serde.loadsTyped(firstType, first));
+    return { type, bytes };
   }
 
   /** Deletes every blob of the position. */
@@ -504,6 +624,24 @@ export class BlobReader {
     }
     return items;
   }
+}
+
+/** Items grouped greedily into links of at most `linkBytes` (an item larger than that alone); at least one group. */
+function groupItems(items: SerializedItem[], linkBytes: number): SerializedItem[][] {
+  const groups: SerializedItem[][] = [];
+  let current: SerializedItem[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length > 0 && bytes + item.bytes.byteLength > linkBytes) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.bytes.byteLength;
+  }
+  if (current.length > 0 || groups.length === 0) groups.push(current);
+  return groups;
 }
 
 /** Items in a chain of links. */
