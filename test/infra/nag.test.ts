@@ -18,7 +18,7 @@ const prod = {
   bedrockFoundationModelId: "anthropic.claude-sonnet-4-20250514-v1:0",
 };
 
-/** Every AWS tool engine on, with each kind of wildcard the Athena grants need, and recall's embeddings model. */
+/** Every AWS tool engine on, with each kind of wildcard the Athena grants need, recall's embeddings model, and MCP OAuth's KMS key. */
 const tools = {
   athenaWorkgroup: "analytics",
   athenaDatabase: "sales",
@@ -31,6 +31,7 @@ const tools = {
   followUpWebhookUrl: "https://hooks.example.com/follow-ups",
   toolRoles: '{"create_follow_up":["analyst"]}',
   recallEmbeddingsModelId: "amazon.titan-embed-text-v2:0",
+  mcpOAuth: "true",
 };
 const ATHENA_WILDCARDS = [
   "Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/sales/*",
