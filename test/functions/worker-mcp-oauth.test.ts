@@ -26,7 +26,9 @@ beforeAll(async () => {
   h = await startHarness({
     env: {
       ...kms.environment,
-      MCP_SERVERS: JSON.stringify([{ name: "crm", transport: { kind: "streamable-http", url: crm.mcpUrl }, auth: { kind: "oauth" }, approvals: { whoami: { require: "never" } } }]),
+      MCP_SERVERS: JSON.stringify([
+        { name: "crm", transport: { kind: "streamable-http", url: crm.mcpUrl }, auth: { kind: "oauth" }, approvals: { whoami: { require: "never" } } },
+      ]),
       MCP_OAUTH_KMS_KEY_ID: KEY_ARN,
       MCP_OAUTH_REDIRECT_URL: CALLBACK,
     },
