@@ -76,7 +76,7 @@ async function workerTurn(content: string): Promise<string> {
 
 describe("functions/worker", () => {
   describe("handler", () => {
-    it("offers an oauth MCP server's sign-in tool whose link returns to the stage's callback, and its tools once signed in through the api's callback, tokens sealed with KMS", async () => {
+    it("offers an oauth server's sign-in tool, its link back to the stage's callback; its tools after the api's callback, tokens via KMS", async () => {
       const answer = await workerTurn("what is in the crm?");
       const link = /https?:\/\/\S+\/authorize\?\S+/.exec(answer)?.[0];
       expect(link).toBeDefined();
