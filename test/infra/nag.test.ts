@@ -119,7 +119,7 @@ describe("ThreadwiseStack cdk-nag", () => {
       for (const ack of acks) expect(ack.reason.length, `${ack.id} on ${ack.path}`).toBeGreaterThan(60);
     });
 
-    it("acknowledges APIG4 only on the public probes and description and on the routes that the functions verify themselves", () => {
+    it("acknowledges APIG4 only on the public probes, description and MCP sign-in callback, and on the routes the functions verify themselves", () => {
       const routes = acknowledgements(buildStack().stack)
         .filter((a) => a.id.endsWith("AwsSolutions-APIG4"))
         .map((a) => a.path.split("/").at(-1));
@@ -127,6 +127,7 @@ describe("ThreadwiseStack cdk-nag", () => {
         "GET--healthz",
         "GET--openapi.json",
         "GET--readyz",
+        "GET--v1--mcp--oauth--callback",
         "POST--slack--events",
         "POST--slack--interactivity",
         "POST--teams--messages",

@@ -7,6 +7,7 @@ import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName 
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
+import { adminMcpRoutes } from "../../lib/api/admin-mcp-routes.js";
 import { adminRoutes } from "../../lib/api/admin-routes.js";
 import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
 import { apiRoutes } from "../../lib/api/api-routes.js";
@@ -752,8 +753,9 @@ describe("ThreadwiseStack", () => {
         approvals: {} as never,
       };
       const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, adminRole: "threadwise:admin" });
+      const adminMcp = adminMcpRoutes({ authenticate: deps.authenticate, store: {} as never, defaults: [], adminRole: "threadwise:admin" });
       const oauth = new McpOAuth({ db: database.db, keys: {} as never, redirectUrl: "https://api.invalid/v1/mcp/oauth/callback", retentionMs: 1 });
-      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
+      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
