@@ -5,8 +5,7 @@ import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
 import { mcpRoutes } from "../lib/api/mcp-routes.js";
 import { mcpOAuthRoutes } from "../lib/api/mcp-oauth-routes.js";
-import { createMcpOAuth } from "../lib/mcp/oauth/create-mcp-oauth.js";
-import { appFor } from "./shared/app-runtime.js";
+import { appFor, mcpOAuthFor } from "./shared/app-runtime.js";
 import { toHttpRequest, toResult, VerifiedClaims, type HttpApiEvent } from "./shared/http-event.js";
 import {
   config,
@@ -28,7 +27,7 @@ function handlerFor(app: App) {
   let handle = handlers.get(app);
   if (!handle) {
     // Per-user MCP sign-ins finish here when the stage names its callback URL and KMS key (docs/mcp-oauth.md).
-    const oauth = config.mcpOAuth.redirectUrl ? createMcpOAuth(config, { db: app.database.db, redirectUrl: config.mcpOAuth.redirectUrl, logger }) : undefined;
+    const oauth = mcpOAuthFor(app);
     handle = createHttpHandler(app, config, {
       authenticate: claims.authenticate,
       extraRoutes: oauth ? mcpOAuthRoutes(oauth) : [],

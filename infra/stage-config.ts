@@ -249,6 +249,7 @@ const contextSchema = z.object({
   limits: limitsContext.optional(),
   tracing: z.enum(TRACING_MODES).optional(),
   streamCdn: contextBoolean.optional(),
+  mcpOAuth: contextBoolean.optional(),
   streamWebAclArn: z
     .string()
     .regex(/^arn:aws[a-z-]*:wafv2:us-east-1:\d{12}:global\/webacl\/[\w-]+\/[0-9a-f-]+$/, "a CLOUDFRONT-scope (global, us-east-1) AWS WAF web ACL ARN")
@@ -315,6 +316,11 @@ export interface StageConfig {
   streamCdn?: { webAclArn?: string };
   /** `xray` (default), or the ADOT layer with its ARN (`tracing`, `adotLayerArn`). */
   tracing: { mode: "xray" } | { mode: "adot"; layerArn: string };
+  /**
+   * Per-user OAuth to MCP servers (`mcpOAuth`; docs/mcp-oauth.md): a KMS key sealing users' tokens, granted to the
+   * functions that run turns or serve the callback, with the API's callback URL. Default: off (`oauth` servers' tools are not offered).
+   */
+  mcpOAuth: boolean;
 }
 
 export interface StageCeilings {
@@ -471,6 +477,7 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     },
     tracing: readTracingConfig(c),
     streamCdn: readStreamCdnConfig(c, environment),
+    mcpOAuth: c.mcpOAuth ?? false,
   };
 }
 

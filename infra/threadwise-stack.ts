@@ -2,6 +2,8 @@ import { Annotations, Aws, CfnOutput, CustomResource, Duration, RemovalPolicy, S
 import { LambdaApplication, LambdaDeploymentConfig, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { Rule, RuleTargetInput, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
+import type { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
+import { Key } from "aws-cdk-lib/aws-kms";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
@@ -10,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { APPROVAL_SWEEP_EVENT } from "../lib/approvals/sweep-event.js";
 import { TURN_RECOVERY_EVENT } from "../lib/agent/turn-recovery-event.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
+import { MCP_OAUTH_CALLBACK_PATH } from "../lib/config/mcp-oauth-config.js";
 import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
 import { DATABASE_SETUP_VERSION } from "../lib/store/database.js";
 import { bedrockResourceArns } from "./bedrock-model.js";
@@ -270,6 +273,9 @@ export class ThreadwiseStack extends Stack {
       throttle: { rateLimit: config.ceilings.apiThrottleRate, burstLimit: config.ceilings.apiThrottleBurst },
     });
 
+    // Per-user MCP sign-in: the functions that run turns start it, the api finishes it at its callback (docs/mcp-oauth.md).
+    if (config.mcpOAuth) this.useMcpOAuth([api, stream, worker], httpApi.httpApi, stage, removalPolicy);
+
     const alarmTopic = new AlarmTopic(this, "Alarms", { stage, ...config.alarms }).topic;
     const operations = new Operations(this, "Operations", {
       stage,
@@ -361,6 +367,22 @@ export class ThreadwiseStack extends Stack {
       schedule: Schedule.rate(APPROVAL_SWEEP_INTERVAL),
       targets: [new LambdaFunction(worker.alias, { event: RuleTargetInput.fromObject(APPROVAL_SWEEP_EVENT), retryAttempts: 0 })],
     });
+  }
+
+  /**
+   * The KMS key whose data keys seal users' MCP tokens (rotated yearly, kept with a retained stage's
+   * data), and the callback URL on the API. The URL is the API's own endpoint: the functions' variable
+   * refers to the HTTP API resource alone, which refers to none of its integrations, so no cycle.
+   */
+  private useMcpOAuth(functions: ThreadwiseFunction[], httpApi: HttpApi, stage: string, removalPolicy: RemovalPolicy): Key {
+    const key = new Key(this, "McpOAuthKey", {
+      description: `Threadwise ${stage}: data keys sealing users' MCP OAuth tokens (docs/mcp-oauth.md)`,
+      enableKeyRotation: true,
+      removalPolicy,
+    });
+    const redirectUrl = `${httpApi.apiEndpoint}${MCP_OAUTH_CALLBACK_PATH}`;
+    for (const f of functions) f.useMcpOAuth(key, redirectUrl);
+    return key;
   }
 
   /** Turns on each configured AWS tool engine for `f`, with its grants, variables and the acknowledgements of its wildcards. */

@@ -2,6 +2,8 @@ import { createApp, type App, type AppOptions } from "../../lib/app.js";
 import { channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import type { TurnJobWorker, TurnMetricsSink } from "../../lib/queue/index.js";
 import { channelWorker } from "../../lib/channels/channel-worker.js";
+import { createMcpOAuth } from "../../lib/mcp/oauth/create-mcp-oauth.js";
+import type { McpOAuth } from "../../lib/mcp/oauth/mcp-oauth.js";
 import type { SecretSource } from "../../lib/tools/index.js";
 import { config, logger, mongoClientFor, publishLimitUsage, publishMcpEvent } from "./runtime.js";
 
@@ -16,14 +18,20 @@ export function appFor(credentials: Credentials, options: Omit<AppOptions, "mong
   const client = mongoClientFor(credentials);
   if (current?.client !== client) {
     const previous = current;
+    const secrets = secretsOf(credentials);
+    const oauth = lazyMcpOAuth(client, secrets);
     const app = createApp(config, {
       onLimitUsage: publishLimitUsage,
       onMcpEvent: publishMcpEvent,
+      ...(oauth ? { mcpOAuth: (principal, scope) => oauth().providerFor(principal, scope) } : {}),
       ...options,
       mongoClient: client,
       setup: "ensure",
       logger,
-      secrets: secretsOf(credentials),
+      secrets,
+    }).then((made) => {
+      if (oauth) oauths.set(made, oauth);
+      return made;
     });
     current = { client, app };
     // A failed start must not stick: the next invocation tries again.
@@ -33,6 +41,25 @@ export function appFor(credentials: Credentials, options: Omit<AppOptions, "mong
     previous?.app.then((old) => old.close()).catch(() => undefined);
   }
   return current!.app;
+}
+
+/** Each app's per-user MCP OAuth, for the api's callback: the same one its turns' providers come from. */
+const oauths = new WeakMap<App, () => McpOAuth>();
+
+/** Per-user MCP OAuth over `app`'s database when the stage sets its KMS key and callback URL (docs/mcp-oauth.md); else undefined. */
+export function mcpOAuthFor(app: App): McpOAuth | undefined {
+  return oauths.get(app)?.();
+}
+
+/**
+ * One McpOAuth per app, made on the first `oauth` server a turn meets (the KMS client with it), or
+ * none without the stage's `mcpOAuth` (no key, no callback URL): such servers' tools are then not offered.
+ */
+function lazyMcpOAuth(client: ReturnType<typeof mongoClientFor>, secrets: SecretSource): (() => McpOAuth) | undefined {
+  const { kmsKeyId, redirectUrl } = config.mcpOAuth;
+  if (!kmsKeyId || !redirectUrl) return undefined;
+  let made: McpOAuth | undefined;
+  return () => (made ??= createMcpOAuth(config, { db: client.db(config.dbName), redirectUrl, secrets, logger }) as McpOAuth);
 }
 
 /** Tools read their credentials (Power BI) from the function's secrets, by key. */

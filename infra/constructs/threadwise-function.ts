@@ -17,6 +17,7 @@ import {
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { IKey } from "aws-cdk-lib/aws-kms";
 import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
@@ -65,7 +66,12 @@ export const FUNCTION_ENV = {
   toolApprovals: "TOOL_APPROVALS",
   slackRoles: "SLACK_ROLES",
   teamsRoles: "TEAMS_ROLES",
+  mcpOAuthKmsKeyId: "MCP_OAUTH_KMS_KEY_ID",
+  mcpOAuthRedirectUrl: "MCP_OAUTH_REDIRECT_URL",
 } as const;
+
+/** What sealing and opening users' MCP tokens takes: a new data key per write, and its decryption (docs/mcp-oauth.md). */
+export const MCP_OAUTH_KMS_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
 
 /**
  * What Lambda does with the execution role to place a function in a VPC: one network interface
@@ -216,6 +222,16 @@ export class ThreadwiseFunction extends Construct {
    */
   useStreamingUrl(url: IFunctionUrl | string): void {
     this.fn.addEnvironment(FUNCTION_ENV.streamingUrl, typeof url === "string" ? url : url.url);
+  }
+
+  /**
+   * Offers `oauth` MCP servers' tools with per-user sign-in (docs/mcp-oauth.md): data keys of `key`
+   * seal and open users' tokens, and `redirectUrl` is the callback the authorization servers send the browser to.
+   */
+  useMcpOAuth(key: IKey, redirectUrl: string): void {
+    key.grant(this.fn, ...MCP_OAUTH_KMS_ACTIONS);
+    this.fn.addEnvironment(FUNCTION_ENV.mcpOAuthKmsKeyId, key.keyArn);
+    this.fn.addEnvironment(FUNCTION_ENV.mcpOAuthRedirectUrl, redirectUrl);
   }
 
   /** Enqueues turns for the worker. */

@@ -18,7 +18,7 @@ const prod = {
   bedrockFoundationModelId: "anthropic.claude-sonnet-4-20250514-v1:0",
 };
 
-/** Every AWS tool engine on, with each kind of wildcard the Athena grants need, and recall's embeddings model. */
+/** Every AWS tool engine on, with each kind of wildcard the Athena grants need, recall's embeddings model, and MCP OAuth's KMS key. */
 const tools = {
   athenaWorkgroup: "analytics",
   athenaDatabase: "sales",
@@ -31,6 +31,7 @@ const tools = {
   followUpWebhookUrl: "https://hooks.example.com/follow-ups",
   toolRoles: '{"create_follow_up":["analyst"]}',
   recallEmbeddingsModelId: "amazon.titan-embed-text-v2:0",
+  mcpOAuth: "true",
 };
 const ATHENA_WILDCARDS = [
   "Resource::arn:<AWS::Partition>:glue:<AWS::Region>:<AWS::AccountId>:table/sales/*",
@@ -118,7 +119,7 @@ describe("ThreadwiseStack cdk-nag", () => {
       for (const ack of acks) expect(ack.reason.length, `${ack.id} on ${ack.path}`).toBeGreaterThan(60);
     });
 
-    it("acknowledges APIG4 only on the public probes and description and on the routes that the functions verify themselves", () => {
+    it("acknowledges APIG4 only on the public probes, description and MCP sign-in callback, and on the routes the functions verify themselves", () => {
       const routes = acknowledgements(buildStack().stack)
         .filter((a) => a.id.endsWith("AwsSolutions-APIG4"))
         .map((a) => a.path.split("/").at(-1));
@@ -126,6 +127,7 @@ describe("ThreadwiseStack cdk-nag", () => {
         "GET--healthz",
         "GET--openapi.json",
         "GET--readyz",
+        "GET--v1--mcp--oauth--callback",
         "POST--slack--events",
         "POST--slack--interactivity",
         "POST--teams--messages",

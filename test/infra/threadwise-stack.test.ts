@@ -7,6 +7,7 @@ import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName 
 import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
+import { adminMcpRoutes } from "../../lib/api/admin-mcp-routes.js";
 import { adminRoutes } from "../../lib/api/admin-routes.js";
 import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
 import { apiRoutes } from "../../lib/api/api-routes.js";
@@ -16,6 +17,9 @@ import type { Route } from "../../lib/api/router.js";
 import { ChannelEventDeduper, channelHandlers } from "../../lib/channels/index.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { buildStack, synthTemplate } from "./synth.js";
+import { cycleIn, idOf, resourcesOf, statementsFor, variablesFor } from "./support/template-resources.js";
+import { FUNCTION_ENV, MCP_OAUTH_KMS_ACTIONS } from "../../infra/constructs/threadwise-function.js";
+import { MCP_OAUTH_CALLBACK_PATH } from "../../lib/config/mcp-oauth-config.js";
 import { mcpRoutes } from "../../lib/api/mcp-routes.js";
 import { mcpOAuthRoutes } from "../../lib/api/mcp-oauth-routes.js";
 import { McpOAuth } from "../../lib/mcp/oauth/mcp-oauth.js";
@@ -749,8 +753,9 @@ describe("ThreadwiseStack", () => {
         approvals: {} as never,
       };
       const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, adminRole: "threadwise:admin" });
+      const adminMcp = adminMcpRoutes({ authenticate: deps.authenticate, store: {} as never, defaults: [], adminRole: "threadwise:admin" });
       const oauth = new McpOAuth({ db: database.db, keys: {} as never, redirectUrl: "https://api.invalid/v1/mcp/oauth/callback", retentionMs: 1 });
-      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
+      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
@@ -768,6 +773,56 @@ describe("ThreadwiseStack", () => {
         StageName: "$default",
         AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('"requestId":"\\$context.requestId"') },
       });
+    });
+  });
+
+  describe("mcpOAuth", () => {
+    const withOAuth = resourcesOf(synthTemplate({ context: { ...prodContext, mcpOAuth: "true" } }));
+    const keyId = idOf(withOAuth, "AWS::KMS::Key", "McpOAuthKey");
+    const callers = ["Api", "Worker", "Stream"];
+    const others = ["Slack", "Teams", "Setup"];
+
+    it("creates one KMS key for users' MCP tokens, rotated, and retained with a retained stage's data", () => {
+      expect(Object.values(withOAuth).filter((r) => r.Type === "AWS::KMS::Key")).toHaveLength(1);
+      expect(withOAuth[keyId].Properties).toMatchObject({ EnableKeyRotation: true });
+      expect(withOAuth[keyId].DeletionPolicy).toBe("Retain");
+    });
+
+    it("grants GenerateDataKey and Decrypt on that key alone to the api, worker and stream functions, and nothing of KMS to the others", () => {
+      for (const name of callers) {
+        expect(statementsFor(withOAuth, name, "kms")).toEqual([
+          { Effect: "Allow", Action: [...MCP_OAUTH_KMS_ACTIONS].sort(), Resource: { "Fn::GetAtt": [keyId, "Arn"] } },
+        ]);
+      }
+      for (const name of others) expect(statementsFor(withOAuth, name, "kms")).toEqual([]);
+    });
+
+    it("sets the key's ARN and the API's own callback URL on the functions it grants, and on no other", () => {
+      const apiId = idOf(withOAuth, "AWS::ApiGatewayV2::Api", "ApiHttpApi");
+      for (const name of callers) {
+        expect(variablesFor(withOAuth, name)).toMatchObject({
+          [FUNCTION_ENV.mcpOAuthKmsKeyId]: { "Fn::GetAtt": [keyId, "Arn"] },
+          [FUNCTION_ENV.mcpOAuthRedirectUrl]: { "Fn::Join": ["", [{ "Fn::GetAtt": [apiId, "ApiEndpoint"] }, MCP_OAUTH_CALLBACK_PATH]] },
+        });
+      }
+      for (const name of others) expect(Object.keys(variablesFor(withOAuth, name)).filter((v) => v.startsWith("MCP_OAUTH_"))).toEqual([]);
+    });
+
+    it("returns a template without a dependency cycle, though the functions name the API that integrates them", () => {
+      expect(cycleIn(withOAuth)).toBeUndefined();
+      // The check sees a cycle where there is one: the API made to depend on a function it integrates.
+      const apiId = idOf(withOAuth, "AWS::ApiGatewayV2::Api", "ApiHttpApi");
+      const cyclic = { ...withOAuth, [apiId]: { ...withOAuth[apiId], DependsOn: [idOf(withOAuth, "AWS::Lambda::Function", "ApiFunction")] } };
+      expect(cycleIn(cyclic)).toEqual(expect.arrayContaining([apiId]));
+    });
+
+    it("creates no key, grant or variable without mcpOAuth", () => {
+      const without = resourcesOf(template);
+      expect(Object.values(without).filter((r) => r.Type === "AWS::KMS::Key")).toEqual([]);
+      for (const name of [...callers, ...others]) {
+        expect(statementsFor(without, name, "kms")).toEqual([]);
+        expect(Object.keys(variablesFor(without, name)).filter((v) => v.startsWith("MCP_OAUTH_"))).toEqual([]);
+      }
     });
   });
 
