@@ -219,7 +219,9 @@ describe("Limits", () => {
   describe("turnsPerMinute", () => {
     it("answers 429 rate_limited with Retry-After once a user started its turns for the minute, and lets another user on", async () => {
       const dbName = `limits_${randomUUID().slice(0, 8)}`;
-      const { ask } = await instance(dbName, { LIMIT_USER_TURNS_PER_MINUTE: "2" });
+      // The window is the UTC minute: a clock held mid-minute keeps the three turns in one window.
+      const midMinute = new Date(Math.floor(Date.now() / 60_000) * 60_000 + 30_000);
+      const { ask } = await instance(dbName, { LIMIT_USER_TURNS_PER_MINUTE: "2" }, () => midMinute);
       expect((await ask("rate")).status).toBe(200);
       expect((await ask("rate")).status).toBe(200);
       const third = await ask("rate");
