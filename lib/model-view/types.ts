@@ -1,5 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import type { OutOfSightPolicy } from "./out-of-sight-notice.js";
+import type { ParameterLedgerPolicy } from "./parameter-ledger.js";
 
 /** How long Bedrock keeps a cached prefix after its last use: `5m` everywhere, `1h` on recent Claude models (writes cost more). */
 export type CacheTtl = "5m" | "1h";
@@ -68,6 +69,12 @@ export interface ModelViewPolicy {
   outOfSight?: OutOfSightPolicy;
   /** With it, each kept finished turn's answer is followed by a digest of its tool calls (`turnDigest`). Default: none, exactly (question, final answer). */
   turnDigest?: TurnDigestPolicy;
+  /**
+   * With it, the system part ends with the time anchors that queries of finished turns before the
+   * window resolved (`parameter-ledger.ts`): those archived out of the thread (`ModelViewHistory.parameterLedger`)
+   * and those still in it. It changes only when the window's first turn moves. Default: none.
+   */
+  parameterLedger?: ParameterLedgerPolicy;
 }
 
 export interface OmittedOutput {

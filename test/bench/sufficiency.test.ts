@@ -1,4 +1,4 @@
-import { DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
+import { DEFAULT_PARAMETER_LEDGER, DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
 import { median } from "../../bench/support/statistics.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
@@ -64,7 +64,7 @@ describe("context sufficiency subset", () => {
   });
 
   it("returns every case sufficient (direct or one call) with the product's view", async () => {
-    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST }), true));
+    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true));
     const missing = measures.filter((m) => m.reached === "missing").map((m) => m.caseId);
     expect(missing).toEqual([]);
     expect(share(measures, (m) => m.reached !== "missing")).toBeGreaterThanOrEqual(FLOOR.sufficient);
@@ -80,7 +80,7 @@ describe("context sufficiency subset", () => {
   });
 
   it("returns at least the committed share direct, at no more than the committed median tokens", async () => {
-    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST }), true));
+    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true));
     expect(share(measures, (m) => m.reached === "direct")).toBeGreaterThanOrEqual(FLOOR.direct);
     expect(median(measures.map((m) => m.tokens))).toBeLessThanOrEqual(CEILING.medianTokens);
   });
