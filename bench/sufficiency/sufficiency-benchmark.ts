@@ -184,6 +184,18 @@ async function main() {
           )
           .join("\n")
       : "";
+    const lucky = threadwise
+      ? threadwise.measures
+          .filter((m) => m.reached === "direct" && m.units.some((u) => u.byLuck))
+          .map(
+            (m) =>
+              `- \`${m.caseId}\`: ${m.units
+                .filter((u) => u.byLuck)
+                .map((u) => u.id)
+                .join(", ")}`,
+          )
+          .join("\n")
+      : "";
     const report = [
       "# Context sufficiency",
       "",
@@ -208,6 +220,12 @@ async function main() {
       "## Where Threadwise still misses",
       "",
       misses || "- nowhere",
+      "",
+      "## Where Threadwise is direct only by luck",
+      "",
+      "Direct cases with a unit the view holds only through another turn's text, not from its source turn (its pair, or its line of the ledger of time anchors): `directFromSource` in `bench/sufficiency/measure.ts`.",
+      "",
+      lucky || "- nowhere",
       "",
     ].join("\n");
     console.log(`\n${report}`);
