@@ -23,9 +23,9 @@ export interface ParameterLedgerPolicy {
  * On in the product: 4 anchors within 80 tokens. Enough for every time-anchor case of the sufficiency
  * suite (docs/sufficiency.md), and the system part grows by at most that.
  */
-export const DEFAULT_PARAMETER_LEDGER: ParameterLedgerPolicy = { entries: 4, tokens: 80 };
+export const DEFAULT_PARAMETER_LEDGER: ParameterLedgerPolicy = { entries: 3, tokens: 80 };
 
-export const PARAMETER_LEDGER_HEADING = "Periods that queries in turns out of your sight resolved to (turn: filter):";
+export const PARAMETER_LEDGER_HEADING = "Periods resolved in turns not shown:";
 
 /** A column named for time, or a literal that is a date or month (`'2026-10'`, `"2026-07-01"`). */
 const TIME_COLUMN = /^(?:'[^']*'\[)?\[?[\w.]*(?:date|month|year|quarter|week|day|period|time)[\w.]*\]?\s/i;
