@@ -20,8 +20,9 @@ export interface ParameterLedgerPolicy {
 }
 
 /**
- * On in the product: 4 anchors within 80 tokens. Enough for every time-anchor case of the sufficiency
- * suite (docs/sufficiency.md), and the system part grows by at most that.
+ * On in the product: the last 3 anchors, within 80 tokens (a month filter's line is 13). Every
+ * time-anchor case of the sufficiency suite is direct with 3 (2 leave one a search away); each more
+ * anchor costs about 0.13 points of full replay's tokens at 50 turns (docs/sufficiency.md).
  */
 export const DEFAULT_PARAMETER_LEDGER: ParameterLedgerPolicy = { entries: 3, tokens: 80 };
 
