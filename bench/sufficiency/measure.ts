@@ -47,7 +47,12 @@ export function directFromSource(messages: readonly BaseMessage[], thread: reado
     const m = messages[i];
     if (m.type === "system") {
       const line = `- turn ${e.turn + 1}: `;
-      if (messageText(m.content).split("\n").some((l) => l.startsWith(line) && evidenceIn(e, l))) return true;
+      if (
+        messageText(m.content)
+          .split("\n")
+          .some((l) => l.startsWith(line) && evidenceIn(e, l))
+      )
+        return true;
     } else if (m.type === "human" && messageText(m.content) === question) {
       if (evidenceIn(e, question) || (messages[i + 1] && evidenceIn(e, viewText([messages[i + 1]])))) return true;
     }

@@ -14,14 +14,7 @@ import {
   DEFAULT_VIEW_TOTAL_BUDGET,
 } from "../../lib/config/config.js";
 import { archivePlan } from "../../lib/agent/working-set.js";
-import {
-  buildModelView,
-  countMessagesTokens,
-  countMessageTokens,
-  ledgerAfterTurns,
-  messageText,
-  type ModelViewPolicy,
-} from "../../lib/model-view/index.js";
+import { buildModelView, countMessagesTokens, countMessageTokens, ledgerAfterTurns, messageText, type ModelViewPolicy } from "../../lib/model-view/index.js";
 import { SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
 
 /** What a policy gives the model besides the messages: the tools that reach what the view left out. */

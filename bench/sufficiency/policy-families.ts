@@ -32,7 +32,9 @@ export const POLICY_FAMILIES: PolicyFamily[] = [
   ),
   named(
     "Threadwise",
-    [2, 4, 6, 10].map((n) => threadwise("Threadwise", threadwisePolicy({ finishedTurns: n, turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), n === 6)),
+    [2, 4, 6, 10].map((n) =>
+      threadwise("Threadwise", threadwisePolicy({ finishedTurns: n, turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), n === 6),
+    ),
   ),
   named(
     "LangChain trimMessages",

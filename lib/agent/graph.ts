@@ -153,10 +153,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
   };
 
   const buildView = (state: State, toolSchemaTokens: number) =>
-    buildModelView(state.messages, { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) }, {
-      archivedTurns: state.archivedTurns,
-      parameterLedger: state.parameterLedger,
-    });
+    buildModelView(
+      state.messages,
+      { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) },
+      {
+        archivedTurns: state.archivedTurns,
+        parameterLedger: state.parameterLedger,
+      },
+    );
 
   /** The view within the budget in the model's tokens; a model not seen yet in this container is first measured with CountTokens, if given. */
   async function calibratedView(state: State, offered: FunctionTool[], toolSchemaTokens: number) {

@@ -7,8 +7,9 @@ import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import { turnDigest } from "./turn-digest.js";
-import { boundedLedger, ledgerAfterTurn, ledgerText, type LedgerEntry } from "./parameter-ledger.js";
+import { boundedLedger, ledgerAfterTurn, ledgerText } from "./parameter-ledger.js";
 import type {
+  LedgerEntry,
   LeftOutReason,
   MessageDisposition,
   MessageRepair,

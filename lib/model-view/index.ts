@@ -43,7 +43,6 @@ export {
   ledgerText,
   PARAMETER_LEDGER_HEADING,
 } from "./parameter-ledger.js";
-export type { LedgerEntry, ParameterLedgerPolicy } from "./parameter-ledger.js";
 export { callFilters, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
 export { DEFAULT_OUT_OF_SIGHT_STEP_TURNS, outOfSightNotice } from "./out-of-sight-notice.js";
 export type { OutOfSightPolicy } from "./out-of-sight-notice.js";
@@ -54,6 +53,7 @@ export type {
   CachePoint,
   CachePointKind,
   CacheTtl,
+  LedgerEntry,
   LeftOutReason,
   MessageDisposition,
   MessageRepair,
@@ -61,6 +61,7 @@ export type {
   ModelViewPolicy,
   ModelViewStats,
   OmittedOutput,
+  ParameterLedgerPolicy,
   PromptCachePolicy,
   TokenEstimate,
   TurnDigestPolicy,

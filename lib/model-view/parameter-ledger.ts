@@ -1,23 +1,7 @@
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { countRecurringTextTokens } from "./token-counter.js";
 import { callFilters } from "./turn-digest.js";
-
-/**
- * A time anchor a finished turn's query resolved ("last month" → `month = '2026-10'`), kept after the
- * turn leaves the view's window, with the turn (numbered from the conversation's first, 1) that last set it.
- */
-export interface LedgerEntry {
-  turn: number;
-  filter: string;
-}
-
-/** How much of the resolved time anchors of turns out of sight the view's system part carries. */
-export interface ParameterLedgerPolicy {
-  /** Distinct anchors kept, the most recently set. */
-  entries: number;
-  /** Most tokens the ledger's text may take (heading included); the oldest entries go first. */
-  tokens: number;
-}
+import type { LedgerEntry, ParameterLedgerPolicy } from "./types.js";
 
 /**
  * On in the product: the last 3 anchors, within 80 tokens (a month filter's line is 13). Every
@@ -57,12 +41,7 @@ export function boundedLedger(ledger: readonly LedgerEntry[], policy: ParameterL
  * deterministic: folding the same turns in the same order gives the same ledger, whether a turn was
  * archived out of the thread (`lib/agent/graph.ts`) or only left the window.
  */
-export function ledgerAfterTurn(
-  ledger: readonly LedgerEntry[],
-  turn: number,
-  messages: readonly BaseMessage[],
-  policy: ParameterLedgerPolicy,
-): LedgerEntry[] {
+export function ledgerAfterTurn(ledger: readonly LedgerEntry[], turn: number, messages: readonly BaseMessage[], policy: ParameterLedgerPolicy): LedgerEntry[] {
   const anchors: string[] = [];
   for (const m of messages) {
     if (m.type !== "ai") continue;

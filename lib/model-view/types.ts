@@ -1,6 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import type { OutOfSightPolicy } from "./out-of-sight-notice.js";
-import type { ParameterLedgerPolicy } from "./parameter-ledger.js";
 
 /** How long Bedrock keeps a cached prefix after its last use: `5m` everywhere, `1h` on recent Claude models (writes cost more). */
 export type CacheTtl = "5m" | "1h";
@@ -206,3 +205,20 @@ export type MessageDisposition = { turn?: number } & (
   | { fate: "notice"; notice: "out-of-sight"; viewIndex: number }
   | { fate: "left-out"; reason: LeftOutReason }
 );
+
+/**
+ * A time anchor a finished turn's query resolved ("last month" → `month = '2026-10'`), kept after the
+ * turn leaves the view's window, with the turn (numbered from the conversation's first, 1) that last set it.
+ */
+export interface LedgerEntry {
+  turn: number;
+  filter: string;
+}
+
+/** How much of the resolved time anchors of turns out of sight the view's system part carries. */
+export interface ParameterLedgerPolicy {
+  /** Distinct anchors kept, the most recently set. */
+  entries: number;
+  /** Most tokens the ledger's text may take (heading included); the oldest entries go first. */
+  tokens: number;
+}

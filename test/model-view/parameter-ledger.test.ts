@@ -58,7 +58,14 @@ describe("ledgerAfterTurn", () => {
 
   it("keeps the last `entries` distinct anchors, a filter set again once, as its latest turn", () => {
     let ledger: LedgerEntry[] = [];
-    for (const [t, m] of [[1, 3], [2, 4], [3, 3], [4, 5], [5, 6]] as const) ledger = ledgerAfterTurn(ledger, t, turn(t, month(m)), { entries: 3, tokens: 1_000 });
+    for (const [t, m] of [
+      [1, 3],
+      [2, 4],
+      [3, 3],
+      [4, 5],
+      [5, 6],
+    ] as const)
+      ledger = ledgerAfterTurn(ledger, t, turn(t, month(m)), { entries: 3, tokens: 1_000 });
     expect(ledger).toEqual([
       { turn: 3, filter: month(3) },
       { turn: 4, filter: month(5) },
