@@ -223,7 +223,8 @@ async function main() {
       "",
       "## Where Threadwise is direct only by luck",
       "",
-      "Direct cases with a unit the view holds only through another turn's text, not from its source turn (its pair, or its line of the ledger of time anchors): `directFromSource` in `bench/sufficiency/measure.ts`.",
+      "Direct cases with a unit the view holds only through another turn's text, not from its source turn " +
+        "(its pair, or its line of the ledger of time anchors): `directFromSource` in `bench/sufficiency/measure.ts`.",
       "",
       lucky || "- nowhere",
       "",

@@ -5,8 +5,8 @@ import type { LedgerEntry, ParameterLedgerPolicy } from "./types.js";
 
 /**
  * On in the product: the last 3 anchors, within 80 tokens (a month filter's line is 13). Every
- * time-anchor case of the sufficiency suite is direct with 3 (2 leave one a search away); each more
- * anchor costs about 0.13 points of full replay's tokens at 50 turns (docs/sufficiency.md).
+ * time-anchor case of the sufficiency suite is direct with 3 (with 2, one is a search away); with 4
+ * the 50-turn view is 10.4 % of full replay's, with 3 10.2 % (docs/sufficiency.md).
  */
 export const DEFAULT_PARAMETER_LEDGER: ParameterLedgerPolicy = { entries: 3, tokens: 80 };
 
