@@ -152,6 +152,15 @@ async function main() {
       }),
       ["left", "left", "right", "right", "right", "right", "right", "right"],
     );
+    const replayRow = rows.find((x) => x.family === "full replay");
+    for (const r of defaults) {
+      // The 50-turn share unrounded, to compare changes smaller than the table's 0.1 point.
+      const at50 = (rs: readonly CaseMeasure[]) => median(rs.filter((m) => m.finishedTurns >= 45 && m.finishedTurns <= 60).map((m) => m.tokens));
+      if (replayRow)
+        console.log(
+          `${r.family}: at 50 turns ${at50(r.measures)} tokens, ${((100 * at50(r.measures)) / at50(replayRow.measures)).toFixed(2)} % of full replay`,
+        );
+    }
     const perKind = CASE_KINDS.map((kind) => {
       const table = markdownTable(
         ["policy", "direct", "one call", "missing", "median tokens"],
