@@ -188,9 +188,15 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const ctx = turnContext(config);
     await options.archive.archive(plan.turns, ctx.fence);
     faults?.at("after-archive");
-    logger?.info("turns archived", { turnId: ctx.turnId, turns: plan.turns.length, archivedTurns: plan.archivedTurns, keptMessages: plan.kept.length });
     // The archived turns' time anchors stay in state, so the view still shows them (the same ledger it showed before they left).
     const parameterLedger = policy.parameterLedger ? ledgerAfterTurns(state.parameterLedger ?? [], plan.turns, policy.parameterLedger) : [];
+    logger?.info("turns archived", {
+      turnId: ctx.turnId,
+      turns: plan.turns.length,
+      archivedTurns: plan.archivedTurns,
+      keptMessages: plan.kept.length,
+      ledgerEntries: parameterLedger.length,
+    });
     return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...plan.kept], archivedTurns: plan.archivedTurns, parameterLedger };
   }
 
