@@ -40,6 +40,7 @@ import {
   buildModelView,
   countMessageTokens,
   countTextTokens,
+  DEFAULT_PARAMETER_LEDGER,
   DEFAULT_TURN_DIGEST,
   MESSAGE_OVERHEAD_TOKENS,
   type ModelViewPolicy,
@@ -222,6 +223,7 @@ async function runConversation(turns: number, seed: number, policy: ModelViewPol
     historyBlockTurns: policy.historyBlockTurns ?? DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
     cache: policy.cache ?? { minTokensPerCheckpoint: DEFAULT_PROMPT_CACHE_MIN_TOKENS, stableTtl: DEFAULT_PROMPT_CACHE_TTL, turnTtl: DEFAULT_PROMPT_CACHE_TTL },
     turnDigest: policy.turnDigest,
+    parameterLedger: policy.parameterLedger,
   });
   const state: BaseMessage[] = [];
   const fixedTokens = countMessageTokens(new SystemMessage(policy.systemPrompt)) + (policy.toolSchemaTokens ?? 0);
@@ -711,6 +713,8 @@ async function main(): Promise<void> {
     },
     // The product's turn digest (docs/sufficiency.md); `--turn-digest off` measures the view without it.
     turnDigest: values["turn-digest"] === "off" ? undefined : DEFAULT_TURN_DIGEST,
+    // The product's ledger of time anchors; these conversations' tool arguments hold none, so it stays empty here.
+    parameterLedger: DEFAULT_PARAMETER_LEDGER,
   };
   const runs: Run[] = [];
   for (const turns of conversations) {

@@ -130,7 +130,7 @@ export class CacheComparison {
     private readonly policy: ModelViewPolicy,
     private readonly tools: unknown[],
     seed: number,
-    private readonly layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">> & Pick<ModelViewPolicy, "turnDigest">,
+    private readonly layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">> & Pick<ModelViewPolicy, "turnDigest" | "parameterLedger">,
   ) {
     this.gaps = prng(seed);
   }
@@ -143,7 +143,7 @@ export class CacheComparison {
     policy: ModelViewPolicy,
     tools: unknown[],
     seed: number,
-    layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">> & Pick<ModelViewPolicy, "turnDigest">,
+    layout: Required<Pick<ModelViewPolicy, "historyBlockTurns" | "cache">> & Pick<ModelViewPolicy, "turnDigest" | "parameterLedger">,
   ): Promise<CacheComparison> {
     const variants: Variant[] = [];
     let comparison: CacheComparison | undefined;

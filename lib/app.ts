@@ -11,6 +11,7 @@ import { TurnRecovery } from "./agent/turn-recovery.js";
 import { priceOf, type Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
 import { DEFAULT_TURN_DIGEST } from "./model-view/turn-digest.js";
+import { DEFAULT_PARAMETER_LEDGER } from "./model-view/parameter-ledger.js";
 import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
@@ -186,6 +187,8 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       outOfSight: { toolName: SEARCH_CONVERSATION_NAME },
       // What a follow-up needs of a finished turn's tools (docs/sufficiency.md).
       turnDigest: DEFAULT_TURN_DIGEST,
+      // The time anchors of turns that left the window or the thread (docs/sufficiency.md).
+      parameterLedger: DEFAULT_PARAMETER_LEDGER,
     },
   });
   const events = new TurnEvents({ store: database.turnEvents, hub: new TurnEventHub({ maxBytes: config.deployment.liveEventsMaxBytes }) });

@@ -21,7 +21,7 @@ import { MongoClient } from "mongodb";
 import { DEFAULT_VIEW_FINISHED_TURNS } from "../../lib/config/config.js";
 import { optionsUsage, parseCliArgs } from "../../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../../lib/local/embedded-mongo.js";
-import { buildModelView, DEFAULT_TURN_DIGEST, messageText } from "../../lib/model-view/index.js";
+import { DEFAULT_PARAMETER_LEDGER, DEFAULT_TURN_DIGEST, messageText } from "../../lib/model-view/index.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { createSearchConversationTool } from "../../lib/recall/search-conversation-tool.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
@@ -32,7 +32,7 @@ import { SqliteQueryEngine } from "../../lib/tools/sql/sqlite-query-engine.js";
 import { ToolRegistry } from "../../lib/tools/tool-registry.js";
 import { CASE_KINDS, type Evidence } from "./case-schema.js";
 import { evidenceIn } from "./evidence.js";
-import { threadwisePolicy } from "./policies.js";
+import { threadwisePolicy, threadwiseView } from "./policies.js";
 import { loadCase, loadSuite, MemoryRecallIndex, SUITE_OWNER, type LoadedCase } from "./suite.js";
 
 /** Model calls per case before it counts as unanswered. */
@@ -65,14 +65,14 @@ export interface EvalDeps {
 
 /** Runs one case's follow-up to a final answer (or `MAX_STEPS` calls) and scores it. */
 export async function evaluateCase(loaded: LoadedCase, deps: EvalDeps): Promise<EvalScore> {
-  const policy = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST });
+  const policy = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER });
   const caller = { principal: SUITE_OWNER, roles: [] };
   const model = deps.model.bindTools ? deps.model.bindTools(deps.registry.toolSpecs(caller)) : deps.model;
   let thread: BaseMessage[] = [...loaded.thread];
   const toolCalls: string[] = [];
   const toolCallArgs: string[] = [];
   for (let step = 1; step <= MAX_STEPS; step++) {
-    const reply = (await model.invoke(buildModelView(thread, policy).messages)) as AIMessage;
+    const reply = (await model.invoke(threadwiseView(thread, policy))) as AIMessage;
     const calls = reply.tool_calls ?? [];
     if (calls.length === 0) {
       const units = scoreAnswer(loaded, messageText(reply.content), toolCallArgs);

@@ -25,7 +25,39 @@ export interface CaseMeasure {
   tokens: number;
   /** The case's worst unit. */
   reached: Reached;
-  units: { id: string; reached: Reached; via?: "search_conversation" | "read_tool_output" | "read_file" }[];
+  units: {
+    id: string;
+    reached: Reached;
+    via?: "search_conversation" | "read_tool_output" | "read_file";
+    /** Direct, but only through another turn's text (a kept turn naming the same month): the view does not carry it from its source. */
+    byLuck?: true;
+  }[];
+}
+
+/**
+ * Whether a unit the view holds is there from the turn it came from: in the message after that
+ * turn's question (its answer and digest), in the question itself, or in the system part's ledger
+ * line for that turn (`- turn N: …`, numbered from 1). A unit of the active turn always is.
+ */
+export function directFromSource(messages: readonly BaseMessage[], thread: readonly BaseMessage[], e: Evidence): boolean {
+  if (e.turn === "active") return true;
+  const questions = thread.filter((m) => m.type === "human");
+  const question = questions[e.turn] && messageText(questions[e.turn].content);
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.type === "system") {
+      const line = `- turn ${e.turn + 1}: `;
+      if (
+        messageText(m.content)
+          .split("\n")
+          .some((l) => l.startsWith(line) && evidenceIn(e, l))
+      )
+        return true;
+    } else if (m.type === "human" && messageText(m.content) === question) {
+      if (evidenceIn(e, question) || (messages[i + 1] && evidenceIn(e, viewText([messages[i + 1]])))) return true;
+    }
+  }
+  return false;
 }
 
 export interface MeasureDeps {
@@ -68,7 +100,7 @@ export async function measureCase(loaded: LoadedCase, policy: Policy, deps: Meas
   const units: CaseMeasure["units"] = [];
   for (const e of loaded.case.evidence) {
     if (evidenceIn(e, text)) {
-      units.push({ id: e.id, reached: "direct" });
+      units.push(directFromSource(messages, loaded.thread, e) ? { id: e.id, reached: "direct" } : { id: e.id, reached: "direct", byLuck: true });
       continue;
     }
     let via: CaseMeasure["units"][number]["via"];

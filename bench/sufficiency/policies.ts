@@ -13,7 +13,8 @@ import {
   DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
   DEFAULT_VIEW_TOTAL_BUDGET,
 } from "../../lib/config/config.js";
-import { buildModelView, countMessagesTokens, countMessageTokens, messageText, type ModelViewPolicy } from "../../lib/model-view/index.js";
+import { archivePlan } from "../../lib/agent/working-set.js";
+import { buildModelView, countMessagesTokens, countMessageTokens, ledgerAfterTurns, messageText, type ModelViewPolicy } from "../../lib/model-view/index.js";
 import { SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
 
 /** What a policy gives the model besides the messages: the tools that reach what the view left out. */
@@ -134,8 +135,20 @@ export function threadwise(name: string, policy: ModelViewPolicy, isDefault: boo
     name,
     setting,
     isDefault,
-    apply: ({ thread }) => ({ messages: buildModelView(thread, policy).messages, reach: { search: true, readToolOutput: true } }),
+    apply: ({ thread }) => ({ messages: threadwiseView(thread, policy), reach: { search: true, readToolOutput: true } }),
   };
+}
+
+/**
+ * The view the product sends for this thread: the finished turns before the window archived out of
+ * it as the graph's archive step does (`archivePlan`, a block at a time), their time anchors kept in
+ * the ledger (`ledgerAfterTurns`) when the policy keeps one, then `buildModelView` on what stays.
+ */
+export function threadwiseView(thread: readonly BaseMessage[], policy: ModelViewPolicy): BaseMessage[] {
+  const plan = archivePlan(thread, 0, policy);
+  if (!plan) return buildModelView(thread, policy).messages;
+  const parameterLedger = policy.parameterLedger ? ledgerAfterTurns([], plan.turns, policy.parameterLedger) : [];
+  return buildModelView(plan.kept, policy, { archivedTurns: plan.archivedTurns, parameterLedger }).messages;
 }
 
 /**

@@ -152,6 +152,15 @@ async function main() {
       }),
       ["left", "left", "right", "right", "right", "right", "right", "right"],
     );
+    const replayRow = rows.find((x) => x.family === "full replay");
+    for (const r of defaults) {
+      // The 50-turn share unrounded, to compare changes smaller than the table's 0.1 point.
+      const at50 = (rs: readonly CaseMeasure[]) => median(rs.filter((m) => m.finishedTurns >= 45 && m.finishedTurns <= 60).map((m) => m.tokens));
+      if (replayRow)
+        console.log(
+          `${r.family}: at 50 turns ${at50(r.measures)} tokens, ${((100 * at50(r.measures)) / at50(replayRow.measures)).toFixed(2)} % of full replay`,
+        );
+    }
     const perKind = CASE_KINDS.map((kind) => {
       const table = markdownTable(
         ["policy", "direct", "one call", "missing", "median tokens"],
@@ -184,6 +193,18 @@ async function main() {
           )
           .join("\n")
       : "";
+    const lucky = threadwise
+      ? threadwise.measures
+          .filter((m) => m.reached === "direct" && m.units.some((u) => u.byLuck))
+          .map(
+            (m) =>
+              `- \`${m.caseId}\`: ${m.units
+                .filter((u) => u.byLuck)
+                .map((u) => u.id)
+                .join(", ")}`,
+          )
+          .join("\n")
+      : "";
     const report = [
       "# Context sufficiency",
       "",
@@ -208,6 +229,13 @@ async function main() {
       "## Where Threadwise still misses",
       "",
       misses || "- nowhere",
+      "",
+      "## Where Threadwise is direct only by luck",
+      "",
+      "Direct cases with a unit the view holds only through another turn's text, not from its source turn " +
+        "(its pair, or its line of the ledger of time anchors): `directFromSource` in `bench/sufficiency/measure.ts`.",
+      "",
+      lucky || "- nowhere",
       "",
     ].join("\n");
     console.log(`\n${report}`);

@@ -8,9 +8,11 @@ import {
   buildModelView,
   countTextTokens,
   estimateError,
+  ledgerAfterTurns,
   stampTokenCount,
   TokenCalibration,
   withCachePoints,
+  type LedgerEntry,
   type ModelViewPolicy,
 } from "../model-view/index.js";
 import { ModelCallLimitError } from "../errors.js";
@@ -40,6 +42,11 @@ import { archivePlan } from "./working-set.js";
 export const ThreadState = Annotation.Root({
   ...MessagesAnnotation.spec,
   archivedTurns: Annotation<number>({ reducer: (_previous, next) => next, default: () => 0 }),
+  /**
+   * The time anchors the archived turns' queries resolved (`ledgerAfterTurns`), bounded by the
+   * policy's `parameterLedger`: the view shows them after the turns left (empty for a thread written before).
+   */
+  parameterLedger: Annotation<LedgerEntry[]>({ reducer: (_previous, next) => next, default: () => [] }),
 });
 type State = typeof ThreadState.State;
 
@@ -146,7 +153,14 @@ export function createAgentGraph(options: AgentGraphOptions) {
   };
 
   const buildView = (state: State, toolSchemaTokens: number) =>
-    buildModelView(state.messages, { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) }, { archivedTurns: state.archivedTurns });
+    buildModelView(
+      state.messages,
+      { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) },
+      {
+        archivedTurns: state.archivedTurns,
+        parameterLedger: state.parameterLedger,
+      },
+    );
 
   /** The view within the budget in the model's tokens; a model not seen yet in this container is first measured with CountTokens, if given. */
   async function calibratedView(state: State, offered: FunctionTool[], toolSchemaTokens: number) {
@@ -174,8 +188,16 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const ctx = turnContext(config);
     await options.archive.archive(plan.turns, ctx.fence);
     faults?.at("after-archive");
-    logger?.info("turns archived", { turnId: ctx.turnId, turns: plan.turns.length, archivedTurns: plan.archivedTurns, keptMessages: plan.kept.length });
-    return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...plan.kept], archivedTurns: plan.archivedTurns };
+    // The archived turns' time anchors stay in state, so the view still shows them (the same ledger it showed before they left).
+    const parameterLedger = policy.parameterLedger ? ledgerAfterTurns(state.parameterLedger ?? [], plan.turns, policy.parameterLedger) : [];
+    logger?.info("turns archived", {
+      turnId: ctx.turnId,
+      turns: plan.turns.length,
+      archivedTurns: plan.archivedTurns,
+      keptMessages: plan.kept.length,
+      ledgerEntries: parameterLedger.length,
+    });
+    return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...plan.kept], archivedTurns: plan.archivedTurns, parameterLedger };
   }
 
   /** A turn starts by archiving when a block of turns is due, else with the model. */

@@ -7,7 +7,9 @@ import { outOfSightNotice } from "./out-of-sight-notice.js";
 import { offloadedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import { turnDigest } from "./turn-digest.js";
+import { boundedLedger, ledgerAfterTurn, ledgerText } from "./parameter-ledger.js";
 import type {
+  LedgerEntry,
   LeftOutReason,
   MessageDisposition,
   MessageRepair,
@@ -323,11 +325,12 @@ function cacheLayout(
 
 /**
  * The system prompt, and after it the out-of-sight notice when finished turns before the oldest kept
- * one exist (turns dropped for the budget are not counted: the notice gives a lower bound).
+ * one exist (turns dropped for the budget are not counted: the notice gives a lower bound), and the
+ * ledger of the time anchors those turns resolved, when the policy keeps one.
  */
-function systemPart(policy: ModelViewPolicy, hiddenTurns: number): { messages: BaseMessage[]; notice: boolean } {
+function systemPart(policy: ModelViewPolicy, hiddenTurns: number, ledger: readonly LedgerEntry[]): { messages: BaseMessage[]; notice: boolean } {
   const notice = policy.outOfSight && outOfSightNotice(hiddenTurns, policy.outOfSight);
-  const text = [policy.systemPrompt, notice].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
+  const text = [policy.systemPrompt, notice, ledgerText(ledger)].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
   return { messages: text.length === 0 ? [] : [new SystemMessage(text)], notice: notice !== undefined };
 }
 
@@ -358,6 +361,32 @@ export function firstKeptTurn(finishedTurns: number, policy: Pick<ModelViewPolic
 export interface ModelViewHistory {
   /** Finished turns before the thread's first message, archived out of it: the view counts turns from the conversation's first. Default: 0. */
   archivedTurns?: number;
+  /**
+   * The time anchors the archived turns' queries resolved (`ledgerAfterTurns` over them, as the archive
+   * step keeps it in the thread's state), for `policy.parameterLedger`. Default: none.
+   */
+  parameterLedger?: readonly LedgerEntry[];
+}
+
+/**
+ * The ledger of the finished turns before `firstKept`: the archived turns' (`history`), then each
+ * turn still in the thread but before the window, folded in order, so it is the same whether those
+ * turns were archived or not, and changes only when `firstKept` moves.
+ */
+function carriedLedger(
+  messages: readonly BaseMessage[],
+  turnStarts: readonly number[],
+  archived: number,
+  firstKept: number,
+  history: ModelViewHistory,
+  policy: ModelViewPolicy,
+): LedgerEntry[] {
+  if (!policy.parameterLedger) return [];
+  let ledger = boundedLedger(history.parameterLedger ?? [], policy.parameterLedger);
+  for (let t = archived; t < firstKept; t++) {
+    ledger = ledgerAfterTurn(ledger, t + 1, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]), policy.parameterLedger);
+  }
+  return ledger;
 }
 
 /** What the view did with each stored message, from the parts it was built of (see `MessageDisposition`). */
@@ -426,6 +455,8 @@ function dispositionsOf(
  *   `finishedTurns + historyBlockTurns - 1`, so the history's beginning changes once a block;
  * - with `policy.outOfSight`, the system part says how many finished turns before the oldest kept one
  *   are out of sight, in steps that keep it unchanged across turns (`outOfSightNotice`);
+ * - with `policy.parameterLedger`, the system part then lists the time anchors the queries of the
+ *   turns before the oldest kept one resolved (`carriedLedger`), bounded, changing only when that turn moves;
  * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
  *   naming the tool, its size, the handle and how to read part of it;
  * - `ceil(((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)) <= policy.totalBudget`,
@@ -465,7 +496,8 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
 
   const leftOut = new Map<number, LeftOutReason>();
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs, (index, reason) => leftOut.set(index, reason));
-  const { messages: system, notice: outOfSight } = systemPart(policy, firstKept);
+  const ledger = carriedLedger(messages, turnStarts, archived, firstKept, history, policy);
+  const { messages: system, notice: outOfSight } = systemPart(policy, firstKept, ledger);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
 

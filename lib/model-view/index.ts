@@ -34,7 +34,16 @@ export { offloadedArtifact, toolOutputArtifactSchema } from "./tool-output-artif
 export type { ToolOutputArtifact } from "./tool-output-artifact.js";
 export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice } from "./tool-output-notice.js";
 export type { ToolOutputNoticeInput } from "./tool-output-notice.js";
-export { callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
+export {
+  boundedLedger,
+  DEFAULT_PARAMETER_LEDGER,
+  isTimeAnchor,
+  ledgerAfterTurn,
+  ledgerAfterTurns,
+  ledgerText,
+  PARAMETER_LEDGER_HEADING,
+} from "./parameter-ledger.js";
+export { callFilters, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
 export { DEFAULT_OUT_OF_SIGHT_STEP_TURNS, outOfSightNotice } from "./out-of-sight-notice.js";
 export type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 export { CONVERSE_RULES, type ConverseRule } from "./converse-rules.js";
@@ -44,6 +53,7 @@ export type {
   CachePoint,
   CachePointKind,
   CacheTtl,
+  LedgerEntry,
   LeftOutReason,
   MessageDisposition,
   MessageRepair,
@@ -51,6 +61,7 @@ export type {
   ModelViewPolicy,
   ModelViewStats,
   OmittedOutput,
+  ParameterLedgerPolicy,
   PromptCachePolicy,
   TokenEstimate,
   TurnDigestPolicy,

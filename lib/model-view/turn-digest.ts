@@ -85,12 +85,8 @@ const FILTER = new RegExp(
   "gi",
 );
 
-/**
- * The resolved parameters of a call: the filters its string arguments compare with literals (the
- * month "last month" meant, the segment a query set), in order and once each, as `where a = 'x', …`;
- * the arguments themselves as JSON, clipped to `chars`, when they hold none (a search's query).
- */
-export function callParameters(args: Record<string, unknown> | undefined, chars: number): string {
+/** The filters a call's string arguments compare with literals, in order and once each, spaces collapsed. */
+export function callFilters(args: Record<string, unknown> | undefined): string[] {
   const filters: string[] = [];
   for (const value of Object.values(args ?? {})) {
     if (typeof value !== "string") continue;
@@ -99,6 +95,16 @@ export function callParameters(args: Record<string, unknown> | undefined, chars:
       if (!filters.includes(filter)) filters.push(filter);
     }
   }
+  return filters;
+}
+
+/**
+ * The resolved parameters of a call: the filters its string arguments compare with literals (the
+ * month "last month" meant, the segment a query set), in order and once each, as `where a = 'x', …`;
+ * the arguments themselves as JSON, clipped to `chars`, when they hold none (a search's query).
+ */
+export function callParameters(args: Record<string, unknown> | undefined, chars: number): string {
+  const filters = callFilters(args);
   return filters.length > 0 ? `where ${filters.join(", ")}` : clipChars(JSON.stringify(args ?? {}), chars);
 }
 

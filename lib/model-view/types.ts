@@ -68,6 +68,12 @@ export interface ModelViewPolicy {
   outOfSight?: OutOfSightPolicy;
   /** With it, each kept finished turn's answer is followed by a digest of its tool calls (`turnDigest`). Default: none, exactly (question, final answer). */
   turnDigest?: TurnDigestPolicy;
+  /**
+   * With it, the system part ends with the time anchors that queries of finished turns before the
+   * window resolved (`parameter-ledger.ts`): those archived out of the thread (`ModelViewHistory.parameterLedger`)
+   * and those still in it. It changes only when the window's first turn moves. Default: none.
+   */
+  parameterLedger?: ParameterLedgerPolicy;
 }
 
 export interface OmittedOutput {
@@ -199,3 +205,20 @@ export type MessageDisposition = { turn?: number } & (
   | { fate: "notice"; notice: "out-of-sight"; viewIndex: number }
   | { fate: "left-out"; reason: LeftOutReason }
 );
+
+/**
+ * A time anchor a finished turn's query resolved ("last month" → `month = '2026-10'`), kept after the
+ * turn leaves the view's window, with the turn (numbered from the conversation's first, 1) that last set it.
+ */
+export interface LedgerEntry {
+  turn: number;
+  filter: string;
+}
+
+/** How much of the resolved time anchors of turns out of sight the view's system part carries. */
+export interface ParameterLedgerPolicy {
+  /** Distinct anchors kept, the most recently set. */
+  entries: number;
+  /** Most tokens the ledger's text may take (heading included); the oldest entries go first. */
+  tokens: number;
+}

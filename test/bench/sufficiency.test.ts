@@ -1,4 +1,4 @@
-import { DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
+import { DEFAULT_PARAMETER_LEDGER, DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
 import { median } from "../../bench/support/statistics.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
@@ -11,21 +11,23 @@ import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 /**
  * The fixed subset of the context-sufficiency suite that runs in `npm test`: the first 6 cases of each
- * of the 10 kinds, through the product's view (`buildModelView` with the product's policy) and the
+ * of the 10 kinds, through the product's view (`buildModelView` with the product's policy, the turns
+ * before the window archived and their time anchors in the ledger, `threadwiseView`) and the
  * real `read_tool_output` on the embedded MongoDB server; the recall index is read from memory, as
  * `ConversationSearch` reads the store. The floors are the committed figures of this subset
  * (`docs/sufficiency.md`); the view before issue 29 (no turn digest) is below them.
  */
 const PER_KIND = 6;
 /**
- * Committed: every case of the subset sufficient, 43 of the 60 direct, and at least 5 of the 6 of each
- * of kinds 1–5 direct (whole suite: 86.7 % in time-anchor, 100 % in the others).
+ * Committed: every case of the subset sufficient, 44 of the 60 direct (43 before the ledger of time
+ * anchors), and all 6 of each of kinds 1–5 direct (whole suite: 100 % in each; time-anchor was 86.7 %
+ * before the ledger, 3 of its direct cases by luck).
  */
-const FLOOR = { sufficient: 1, direct: 43 / 60, directKinds1to5: 5 / 6 };
+const FLOOR = { sufficient: 1, direct: 44 / 60, directKinds1to5: 1 };
 /**
- * Committed: the subset's median view is 712 tokens (cl100k; 872 with the digest before it showed
- * resolved parameters instead of whole arguments and shared one output budget a turn); a view that
- * grows past this fails.
+ * Committed: the subset's median view is 718.5 tokens (cl100k; 712 before the ledger of time anchors,
+ * 872 with the digest before it showed resolved parameters instead of whole arguments and shared one
+ * output budget a turn); a view that grows past this fails.
  */
 const CEILING = { medianTokens: 730 };
 
@@ -64,7 +66,9 @@ describe("context sufficiency subset", () => {
   });
 
   it("returns every case sufficient (direct or one call) with the product's view", async () => {
-    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST }), true));
+    const measures = await measureAll(
+      threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true),
+    );
     const missing = measures.filter((m) => m.reached === "missing").map((m) => m.caseId);
     expect(missing).toEqual([]);
     expect(share(measures, (m) => m.reached !== "missing")).toBeGreaterThanOrEqual(FLOOR.sufficient);
@@ -80,9 +84,21 @@ describe("context sufficiency subset", () => {
   });
 
   it("returns at least the committed share direct, at no more than the committed median tokens", async () => {
-    const measures = await measureAll(threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST }), true));
+    const measures = await measureAll(
+      threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true),
+    );
     expect(share(measures, (m) => m.reached === "direct")).toBeGreaterThanOrEqual(FLOOR.direct);
     expect(median(measures.map((m) => m.tokens))).toBeLessThanOrEqual(CEILING.medianTokens);
+  });
+
+  it("returns every time-anchor case direct from its source turn, through the ledger when that turn left the window", async () => {
+    const product = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER });
+    const measures = await measureAll(threadwise("Threadwise", product, true));
+    const fromSource = (ms: readonly CaseMeasure[]) =>
+      ms.filter((m) => m.kind === "time-anchor" && m.reached === "direct" && m.units.every((u) => !u.byLuck)).map((m) => m.caseId);
+    expect(fromSource(measures)).toHaveLength(PER_KIND);
+    // Without the ledger, a case whose anchor turn is out of the window is not (time-anchor-002, 003: one search away or by luck).
+    expect(fromSource(await measureAll(threadwise("no ledger", { ...product, parameterLedger: undefined }, true)))).not.toHaveLength(PER_KIND);
   });
 
   it("returns cases missing without the turn digest (the view before issue 29)", async () => {
