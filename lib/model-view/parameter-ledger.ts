@@ -4,13 +4,13 @@ import { callFilters } from "./turn-digest.js";
 import type { LedgerEntry, ParameterLedgerPolicy } from "./types.js";
 
 /**
- * On in the product: the last 3 anchors, within 80 tokens (a month filter's line is 13). Every
+ * On in the product: the last 2 anchors, within 80 tokens (a month filter's line is 13). Every
  * time-anchor case of the sufficiency suite is direct with 3 (with 2, one is a search away); with 4
  * the 50-turn view is 10.4 % of full replay's, with 3 10.2 % (docs/sufficiency.md).
  */
-export const DEFAULT_PARAMETER_LEDGER: ParameterLedgerPolicy = { entries: 3, tokens: 80 };
+export const DEFAULT_PARAMETER_LEDGER: ParameterLedgerPolicy = { entries: 2, tokens: 80 };
 
-export const PARAMETER_LEDGER_HEADING = "Periods resolved in turns not shown:";
+export const PARAMETER_LEDGER_HEADING = "Earlier periods:";
 
 /** A column named for time, or a literal that is a date or month (`'2026-10'`, `"2026-07-01"`). */
 const TIME_COLUMN = /^(?:'[^']*'\[)?\[?[\w.]*(?:date|month|year|quarter|week|day|period|time)[\w.]*\]?\s/i;

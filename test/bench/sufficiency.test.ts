@@ -19,11 +19,11 @@ import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
  */
 const PER_KIND = 6;
 /**
- * Committed: every case of the subset sufficient, 44 of the 60 direct (43 before the ledger of time
- * anchors), and all 6 of each of kinds 1–5 direct (whole suite: 100 % in each; time-anchor was 86.7 %
- * before the ledger, 3 of its direct cases by luck).
+ * Committed: every case of the subset sufficient, 43 of the 60 direct, all 6 of each of kinds 1, 2, 3
+ * and 5 direct and 5 of 6 time-anchor cases (the ledger keeps the last 2 anchors, so the view stays
+ * within 10 % of full replay's tokens at 50 turns; with 3, all 6 and 10.2 %: docs/sufficiency.md).
  */
-const FLOOR = { sufficient: 1, direct: 44 / 60, directKinds1to5: 1 };
+const FLOOR = { sufficient: 1, direct: 43 / 60, directKinds1to5: 5 / 6, timeAnchorsFromSource: 5 };
 /**
  * Committed: the subset's median view is 718.5 tokens (cl100k; 712 before the ledger of time anchors,
  * 872 with the digest before it showed resolved parameters instead of whole arguments and shared one
@@ -91,14 +91,15 @@ describe("context sufficiency subset", () => {
     expect(median(measures.map((m) => m.tokens))).toBeLessThanOrEqual(CEILING.medianTokens);
   });
 
-  it("returns every time-anchor case direct from its source turn, through the ledger when that turn left the window", async () => {
+  it("returns the committed time-anchor cases direct from their source turn, through the ledger when that turn left the window", async () => {
     const product = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER });
     const measures = await measureAll(threadwise("Threadwise", product, true));
     const fromSource = (ms: readonly CaseMeasure[]) =>
       ms.filter((m) => m.kind === "time-anchor" && m.reached === "direct" && m.units.every((u) => !u.byLuck)).map((m) => m.caseId);
-    expect(fromSource(measures)).toHaveLength(PER_KIND);
-    // Without the ledger, a case whose anchor turn is out of the window is not (time-anchor-002, 003: one search away or by luck).
-    expect(fromSource(await measureAll(threadwise("no ledger", { ...product, parameterLedger: undefined }, true)))).not.toHaveLength(PER_KIND);
+    expect(fromSource(measures).length).toBeGreaterThanOrEqual(FLOOR.timeAnchorsFromSource);
+    // Without the ledger, cases whose anchor turn is out of the window are not (one search away or by luck).
+    const withoutLedger = fromSource(await measureAll(threadwise("no ledger", { ...product, parameterLedger: undefined }, true)));
+    expect(withoutLedger.length).toBeLessThan(FLOOR.timeAnchorsFromSource);
   });
 
   it("returns cases missing without the turn digest (the view before issue 29)", async () => {
