@@ -73,7 +73,8 @@ for (let turn = 1; turn <= turns; turn++) {
   const total = [...rows.values()].reduce((a, r) => ({ count: a.count + r.count, ms: a.ms + r.ms, docs: a.docs + r.docs }), { count: 0, ms: 0, docs: 0 });
   if (turn % 50 === 0 || marks.has(turn))
     process.stderr.write(
-      `turn ${turn}: wall ${(performance.now() - wall).toFixed(0)} ms cpu ${((used.user + used.system) / 1000).toFixed(0)} ms, ${total.count} round trips (${total.ms.toFixed(0)} ms), ${total.docs} docs returned\n`,
+      `turn ${turn}: wall ${(performance.now() - wall).toFixed(0)} ms cpu ${((used.user + used.system) / 1000).toFixed(0)} ms, ` +
+        `${total.count} round trips (${total.ms.toFixed(0)} ms), ${total.docs} docs returned\n`,
     );
   if (marks.has(turn)) report[turn] = rows;
 }
@@ -87,7 +88,8 @@ for (let i = 0; i < half; i++) {
   lines.sort((p, q) => (q.y?.ms ?? 0) - (p.y?.ms ?? 0));
   for (const { k, x, y } of lines)
     process.stdout.write(
-      `${k}\n   count ${x?.count ?? 0} -> ${y?.count ?? 0}; ms ${(x?.ms ?? 0).toFixed(1)} -> ${(y?.ms ?? 0).toFixed(1)}; docs ${x?.docs ?? 0} -> ${y?.docs ?? 0}; reply ${x?.replyBytes ?? 0} -> ${y?.replyBytes ?? 0}\n`,
+      `${k}\n   count ${x?.count ?? 0} -> ${y?.count ?? 0}; ms ${(x?.ms ?? 0).toFixed(1)} -> ${(y?.ms ?? 0).toFixed(1)}; ` +
+        `docs ${x?.docs ?? 0} -> ${y?.docs ?? 0}; reply ${x?.replyBytes ?? 0} -> ${y?.replyBytes ?? 0}\n`,
     );
 }
 await app.close();
