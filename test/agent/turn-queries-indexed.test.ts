@@ -9,11 +9,12 @@ import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
 
 /**
- * Every query a turn sends is served by an index on all the fields it filters on (for an `$or`,
- * the outer fields and each branch's), or looks a document up by `_id`: a query on a field no
- * index holds examines every document of the conversation (or of the collection), a cost that
- * grows with the conversation while what it returns does not (issue 28). The embedded server has
- * no `explain`, so the test checks the filters against the indexes `db:setup` creates.
+ * Every query four turns send (two with a tool call, one offloaded) looks a document up by `_id` or
+ * is served by an index whose leading keys are its conditions (for an `$or`, the outer ones and each
+ * branch's), the first an equality, and not the conversation's id alone where it filters on more: a
+ * query bounded by the conversation's id alone examines every document of the conversation, a
+ * cost that grows with the conversation while what it returns does not (issue 28). The embedded
+ * server has no `explain`, so the test checks the filters against the indexes the app creates.
  */
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const dbName = `turn_queries_${randomUUID().slice(0, 8)}`;
