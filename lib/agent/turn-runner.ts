@@ -492,7 +492,8 @@ export class TurnRunner {
     // included), and a late decision is refused. Approvals first: a crash between leaves a turn that resumes to be superseded.
     const unresumed = await turns.awaitingBefore(turn.conversationId, seq);
     const closedApprovals = (await this.deps.approvals?.store.supersedeOthers(turn.conversationId, turn._id, unresumed)) ?? 0;
-    const closedTurns = await turns.supersedeAwaiting(turn.conversationId, seq);
+    // None waiting (almost every turn): no write. None can start waiting meanwhile, since this turn holds the conversation's lease.
+    const closedTurns = unresumed.length === 0 ? 0 : await turns.supersedeAwaiting(turn.conversationId, seq);
     return { seq, resumed, closed: closedApprovals + closedTurns > 0 };
   }
 

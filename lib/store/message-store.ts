@@ -44,6 +44,8 @@ export class MessageStore {
 
   async setup(): Promise<void> {
     await this.#messages.createIndex({ conversationId: 1, seq: 1, createdAt: 1, _id: 1 }, { name: "conversation_seq_order" });
+    // `questionsSince` (the recall indexer, every turn): the questions after the watermark, not every message of the conversation.
+    await this.#messages.createIndex({ conversationId: 1, role: 1, createdAt: 1, _id: 1 }, { name: "conversation_role_time" });
   }
 
   /** Idempotent per turn and role; written only while `fence` holds. */

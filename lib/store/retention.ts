@@ -43,10 +43,17 @@ export class RetentionPolicy {
     this.periodMs = (options.days ?? DEFAULT_RETENTION_DAYS) * DAY_MS;
   }
 
-  /** TTL indexes on every collection; idempotent, run once at start-up. */
+  /**
+   * TTL indexes on every collection, and the owner's documents by expiry, so that `touch` (every
+   * turn) examines only the documents without an expiry or due for renewal, not every document the
+   * conversation has; idempotent, run once at start-up.
+   */
   async setup(): Promise<void> {
     await Promise.all(
-      Object.keys(OWNER_FIELD).map((name) => this.db.collection(name).createIndex({ expiresAt: 1 }, { name: "retention_ttl", expireAfterSeconds: 0 })),
+      Object.entries(OWNER_FIELD).flatMap(([name, field]) => [
+        this.db.collection(name).createIndex({ expiresAt: 1 }, { name: "retention_ttl", expireAfterSeconds: 0 }),
+        ...(field === "_id" ? [] : [this.db.collection(name).createIndex({ [field]: 1, expiresAt: 1 }, { name: "retention_owner" })]),
+      ]),
     );
   }
 

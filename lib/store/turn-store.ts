@@ -112,6 +112,12 @@ export class TurnStore {
     await this.#turns.createIndex({ conversationId: 1, createdAt: 1 }, { name: "conversation_turns" });
     await this.#turns.createIndex({ conversationId: 1, seq: 1 }, { name: "conversation_seq" });
     await this.#turns.createIndex({ status: 1, updatedAt: 1 }, { name: "status_updated" });
+    // What `leftThread` reads on every turn, bounded by the turns that left rather than by all of the conversation's.
+    await this.#turns.createIndex({ conversationId: 1, status: 1 }, { name: "conversation_status" });
+    await this.#turns.createIndex(
+      { conversationId: 1, replacedBy: 1 },
+      { name: "conversation_replaced", partialFilterExpression: { replacedBy: { $exists: true } } },
+    );
     await this.#calls.createIndex({ turnId: 1, index: 1 }, { name: "turn_calls" });
     await this.#calls.createIndex({ conversationId: 1 }, { name: "conversation_calls" });
   }

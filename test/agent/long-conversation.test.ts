@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { BSON, MongoClient, type CommandStartedEvent, type Db } from "mongodb";
+import { BSON, MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
@@ -38,12 +38,16 @@ const WRITES = new Set(["insert", "update", "findAndModify", "delete"]);
 interface TurnCost {
   roundTrips: number;
   writtenBytes: number;
+  /** Documents the replies returned, and their bytes: a query that reads more of the history each turn grows them. */
+  returnedDocs: number;
+  replyBytes: number;
   cpuMicros: number;
 }
 
 let client: MongoClient;
 let app: App;
-let meter = { roundTrips: 0, writtenBytes: 0 };
+let meter = { roundTrips: 0, writtenBytes: 0, returnedDocs: 0, replyBytes: 0 };
+const ours = new Set<number>();
 const trace = new Map<string, number>();
 const byTurn: Map<string, number>[] = [];
 
@@ -51,6 +55,7 @@ beforeAll(async () => {
   client = new MongoClient(mongoUri(), { monitorCommands: true });
   client.on("commandStarted", (event: CommandStartedEvent) => {
     if (event.databaseName !== dbName) return;
+    ours.add(event.requestId);
     meter.roundTrips++;
     const collection = String(event.command[event.commandName] ?? "");
     if (process.env.LONG_CONVERSATION_TRACE) trace.set(`${event.commandName}:${collection}`, (trace.get(`${event.commandName}:${collection}`) ?? 0) + 1);
@@ -58,6 +63,12 @@ beforeAll(async () => {
     const size = BSON.calculateObjectSize(event.command);
     meter.writtenBytes += size;
     if (process.env.LONG_CONVERSATION_TRACE) trace.set(`bytes:${collection}`, (trace.get(`bytes:${collection}`) ?? 0) + size);
+  });
+  client.on("commandSucceeded", (event: CommandSucceededEvent) => {
+    if (!ours.delete(event.requestId)) return;
+    const reply = event.reply as { cursor?: { firstBatch?: unknown[]; nextBatch?: unknown[] }; value?: unknown };
+    meter.returnedDocs += reply.cursor?.firstBatch?.length ?? reply.cursor?.nextBatch?.length ?? (reply.value ? 1 : 0);
+    meter.replyBytes += BSON.calculateObjectSize(event.reply as object);
   });
   await client.connect();
   // A short window (at most 5 finished turns in the view, 11 in the thread), so the conversation reaches its steady state early and turns stay cheap.
@@ -109,7 +120,7 @@ describe("a long conversation through createApp", () => {
     const costs: TurnCost[] = [];
     const stored: { turn: number; bytes: number; largest: number; largestIn: string }[] = [];
     for (let turn = 1; turn <= TURNS; turn++) {
-      meter = { roundTrips: 0, writtenBytes: 0 };
+      meter = { roundTrips: 0, writtenBytes: 0, returnedDocs: 0, replyBytes: 0 };
       const cpu = process.cpuUsage();
       const result = await app.runner.run({ conversationId, caller: alice, content: question(turn), turnId: randomUUID() });
       const used = process.cpuUsage(cpu);
@@ -130,6 +141,8 @@ describe("a long conversation through createApp", () => {
     const report = {
       roundTrips: [mean(first.map((c) => c.roundTrips)), mean(last.map((c) => c.roundTrips))],
       writtenBytes: [mean(first.map((c) => c.writtenBytes)), mean(last.map((c) => c.writtenBytes))],
+      returnedDocs: [mean(first.map((c) => c.returnedDocs)), mean(last.map((c) => c.returnedDocs))],
+      replyBytes: [mean(first.map((c) => c.replyBytes)), mean(last.map((c) => c.replyBytes))],
       storedBytesPerTurn: [atFirst.bytes / WINDOW, (atEnd.bytes - beforeLast.bytes) / WINDOW],
       largestDocument: [atFirst.largest, atEnd.largest, atEnd.largestIn],
       cpuMicros: [leastMean(first.map((c) => c.cpuMicros)), leastMean(last.map((c) => c.cpuMicros))],
@@ -147,6 +160,8 @@ describe("a long conversation through createApp", () => {
     const message = JSON.stringify(report);
     expect(report.roundTrips[1], message).toBeLessThanOrEqual(report.roundTrips[0] * MAX_COUNT_GROWTH);
     expect(report.writtenBytes[1], message).toBeLessThanOrEqual(report.writtenBytes[0] * MAX_COUNT_GROWTH);
+    expect(report.returnedDocs[1], message).toBeLessThanOrEqual(report.returnedDocs[0] * MAX_COUNT_GROWTH);
+    expect(report.replyBytes[1], message).toBeLessThanOrEqual(report.replyBytes[0] * MAX_COUNT_GROWTH);
     expect(report.storedBytesPerTurn[1], message).toBeLessThanOrEqual(report.storedBytesPerTurn[0] * MAX_COUNT_GROWTH);
     expect(atEnd.largest, message).toBeLessThanOrEqual(Math.max(atFirst.largest * MAX_COUNT_GROWTH, 64 * 1024));
     expect(atEnd.largest, message).toBeLessThan(MAX_DOCUMENT_BYTES);
