@@ -23,7 +23,7 @@ export class DatabaseSetupError extends ThreadwiseError {
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
  * function that finds an older version recorded sets the database up before serving.
  */
-export const DATABASE_SETUP_VERSION = 6;
+export const DATABASE_SETUP_VERSION = 7;
 
 const SETUP_ID = "indexes";
 
