@@ -25,6 +25,10 @@ import { FunctionError, FunctionProcess } from "./support/lambda-runtime.js";
 import { startOidcIssuer, type OidcIssuer } from "../support/oidc-issuer.js";
 import { Gate } from "../support/gate.js";
 import { runtimeSdkDirectory } from "./support/runtime-sdk.js";
+import { startHttpApi, type HttpApi } from "./support/http-api.js";
+import { startHostileServer } from "../support/mcp-servers.js";
+import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 /**
  * The artifact tier: the stack synthesized once with its bundles, each function run from cdk.out
@@ -49,6 +53,8 @@ let connector: BotConnectorEndpoint;
 let nodePath: string;
 let oidc: OidcIssuer;
 let streamingUrl: FunctionUrl;
+/** An MCP server over Streamable HTTP whose `forecast` (read-only, an output schema) the api and worker functions are given through `MCP_SERVERS`. */
+let mcp: Awaited<ReturnType<typeof startHostileServer>>;
 /** Holds the model's second call of a "stream:" question until the test opens it. */
 let modelGate: Gate | undefined;
 const processes: FunctionProcess[] = [];
@@ -86,11 +92,21 @@ beforeAll(async () => {
   issuer = await startBotFrameworkIssuer();
   connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: TEAMS_PASSWORD });
   streamingUrl = await startFunctionUrl(() => container("stream"));
+  mcp = await startHostileServer({ forecast: true });
 }, 240_000);
 
 afterAll(async () => {
   for (const p of processes) await p.stop();
-  await Promise.all([aws?.close(), converse?.close(), slackApi?.close(), issuer?.close(), connector?.close(), oidc?.close(), streamingUrl?.close()]);
+  await Promise.all([
+    aws?.close(),
+    converse?.close(),
+    slackApi?.close(),
+    issuer?.close(),
+    connector?.close(),
+    oidc?.close(),
+    streamingUrl?.close(),
+    mcp?.stop(),
+  ]);
   await proxy?.close();
   await database?.cleanup();
 });
@@ -111,9 +127,13 @@ async function respond(request: ConverseRequest): Promise<ScriptedReply> {
     return { text: "streamed answer" };
   }
   if (result.length > 0) return { text: `tool said: ${result.join(" ")}` };
+  if (text.startsWith("mcp:")) return { toolUses: [{ name: MCP_TOOL, input: { city: text.slice("mcp:".length).trim() } }] };
   if (text.startsWith("follow up:")) return { toolUses: [{ name: "create_follow_up", input: { title: text.slice("follow up:".length).trim() } }] };
   return { text: `answer to: ${text}` };
 }
+
+const MCP_TOOL = "records__forecast";
+const mcpServers = () => JSON.stringify([{ name: "records", transport: { kind: "streamable-http", url: mcp.url }, tools: ["forecast"] }]);
 
 /** A new container of the named function (a cold start), its references resolved to the stand-ins; later requests reuse it, as Lambda does. */
 async function coldStart(name: string): Promise<FunctionProcess> {
@@ -136,6 +156,8 @@ async function coldStart(name: string): Promise<FunctionProcess> {
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
       TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
+      // A deployment's MCP servers are its configuration, not the template's (docs/mcp.md): the functions that run turns get one.
+      ...(name === "api" || name === "worker" ? { MCP_SERVERS: mcpServers() } : {}),
     },
   });
   processes.push(fn);
@@ -579,6 +601,40 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
           activity: expect.objectContaining({ text: "answer to: how are sales in Teams?" }),
         }),
       ]);
+    });
+  });
+
+  describe("MCP (the bundled SDK: its client with the Ajv stub and the zod validator, the endpoint's server)", () => {
+    it("discovers the tool of the MCP server MCP_SERVERS names and calls it over Streamable HTTP in a worker turn", async () => {
+      const asked = converse.requests.length;
+      const { id, turnId, message } = await queuedTurn("mcp: Paris");
+      expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
+      const turn = await api({
+        method: "GET",
+        path: `/v1/conversations/${id}/turns/${turnId}`,
+        routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
+        claims: alice,
+      });
+      expect(turn.json).toMatchObject({ status: "completed", answer: expect.stringContaining("Paris: 21 C") });
+      const offered = converse.requests.slice(asked).flatMap((r) => r.body?.toolConfig?.tools ?? []);
+      expect(offered.map((t) => ("toolSpec" in t ? t.toolSpec?.name : undefined))).toContain(MCP_TOOL);
+      // The SDK checked the output schema's structuredContent with the validator the client passes: the SDK's own Ajv is a stub that throws.
+      const code = readFileSync(join(stack.functions.worker.codeDirectory, BUNDLE_FILE), "utf8");
+      expect(code).toContain("the MCP SDK's Ajv validator is left out of the Lambda bundles");
+    });
+
+    it("answers tools/list on POST /v1/mcp from the api bundle to the SDK's Client over HTTP", async () => {
+      const httpApi: HttpApi = await startHttpApi(() => container("api"), alice);
+      const client = new McpClient({ name: "artifact-tier", version: "1.0.0" });
+      try {
+        const headers = { authorization: "Bearer eyJhbGciOiJSUzI1NiJ9.verified-by-api-gateway.sig" };
+        await client.connect(new StreamableHTTPClientTransport(new URL(`${httpApi.url}/v1/mcp`), { requestInit: { headers } }));
+        const { tools } = await client.listTools();
+        expect(tools.map((t) => t.name).sort()).toEqual(["ask", "list_conversations", "read_conversation"]);
+      } finally {
+        await client.close();
+        await httpApi.close();
+      }
     });
   });
 

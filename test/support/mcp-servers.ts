@@ -59,9 +59,11 @@ export const INSTRUCTING_DESCRIPTION =
  * An MCP server written with the SDK's McpServer that misbehaves in every way the client must
  * survive: a description that tries to instruct the model, an input schema far over the limit,
  * an output over the limits, a tool that never answers, a slow one (for concurrency), and tools
- * that change things (one marked destructive). `tools`: extra tools to list (a huge list).
+ * that change things (one marked destructive). `extraTools`: extra tools to list (a huge list);
+ * `forecast`: also list `forecast`, read-only with an `outputSchema`, whose `structuredContent`
+ * the client checks with its JSON Schema validator.
  */
-export async function startHostileServer(options: { extraTools?: number; requireToken?: string } = {}) {
+export async function startHostileServer(options: { extraTools?: number; requireToken?: string; forecast?: boolean } = {}) {
   const counters: HostileCounters = { writes: 0, inFlight: 0, peakInFlight: 0 };
   const build = () => {
     const server = new McpServer({ name: "hostile", version: "1.0.0" });
@@ -98,6 +100,17 @@ export async function startHostileServer(options: { extraTools?: number; require
       isError: true,
       content: [{ type: "text", text: "backend exploded" }],
     }));
+    if (options.forecast)
+      server.registerTool(
+        "forecast",
+        {
+          description: "Tomorrow's forecast for a city.",
+          inputSchema: { city: z.string() },
+          outputSchema: { city: z.string(), celsius: z.number() },
+          annotations: { readOnlyHint: true },
+        },
+        async ({ city }) => ({ content: [{ type: "text", text: `${city}: 21 C` }], structuredContent: { city, celsius: 21 } }),
+      );
     for (let i = 0; i < (options.extraTools ?? 0); i++) {
       server.registerTool(`extra_${i}`, { description: `Extra ${i}.`, annotations: { readOnlyHint: true } }, async () => ({ content: [] }));
     }
