@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HttpRequest } from "../../lib/api/http.js";
 import { createHttpHandler } from "../../lib/api/http-handler.js";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { mongoUri } from "../support/mongo.js";
-import { assertConformsToOpenApi } from "../support/openapi-conformance.js";
+import { callRoute } from "../support/route-call.js";
 
 const ADMIN = "ops:admin";
 let app: App;
@@ -27,18 +26,7 @@ beforeAll(async () => {
 afterAll(() => app?.close());
 
 async function call(method: string, path: string, options: { admin?: boolean; body?: unknown } = {}) {
-  const [pathname, search = ""] = path.split("?");
-  const request: HttpRequest = {
-    method,
-    path: pathname,
-    query: Object.fromEntries(new URLSearchParams(search)),
-    headers: { "x-user": "root", "content-type": "application/json", ...(options.admin && { "x-admin": "1" }) },
-    body: options.body === undefined ? undefined : JSON.stringify(options.body),
-  };
-  const response = await route(request);
-  const body = JSON.parse(response.body);
-  assertConformsToOpenApi(method, pathname, response.status, body);
-  return { status: response.status, body };
+  return callRoute(route, method, path, { headers: { "x-user": "root", ...(options.admin && { "x-admin": "1" }) }, body: options.body });
 }
 
 describe("adminRoutes", () => {
