@@ -595,6 +595,9 @@ export class TurnRunner {
     const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
     const removed = (fork?.remove ?? []).map((id) => new RemoveMessage({ id }));
     const input = resume ?? (started ? null : { messages: [...removed, ...unanswered, question] });
+    // A deadline already past writes nothing: the graph would store its input (an edit's removals
+    // included) before it looks at the signal, and the turn is requeued as if it never started.
+    request.signal?.throwIfAborted();
     const result = await graph.invoke(input, {
       configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
       signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,
