@@ -13,6 +13,7 @@ import { createApp } from "../lib/app.js";
 import { apiPrincipal, type Caller } from "../lib/auth/index.js";
 import { loadConfig } from "../lib/config/config.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
+import { COLLECTIONS } from "../lib/store/collections.js";
 import { bigReport } from "../test/support/test-tools.js";
 
 const { values } = parseArgs({ options: { turns: { type: "string", default: "650" }, marks: { type: "string", default: "50,600" } } });
@@ -92,6 +93,13 @@ for (let i = 0; i < half; i++) {
         `docs ${x?.docs ?? 0} -> ${y?.docs ?? 0}; reply ${x?.replyBytes ?? 0} -> ${y?.replyBytes ?? 0}\n`,
     );
 }
+// How many documents each collection holds at the end: the embedded server's writes cost grows with it (docs/storage.md).
+const counts: string[] = [];
+for (const name of Object.values(COLLECTIONS)) {
+  const n = await client.db(dbName).collection(name).countDocuments({});
+  if (n > 0) counts.push(`${name} ${n}`);
+}
+process.stdout.write(`== documents after turn ${turns}: ${counts.join(", ")}\n`);
 await app.close();
 await client.close();
 await embedded?.stop();

@@ -59,6 +59,8 @@ export interface LocalServerOptions {
   app?: Partial<Omit<AppOptions, "mongoClient">>;
   /** Serve `POST /slack/events` and `POST /teams/messages` for these (`channelCredentialsFromEnv`). Default: neither. */
   channels?: ChannelCredentials;
+  /** The driver's command events on `app.database.db.client` (bench:long times the database with them). Default: off. */
+  monitorCommands?: boolean;
 }
 
 /** One line per queued turn: its outcome and numbers, never its text. */
@@ -118,7 +120,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   let embedded: EmbeddedMongo | undefined;
   const mongodbUri = config.mongodbUri ?? (embedded = await startEmbeddedMongo()).uri;
   // The same timeouts as in AWS: an unreachable database answers 503 within them, not after the driver's 30 s.
-  const client = createMongoClient(mongodbUri, config.mongo);
+  const client = createMongoClient(mongodbUri, { ...config.mongo, monitorCommands: options.monitorCommands });
   await client.connect();
   const keys = await loadOrCreateLocalKeys(options.localDir ?? DEFAULT_LOCAL_DIR);
   const verifier = new JwtVerifier({

@@ -27,6 +27,8 @@ export interface MongoClientOptions {
   maxPoolSize?: number;
   /** Pooled connections idle this long are closed instead of reused. Default: never. */
   maxIdleTimeMs?: number;
+  /** The driver's command events (`commandStarted`, …) on the client, for benchmarks that time the database. Default: off. */
+  monitorCommands?: boolean;
 }
 
 /**
@@ -45,5 +47,6 @@ export function createMongoClient(uri: string, options: MongoClientOptions = {})
     serverMonitoringMode: "poll",
     ...(options.maxPoolSize !== undefined ? { maxPoolSize: options.maxPoolSize } : {}),
     ...(options.maxIdleTimeMs !== undefined ? { maxIdleTimeMS: options.maxIdleTimeMs } : {}),
+    ...(options.monitorCommands ? { monitorCommands: true } : {}),
   });
 }
