@@ -40,6 +40,8 @@ export interface ConversationDocument {
   leaseEpoch?: number;
   /** When the conversation expires unless it is active again (see RetentionPolicy). */
   expiresAt?: Date;
+  /** When RetentionPolicy last pushed the whole conversation's expiry forward. */
+  retentionRenewedAt?: Date;
   /** Flat key-value metadata a client set (the Agent Protocol's thread metadata); searchable by equality. */
   metadata?: ConversationMetadata;
 }

@@ -28,10 +28,13 @@ export interface RetentionOptions {
 }
 
 /**
- * Inactivity-based expiry for every collection that holds a conversation: each document has
- * an `expiresAt` with a TTL index, and activity pushes it forward. The push is lazy (only
- * documents without an expiry or within half the period of it), so each document is written
- * about once per half period, not on every turn.
+ * Inactivity-based expiry for every collection that holds a conversation: each document has an
+ * `expiresAt` from its first write, with a TTL index, and activity pushes it forward. The push is
+ * a renewal that runs at most once per quarter period of activity (the conversation document keeps
+ * when it last ran), so a turn costs one read here, not a write to every collection: documents
+ * written since carry their own full period, and a renewal leaves every older one at least three
+ * quarters of a period ahead, so none of an active conversation is ever within half a period of
+ * expiring.
  */
 export class RetentionPolicy {
   readonly periodMs: number;
@@ -44,9 +47,9 @@ export class RetentionPolicy {
   }
 
   /**
-   * TTL indexes on every collection, and the owner's documents by expiry, so that `touch` (every
-   * turn) examines only the documents without an expiry or due for renewal, not every document the
-   * conversation has; idempotent, run once at start-up.
+   * TTL indexes on every collection, and the owner's documents by expiry, so that a renewal
+   * examines only the documents due for it, not every document the conversation has; idempotent,
+   * run once at start-up.
    */
   async setup(): Promise<void> {
     await Promise.all(
@@ -57,10 +60,18 @@ export class RetentionPolicy {
     );
   }
 
-  /** Marks the conversation active now: everything of it lives another full period. */
+  /**
+   * Marks the conversation active now: when its last renewal is a quarter period old (or it has
+   * none), everything of it expiring within three quarters of a period is given a full one. The
+   * renewal is recorded after its writes, so one cut short runs again on the next turn.
+   */
   async touch(conversationId: string, now = new Date()): Promise<void> {
+    const conversations = this.db.collection<{ _id: string; retentionRenewedAt?: Date }>(COLLECTIONS.conversations);
+    const conversation = await conversations.findOne({ _id: conversationId }, { projection: { retentionRenewedAt: 1 } });
+    if (!conversation) return;
+    if (conversation.retentionRenewedAt && now.getTime() - conversation.retentionRenewedAt.getTime() < this.periodMs / 4) return;
     const expiresAt = new Date(now.getTime() + this.periodMs);
-    const renewBefore = new Date(now.getTime() + this.periodMs / 2);
+    const renewBefore = new Date(now.getTime() + (this.periodMs * 3) / 4);
     await Promise.all(
       Object.entries(OWNER_FIELD).map(([name, field]) =>
         this.db
@@ -68,5 +79,6 @@ export class RetentionPolicy {
           .updateMany({ [field]: conversationId, $or: [{ expiresAt: { $exists: false } }, { expiresAt: { $lt: renewBefore } }] }, { $set: { expiresAt } }),
       ),
     );
+    await conversations.updateOne({ _id: conversationId }, { $set: { retentionRenewedAt: now } });
   }
 }

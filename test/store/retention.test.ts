@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
+import { RetentionPolicy } from "../../lib/store/retention.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { mongoUri } from "../support/mongo.js";
@@ -85,6 +86,52 @@ describe("RetentionPolicy", () => {
       await app.database.retention.touch(conversationId, new Date(Date.now() + 5 * 86_400_000));
       const renewed = await client.db(dbName).collection(COLLECTIONS.messages).findOne({ _id: first!._id });
       expect(renewed!.expiresAt.getTime()).toBeGreaterThan(first!.expiresAt.getTime());
+    });
+
+    it("keeps every document of an active conversation at least half a period from expiring, whenever it is touched", async () => {
+      const { _id: conversationId } = await app.database.conversations.create(caller.principal);
+      await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 3000}', turnId: randomUUID() });
+      const period = app.database.retention.periodMs;
+      const start = Date.now();
+      // Two periods of daily-ish activity, in steps that fall on both sides of every renewal.
+      for (let step = 1; step <= 27; step++) {
+        const now = new Date(start + (step * period) / 13);
+        await app.database.retention.touch(conversationId, now);
+        for (const name of RETAINED) {
+          const field = name === COLLECTIONS.conversations ? "_id" : name.startsWith("checkpoint") ? "thread_id" : "conversationId";
+          const soonest = await client
+            .db(dbName)
+            .collection(name)
+            .find({ [field]: conversationId })
+            .sort({ expiresAt: 1 })
+            .limit(1)
+            .next();
+          expect(soonest!.expiresAt.getTime() - now.getTime(), `${name} at step ${step}`).toBeGreaterThanOrEqual(period / 2);
+        }
+      }
+    });
+
+    it("costs a turn one read between renewals, not a write to every collection", async () => {
+      const monitored = new MongoClient(mongoUri(), { monitorCommands: true });
+      await monitored.connect();
+      try {
+        const retention = new RetentionPolicy(monitored.db(dbName), { days: 7 });
+        const { _id: conversationId } = await app.database.conversations.create(caller.principal);
+        await app.runner.run({ conversationId, caller, content: "hello", turnId: randomUUID() });
+        const commands: string[] = [];
+        monitored.on("commandStarted", (e) => commands.push(`${e.commandName} ${String(e.command[e.commandName])}`));
+        const now = Date.now();
+        await retention.touch(conversationId, new Date(now));
+        commands.length = 0;
+        await retention.touch(conversationId, new Date(now + 86_400_000));
+        expect(commands).toEqual([`find ${COLLECTIONS.conversations}`]);
+        commands.length = 0;
+        // A quarter of the 7-day period later the renewal is due again: every collection is looked at.
+        await retention.touch(conversationId, new Date(now + 2 * 86_400_000));
+        expect(commands.filter((c) => c.startsWith("update")).length).toBeGreaterThanOrEqual(RETAINED.length);
+      } finally {
+        await monitored.close();
+      }
     });
   });
 });
