@@ -74,7 +74,10 @@ export interface McpToolCatalogOptions {
   logger?: ToolLogger;
   /** Receives each call's and discovery's outcome (Lambda: metrics). Default: none. */
   onEvent?: (event: McpCallEvent) => void;
-  /** Most bytes of cached discoveries (estimated); the least recently used is dropped past it, and listed again on next use. Default: `DEFAULT_MCP_DISCOVERY_CACHE_BYTES`. */
+  /**
+   * Most bytes of cached discoveries (estimated); the least recently used is dropped past it, and
+   * listed again on next use. Default: `DEFAULT_MCP_DISCOVERY_CACHE_BYTES`.
+   */
   discoveryCacheBytes?: number;
   now?: () => number;
 }

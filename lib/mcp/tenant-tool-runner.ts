@@ -36,7 +36,10 @@ export interface TenantToolRunnerOptions {
   approvals: Readonly<Record<string, ToolApprovalPolicy>>;
   offload?: OutputOffload;
   catalog: McpToolCatalog;
-  /** Most bytes of built runners kept (estimated); the least recently used is dropped past it, and built again on next use. Default: `DEFAULT_MCP_BUILT_RUNNER_BYTES`. */
+  /**
+   * Most bytes of built runners kept (estimated); the least recently used is dropped past it, and
+   * built again on next use. Default: `DEFAULT_MCP_BUILT_RUNNER_BYTES`.
+   */
   builtRunnerBytes?: number;
   /** The caller's tenant's servers (its own entries over `MCP_SERVERS`); empty: the built-in tools alone. */
   servers(caller: Caller): Promise<readonly McpServerEntry[]>;

@@ -37,7 +37,7 @@ describe("TenantToolRunner", () => {
       expect(rebuilt.toolSpecs(caller(tenants[0]!)).map((s) => s.function.name)).toEqual(["hostile__lookup"]);
       const message = await rebuilt.run(
         { id: "call-1", name: "hostile__lookup", args: { key: "k0" } },
-        { conversationId: "c1", turnId: "t1", caller: caller(tenants[0]!) },
+        { conversationId: "c1", turnId: "t1", toolCallId: "call-1", caller: caller(tenants[0]!) },
       );
       expect(message.content).toBe("value of k0");
     });
