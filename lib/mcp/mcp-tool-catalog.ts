@@ -25,9 +25,9 @@ const FAILED_DISCOVERY_RETRY_MS = 30_000;
 /**
  * Most bytes of discovered tool lists a container keeps. One server's list is at most
  * `MCP_MAX_TOOLS_PER_SERVER` (64) tools of at most `MCP_MAX_SCHEMA_BYTES` (8 KB) schemas and
- * 1,000-character descriptions, about 1.2 MB as estimated at worst and some 10–50 KB as servers
- * list them; 8 MB keeps several worst-case lists, or hundreds of common ones (per user for `oauth`
- * servers), whatever the number of tenants. The least recently used list is listed again.
+ * 1,000-character descriptions, about 1.2 MB as estimated at worst, while server-everything's 13
+ * tools weigh about 15 KB; 8 MB keeps several worst-case lists, or hundreds of common ones (per user
+ * for `oauth` servers), whatever the number of tenants. The least recently used list is listed again.
  */
 export const DEFAULT_MCP_DISCOVERY_CACHE_BYTES = 8 * 1024 * 1024;
 /** The tool offered in place of an `oauth` server's tools while its user has not signed in. */
