@@ -6,7 +6,7 @@
  * types included, so no arrow runs upward. The README's "Layout" section describes the rooms.
  */
 const LAYERS = [
-  ["foundation", "^lib/(errors|validation|clock|prng|logger|derived-id)[.]ts$"],
+  ["foundation", "^lib/(errors|validation|clock|prng|logger|derived-id|byte-bounded-map)[.]ts$"],
   ["config", "^lib/config/"],
   ["identity and view", "^lib/(auth|model-view)/"],
   ["store", "^lib/store/"],

@@ -1,7 +1,16 @@
 import type { Collection, Db } from "mongodb";
 import type { IssuerKind } from "../auth/principal.js";
 import type { McpServerEntry } from "../config/mcp-servers-config.js";
+import { ByteBoundedMap } from "../byte-bounded-map.js";
 import { COLLECTIONS } from "../store/collections.js";
+
+/**
+ * Most bytes of tenants' entries a container keeps cached. An entry is a few hundred bytes (a name,
+ * a URL, an auth reference, a few limits), a tenant has a handful: 2 MB holds the entries of
+ * about a thousand tenants, more than one container serves within the cache's minute, while the
+ * memory stays flat however many tenants it sees; the least recently read is read again.
+ */
+export const DEFAULT_MCP_SERVER_CACHE_BYTES = 2 * 1024 * 1024;
 
 /** Whose servers: a tenant of one issuer kind, as the admin API names it (`tenant` null: API users without a tenant). */
 export interface McpTenant {
@@ -24,20 +33,30 @@ export interface McpServerDocument {
 export interface McpServerStoreOptions {
   /** Milliseconds a tenant's entries are reused; 0 reads each time. */
   cacheMs: number;
+  /** Most bytes of cached entries (estimated); the least recently read tenant is dropped past it. Default: `DEFAULT_MCP_SERVER_CACHE_BYTES`. */
+  cacheBytes?: number;
   now?: () => number;
 }
 
 const idOf = (t: McpTenant, name: string) => JSON.stringify([t.issuer, t.tenant, name]);
 const tenantKey = (t: McpTenant) => JSON.stringify([t.issuer, t.tenant]);
 
+interface CachedEntries {
+  at: number;
+  entries: McpServerEntry[];
+}
+
+/** Estimated bytes of a tenant's cached entries: key and entries as JSON, UTF-16, and the map's and objects' overhead. */
+const cachedBytes = (key: string, cached: CachedEntries) => 2 * (key.length + JSON.stringify(cached.entries).length) + 64 + 64 * cached.entries.length;
+
 /**
  * The MCP servers tenants added through `/v1/admin/mcp-servers`, read per tenant and kept for
  * `cacheMs` (at most a minute): a change made here is seen at once by this container and within
- * `cacheMs` by the others.
+ * `cacheMs` by the others. The cache is bounded by bytes (`cacheBytes`), least recently read first.
  */
 export class McpServerStore {
   readonly #collection: Collection<McpServerDocument>;
-  readonly #cache = new Map<string, { at: number; entries: McpServerEntry[] }>();
+  readonly #cache: ByteBoundedMap<string, CachedEntries>;
   readonly #now: () => number;
 
   constructor(
@@ -46,6 +65,12 @@ export class McpServerStore {
   ) {
     this.#collection = db.collection<McpServerDocument>(COLLECTIONS.mcpServers);
     this.#now = options.now ?? Date.now;
+    this.#cache = new ByteBoundedMap(options.cacheBytes ?? DEFAULT_MCP_SERVER_CACHE_BYTES, cachedBytes);
+  }
+
+  /** Bytes the cached entries hold (estimated), at most `cacheBytes`. */
+  get cachedBytes(): number {
+    return this.#cache.bytes;
   }
 
   /** The tenant's entries, by name, from the cache where fresh. */

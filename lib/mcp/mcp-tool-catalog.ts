@@ -2,6 +2,7 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { ErrorCode, McpError, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Caller } from "../auth/principal.js";
+import { ByteBoundedMap } from "../byte-bounded-map.js";
 import type { ToolApprovalPolicy } from "../config/approvals-config.js";
 import {
   DEFAULT_MCP_DESCRIPTION_MAX_CHARS,
@@ -21,6 +22,14 @@ const MAX_TOOL_NAME_CHARS = 64;
 const TOOL_NAME = /^[A-Za-z0-9_-]+$/;
 /** A failed discovery is tried again after this, at most (a down server does not slow every turn). */
 const FAILED_DISCOVERY_RETRY_MS = 30_000;
+/**
+ * Most bytes of discovered tool lists a container keeps. One server's list is at most
+ * `MCP_MAX_TOOLS_PER_SERVER` (64) tools of at most `MCP_MAX_SCHEMA_BYTES` (8 KB) schemas and
+ * 1,000-character descriptions, about 1.2 MB as estimated at worst, while server-everything's 13
+ * tools weigh about 15 KB; 8 MB keeps several worst-case lists, or hundreds of common ones (per user
+ * for `oauth` servers), whatever the number of tenants. The least recently used list is listed again.
+ */
+export const DEFAULT_MCP_DISCOVERY_CACHE_BYTES = 8 * 1024 * 1024;
 /** The tool offered in place of an `oauth` server's tools while its user has not signed in. */
 export const MCP_SIGN_IN_TOOL = "sign_in";
 
@@ -53,12 +62,23 @@ type Discovery =
   | { at: number; state: "sign_in"; url: string | undefined }
   | { at: number; state: "failed"; reason: string };
 
+/** Estimated bytes of a cached discovery: key and what it holds as JSON, UTF-16, plus the objects' overhead (per tool, and for the entry). */
+function discoveryBytes(key: string, discovery: Discovery): number {
+  const held = discovery.state === "ready" ? JSON.stringify(discovery.tools).length + 128 * discovery.tools.length : JSON.stringify(discovery).length;
+  return 2 * (key.length + held) + 96;
+}
+
 export interface McpToolCatalogOptions {
   connections: McpConnections;
   config: Pick<McpConfig, "toolsTtlSeconds" | "maxToolsPerServer" | "maxSchemaBytes">;
   logger?: ToolLogger;
   /** Receives each call's and discovery's outcome (Lambda: metrics). Default: none. */
   onEvent?: (event: McpCallEvent) => void;
+  /**
+   * Most bytes of cached discoveries (estimated); the least recently used is dropped past it, and
+   * listed again on next use. Default: `DEFAULT_MCP_DISCOVERY_CACHE_BYTES`.
+   */
+  discoveryCacheBytes?: number;
   now?: () => number;
 }
 
@@ -109,12 +129,13 @@ export function resultText(result: CallToolResult, maxBytes: number): { text: st
 /**
  * The tools of MCP servers, per tenant and caller: each server's `tools/list` cached per container
  * for `toolsTtlSeconds` (per user for `oauth` servers), checked (names, schema type and size, list
- * size) and namespaced `<server>__<tool>`, colliding names refused. A call runs over the
+ * size) and namespaced `<server>__<tool>`, colliding names refused; the cache is bounded by bytes
+ * (`discoveryCacheBytes`), least recently used first. A call runs over the
  * container's connection within the server's concurrency and time limits; a server that is down,
  * slow or refuses gives the model a tool error, and a sign-in it needs gives the user a link.
  */
 export class McpToolCatalog {
-  readonly #discoveries = new Map<string, Discovery>();
+  readonly #discoveries: ByteBoundedMap<string, Discovery>;
   readonly #refreshing = new Map<string, Promise<Discovery>>();
   readonly #options: McpToolCatalogOptions;
   readonly #now: () => number;
@@ -122,6 +143,12 @@ export class McpToolCatalog {
   constructor(options: McpToolCatalogOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#discoveries = new ByteBoundedMap(options.discoveryCacheBytes ?? DEFAULT_MCP_DISCOVERY_CACHE_BYTES, discoveryBytes);
+  }
+
+  /** Bytes the cached discoveries hold (estimated), at most `discoveryCacheBytes`. */
+  get cachedBytes(): number {
+    return this.#discoveries.bytes;
   }
 
   /** The caller's tools from the tenant's entries, in entry order then the server's order; names already taken (`reserved`) are refused. */

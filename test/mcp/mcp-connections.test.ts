@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import type { McpServerEntry } from "../../lib/config/mcp-servers-config.js";
 import { connectionKey, McpConnectError, McpConnections } from "../../lib/mcp/mcp-connections.js";
+import { startHostileServer } from "../support/mcp-servers.js";
 
 const open: McpServerEntry = { name: "wiki", transport: { kind: "streamable-http", url: "https://wiki.example/mcp" } };
 const perUser: McpServerEntry = { ...open, auth: { kind: "oauth" } };
@@ -38,6 +39,33 @@ describe("McpConnections", () => {
 
     it("throws for an oauth server when the deployment has no provider factory", async () => {
       await expect(connections.get({ tenant: "acme", entry: perUser, principal: alice })).rejects.toMatchObject({ reason: "unreachable" });
+    });
+
+    describe("past maxConnections", () => {
+      let hostile: Awaited<ReturnType<typeof startHostileServer>>;
+      beforeAll(async () => {
+        hostile = await startHostileServer();
+      });
+      afterAll(() => hostile?.stop());
+
+      it("closes the least recently used connection, and a later use of its scope opens one that works", async () => {
+        const bounded = new McpConnections({ secrets: { get: async () => undefined }, maxConnections: 2 });
+        const entry: McpServerEntry = { name: "hostile", transport: { kind: "streamable-http", url: hostile.url } };
+        const scope = (tenant: string) => ({ tenant, entry, principal: alice });
+        try {
+          const first = await bounded.get(scope("t1"));
+          const second = await bounded.get(scope("t2"));
+          await bounded.get(scope("t3"));
+          await new Promise((r) => setTimeout(r, 50));
+          expect(first.client.transport).toBeUndefined();
+          expect(second.client.transport).toBeDefined();
+          const reopened = await bounded.get(scope("t1"));
+          expect(reopened).not.toBe(first);
+          expect((await reopened.client.listTools()).tools.map((t) => t.name)).toContain("lookup");
+        } finally {
+          await bounded.close();
+        }
+      });
     });
   });
 });

@@ -1,5 +1,8 @@
+import { MongoClient } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { McpServerStore } from "../../lib/mcp/mcp-server-store.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import { mongoUri } from "../support/mongo.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
 const database = useTestDatabase("mcp_store");
@@ -27,6 +30,30 @@ describe("McpServerStore", () => {
       expect(await reader.entriesOf(acme)).toEqual([]);
       now += 30_000;
       expect((await reader.entriesOf(acme)).map((e) => e.name)).toEqual(["crm"]);
+    });
+
+    it("keeps its cache within cacheBytes over many tenants: the most recent still hit, an evicted one is read again, correctly", async () => {
+      const monitored = new MongoClient(mongoUri(), { monitorCommands: true });
+      let reads = 0;
+      monitored.on("commandStarted", (e) => {
+        if (e.commandName === "find" && e.command.find === COLLECTIONS.mcpServers) reads += 1;
+      });
+      try {
+        const cacheBytes = 8_192;
+        const store = new McpServerStore(monitored.db(database.dbName), { cacheMs: 60_000, cacheBytes, now: () => 0 });
+        const tenant = (i: number) => ({ issuer: "api", tenant: `tenant-${i}` }) as const;
+        await store.put(tenant(0), entry("wiki", "https://t0.example/mcp"), "root");
+        for (let i = 0; i < 200; i++) await store.entriesOf(tenant(i));
+        expect(reads).toBe(200);
+        expect(store.cachedBytes).toBeGreaterThan(0);
+        expect(store.cachedBytes).toBeLessThanOrEqual(cacheBytes);
+        for (let i = 190; i < 200; i++) await store.entriesOf(tenant(i));
+        expect(reads).toBe(200);
+        expect(await store.entriesOf(tenant(0))).toEqual([entry("wiki", "https://t0.example/mcp")]);
+        expect(reads).toBe(201);
+      } finally {
+        await monitored.close();
+      }
     });
   });
 

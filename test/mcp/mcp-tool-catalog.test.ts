@@ -24,11 +24,17 @@ afterAll(async () => {
   await Promise.all([hostile?.stop(), flood?.stop(), everythingHttp?.stop()]);
 });
 
-function catalogWith(options: { now?: () => number; secrets?: Record<string, string> } = {}) {
+function catalogWith(options: { now?: () => number; secrets?: Record<string, string>; discoveryCacheBytes?: number } = {}) {
   const events: McpCallEvent[] = [];
   const conns = new McpConnections({ secrets: { get: async (name) => options.secrets?.[name] }, allowStdio: true });
   connections.push(conns);
-  const catalog = new McpToolCatalog({ connections: conns, config, onEvent: (e) => events.push(e), now: options.now });
+  const catalog = new McpToolCatalog({
+    connections: conns,
+    config,
+    onEvent: (e) => events.push(e),
+    now: options.now,
+    discoveryCacheBytes: options.discoveryCacheBytes,
+  });
   return { catalog, events };
 }
 
@@ -81,6 +87,26 @@ describe("McpToolCatalog", () => {
       const third = await catalog.toolSet(alice, "acme", entries, new Set());
       expect(events.filter((e) => e.kind === "discovery")).toHaveLength(2);
       expect(third.key).not.toBe(first.key);
+    });
+
+    it("keeps its discoveries within discoveryCacheBytes over many tenants: the most recent still hit, an evicted one is listed again, correctly", async () => {
+      const discoveryCacheBytes = 64 * 1024;
+      const { catalog } = catalogWith({ now: () => 1_000_000, discoveryCacheBytes });
+      const entries = [http("hostile", hostile.url)];
+      const tenants = Array.from({ length: 30 }, (_, i) => `tenant-${i}`);
+      const first = await catalog.toolSet(alice, tenants[0]!, entries, new Set());
+      const lists = hostile.counters.lists;
+      for (const tenant of tenants.slice(1)) await catalog.toolSet(alice, tenant, entries, new Set());
+      expect(hostile.counters.lists).toBe(lists + 29);
+      expect(catalog.cachedBytes).toBeGreaterThan(0);
+      expect(catalog.cachedBytes).toBeLessThanOrEqual(discoveryCacheBytes);
+      for (const tenant of tenants.slice(-3)) await catalog.toolSet(alice, tenant, entries, new Set());
+      expect(hostile.counters.lists).toBe(lists + 29);
+      const again = await catalog.toolSet(alice, tenants[0]!, entries, new Set());
+      expect(hostile.counters.lists).toBe(lists + 30);
+      expect(again.tools.map((t) => [t.name, t.parameters])).toEqual(first.tools.map((t) => [t.name, t.parameters]));
+      const result = await readOnlyRegistry(again.tools).execute({ id: "1", name: "hostile__lookup", args: { key: "k0" } }, ctx(alice));
+      expect(result).toEqual({ status: "success", content: "value of k0" });
     });
 
     it("returns no tool of a server that lists more than MCP_MAX_TOOLS_PER_SERVER", async () => {

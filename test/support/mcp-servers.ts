@@ -44,9 +44,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** What the hostile server counts: effects of `write_record`, calls in flight and their peak. */
+/** What the hostile server counts: effects of `write_record`, calls in flight and their peak, `tools/list` requests. */
 export interface HostileCounters {
   writes: number;
+  lists: number;
   inFlight: number;
   peakInFlight: number;
 }
@@ -64,7 +65,7 @@ export const INSTRUCTING_DESCRIPTION =
  * the client checks with its JSON Schema validator.
  */
 export async function startHostileServer(options: { extraTools?: number; requireToken?: string; forecast?: boolean } = {}) {
-  const counters: HostileCounters = { writes: 0, inFlight: 0, peakInFlight: 0 };
+  const counters: HostileCounters = { writes: 0, lists: 0, inFlight: 0, peakInFlight: 0 };
   const build = () => {
     const server = new McpServer({ name: "hostile", version: "1.0.0" });
     server.registerTool(
@@ -134,6 +135,7 @@ export async function startHostileServer(options: { extraTools?: number; require
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
+    if (body?.method === "tools/list") counters.lists += 1;
     await transport.handleRequest(req, res, body);
   });
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));

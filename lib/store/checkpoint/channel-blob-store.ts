@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type ObjectId, type WithId } from "mongodb";
 import { ChannelValueMissingError, ChannelVersionConflictError } from "../../errors.js";
-import { ByteBoundedMap } from "./byte-bounded-map.js";
+import { ByteBoundedMap } from "../../byte-bounded-map.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
 import { ItemCodec } from "./item-codec.js";

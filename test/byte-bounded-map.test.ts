@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ByteBoundedMap } from "../../../lib/store/checkpoint/byte-bounded-map.js";
+import { ByteBoundedMap } from "../lib/byte-bounded-map.js";
 
 const bytesOf = (_key: string, value: string) => value.length;
 
