@@ -24,6 +24,10 @@ export const TURN_JOB_STATUSES = ["ready", "in_flight", "done", "dead"] as const
 export type TurnJobStatus = (typeof TURN_JOB_STATUSES)[number];
 
 /** One job of the durable local queue, as stored. */
+/** Jobs in the order they were enqueued (`seq` breaks ties within a millisecond), then by id. */
+const DELIVERY_ORDER = { enqueuedAt: 1, seq: 1, _id: 1 } as const;
+let enqueueSeq = 0;
+
 export interface TurnJobDocument {
   /** The job's deduplication id (`turnJobDeduplicationId`): a second enqueue of it within the window is dropped. */
   _id: string;
@@ -32,6 +36,11 @@ export interface TurnJobDocument {
   job: TurnJob;
   status: TurnJobStatus;
   enqueuedAt: Date;
+  /**
+   * This process's enqueue order: two jobs of one conversation enqueued within the same millisecond
+   * are delivered in the order they were sent, not by their ids. Absent on jobs of older versions.
+   */
+  seq?: number;
   /** `ready`: when it may be delivered; `in_flight`: when its delivery lapses unless its consumer beats. */
   visibleAt: Date;
   /** Deliveries so far, as SQS's `ApproximateReceiveCount`. */
@@ -117,6 +126,7 @@ export class MongoTurnQueue implements TurnQueue {
       job,
       status: "ready",
       enqueuedAt: now,
+      seq: ++enqueueSeq,
       visibleAt: now,
       receiveCount: 0,
     };
@@ -166,13 +176,13 @@ export class MongoTurnQueue implements TurnQueue {
   async receive(now = new Date()): Promise<{ doc: TurnJobDocument; receipt: string } | undefined> {
     const candidates = await this.collection
       .find({ status: { $in: ["ready", "in_flight"] }, visibleAt: { $lte: now } })
-      .sort({ enqueuedAt: 1, _id: 1 })
+      .sort(DELIVERY_ORDER)
       .limit(20)
       .toArray();
     for (const candidate of candidates) {
       const head = await this.collection
         .find({ group: candidate.group, status: { $in: ["ready", "in_flight"] } })
-        .sort({ enqueuedAt: 1, _id: 1 })
+        .sort(DELIVERY_ORDER)
         .limit(1)
         .next();
       if (head?._id !== candidate._id) continue;

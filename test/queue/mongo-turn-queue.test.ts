@@ -67,6 +67,22 @@ describe("MongoTurnQueue", () => {
       expect([first?.doc.job.dedupeId, second?.doc.job.dedupeId, none, third?.doc.job.dedupeId]).toEqual([a1.dedupeId, b1.dedupeId, undefined, a2.dedupeId]);
     });
 
+    it("delivers a conversation's jobs in the order they were sent when they share a millisecond", async () => {
+      const queue = await queueWith();
+      const sentAt = new Date(Date.now() - 1_000);
+      const jobs = Array.from({ length: 8 }, (_, i) => jobOf(i + 1, "same-ms"));
+      for (const job of jobs) await queue.enqueue(job, sentAt);
+
+      const delivered: string[] = [];
+      for (let i = 0; i < jobs.length; i++) {
+        const next = await queue.receive();
+        delivered.push(next!.doc.job.dedupeId);
+        await queue.complete(next!.doc._id, next!.receipt);
+      }
+
+      expect(delivered).toEqual(jobs.map((j) => j.dedupeId));
+    });
+
     it("moves a job out of receives to the dead-letter status instead of delivering it", async () => {
       const dead: number[] = [];
       const queue = await queueWith({ visibilityTimeoutMs: 10, maxReceives: 2, onDeadLetter: (_job, receives) => dead.push(receives) });
