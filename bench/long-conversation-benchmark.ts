@@ -400,6 +400,7 @@ async function publish(): Promise<void> {
       "; stock LangGraph (`createReactAgent` + `MongoDBSaver`) with the same model, endpoint and tool" +
       `; a conversation written by the product's turn runner and timed every 1,000 turns. ${machine}; the embedded MongoDB-compatible server.` +
       " Server time is the HTTP request's wall time (the scripted model answers in about a millisecond);" +
+      " the database wait is the union of the intervals of the server's MongoDB commands during the request (the local queue's polling left out);" +
       " CPU is this process's (server, endpoint and client), which other processes on the machine do not inflate.",
     "",
     "Commands (each part may run as its own process; the report is made from every part's file):",
@@ -467,7 +468,7 @@ async function publish(): Promise<void> {
   function chart(): string {
     const productBuckets = product?.buckets ?? [];
     const stockBuckets = stock?.buckets ?? [];
-    const margin = { left: 70, right: 20, top: 40, bottom: 60 };
+    const margin = { left: 70, right: 20, top: 64, bottom: 60 };
     const maxTurn = Math.max(BUCKET, ...[...productBuckets, ...stockBuckets].map((b) => b.lastTurn));
     const step = maxTurn >= 1000 ? 500 : 100;
     const x: Axis = {
@@ -476,22 +477,24 @@ async function publish(): Promise<void> {
       ticks: Array.from({ length: Math.floor(maxTurn / step) + 1 }, (_, i) => ({ value: i * step, label: formatCount(i * step) })),
       title: "turn",
     };
-    const linear = (top: number, label: (v: number) => string): Axis => {
-      const tickStep = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].find((s) => top / s <= 6) ?? 10_000;
-      const max = Math.max(tickStep, Math.ceil(top / tickStep) * tickStep);
-      return { min: 0, max, ticks: Array.from({ length: max / tickStep + 1 }, (_, i) => ({ value: i * tickStep, label: label(i * tickStep) })) };
-    };
     const points = (buckets: readonly Bucket[], pick: (b: Bucket) => number) => buckets.map((b) => ({ x: b.lastTurn, y: pick(b) }));
     const productColor = "#1f77b4";
     const stockColor = "#d62728";
     const writtenTop = Math.max(1, ...[...productBuckets, ...stockBuckets].map((b) => b.storedPerTurn / 1024));
     const timeTop = Math.max(1, ...[...productBuckets, ...stockBuckets].map((b) => b.p95));
+    // Log scales: stock's megabytes and the product's kilobytes, the server's own time (tens of ms)
+    // and the database wait (seconds), each in one picture.
+    const logAxis = (top: number, label: (v: number) => string): Axis => {
+      const ticks = [10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000].filter((v) => v <= top * 2);
+      return { scale: "log", min: 10, max: ticks[ticks.length - 1] ?? 1000, ticks: ticks.map((v) => ({ value: v, label: label(v) })) };
+    };
+    const timeAxis = logAxis(timeTop, (v) => (v >= 1000 ? `${v / 1000} s` : `${v} ms`));
     const panels: Panel[] = [
       {
         ...panelInRow(0, 480, 400, margin),
-        title: "KB stored in MongoDB per turn",
+        title: "stored in MongoDB per turn (log scale)",
         x,
-        y: linear(writtenTop, (v) => `${v} KB`),
+        y: logAxis(writtenTop, (v) => (v >= 1000 ? `${v / 1000} MB` : `${v} KB`)),
         series: [
           { points: points(stockBuckets, (b) => b.storedPerTurn / 1024), color: stockColor, markers: true },
           { points: points(productBuckets, (b) => b.storedPerTurn / 1024), color: productColor, markers: true },
@@ -499,9 +502,10 @@ async function publish(): Promise<void> {
       },
       {
         ...panelInRow(1, 480, 400, margin),
-        title: "server time per turn (p50 solid, p95 dashed; CPU dotted)",
+        title: "server time per turn, p50 (log scale)",
+        note: "dashed: p95; thin: less its database wait; dotted: CPU",
         x,
-        y: linear(timeTop, (v) => `${v} ms`),
+        y: timeAxis,
         series: [
           { points: points(stockBuckets, (b) => b.p50), color: stockColor, markers: true },
           { points: points(stockBuckets, (b) => b.p95), color: stockColor, dash: "6 4" },
@@ -509,6 +513,14 @@ async function publish(): Promise<void> {
           { points: points(productBuckets, (b) => b.p50), color: productColor, markers: true },
           { points: points(productBuckets, (b) => b.p95), color: productColor, dash: "6 4" },
           { points: points(productBuckets, (b) => b.cpuP50), color: productColor, dash: "2 3" },
+          {
+            points: points(
+              productBuckets.filter((b) => b.ownP50 !== undefined),
+              (b) => b.ownP50 ?? 0,
+            ),
+            color: productColor,
+            width: 1,
+          },
         ],
       },
     ];
