@@ -28,6 +28,15 @@ const RETAINED = [
 let client: MongoClient;
 let app: App;
 
+/** The conversation's documents in one of the RETAINED collections (checkpoints call it the thread). */
+function ownedBy(name: string, conversationId: string) {
+  const field = name === COLLECTIONS.conversations ? "_id" : name.startsWith("checkpoint") ? "thread_id" : "conversationId";
+  return client
+    .db(dbName)
+    .collection(name)
+    .find({ [field]: conversationId });
+}
+
 beforeAll(async () => {
   client = new MongoClient(mongoUri());
   await client.connect();
@@ -62,12 +71,7 @@ describe("RetentionPolicy", () => {
       await app.runner.run({ conversationId, caller, content: 'big_report {"rows": 3000}', turnId: randomUUID() });
       const week = 7 * 86_400_000;
       for (const name of RETAINED) {
-        const field = name === COLLECTIONS.conversations ? "_id" : name.startsWith("checkpoint") ? "thread_id" : "conversationId";
-        const docs = await client
-          .db(dbName)
-          .collection(name)
-          .find({ [field]: conversationId })
-          .toArray();
+        const docs = await ownedBy(name, conversationId).toArray();
         expect(docs.length, name).toBeGreaterThan(0);
         for (const doc of docs) {
           expect(doc.expiresAt, name).toBeInstanceOf(Date);
@@ -98,14 +102,7 @@ describe("RetentionPolicy", () => {
         const now = new Date(start + (step * period) / 13);
         await app.database.retention.touch(conversationId, now);
         for (const name of RETAINED) {
-          const field = name === COLLECTIONS.conversations ? "_id" : name.startsWith("checkpoint") ? "thread_id" : "conversationId";
-          const soonest = await client
-            .db(dbName)
-            .collection(name)
-            .find({ [field]: conversationId })
-            .sort({ expiresAt: 1 })
-            .limit(1)
-            .next();
+          const soonest = await ownedBy(name, conversationId).sort({ expiresAt: 1 }).limit(1).next();
           expect(soonest!.expiresAt.getTime() - now.getTime(), `${name} at step ${step}`).toBeGreaterThanOrEqual(period / 2);
         }
       }
