@@ -12,9 +12,9 @@
  * conversation through the product's turn runner in process (no HTTP; the same model, endpoint and
  * tool, a tool call in one turn of five), so the thread is exactly as those turns leave it (saver,
  * archive, record, recall index), and every 1,000 turns times its next 3 turns through the HTTP API;
- * `--big-minutes` bounds how long it writes.
+ * `--big-minutes` bounds how long it writes (30 by default; 0: no bound, which on the embedded server means days).
  *
- *   npm run bench:long [-- --turns 2000] [-- --stock-turns 200] [-- --big-turns 10000] [-- --big-minutes 0]
+ *   npm run bench:long [-- --turns 2000] [-- --stock-turns 200] [-- --big-turns 10000] [-- --big-minutes 30]
  *     [-- --parts product,stock,big (or report: only the report, from the parts' files)] [-- --write (results to bench/results)]
  *
  * With `--write`, each part keeps what it measured in `bench/results/long-conversation.<part>.json`
@@ -58,7 +58,7 @@ const options = {
   turns: { type: "string", default: "2000" },
   "stock-turns": { type: "string", default: "200" },
   "big-turns": { type: "string", default: "10000" },
-  "big-minutes": { type: "string", default: "0" },
+  "big-minutes": { type: "string", default: "30" },
   parts: { type: "string", default: "product,stock,big" },
   write: { type: "boolean", default: false },
 } as const;
