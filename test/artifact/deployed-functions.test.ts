@@ -191,6 +191,11 @@ function lastSent(before: number): SentMessage {
 }
 
 /** A new conversation with one turn asked with `Prefer: respond-async`, and the message the api function queued for it. */
+/** The api function's request for a turn of one of alice's conversations. */
+function turnRequest(id: string, turnId: string) {
+  return { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+}
+
 async function queuedTurn(content: string, requestId?: string): Promise<{ id: string; turnId: string; message: SentMessage }> {
   const id = (await api({ method: "POST", path: "/v1/conversations", routeKey: "POST /v1/conversations", claims: alice })).json.conversationId as string;
   const before = aws.sent.length;
@@ -451,7 +456,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       modelGate.open();
 
       const turnId = seen[0].data.turnId as string;
-      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      const turnPath = turnRequest(id, turnId);
       let turn = await api(turnPath);
       for (const until = Date.now() + 10_000; ["queued", "running"].includes(turn.json.status) && Date.now() < until; turn = await api(turnPath))
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -540,12 +545,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
     it("completes an async API turn queued by the api function", async () => {
       const { id, turnId, message } = await queuedTurn("Answer me later");
       expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
-      const turn = await api({
-        method: "GET",
-        path: `/v1/conversations/${id}/turns/${turnId}`,
-        routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
-        claims: alice,
-      });
+      const turn = await api(turnRequest(id, turnId));
       expect(turn.json).toMatchObject({ status: "completed", answer: "answer to: Answer me later" });
     });
 
@@ -609,12 +609,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       const asked = converse.requests.length;
       const { id, turnId, message } = await queuedTurn("mcp: Paris");
       expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
-      const turn = await api({
-        method: "GET",
-        path: `/v1/conversations/${id}/turns/${turnId}`,
-        routeKey: "GET /v1/conversations/{id}/turns/{turnId}",
-        claims: alice,
-      });
+      const turn = await api(turnRequest(id, turnId));
       expect(turn.json).toMatchObject({ status: "completed", answer: expect.stringContaining("Paris: 21 C") });
       const offered = converse.requests.slice(asked).flatMap((r) => r.body?.toolConfig?.tools ?? []);
       expect(offered.map((t) => ("toolSpec" in t ? t.toolSpec?.name : undefined))).toContain(MCP_TOOL);
@@ -641,7 +636,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
   describe("a tool call that waits for approval", () => {
     it("pauses the turn in the worker, takes the decision in the api, and runs the tool once in the resumed worker", async () => {
       const { id, turnId, message } = await queuedTurn("follow up: Call the supplier");
-      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      const turnPath = turnRequest(id, turnId);
       expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
       const waiting = await api(turnPath);
       expect(waiting.json).toMatchObject({
@@ -901,7 +896,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         { ...message, messageId: "poison-not-a-job", body: JSON.stringify({ channel: "api", nonsense: true }) },
       ];
       expect(await runWorkerBatch([...poison, message])).toEqual({ batchItemFailures: [] });
-      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      const turnPath = turnRequest(id, turnId);
       expect((await api(turnPath)).json).toMatchObject({ status: "completed", answer: "answer to: Beside the poison" });
       const modelCalls = converse.requests.length;
       // SQS delivers at least once: the same message again, received a second time.
@@ -1048,7 +1043,7 @@ describe("a worker killed mid-turn, its message delivered again (SQS redelivery)
     it(`ends an approved turn killed ${point}: completed, the effect once, record and thread agreeing, its stream ended`, async () => {
       const { id, turnId, message } = await queuedTurn(`follow up: Crash ${point}`);
       expect(await runWorker(message)).toEqual({ batchItemFailures: [] });
-      const turnPath = { method: "GET", path: `/v1/conversations/${id}/turns/${turnId}`, routeKey: "GET /v1/conversations/{id}/turns/{turnId}", claims: alice };
+      const turnPath = turnRequest(id, turnId);
       const approvalId = (await api(turnPath)).json.approvals[0].approvalId as string;
       const decidedAt = aws.sent.length;
       const decided = await api({

@@ -6,7 +6,7 @@ import { ByteBoundedMap } from "../../byte-bounded-map.js";
 import { compareVersionKeys } from "./channel-versions.js";
 import { assertDocumentFits } from "./document-size.js";
 import { ItemCodec } from "./item-codec.js";
-import { CHAIN_KEYS, EMPTY_LIST_DIGEST, nextDigest, planLinks, type ListHead, type SerializedItem } from "./list-links.js";
+import { CHAIN_KEYS, EMPTY_LIST_DIGEST, groupItems, nextDigest, planLinks, type ListHead, type SerializedItem } from "./list-links.js";
 
 /**
  * Serialized bytes of list items per stored link, and the most prune merges into one link. A new
@@ -624,24 +624,6 @@ export class BlobReader {
     }
     return items;
   }
-}
-
-/** Items grouped greedily into links of at most `linkBytes` (an item larger than that alone); at least one group. */
-function groupItems(items: SerializedItem[], linkBytes: number): SerializedItem[][] {
-  const groups: SerializedItem[][] = [];
-  let current: SerializedItem[] = [];
-  let bytes = 0;
-  for (const item of items) {
-    if (current.length > 0 && bytes + item.bytes.byteLength > linkBytes) {
-      groups.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(item);
-    bytes += item.bytes.byteLength;
-  }
-  if (current.length > 0 || groups.length === 0) groups.push(current);
-  return groups;
 }
 
 /** Items in a chain of links. */

@@ -64,6 +64,24 @@ export function nextDigest(previous: string, { type, bytes }: SerializedItem): s
   return createHash("sha256").update(previous).update(type).update("\0").update(bytes).digest("hex");
 }
 
+/** Items grouped greedily into links of at most `linkBytes` (an item larger than that alone); at least one group. */
+export function groupItems(items: SerializedItem[], linkBytes: number): SerializedItem[][] {
+  const groups: SerializedItem[][] = [];
+  let current: SerializedItem[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    if (current.length > 0 && bytes + item.bytes.byteLength > linkBytes) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += item.bytes.byteLength;
+  }
+  if (current.length > 0 || groups.length === 0) groups.push(current);
+  return groups;
+}
+
 /**
  * Plans the links that store `items` as version `key`. When the list starts with the items of
  * `base` (same count prefix, same digest), only the items after it are stored, in links that
@@ -75,19 +93,7 @@ export function nextDigest(previous: string, { type, bytes }: SerializedItem): s
 export function planLinks(key: string, items: SerializedItem[], digests: string[], base: ListHead | undefined, linkBytes: number): PlannedLink[] {
   const extendsBase = base !== undefined && base.count > 0 && base.count <= items.length && digests[base.count - 1] === base.digest;
   const start = extendsBase ? base.count : 0;
-  const groups: SerializedItem[][] = [];
-  let current: SerializedItem[] = [];
-  let bytes = 0;
-  for (const item of items.slice(start)) {
-    if (current.length > 0 && bytes + item.bytes.byteLength > linkBytes) {
-      groups.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(item);
-    bytes += item.bytes.byteLength;
-  }
-  if (current.length > 0 || groups.length === 0) groups.push(current);
+  const groups = groupItems(items.slice(start), linkBytes);
   const links: PlannedLink[] = [];
   let previous = extendsBase ? base.key : undefined;
   let chain = extendsBase ? [base.key, ...(base.chain ?? [])].slice(0, CHAIN_KEYS) : [];
