@@ -296,7 +296,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
         const id = body.thread_id === undefined ? undefined : parseId(body.thread_id, "thread_id");
         if (id !== undefined) {
           // Only the owner's own thread is returned (if_exists=do_nothing); any other taken id, whoever
-          // holds it, gets the one answer below (docs/agent-protocol.md, "Thread ids").
+          // holds it, gets the one answer below (docs/security.md, "The tenant boundary").
           const own = await conversations.getOwned(id, caller.principal).catch((error: unknown) => {
             if (error instanceof NotFoundError) return undefined;
             throw error;

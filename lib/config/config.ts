@@ -260,7 +260,8 @@ export const SETTINGS = {
     default: "false",
     defaultText: "`false`; `true` in a stack whose Cognito pool issues the tokens",
     description:
-      "refuse (401) an API token without the tenant claim, so every API caller is inside a tenant's limits and admin (a Cognito access token carries no tenant)",
+      "refuse (401) an API token without the tenant claim, so every API caller is inside a tenant's limits and admin " +
+      "(a Cognito access token carries no tenant)",
   }),
   JWT_ROLES_CLAIM: setting({ schema: z.string().min(1), default: "roles", description: "claim naming the caller's roles" }),
   PORT: setting({ schema: positiveInt.max(65_535), default: DEFAULT_PORT, description: "local server port" }),

@@ -68,7 +68,8 @@ export const LIMITS_SETTINGS = {
     schema: z.string().min(1),
     defaultText: "unset (nobody is an operator)",
     description:
-      "the API role of the deployment's operators: the admin API on every issuer and tenant; honoured on API tokens only, and must differ from `LIMITS_ADMIN_ROLE`",
+      "the API role of the deployment's operators: the admin API on every issuer and tenant; honoured on API tokens only, " +
+      "and must differ from `LIMITS_ADMIN_ROLE`",
   }),
   LIMITS_CACHE_SECONDS: setting({
     schema: z.coerce.number().int().min(0).max(MAX_LIMITS_CACHE_SECONDS),
