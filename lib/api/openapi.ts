@@ -350,8 +350,10 @@ function agentProtocolOperations(): Operation[] {
       method: "patch",
       path: thread,
       operationId: "protocolPatchThread",
-      summary: "Merge keys into a thread's metadata.",
+      summary: "Merge keys into a thread's metadata: 400 and nothing written when it would hold more than 32 keys.",
       ...threadOp,
+      // 409: the metadata kept changing under concurrent merges (the cap is checked against what was read).
+      errors: [404, 409],
       body: p.patchThreadBody,
       responses: { 200: { description: "The thread.", schema: p.protocolThread } },
     },
