@@ -34,6 +34,7 @@ function apiTokenVerifier(auth: AuthConfig): JwtVerifier {
     key: auth.jwksUrl ? new URL(auth.jwksUrl) : new OpenIdKeySource(metadataUrl),
     tenantClaim: auth.tenantClaim,
     rolesClaim: auth.rolesClaim,
+    requireTenant: auth.requireTenant,
   });
 }
 

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/config.js";
 import { CREDENTIAL_SECRET_NAMES, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
-import { LIMIT_NAMES, LIMIT_VARIABLES, type LimitName } from "../lib/config/limits-config.js";
+import { DEFAULT_LIMITS_ADMIN_ROLE, LIMIT_NAMES, LIMIT_VARIABLES, type LimitName } from "../lib/config/limits-config.js";
 import { ValidationError } from "../lib/errors.js";
 import { parseOrThrow } from "../lib/validation.js";
 import type { AlarmDestinations } from "./constructs/alarm-topic.js";
@@ -161,6 +161,8 @@ const contextSchema = z.object({
   jwtAudience: z.string().min(1).optional(),
   jwtJwksUrl: z.string().url().optional(),
   jwtTenantClaim: z.string().min(1).optional(),
+  jwtRequireTenant: contextBoolean.optional(),
+  operatorRole: z.string().min(1).optional(),
   bedrockModelId: z.string().min(1).optional(),
   bedrockFoundationModelId: z.string().min(1).optional(),
   recallEmbeddingsModelId: z
@@ -275,6 +277,13 @@ export interface StageConfig {
   jwtAudience: string[];
   jwtJwksUrl?: string;
   jwtTenantClaim?: string;
+  /**
+   * Refuse API tokens without the tenant claim (`JWT_REQUIRE_TENANT`). Unset: true with the stack's
+   * Cognito pool (whose access tokens carry no tenant), false with a `jwtIssuer`.
+   */
+  jwtRequireTenant?: boolean;
+  /** The API role of the deployment's operators (`OPERATOR_ROLE`, docs/security.md); unset: nobody is an operator. */
+  operatorRole?: string;
   /** Bedrock model id, cross-region inference profile id, or either's ARN. */
   bedrockModelId: string;
   /** Foundation model behind an application inference profile ARN (unknowable from the ARN). */
@@ -406,6 +415,14 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
       },
     ]);
   }
+  if (c.operatorRole !== undefined && c.operatorRole === DEFAULT_LIMITS_ADMIN_ROLE) {
+    throw invalidContext([
+      {
+        path: "operatorRole",
+        message: `must differ from the tenant-admin role (${DEFAULT_LIMITS_ADMIN_ROLE}): every tenant's admin would administer every tenant`,
+      },
+    ]);
+  }
   const tools = readToolsConfig(c);
   const retainData = c.retainData ?? DEFAULT_RETAINED_STAGES.includes(stage);
   const environment = environments[stage];
@@ -444,6 +461,8 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
       .filter((a) => a.length > 0),
     jwtJwksUrl: c.jwtJwksUrl,
     jwtTenantClaim: c.jwtTenantClaim,
+    jwtRequireTenant: c.jwtRequireTenant,
+    operatorRole: c.operatorRole,
     bedrockModelId: c.bedrockModelId ?? DEFAULT_BEDROCK_MODEL_ID,
     bedrockFoundationModelId: c.bedrockFoundationModelId,
     recallEmbeddingsModelId: c.recallEmbeddingsModelId,

@@ -167,6 +167,8 @@ export class ThreadwiseStack extends Stack {
       JWT_AUDIENCE: jwt.audience.join(","),
       ...(config.jwtJwksUrl ? { JWT_JWKS_URL: config.jwtJwksUrl } : {}),
       ...(jwt.tenantClaim ? { JWT_TENANT_CLAIM: jwt.tenantClaim } : {}),
+      ...(jwt.requireTenant ? { JWT_REQUIRE_TENANT: "true" } : {}),
+      ...(config.operatorRole ? { OPERATOR_ROLE: config.operatorRole } : {}),
     };
     const fn = (name: FunctionName, description: string, memorySize: number, timeout: Duration) => {
       const f = new ThreadwiseFunction(this, `${name[0].toUpperCase()}${name.slice(1)}Function`, {

@@ -103,14 +103,26 @@ export interface TokenIssuer {
   audience: string[];
   /** The claim naming the caller's tenant; unset: the functions' default (`tenant`). */
   tenantClaim?: string;
+  /** Whether a token without that claim is refused (`JWT_REQUIRE_TENANT`). */
+  requireTenant: boolean;
 }
 
 /**
  * The stage's `jwtIssuer` and `jwtAudience`, or, without a `jwtIssuer`, an {@link ApiUserPool} as
  * the issuer, its app client as the audience and the pool's tenant attribute as the tenant claim.
+ * With the pool, a token without the tenant is refused unless `jwtRequireTenant` is false: API
+ * Gateway's authorizer accepts the pool's access tokens (their `client_id` stands for the absent
+ * `aud`), which carry no `custom:tenant`, and would make their users principals of no tenant.
  */
 export function apiTokenIssuer(scope: Construct, config: StageConfig, removalPolicy: RemovalPolicy): TokenIssuer {
-  if (config.jwtIssuer) return { issuer: config.jwtIssuer, audience: config.jwtAudience, tenantClaim: config.jwtTenantClaim };
+  if (config.jwtIssuer) {
+    return { issuer: config.jwtIssuer, audience: config.jwtAudience, tenantClaim: config.jwtTenantClaim, requireTenant: config.jwtRequireTenant ?? false };
+  }
   const pool = new ApiUserPool(scope, "Identity", { stage: config.stage, removalPolicy });
-  return { issuer: pool.issuer, audience: [pool.client.userPoolClientId], tenantClaim: config.jwtTenantClaim ?? COGNITO_TENANT_CLAIM };
+  return {
+    issuer: pool.issuer,
+    audience: [pool.client.userPoolClientId],
+    tenantClaim: config.jwtTenantClaim ?? COGNITO_TENANT_CLAIM,
+    requireTenant: config.jwtRequireTenant ?? true,
+  };
 }

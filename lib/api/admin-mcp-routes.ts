@@ -1,5 +1,7 @@
+import { adminAuthorityOf, authorizeAdmin, type AdminRoles } from "../auth/admin-scope.js";
+import type { Caller } from "../auth/principal.js";
 import type { McpServerEntry } from "../config/mcp-servers-config.js";
-import { ForbiddenError, NotFoundError } from "../errors.js";
+import { NotFoundError } from "../errors.js";
 import type { McpServerStore, McpTenant } from "../mcp/mcp-server-store.js";
 import { effectiveMcpServers } from "../mcp/effective-mcp-servers.js";
 import { mcpServerNameQuery, mcpTenantQuery, putMcpServerBody } from "./admin-mcp-schemas.js";
@@ -12,21 +14,27 @@ export interface AdminMcpRoutesDeps {
   store: McpServerStore;
   /** `MCP_SERVERS`: every tenant's servers. */
   defaults: readonly McpServerEntry[];
-  /** The role a caller needs (`LIMITS_ADMIN_ROLE`, as the other admin routes). */
-  adminRole: string;
+  /** The operator and tenant-admin roles, as the other admin routes (`lib/auth/admin-scope.ts`). */
+  roles: AdminRoles;
 }
 
 /**
  * `/v1/admin/mcp-servers` (docs/mcp.md): list, add or replace, and remove a tenant's MCP server
- * entries. Only a caller with the admin role; anyone else is 403 and nothing is read or changed.
+ * entries. An operator on any tenant, a tenant admin on its own; anyone else, or another tenant, is
+ * 403 and nothing is read or changed.
  */
 export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
   const admin = async (request: HttpRequest) => {
     const caller = await deps.authenticate(request);
-    if (!caller.roles.includes(deps.adminRole)) throw new ForbiddenError(`the admin API needs the ${deps.adminRole} role`);
+    adminAuthorityOf(caller, deps.roles);
     return caller;
   };
-  const tenantOf = (q: { issuer: McpTenant["issuer"]; tenant?: string }): McpTenant => ({ issuer: q.issuer, tenant: q.tenant ?? null });
+  /** The tenant a request names, once the caller may administer it. */
+  const tenantOf = (caller: Caller, q: { issuer: McpTenant["issuer"]; tenant?: string }): McpTenant => {
+    const tenant = { issuer: q.issuer, tenant: q.tenant ?? null };
+    authorizeAdmin(caller, deps.roles, tenant);
+    return tenant;
+  };
   const view = async (tenant: McpTenant) => {
     const own = await deps.store.list(tenant);
     return json(200, {
@@ -45,8 +53,8 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
       method: "GET",
       pattern,
       handler: async (request) => {
-        await admin(request);
-        return view(tenantOf(parseQuery(request, mcpTenantQuery)));
+        const caller = await admin(request);
+        return view(tenantOf(caller, parseQuery(request, mcpTenantQuery)));
       },
     },
     {
@@ -55,7 +63,7 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
       handler: async (request) => {
         const caller = await admin(request);
         const body = parseJsonBody(request, putMcpServerBody);
-        const tenant = tenantOf(body);
+        const tenant = tenantOf(caller, body);
         await deps.store.put(tenant, body.server, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
         return view(tenant);
       },
@@ -64,9 +72,9 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
       method: "DELETE",
       pattern,
       handler: async (request) => {
-        await admin(request);
+        const caller = await admin(request);
         const q = parseQuery(request, mcpServerNameQuery);
-        const tenant = tenantOf(q);
+        const tenant = tenantOf(caller, q);
         if (!(await deps.store.remove(tenant, q.name))) throw new NotFoundError(`the tenant has no MCP server named ${q.name}`);
         return view(tenant);
       },

@@ -1,5 +1,7 @@
+import { adminAuthorityOf, authorizeAdmin, type AdminRoles } from "../auth/admin-scope.js";
+import type { Caller } from "../auth/principal.js";
 import { LIMIT_NAMES, type LimitValues } from "../config/limits-config.js";
-import { ForbiddenError, ValidationError } from "../errors.js";
+import { ValidationError } from "../errors.js";
 import type { LimitScope } from "../limits/limit-scope.js";
 import type { Limits } from "../limits/limits.js";
 import { effectiveLimits } from "../limits/limit-overrides.js";
@@ -11,8 +13,8 @@ import type { Route } from "./router.js";
 export interface AdminRoutesDeps {
   authenticate: Authenticate;
   limits: Limits;
-  /** The role a caller needs (`LIMITS_ADMIN_ROLE`). */
-  adminRole: string;
+  /** The operator and tenant-admin roles: who administers which scope (`lib/auth/admin-scope.ts`). */
+  roles: AdminRoles;
 }
 
 /** Days of usage `GET /v1/admin/usage` shows when `from` is not given. */
@@ -31,14 +33,20 @@ const dayOf = (date: Date) => date.toISOString().slice(0, 10);
 
 /**
  * The admin API (docs/limits.md): read and set a tenant's or user's limits, read its usage per
- * day. Only a caller with the admin role; anyone else is 403, and nothing is read.
+ * day. An operator on any scope, a tenant admin on its own tenant and its users; anyone else, or a
+ * scope outside the caller's, is 403 and nothing is read or changed.
  */
 export function adminRoutes(deps: AdminRoutesDeps): Route[] {
   const { limits } = deps;
   const admin = async (request: HttpRequest) => {
     const caller = await deps.authenticate(request);
-    if (!caller.roles.includes(deps.adminRole)) throw new ForbiddenError(`the admin API needs the ${deps.adminRole} role`);
+    adminAuthorityOf(caller, deps.roles);
     return caller;
+  };
+  /** The scope a request names, once the caller may administer it. */
+  const authorized = (caller: Caller, scope: LimitScope): LimitScope => {
+    authorizeAdmin(caller, deps.roles, scope);
+    return scope;
   };
 
   const view = async (scope: LimitScope): Promise<HttpResponse> => {
@@ -59,8 +67,8 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/admin\/limits$/,
       handler: async (request) => {
-        await admin(request);
-        return view(scopeOf(parseQuery(request, scopeQuery)));
+        const caller = await admin(request);
+        return view(authorized(caller, scopeOf(parseQuery(request, scopeQuery))));
       },
     },
     {
@@ -69,7 +77,7 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       handler: async (request) => {
         const caller = await admin(request);
         const body = parseJsonBody(request, setLimitsBody);
-        const scope = scopeOf(body);
+        const scope = authorized(caller, scopeOf(body));
         const values: LimitValues = Object.fromEntries(LIMIT_NAMES.flatMap((n) => (body.limits[n] === undefined ? [] : [[n, body.limits[n]]])));
         await limits.overrides.set(scope, values, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
         return view(scope);
@@ -79,9 +87,9 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/admin\/usage$/,
       handler: async (request) => {
-        await admin(request);
+        const caller = await admin(request);
         const q = parseQuery(request, usageQuery);
-        const scope = scopeOf(q);
+        const scope = authorized(caller, scopeOf(q));
         const to = q.to ?? dayOf(new Date());
         const from = q.from ?? dayOf(new Date(Date.parse(to) - (DEFAULT_USAGE_DAYS - 1) * 86_400_000));
         const span = (Date.parse(to) - Date.parse(from)) / 86_400_000;

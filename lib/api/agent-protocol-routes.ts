@@ -53,6 +53,14 @@ export type AgentProtocolDeps = Pick<
 /** Run fields whose meaning Threadwise cannot honour: refused rather than ignored. */
 const REFUSED_RUN_FIELDS = ["checkpoint", "checkpoint_id", "interrupt_before", "interrupt_after", "webhook", "after_seconds"] as const;
 
+/**
+ * The answer to a `thread_id` that is taken, the same whoever holds it (the caller, another user,
+ * another tenant, a channel): it names no owner and returns nothing of the thread.
+ */
+function threadIdTaken(id: string | undefined, cause?: unknown): ConflictError {
+  return new ConflictError(`thread_id ${id} cannot be used: choose another, or leave thread_id out and the server picks one`, undefined, { cause });
+}
+
 /** How a run's turn ended, for its answer or its stream's last frames. */
 interface RunEnd {
   final: FinalEventBody | undefined;
@@ -287,19 +295,19 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
           throw new ValidationError("supersteps are not served: a thread starts empty", [{ path: "supersteps", message: "not served" }]);
         const id = body.thread_id === undefined ? undefined : parseId(body.thread_id, "thread_id");
         if (id !== undefined) {
-          const existing = await conversations.get(id);
-          if (existing) {
-            // Another principal's thread answers as a taken id, never as that thread.
-            const own = await conversations.getOwned(id, caller.principal).catch(() => undefined);
-            if (own && body.if_exists === "do_nothing") return json(200, await describe(own));
-            throw new ConflictError(`thread ${id} already exists`);
-          }
+          // Only the owner's own thread is returned (if_exists=do_nothing); any other taken id, whoever
+          // holds it, gets the one answer below (docs/security.md, "The tenant boundary").
+          const own = await conversations.getOwned(id, caller.principal).catch((error: unknown) => {
+            if (error instanceof NotFoundError) return undefined;
+            throw error;
+          });
+          if (own && body.if_exists === "do_nothing") return json(200, await describe(own));
+          if (own || (await conversations.get(id))) throw threadIdTaken(id);
         }
         const created = await conversations
           .create(caller.principal, { channel: "api" }, new Date(), { id, metadata: body.metadata })
           .catch((error: unknown) => {
-            if (error instanceof MongoServerError && error.code === DUPLICATE_KEY)
-              throw new ConflictError(`thread ${id} already exists`, undefined, { cause: error });
+            if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) throw threadIdTaken(id, error);
             throw error;
           });
         return json(200, await describe(created));

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_METADATA_KEYS } from "../store/conversation-store.js";
 
 /**
  * The Agent Protocol's request shapes as Threadwise serves them (docs/agent-protocol.md): what
@@ -18,7 +19,7 @@ export type ProtocolStreamMode = (typeof PROTOCOL_STREAM_MODES)[number];
 export const PROTOCOL_MULTITASK_STRATEGIES = ["reject", "enqueue"] as const;
 
 const metadataValue = z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]);
-/** Thread metadata: at most 32 flat keys, searchable by equality. */
+/** Thread metadata: at most 32 flat keys (the store holds a thread to that after every merge too), searchable by equality. */
 export const threadMetadata = z
   .record(
     z
@@ -28,7 +29,7 @@ export const threadMetadata = z
       .regex(/^[^$.\0]+$/),
     metadataValue,
   )
-  .refine((m) => Object.keys(m).length <= 32, "at most 32 metadata keys");
+  .refine((m) => Object.keys(m).length <= MAX_METADATA_KEYS, `at most ${MAX_METADATA_KEYS} metadata keys`);
 
 export const createThreadBody = z.looseObject({
   metadata: threadMetadata.optional(),

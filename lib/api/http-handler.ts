@@ -50,12 +50,14 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     streamingUrl: config.deployment.streamingUrl,
     limits: app.limits,
   };
+  // Who administers which scope: the operator everything, a tenant admin its own tenant (lib/auth/admin-scope.ts).
+  const adminRoles = { operatorRole: config.limits.operatorRole, tenantAdminRole: config.limits.adminRole };
   // The Agent Protocol's threads and runs over the same parts (docs/agent-protocol.md).
   const routes = [
     ...apiRoutes(deps),
     ...agentProtocolRoutes(deps),
-    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole }),
-    ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, adminRole: config.limits.adminRole }),
+    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, roles: adminRoles }),
+    ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, roles: adminRoles }),
     ...(options.extraRoutes ?? []),
     ...(options.routesOverApi?.(deps) ?? []),
   ];

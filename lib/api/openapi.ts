@@ -232,7 +232,9 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: "/v1/admin/limits",
     operationId: "getLimits",
-    summary: "A tenant's or user's limits (its own over the defaults) and what counts against them now; the admin role only (docs/limits.md).",
+    summary:
+      "A tenant's or user's limits (its own over the defaults) and what counts against them now; " +
+      "a tenant admin on its own tenant, an operator on any (docs/limits.md).",
     query: admin.scopeQuery,
     responses: { 200: { description: "The limits that apply, those set, the defaults, and the counters.", schema: admin.limitsView } },
     errors: [400, 403],
@@ -250,7 +252,9 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: "/v1/admin/usage",
     operationId: "getUsage",
-    summary: "A tenant's or user's usage per UTC day: turns, model calls, tokens by kind, weighted tokens and cost; the admin role only.",
+    summary:
+      "A tenant's or user's usage per UTC day: turns, model calls, tokens by kind, weighted tokens and cost; " +
+      "a tenant admin on its own tenant, an operator on any.",
     query: admin.usageQuery,
     responses: { 200: { description: "One entry per day with usage, oldest first, and their total.", schema: admin.usageView } },
     errors: [400, 403],
@@ -259,7 +263,7 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: "/v1/admin/mcp-servers",
     operationId: "getMcpServers",
-    summary: "A tenant's MCP servers: its own entries over the configured ones; the admin role only (docs/mcp.md).",
+    summary: "A tenant's MCP servers: its own entries over the configured ones; a tenant admin on its own tenant, an operator on any (docs/mcp.md).",
     query: adminMcp.mcpTenantQuery,
     responses: { 200: { description: "The servers the tenant's turns use, its own entries and the defaults.", schema: adminMcp.mcpServersView } },
     errors: [400, 403],
@@ -346,8 +350,10 @@ function agentProtocolOperations(): Operation[] {
       method: "patch",
       path: thread,
       operationId: "protocolPatchThread",
-      summary: "Merge keys into a thread's metadata.",
+      summary: "Merge keys into a thread's metadata: 400 and nothing written when it would hold more than 32 keys.",
       ...threadOp,
+      // 409: the metadata kept changing under concurrent merges (the cap is checked against what was read).
+      errors: [404, 409],
       body: p.patchThreadBody,
       responses: { 200: { description: "The thread.", schema: p.protocolThread } },
     },

@@ -1,3 +1,4 @@
+export { adminAuthorityOf, authorityCovers, authorizeAdmin, type AdminAuthority, type AdminRoles, type AdminTarget } from "./admin-scope.js";
 export { ChannelRoles } from "./channel-roles.js";
 export { callerFromClaims, type ClaimNames } from "./caller-from-claims.js";
 export { JwtVerifier, DEFAULT_CLOCK_TOLERANCE_S, type JwtVerifierOptions } from "./jwt-verifier.js";

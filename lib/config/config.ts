@@ -255,6 +255,14 @@ export const SETTINGS = {
   JWT_AUDIENCE: setting({ schema: z.string().min(1), default: DEFAULT_JWT_AUDIENCE, description: "audience of API tokens" }),
   JWT_JWKS_URL: setting({ schema: z.string().url(), defaultText: "local keys", description: "the keys that sign API tokens" }),
   JWT_TENANT_CLAIM: setting({ schema: z.string().min(1), default: "tenant", description: "claim naming the caller's tenant" }),
+  JWT_REQUIRE_TENANT: setting({
+    schema: z.enum(["true", "false"]),
+    default: "false",
+    defaultText: "`false`; `true` in a stack whose Cognito pool issues the tokens",
+    description:
+      "refuse (401) an API token without the tenant claim, so every API caller is inside a tenant's limits and admin " +
+      "(a Cognito access token carries no tenant)",
+  }),
   JWT_ROLES_CLAIM: setting({ schema: z.string().min(1), default: "roles", description: "claim naming the caller's roles" }),
   PORT: setting({ schema: positiveInt.max(65_535), default: DEFAULT_PORT, description: "local server port" }),
   APPROVAL_SWEEP_SECONDS: setting({
@@ -457,6 +465,8 @@ export interface AuthConfig {
   jwksUrl?: string;
   tenantClaim: string;
   rolesClaim: string;
+  /** `JWT_REQUIRE_TENANT`: a token without the tenant claim is refused. Default: false. */
+  requireTenant: boolean;
   /** Roles of Slack and Teams users, by workspace or tenant (API callers' roles come from their tokens). */
   channelRoles: { slack: ChannelRolesMap; teams: ChannelRolesMap };
 }
@@ -591,6 +601,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwksUrl: e.JWT_JWKS_URL,
       tenantClaim: e.JWT_TENANT_CLAIM,
       rolesClaim: e.JWT_ROLES_CLAIM,
+      requireTenant: e.JWT_REQUIRE_TENANT === "true",
       channelRoles: { slack: parseChannelRoles(e.SLACK_ROLES, "SLACK_ROLES"), teams: parseChannelRoles(e.TEAMS_ROLES, "TEAMS_ROLES") },
     },
     maxMessageChars: e.MAX_MESSAGE_CHARS,

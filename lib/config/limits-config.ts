@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
 import { envSchemaOf, setting, withDefaults } from "./settings.js";
 
@@ -8,7 +9,7 @@ export type LimitName = (typeof LIMIT_NAMES)[number];
 /** A value per limit; absent or null is no limit. */
 export type LimitValues = Partial<Record<LimitName, number | null>>;
 
-/** The role that may read and set limits and read usage through the admin API. */
+/** The tenant-admin role: reads and sets its own tenant's and users' limits, usage and MCP servers through the admin API. */
 export const DEFAULT_LIMITS_ADMIN_ROLE = "threadwise:admin";
 /** Seconds a container reuses the limits it read from the database: a limit set through the admin API applies within this. */
 export const DEFAULT_LIMITS_CACHE_SECONDS = 30;
@@ -61,7 +62,14 @@ export const LIMITS_SETTINGS = {
   LIMITS_ADMIN_ROLE: setting({
     schema: z.string().min(1),
     default: DEFAULT_LIMITS_ADMIN_ROLE,
-    description: "the API role that may read and set limits and read usage (`/v1/admin/...`)",
+    description: "the API role of a tenant's admin: reads and sets limits, usage and MCP servers (`/v1/admin/...`) of the caller's own issuer and tenant only",
+  }),
+  OPERATOR_ROLE: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (nobody is an operator)",
+    description:
+      "the API role of the deployment's operators: the admin API on every issuer and tenant; honoured on API tokens only, " +
+      "and must differ from `LIMITS_ADMIN_ROLE`",
   }),
   LIMITS_CACHE_SECONDS: setting({
     schema: z.coerce.number().int().min(0).max(MAX_LIMITS_CACHE_SECONDS),
@@ -88,8 +96,10 @@ export interface LimitsConfig {
   user: LimitValues;
   /** Defaults of every tenant, all its users together. */
   tenant: LimitValues;
-  /** Default: `DEFAULT_LIMITS_ADMIN_ROLE`. */
+  /** The tenant-admin role (`LIMITS_ADMIN_ROLE`). Default: `DEFAULT_LIMITS_ADMIN_ROLE`. */
   adminRole: string;
+  /** The operator role (`OPERATOR_ROLE`). Default: none, so nobody is an operator. */
+  operatorRole?: string;
   /** Default: `DEFAULT_LIMITS_CACHE_SECONDS`; at most `MAX_LIMITS_CACHE_SECONDS`. */
   cacheSeconds: number;
   /** Default: `DEFAULT_LIMITS_RESERVATION_TTL_SECONDS`. */
@@ -102,10 +112,16 @@ export function loadLimitsConfig(env: Record<string, string | undefined>): Limit
   const e = withDefaults(LIMITS_SETTINGS, parseOrThrow(envSchema, env, "invalid configuration")) as Record<string, unknown>;
   const values = (scope: "user" | "tenant"): LimitValues =>
     Object.fromEntries(LIMIT_NAMES.flatMap((name) => (e[LIMIT_VARIABLES[scope][name]] === undefined ? [] : [[name, e[LIMIT_VARIABLES[scope][name]]]])));
+  if (e.OPERATOR_ROLE !== undefined && e.OPERATOR_ROLE === e.LIMITS_ADMIN_ROLE) {
+    throw new ValidationError("invalid configuration", [
+      { path: "OPERATOR_ROLE", message: "must differ from LIMITS_ADMIN_ROLE: otherwise every tenant's admin would administer every tenant" },
+    ]);
+  }
   return {
     user: values("user"),
     tenant: values("tenant"),
     adminRole: e.LIMITS_ADMIN_ROLE as string,
+    ...(e.OPERATOR_ROLE !== undefined && { operatorRole: e.OPERATOR_ROLE as string }),
     cacheSeconds: e.LIMITS_CACHE_SECONDS as number,
     reservationTtlSeconds: e.LIMITS_RESERVATION_TTL_SECONDS as number,
     slotTtlSeconds: e.LIMITS_SLOT_TTL_SECONDS as number,

@@ -132,6 +132,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     issuer: config.auth.issuer ?? DEFAULT_LOCAL_ISSUER,
     tenantClaim: config.auth.tenantClaim,
     rolesClaim: config.auth.rolesClaim,
+    requireTenant: config.auth.requireTenant,
   });
   const channels = options.channels ?? {};
   const logger = options.app?.logger ?? jsonConsoleLogger;

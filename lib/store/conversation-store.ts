@@ -1,13 +1,27 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import type { Owner } from "../auth/principal.js";
-import { NotFoundError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
 
 /** Page size of `GET /v1/conversations` when the caller gives none. */
 export const DEFAULT_PAGE_SIZE = 20;
 /** Largest page a caller may ask for. */
 export const MAX_PAGE_SIZE = 100;
+/** Most keys a conversation's metadata holds (the Agent Protocol's thread metadata), after any write. */
+export const MAX_METADATA_KEYS = 32;
+/** Times a metadata merge is tried when another write changed the metadata between its read and its write. */
+const METADATA_MERGE_ATTEMPTS = 5;
+
+/** `ValidationError` (400) when metadata of `count` keys is over {@link MAX_METADATA_KEYS}. */
+function checkMetadataKeys(count: number): void {
+  if (count > MAX_METADATA_KEYS) {
+    throw new ValidationError(`thread metadata holds at most ${MAX_METADATA_KEYS} keys; this write would leave ${count}, and nothing was written`, [
+      { path: "metadata", message: `at most ${MAX_METADATA_KEYS} keys` },
+    ]);
+  }
+}
+
 /**
  * How long a deleted conversation's channel thread refuses jobs received before the deletion: the
  * longest a queued job can come back (the dead-letter queue keeps one 14 days, and may redrive it).
@@ -161,7 +175,8 @@ export class ConversationStore {
 
   /**
    * `options.id` names the new conversation (an Agent Protocol client may); a taken id is a duplicate
-   * key error from the driver, which the caller turns into its answer.
+   * key error from the driver, which the caller turns into its answer. Metadata of more than
+   * {@link MAX_METADATA_KEYS} keys is a `ValidationError` and nothing is stored.
    */
   async create(
     owner: Owner,
@@ -169,6 +184,7 @@ export class ConversationStore {
     now = new Date(),
     options: { id?: string; metadata?: ConversationMetadata } = {},
   ): Promise<ConversationDocument> {
+    checkMetadataKeys(Object.keys(options.metadata ?? {}).length);
     const doc: ConversationDocument = {
       _id: options.id ?? randomUUID(),
       owner,
@@ -248,13 +264,25 @@ export class ConversationStore {
     return this.collection.find(filter).sort({ updatedAt: -1, _id: -1 }).skip(options.offset).limit(Math.min(options.limit, MAX_PAGE_SIZE)).toArray();
   }
 
-  /** Merges keys into an owned conversation's metadata (a null value is kept as null); NotFoundError otherwise. */
+  /**
+   * Merges keys into an owned conversation's metadata (a null value is kept as null); NotFoundError
+   * otherwise. A merge that would leave more than {@link MAX_METADATA_KEYS} keys is a
+   * `ValidationError` and writes nothing. The write applies only to the metadata it read (checked
+   * by equality), so concurrent merges cannot pass the cap together: one that lost the race reads
+   * again, and after {@link METADATA_MERGE_ATTEMPTS} tries is a `ConflictError`.
+   */
   async mergeMetadata(conversationId: string, owner: Owner, metadata: ConversationMetadata, now = new Date()): Promise<ConversationDocument> {
     const set: Record<string, unknown> = { updatedAt: now };
     for (const [key, value] of Object.entries(metadata)) set[`metadata.${key}`] = value;
-    const doc = await this.collection.findOneAndUpdate({ _id: conversationId, ...ownedBy(owner) }, { $set: set }, { returnDocument: "after" });
-    if (!doc) throw new NotFoundError(`conversation ${conversationId} not found`);
-    return doc;
+    for (let attempt = 0; attempt < METADATA_MERGE_ATTEMPTS; attempt++) {
+      const current = await this.collection.findOne({ _id: conversationId, ...ownedBy(owner) }, { projection: { metadata: 1 } });
+      if (!current) throw new NotFoundError(`conversation ${conversationId} not found`);
+      checkMetadataKeys(new Set([...Object.keys(current.metadata ?? {}), ...Object.keys(metadata)]).size);
+      const unchanged = current.metadata === undefined ? { metadata: { $exists: false } } : { metadata: current.metadata };
+      const doc = await this.collection.findOneAndUpdate({ _id: conversationId, ...ownedBy(owner), ...unchanged }, { $set: set }, { returnDocument: "after" });
+      if (doc) return doc;
+    }
+    throw new ConflictError(`the metadata of conversation ${conversationId} kept changing while this merge was written; try again`, 1);
   }
 
   async touch(conversationId: string, fields: { title?: string } = {}, now = new Date()): Promise<void> {

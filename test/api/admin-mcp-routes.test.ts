@@ -8,6 +8,7 @@ import { mongoUri } from "../support/mongo.js";
 import { callRoute } from "../support/route-call.js";
 
 const ADMIN = "ops:admin";
+const OPERATOR = "ops:operator";
 const wiki = { name: "wiki", transport: { kind: "streamable-http", url: "https://wiki.example/mcp" } };
 let app: App;
 let route: ReturnType<typeof createHttpHandler>;
@@ -17,17 +18,20 @@ beforeAll(async () => {
     MONGODB_URI: mongoUri(),
     MONGODB_DB: `admin_mcp_${randomUUID().slice(0, 8)}`,
     LIMITS_ADMIN_ROLE: ADMIN,
+    OPERATOR_ROLE: OPERATOR,
     MCP_SERVERS: JSON.stringify([wiki]),
   });
   app = await createApp(config, { tools: [] });
   route = createHttpHandler(app, config, {
-    authenticate: async (request) => ({ principal: apiPrincipal("root", "acme"), roles: request.headers["x-admin"] ? [ADMIN] : [] }),
+    authenticate: async (request) => ({ principal: apiPrincipal("root", "acme"), roles: request.headers["x-role"] ? [request.headers["x-role"]] : [] }),
   });
 });
 afterAll(() => app?.close());
 
-async function call(method: string, path: string, options: { admin?: boolean; body?: unknown } = {}) {
-  return callRoute(route, method, path, { headers: { ...(options.admin && { "x-admin": "1" }) }, body: options.body });
+/** `admin`: acme's tenant admin (the caller is acme's); `operator`: the deployment's operator. */
+async function call(method: string, path: string, options: { admin?: boolean; operator?: boolean; body?: unknown } = {}) {
+  const role = options.operator ? OPERATOR : options.admin ? ADMIN : undefined;
+  return callRoute(route, method, path, { headers: { ...(role && { "x-role": role }) }, body: options.body });
 }
 
 describe("adminMcpRoutes", () => {
@@ -45,15 +49,15 @@ describe("adminMcpRoutes", () => {
   describe("PUT /v1/admin/mcp-servers", () => {
     it("returns the tenant's entry over the default of the same name", async () => {
       const own = { ...wiki, transport: { kind: "streamable-http", url: "https://own.example/mcp" } };
-      const put = await call("PUT", "/v1/admin/mcp-servers", { admin: true, body: { issuer: "api", tenant: "initech", server: own } });
+      const put = await call("PUT", "/v1/admin/mcp-servers", { operator: true, body: { issuer: "api", tenant: "initech", server: own } });
       expect(put.status).toBe(200);
       expect(put.body.servers).toEqual([own]);
     });
 
     it("returns 400 and stores nothing for a stdio entry", async () => {
       const server = { name: "evil", transport: { kind: "stdio", command: "sh" } };
-      expect((await call("PUT", "/v1/admin/mcp-servers", { admin: true, body: { issuer: "api", tenant: "hooli", server } })).status).toBe(400);
-      expect((await call("GET", "/v1/admin/mcp-servers?issuer=api&tenant=hooli", { admin: true })).body.own).toEqual([]);
+      expect((await call("PUT", "/v1/admin/mcp-servers", { admin: true, body: { issuer: "api", tenant: "acme", server } })).status).toBe(400);
+      expect((await call("GET", "/v1/admin/mcp-servers?issuer=api&tenant=acme", { admin: true })).body.own).toEqual([]);
     });
   });
 

@@ -8,6 +8,7 @@ import { mongoUri } from "../support/mongo.js";
 import { callRoute } from "../support/route-call.js";
 
 const ADMIN = "ops:admin";
+const OPERATOR = "ops:operator";
 let app: App;
 let route: ReturnType<typeof createHttpHandler>;
 
@@ -16,17 +17,23 @@ beforeAll(async () => {
     MONGODB_URI: mongoUri(),
     MONGODB_DB: `admin_${randomUUID().slice(0, 8)}`,
     LIMITS_ADMIN_ROLE: ADMIN,
+    OPERATOR_ROLE: OPERATOR,
     LIMIT_USER_TOKENS_PER_DAY: "500",
   });
   app = await createApp(config, { tools: [] });
   route = createHttpHandler(app, config, {
-    authenticate: async (request) => ({ principal: apiPrincipal(request.headers["x-user"] ?? "x", "acme"), roles: request.headers["x-admin"] ? [ADMIN] : [] }),
+    authenticate: async (request) => ({
+      principal: apiPrincipal(request.headers["x-user"] ?? "x", "acme"),
+      roles: request.headers["x-role"] ? [request.headers["x-role"]] : [],
+    }),
   });
 });
 afterAll(() => app?.close());
 
-async function call(method: string, path: string, options: { admin?: boolean; body?: unknown } = {}) {
-  return callRoute(route, method, path, { headers: { "x-user": "root", ...(options.admin && { "x-admin": "1" }) }, body: options.body });
+/** `admin`: acme's tenant admin (the caller is acme's); `operator`: the deployment's operator. */
+async function call(method: string, path: string, options: { admin?: boolean; operator?: boolean; body?: unknown } = {}) {
+  const role = options.operator ? OPERATOR : options.admin ? ADMIN : undefined;
+  return callRoute(route, method, path, { headers: { "x-user": "root", ...(role && { "x-role": role }) }, body: options.body });
 }
 
 describe("adminRoutes", () => {
@@ -68,7 +75,7 @@ describe("adminRoutes", () => {
     });
 
     it("returns no days and a zero total for a tenant that used nothing", async () => {
-      const usage = await call("GET", "/v1/admin/usage?issuer=api&tenant=quiet", { admin: true });
+      const usage = await call("GET", "/v1/admin/usage?issuer=api&tenant=quiet", { operator: true });
       expect(usage.body).toMatchObject({ days: [], total: { turns: 0, costUsd: 0 } });
     });
   });

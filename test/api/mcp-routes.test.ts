@@ -82,7 +82,7 @@ describe("mcpRoutes", () => {
     });
 
     it("returns rate_limited from ask past the user's turns per minute, as the HTTP API's turn entry refuses it", async () => {
-      const admin = await t.token("root", { roles: ["threadwise:admin"] });
+      const admin = await t.token("root", { tenant: "acme", roles: ["threadwise:admin"] });
       const limits = { issuer: "api", tenant: "acme", subject: "lena", limits: { turnsPerMinute: 1 } };
       expect((await t.call("PUT", "/v1/admin/limits", { token: admin, json: limits })).status).toBe(200);
       const client = await connect(await t.token("lena", { tenant: "acme" }));

@@ -16,6 +16,19 @@ function refusal(claims: Record<string, unknown>): AuthenticationError {
 
 describe("auth/caller-from-claims", () => {
   describe("callerFromClaims", () => {
+    it("throws with requireTenant for a token without the tenant claim, and says to send the ID token for a Cognito access token", () => {
+      const strict = { tenantClaim: "custom:tenant", rolesClaim: "roles", requireTenant: true };
+      expect(() => callerFromClaims({ sub: "alice" }, strict)).toThrow(
+        "this deployment requires the custom:tenant claim on every API token, and this token has none",
+      );
+      expect(() => callerFromClaims({ sub: "alice", token_use: "access", client_id: "c" }, strict)).toThrow(/send the ID token/);
+      expect(callerFromClaims({ sub: "alice", "custom:tenant": "acme", token_use: "id" }, strict).principal).toEqual({
+        issuer: "api",
+        tenant: "acme",
+        subject: "alice",
+      });
+    });
+
     it("returns an API principal with the subject, the tenant and the roles", () => {
       expect(callerFromClaims({ sub: "alice", tenant: "acme", roles: ["analyst"] }, names)).toEqual({
         principal: { issuer: "api", tenant: "acme", subject: "alice" },

@@ -14,6 +14,17 @@ describe("loadLimitsConfig", () => {
     expect(config.tenant).toEqual({ usdPerMonth: 250.5 });
   });
 
+  it("returns no operator role unless OPERATOR_ROLE names one", () => {
+    expect(loadLimitsConfig({}).operatorRole).toBeUndefined();
+    expect(loadLimitsConfig({ OPERATOR_ROLE: " " }).operatorRole).toBeUndefined();
+    expect(loadLimitsConfig({ OPERATOR_ROLE: "ops" }).operatorRole).toBe("ops");
+  });
+
+  it("throws when OPERATOR_ROLE is the tenant-admin role, which would make every tenant's admin an operator", () => {
+    expect(() => loadLimitsConfig({ OPERATOR_ROLE: DEFAULT_LIMITS_ADMIN_ROLE })).toThrow(/invalid configuration/);
+    expect(() => loadLimitsConfig({ OPERATOR_ROLE: "x", LIMITS_ADMIN_ROLE: "x" })).toThrow(/invalid configuration/);
+  });
+
   it("throws for a cache longer than a minute and for a limit that is not a positive number", () => {
     expect(() => loadLimitsConfig({ LIMITS_CACHE_SECONDS: "61" })).toThrow(/invalid configuration/);
     expect(() => loadLimitsConfig({ LIMIT_USER_CONCURRENT_TURNS: "0" })).toThrow(/invalid configuration/);

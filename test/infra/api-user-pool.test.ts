@@ -71,11 +71,13 @@ describe("the default issuer: a Cognito user pool when the stage has no jwtIssue
     const envs = environments(dev);
     expect(Object.keys(envs)).toHaveLength(6);
     for (const [name, env] of Object.entries(envs)) {
-      expect({ name, iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, tenant: env.JWT_TENANT_CLAIM }).toEqual({
+      expect({ name, iss: env.JWT_ISSUER, aud: env.JWT_AUDIENCE, tenant: env.JWT_TENANT_CLAIM, required: env.JWT_REQUIRE_TENANT }).toEqual({
         name,
         iss: issuer,
         aud: { Ref: clientId },
         tenant: COGNITO_TENANT_CLAIM,
+        // The authorizer accepts the pool's access tokens, which carry no tenant: the functions refuse them.
+        required: "true",
       });
     }
   });
@@ -107,7 +109,12 @@ describe("a stage with its own jwtIssuer", () => {
     const [, authorizer] = only(template, "AWS::ApiGatewayV2::Authorizer");
     expect(authorizer.Properties.JwtConfiguration).toEqual({ Issuer: "https://login.example.com/tenant/v2.0", Audience: ["api://threadwise"] });
     const api = environments(template)["dev-threadwise-api"]!;
-    expect([api.JWT_ISSUER, api.JWT_AUDIENCE, api.JWT_TENANT_CLAIM]).toEqual(["https://login.example.com/tenant/v2.0", "api://threadwise", undefined]);
+    expect([api.JWT_ISSUER, api.JWT_AUDIENCE, api.JWT_TENANT_CLAIM, api.JWT_REQUIRE_TENANT]).toEqual([
+      "https://login.example.com/tenant/v2.0",
+      "api://threadwise",
+      undefined,
+      undefined,
+    ]);
   });
 });
 
@@ -128,5 +135,22 @@ describe("stage-config: jwtAudience and jwtJwksUrl need a jwtIssuer", () => {
   it("takes them with a jwtIssuer", () => {
     const config = read({ jwtIssuer: "https://login.example.com/", jwtAudience: "a,b", jwtJwksUrl: "https://login.example.com/keys" });
     expect([config.jwtIssuer, config.jwtAudience, config.jwtJwksUrl]).toEqual(["https://login.example.com/", ["a", "b"], "https://login.example.com/keys"]);
+  });
+});
+
+describe("stage-config: operatorRole and jwtRequireTenant", () => {
+  const read = (context: Record<string, unknown>) => readStageConfig(new App({ context }).node);
+
+  it("refuses an operatorRole equal to the tenant-admin role, which would make every tenant's admin an operator", () => {
+    expect(() => read({ operatorRole: "threadwise:admin" })).toThrow(
+      expect.objectContaining({ details: [{ path: "operatorRole", message: expect.stringContaining("must differ from the tenant-admin role") }] }),
+    );
+  });
+
+  it("reads another operatorRole and jwtRequireTenant as given", () => {
+    expect(read({ operatorRole: "threadwise:operator", jwtRequireTenant: "false" })).toMatchObject({
+      operatorRole: "threadwise:operator",
+      jwtRequireTenant: false,
+    });
   });
 });

@@ -752,8 +752,8 @@ describe("ThreadwiseStack", () => {
         maxMessageChars: 1,
         approvals: {} as never,
       };
-      const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, adminRole: "threadwise:admin" });
-      const adminMcp = adminMcpRoutes({ authenticate: deps.authenticate, store: {} as never, defaults: [], adminRole: "threadwise:admin" });
+      const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, roles: { tenantAdminRole: "threadwise:admin" } });
+      const adminMcp = adminMcpRoutes({ authenticate: deps.authenticate, store: {} as never, defaults: [], roles: { tenantAdminRole: "threadwise:admin" } });
       const oauth = new McpOAuth({ db: database.db, keys: {} as never, redirectUrl: "https://api.invalid/v1/mcp/oauth/callback", retentionMs: 1 });
       const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });

@@ -77,7 +77,7 @@ describe("a tenant's own MCP server", () => {
   const entry = () => ({ name: "other", transport: { kind: "streamable-http", url: other.url }, tools: ["lookup"] });
 
   it("adds a tenant's server whose tools that tenant's turns get and another tenant's do not", async () => {
-    const admin = await t.token("root", { roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
+    const admin = await t.token("root", { tenant: "globex", roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
     const put = await t.call("PUT", "/v1/admin/mcp-servers", { token: admin, json: { issuer: "api", tenant: "globex", server: entry() } });
     expect(put.status).toBe(200);
     expect(put.body.servers.map((s: { name: string }) => s.name)).toEqual(["hostile", "other"]);

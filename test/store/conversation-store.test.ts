@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { apiPrincipal, slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
-import { NotFoundError } from "../../lib/errors.js";
-import { ConversationStore, legacyOwner } from "../../lib/store/conversation-store.js";
+import { NotFoundError, ValidationError } from "../../lib/errors.js";
+import { ConversationStore, legacyOwner, MAX_METADATA_KEYS } from "../../lib/store/conversation-store.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
 // Each test makes its store: some check what setup() does to documents already there.
@@ -23,6 +23,40 @@ describe("ConversationStore", () => {
       const thread = await store.findOrCreateByChannelKey(tenantOwner("slack", "T0"), { channel: "slack", key: "slack:T0:C0:1.1" }, new Date());
       await expect(store.getOwned(thread._id, tenantOwner("slack", "T0"))).resolves.toMatchObject({ _id: thread._id });
       await expect(store.getOwned(thread._id, apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
+    });
+  });
+
+  describe("mergeMetadata", () => {
+    const alice = apiPrincipal("alice", "acme");
+    const keys = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, i]));
+
+    it("throws ValidationError and writes nothing when the merge would leave more than 32 keys", async () => {
+      const store = new ConversationStore(database.db);
+      const thread = await store.create(alice, undefined, undefined, { metadata: keys("a", 30) });
+      await expect(store.mergeMetadata(thread._id, alice, keys("b", 3))).rejects.toBeInstanceOf(ValidationError);
+      expect((await store.get(thread._id))?.metadata).toEqual(keys("a", 30));
+      // Keys already there count once: overwriting them at the cap is allowed.
+      await store.mergeMetadata(thread._id, alice, keys("b", 2));
+      await expect(store.mergeMetadata(thread._id, alice, { a0: "new", b1: null })).resolves.toMatchObject({ metadata: { a0: "new", b1: null } });
+      expect(Object.keys((await store.get(thread._id))?.metadata ?? {})).toHaveLength(MAX_METADATA_KEYS);
+    });
+
+    it("holds the cap under 40 concurrent merges of one new key each", async () => {
+      const store = new ConversationStore(database.db);
+      const thread = await store.create(alice);
+      const results = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => store.mergeMetadata(thread._id, alice, { [`k${i}`]: i })));
+      expect(Object.keys((await store.get(thread._id))?.metadata ?? {}).length).toBeLessThanOrEqual(MAX_METADATA_KEYS);
+      expect(results.filter((r) => r.status === "fulfilled").length).toBeLessThanOrEqual(MAX_METADATA_KEYS);
+    });
+  });
+
+  describe("create", () => {
+    it("throws ValidationError for metadata of more than 32 keys, and stores nothing", async () => {
+      const store = new ConversationStore(database.db);
+      const id = crypto.randomUUID();
+      const metadata = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, i]));
+      await expect(store.create(apiPrincipal("alice", "acme"), undefined, undefined, { id, metadata })).rejects.toBeInstanceOf(ValidationError);
+      expect(await store.get(id)).toBeNull();
     });
   });
 
