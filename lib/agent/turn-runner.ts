@@ -30,7 +30,7 @@ import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
-import type { Limits } from "../limits/limits.js";
+import type { TurnHold } from "../limits/turn-admission.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 import { conversationTitle } from "./conversation-title.js";
 
@@ -58,6 +58,11 @@ export interface TurnRequest {
   origin?: Record<string, unknown>;
   /** The attempt runs a queue delivery, which the queue delivers again if the attempt dies: recovery leaves the turn to it for a while (docs/recovery.md). */
   queueDelivery?: boolean;
+  /**
+   * The turn's admission (`TurnAdmission.run`), let go of with the conversation, before the final
+   * event is told, unless the attempt stopped at its deadline for the worker. Default: none.
+   */
+  hold?: TurnHold;
 }
 
 /** A call the turn waits on, as a turn's result names it. */
@@ -149,8 +154,6 @@ export interface TurnRunnerDeps {
   faults?: FaultInjector;
   /** What a tool call's idempotency record says, for the turns a new one finishes (docs/recovery.md). Default: no records. */
   toolCalls?: TurnRecoveryDeps["toolCalls"];
-  /** Frees the turn's concurrency slot once it no longer runs, unless it stopped at its deadline for the worker (docs/limits.md). */
-  limits?: Pick<Limits, "releaseTurn">;
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
@@ -244,7 +247,7 @@ export class TurnRunner {
     } finally {
       stopHeartbeat();
       await lease.release(fence).catch(() => undefined);
-      if (!request.signal?.aborted) await this.deps.limits?.releaseTurn(turnId, caller.principal).catch(() => undefined);
+      if (!request.signal?.aborted) await request.hold?.release();
       // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
       if (end.final) await end.events?.finish(end.final, lease.existing(conversationId)).catch(() => undefined);
     }

@@ -47,7 +47,7 @@ const ID = "([^/]+)";
 /** What the protocol routes need: the same parts as the `/v1` routes, so a run is a turn with every guarantee of one. */
 export type AgentProtocolDeps = Pick<
   ApiRoutesDeps,
-  "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals" | "limits"
+  "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals" | "limits" | "admission"
 >;
 
 /** Run fields whose meaning Threadwise cannot honour: refused rather than ignored. */

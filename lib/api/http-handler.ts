@@ -41,6 +41,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     approvals: app.approvals,
     streamingUrl: config.deployment.streamingUrl,
     limits: app.limits,
+    admission: app.admission,
   };
   // The Agent Protocol's threads and runs over the same parts (docs/agent-protocol.md).
   const routes = [

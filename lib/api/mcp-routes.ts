@@ -19,7 +19,7 @@ export const MCP_ENDPOINT_PATH = "/v1/mcp";
 /** The name and version the endpoint gives in `initialize`. */
 export const MCP_SERVER_INFO = { name: "threadwise", version: "1.0.0" } as const;
 
-export type McpRoutesDeps = Pick<ApiRoutesDeps, "authenticate" | "database" | "runner" | "limits" | "dispatcher" | "maxMessageChars">;
+export type McpRoutesDeps = Pick<ApiRoutesDeps, "authenticate" | "database" | "runner" | "limits" | "admission" | "dispatcher" | "maxMessageChars">;
 
 /** A tool's answer: the JSON as text (what every client shows) and as structured content. */
 function result(payload: Record<string, unknown>): CallToolResult {
