@@ -3,11 +3,16 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AGENT_PROTOCOL_ASSISTANT_ID } from "../../lib/api/agent-protocol-schemas.js";
+import { createHttpHandler } from "../../lib/api/http-handler.js";
+import { createApp } from "../../lib/app.js";
+import { apiPrincipal } from "../../lib/auth/principal.js";
+import { loadConfig } from "../../lib/config/config.js";
 import { scopeId, type LimitScope } from "../../lib/limits/limit-scope.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { startTestServer, type ApiResponse, type TestServer } from "../support/api-client.js";
 import { Gate } from "../support/gate.js";
+import { mongoUri } from "../support/mongo.js";
 
 /**
  * The turn's admission from the caller's side, over the local server's HTTP API (docs/limits.md):
@@ -196,6 +201,49 @@ describe("TurnAdmission", () => {
       expect(sale.runs).toBe(2);
       for (const w of waiting) expect((await t.call("GET", `/v1/conversations/${w.id}/turns/${w.turnId}`, { token })).body.status).toBe("completed");
       expect(await held("rita")).toEqual(NOTHING_HELD);
+    });
+
+    it("answers 429 to the decision when the app has no turn queue and no slot is free; the decision stands and a repeat resumes the turn", async () => {
+      const config = loadConfig({
+        MONGODB_URI: mongoUri(),
+        MONGODB_DB: t.dbName,
+        LIMIT_USER_CONCURRENT_TURNS: "1",
+        TOOL_APPROVALS: JSON.stringify({ create_follow_up: { require: "always" } }),
+      });
+      const app = await createApp(config, { tools: [waitTool, sale] });
+      try {
+        const route = createHttpHandler(app, config, { authenticate: async () => ({ principal: apiPrincipal("nora"), roles: [] }) });
+        const call = async (method: string, path: string, body?: unknown) => {
+          const response = await route({ method, path, query: {}, headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? {}) });
+          return { status: response.status, headers: response.headers, body: response.body ? JSON.parse(response.body) : undefined };
+        };
+        const id = (await call("POST", "/v1/conversations")).body.conversationId;
+        const asked = await call("POST", `/v1/conversations/${id}/messages`, { content: 'create_follow_up {"title": "call the notary"}' });
+        expect(asked.status).toBe(202);
+        const runsBefore = sale.runs;
+        gate = new Gate();
+        const other = (await call("POST", "/v1/conversations")).body.conversationId;
+        const running = call("POST", `/v1/conversations/${other}/messages`, { content: "wait_for_test {}" });
+        await gate.reached;
+
+        const decide = () => call("POST", `/v1/conversations/${id}/approvals/${asked.body.approvals[0].approvalId}`, { decision: "approve" });
+        const refused = await decide();
+        expect(refused.status).toBe(429);
+        expect(refused.body.error).toMatchObject({ code: "rate_limited", limit: "user.concurrentTurns" });
+        expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+        expect(sale.runs).toBe(runsBefore);
+        gate.open();
+        expect((await running).status).toBe(200);
+
+        const repeated = await decide();
+        expect(repeated.status).toBe(200);
+        expect(repeated.body).toMatchObject({ decided: false, resumed: true, approval: { status: "approved" } });
+        expect(sale.runs).toBe(runsBefore + 1);
+        expect((await call("GET", `/v1/conversations/${id}/turns/${asked.body.turnId}`)).body.status).toBe("completed");
+        expect(await held("nora")).toEqual(NOTHING_HELD);
+      } finally {
+        await app.close();
+      }
     });
   });
 });
