@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
 import type { Caller } from "../auth/principal.js";
-import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import type { TurnDocument } from "../store/turn-store.js";
@@ -31,7 +31,7 @@ import {
   threadView,
   type ProtocolInterrupt,
 } from "./agent-protocol.js";
-import { turnEntry, type ApiRoutesDeps } from "./api-routes.js";
+import { questionText, turnEntry, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import { assertCanStream, lastEventId, turnBegun } from "./event-stream.js";
 import { json, noContent, type HttpRequest, type HttpResponse } from "./http.js";
@@ -135,9 +135,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       })();
       return { turnId: turn._id, afterId, running };
     }
-    const content = questionOf(body.input as NonNullable<RunBody["input"]>).trim();
-    if (content.length === 0) throw new ValidationError("the message is empty", [{ path: "input.messages.0.content", message: "must not be blank" }]);
-    if (content.length > deps.maxMessageChars) throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
+    const content = questionText(questionOf(body.input as NonNullable<RunBody["input"]>), deps.maxMessageChars, "input.messages.0.content");
     const turnId = randomUUID();
     // A background run goes to the queue where there is one: a Lambda process is frozen once it has answered.
     const queued = enqueue || (options.background === true && deps.dispatcher !== undefined);

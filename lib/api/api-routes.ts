@@ -139,13 +139,21 @@ function turnSummary(turn: TurnDocument) {
   };
 }
 
-/** A question as the API takes it: trimmed, not blank, within the size limit. */
-function questionOf(request: HttpRequest, maxMessageChars: number): string {
-  const { content } = parseJsonBody(request, postMessageBody);
-  const text = content.trim();
-  if (text.length === 0) throw new ValidationError("content is empty", [{ path: "content", message: "must not be blank" }]);
-  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`content is over ${maxMessageChars} characters`, maxMessageChars);
+/**
+ * A question as every entry takes it (`/v1` messages and edit, Agent Protocol runs, MCP `ask`;
+ * docs/api.md): trimmed first, then refused when blank (400) or over `MAX_MESSAGE_CHARS` (413).
+ * `path` names the field in the refusal.
+ */
+export function questionText(raw: string, maxMessageChars: number, path: string): string {
+  const text = raw.trim();
+  if (text.length === 0) throw new ValidationError(`${path} is empty`, [{ path, message: "must not be blank" }]);
+  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`${path} is over ${maxMessageChars} characters`, maxMessageChars);
   return text;
+}
+
+/** The question of a `/v1` request body. */
+function questionOf(request: HttpRequest, maxMessageChars: number): string {
+  return questionText(parseJsonBody(request, postMessageBody).content, maxMessageChars, "content");
 }
 
 /**
