@@ -18,6 +18,7 @@ import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
+import { hasEnded } from "../store/turn-lifecycle.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
@@ -510,7 +511,7 @@ export class TurnRunner {
   /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
   private async assertReplaceable(conversationId: string, turnId: string): Promise<void> {
     const latest = await this.deps.turns.latest(conversationId);
-    if (latest?._id !== turnId || !(latest.status === "completed" || latest.status === "failed")) {
+    if (latest?._id !== turnId || !hasEnded(latest.status)) {
       throw new NotLatestTurnError(`turn ${turnId} is not the conversation's latest finished turn`, turnId);
     }
   }

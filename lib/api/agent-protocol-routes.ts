@@ -4,6 +4,7 @@ import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
+import { hasEnded } from "../store/turn-lifecycle.js";
 import type { TurnDocument } from "../store/turn-store.js";
 import {
   AGENT_PROTOCOL_ASSISTANT_ID,
@@ -164,7 +165,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       }
       if (signal.aborted || (final && final.type !== "approval_requested")) return;
       const turn = await turns.get(turnId);
-      if (!turn || turn.status === "completed" || turn.status === "failed" || turn.status === "superseded") return;
+      if (!turn || hasEnded(turn.status)) return;
       if ((await stillWaiting(turnId)) || Date.now() > giveUpAt) return;
       await new Promise((resolve) => setTimeout(resolve, RESUME_POLL_MS));
     }
