@@ -162,6 +162,41 @@ describe("TurnAdmission", () => {
     });
   });
 
+  describe("run, for a turn admitted twice", () => {
+    it("gives nothing back for a second attempt of a turn whose first holds the slot, and the first gives it back", async () => {
+      const { admission } = t.server.app;
+      const principal = { issuer: "api" as const, tenant: null, subject: "twice" };
+      const turn = { turnId: "00000000-0000-4000-8000-0000000000aa", principal };
+      const first = new Gate();
+      const running = admission.run(turn, () => first.pass());
+      await first.reached;
+      // A retry of the same turn while the first attempt runs (the same Idempotency-Key elsewhere): refused by the conversation.
+      await expect(
+        admission.run(turn, async () => {
+          throw new Error("a turn is already running on this conversation");
+        }),
+      ).rejects.toThrow(/already running/);
+      expect(await held("twice")).toMatchObject({ concurrentTurns: 1 });
+      first.open();
+      await running;
+      expect(await held("twice")).toEqual(NOTHING_HELD);
+    });
+
+    it("gives back a slot it adopts (the worker taking an API turn handed to it) however the turn ends", async () => {
+      const { admission } = t.server.app;
+      const principal = { issuer: "api" as const, tenant: null, subject: "adopter" };
+      const turnId = "00000000-0000-4000-8000-0000000000bb";
+      await admission.run({ turnId, principal }, async () => ({ kind: "queued" }), { handedOff: () => true });
+      expect(await held("adopter")).toEqual({ concurrentTurns: 1, reservations: 0, unsettledTokens: 0 });
+      await expect(
+        admission.run({ turnId, principal, adopts: true }, async () => {
+          throw new Error("the model is down");
+        }),
+      ).rejects.toThrow(/model is down/);
+      expect(await held("adopter")).toEqual(NOTHING_HELD);
+    });
+  });
+
   describe("run, for a turn resumed after its approvals", () => {
     it("takes a slot: with the user's only slot held, an approved turn does not run until the slot is free", { timeout: 60_000 }, async () => {
       await t.server.app.limits.overrides.set(userScope("rita"), { concurrentTurns: 1 }, "test");
