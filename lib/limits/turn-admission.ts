@@ -14,9 +14,10 @@ export interface TurnToAdmit {
    */
   resumes?: boolean;
   /**
-   * The turn was handed here with its slot (an API turn the worker takes over): a slot found held
-   * is this run's to give back. Otherwise a slot found held belongs to another attempt of the same
-   * turn (a retried request), which gives it back, and this run takes and gives back nothing. Default: false.
+   * The turn comes from the queue: a slot found held is an earlier attempt's that handed the turn
+   * on (an API turn the worker takes over) or died (recovery, a redelivery), and this run gives it
+   * back. Otherwise a slot found held belongs to another live attempt of the same turn (a retried
+   * request), which gives it back, and this run takes and gives back nothing. Default: false.
    */
   adopts?: boolean;
 }

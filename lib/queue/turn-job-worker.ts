@@ -169,10 +169,12 @@ export class TurnJobWorker {
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
       const caller = await this.callerOf(job);
       // Every turn is admitted here as the API admits its own (docs/limits.md): a channel's message, a turn resumed after its
-      // approvals or by recovery (like a new one), and an API turn, which keeps the slot the API took for it.
+      // approvals or by recovery (like a new one), and an API turn, which keeps the slot the API took for it. A slot found held
+      // is adopted: an earlier attempt handed the turn on or died. (A delivery overlapping a live attempt, once its visibility
+      // lapsed, is refused by the lease and gives that slot back early: the live turn then runs uncounted until it ends.)
       const resumes = job.resume !== undefined;
       const fresh = job.channel !== "api" && !resumes;
-      const admit = { turnId, principal: caller.principal, resumes, adopts: job.channel === "api" && !resumes };
+      const admit = { turnId, principal: caller.principal, resumes, adopts: true };
       const body = async (hold: TurnHold): Promise<TurnJobOutcome> => {
         const run = () =>
           runner.run({
