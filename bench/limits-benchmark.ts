@@ -72,23 +72,24 @@ const request = (method: string, path: string, user: string, body: unknown): Htt
 
 // The limits' calls before the first model call: the admission, and call 0's reservation (taken from the admission).
 const timings = { admit: [] as number[], reserve0: [] as number[], before: [] as number[], settle: [] as number[] };
-const limits = app.limits;
-const admit = limits.admitTurn.bind(limits);
-const reserve = limits.reserveCall.bind(limits);
+const admission = app.admission;
+const run = admission.run.bind(admission);
+const reserve = admission.reserveCall.bind(admission);
 let beforeFirstCall = 0;
 let turnCommands = 0;
-limits.admitTurn = async (turnId, principal) => {
+// The admission is what `run` does before it runs its body.
+admission.run = ((turn, body, options) => {
   const start = performance.now();
   counting = true;
-  try {
-    return await admit(turnId, principal);
-  } finally {
+  const admitted: typeof body = (hold) => {
     counting = false;
     beforeFirstCall = performance.now() - start;
     timings.admit.push(beforeFirstCall);
-  }
-};
-limits.reserveCall = async (call) => {
+    return body(hold);
+  };
+  return run(turn, admitted, options);
+}) as typeof admission.run;
+admission.reserveCall = async (call) => {
   const start = performance.now();
   if (call.call === 0) counting = true;
   try {
@@ -129,7 +130,7 @@ for (const key of Object.keys(timings) as (keyof typeof timings)[]) timings[key]
 // A scripted user with a budget of about `scriptedTurns` turns, one turn after another.
 const TURN_TOKENS = 150;
 const budget = scriptedTurns * TURN_TOKENS;
-await limits.overrides.set({ kind: "user", issuer: "api", tenant: "acme", subject: "script" }, { tokensPerDay: budget }, "bench");
+await app.limits.overrides.set({ kind: "user", issuer: "api", tenant: "acme", subject: "script" }, { tokensPerDay: budget }, "bench");
 let stoppedAt = -1;
 const scriptStart = performance.now();
 for (let i = 0; i < scriptedTurns * 3; i++) {

@@ -38,6 +38,7 @@ import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
 import { recoveryJobOf } from "./queue/turn-job.js";
 import { Limits, type LimitUsageSink } from "./limits/limits.js";
+import { TurnAdmission } from "./limits/turn-admission.js";
 import { createMcp, type Mcp } from "./mcp/create-mcp.js";
 import type { McpOAuthProviderFactory } from "./mcp/mcp-server-config.js";
 import type { McpCallEvent } from "./mcp/mcp-tool-catalog.js";
@@ -110,6 +111,8 @@ export interface App {
   recovery: TurnRecovery;
   /** Budgets and rate limits per tenant and user, and their usage (docs/limits.md). */
   limits: Limits;
+  /** The one owner of a turn's admission under those limits: every entry that runs a turn runs it through `admission.run` (docs/limits.md). */
+  admission: TurnAdmission;
   /** Tenants' MCP servers and their tools (docs/mcp.md). */
   mcp: Mcp;
   close(): Promise<void>;
@@ -155,8 +158,9 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     onUsage: options.onLimitUsage,
     logger: options.logger,
   });
+  const admission = new TurnAdmission(limits);
   const graph = createAgentGraph({
-    limits,
+    limits: admission,
     model,
     modelId,
     calibration: new TokenCalibration({ initialMargin: tokenMargin.initial, minMargin: tokenMargin.min }),
@@ -207,7 +211,6 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     ...turnParts,
     archive: database.archive,
     faults: options.faults,
-    limits,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
     afterTurn: async (conversationId, fence) => {
       // The turn is complete whatever happens here: a turn left out is indexed with the next one.
@@ -238,7 +241,11 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       // Without a worker (tests, a deployment without queue) an API turn resumes in the deciding request.
       if (job.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
       const caller = { principal: job.principal, roles: job.roles };
-      await runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId: turnIdForJob(job), origin: job });
+      const turnId = turnIdForJob(job);
+      // Admitted like a new turn: with no slot free the decision's request answers 429, and a repeat of it resumes the turn (docs/limits.md).
+      await admission.run({ turnId, principal: caller.principal, resumes: true }, (hold) =>
+        runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId, origin: job, hold }),
+      );
     },
   });
   const recovery = new TurnRecovery({
@@ -257,6 +264,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     approvals,
     recovery,
     limits,
+    admission,
     mcp,
     async close() {
       await mcp.close();

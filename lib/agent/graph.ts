@@ -31,7 +31,7 @@ import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResu
 import { currentTurnMessages } from "./approval-context.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
-import type { Limits } from "../limits/limits.js";
+import type { TurnAdmission } from "../limits/turn-admission.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import { archivePlan } from "./working-set.js";
 
@@ -82,8 +82,8 @@ export interface AgentGraphOptions {
   sendCachePoints?: boolean;
   /** Counts a view in the model's tokens (Bedrock CountTokens) before the model's first call in this container. Default: none. */
   countTokens?: ModelTokenCounter;
-  /** Budgets per tenant and user: each call is reserved before it is made and settled after (docs/limits.md). Default: none. */
-  limits?: Pick<Limits, "reserveCall">;
+  /** Budgets per tenant and user: each call is reserved through the turn's admission before it is made and settled after (docs/limits.md). Default: none. */
+  limits?: Pick<TurnAdmission, "reserveCall">;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
   /** Each model call is logged as numbers (tokens, sizes, durations), never contents. */

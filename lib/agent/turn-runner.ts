@@ -18,6 +18,7 @@ import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
+import { hasEnded } from "../store/turn-lifecycle.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
@@ -30,7 +31,7 @@ import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
-import type { Limits } from "../limits/limits.js";
+import type { TurnHold } from "../limits/turn-admission.js";
 import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
 import { conversationTitle } from "./conversation-title.js";
 
@@ -58,6 +59,11 @@ export interface TurnRequest {
   origin?: Record<string, unknown>;
   /** The attempt runs a queue delivery, which the queue delivers again if the attempt dies: recovery leaves the turn to it for a while (docs/recovery.md). */
   queueDelivery?: boolean;
+  /**
+   * The turn's admission (`TurnAdmission.run`), let go of with the conversation, before the final
+   * event is told, unless the attempt stopped at its deadline for the worker. Default: none.
+   */
+  hold?: TurnHold;
 }
 
 /** A call the turn waits on, as a turn's result names it. */
@@ -149,8 +155,6 @@ export interface TurnRunnerDeps {
   faults?: FaultInjector;
   /** What a tool call's idempotency record says, for the turns a new one finishes (docs/recovery.md). Default: no records. */
   toolCalls?: TurnRecoveryDeps["toolCalls"];
-  /** Frees the turn's concurrency slot once it no longer runs, unless it stopped at its deadline for the worker (docs/limits.md). */
-  limits?: Pick<Limits, "releaseTurn">;
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
@@ -244,7 +248,7 @@ export class TurnRunner {
     } finally {
       stopHeartbeat();
       await lease.release(fence).catch(() => undefined);
-      if (!request.signal?.aborted) await this.deps.limits?.releaseTurn(turnId, caller.principal).catch(() => undefined);
+      if (!request.signal?.aborted) await request.hold?.release();
       // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
       if (end.final) await end.events?.finish(end.final, lease.existing(conversationId)).catch(() => undefined);
     }
@@ -507,7 +511,7 @@ export class TurnRunner {
   /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
   private async assertReplaceable(conversationId: string, turnId: string): Promise<void> {
     const latest = await this.deps.turns.latest(conversationId);
-    if (latest?._id !== turnId || !(latest.status === "completed" || latest.status === "failed")) {
+    if (latest?._id !== turnId || !hasEnded(latest.status)) {
       throw new NotLatestTurnError(`turn ${turnId} is not the conversation's latest finished turn`, turnId);
     }
   }

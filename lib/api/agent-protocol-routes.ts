@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
 import type { Caller } from "../auth/principal.js";
-import { ConflictError, NotFoundError, PayloadTooLargeError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
+import { hasEnded } from "../store/turn-lifecycle.js";
 import type { TurnDocument } from "../store/turn-store.js";
 import {
   AGENT_PROTOCOL_ASSISTANT_ID,
@@ -31,7 +32,7 @@ import {
   threadView,
   type ProtocolInterrupt,
 } from "./agent-protocol.js";
-import { turnEntry, type ApiRoutesDeps } from "./api-routes.js";
+import { questionText, turnEntry, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import { assertCanStream, lastEventId, turnBegun } from "./event-stream.js";
 import { json, noContent, type HttpRequest, type HttpResponse } from "./http.js";
@@ -47,7 +48,7 @@ const ID = "([^/]+)";
 /** What the protocol routes need: the same parts as the `/v1` routes, so a run is a turn with every guarantee of one. */
 export type AgentProtocolDeps = Pick<
   ApiRoutesDeps,
-  "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals" | "limits"
+  "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals" | "limits" | "admission"
 >;
 
 /** Run fields whose meaning Threadwise cannot honour: refused rather than ignored. */
@@ -143,9 +144,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       })();
       return { turnId: turn._id, afterId, running };
     }
-    const content = questionOf(body.input as NonNullable<RunBody["input"]>).trim();
-    if (content.length === 0) throw new ValidationError("the message is empty", [{ path: "input.messages.0.content", message: "must not be blank" }]);
-    if (content.length > deps.maxMessageChars) throw new PayloadTooLargeError(`content is over ${deps.maxMessageChars} characters`, deps.maxMessageChars);
+    const content = questionText(questionOf(body.input as NonNullable<RunBody["input"]>), deps.maxMessageChars, "input.messages.0.content");
     const turnId = randomUUID();
     // A background run goes to the queue where there is one: a Lambda process is frozen once it has answered.
     const queued = enqueue || (options.background === true && deps.dispatcher !== undefined);
@@ -174,7 +173,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       }
       if (signal.aborted || (final && final.type !== "approval_requested")) return;
       const turn = await turns.get(turnId);
-      if (!turn || turn.status === "completed" || turn.status === "failed" || turn.status === "superseded") return;
+      if (!turn || hasEnded(turn.status)) return;
       if ((await stillWaiting(turnId)) || Date.now() > giveUpAt) return;
       await new Promise((resolve) => setTimeout(resolve, RESUME_POLL_MS));
     }

@@ -12,6 +12,7 @@ import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.j
 import { ownerKey, type Caller } from "../auth/principal.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import type { Limits } from "../limits/limits.js";
+import { TurnAdmission } from "../limits/turn-admission.js";
 import { StreamLimiter } from "./stream-limiter.js";
 import { assertCanStream, lastEventId, turnBegun, turnEventStream, wantsEventStream } from "./event-stream.js";
 import type { IdempotentRequests } from "./idempotent-requests.js";
@@ -44,8 +45,10 @@ export interface ApiRoutesDeps {
   /** Where these routes stream, named to a client that asks an adapter that cannot (the HTTP API in AWS). Default: unnamed. */
   streamingUrl?: string;
   approvals: Approvals;
-  /** Budgets and rate limits: a turn is admitted before it is dispatched, a stream holds a slot (docs/limits.md). Default: none. */
+  /** Budgets and rate limits: a stream holds a slot (docs/limits.md). Default: none. */
   limits?: Limits;
+  /** Admits a turn before it is dispatched, and gives its admission back however it ends (docs/limits.md). Default: every turn admitted. */
+  admission?: TurnAdmission;
   /** The cap of open event streams per principal. Default: a {@link StreamLimiter} with its defaults. */
   streams?: StreamLimiter;
 }
@@ -136,13 +139,21 @@ function turnSummary(turn: TurnDocument) {
   };
 }
 
-/** A question as the API takes it: trimmed, not blank, within the size limit. */
-function questionOf(request: HttpRequest, maxMessageChars: number): string {
-  const { content } = parseJsonBody(request, postMessageBody);
-  const text = content.trim();
-  if (text.length === 0) throw new ValidationError("content is empty", [{ path: "content", message: "must not be blank" }]);
-  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`content is over ${maxMessageChars} characters`, maxMessageChars);
+/**
+ * A question as every entry takes it (`/v1` messages and edit, Agent Protocol runs, MCP `ask`;
+ * docs/api.md): trimmed first, then refused when blank (400) or over `MAX_MESSAGE_CHARS` (413).
+ * `path` names the field in the refusal.
+ */
+export function questionText(raw: string, maxMessageChars: number, path: string): string {
+  const text = raw.trim();
+  if (text.length === 0) throw new ValidationError(`${path} is empty`, [{ path, message: "must not be blank" }]);
+  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`${path} is over ${maxMessageChars} characters`, maxMessageChars);
   return text;
+}
+
+/** The question of a `/v1` request body. */
+function questionOf(request: HttpRequest, maxMessageChars: number): string {
+  return questionText(parseJsonBody(request, postMessageBody).content, maxMessageChars, "content");
 }
 
 /**
@@ -150,17 +161,19 @@ function questionOf(request: HttpRequest, maxMessageChars: number): string {
  * first (429 before anything runs), then run in the request or handed to the worker; and how a
  * stream holds one of its user's stream slots.
  */
-export function turnEntry(deps: Pick<ApiRoutesDeps, "limits" | "dispatcher" | "runner">) {
+export function turnEntry(deps: Pick<ApiRoutesDeps, "limits" | "admission" | "dispatcher" | "runner">) {
   const { runner } = deps;
-  const dispatch = async (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> => {
-    // 429 before anything runs; the runner frees the slot when the turn ends (docs/limits.md).
-    await deps.limits?.admitTurn(turn.turnId, turn.caller.principal);
-    const outcome: DispatchOutcome = deps.dispatcher
-      ? await deps.dispatcher.dispatch(turn, mode)
-      : { kind: "completed", result: await runner.run({ ...turn, origin: apiTurnJob(turn) }) };
-    if (outcome.kind !== "completed") await deps.limits?.handOff(turn.turnId);
-    return outcome;
-  };
+  const admission = deps.admission ?? new TurnAdmission();
+  // 429 before anything runs; the admission is given back however the turn ends here, or kept for the worker it goes to (docs/limits.md).
+  const dispatch = (turn: TurnRequest, mode: { async?: boolean } = {}): Promise<DispatchOutcome> =>
+    admission.run(
+      { turnId: turn.turnId, principal: turn.caller.principal },
+      async (hold) =>
+        deps.dispatcher
+          ? deps.dispatcher.dispatch({ ...turn, hold }, mode)
+          : { kind: "completed", result: await runner.run({ ...turn, hold, origin: apiTurnJob(turn) }) },
+      { handedOff: (outcome) => outcome.kind !== "completed" },
+    );
 
   /** A stream holds one of its user's stream slots from before its turn is started until it ends. */
   const withStreamSlot = async (caller: Caller, open: () => Promise<HttpResponse>): Promise<HttpResponse> => {

@@ -49,6 +49,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     approvals: app.approvals,
     streamingUrl: config.deployment.streamingUrl,
     limits: app.limits,
+    admission: app.admission,
   };
   // Who administers which scope: the operator everything, a tenant admin its own tenant (lib/auth/admin-scope.ts).
   const adminRoles = { operatorRole: config.limits.operatorRole, tenantAdminRole: config.limits.adminRole };

@@ -5,8 +5,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { Caller } from "../auth/principal.js";
 import { MAX_PAGE_SIZE } from "../store/conversation-store.js";
-import { type ApiRoutesDeps, turnEntry } from "./api-routes.js";
-import { ValidationError } from "../errors.js";
+import { type ApiRoutesDeps, questionText, turnEntry } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpRequest, HttpResponse } from "./http.js";
 import { mcpMessageBody } from "./mcp-schemas.js";
@@ -19,7 +18,7 @@ export const MCP_ENDPOINT_PATH = "/v1/mcp";
 /** The name and version the endpoint gives in `initialize`. */
 export const MCP_SERVER_INFO = { name: "threadwise", version: "1.0.0" } as const;
 
-export type McpRoutesDeps = Pick<ApiRoutesDeps, "authenticate" | "database" | "runner" | "limits" | "dispatcher" | "maxMessageChars">;
+export type McpRoutesDeps = Pick<ApiRoutesDeps, "authenticate" | "database" | "runner" | "limits" | "admission" | "dispatcher" | "maxMessageChars">;
 
 /** A tool's answer: the JSON as text (what every client shows) and as structured content. */
 function result(payload: Record<string, unknown>): CallToolResult {
@@ -59,15 +58,15 @@ export function threadwiseMcpServer(deps: McpRoutesDeps, caller: Caller): McpSer
         "Asks a question in one of your conversations (a new one when conversationId is left out) and returns the answer, " +
         "or that the turn waits for a person's approval, or where to poll when it runs on in the background.",
       inputSchema: {
-        question: z.string().min(1).max(deps.maxMessageChars),
+        // Checked as every entry checks a question (`questionText`): trimmed, then 400 when blank, 413 when too long.
+        question: z.string().describe(`Your question: not blank, at most ${deps.maxMessageChars} characters once trimmed.`),
         conversationId: z.string().min(1).max(200).optional(),
       },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     ({ question, conversationId }) =>
       guarded(async () => {
-        const text = question.trim();
-        if (text.length === 0) return toolError(new ValidationError("question is empty", [{ path: "question", message: "must not be blank" }]));
+        const text = questionText(question, deps.maxMessageChars, "question");
         const conversation = conversationId ? await conversations.getOwned(conversationId, caller.principal) : await conversations.create(caller.principal);
         const turnId = randomUUID();
         // The same entry as POST /v1/conversations/{id}/messages: admitted by the limits, then run or queued.

@@ -10,6 +10,7 @@ import type { ApprovalStore } from "../store/approval-store.js";
 import { createChannelReplier } from "./channel-replier.js";
 import { createGroupDirectories } from "./group-directories.js";
 import type { Limits } from "../limits/limits.js";
+import type { TurnAdmission } from "../limits/turn-admission.js";
 
 /**
  * The worker half of the channel side, assembled here once for the worker function and the local
@@ -18,7 +19,12 @@ import type { Limits } from "../limits/limits.js";
 
 export interface ChannelWorkerOptions {
   /** The app's turn runner and stores (`createApp`). */
-  app: { runner: TurnRunner; database: { conversations: ConversationStore; turns: TurnStore; approvals: ApprovalStore }; limits?: Limits };
+  app: {
+    runner: TurnRunner;
+    database: { conversations: ConversationStore; turns: TurnStore; approvals: ApprovalStore };
+    limits?: Limits;
+    admission?: TurnAdmission;
+  };
   /** The channels it can answer in (a job from another is told nothing and given up), and whose groups it can look up. */
   replies: ChannelReplyCredentials;
   endpoints: ChannelEndpointsConfig;
@@ -45,6 +51,7 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     maxMessageChars: options.maxMessageChars,
     onTurnCompleted: options.onTurnCompleted,
     approvals: options.app.database.approvals,
+    admission: options.app.admission,
     limits: options.app.limits,
   });
 }

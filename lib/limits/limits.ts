@@ -46,19 +46,15 @@ export interface ModelCallEstimate {
   estimatedInputTokens: number;
 }
 
-const reservationId = (turnId: string, call: number) => `${turnId}~${call}`;
-
 /**
  * Budgets and rate limits per tenant and user (docs/limits.md): the defaults of configuration,
  * each scope's own limits from the database, and the counters that keep them exact across
- * containers. A turn is admitted (rate, concurrency, and its first call reserved) in one round
- * trip; each later call reserves before it is made; each call settles with what it used.
+ * containers, and what a call costs as they count it. A turn is admitted, and its calls reserved,
+ * by its one owner, `TurnAdmission`; each call settles here with what it used.
  */
 export class Limits {
   readonly overrides: LimitOverrides;
   readonly ledger: UsageLedger;
-  /** First calls reserved when their turn was admitted in this container, taken by that call. */
-  private readonly admitted = new Map<string, HeldReservation>();
   private readonly weights: { cacheRead: number; cacheWrite: number; cacheWrite1h: number };
 
   constructor(
@@ -91,32 +87,6 @@ export class Limits {
     return scopes.map((scope, i) => ({ scope, limits: effectiveLimits(this.defaults(scope.kind), own[i]) }));
   }
 
-  /**
-   * Admits a turn before anything of it runs: a start within the rate, a concurrency slot, and
-   * its first call reserved at the view's ceiling. Throws `RateLimitedError` or
-   * `BudgetExhaustedError` naming the limit. Admitting the same turn again (a retried request) is a no-op.
-   */
-  async admitTurn(turnId: string, principal: Principal): Promise<void> {
-    const scopes = await this.limitsOf(principal);
-    const amount = this.estimate(this.options.firstCallInputTokens);
-    const held = await this.ledger.claim(scopes, { turnId, reservation: { id: reservationId(turnId, 0), amount } });
-    if (held) this.admitted.set(turnId, held);
-  }
-
-  /** The turn no longer runs (finished, failed, or waiting for a person): its slot is freed, and its first call's reservation if no call took it. */
-  async releaseTurn(turnId: string, principal: Principal): Promise<void> {
-    const pending = this.admitted.get(turnId);
-    this.admitted.delete(turnId);
-    await Promise.all([this.ledger.release(scopesOf(principal), "active", turnId), pending && this.ledger.settle(pending, { tokens: 0, micros: 0 })]);
-  }
-
-  /** The turn was handed to another container (the worker): the first call's reservation made here is given back; the slot stays held. */
-  async handOff(turnId: string): Promise<void> {
-    const pending = this.admitted.get(turnId);
-    this.admitted.delete(turnId);
-    if (pending) await this.ledger.settle(pending, { tokens: 0, micros: 0 });
-  }
-
   /** Takes a stream slot; throws `RateLimitedError` at the limit. */
   async openStream(streamId: string, principal: Principal): Promise<void> {
     await this.ledger.claim(await this.limitsOf(principal), { streamId });
@@ -126,24 +96,9 @@ export class Limits {
     await this.ledger.release(scopesOf(principal), "streams", streamId);
   }
 
-  /**
-   * Reserves a model call before it is made, against every budget of its scopes: its view's
-   * estimated input tokens plus the most it may generate. The first call of a turn admitted here
-   * takes the admission's reservation (no round trip). Throws `BudgetExhaustedError` when a budget cannot fit it.
-   */
-  async reserveCall(call: ModelCallEstimate): Promise<CallReservation> {
-    const admitted = call.call === 0 ? this.admitted.get(call.turnId) : undefined;
-    if (admitted) this.admitted.delete(call.turnId);
-    const held =
-      admitted ??
-      (await this.ledger.claim(await this.limitsOf(call.principal), {
-        reservation: { id: reservationId(call.turnId, call.call), amount: this.estimate(call.estimatedInputTokens) },
-      }));
-    if (!held) throw new TypeError("a reservation claim held no reservation");
-    return {
-      settle: (usage) => this.settle(held, usage, call.call === 0),
-      release: () => this.ledger.settle(held, { tokens: 0, micros: 0 }).then(() => undefined),
-    };
+  /** A new turn's first call as its admission reserves it, before its view exists: at the view's ceiling. */
+  firstCallEstimate(): Amount {
+    return this.estimate(this.options.firstCallInputTokens);
   }
 
   /** A call's worst case: every input token written to the cache at the dearest price, plus the whole output. */
@@ -162,7 +117,8 @@ export class Limits {
     return { tokens: Math.ceil(tokens), micros: Math.ceil((usage.costUsd ?? 0) * 1_000_000) };
   }
 
-  private async settle(held: HeldReservation, usage: CallUsage & { costUsd?: number }, firstCall: boolean): Promise<void> {
+  /** Settles a model call's reservation with what the call used (`firstCall`: the turn's call 0, which counts the turn in the day's usage). */
+  async settleCall(held: HeldReservation, usage: CallUsage & { costUsd?: number }, firstCall: boolean): Promise<void> {
     const actual = this.amountOf(usage);
     const spends = await this.ledger.settle(held, actual, { ...usage, firstCall });
     if (this.options.onUsage) await this.report(spends, actual);

@@ -146,17 +146,25 @@ export class UsageLedger {
 
   /** Takes the claim against every scope, or none of them; refused, throws the limit that is reached. Returns the reservation held, if any. */
   async claim(scopes: ScopeLimits[], claim: Claim): Promise<HeldReservation | undefined> {
+    return (await this.take(scopes, claim)).reservation;
+  }
+
+  /**
+   * {@link claim}, telling also whether every scope held the claim already (a retried request, a
+   * turn handed on with its slot): then this claim took nothing, and has nothing of its own to give back.
+   */
+  async take(scopes: ScopeLimits[], claim: Claim): Promise<{ reservation?: HeldReservation; already: boolean }> {
     for (let attempt = 1; attempt <= CLAIM_ATTEMPTS; attempt++) {
       const w = windowsAt(this.now());
       const operations = scopes.map((s) => ({ updateOne: { ...this.statement(s, claim, w), upsert: true } })) as AnyBulkWriteOperation<CounterDocument>[];
       try {
         await this.counters.bulkWrite(operations, { ordered: true });
-        return this.held(scopes, claim, w, claim.reservation?.amount);
+        return { reservation: this.held(scopes, claim, w, claim.reservation?.amount), already: false };
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
       }
       const outcome = await this.refused(scopes, claim, w);
-      if (outcome.kind === "held") return outcome.settled ? undefined : this.held(scopes, claim, w, outcome.amount);
+      if (outcome.kind === "held") return { reservation: outcome.settled ? undefined : this.held(scopes, claim, w, outcome.amount), already: true };
       if (outcome.kind === "refused" && (attempt === CLAIM_ATTEMPTS || !(await this.freeExpired(scopes)))) throw outcome.error;
     }
     throw new RateLimitedError("too many requests at once; retry shortly", "race", 1);

@@ -62,6 +62,19 @@ export function busyRetryDelayMs(state: BusyRetryState, random: number, policy: 
 }
 
 /**
+ * The wait before asking again for a concurrency slot that a turn which must run (resumed after
+ * its approvals, or handed on by the API) was refused: the refusal's Retry-After, as long as the
+ * same window and reserve as a busy model's allow; undefined when it does not fit, and the turn
+ * goes back to the queue.
+ */
+export function slotRetryDelayMs(state: Omit<BusyRetryState, "failures">, retryAfterSeconds: number, policy: BusyRetryPolicy = {}): number | undefined {
+  const delay = Math.max(0, retryAfterSeconds) * 1000;
+  if (state.elapsedMs + delay > (policy.windowMs ?? DEFAULT_BUSY_RETRY_WINDOW_MS)) return undefined;
+  if (state.remainingMs !== undefined && state.remainingMs - delay < (policy.reserveMs ?? DEFAULT_BUSY_RETRY_RESERVE_MS)) return undefined;
+  return delay;
+}
+
+/**
  * The queue's delay before the next receive: exponential in the receive count, with up to a
  * fifth of it added at random (equal-ish jitter, so retries of a throttled hour do not land
  * together), capped, and never sooner than the error's own Retry-After.

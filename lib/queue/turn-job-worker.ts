@@ -23,10 +23,11 @@ import {
 import type { ConversationStore } from "../store/conversation-store.js";
 import type { TurnStore } from "../store/turn-store.js";
 import type { ApprovalStore } from "../store/approval-store.js";
-import { busyRetryDelayMs, queueRetryDelaySeconds, type BusyRetryPolicy } from "./retry-policy.js";
+import { busyRetryDelayMs, queueRetryDelaySeconds, slotRetryDelayMs, type BusyRetryPolicy } from "./retry-policy.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
 import { turnIdForJob } from "./turn-queue.js";
 import type { Limits } from "../limits/limits.js";
+import { TurnAdmission, type TurnHold, type TurnToAdmit } from "../limits/turn-admission.js";
 
 /**
  * How long a claim to send a reply holds before another delivery may take it over: longer than
@@ -50,8 +51,10 @@ export interface TurnJobWorkerOptions {
   onTurnCompleted?: TurnMetricsSink;
   /** Where a channel turn's waiting calls are claimed for their one notice in the thread. Default: no notice. */
   approvals?: ApprovalStore;
-  /** Admits channel turns against their user's and tenant's limits (docs/limits.md). Default: none. */
-  limits?: Pick<Limits, "admitTurn" | "claimNotice">;
+  /** Admits every turn it runs against its user's and tenant's limits, resumed ones included (docs/limits.md). Default: every turn admitted. */
+  admission?: Pick<TurnAdmission, "run">;
+  /** Whether a channel user is told of a refusal (once per limit and window). Default: told every time. */
+  limits?: Pick<Limits, "claimNotice">;
   /** How a busy model is tried again inside one receive (docs/operations.md, "Model busy"). Default: the `retry-policy.ts` defaults. */
   busyRetry?: BusyRetryPolicy;
   /** Source of the retries' jitter, in [0, 1). Default: `Math.random`. */
@@ -132,8 +135,10 @@ export class TurnJobWorker {
   private readonly maxMessageChars: number;
   private readonly replyClaimMs: number;
   private readonly random: () => number;
+  private readonly admission: Pick<TurnAdmission, "run">;
 
   constructor(private readonly options: TurnJobWorkerOptions) {
+    this.admission = options.admission ?? new TurnAdmission();
     this.maxReceives = options.maxReceives ?? DEFAULT_TURN_MAX_RECEIVES;
     this.maxMessageChars = options.maxMessageChars ?? DEFAULT_MAX_MESSAGE_CHARS;
     this.replyClaimMs = options.replyClaimMs ?? DEFAULT_REPLY_CLAIM_MS;
@@ -163,42 +168,47 @@ export class TurnJobWorker {
       stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId, job.resume));
       // The person asks (tools check their permissions); the workspace or tenant owns the conversation.
       const caller = await this.callerOf(job);
-      // A channel's message is admitted here, as the API admits its own (docs/limits.md); a resumed turn was admitted before it paused.
-      if (job.channel !== "api" && !job.resume) {
-        const refused = await this.options.limits?.admitTurn(turnId, caller.principal).then(
-          () => undefined,
-          (error: unknown) => (error instanceof RateLimitedError || error instanceof BudgetExhaustedError ? error : Promise.reject(error)),
-        );
-        if (refused) return await this.refuse(job, turnId, caller, refused, stream);
-      }
-      const run = () =>
-        runner.run({
-          conversationId,
-          caller,
-          owner: job.owner,
-          content: job.content,
-          turnId,
-          origin: job,
-          queueDelivery: true,
-          onEvent: stream && ((e) => stream!.onEvent(e)),
+      // Every turn is admitted here as the API admits its own (docs/limits.md): a channel's message, a turn resumed after its
+      // approvals or by recovery (like a new one), and an API turn, which keeps the slot the API took for it. A slot found held
+      // is adopted: an earlier attempt handed the turn on or died. (A delivery overlapping a live attempt, once its visibility
+      // lapsed, is refused by the lease and gives that slot back early: the live turn then runs uncounted until it ends.)
+      const resumes = job.resume !== undefined;
+      const fresh = job.channel !== "api" && !resumes;
+      const admit = { turnId, principal: caller.principal, resumes, adopts: true };
+      const body = async (hold: TurnHold): Promise<TurnJobOutcome> => {
+        const run = () =>
+          runner.run({
+            conversationId,
+            caller,
+            owner: job.owner,
+            content: job.content,
+            turnId,
+            origin: job,
+            queueDelivery: true,
+            hold,
+            onEvent: stream && ((e) => stream!.onEvent(e)),
+          });
+        const result = await this.whileBusy(job, turnId, run, remainingMs, async () => {
+          // The retry answers by `reply`: the stream's one claim is spent.
+          await stream?.abandon().catch(() => undefined);
+          stream = undefined;
         });
-      const result = await this.whileBusy(job, turnId, run, remainingMs, async () => {
-        // The retry answers by `reply`: the stream's one claim is spent.
-        await stream?.abandon().catch(() => undefined);
-        stream = undefined;
-      });
-      if (result.status === "awaiting_approval") {
-        // The stream ends where the turn pauses; the resumed turn streams its continuation anew.
-        await stream?.abandon().catch(() => undefined);
-        await this.noticeOnce(job, conversationId, result);
-        return { kind: "awaiting-approval", turnId, result };
-      }
-      const turn = await turns.get(turnId);
-      if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
-        this.options.onTurnCompleted(turnMetricsOf(result, turn));
-      }
-      await this.replyOnce(job, turnId, () => (stream ? stream.finish(result.answer) : this.options.replier.reply(job, result.answer)));
-      return { kind: "completed", turnId, result };
+        if (result.status === "awaiting_approval") {
+          // The stream ends where the turn pauses; the resumed turn streams its continuation anew.
+          await stream?.abandon().catch(() => undefined);
+          await this.noticeOnce(job, conversationId, result);
+          return { kind: "awaiting-approval", turnId, result };
+        }
+        const turn = await turns.get(turnId);
+        if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
+          this.options.onTurnCompleted(turnMetricsOf(result, turn));
+        }
+        await this.replyOnce(job, turnId, () => (stream ? stream.finish(result.answer) : this.options.replier.reply(job, result.answer)));
+        return { kind: "completed", turnId, result };
+      };
+      // A channel's new message over a limit ends failed, and its user is told once; a turn that must run waits for a slot.
+      if (fresh) return await this.admission.run(admit, body, { refused: (error) => this.refuse(job, turnId, caller, error, stream) });
+      return await this.whileNoSlot(admit, body, remainingMs);
     } catch (error) {
       if (!isPermanent(error) && receiveCount < this.maxReceives) {
         await stream?.abandon().catch(() => undefined);
@@ -229,6 +239,29 @@ export class TurnJobWorker {
       await this.replyOnce(job, turnId, () => this.options.replier.replyFailure(job, error)).catch(() => undefined);
     }
     return { kind: "gave-up", turnId, error };
+  }
+
+  /**
+   * Runs a turn that must run (resumed after its approvals or by recovery, or an API turn handed on) under its admission.
+   * Refused a slot, it asks again after the refusal's Retry-After inside this receive, while the busy window and the
+   * worker's time allow (`slotRetryDelayMs`); then the refusal sends it back to the queue, never sooner than its Retry-After.
+   */
+  private async whileNoSlot(turn: TurnToAdmit, body: (hold: TurnHold) => Promise<TurnJobOutcome>, remainingMs?: () => number): Promise<TurnJobOutcome> {
+    const began = Date.now();
+    for (;;) {
+      let refusal: RateLimitedError | undefined;
+      const outcome = await this.admission.run<TurnJobOutcome | undefined>(turn, body, {
+        refused: async (error) => {
+          if (error instanceof BudgetExhaustedError) throw error;
+          refusal = error;
+          return undefined;
+        },
+      });
+      if (outcome || !refusal) return outcome as TurnJobOutcome;
+      const delay = slotRetryDelayMs({ elapsedMs: Date.now() - began, remainingMs: remainingMs?.() }, refusal.retryAfterSeconds, this.options.busyRetry);
+      if (delay === undefined) throw refusal;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 
   /**
@@ -312,8 +345,12 @@ export class TurnJobWorker {
   }
 }
 
-/** Exponential backoff with jitter, never sooner than a conflict's Retry-After (the lease's remaining time, capped) or a busy model's. */
+/**
+ * Exponential backoff with jitter, never sooner than a conflict's Retry-After (the lease's remaining time, capped), a busy
+ * model's, or a limit's (a resumed turn refused a slot).
+ */
 function retryDelaySeconds(error: unknown, receiveCount: number, random: number): number {
-  const retryAfter = error instanceof ConflictError || error instanceof ModelBusyError ? error.retryAfterSeconds : undefined;
+  const retryAfter =
+    error instanceof ConflictError || error instanceof ModelBusyError || error instanceof RateLimitedError ? error.retryAfterSeconds : undefined;
   return queueRetryDelaySeconds(receiveCount, random, retryAfter);
 }

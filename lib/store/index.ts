@@ -39,9 +39,11 @@ export {
   type ViewMessage,
 } from "./turn-record.js";
 export {
+  ENDED_TURN_STATUSES,
   FINAL_TURN_STATUSES,
   HELD_TURN_STATUSES,
   TURN_TRANSITIONS,
+  hasEnded,
   isLegalTransition,
   statusesBefore,
   type TurnTransition,

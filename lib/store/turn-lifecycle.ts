@@ -30,6 +30,18 @@ export type TurnTransition = (typeof TURN_TRANSITIONS)[number];
 /** Statuses no transition leaves. */
 export const FINAL_TURN_STATUSES = ["completed", "superseded"] as const satisfies readonly TurnStatus[];
 
+/**
+ * Statuses of a turn that is over: nothing of it runs or waits. The final ones, and `failed`,
+ * which only a retry under the same turn id takes up again (`claim`). The one meaning of a
+ * finished turn for the runner (which turn may be replaced) and the API (a run that is over).
+ */
+export const ENDED_TURN_STATUSES = [...FINAL_TURN_STATUSES, "failed"] as const satisfies readonly TurnStatus[];
+
+/** Whether a turn in `status` is over (`ENDED_TURN_STATUSES`). */
+export function hasEnded(status: TurnStatus): boolean {
+  return (ENDED_TURN_STATUSES as readonly TurnStatus[]).includes(status);
+}
+
 /** Statuses a turn is worked on in, by an attempt holding its conversation's lease; the recovery sweep looks for these once the lease lapsed. */
 export const HELD_TURN_STATUSES = ["running"] as const satisfies readonly TurnStatus[];
 

@@ -1,5 +1,8 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SignJWT, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENT_PROTOCOL_ASSISTANT_ID } from "../../lib/api/agent-protocol-schemas.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
 
@@ -119,6 +122,50 @@ describe("bad input", () => {
       const before = await counts();
       expectError(await api.call("POST", path(), { token, body: over, headers: { "content-type": "application/json" } }), 413, "payload_too_large");
       expect(await counts()).toEqual(before);
+    });
+  });
+
+  describe("a question on every entry that takes one", () => {
+    /** What an entry answered: the HTTP status (an MCP tool error names the one its entry would answer) and the error code. */
+    type Answer = { status: number; code?: string };
+    const v1 = async (question: string): Promise<Answer> => {
+      const id = (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
+      const res = await api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: question } });
+      return { status: res.status, code: res.body?.error?.code };
+    };
+    const protocol = async (question: string): Promise<Answer> => {
+      const id = (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
+      const res = await fetch(`${api.url}/threads/${id}/runs/wait`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ assistant_id: AGENT_PROTOCOL_ASSISTANT_ID, input: { messages: [{ type: "human", content: question }] } }),
+      });
+      const body = (await res.json()) as { error?: { code: string } };
+      return { status: res.status, code: body.error?.code };
+    };
+    const mcp = async (question: string): Promise<Answer> => {
+      const client = new Client({ name: "bad-input-test", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${api.url}/v1/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      try {
+        const answer = (await client.callTool({ name: "ask", arguments: { question } })) as { isError?: boolean; content: { text: string }[] };
+        if (!answer.isError) return { status: 200 };
+        const error = JSON.parse(answer.content[0].text) as { status: number; code: string };
+        return { status: error.status, code: error.code };
+      } finally {
+        await client.close();
+      }
+    };
+    const entries: [string, (question: string) => Promise<Answer>][] = [
+      ["POST /v1/conversations/{id}/messages", v1],
+      ["POST /threads/{id}/runs/wait", protocol],
+      ["MCP ask", mcp],
+    ];
+
+    it.each(entries)("is trimmed before it is measured, then refused blank with 400 and too long with 413, on %s", async (_name, send) => {
+      expect(await send(`  ${"x".repeat(MAX_CHARS)}\n\n`)).toMatchObject({ status: 200 });
+      expect(await send("x".repeat(MAX_CHARS + 1))).toEqual({ status: 413, code: "payload_too_large" });
+      expect(await send(" \n ")).toEqual({ status: 400, code: "invalid_request" });
+      expect(await send("")).toEqual({ status: 400, code: "invalid_request" });
     });
   });
 

@@ -6,6 +6,7 @@ import {
   DEFAULT_BUSY_RETRY_WINDOW_MS,
   DEFAULT_RETRY_MAX_SECONDS,
   queueRetryDelaySeconds,
+  slotRetryDelayMs,
 } from "../../lib/queue/retry-policy.js";
 
 describe("retry policy", () => {
@@ -36,6 +37,19 @@ describe("retry policy", () => {
     it("returns delays by the given policy", () => {
       expect(busyRetryDelayMs({ failures: 2, elapsedMs: 0 }, 0.5, { baseMs: 10 })).toBe(10);
       expect(busyRetryDelayMs({ failures: 1, elapsedMs: 0 }, 0.5, { windowMs: 0 })).toBeUndefined();
+    });
+  });
+
+  describe("slotRetryDelayMs", () => {
+    it("returns the refusal's Retry-After while it ends within the busy window", () => {
+      expect(slotRetryDelayMs({ elapsedMs: 0 }, 5)).toBe(5_000);
+      expect(slotRetryDelayMs({ elapsedMs: DEFAULT_BUSY_RETRY_WINDOW_MS - 5_000 }, 5)).toBe(5_000);
+    });
+
+    it("returns undefined when the wait would end past the window or leave less than the reserve of the worker's time", () => {
+      expect(slotRetryDelayMs({ elapsedMs: DEFAULT_BUSY_RETRY_WINDOW_MS - 4_999 }, 5)).toBeUndefined();
+      expect(slotRetryDelayMs({ elapsedMs: 0, remainingMs: DEFAULT_BUSY_RETRY_RESERVE_MS + 4_999 }, 5)).toBeUndefined();
+      expect(slotRetryDelayMs({ elapsedMs: 0, remainingMs: DEFAULT_BUSY_RETRY_RESERVE_MS + 5_000 }, 5)).toBe(5_000);
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FINAL_TURN_STATUSES, isLegalTransition, statusesBefore, TURN_TRANSITIONS } from "../../lib/store/turn-lifecycle.js";
+import { ENDED_TURN_STATUSES, FINAL_TURN_STATUSES, hasEnded, isLegalTransition, statusesBefore, TURN_TRANSITIONS } from "../../lib/store/turn-lifecycle.js";
 import { TURN_STATUSES } from "../../lib/store/turn-store.js";
 
 describe("turn lifecycle", () => {
@@ -13,6 +13,16 @@ describe("turn lifecycle", () => {
       const outOf = new Set<string>(TURN_TRANSITIONS.map((t) => t.from));
       expect(TURN_STATUSES.filter((s) => !into.has(s))).toEqual([]);
       expect(TURN_STATUSES.filter((s) => !outOf.has(s))).toEqual([...FINAL_TURN_STATUSES]);
+    });
+  });
+
+  describe("hasEnded", () => {
+    it("returns true for a completed, failed or superseded turn and false for one queued, running or waiting for approval", () => {
+      expect(TURN_STATUSES.filter(hasEnded)).toEqual(["completed", "failed", "superseded"]);
+    });
+
+    it("returns true only for statuses that no transition leaves but a retry's claim", () => {
+      for (const t of TURN_TRANSITIONS.filter((t) => (ENDED_TURN_STATUSES as readonly string[]).includes(t.from))) expect(t.by).toBe("claim");
     });
   });
 
