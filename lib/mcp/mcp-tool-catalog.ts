@@ -15,7 +15,15 @@ import {
 import { ToolError } from "../errors.js";
 import type { ToolDefinition } from "../tools/tool.js";
 import type { ToolLogger } from "../tools/tool-registry.js";
-import { connectionKey, McpConnectError, type McpConnection, type McpConnections, type McpConnectionScope } from "./mcp-connections.js";
+import {
+  connectionKey,
+  egressErrorOf,
+  maxResponseBytesOf,
+  McpConnectError,
+  type McpConnection,
+  type McpConnections,
+  type McpConnectionScope,
+} from "./mcp-connections.js";
 
 /** Longest tool name Bedrock accepts (`^[a-zA-Z0-9_-]{1,64}$`). */
 const MAX_TOOL_NAME_CHARS = 64;
@@ -30,6 +38,12 @@ const FAILED_DISCOVERY_RETRY_MS = 30_000;
  * for `oauth` servers), whatever the number of tenants. The least recently used list is listed again.
  */
 export const DEFAULT_MCP_DISCOVERY_CACHE_BYTES = 8 * 1024 * 1024;
+/**
+ * Most `tools/list` pages one discovery reads: a server still answering `nextCursor` past them
+ * (empty pages, or a handful of tools each) offers none. The whole discovery (connecting and every
+ * page) also has the entry's `timeoutMs`.
+ */
+export const DEFAULT_MCP_MAX_TOOL_LIST_PAGES = 16;
 /** The tool offered in place of an `oauth` server's tools while its user has not signed in. */
 export const MCP_SIGN_IN_TOOL = "sign_in";
 
@@ -74,6 +88,10 @@ export interface McpToolCatalogOptions {
   logger?: ToolLogger;
   /** Receives each call's and discovery's outcome (Lambda: metrics). Default: none. */
   onEvent?: (event: McpCallEvent) => void;
+  /** Whether an entry is the deployment's own (`MCP_SERVERS`), which reads the deployment's MCP secrets. Default: none is. */
+  isDeploymentEntry?: (entry: McpServerEntry) => boolean;
+  /** Default: `DEFAULT_MCP_MAX_TOOL_LIST_PAGES`. */
+  maxToolListPages?: number;
   /**
    * Most bytes of cached discoveries (estimated); the least recently used is dropped past it, and
    * listed again on next use. Default: `DEFAULT_MCP_DISCOVERY_CACHE_BYTES`.
@@ -153,7 +171,8 @@ export class McpToolCatalog {
 
   /** The caller's tools from the tenant's entries, in entry order then the server's order; names already taken (`reserved`) are refused. */
   async toolSet(caller: Caller, tenant: string | null, entries: readonly McpServerEntry[], reserved: ReadonlySet<string>): Promise<McpToolSet> {
-    const scopes = entries.map((entry) => ({ tenant, entry, principal: caller.principal }));
+    const deployment = this.#options.isDeploymentEntry ?? (() => false);
+    const scopes = entries.map((entry): McpConnectionScope => ({ tenant, entry, principal: caller.principal, deployment: deployment(entry) }));
     const discoveries = await Promise.all(scopes.map((scope) => this.#discovery(scope)));
     const taken = new Set(reserved);
     const tools: ToolDefinition[] = [];
@@ -213,13 +232,25 @@ export class McpToolCatalog {
     const started = this.#now();
     const event = (outcome: McpCallEvent["outcome"], tools?: number) =>
       this.#options.onEvent?.({ kind: "discovery", server: entry.name, outcome, durationMs: this.#now() - started, ...(tools !== undefined && { tools }) });
+    const deadline = Date.now() + (entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS);
+    const maxPages = this.#options.maxToolListPages ?? DEFAULT_MCP_MAX_TOOL_LIST_PAGES;
     let connection: McpConnection | undefined;
     try {
       connection = await this.#options.connections.get(scope);
       const listed: Tool[] = [];
       let cursor: string | undefined;
+      let pages = 0;
       do {
-        const page = await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS });
+        const left = deadline - Date.now();
+        if (left <= 0) throw new McpError(ErrorCode.RequestTimeout, "the tool list was not read within the entry's timeout");
+        if (pages === maxPages) {
+          this.#options.logger?.warn("mcp tool list refused", { server: entry.name, reason: "too_many_pages", limit: maxPages });
+          event("refused", 0);
+          await this.#options.connections.drop(connection);
+          return { at: this.#now(), state: "failed", reason: "too_many_pages" };
+        }
+        const page = await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: left });
+        pages += 1;
         listed.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor && listed.length <= this.#options.config.maxToolsPerServer);
@@ -324,6 +355,10 @@ export class McpToolCatalog {
         event("sign_in_required");
         return signInText(scope.entry.name, error instanceof McpConnectError ? error.signInUrl : undefined);
       }
+      if (error instanceof McpConnectError && error.reason !== "unreachable") {
+        event("refused");
+        throw new ToolError(`the ${entry.name} server was not used: ${error.message}`, tool, { cause: error });
+      }
       event(timedOut(error) ? "timeout" : "unreachable");
       throw new ToolError(`the ${entry.name} server could not be reached; answer without it or try again later`, tool, { cause: error });
     }
@@ -339,6 +374,19 @@ export class McpToolCatalog {
       return rendered.text;
     } catch (error) {
       if (error instanceof ToolError) throw error;
+      const egress = egressErrorOf(error);
+      if (egress) {
+        await this.#options.connections.drop(connection);
+        event("refused");
+        if (egress.reason === "response_too_large") {
+          throw new ToolError(
+            `the ${entry.name} server's answer was over ${maxResponseBytesOf(entry)} bytes and was not read; ask it for less (a narrower query, fewer rows)`,
+            tool,
+            { cause: error },
+          );
+        }
+        throw new ToolError(`the ${entry.name} server was not reached: ${egress.message}`, tool, { cause: error });
+      }
       if (error instanceof UnauthorizedError) {
         await this.#options.connections.drop(connection);
         event("sign_in_required");

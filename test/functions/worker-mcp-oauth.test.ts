@@ -31,6 +31,8 @@ beforeAll(async () => {
       ]),
       MCP_OAUTH_KMS_KEY_ID: KEY_ARN,
       MCP_OAUTH_REDIRECT_URL: CALLBACK,
+      // The CRM and its authorization server run on this machine: loopback allowed explicitly (docs/mcp.md, "Egress").
+      MCP_EGRESS_ALLOW: "127.0.0.0/8",
     },
     converse: {
       // The model calls the crm tool it is offered (the sign-in tool, or whoami once signed in), then quotes its result.

@@ -118,8 +118,10 @@ export async function startHostileServer(options: { extraTools?: number; require
     return server;
   };
   const seenAuthorization: (string | undefined)[] = [];
+  const seenHeaders: Record<string, string | string[] | undefined>[] = [];
   const http: Server = createServer(async (req, res) => {
     seenAuthorization.push(req.headers.authorization);
+    seenHeaders.push(req.headers);
     if (options.requireToken && req.headers.authorization !== `Bearer ${options.requireToken}`) {
       res.writeHead(403).end();
       return;
@@ -144,6 +146,7 @@ export async function startHostileServer(options: { extraTools?: number; require
     url: `http://127.0.0.1:${port}/mcp`,
     counters,
     seenAuthorization,
+    seenHeaders,
     stop: () =>
       new Promise<void>((resolve) => {
         http.closeAllConnections();

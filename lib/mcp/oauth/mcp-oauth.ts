@@ -5,6 +5,9 @@ import { systemClock, type Clock } from "../../clock.js";
 import { McpSignInError } from "../../errors.js";
 import type { StructuredLogger as Logger } from "../../logger.js";
 import type { SecretSource } from "../../tools/secrets.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { DEFAULT_OAUTH_RESPONSE_BYTES, egressFetch, type EgressOptions } from "../egress-fetch.js";
+import { mcpSecretSource } from "../mcp-secrets.js";
 import type { DataKeySource } from "./data-key-source.js";
 import { EnvelopeCipher } from "./envelope-cipher.js";
 import { McpOAuthProvider, type ProviderServer } from "./mcp-oauth-provider.js";
@@ -26,8 +29,10 @@ export interface McpOAuthOptions {
   signInTtlMs?: number;
   /** Default: the system clock. */
   clock?: Clock;
-  /** Where a configured client's secret is read. Default: none (public clients). */
+  /** Where a configured client's secret is read (keys under `mcp/` only). Default: none (public clients). */
   secrets?: SecretSource;
+  /** Where authorization servers may be reached when a sign-in is finished (docs/mcp.md, "Egress"). Default: public addresses only. */
+  egress?: EgressOptions;
   logger?: Logger;
 }
 
@@ -47,6 +52,7 @@ export class McpOAuth {
   readonly store: McpOAuthStore;
   readonly #context: ConstructorParameters<typeof McpOAuthProvider>[0];
   readonly #logger?: Logger;
+  readonly #fetch: FetchLike;
 
   constructor(options: McpOAuthOptions) {
     this.store = new McpOAuthStore(options.db);
@@ -59,8 +65,9 @@ export class McpOAuth {
       clock: options.clock ?? systemClock,
       signInTtlMs: options.signInTtlMs ?? DEFAULT_MCP_SIGN_IN_TTL_MS,
       retentionMs: options.retentionMs,
-      secrets: options.secrets,
+      secrets: options.secrets && mcpSecretSource(options.secrets),
     };
+    this.#fetch = egressFetch({ ...options.egress, maxResponseBytes: DEFAULT_OAUTH_RESPONSE_BYTES });
   }
 
   /** A new provider for this principal on this server; it serves that principal only (the factory the MCP client calls per use). */
@@ -87,7 +94,12 @@ export class McpOAuth {
     }
     const provider = new McpOAuthProvider(this.#context, pending.principal, pending.tenant, pending.server, pending.codeVerifier);
     try {
-      const result = await auth(provider, { serverUrl: pending.server.url, authorizationCode: callback.code, scope: pending.server.scopes?.join(" ") });
+      const result = await auth(provider, {
+        serverUrl: pending.server.url,
+        authorizationCode: callback.code,
+        scope: pending.server.scopes?.join(" "),
+        fetchFn: this.#fetch,
+      });
       if (result !== "AUTHORIZED") throw new Error("the authorization server did not issue tokens");
     } catch (error) {
       this.#logger?.warn("mcp sign-in failed", { error: error instanceof Error ? error.name : "unknown" });
