@@ -30,8 +30,9 @@ export type ProviderServer = PendingSignIn["server"];
  * The MCP SDK's `OAuthClientProvider` for one principal and one server of one tenant's entry. The
  * SDK's `auth()` drives it: protected-resource and authorization-server metadata, dynamic client
  * registration (unless a client id is configured), authorization code with PKCE, refresh. Tokens
- * are read and written under one key (tenant, subject, server), sealed with that key as associated
- * data; nothing here ever reads another principal's.
+ * are read and written under one key (principal, entry's tenant, server name and URL), sealed with
+ * that key as associated data; nothing here ever reads another principal's, or sends a server
+ * tokens issued for another URL.
  */
 export class McpOAuthProvider implements OAuthClientProvider {
   readonly #key: string;
@@ -47,7 +48,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
     /** The verifier of the sign-in being finished (the callback); otherwise the SDK saves a fresh one. */
     codeVerifier?: string,
   ) {
-    this.#key = tokenKey(principal, tenant, server.name);
+    this.#key = tokenKey(principal, tenant, server.name, server.url);
     this.#codeVerifier = codeVerifier;
   }
 
@@ -108,6 +109,8 @@ export class McpOAuthProvider implements OAuthClientProvider {
       tenant: this.principal.tenant,
       subject: this.principal.subject,
       server: this.server.name,
+      url: this.server.url,
+      entryTenant: this.tenant,
       sealed: await this.context.cipher.seal(JSON.stringify(tokens), this.#key),
       accessExpiresAt: tokens.expires_in === undefined ? null : new Date(now.getTime() + tokens.expires_in * 1000),
       updatedAt: now,

@@ -13,6 +13,10 @@ interface TokenDocument {
   tenant: string | null;
   subject: string;
   server: string;
+  /** The server's URL (the resource) the tokens were issued for. */
+  url: string;
+  /** The tenant whose entry it is. */
+  entryTenant: string | null;
   sealed: Sealed;
   /** When the access token expires, as the authorization server said (`expires_in`); null when it did not say. */
   accessExpiresAt: Date | null;
@@ -36,11 +40,12 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /**
  * The one key of a user's tokens for a server: issuer, tenant and subject of the principal, the
- * tenant whose entry it is, and the server's name. It is also the associated data the tokens are
- * sealed with, so tokens copied under another key do not decrypt.
+ * tenant whose entry it is, the server's name and its URL (the resource the tokens were issued
+ * for). It is also the associated data the tokens are sealed with, so tokens copied under another
+ * key do not decrypt, and an entry re-pointed at another URL never sends the tokens of the first.
  */
-export function tokenKey(principal: Principal, tenant: string | null, server: string): string {
-  return JSON.stringify([ownerKey(principal), tenant, server]);
+export function tokenKey(principal: Principal, tenant: string | null, server: string, url: string): string {
+  return JSON.stringify([ownerKey(principal), tenant, server, url]);
 }
 
 /**
@@ -82,6 +87,12 @@ export class McpOAuthStore {
 
   async deleteTokens(key: string): Promise<boolean> {
     return (await this.#tokens.deleteOne({ _id: sha256(key) })).deletedCount === 1;
+  }
+
+  /** A principal's tokens for one server of one tenant's entry, whatever URL they were issued for. Returns how many went. */
+  async deleteServerTokens(principal: Principal, entryTenant: string | null, server: string): Promise<number> {
+    const who = { issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject };
+    return (await this.#tokens.deleteMany({ ...who, entryTenant, server })).deletedCount;
   }
 
   /** Every token and pending sign-in of one principal, whatever the server: the user's data deleted. Returns how many tokens went. */

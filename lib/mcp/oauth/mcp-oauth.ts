@@ -11,7 +11,7 @@ import { mcpSecretSource } from "../mcp-secrets.js";
 import type { DataKeySource } from "./data-key-source.js";
 import { EnvelopeCipher } from "./envelope-cipher.js";
 import { McpOAuthProvider, type ProviderServer } from "./mcp-oauth-provider.js";
-import { McpOAuthStore, tokenKey } from "./mcp-oauth-store.js";
+import { McpOAuthStore } from "./mcp-oauth-store.js";
 import type { McpOAuthScope } from "./mcp-oauth-types.js";
 
 /** How long a sign-in link works: ten minutes, as authorization codes usually do. */
@@ -109,9 +109,9 @@ export class McpOAuth {
     return { server: pending.server.name, principal: pending.principal };
   }
 
-  /** Signs a principal out of one server: its tokens are deleted; the next use asks for a sign-in again. */
+  /** Signs a principal out of one server (whatever URLs it had): its tokens are deleted; the next use asks for a sign-in again. */
   async revoke(principal: Principal, tenant: string | null, server: string): Promise<boolean> {
-    return this.store.deleteTokens(tokenKey(principal, tenant, server));
+    return (await this.store.deleteServerTokens(principal, tenant, server)) > 0;
   }
 
   /** Deletes everything kept for a principal (every server's tokens, pending sign-ins): part of deleting the user's data. */

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal, type Principal } from "../../../lib/auth/principal.js";
 import { COLLECTIONS } from "../../../lib/store/collections.js";
 import { startTestServer, type TestServer } from "../../support/api-client.js";
+import { startHostileServer } from "../../support/mcp-servers.js";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../../support/oauth-mcp-server.js";
 
 let t: TestServer;
@@ -18,18 +19,18 @@ afterAll(async () => {
   await t?.close();
 });
 
-const scopeOf = (tenant: string | null) => ({
+const scopeOf = (tenant: string | null, url = rs.mcpUrl) => ({
   tenant,
-  server: { name: "crm", transport: { kind: "streamable-http" as const, url: rs.mcpUrl }, auth: { kind: "oauth" as const } },
+  server: { name: "crm", transport: { kind: "streamable-http" as const, url }, auth: { kind: "oauth" as const } },
 });
 const tokens = () => t.db.collection(COLLECTIONS.mcpOAuthTokens);
 
 /** One use of the server's `whoami` tool as the MCP client makes it: a provider for this principal, the SDK's client and transport. */
-async function whoami(principal: Principal, tenant: string | null = principal.tenant): Promise<{ user?: string; signIn?: URL }> {
-  const provider = t.server.mcpOAuth.providerFor(principal, scopeOf(tenant));
+async function whoami(principal: Principal, tenant: string | null = principal.tenant, url = rs.mcpUrl): Promise<{ user?: string; signIn?: URL }> {
+  const provider = t.server.mcpOAuth.providerFor(principal, scopeOf(tenant, url));
   const client = new Client({ name: "mcp-oauth-test", version: "1.0.0" });
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(rs.mcpUrl), { authProvider: provider }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: provider }));
   } catch (error) {
     if (error instanceof UnauthorizedError) return { signIn: provider.authorizationUrl() };
     throw error;
@@ -85,6 +86,26 @@ describe("McpOAuth", () => {
       expect(asFrank.user).toBeUndefined();
       expect(asFrank.signIn).toBeDefined();
       expect(rs.calls.at(-1)).not.toBe("erin");
+    });
+
+    it("never sends a user's token to the URL an entry was re-pointed at, and sends it again at the URL it was issued for", async () => {
+      const bob = apiPrincipal("bob-repoint", "acme");
+      await callback(await signInAs(bob, "bob-repoint"));
+      expect(await whoami(bob)).toEqual({ user: "bob-repoint" });
+      // An admin points `crm` at another server: it gets no token of bob's (today's key by name alone sent it).
+      const elsewhere = await startHostileServer();
+      try {
+        const client = new Client({ name: "mcp-oauth-test", version: "1.0.0" });
+        const provider = t.server.mcpOAuth.providerFor(bob, scopeOf("acme", elsewhere.url));
+        await client.connect(new StreamableHTTPClientTransport(new URL(elsewhere.url), { authProvider: provider }));
+        await client.listTools();
+        await client.close();
+        expect(elsewhere.seenAuthorization.length).toBeGreaterThan(0);
+        expect(elsewhere.seenAuthorization.filter((a) => a !== undefined)).toEqual([]);
+      } finally {
+        await elsewhere.stop();
+      }
+      expect(await whoami(bob)).toEqual({ user: "bob-repoint" });
     });
 
     it("refreshes an expired access token and stores the new one", async () => {
