@@ -32,7 +32,13 @@ export function parseIp(text: string): IpAddress | undefined {
     if (head.endsWith(":") && !head.endsWith("::")) head = head.slice(0, -1);
   }
   const [left, right] = head.split("::") as [string, string | undefined];
-  const words = (s: string | undefined) => (s ? s.split(":").filter((w) => w !== "").map((w) => Number.parseInt(w, 16)) : []);
+  const words = (s: string | undefined) =>
+    s
+      ? s
+          .split(":")
+          .filter((w) => w !== "")
+          .map((w) => Number.parseInt(w, 16))
+      : [];
   const l = words(left);
   const r = [...words(right), ...tail];
   const fill = right === undefined ? [] : new Array<number>(8 - l.length - r.length).fill(0);

@@ -223,7 +223,7 @@ export function loadMcpConfig(env: Record<string, string | undefined>): McpConfi
       e.MCP_LOCAL_SECRETS === undefined
         ? {}
         : parseOrThrow(
-            z.record(z.string().startsWith("mcp/", 'a key of MCP_LOCAL_SECRETS is mcp/<name> or mcp/<issuer>/<tenant>/<name>'), z.string()),
+            z.record(z.string().startsWith("mcp/", "a key of MCP_LOCAL_SECRETS is mcp/<name> or mcp/<issuer>/<tenant>/<name>"), z.string()),
             parseJsonSetting(e.MCP_LOCAL_SECRETS, "MCP_LOCAL_SECRETS"),
             "invalid configuration",
             "MCP_LOCAL_SECRETS",

@@ -116,7 +116,8 @@ function send(url: URL, address: IpAddress, init: RequestInit | undefined, agent
   const text = formatIp(address);
   // The connection goes to the checked address, whatever the name resolves to by now.
   const lookup: LookupFunction = (_hostname, options, callback) => {
-    if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: text, family: address.version }]);
+    if ((options as { all?: boolean }).all)
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: text, family: address.version }]);
     else callback(null, text, address.version);
   };
   const options: RequestOptions & { servername?: string } = {

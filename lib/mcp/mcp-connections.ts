@@ -141,6 +141,13 @@ export class McpConnections {
     await connection.client.close().catch(() => undefined);
   }
 
+  /** Gives a sign-in confirmation code for the scope's user (an `oauth` entry); see `McpOAuthClientProvider.confirmSignIn`. */
+  async confirmSignIn(scope: McpConnectionScope, code: string): Promise<"confirmed" | "none_waiting" | "wrong_code"> {
+    if (scope.entry.auth?.kind !== "oauth" || !this.#options.oauth) return "none_waiting";
+    const provider = await this.#options.oauth(scope.principal, this.#oauthScope(scope));
+    return provider.confirmSignIn ? provider.confirmSignIn(code) : "none_waiting";
+  }
+
   async close(): Promise<void> {
     const all = [...this.#open.values()];
     this.#open.clear();

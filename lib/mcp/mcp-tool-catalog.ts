@@ -109,6 +109,7 @@ export interface McpToolSet {
 }
 
 const anyArguments = z.record(z.string(), z.unknown());
+const signInArguments = z.object({ code: z.string().min(1).max(32).optional() });
 
 /** A description as the model sees it: one line, control characters out, at most `max` characters, and marked as the server's. */
 export function cappedDescription(server: string, text: string | undefined, max: number): string {
@@ -411,17 +412,35 @@ export class McpToolCatalog {
     }
   }
 
-  /** Stands in for an `oauth` server's tools until the user signs in: calling it gives the link. */
-  #signInTool(scope: McpConnectionScope, name: string): ToolDefinition<typeof anyArguments> {
+  /**
+   * Stands in for an `oauth` server's tools until the user signs in: calling it gives the link, and
+   * called with the code the sign-in page showed, it finishes the sign-in for the caller alone.
+   */
+  #signInTool(scope: McpConnectionScope, name: string): ToolDefinition<typeof signInArguments> {
     return {
       name,
       description:
         `[${scope.entry.name} MCP server] The user has not signed in to ${scope.entry.name} yet. ` +
-        "Call this to give them the sign-in link; its tools are offered once they have signed in.",
-      schema: anyArguments,
-      parameters: { type: "object", properties: {} },
+        "Call this to give them the sign-in link; once they have signed in, the page shows a code: call this with that code (`code`) when the user gives it. " +
+        "Its tools are offered once the sign-in is confirmed.",
+      schema: signInArguments,
+      parameters: {
+        type: "object",
+        properties: { code: { type: "string", description: "The confirmation code the sign-in page showed the user, e.g. ABCD-EFGH." } },
+      },
       sideEffects: false,
-      run: async () => {
+      run: async ({ code }) => {
+        if (code !== undefined) {
+          const confirmed = await this.#options.connections.confirmSignIn(scope, code);
+          if (confirmed === "wrong_code")
+            return `That code does not finish the user's sign-in to ${scope.entry.name}; ask them to check it (a few wrong codes cancel the sign-in).`;
+          if (confirmed === "none_waiting") {
+            return (
+              `No sign-in to ${scope.entry.name} started by this user is waiting for a code (it expired, or the link was someone else's). ` +
+              "Call this without a code for a new link."
+            );
+          }
+        }
         // They may have signed in since the list was read: this looks again, and the next turn offers the tools.
         this.#discoveries.delete(connectionKey(scope));
         const discovery = await this.#discovery(scope);
@@ -437,7 +456,8 @@ function signInText(server: string, url: string | undefined): string {
   const where = url === undefined ? "Sign-in could not be started; ask an administrator to check the server's settings." : `Open ${url} to sign in.`;
   return (
     `Sign-in required: the ${server} server acts with the user's own account, and they have not signed in (or their sign-in expired). ` +
-    `${where} Tell the user, with the link, and ask them to repeat the request once signed in.`
+    `${where} Tell the user, with the link: once signed in, the page shows a code they give here to finish (only their own code works), ` +
+    "then they repeat the request."
   );
 }
 

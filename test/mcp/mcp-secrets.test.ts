@@ -27,7 +27,9 @@ describe("mcpSecretKey", () => {
 
   it("returns keys that no other tenant's name reaches, even for a tenant with a slash in its name", () => {
     expect(mcpSecretKey({ kind: "tenant", issuer: "api", tenant: "acme/x" }, "y")).toBe("mcp/api/acme%2Fx/y");
-    expect(mcpSecretKey({ kind: "tenant", issuer: "api", tenant: "acme/x" }, "y")).not.toBe(mcpSecretKey({ kind: "tenant", issuer: "api", tenant: "acme" }, "x/y"));
+    expect(mcpSecretKey({ kind: "tenant", issuer: "api", tenant: "acme/x" }, "y")).not.toBe(
+      mcpSecretKey({ kind: "tenant", issuer: "api", tenant: "acme" }, "x/y"),
+    );
   });
 });
 
@@ -96,7 +98,11 @@ describe("McpConnections with static credentials", () => {
         throw new Error("stop here");
       },
     });
-    const crm: McpServerEntry = { name: "crm", transport: { kind: "streamable-http", url: server.url }, auth: { kind: "oauth", clientId: "tw", clientSecretName: "crmKey" } };
+    const crm: McpServerEntry = {
+      name: "crm",
+      transport: { kind: "streamable-http", url: server.url },
+      auth: { kind: "oauth", clientId: "tw", clientSecretName: "crmKey" },
+    };
     await expect(withOAuth.get(acme(crm))).rejects.toThrow("stop here");
     expect(asked).toEqual(["mcp/api/acme/crmKey"]);
     const outside = { ...crm, auth: { kind: "oauth" as const, clientId: "tw", clientSecretName: "../../wikiToken" } };

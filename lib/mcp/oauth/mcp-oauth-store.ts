@@ -30,6 +30,27 @@ interface PendingDocument extends PendingSignIn {
   createdAt: Date;
 }
 
+/**
+ * Tokens of a finished sign-in waiting for the user who started it to confirm (docs/mcp-oauth.md,
+ * "Whose sign-in"): in the sign-ins collection, so its TTL and `deleteAllOf` cover them.
+ */
+export interface HeldSignIn {
+  principal: Principal;
+  tenant: string | null;
+  server: PendingSignIn["server"];
+  /** The tokens, sealed with the held key as associated data. */
+  sealed: Sealed;
+  /** SHA-256 of the confirmation code shown to whoever finished the sign-in in the browser. */
+  codeHash: string;
+  /** Wrong codes given so far; the held sign-in is dropped at `MAX_CONFIRM_ATTEMPTS`. */
+  attempts: number;
+  expiresAt: Date;
+}
+
+interface HeldDocument extends HeldSignIn {
+  _id: string;
+}
+
 interface ClientDocument {
   _id: string;
   info: OAuthClientInformationMixed;
@@ -56,11 +77,13 @@ export function tokenKey(principal: Principal, tenant: string | null, server: st
 export class McpOAuthStore {
   readonly #tokens: Collection<TokenDocument>;
   readonly #pending: Collection<PendingDocument>;
+  readonly #held: Collection<HeldDocument>;
   readonly #clients: Collection<ClientDocument>;
 
   constructor(db: Db) {
     this.#tokens = db.collection(COLLECTIONS.mcpOAuthTokens);
     this.#pending = db.collection(COLLECTIONS.mcpOAuthSignIns);
+    this.#held = db.collection(COLLECTIONS.mcpOAuthSignIns);
     this.#clients = db.collection(COLLECTIONS.mcpOAuthClients);
   }
 
@@ -117,6 +140,31 @@ export class McpOAuthStore {
     if (!doc || (await this.#pending.deleteOne({ _id })).deletedCount !== 1) return null;
     const { _id: _, createdAt, ...pending } = doc;
     return pending;
+  }
+
+  /** Holds a finished sign-in's tokens for confirmation, replacing an earlier one of the same key (a newer sign-in wins). */
+  async saveHeld(key: string, held: HeldSignIn): Promise<void> {
+    await this.#held.replaceOne({ _id: sha256(`held:${key}`) }, held, { upsert: true });
+  }
+
+  async loadHeld(key: string): Promise<HeldSignIn | null> {
+    return this.#held.findOne({ _id: sha256(`held:${key}`) });
+  }
+
+  /** The held sign-in of this key whose code hash is `codeHash`, removed as it is read (a code confirms once). */
+  async takeHeld(key: string, codeHash: string): Promise<HeldSignIn | null> {
+    const filter = { _id: sha256(`held:${key}`), codeHash };
+    const doc = await this.#held.findOne(filter);
+    // Whoever deletes it takes it, as `takePending`.
+    if (!doc || (await this.#held.deleteOne(filter)).deletedCount !== 1) return null;
+    return doc;
+  }
+
+  /** Counts a wrong code; at `max` the held sign-in is deleted. */
+  async failHeld(key: string, max: number): Promise<void> {
+    const _id = sha256(`held:${key}`);
+    const after = await this.#held.findOneAndUpdate({ _id }, { $inc: { attempts: 1 } }, { returnDocument: "after" });
+    if (after && after.attempts >= max) await this.#held.deleteOne({ _id });
   }
 
   async loadClient(tenant: string | null, server: string, url: string): Promise<OAuthClientInformationMixed | undefined> {

@@ -11,7 +11,8 @@ import { mcpSecretSource } from "../mcp-secrets.js";
 import type { DataKeySource } from "./data-key-source.js";
 import { EnvelopeCipher } from "./envelope-cipher.js";
 import { McpOAuthProvider, type ProviderServer } from "./mcp-oauth-provider.js";
-import { McpOAuthStore } from "./mcp-oauth-store.js";
+import { confirmationCodeHash, heldAssociatedData, newConfirmationCode } from "./mcp-oauth-provider.js";
+import { McpOAuthStore, tokenKey } from "./mcp-oauth-store.js";
 import type { McpOAuthScope } from "./mcp-oauth-types.js";
 
 /** How long a sign-in link works: ten minutes, as authorization codes usually do. */
@@ -80,11 +81,14 @@ export class McpOAuth {
   }
 
   /**
-   * Finishes the sign-in bound to `state`: taken once (a replay finds nothing), refused when past
-   * its time, then the code exchanged with PKCE through the SDK's `auth()` and the tokens stored
-   * for the principal who started it, whoever opens the link.
+   * Finishes the browser's part of the sign-in bound to `state`: taken once (a replay finds
+   * nothing), refused when past its time, then the code exchanged with PKCE through the SDK's
+   * `auth()`. The tokens are not yet the principal's: they are held, sealed, under a confirmation
+   * code returned here (shown to whoever opened the link), until the principal who started the
+   * sign-in gives that code in their own conversation (`McpOAuthProvider.confirmSignIn`, the
+   * `<server>__sign_in` tool). Someone else who opens the link signs in for nobody.
    */
-  async complete(callback: SignInCallback): Promise<{ server: string; principal: Principal }> {
+  async complete(callback: SignInCallback): Promise<{ server: string; principal: Principal; code: string }> {
     const pending = await this.store.takePending(callback.state);
     if (!pending) throw new McpSignInError("this sign-in link is unknown or was already used", "sign_in_unknown");
     const now = this.#context.clock.now();
@@ -92,7 +96,7 @@ export class McpOAuth {
     if (callback.error !== undefined || callback.code === undefined) {
       throw new McpSignInError(`the sign-in to ${pending.server.name} was not granted`, "sign_in_denied");
     }
-    const provider = new McpOAuthProvider(this.#context, pending.principal, pending.tenant, pending.server, pending.codeVerifier);
+    const provider = new McpOAuthProvider(this.#context, pending.principal, pending.tenant, pending.server, pending.codeVerifier, true);
     try {
       const result = await auth(provider, {
         serverUrl: pending.server.url,
@@ -100,13 +104,24 @@ export class McpOAuth {
         scope: pending.server.scopes?.join(" "),
         fetchFn: this.#fetch,
       });
-      if (result !== "AUTHORIZED") throw new Error("the authorization server did not issue tokens");
+      if (result !== "AUTHORIZED" || !provider.heldTokens()) throw new Error("the authorization server did not issue tokens");
     } catch (error) {
       this.#logger?.warn("mcp sign-in failed", { error: error instanceof Error ? error.name : "unknown" });
       throw new McpSignInError(`the sign-in to ${pending.server.name} could not be finished`, "sign_in_failed", { cause: error });
     }
-    this.#logger?.info("mcp sign-in completed", { issuer: pending.principal.issuer });
-    return { server: pending.server.name, principal: pending.principal };
+    const code = newConfirmationCode();
+    const key = tokenKey(pending.principal, pending.tenant, pending.server.name, pending.server.url);
+    await this.store.saveHeld(key, {
+      principal: pending.principal,
+      tenant: pending.tenant,
+      server: pending.server,
+      sealed: await this.#context.cipher.seal(JSON.stringify(provider.heldTokens()), heldAssociatedData(key)),
+      codeHash: confirmationCodeHash(code),
+      attempts: 0,
+      expiresAt: new Date(now.getTime() + this.#context.signInTtlMs),
+    });
+    this.#logger?.info("mcp sign-in awaiting confirmation", { issuer: pending.principal.issuer });
+    return { server: pending.server.name, principal: pending.principal, code };
   }
 
   /** Signs a principal out of one server (whatever URLs it had): its tokens are deleted; the next use asks for a sign-in again. */
