@@ -66,7 +66,8 @@ const secretNameSchema = z
   .string()
   .regex(
     MCP_SECRET_NAME_PATTERN,
-    "a secret name is one segment of letters, digits, '.', '_' or '-' (at most 128); it is read as mcp/<name> for MCP_SERVERS and mcp/<issuer>/<tenant>/<name> for a tenant's entry",
+    "a secret name is one segment of letters, digits, '.', '_' or '-' (at most 128); " +
+      "it is read as mcp/<name> for MCP_SERVERS and mcp/<issuer>/<tenant>/<name> for a tenant's entry",
   );
 
 /**
@@ -164,13 +165,15 @@ export const MCP_SETTINGS = {
     schema: z.string().min(1),
     defaultText: "none",
     description:
-      'local mode: JSON of the MCP credentials by key, `{"mcp/wikiToken": "…", "mcp/api/acme/crmKey": "…"}`: `mcp/<name>` for `MCP_SERVERS`, `mcp/<issuer>/<tenant>/<name>` for a tenant\'s entries ([MCP](mcp.md#credentials))',
+      'local mode: JSON of the MCP credentials by key, `{"mcp/wikiToken": "…", "mcp/api/acme/crmKey": "…"}`: ' +
+      "`mcp/<name>` for `MCP_SERVERS`, `mcp/<issuer>/<tenant>/<name>` for a tenant's entries ([MCP](mcp.md#credentials))",
   }),
   MCP_EGRESS_ALLOW: setting({
     schema: z.string(),
     defaultText: "none (local server: loopback)",
     description:
-      "comma-separated CIDRs MCP servers and their OAuth endpoints may be reached at although private, loopback, link-local or otherwise not public, e.g. `10.20.0.0/16` ([MCP](mcp.md#egress))",
+      "comma-separated CIDRs MCP servers and their OAuth endpoints may be reached at although private, loopback, " +
+      "link-local or otherwise not public, e.g. `10.20.0.0/16` ([MCP](mcp.md#egress))",
   }),
   MCP_TOOLS_TTL_SECONDS: setting({
     schema: z.coerce.number().int().min(0).max(86_400),
