@@ -42,6 +42,12 @@ export interface EgressFetchOptions extends EgressOptions {
    * it the body fails with `response_too_large` and the connection is closed, before anything parses it.
    */
   maxResponseBytes: number;
+  /**
+   * Told when a body goes past `maxResponseBytes`: in an event stream the SDK only logs a failed
+   * stream, so the caller fails the calls waiting on it rather than let them run to their timeout.
+   * Default: none.
+   */
+  onResponseTooLarge?: (error: McpEgressError) => void;
 }
 
 /**
@@ -61,7 +67,8 @@ export function egressFetch(options: EgressFetchOptions): FetchLike {
       throw new McpEgressError(`${url.protocol} is not an MCP server's scheme`, "address_refused");
     }
     const address = await checkedAddress(url.hostname, allow, resolve);
-    const response = await send(url, address, init, url.protocol === "https:" ? agents.https : agents.http, options.maxResponseBytes);
+    const agent = url.protocol === "https:" ? agents.https : agents.http;
+    const response = await send(url, address, init, agent, options.maxResponseBytes, options.onResponseTooLarge);
     if (response.status >= 300 && response.status < 400 && response.status !== 304) {
       await response.body?.cancel();
       throw new McpEgressError(`${url.origin} answered with a redirect (${response.status}), which is not followed`, "redirect_refused");
@@ -104,7 +111,14 @@ async function resolveAll(hostname: string, resolve: Resolve): Promise<IpAddress
   });
 }
 
-function send(url: URL, address: IpAddress, init: RequestInit | undefined, agent: HttpAgent, maxBytes: number): Promise<Response> {
+function send(
+  url: URL,
+  address: IpAddress,
+  init: RequestInit | undefined,
+  agent: HttpAgent,
+  maxBytes: number,
+  onTooLarge: ((error: McpEgressError) => void) | undefined,
+): Promise<Response> {
   const headers: Record<string, string> = {};
   new Headers(init?.headers).forEach((value, key) => {
     headers[key] = value;
@@ -143,7 +157,13 @@ function send(url: URL, address: IpAddress, init: RequestInit | undefined, agent
       if (empty) res.resume();
       const eventStream = (responseHeaders.get("content-type") ?? "").includes("text/event-stream");
       try {
-        resolve(new Response(empty ? null : cappedBody(res, maxBytes, eventStream, url), { status, statusText: res.statusMessage, headers: responseHeaders }));
+        resolve(
+          new Response(empty ? null : cappedBody(res, maxBytes, eventStream, url, onTooLarge), {
+            status,
+            statusText: res.statusMessage,
+            headers: responseHeaders,
+          }),
+        );
       } catch (error) {
         res.destroy();
         reject(error);
@@ -168,14 +188,22 @@ function bodyOf(body: RequestInit["body"]): string | Uint8Array | undefined {
  * The response's body as a stream that fails once more than `maxBytes` came (in an event stream:
  * since the last event's end), destroying the socket: nothing past the cap is kept or parsed.
  */
-function cappedBody(res: IncomingMessage, maxBytes: number, eventStream: boolean, url: URL): ReadableStream<Uint8Array> {
+function cappedBody(
+  res: IncomingMessage,
+  maxBytes: number,
+  eventStream: boolean,
+  url: URL,
+  onTooLarge: ((error: McpEgressError) => void) | undefined,
+): ReadableStream<Uint8Array> {
   let counted = 0;
   let newline = false;
   return new ReadableStream<Uint8Array>({
     start(controller) {
       const over = () => {
         res.destroy();
-        controller.error(new McpEgressError(`${url.origin} sent more than ${maxBytes} bytes in one answer`, "response_too_large"));
+        const error = new McpEgressError(`${url.origin} sent more than ${maxBytes} bytes in one answer`, "response_too_large");
+        controller.error(error);
+        onTooLarge?.(error);
       };
       res.on("data", (chunk: Buffer) => {
         if (!eventStream) {

@@ -47,6 +47,8 @@ export interface McpConnection {
   slots: Semaphore;
   /** Set for an `oauth` server: the provider of the one principal this connection serves. */
   oauth?: McpOAuthClientProvider;
+  /** The calls in flight: aborted with the error when an answer goes past the response cap (an event stream's failure reaches no call otherwise). */
+  inFlight: Set<AbortController>;
 }
 
 /** Whose connection: a tenant's entry, and for an `oauth` server the principal it acts for. */
@@ -169,7 +171,10 @@ export class McpConnections {
     if (entry.auth?.kind === "oauth" && !oauth) {
       throw new McpConnectError(`${entry.name} needs per-user sign-in, which this deployment does not offer`, "unreachable");
     }
-    const transport = await this.#transport(scope, oauth);
+    const inFlight = new Set<AbortController>();
+    const transport = await this.#transport(scope, oauth, (error) => {
+      for (const call of inFlight) call.abort(error);
+    });
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: new ZodJsonSchemaValidator() });
     const slots = new Semaphore(entry.maxConcurrency ?? DEFAULT_MCP_MAX_CONCURRENCY);
     // The handshake may hit 401 (sign-in needed); the caller tells that apart by the error's class.
@@ -188,7 +193,7 @@ export class McpConnections {
       if (egress) throw new McpConnectError(`${entry.name} was not reached: ${egress.message}`, "egress_refused", { cause: error });
       throw error;
     }
-    return { key, client, slots, ...(oauth && { oauth }) };
+    return { key, client, slots, inFlight, ...(oauth && { oauth }) };
   }
 
   /** The factory's scope: the entry with its client secret's name turned into its owner's key (`mcp/…`). */
@@ -202,7 +207,11 @@ export class McpConnections {
     return { tenant: scope.tenant, server: { ...server, auth: { ...server.auth, clientSecretName: mcpSecretKey(secretOwnerOf(scope), name) } } };
   }
 
-  async #transport(scope: McpConnectionScope, oauth: McpOAuthClientProvider | undefined): Promise<Transport> {
+  async #transport(
+    scope: McpConnectionScope,
+    oauth: McpOAuthClientProvider | undefined,
+    onResponseTooLarge: (error: McpEgressError) => void,
+  ): Promise<Transport> {
     const { entry } = scope;
     const { transport } = entry;
     if (transport.kind === "stdio") {
@@ -233,7 +242,7 @@ export class McpConnections {
     }
     return new StreamableHTTPClientTransport(new URL(transport.url), {
       requestInit: { headers },
-      fetch: egressFetch({ ...this.#options.egress, maxResponseBytes: maxResponseBytesOf(entry) }),
+      fetch: egressFetch({ ...this.#options.egress, maxResponseBytes: maxResponseBytesOf(entry), onResponseTooLarge }),
       ...(oauth && { authProvider: oauth }),
     });
   }

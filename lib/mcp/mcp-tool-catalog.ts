@@ -364,8 +364,14 @@ export class McpToolCatalog {
       throw new ToolError(`the ${entry.name} server could not be reached; answer without it or try again later`, tool, { cause: error });
     }
     const release = await connection.slots.acquire(signal);
+    const own = new AbortController();
+    connection.inFlight.add(own);
     try {
-      const result = (await connection.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as CallToolResult;
+      const callSignal = signal ? AbortSignal.any([signal, own.signal]) : own.signal;
+      const result = (await connection.client.callTool({ name: tool, arguments: args }, undefined, {
+        signal: callSignal,
+        timeout: timeoutMs,
+      })) as CallToolResult;
       const rendered = resultText(result, entry.maxOutputBytes ?? DEFAULT_MCP_MAX_OUTPUT_BYTES);
       if (result.isError) {
         event("tool_error", { outputBytes: rendered.bytes });
@@ -375,7 +381,8 @@ export class McpToolCatalog {
       return rendered.text;
     } catch (error) {
       if (error instanceof ToolError) throw error;
-      const egress = egressErrorOf(error);
+      // The SDK turns an abort's reason into a timeout error: the reason says what happened.
+      const egress = egressErrorOf(own.signal.aborted ? own.signal.reason : error);
       if (egress) {
         await this.#options.connections.drop(connection);
         event("refused");
@@ -408,6 +415,7 @@ export class McpToolCatalog {
       event("unreachable");
       throw new ToolError(`the ${entry.name} server could not be reached; answer without it or try again later`, tool, { cause: error });
     } finally {
+      connection.inFlight.delete(own);
       release();
     }
   }

@@ -58,11 +58,12 @@ describe("McpToolCatalog", () => {
 
   describe("a call whose answer is far over maxOutputBytes", () => {
     let huge: Awaited<ReturnType<typeof startHugeOutputServer>>;
+    let hugeEvent: Awaited<ReturnType<typeof startHugeOutputServer>>;
     const BYTES = 64 * 1024 * 1024;
     beforeAll(async () => {
-      huge = await startHugeOutputServer(BYTES);
+      [huge, hugeEvent] = await Promise.all([startHugeOutputServer(BYTES), startHugeOutputServer(BYTES, { sse: true })]);
     });
-    afterAll(() => huge?.stop());
+    afterAll(() => Promise.all([huge?.stop(), hugeEvent?.stop()]));
 
     it("returns a tool error naming the cap, having read little more than the cap of the answer", async () => {
       const { catalog: c, events } = catalog();
@@ -79,6 +80,18 @@ describe("McpToolCatalog", () => {
       expect(huge.counters.written).toBeLessThan(BYTES / 4);
       expect(rssGrowth).toBeLessThan(48 * 1024 * 1024);
       expect(events).toContainEqual(expect.objectContaining({ kind: "call", tool: "dump", outcome: "refused" }));
+    });
+
+    it("returns the same tool error at once for one event of an event stream over the cap, not at the call's timeout", async () => {
+      const { catalog: c } = catalog();
+      const hostile = entry(hugeEvent.url, { maxOutputBytes: 10_000, timeoutMs: 20_000 });
+      const registry = new ToolRegistry((await c.toolSet(alice, "acme", [hostile], new Set())).tools, {});
+      const started = Date.now();
+      const result = await registry.execute({ id: "1", name: "hostile__dump", args: {} }, { conversationId: "c1", turnId: "t1", caller: alice });
+      expect(result.status).toBe("error");
+      expect(result.content).toContain(`answer was over ${maxResponseBytesOf(hostile)} bytes`);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(hugeEvent.counters.written).toBeLessThan(BYTES / 4);
     });
   });
 });

@@ -196,9 +196,10 @@ export async function startEndlessPagesServer(options: { pageDelayMs?: number; t
 /**
  * A hostile MCP server (the SDK's `McpServer` for the handshake and `tools/list`) whose `dump` tool
  * answers `bytes` bytes of text, streamed in 64 KB writes as the client reads them (never held in
- * memory whole). `counters.written` is what the client took before it stopped reading.
+ * memory whole), as JSON or (`sse`) as one event of an event stream. `counters.written` is what
+ * the client took before it stopped reading.
  */
-export async function startHugeOutputServer(bytes: number) {
+export async function startHugeOutputServer(bytes: number, options: { sse?: boolean } = {}) {
   const counters = { written: 0, calls: 0 };
   const chunk = "A".repeat(64 * 1024);
   const http: Server = createServer(async (req, res) => {
@@ -207,8 +208,8 @@ export async function startHugeOutputServer(bytes: number) {
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
     if (body?.method === "tools/call") {
       counters.calls += 1;
-      res.writeHead(200, { "content-type": "application/json" });
-      res.write(`{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`);
+      res.writeHead(200, { "content-type": options.sse ? "text/event-stream" : "application/json" });
+      res.write(`${options.sse ? "event: message\ndata: " : ""}{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`);
       let sent = 0;
       let closed = false;
       res.on("close", () => {
@@ -220,7 +221,7 @@ export async function startHugeOutputServer(bytes: number) {
         counters.written += piece.length;
         if (!res.write(piece)) await new Promise((r) => res.once("drain", r).once("close", r));
       }
-      if (!closed) res.end(`"}]}}`);
+      if (!closed) res.end(`"}]}}${options.sse ? "\n\n" : ""}`);
       return;
     }
     const server = new McpServer({ name: "huge", version: "1.0.0" });
