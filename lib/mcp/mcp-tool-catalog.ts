@@ -40,10 +40,11 @@ const FAILED_DISCOVERY_RETRY_MS = 30_000;
 export const DEFAULT_MCP_DISCOVERY_CACHE_BYTES = 8 * 1024 * 1024;
 /**
  * Most `tools/list` pages one discovery reads: a server still answering `nextCursor` past them
- * (empty pages, or a handful of tools each) offers none. The whole discovery (connecting and every
- * page) also has the entry's `timeoutMs`.
+ * (empty pages, or a handful of tools each) offers none.
  */
 export const DEFAULT_MCP_MAX_TOOL_LIST_PAGES = 16;
+/** Longest one discovery's pages may take together, in milliseconds (each page also has the entry's `timeoutMs`). */
+export const DEFAULT_MCP_DISCOVERY_TIMEOUT_MS = 30_000;
 /** The tool offered in place of an `oauth` server's tools while its user has not signed in. */
 export const MCP_SIGN_IN_TOOL = "sign_in";
 
@@ -92,6 +93,8 @@ export interface McpToolCatalogOptions {
   isDeploymentEntry?: (entry: McpServerEntry) => boolean;
   /** Default: `DEFAULT_MCP_MAX_TOOL_LIST_PAGES`. */
   maxToolListPages?: number;
+  /** Default: `DEFAULT_MCP_DISCOVERY_TIMEOUT_MS`. */
+  discoveryTimeoutMs?: number;
   /**
    * Most bytes of cached discoveries (estimated); the least recently used is dropped past it, and
    * listed again on next use. Default: `DEFAULT_MCP_DISCOVERY_CACHE_BYTES`.
@@ -233,7 +236,8 @@ export class McpToolCatalog {
     const started = this.#now();
     const event = (outcome: McpCallEvent["outcome"], tools?: number) =>
       this.#options.onEvent?.({ kind: "discovery", server: entry.name, outcome, durationMs: this.#now() - started, ...(tools !== undefined && { tools }) });
-    const deadline = Date.now() + (entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS);
+    const pageTimeout = entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
+    const deadline = Date.now() + (this.#options.discoveryTimeoutMs ?? DEFAULT_MCP_DISCOVERY_TIMEOUT_MS);
     const maxPages = this.#options.maxToolListPages ?? DEFAULT_MCP_MAX_TOOL_LIST_PAGES;
     let connection: McpConnection | undefined;
     try {
@@ -243,14 +247,14 @@ export class McpToolCatalog {
       let pages = 0;
       do {
         const left = deadline - Date.now();
-        if (left <= 0) throw new McpError(ErrorCode.RequestTimeout, "the tool list was not read within the entry's timeout");
+        if (left <= 0) throw new McpError(ErrorCode.RequestTimeout, "the tool list was not read within the discovery's time");
         if (pages === maxPages) {
           this.#options.logger?.warn("mcp tool list refused", { server: entry.name, reason: "too_many_pages", limit: maxPages });
           event("refused", 0);
           await this.#options.connections.drop(connection);
           return { at: this.#now(), state: "failed", reason: "too_many_pages" };
         }
-        const page = await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: left });
+        const page = await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: Math.min(left, pageTimeout) });
         pages += 1;
         listed.push(...page.tools);
         cursor = page.nextCursor;

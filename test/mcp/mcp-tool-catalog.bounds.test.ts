@@ -11,11 +11,11 @@ const alice: Caller = { principal: apiPrincipal("alice", "acme"), roles: [] };
 const opened: McpConnections[] = [];
 afterAll(() => Promise.all(opened.map((c) => c.close())));
 
-function catalog() {
+function catalog(options: { discoveryTimeoutMs?: number } = {}) {
   const events: McpCallEvent[] = [];
   const connections = new McpConnections({ secrets: { get: async () => undefined }, egress: { allow: LOOPBACK_NETWORKS } });
   opened.push(connections);
-  return { catalog: new McpToolCatalog({ connections, config: loadMcpConfig({}), onEvent: (e) => events.push(e) }), events };
+  return { catalog: new McpToolCatalog({ connections, config: loadMcpConfig({}), onEvent: (e) => events.push(e), ...options }), events };
 }
 const entry = (url: string, extra: Partial<McpServerEntry> = {}): McpServerEntry => ({
   name: "hostile",
@@ -42,10 +42,10 @@ describe("McpToolCatalog", () => {
       expect(endless.counters.lists).toBe(DEFAULT_MCP_MAX_TOOL_LIST_PAGES);
     });
 
-    it("returns no tools once the whole discovery is past the entry's timeoutMs, and asks for no page after", async () => {
-      const { catalog: c, events } = catalog();
+    it("returns no tools once the discovery's pages are past its time together, and asks for no page after", async () => {
+      const { catalog: c, events } = catalog({ discoveryTimeoutMs: 700 });
       const started = Date.now();
-      const set = await c.toolSet(alice, "acme", [entry(slow.url, { timeoutMs: 700 })], new Set());
+      const set = await c.toolSet(alice, "acme", [entry(slow.url)], new Set());
       expect(Date.now() - started).toBeLessThan(2_000);
       expect(set.tools).toEqual([]);
       expect(events).toContainEqual(expect.objectContaining({ kind: "discovery", outcome: "timeout" }));
