@@ -12,6 +12,7 @@ export const SEQUENTIAL_FILES = [
   "test/bench/**/*.test.ts",
   "test/functions/**/*.test.ts",
   "test/agent/long-conversation.test.ts",
+  "test/mcp/mcp-tool-catalog.bounds.test.ts",
   "test/agent/approval-context.test.ts",
   "test/agent/turn-fencing.test.ts",
   "test/api/request-fuzz.test.ts",

@@ -85,6 +85,8 @@ export interface AppOptions {
   mcpOAuth?: McpOAuthProviderFactory;
   /** Whether stdio MCP servers may run: local mode only. Default: false. */
   mcpStdio?: boolean;
+  /** Networks MCP servers may be reached at although not public, over `MCP_EGRESS_ALLOW` (the local server: loopback). Default: none. */
+  mcpEgressAllow?: readonly string[];
   /** Receives each MCP call's and discovery's outcome (Lambda: metrics). Default: none. */
   onMcpEvent?: (event: McpCallEvent) => void;
   /** Receives what each model call added to a tenant's and user's usage (Lambda: the usage metrics, docs/limits.md). */
@@ -141,6 +143,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     secrets: options.secrets ?? NO_SECRETS,
     oauth: options.mcpOAuth,
     allowStdio: options.mcpStdio,
+    egressAllow: options.mcpEgressAllow,
     logger: options.logger,
     onEvent: options.onMcpEvent,
   });

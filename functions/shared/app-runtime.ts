@@ -62,7 +62,11 @@ function lazyMcpOAuth(client: ReturnType<typeof mongoClientFor>, secrets: Secret
   return () => (made ??= createMcpOAuth(config, { db: client.db(config.dbName), redirectUrl, secrets, logger }) as McpOAuth);
 }
 
-/** Tools read their credentials (Power BI) from the function's secrets, by key. */
+/**
+ * Tools read their credentials (Power BI) from the function's secrets, by key. The MCP client reads
+ * through it only keys under `mcp/` (`mcp/<name>` for `MCP_SERVERS`, `mcp/<issuer>/<tenant>/<name>`
+ * for a tenant's entries, lib/mcp/mcp-secrets.ts): never `mongodbUri`, the channels' tokens or Power BI's.
+ */
 function secretsOf(credentials: Credentials): SecretSource {
   return {
     get: async (name) => {

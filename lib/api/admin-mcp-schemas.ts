@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ISSUER_KINDS } from "../auth/principal.js";
+import { isMetadataHost } from "../config/mcp-ip-ranges.js";
 import { mcpServerEntrySchema } from "../config/mcp-servers-config.js";
 
 /**
@@ -17,9 +18,6 @@ export const mcpTenantQuery = z.strictObject({
 
 export const mcpServerNameQuery = mcpTenantQuery.extend({ name: z.string().min(1).max(24).meta({ description: "The server's name." }) });
 
-/** The instance metadata endpoints: a tenant's entry must not point the container at its own credentials. */
-const METADATA_HOSTS = /^(169\.254\.\d+\.\d+|\[fd00:ec2::254\]|metadata\.google\.internal)$/i;
-
 /**
  * A tenant's entry: Streamable HTTP only (a stdio entry runs a command, which only the
  * deployment's own configuration may do, and only locally), never at an instance metadata address.
@@ -31,7 +29,8 @@ const tenantServerEntry = mcpServerEntrySchema.superRefine((entry, ctx) => {
       path: ["transport", "kind"],
       message: "a tenant's server is reached over streamable-http; stdio is for MCP_SERVERS in local mode",
     });
-  } else if (METADATA_HOSTS.test(new URL(entry.transport.url).hostname)) {
+  } else if (isMetadataHost(new URL(entry.transport.url).hostname)) {
+    // In every spelling; every other address is checked when connecting (docs/mcp.md, "Egress").
     ctx.addIssue({ code: "custom", path: ["transport", "url"], message: "an instance metadata address is not an MCP server" });
   }
 });

@@ -31,4 +31,9 @@ export const oauthCallbackQuery = z.strictObject({
   iss: z.string().max(1000).optional(),
 });
 /** What the callback page answers in JSON: which server the user is now signed in to. */
-export const oauthCallbackResult = z.object({ status: z.literal("signed_in"), server: z.string() });
+export const oauthCallbackResult = z.object({
+  status: z.literal("confirm"),
+  server: z.string(),
+  code: z.string().meta({ description: "The confirmation code the user who asked for the link gives in their own conversation." }),
+  message: z.string(),
+});

@@ -225,7 +225,12 @@ export const OPERATIONS: Operation[] = [
     summary: "Where an MCP server's sign-in returns: bound to the pending sign-in's state, single use, expiring (docs/mcp-oauth.md).",
     public: true,
     query: mcp.oauthCallbackQuery,
-    responses: { 200: { description: "Signed in; the user's token for that server is stored.", schema: mcp.oauthCallbackResult } },
+    responses: {
+      200: {
+        description: "Signed in at the server; the tokens wait, held, until the user who asked for the link gives the code in their conversation.",
+        schema: mcp.oauthCallbackResult,
+      },
+    },
     errors: [400, 429, 500],
   },
   {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ValidationError } from "../errors.js";
 import { issueDetails, parseJsonSetting, parseOrThrow } from "../validation.js";
 import { toolApprovalPolicySchema } from "./approvals-config.js";
+import { parseCidr } from "./mcp-ip-ranges.js";
 import { envSchemaOf, setting, withDefaults } from "./settings.js";
 
 /** Seconds a container reuses a server's `tools/list`: a tool added or changed on the server is offered within this. */
@@ -57,19 +58,47 @@ export const mcpTransportSchema = z.discriminatedUnion("kind", [mcpStreamableHtt
 export const mcpNoAuthSchema = z.strictObject({ kind: z.literal("none") });
 
 /**
- * One credential for the whole server, read from Secrets Manager (local mode: the environment, as
- * other tool secrets) by `secretName`, sent on every request as `<header>: <scheme> <secret>`.
+ * A secret's name in an entry: one segment. It is read under its owner's prefix only
+ * (`mcp/<name>` for `MCP_SERVERS`, `mcp/<issuer>/<tenant>/<name>` for a tenant's entry, lib/mcp/mcp-secrets.ts).
+ */
+export const MCP_SECRET_NAME_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+const secretNameSchema = z
+  .string()
+  .regex(
+    MCP_SECRET_NAME_PATTERN,
+    "a secret name is one segment of letters, digits, '.', '_' or '-' (at most 128); " +
+      "it is read as mcp/<name> for MCP_SERVERS and mcp/<issuer>/<tenant>/<name> for a tenant's entry",
+  );
+
+/**
+ * The headers a static credential may be sent in (compared case-insensitively): credential headers,
+ * never one that changes where or how a request goes (`Host`, `Cookie`, `Forwarded`, …).
+ */
+export const MCP_CREDENTIAL_HEADERS = ["Authorization", "X-API-Key", "API-Key", "X-Auth-Token", "X-Access-Token", "Private-Token"] as const;
+const credentialHeaders = new Set(MCP_CREDENTIAL_HEADERS.map((h) => h.toLowerCase()));
+
+/** Whether `header` is one of {@link MCP_CREDENTIAL_HEADERS}. */
+export function isCredentialHeader(header: string): boolean {
+  return credentialHeaders.has(header.toLowerCase());
+}
+
+/**
+ * One credential for the whole server, read from the owner's MCP secrets by `secretName` (docs/mcp.md,
+ * "Credentials"), sent on every request as `<header>: <scheme> <secret>`.
  */
 export const mcpStaticAuthSchema = z.strictObject({
   kind: z.literal("static"),
-  secretName: z.string().min(1).max(512),
-  /** Default: `Authorization`. */
+  secretName: secretNameSchema,
+  /** One of `MCP_CREDENTIAL_HEADERS`. Default: `Authorization`. */
   header: z
     .string()
-    .regex(/^[A-Za-z0-9-]{1,64}$/)
+    .refine(isCredentialHeader, `the credential header is one of ${MCP_CREDENTIAL_HEADERS.join(", ")}`)
     .optional(),
   /** Default: `Bearer`; `""` sends the secret alone. */
-  scheme: z.string().max(32).optional(),
+  scheme: z
+    .string()
+    .regex(/^[A-Za-z0-9-]{0,32}$/, "a scheme is a word of letters, digits and '-'")
+    .optional(),
 });
 
 /**
@@ -82,8 +111,8 @@ export const mcpOAuthAuthSchema = z.strictObject({
   scopes: z.array(z.string().min(1)).max(50).optional(),
   /** A client registered beforehand with the authorization server. Default: dynamic client registration. */
   clientId: z.string().min(1).optional(),
-  /** Name of the secret holding that client's secret, for a confidential client. Default: a public client. */
-  clientSecretName: z.string().min(1).optional(),
+  /** Name of the secret holding that client's secret, for a confidential client (read as `secretName` is). Default: a public client. */
+  clientSecretName: secretNameSchema.optional(),
 });
 
 export const mcpAuthSchema = z.discriminatedUnion("kind", [mcpNoAuthSchema, mcpStaticAuthSchema, mcpOAuthAuthSchema]);
@@ -136,7 +165,15 @@ export const MCP_SETTINGS = {
     schema: z.string().min(1),
     defaultText: "none",
     description:
-      'local mode: JSON of the MCP credentials by secret name, `{"wikiToken": "…"}` (in AWS: keys of a credentials secret the functions read, docs/mcp.md)',
+      'local mode: JSON of the MCP credentials by key, `{"mcp/wikiToken": "…", "mcp/api/acme/crmKey": "…"}`: ' +
+      "`mcp/<name>` for `MCP_SERVERS`, `mcp/<issuer>/<tenant>/<name>` for a tenant's entries ([MCP](mcp.md#credentials))",
+  }),
+  MCP_EGRESS_ALLOW: setting({
+    schema: z.string(),
+    defaultText: "none (local server: loopback)",
+    description:
+      "comma-separated CIDRs MCP servers and their OAuth endpoints may be reached at although private, loopback, " +
+      "link-local or otherwise not public, e.g. `10.20.0.0/16` ([MCP](mcp.md#egress))",
   }),
   MCP_TOOLS_TTL_SECONDS: setting({
     schema: z.coerce.number().int().min(0).max(86_400),
@@ -176,6 +213,8 @@ export interface McpConfig {
   maxToolsPerServer: number;
   /** Default: `DEFAULT_MCP_MAX_SCHEMA_BYTES`. */
   maxSchemaBytes: number;
+  /** Networks reachable although not public (`MCP_EGRESS_ALLOW`), as CIDRs. Default: none. */
+  egressAllow: string[];
 }
 
 /** Reads `MCP_SERVERS` (JSON) and the MCP limits; names must be unique. */
@@ -187,16 +226,30 @@ export function loadMcpConfig(env: Record<string, string | undefined>): McpConfi
       e.MCP_LOCAL_SECRETS === undefined
         ? {}
         : parseOrThrow(
-            z.record(z.string(), z.string()),
+            z.record(z.string().startsWith("mcp/", "a key of MCP_LOCAL_SECRETS is mcp/<name> or mcp/<issuer>/<tenant>/<name>"), z.string()),
             parseJsonSetting(e.MCP_LOCAL_SECRETS, "MCP_LOCAL_SECRETS"),
             "invalid configuration",
             "MCP_LOCAL_SECRETS",
           ),
+    egressAllow: parseCidrList(e.MCP_EGRESS_ALLOW),
     toolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
     entriesCacheSeconds: e.MCP_ENTRIES_CACHE_SECONDS,
     maxToolsPerServer: e.MCP_MAX_TOOLS_PER_SERVER,
     maxSchemaBytes: e.MCP_MAX_SCHEMA_BYTES,
   };
+}
+
+/** `MCP_EGRESS_ALLOW`: CIDRs (`10.0.0.0/8`, `::1/128`) or single addresses, comma-separated; a malformed one is a configuration error. */
+function parseCidrList(raw: string | undefined): string[] {
+  const items = (raw ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  const bad = items.filter((item) => parseCidr(item) === undefined);
+  if (bad.length > 0) {
+    throw new ValidationError("invalid configuration", [{ path: "MCP_EGRESS_ALLOW", message: `not a CIDR: ${bad.join(", ")}` }]);
+  }
+  return items;
 }
 
 function parseMcpServers(raw: string): McpServerEntry[] {

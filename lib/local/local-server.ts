@@ -7,6 +7,7 @@ import { createHttpHandler } from "../api/http-handler.js";
 import { mcpRoutes } from "../api/mcp-routes.js";
 import { mcpOAuthRoutes } from "../api/mcp-oauth-routes.js";
 import { MCP_OAUTH_CALLBACK_PATH } from "../config/mcp-oauth-config.js";
+import { LOOPBACK_NETWORKS } from "../mcp/egress-fetch.js";
 import { createMcpOAuth } from "../mcp/oauth/create-mcp-oauth.js";
 import type { McpOAuth } from "../mcp/oauth/mcp-oauth.js";
 import { serverErrorLogger } from "../api/server-error-log.js";
@@ -158,6 +159,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     db: client.db(config.dbName),
     redirectUrl: () => `${listeningUrl}${MCP_OAUTH_CALLBACK_PATH}`,
     localDir: options.localDir ?? DEFAULT_LOCAL_DIR,
+    egressAllow: LOOPBACK_NETWORKS,
     logger,
   }) as McpOAuth;
   // Local mode runs stdio MCP servers and reads MCP credentials from `MCP_LOCAL_SECRETS` (docs/mcp.md).
@@ -168,6 +170,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       logger: jsonConsoleLogger,
       turnQueue,
       mcpStdio: true,
+      // MCP servers on this machine are reached: loopback is allowed here explicitly (never in AWS, docs/mcp.md).
+      mcpEgressAllow: LOOPBACK_NETWORKS,
       secrets: localSecrets,
       mcpOAuth: (principal, scope) => mcpOAuth.providerFor(principal, scope),
       ...options.app,

@@ -4,8 +4,17 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Principal } from "../auth/principal.js";
-import { DEFAULT_MCP_MAX_CONCURRENCY, DEFAULT_MCP_TIMEOUT_MS, type McpServerEntry } from "../config/mcp-servers-config.js";
+import {
+  DEFAULT_MCP_MAX_CONCURRENCY,
+  DEFAULT_MCP_MAX_OUTPUT_BYTES,
+  DEFAULT_MCP_TIMEOUT_MS,
+  isCredentialHeader,
+  MCP_SECRET_NAME_PATTERN,
+  type McpServerEntry,
+} from "../config/mcp-servers-config.js";
 import type { SecretSource } from "../tools/secrets.js";
+import { egressFetch, McpEgressError, type EgressOptions } from "./egress-fetch.js";
+import { mcpSecretKey, mcpSecretSource, type McpSecretOwner } from "./mcp-secrets.js";
 import type { McpOAuthClientProvider, McpOAuthProviderFactory, McpOAuthServerEntry } from "./mcp-server-config.js";
 import { Semaphore } from "./semaphore.js";
 import { ZodJsonSchemaValidator } from "./zod-json-schema-validator.js";
@@ -20,7 +29,7 @@ export class McpConnectError extends Error {
   override name = "McpConnectError";
   constructor(
     message: string,
-    readonly reason: "missing_secret" | "stdio_not_allowed" | "unreachable" | "sign_in_required",
+    readonly reason: "missing_secret" | "secret_refused" | "egress_refused" | "stdio_not_allowed" | "unreachable" | "sign_in_required",
     options?: ErrorOptions & { signInUrl?: string },
   ) {
     super(message, options);
@@ -38,6 +47,8 @@ export interface McpConnection {
   slots: Semaphore;
   /** Set for an `oauth` server: the provider of the one principal this connection serves. */
   oauth?: McpOAuthClientProvider;
+  /** The calls in flight: aborted with the error when an answer goes past the response cap (an event stream's failure reaches no call otherwise). */
+  inFlight: Set<AbortController>;
 }
 
 /** Whose connection: a tenant's entry, and for an `oauth` server the principal it acts for. */
@@ -45,10 +56,32 @@ export interface McpConnectionScope {
   tenant: string | null;
   entry: McpServerEntry;
   principal: Principal;
+  /**
+   * Whether the entry is the deployment's own (`MCP_SERVERS`), whose secrets are `mcp/<name>`;
+   * otherwise it is the tenant's (`principal.issuer`, `tenant`), whose secrets are
+   * `mcp/<issuer>/<tenant>/<name>`. Default: false (the tenant's).
+   */
+  deployment?: boolean;
+}
+
+/**
+ * Most bytes of one response from a server (one event of an event stream): four times the
+ * entry's `maxOutputBytes` (JSON escapes and the result's other parts) plus 2 MiB (a tool list, the envelope).
+ */
+export function maxResponseBytesOf(entry: McpServerEntry): number {
+  return 4 * (entry.maxOutputBytes ?? DEFAULT_MCP_MAX_OUTPUT_BYTES) + 2 * 1024 * 1024;
+}
+
+/** Whose secrets the scope's entry reads. */
+export function secretOwnerOf(scope: McpConnectionScope): McpSecretOwner {
+  return scope.deployment ? { kind: "deployment" } : { kind: "tenant", issuer: scope.principal.issuer, tenant: scope.tenant };
 }
 
 export interface McpConnectionsOptions {
+  /** The app's secrets; only keys under `mcp/` are read (lib/mcp/mcp-secrets.ts). */
   secrets: SecretSource;
+  /** Where servers may be reached (docs/mcp.md, "Egress"). Default: public addresses only, the system resolver. */
+  egress?: EgressOptions;
   /** Builds the per-user OAuth provider of an `oauth` server; without it such a server is unreachable. */
   oauth?: McpOAuthProviderFactory;
   /** Whether stdio servers may run (local mode only; never in Lambda). Default: false. */
@@ -66,7 +99,7 @@ export function perUser(entry: McpServerEntry): boolean {
 export function connectionKey(scope: McpConnectionScope): string {
   const entryHash = createHash("sha256").update(JSON.stringify(scope.entry)).digest("base64url").slice(0, 16);
   const who = perUser(scope.entry) ? [scope.principal.issuer, scope.principal.tenant, scope.principal.subject] : [];
-  return JSON.stringify([scope.principal.issuer, scope.tenant, scope.entry.name, entryHash, ...who]);
+  return JSON.stringify([scope.principal.issuer, scope.tenant, scope.deployment === true, scope.entry.name, entryHash, ...who]);
 }
 
 /**
@@ -77,9 +110,11 @@ export function connectionKey(scope: McpConnectionScope): string {
 export class McpConnections {
   readonly #open = new Map<string, Promise<McpConnection>>();
   readonly #options: McpConnectionsOptions;
+  readonly #secrets: SecretSource;
 
   constructor(options: McpConnectionsOptions) {
     this.#options = options;
+    this.#secrets = mcpSecretSource(options.secrets);
   }
 
   /** The scope's connection, opened (initialize handshake) when there is none. */
@@ -108,6 +143,13 @@ export class McpConnections {
     await connection.client.close().catch(() => undefined);
   }
 
+  /** Gives a sign-in confirmation code for the scope's user (an `oauth` entry); see `McpOAuthClientProvider.confirmSignIn`. */
+  async confirmSignIn(scope: McpConnectionScope, code: string): Promise<"confirmed" | "none_waiting" | "wrong_code"> {
+    if (scope.entry.auth?.kind !== "oauth" || !this.#options.oauth) return "none_waiting";
+    const provider = await this.#options.oauth(scope.principal, this.#oauthScope(scope));
+    return provider.confirmSignIn ? provider.confirmSignIn(code) : "none_waiting";
+  }
+
   async close(): Promise<void> {
     const all = [...this.#open.values()];
     this.#open.clear();
@@ -125,14 +167,14 @@ export class McpConnections {
 
   async #connect(key: string, scope: McpConnectionScope): Promise<McpConnection> {
     const { entry } = scope;
-    const oauth =
-      entry.auth?.kind === "oauth" && this.#options.oauth
-        ? await this.#options.oauth(scope.principal, { tenant: scope.tenant, server: entry as McpOAuthServerEntry })
-        : undefined;
+    const oauth = entry.auth?.kind === "oauth" && this.#options.oauth ? await this.#options.oauth(scope.principal, this.#oauthScope(scope)) : undefined;
     if (entry.auth?.kind === "oauth" && !oauth) {
       throw new McpConnectError(`${entry.name} needs per-user sign-in, which this deployment does not offer`, "unreachable");
     }
-    const transport = await this.#transport(entry, oauth);
+    const inFlight = new Set<AbortController>();
+    const transport = await this.#transport(scope, oauth, (error) => {
+      for (const call of inFlight) call.abort(error);
+    });
     const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: new ZodJsonSchemaValidator() });
     const slots = new Semaphore(entry.maxConcurrency ?? DEFAULT_MCP_MAX_CONCURRENCY);
     // The handshake may hit 401 (sign-in needed); the caller tells that apart by the error's class.
@@ -147,12 +189,30 @@ export class McpConnections {
           ...(url !== undefined && { signInUrl: String(url) }),
         });
       }
+      const egress = egressErrorOf(error);
+      if (egress) throw new McpConnectError(`${entry.name} was not reached: ${egress.message}`, "egress_refused", { cause: error });
       throw error;
     }
-    return { key, client, slots, ...(oauth && { oauth }) };
+    return { key, client, slots, inFlight, ...(oauth && { oauth }) };
   }
 
-  async #transport(entry: McpServerEntry, oauth: McpOAuthClientProvider | undefined): Promise<Transport> {
+  /** The factory's scope: the entry with its client secret's name turned into its owner's key (`mcp/…`). */
+  #oauthScope(scope: McpConnectionScope): { tenant: string | null; server: McpOAuthServerEntry } {
+    const server = scope.entry as McpOAuthServerEntry;
+    const name = server.auth.clientSecretName;
+    if (name === undefined) return { tenant: scope.tenant, server };
+    if (!MCP_SECRET_NAME_PATTERN.test(name)) {
+      throw new McpConnectError(`${server.name}'s client secret name (${name}) is not one segment`, "secret_refused");
+    }
+    return { tenant: scope.tenant, server: { ...server, auth: { ...server.auth, clientSecretName: mcpSecretKey(secretOwnerOf(scope), name) } } };
+  }
+
+  async #transport(
+    scope: McpConnectionScope,
+    oauth: McpOAuthClientProvider | undefined,
+    onResponseTooLarge: (error: McpEgressError) => void,
+  ): Promise<Transport> {
+    const { entry } = scope;
     const { transport } = entry;
     if (transport.kind === "stdio") {
       if (!this.#options.allowStdio) throw new McpConnectError(`${entry.name} is a stdio server, which only local mode runs`, "stdio_not_allowed");
@@ -168,11 +228,30 @@ export class McpConnections {
     }
     const headers: Record<string, string> = {};
     if (entry.auth?.kind === "static") {
-      const secret = await this.#options.secrets.get(entry.auth.secretName);
-      if (!secret) throw new McpConnectError(`${entry.name}'s credential (${entry.auth.secretName}) is not set`, "missing_secret");
+      const { secretName } = entry.auth;
+      const header = entry.auth.header ?? "Authorization";
+      // Checked again here: an entry stored before these rules, or one not read through the schema.
+      if (!MCP_SECRET_NAME_PATTERN.test(secretName) || !isCredentialHeader(header)) {
+        throw new McpConnectError(`${entry.name}'s credential (${secretName} in ${header}) is not a secret name and header it may use`, "secret_refused");
+      }
+      const key = mcpSecretKey(secretOwnerOf(scope), secretName);
+      const secret = await this.#secrets.get(key);
+      if (!secret) throw new McpConnectError(`${entry.name}'s credential (${key}) is not set`, "missing_secret");
       const scheme = entry.auth.scheme ?? "Bearer";
-      headers[entry.auth.header ?? "Authorization"] = scheme === "" ? secret : `${scheme} ${secret}`;
+      headers[header] = scheme === "" ? secret : `${scheme} ${secret}`;
     }
-    return new StreamableHTTPClientTransport(new URL(transport.url), { requestInit: { headers }, ...(oauth && { authProvider: oauth }) });
+    return new StreamableHTTPClientTransport(new URL(transport.url), {
+      requestInit: { headers },
+      fetch: egressFetch({ ...this.#options.egress, maxResponseBytes: maxResponseBytesOf(entry), onResponseTooLarge }),
+      ...(oauth && { authProvider: oauth }),
+    });
   }
+}
+
+/** The egress refusal behind `error` (itself or a cause), if any. */
+export function egressErrorOf(error: unknown): McpEgressError | undefined {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof McpEgressError) return e;
+  }
+  return undefined;
 }

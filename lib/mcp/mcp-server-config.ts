@@ -44,6 +44,11 @@ export interface McpOAuthClientProvider extends OAuthClientProvider {
    * (or a product URL that leads there). Undefined when no sign-in was started.
    */
   authorizationUrl(): URL | string | undefined;
+  /**
+   * Finishes a sign-in held for this user on this server when `code` is the one the callback showed
+   * (docs/mcp-oauth.md, "Whose sign-in"). Absent: sign-ins finish at the callback.
+   */
+  confirmSignIn?(code: string): Promise<"confirmed" | "none_waiting" | "wrong_code">;
 }
 
 /**

@@ -15,7 +15,15 @@ import {
 import { ToolError } from "../errors.js";
 import type { ToolDefinition } from "../tools/tool.js";
 import type { ToolLogger } from "../tools/tool-registry.js";
-import { connectionKey, McpConnectError, type McpConnection, type McpConnections, type McpConnectionScope } from "./mcp-connections.js";
+import {
+  connectionKey,
+  egressErrorOf,
+  maxResponseBytesOf,
+  McpConnectError,
+  type McpConnection,
+  type McpConnections,
+  type McpConnectionScope,
+} from "./mcp-connections.js";
 
 /** Longest tool name Bedrock accepts (`^[a-zA-Z0-9_-]{1,64}$`). */
 const MAX_TOOL_NAME_CHARS = 64;
@@ -30,6 +38,13 @@ const FAILED_DISCOVERY_RETRY_MS = 30_000;
  * for `oauth` servers), whatever the number of tenants. The least recently used list is listed again.
  */
 export const DEFAULT_MCP_DISCOVERY_CACHE_BYTES = 8 * 1024 * 1024;
+/**
+ * Most `tools/list` pages one discovery reads: a server still answering `nextCursor` past them
+ * (empty pages, or a handful of tools each) offers none.
+ */
+export const DEFAULT_MCP_MAX_TOOL_LIST_PAGES = 16;
+/** Longest one discovery's pages may take together, in milliseconds (each page also has the entry's `timeoutMs`). */
+export const DEFAULT_MCP_DISCOVERY_TIMEOUT_MS = 30_000;
 /** The tool offered in place of an `oauth` server's tools while its user has not signed in. */
 export const MCP_SIGN_IN_TOOL = "sign_in";
 
@@ -74,6 +89,12 @@ export interface McpToolCatalogOptions {
   logger?: ToolLogger;
   /** Receives each call's and discovery's outcome (Lambda: metrics). Default: none. */
   onEvent?: (event: McpCallEvent) => void;
+  /** Whether an entry is the deployment's own (`MCP_SERVERS`), which reads the deployment's MCP secrets. Default: none is. */
+  isDeploymentEntry?: (entry: McpServerEntry) => boolean;
+  /** Default: `DEFAULT_MCP_MAX_TOOL_LIST_PAGES`. */
+  maxToolListPages?: number;
+  /** Default: `DEFAULT_MCP_DISCOVERY_TIMEOUT_MS`. */
+  discoveryTimeoutMs?: number;
   /**
    * Most bytes of cached discoveries (estimated); the least recently used is dropped past it, and
    * listed again on next use. Default: `DEFAULT_MCP_DISCOVERY_CACHE_BYTES`.
@@ -91,6 +112,7 @@ export interface McpToolSet {
 }
 
 const anyArguments = z.record(z.string(), z.unknown());
+const signInArguments = z.object({ code: z.string().min(1).max(32).optional() });
 
 /** A description as the model sees it: one line, control characters out, at most `max` characters, and marked as the server's. */
 export function cappedDescription(server: string, text: string | undefined, max: number): string {
@@ -153,7 +175,8 @@ export class McpToolCatalog {
 
   /** The caller's tools from the tenant's entries, in entry order then the server's order; names already taken (`reserved`) are refused. */
   async toolSet(caller: Caller, tenant: string | null, entries: readonly McpServerEntry[], reserved: ReadonlySet<string>): Promise<McpToolSet> {
-    const scopes = entries.map((entry) => ({ tenant, entry, principal: caller.principal }));
+    const deployment = this.#options.isDeploymentEntry ?? (() => false);
+    const scopes = entries.map((entry): McpConnectionScope => ({ tenant, entry, principal: caller.principal, deployment: deployment(entry) }));
     const discoveries = await Promise.all(scopes.map((scope) => this.#discovery(scope)));
     const taken = new Set(reserved);
     const tools: ToolDefinition[] = [];
@@ -213,13 +236,26 @@ export class McpToolCatalog {
     const started = this.#now();
     const event = (outcome: McpCallEvent["outcome"], tools?: number) =>
       this.#options.onEvent?.({ kind: "discovery", server: entry.name, outcome, durationMs: this.#now() - started, ...(tools !== undefined && { tools }) });
+    const pageTimeout = entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
+    const deadline = Date.now() + (this.#options.discoveryTimeoutMs ?? DEFAULT_MCP_DISCOVERY_TIMEOUT_MS);
+    const maxPages = this.#options.maxToolListPages ?? DEFAULT_MCP_MAX_TOOL_LIST_PAGES;
     let connection: McpConnection | undefined;
     try {
       connection = await this.#options.connections.get(scope);
       const listed: Tool[] = [];
       let cursor: string | undefined;
+      let pages = 0;
       do {
-        const page = await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: entry.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS });
+        const left = deadline - Date.now();
+        if (left <= 0) throw new McpError(ErrorCode.RequestTimeout, "the tool list was not read within the discovery's time");
+        if (pages === maxPages) {
+          this.#options.logger?.warn("mcp tool list refused", { server: entry.name, reason: "too_many_pages", limit: maxPages });
+          event("refused", 0);
+          await this.#options.connections.drop(connection);
+          return { at: this.#now(), state: "failed", reason: "too_many_pages" };
+        }
+        const page = await connection.client.listTools(cursor ? { cursor } : undefined, { timeout: Math.min(left, pageTimeout) });
+        pages += 1;
         listed.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor && listed.length <= this.#options.config.maxToolsPerServer);
@@ -324,12 +360,22 @@ export class McpToolCatalog {
         event("sign_in_required");
         return signInText(scope.entry.name, error instanceof McpConnectError ? error.signInUrl : undefined);
       }
+      if (error instanceof McpConnectError && error.reason !== "unreachable") {
+        event("refused");
+        throw new ToolError(`the ${entry.name} server was not used: ${error.message}`, tool, { cause: error });
+      }
       event(timedOut(error) ? "timeout" : "unreachable");
       throw new ToolError(`the ${entry.name} server could not be reached; answer without it or try again later`, tool, { cause: error });
     }
     const release = await connection.slots.acquire(signal);
+    const own = new AbortController();
+    connection.inFlight.add(own);
     try {
-      const result = (await connection.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: timeoutMs })) as CallToolResult;
+      const callSignal = signal ? AbortSignal.any([signal, own.signal]) : own.signal;
+      const result = (await connection.client.callTool({ name: tool, arguments: args }, undefined, {
+        signal: callSignal,
+        timeout: timeoutMs,
+      })) as CallToolResult;
       const rendered = resultText(result, entry.maxOutputBytes ?? DEFAULT_MCP_MAX_OUTPUT_BYTES);
       if (result.isError) {
         event("tool_error", { outputBytes: rendered.bytes });
@@ -339,6 +385,20 @@ export class McpToolCatalog {
       return rendered.text;
     } catch (error) {
       if (error instanceof ToolError) throw error;
+      // The SDK turns an abort's reason into a timeout error: the reason says what happened.
+      const egress = egressErrorOf(own.signal.aborted ? own.signal.reason : error);
+      if (egress) {
+        await this.#options.connections.drop(connection);
+        event("refused");
+        if (egress.reason === "response_too_large") {
+          throw new ToolError(
+            `the ${entry.name} server's answer was over ${maxResponseBytesOf(entry)} bytes and was not read; ask it for less (a narrower query, fewer rows)`,
+            tool,
+            { cause: error },
+          );
+        }
+        throw new ToolError(`the ${entry.name} server was not reached: ${egress.message}`, tool, { cause: error });
+      }
       if (error instanceof UnauthorizedError) {
         await this.#options.connections.drop(connection);
         event("sign_in_required");
@@ -359,21 +419,40 @@ export class McpToolCatalog {
       event("unreachable");
       throw new ToolError(`the ${entry.name} server could not be reached; answer without it or try again later`, tool, { cause: error });
     } finally {
+      connection.inFlight.delete(own);
       release();
     }
   }
 
-  /** Stands in for an `oauth` server's tools until the user signs in: calling it gives the link. */
-  #signInTool(scope: McpConnectionScope, name: string): ToolDefinition<typeof anyArguments> {
+  /**
+   * Stands in for an `oauth` server's tools until the user signs in: calling it gives the link, and
+   * called with the code the sign-in page showed, it finishes the sign-in for the caller alone.
+   */
+  #signInTool(scope: McpConnectionScope, name: string): ToolDefinition<typeof signInArguments> {
     return {
       name,
       description:
         `[${scope.entry.name} MCP server] The user has not signed in to ${scope.entry.name} yet. ` +
-        "Call this to give them the sign-in link; its tools are offered once they have signed in.",
-      schema: anyArguments,
-      parameters: { type: "object", properties: {} },
+        "Call this to give them the sign-in link; once they have signed in, the page shows a code: call this with that code (`code`) when the user gives it. " +
+        "Its tools are offered once the sign-in is confirmed.",
+      schema: signInArguments,
+      parameters: {
+        type: "object",
+        properties: { code: { type: "string", description: "The confirmation code the sign-in page showed the user, e.g. ABCD-EFGH." } },
+      },
       sideEffects: false,
-      run: async () => {
+      run: async ({ code }) => {
+        if (code !== undefined) {
+          const confirmed = await this.#options.connections.confirmSignIn(scope, code);
+          if (confirmed === "wrong_code")
+            return `That code does not finish the user's sign-in to ${scope.entry.name}; ask them to check it (a few wrong codes cancel the sign-in).`;
+          if (confirmed === "none_waiting") {
+            return (
+              `No sign-in to ${scope.entry.name} started by this user is waiting for a code (it expired, or the link was someone else's). ` +
+              "Call this without a code for a new link."
+            );
+          }
+        }
         // They may have signed in since the list was read: this looks again, and the next turn offers the tools.
         this.#discoveries.delete(connectionKey(scope));
         const discovery = await this.#discovery(scope);
@@ -389,7 +468,8 @@ function signInText(server: string, url: string | undefined): string {
   const where = url === undefined ? "Sign-in could not be started; ask an administrator to check the server's settings." : `Open ${url} to sign in.`;
   return (
     `Sign-in required: the ${server} server acts with the user's own account, and they have not signed in (or their sign-in expired). ` +
-    `${where} Tell the user, with the link, and ask them to repeat the request once signed in.`
+    `${where} Tell the user, with the link: once signed in, the page shows a code they give here to finish (only their own code works), ` +
+    "then they repeat the request."
   );
 }
 

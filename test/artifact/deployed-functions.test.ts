@@ -157,7 +157,8 @@ async function coldStart(name: string): Promise<FunctionProcess> {
       TEAMS_TOKEN_URL: connector.tokenUrl,
       TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,
       // A deployment's MCP servers are its configuration, not the template's (docs/mcp.md): the functions that run turns get one.
-      ...(name === "api" || name === "worker" ? { MCP_SERVERS: mcpServers() } : {}),
+      // The MCP server runs on this machine: loopback allowed explicitly, as an operator would allow a private network.
+      ...(name === "api" || name === "worker" ? { MCP_SERVERS: mcpServers(), MCP_EGRESS_ALLOW: "127.0.0.0/8" } : {}),
     },
   });
   processes.push(fn);

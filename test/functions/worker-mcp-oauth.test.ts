@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConverseRequest } from "../support/converse-endpoint.js";
+import { lastUserText, type ConverseRequest } from "../support/converse-endpoint.js";
 import { startKmsEndpoint, type KmsEndpoint } from "../support/kms-endpoint.js";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../support/oauth-mcp-server.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";
@@ -31,6 +31,8 @@ beforeAll(async () => {
       ]),
       MCP_OAUTH_KMS_KEY_ID: KEY_ARN,
       MCP_OAUTH_REDIRECT_URL: CALLBACK,
+      // The CRM and its authorization server run on this machine: loopback allowed explicitly (docs/mcp.md, "Egress").
+      MCP_EGRESS_ALLOW: "127.0.0.0/8",
     },
     converse: {
       // The model calls the crm tool it is offered (the sign-in tool, or whoami once signed in), then quotes its result.
@@ -39,6 +41,9 @@ beforeAll(async () => {
         if (result) return { text: result };
         const names = toolNames(request);
         const tool = names.includes("crm__whoami") ? "crm__whoami" : names.includes("crm__sign_in") ? "crm__sign_in" : undefined;
+        // "confirm XXXX-XXXX": the user gives the code the sign-in page showed; the model passes it to the sign-in tool.
+        const code = /confirm ([A-Z2-9]{4}-[A-Z2-9]{4})/.exec(lastUserText(request))?.[1];
+        if (tool === "crm__sign_in" && code) return { toolUses: [{ name: tool, input: { code } }] };
         return tool ? { toolUses: [{ name: tool, input: {} }] } : { text: "no crm tool" };
       },
     },
@@ -92,8 +97,12 @@ describe("functions/worker", () => {
         query: Object.fromEntries(back.searchParams),
       });
       expect(callback.status).toBe(200);
-      expect(callback.json).toMatchObject({ status: "signed_in", server: "crm" });
+      expect(callback.json).toMatchObject({ status: "confirm", server: "crm" });
       expect(kms.targets).toContain(`TrentService.GenerateDataKey ${KEY_ARN} AES_256`);
+
+      // Alice gives the page's code in her conversation: the sign-in tool finishes it for her.
+      const confirmed = await workerTurn(`confirm ${callback.json.code as string}`);
+      expect(confirmed).toContain("signed in to crm");
 
       // A later queued turn calls the server's own tool with Alice's token, opened through KMS (the
       // container's sign-in state may still offer the sign-in tool for one turn, which then says she is signed in).

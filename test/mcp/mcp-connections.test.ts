@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import type { McpServerEntry } from "../../lib/config/mcp-servers-config.js";
+import { LOOPBACK_NETWORKS } from "../../lib/mcp/egress-fetch.js";
 import { connectionKey, McpConnectError, McpConnections } from "../../lib/mcp/mcp-connections.js";
 import { startHostileServer } from "../support/mcp-servers.js";
 
@@ -49,7 +50,7 @@ describe("McpConnections", () => {
       afterAll(() => hostile?.stop());
 
       it("closes the least recently used connection, and a later use of its scope opens one that works", async () => {
-        const bounded = new McpConnections({ secrets: { get: async () => undefined }, maxConnections: 2 });
+        const bounded = new McpConnections({ secrets: { get: async () => undefined }, maxConnections: 2, egress: { allow: LOOPBACK_NETWORKS } });
         const entry: McpServerEntry = { name: "hostile", transport: { kind: "streamable-http", url: hostile.url } };
         const scope = (tenant: string) => ({ tenant, entry, principal: alice });
         try {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { loadMcpConfig, type McpServerEntry } from "../../lib/config/mcp-servers-config.js";
+import { LOOPBACK_NETWORKS } from "../../lib/mcp/egress-fetch.js";
 import { McpConnections } from "../../lib/mcp/mcp-connections.js";
 import { McpToolCatalog, type McpCallEvent } from "../../lib/mcp/mcp-tool-catalog.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
@@ -26,7 +27,7 @@ afterAll(async () => {
 
 function catalogWith(options: { now?: () => number; secrets?: Record<string, string>; discoveryCacheBytes?: number } = {}) {
   const events: McpCallEvent[] = [];
-  const conns = new McpConnections({ secrets: { get: async (name) => options.secrets?.[name] }, allowStdio: true });
+  const conns = new McpConnections({ secrets: { get: async (name) => options.secrets?.[name] }, allowStdio: true, egress: { allow: LOOPBACK_NETWORKS } });
   connections.push(conns);
   const catalog = new McpToolCatalog({
     connections: conns,
@@ -170,7 +171,7 @@ describe("McpToolCatalog", () => {
         const entry = http("guarded", guarded.url, { auth: { kind: "static", secretName: "mcpGuardedToken" } });
         const without = await catalogWith().catalog.toolSet(alice, "acme", [entry], new Set());
         expect(without.tools).toEqual([]);
-        const withSecret = await catalogWith({ secrets: { mcpGuardedToken: "s3cret" } }).catalog.toolSet(alice, "acme", [entry], new Set());
+        const withSecret = await catalogWith({ secrets: { "mcp/api/acme/mcpGuardedToken": "s3cret" } }).catalog.toolSet(alice, "acme", [entry], new Set());
         expect(withSecret.tools.map((t) => t.name)).toContain("guarded__lookup");
         expect(guarded.seenAuthorization).toContain("Bearer s3cret");
       } finally {

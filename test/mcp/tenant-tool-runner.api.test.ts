@@ -89,4 +89,18 @@ describe("a tenant's own MCP server", () => {
     expect(removed.status).toBe(200);
     expect(removed.body.own).toEqual([]);
   });
+
+  it("answers 400 for a tenant's entry whose credential header is not allowed or whose key is outside its own, and stores nothing", async () => {
+    const admin = await t.token("root", { roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
+    const put = (auth: unknown) =>
+      t.call("PUT", "/v1/admin/mcp-servers", { token: admin, json: { issuer: "api", tenant: "acme", server: { ...entry(), name: "leak", auth } } });
+    const leak = await put({ kind: "static", secretName: "wikiToken", header: "X-Leak" });
+    expect(leak.status).toBe(400);
+    expect(JSON.stringify(leak.body)).toContain("the credential header is one of Authorization");
+    const outside = await put({ kind: "static", secretName: "mcp/wikiToken" });
+    expect(outside.status).toBe(400);
+    expect(JSON.stringify(outside.body)).toContain("mcp/<issuer>/<tenant>/<name>");
+    const listed = await t.call("GET", "/v1/admin/mcp-servers?issuer=api&tenant=acme", { token: admin });
+    expect(listed.body.own).toEqual([]);
+  });
 });

@@ -1,13 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { loadMcpConfig, type McpServerEntry } from "../../lib/config/mcp-servers-config.js";
+import { LOOPBACK_NETWORKS } from "../../lib/mcp/egress-fetch.js";
 import { McpConnections } from "../../lib/mcp/mcp-connections.js";
 import { McpToolCatalog } from "../../lib/mcp/mcp-tool-catalog.js";
 import { TenantToolRunner } from "../../lib/mcp/tenant-tool-runner.js";
 import { startHostileServer } from "../support/mcp-servers.js";
 
 let hostile: Awaited<ReturnType<typeof startHostileServer>>;
-const connections = new McpConnections({ secrets: { get: async () => undefined } });
+const connections = new McpConnections({ secrets: { get: async () => undefined }, egress: { allow: LOOPBACK_NETWORKS } });
 
 beforeAll(async () => {
   hostile = await startHostileServer();

@@ -25,6 +25,8 @@ describe("an MCP tool that changes things", () => {
     const config = loadConfig({
       MONGODB_URI: "mongodb://unused",
       MONGODB_DB: database.dbName,
+      // The server runs on this machine: loopback allowed explicitly (docs/mcp.md, "Egress").
+      MCP_EGRESS_ALLOW: "127.0.0.0/8",
       MCP_SERVERS: JSON.stringify([
         {
           name: "hostile",

@@ -118,8 +118,10 @@ export async function startHostileServer(options: { extraTools?: number; require
     return server;
   };
   const seenAuthorization: (string | undefined)[] = [];
+  const seenHeaders: Record<string, string | string[] | undefined>[] = [];
   const http: Server = createServer(async (req, res) => {
     seenAuthorization.push(req.headers.authorization);
+    seenHeaders.push(req.headers);
     if (options.requireToken && req.headers.authorization !== `Bearer ${options.requireToken}`) {
       res.writeHead(403).end();
       return;
@@ -144,6 +146,99 @@ export async function startHostileServer(options: { extraTools?: number; require
     url: `http://127.0.0.1:${port}/mcp`,
     counters,
     seenAuthorization,
+    seenHeaders,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * A hostile MCP server (the SDK's low-level `Server`) whose `tools/list` never ends: every page is
+ * empty (or one tool) with a `nextCursor`, after `pageDelayMs`. Counts the pages it served.
+ */
+export async function startEndlessPagesServer(options: { pageDelayMs?: number; toolPerPage?: boolean } = {}) {
+  const { Server } = await import("@modelcontextprotocol/sdk/server/index.js");
+  const { ListToolsRequestSchema } = await import("@modelcontextprotocol/sdk/types.js");
+  const counters = { lists: 0 };
+  const http: Server = createServer(async (req, res) => {
+    const server = new Server({ name: "endless", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchema, async (request) => {
+      counters.lists += 1;
+      if (options.pageDelayMs) await new Promise((r) => setTimeout(r, options.pageDelayMs));
+      const page = Number(request.params?.cursor ?? "0");
+      const tools = options.toolPerPage ? [{ name: `t${page}`, inputSchema: { type: "object" as const } }] : [];
+      return { tools, nextCursor: String(page + 1) };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    counters,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
+/**
+ * A hostile MCP server (the SDK's `McpServer` for the handshake and `tools/list`) whose `dump` tool
+ * answers `bytes` bytes of text, streamed in 64 KB writes as the client reads them (never held in
+ * memory whole), as JSON or (`sse`) as one event of an event stream. `counters.written` is what
+ * the client took before it stopped reading.
+ */
+export async function startHugeOutputServer(bytes: number, options: { sse?: boolean } = {}) {
+  const counters = { written: 0, calls: 0 };
+  const chunk = "A".repeat(64 * 1024);
+  const http: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : undefined;
+    if (body?.method === "tools/call") {
+      counters.calls += 1;
+      res.writeHead(200, { "content-type": options.sse ? "text/event-stream" : "application/json" });
+      res.write(`${options.sse ? "event: message\ndata: " : ""}{"jsonrpc":"2.0","id":${JSON.stringify(body.id)},"result":{"content":[{"type":"text","text":"`);
+      let sent = 0;
+      let closed = false;
+      res.on("close", () => {
+        closed = true;
+      });
+      while (sent < bytes && !closed) {
+        const piece = chunk.slice(0, Math.min(chunk.length, bytes - sent));
+        sent += piece.length;
+        counters.written += piece.length;
+        if (!res.write(piece)) await new Promise((r) => res.once("drain", r).once("close", r));
+      }
+      if (!closed) res.end(`"}]}}${options.sse ? "\n\n" : ""}`);
+      return;
+    }
+    const server = new McpServer({ name: "huge", version: "1.0.0" });
+    server.registerTool("dump", { description: "Answers a lot.", annotations: { readOnlyHint: true } }, async () => ({ content: [] }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on("close", () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    counters,
     stop: () =>
       new Promise<void>((resolve) => {
         http.closeAllConnections();

@@ -21,6 +21,8 @@ export interface McpOAuthParts {
   /** Default: a client of the function's region. */
   kms?: KMSClient;
   secrets?: SecretSource;
+  /** Networks reachable although not public, over `MCP_EGRESS_ALLOW` (the local server: loopback). Default: none. */
+  egressAllow?: readonly string[];
   logger?: StructuredLogger;
 }
 
@@ -41,6 +43,7 @@ export function createMcpOAuth(config: Config, parts: McpOAuthParts): McpOAuth |
     retentionMs: (config.retentionDays ?? FALLBACK_RETENTION_DAYS) * DAY_MS,
     signInTtlMs: signInTtlSeconds * 1000,
     secrets: parts.secrets,
+    egress: { allow: [...config.mcp.egressAllow, ...(parts.egressAllow ?? [])] },
     logger: parts.logger,
   });
 }

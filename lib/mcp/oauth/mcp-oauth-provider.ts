@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { Principal } from "../../auth/principal.js";
@@ -23,6 +23,27 @@ export interface McpOAuthProviderContext {
   secrets?: SecretSource;
 }
 
+/** Wrong confirmation codes a held sign-in takes before it is dropped (the user then signs in again). */
+export const MAX_CONFIRM_ATTEMPTS = 5;
+/** The confirmation code's alphabet: no 0/O, 1/I/L, so it reads and types back without mistakes. */
+const CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+
+/** A new confirmation code: 8 characters of 31 (about 2^39), shown as `XXXX-XXXX`. */
+export function newConfirmationCode(): string {
+  const chars = [...randomBytes(8)].map((b) => CODE_ALPHABET[b % CODE_ALPHABET.length]).join("");
+  return `${chars.slice(0, 4)}-${chars.slice(4)}`;
+}
+
+/** The hash a code is kept under: case, spaces and dashes do not matter. */
+export function confirmationCodeHash(code: string): string {
+  return createHash("sha256").update(code.toUpperCase().replace(/[\s-]/g, "")).digest("hex");
+}
+
+/** The associated data of held tokens: not the token key, so held tokens copied into the principal's record do not open. */
+export function heldAssociatedData(key: string): string {
+  return `held:${key}`;
+}
+
 /** The server as a provider knows it: what a pending sign-in records, so the callback needs no configuration lookup. */
 export type ProviderServer = PendingSignIn["server"];
 
@@ -30,11 +51,14 @@ export type ProviderServer = PendingSignIn["server"];
  * The MCP SDK's `OAuthClientProvider` for one principal and one server of one tenant's entry. The
  * SDK's `auth()` drives it: protected-resource and authorization-server metadata, dynamic client
  * registration (unless a client id is configured), authorization code with PKCE, refresh. Tokens
- * are read and written under one key (tenant, subject, server), sealed with that key as associated
- * data; nothing here ever reads another principal's.
+ * are read and written under one key (principal, entry's tenant, server name and URL), sealed with
+ * that key as associated data; nothing here ever reads another principal's, or sends a server
+ * tokens issued for another URL.
  */
 export class McpOAuthProvider implements OAuthClientProvider {
   readonly #key: string;
+  readonly #hold: boolean;
+  #held: OAuthTokens | undefined;
   #state: string | undefined;
   #codeVerifier: string | undefined;
   #authorizationUrl: URL | undefined;
@@ -46,9 +70,36 @@ export class McpOAuthProvider implements OAuthClientProvider {
     readonly server: ProviderServer,
     /** The verifier of the sign-in being finished (the callback); otherwise the SDK saves a fresh one. */
     codeVerifier?: string,
+    /** The callback's provider: tokens the code exchange gives are kept in memory (`heldTokens`), not stored for the principal. Default: false. */
+    hold?: boolean,
   ) {
-    this.#key = tokenKey(principal, tenant, server.name);
+    this.#key = tokenKey(principal, tenant, server.name, server.url);
     this.#codeVerifier = codeVerifier;
+    this.#hold = hold ?? false;
+  }
+
+  /** With `hold`: the tokens the code exchange gave, to be held until the principal confirms. */
+  heldTokens(): OAuthTokens | undefined {
+    return this.#held;
+  }
+
+  /**
+   * Finishes a sign-in held for this principal on this server (URL included) when `code` is the one
+   * shown in the browser that finished it: the tokens become this principal's. A wrong code counts
+   * against the held sign-in (dropped at `MAX_CONFIRM_ATTEMPTS`); another principal's held sign-in
+   * is never found, since its key is theirs.
+   */
+  async confirmSignIn(code: string): Promise<"confirmed" | "none_waiting" | "wrong_code"> {
+    const held = await this.context.store.loadHeld(this.#key);
+    if (!held || held.expiresAt.getTime() <= this.context.clock.now().getTime()) return "none_waiting";
+    const taken = await this.context.store.takeHeld(this.#key, confirmationCodeHash(code));
+    if (!taken) {
+      await this.context.store.failHeld(this.#key, MAX_CONFIRM_ATTEMPTS);
+      return "wrong_code";
+    }
+    const tokens = JSON.parse(await this.context.cipher.open(taken.sealed, heldAssociatedData(this.#key))) as OAuthTokens;
+    await this.saveTokens(tokens, true);
+    return "confirmed";
   }
 
   get redirectUrl(): string {
@@ -101,13 +152,19 @@ export class McpOAuthProvider implements OAuthClientProvider {
     return tokens;
   }
 
-  async saveTokens(tokens: OAuthTokens): Promise<void> {
+  async saveTokens(tokens: OAuthTokens, confirmed = false): Promise<void> {
+    if (this.#hold && !confirmed) {
+      this.#held = tokens;
+      return;
+    }
     const now = this.context.clock.now();
     await this.context.store.saveTokens(this.#key, {
       issuer: this.principal.issuer,
       tenant: this.principal.tenant,
       subject: this.principal.subject,
       server: this.server.name,
+      url: this.server.url,
+      entryTenant: this.tenant,
       sealed: await this.context.cipher.seal(JSON.stringify(tokens), this.#key),
       accessExpiresAt: tokens.expires_in === undefined ? null : new Date(now.getTime() + tokens.expires_in * 1000),
       updatedAt: now,

@@ -13,6 +13,10 @@ interface TokenDocument {
   tenant: string | null;
   subject: string;
   server: string;
+  /** The server's URL (the resource) the tokens were issued for. */
+  url: string;
+  /** The tenant whose entry it is. */
+  entryTenant: string | null;
   sealed: Sealed;
   /** When the access token expires, as the authorization server said (`expires_in`); null when it did not say. */
   accessExpiresAt: Date | null;
@@ -26,6 +30,27 @@ interface PendingDocument extends PendingSignIn {
   createdAt: Date;
 }
 
+/**
+ * Tokens of a finished sign-in waiting for the user who started it to confirm (docs/mcp-oauth.md,
+ * "Whose sign-in"): in the sign-ins collection, so its TTL and `deleteAllOf` cover them.
+ */
+export interface HeldSignIn {
+  principal: Principal;
+  tenant: string | null;
+  server: PendingSignIn["server"];
+  /** The tokens, sealed with the held key as associated data. */
+  sealed: Sealed;
+  /** SHA-256 of the confirmation code shown to whoever finished the sign-in in the browser. */
+  codeHash: string;
+  /** Wrong codes given so far; the held sign-in is dropped at `MAX_CONFIRM_ATTEMPTS`. */
+  attempts: number;
+  expiresAt: Date;
+}
+
+interface HeldDocument extends HeldSignIn {
+  _id: string;
+}
+
 interface ClientDocument {
   _id: string;
   info: OAuthClientInformationMixed;
@@ -36,11 +61,12 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /**
  * The one key of a user's tokens for a server: issuer, tenant and subject of the principal, the
- * tenant whose entry it is, and the server's name. It is also the associated data the tokens are
- * sealed with, so tokens copied under another key do not decrypt.
+ * tenant whose entry it is, the server's name and its URL (the resource the tokens were issued
+ * for). It is also the associated data the tokens are sealed with, so tokens copied under another
+ * key do not decrypt, and an entry re-pointed at another URL never sends the tokens of the first.
  */
-export function tokenKey(principal: Principal, tenant: string | null, server: string): string {
-  return JSON.stringify([ownerKey(principal), tenant, server]);
+export function tokenKey(principal: Principal, tenant: string | null, server: string, url: string): string {
+  return JSON.stringify([ownerKey(principal), tenant, server, url]);
 }
 
 /**
@@ -51,11 +77,13 @@ export function tokenKey(principal: Principal, tenant: string | null, server: st
 export class McpOAuthStore {
   readonly #tokens: Collection<TokenDocument>;
   readonly #pending: Collection<PendingDocument>;
+  readonly #held: Collection<HeldDocument>;
   readonly #clients: Collection<ClientDocument>;
 
   constructor(db: Db) {
     this.#tokens = db.collection(COLLECTIONS.mcpOAuthTokens);
     this.#pending = db.collection(COLLECTIONS.mcpOAuthSignIns);
+    this.#held = db.collection(COLLECTIONS.mcpOAuthSignIns);
     this.#clients = db.collection(COLLECTIONS.mcpOAuthClients);
   }
 
@@ -84,6 +112,12 @@ export class McpOAuthStore {
     return (await this.#tokens.deleteOne({ _id: sha256(key) })).deletedCount === 1;
   }
 
+  /** A principal's tokens for one server of one tenant's entry, whatever URL they were issued for. Returns how many went. */
+  async deleteServerTokens(principal: Principal, entryTenant: string | null, server: string): Promise<number> {
+    const who = { issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject };
+    return (await this.#tokens.deleteMany({ ...who, entryTenant, server })).deletedCount;
+  }
+
   /** Every token and pending sign-in of one principal, whatever the server: the user's data deleted. Returns how many tokens went. */
   async deleteAllOf(principal: Principal): Promise<number> {
     const who = { issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject };
@@ -106,6 +140,31 @@ export class McpOAuthStore {
     if (!doc || (await this.#pending.deleteOne({ _id })).deletedCount !== 1) return null;
     const { _id: _, createdAt, ...pending } = doc;
     return pending;
+  }
+
+  /** Holds a finished sign-in's tokens for confirmation, replacing an earlier one of the same key (a newer sign-in wins). */
+  async saveHeld(key: string, held: HeldSignIn): Promise<void> {
+    await this.#held.replaceOne({ _id: sha256(`held:${key}`) }, held, { upsert: true });
+  }
+
+  async loadHeld(key: string): Promise<HeldSignIn | null> {
+    return this.#held.findOne({ _id: sha256(`held:${key}`) });
+  }
+
+  /** The held sign-in of this key whose code hash is `codeHash`, removed as it is read (a code confirms once). */
+  async takeHeld(key: string, codeHash: string): Promise<HeldSignIn | null> {
+    const filter = { _id: sha256(`held:${key}`), codeHash };
+    const doc = await this.#held.findOne(filter);
+    // Whoever deletes it takes it, as `takePending`.
+    if (!doc || (await this.#held.deleteOne(filter)).deletedCount !== 1) return null;
+    return doc;
+  }
+
+  /** Counts a wrong code; at `max` the held sign-in is deleted. */
+  async failHeld(key: string, max: number): Promise<void> {
+    const _id = sha256(`held:${key}`);
+    const after = await this.#held.findOneAndUpdate({ _id }, { $inc: { attempts: 1 } }, { returnDocument: "after" });
+    if (after && after.attempts >= max) await this.#held.deleteOne({ _id });
   }
 
   async loadClient(tenant: string | null, server: string, url: string): Promise<OAuthClientInformationMixed | undefined> {

@@ -22,7 +22,7 @@ beforeAll(async () => {
     keys: new LocalDataKeySource(await mkdtemp(join(tmpdir(), "tw-mcp-key-"))),
     redirectUrl: "https://api.example.com/v1/mcp/oauth/callback",
     retentionMs: 86_400_000,
-    secrets: { get: async (name) => (name === "crm-client-secret" ? "s3cret" : undefined) },
+    secrets: { get: async (name) => (name === "mcp/api/acme/crm-client-secret" ? "s3cret" : name === "crm-client-secret" ? "core" : undefined) },
   });
   await oauth.store.setup();
 });
@@ -52,8 +52,11 @@ describe("McpOAuthProvider", () => {
 
   describe("clientInformation", () => {
     it("returns the configured client with its secret from the secret source, and registers none", async () => {
-      const provider = oauth.providerFor(apiPrincipal("alice", "acme"), server({ clientId: "tw", clientSecretName: "crm-client-secret" }));
+      // The MCP client hands over the secret's key under its owner's prefix (lib/mcp/mcp-secrets.ts).
+      const provider = oauth.providerFor(apiPrincipal("alice", "acme"), server({ clientId: "tw", clientSecretName: "mcp/api/acme/crm-client-secret" }));
       expect(await provider.clientInformation()).toEqual({ client_id: "tw", client_secret: "s3cret" });
+      const outside = oauth.providerFor(apiPrincipal("alice", "acme"), server({ clientId: "tw", clientSecretName: "crm-client-secret" }));
+      expect(await outside.clientInformation()).toEqual({ client_id: "tw" });
       expect(provider.clientMetadata).toMatchObject({ redirect_uris: ["https://api.example.com/v1/mcp/oauth/callback"], token_endpoint_auth_method: "none" });
     });
   });

@@ -14,11 +14,14 @@ const pending = (subject: string) => ({
   codeVerifier: "v",
   expiresAt: new Date(Date.now() + 60_000),
 });
+const URL_A = "https://crm.example/mcp";
 const tokens = (subject: string, server: string) => ({
   issuer: "api" as const,
   tenant: "acme",
   subject,
   server,
+  url: URL_A,
+  entryTenant: "acme",
   sealed,
   accessExpiresAt: null,
   updatedAt: new Date(),
@@ -34,14 +37,15 @@ afterAll(() => t.cleanup());
 
 describe("McpOAuthStore", () => {
   describe("tokenKey", () => {
-    it("returns distinct keys for another subject, tenant, issuer, entry tenant or server", () => {
+    it("returns distinct keys for another subject, tenant, issuer, entry tenant, server or server URL", () => {
       const keys = [
-        tokenKey(apiPrincipal("alice", "acme"), "acme", "crm"),
-        tokenKey(apiPrincipal("bob", "acme"), "acme", "crm"),
-        tokenKey(apiPrincipal("alice", "globex"), "acme", "crm"),
-        tokenKey({ issuer: "slack", tenant: "acme", subject: "alice" }, "acme", "crm"),
-        tokenKey(apiPrincipal("alice", "acme"), null, "crm"),
-        tokenKey(apiPrincipal("alice", "acme"), "acme", "erp"),
+        tokenKey(apiPrincipal("alice", "acme"), "acme", "crm", URL_A),
+        tokenKey(apiPrincipal("bob", "acme"), "acme", "crm", URL_A),
+        tokenKey(apiPrincipal("alice", "globex"), "acme", "crm", URL_A),
+        tokenKey({ issuer: "slack", tenant: "acme", subject: "alice" }, "acme", "crm", URL_A),
+        tokenKey(apiPrincipal("alice", "acme"), null, "crm", URL_A),
+        tokenKey(apiPrincipal("alice", "acme"), "acme", "erp", URL_A),
+        tokenKey(apiPrincipal("alice", "acme"), "acme", "crm", "https://other.example/mcp"),
       ];
       expect(new Set(keys).size).toBe(keys.length);
     });
@@ -65,13 +69,13 @@ describe("McpOAuthStore", () => {
   describe("deleteAllOf", () => {
     it("deletes every server's tokens and the pending sign-ins of one principal only", async () => {
       const alice = apiPrincipal("carol", "acme");
-      await store.saveTokens(tokenKey(alice, "acme", "crm"), tokens("carol", "crm"));
-      await store.saveTokens(tokenKey(alice, "acme", "erp"), tokens("carol", "erp"));
-      await store.saveTokens(tokenKey(apiPrincipal("dan", "acme"), "acme", "crm"), tokens("dan", "crm"));
+      await store.saveTokens(tokenKey(alice, "acme", "crm", URL_A), tokens("carol", "crm"));
+      await store.saveTokens(tokenKey(alice, "acme", "erp", URL_A), tokens("carol", "erp"));
+      await store.saveTokens(tokenKey(apiPrincipal("dan", "acme"), "acme", "crm", URL_A), tokens("dan", "crm"));
       await store.savePending("state-3", pending("carol"), new Date());
       expect(await store.deleteAllOf(alice)).toBe(2);
       expect(await store.takePending("state-3")).toBeNull();
-      expect(await store.loadTokens(tokenKey(apiPrincipal("dan", "acme"), "acme", "crm"))).not.toBeNull();
+      expect(await store.loadTokens(tokenKey(apiPrincipal("dan", "acme"), "acme", "crm", URL_A))).not.toBeNull();
     });
   });
 });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal, type Principal } from "../../../lib/auth/principal.js";
 import { COLLECTIONS } from "../../../lib/store/collections.js";
 import { startTestServer, type TestServer } from "../../support/api-client.js";
+import { startHostileServer } from "../../support/mcp-servers.js";
 import { startOAuthMcpServer, type OAuthMcpServer } from "../../support/oauth-mcp-server.js";
 
 let t: TestServer;
@@ -18,18 +19,18 @@ afterAll(async () => {
   await t?.close();
 });
 
-const scopeOf = (tenant: string | null) => ({
+const scopeOf = (tenant: string | null, url = rs.mcpUrl) => ({
   tenant,
-  server: { name: "crm", transport: { kind: "streamable-http" as const, url: rs.mcpUrl }, auth: { kind: "oauth" as const } },
+  server: { name: "crm", transport: { kind: "streamable-http" as const, url }, auth: { kind: "oauth" as const } },
 });
 const tokens = () => t.db.collection(COLLECTIONS.mcpOAuthTokens);
 
 /** One use of the server's `whoami` tool as the MCP client makes it: a provider for this principal, the SDK's client and transport. */
-async function whoami(principal: Principal, tenant: string | null = principal.tenant): Promise<{ user?: string; signIn?: URL }> {
-  const provider = t.server.mcpOAuth.providerFor(principal, scopeOf(tenant));
+async function whoami(principal: Principal, tenant: string | null = principal.tenant, url = rs.mcpUrl): Promise<{ user?: string; signIn?: URL }> {
+  const provider = t.server.mcpOAuth.providerFor(principal, scopeOf(tenant, url));
   const client = new Client({ name: "mcp-oauth-test", version: "1.0.0" });
   try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(rs.mcpUrl), { authProvider: provider }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: provider }));
   } catch (error) {
     if (error instanceof UnauthorizedError) return { signIn: provider.authorizationUrl() };
     throw error;
@@ -55,13 +56,21 @@ const callback = async (url: string) => {
   return t.call("GET", path);
 };
 
+/** The browser's return to the callback, then `as` giving the code it showed in their conversation (the sign-in tool does this). */
+async function finish(as: Principal, url: string, tenant: string | null = as.tenant): Promise<string> {
+  const back = await callback(url);
+  expect(back.status).toBe(200);
+  expect(back.body).toMatchObject({ status: "confirm", server: "crm", code: expect.stringMatching(/^[A-Z2-9]{4}-[A-Z2-9]{4}$/) });
+  return t.server.mcpOAuth.providerFor(as, scopeOf(tenant)).confirmSignIn(back.body.code as string);
+}
+
 describe("McpOAuth", () => {
   describe("providerFor", () => {
     it("returns each user's own token, two users and two tokens never crossed, and no token for the same subject in another tenant", async () => {
       const alice = apiPrincipal("alice", "acme");
       const bob = apiPrincipal("bob", "acme");
-      expect((await callback(await signInAs(alice, "alice"))).body).toEqual({ status: "signed_in", server: "crm" });
-      expect((await callback(await signInAs(bob, "bob"))).status).toBe(200);
+      expect(await finish(alice, await signInAs(alice, "alice"))).toBe("confirmed");
+      expect(await finish(bob, await signInAs(bob, "bob"))).toBe("confirmed");
       rs.calls.length = 0;
       expect(await whoami(alice)).toEqual({ user: "alice" });
       expect(await whoami(bob)).toEqual({ user: "bob" });
@@ -76,8 +85,8 @@ describe("McpOAuth", () => {
     it("stores tokens sealed: no token in the document, and one moved to another user's record does not open", async () => {
       const erin = apiPrincipal("erin", "acme");
       const frank = apiPrincipal("frank", "acme");
-      await callback(await signInAs(erin, "erin"));
-      await callback(await signInAs(frank, "frank"));
+      await finish(erin, await signInAs(erin, "erin"));
+      await finish(frank, await signInAs(frank, "frank"));
       const [erinDoc, frankDoc] = await Promise.all([tokens().findOne({ subject: "erin" }), tokens().findOne({ subject: "frank" })]);
       expect(JSON.stringify(erinDoc)).not.toMatch(/eyJ|access_token|refresh_token/);
       await tokens().updateOne({ _id: frankDoc?._id }, { $set: { sealed: erinDoc?.sealed } });
@@ -87,10 +96,30 @@ describe("McpOAuth", () => {
       expect(rs.calls.at(-1)).not.toBe("erin");
     });
 
+    it("never sends a user's token to the URL an entry was re-pointed at, and sends it again at the URL it was issued for", async () => {
+      const bob = apiPrincipal("bob-repoint", "acme");
+      await finish(bob, await signInAs(bob, "bob-repoint"));
+      expect(await whoami(bob)).toEqual({ user: "bob-repoint" });
+      // An admin points `crm` at another server: it gets no token of bob's (today's key by name alone sent it).
+      const elsewhere = await startHostileServer();
+      try {
+        const client = new Client({ name: "mcp-oauth-test", version: "1.0.0" });
+        const provider = t.server.mcpOAuth.providerFor(bob, scopeOf("acme", elsewhere.url));
+        await client.connect(new StreamableHTTPClientTransport(new URL(elsewhere.url), { authProvider: provider }));
+        await client.listTools();
+        await client.close();
+        expect(elsewhere.seenAuthorization.length).toBeGreaterThan(0);
+        expect(elsewhere.seenAuthorization.filter((a) => a !== undefined)).toEqual([]);
+      } finally {
+        await elsewhere.stop();
+      }
+      expect(await whoami(bob)).toEqual({ user: "bob-repoint" });
+    });
+
     it("refreshes an expired access token and stores the new one", async () => {
       const carol = apiPrincipal("carol", "acme");
       rs.accessTtlSeconds = -60;
-      await callback(await signInAs(carol, "carol"));
+      await finish(carol, await signInAs(carol, "carol"));
       rs.accessTtlSeconds = 3600;
       const before = await tokens().findOne({ subject: "carol" });
       const refreshes = rs.grants.refresh_token;
@@ -104,14 +133,14 @@ describe("McpOAuth", () => {
 
     it("returns a sign-in link again once the tokens are revoked, and deletes them", async () => {
       const dave = apiPrincipal("dave", "acme");
-      await callback(await signInAs(dave, "dave"));
+      await finish(dave, await signInAs(dave, "dave"));
       expect(await whoami(dave)).toEqual({ user: "dave" });
       rs.revoke("dave");
       const again = await whoami(dave);
       expect(again.user).toBeUndefined();
       expect(again.signIn?.origin).toBe(rs.url);
       expect(await tokens().countDocuments({ subject: "dave" })).toBe(0);
-      await callback(await rs.signIn(again.signIn as URL, "dave"));
+      await finish(dave, await rs.signIn(again.signIn as URL, "dave"));
       expect(await whoami(dave)).toEqual({ user: "dave" });
     });
   });
@@ -120,8 +149,8 @@ describe("McpOAuth", () => {
     it("deletes one principal's tokens and pending sign-ins, and nobody else's", async () => {
       const gina = apiPrincipal("gina", "acme");
       const hal = apiPrincipal("hal", "acme");
-      await callback(await signInAs(gina, "gina"));
-      await callback(await signInAs(hal, "hal"));
+      await finish(gina, await signInAs(gina, "gina"));
+      await finish(hal, await signInAs(hal, "hal"));
       await whoami(apiPrincipal("gina", "acme"), "pending-entry");
       expect(await t.server.mcpOAuth.deleteUserData(gina)).toBe(1);
       expect(await tokens().countDocuments({ subject: "gina" })).toBe(0);
@@ -129,6 +158,47 @@ describe("McpOAuth", () => {
       expect(await whoami(hal)).toEqual({ user: "hal" });
       expect(await t.server.mcpOAuth.revoke(hal, "acme", "crm")).toBe(true);
       expect((await whoami(hal)).signIn).toBeDefined();
+    });
+  });
+
+  describe("confirmSignIn", () => {
+    it("finishes a sign-in only for the user who started it: bob opening alice's link signs alice in as nobody", async () => {
+      const alice = apiPrincipal("alice-link", "acme");
+      const bob = apiPrincipal("bob-link", "acme");
+      // Alice asks for a link; bob opens it and signs in at the CRM as himself.
+      const back = await callback(await signInAs(alice, "bob-link"));
+      expect(back.status).toBe(200);
+      const code = back.body.code as string;
+      // Today's callback stored bob's tokens for alice here: alice's whoami answered "bob-link".
+      expect((await whoami(alice)).user).toBeUndefined();
+      // Bob gives the code in his own conversation: no sign-in of his waits, nothing is stored for him or for alice.
+      expect(await t.server.mcpOAuth.providerFor(bob, scopeOf("acme")).confirmSignIn(code)).toBe("none_waiting");
+      expect(await tokens().countDocuments({ subject: { $in: ["alice-link", "bob-link"] } })).toBe(0);
+      // Alice guessing codes: a few wrong ones drop the held sign-in, and the right one then finds nothing.
+      const asAlice = t.server.mcpOAuth.providerFor(alice, scopeOf("acme"));
+      for (let i = 0; i < 5; i++) expect(await asAlice.confirmSignIn("AAAA-AAAA")).toBe("wrong_code");
+      expect(await asAlice.confirmSignIn(code)).toBe("none_waiting");
+      expect((await whoami(alice)).user).toBeUndefined();
+      expect(rs.calls).not.toContain("bob-link");
+    });
+
+    it("finishes with the right code, once, for the user who started it, in any case and spacing", async () => {
+      const lee = apiPrincipal("lee", "acme");
+      const back = await callback(await signInAs(lee, "lee"));
+      const code = (back.body.code as string).toLowerCase().replace("-", " ");
+      const provider = t.server.mcpOAuth.providerFor(lee, scopeOf("acme"));
+      expect(await provider.confirmSignIn(code)).toBe("confirmed");
+      expect(await provider.confirmSignIn(code)).toBe("none_waiting");
+      expect(await whoami(lee)).toEqual({ user: "lee" });
+    });
+
+    it("keeps held tokens sealed under their own associated data: copied into the user's record they do not open", async () => {
+      const mo = apiPrincipal("mo", "acme");
+      await callback(await signInAs(mo, "mo"));
+      const held = await t.db.collection(COLLECTIONS.mcpOAuthSignIns).findOne({ "principal.subject": "mo", sealed: { $exists: true } });
+      expect(JSON.stringify(held)).not.toMatch(/eyJ|access_token/);
+      await tokens().insertOne({ _id: "forged" as never, issuer: "api", tenant: "acme", subject: "mo", server: "crm", sealed: held?.sealed });
+      expect((await whoami(mo)).user).toBeUndefined();
     });
   });
 
