@@ -1,10 +1,12 @@
 import { ChatBedrockConverse } from "@langchain/aws";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import type { AIMessage } from "@langchain/core/messages";
 import type { ModelConfig } from "../config/config.js";
 import { ModelBusyError, ModelCallFailedError, ModelCredentialsError, type ModelErrorCode, ThreadwiseError } from "../errors.js";
 import { GEN_AI_PROVIDER_NAMES } from "../observability/tracing.js";
 import { bedrockTokenCounter, type ModelTokenCounter } from "./bedrock-token-counter.js";
 import { LocalChatModel } from "./local-chat-model.js";
+import { finishReasonsOf } from "./model-usage.js";
 import { createOpenAiCompatibleModel } from "./openai-compatible-model.js";
 
 /**
@@ -132,4 +134,28 @@ export function modelCallError(error: unknown): unknown {
     (status !== undefined && status >= 500 ? "model_unreachable" : status !== undefined && status >= 400 ? "model_invalid_request" : undefined);
   if (!code) return error;
   return new ModelCallFailedError(`the model call failed (${error.name})`, code, reason, { cause: error });
+}
+
+/**
+ * A model call is complete only when the model said so. A stream cut by the network (an HTTP/2
+ * connection dropped without GOAWAY) ends without an error in the AWS SDK, and LangChain returns
+ * what arrived as if it were the answer: half a sentence, or a tool call whose input was cut.
+ * Bedrock ends every answer with `messageStop` (its stop reason) and `metadata` (its usage); without
+ * them the answer is refused as `model_unreachable` (retried as other transient failures are),
+ * never recorded, streamed as final, or counted as usage it did not report. Only Bedrock's answers
+ * are checked: LangChain's OpenAI client does not keep a streamed `finish_reason` on every answer,
+ * and the offline model names none.
+ */
+export function incompleteAnswerError(provider: string, answer: AIMessage): ModelCallFailedError | undefined {
+  if (provider !== GEN_AI_PROVIDER_NAMES.bedrock) return undefined;
+  const metadata = (answer.response_metadata ?? {}) as { metadata?: unknown; messageStop?: unknown; stopReason?: unknown };
+  const stopped = finishReasonsOf(answer).length > 0;
+  // A streamed Bedrock answer carries both events; a whole (Converse) one has its stopReason and usage inline.
+  if (stopped && (metadata.messageStop === undefined || metadata.metadata !== undefined)) return undefined;
+  const missing = stopped ? "its metadata" : "its stop reason";
+  return new ModelCallFailedError(
+    `the model's answer ended before ${missing} (the connection was cut)`,
+    "model_unreachable",
+    `stream ended without ${missing}`,
+  );
 }

@@ -22,7 +22,7 @@ import type { WriteFence } from "../store/write-fence.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { ModelTokenCounter } from "./bedrock-token-counter.js";
-import { genAiProviderOf, modelCallError } from "./chat-model.js";
+import { genAiProviderOf, incompleteAnswerError, modelCallError } from "./chat-model.js";
 import { traceModelCall, traceToolCall } from "../observability/tracing.js";
 import type { FaultInjector } from "./fault-points.js";
 import { finishReasonsOf, reportedUsage } from "./model-usage.js";
@@ -230,10 +230,16 @@ export function createAgentGraph(options: AgentGraphOptions) {
     // One `chat <model>` span per call (docs/operations.md, "Tracing"): settings and token counts, never the messages.
     const span = { provider, model: modelId, conversationId: ctx.conversationId, maxTokens, temperature, stream: callbacks !== undefined };
     const call = () =>
-      bound.invoke(sent, { signal: config.signal, callbacks }).catch(async (error: unknown) => {
-        await reservation?.release().catch(() => undefined);
-        throw modelCallError(error);
-      }) as Promise<AIMessage>;
+      (bound.invoke(sent, { signal: config.signal, callbacks }) as Promise<AIMessage>)
+        .then((answer) => {
+          const incomplete = incompleteAnswerError(provider, answer);
+          if (incomplete) throw incomplete;
+          return answer;
+        })
+        .catch(async (error: unknown) => {
+          await reservation?.release().catch(() => undefined);
+          throw modelCallError(error);
+        });
     const response = await traceModelCall(span, call, (answer) => ({ ...reportedUsage(answer), finishReasons: finishReasonsOf(answer) }));
     const usage = reportedUsage(response, price);
     await reservation?.settle({ ...usage, cacheReadTokens: usage.cacheReadTokens ?? 0, cacheWriteTokens: usage.cacheWriteTokens ?? 0 });

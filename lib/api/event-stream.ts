@@ -122,10 +122,18 @@ export function turnEventStream(options: TurnStreamOptions): HttpResponse {
   async function* frames(signal: AbortSignal): AsyncGenerator<string> {
     yield frame("turn", { turnId, conversationId, location });
     let last = afterId;
-    for await (const event of events.follow(turnId, afterId, AbortSignal.any([signal, failed.signal]))) {
-      yield eventFrame(event);
-      last = event.id;
-      if (isFinalEvent(event)) return;
+    try {
+      for await (const event of events.follow(turnId, afterId, AbortSignal.any([signal, failed.signal]))) {
+        yield eventFrame(event);
+        last = event.id;
+        if (isFinalEvent(event)) return;
+      }
+    } catch (error) {
+      // The store could not be read (the database away): the stream ends as the API would answer
+      // (503 service_unavailable), never cut; the client reconnects with Last-Event-ID.
+      if (signal.aborted) return;
+      yield failureFrame(error);
+      return;
     }
     if (!failure || signal.aborted) return;
     // The runner publishes its `failed` before it throws: what this process has of the turn comes first.

@@ -11,6 +11,9 @@ import type { Authenticate, HttpRequest, HttpResponse } from "./http.js";
 import { IdempotentRequests } from "./idempotent-requests.js";
 import { createRouter, type Route } from "./router.js";
 
+/** What the error log names for a stream whose store reads failed after it began (its request has long been answered 200). */
+const TURN_EVENTS_REQUEST: HttpRequest = { method: "GET", path: "/v1/conversations/{id}/turns/{id}/events", headers: {}, query: {}, canStream: true };
+
 /** The one route that must answer while the database is away (docs/api.md). */
 const LIVENESS_PATH = "/healthz";
 
@@ -37,7 +40,12 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     idempotentRequests,
     maxMessageChars: config.maxMessageChars,
     dispatcher: app.dispatcher,
-    events: new TurnEventFollower({ store: app.database.turnEvents, turns: app.database.turns, hub: app.events.hub }),
+    events: new TurnEventFollower({
+      store: app.database.turnEvents,
+      turns: app.database.turns,
+      hub: app.events.hub,
+      onError: (error) => options.onError?.(error, TURN_EVENTS_REQUEST),
+    }),
     approvals: app.approvals,
     streamingUrl: config.deployment.streamingUrl,
     limits: app.limits,

@@ -24,6 +24,8 @@ export interface TurnEventFollowerOptions {
   followMaxMs?: number;
   /** Default: {@link DEFAULT_FINAL_EVENT_GRACE_MS}. */
   finalGraceMs?: number;
+  /** Told of a store read that failed (the database away), before the follow throws it: the server's error log. Default: none. */
+  onError?: (error: unknown) => void;
 }
 
 /** The final event a turn record implies, for a turn that finished without one stored (run before streaming, or its last batch lost). */
@@ -72,6 +74,15 @@ export class TurnEventFollower {
    * after an id past a finished turn's last event it yields nothing. A turn not begun yet is waited for.
    */
   async *follow(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
+    try {
+      yield* this.events(turnId, afterId, signal);
+    } catch (error) {
+      this.options.onError?.(error);
+      throw error;
+    }
+  }
+
+  private async *events(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
     const stop = AbortSignal.any([signal, AbortSignal.timeout(this.followMaxMs)]);
     let last = afterId;
     // The store is read at the start and whenever the hub stayed quiet for a poll period, never per live event.

@@ -14,6 +14,11 @@ export class EmbeddedMongoError extends ThreadwiseError {
 
 export interface EmbeddedMongo {
   uri: string;
+  port: number;
+  /** The server's process id. */
+  pid: number | undefined;
+  /** Settles when the server's process exits, asked to (`stop`) or not. */
+  exited: Promise<{ code: number | null; signal: string | null }>;
   stop(): Promise<void>;
 }
 
@@ -88,6 +93,7 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
   const child = spawn(embeddedMongoBinary(), ["--host=127.0.0.1", `--port=${port}`], { stdio: ["ignore", "pipe", "pipe"] });
   child.stdout?.resume();
   child.stderr?.resume();
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const stopOnExit = () => child.kill("SIGKILL");
   process.once("exit", stopOnExit);
   const uri = `mongodb://127.0.0.1:${port}/?directConnection=true`;
@@ -99,6 +105,9 @@ export async function startEmbeddedMongo(options: EmbeddedMongoOptions = {}): Pr
   }
   return {
     uri,
+    port,
+    pid: child.pid,
+    exited,
     async stop() {
       process.removeListener("exit", stopOnExit);
       if (child.exitCode !== null) return;

@@ -32,6 +32,7 @@ import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from 
 import { apiReferenceRoute } from "./api-reference.js";
 import { consoleRoutes } from "./console-routes.js";
 import { localToolsRoute } from "./local-tools-route.js";
+import { DatabaseWatch } from "./database-watch.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "./embedded-mongo.js";
 import { loadOrCreateLocalKeys, mintLocalToken, DEFAULT_LOCAL_DIR, type LocalKeys } from "./local-keys.js";
 import { toHttpRequest, writeHttpResponse } from "./node-http-adapter.js";
@@ -47,6 +48,8 @@ export interface LocalServer {
   worker: TurnJobWorker;
   /** Per-user OAuth for MCP servers: the providers' factory and the callback's side (docs/mcp-oauth.md), keys in `localDir`. */
   mcpOAuth: McpOAuth;
+  /** Notices the database: restarts the embedded server when it dies, sets a database up again when it lost its set-up. */
+  databaseWatch: DatabaseWatch;
   close(): Promise<void>;
 }
 
@@ -262,6 +265,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   await recover().catch((error: unknown) => logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }));
   turnQueue.start();
   recoverySweep.start();
+  const databaseWatch = new DatabaseWatch({ database: app.database, embedded, logger });
+  databaseWatch.start();
   const { port } = server.address() as AddressInfo;
   listeningUrl = `http://127.0.0.1:${port}`;
   // Loopback over IPv6 too, where the machine has it, for clients that resolve localhost to ::1.
@@ -273,14 +278,16 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     turnQueue,
     worker,
     mcpOAuth,
+    databaseWatch,
     async close() {
+      await databaseWatch.stop();
       await sweep.stop();
       await recoverySweep.stop();
       await turnQueue.stop();
       await Promise.all([server, server6].flatMap((s) => (s ? [closeServer(s)] : [])));
       await app.close();
       await client.close();
-      await embedded?.stop();
+      await databaseWatch.embedded?.stop();
     },
   };
 }

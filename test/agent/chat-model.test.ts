@@ -1,7 +1,7 @@
 import { ChatBedrockConverse } from "@langchain/aws";
-import { HumanMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { checkModelCredentials, createChatModel, createModelTokenCounter, modelCallError } from "../../lib/agent/chat-model.js";
+import { checkModelCredentials, createChatModel, createModelTokenCounter, incompleteAnswerError, modelCallError } from "../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../lib/agent/local-chat-model.js";
 import type { ModelConfig } from "../../lib/config/config.js";
 import { ModelBusyError, ModelCallFailedError, ModelCallLimitError, ModelCredentialsError } from "../../lib/errors.js";
@@ -176,5 +176,28 @@ describe("chat model", () => {
       const error = await withEndpoint(() => model.invoke([new HumanMessage("Hello?")]).catch((e: unknown) => modelCallError(e)));
       expect(error).toMatchObject({ name: "ModelCallFailedError", code: "model_unreachable", reason: expect.stringMatching(/ECONNREFUSED|ERR_HTTP2_/) });
     });
+  });
+});
+
+describe("incompleteAnswerError", () => {
+  const answer = (response_metadata: Record<string, unknown>) => new AIMessage({ content: "Looking it ", response_metadata });
+
+  it("returns model_unreachable for a Bedrock answer without its stop reason (a stream cut before messageStop)", () => {
+    const error = incompleteAnswerError("aws.bedrock", answer({ model_provider: "bedrock-converse" }));
+    expect(error).toBeInstanceOf(ModelCallFailedError);
+    expect(error?.code).toBe("model_unreachable");
+  });
+
+  it("returns model_unreachable for a streamed Bedrock answer with its stop reason but no metadata event", () => {
+    expect(incompleteAnswerError("aws.bedrock", answer({ messageStop: { stopReason: "end_turn" } }))?.code).toBe("model_unreachable");
+  });
+
+  it("returns nothing for a streamed answer with both events, or a whole Converse answer with its stopReason", () => {
+    expect(incompleteAnswerError("aws.bedrock", answer({ messageStop: { stopReason: "end_turn" }, metadata: { usage: {} } }))).toBeUndefined();
+    expect(incompleteAnswerError("aws.bedrock", answer({ stopReason: "tool_use" }))).toBeUndefined();
+  });
+
+  it("returns nothing for the offline model, which names no stop reason", () => {
+    expect(incompleteAnswerError("threadwise.local", answer({}))).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { MongoNetworkError, MongoServerSelectionError } from "mongodb";
+import { MongoBulkWriteError, MongoNetworkError, MongoServerError, MongoServerSelectionError } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_UNAVAILABLE_RETRY_AFTER_S, errorResponse } from "../../lib/api/error-response.js";
 import {
@@ -86,6 +86,24 @@ describe("errorResponse", () => {
         error: { code: "service_unavailable", message: "the database is unreachable; retry shortly" },
       });
     }
+  });
+
+  it("returns 503 with Retry-After for a bulk write that failed on the network (a database freeze), and for a write the driver labels retryable", () => {
+    // As the driver builds it when a bulk write's connection fails: the network error is its errorResponse.
+    const bulk = new MongoBulkWriteError(new MongoNetworkError("connection 4 to 127.0.0.1:27017 timed out") as never, {} as never);
+    const steppedDown = new MongoServerError({ message: "not primary", code: 10107, errorLabels: ["RetryableWriteError"] });
+    for (const error of [bulk, new Error("layer", { cause: bulk }), steppedDown]) {
+      expect(answer(error)).toMatchObject({
+        status: 503,
+        headers: { "retry-after": String(DEFAULT_UNAVAILABLE_RETRY_AFTER_S) },
+        error: { code: "service_unavailable" },
+      });
+    }
+  });
+
+  it("returns 500 for a bulk write refused by the server (a duplicate key is not an outage)", () => {
+    const duplicate = new MongoBulkWriteError({ message: "E11000 duplicate key", code: 11000, writeErrors: [] } as never, {} as never);
+    expect(answer(duplicate).status).toBe(500);
   });
 
   it("returns 500 with no detail for any other error, a driver error too deep, or a non-error", () => {

@@ -13,12 +13,15 @@ import { openEventStream, type SseEvent } from "../support/sse-client.js";
 
 /** The tool the "wait" question calls: it holds the turn until the test opens the gate. */
 let toolGate = new Gate();
+/** How often the tool ran. */
+let waitRuns = 0;
 const waitTool: ToolDefinition = {
   name: "wait_for_test",
   description: "Waits until the test lets it finish.",
   schema: z.object({}),
   sideEffects: false,
   run: async () => {
+    waitRuns++;
     await toolGate.pass();
     return "finished waiting";
   },
@@ -28,6 +31,8 @@ function respond(request: ConverseRequest): ScriptedReply {
   const question = lastUserText(request);
   const toolResults = request.messages.at(-1)!.content.some((b) => "toolResult" in b);
   if (question.includes("wait") && !toolResults) return { text: "Waiting now.", toolUses: [{ name: "wait_for_test", input: {} }] };
+  if (question.includes("cut the text")) return { text: "Looking it up for you now.", drop: { afterFrames: 3 } };
+  if (question.includes("cut the call") && !toolResults) return { toolUses: [{ name: "wait_for_test", input: {} }], drop: { afterFrames: 3 } };
   if (question.includes("break"))
     return { text: "This will not finish", streamError: { type: "modelStreamErrorException", message: "stopped", afterDeltas: 2 } };
   return { text: "The answer has five words." };
@@ -101,6 +106,31 @@ describe("POST /v1/conversations/{id}/messages with Accept: text/event-stream", 
     expect(events.at(-1)!.data).toEqual({ code: "model_unreachable", message: "the turn failed: ModelStreamErrorException" });
     const turn = await api.call("GET", events[0].data.location, { token });
     expect(turn.body).toMatchObject({ status: "failed", error: { code: "model_unreachable" } });
+  });
+
+  it("fails a turn whose model connection dropped mid-answer (no stop reason) as model_unreachable, never completed", async () => {
+    const conversationId = await newConversation();
+    const before = converse.requests.length;
+    const events = await (await ask(conversationId, "please cut the text")).rest();
+    assertDocumented(events);
+    expect(events.at(-1)!.event).toBe("failed");
+    expect(events.at(-1)!.data.code).toBe("model_unreachable");
+    expect(events.some((e) => e.event === "done")).toBe(false);
+    expect(converse.requests.slice(before).some((r) => r.errorType === "dropped")).toBe(true);
+    const turn = await api.call("GET", events[0].data.location, { token });
+    expect(turn.body).toMatchObject({ status: "failed", error: { code: "model_unreachable" } });
+    expect(turn.body.answer ?? null).toBeNull();
+  });
+
+  it("fails a turn whose model connection dropped while it was calling a tool, and runs no tool", async () => {
+    const runsBefore = waitRuns;
+    const conversationId = await newConversation();
+    const response = await api.call("POST", `/v1/conversations/${conversationId}/messages`, { token, json: { content: "please cut the call" } });
+    expect(response.status).toBe(502);
+    expect(response.body.error.code).toBe("model_unreachable");
+    const record = await api.call("GET", `/v1/conversations/${conversationId}/messages`, { token });
+    expect(JSON.stringify(record.body)).not.toContain('"role":"assistant"');
+    expect(waitRuns).toBe(runsBefore);
   });
 
   it("finishes and records a turn whose client went away, which GET .../events then continues after Last-Event-ID", async () => {

@@ -1,6 +1,6 @@
 import { createHash, type Hash } from "node:crypto";
 import http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { EventStreamCodec, type MessageHeaders } from "@smithy/core/event-streams";
 import { fromUtf8, toUtf8 } from "@smithy/core/serde";
 import { z } from "zod";
@@ -114,10 +114,19 @@ export interface ScriptedStreamError {
   afterDeltas: number;
 }
 
+/**
+ * The connection dropped mid-answer (ConverseStream only): after `afterFrames` frames of the
+ * stream the HTTP/2 session's socket is destroyed, with no GOAWAY and no error frame, as a network
+ * fault does. The answer's stop reason and metadata never arrive.
+ */
+export interface ScriptedDrop {
+  afterFrames: number;
+}
+
 /** What the scripted model answers to one request. */
 export type ScriptedReply =
-  | { text: string; streamError?: ScriptedStreamError }
-  | { toolUses: ScriptedToolUse[]; text?: string }
+  | { text: string; streamError?: ScriptedStreamError; drop?: ScriptedDrop }
+  | { toolUses: ScriptedToolUse[]; text?: string; drop?: ScriptedDrop }
   /** A service-side failure (throttling, outage), answered with this status and error type. */
   | { error: { status: number; type: string; message: string } };
 
@@ -503,10 +512,18 @@ async function writeStream(
   record: RecordedConverseRequest,
   tokensPerSecond: number | undefined,
   error?: ScriptedStreamError,
+  drop?: { at: ScriptedDrop; connection: () => void },
 ): Promise<void> {
   let deltas = 0;
-  for (const { bytes, text } of frames) {
+  for (const [index, { bytes, text }] of frames.entries()) {
     if (stream.destroyed) return;
+    if (drop && index === drop.at.afterFrames) {
+      record.errorType = "dropped";
+      // What was written reaches the client first, as a fault mid-answer leaves it.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      drop.connection();
+      return;
+    }
     if (text && error && deltas === error.afterDeltas) {
       stream.end(exceptionMessage(error.type, error.message));
       return;
@@ -590,6 +607,13 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
   const requests: RecordedConverseRequest[] = [];
   const sessions = new Set<http2.ServerHttp2Session>();
   const server = http2.createServer();
+  const sockets = new Map<number, Socket>();
+  server.on("connection", (socket: Socket) => {
+    if (socket.remotePort === undefined) return;
+    const port = socket.remotePort;
+    sockets.set(port, socket);
+    socket.on("close", () => sockets.delete(port));
+  });
   server.on("session", (session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
@@ -651,7 +675,11 @@ export async function startConverseEndpoint(options: ConverseEndpointOptions = {
         stream.respond({ ":status": 200, "content-type": "application/vnd.amazon.eventstream", "x-amzn-requestid": crypto.randomUUID() });
         const streamError = "streamError" in reply ? reply.streamError : undefined;
         if (streamError) record.errorType = streamError.type;
-        await writeStream(stream, streamEvents(content, stopReason, usage, latencyMs), record, options.streamTokensPerSecond, streamError);
+        const frames = streamEvents(content, stopReason, usage, latencyMs);
+        // The session's own socket refuses destroy(); the raw one, found by its port, does not.
+        const port = stream.session?.socket.remotePort;
+        const drop = reply.drop && { at: reply.drop, connection: () => sockets.get(port ?? -1)?.destroy() };
+        await writeStream(stream, frames, record, options.streamTokensPerSecond, streamError, drop);
         return;
       }
       send(stream, 200, { output: { message: { role: "assistant", content } }, stopReason, usage, metrics: { latencyMs } });
