@@ -14,6 +14,7 @@ export const SEQUENTIAL_FILES = [
   "test/agent/long-conversation.test.ts",
   "test/agent/approval-context.test.ts",
   "test/agent/turn-fencing.test.ts",
+  "test/api/database-freeze.test.ts",
   "test/api/request-fuzz.test.ts",
   "test/api/agent-protocol-use-stream.test.ts",
   "test/approvals/approvals.test.ts",

@@ -20,6 +20,8 @@ import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
+import { isMongoUnavailable } from "../store/mongo-unavailable.js";
+import { retryWhileUnavailable } from "../store/retry-while-unavailable.js";
 import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
@@ -184,6 +186,8 @@ function outcomeOf(approval: ApprovalDocument): ApprovalOutcome {
 interface AttemptEnd {
   events?: TurnEventRecorder;
   final?: FinalEventBody;
+  /** Records how the attempt ended, when the database was away as it ended: tried again before the conversation is given back. */
+  settle?: () => Promise<void>;
 }
 
 /** Turn error codes that are not an error class's name. */
@@ -193,6 +197,7 @@ function errorCode(error: unknown): string {
   if (error instanceof ModelCredentialsError) return "model_credentials";
   if (error instanceof BudgetExhaustedError) return "budget_exhausted";
   if (error instanceof RateLimitedError) return "rate_limited";
+  if (isMongoUnavailable(error)) return "service_unavailable";
   return error instanceof Error ? error.name : "Error";
 }
 
@@ -246,11 +251,41 @@ export class TurnRunner {
       throw await this.explain(error, fence, lost.signal);
     } finally {
       stopHeartbeat();
-      await lease.release(fence).catch(() => undefined);
+      const released =
+        !end.settle &&
+        (await lease.release(fence).then(
+          () => true,
+          () => false,
+        ));
       if (!request.signal?.aborted) await request.hold?.release();
       // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
-      if (end.final) await end.events?.finish(end.final, lease.existing(conversationId)).catch(() => undefined);
+      if (released) await this.tell(end, conversationId);
+      else void this.endLater(fence, end);
     }
+  }
+
+  /**
+   * An attempt that ended while the database was away: the turn is marked as its error says and
+   * the lease given back in the background, as soon as the database answers again (a retry after
+   * the API's Retry-After then takes the conversation), and no later than the lease would lapse by
+   * itself; then its final event is told. A write refused for another reason (a later attempt has
+   * the conversation) ends it.
+   */
+  private async endLater(fence: WriteFence, end: AttemptEnd): Promise<void> {
+    const { lease } = this.deps;
+    const outcome = await retryWhileUnavailable(
+      async () => {
+        await end.settle?.();
+        end.settle = undefined;
+        await lease.release(fence);
+      },
+      { untilMs: Date.now() + lease.ttlMs },
+    );
+    if (outcome.kind === "done") await this.tell(end, fence.conversationId);
+  }
+
+  private async tell(end: AttemptEnd, conversationId: string): Promise<void> {
+    if (end.final) await end.events?.finish(end.final, this.deps.lease.existing(conversationId)).catch(() => undefined);
   }
 
   /** The thread's checkpointed messages (durable state), read-only; empty for a thread with no checkpoint yet. */
@@ -334,7 +369,10 @@ export class TurnRunner {
       end.final = { type: "done", answer, usage };
       return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
     } catch (error) {
-      await this.settle(turn, fence, error, request.signal, lost, end).catch(() => undefined);
+      const settle = () => this.settle(turn, fence, error, request.signal, lost, end);
+      await settle().catch((unwritten: unknown) => {
+        if (isMongoUnavailable(unwritten)) end.settle = settle;
+      });
       throw error;
     }
   }
@@ -443,7 +481,13 @@ export class TurnRunner {
     if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
     // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
     const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
-    const message = limited ? error.message : error instanceof ModelCallFailedError ? `the turn failed: ${error.reason}` : "the turn failed";
+    const message = limited
+      ? error.message
+      : error instanceof ModelCallFailedError
+        ? `the turn failed: ${error.reason}`
+        : isMongoUnavailable(error)
+          ? "the turn failed: the database was unreachable"
+          : "the turn failed";
     const failure = { code: errorCode(error), message };
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
