@@ -4,6 +4,7 @@ import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import {
   BudgetExhaustedError,
+  ContextBudgetExceededError,
   ModelCallFailedError,
   ModelCallLimitError,
   ModelCredentialsError,
@@ -18,6 +19,7 @@ import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
+import type { TurnFailureCode } from "../store/turn-lifecycle.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { isMongoUnavailable } from "../store/mongo-unavailable.js";
@@ -60,6 +62,12 @@ export interface TurnRequest {
   origin?: Record<string, unknown>;
   /** The attempt runs a queue delivery, which the queue delivers again if the attempt dies: recovery leaves the turn to it for a while (docs/recovery.md). */
   queueDelivery?: boolean;
+  /**
+   * Whether the caller runs the turn again after this error (the worker's queue job, retried while
+   * the error is transient and receives are left): the attempt then leaves the turn `queued` and
+   * ends no stream, so a `failed` turn is one nothing retries by itself. Default: nothing retries.
+   */
+  retries?: (error: unknown) => boolean;
   /**
    * The turn's admission (`TurnAdmission.run`), let go of with the conversation, before the final
    * event is told, unless the attempt stopped at its deadline for the worker. Default: none.
@@ -190,15 +198,16 @@ interface AttemptEnd {
   settle?: () => Promise<void>;
 }
 
-/** Turn error codes that are not an error class's name. */
-function errorCode(error: unknown): string {
+/** A failed turn's code (`TURN_FAILURE_CODES`, docs/api.md "Failure codes"), as the API's error body says it. */
+function errorCode(error: unknown): TurnFailureCode {
   if (error instanceof ModelCallFailedError) return error.code;
   if (error instanceof ModelCallLimitError) return "model_call_limit";
   if (error instanceof ModelCredentialsError) return "model_credentials";
   if (error instanceof BudgetExhaustedError) return "budget_exhausted";
   if (error instanceof RateLimitedError) return "rate_limited";
+  if (error instanceof ContextBudgetExceededError) return "context_budget_exceeded";
   if (isMongoUnavailable(error)) return "service_unavailable";
-  return error instanceof Error ? error.name : "Error";
+  return "internal_error";
 }
 
 /**
@@ -369,7 +378,7 @@ export class TurnRunner {
       end.final = { type: "done", answer, usage };
       return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
     } catch (error) {
-      const settle = () => this.settle(turn, fence, error, request.signal, lost, end);
+      const settle = () => this.settle(turn, fence, error, request, lost, end);
       await settle().catch((unwritten: unknown) => {
         if (isMongoUnavailable(unwritten)) end.settle = settle;
       });
@@ -462,14 +471,15 @@ export class TurnRunner {
   }
 
   /**
-   * Records how the attempt ended, when it still may: stopped at the caller's deadline, the turn
-   * waits for the worker; any other error fails it. A superseded or fenced-out attempt writes nothing.
+   * Records how the attempt ended, when it still may: stopped at the caller's deadline, or failed
+   * on an error its caller retries (`retries`), the turn waits for the worker; any other error
+   * fails it, with its code. A superseded or fenced-out attempt writes nothing.
    */
   private async settle(
     turn: ClaimedTurn,
     fence: WriteFence,
     error: unknown,
-    deadline: AbortSignal | undefined,
+    request: Pick<TurnRequest, "signal" | "retries">,
     lost: AbortSignal,
     end: AttemptEnd,
   ): Promise<void> {
@@ -478,7 +488,8 @@ export class TurnRunner {
       end.final = TURN_SUPERSEDED_EVENT;
       return;
     }
-    if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
+    // Stopped at the deadline, or failed on an error its job is retried after: the turn waits for the worker, its stream open.
+    if (request.signal?.aborted || request.retries?.(error)) return this.deps.turns.requeue(turn, fence);
     // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
     const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
     const message = limited

@@ -41,6 +41,8 @@ export {
 export {
   FINAL_TURN_STATUSES,
   HELD_TURN_STATUSES,
+  TURN_FAILURE_CODES,
+  type TurnFailureCode,
   TURN_TRANSITIONS,
   isLegalTransition,
   statusesBefore,

@@ -1,5 +1,6 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { FINAL_TURN_STATUSES, isLegalTransition, statusesBefore, TURN_TRANSITIONS } from "../../lib/store/turn-lifecycle.js";
+import { FINAL_TURN_STATUSES, isLegalTransition, statusesBefore, TURN_FAILURE_CODES, TURN_TRANSITIONS } from "../../lib/store/turn-lifecycle.js";
 import { TURN_STATUSES } from "../../lib/store/turn-store.js";
 
 describe("turn lifecycle", () => {
@@ -13,6 +14,18 @@ describe("turn lifecycle", () => {
       const outOf = new Set<string>(TURN_TRANSITIONS.map((t) => t.from));
       expect(TURN_STATUSES.filter((s) => !into.has(s))).toEqual([]);
       expect(TURN_STATUSES.filter((s) => !outOf.has(s))).toEqual([...FINAL_TURN_STATUSES]);
+    });
+  });
+
+  describe("TURN_FAILURE_CODES", () => {
+    it("returns exactly the codes docs/api.md's failure code table documents", () => {
+      const api = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8");
+      const table = api.slice(api.indexOf("## Failure codes"), api.indexOf("## Try it with curl"));
+      const documented = table
+        .split("\n")
+        .filter((line) => line.startsWith("| `"))
+        .flatMap((line) => [...line.split("|")[1].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]));
+      expect(documented.sort()).toEqual([...TURN_FAILURE_CODES].sort());
     });
   });
 
