@@ -49,8 +49,14 @@ export interface TurnRequest {
   owner?: Owner;
   content: string;
   turnId: string;
-  /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
+  /** Aborts the attempt, a model call under way included (a request's hard limit); the turn is left queued and resumes from its last checkpoint when run again. */
   signal?: AbortSignal;
+  /**
+   * Stops the graph between steps (the API's hand-off deadline): no model call or tool run starts
+   * after it, and one under way finishes and is checkpointed, so the worker goes on from it rather
+   * than paying for it again. The turn is left queued, unless that step ended it. Default: none.
+   */
+  deadline?: AbortSignal;
   /**
    * The conversation's latest finished turn, which this one replaces (an edited or regenerated
    * last question): the thread forks from the turn boundary before it, and the record marks it.
@@ -196,6 +202,8 @@ interface AttemptEnd {
   final?: FinalEventBody;
   /** Records how the attempt ended, when the database was away as it ended: tried again before the conversation is given back. */
   settle?: () => Promise<void>;
+  /** The attempt left its turn queued for the worker, which takes over its admission. */
+  requeued?: boolean;
 }
 
 /** A failed turn's code (`TURN_FAILURE_CODES`, docs/api.md "Failure codes"), as the API's error body says it. */
@@ -266,7 +274,7 @@ export class TurnRunner {
           () => true,
           () => false,
         ));
-      if (!request.signal?.aborted) await request.hold?.release();
+      if (!end.requeued && !request.signal?.aborted) await request.hold?.release();
       // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
       if (released) await this.tell(end, conversationId);
       else void this.endLater(fence, end);
@@ -479,7 +487,7 @@ export class TurnRunner {
     turn: ClaimedTurn,
     fence: WriteFence,
     error: unknown,
-    request: Pick<TurnRequest, "signal" | "retries">,
+    request: Pick<TurnRequest, "signal" | "deadline" | "retries">,
     lost: AbortSignal,
     end: AttemptEnd,
   ): Promise<void> {
@@ -489,7 +497,11 @@ export class TurnRunner {
       return;
     }
     // Stopped at the deadline, or failed on an error its job is retried after: the turn waits for the worker, its stream open.
-    if (request.signal?.aborted || request.retries?.(error)) return this.deps.turns.requeue(turn, fence);
+    if (request.signal?.aborted || request.deadline?.aborted || request.retries?.(error)) {
+      await this.deps.turns.requeue(turn, fence);
+      end.requeued = true;
+      return;
+    }
     // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
     const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
     const message = limited
@@ -648,6 +660,7 @@ export class TurnRunner {
       recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
       onProgress: (progress) => turns.setProgress(turn, progress, fence),
       events,
+      ...(request.deadline && { deadline: request.deadline }),
     };
     const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
     const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
@@ -656,6 +669,7 @@ export class TurnRunner {
     // A deadline already past writes nothing: the graph would store its input (an edit's removals
     // included) before it looks at the signal, and the turn is requeued as if it never started.
     request.signal?.throwIfAborted();
+    request.deadline?.throwIfAborted();
     const result = await graph.invoke(input, {
       configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
       signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,
