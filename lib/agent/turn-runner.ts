@@ -49,7 +49,10 @@ export interface TurnRequest {
   owner?: Owner;
   content: string;
   turnId: string;
-  /** Aborts the attempt, a model call under way included (a request's hard limit); the turn is left queued and resumes from its last checkpoint when run again. */
+  /**
+   * Aborts the attempt, a model call under way included (a request's hard limit); the turn is left
+   * queued and resumes from its last checkpoint when run again.
+   */
   signal?: AbortSignal;
   /**
    * Stops the graph between steps (the API's hand-off deadline): no model call or tool run starts
