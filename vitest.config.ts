@@ -15,6 +15,7 @@ export const SEQUENTIAL_FILES = [
   "test/mcp/mcp-tool-catalog.bounds.test.ts",
   "test/agent/approval-context.test.ts",
   "test/agent/turn-fencing.test.ts",
+  "test/api/database-freeze.test.ts",
   "test/api/request-fuzz.test.ts",
   "test/api/agent-protocol-use-stream.test.ts",
   "test/approvals/approvals.test.ts",

@@ -36,6 +36,8 @@ export const API_FUNCTION_TIMEOUT = Duration.seconds(29);
  * A Function URL streams for up to 15 minutes; the stream follows its turn for up to 14
  * (the follow's limit, docs/streaming.md) and ends before the function does.
  */
+/** The api function's hard limit on a turn in the request (`SYNC_TURN_MAX_MS`): API Gateway's 30 s less a margin to answer 202. */
+export const API_SYNC_TURN_MAX_MS = 28_000;
 export const STREAM_FUNCTION_TIMEOUT = Duration.minutes(15);
 /** Slack expects an answer within 3 s; the webhook functions only verify, dedupe and enqueue. */
 export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
@@ -163,6 +165,8 @@ export class ThreadwiseStack extends Stack {
       // Atlas is reached across a network: the handlers refuse a URI without TLS.
       MONGODB_REQUIRE_TLS: "true",
       TURN_MAX_RECEIVES: String(config.maxReceiveCount),
+      // API Gateway cuts a response at 30 s: past 28 s a model call under way in the request is aborted and the worker makes it again.
+      SYNC_TURN_MAX_MS: String(API_SYNC_TURN_MAX_MS),
       JWT_ISSUER: jwt.issuer,
       JWT_AUDIENCE: jwt.audience.join(","),
       ...(config.jwtJwksUrl ? { JWT_JWKS_URL: config.jwtJwksUrl } : {}),

@@ -230,6 +230,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         turns: database.turns,
         queue: options.turnQueue,
         syncDeadlineMs: config.deployment.syncTurnDeadlineMs,
+        ...(config.deployment.syncTurnMaxMs !== undefined && { maxSyncMs: config.deployment.syncTurnMaxMs }),
         onTurnCompleted: options.onTurnCompleted,
         onTurnFailed: options.onTurnFailed,
       })

@@ -84,6 +84,9 @@ const FAILED_ERROR_CODES: Readonly<Record<string, ModelErrorCode>> = {
   RequestTimeout: "model_unreachable",
 };
 
+/** `lc_error_code` of @langchain/aws's own watchdog: no first or next chunk within its `streamIdleTimeout` (60 s by default), a model that hangs. */
+const STREAM_TIMEOUT_LC_CODE = "MODEL_STREAM_TIMEOUT";
+
 /** Socket errors of a call that did not reach Bedrock (`code` of Node's system errors). */
 const NETWORK_ERROR_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
 /** The HTTP/2 handler's errors of a session that failed or was refused (`ERR_HTTP2_STREAM_CANCEL` when nothing listens). */
@@ -100,7 +103,7 @@ function httpStatusOf(error: Error): number | undefined {
 /** The one-line reason of a failed call: the exception's name and HTTP status, never its message (it can quote the request). */
 function reasonOf(error: Error): string {
   const status = httpStatusOf(error);
-  const code = (error as { code?: unknown }).code;
+  const code = (error as { code?: unknown; lc_error_code?: unknown }).code ?? (error as { lc_error_code?: unknown }).lc_error_code;
   return `${error.name}${status ? ` (HTTP ${status})` : typeof code === "string" ? ` (${code})` : ""}`;
 }
 
@@ -128,6 +131,7 @@ export function modelCallError(error: unknown): unknown {
   const networkCode = (error as { code?: unknown }).code;
   const code =
     FAILED_ERROR_CODES[error.name] ??
+    ((error as { lc_error_code?: unknown }).lc_error_code === STREAM_TIMEOUT_LC_CODE ? "model_unreachable" : undefined) ??
     (typeof networkCode === "string" && (NETWORK_ERROR_CODES.has(networkCode) || networkCode.startsWith(HTTP2_ERROR_PREFIX))
       ? "model_unreachable"
       : undefined) ??

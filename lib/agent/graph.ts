@@ -65,6 +65,8 @@ export type TurnContext = {
   onProgress?(progress: { step: "model" | "tool"; tool?: string; modelCalls: number }): Promise<void>;
   /** Where the turn's events go (progress, tools, text deltas); absent, the model is not streamed. */
   events?: TurnEventSink;
+  /** The hand-off deadline: checked before each step begins (a model call, a run of tools); a step under way finishes. Default: none. */
+  deadline?: AbortSignal;
 };
 
 export interface AgentGraphOptions {
@@ -186,6 +188,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const plan = options.archive ? archivePlan(state.messages, state.archivedTurns, policy) : undefined;
     if (!plan || !options.archive) return {};
     const ctx = turnContext(config);
+    ctx.deadline?.throwIfAborted();
     await options.archive.archive(plan.turns, ctx.fence);
     faults?.at("after-archive");
     // The archived turns' time anchors stay in state, so the view still shows them (the same ledger it showed before they left).
@@ -212,6 +215,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
 
   async function agent(state: State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
+    ctx.deadline?.throwIfAborted();
     const index = callIndex(state.messages);
     if (index >= ctx.maxModelCalls) {
       throw new ModelCallLimitError(`the turn reached its limit of ${ctx.maxModelCalls} model calls`, ctx.maxModelCalls);
@@ -293,6 +297,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
    */
   async function runTools(state: State, config: LangGraphRunnableConfig) {
     const ctx = turnContext(config);
+    ctx.deadline?.throwIfAborted();
     const last = state.messages[state.messages.length - 1] as AIMessage;
     const calls: ToolCallRequest[] = (last.tool_calls ?? []).map((c) => ({ id: c.id ?? "", name: c.name, args: c.args }));
     const turn = currentTurnMessages(state.messages);

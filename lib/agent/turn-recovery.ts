@@ -18,7 +18,7 @@ import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 /** Turns one sweep looks at, least recently updated first; the next sweep takes the rest. */
 export const DEFAULT_RECOVERY_SWEEP_LIMIT = 50;
 /** The code of a turn recovery ended because nothing could resume it (docs/recovery.md). */
-export const INTERRUPTED_CODE = "interrupted";
+export const INTERRUPTED_CODE = "interrupted" as const;
 /** Characters of the first question kept as a conversation's title, as the runner keeps them. */
 const TITLE_CHARS = 80;
 

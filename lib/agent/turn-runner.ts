@@ -4,6 +4,7 @@ import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
 import {
   BudgetExhaustedError,
+  ContextBudgetExceededError,
   ModelCallFailedError,
   ModelCallLimitError,
   ModelCredentialsError,
@@ -18,9 +19,11 @@ import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
-import { hasEnded } from "../store/turn-lifecycle.js";
+import { hasEnded, type TurnFailureCode } from "../store/turn-lifecycle.js";
 import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
+import { isMongoUnavailable } from "../store/mongo-unavailable.js";
+import { retryWhileUnavailable } from "../store/retry-while-unavailable.js";
 import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
@@ -46,8 +49,17 @@ export interface TurnRequest {
   owner?: Owner;
   content: string;
   turnId: string;
-  /** Stops the graph between steps (a deadline); the turn resumes from its last checkpoint when run again. */
+  /**
+   * Aborts the attempt, a model call under way included (a request's hard limit); the turn is left
+   * queued and resumes from its last checkpoint when run again.
+   */
   signal?: AbortSignal;
+  /**
+   * Stops the graph between steps (the API's hand-off deadline): no model call or tool run starts
+   * after it, and one under way finishes and is checkpointed, so the worker goes on from it rather
+   * than paying for it again. The turn is left queued, unless that step ended it. Default: none.
+   */
+  deadline?: AbortSignal;
   /**
    * The conversation's latest finished turn, which this one replaces (an edited or regenerated
    * last question): the thread forks from the turn boundary before it, and the record marks it.
@@ -59,6 +71,12 @@ export interface TurnRequest {
   origin?: Record<string, unknown>;
   /** The attempt runs a queue delivery, which the queue delivers again if the attempt dies: recovery leaves the turn to it for a while (docs/recovery.md). */
   queueDelivery?: boolean;
+  /**
+   * Whether the caller runs the turn again after this error (the worker's queue job, retried while
+   * the error is transient and receives are left): the attempt then leaves the turn `queued` and
+   * ends no stream, so a `failed` turn is one nothing retries by itself. Default: nothing retries.
+   */
+  retries?: (error: unknown) => boolean;
   /**
    * The turn's admission (`TurnAdmission.run`), let go of with the conversation, before the final
    * event is told, unless the attempt stopped at its deadline for the worker. Default: none.
@@ -185,16 +203,22 @@ function outcomeOf(approval: ApprovalDocument): ApprovalOutcome {
 interface AttemptEnd {
   events?: TurnEventRecorder;
   final?: FinalEventBody;
+  /** Records how the attempt ended, when the database was away as it ended: tried again before the conversation is given back. */
+  settle?: () => Promise<void>;
+  /** The attempt left its turn queued for the worker, which takes over its admission. */
+  requeued?: boolean;
 }
 
-/** Turn error codes that are not an error class's name. */
-function errorCode(error: unknown): string {
+/** A failed turn's code (`TURN_FAILURE_CODES`, docs/api.md "Failure codes"), as the API's error body says it. */
+function errorCode(error: unknown): TurnFailureCode {
   if (error instanceof ModelCallFailedError) return error.code;
   if (error instanceof ModelCallLimitError) return "model_call_limit";
   if (error instanceof ModelCredentialsError) return "model_credentials";
   if (error instanceof BudgetExhaustedError) return "budget_exhausted";
   if (error instanceof RateLimitedError) return "rate_limited";
-  return error instanceof Error ? error.name : "Error";
+  if (error instanceof ContextBudgetExceededError) return "context_budget_exceeded";
+  if (isMongoUnavailable(error)) return "service_unavailable";
+  return "internal_error";
 }
 
 /**
@@ -247,11 +271,41 @@ export class TurnRunner {
       throw await this.explain(error, fence, lost.signal);
     } finally {
       stopHeartbeat();
-      await lease.release(fence).catch(() => undefined);
-      if (!request.signal?.aborted) await request.hold?.release();
+      const released =
+        !end.settle &&
+        (await lease.release(fence).then(
+          () => true,
+          () => false,
+        ));
+      if (!end.requeued && !request.signal?.aborted) await request.hold?.release();
       // Told last: a client that acts on it finds the conversation free (docs/streaming.md).
-      if (end.final) await end.events?.finish(end.final, lease.existing(conversationId)).catch(() => undefined);
+      if (released) await this.tell(end, conversationId);
+      else void this.endLater(fence, end);
     }
+  }
+
+  /**
+   * An attempt that ended while the database was away: the turn is marked as its error says and
+   * the lease given back in the background, as soon as the database answers again (a retry after
+   * the API's Retry-After then takes the conversation), and no later than the lease would lapse by
+   * itself; then its final event is told. A write refused for another reason (a later attempt has
+   * the conversation) ends it.
+   */
+  private async endLater(fence: WriteFence, end: AttemptEnd): Promise<void> {
+    const { lease } = this.deps;
+    const outcome = await retryWhileUnavailable(
+      async () => {
+        await end.settle?.();
+        end.settle = undefined;
+        await lease.release(fence);
+      },
+      { untilMs: Date.now() + lease.ttlMs },
+    );
+    if (outcome.kind === "done") await this.tell(end, fence.conversationId);
+  }
+
+  private async tell(end: AttemptEnd, conversationId: string): Promise<void> {
+    if (end.final) await end.events?.finish(end.final, this.deps.lease.existing(conversationId)).catch(() => undefined);
   }
 
   /** The thread's checkpointed messages (durable state), read-only; empty for a thread with no checkpoint yet. */
@@ -335,7 +389,10 @@ export class TurnRunner {
       end.final = { type: "done", answer, usage };
       return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
     } catch (error) {
-      await this.settle(turn, fence, error, request.signal, lost, end).catch(() => undefined);
+      const settle = () => this.settle(turn, fence, error, request, lost, end);
+      await settle().catch((unwritten: unknown) => {
+        if (isMongoUnavailable(unwritten)) end.settle = settle;
+      });
       throw error;
     }
   }
@@ -425,14 +482,15 @@ export class TurnRunner {
   }
 
   /**
-   * Records how the attempt ended, when it still may: stopped at the caller's deadline, the turn
-   * waits for the worker; any other error fails it. A superseded or fenced-out attempt writes nothing.
+   * Records how the attempt ended, when it still may: stopped at the caller's deadline, or failed
+   * on an error its caller retries (`retries`), the turn waits for the worker; any other error
+   * fails it, with its code. A superseded or fenced-out attempt writes nothing.
    */
   private async settle(
     turn: ClaimedTurn,
     fence: WriteFence,
     error: unknown,
-    deadline: AbortSignal | undefined,
+    request: Pick<TurnRequest, "signal" | "deadline" | "retries">,
     lost: AbortSignal,
     end: AttemptEnd,
   ): Promise<void> {
@@ -441,10 +499,21 @@ export class TurnRunner {
       end.final = TURN_SUPERSEDED_EVENT;
       return;
     }
-    if (deadline?.aborted) return this.deps.turns.requeue(turn, fence);
+    // Stopped at the deadline, or failed on an error its job is retried after: the turn waits for the worker, its stream open.
+    if (request.signal?.aborted || request.deadline?.aborted || request.retries?.(error)) {
+      await this.deps.turns.requeue(turn, fence);
+      end.requeued = true;
+      return;
+    }
     // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
     const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
-    const message = limited ? error.message : error instanceof ModelCallFailedError ? `the turn failed: ${error.reason}` : "the turn failed";
+    const message = limited
+      ? error.message
+      : error instanceof ModelCallFailedError
+        ? `the turn failed: ${error.reason}`
+        : isMongoUnavailable(error)
+          ? "the turn failed: the database was unreachable"
+          : "the turn failed";
     const failure = { code: errorCode(error), message };
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
@@ -594,6 +663,7 @@ export class TurnRunner {
       recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
       onProgress: (progress) => turns.setProgress(turn, progress, fence),
       events,
+      ...(request.deadline && { deadline: request.deadline }),
     };
     const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
     const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
@@ -602,6 +672,7 @@ export class TurnRunner {
     // A deadline already past writes nothing: the graph would store its input (an edit's removals
     // included) before it looks at the signal, and the turn is requeued as if it never started.
     request.signal?.throwIfAborted();
+    request.deadline?.throwIfAborted();
     const result = await graph.invoke(input, {
       configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
       signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,

@@ -1,4 +1,3 @@
-import { MongoError, MongoNetworkError, MongoServerError, MongoServerSelectionError, MongoNetworkTimeoutError } from "mongodb";
 import {
   ApprovalConflictError,
   ApprovalExpiredError,
@@ -26,24 +25,10 @@ import {
   ValidationError,
 } from "../errors.js";
 import { json, type HttpResponse } from "./http.js";
+import { isMongoUnavailable } from "../store/mongo-unavailable.js";
 
 /** Seconds a client is asked to wait when MongoDB is unreachable. */
 export const DEFAULT_UNAVAILABLE_RETRY_AFTER_S = 5;
-
-/**
- * Looks through wrappers (Powertools, LangGraph, and the driver's own `MongoBulkWriteError`, which
- * keeps the network error it failed on as its `errorResponse`) for the driver's "unreachable"
- * errors, and for errors the driver itself labels retryable (a primary stepping down).
- */
-function isMongoUnavailable(error: unknown): boolean {
-  let e = error;
-  for (let depth = 0; e instanceof Error && depth < 5; depth++) {
-    if (e instanceof MongoServerSelectionError || e instanceof MongoNetworkError || e instanceof MongoNetworkTimeoutError) return true;
-    if (e instanceof MongoError && (e.hasErrorLabel("RetryableWriteError") || e.hasErrorLabel("ResetPool"))) return true;
-    e = e instanceof MongoServerError && e.errorResponse instanceof Error ? e.errorResponse : e.cause;
-  }
-  return false;
-}
 
 /** The one place where errors become HTTP statuses. Unknown errors are 500 with no detail. */
 export function errorResponse(error: unknown): HttpResponse {

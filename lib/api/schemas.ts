@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import { TURN_STATUSES } from "../store/turn-store.js";
+import { TURN_FAILURE_CODES } from "../store/turn-lifecycle.js";
 import { APPROVAL_STATUSES } from "../store/approval-store.js";
 
 /**
@@ -123,7 +124,10 @@ export const turnDetail = z.looseObject({
   completedAt: isoDate.nullable(),
   durationMs: z.number().nullable(),
   answer: z.string().nullable(),
-  error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+  error: z
+    .looseObject({ code: z.enum(TURN_FAILURE_CODES), message: z.string() })
+    .nullable()
+    .meta({ description: 'Why a `failed` turn failed (docs/api.md, "Failure codes").' }),
   usage,
   context,
   progress,
@@ -228,5 +232,9 @@ export const turnStreamEvents = {
         "(GET .../turns/{turnId}/events with Last-Event-ID).",
     }),
   done: z.object({ answer: z.string(), usage }).meta({ description: "Last: the turn completed." }),
-  failed: z.object({ code: z.string(), message: z.string() }).meta({ description: "Last: the turn failed (`code` as in the turn record or the error body)." }),
+  failed: z.object({ code: z.string(), message: z.string() }).meta({
+    description:
+      "Last: the turn failed for good; nothing retries it by itself (an attempt the worker retries ends no stream). `code`: one of the turn " +
+      "record's failure codes, or the error body's code of the request that ran the turn (docs/api.md, \"Failure codes\").",
+  }),
 } as const;

@@ -310,7 +310,16 @@ export const SETTINGS = {
   SYNC_TURN_DEADLINE_MS: setting({
     schema: durationMs,
     default: DEFAULT_SYNC_TURN_DEADLINE_MS,
-    description: "how long an API turn runs in the request before it is handed to the worker (202)",
+    description:
+      "how long an API turn runs in the request before it is handed to the worker (202): no model call or tool run starts after it, " +
+      "and one under way finishes and is used",
+  }),
+  SYNC_TURN_MAX_MS: setting({
+    schema: durationMs,
+    defaultText: "none (28000 in AWS, set by the stack)",
+    description:
+      "the longest an API request may run a turn, for an API that cuts longer responses (API Gateway's 30 s): past it a model call " +
+      "under way is aborted after all, and the worker makes it again",
   }),
   LIVE_EVENTS_MAX_BYTES: setting({
     schema: positiveInt,
@@ -481,6 +490,8 @@ export interface DeploymentConfig {
   streamingUrl?: string;
   turnMaxReceives: number;
   syncTurnDeadlineMs: number;
+  /** `SYNC_TURN_MAX_MS`. Default: none (a model call under way at the deadline always finishes). */
+  syncTurnMaxMs?: number;
   /** Bytes of turn events one process keeps for its live followers. Default: 64 MiB (`DEFAULT_LIVE_EVENTS_MAX_BYTES`). */
   liveEventsMaxBytes: number;
   secretCacheMs: number;
@@ -632,6 +643,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       streamingUrl: e.STREAMING_URL,
       turnMaxReceives: e.TURN_MAX_RECEIVES,
       syncTurnDeadlineMs: e.SYNC_TURN_DEADLINE_MS,
+      ...(e.SYNC_TURN_MAX_MS !== undefined && { syncTurnMaxMs: e.SYNC_TURN_MAX_MS }),
       liveEventsMaxBytes: e.LIVE_EVENTS_MAX_BYTES,
       secretCacheMs: e.SECRET_CACHE_MS,
       mongodbRequireTls: e.MONGODB_REQUIRE_TLS === "true",

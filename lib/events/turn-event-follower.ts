@@ -32,7 +32,7 @@ export interface TurnEventFollowerOptions {
 function finalEventOf(turn: TurnDocument): TurnEventBody | undefined {
   if (turn.status === "completed") return { type: "done", answer: turn.answer ?? "", usage: turn.usage };
   if (turn.status === "superseded") return TURN_SUPERSEDED_EVENT;
-  if (turn.status === "failed") return { type: "failed", code: turn.error?.code ?? "Error", message: turn.error?.message ?? "the turn failed" };
+  if (turn.status === "failed") return { type: "failed", code: turn.error?.code ?? "internal_error", message: turn.error?.message ?? "the turn failed" };
   return undefined;
 }
 

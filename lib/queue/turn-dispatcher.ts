@@ -11,8 +11,16 @@ export interface TurnDispatcherOptions {
   runner: TurnRunner;
   turns: TurnStore;
   queue: TurnQueue;
-  /** How long a turn may run in the request before it is handed to the worker. Default: {@link DEFAULT_SYNC_TURN_DEADLINE_MS}. */
+  /**
+   * How long a turn may run in the request before it is handed to the worker: no model call or tool
+   * run starts after it; one under way finishes and is used. Default: {@link DEFAULT_SYNC_TURN_DEADLINE_MS}.
+   */
   syncDeadlineMs?: number;
+  /**
+   * The longest the request may run the turn (an API that cuts longer responses, API Gateway's 30 s):
+   * past it a call under way is aborted after all, and the worker makes it again. Default: none.
+   */
+  maxSyncMs?: number;
   onTurnCompleted?: TurnMetricsSink;
   /** Called with the error of a turn that failed while it ran in the request (not one handed to the worker). */
   onTurnFailed?: (error: unknown) => void;
@@ -23,8 +31,10 @@ export type DispatchOutcome = { kind: "completed"; result: TurnResult } | { kind
 /**
  * Runs an API turn in the request while it can finish in time, and otherwise hands it to the
  * worker: the graph is stopped between steps at the deadline, the runner leaves the turn queued,
- * and the worker resumes it from its last checkpoint under the same turn id. `async` skips the
- * attempt and queues at once.
+ * and the worker resumes it from its last checkpoint under the same turn id. A model call under
+ * way at the deadline is finished and checkpointed first, never paid for twice: if it was the
+ * answer, the turn completes in the request. Only `maxSyncMs` aborts a call in flight. `async`
+ * skips the attempt and queues at once.
  */
 export class TurnDispatcher {
   private readonly syncDeadlineMs: number;
@@ -40,10 +50,13 @@ export class TurnDispatcher {
       return { kind: "queued", turnId: request.turnId };
     }
     const deadline = new AbortController();
+    const cap = new AbortController();
     const timer = setTimeout(() => deadline.abort(), this.syncDeadlineMs);
+    const capTimer = this.options.maxSyncMs === undefined ? undefined : setTimeout(() => cap.abort(), this.options.maxSyncMs);
     const started = Date.now();
     try {
-      const result = await this.options.runner.run({ ...request, signal: deadline.signal, origin: apiTurnJob(request) });
+      const signals = { deadline: deadline.signal, ...(capTimer && { signal: cap.signal }) };
+      const result = await this.options.runner.run({ ...request, ...signals, origin: apiTurnJob(request) });
       const turn = await this.options.turns.get(result.turnId);
       if (this.options.onTurnCompleted && turn?.completedAt && turn.completedAt.getTime() >= started) {
         this.options.onTurnCompleted(turnMetricsOf(result, turn));
@@ -59,6 +72,7 @@ export class TurnDispatcher {
       return { kind: "queued", turnId: request.turnId };
     } finally {
       clearTimeout(timer);
+      clearTimeout(capTimer);
     }
   }
 }

@@ -162,7 +162,7 @@ export class TurnJobWorker {
       await runner.accept(conversationId, turnId);
       if (job.content.length > this.maxMessageChars) {
         const error = new PayloadTooLargeError(`content is over ${this.maxMessageChars} characters`, this.maxMessageChars);
-        await turns.reject(turnId, { code: error.name, message: "the message is too long" });
+        await turns.reject(turnId, { code: "payload_too_large", message: "the message is too long" });
         throw error;
       }
       stream = this.options.replier.openStream?.(job, () => turns.claimStream(turnId, job.resume));
@@ -185,6 +185,8 @@ export class TurnJobWorker {
             turnId,
             origin: job,
             queueDelivery: true,
+            // What `process` retries: the turn is then left queued, not failed (docs/api.md, "Failure codes").
+            retries: (error) => !isPermanent(error) && receiveCount < this.maxReceives,
             hold,
             onEvent: stream && ((e) => stream!.onEvent(e)),
           });

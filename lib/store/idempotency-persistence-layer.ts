@@ -1,6 +1,8 @@
 import { IdempotencyItemAlreadyExistsError, IdempotencyItemNotFoundError, IdempotencyRecordStatus } from "@aws-lambda-powertools/idempotency";
 import { BasePersistenceLayer, IdempotencyRecord } from "@aws-lambda-powertools/idempotency/persistence";
 import { MongoServerError, type Collection } from "mongodb";
+import { isMongoUnavailable } from "./mongo-unavailable.js";
+import { retryWhileUnavailable } from "./retry-while-unavailable.js";
 
 /** One idempotency record as stored in MongoDB. */
 export interface IdempotencyDocument {
@@ -39,6 +41,8 @@ const MAX_PUT_ATTEMPTS = 3;
  */
 export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
   readonly #collection: Collection<IdempotencyDocument>;
+  /** The in-progress expiry of each record this layer put and has not finished yet: what names it, and no other record, for a late delete. */
+  readonly #inProgress = new Map<string, number>();
 
   constructor(options: IdempotencyPersistenceLayerOptions) {
     super();
@@ -68,6 +72,7 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
     const unset: Record<string, ""> = { data: "" };
     if (doc.inProgressExpiryTimestamp === undefined) unset.inProgressExpiryTimestamp = "";
     // The record we collide with may be deleted (its owner failed) before we read it: then try again.
+    if (doc.inProgressExpiryTimestamp !== undefined) this.#inProgress.set(_id, doc.inProgressExpiryTimestamp);
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#collection.insertOne(doc);
@@ -102,6 +107,7 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
   }
 
   protected async _updateRecord(record: IdempotencyRecord): Promise<void> {
+    this.#inProgress.delete(record.idempotencyKey);
     const set: Partial<IdempotencyDocument> = {
       status: record.getStatus(),
       expiryTimestamp: record.expiryTimestamp ?? 0,
@@ -112,8 +118,24 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
     await this.#collection.updateOne({ _id: record.idempotencyKey }, { $set: set });
   }
 
+  /**
+   * The operation failed: its record goes, so the key may be tried again. When the database is
+   * away (the failure was likely its absence), the record is deleted in the background as soon as
+   * it answers again, and only that record (its in-progress expiry names it), until that expiry:
+   * a retry after the outage is not refused as "in progress" until then. The operation's own error
+   * is what its caller then hears.
+   */
   protected async _deleteRecord(record: IdempotencyRecord): Promise<void> {
-    await this.#collection.deleteOne({ _id: record.idempotencyKey });
+    const key = record.idempotencyKey;
+    const inProgressExpiry = this.#inProgress.get(key);
+    this.#inProgress.delete(key);
+    try {
+      await this.#collection.deleteOne({ _id: key });
+    } catch (error) {
+      if (inProgressExpiry === undefined || !isMongoUnavailable(error)) throw error;
+      const filter = { _id: key, status: IdempotencyRecordStatus.INPROGRESS, inProgressExpiryTimestamp: inProgressExpiry };
+      void retryWhileUnavailable(async () => void (await this.#collection.deleteOne(filter)), { untilMs: inProgressExpiry });
+    }
   }
 
   #toDocument(record: IdempotencyRecord): IdempotencyDocument {

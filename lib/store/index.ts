@@ -42,6 +42,8 @@ export {
   ENDED_TURN_STATUSES,
   FINAL_TURN_STATUSES,
   HELD_TURN_STATUSES,
+  TURN_FAILURE_CODES,
+  type TurnFailureCode,
   TURN_TRANSITIONS,
   hasEnded,
   isLegalTransition,

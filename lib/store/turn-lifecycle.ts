@@ -1,3 +1,5 @@
+import { MODEL_ERROR_CODES } from "../errors.js";
+
 /**
  * `superseded`: a retried turn that was no longer its conversation's latest; it keeps its
  * question and has no answer. `awaiting_approval`: paused before tool calls a person must
@@ -17,7 +19,12 @@ export const TURN_TRANSITIONS = [
   { from: "running", to: "running", by: "claim", who: "a later attempt takes over a turn whose attempt lost its lease" },
   { from: "running", to: "completed", by: "complete", who: "the attempt's answer, or recovery recording the answer the thread holds" },
   { from: "running", to: "failed", by: "fail", who: "the attempt's error, or recovery ending a turn it cannot resume (code interrupted)" },
-  { from: "running", to: "queued", by: "requeue", who: "the attempt stopped at its deadline, or recovery handing the turn to the queue" },
+  {
+    from: "running",
+    to: "queued",
+    by: "requeue",
+    who: "the attempt stopped at its deadline or failed on an error its queue job is retried after, or recovery handing the turn to the queue",
+  },
   { from: "running", to: "awaiting_approval", by: "awaitApproval", who: "the graph paused before calls a person must decide" },
   { from: "running", to: "superseded", by: "supersede", who: "a later question began first" },
   { from: "awaiting_approval", to: "running", by: "claim", who: "the resume job once every call is decided (or the attempt itself: resumeDecided)" },
@@ -26,6 +33,29 @@ export const TURN_TRANSITIONS = [
 ] as const satisfies readonly { from: TurnStatus; to: TurnStatus; by: string; who: string }[];
 
 export type TurnTransition = (typeof TURN_TRANSITIONS)[number];
+
+/**
+ * Every code a `failed` turn is stored with and its stream's `failed` event carries, one vocabulary
+ * with the API's error bodies (docs/api.md, "Failure codes"): the model's (`MODEL_ERROR_CODES`,
+ * `model_credentials`, `model_call_limit`), the context's and the limits', a turn recovery could not
+ * resume (`interrupted`), the database unreachable (`service_unavailable`), and `internal_error`
+ * for any other error (a bug: the error goes to the caller's error log; its class is never stored). `turn_superseded` is only a
+ * stream's: the turn's status is then `superseded`.
+ */
+export const TURN_FAILURE_CODES = [
+  ...MODEL_ERROR_CODES,
+  "model_credentials",
+  "model_call_limit",
+  "context_budget_exceeded",
+  "budget_exhausted",
+  "rate_limited",
+  "payload_too_large",
+  "interrupted",
+  "turn_superseded",
+  "service_unavailable",
+  "internal_error",
+] as const;
+export type TurnFailureCode = (typeof TURN_FAILURE_CODES)[number];
 
 /** Statuses no transition leaves. */
 export const FINAL_TURN_STATUSES = ["completed", "superseded"] as const satisfies readonly TurnStatus[];

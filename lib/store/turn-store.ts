@@ -4,7 +4,7 @@ import { COLLECTIONS } from "./collections.js";
 import { ZERO_USAGE, type ModelCallRecord, type Usage } from "./turn-record.js";
 import type { WriteFence } from "./write-fence.js";
 import type { Principal } from "../auth/principal.js";
-import { FINAL_TURN_STATUSES, HELD_TURN_STATUSES, type TurnStatus } from "./turn-lifecycle.js";
+import { FINAL_TURN_STATUSES, HELD_TURN_STATUSES, type TurnFailureCode, type TurnStatus } from "./turn-lifecycle.js";
 
 export { TURN_STATUSES, type TurnStatus } from "./turn-lifecycle.js";
 
@@ -19,7 +19,7 @@ export interface TurnProgress {
 }
 
 export interface TurnError {
-  code: string;
+  code: TurnFailureCode;
   message: string;
 }
 

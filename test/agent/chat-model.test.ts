@@ -170,6 +170,23 @@ describe("chat model", () => {
       expect((error as ModelCallFailedError).reason).not.toMatch(/\n|detail/);
     });
 
+    it("returns model_unreachable, not a bare Error, when the model hangs past @langchain/aws's stream idle timeout", async () => {
+      endpoint.setResponder(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        return { text: "Too late." };
+      });
+      try {
+        const error = await withEndpoint(() => {
+          const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 16, streamIdleTimeout: 200 });
+          model.client.config.maxAttempts = async () => 1;
+          return collect(model.stream([new HumanMessage("Hello?")])).then(() => expect.unreachable("the call succeeded"), modelCallError);
+        });
+        expect(error).toMatchObject({ name: "ModelCallFailedError", code: "model_unreachable", reason: "Error (MODEL_STREAM_TIMEOUT)" });
+      } finally {
+        endpoint.setResponder(() => ({ text: "Hello." }));
+      }
+    });
+
     it("returns model_unreachable when nothing answers at the endpoint", async () => {
       const model = new ChatBedrockConverse({ model: MODEL_ID, region: "us-east-1", maxTokens: 16, endpointHost: "http://127.0.0.1:9" });
       model.client.config.maxAttempts = async () => 1;

@@ -109,10 +109,10 @@ describe("TurnEventFollower", () => {
         ],
         [{ status: "completed" }, { type: "done", answer: "", usage }],
         [
-          { status: "failed", error: { code: "ModelError", message: "it broke" } },
-          { type: "failed", code: "ModelError", message: "it broke" },
+          { status: "failed", error: { code: "model_unreachable", message: "it broke" } },
+          { type: "failed", code: "model_unreachable", message: "it broke" },
         ],
-        [{ status: "failed" }, { type: "failed", code: "Error", message: "the turn failed" }],
+        [{ status: "failed" }, { type: "failed", code: "internal_error", message: "the turn failed" }],
         [{ status: "superseded" }, { ...TURN_SUPERSEDED_EVENT }],
       ];
       for (const [i, [fields, final]] of cases.entries()) {

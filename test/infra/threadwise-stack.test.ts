@@ -186,7 +186,9 @@ describe("ThreadwiseStack", () => {
     it("tells the worker its queue (for retry delays) and every function to insist on TLS to MongoDB", () => {
       template.hasResourceProperties("AWS::Lambda::Function", {
         FunctionName: "prod-threadwise-worker",
-        Environment: { Variables: Match.objectLike({ TURN_QUEUE_URL: Match.anyValue(), MONGODB_REQUIRE_TLS: "true", TURN_MAX_RECEIVES: "3" }) },
+        Environment: {
+          Variables: Match.objectLike({ TURN_QUEUE_URL: Match.anyValue(), MONGODB_REQUIRE_TLS: "true", TURN_MAX_RECEIVES: "3", SYNC_TURN_MAX_MS: "28000" }),
+        },
       });
     });
 

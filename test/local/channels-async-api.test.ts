@@ -3,6 +3,10 @@ import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../s
 
 /** Roomy enough that a quick turn finishes within it on a loaded machine; a slow one is held past it (below). */
 const DEADLINE_MS = 2_000;
+/** The request's hard limit (`SYNC_TURN_MAX_MS`, as API Gateway's cap in AWS): only past it is a model call under way aborted. */
+const MAX_SYNC_MS = 6_000;
+/** A model call that is still under way at the deadline and ends well before the hard limit. */
+const LONG_CALL_MS = DEADLINE_MS + 1_500;
 
 /** A question asking for slowness is held in the model until the test has seen its 202: no guessed durations. */
 let releaseSlow = () => {};
@@ -21,11 +25,12 @@ beforeAll(async () => {
     respond: async (request) => {
       const text = lastUserText(request);
       if (text.includes("slowly")) await slowReleased;
+      if (text.includes("at length")) await new Promise((resolve) => setTimeout(resolve, LONG_CALL_MS));
       return { text: `answer to: ${text}` };
     },
   });
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
-  t = await startTestServer({ MODEL_PROVIDER: "bedrock", SYNC_TURN_DEADLINE_MS: String(DEADLINE_MS) });
+  t = await startTestServer({ MODEL_PROVIDER: "bedrock", SYNC_TURN_DEADLINE_MS: String(DEADLINE_MS), SYNC_TURN_MAX_MS: String(MAX_SYNC_MS) });
   token = await t.token("alice", { tenant: "acme" });
 });
 
@@ -55,7 +60,19 @@ describe("local server: API turns through the in-process queue", () => {
       expect(turn.body).toMatchObject({ status: "completed", answer: "answer to: answer me later" });
     });
 
-    it("returns 202 when the turn outlives the deadline, and the worker finishes it with the question recorded once", async () => {
+    it("returns 200 with the answer of a model call under way at the deadline, made once: finished and used, not aborted and made again", async () => {
+      const id = await conversation();
+      const asked = () => converse.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes("answer at length")).length;
+      const answered = await t.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "answer at length" } });
+      expect(answered.status).toBe(200);
+      expect(answered.body.answer).toBe("answer to: answer at length");
+      await t.server.turnQueue.drain();
+      expect(asked()).toBe(1);
+      const record = await t.call("GET", `/v1/conversations/${id}/messages`, { token });
+      expect(record.body.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);
+    });
+
+    it("returns 202 when a model call outlives the request's hard limit, and the worker finishes the turn with the question recorded once", async () => {
       const id = await conversation();
       const release = holdSlowTurns();
       const accepted = await t.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: "think slowly" } });

@@ -154,7 +154,7 @@ describe("local server: Slack", () => {
         `That message is too long for me (the limit is ${MAX_MESSAGE_CHARS} characters). Please shorten it and send it again.`,
       ]);
       expect(converse.requests.length).toBe(modelCalls);
-      expect(await turnsOf(ts)).toEqual([expect.objectContaining({ status: "failed", error: expect.objectContaining({ code: "PayloadTooLargeError" }) })]);
+      expect(await turnsOf(ts)).toEqual([expect.objectContaining({ status: "failed", error: expect.objectContaining({ code: "payload_too_large" }) })]);
     });
 
     it("sends no second reply when the worker gets the job again after replying", async () => {

@@ -202,11 +202,17 @@ describe("TurnJobWorker", () => {
       expect(outcome).toMatchObject({ kind: "retry", error: { name: "ModelBusyError", code: "model_busy" } });
       expect(outcome.kind === "retry" && outcome.delaySeconds).toBeGreaterThanOrEqual(10);
       expect(postsIn(j).map((p) => p.text)).toEqual(["I'm busy right now and will answer in a moment."]);
+      // Retried, the turn is not failed: it waits for the queue's next delivery.
+      const retrying = await app.database.turns.get(turnIdForJob(j));
+      expect(retrying).toMatchObject({ status: "queued" });
+      expect(retrying?.error).toBeUndefined();
+      expect((await app.database.turnEvents.after(turnIdForJob(j), 0)).map((e) => e.type)).not.toContain("failed");
+      expect(await worker({ maxReceives: 2, busyRetry: { windowMs: 0 } }).process(j, 2)).toMatchObject({ kind: "gave-up" });
       expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({
         status: "failed",
         error: { code: "model_busy", message: "the turn failed: ThrottlingException (HTTP 429)" },
       });
-      expect(await worker({ maxReceives: 2, busyRetry: { windowMs: 0 } }).process(j, 2)).toMatchObject({ kind: "gave-up" });
+      expect((await app.database.turnEvents.after(turnIdForJob(j), 0)).at(-1)).toMatchObject({ type: "failed", code: "model_busy" });
       expect(postsIn(j).map((p) => p.text)).toEqual([
         "I'm busy right now and will answer in a moment.",
         "I'm too busy to answer right now. Please send your message again in a few minutes.",

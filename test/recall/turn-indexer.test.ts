@@ -51,7 +51,7 @@ async function turn(
   const call: ModelCallRecord = { turnId: id, index: 0, startedAt: at(minute), durationMs: 1, view, stats: STATS, usage: ZERO_USAGE, toolCalls: [] };
   await turns.recordModelCall(claim.turn, call, fence);
   if (status === "completed") await turns.complete(claim.turn, { answer: `answer to ${question}`, usage: ZERO_USAGE, toolCalls: 0, durationMs: 1 }, fence);
-  if (status === "failed") await turns.fail(claim.turn, { code: "model_error", message: "down" }, fence);
+  if (status === "failed") await turns.fail(claim.turn, { code: "model_unreachable", message: "down" }, fence);
   if (status === "superseded") await turns.supersede(claim.turn, fence);
 }
 

@@ -47,7 +47,7 @@ async function askAndEnd(conversationId: string, question: string, end: "failed"
   if (!claim.claimed) throw new Error("a new turn is claimed");
   const seq = await turns.begin(claim.turn, fence, alice.principal);
   await messages.append({ turnId, seq, role: "user", content: question }, fence);
-  if (end === "failed") await turns.fail(claim.turn, { code: "Error", message: "the turn failed" }, fence);
+  if (end === "failed") await turns.fail(claim.turn, { code: "internal_error", message: "the turn failed" }, fence);
   else await turns.supersede(claim.turn, fence);
   await lease.release(fence);
   return turnId;

@@ -1,5 +1,14 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ENDED_TURN_STATUSES, FINAL_TURN_STATUSES, hasEnded, isLegalTransition, statusesBefore, TURN_TRANSITIONS } from "../../lib/store/turn-lifecycle.js";
+import {
+  ENDED_TURN_STATUSES,
+  FINAL_TURN_STATUSES,
+  hasEnded,
+  isLegalTransition,
+  statusesBefore,
+  TURN_FAILURE_CODES,
+  TURN_TRANSITIONS,
+} from "../../lib/store/turn-lifecycle.js";
 import { TURN_STATUSES } from "../../lib/store/turn-store.js";
 
 describe("turn lifecycle", () => {
@@ -23,6 +32,18 @@ describe("turn lifecycle", () => {
 
     it("returns true only for statuses that no transition leaves but a retry's claim", () => {
       for (const t of TURN_TRANSITIONS.filter((t) => (ENDED_TURN_STATUSES as readonly string[]).includes(t.from))) expect(t.by).toBe("claim");
+    });
+  });
+
+  describe("TURN_FAILURE_CODES", () => {
+    it("returns exactly the codes docs/api.md's failure code table documents", () => {
+      const api = readFileSync(new URL("../../docs/api.md", import.meta.url), "utf8");
+      const table = api.slice(api.indexOf("## Failure codes"), api.indexOf("## Try it with curl"));
+      const documented = table
+        .split("\n")
+        .filter((line) => line.startsWith("| `"))
+        .flatMap((line) => [...line.split("|")[1].matchAll(/`([a-z_]+)`/g)].map((m) => m[1]));
+      expect(documented.sort()).toEqual([...TURN_FAILURE_CODES].sort());
     });
   });
 

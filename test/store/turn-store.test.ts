@@ -182,10 +182,10 @@ describe("TurnStore", () => {
     it("fails a queued turn that no attempt has claimed, and leaves a claimed one alone", async () => {
       const c = await conversation();
       const waiting = await turns.enqueue(randomUUID(), c.lease.existing(c.id));
-      await turns.reject(waiting._id, { code: "PayloadTooLargeError", message: "too long" });
-      expect(await turns.get(waiting._id)).toMatchObject({ status: "failed", error: { code: "PayloadTooLargeError" } });
+      await turns.reject(waiting._id, { code: "payload_too_large", message: "too long" });
+      expect(await turns.get(waiting._id)).toMatchObject({ status: "failed", error: { code: "payload_too_large" } });
       const running = await claimed(randomUUID(), await c.attempt());
-      await turns.reject(running._id, { code: "PayloadTooLargeError", message: "too long" });
+      await turns.reject(running._id, { code: "payload_too_large", message: "too long" });
       expect(await turns.get(running._id)).toMatchObject({ status: "running" });
     });
   });
