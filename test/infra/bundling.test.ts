@@ -43,8 +43,11 @@ import { buildStack } from "./synth.js";
  * cipher, KMS key source), 7,748 bytes more (1,929,000), the KMS client taken from the runtime's AWS SDK:
  * budget raised by that and 4 KiB. Then 1,937,619 with the view's ledger of time anchors, the Teams guest
  * check and the settings they brought (their descriptions ship in lib/config): 2,007 bytes, and 4 KiB more.
+ * Then the MCP tenant boundary (the egress fetch and address ranges, tenant-scoped secrets, sign-in
+ * confirmation): 12,426 bytes (1,938,467 to 1,950,893, `npx tsx scripts/bundle-size.ts worker` on the
+ * tree before and after), and as much budget; the stream 12,821 and the api 13,065, likewise.
  */
-const WORKER_BUNDLE_BUDGET_BYTES = 1.82 * 1024 * 1024 + 15 * 1024 + 7_748 + 4 * 1024 + 2_007 + 4 * 1024;
+const WORKER_BUNDLE_BUDGET_BYTES = 1.82 * 1024 * 1024 + 15 * 1024 + 7_748 + 4 * 1024 + 2_007 + 4 * 1024 + 12_426;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
@@ -58,7 +61,7 @@ const WORKER_BUNDLE_BUDGET_BYTES = 1.82 * 1024 * 1024 + 15 * 1024 + 7_748 + 4 * 
  * then 1,996,224 with the admin scope (operators and tenant admins), the tenant-claim check, the
  * complete-answer check and the follower's error report: 4,663 bytes, and 4 KiB more.
  */
-const STREAM_BUNDLE_BUDGET_BYTES = 1.87 * 1024 * 1024 + 15 * 1024 + 7_747 + 4 * 1024 + 3_521 + 4 * 1024 + 4_663 + 4 * 1024;
+const STREAM_BUNDLE_BUDGET_BYTES = 1.87 * 1024 * 1024 + 15 * 1024 + 7_747 + 4 * 1024 + 3_521 + 4 * 1024 + 4_663 + 4 * 1024 + 12_821;
 /**
  * The api function's code budget: 1,839,572 bytes without the MCP endpoint, then 1,950,369 with it
  * and the MCP sign-in callback (docs/bundling.md, "The MCP endpoint": the MCP SDK's server and
@@ -67,7 +70,7 @@ const STREAM_BUNDLE_BUDGET_BYTES = 1.87 * 1024 * 1024 + 15 * 1024 + 7_747 + 4 * 
  * the endpoint) and the request span of one turn, one trace: 1.93 MiB; then 2,010,960 with per-user
  * MCP OAuth for its turns (it carried lib/mcp/oauth for the callback already): 212 bytes more, and as much budget.
  */
-const API_BUNDLE_BUDGET_BYTES = 1.93 * 1024 * 1024 + 212;
+const API_BUNDLE_BUDGET_BYTES = 1.93 * 1024 * 1024 + 212 + 13_065;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
@@ -104,11 +107,11 @@ describe("ThreadwiseStack bundling", () => {
       expect(existsSync(join(dir, `${BUNDLE_FILE}.map`))).toBe(true);
     });
 
-    it("returns a stream bundle within its budget (1,988,040 bytes)", () => {
+    it("returns a stream bundle within its budget (2,008,478 bytes)", () => {
       expect(statSync(join(bundleDir("dev-threadwise-stream"), BUNDLE_FILE)).size).toBeLessThanOrEqual(STREAM_BUNDLE_BUDGET_BYTES);
     });
 
-    it("returns an api bundle within its budget (2,023,963 bytes)", () => {
+    it("returns an api bundle within its budget (2,037,028 bytes)", () => {
       expect(statSync(join(bundleDir("dev-threadwise-api"), BUNDLE_FILE)).size).toBeLessThanOrEqual(API_BUNDLE_BUDGET_BYTES);
     });
 
@@ -116,7 +119,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(bundleDir(`dev-threadwise-${name}`), BUNDLE_FILE)).size).toBeLessThanOrEqual(WEBHOOK_BUNDLE_BUDGET_BYTES);
     });
 
-    it("returns a worker bundle within its budget (1,935,612 bytes)", () => {
+    it("returns a worker bundle within its budget (1,954,141 bytes)", () => {
       expect(statSync(join(bundleDir("dev-threadwise-worker"), BUNDLE_FILE)).size).toBeLessThanOrEqual(WORKER_BUNDLE_BUDGET_BYTES);
     });
 
