@@ -78,6 +78,14 @@ export const TOOL_SETTINGS = {
     default: DEFAULT_POWERBI_CLIENT_SECRET_SECRET,
     description: "name of the secret holding the app's client secret",
   }),
+  POWERBI_IDENTITY_MAP: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (only the workspace tenant's own Teams and API users)",
+    description:
+      'JSON map of `issuer:tenant:subject` to the Power BI user (UPN) a caller is queried as, e.g. `{"slack:T0ACME:U012AB":"alice@acme.com"}`; ' +
+      "Slack users need an entry, and a caller without one who is not a Teams or API user of `POWERBI_TENANT_ID` is refused " +
+      "([security.md](security.md#data-sources-see-the-user))",
+  }),
   POWERBI_MODEL_DESCRIPTION: setting({ schema: z.string().min(1), description: "tables and measures of the semantic model as told to the model" }),
   FOLLOW_UP_WEBHOOK_URL: setting({
     schema: z.string().url(),
@@ -158,6 +166,8 @@ export interface PowerBiConfig {
   clientSecretSecret: string;
   /** Tables and measures of the semantic model, as told to the model. */
   modelDescription?: string;
+  /** `issuer:tenant:subject` → the Power BI user a caller is queried as (`POWERBI_IDENTITY_MAP`). */
+  identityMap: Record<string, string>;
 }
 
 export interface ToolsConfig {
@@ -188,6 +198,15 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
   if (unknown.length > 0) {
     throw invalid("TOOL_ROLES", `unknown tool name${unknown.length === 1 ? "" : "s"} ${unknown.join(", ")}; valid names: ${TOOL_NAMES.join(", ")}`);
   }
+  return parsed.data;
+}
+
+const identityMapSchema = z.record(z.string().regex(/^(api|slack|teams):[^:]*:.+$/, "keys are issuer:tenant:subject"), z.string().min(1));
+
+function parseIdentityMap(raw: string | undefined): Record<string, string> {
+  if (raw === undefined) return {};
+  const parsed = identityMapSchema.safeParse(parseJsonSetting(raw, "POWERBI_IDENTITY_MAP"));
+  if (!parsed.success) throw invalid("POWERBI_IDENTITY_MAP", 'expected {"issuer:tenant:subject": "user@domain"}, issuer api, slack or teams');
   return parsed.data;
 }
 
@@ -234,6 +253,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
           clientIdSecret: e.POWERBI_CLIENT_ID_SECRET,
           clientSecretSecret: e.POWERBI_CLIENT_SECRET_SECRET,
           modelDescription: e.POWERBI_MODEL_DESCRIPTION,
+          identityMap: parseIdentityMap(e.POWERBI_IDENTITY_MAP),
         }
       : undefined;
 

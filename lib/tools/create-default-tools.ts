@@ -96,6 +96,7 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     tools.push(
       createQuerySemanticModelTool({
         client,
+        identities: { entraTenantId: p.tenantId, map: p.identityMap },
         maxRows: config.sql.maxRows,
         maxBytes: config.sql.maxBytes,
         modelDescription: p.modelDescription,

@@ -64,6 +64,18 @@ describe("loadToolsConfig", () => {
     expect(() => loadToolsConfig({ POWERBI_TENANT_ID: "t" })).toThrow(ValidationError);
   });
 
+  it("returns the Power BI identity map from POWERBI_IDENTITY_MAP", () => {
+    const env = { POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d" };
+    expect(loadToolsConfig(env).powerBi?.identityMap).toEqual({});
+    const map = { "slack:T0ACME:U0ALICE": "alice@acme.com" };
+    expect(loadToolsConfig({ ...env, POWERBI_IDENTITY_MAP: JSON.stringify(map) }).powerBi?.identityMap).toEqual(map);
+  });
+
+  it("throws for a POWERBI_IDENTITY_MAP key that names no issuer", () => {
+    const env = { POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d", POWERBI_IDENTITY_MAP: '{"U0ALICE":"alice@acme.com"}' };
+    expect(() => loadToolsConfig(env)).toThrow(ValidationError);
+  });
+
   it("returns the roles per tool from TOOL_ROLES", () => {
     expect(loadToolsConfig({ TOOL_ROLES: '{"sql_query":["analyst","finance"]}' }).roles).toEqual({ sql_query: ["analyst", "finance"] });
   });
