@@ -118,7 +118,7 @@ describe("query_semantic_model", () => {
       const { run } = setup();
       const objectId = "0f9c3a52-7d1e-4b7a-9c55-2a1b3c4d5e6f";
       await run(REVENUE_BY_REGION, teamsPrincipal(ENTRA_TENANT, objectId));
-      expect((endpoint.queryRequests[0]?.body as { impersonatedUserName: string }).impersonatedUserName).toBe(objectId);
+      expect(endpoint.queryRequests[0]?.body).toMatchObject({ impersonatedUserName: objectId });
     });
 
     it.each([
