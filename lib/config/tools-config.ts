@@ -14,6 +14,10 @@ export const DEFAULT_SQL_MAX_RESULT_BYTES = 1_000_000;
 export const DEFAULT_SQL_TIMEOUT_MS = 10_000;
 /** Passages returned by one document search. */
 export const DEFAULT_DOCUMENT_RESULTS = 5;
+/** The document metadata key listing the tenants a document is open to (`issuer:tenant`, or `*` for every tenant). */
+export const DEFAULT_DOCUMENT_TENANTS_KEY = "allowed_tenants";
+/** The document metadata key listing the groups (roles) a document is open to (`*` for everyone of an allowed tenant). */
+export const DEFAULT_DOCUMENT_GROUPS_KEY = "allowed_groups";
 /** Lifetime of an idempotency record for a tool side effect, in seconds (a day covers every retry path). */
 export const DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS = 86_400;
 /** Power BI REST API base URL. */
@@ -104,6 +108,18 @@ export const TOOL_SETTINGS = {
     description: "bytes of values (text and blobs by length, other values 8; a missing or null DAX cell 8) a SQL or DAX result holds",
   }),
   SQL_TIMEOUT_MS: setting({ schema: durationMs, default: DEFAULT_SQL_TIMEOUT_MS, description: "longest a SQL query may run" }),
+  DOCUMENTS_TENANTS_KEY: setting({
+    schema: z.string().min(1),
+    default: DEFAULT_DOCUMENT_TENANTS_KEY,
+    description:
+      "document metadata key listing the tenants (`issuer:tenant`, or `*`) a document is open to; `search_documents` finds a document " +
+      "only when it lists `*` or the caller's tenant ([security.md](security.md#data-sources-see-the-user))",
+  }),
+  DOCUMENTS_GROUPS_KEY: setting({
+    schema: z.string().min(1),
+    default: DEFAULT_DOCUMENT_GROUPS_KEY,
+    description: "document metadata key listing the groups (roles, or `*`) a document is open to; the caller needs one of them",
+  }),
   DOCUMENT_RESULTS: setting({
     schema: positiveInt.max(50),
     default: DEFAULT_DOCUMENT_RESULTS,
@@ -155,6 +171,12 @@ export type SqlEngineConfig =
 /** `none`: no `search_documents` tool (what the stack sets without a knowledge base, unless the stage keeps the sample tools). */
 export type DocumentsConfig = { engine: "local" } | { engine: "none" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
 
+/** The document metadata keys that say who may read a document (`DOCUMENTS_TENANTS_KEY`, `DOCUMENTS_GROUPS_KEY`). */
+export interface DocumentAccessConfig {
+  tenantsKey: string;
+  groupsKey: string;
+}
+
 export interface PowerBiConfig {
   tenantId: string;
   groupId: string;
@@ -172,7 +194,7 @@ export interface PowerBiConfig {
 
 export interface ToolsConfig {
   sql: SqlEngineConfig & { maxRows: number; maxBytes: number; timeoutMs: number };
-  documents: DocumentsConfig & { maxResults: number };
+  documents: DocumentsConfig & { maxResults: number; access: DocumentAccessConfig };
   /** Absent unless the tenant, group and dataset are configured: the tool is then not offered. */
   powerBi?: PowerBiConfig;
   /** Absent: follow-ups are recorded but not posted. */
@@ -264,7 +286,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       maxBytes: e.SQL_MAX_RESULT_BYTES,
       timeoutMs: e.SQL_TIMEOUT_MS,
     },
-    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS },
+    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS, access: { tenantsKey: e.DOCUMENTS_TENANTS_KEY, groupsKey: e.DOCUMENTS_GROUPS_KEY } },
     powerBi,
     followUpWebhookUrl: e.FOLLOW_UP_WEBHOOK_URL,
     timeoutMs: e.TOOL_TIMEOUT_MS,

@@ -72,9 +72,10 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
         client: deps.bedrockAgentRuntimeClient,
         region: documents.region,
         knowledgeBaseId: documents.knowledgeBaseId,
+        accessKeys: documents.access,
       });
     } else {
-      const index = new LocalDocumentIndex();
+      const index = new LocalDocumentIndex({ accessKeys: documents.access });
       closers.push(() => index.close());
       retriever = index;
     }
