@@ -60,6 +60,13 @@ export const TOOL_SETTINGS = {
     description: "`s3://…` where Athena writes query results",
   }),
   ATHENA_SCHEMA_DESCRIPTION: setting({ schema: z.string().min(1), defaultText: "the sample schema", description: "tables and columns as told to the model" }),
+  SQL_ROW_POLICY: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (every caller reads every row)",
+    description:
+      'with `sqlite`, JSON map of role (or `*`, every caller) to the regions whose rows it reads, e.g. `{"*":["North"],"analyst":"*"}`; ' +
+      "a caller reads the union of their roles' regions, and one given none is refused ([security.md](security.md#data-sources-see-the-user))",
+  }),
   DOCUMENTS_ENGINE: setting({
     schema: z.enum(["local", "bedrock-kb", "none"]),
     default: "local",
@@ -155,7 +162,11 @@ const envSchema = envSchemaOf(TOOL_SETTINGS).extend({ AWS_REGION: optionalVariab
 
 /** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
 export type SqlEngineConfig =
-  | { engine: "sqlite" }
+  | {
+      engine: "sqlite";
+      /** Regions per role the local engine filters rows to (`SQL_ROW_POLICY`). Absent: every caller reads every row. */
+      rowPolicy?: Record<string, "*" | string[]>;
+    }
   | { engine: "none" }
   | {
       engine: "athena";
@@ -223,6 +234,15 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
   return parsed.data;
 }
 
+const rowPolicySchema = z.record(z.string().min(1), z.union([z.literal("*"), z.array(z.string().min(1))]));
+
+function parseRowPolicy(raw: string | undefined): Record<string, "*" | string[]> | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = rowPolicySchema.safeParse(parseJsonSetting(raw, "SQL_ROW_POLICY"));
+  if (!parsed.success) throw invalid("SQL_ROW_POLICY", 'expected {"role": ["Region", ...] or "*"}');
+  return parsed.data;
+}
+
 const identityMapSchema = z.record(z.string().regex(/^(api|slack|teams):[^:]*:.+$/, "keys are issuer:tenant:subject"), z.string().min(1));
 
 function parseIdentityMap(raw: string | undefined): Record<string, string> {
@@ -238,7 +258,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
   const e = { ...parsed, ...withDefaults(TOOL_SETTINGS, parsed) };
   const region = e.AWS_REGION ?? DEFAULT_TOOLS_REGION;
 
-  let sql: SqlEngineConfig = { engine: e.SQL_ENGINE === "none" ? "none" : "sqlite" };
+  let sql: SqlEngineConfig = e.SQL_ENGINE === "none" ? { engine: "none" } : { engine: "sqlite", rowPolicy: parseRowPolicy(e.SQL_ROW_POLICY) };
   if (e.SQL_ENGINE === "athena") {
     if (!e.ATHENA_DATABASE) throw invalid("ATHENA_DATABASE", "required when SQL_ENGINE=athena");
     if (!e.ATHENA_WORKGROUP) throw invalid("ATHENA_WORKGROUP", "required when SQL_ENGINE=athena");
