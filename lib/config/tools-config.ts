@@ -59,6 +59,14 @@ export const TOOL_SETTINGS = {
     defaultText: "the workgroup's setting",
     description: "`s3://…` where Athena writes query results",
   }),
+  ATHENA_ACCESS: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (every query under the function's own role)",
+    description:
+      'JSON list of `{"role", "roleArn", "workgroup"?}`: a caller\'s queries run under the IAM role of the first entry naming one of their roles ' +
+      "(or `*`), assumed with session tags naming them, in that workgroup; a caller no entry names is refused " +
+      "([security.md](security.md#data-sources-see-the-user))",
+  }),
   ATHENA_SCHEMA_DESCRIPTION: setting({ schema: z.string().min(1), defaultText: "the sample schema", description: "tables and columns as told to the model" }),
   SQL_ROW_POLICY: setting({
     schema: z.string().min(1),
@@ -177,6 +185,8 @@ export type SqlEngineConfig =
       region: string;
       /** Tables and columns as told to the model. Default: the sample sales schema. */
       schemaDescription?: string;
+      /** IAM roles (and workgroups) assumed per caller (`ATHENA_ACCESS`). Absent: the function's own role. */
+      access?: { role: string; roleArn: string; workgroup?: string }[];
     };
 
 /** `none`: no `search_documents` tool (what the stack sets without a knowledge base, unless the stage keeps the sample tools). */
@@ -234,6 +244,23 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
   return parsed.data;
 }
 
+const athenaAccessSchema = z
+  .array(
+    z.strictObject({
+      role: z.string().min(1),
+      roleArn: z.string().regex(/^arn:aws[\w-]*:iam::\d{12}:role\/.+$/, "an IAM role ARN"),
+      workgroup: z.string().min(1).optional(),
+    }),
+  )
+  .min(1);
+
+function parseAthenaAccess(raw: string | undefined): { role: string; roleArn: string; workgroup?: string }[] | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = athenaAccessSchema.safeParse(parseJsonSetting(raw, "ATHENA_ACCESS"));
+  if (!parsed.success) throw invalid("ATHENA_ACCESS", 'expected [{"role": "...", "roleArn": "arn:aws:iam::123456789012:role/...", "workgroup"?: "..."}, ...]');
+  return parsed.data;
+}
+
 const rowPolicySchema = z.record(z.string().min(1), z.union([z.literal("*"), z.array(z.string().min(1))]));
 
 function parseRowPolicy(raw: string | undefined): Record<string, "*" | string[]> | undefined {
@@ -270,6 +297,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       outputLocation: e.ATHENA_OUTPUT_LOCATION,
       region,
       schemaDescription: e.ATHENA_SCHEMA_DESCRIPTION,
+      access: parseAthenaAccess(e.ATHENA_ACCESS),
     };
   }
 

@@ -58,6 +58,7 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
             catalog: sql.catalog,
             outputLocation: sql.outputLocation,
             schemaDescription: sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
+            access: sql.access && { rules: sql.access },
           })
         : sql.engine === "sqlite" && sql.rowPolicy
           ? new RowScopedQueryEngine({
