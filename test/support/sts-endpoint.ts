@@ -63,6 +63,7 @@ export async function startStsEndpoint(roleArns: readonly string[]): Promise<Sts
     if (!/^[\w+=,.@-]{2,64}$/.test(sessionName)) return error(res, 400, "ValidationError", "1 validation error detected: roleSessionName");
     const accessKeyId = `ASIA${randomBytes(8).toString("hex").toUpperCase()}`;
     sessions.push({ roleArn, sessionName, tags, accessKeyId, signedBy });
+    const assumedArn = `${roleArn.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/")}/${sessionName}`;
     const expiration = new Date(Date.now() + Number(form.get("DurationSeconds") ?? 3600) * 1000).toISOString();
     send(
       res,
@@ -70,7 +71,7 @@ export async function startStsEndpoint(roleArns: readonly string[]): Promise<Sts
       `<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>` +
         `<AccessKeyId>${accessKeyId}</AccessKeyId><SecretAccessKey>${randomBytes(20).toString("base64")}</SecretAccessKey>` +
         `<SessionToken>${randomBytes(32).toString("base64")}</SessionToken><Expiration>${expiration}</Expiration></Credentials>` +
-        `<AssumedRoleUser><AssumedRoleId>AROA0000:${xml(sessionName)}</AssumedRoleId><Arn>${xml(roleArn.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/"))}/${xml(sessionName)}</Arn></AssumedRoleUser>` +
+        `<AssumedRoleUser><AssumedRoleId>AROA0000:${xml(sessionName)}</AssumedRoleId><Arn>${xml(assumedArn)}</Arn></AssumedRoleUser>` +
         `</AssumeRoleResult><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></AssumeRoleResponse>`,
     );
   });

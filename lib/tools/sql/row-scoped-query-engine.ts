@@ -42,7 +42,8 @@ export class RowScopedQueryEngine implements QueryEngine {
     const key = regions === "*" ? "*" : JSON.stringify(regions);
     const result = await this.#engine(key, regions).query(sql, limits);
     if (regions === "*") return result;
-    const notice = `Rows limited to the ${regions.join(", ")} region${regions.length === 1 ? "" : "s"} by your access (SQL_ROW_POLICY); other regions' orders and customers are withheld.`;
+    const named = `the ${regions.join(", ")} region${regions.length === 1 ? "" : "s"}`;
+    const notice = `Rows limited to ${named} by your access (SQL_ROW_POLICY); other regions' orders and customers are withheld.`;
     return { ...result, notice };
   }
 
