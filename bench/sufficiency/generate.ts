@@ -126,7 +126,11 @@ async function startTools(): Promise<Tools> {
   const byName: Record<ToolCallSpec["name"], ToolDefinition> = {
     sql_query: createSqlQueryTool({ engine }),
     search_documents: createSearchDocumentsTool({ retriever: documents }),
-    query_semantic_model: createQuerySemanticModelTool({ client }),
+    // The suite's caller is queried as a user of its own (the model has no RLS roles here, so every row).
+    query_semantic_model: createQuerySemanticModelTool({
+      client,
+      identities: { entraTenantId: "tenant-1", map: { "api::suite": "suite@alder-pike.example" } },
+    }),
   };
   let calls = 0;
   return {

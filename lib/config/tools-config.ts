@@ -14,6 +14,10 @@ export const DEFAULT_SQL_MAX_RESULT_BYTES = 1_000_000;
 export const DEFAULT_SQL_TIMEOUT_MS = 10_000;
 /** Passages returned by one document search. */
 export const DEFAULT_DOCUMENT_RESULTS = 5;
+/** The document metadata key listing the tenants a document is open to (`issuer:tenant`, or `*` for every tenant). */
+export const DEFAULT_DOCUMENT_TENANTS_KEY = "allowed_tenants";
+/** The document metadata key listing the groups (roles) a document is open to (`*` for everyone of an allowed tenant). */
+export const DEFAULT_DOCUMENT_GROUPS_KEY = "allowed_groups";
 /** Lifetime of an idempotency record for a tool side effect, in seconds (a day covers every retry path). */
 export const DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS = 86_400;
 /** Power BI REST API base URL. */
@@ -55,7 +59,22 @@ export const TOOL_SETTINGS = {
     defaultText: "the workgroup's setting",
     description: "`s3://…` where Athena writes query results",
   }),
+  ATHENA_ACCESS: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (every query under the function's own role)",
+    description:
+      'JSON list of `{"role", "roleArn", "workgroup"?}`: a caller\'s queries run under the IAM role of the first entry naming one of their roles ' +
+      "(or `*`), assumed with session tags naming them, in that workgroup; a caller no entry names is refused " +
+      "([security.md](security.md#data-sources-see-the-user))",
+  }),
   ATHENA_SCHEMA_DESCRIPTION: setting({ schema: z.string().min(1), defaultText: "the sample schema", description: "tables and columns as told to the model" }),
+  SQL_ROW_POLICY: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (every caller reads every row)",
+    description:
+      'with `sqlite`, JSON map of role (or `*`, every caller) to the regions whose rows it reads, e.g. `{"*":["North"],"analyst":"*"}`; ' +
+      "a caller reads the union of their roles' regions, and one given none is refused ([security.md](security.md#data-sources-see-the-user))",
+  }),
   DOCUMENTS_ENGINE: setting({
     schema: z.enum(["local", "bedrock-kb", "none"]),
     default: "local",
@@ -78,6 +97,14 @@ export const TOOL_SETTINGS = {
     default: DEFAULT_POWERBI_CLIENT_SECRET_SECRET,
     description: "name of the secret holding the app's client secret",
   }),
+  POWERBI_IDENTITY_MAP: setting({
+    schema: z.string().min(1),
+    defaultText: "unset (only the workspace tenant's own Teams and API users)",
+    description:
+      'JSON map of `issuer:tenant:subject` to the Power BI user (UPN) a caller is queried as, e.g. `{"slack:T0ACME:U012AB":"alice@acme.com"}`; ' +
+      "Slack users need an entry, and a caller without one who is not a Teams or API user of `POWERBI_TENANT_ID` is refused " +
+      "([security.md](security.md#data-sources-see-the-user))",
+  }),
   POWERBI_MODEL_DESCRIPTION: setting({ schema: z.string().min(1), description: "tables and measures of the semantic model as told to the model" }),
   FOLLOW_UP_WEBHOOK_URL: setting({
     schema: z.string().url(),
@@ -96,6 +123,18 @@ export const TOOL_SETTINGS = {
     description: "bytes of values (text and blobs by length, other values 8; a missing or null DAX cell 8) a SQL or DAX result holds",
   }),
   SQL_TIMEOUT_MS: setting({ schema: durationMs, default: DEFAULT_SQL_TIMEOUT_MS, description: "longest a SQL query may run" }),
+  DOCUMENTS_TENANTS_KEY: setting({
+    schema: z.string().min(1),
+    default: DEFAULT_DOCUMENT_TENANTS_KEY,
+    description:
+      "document metadata key listing the tenants (`issuer:tenant`, or `*`) a document is open to; `search_documents` finds a document " +
+      "only when it lists `*` or the caller's tenant ([security.md](security.md#data-sources-see-the-user))",
+  }),
+  DOCUMENTS_GROUPS_KEY: setting({
+    schema: z.string().min(1),
+    default: DEFAULT_DOCUMENT_GROUPS_KEY,
+    description: "document metadata key listing the groups (roles, or `*`) a document is open to; the caller needs one of them",
+  }),
   DOCUMENT_RESULTS: setting({
     schema: positiveInt.max(50),
     default: DEFAULT_DOCUMENT_RESULTS,
@@ -131,7 +170,11 @@ const envSchema = envSchemaOf(TOOL_SETTINGS).extend({ AWS_REGION: optionalVariab
 
 /** `none`: no `sql_query` tool (what the stack sets without Athena, unless the stage keeps the sample tools). */
 export type SqlEngineConfig =
-  | { engine: "sqlite" }
+  | {
+      engine: "sqlite";
+      /** Regions per role the local engine filters rows to (`SQL_ROW_POLICY`). Absent: every caller reads every row. */
+      rowPolicy?: Record<string, "*" | string[]>;
+    }
   | { engine: "none" }
   | {
       engine: "athena";
@@ -142,10 +185,18 @@ export type SqlEngineConfig =
       region: string;
       /** Tables and columns as told to the model. Default: the sample sales schema. */
       schemaDescription?: string;
+      /** IAM roles (and workgroups) assumed per caller (`ATHENA_ACCESS`). Absent: the function's own role. */
+      access?: { role: string; roleArn: string; workgroup?: string }[];
     };
 
 /** `none`: no `search_documents` tool (what the stack sets without a knowledge base, unless the stage keeps the sample tools). */
 export type DocumentsConfig = { engine: "local" } | { engine: "none" } | { engine: "bedrock-kb"; knowledgeBaseId: string; region: string };
+
+/** The document metadata keys that say who may read a document (`DOCUMENTS_TENANTS_KEY`, `DOCUMENTS_GROUPS_KEY`). */
+export interface DocumentAccessConfig {
+  tenantsKey: string;
+  groupsKey: string;
+}
 
 export interface PowerBiConfig {
   tenantId: string;
@@ -158,11 +209,13 @@ export interface PowerBiConfig {
   clientSecretSecret: string;
   /** Tables and measures of the semantic model, as told to the model. */
   modelDescription?: string;
+  /** `issuer:tenant:subject` → the Power BI user a caller is queried as (`POWERBI_IDENTITY_MAP`). */
+  identityMap: Record<string, string>;
 }
 
 export interface ToolsConfig {
   sql: SqlEngineConfig & { maxRows: number; maxBytes: number; timeoutMs: number };
-  documents: DocumentsConfig & { maxResults: number };
+  documents: DocumentsConfig & { maxResults: number; access: DocumentAccessConfig };
   /** Absent unless the tenant, group and dataset are configured: the tool is then not offered. */
   powerBi?: PowerBiConfig;
   /** Absent: follow-ups are recorded but not posted. */
@@ -191,13 +244,48 @@ function parseRoles(raw: string | undefined): Record<string, string[]> {
   return parsed.data;
 }
 
+const athenaAccessSchema = z
+  .array(
+    z.strictObject({
+      role: z.string().min(1),
+      roleArn: z.string().regex(/^arn:aws[\w-]*:iam::\d{12}:role\/.+$/, "an IAM role ARN"),
+      workgroup: z.string().min(1).optional(),
+    }),
+  )
+  .min(1);
+
+function parseAthenaAccess(raw: string | undefined): { role: string; roleArn: string; workgroup?: string }[] | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = athenaAccessSchema.safeParse(parseJsonSetting(raw, "ATHENA_ACCESS"));
+  if (!parsed.success) throw invalid("ATHENA_ACCESS", 'expected [{"role": "...", "roleArn": "arn:aws:iam::123456789012:role/...", "workgroup"?: "..."}, ...]');
+  return parsed.data;
+}
+
+const rowPolicySchema = z.record(z.string().min(1), z.union([z.literal("*"), z.array(z.string().min(1))]));
+
+function parseRowPolicy(raw: string | undefined): Record<string, "*" | string[]> | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = rowPolicySchema.safeParse(parseJsonSetting(raw, "SQL_ROW_POLICY"));
+  if (!parsed.success) throw invalid("SQL_ROW_POLICY", 'expected {"role": ["Region", ...] or "*"}');
+  return parsed.data;
+}
+
+const identityMapSchema = z.record(z.string().regex(/^(api|slack|teams):[^:]*:.+$/, "keys are issuer:tenant:subject"), z.string().min(1));
+
+function parseIdentityMap(raw: string | undefined): Record<string, string> {
+  if (raw === undefined) return {};
+  const parsed = identityMapSchema.safeParse(parseJsonSetting(raw, "POWERBI_IDENTITY_MAP"));
+  if (!parsed.success) throw invalid("POWERBI_IDENTITY_MAP", 'expected {"issuer:tenant:subject": "user@domain"}, issuer api, slack or teams');
+  return parsed.data;
+}
+
 /** Reads and validates the tools' configuration (composed into `loadConfig`). */
 export function loadToolsConfig(env: Record<string, string | undefined> = process.env): ToolsConfig {
   const parsed = parseOrThrow(envSchema, env, "invalid configuration");
   const e = { ...parsed, ...withDefaults(TOOL_SETTINGS, parsed) };
   const region = e.AWS_REGION ?? DEFAULT_TOOLS_REGION;
 
-  let sql: SqlEngineConfig = { engine: e.SQL_ENGINE === "none" ? "none" : "sqlite" };
+  let sql: SqlEngineConfig = e.SQL_ENGINE === "none" ? { engine: "none" } : { engine: "sqlite", rowPolicy: parseRowPolicy(e.SQL_ROW_POLICY) };
   if (e.SQL_ENGINE === "athena") {
     if (!e.ATHENA_DATABASE) throw invalid("ATHENA_DATABASE", "required when SQL_ENGINE=athena");
     if (!e.ATHENA_WORKGROUP) throw invalid("ATHENA_WORKGROUP", "required when SQL_ENGINE=athena");
@@ -209,6 +297,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       outputLocation: e.ATHENA_OUTPUT_LOCATION,
       region,
       schemaDescription: e.ATHENA_SCHEMA_DESCRIPTION,
+      access: parseAthenaAccess(e.ATHENA_ACCESS),
     };
   }
 
@@ -234,6 +323,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
           clientIdSecret: e.POWERBI_CLIENT_ID_SECRET,
           clientSecretSecret: e.POWERBI_CLIENT_SECRET_SECRET,
           modelDescription: e.POWERBI_MODEL_DESCRIPTION,
+          identityMap: parseIdentityMap(e.POWERBI_IDENTITY_MAP),
         }
       : undefined;
 
@@ -244,7 +334,7 @@ export function loadToolsConfig(env: Record<string, string | undefined> = proces
       maxBytes: e.SQL_MAX_RESULT_BYTES,
       timeoutMs: e.SQL_TIMEOUT_MS,
     },
-    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS },
+    documents: { ...documents, maxResults: e.DOCUMENT_RESULTS, access: { tenantsKey: e.DOCUMENTS_TENANTS_KEY, groupsKey: e.DOCUMENTS_GROUPS_KEY } },
     powerBi,
     followUpWebhookUrl: e.FOLLOW_UP_WEBHOOK_URL,
     timeoutMs: e.TOOL_TIMEOUT_MS,

@@ -13,6 +13,7 @@ import { createQuerySemanticModelTool } from "./powerbi/query-semantic-model-too
 import type { SecretSource } from "./secrets.js";
 import { AthenaQueryEngine } from "./sql/athena-query-engine.js";
 import type { QueryEngine } from "./sql/query-engine.js";
+import { RowScopedQueryEngine } from "./sql/row-scoped-query-engine.js";
 import { buildSalesDatabase, SALES_SCHEMA_DESCRIPTION } from "./sql/sales-dataset.js";
 import { createSqlQueryTool } from "./sql/sql-query-tool.js";
 import { SqliteQueryEngine } from "./sql/sqlite-query-engine.js";
@@ -57,8 +58,15 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
             catalog: sql.catalog,
             outputLocation: sql.outputLocation,
             schemaDescription: sql.schemaDescription ?? SALES_SCHEMA_DESCRIPTION,
+            access: sql.access && { rules: sql.access },
           })
-        : new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
+        : sql.engine === "sqlite" && sql.rowPolicy
+          ? new RowScopedQueryEngine({
+              policy: sql.rowPolicy,
+              image: () => buildSalesDatabase(),
+              engineFor: (image) => new SqliteQueryEngine({ image, schemaDescription: SALES_SCHEMA_DESCRIPTION }),
+            })
+          : new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     closers.push(() => engine.close());
     const tool = createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs });
     tools.push(sql.engine === "sqlite" ? { ...tool, examples: SAMPLE_QUESTIONS.sql_query } : tool);
@@ -72,9 +80,10 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
         client: deps.bedrockAgentRuntimeClient,
         region: documents.region,
         knowledgeBaseId: documents.knowledgeBaseId,
+        accessKeys: documents.access,
       });
     } else {
-      const index = new LocalDocumentIndex();
+      const index = new LocalDocumentIndex({ accessKeys: documents.access });
       closers.push(() => index.close());
       retriever = index;
     }
@@ -96,6 +105,7 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     tools.push(
       createQuerySemanticModelTool({
         client,
+        identities: { entraTenantId: p.tenantId, map: p.identityMap },
         maxRows: config.sql.maxRows,
         maxBytes: config.sql.maxBytes,
         modelDescription: p.modelDescription,

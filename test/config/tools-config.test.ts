@@ -64,6 +64,30 @@ describe("loadToolsConfig", () => {
     expect(() => loadToolsConfig({ POWERBI_TENANT_ID: "t" })).toThrow(ValidationError);
   });
 
+  it("returns the Power BI identity map from POWERBI_IDENTITY_MAP", () => {
+    const env = { POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d" };
+    expect(loadToolsConfig(env).powerBi?.identityMap).toEqual({});
+    const map = { "slack:T0ACME:U0ALICE": "alice@acme.com" };
+    expect(loadToolsConfig({ ...env, POWERBI_IDENTITY_MAP: JSON.stringify(map) }).powerBi?.identityMap).toEqual(map);
+  });
+
+  it("throws for a POWERBI_IDENTITY_MAP key that names no issuer", () => {
+    const env = { POWERBI_TENANT_ID: "t", POWERBI_GROUP_ID: "g", POWERBI_DATASET_ID: "d", POWERBI_IDENTITY_MAP: '{"U0ALICE":"alice@acme.com"}' };
+    expect(() => loadToolsConfig(env)).toThrow(ValidationError);
+  });
+
+  it("returns the row policy of SQL_ROW_POLICY with the sqlite engine, and throws for one that is not a map of region lists", () => {
+    expect(loadToolsConfig({ SQL_ROW_POLICY: '{"*":["North"],"analyst":"*"}' }).sql).toMatchObject({ rowPolicy: { "*": ["North"], analyst: "*" } });
+    expect(() => loadToolsConfig({ SQL_ROW_POLICY: '{"analyst":"West"}' })).toThrow(ValidationError);
+  });
+
+  it("returns the access rules of ATHENA_ACCESS, and throws for an entry without an IAM role ARN", () => {
+    const athena = { SQL_ENGINE: "athena", ATHENA_WORKGROUP: "wg", ATHENA_DATABASE: "db" };
+    const rules = [{ role: "*", roleArn: "arn:aws:iam::123456789012:role/threadwise-emea", workgroup: "emea" }];
+    expect(loadToolsConfig({ ...athena, ATHENA_ACCESS: JSON.stringify(rules) }).sql).toMatchObject({ access: rules });
+    expect(() => loadToolsConfig({ ...athena, ATHENA_ACCESS: '[{"role":"*","roleArn":"threadwise-emea"}]' })).toThrow(ValidationError);
+  });
+
   it("returns the roles per tool from TOOL_ROLES", () => {
     expect(loadToolsConfig({ TOOL_ROLES: '{"sql_query":["analyst","finance"]}' }).roles).toEqual({ sql_query: ["analyst", "finance"] });
   });

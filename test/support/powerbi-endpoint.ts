@@ -10,6 +10,13 @@ export interface PowerBiEndpointOptions {
   datasetId: string;
   /** Rows answered per DAX query (matched after collapsing whitespace). */
   queries: Record<string, Record<string, unknown>[]>;
+  /**
+   * Row-level security, as a dataset with RLS roles applies it to the user a query impersonates:
+   * a row whose `column` is set is returned only to the users it lists. With it, a query without
+   * `impersonatedUserName` is refused, as the service answers for an RLS dataset queried without an
+   * effective identity. Default: none (every row to every caller).
+   */
+  rls?: { column: string; users: Record<string, string[]> };
   /** Lifetime of issued tokens. Default: 3599 s, as Entra ID issues them. */
   expiresInSeconds?: number;
 }
@@ -62,7 +69,7 @@ function daxError(message: string) {
  * A local stand-in for Entra ID's token endpoint and Power BI's executeQueries, with their
  * request and response shapes: form-encoded client credentials, bearer tokens, the results
  * envelope, 401 for a bad or revoked token, 400 DatasetExecuteQueriesError, 404 ItemNotFound,
- * and 429 with Retry-After.
+ * 429 with Retry-After, and row-level security by the request's `impersonatedUserName`.
  */
 export async function startPowerBiEndpoint(options: PowerBiEndpointOptions): Promise<PowerBiEndpoint> {
   const valid = new Set<string>();
@@ -136,8 +143,17 @@ export async function startPowerBiEndpoint(options: PowerBiEndpointOptions): Pro
       }
       const dax = (body as { queries?: { query?: string }[] } | undefined)?.queries?.[0]?.query;
       if (typeof dax !== "string") return send(res, 400, { error: { code: "InvalidRequest", message: "queries is required" } });
+      const user = (body as { impersonatedUserName?: unknown }).impersonatedUserName;
+      const rls = options.rls;
+      if (rls && (typeof user !== "string" || user.length === 0)) {
+        return send(res, 400, daxError("The dataset has row-level security: executeQueries needs impersonatedUserName, the user whose roles apply."));
+      }
       const rows = queries.get(normalize(dax));
-      if (rows) return send(res, 200, { results: [{ tables: [{ rows }] }] });
+      if (rows) {
+        const allowed = rls ? (rls.users[user as string] ?? []) : undefined;
+        const visible = allowed ? rows.filter((row) => !(rls!.column in row) || allowed.includes(String(row[rls!.column]))) : rows;
+        return send(res, 200, { results: [{ tables: [{ rows: visible }] }] });
+      }
       if (!/^\s*(EVALUATE|DEFINE)\b/i.test(dax)) {
         return send(res, 400, daxError(`Query (1, 1) The syntax for '${dax.trim().split(/\s+/)[0]}' is incorrect.`));
       }

@@ -1,6 +1,7 @@
 import type { BedrockAgentRuntimeClient, RetrievalResultLocation } from "@aws-sdk/client-bedrock-agent-runtime";
 import { ToolError } from "../../errors.js";
-import type { DocumentRetriever, Passage } from "./document-retriever.js";
+import { DEFAULT_DOCUMENT_ACCESS_KEYS, retrievalFilter, type DocumentAccessKeys } from "./document-access.js";
+import type { DocumentRetriever, Passage, SearchOptions } from "./document-retriever.js";
 
 /** Loaded on the first search, not at start-up, so a cold start without searches does not load it. */
 let agentRuntimeSdk: Promise<typeof import("@aws-sdk/client-bedrock-agent-runtime")> | undefined;
@@ -12,6 +13,8 @@ export interface BedrockKnowledgeBaseRetrieverOptions {
   /** Region of the client created on the first search. */
   region?: string;
   knowledgeBaseId: string;
+  /** The metadata keys that say who may read a document. Default: `DEFAULT_DOCUMENT_ACCESS_KEYS`. */
+  accessKeys?: DocumentAccessKeys;
 }
 
 function sourceOf(location: RetrievalResultLocation | undefined): string {
@@ -27,7 +30,11 @@ function sourceOf(location: RetrievalResultLocation | undefined): string {
   );
 }
 
-/** Retrieval from an Amazon Bedrock knowledge base (`Retrieve`), as passages with their source. */
+/**
+ * Retrieval from an Amazon Bedrock knowledge base (`Retrieve`), as passages with their source. Every
+ * request carries the audience's metadata filter (`retrievalFilter`), so the knowledge base returns
+ * only documents open to the asking user's tenant and groups.
+ */
 export class BedrockKnowledgeBaseRetriever implements DocumentRetriever {
   readonly #o: BedrockKnowledgeBaseRetrieverOptions;
   #client: BedrockAgentRuntimeClient | undefined;
@@ -37,7 +44,7 @@ export class BedrockKnowledgeBaseRetriever implements DocumentRetriever {
     this.#client = options.client;
   }
 
-  async search(query: string, maxResults: number, signal?: AbortSignal): Promise<Passage[]> {
+  async search(query: string, maxResults: number, { audience, signal }: SearchOptions): Promise<Passage[]> {
     const { BedrockAgentRuntimeClient, RetrieveCommand } = await loadAgentRuntimeSdk();
     const client = (this.#client ??= new BedrockAgentRuntimeClient({ region: this.#o.region }));
     let response;
@@ -46,7 +53,9 @@ export class BedrockKnowledgeBaseRetriever implements DocumentRetriever {
         new RetrieveCommand({
           knowledgeBaseId: this.#o.knowledgeBaseId,
           retrievalQuery: { text: query },
-          retrievalConfiguration: { vectorSearchConfiguration: { numberOfResults: maxResults } },
+          retrievalConfiguration: {
+            vectorSearchConfiguration: { numberOfResults: maxResults, filter: retrievalFilter(audience, this.#o.accessKeys ?? DEFAULT_DOCUMENT_ACCESS_KEYS) },
+          },
         }),
         { abortSignal: signal },
       );

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_DOCUMENT_RESULTS } from "../../config/tools-config.js";
 import type { ToolContext, ToolDefinition } from "../tool.js";
+import { audienceOf } from "./document-access.js";
 import type { DocumentRetriever, Passage } from "./document-retriever.js";
 
 export interface SearchDocumentsToolOptions {
@@ -32,8 +33,12 @@ export function createSearchDocumentsTool(options: SearchDocumentsToolOptions): 
     // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
     trust: "untrusted",
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
-      const passages = await options.retriever.search(input.query, input.maxResults ?? defaultResults, ctx.signal);
-      if (passages.length === 0) return `No passages match "${input.query}". Try other words.`;
+      // Only documents open to the caller's tenant and groups are searched: the filter goes to the retriever, not after it.
+      const passages = await options.retriever.search(input.query, input.maxResults ?? defaultResults, {
+        audience: audienceOf(ctx.caller),
+        signal: ctx.signal,
+      });
+      if (passages.length === 0) return `No passages you may read match "${input.query}". Try other words.`;
       return `${passages.length} passage${passages.length === 1 ? "" : "s"}\n\n${passages.map(formatPassage).join("\n\n")}`;
     },
   };

@@ -27,6 +27,13 @@ export interface PowerBiClientOptions {
   maxResponseBytes?: number;
 }
 
+/** Who a query runs as, and the signal that ends it. */
+export interface PowerBiQueryIdentity {
+  /** The user principal name Power BI impersonates (`powerBiUserOf`); never empty, so no query runs as the service itself. */
+  userName: string;
+  signal?: AbortSignal;
+}
+
 const resultsSchema = z.object({
   results: z.array(
     z.object({
@@ -113,8 +120,14 @@ export class PowerBiClient {
     this.#fetch = options.fetch ?? fetch;
   }
 
-  /** Runs one DAX query; the result holds at most `maxRows` rows and `maxBytes` bytes of values, counted as `sql_query` counts them. */
-  async executeQuery(dax: string, limits: Pick<QueryLimits, "maxRows" | "maxBytes">, signal?: AbortSignal): Promise<QueryResult> {
+  /**
+   * Runs one DAX query as `as.userName` (the request's `impersonatedUserName`, so the model's
+   * row-level security applies to that user); the result holds at most `maxRows` rows and `maxBytes`
+   * bytes of values, counted as `sql_query` counts them.
+   */
+  async executeQuery(dax: string, limits: Pick<QueryLimits, "maxRows" | "maxBytes">, as: PowerBiQueryIdentity): Promise<QueryResult> {
+    const { userName, signal } = as;
+    if (!userName) throw new ToolError("refused: a Power BI query needs the asking user's identity", "query_semantic_model");
     const o = this.#options;
     const url = `${o.apiUrl.replace(/\/$/, "")}/groups/${encodeURIComponent(o.groupId)}/datasets/${encodeURIComponent(o.datasetId)}/executeQueries`;
     const maxRetries = o.maxRetries ?? DEFAULT_POWERBI_MAX_RETRIES;
@@ -124,7 +137,7 @@ export class PowerBiClient {
       const response = await this.#fetch(url, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ queries: [{ query: dax }], serializerSettings: { includeNulls: true } }),
+        body: JSON.stringify({ queries: [{ query: dax }], serializerSettings: { includeNulls: true }, impersonatedUserName: userName }),
         signal,
       });
       const body = await readJson(response, o.maxResponseBytes ?? DEFAULT_POWERBI_MAX_RESPONSE_BYTES);

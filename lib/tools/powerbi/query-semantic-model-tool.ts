@@ -3,9 +3,12 @@ import { DEFAULT_SQL_MAX_RESULT_BYTES, DEFAULT_SQL_MAX_ROWS } from "../../config
 import type { ToolContext, ToolDefinition } from "../tool.js";
 import { formatResultTable } from "../sql/result-table.js";
 import type { PowerBiClient } from "./power-bi-client.js";
+import { powerBiUserOf, type PowerBiIdentityOptions } from "./power-bi-identity.js";
 
 export interface QuerySemanticModelToolOptions {
   client: PowerBiClient;
+  /** How a caller becomes the Power BI user a query runs as (`powerBiUserOf`); a caller it cannot name is refused. */
+  identities: PowerBiIdentityOptions;
   /** Default: `DEFAULT_SQL_MAX_ROWS`. */
   maxRows?: number;
   /** Most bytes of values a result holds, counted as `sql_query` counts them. Default: `DEFAULT_SQL_MAX_RESULT_BYTES`. */
@@ -33,8 +36,10 @@ export function createQuerySemanticModelTool(options: QuerySemanticModelToolOpti
     // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
     trust: "untrusted",
     async run(input: z.infer<typeof schema>, ctx: ToolContext): Promise<string> {
+      // Refused before any request when the caller has no Power BI identity: never the service's own view.
+      const userName = powerBiUserOf(ctx.caller.principal, options.identities);
       // executeQueries only evaluates; DAX has no statements that write, so no read-only check is needed.
-      const result = await options.client.executeQuery(input.dax, { maxRows, maxBytes }, ctx.signal);
+      const result = await options.client.executeQuery(input.dax, { maxRows, maxBytes }, { userName, signal: ctx.signal });
       return formatResultTable(result, maxRows);
     },
   };

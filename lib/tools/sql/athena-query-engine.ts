@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import type { AthenaClient, ColumnInfo, QueryExecution } from "@aws-sdk/client-athena";
+import type { AthenaClient, AthenaClientConfig, ColumnInfo, QueryExecution } from "@aws-sdk/client-athena";
+import type { Caller } from "../../auth/principal.js";
 import { ToolError } from "../../errors.js";
 import { queryCancelled, queryTimedOut, valueBytes, type QueryEngine, type QueryLimits, type QueryResult } from "./query-engine.js";
 
@@ -18,6 +19,33 @@ const STOP_TIMEOUT_MS = 5_000;
  */
 let athenaSdk: Promise<typeof import("@aws-sdk/client-athena")> | undefined;
 const loadAthenaSdk = () => (athenaSdk ??= import("@aws-sdk/client-athena"));
+let credentialProviders: Promise<typeof import("@aws-sdk/credential-providers")> | undefined;
+const loadCredentialProviders = () => (credentialProviders ??= import("@aws-sdk/credential-providers"));
+
+/** Per-user Athena clients kept (each holds its assumed role's credentials); the oldest is dropped past this. */
+export const DEFAULT_ATHENA_SESSION_CLIENTS = 256;
+/** Lifetime of an assumed role's credentials, in seconds (STS's minimum; they are renewed as they expire). */
+export const DEFAULT_ATHENA_SESSION_SECONDS = 900;
+
+/** Which IAM role (and workgroup) a caller's queries run under: the first rule naming one of their roles, or `*`. */
+export interface AthenaAccessRule {
+  /** A role of the caller, or `*` for every caller. */
+  role: string;
+  roleArn: string;
+  /** Default: the engine's `workgroup`. */
+  workgroup?: string;
+}
+
+export interface AthenaAccessOptions {
+  rules: readonly AthenaAccessRule[];
+  /** The configuration of the Athena clients made per session, besides credentials. Default: the engine's region. */
+  clientConfig?: AthenaClientConfig;
+  /** The STS client's configuration (region, endpoint, the function's own credentials). Default: the engine's region and the default chain. */
+  stsClientConfig?: Record<string, unknown>;
+}
+
+/** A session tag value: letters, digits, spaces and `_.:/=+-@` only, at most 256 characters. */
+const tagValue = (value: string) => value.replace(/[^\p{L}\p{Z}\p{N}_.:/=+\-@]/gu, "_").slice(0, 256);
 
 export interface AthenaQueryEngineOptions {
   /** Default: one client, created on the first query in `region`. */
@@ -32,6 +60,12 @@ export interface AthenaQueryEngineOptions {
   schemaDescription: string;
   /** Default: `DEFAULT_ATHENA_POLL_MS`. */
   pollMs?: number;
+  /**
+   * Queries run under an IAM role assumed per caller (`ATHENA_ACCESS`), tagged with who asks, so the
+   * role's grants (Lake Formation data filters, the workgroup's IAM conditions) decide what they read.
+   * A caller no rule names is refused. Default: every query runs under the function's own role.
+   */
+  access?: AthenaAccessOptions;
 }
 
 const NUMERIC = new Set(["tinyint", "smallint", "integer", "int", "bigint", "double", "float", "real", "decimal"]);
@@ -78,6 +112,8 @@ export class AthenaQueryEngine implements QueryEngine {
   readonly schemaDescription: string;
   readonly #o: AthenaQueryEngineOptions;
   #client: AthenaClient | undefined;
+  /** Per-session clients by role, workgroup and principal, oldest first. */
+  readonly #sessions = new Map<string, AthenaClient>();
 
   constructor(options: AthenaQueryEngineOptions) {
     this.#o = options;
@@ -89,7 +125,7 @@ export class AthenaQueryEngine implements QueryEngine {
     const o = this.#o;
     const deadline = Date.now() + limits.timeoutMs;
     const sdk = await loadAthenaSdk();
-    const client = (this.#client ??= new sdk.AthenaClient({ region: o.region }));
+    const { client, workgroup } = await this.#clientFor(sdk, limits.caller);
     const status = async (id: string): Promise<QueryExecution | undefined> => {
       if (limits.signal?.aborted) throw queryCancelled();
       try {
@@ -99,13 +135,13 @@ export class AthenaQueryEngine implements QueryEngine {
       }
     };
 
-    let token = limits.requestKey === undefined ? undefined : requestToken(limits.requestKey, sql, o.workgroup, o.database, o.catalog, o.outputLocation);
+    let token = limits.requestKey === undefined ? undefined : requestToken(limits.requestKey, sql, workgroup, o.database, o.catalog, o.outputLocation);
     for (let restarts = 0; ; restarts++) {
       // Not given the caller's signal: a start cut short could leave a query running whose id we never learn.
       const started = await client.send(
         new sdk.StartQueryExecutionCommand({
           QueryString: sql,
-          WorkGroup: o.workgroup,
+          WorkGroup: workgroup,
           QueryExecutionContext: { Database: o.database, Catalog: o.catalog },
           ...(o.outputLocation && { ResultConfiguration: { OutputLocation: o.outputLocation } }),
           ClientRequestToken: token,
@@ -146,7 +182,50 @@ export class AthenaQueryEngine implements QueryEngine {
   }
 
   async close(): Promise<void> {
-    // A given client belongs to the composition root; one made here holds no connections to close.
+    // A given client belongs to the composition root; the per-session ones are made here.
+    for (const client of this.#sessions.values()) client.destroy();
+    this.#sessions.clear();
+  }
+
+  /** The client (and workgroup) a caller's query runs with: the function's own, or one under the role assumed for this caller. */
+  async #clientFor(sdk: typeof import("@aws-sdk/client-athena"), caller: Caller | undefined): Promise<{ client: AthenaClient; workgroup: string }> {
+    const o = this.#o;
+    if (!o.access) return { client: (this.#client ??= new sdk.AthenaClient({ region: o.region })), workgroup: o.workgroup };
+    if (!caller) throw new ToolError("refused: Athena is queried as the asking user, and this query names none", "sql_query");
+    const rule = o.access.rules.find((r) => r.role === "*" || caller.roles.includes(r.role));
+    if (!rule) throw new ToolError("refused: your roles give you no access to the Athena data (ATHENA_ACCESS); ask an administrator for access", "sql_query");
+    const workgroup = rule.workgroup ?? o.workgroup;
+    const { issuer, tenant, subject } = caller.principal;
+    const key = JSON.stringify([rule.roleArn, workgroup, issuer, tenant, subject]);
+    let client = this.#sessions.get(key);
+    if (!client) {
+      const { fromTemporaryCredentials } = await loadCredentialProviders();
+      const who = createHash("sha256")
+        .update(JSON.stringify([issuer, tenant, subject]))
+        .digest("hex")
+        .slice(0, 32);
+      const credentials = fromTemporaryCredentials({
+        params: {
+          RoleArn: rule.roleArn,
+          RoleSessionName: `threadwise-${who}`,
+          DurationSeconds: DEFAULT_ATHENA_SESSION_SECONDS,
+          Tags: [
+            { Key: "threadwise-tenant", Value: tagValue(`${issuer}:${tenant ?? "-"}`) },
+            { Key: "threadwise-role", Value: tagValue(rule.role === "*" ? "any" : rule.role) },
+            { Key: "threadwise-user", Value: who },
+          ],
+        },
+        clientConfig: { region: o.region, ...o.access.stsClientConfig },
+      });
+      client = new sdk.AthenaClient({ region: o.region, ...o.access.clientConfig, credentials });
+      this.#sessions.set(key, client);
+      if (this.#sessions.size > DEFAULT_ATHENA_SESSION_CLIENTS) {
+        const [oldest, dropped] = this.#sessions.entries().next().value!;
+        this.#sessions.delete(oldest);
+        dropped.destroy();
+      }
+    }
+    return { client, workgroup };
   }
 
   async #stop(client: AthenaClient, sdk: typeof import("@aws-sdk/client-athena"), id: string): Promise<void> {

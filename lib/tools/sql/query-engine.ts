@@ -1,3 +1,4 @@
+import type { Caller } from "../../auth/principal.js";
 import { ToolError } from "../../errors.js";
 
 /** Limits applied to one query. */
@@ -15,6 +16,8 @@ export interface QueryLimits {
    * that can (Athena) reuses the query an earlier attempt started rather than starting another.
    */
   requestKey?: string;
+  /** Who asks: an engine that scopes data per caller (a row policy, an assumed role) reads it from here, and refuses without it. */
+  caller?: Caller;
 }
 
 /** Bytes a value counts for against `QueryLimits.maxBytes`: text by its UTF-8 length, any other value (or none) as 8. */
@@ -27,6 +30,8 @@ export interface QueryResult {
   columns: string[];
   rows: unknown[][];
   truncated: false | "rows" | "bytes";
+  /** What the caller's access left out, said to the model above the table (e.g. rows limited to some regions). Default: nothing left out. */
+  notice?: string;
 }
 
 /** A read-only SQL engine behind `sql_query`. Failures are `ToolError`s the model can act on. */

@@ -345,3 +345,29 @@ export async function buildSalesDatabase(seed = DEFAULT_SALES_SEED): Promise<Uin
     db.close();
   }
 }
+
+/**
+ * The image of `image` holding only the rows of the named regions: orders (and their lines) booked
+ * in them and customers of them; products and regions stay whole. What a row policy gives a caller
+ * (`RowScopedQueryEngine`): the engine then holds no other rows to find.
+ */
+export async function restrictToRegions(image: Uint8Array, regions: readonly string[]): Promise<Uint8Array> {
+  const { capi, oo1, wasm } = await loadSqlite();
+  const db = new oo1.DB(":memory:", "c");
+  try {
+    const bytes = wasm.allocFromTypedArray(image);
+    const flags = capi.SQLITE_DESERIALIZE_FREEONCLOSE | capi.SQLITE_DESERIALIZE_RESIZEABLE;
+    db.checkRc(capi.sqlite3_deserialize(db.pointer!, "main", bytes, image.byteLength, image.byteLength, flags));
+    const outside = "SELECT region_id FROM regions WHERE name NOT IN (SELECT value FROM json_each(?))";
+    const bind = [JSON.stringify(regions)];
+    db.transaction(() => {
+      db.exec({ sql: `DELETE FROM order_lines WHERE order_id IN (SELECT order_id FROM orders WHERE region_id IN (${outside}))`, bind });
+      db.exec({ sql: `DELETE FROM orders WHERE region_id IN (${outside})`, bind });
+      db.exec({ sql: `DELETE FROM customers WHERE region_id IN (${outside})`, bind });
+    });
+    db.exec("VACUUM");
+    return capi.sqlite3_js_db_export(db.pointer!);
+  } finally {
+    db.close();
+  }
+}

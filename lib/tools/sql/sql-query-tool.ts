@@ -42,8 +42,9 @@ export function createSqlQueryTool(options: SqlQueryToolOptions): ToolDefinition
       if (!check.ok) throw new ToolError(`query refused: ${check.reason}`, "sql_query");
       // Every attempt of this tool call (a retry, the worker resuming a handed-off turn) carries the same key.
       const requestKey = `${ctx.conversationId}:${ctx.turnId}:${ctx.toolCallId}`;
-      const result = await engine.query(check.statement, { maxRows, maxBytes, timeoutMs, signal: ctx.signal, requestKey });
-      return formatResultTable(result, maxRows);
+      const result = await engine.query(check.statement, { maxRows, maxBytes, timeoutMs, signal: ctx.signal, requestKey, caller: ctx.caller });
+      const table = formatResultTable(result, maxRows);
+      return result.notice ? `${result.notice}\n${table}` : table;
     },
   };
 }

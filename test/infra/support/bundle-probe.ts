@@ -95,7 +95,7 @@ export async function sampleTools(): Promise<{ sqlite: string; rows: unknown[][]
       maxRows: 10,
       timeoutMs: 10_000,
     });
-    const [passage] = await index.search("who approves a discount above 15%", 1);
+    const [passage] = await index.search("who approves a discount above 15%", 1, { audience: { tenant: null, groups: [] } });
     return { sqlite: sqliteModuleUrl(), rows: result.rows, source: passage?.source };
   } finally {
     await engine.close();

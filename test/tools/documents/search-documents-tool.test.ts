@@ -22,9 +22,20 @@ describe("search_documents", () => {
       expect(result.content).toMatch(/^6 passages\n/);
     });
 
+    it("returns the finance-only deal desk review to a caller with the finance role and not to one without", async () => {
+      const args = { query: "deal desk review October credit review commission withheld", maxResults: 3 };
+      const finance = await registry.execute(
+        { id: "4", name: "search_documents", args },
+        { ...ctx, caller: { principal: apiPrincipal("f", "acme"), roles: ["finance"] } },
+      );
+      const other = await registry.execute({ id: "5", name: "search_documents", args }, ctx);
+      expect(finance.content).toContain("source: deal-desk-review-2026-10.md");
+      expect(other.content).not.toContain("deal-desk-review-2026-10.md");
+    });
+
     it("returns a hint when nothing matches", async () => {
       const result = await registry.execute({ id: "2", name: "search_documents", args: { query: "xylophone quasar" } }, ctx);
-      expect(result).toEqual({ status: "success", content: 'No passages match "xylophone quasar". Try other words.' });
+      expect(result).toEqual({ status: "success", content: 'No passages you may read match "xylophone quasar". Try other words.' });
     });
   });
 });

@@ -4,7 +4,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ToolError } from "../../../lib/errors.js";
 import { PowerBiClient } from "../../../lib/tools/powerbi/power-bi-client.js";
 import type { PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
-import { MARGIN_BY_MONTH, powerBiClient, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
+import { MARGIN_BY_MONTH, powerBiClient, REVENUE_BY_REGION, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
+
+const AS_ALICE = { userName: "alice@acme.com" };
 
 describe("PowerBiClient", () => {
   let endpoint: PowerBiEndpoint;
@@ -19,11 +21,26 @@ describe("PowerBiClient", () => {
   });
 
   describe("executeQuery", () => {
+    it("sends the user the query runs as in the body's impersonatedUserName, and returns the rows RLS leaves that user", async () => {
+      const client = powerBiClient(endpoint, tokenProvider(endpoint));
+      const alice = await client.executeQuery(REVENUE_BY_REGION, { maxRows: 50 }, AS_ALICE);
+      const bob = await client.executeQuery(REVENUE_BY_REGION, { maxRows: 50 }, { userName: "bob@acme.com" });
+      expect(endpoint.queryRequests.map((r) => (r.body as { impersonatedUserName?: string }).impersonatedUserName)).toEqual(["alice@acme.com", "bob@acme.com"]);
+      expect(alice.rows.map((r) => r[0])).toEqual(["West"]);
+      expect(bob.rows.map((r) => r[0])).toEqual(["East", "North"]);
+    });
+
+    it("throws a ToolError without sending a request when no user is given", async () => {
+      const client = powerBiClient(endpoint, tokenProvider(endpoint));
+      await expect(client.executeQuery(REVENUE_BY_REGION, { maxRows: 50 }, { userName: "" })).rejects.toThrow(/needs the asking user's identity/);
+      expect(endpoint.queryRequests).toHaveLength(0);
+    });
+
     it("returns rows after waiting out a 429 with Retry-After", async () => {
       const client = powerBiClient(endpoint, tokenProvider(endpoint));
       endpoint.throttle(1, "1");
       const started = Date.now();
-      const result = await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 });
+      const result = await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }, AS_ALICE);
       expect(result.rows).toHaveLength(18);
       expect(Date.now() - started).toBeGreaterThanOrEqual(950);
       expect(endpoint.queryRequests).toHaveLength(2);
@@ -32,16 +49,16 @@ describe("PowerBiClient", () => {
     it("throws a ToolError telling the model to retry later when Retry-After exceeds the wait limit", async () => {
       const client = powerBiClient(endpoint, tokenProvider(endpoint));
       endpoint.throttle(1, "120");
-      await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 })).rejects.toThrow(/throttling requests; try again in 120 s/);
+      await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }, AS_ALICE)).rejects.toThrow(/throttling requests; try again in 120 s/);
       expect(endpoint.queryRequests).toHaveLength(1);
     });
 
     it("renews a revoked token once and succeeds", async () => {
       const tokens = tokenProvider(endpoint);
       const client = powerBiClient(endpoint, tokens);
-      await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 });
+      await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }, AS_ALICE);
       endpoint.revokeTokens();
-      await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 })).resolves.toMatchObject({ truncated: false });
+      await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }, AS_ALICE)).resolves.toMatchObject({ truncated: false });
       expect(tokens.requests).toBe(2);
     });
   });
@@ -55,7 +72,7 @@ describe("PowerBiClient", () => {
         tokens: tokenProvider(endpoint),
         maxResponseBytes: 500,
       });
-      const error = await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }).catch((e: unknown) => e);
+      const error = await client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }, AS_ALICE).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ToolError);
       expect((error as Error).message).toBe("Power BI answered more than 500 bytes; ask for fewer rows or columns (TOPN, SUMMARIZECOLUMNS)");
     });
@@ -75,7 +92,7 @@ describe("PowerBiClient", () => {
       try {
         const apiUrl = `http://127.0.0.1:${(endless.address() as AddressInfo).port}/v1.0/myorg`;
         const client = new PowerBiClient({ apiUrl, groupId: "group-1", datasetId: "dataset-1", tokens: tokenProvider(endpoint), maxResponseBytes: 1_000_000 });
-        await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 })).rejects.toThrow(/^Power BI answered more than 1000000 bytes/);
+        await expect(client.executeQuery(MARGIN_BY_MONTH, { maxRows: 50 }, AS_ALICE)).rejects.toThrow(/^Power BI answered more than 1000000 bytes/);
       } finally {
         endless.closeAllConnections();
         await new Promise((resolve) => endless.close(resolve));

@@ -2,8 +2,13 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createQuerySemanticModelTool } from "../../../lib/tools/powerbi/query-semantic-model-tool.js";
 import { ToolRegistry } from "../../../lib/tools/tool-registry.js";
 import { startPowerBiEndpoint, type PowerBiEndpoint } from "../../support/powerbi-endpoint.js";
-import { creds, MARGIN_BY_MONTH, powerBiClient, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
-import { apiPrincipal } from "../../../lib/auth/principal.js";
+import { creds, MARGIN_BY_MONTH, powerBiClient, REVENUE_BY_REGION, startSampleEndpoint, tokenProvider } from "./powerbi-fixture.js";
+import { apiPrincipal, slackPrincipal, teamsPrincipal, type Principal } from "../../../lib/auth/principal.js";
+
+/** The Entra tenant of the sample workspace; `powerbi-fixture` signs in to it. */
+const ENTRA_TENANT = "tenant-1";
+const ALICE = apiPrincipal("alice@acme.com", ENTRA_TENANT);
+const IDENTITIES = { entraTenantId: ENTRA_TENANT, map: { "slack:T0ACME:U0BOB": "bob@acme.com" } };
 
 describe("query_semantic_model", () => {
   let endpoint: PowerBiEndpoint;
@@ -21,12 +26,10 @@ describe("query_semantic_model", () => {
     const on = overrides.on ?? endpoint;
     const tokens = tokenProvider(on, overrides.secretValues ?? creds);
     const client = powerBiClient(on, tokens, overrides.datasetId);
-    const registry = new ToolRegistry([createQuerySemanticModelTool({ client, maxRows: overrides.maxRows ?? 50, maxBytes: overrides.maxBytes })]);
-    const run = (dax: string) =>
-      registry.execute(
-        { id: "call", name: "query_semantic_model", args: { dax } },
-        { conversationId: "c", turnId: "t", caller: { principal: apiPrincipal("u"), roles: [] } },
-      );
+    const tool = createQuerySemanticModelTool({ client, identities: IDENTITIES, maxRows: overrides.maxRows ?? 50, maxBytes: overrides.maxBytes });
+    const registry = new ToolRegistry([tool]);
+    const run = (dax: string, principal: Principal = ALICE) =>
+      registry.execute({ id: "call", name: "query_semantic_model", args: { dax } }, { conversationId: "c", turnId: "t", caller: { principal, roles: [] } });
     return { run };
   }
 
@@ -51,7 +54,11 @@ describe("query_semantic_model", () => {
       const { run } = setup();
       await run(MARGIN_BY_MONTH);
       expect(endpoint.queryRequests[0]?.authorization).toMatch(/^Bearer eyJ\./);
-      expect(endpoint.queryRequests[0]?.body).toEqual({ queries: [{ query: MARGIN_BY_MONTH }], serializerSettings: { includeNulls: true } });
+      expect(endpoint.queryRequests[0]?.body).toEqual({
+        queries: [{ query: MARGIN_BY_MONTH }],
+        serializerSettings: { includeNulls: true },
+        impersonatedUserName: "alice@acme.com",
+      });
     });
 
     it("returns a truncated table when the result exceeds the row limit", async () => {
@@ -88,6 +95,44 @@ describe("query_semantic_model", () => {
     it("returns an error naming the secret store when credentials are missing", async () => {
       const { run } = setup({ secretValues: {} });
       expect((await run(MARGIN_BY_MONTH)).content).toMatch(/credentials are not configured in the secret store/);
+    });
+  });
+
+  describe("run, as the asking user", () => {
+    const regions = (content: string) =>
+      content
+        .split("\n")
+        .slice(2)
+        .map((line) => line.split(" | ")[0]);
+
+    it("returns an API user of the workspace's tenant and a mapped Slack user different regions, as RLS gives each", async () => {
+      const { run } = setup();
+      const alice = await run(REVENUE_BY_REGION, ALICE);
+      const bob = await run(REVENUE_BY_REGION, slackPrincipal("T0ACME", "U0BOB"));
+      expect(regions(alice.content)).toEqual(["West"]);
+      expect(regions(bob.content)).toEqual(["East", "North"]);
+      expect(endpoint.queryRequests.map((r) => (r.body as { impersonatedUserName: string }).impersonatedUserName)).toEqual(["alice@acme.com", "bob@acme.com"]);
+    });
+
+    it("sends a Teams user of the workspace's tenant as their Entra object id", async () => {
+      const { run } = setup();
+      const objectId = "0f9c3a52-7d1e-4b7a-9c55-2a1b3c4d5e6f";
+      await run(REVENUE_BY_REGION, teamsPrincipal(ENTRA_TENANT, objectId));
+      expect(endpoint.queryRequests[0]?.body).toMatchObject({ impersonatedUserName: objectId });
+    });
+
+    it.each([
+      ["a Slack user without a mapping", slackPrincipal("T0ACME", "U0MALLORY"), "your Slack account", "slack:T0ACME:U0MALLORY"],
+      ["an API user of another tenant", apiPrincipal("mallory@globex.com", "globex"), "your API identity", "api:globex:mallory@globex.com"],
+      ["an API user without a tenant", apiPrincipal("mallory"), "your API identity", "api::mallory"],
+      ["a Teams user of another Entra tenant", teamsPrincipal("tenant-2", "0f9c3a52-7d1e-4b7a-9c55-2a1b3c4d5e6f"), "your Teams account", "teams:tenant-2:"],
+    ])("returns a refusal naming the mapping, and queries nothing, for %s", async (_name, principal, who, key) => {
+      const { run } = setup();
+      const result = await run(REVENUE_BY_REGION, principal);
+      expect(result.status).toBe("error");
+      expect(result.content).toContain(`refused: ${who} is not mapped to a Power BI user`);
+      expect(result.content).toContain(`POWERBI_IDENTITY_MAP under "${key}`);
+      expect(endpoint.queryRequests).toHaveLength(0);
     });
   });
 

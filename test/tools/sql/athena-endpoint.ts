@@ -1,12 +1,26 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Database } from "@sqlite.org/sqlite-wasm";
+import { restrictToRegions } from "../../../lib/tools/sql/sales-dataset.js";
 import { openDatabaseImage } from "../../../lib/tools/sql/sqlite-wasm.js";
+import type { AssumedSession } from "../../support/sts-endpoint.js";
+
+/**
+ * Lake Formation as the stand-in applies it: every request must be signed with credentials of an
+ * assumed session, and a session's queries read only the regions its role's data filter grants.
+ */
+export interface AthenaLakeFormation {
+  /** The session an access key was issued for (`StsEndpoint.sessionOf`). */
+  sessionOf(accessKeyId: string): AssumedSession | undefined;
+  /** Regions each role's data filter grants; a role not listed reads nothing. */
+  rowFilters: Record<string, readonly string[]>;
+}
 
 export interface AthenaEndpoint {
   url: string;
-  /** Every API call received, by operation name (StartQueryExecution, ...). */
-  calls: { operation: string; body: Record<string, unknown> }[];
+  /** Every API call received, by operation name (StartQueryExecution, ...), with the access key that signed it. */
+  calls: { operation: string; body: Record<string, unknown>; accessKeyId?: string }[];
   /** Ids of the query executions created, in order (a start answered from its token creates none). */
   created: string[];
   /** Resolves when the next call of this operation has been answered. */
@@ -18,6 +32,8 @@ export interface AthenaEndpoint {
 
 interface Execution {
   sql: string;
+  /** The data the query reads: the whole image, or what its session's role may read. */
+  db: Database;
   /** The parameters a start with the same ClientRequestToken must repeat. */
   request: string;
   polls: number;
@@ -41,8 +57,17 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  * with that token's execution, whatever its state, and refused if its parameters differ, as
  * Athena documents for the token.
  */
-export async function startAthenaEndpoint(image: Uint8Array): Promise<AthenaEndpoint> {
+export async function startAthenaEndpoint(image: Uint8Array, lakeFormation?: AthenaLakeFormation): Promise<AthenaEndpoint> {
   const db = await openDatabaseImage(image);
+  const filtered = new Map<string, Promise<Database>>();
+  const dataOf = (roleArn: string) => {
+    let data = filtered.get(roleArn);
+    if (!data) {
+      data = restrictToRegions(image, lakeFormation?.rowFilters[roleArn] ?? []).then(openDatabaseImage);
+      filtered.set(roleArn, data);
+    }
+    return data;
+  };
   const executions = new Map<string, Execution>();
   const byToken = new Map<string, string>();
   const calls: AthenaEndpoint["calls"] = [];
@@ -54,7 +79,7 @@ export async function startAthenaEndpoint(image: Uint8Array): Promise<AthenaEndp
   const evaluate = (execution: Execution) => {
     try {
       const columnNames: string[] = [];
-      const rows = db.exec({ sql: execution.sql, rowMode: "array", returnValue: "resultRows", columnNames }) as unknown[][];
+      const rows = execution.db.exec({ sql: execution.sql, rowMode: "array", returnValue: "resultRows", columnNames }) as unknown[][];
       execution.columns = columnNames.map((name, i) => ({
         name,
         type: rows.length > 0 && typeof rows[0]![i] === "number" ? (Number.isInteger(rows[0]![i]) ? "bigint" : "double") : "varchar",
@@ -70,7 +95,15 @@ export async function startAthenaEndpoint(image: Uint8Array): Promise<AthenaEndp
     for await (const c of req) chunks.push(c as Buffer);
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as Record<string, unknown>;
     const operation = String(req.headers["x-amz-target"] ?? "").replace(/^AmazonAthena\./, "");
-    calls.push({ operation, body });
+    const accessKeyId = /Credential=([^/]+)\//.exec(req.headers.authorization ?? "")?.[1];
+    calls.push({ operation, body, ...(lakeFormation && { accessKeyId }) });
+    const session = accessKeyId ? lakeFormation?.sessionOf(accessKeyId) : undefined;
+    if (lakeFormation && !session) {
+      return send(res, 400, {
+        __type: "AccessDeniedException",
+        Message: "queries of this catalog run under a role assumed for the asking user; the caller's own credentials are not granted",
+      });
+    }
     res.once("finish", () => {
       for (const w of waiting.filter((w) => w.operation === operation)) {
         waiting.splice(waiting.indexOf(w), 1);
@@ -90,7 +123,8 @@ export async function startAthenaEndpoint(image: Uint8Array): Promise<AthenaEndp
         return send(res, 200, { QueryExecutionId: earlier });
       }
       const id = randomUUID();
-      const execution: Execution = { sql: String(body.QueryString), request, polls: 0, state: "QUEUED", columns: [], rows: [] };
+      const data = session ? await dataOf(session.roleArn) : db;
+      const execution: Execution = { sql: String(body.QueryString), db: data, request, polls: 0, state: "QUEUED", columns: [], rows: [] };
       executions.set(id, execution);
       created.push(id);
       if (typeof token === "string") byToken.set(token, id);
@@ -159,6 +193,7 @@ export async function startAthenaEndpoint(image: Uint8Array): Promise<AthenaEndp
     close: () =>
       new Promise<void>((resolve, reject) => {
         db.close();
+        for (const data of filtered.values()) void data.then((d) => d.close());
         server.closeAllConnections();
         server.close((e) => (e ? reject(e) : resolve()));
       }),

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Database } from "@sqlite.org/sqlite-wasm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildSalesDatabase, DEFAULT_SALES_SEED, SALES_ANCHOR_DATE } from "../../../lib/tools/sql/sales-dataset.js";
+import { buildSalesDatabase, DEFAULT_SALES_SEED, restrictToRegions, SALES_ANCHOR_DATE } from "../../../lib/tools/sql/sales-dataset.js";
 import { openDatabaseImage } from "../../../lib/tools/sql/sqlite-wasm.js";
 
 /** sha256 of every row of every table, as the better-sqlite3 build computed it for the default seed and for seed 7. */
@@ -59,5 +59,21 @@ describe("buildSalesDatabase", () => {
 
   it("returns lines whose cost never exceeds list price before discount", () => {
     expect(db.selectValue("SELECT count(*) FROM order_lines WHERE unit_cost >= unit_price OR discount < 0 OR discount >= 1")).toBe(0);
+  });
+});
+
+describe("restrictToRegions", () => {
+  it("returns an image whose orders, lines and customers are of the named regions only, products and regions whole", async () => {
+    const whole = await buildSalesDatabase();
+    const db = await openDatabaseImage(await restrictToRegions(whole, ["West", "East"]));
+    try {
+      const regionsOf = (sql: string) => (db.selectValues(sql) as string[]).sort();
+      expect(regionsOf("SELECT DISTINCT region FROM sales")).toEqual(["East", "West"]);
+      expect(regionsOf("SELECT DISTINCT r.name FROM customers JOIN regions r USING (region_id)")).toEqual(["East", "West"]);
+      expect(db.selectValue("SELECT count(*) FROM order_lines WHERE order_id NOT IN (SELECT order_id FROM orders)")).toBe(0);
+      expect(db.selectValue("SELECT count(*) FROM regions")).toBe(5);
+    } finally {
+      db.close();
+    }
   });
 });
