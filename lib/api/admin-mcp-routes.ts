@@ -1,11 +1,14 @@
 import type { McpServerEntry } from "../config/mcp-servers-config.js";
 import { ForbiddenError, NotFoundError } from "../errors.js";
+import type { Caller } from "../auth/principal.js";
 import type { McpServerStore, McpTenant } from "../mcp/mcp-server-store.js";
 import { effectiveMcpServers } from "../mcp/effective-mcp-servers.js";
 import { mcpServerNameQuery, mcpTenantQuery, putMcpServerBody } from "./admin-mcp-schemas.js";
 import { json, type Authenticate, type HttpRequest } from "./http.js";
 import { parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { actorOf, requestIdOf } from "./lifecycle-routes.js";
 
 export interface AdminMcpRoutesDeps {
   authenticate: Authenticate;
@@ -14,6 +17,8 @@ export interface AdminMcpRoutesDeps {
   defaults: readonly McpServerEntry[];
   /** The role a caller needs (`LIMITS_ADMIN_ROLE`, as the other admin routes). */
   adminRole: string;
+  /** Records each entry added, replaced or removed with its before and after (docs/data-lifecycle.md). Default: none. */
+  audit?: AuditLog;
 }
 
 /**
@@ -26,6 +31,14 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
     if (!caller.roles.includes(deps.adminRole)) throw new ForbiddenError(`the admin API needs the ${deps.adminRole} role`);
     return caller;
   };
+  const change = (request: HttpRequest, caller: Caller, tenant: McpTenant, action: "mcp_server.put" | "mcp_server.delete", name: string) => ({
+    action,
+    actor: actorOf(caller),
+    tenant,
+    resource: { server: name },
+    channel: "api",
+    requestId: requestIdOf(request),
+  });
   const tenantOf = (q: { issuer: McpTenant["issuer"]; tenant?: string }): McpTenant => ({ issuer: q.issuer, tenant: q.tenant ?? null });
   const view = async (tenant: McpTenant) => {
     const own = await deps.store.list(tenant);
@@ -56,7 +69,9 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
         const caller = await admin(request);
         const body = parseJsonBody(request, putMcpServerBody);
         const tenant = tenantOf(body);
+        const before = (await deps.store.list(tenant)).find((d) => d.name === body.server.name)?.entry ?? null;
         await deps.store.put(tenant, body.server, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
+        await deps.audit?.append({ ...change(request, caller, tenant, "mcp_server.put", body.server.name), before, after: body.server });
         return view(tenant);
       },
     },
@@ -64,10 +79,12 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
       method: "DELETE",
       pattern,
       handler: async (request) => {
-        await admin(request);
+        const caller = await admin(request);
         const q = parseQuery(request, mcpServerNameQuery);
         const tenant = tenantOf(q);
+        const before = (await deps.store.list(tenant)).find((d) => d.name === q.name)?.entry ?? null;
         if (!(await deps.store.remove(tenant, q.name))) throw new NotFoundError(`the tenant has no MCP server named ${q.name}`);
+        await deps.audit?.append({ ...change(request, caller, tenant, "mcp_server.delete", q.name), before, after: null });
         return view(tenant);
       },
     },

@@ -3,6 +3,7 @@ import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
 import { adminRoutes } from "./admin-routes.js";
 import { adminMcpRoutes } from "./admin-mcp-routes.js";
+import { lifecycleRoutes } from "./lifecycle-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
 import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
 import { traceRequest } from "../observability/tracing.js";
@@ -41,13 +42,29 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     approvals: app.approvals,
     streamingUrl: config.deployment.streamingUrl,
     limits: app.limits,
+    audit: app.audit,
   };
   // The Agent Protocol's threads and runs over the same parts (docs/agent-protocol.md).
   const routes = [
     ...apiRoutes(deps),
     ...agentProtocolRoutes(deps),
-    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole }),
-    ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, adminRole: config.limits.adminRole }),
+    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, adminRole: config.limits.adminRole, audit: app.audit }),
+    ...adminMcpRoutes({
+      authenticate: options.authenticate,
+      store: app.mcp.store,
+      defaults: app.mcp.defaults,
+      adminRole: config.limits.adminRole,
+      audit: app.audit,
+    }),
+    // Erasure, export and the audit log (docs/data-lifecycle.md).
+    ...lifecycleRoutes({
+      authenticate: options.authenticate,
+      database: app.database,
+      eraser: app.eraser,
+      audit: app.audit,
+      adminRole: config.limits.adminRole,
+      operatorRole: config.lifecycle.operatorRole,
+    }),
     ...(options.extraRoutes ?? []),
     ...(options.routesOverApi?.(deps) ?? []),
   ];
