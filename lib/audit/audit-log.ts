@@ -68,10 +68,17 @@ export interface AuditRecord extends AuditEntry {
 
 /** The `prevHash` of a chain's first record. */
 export const GENESIS_HASH = "0".repeat(64);
-/** Appends tried when another writer took the next place in the chain each time. */
-const APPEND_ATTEMPTS = 8;
+/**
+ * Appends tried when another writer took the next place in the chain each time: one writer wins
+ * each round, so as many as the writers of one tenant at once, with a jittered pause between.
+ */
+const APPEND_ATTEMPTS = 64;
+/** Most milliseconds of the pause before another attempt (a random part of it, growing with the attempts). */
+const APPEND_BACKOFF_MS = 20;
 const DUPLICATE_KEY = 11000;
 const DAY_MS = 86_400_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export const chainOf = (tenant: AuditTenant): string => JSON.stringify([tenant.issuer, tenant.tenant]);
 
@@ -142,7 +149,10 @@ export class AuditLog {
       try {
         await this.collection.insertOne(record);
       } catch (error) {
-        if (error instanceof MongoServerError && error.code === DUPLICATE_KEY && attempt < APPEND_ATTEMPTS) continue;
+        if (error instanceof MongoServerError && error.code === DUPLICATE_KEY && attempt < APPEND_ATTEMPTS) {
+          await sleep(Math.random() * Math.min(APPEND_BACKOFF_MS, attempt * 2));
+          continue;
+        }
         if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) {
           throw new ConflictError("the audit log is busy: another record took its place each time", 1, { cause: error });
         }
