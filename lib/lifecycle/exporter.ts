@@ -1,4 +1,6 @@
 import { createHash, type Hash } from "node:crypto";
+import { mkdir, open, readFile, writeFile, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
 import { BSON, type Db, type Document } from "mongodb";
 import { canonicalHash } from "../audit/canonical-json.js";
 import { ConflictError, ValidationError } from "../errors.js";
@@ -172,4 +174,42 @@ export async function importData(db: Db, manifest: ExportManifest, contents: Exp
     }
   }
   return inserted;
+}
+
+/** The manifest's file in an export's folder; each collection's documents are in `<collection>.ndjson` beside it. */
+export const MANIFEST_FILE = "manifest.json";
+
+/** Writes an export to `dir` (created): one NDJSON file per collection and the manifest, written last. Returns the manifest. */
+export async function writeExport(db: Db, target: UserTarget | TenantTarget, dir: string, now = new Date()): Promise<ExportManifest> {
+  await mkdir(dir, { recursive: true });
+  const manifest = new ManifestBuilder();
+  const files = new Map<string, FileHandle>();
+  try {
+    for await (const line of exportData(db, target)) {
+      let file = files.get(line.collection);
+      if (!file) files.set(line.collection, (file = await open(join(dir, `${line.collection}.ndjson`), "w")));
+      await file.write(`${line.line}\n`);
+      manifest.add(line);
+    }
+  } finally {
+    await Promise.all([...files.values()].map((f) => f.close()));
+  }
+  const built = manifest.build(target, now);
+  await writeFile(join(dir, MANIFEST_FILE), `${JSON.stringify(built, null, 2)}\n`);
+  return built;
+}
+
+/** Reads an export's folder back: its manifest and each collection's lines. */
+export async function readExport(dir: string): Promise<{ manifest: ExportManifest; contents: ExportContents }> {
+  const manifest = JSON.parse(await readFile(join(dir, MANIFEST_FILE), "utf8")) as ExportManifest;
+  const contents: ExportContents = new Map();
+  for (const name of Object.keys(manifest.collections)) {
+    if (!/^[a-z_]+$/.test(name)) throw new ValidationError(`not a collection name: ${name}`, [{ path: "manifest.collections", message: "unknown name" }]);
+    const text = await readFile(join(dir, `${name}.ndjson`), "utf8");
+    contents.set(
+      name,
+      text.split("\n").filter((line) => line.length > 0),
+    );
+  }
+  return { manifest, contents };
 }
