@@ -69,7 +69,7 @@ async function slackMessage(user: string, text: string, threadTs: string, ts: st
 
 describe("Eraser", () => {
   describe("erase (a user)", () => {
-    it("leaves nothing of an API user in any collection: conversations, artifacts, approvals, idempotency records, usage, MCP token; another user's data stays", async () => {
+    it("leaves nothing of an API user: conversations, artifacts, approvals, follow-ups, idempotency, usage, MCP token; another user keeps theirs", async () => {
       const alice = await t.token("alice", { tenant: "acme" });
       const bob = await t.token("bob", { tenant: "acme" });
       const admin = await t.token("root", { tenant: "acme", roles: [ADMIN] });
