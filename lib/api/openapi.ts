@@ -539,7 +539,9 @@ function agentProtocolOperations(): Operation[] {
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
   401: 'Missing or invalid bearer token; in AWS, API Gateway\'s JWT authorizer answers it first, in its own shape (`{"message": "Unauthorized"}`).',
-  403: "The caller may not decide this approval (not the requester, or without an approver role), or lacks the admin role (`/v1/admin/...`).",
+  403:
+    "The caller may not decide this approval (not the requester, or without an approver role), lacks the admin role (`/v1/admin/...`), " +
+    "or administers another tenant (erasure, export, audit).",
   404: "Not found, or not the caller's.",
   406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS, whose message names the streaming URL; docs/streaming.md).",
   409:
