@@ -67,6 +67,18 @@ describe("lifecycleRoutes", () => {
       expect(records.find((r: { action: string }) => r.action === "mcp_server.put")).toMatchObject({ before: null, after: server });
     });
 
+    it("returns the reads of a conversation's record, state and inspector: who, which conversation, which request; no contents", async () => {
+      const doc = await app.database.conversations.create(apiPrincipal("uma", "acme"));
+      const uma: As = { user: "uma", tenant: "acme" };
+      await callRoute(route, "GET", `/v1/conversations/${doc._id}/messages`, { headers: { "x-user": "uma", "x-tenant": "acme", "x-request-id": "req-42" } });
+      await call("GET", `/v1/conversations/${doc._id}/state`, uma);
+      const records = (await call("GET", "/v1/admin/audit?issuer=api&tenant=acme&limit=500", acmeAdmin)).body.records.filter(
+        (r: { resource: { conversationId?: string } }) => r.resource.conversationId === doc._id,
+      );
+      expect(records.map((r: { action: string }) => r.action)).toEqual(["conversation.read", "conversation.state.read"]);
+      expect(records[0]).toMatchObject({ actor: { subject: "uma" }, channel: "api", requestId: "req-42" });
+    });
+
     it("returns 403 to another tenant's admin and to a caller without the role; an operator reads any tenant", async () => {
       await call("PUT", "/v1/admin/limits", acmeAdmin, { issuer: "api", tenant: "acme", limits: { turnsPerMinute: 7 } });
       expect((await call("GET", "/v1/admin/audit?issuer=api&tenant=acme", { tenant: "globex", roles: [ADMIN] })).status).toBe(403);
@@ -96,6 +108,26 @@ describe("lifecycleRoutes", () => {
   });
 
   describe("GET /v1/admin/exports", () => {
+    it("returns a user's documents as NDJSON, then the manifest with counts and hashes, and records the export", async () => {
+      await app.database.conversations.create(apiPrincipal("ivy", "acme"));
+      const response = await route({
+        method: "GET",
+        path: "/v1/admin/exports",
+        query: { issuer: "api", tenant: "acme", subject: "ivy" },
+        headers: { "x-user": "root", "x-tenant": "acme", "x-roles": ADMIN },
+      });
+      expect(response.headers["content-type"]).toBe("application/x-ndjson");
+      const lines = response.body
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(lines[0]).toMatchObject({ collection: "conversations", document: { owner: { subject: "ivy" } } });
+      const { manifest } = lines.at(-1);
+      expect(manifest).toMatchObject({ target: { kind: "user", subject: "ivy" }, collections: { conversations: { count: 1 } } });
+      const records = (await call("GET", "/v1/admin/audit?issuer=api&tenant=acme&limit=500", acmeAdmin)).body.records;
+      expect(records.at(-1)).toMatchObject({ action: "export", resource: { subject: "ivy" }, detail: { manifestHash: manifest.hash } });
+    });
+
     it("returns 403 to another tenant's admin, before anything is read", async () => {
       const response = await route({
         method: "GET",
