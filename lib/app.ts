@@ -43,6 +43,8 @@ import { createMcp, type Mcp } from "./mcp/create-mcp.js";
 import type { McpOAuthProviderFactory } from "./mcp/mcp-server-config.js";
 import type { McpCallEvent } from "./mcp/mcp-tool-catalog.js";
 import { TenantToolRunner } from "./mcp/tenant-tool-runner.js";
+import { AuditLog } from "./audit/audit-log.js";
+import { Eraser } from "./lifecycle/eraser.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -117,6 +119,10 @@ export interface App {
   admission: TurnAdmission;
   /** Tenants' MCP servers and their tools (docs/mcp.md). */
   mcp: Mcp;
+  /** Who read, exported, erased or changed what, one hash chain per tenant (docs/data-lifecycle.md). */
+  audit: AuditLog;
+  /** Erasure of conversations, users and tenants, with deletion receipts (docs/data-lifecycle.md). */
+  eraser: Eraser;
   close(): Promise<void>;
 }
 
@@ -235,10 +241,23 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
         onTurnFailed: options.onTurnFailed,
       })
     : undefined;
+  const audit = new AuditLog(database.db, { retentionDays: config.lifecycle.auditRetentionDays, logger: options.logger });
+  const eraser = new Eraser({ database, audit, auditRetentionDays: config.lifecycle.auditRetentionDays, mcpDefaults: mcp.defaults });
   const approvals = new Approvals({
     store: database.approvals,
     turns: database.turns,
     faults: options.faults,
+    onDecided: async (approval, caller) => {
+      const { issuer, tenant } = caller.principal;
+      await audit.append({
+        action: "approval.decide",
+        actor: { ...caller.principal },
+        tenant: { issuer, tenant },
+        resource: { conversationId: approval.conversationId, turnId: approval.turnId, approvalId: approval._id, tool: approval.tool },
+        channel: issuer,
+        detail: { decision: approval.decision?.kind ?? null },
+      });
+    },
     resume: async (approval, resumeKey) => {
       const job = resumeJobOf(approval, resumeKey);
       if (options.turnQueue) return options.turnQueue.enqueue(job);
@@ -270,6 +289,8 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     limits,
     admission,
     mcp,
+    audit,
+    eraser,
     async close() {
       await mcp.close();
       await defaults?.close();

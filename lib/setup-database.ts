@@ -5,6 +5,8 @@ import type { Config } from "./config/config.js";
 import { ThreadwiseDatabase } from "./store/database.js";
 import { UsageLedger } from "./limits/usage-ledger.js";
 import { McpOAuthStore } from "./mcp/oauth/mcp-oauth-store.js";
+import { AuditLog } from "./audit/audit-log.js";
+import { Eraser } from "./lifecycle/eraser.js";
 
 /** The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them. */
 export function databaseFor(client: MongoClient, config: Config, clock?: Clock): ThreadwiseDatabase {
@@ -27,6 +29,9 @@ export async function setupDatabase(database: ThreadwiseDatabase): Promise<void>
     // Only the indexes: the ledger's timings do not matter here.
     () => new UsageLedger(database.db, { reservationTtlMs: 0, slotTtlMs: 0 }).setup(),
     () => new McpOAuthStore(database.db).setup(),
+    // Only the indexes: the retention is each record's own expiry.
+    () => new AuditLog(database.db, { retentionDays: 1 }).setup(),
+    () => new Eraser({ database, auditRetentionDays: 1 }).setup(),
   ]);
 }
 

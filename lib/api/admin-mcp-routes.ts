@@ -8,6 +8,8 @@ import { mcpServerNameQuery, mcpTenantQuery, putMcpServerBody } from "./admin-mc
 import { json, type Authenticate, type HttpRequest } from "./http.js";
 import { parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { actorOf, requestIdOf } from "./lifecycle-routes.js";
 
 export interface AdminMcpRoutesDeps {
   authenticate: Authenticate;
@@ -16,6 +18,8 @@ export interface AdminMcpRoutesDeps {
   defaults: readonly McpServerEntry[];
   /** The operator and tenant-admin roles, as the other admin routes (`lib/auth/admin-scope.ts`). */
   roles: AdminRoles;
+  /** Records each entry added, replaced or removed with its before and after (docs/data-lifecycle.md). Default: none. */
+  audit?: AuditLog;
 }
 
 /**
@@ -29,6 +33,14 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
     adminAuthorityOf(caller, deps.roles);
     return caller;
   };
+  const change = (request: HttpRequest, caller: Caller, tenant: McpTenant, action: "mcp_server.put" | "mcp_server.delete", name: string) => ({
+    action,
+    actor: actorOf(caller),
+    tenant,
+    resource: { server: name },
+    channel: "api",
+    requestId: requestIdOf(request),
+  });
   /** The tenant a request names, once the caller may administer it. */
   const tenantOf = (caller: Caller, q: { issuer: McpTenant["issuer"]; tenant?: string }): McpTenant => {
     const tenant = { issuer: q.issuer, tenant: q.tenant ?? null };
@@ -64,7 +76,9 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
         const caller = await admin(request);
         const body = parseJsonBody(request, putMcpServerBody);
         const tenant = tenantOf(caller, body);
+        const before = (await deps.store.list(tenant)).find((d) => d.name === body.server.name)?.entry ?? null;
         await deps.store.put(tenant, body.server, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
+        await deps.audit?.append({ ...change(request, caller, tenant, "mcp_server.put", body.server.name), before, after: body.server });
         return view(tenant);
       },
     },
@@ -75,7 +89,9 @@ export function adminMcpRoutes(deps: AdminMcpRoutesDeps): Route[] {
         const caller = await admin(request);
         const q = parseQuery(request, mcpServerNameQuery);
         const tenant = tenantOf(caller, q);
+        const before = (await deps.store.list(tenant)).find((d) => d.name === q.name)?.entry ?? null;
         if (!(await deps.store.remove(tenant, q.name))) throw new NotFoundError(`the tenant has no MCP server named ${q.name}`);
+        await deps.audit?.append({ ...change(request, caller, tenant, "mcp_server.delete", q.name), before, after: null });
         return view(tenant);
       },
     },

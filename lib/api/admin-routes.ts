@@ -9,12 +9,16 @@ import { setLimitsBody, scopeQuery, usageQuery } from "./admin-schemas.js";
 import { json, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { actorOf, requestIdOf } from "./lifecycle-routes.js";
 
 export interface AdminRoutesDeps {
   authenticate: Authenticate;
   limits: Limits;
   /** The operator and tenant-admin roles: who administers which scope (`lib/auth/admin-scope.ts`). */
   roles: AdminRoles;
+  /** Records each change of limits with its before and after (docs/data-lifecycle.md). Default: none. */
+  audit?: AuditLog;
 }
 
 /** Days of usage `GET /v1/admin/usage` shows when `from` is not given. */
@@ -27,6 +31,12 @@ function scopeOf(q: { issuer: LimitScope["issuer"]; tenant?: string; subject?: s
     throw new ValidationError("name a tenant, a user, or both", [{ path: "tenant", message: "required without subject" }]);
   }
   return { kind: q.subject === undefined ? "tenant" : "user", issuer: q.issuer, tenant: q.tenant ?? null, subject: q.subject ?? null };
+}
+
+/** An admin change's audit entry, before its values: who, which tenant or user, from which request. */
+function adminChange(caller: Caller, request: HttpRequest, scope: LimitScope, action: "limits.set") {
+  const resource = { kind: scope.kind, subject: scope.subject };
+  return { action, actor: actorOf(caller), tenant: { issuer: scope.issuer, tenant: scope.tenant }, resource, channel: "api", requestId: requestIdOf(request) };
 }
 
 const dayOf = (date: Date) => date.toISOString().slice(0, 10);
@@ -79,7 +89,9 @@ export function adminRoutes(deps: AdminRoutesDeps): Route[] {
         const body = parseJsonBody(request, setLimitsBody);
         const scope = authorized(caller, scopeOf(body));
         const values: LimitValues = Object.fromEntries(LIMIT_NAMES.flatMap((n) => (body.limits[n] === undefined ? [] : [[n, body.limits[n]]])));
+        const before = (await limits.overrides.get(scope))?.limits ?? null;
         await limits.overrides.set(scope, values, JSON.stringify([caller.principal.issuer, caller.principal.tenant, caller.principal.subject]));
+        await deps.audit?.append({ ...adminChange(caller, request, scope, "limits.set"), before, after: values });
         return view(scope);
       },
     },

@@ -20,6 +20,8 @@ import { json, noContent, type Authenticate, type HttpRequest, type HttpResponse
 import { parseId, parseIdempotencyKey, parseJsonBody, parseQuery, prefersAsync } from "./request-parsing.js";
 import type { Route } from "./router.js";
 import { openApiDocument } from "./openapi.js";
+import type { AuditLog } from "../audit/audit-log.js";
+import { conversationReadEntry } from "./lifecycle-routes.js";
 import {
   approvalsQuery,
   archiveQuery,
@@ -51,6 +53,8 @@ export interface ApiRoutesDeps {
   admission?: TurnAdmission;
   /** The cap of open event streams per principal. Default: a {@link StreamLimiter} with its defaults. */
   streams?: StreamLimiter;
+  /** Records reads of a conversation's record, state, archive and inspector (docs/data-lifecycle.md). Default: none. */
+  audit?: AuditLog;
 }
 
 /** An approval as the API shows it: `expiresAt` is its decision deadline (the document's own is retention). */
@@ -312,11 +316,12 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
             });
           }
           const scope = [ownerKey(caller.principal), conversation._id];
-          if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run));
+          const tags = { conversationId: conversation._id, owner: caller.principal };
+          if (!streamed) return outcomeResponse(conversation._id, turnId, await deps.idempotentRequests.run(scope, key, text, run, tags));
           // The key's verdict comes before the stream: reused with another question is the usual 422, never the first turn's
           // events; a repeat while the first request still runs follows its turn (the key names it) rather than a 409.
           return withStreamSlot(caller, async () => {
-            const started = await deps.idempotentRequests.start(scope, key, text, run).catch((error: unknown) => {
+            const started = await deps.idempotentRequests.start(scope, key, text, run, tags).catch((error: unknown) => {
               if (error instanceof ConflictError) return undefined;
               throw error;
             });
@@ -354,7 +359,8 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)\/messages$/,
       handler: async (request, [id]) => {
-        const { conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id);
+        await deps.audit?.append(conversationReadEntry("conversation.read", caller, conversation, request));
         return json(200, { conversationId: conversation._id, messages: await messages.list(conversation._id) });
       },
     },
@@ -363,7 +369,8 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)\/state$/,
       handler: async (request, [id]) => {
-        const { conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id);
+        await deps.audit?.append(conversationReadEntry("conversation.state.read", caller, conversation, request));
         return json(200, { conversationId: conversation._id, ...(await runner.readWorkingSet(conversation._id)) });
       },
     },
@@ -372,8 +379,9 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)\/archive$/,
       handler: async (request, [id]) => {
-        const { conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id);
         const query = parseQuery(request, archiveQuery);
+        await deps.audit?.append(conversationReadEntry("conversation.archive.read", caller, conversation, request));
         const { archivedTurns } = await runner.readWorkingSet(conversation._id);
         const before = Math.min(query.before ?? archivedTurns + 1, archivedTurns + 1);
         const from = Math.max(1, before - (query.limit ?? MAX_ARCHIVE_PAGE_TURNS));
@@ -416,9 +424,10 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)$/,
       handler: async (request, [id, rawTurnId]) => {
-        const { conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id);
         const turn = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
         if (!turn) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        await deps.audit?.append(conversationReadEntry("conversation.inspect", caller, conversation, request, { turnId: turn._id }));
         // What was asked, who decided and when, and (through the calls' views) what ran.
         const approvals = await database.approvals.listByTurn(turn._id);
         return json(200, { ...turnView(turn), approvals: approvals.map(approvalView) });

@@ -3,6 +3,7 @@ import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
 import { adminRoutes } from "./admin-routes.js";
 import { adminMcpRoutes } from "./admin-mcp-routes.js";
+import { lifecycleRoutes } from "./lifecycle-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
 import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
 import { traceRequest } from "../observability/tracing.js";
@@ -50,6 +51,7 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     streamingUrl: config.deployment.streamingUrl,
     limits: app.limits,
     admission: app.admission,
+    audit: app.audit,
   };
   // Who administers which scope: the operator everything, a tenant admin its own tenant (lib/auth/admin-scope.ts).
   const adminRoles = { operatorRole: config.limits.operatorRole, tenantAdminRole: config.limits.adminRole };
@@ -57,8 +59,10 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
   const routes = [
     ...apiRoutes(deps),
     ...agentProtocolRoutes(deps),
-    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, roles: adminRoles }),
-    ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, roles: adminRoles }),
+    ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, roles: adminRoles, audit: app.audit }),
+    ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, roles: adminRoles, audit: app.audit }),
+    // Erasure, export and the audit log (docs/data-lifecycle.md).
+    ...lifecycleRoutes({ authenticate: options.authenticate, database: app.database, eraser: app.eraser, audit: app.audit, ...adminRoles }),
     ...(options.extraRoutes ?? []),
     ...(options.routesOverApi?.(deps) ?? []),
   ];

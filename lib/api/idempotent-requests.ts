@@ -2,7 +2,7 @@ import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValida
 import type { Collection } from "mongodb";
 import { ConflictError, IdempotencyKeyReusedError } from "../errors.js";
 import { DEFAULT_LEASE_TTL_MS } from "../config/config.js";
-import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../store/idempotency-persistence-layer.js";
+import { IdempotencyPersistenceLayer, type IdempotencyDocument, type IdempotencyTags } from "../store/idempotency-persistence-layer.js";
 
 /** Prefix of request keys in the `idempotency` collection (tool side effects use their own). */
 export const DEFAULT_API_IDEMPOTENCY_KEY_PREFIX = "threadwise.api";
@@ -57,11 +57,21 @@ export class IdempotentRequests {
     await this.#persistence.setup();
   }
 
-  /** `scope` names whose key it is (caller and resource); `payload` must match on a repeat. */
-  async run<T>(scope: readonly string[], idempotencyKey: string, payload: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * `scope` names whose key it is (caller and resource); `payload` must match on a repeat. `tags`
+   * (the conversation and its caller) are stored beside the hashed key when the work begins, so
+   * deleting the conversation or erasing the caller finds the record (docs/data-lifecycle.md).
+   */
+  async run<T>(scope: readonly string[], idempotencyKey: string, payload: string, work: () => Promise<T>, tags?: IdempotencyTags): Promise<T> {
     const key = JSON.stringify([...scope, idempotencyKey]);
+    const tagged = tags
+      ? async () => {
+          await this.#persistence.tag({ key }, tags);
+          return work();
+        }
+      : work;
     try {
-      return (await this.#run({ key, payload }, this.#deadline, work)) as T;
+      return (await this.#run({ key, payload }, this.#deadline, tagged)) as T;
     } catch (error) {
       if (error instanceof IdempotencyAlreadyInProgressError) {
         throw new ConflictError("a request with this Idempotency-Key is still in progress", 1, { cause: error });
@@ -78,13 +88,25 @@ export class IdempotentRequests {
    * back, and `running` holds the outcome; refused as `run` refuses (another payload, the first
    * request still in progress) before any work. What a response that begins before the work ends (a stream) needs.
    */
-  async start<T>(scope: readonly string[], idempotencyKey: string, payload: string, work: () => Promise<T>): Promise<{ running: Promise<T> }> {
+  async start<T>(
+    scope: readonly string[],
+    idempotencyKey: string,
+    payload: string,
+    work: () => Promise<T>,
+    tags?: IdempotencyTags,
+  ): Promise<{ running: Promise<T> }> {
     let began!: () => void;
     const begun = new Promise<void>((resolve) => (began = resolve));
-    const running = this.run(scope, idempotencyKey, payload, () => {
-      began();
-      return work();
-    });
+    const running = this.run(
+      scope,
+      idempotencyKey,
+      payload,
+      () => {
+        began();
+        return work();
+      },
+      tags,
+    );
     await Promise.race([begun, running]);
     return { running };
   }

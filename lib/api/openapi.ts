@@ -4,6 +4,7 @@ import * as p from "./agent-protocol-schemas.js";
 import * as admin from "./admin-schemas.js";
 import * as mcp from "./mcp-schemas.js";
 import * as adminMcp from "./admin-mcp-schemas.js";
+import * as lifecycle from "./lifecycle-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
@@ -291,6 +292,74 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "The tenant's servers as they now apply.", schema: adminMcp.mcpServersView } },
     errors: [400, 403, 404],
   },
+  {
+    method: "post",
+    path: "/v1/admin/erasures",
+    operationId: "createErasure",
+    summary:
+      "Erases a conversation, a user or a tenant, or resumes its unfinished erasure; answers with the deletion receipt. A tenant admin for " +
+      "their own tenant, an operator for any (docs/data-lifecycle.md).",
+    body: lifecycle.erasureBody,
+    responses: { 200: { description: "Erased: the deletion receipt.", schema: lifecycle.deletionReceipt } },
+    errors: [403, 404, 409],
+  },
+  {
+    method: "get",
+    path: "/v1/admin/erasures/{erasureId}",
+    operationId: "getErasure",
+    summary: "An erasure: its target, whether it completed, and its receipt.",
+    params: ["erasureId"],
+    responses: { 200: { description: "The erasure.", schema: lifecycle.erasureView } },
+    errors: [400, 403, 404],
+  },
+  {
+    method: "delete",
+    path: "/v1/admin/users",
+    operationId: "eraseUser",
+    summary: "Erases a user: the conversations they own, their part of threads others share (redacted), their records, usage, limits and MCP tokens.",
+    query: lifecycle.userQuery,
+    responses: { 200: { description: "Erased: the deletion receipt.", schema: lifecycle.deletionReceipt } },
+    errors: [400, 403, 409],
+  },
+  {
+    method: "delete",
+    path: "/v1/admin/tenants",
+    operationId: "eraseTenant",
+    summary:
+      "Erases a tenant: every conversation and record of it, its usage, limits, MCP servers and tokens (by deletion; key shredding is not yet available).",
+    query: lifecycle.tenantQuery,
+    responses: { 200: { description: "Erased: the deletion receipt.", schema: lifecycle.deletionReceipt } },
+    errors: [400, 403, 409],
+  },
+  {
+    method: "delete",
+    path: "/v1/admin/conversations/{conversationId}",
+    operationId: "eraseConversation",
+    summary: "Erases any conversation of the caller's tenant, Slack and Teams threads included.",
+    params: ["conversationId"],
+    responses: { 200: { description: "Erased: the deletion receipt.", schema: lifecycle.deletionReceipt } },
+    errors: [400, 403, 404, 409],
+  },
+  {
+    method: "get",
+    path: "/v1/admin/exports",
+    operationId: "exportData",
+    summary:
+      "A user's or tenant's data as NDJSON (`application/x-ndjson`): one `{collection, document}` line per document (canonical Extended JSON), " +
+      "then one `{manifest}` line with counts and SHA-256 per collection.",
+    query: lifecycle.exportQuery,
+    responses: { 200: { description: "The export, streamed where the adapter streams." } },
+    errors: [400, 403],
+  },
+  {
+    method: "get",
+    path: "/v1/admin/audit",
+    operationId: "getAuditLog",
+    summary: "A tenant's audit records in chain order: who read, exported, erased or changed what, with hashes linking each to the one before.",
+    query: lifecycle.auditQuery,
+    responses: { 200: { description: "A page of records.", schema: lifecycle.auditView } },
+    errors: [400, 403],
+  },
   ...agentProtocolOperations(),
 ];
 
@@ -481,7 +550,9 @@ function agentProtocolOperations(): Operation[] {
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: "Invalid request.",
   401: 'Missing or invalid bearer token; in AWS, API Gateway\'s JWT authorizer answers it first, in its own shape (`{"message": "Unauthorized"}`).',
-  403: "The caller may not decide this approval (not the requester, or without an approver role), or lacks the admin role (`/v1/admin/...`).",
+  403:
+    "The caller may not decide this approval (not the requester, or without an approver role), lacks the admin role (`/v1/admin/...`), " +
+    "or administers another tenant (erasure, export, audit).",
   404: "Not found, or not the caller's.",
   406: "An event stream was asked of an endpoint that cannot stream (the HTTP API in AWS, whose message names the streaming URL; docs/streaming.md).",
   409:

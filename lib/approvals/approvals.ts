@@ -22,6 +22,8 @@ export interface ApprovalsOptions {
   resume(approval: ApprovalDocument, resumeKey: string): Promise<void>;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
+  /** Told of each decision a person took (not a repeat of one taken before): the audit log records it. Default: none. */
+  onDecided?(approval: ApprovalDocument, caller: Caller): Promise<void>;
 }
 
 export interface DecisionResult {
@@ -92,6 +94,7 @@ export class Approvals {
       throw error;
     });
     this.options.faults?.at("after-decision");
+    if (fresh) await this.options.onDecided?.(decided, caller);
     const { resumed } = await this.settleTurn(decided.turnId, new Date());
     return { approval: decided, decided: fresh, resumed };
   }

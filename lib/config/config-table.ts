@@ -1,5 +1,6 @@
 import { ValidationError } from "../errors.js";
 import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
+import { LIFECYCLE_SETTINGS } from "./lifecycle-config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { MCP_SETTINGS } from "./mcp-servers-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
@@ -29,6 +30,7 @@ export function readmeConfigTable(): string {
     ...RECALL_SETTINGS,
     ...MCP_SETTINGS,
     ...MCP_OAUTH_SETTINGS,
+    ...LIFECYCLE_SETTINGS,
     ...TRACING_SETTINGS,
     ...SECRET_ARN_SETTINGS,
     ...OTHER_VARIABLES,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
 import { loadTracingConfig, type TracingConfig } from "./tracing-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
+import { loadLifecycleConfig, type LifecycleConfig } from "./lifecycle-config.js";
 import { loadMcpOAuthConfig, type McpOAuthConfig } from "./mcp-oauth-config.js";
 import { loadMcpConfig, type McpConfig } from "./mcp-servers-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
@@ -553,6 +554,8 @@ export interface Config {
   recall: RecallConfig;
   /** Budgets and rate limits per tenant and user (`lib/config/limits-config.ts`, docs/limits.md). */
   limits: LimitsConfig;
+  /** Erasure, export and the audit log (`lib/config/lifecycle-config.ts`, docs/data-lifecycle.md). */
+  lifecycle: LifecycleConfig;
   /** Per-user OAuth for MCP servers (`lib/config/mcp-oauth-config.ts`, docs/mcp-oauth.md). */
   mcpOAuth: McpOAuthConfig;
   /** MCP servers whose tools turns may call (`lib/config/mcp-servers-config.ts`, docs/mcp.md). */
@@ -622,6 +625,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tools: loadToolsConfig(env),
     recall: loadRecallConfig(env),
     limits: loadLimitsConfig(env),
+    lifecycle: loadLifecycleConfig(env),
     mcpOAuth: loadMcpOAuthConfig(env),
     mcp: loadMcpConfig(env),
     tracing: loadTracingConfig(env),

@@ -1,6 +1,7 @@
 import { distance } from "fastest-levenshtein";
 import { OTHER_VARIABLES } from "./config-table.js";
 import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
+import { LIFECYCLE_SETTINGS } from "./lifecycle-config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { MCP_SETTINGS } from "./mcp-servers-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
@@ -26,6 +27,7 @@ export const SETTING_PREFIXES = [
   "OPENAI_",
   "MCP_",
   "TRACING_",
+  "AUDIT_",
 ] as const;
 
 /** Variables with those prefixes that other software reads (mongodb-memory-server's), never a typo of ours. */
@@ -42,6 +44,7 @@ export const SETTING_NAMES: readonly string[] = Object.keys({
   ...TOOL_SETTINGS,
   ...RECALL_SETTINGS,
   ...MCP_OAUTH_SETTINGS,
+  ...LIFECYCLE_SETTINGS,
   ...MCP_SETTINGS,
   ...TRACING_SETTINGS,
   ...SECRET_ARN_SETTINGS,

@@ -106,11 +106,13 @@ export class MongoTurnQueue implements TurnQueue {
     this.windowMs = options.deduplicationWindowMs ?? DEFAULT_DEDUPLICATION_WINDOW_MS;
   }
 
-  /** The indexes: visible jobs by age, a group's head, and the TTL of finished ones. Idempotent. */
+  /** The indexes: visible jobs by age, a group's head, the TTL of finished ones, and a conversation's jobs. Idempotent. */
   async setup(): Promise<void> {
     await this.collection.createIndex({ status: 1, visibleAt: 1, enqueuedAt: 1 }, { name: "visible_jobs" });
     await this.collection.createIndex({ group: 1, status: 1, enqueuedAt: 1 }, { name: "group_jobs" });
     await this.collection.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: "expiresAt_ttl" });
+    // Deleting or erasing a conversation removes its jobs (docs/data-lifecycle.md).
+    await this.collection.createIndex({ "job.conversationKey": 1 }, { name: "conversation_key" });
   }
 
   async enqueue(job: TurnJob, now = new Date()): Promise<void> {

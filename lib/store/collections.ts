@@ -38,6 +38,10 @@ export const COLLECTIONS = {
   mcpOAuthClients: "mcp_oauth_clients",
   /** MCP servers a tenant added through the admin API, one document per tenant and server (`McpServerStore`). */
   mcpServers: "mcp_servers",
+  /** Erasure jobs: target, progress and, once done, the deletion receipt (`lib/lifecycle`, docs/data-lifecycle.md). */
+  erasures: "erasures",
+  /** The audit log: append-only, one hash chain per tenant (`lib/audit`, docs/data-lifecycle.md). */
+  auditLog: "audit_log",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

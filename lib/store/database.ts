@@ -23,7 +23,7 @@ export class DatabaseSetupError extends ThreadwiseError {
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
  * function that finds an older version recorded sets the database up before serving.
  */
-export const DATABASE_SETUP_VERSION = 7;
+export const DATABASE_SETUP_VERSION = 8;
 
 const SETUP_ID = "indexes";
 
@@ -112,6 +112,7 @@ export class ThreadwiseDatabase {
       this.approvals.setup(),
       this.setupFollowUps(),
       this.setupIdempotency(),
+      this.setupIdempotencyOwners(),
       ...extra.map((step) => step()),
     ]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
@@ -157,14 +158,29 @@ export class ThreadwiseDatabase {
     await this.db.collection(COLLECTIONS.followUps).createIndex({ conversationId: 1 }, { name: "conversation" });
   }
 
+  /** Deletion finds a conversation's idempotency records, and erasure a user's, by what is stored beside their hashes. */
+  private async setupIdempotencyOwners(): Promise<void> {
+    await this.idempotency.createIndex({ conversationId: 1 }, { name: "conversation", sparse: true });
+    await this.idempotency.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1 }, { name: "owner", sparse: true });
+  }
+
   /**
-   * Removes the conversation from every collection, checkpoints and writes included. The lease
-   * is revoked first, so a turn still running is fenced out: its next write fails and its
+   * Removes the conversation from every collection, checkpoints and writes included, and what
+   * would otherwise expire by itself: its idempotency records (requests and tool effects, found by
+   * the conversation stored beside their hashes) and its queued jobs (`turn_jobs`, local mode). The
+   * lease is revoked first, so a turn still running is fenced out: its next write fails and its
    * heartbeat stops it (docs/storage.md, "Turns and fencing").
    */
   async deleteConversation(conversationId: string): Promise<void> {
+    const doc = await this.conversations.get(conversationId);
     await this.lease.revoke(conversationId);
     await this.checkpointer.deleteThread(conversationId);
+    // A channel job names its thread by the channel's key, an API job by the conversation id.
+    const jobKeys = doc?.channel.key === undefined ? [conversationId] : [conversationId, doc.channel.key];
+    await Promise.all([
+      this.idempotency.deleteMany({ conversationId }),
+      this.db.collection(COLLECTIONS.turnJobs).deleteMany({ "job.conversationKey": { $in: jobKeys } }),
+    ]);
     await Promise.all([
       this.messages.deleteByConversation(conversationId),
       this.turns.deleteByConversation(conversationId),

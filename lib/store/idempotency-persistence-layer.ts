@@ -3,6 +3,7 @@ import { BasePersistenceLayer, IdempotencyRecord } from "@aws-lambda-powertools/
 import { MongoServerError, type Collection } from "mongodb";
 import { isMongoUnavailable } from "./mongo-unavailable.js";
 import { retryWhileUnavailable } from "./retry-while-unavailable.js";
+import type { Owner } from "../auth/principal.js";
 
 /** One idempotency record as stored in MongoDB. */
 export interface IdempotencyDocument {
@@ -19,6 +20,16 @@ export interface IdempotencyDocument {
   data?: string;
   /** Hash of the payload part named by `payloadValidationJmesPath`. */
   validation?: string;
+  /** The conversation the record answers for, stored beside the hash so deletion and erasure find it (`tag`). */
+  conversationId?: string;
+  /** Who made the request or whose turn made the tool call (`tag`). */
+  owner?: Owner;
+}
+
+/** What a record is stored beside its hashed key, so that deleting a conversation or erasing a user finds it. */
+export interface IdempotencyTags {
+  conversationId?: string;
+  owner?: Owner;
 }
 
 export interface IdempotencyPersistenceLayerOptions {
@@ -57,6 +68,11 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
   /** The stored record of `data`'s key (hashed as the configured layer hashes it), or null; no validation, no expiry check. */
   async findByKey(data: { key: string }): Promise<IdempotencyDocument | null> {
     return this.#collection.findOne({ _id: this.getHashedIdempotencyKey(data) });
+  }
+
+  /** Stores `tags` beside the record of `data`'s key (hashed as `findByKey` hashes it); the record's own fields are left alone. */
+  async tag(data: { key: string }, tags: IdempotencyTags): Promise<void> {
+    await this.#collection.updateOne({ _id: this.getHashedIdempotencyKey(data) }, { $set: tags });
   }
 
   protected async _getRecord(idempotencyKey: string): Promise<IdempotencyRecord> {

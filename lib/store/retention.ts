@@ -4,8 +4,8 @@ import { DEFAULT_RETENTION_DAYS } from "../config/config.js";
 
 const DAY_MS = 86_400_000;
 
-/** Where each collection keeps the conversation id (checkpoints call it the thread id). */
-const OWNER_FIELD: Record<string, string> = {
+/** Where each collection keeps the conversation id (checkpoints call it the thread id); erasure and export select by it too. */
+export const OWNER_FIELD: Record<string, string> = {
   [COLLECTIONS.conversations]: "_id",
   [COLLECTIONS.messages]: "conversationId",
   [COLLECTIONS.turns]: "conversationId",

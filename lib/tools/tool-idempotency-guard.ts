@@ -76,7 +76,12 @@ export class ToolIdempotencyGuard {
     });
     // Configured here too (Powertools configures a layer once), so `recorded` hashes keys as the guarded calls do before any ran.
     this.#persistence.configure({ config, keyPrefix });
-    this.#idempotent = makeIdempotent(async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => tool.run(call.args, ctx), {
+    // The record's conversation and caller are stored beside its hash, so deletion and erasure find it (docs/data-lifecycle.md).
+    const tagged = async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => {
+      await this.#persistence.tag(call, { conversationId: ctx.conversationId, owner: ctx.caller.principal });
+      return tool.run(call.args, ctx);
+    };
+    this.#idempotent = makeIdempotent(tagged, {
       persistenceStore: this.#persistence,
       keyPrefix,
       config,

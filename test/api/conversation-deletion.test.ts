@@ -64,6 +64,26 @@ describe("DELETE /v1/conversations/{id}", () => {
   });
 });
 
+describe("DELETE /v1/conversations/{id} (what expires by itself)", () => {
+  it("leaves none of the conversation's idempotency records (requests and tool effects), which hold its answers", async () => {
+    const id = (await api.call("POST", "/v1/conversations", { token })).body.conversationId as string;
+    for (const [key, content] of [
+      ["k-1", "the first keyed question"],
+      ["k-2", "the second keyed question"],
+    ]) {
+      const asked = await api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content }, headers: { "idempotency-key": key } });
+      expect(asked.status).toBe(200);
+    }
+    const holdingIt = async () =>
+      (await api.db.collection(COLLECTIONS.idempotency).find({}).toArray()).filter((d) => JSON.stringify(d).includes(id) || d.conversationId === id).length;
+    expect(await holdingIt()).toBe(2);
+
+    expect((await api.call("DELETE", `/v1/conversations/${id}`, { token })).status).toBe(204);
+
+    expect(await holdingIt()).toBe(0);
+  });
+});
+
 describe("POST /v1/conversations/{id}/messages", () => {
   it("writes every document of the conversation with an expiry from its first write, before the turn ends", async () => {
     gate = new Gate();

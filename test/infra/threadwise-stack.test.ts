@@ -8,6 +8,7 @@ import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
 import { adminMcpRoutes } from "../../lib/api/admin-mcp-routes.js";
+import { lifecycleRoutes } from "../../lib/api/lifecycle-routes.js";
 import { adminRoutes } from "../../lib/api/admin-routes.js";
 import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
 import { apiRoutes } from "../../lib/api/api-routes.js";
@@ -757,7 +758,14 @@ describe("ThreadwiseStack", () => {
       const admin = adminRoutes({ authenticate: deps.authenticate, limits: {} as never, roles: { tenantAdminRole: "threadwise:admin" } });
       const adminMcp = adminMcpRoutes({ authenticate: deps.authenticate, store: {} as never, defaults: [], roles: { tenantAdminRole: "threadwise:admin" } });
       const oauth = new McpOAuth({ db: database.db, keys: {} as never, redirectUrl: "https://api.invalid/v1/mcp/oauth/callback", retentionMs: 1 });
-      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
+      const lifecycle = lifecycleRoutes({
+        authenticate: deps.authenticate,
+        database,
+        eraser: {} as never,
+        audit: {} as never,
+        tenantAdminRole: "threadwise:admin",
+      });
+      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...lifecycle, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 
