@@ -57,7 +57,11 @@ export interface LoadedCase {
   /** As stock LangGraph keeps it (and other frameworks' sessions): every output inline. */
   rawThread: BaseMessage[];
   finishedTurns: number;
+  /** The finished turns, fillers resolved, oldest first. */
+  turns: SuiteTurn[];
 }
+
+export type SuiteTurn = TurnSpec;
 
 type Offload = (call: ToolCallSpec, turn: number) => Promise<{ content: string; artifact?: ToolMessage["artifact"] }>;
 
@@ -70,7 +74,7 @@ async function messagesOf(turns: readonly TurnSpec[], c: SufficiencyCase, offloa
       );
       for (const call of step) {
         const { content, artifact } = await offload(call, turn);
-        messages.push(new ToolMessage({ content, tool_call_id: call.id, name: call.name, artifact }));
+        messages.push(new ToolMessage({ content, tool_call_id: call.id, name: call.name, artifact, ...(call.status && { status: call.status }) }));
       }
     }
   };
@@ -170,7 +174,7 @@ export async function loadCase(database: ThreadwiseDatabase, c: SufficiencyCase,
       for (const count of terms.values()) length += count;
       await recall.add(record, { length, terms }, fence);
     }
-    return { case: c, conversationId, thread, rawThread, finishedTurns: turns.length };
+    return { case: c, conversationId, thread, rawThread, finishedTurns: turns.length, turns };
   } finally {
     await database.lease.release(fence);
   }

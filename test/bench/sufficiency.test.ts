@@ -40,7 +40,7 @@ beforeAll(async () => {
   const stores = new ThreadwiseDatabase(database.client, { dbName: database.dbName });
   await stores.setup();
   const suite = await loadSuite();
-  const subset = CASE_KINDS.flatMap((kind) => suite.cases.filter((c) => c.kind === kind).slice(0, PER_KIND));
+  const subset = CASE_KINDS.slice(0, 10).flatMap((kind) => suite.cases.filter((c) => c.kind === kind).slice(0, PER_KIND));
   const recall = new MemoryRecallIndex();
   loaded = [];
   for (const c of subset) loaded.push(await loadCase(stores, c, suite.fillers, recall));
@@ -76,7 +76,7 @@ describe("context sufficiency subset", () => {
       expect(
         share(
           measures.filter((m) => m.kind === kind),
-          (m) => m.reached === "direct",
+          (m) => m.reached === "in-view",
         ),
         kind,
       ).toBeGreaterThanOrEqual(FLOOR.directKinds1to5);
@@ -87,7 +87,7 @@ describe("context sufficiency subset", () => {
     const measures = await measureAll(
       threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true),
     );
-    expect(share(measures, (m) => m.reached === "direct")).toBeGreaterThanOrEqual(FLOOR.direct);
+    expect(share(measures, (m) => m.reached === "in-view")).toBeGreaterThanOrEqual(FLOOR.direct);
     expect(median(measures.map((m) => m.tokens))).toBeLessThanOrEqual(CEILING.medianTokens);
   });
 
@@ -95,7 +95,7 @@ describe("context sufficiency subset", () => {
     const product = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER });
     const measures = await measureAll(threadwise("Threadwise", product, true));
     const fromSource = (ms: readonly CaseMeasure[]) =>
-      ms.filter((m) => m.kind === "time-anchor" && m.reached === "direct" && m.units.every((u) => !u.byLuck)).map((m) => m.caseId);
+      ms.filter((m) => m.kind === "time-anchor" && m.reached === "in-view" && m.units.every((u) => !u.byLuck)).map((m) => m.caseId);
     expect(fromSource(measures).length).toBeGreaterThanOrEqual(FLOOR.timeAnchorsFromSource);
     // Without the ledger, cases whose anchor turn is out of the window are not (one search away or by luck).
     const withoutLedger = fromSource(await measureAll(threadwise("no ledger", { ...product, parameterLedger: undefined }, true)));
