@@ -15,7 +15,7 @@
  * showing the stale fact without its correction.
  */
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
-import { DEFAULT_VIEW_FINISHED_TURNS } from "../../lib/config/config.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/config.js";
 import { countMessagesTokens, messageText } from "../../lib/model-view/index.js";
 import type { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome } from "../../lib/recall/search-conversation-tool.js";
@@ -80,7 +80,8 @@ export function directFromSource(messages: readonly BaseMessage[], thread: reado
 
 export interface MeasureDeps {
   search: ConversationSearch;
-  readToolOutput: ToolDefinition;
+  /** Unused: each case reads its outputs with its own `LoadedCase.readToolOutput`. */
+  readToolOutput?: ToolDefinition;
 }
 
 /** All the text the model is sent: message contents and the tool calls' names and arguments. */
@@ -96,14 +97,15 @@ export function viewText(messages: readonly BaseMessage[]): string {
 const HANDLE = /art_[0-9a-f]{24}/g;
 const FILE = /\/large_tool_results\/[\w-]+/g;
 
-async function readHandle(deps: MeasureDeps, conversationId: string, handle: string, e: Evidence): Promise<boolean> {
+async function readHandle(readToolOutput: ToolDefinition, conversationId: string, handle: string, e: Evidence): Promise<boolean> {
   for (const needle of [e.text, ...(e.alternatives ?? [])]) {
     try {
-      const output = await deps.readToolOutput.run(
+      const output = await readToolOutput.run(
         { handle, search: needle.slice(0, 200) },
         { conversationId, turnId: "measure", toolCallId: "measure", caller: { principal: SUITE_OWNER, roles: [] }, mayUse: () => true },
       );
-      if (evidenceIn(e, output)) return true;
+      // The answer's first line repeats the search text: only the lines after it are the output's.
+      if (evidenceIn(e, output.split("\n").slice(1).join("\n"))) return true;
     } catch (error) {
       if (!(error instanceof ToolError)) throw error;
     }
@@ -147,7 +149,8 @@ export async function measureCase(loaded: LoadedCase, policy: Policy, deps: Meas
         conversationId: loaded.conversationId,
         query,
         limit: DEFAULT_RECALL_RESULTS,
-        visibleTurns: DEFAULT_VIEW_FINISHED_TURNS,
+        // As the product's `search_conversation` asks (`lib/app.ts`): every finished turn, the view's window marked.
+        view: { finishedTurns: DEFAULT_VIEW_FINISHED_TURNS, historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS },
       });
       searchedText = formatSearchOutcome(query, outcome, DEFAULT_RECALL_MAX_TOKENS);
     }
@@ -171,7 +174,7 @@ export async function measureCase(loaded: LoadedCase, policy: Policy, deps: Meas
     let via: CaseMeasure["units"][number]["via"];
     if (reach.readToolOutput) {
       for (const handle of new Set(text.match(HANDLE) ?? [])) {
-        if (await readHandle(deps, loaded.conversationId, handle, e)) {
+        if (await readHandle(loaded.readToolOutput, loaded.conversationId, handle, e)) {
           via = "read_tool_output";
           break;
         }

@@ -16,8 +16,7 @@ import { MongoClient } from "mongodb";
 import { optionsUsage, parseCliArgs } from "../../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../../lib/local/embedded-mongo.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
-import { ThreadwiseDatabase } from "../../lib/store/database.js";
-import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
+import type { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { lineChart, panelInRow, type LineSeries } from "../support/line-chart.js";
 import { formatCount, markdownTable } from "../support/markdown.js";
 import { writeResults } from "../support/results.js";
@@ -25,7 +24,7 @@ import { median } from "../support/statistics.js";
 import { CASE_KINDS, ISSUE_46_KINDS } from "./case-schema.js";
 import { measureCase, REACH_CLASSES, type CaseMeasure, type Reached } from "./measure.js";
 import { POLICY_FAMILIES } from "./policy-families.js";
-import { loadCase, loadSuite, MemoryRecallIndex, type LoadedCase } from "./suite.js";
+import { loadCase, loadSuite, MemoryRecallIndex, SuiteDatabases, type LoadedCase } from "./suite.js";
 
 const pct = (n: number, of: number) => (of === 0 ? "–" : `${((100 * n) / of).toFixed(1)} %`);
 
@@ -128,16 +127,16 @@ async function main() {
   const client = new MongoClient(mongo.uri);
   await client.connect();
   try {
-    const database = new ThreadwiseDatabase(client, { dbName: `bench_sufficiency_${randomUUID().slice(0, 8)}` });
-    await database.setup();
     const began = performance.now();
     const loaded: LoadedCase[] = [];
     if (values.recall !== "mongodb" && values.recall !== "memory") throw new Error("--recall is mongodb or memory");
     const memory = values.recall === "memory" ? new MemoryRecallIndex() : undefined;
+    const databases = new SuiteDatabases(client, `bench_sufficiency_${randomUUID().slice(0, 8)}`, memory ? undefined : Number.POSITIVE_INFINITY);
     const cases = suite.cases.filter((c) => !values.kind || c.kind === values.kind);
-    for (const c of cases) loaded.push(await loadCase(database, c, suite.fillers, memory));
+    let database: ThreadwiseDatabase | undefined;
+    for (const c of cases) loaded.push(await loadCase((database = await databases.next()), c, suite.fillers, memory));
     console.log(`loaded ${loaded.length} cases into the stores in ${((performance.now() - began) / 1000).toFixed(1)} s`);
-    const deps = { search: new ConversationSearch({ index: memory ?? database.recall }), readToolOutput: createReadToolOutputTool(database.artifacts) };
+    const deps = { search: new ConversationSearch({ index: memory ?? (database as ThreadwiseDatabase).recall }) };
     const rows: Row[] = [];
     for (const family of POLICY_FAMILIES) {
       const wanted = values.policy
