@@ -1,6 +1,11 @@
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import { messageText } from "./message-text.js";
-import type { OutOfSightSummary } from "./types.js";
+
+/** What the finished turns out of sight were about, for the out-of-sight notice: tool calls and topic words, counted (`summaryAfterTurn`). */
+export interface OutOfSightSummary {
+  tools: Record<string, number>;
+  words: Record<string, number>;
+}
 
 /**
  * The notice's count moves in steps of this many turns. 1: the exact count, which changes only when

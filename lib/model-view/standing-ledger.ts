@@ -24,8 +24,16 @@ const CORRECTION = /^(?:actually|correction|sorry|update|no)\b|\b(?:instead|now|
 const PRESENTATION =
   /\b(?:amounts?|figures?|numbers?|currency|eur|usd|gbp|dollars?|euros?|units?|format|decimals?|round(?:ed|ing)?|rows?|tables?|segment|region|scope)\b/i;
 /** A request for work now, not a statement: "show me …", "list …", "can you …". */
-const REQUEST =
-  /^(?:can|could|would|will|please|what|which|who|whom|how|why|when|where|is|are|do|does|did|show|list|give|draft|make|create|tell|remind|compare|break|find|get|send|build|run|go|put|look)\b/i;
+const REQUEST = new RegExp(
+  `^(?:${[
+    "can could would will please what which who whom how why when where is are do does did",
+    "show list give draft make create tell remind compare break find get send build run go put look",
+  ]
+    .join(" ")
+    .split(" ")
+    .join("|")})\\b`,
+  "i",
+);
 /** A lead-in before the statement itself. */
 const LEAD_IN = /^(?:before we start|for the record|fyi|just so you know|note|by the way|btw|ok|okay|also|and)\s*[:,-]?\s*/i;
 
@@ -48,8 +56,16 @@ export function standingStatement(question: string): string | undefined {
 }
 
 /** Words a later statement must share with an earlier one to take its place, whatever its wording. */
-const SLOT =
-  /\b(?:region|manager|boss|team|role|amounts?|currency|units?|round|rows?|tables?|format|segment|account|fiscal|year|target|budget|quota|deadline|email|timezone|language|name)\b/gi;
+const SLOT = new RegExp(
+  `\\b(?:${[
+    "region manager boss team role amounts? currency units? round rows? tables? format segment",
+    "account fiscal year target budget quota deadline email timezone language name",
+  ]
+    .join(" ")
+    .split(" ")
+    .join("|")})\\b`,
+  "gi",
+);
 
 const words = (text: string) => new Set((text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((w) => w.length > 3));
 const slots = (text: string) => new Set((text.toLowerCase().match(SLOT) ?? []).map((w) => w.replace(/s$/, "")));

@@ -246,8 +246,4 @@ export interface StandingLedgerPolicy {
   tokens: number;
 }
 
-/** What the finished turns out of sight were about, for the out-of-sight notice: tool calls and topic words, counted (`summaryAfterTurn`). */
-export interface OutOfSightSummary {
-  tools: Record<string, number>;
-  words: Record<string, number>;
-}
+export type { OutOfSightSummary } from "./out-of-sight-notice.js";

@@ -23,7 +23,8 @@ const PER_KIND = 6;
  */
 const FLOOR = { sufficient: 1, direct: 43 / 60, directKinds1to5: 5 / 6, timeAnchorsFromSource: 5 };
 /**
- * Committed: the subset's median view is 760 tokens (cl100k; 718.5 before issue 46's handles, standing ledger and named notice; 712 before the ledger of time anchors,
+ * Committed: the subset's median view is 760 tokens (cl100k; 718.5 before issue 46's handles, standing ledger and named
+ * notice; 712 before the ledger of time anchors,
  * 872 with the digest before it showed resolved parameters instead of whole arguments and shared one
  * output budget a turn); a view that grows past this fails.
  */
