@@ -12,6 +12,7 @@ import { priceOf, type Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
 import { DEFAULT_TURN_DIGEST } from "./model-view/turn-digest.js";
 import { DEFAULT_PARAMETER_LEDGER } from "./model-view/parameter-ledger.js";
+import { DEFAULT_STANDING_LEDGER } from "./model-view/standing-ledger.js";
 import { ValidationError } from "./errors.js";
 import { TurnDispatcher } from "./queue/turn-dispatcher.js";
 import type { TurnMetricsSink } from "./queue/turn-metrics.js";
@@ -202,6 +203,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       turnDigest: DEFAULT_TURN_DIGEST,
       // The time anchors of turns that left the window or the thread (docs/sufficiency.md).
       parameterLedger: DEFAULT_PARAMETER_LEDGER,
+      standingLedger: DEFAULT_STANDING_LEDGER,
     },
   });
   const events = new TurnEvents({ store: database.turnEvents, hub: new TurnEventHub({ maxBytes: config.deployment.liveEventsMaxBytes }) });
@@ -310,7 +312,8 @@ function searchConversation(database: ThreadwiseDatabase, config: Config, embedd
   const maxTokens = Math.max(200, Math.min(config.recall.maxTokens, config.view.toolOutputTokens - 100));
   const search = new ConversationSearch({ index: database.recall, embedder, logger: options.logger });
   const allowedRoles = config.tools.roles[SEARCH_CONVERSATION_NAME];
-  return createSearchConversationTool({ search, visibleTurns: config.view.finishedTurns, maxTokens, allowedRoles });
+  const view = { finishedTurns: config.view.finishedTurns, historyBlockTurns: config.view.historyBlockTurns };
+  return createSearchConversationTool({ search, view, maxTokens, allowedRoles });
 }
 
 function createEmbedder(config: Config): Embedder | undefined {

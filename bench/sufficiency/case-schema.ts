@@ -17,17 +17,32 @@ export const CASE_KINDS = [
   "user-fact",
   "long-active-turn",
   "offloaded-output",
+  // Issue 46: kinds written independently of the policy, before it changed (cases kept unchanged after).
+  "standing-instruction",
+  "digest-excerpt",
+  "archived-output",
+  "cross-turn-comparison",
+  "ordinal-answer",
+  "tool-error",
+  "multi-hop",
+  "approval-outcome",
+  "corrected-fact",
 ] as const;
 export type CaseKind = (typeof CASE_KINDS)[number];
+
+/** The kinds added by issue 46, after the first ten. */
+export const ISSUE_46_KINDS: readonly CaseKind[] = CASE_KINDS.slice(10);
 
 /** One tool call as it ran: the arguments the model gave and the tool's real output, whole. */
 export const toolCallSchema = z.strictObject({
   /** Unique within the case. */
   id: z.string().min(1),
-  name: z.enum(["sql_query", "search_documents", "query_semantic_model"]),
+  name: z.enum(["sql_query", "search_documents", "query_semantic_model", "create_follow_up"]),
   args: z.record(z.string(), z.unknown()),
-  /** The tool's output as the product's tool returned it. */
+  /** The tool's output as the product's tool returned it (a failure as the registry words it, a call not run as the approval gate does). */
   output: z.string(),
+  /** `error` when the call failed or did not run (the ToolMessage's status). */
+  status: z.literal("error").optional(),
 });
 export type ToolCallSpec = z.infer<typeof toolCallSchema>;
 
@@ -58,6 +73,11 @@ export const evidenceSchema = z.strictObject({
   turn: z.union([z.number().int().min(0), z.literal("active")]),
   text: z.string().min(1),
   alternatives: z.array(z.string().min(1)).optional(),
+  /**
+   * A fact this unit corrects ("I look after the West region" for "I moved to the East region"): the
+   * view or a search that shows it without this unit returns a stale fact without its correction.
+   */
+  supersedes: z.string().min(1).optional(),
 });
 export type Evidence = z.infer<typeof evidenceSchema>;
 

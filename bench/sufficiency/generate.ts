@@ -25,6 +25,10 @@ import { SqliteQueryEngine } from "../../lib/tools/sql/sqlite-query-engine.js";
 import { openDatabaseImage } from "../../lib/tools/sql/sqlite-wasm.js";
 import type { ToolContext, ToolDefinition } from "../../lib/tools/tool.js";
 import { startPowerBiEndpoint } from "../../test/support/powerbi-endpoint.js";
+import type { Collection } from "mongodb";
+import { notRunMessage } from "../../lib/agent/approval-gate.js";
+import { ToolError } from "../../lib/errors.js";
+import { createFollowUpTool, type FollowUpDocument } from "../../lib/tools/follow-up/create-follow-up-tool.js";
 import {
   CASE_KINDS,
   caseSchema,
@@ -39,7 +43,19 @@ import {
 import { evidenceIn } from "./evidence.js";
 import { CASES_DIR } from "./paths.js";
 
-const CASES_PER_KIND = 30;
+/** 30 of each of the first ten kinds; the kinds of issue 46 have 12–15 each (117 cases). */
+const CASES_PER_KIND: Partial<Record<CaseKind, number>> = {
+  "standing-instruction": 15,
+  "digest-excerpt": 15,
+  "archived-output": 15,
+  "cross-turn-comparison": 12,
+  "ordinal-answer": 12,
+  "tool-error": 12,
+  "multi-hop": 12,
+  "approval-outcome": 12,
+  "corrected-fact": 12,
+};
+const casesOf = (kind: CaseKind) => CASES_PER_KIND[kind] ?? 30;
 const OFFLOAD_TOKENS = 2_000;
 
 type Random = () => number;
@@ -131,6 +147,8 @@ async function startTools(): Promise<Tools> {
       client,
       identities: { entraTenantId: "tenant-1", map: { "api::suite": "suite@alder-pike.example" } },
     }),
+    // Recorded nowhere: the suite needs the tool's answer, not the task.
+    create_follow_up: createFollowUpTool({ collection: { updateOne: async () => ({}) } as unknown as Collection<FollowUpDocument> }),
   };
   let calls = 0;
   return {
@@ -144,8 +162,14 @@ async function startTools(): Promise<Tools> {
         mayUse: () => true,
       };
       const tool = byName[name];
-      const output = await tool.run(tool.schema.parse(args), ctx);
-      return { id, name, args, output };
+      try {
+        const output = await tool.run(tool.schema.parse(args), ctx);
+        return { id, name, args, output };
+      } catch (error) {
+        // As the tool registry words a tool's failure for the model (`lib/tools/tool-registry.ts`).
+        if (error instanceof ToolError) return { id, name, args, output: `Error: ${name}: ${error.message}`, status: "error" };
+        throw error;
+      }
     },
     async close() {
       await engine.close();
@@ -253,6 +277,53 @@ async function topCustomers(tools: Tools, random: Random, limit: number): Promis
       `WHERE region = '${region}' AND month = '${month}' GROUP BY customer, segment ORDER BY revenue DESC LIMIT ${limit}`,
   });
   return { call, table: parseTable(call.output), region, month };
+}
+
+const DOC_TOPICS = [
+  "discount approval",
+  "gross margin definition",
+  "September 2026 report",
+  "follow-up process",
+  "customer segments",
+  "supplier notice networking cost",
+  "regions managers",
+  "pricing and cost policy",
+  "October 2026 report",
+  "data dictionary sales columns",
+];
+
+/** A document search of 5 passages, and its `k`-th passage (3rd–5th: past the output's first 400 characters). */
+async function documentSearch(tools: Tools, random: Random) {
+  const topic = pick(random, DOC_TOPICS);
+  const call = await tools.call("search_documents", { query: topic });
+  const passages = call.output.split(/\n\n(?=\[\d+\] source: )/).slice(1);
+  const candidates = [2, 3, 4].filter((k) => k < passages.length && call.output.indexOf(passages[k]) > 400);
+  const k = pick(random, candidates);
+  const [header, ...body] = passages[k].split("\n");
+  const text = body.join(" ").replace(/\s+/g, " ").trim();
+  const quote = text.split(" ").slice(0, 8).join(" ");
+  const source = /source: ([^ |]+)/.exec(header)?.[1] ?? "the handbook";
+  const section = (header.split(" | ")[1] ?? "").split(" \u203a ").pop() ?? "";
+  const first = passages[0].split("\n").slice(1).join(" ").replace(/\s+/g, " ").slice(0, 140);
+  return { call, topic, k, quote, source, section, question: `What does the handbook say about ${topic}?`, answer: `The first passage says: ${first}` };
+}
+
+/** 25–30 customers of a region and month (inline: under the offload threshold), and a row past the output's first 400 characters. */
+async function longCustomerList(tools: Tools, random: Random) {
+  const { call, table, region, month } = await topCustomers(tools, random, int(random, 25, 30));
+  if (countTextTokens(call.output) > OFFLOAD_TOKENS) throw new Error("expected an output under the offload threshold");
+  const deep = table.rows.map((r, i) => ({ r, i })).filter(({ r, i }) => i >= 10 && call.output.indexOf(r.join(" | ")) > 400);
+  const { r: row, i: k } = pick(random, deep);
+  return {
+    call,
+    table,
+    region,
+    month,
+    row,
+    k,
+    question: `List every ${region} customer for ${monthName(month)}, with revenue.`,
+    answer: `${table.rows[0][0]} led ${region} in ${monthName(month)} with ${money(Number(table.rows[0][2]))}; ${table.rows.length} customers in all.`,
+  };
 }
 
 type KindBuilder = (tools: Tools, fillers: Fillers, b: Builder) => Promise<{ note: string; followUp: string; activeSteps?: ToolCallSpec[][] }>;
@@ -575,6 +646,268 @@ const KINDS: Record<CaseKind, KindBuilder> = {
     if (b.random() < 0.4) b.turns.push(...fillerRefs(b.random, fillers, 1));
     return { note: "an offloaded output of a finished turn", followUp };
   },
+
+  /** 11. A standing instruction ("from now on …") that governs a later answer that does not mention it. */
+  async "standing-instruction"(_tools, fillers, b) {
+    const distance = [5, 25, 80][b.index % 3];
+    const instruction = [
+      { said: "From now on, report all amounts in EUR.", evidence: "amounts in EUR", ack: "Understood: I will report amounts in EUR from now on." },
+      { said: "From now on, round every figure to the nearest thousand.", evidence: "round every figure to the nearest thousand", ack: "Understood." },
+      { said: "Always show gross margin next to revenue from now on.", evidence: "show gross margin next to revenue", ack: "Will do." },
+      { said: "From now on, leave the SMB segment out of every analysis.", evidence: "leave the SMB segment out", ack: "Understood, SMB is out of scope." },
+      { said: "Never give me more than five rows in a table, please.", evidence: "more than five rows", ack: "Noted: five rows at most." },
+    ][Math.floor(b.index / 3) % 5];
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    b.turns.push(answerTurn(instruction.said, [], instruction.ack));
+    b.evidence.push({ id: "instruction", source: "user", turn: b.turns.length - 1, text: instruction.evidence });
+    b.turns.push(...fillerRefs(b.random, fillers, distance));
+    const region = pick(b.random, REGIONS);
+    const month = pick(b.random, MONTHS);
+    const followUp = pick(b.random, [
+      `What was revenue in ${region} in ${monthName(month)}?`,
+      `Give me the top customers in ${region} for ${monthName(month)}.`,
+      `How did ${region} compare with the other regions in ${monthName(month)}?`,
+    ]);
+    return { note: `a standing instruction given ${distance} turns before a question that does not mention it`, followUp };
+  },
+
+  /** 12. A row or passage of a recent output under the offload threshold, past what the turn digest shows of it. */
+  async "digest-excerpt"(tools, fillers, b) {
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 1, 3)));
+    const after = int(b.random, 1, 4);
+    if (b.index % 2 === 0) {
+      const doc = await documentSearch(tools, b.random);
+      b.turns.push(answerTurn(doc.question, [doc.call], doc.answer));
+      b.evidence.push({ id: "passage", source: "tool-result", turn: b.turns.length - 1, text: doc.quote });
+      b.turns.push(...fillerRefs(b.random, fillers, after));
+      return {
+        note: `passage ${doc.k + 1} of a document search ${after + 1} turns back, inside the window`,
+        followUp: `In the handbook search about ${doc.topic} a few questions ago, what did the ${ORDINALS[doc.k]} passage say?`,
+      };
+    }
+    const list = await longCustomerList(tools, b.random);
+    b.turns.push(answerTurn(list.question, [list.call], list.answer));
+    b.evidence.push({ id: "row-customer", source: "tool-result", turn: b.turns.length - 1, text: list.row[0] });
+    b.evidence.push({ id: "row-revenue", source: "tool-result", turn: b.turns.length - 1, text: list.row[2] });
+    b.turns.push(...fillerRefs(b.random, fillers, after));
+    return {
+      note: `row ${list.k + 1} of a ${list.table.rows.length}-row result ${after + 1} turns back, inside the window`,
+      followUp: `In that list of ${list.region} customers a few questions ago, who was number ${list.k + 1}, and what was their revenue?`,
+    };
+  },
+
+  /** 13. A row or passage past the first 400 characters of an output in a turn out of the window. */
+  async "archived-output"(tools, fillers, b) {
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    const after = int(b.random, 12, 40);
+    if (b.index % 2 === 0) {
+      const doc = await documentSearch(tools, b.random);
+      b.turns.push(answerTurn(doc.question, [doc.call], doc.answer));
+      b.evidence.push({ id: "passage", source: "tool-result", turn: b.turns.length - 1, text: doc.quote });
+      b.turns.push(...fillerRefs(b.random, fillers, after));
+      return {
+        note: `passage ${doc.k + 1} of a document search ${after + 1} turns back`,
+        followUp: `Long ago you searched the handbook about ${doc.topic}. What did the passage from ${doc.source} under "${doc.section}" say?`,
+      };
+    }
+    const list = await longCustomerList(tools, b.random);
+    b.turns.push(answerTurn(list.question, [list.call], list.answer));
+    b.evidence.push({ id: "row-revenue", source: "tool-result", turn: b.turns.length - 1, text: list.row[2] });
+    b.turns.push(...fillerRefs(b.random, fillers, after));
+    return {
+      note: `row ${list.k + 1} of a ${list.table.rows.length}-row result ${after + 1} turns back`,
+      followUp: `A while ago you listed the ${list.region} customers for ${monthName(list.month)}. What revenue did ${list.row[0]} have in that list?`,
+    };
+  },
+
+  /** 14. A comparison of two figures given in different turns. */
+  async "cross-turn-comparison"(tools, fillers, b) {
+    const month = pick(b.random, MONTHS);
+    const [first, second] = shuffle(b.random, REGIONS).slice(0, 2);
+    const figure = async (region: string) => {
+      const call = await tools.call("sql_query", {
+        sql: `SELECT round(sum(revenue), 2) AS revenue FROM sales WHERE region = '${region}' AND month = '${month}'`,
+      });
+      return { call, revenue: money(Number(parseTable(call.output).rows[0][0])) };
+    };
+    const a = await figure(first);
+    const c = await figure(second);
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    b.turns.push(answerTurn(`What was ${first}'s revenue in ${monthName(month)}?`, [a.call], `${first} brought in ${a.revenue} in ${monthName(month)}.`));
+    b.evidence.push({ id: "first-figure", source: "answer", turn: b.turns.length - 1, text: a.revenue });
+    const gap = [1, 4, 8, 15][b.index % 4];
+    b.turns.push(...fillerRefs(b.random, fillers, gap));
+    b.turns.push(answerTurn(`And ${second}, same month?`, [c.call], `${second} had ${c.revenue} in ${monthName(month)}.`));
+    b.evidence.push({ id: "second-figure", source: "answer", turn: b.turns.length - 1, text: c.revenue });
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 3)));
+    return {
+      note: `a comparison of figures given ${gap + 1} turns apart`,
+      followUp: pick(b.random, [
+        `Which was higher, the ${first} or the ${second} revenue you gave me, and by how much?`,
+        `Put the ${first} and ${second} figures you quoted side by side: what is the difference?`,
+      ]),
+    };
+  },
+
+  /** 15. "The third row you showed": an ordinal reference into a list an earlier answer gave. */
+  async "ordinal-answer"(tools, fillers, b) {
+    const region = pick(b.random, REGIONS);
+    const month = pick(b.random, MONTHS);
+    const call = await tools.call("sql_query", {
+      sql:
+        `SELECT product, round(sum(revenue), 2) AS revenue FROM sales WHERE region = '${region}' AND month = '${month}' ` +
+        "GROUP BY product ORDER BY revenue DESC LIMIT 5",
+    });
+    const t = parseTable(call.output);
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    b.turns.push(
+      answerTurn(
+        `What were the five best-selling products in ${region} in ${monthName(month)}?`,
+        [call],
+        `The top five in ${region}, ${monthName(month)}:\n${t.rows.map((r, i) => `${i + 1}. ${r[0]}: ${money(Number(r[1]))}`).join("\n")}`,
+      ),
+    );
+    const k = int(b.random, 1, 4);
+    b.evidence.push({ id: "row", source: "answer", turn: b.turns.length - 1, text: t.rows[k][0] });
+    const distance = [0, 2, 6, 12][b.index % 4];
+    b.turns.push(...fillerRefs(b.random, fillers, distance));
+    return {
+      note: `row ${k + 1} of a list an answer gave ${distance + 1} turns back`,
+      followUp: pick(b.random, [
+        `The ${ORDINALS[k]} row you showed me: how did that product do the month before?`,
+        `Go back to the ${ORDINALS[k]} product on your top-five list. Which customers bought it most?`,
+      ]),
+    };
+  },
+
+  /** 16. A tool call that failed: what the error said. */
+  async "tool-error"(tools, fillers, b) {
+    const region = pick(b.random, REGIONS);
+    const month = pick(b.random, MONTHS);
+    const broken = pick(b.random, [
+      { sql: `SELECT regoin, sum(revenue) FROM sales WHERE month = '${month}' GROUP BY regoin`, what: "revenue by region" },
+      { sql: `SELECT customer, sum(margin) FROM sales WHERE region = '${region}' GROUP BY customer`, what: `margin by customer in ${region}` },
+      { sql: `SELECT * FROM sale WHERE region = '${region}'`, what: `the raw ${region} sales` },
+      { sql: `DELETE FROM sales WHERE region = '${region}'`, what: `the ${region} rows cleared out` },
+    ]);
+    const failed = await tools.call("sql_query", { sql: broken.sql });
+    if (failed.status !== "error") throw new Error("expected the query to fail");
+    const message = failed.output.replace(/^Error: sql_query: /, "");
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    b.turns.push(answerTurn(`Can you get me ${broken.what}?`, [failed], "That query did not work, so I have no figures for it yet."));
+    b.evidence.push({ id: "error", source: "tool-result", turn: b.turns.length - 1, text: message.slice(0, 60) });
+    const distance = [0, 3, 7, 14][b.index % 4];
+    b.turns.push(...fillerRefs(b.random, fillers, distance));
+    return {
+      note: `a query that failed ${distance + 1} turns back`,
+      followUp: `When I asked you for ${broken.what}, what exactly did the database answer?`,
+    };
+  },
+
+  /** 17. Two hops: an entity an answer named, then a row of a later result about it. */
+  async "multi-hop"(tools, fillers, b) {
+    const { call, table, region, month } = await topCustomers(tools, b.random, 5);
+    const customer = table.rows[0][0];
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    b.turns.push(answerTurn(`Who was our top customer in ${region} in ${monthName(month)}?`, [call], `${customer}, with ${money(Number(table.rows[0][2]))}.`));
+    b.evidence.push({ id: "customer", source: "answer", turn: b.turns.length - 1, text: customer });
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    const lines = await tools.call("sql_query", {
+      sql:
+        `SELECT order_id, order_date, product, quantity, round(revenue, 2) AS revenue FROM sales WHERE customer = '${customer.replace(/'/g, "''")}' ` +
+        `AND month = '${month}' ORDER BY revenue DESC LIMIT 20`,
+    });
+    const lt = parseTable(lines.output);
+    b.turns.push(
+      answerTurn(
+        "Show me that customer's order lines that month.",
+        [lines],
+        `They had ${lt.rows.length} order lines in ${monthName(month)}; the list is sorted by revenue.`,
+      ),
+    );
+    b.evidence.push({ id: "largest-product", source: "tool-result", turn: b.turns.length - 1, text: lt.rows[0][2] });
+    const distance = [0, 3, 8][b.index % 3];
+    b.turns.push(...fillerRefs(b.random, fillers, distance));
+    return {
+      note: `an entity of one answer and a row of a later result, ${distance + 1} turns back`,
+      followUp: `For the top customer you named, which product was on their largest order line, and who was that customer again?`,
+    };
+  },
+
+  /** 18. What became of a call that needed approval: approved (its id), rejected (who and why) or expired. */
+  async "approval-outcome"(tools, fillers, b) {
+    const owner = pick(b.random, ["Lena Novak", "Omar Haddad", "Grace Liu", "Pavel Ivanov", "Sofia Rossi", "Kwame Mensah"]);
+    const region = pick(b.random, REGIONS);
+    const args = { title: `Review ${region} discounts above 15%`, owner, dueDate: "2026-11-20" };
+    const outcome = b.index % 3;
+    let call: ToolCallSpec;
+    let followUp: string;
+    if (outcome === 0) {
+      call = await tools.call("create_follow_up", args);
+      const id = /FU-[0-9A-F]{8}/.exec(call.output)?.[0];
+      if (!id) throw new Error("expected a follow-up id");
+      b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+      b.turns.push(answerTurn(`Create a follow-up for ${owner} to review ${region} discounts.`, [call], "Done: the follow-up is recorded."));
+      b.evidence.push({ id: "follow-up-id", source: "tool-result", turn: b.turns.length - 1, text: id });
+      followUp = `What is the id of the follow-up you created for ${owner}? I need it for the board.`;
+    } else {
+      const id = `call-x${b.index}`;
+      const reason = pick(b.random, ["the review is already on the Q4 plan", "discounts are reviewed by the deal desk now", "wait for the October report"]);
+      const settled =
+        outcome === 1 ? { kind: "reject" as const, by: "Maria Jensen (deal desk)", reason } : { kind: "expire" as const, deadline: "2026-11-03T17:00:00.000Z" };
+      const output = String(notRunMessage({ id, name: "create_follow_up" }, settled).content);
+      call = { id, name: "create_follow_up", args, output, status: "error" };
+      b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+      b.turns.push(answerTurn(`Create a follow-up for ${owner} to review ${region} discounts.`, [call], "The follow-up was not created."));
+      b.evidence.push({
+        id: "outcome",
+        source: "tool-result",
+        turn: b.turns.length - 1,
+        text: outcome === 1 ? reason : "2026-11-03T17:00",
+      });
+      followUp = `Why wasn't the follow-up for ${owner} created? Who decided, or what happened?`;
+    }
+    const distance = [0, 4, 9, 20][b.index % 4];
+    b.turns.push(...fillerRefs(b.random, fillers, distance));
+    return { note: `the outcome of an approval ${distance + 1} turns back (${["approved", "rejected", "expired"][outcome]})`, followUp };
+  },
+
+  /** 19. A fact the user stated, then corrected: the correction wins, and the stale fact never comes alone. */
+  async "corrected-fact"(_tools, fillers, b) {
+    const [before, after] = shuffle(b.random, REGIONS).slice(0, 2);
+    const [m1, m2] = shuffle(b.random, ["Lena Novak", "Omar Haddad", "Grace Liu", "Pavel Ivanov", "Sofia Rossi", "Kwame Mensah"]).slice(0, 2);
+    const fact = [
+      {
+        said: `I look after the ${before} region.`,
+        stale: `I look after the ${before} region`,
+        correction: `Actually I moved to the ${after} region.`,
+        evidence: `I moved to the ${after} region`,
+        follow: "How is my region doing this month?",
+      },
+      {
+        said: `My manager is ${m1}.`,
+        stale: `My manager is ${m1}`,
+        correction: `Correction: my manager is now ${m2}.`,
+        evidence: `my manager is now ${m2}`,
+        follow: "Draft a two-line note to my manager about October.",
+      },
+      {
+        said: "I want amounts in thousands of euros.",
+        stale: "amounts in thousands of euros",
+        correction: "Actually, show amounts in millions of dollars instead.",
+        evidence: "amounts in millions of dollars",
+        follow: "Give me revenue by region for September the way I like amounts shown.",
+      },
+    ][b.index % 3];
+    b.turns.push(...fillerRefs(b.random, fillers, int(b.random, 0, 2)));
+    b.turns.push(answerTurn(`Before we start: ${fact.said}`, [], "Noted, I'll keep that in mind."));
+    b.turns.push(...fillerRefs(b.random, fillers, [1, 4, 10, 30][b.index % 4]));
+    b.turns.push(answerTurn(fact.correction, [], "Thanks, noted."));
+    b.evidence.push({ id: "correction", source: "user", turn: b.turns.length - 1, text: fact.evidence, supersedes: fact.stale });
+    const distance = [1, 3, 8, 20, 45][b.index % 5];
+    b.turns.push(...fillerRefs(b.random, fillers, distance));
+    return { note: `a fact the user corrected ${distance + 1} turns back`, followUp: fact.follow };
+  },
 };
 
 /** The text of a turn, part by part, to check each evidence unit is where the case says. */
@@ -615,7 +948,7 @@ async function main() {
     let total = 0;
     for (const kind of CASE_KINDS) {
       const lines: string[] = [];
-      for (let index = 0; index < CASES_PER_KIND; index++) {
+      for (let index = 0; index < casesOf(kind); index++) {
         const b: Builder = { kind, index, random, turns: [], evidence: [] };
         const built = await KINDS[kind](tools, fillers, b);
         const c = caseSchema.parse({

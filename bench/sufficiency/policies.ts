@@ -14,7 +14,17 @@ import {
   DEFAULT_VIEW_TOTAL_BUDGET,
 } from "../../lib/config/config.js";
 import { archivePlan } from "../../lib/agent/working-set.js";
-import { buildModelView, countMessagesTokens, countMessageTokens, ledgerAfterTurns, messageText, type ModelViewPolicy } from "../../lib/model-view/index.js";
+import {
+  buildModelView,
+  countMessagesTokens,
+  countMessageTokens,
+  ledgerAfterTurns,
+  messageText,
+  standingAfterTurns,
+  summaryAfterTurns,
+  EMPTY_OUT_OF_SIGHT_SUMMARY,
+  type ModelViewPolicy,
+} from "../../lib/model-view/index.js";
 import { SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
 
 /** What a policy gives the model besides the messages: the tools that reach what the view left out. */
@@ -148,7 +158,9 @@ export function threadwiseView(thread: readonly BaseMessage[], policy: ModelView
   const plan = archivePlan(thread, 0, policy);
   if (!plan) return buildModelView(thread, policy).messages;
   const parameterLedger = policy.parameterLedger ? ledgerAfterTurns([], plan.turns, policy.parameterLedger) : [];
-  return buildModelView(plan.kept, policy, { archivedTurns: plan.archivedTurns, parameterLedger }).messages;
+  const standingLedger = policy.standingLedger ? standingAfterTurns([], plan.turns, policy.standingLedger) : [];
+  const outOfSight = summaryAfterTurns(EMPTY_OUT_OF_SIGHT_SUMMARY, plan.turns);
+  return buildModelView(plan.kept, policy, { archivedTurns: plan.archivedTurns, parameterLedger, standingLedger, outOfSight }).messages;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { DEFAULT_PARAMETER_LEDGER, DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
+import { DEFAULT_PARAMETER_LEDGER, DEFAULT_STANDING_LEDGER, DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
 /** Every policy of the benchmark at each of its settings; the one marked default is in the per-kind tables. */
 import {
   clearToolUses,
@@ -33,7 +33,16 @@ export const POLICY_FAMILIES: PolicyFamily[] = [
   named(
     "Threadwise",
     [2, 4, 6, 10].map((n) =>
-      threadwise("Threadwise", threadwisePolicy({ finishedTurns: n, turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), n === 6),
+      threadwise(
+        "Threadwise",
+        threadwisePolicy({
+          finishedTurns: n,
+          turnDigest: DEFAULT_TURN_DIGEST,
+          parameterLedger: DEFAULT_PARAMETER_LEDGER,
+          standingLedger: DEFAULT_STANDING_LEDGER,
+        }),
+        n === 6,
+      ),
     ),
   ),
   named(

@@ -2,7 +2,7 @@
  * Context-sufficiency benchmark (issue 29): every policy of `policies.ts` on every case of the suite
  * (`bench/sufficiency/cases/`), in one run. For each case and policy it measures whether the
  * follow-up's evidence is in the view, one tool call away, or missing (`measure.ts`), and the view's
- * tokens. Prints, per kind, direct / one call / missing and median tokens per policy at its default
+ * tokens. Prints, per kind, the four classes (in view, by handle, cued search, uncued search), missing and median tokens per policy at its default
  * setting; over the whole suite, each policy at several settings (the chart). Offloaded outputs are
  * stored and read in the real artifact store on the embedded MongoDB server; finished turns are
  * indexed in memory (`MemoryRecallIndex`) unless `--recall mongodb` indexes them in `RecallIndexStore`.
@@ -16,16 +16,15 @@ import { MongoClient } from "mongodb";
 import { optionsUsage, parseCliArgs } from "../../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../../lib/local/embedded-mongo.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
-import { ThreadwiseDatabase } from "../../lib/store/database.js";
-import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
+import type { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { lineChart, panelInRow, type LineSeries } from "../support/line-chart.js";
 import { formatCount, markdownTable } from "../support/markdown.js";
 import { writeResults } from "../support/results.js";
 import { median } from "../support/statistics.js";
-import { CASE_KINDS } from "./case-schema.js";
-import { measureCase, type CaseMeasure } from "./measure.js";
+import { CASE_KINDS, ISSUE_46_KINDS } from "./case-schema.js";
+import { measureCase, REACH_CLASSES, type CaseMeasure, type Reached } from "./measure.js";
 import { POLICY_FAMILIES } from "./policy-families.js";
-import { loadCase, loadSuite, MemoryRecallIndex, type LoadedCase } from "./suite.js";
+import { loadCase, loadSuite, MemoryRecallIndex, SuiteDatabases, type LoadedCase } from "./suite.js";
 
 const pct = (n: number, of: number) => (of === 0 ? "–" : `${((100 * n) / of).toFixed(1)} %`);
 
@@ -38,10 +37,32 @@ interface Row {
 
 function summary(measures: readonly CaseMeasure[]) {
   const n = measures.length;
-  const direct = measures.filter((m) => m.reached === "direct").length;
-  const oneCall = measures.filter((m) => m.reached === "one-call").length;
-  return { n, direct, oneCall, missing: n - direct - oneCall, sufficient: (direct + oneCall) / n, tokens: median(measures.map((m) => m.tokens)) };
+  const count = (c: Reached) => measures.filter((m) => m.reached === c).length;
+  const [inView, handle, cued, uncued, missing] = REACH_CLASSES.map(count);
+  return {
+    n,
+    inView,
+    handle,
+    cued,
+    uncued,
+    missing,
+    stale: measures.filter((m) => m.stale).length,
+    sufficient: (inView + handle + cued) / n,
+    tokens: median(measures.map((m) => m.tokens)),
+  };
 }
+
+/** The four classes, missing and stale, as table cells. */
+const classCells = (s: ReturnType<typeof summary>) => [
+  pct(s.inView, s.n),
+  pct(s.handle, s.n),
+  pct(s.cued, s.n),
+  pct(s.inView + s.handle + s.cued, s.n),
+  pct(s.uncued, s.n),
+  pct(s.missing, s.n),
+  String(s.stale),
+];
+const CLASS_HEADERS = ["in view", "by handle", "cued search", "sufficient", "uncued search", "missing", "stale"];
 
 /** Legend labels short enough for one row. */
 const SHORT_NAMES: Record<string, string> = {
@@ -69,7 +90,7 @@ function chart(rows: readonly Row[]): string {
   return lineChart({
     width,
     height,
-    title: "Context sufficiency (direct or one call) against median view tokens, 300 cases",
+    title: "Context sufficiency (in view, by handle or cued search) against median view tokens, 417 cases",
     panels: [
       {
         ...panelInRow(0, width, height - 60, { left: 70, right: 30, top: 40, bottom: 50 }),
@@ -106,16 +127,16 @@ async function main() {
   const client = new MongoClient(mongo.uri);
   await client.connect();
   try {
-    const database = new ThreadwiseDatabase(client, { dbName: `bench_sufficiency_${randomUUID().slice(0, 8)}` });
-    await database.setup();
     const began = performance.now();
     const loaded: LoadedCase[] = [];
     if (values.recall !== "mongodb" && values.recall !== "memory") throw new Error("--recall is mongodb or memory");
     const memory = values.recall === "memory" ? new MemoryRecallIndex() : undefined;
+    const databases = new SuiteDatabases(client, `bench_sufficiency_${randomUUID().slice(0, 8)}`, memory ? undefined : Number.POSITIVE_INFINITY);
     const cases = suite.cases.filter((c) => !values.kind || c.kind === values.kind);
-    for (const c of cases) loaded.push(await loadCase(database, c, suite.fillers, memory));
+    let database: ThreadwiseDatabase | undefined;
+    for (const c of cases) loaded.push(await loadCase((database = await databases.next()), c, suite.fillers, memory));
     console.log(`loaded ${loaded.length} cases into the stores in ${((performance.now() - began) / 1000).toFixed(1)} s`);
-    const deps = { search: new ConversationSearch({ index: memory ?? database.recall }), readToolOutput: createReadToolOutputTool(database.artifacts) };
+    const deps = { search: new ConversationSearch({ index: memory ?? (database as ThreadwiseDatabase).recall }) };
     const rows: Row[] = [];
     for (const family of POLICY_FAMILIES) {
       const wanted = values.policy
@@ -128,29 +149,24 @@ async function main() {
         for (const c of loaded) measures.push(await measureCase(c, policy, deps));
         rows.push({ family: family.name, setting: policy.setting, isDefault: policy.isDefault, measures });
         const s = summary(measures);
-        console.log(`${family.name} (${policy.setting}): ${pct(s.direct + s.oneCall, s.n)} sufficient, median ${formatCount(s.tokens)} tokens`);
+        console.log(
+          `${family.name} (${policy.setting}): ${pct(s.inView + s.handle + s.cued, s.n)} sufficient (${pct(s.inView, s.n)} in view, ` +
+            `${pct(s.handle, s.n)} by handle, ${pct(s.cued, s.n)} cued search), ${pct(s.uncued, s.n)} uncued search, ${pct(s.missing, s.n)} missing, ` +
+            `${s.stale} stale, median ${formatCount(s.tokens)} tokens`,
+        );
       }
     }
 
     const defaults = rows.filter((r) => r.isDefault);
     const overall = markdownTable(
-      ["policy", "setting", "direct", "one call", "missing", "sufficient", "median tokens", "tokens at 50 turns vs full replay"],
+      ["policy", "setting", ...CLASS_HEADERS, "median tokens", "tokens at 50 turns vs full replay"],
       defaults.map((r) => {
         const s = summary(r.measures);
         const at50 = (rs: readonly CaseMeasure[]) => median(rs.filter((m) => m.finishedTurns >= 45 && m.finishedTurns <= 60).map((m) => m.tokens));
         const replay = rows.find((x) => x.family === "full replay");
-        return [
-          r.family,
-          r.setting,
-          pct(s.direct, s.n),
-          pct(s.oneCall, s.n),
-          pct(s.missing, s.n),
-          pct(s.direct + s.oneCall, s.n),
-          formatCount(s.tokens),
-          replay ? pct(at50(r.measures), at50(replay.measures)) : "–",
-        ];
+        return [r.family, r.setting, ...classCells(s), formatCount(s.tokens), replay ? pct(at50(r.measures), at50(replay.measures)) : "–"];
       }),
-      ["left", "left", "right", "right", "right", "right", "right", "right"],
+      ["left", "left", ...CLASS_HEADERS.map(() => "right" as const), "right", "right"],
     );
     const replayRow = rows.find((x) => x.family === "full replay");
     for (const r of defaults) {
@@ -163,31 +179,54 @@ async function main() {
     }
     const perKind = CASE_KINDS.map((kind) => {
       const table = markdownTable(
-        ["policy", "direct", "one call", "missing", "median tokens"],
+        ["policy", ...CLASS_HEADERS, "median tokens"],
         defaults.map((r) => {
           const s = summary(r.measures.filter((m) => m.kind === kind));
-          return [r.family, pct(s.direct, s.n), pct(s.oneCall, s.n), pct(s.missing, s.n), formatCount(s.tokens)];
+          return [r.family, ...classCells(s), formatCount(s.tokens)];
         }),
-        ["left", "right", "right", "right", "right"],
+        ["left", ...CLASS_HEADERS.map(() => "right" as const), "right"],
       );
       return `### ${kind}\n\n${table}`;
     }).join("\n\n");
+    const parts = markdownTable(
+      ["policy", "cases", ...CLASS_HEADERS, "median tokens"],
+      defaults.flatMap((r) =>
+        (
+          [
+            ["the first 300 (issue 29)", (m: CaseMeasure) => !ISSUE_46_KINDS.includes(m.kind)],
+            ["issue 46's", (m: CaseMeasure) => ISSUE_46_KINDS.includes(m.kind)],
+          ] as const
+        ).map(([label, keep]) => {
+          const s = summary(r.measures.filter(keep));
+          return [r.family, `${label} (${s.n})`, ...classCells(s), formatCount(s.tokens)];
+        }),
+      ),
+      ["left", "left", ...CLASS_HEADERS.map(() => "right" as const), "right"],
+    );
     const settings = markdownTable(
-      ["policy", "setting", "sufficient", "direct", "median tokens"],
+      ["policy", "setting", "sufficient", "in view", "uncued search", "missing", "median tokens"],
       rows.map((r) => {
         const s = summary(r.measures);
-        return [r.family, r.setting, pct(s.direct + s.oneCall, s.n), pct(s.direct, s.n), formatCount(s.tokens)];
+        return [
+          r.family,
+          r.setting,
+          pct(s.inView + s.handle + s.cued, s.n),
+          pct(s.inView, s.n),
+          pct(s.uncued, s.n),
+          pct(s.missing, s.n),
+          formatCount(s.tokens),
+        ];
       }),
       ["left", "left", "right", "right", "right"],
     );
     const threadwise = defaults.find((r) => r.family === "Threadwise");
     const misses = threadwise
       ? threadwise.measures
-          .filter((m) => m.reached === "missing")
+          .filter((m) => m.reached === "missing" || m.reached === "uncued-search" || m.stale)
           .map(
             (m) =>
-              `- \`${m.caseId}\`: ${m.units
-                .filter((u) => u.reached === "missing")
+              `- \`${m.caseId}\` (${m.reached}${m.stale ? ", stale" : ""}): ${m.units
+                .filter((u) => u.reached === "missing" || u.reached === "uncued-search")
                 .map((u) => u.id)
                 .join(", ")}`,
           )
@@ -195,7 +234,7 @@ async function main() {
       : "";
     const lucky = threadwise
       ? threadwise.measures
-          .filter((m) => m.reached === "direct" && m.units.some((u) => u.byLuck))
+          .filter((m) => m.reached === "in-view" && m.units.some((u) => u.byLuck))
           .map(
             (m) =>
               `- \`${m.caseId}\`: ${m.units
@@ -209,12 +248,20 @@ async function main() {
       "# Context sufficiency",
       "",
       `\`npm run bench:sufficiency -- --write\`: ${loaded.length} cases of \`bench/sufficiency/cases/\` (${CASE_KINDS.length} kinds), every ` +
-        `policy at its default setting. A case is *direct* when every evidence unit is in the view, *one call* when each of the rest is one ` +
-        `\`read_tool_output\` (or Deep Agents' \`read_file\`) on a handle the view names, or one \`search_conversation\` with the follow-up ` +
-        `as its query, run against the case's conversation in the real stores; else *missing*. Tokens: cl100k, the product's counter. See ` +
-        `[docs/sufficiency.md](../../docs/sufficiency.md).`,
+        `policy at its default setting. Each evidence unit is *in view*; else reached *by handle*, one \`read_tool_output\` (or Deep ` +
+        `Agents' \`read_file\`) on a handle the view names; else by one \`search_conversation\` with the follow-up as its query, *cued* ` +
+        `when the view's out-of-sight notice or a ledger names the subject (a term the follow-up shares with the unit's turn), *uncued* ` +
+        `otherwise; else *missing*. A case is as good as its worst unit; *sufficient* is the first three classes. *Stale*: cases whose ` +
+        `view or search shows a corrected fact without its correction. The tools run against the case's conversation in the real stores. ` +
+        `Tokens: cl100k, the product's counter. See [docs/sufficiency.md](../../docs/sufficiency.md).`,
       "",
       overall,
+      "",
+      "## The first 300 cases and issue 46's 117",
+      "",
+      "Issue 46's kinds were written before the policy changed for them, and kept unchanged after.",
+      "",
+      parts,
       "",
       "## Per kind",
       "",
@@ -226,13 +273,13 @@ async function main() {
       "",
       settings,
       "",
-      "## Where Threadwise still misses",
+      "## Where Threadwise is not sufficient (uncued search or missing) or stale",
       "",
       misses || "- nowhere",
       "",
-      "## Where Threadwise is direct only by luck",
+      "## Where Threadwise is in view only by luck",
       "",
-      "Direct cases with a unit the view holds only through another turn's text, not from its source turn " +
+      "Cases in view with a unit the view holds only through another turn's text, not from its source turn " +
         "(its pair, or its line of the ledger of time anchors): `directFromSource` in `bench/sufficiency/measure.ts`.",
       "",
       lucky || "- nowhere",

@@ -12,13 +12,17 @@ import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langcha
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { toolOutputNotice } from "../../lib/model-view/tool-output-notice.js";
+import { offloadedArtifact } from "../../lib/model-view/tool-output-artifact.js";
 import { recallText } from "../../lib/recall/turn-indexer.js";
 import { termFrequencies } from "../../lib/recall/recall-terms.js";
-import { DEFAULT_RECALL_ARGS_CHARS, DEFAULT_RECALL_PREVIEW_CHARS } from "../../lib/recall/turn-indexer.js";
-import type { ThreadwiseDatabase } from "../../lib/store/database.js";
+import { recallToolOutputs } from "../../lib/recall/turn-indexer.js";
+import type { MongoClient } from "mongodb";
+import { ThreadwiseDatabase } from "../../lib/store/database.js";
+import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
+import type { ToolDefinition } from "../../lib/tools/tool.js";
 import type { RecallEntry, RecallIndexStore, RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import type { WriteFence } from "../../lib/store/write-fence.js";
-import { DEFAULT_OFFLOAD_TOKENS } from "../../lib/tools/output-offload.js";
+import { DEFAULT_OFFLOAD_TOKENS, offloadToolOutput } from "../../lib/tools/output-offload.js";
 import { CASE_KINDS, caseSchema, fillersSchema, type Fillers, type SufficiencyCase, type ToolCallSpec, type TurnSpec } from "./case-schema.js";
 import { CASES_DIR } from "./paths.js";
 
@@ -57,7 +61,50 @@ export interface LoadedCase {
   /** As stock LangGraph keeps it (and other frameworks' sessions): every output inline. */
   rawThread: BaseMessage[];
   finishedTurns: number;
+  /** The finished turns, fillers resolved, oldest first. */
+  turns: SuiteTurn[];
+  /** The product's `read_tool_output` on the artifact store that holds this case's outputs. */
+  readToolOutput: ToolDefinition;
 }
+
+/** Cases loaded into one database before the next is opened: the embedded server's inserts slow down as a collection grows. */
+export const CASES_PER_DATABASE = 10;
+
+/**
+ * Databases for loading cases, a new one (its collections set up) every `CASES_PER_DATABASE` cases:
+ * every tool output is stored (`offloadToolOutput`), and the embedded server checks unique keys by
+ * comparing with every document, so one collection for the whole suite would take most of an hour.
+ */
+export class SuiteDatabases {
+  readonly #opened: { name: string; database: ThreadwiseDatabase }[] = [];
+  #loaded = 0;
+
+  constructor(
+    private readonly client: MongoClient,
+    private readonly prefix: string,
+    /** Default: {@link CASES_PER_DATABASE}; `Infinity` keeps every case in one database (one recall index to search). */
+    private readonly casesPerDatabase = CASES_PER_DATABASE,
+  ) {}
+
+  /** The database for the next case. */
+  async next(): Promise<ThreadwiseDatabase> {
+    if (this.#opened.length === 0 || this.#loaded % this.casesPerDatabase === 0) {
+      const name = `${this.prefix}_${this.#opened.length}`;
+      const database = new ThreadwiseDatabase(this.client, { dbName: name });
+      await database.setup();
+      this.#opened.push({ name, database });
+    }
+    this.#loaded++;
+    return this.#opened[this.#opened.length - 1].database;
+  }
+
+  /** Drops every database opened. */
+  async drop(): Promise<void> {
+    for (const { name } of this.#opened) await this.client.db(name).dropDatabase();
+  }
+}
+
+export type SuiteTurn = TurnSpec;
 
 type Offload = (call: ToolCallSpec, turn: number) => Promise<{ content: string; artifact?: ToolMessage["artifact"] }>;
 
@@ -70,7 +117,7 @@ async function messagesOf(turns: readonly TurnSpec[], c: SufficiencyCase, offloa
       );
       for (const call of step) {
         const { content, artifact } = await offload(call, turn);
-        messages.push(new ToolMessage({ content, tool_call_id: call.id, name: call.name, artifact }));
+        messages.push(new ToolMessage({ content, tool_call_id: call.id, name: call.name, artifact, ...(call.status && { status: call.status }) }));
       }
     }
   };
@@ -123,15 +170,16 @@ export async function loadCase(database: ThreadwiseDatabase, c: SufficiencyCase,
   const conversationId = (await database.conversations.create(SUITE_OWNER))._id;
   const fence = await database.lease.acquire(conversationId, `${c.id}-load`);
   try {
-    const thread = await messagesOf(turns, c, async (call, turn) => {
-      const tokens = countTextTokens(call.output);
-      if (tokens <= DEFAULT_OFFLOAD_TOKENS) return { content: call.output };
-      const ref = await database.artifacts.put(
-        { createdBy: SUITE_OWNER, turnId: `${conversationId}-${turn + 1}`, toolCallId: call.id, toolName: call.name, content: call.output, tokens },
-        fence,
-      );
-      return { content: ref.preview, artifact: ref };
-    });
+    // Stored as the tool runner stores a successful output (`offloadToolOutput`, the product's options); a failed call's output stays inline.
+    const thread = await messagesOf(turns, c, async (call, turn) =>
+      call.status === "error"
+        ? { content: call.output }
+        : offloadToolOutput(
+            call.output,
+            { createdBy: SUITE_OWNER, turnId: `${conversationId}-${turn + 1}`, toolCallId: call.id, toolName: call.name, fence },
+            { artifacts: database.artifacts },
+          ),
+    );
     const rawThread = await messagesOf(turns, c, async (call) => ({ content: call.output }));
     // Indexed as the after-turn hook indexes a finished turn: question, answer, each tool call with the
     // start of its output as the turn's last view showed it (an offloaded output as its notice).
@@ -140,9 +188,8 @@ export async function loadCase(database: ThreadwiseDatabase, c: SufficiencyCase,
       const tools = turn.steps.flat().map((call) => {
         const tokens = countTextTokens(call.output);
         const id = `t${i}-${call.id}`;
-        const artifact = thread.find((m): m is ToolMessage => m.type === "tool" && (m as ToolMessage).tool_call_id === id)?.artifact as
-          | { handle: string; preview: string }
-          | undefined;
+        const message = thread.find((m): m is ToolMessage => m.type === "tool" && (m as ToolMessage).tool_call_id === id);
+        const artifact = message && offloadedArtifact(message);
         const shown = artifact
           ? toolOutputNotice({
               toolName: call.name,
@@ -153,7 +200,7 @@ export async function loadCase(database: ThreadwiseDatabase, c: SufficiencyCase,
               threshold: DEFAULT_OFFLOAD_TOKENS,
             })
           : call.output;
-        return { name: call.name, args: JSON.stringify(call.args).slice(0, DEFAULT_RECALL_ARGS_CHARS), preview: shown.slice(0, DEFAULT_RECALL_PREVIEW_CHARS) };
+        return { name: call.name, args: JSON.stringify(call.args), content: shown };
       });
       const record: RecallTurnDocument = {
         _id: `${conversationId}-${i + 1}`,
@@ -163,14 +210,14 @@ export async function loadCase(database: ThreadwiseDatabase, c: SufficiencyCase,
         status: "completed",
         question: turn.question,
         answer: turn.answer,
-        tools,
+        tools: recallToolOutputs(tools),
       };
       const terms = termFrequencies(recallText(record));
       let length = 0;
       for (const count of terms.values()) length += count;
       await recall.add(record, { length, terms }, fence);
     }
-    return { case: c, conversationId, thread, rawThread, finishedTurns: turns.length };
+    return { case: c, conversationId, thread, rawThread, finishedTurns: turns.length, turns, readToolOutput: createReadToolOutputTool(database.artifacts) };
   } finally {
     await database.lease.release(fence);
   }

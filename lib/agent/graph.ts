@@ -9,6 +9,11 @@ import {
   countTextTokens,
   estimateError,
   ledgerAfterTurns,
+  standingAfterTurns,
+  summaryAfterTurns,
+  EMPTY_OUT_OF_SIGHT_SUMMARY,
+  type OutOfSightSummary,
+  type StandingEntry,
   stampTokenCount,
   TokenCalibration,
   withCachePoints,
@@ -47,6 +52,10 @@ export const ThreadState = Annotation.Root({
    * policy's `parameterLedger`: the view shows them after the turns left (empty for a thread written before).
    */
   parameterLedger: Annotation<LedgerEntry[]>({ reducer: (_previous, next) => next, default: () => [] }),
+  /** The archived turns' standing statements (`standingAfterTurns`), bounded by the policy's `standingLedger` (empty for a thread written before). */
+  standingLedger: Annotation<StandingEntry[]>({ reducer: (_previous, next) => next, default: () => [] }),
+  /** What the archived turns were about (`summaryAfterTurns`), for the out-of-sight notice (empty for a thread written before). */
+  outOfSightSummary: Annotation<OutOfSightSummary>({ reducer: (_previous, next) => next, default: () => EMPTY_OUT_OF_SIGHT_SUMMARY }),
 });
 type State = typeof ThreadState.State;
 
@@ -161,6 +170,8 @@ export function createAgentGraph(options: AgentGraphOptions) {
       {
         archivedTurns: state.archivedTurns,
         parameterLedger: state.parameterLedger,
+        standingLedger: state.standingLedger,
+        outOfSight: state.outOfSightSummary,
       },
     );
 
@@ -193,6 +204,8 @@ export function createAgentGraph(options: AgentGraphOptions) {
     faults?.at("after-archive");
     // The archived turns' time anchors stay in state, so the view still shows them (the same ledger it showed before they left).
     const parameterLedger = policy.parameterLedger ? ledgerAfterTurns(state.parameterLedger ?? [], plan.turns, policy.parameterLedger) : [];
+    const standingLedger = policy.standingLedger ? standingAfterTurns(state.standingLedger ?? [], plan.turns, policy.standingLedger) : [];
+    const outOfSightSummary = summaryAfterTurns(state.outOfSightSummary ?? EMPTY_OUT_OF_SIGHT_SUMMARY, plan.turns);
     logger?.info("turns archived", {
       turnId: ctx.turnId,
       turns: plan.turns.length,
@@ -200,7 +213,13 @@ export function createAgentGraph(options: AgentGraphOptions) {
       keptMessages: plan.kept.length,
       ledgerEntries: parameterLedger.length,
     });
-    return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...plan.kept], archivedTurns: plan.archivedTurns, parameterLedger };
+    return {
+      messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...plan.kept],
+      archivedTurns: plan.archivedTurns,
+      parameterLedger,
+      standingLedger,
+      outOfSightSummary,
+    };
   }
 
   /** A turn starts by archiving when a block of turns is due, else with the model. */

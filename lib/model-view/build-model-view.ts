@@ -3,11 +3,12 @@ import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js"
 import { placeCachePoints, withCachePoints, type CacheLayout } from "./cache-points.js";
 import { messageText } from "./message-text.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
-import { outOfSightNotice } from "./out-of-sight-notice.js";
-import { offloadedArtifact } from "./tool-output-artifact.js";
+import { EMPTY_OUT_OF_SIGHT_SUMMARY, outOfSightNotice, summaryAfterTurn } from "./out-of-sight-notice.js";
+import { storedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import { turnDigest } from "./turn-digest.js";
 import { boundedLedger, ledgerAfterTurn, ledgerText } from "./parameter-ledger.js";
+import { boundedStanding, standingAfterTurn, standingText } from "./standing-ledger.js";
 import type {
   LedgerEntry,
   LeftOutReason,
@@ -16,6 +17,8 @@ import type {
   ModelView,
   ModelViewPolicy,
   OmittedOutput,
+  OutOfSightSummary,
+  StandingEntry,
   TokenEstimate,
   TurnDigestPolicy,
   ViewRepairs,
@@ -55,7 +58,10 @@ interface ActiveToolResult {
   toolName: string;
   /** Tokens of the whole output: the artifact's count when offloaded, else the stored content's. */
   outputTokens: number;
+  /** The stored output's handle, offloaded or inline (`storedArtifact`). */
   handle?: string;
+  /** The content is only a preview: the output is in the artifact store. */
+  offloaded: boolean;
   preview: string;
   noticed: boolean;
   /** Stands in for a result the interrupted call never got: no model call ever saw the turn up to it. */
@@ -195,7 +201,7 @@ function activeTurn(
       if (call.answered) continue;
       const message = new ToolMessage({ content: INTERRUPTED_TOOL_RESULT, tool_call_id: id, name: call.name, status: "error" });
       const outputTokens = countMessageTokens(message) - MESSAGE_OVERHEAD_TOKENS;
-      push(message, [], undefined, { toolCallId: id, toolName: call.name, outputTokens, preview: "", noticed: false, synthetic: true });
+      push(message, [], undefined, { toolCallId: id, toolName: call.name, outputTokens, offloaded: false, preview: "", noticed: false, synthetic: true });
       repairs.syntheticToolResults++;
     }
     pending = new Map();
@@ -236,7 +242,8 @@ function activeTurn(
         continue;
       }
       call.answered = true;
-      const artifact = offloadedArtifact(tool);
+      const artifact = storedArtifact(tool);
+      const offloaded = artifact !== undefined && !artifact.inline;
       const content = withoutBlankText(tool.content);
       const shown = isEmpty(content)
         ? new ToolMessage({ content: EMPTY_TOOL_OUTPUT, tool_call_id: tool.tool_call_id, name: tool.name, status: tool.status })
@@ -247,8 +254,9 @@ function activeTurn(
       push(shown, [i], textRepair(tool, shown), {
         toolCallId: tool.tool_call_id,
         toolName: call.name,
-        outputTokens: artifact?.tokens ?? tokens - MESSAGE_OVERHEAD_TOKENS,
+        outputTokens: offloaded ? artifact.tokens : tokens - MESSAGE_OVERHEAD_TOKENS,
         handle: artifact?.handle,
+        offloaded,
         preview: artifact?.preview ?? messageText(content),
         noticed: false,
       });
@@ -328,9 +336,17 @@ function cacheLayout(
  * one exist (turns dropped for the budget are not counted: the notice gives a lower bound), and the
  * ledger of the time anchors those turns resolved, when the policy keeps one.
  */
-function systemPart(policy: ModelViewPolicy, hiddenTurns: number, ledger: readonly LedgerEntry[]): { messages: BaseMessage[]; notice: boolean } {
-  const notice = policy.outOfSight && outOfSightNotice(hiddenTurns, policy.outOfSight);
-  const text = [policy.systemPrompt, notice, ledgerText(ledger)].filter((part): part is string => part !== undefined && !isBlank(part)).join("\n\n");
+function systemPart(
+  policy: ModelViewPolicy,
+  hiddenTurns: number,
+  ledger: readonly LedgerEntry[],
+  standing: readonly StandingEntry[],
+  summary: OutOfSightSummary,
+): { messages: BaseMessage[]; notice: boolean } {
+  const notice = policy.outOfSight && outOfSightNotice(hiddenTurns, policy.outOfSight, summary);
+  const text = [policy.systemPrompt, notice, ledgerText(ledger), standingText(standing)]
+    .filter((part): part is string => part !== undefined && !isBlank(part))
+    .join("\n\n");
   return { messages: text.length === 0 ? [] : [new SystemMessage(text)], notice: notice !== undefined };
 }
 
@@ -366,6 +382,42 @@ export interface ModelViewHistory {
    * step keeps it in the thread's state), for `policy.parameterLedger`. Default: none.
    */
   parameterLedger?: readonly LedgerEntry[];
+  /** The standing statements of the archived turns (`standingAfterTurns` over them, kept in the thread's state), for `policy.standingLedger`. Default: none. */
+  standingLedger?: readonly StandingEntry[];
+  /** What the archived turns were about (`summaryAfterTurns` over them, kept in the thread's state), for the out-of-sight notice. Default: nothing. */
+  outOfSight?: OutOfSightSummary;
+}
+
+/** What the finished turns before `firstKept` were about, folded as `carriedLedger` folds time anchors. */
+function carriedSummary(
+  messages: readonly BaseMessage[],
+  turnStarts: readonly number[],
+  archived: number,
+  firstKept: number,
+  history: ModelViewHistory,
+  policy: ModelViewPolicy,
+): OutOfSightSummary {
+  if (!policy.outOfSight) return EMPTY_OUT_OF_SIGHT_SUMMARY;
+  let summary = history.outOfSight ?? EMPTY_OUT_OF_SIGHT_SUMMARY;
+  for (let t = archived; t < firstKept; t++) summary = summaryAfterTurn(summary, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]));
+  return summary;
+}
+
+/** The standing ledger of the finished turns before `firstKept`, folded as `carriedLedger` folds time anchors. */
+function carriedStanding(
+  messages: readonly BaseMessage[],
+  turnStarts: readonly number[],
+  archived: number,
+  firstKept: number,
+  history: ModelViewHistory,
+  policy: ModelViewPolicy,
+): StandingEntry[] {
+  if (!policy.standingLedger) return [];
+  let ledger = boundedStanding(history.standingLedger ?? [], policy.standingLedger);
+  for (let t = archived; t < firstKept; t++) {
+    ledger = standingAfterTurn(ledger, t + 1, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]), policy.standingLedger);
+  }
+  return ledger;
 }
 
 /**
@@ -454,9 +506,12 @@ function dispositionsOf(
  *   last `policy.finishedTurns` finished turns are kept (budget permitting), at most
  *   `finishedTurns + historyBlockTurns - 1`, so the history's beginning changes once a block;
  * - with `policy.outOfSight`, the system part says how many finished turns before the oldest kept one
- *   are out of sight, in steps that keep it unchanged across turns (`outOfSightNotice`);
+ *   are out of sight, what they were about and the tools that ran in them (`outOfSightNotice`), changing
+ *   only when that turn moves;
  * - with `policy.parameterLedger`, the system part then lists the time anchors the queries of the
  *   turns before the oldest kept one resolved (`carriedLedger`), bounded, changing only when that turn moves;
+ * - with `policy.standingLedger`, it then lists the standing statements of those turns (`carriedStanding`:
+ *   instructions, the user's facts, corrections replacing what they correct), bounded, changing only when that turn moves;
  * - a tool result over `policy.toolOutputTokens`, or offloaded to an artifact, is shown as a notice
  *   naming the tool, its size, the handle and how to read part of it;
  * - `ceil(((viewTokens + toolSchemaTokens) × ratio + offset) × (1 + margin)) <= policy.totalBudget`,
@@ -497,14 +552,16 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
   const leftOut = new Map<number, LeftOutReason>();
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs, (index, reason) => leftOut.set(index, reason));
   const ledger = carriedLedger(messages, turnStarts, archived, firstKept, history, policy);
-  const { messages: system, notice: outOfSight } = systemPart(policy, firstKept, ledger);
+  const standing = carriedStanding(messages, turnStarts, archived, firstKept, history, policy);
+  const summary = carriedSummary(messages, turnStarts, archived, firstKept, history, policy);
+  const { messages: system, notice: outOfSight } = systemPart(policy, firstKept, ledger, standing, summary);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
 
   const omittedOutputs: OmittedOutput[] = [];
   for (const item of active) {
     const result = item.result;
-    if (result && (result.handle !== undefined || result.outputTokens > policy.toolOutputTokens)) {
+    if (result && (result.offloaded || result.outputTokens > policy.toolOutputTokens)) {
       const notice = noticeFor(item, "over-threshold", policy.toolOutputTokens);
       total += applyNotice(item, notice);
       omittedOutputs.push(notice.omitted);

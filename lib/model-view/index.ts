@@ -30,7 +30,7 @@ export {
   TokenCalibration,
 } from "./token-calibration.js";
 export type { TokenCalibrationOptions } from "./token-calibration.js";
-export { offloadedArtifact, toolOutputArtifactSchema } from "./tool-output-artifact.js";
+export { offloadedArtifact, storedArtifact, toolOutputArtifactSchema } from "./tool-output-artifact.js";
 export type { ToolOutputArtifact } from "./tool-output-artifact.js";
 export { DEFAULT_NOTICE_PREVIEW_CHARS, READ_TOOL_OUTPUT_TOOL, toolOutputNotice } from "./tool-output-notice.js";
 export type { ToolOutputNoticeInput } from "./tool-output-notice.js";
@@ -44,7 +44,13 @@ export {
   PARAMETER_LEDGER_HEADING,
 } from "./parameter-ledger.js";
 export { callFilters, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
-export { DEFAULT_OUT_OF_SIGHT_STEP_TURNS, outOfSightNotice } from "./out-of-sight-notice.js";
+export {
+  DEFAULT_OUT_OF_SIGHT_STEP_TURNS,
+  EMPTY_OUT_OF_SIGHT_SUMMARY,
+  outOfSightNotice,
+  summaryAfterTurn,
+  summaryAfterTurns,
+} from "./out-of-sight-notice.js";
 export type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 export { CONVERSE_RULES, type ConverseRule } from "./converse-rules.js";
 export { validateConverseView } from "./validate-view.js";
@@ -62,8 +68,21 @@ export type {
   ModelViewStats,
   OmittedOutput,
   ParameterLedgerPolicy,
+  OutOfSightSummary,
+  StandingEntry,
+  StandingLedgerPolicy,
   PromptCachePolicy,
   TokenEstimate,
   TurnDigestPolicy,
   ViewRepairs,
 } from "./types.js";
+export {
+  boundedStanding,
+  DEFAULT_STANDING_LEDGER,
+  STANDING_LEDGER_HEADING,
+  standingAfterTurn,
+  standingAfterTurns,
+  standingStatement,
+  standingText,
+  supersedes,
+} from "./standing-ledger.js";

@@ -2,7 +2,7 @@ import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messag
 import { messageText } from "./message-text.js";
 import { READ_TOOL_OUTPUT_TOOL } from "./tool-output-notice.js";
 import { countRecurringTextTokens } from "./token-counter.js";
-import { offloadedArtifact } from "./tool-output-artifact.js";
+import { offloadedArtifact, storedArtifact } from "./tool-output-artifact.js";
 import type { TurnDigestPolicy } from "./types.js";
 
 /** The digest a kept finished turn shows after its answer when `ModelViewPolicy.turnDigest` is set. */
@@ -15,6 +15,10 @@ function clipChars(text: string, chars: number): string {
   if (text.length <= chars) return text;
   const end = /[\uD800-\uDBFF]/.test(text[chars - 1]) ? chars - 1 : chars;
   return `${text.slice(0, end)}…`;
+}
+
+function firstLine(text: string): string {
+  return text.trim().split("\n", 1)[0] ?? "";
 }
 
 /** What a line costs in a digest: its tokens and its line break. */
@@ -30,8 +34,8 @@ function linesTokens(output: string, most: number): number {
   return used;
 }
 
-/** The output's first whole lines within `tokens`, and how many lines were left out. */
-function headLines(output: string, tokens: number): string {
+/** The output's first whole lines within `tokens`, and how many lines were left out (naming the handle that reads them, when there is one). */
+function headLines(output: string, tokens: number, handle?: string): string {
   const lines = output.split("\n");
   const kept: string[] = [];
   let used = 0;
@@ -42,8 +46,13 @@ function headLines(output: string, tokens: number): string {
     used += cost;
   }
   const rest = lines.length - kept.length;
-  return rest === 0 ? kept.join("\n") : `${kept.join("\n")}\n… ${rest} more line${rest === 1 ? "" : "s"} not shown`;
+  if (rest === 0) return kept.join("\n");
+  const more = `… ${rest} more line${rest === 1 ? "" : "s"} not shown`;
+  return `${kept.join("\n")}\n${handle ? `${more}: ${handle} (${READ_TOOL_OUTPUT_TOOL})` : more}`;
 }
+
+/** Characters of a failed or refused call's output a digest shows, whichever turn it is in: what went wrong, in a line. */
+export const DIGEST_ERROR_CHARS = 240;
 
 /** The output without its blank lines, which cost tokens and say nothing in a digest. */
 function withoutBlankLines(output: string): string {
@@ -110,12 +119,14 @@ export function callParameters(args: Record<string, unknown> | undefined, chars:
 
 /**
  * The digest of a finished turn's tool exchange (`messages` is the turn, from its question): each
- * call's tool and resolved parameters (`callParameters`); for an offloaded output, its handle; and,
- * in a recent turn, the first lines of the outputs the view has no other way to (all but offloaded
- * ones and `read_tool_output`'s, which the same call reads again), the turn's outputs sharing
- * `outputTokens` (`outputShares`). Empty when the turn called no tool. A turn's digest depends only
- * on the turn and on whether it is recent, so the history's text changes only when a turn stops
- * being recent (which the view makes coincide with the history block moving).
+ * call's tool and resolved parameters (`callParameters`); for an offloaded output, its handle; for a
+ * call that failed or did not run (`status: "error"`), its output's first line; in a recent turn,
+ * the first lines of the outputs the view has no other way to (all but offloaded ones and
+ * `read_tool_output`'s, which the same call reads again), the turn's outputs sharing `outputTokens`
+ * (`outputShares`); and the handle of every stored output (`storedArtifact`) the digest does not show
+ * whole, so nothing a tool returned becomes unreachable. Empty when the turn called no tool. A turn's
+ * digest depends only on the turn and on whether it is recent, so the history's text changes only
+ * when a turn stops being recent (which the view makes coincide with the history block moving).
  */
 export function turnDigest(messages: readonly BaseMessage[], policy: TurnDigestPolicy, recent: boolean): string {
   const results = new Map<string, ToolMessage>();
@@ -123,7 +134,7 @@ export function turnDigest(messages: readonly BaseMessage[], policy: TurnDigestP
   const calls = messages.flatMap((m) => (m.type === "ai" ? ((m as AIMessage).tool_calls ?? []) : []));
   const shown = (call: (typeof calls)[number]) => {
     const result = call.id === undefined ? undefined : results.get(call.id);
-    return result && !offloadedArtifact(result) && call.name !== READ_TOOL_OUTPUT_TOOL ? result : undefined;
+    return result && !offloadedArtifact(result) && call.name !== READ_TOOL_OUTPUT_TOOL && result.status !== "error" ? result : undefined;
   };
   const shares = recent
     ? outputShares(
@@ -137,9 +148,13 @@ export function turnDigest(messages: readonly BaseMessage[], policy: TurnDigestP
     const result = call.id === undefined ? undefined : results.get(call.id);
     const artifact = result && offloadedArtifact(result);
     if (artifact) lines.push(`  output: ${artifact.handle}, ${artifact.tokens} tokens (${READ_TOOL_OUTPUT_TOOL})`);
+    if (result?.status === "error") lines.push(`  ${clipChars(firstLine(messageText(result.content)), DIGEST_ERROR_CHARS)}`);
     const output = shown(call);
-    const share = output && shares.get(output);
-    if (output && share) lines.push(headLines(withoutBlankLines(messageText(output.content)), share));
+    if (!output) continue;
+    const share = shares.get(output);
+    const handle = storedArtifact(output)?.handle;
+    if (share) lines.push(headLines(withoutBlankLines(messageText(output.content)), share, handle));
+    else if (handle) lines.push(`  output: ${handle} (${READ_TOOL_OUTPUT_TOOL})`);
   }
   return lines.length === 0 ? "" : `${TURN_DIGEST_HEADING}\n${lines.join("\n")}`;
 }

@@ -74,6 +74,14 @@ export interface ModelViewPolicy {
    * and those still in it. It changes only when the window's first turn moves. Default: none.
    */
   parameterLedger?: ParameterLedgerPolicy;
+  /**
+   * With it, the system part then carries the standing statements of finished turns before the window
+   * (`standing-ledger.ts`): instructions that govern later answers, facts the user stated about
+   * themselves, targets and constraints, newest winning over what it corrects, each with its turn.
+   * Those archived out of the thread come from `ModelViewHistory.standingLedger`. It changes only when
+   * the window's first turn moves. Default: none.
+   */
+  standingLedger?: StandingLedgerPolicy;
 }
 
 export interface OmittedOutput {
@@ -222,3 +230,20 @@ export interface ParameterLedgerPolicy {
   /** Most tokens the ledger's text may take (heading included); the oldest entries go first. */
   tokens: number;
 }
+
+/** A standing statement of a turn out of sight ("From now on, report amounts in EUR."), with its turn (from 1) and the turn it replaces, if any. */
+export interface StandingEntry {
+  turn: number;
+  text: string;
+  corrects?: number;
+}
+
+/** How many of the standing statements of turns out of sight the view's system part carries. */
+export interface StandingLedgerPolicy {
+  /** Statements kept, the most recent. */
+  entries: number;
+  /** Most tokens the ledger's text may take (heading included); the oldest entries go first. */
+  tokens: number;
+}
+
+export type { OutOfSightSummary } from "./out-of-sight-notice.js";

@@ -1,4 +1,7 @@
 import type { StructuredLogger } from "../logger.js";
+import { firstKeptTurn } from "../model-view/build-model-view.js";
+import type { ModelViewPolicy } from "../model-view/types.js";
+import { standingStatement, supersedes } from "../model-view/standing-ledger.js";
 import type { RecallEntry, RecallIndexStore, RecallTurnDocument } from "../store/recall-index-store.js";
 import { cosine, type Embedder } from "./embedder.js";
 import { quotedPhrases, recallTerms } from "./recall-terms.js";
@@ -18,6 +21,8 @@ export const DEFAULT_SEMANTIC_WEIGHT = 0.8;
 export const MAX_QUERY_TERMS = 64;
 /** Quoted phrases a query's ranking considers: its first ones, distinct, so a query of many phrases costs no more than one of these. */
 export const MAX_QUERY_PHRASES = 8;
+/** Later turns whose records are read to find the correction of a stated hit. */
+export const MAX_CORRECTION_CANDIDATES = 10;
 /** Candidates checked for a quoted phrase, or for a statement the user made about themselves, per result asked for. */
 const PHRASE_CANDIDATES_PER_RESULT = 10;
 /** A question in the first person ("my region", "the way I like it") points back at something the user said of themselves. */
@@ -44,8 +49,14 @@ export interface SearchRequest {
   conversationId: string;
   query: string;
   limit: number;
-  /** The newest finished turns the model already sees; they are not searched. */
-  visibleTurns: number;
+  /** The newest finished turns the model already sees; they are not searched. Ignored with `view`. */
+  visibleTurns?: number;
+  /**
+   * The view's window: every finished turn is searched, since the view shows none whole (a kept turn
+   * is its question, answer and digest), and the outcome says which turns the view keeps
+   * (`firstInView`, as `firstKeptTurn` computes it), so the search and the view agree on what is in view.
+   */
+  view?: Pick<ModelViewPolicy, "finishedTurns" | "historyBlockTurns">;
   signal?: AbortSignal;
 }
 
@@ -64,6 +75,8 @@ export interface SearchOutcome {
   searchedTurns: number;
   /** Finished turns in the index, seen or not. */
   indexedTurns: number;
+  /** With `SearchRequest.view`: the turns numbered after this one are in the view (in part); those up to it are out of sight. */
+  firstInView?: number;
   ranking: "lexical" | "lexical and semantic";
   /** Set when embeddings are configured but the query could not be embedded. */
   semanticUnavailable?: boolean;
@@ -127,12 +140,15 @@ export class ConversationSearch {
     const { index } = this.deps;
     const [entries, queryVector] = await Promise.all([index.entries(request.conversationId), this.embedQuery(request)]);
     const newest = entries.reduce((n, e) => Math.max(n, e.turnNumber), 0);
-    const outOfSight = entries.filter((e) => e.turnNumber <= newest - request.visibleTurns);
+    const firstInView = request.view ? firstKeptTurn(newest, request.view) : undefined;
+    const outOfSight = request.view ? entries : entries.filter((e) => e.turnNumber <= newest - (request.visibleTurns ?? 0));
     const queryTerms = [...new Set(recallTerms(request.query))].slice(0, MAX_QUERY_TERMS);
     const lexical = bm25(outOfSight, queryTerms);
     const semantic = new Map<RecallEntry, number>();
     if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
     let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
+    // Turns out of sight first: the model sees the others in part already, so they only fill the rest.
+    if (firstInView !== undefined) order = [...order.filter((e) => e.turnNumber <= firstInView), ...order.filter((e) => e.turnNumber > firstInView)];
     const phrases = [...new Set(quotedPhrases(request.query))].slice(0, MAX_QUERY_PHRASES);
     const firstPerson = FIRST_PERSON.test(request.query);
     const wide = phrases.length > 0 || firstPerson;
@@ -165,20 +181,56 @@ export class ConversationSearch {
       order = [...order.filter(matches), ...order.filter(stated), ...order.filter((e) => !matches(e) && !stated(e))];
     }
     const hits: RecallHit[] = [];
-    for (const entry of order.slice(0, request.limit)) {
+    for (const entry of await this.withCorrections(request.conversationId, order.slice(0, request.limit), outOfSight, records)) {
       const record = records.get(entry.turnId);
       if (!record) continue;
       const hit: RecallHit = { record, lexical: lexical.get(entry) ?? 0 };
       if (queryVector) hit.semantic = semantic.get(entry);
       hits.push(hit);
     }
+    hits.splice(request.limit);
     return {
       hits,
       searchedTurns: outOfSight.length,
       indexedTurns: entries.length,
       ranking: queryVector ? "lexical and semantic" : "lexical",
+      ...(firstInView !== undefined && { firstInView }),
       ...(this.deps.embedder && !queryVector ? { semanticUnavailable: true } : {}),
     };
+  }
+
+  /**
+   * The hits with each standing statement the user later corrected preceded by its correction (the
+   * latest later statement that supersedes it, `supersedes`), so a corrected fact is never returned
+   * without its correction; the caller cuts the list back to its length. Reads the records of at most
+   * `MAX_CORRECTION_CANDIDATES` later turns that share a term with a stated hit.
+   */
+  private async withCorrections(
+    conversationId: string,
+    top: readonly RecallEntry[],
+    searched: readonly RecallEntry[],
+    records: Map<string, RecallTurnDocument>,
+  ): Promise<RecallEntry[]> {
+    const out: RecallEntry[] = [];
+    for (const entry of top) {
+      const stated = standingStatement(records.get(entry.turnId)?.question ?? "");
+      if (stated) {
+        const candidates = searched
+          .filter((e) => e.turnNumber > entry.turnNumber && [...e.terms.keys()].some((t) => entry.terms.has(t)))
+          .sort((a, b) => b.turnNumber - a.turnNumber)
+          .slice(0, MAX_CORRECTION_CANDIDATES);
+        const missing = candidates.filter((e) => !records.has(e.turnId)).map((e) => e.turnId);
+        if (missing.length > 0) for (const r of await this.deps.index.records(conversationId, missing)) records.set(r._id, r);
+        const correction = candidates.find((e) => {
+          const later = standingStatement(records.get(e.turnId)?.question ?? "");
+          return later !== undefined && supersedes(later, stated);
+        });
+        if (correction && !out.includes(correction)) out.push(correction);
+      }
+      if (!out.includes(entry)) out.push(entry);
+    }
+    // A correction comes before what it corrects: cutting the list to its length drops the stale statement first.
+    return out;
   }
 
   private async embedQuery(request: SearchRequest): Promise<Float32Array | undefined> {

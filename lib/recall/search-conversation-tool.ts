@@ -4,7 +4,9 @@ import { countTextTokens } from "../model-view/token-counter.js";
 import { fitLine } from "../tools/read-tool-output.js";
 import type { ToolDefinition } from "../tools/tool.js";
 import type { RecallTurnDocument } from "../store/recall-index-store.js";
+import type { ModelViewPolicy } from "../model-view/types.js";
 import type { ConversationSearch, SearchOutcome } from "./conversation-search.js";
+import { recallTerms } from "./recall-terms.js";
 
 export const SEARCH_CONVERSATION_NAME = "search_conversation";
 /** Turns one search returns when the model does not say. */
@@ -29,18 +31,43 @@ export type SearchConversationInput = z.infer<typeof schema>;
 
 export interface SearchConversationToolOptions {
   search: ConversationSearch;
-  /** The finished turns the view keeps (`VIEW_FINISHED_TURNS`): the model sees them, so they are not searched. */
-  visibleTurns: number;
+  /**
+   * The view's window (`VIEW_FINISHED_TURNS`, `VIEW_HISTORY_BLOCK_TURNS`): every finished turn is
+   * searched, since the view shows none whole, and hits the view keeps are marked as in view in part.
+   */
+  view: Pick<ModelViewPolicy, "finishedTurns" | "historyBlockTurns">;
   /** Default: {@link DEFAULT_RECALL_MAX_TOKENS}. */
   maxTokens?: number;
   /** Roles allowed to use the tool. Default: everyone. */
   allowedRoles?: readonly string[];
 }
 
-function turnBlock(record: RecallTurnDocument): string {
-  const lines = [`[Turn ${record.turnNumber}, ${record.at.toISOString().slice(0, 16).replace("T", " ")} UTC]`, `User: ${record.question}`];
+/** The chunk of an output past its preview that holds the most of the query's terms; none when no chunk holds one. */
+export function bestChunk(chunks: readonly string[] | undefined, queryTerms: ReadonlySet<string>): { chunk: string; index: number } | undefined {
+  let best: { chunk: string; index: number; score: number } | undefined;
+  (chunks ?? []).forEach((chunk, index) => {
+    const score = new Set(recallTerms(chunk).filter((t) => queryTerms.has(t))).size;
+    if (score > 0 && (!best || score > best.score)) best = { chunk, index, score };
+  });
+  return best && { chunk: best.chunk, index: best.index };
+}
+
+/**
+ * A hit as the model reads it: its number and time (and whether the view shows it, in part), the
+ * question, the answer, and each tool call with the start of its output and, when the rest of the
+ * output holds the query's terms, the part that holds the most of them.
+ */
+function turnBlock(record: RecallTurnDocument, queryTerms: ReadonlySet<string>, inView: boolean): string {
+  const when = `${record.at.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+  const lines = [`[Turn ${record.turnNumber}, ${when}${inView ? ", in view in part" : ""}]`, `User: ${record.question}`];
   lines.push(record.status === "completed" ? `Assistant: ${record.answer}` : "Assistant: [no answer: this turn failed]");
-  for (const tool of record.tools) lines.push(`Tool ${tool.name} ${tool.args} returned: ${tool.preview}`);
+  for (const tool of record.tools) {
+    const part = bestChunk(tool.chunks, queryTerms);
+    const rest = tool.chunks?.length ?? 0;
+    lines.push(
+      `Tool ${tool.name} ${tool.args} returned: ${tool.preview}${part ? `\n[… part ${part.index + 2} of ${rest + 1} of that output:]\n${part.chunk}` : ""}`,
+    );
+  }
   return lines.join("\n");
 }
 
@@ -50,19 +77,23 @@ export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTo
   if (outcome.searchedTurns === 0) {
     return `Nothing to search: ${seen === 0 ? "this conversation has no earlier finished turns" : `all ${seen} earlier turns are already in view`}.`;
   }
+  const queryTerms = new Set(recallTerms(query));
+  const inView = (record: RecallTurnDocument) => outcome.firstInView !== undefined && record.turnNumber > outcome.firstInView;
   const caveat = outcome.semanticUnavailable ? " Semantic search was unavailable, so this was ranked lexically only." : "";
+  const searched =
+    outcome.firstInView === undefined
+      ? `searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}`
+      : `searched all ${outcome.searchedTurns} earlier turns, ${outcome.firstInView} of them out of view and the last ` +
+        `${outcome.searchedTurns - outcome.firstInView} shown to you only in part, ranked ${outcome.ranking}`;
   if (outcome.hits.length === 0) {
-    const searched = `searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}`;
     return `No earlier turn matches "${query}" (${searched}).${caveat} Try other words, or say that you do not know.`;
   }
-  const header =
-    `${outcome.hits.length} earlier turn${outcome.hits.length === 1 ? "" : "s"} for "${query}", best match first ` +
-    `(searched ${outcome.searchedTurns} turns out of view, ranked ${outcome.ranking}).${caveat}`;
+  const header = `${outcome.hits.length} earlier turn${outcome.hits.length === 1 ? "" : "s"} for "${query}", best match first (${searched}).${caveat}`;
   const parts = [header];
   let remaining = maxTokens - countTextTokens(header) - 1;
   outcome.hits.forEach((hit, i) => {
     const share = Math.floor(remaining / (outcome.hits.length - i));
-    const block = turnBlock(hit.record);
+    const block = turnBlock(hit.record, queryTerms, inView(hit.record));
     const text = countTextTokens(block) + 2 <= share ? block : fitLine(block, share - 2);
     remaining -= countTextTokens(text) + 2;
     parts.push(text);
@@ -79,8 +110,9 @@ export function createSearchConversationTool(options: SearchConversationToolOpti
   return {
     name: SEARCH_CONVERSATION_NAME,
     description:
-      "Searches the earlier turns of this conversation that are no longer shown to you (questions, answers, tool calls and the start of their outputs) " +
-      "and returns the best matches with their turn number and time. Use it when the user refers to something said before that you cannot see.",
+      "Searches the earlier turns of this conversation, the ones no longer shown to you and the ones shown only in part (questions, answers, tool calls " +
+      "and their whole outputs), and returns the best matches with their turn number and time. Use it when the user refers to something said before " +
+      "that you cannot see.",
     schema,
     sideEffects: false,
     // Its text comes from outside the conversation (or repeats what such a tool returned): it may carry instructions.
@@ -91,7 +123,7 @@ export function createSearchConversationTool(options: SearchConversationToolOpti
         conversationId: ctx.conversationId,
         query: input.query,
         limit: input.maxResults ?? DEFAULT_RECALL_RESULTS,
-        visibleTurns: options.visibleTurns,
+        view: options.view,
         signal: ctx.signal,
       });
       return formatSearchOutcome(input.query, outcome, maxTokens);

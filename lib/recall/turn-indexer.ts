@@ -11,6 +11,44 @@ import { termFrequencies } from "./recall-terms.js";
 export const DEFAULT_RECALL_PREVIEW_CHARS = 400;
 /** Characters of a tool call's arguments kept in the index. */
 export const DEFAULT_RECALL_ARGS_CHARS = 300;
+/** Characters of one chunk of an output past its preview (cut at a line's end when one is near). */
+export const DEFAULT_RECALL_CHUNK_CHARS = 1_000;
+/**
+ * Chunks a turn's outputs keep together, the first outputs first: a row deep in a result is found,
+ * and a turn's record stays bounded (about 48 KB of output text past the previews).
+ */
+export const DEFAULT_RECALL_TURN_CHUNKS = 48;
+
+/** An output past its first `previewChars`, in chunks of about `chunkChars` ending at a line's end when one is in their second half; at most `most`. */
+export function outputChunks(content: string, previewChars: number, chunkChars: number, most: number): string[] {
+  const chunks: string[] = [];
+  let at = previewChars;
+  while (at < content.length && chunks.length < most) {
+    let end = Math.min(content.length, at + chunkChars);
+    if (end < content.length) {
+      const lineEnd = content.lastIndexOf("\n", end);
+      if (lineEnd > at + chunkChars / 2) end = lineEnd + 1;
+    }
+    chunks.push(content.slice(at, end));
+    at = end;
+  }
+  return chunks;
+}
+
+/**
+ * A turn's tool outputs as the index keeps them: each call's arguments (clipped), the start of its
+ * output, and the rest in chunks (`outputChunks`), the turn's outputs sharing `DEFAULT_RECALL_TURN_CHUNKS`.
+ */
+export function recallToolOutputs(outputs: readonly { name: string; args: string; content: string }[]): RecallToolOutput[] {
+  let left = DEFAULT_RECALL_TURN_CHUNKS;
+  return outputs.map(({ name, args, content }) => {
+    const chunks = outputChunks(content, DEFAULT_RECALL_PREVIEW_CHARS, DEFAULT_RECALL_CHUNK_CHARS, left);
+    left -= chunks.length;
+    const output: RecallToolOutput = { name, args: args.slice(0, DEFAULT_RECALL_ARGS_CHARS), preview: content.slice(0, DEFAULT_RECALL_PREVIEW_CHARS) };
+    if (chunks.length > 0) output.chunks = chunks;
+    return output;
+  });
+}
 
 const FINISHED: ReadonlySet<TurnDocument["status"]> = new Set(["completed", "failed"]);
 
@@ -23,28 +61,22 @@ export interface TurnIndexerDeps {
   logger?: StructuredLogger;
 }
 
-/** The text of a turn that is searched and embedded: question, answer, and each tool call with the start of its output. */
+/** The text of a turn that is searched and embedded: question, answer, and each tool call with its output (the start, then its chunks). */
 export function recallText(record: Pick<RecallTurnDocument, "question" | "answer" | "tools">): string {
-  const tools = record.tools.map((t) => `${t.name} ${t.args}\n${t.preview}`);
+  const tools = record.tools.map((t) => `${t.name} ${t.args}\n${t.preview}${(t.chunks ?? []).join("")}`);
   return [record.question, record.answer, ...tools].filter((part) => part.length > 0).join("\n");
 }
 
-/** The tool calls of a turn and the start of each output, from the view its last model call was sent (the active turn is whole there). */
+/** The tool calls of a turn and each output, whole, from the view its last model call was sent (the active turn is whole there). */
 function toolOutputs(view: readonly ViewMessage[]): RecallToolOutput[] {
   const start = view.findLastIndex((m) => m.role === "user");
   const args = new Map<string, string>();
-  const outputs: RecallToolOutput[] = [];
+  const outputs: { name: string; args: string; content: string }[] = [];
   for (const message of view.slice(start + 1)) {
-    for (const call of message.toolCalls ?? []) args.set(call.id, JSON.stringify(call.args ?? {}).slice(0, DEFAULT_RECALL_ARGS_CHARS));
-    if (message.role === "tool") {
-      outputs.push({
-        name: message.toolName ?? "tool",
-        args: args.get(message.toolCallId ?? "") ?? "",
-        preview: message.content.slice(0, DEFAULT_RECALL_PREVIEW_CHARS),
-      });
-    }
+    for (const call of message.toolCalls ?? []) args.set(call.id, JSON.stringify(call.args ?? {}));
+    if (message.role === "tool") outputs.push({ name: message.toolName ?? "tool", args: args.get(message.toolCallId ?? "") ?? "", content: message.content });
   }
-  return outputs;
+  return recallToolOutputs(outputs);
 }
 
 /**

@@ -12,6 +12,8 @@ export interface RecallToolOutput {
   name: string;
   args: string;
   preview: string;
+  /** The rest of the output after the preview, in bounded chunks (`outputChunks`); absent in records written before. */
+  chunks?: string[];
 }
 
 /** What search returns of a finished turn: its number in the conversation, when it was asked, and its text. */

@@ -21,16 +21,25 @@ export interface ToolOutputMeta {
   fence: WriteFence;
 }
 
+/**
+ * Every output is stored, whatever its size, so nothing a tool returned becomes unreachable once the
+ * view stops showing it: the turn digest names its handle (issue 46). An output under the threshold
+ * stays whole in the message too; the artifact is its copy.
+ */
+export const DEFAULT_HANDLE_EVERY_OUTPUT = true;
+
 export interface OffloadOptions {
   artifacts: ArtifactStore;
   /** Default: DEFAULT_OFFLOAD_TOKENS; pass `config.view.toolOutputTokens`. */
   thresholdTokens?: number;
+  /** Store outputs under the threshold too (an `inline` artifact beside the whole content). Default: {@link DEFAULT_HANDLE_EVERY_OUTPUT}. */
+  handleEveryOutput?: boolean;
 }
 
-/** Fields for the checkpointed ToolMessage: the output itself, or its preview and the artifact that holds it. */
+/** Fields for the checkpointed ToolMessage: the output itself (with its stored copy), or its preview and the artifact that holds it. */
 export interface OffloadedOutput {
   content: string;
-  artifact?: ArtifactRef;
+  artifact?: ArtifactRef & { inline?: true };
 }
 
 /**
@@ -47,15 +56,17 @@ function withinBytes(output: string, maxBytes: number): string {
 }
 
 /**
- * Keeps large tool outputs out of checkpoints. Under the threshold the output is the content;
- * over it, the output is stored once in the artifact store and the message carries a preview
- * and the artifact's handle, which the model view turns into a notice naming the handle.
+ * Keeps large tool outputs out of checkpoints, and every output reachable. Under the threshold the
+ * output is the content, and (with `handleEveryOutput`) a copy is stored, named by an `inline`
+ * artifact; over it, the output is stored once in the artifact store and the message carries a
+ * preview and the artifact's handle, which the model view turns into a notice naming the handle.
  */
 export async function offloadToolOutput(output: string, meta: ToolOutputMeta, options: OffloadOptions): Promise<OffloadedOutput> {
   const content = withinBytes(output, options.artifacts.maxBytes);
   const tokens = countTextTokens(content);
-  if (tokens <= (options.thresholdTokens ?? DEFAULT_OFFLOAD_TOKENS)) return { content };
+  const under = tokens <= (options.thresholdTokens ?? DEFAULT_OFFLOAD_TOKENS);
+  if (under && !(options.handleEveryOutput ?? DEFAULT_HANDLE_EVERY_OUTPUT)) return { content };
   const { fence, ...fields } = meta;
   const artifact = await options.artifacts.put({ ...fields, content, tokens }, fence);
-  return { content: artifact.preview, artifact };
+  return under ? { content, artifact: { ...artifact, inline: true } } : { content: artifact.preview, artifact };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { BaseMessage } from "@langchain/core/messages";
 import { archivePlan, DEFAULT_ARCHIVE_BLOCK_TURNS } from "../../lib/agent/working-set.js";
-import { buildModelView, type ModelViewPolicy } from "../../lib/model-view/index.js";
+import { buildModelView, EMPTY_OUT_OF_SIGHT_SUMMARY, summaryAfterTurns, type ModelViewPolicy } from "../../lib/model-view/index.js";
 import { answer, calls, fingerprint, offloaded, policy, result, rows, user } from "../model-view/histories.js";
 
 /** Turn `t` of a conversation: a question, most with a tool call and its result (some offloaded), and the answer. */
@@ -30,6 +30,8 @@ describe("archivePlan", () => {
       let working: BaseMessage[] = [];
       let archivedTurns = 0;
       let archives = 0;
+      // What the archived turns were about, kept in state by the archive step for the out-of-sight notice (issue 46).
+      let summary = EMPTY_OUT_OF_SIGHT_SUMMARY;
       for (let t = 1; t <= 40; t++) {
         const [question, ...rest] = turnMessages(t);
         whole.push(question);
@@ -41,13 +43,14 @@ describe("archivePlan", () => {
           expect(plan.turns.flatMap((turn) => turn.messages).concat(plan.kept)).toEqual(working);
           working = plan.kept;
           archivedTurns = plan.archivedTurns;
+          summary = summaryAfterTurns(summary, plan.turns);
           archives++;
         }
         // Each model call of the turn: after the question, and after the tool result.
         for (let step = 0; step <= rest.length; step++) {
           if (step > 0 && rest[step - 1].type === "ai" && !(rest[step - 1] as { tool_calls?: unknown[] }).tool_calls?.length) break;
           const before = buildModelView(whole, viewPolicy);
-          const after = buildModelView(working, viewPolicy, { archivedTurns });
+          const after = buildModelView(working, viewPolicy, { archivedTurns, outOfSight: summary });
           expect(fingerprint(after.messages)).toBe(fingerprint(before.messages));
           expect(after.stats.cachePoints).toEqual(before.stats.cachePoints);
           expect(after.stats.finishedTurnsKept).toBe(before.stats.finishedTurnsKept);

@@ -1,7 +1,7 @@
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { ChatBedrockConverse } from "@langchain/aws";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { DEFAULT_VIEW_FINISHED_TURNS } from "../../lib/config/config.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/config.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { createSearchConversationTool } from "../../lib/recall/search-conversation-tool.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
@@ -31,7 +31,10 @@ beforeAll(async () => {
   entityCase = await loadCase(stores, byId("result-entity-001"), suite.fillers, recall);
   farCase = await loadCase(stores, byId("far-reference-001"), suite.fillers, recall);
   registry = new ToolRegistry([
-    createSearchConversationTool({ search: new ConversationSearch({ index: recall }), visibleTurns: DEFAULT_VIEW_FINISHED_TURNS }),
+    createSearchConversationTool({
+      search: new ConversationSearch({ index: recall }),
+      view: { finishedTurns: DEFAULT_VIEW_FINISHED_TURNS, historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS },
+    }),
     createReadToolOutputTool(stores.artifacts),
   ]);
 }, 60_000);

@@ -1,12 +1,10 @@
-import { DEFAULT_PARAMETER_LEDGER, DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
+import { DEFAULT_PARAMETER_LEDGER, DEFAULT_STANDING_LEDGER, DEFAULT_TURN_DIGEST } from "../../lib/model-view/index.js";
 import { median } from "../../bench/support/statistics.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
-import { ThreadwiseDatabase } from "../../lib/store/database.js";
-import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
 import { CASE_KINDS, type CaseKind } from "../../bench/sufficiency/case-schema.js";
 import { measureCase, type CaseMeasure } from "../../bench/sufficiency/measure.js";
 import { threadwise, threadwisePolicy, type Policy } from "../../bench/sufficiency/policies.js";
-import { loadCase, loadSuite, MemoryRecallIndex, type LoadedCase } from "../../bench/sufficiency/suite.js";
+import { loadCase, loadSuite, MemoryRecallIndex, SuiteDatabases, type LoadedCase } from "../../bench/sufficiency/suite.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
 
 /**
@@ -25,11 +23,12 @@ const PER_KIND = 6;
  */
 const FLOOR = { sufficient: 1, direct: 43 / 60, directKinds1to5: 5 / 6, timeAnchorsFromSource: 5 };
 /**
- * Committed: the subset's median view is 718.5 tokens (cl100k; 712 before the ledger of time anchors,
+ * Committed: the subset's median view is 760 tokens (cl100k; 718.5 before issue 46's handles, standing ledger and named
+ * notice; 712 before the ledger of time anchors,
  * 872 with the digest before it showed resolved parameters instead of whole arguments and shared one
  * output budget a turn); a view that grows past this fails.
  */
-const CEILING = { medianTokens: 730 };
+const CEILING = { medianTokens: 770 };
 
 let database: TestDatabase;
 let loaded: LoadedCase[];
@@ -37,15 +36,14 @@ let deps: Parameters<typeof measureCase>[2];
 
 beforeAll(async () => {
   database = await openTestDatabase("sufficiency");
-  const stores = new ThreadwiseDatabase(database.client, { dbName: database.dbName });
-  await stores.setup();
+  const databases = new SuiteDatabases(database.client, database.dbName);
   const suite = await loadSuite();
-  const subset = CASE_KINDS.flatMap((kind) => suite.cases.filter((c) => c.kind === kind).slice(0, PER_KIND));
+  const subset = CASE_KINDS.slice(0, 10).flatMap((kind) => suite.cases.filter((c) => c.kind === kind).slice(0, PER_KIND));
   const recall = new MemoryRecallIndex();
   loaded = [];
-  for (const c of subset) loaded.push(await loadCase(stores, c, suite.fillers, recall));
-  deps = { search: new ConversationSearch({ index: recall }), readToolOutput: createReadToolOutputTool(stores.artifacts) };
-}, 120_000);
+  for (const c of subset) loaded.push(await loadCase(await databases.next(), c, suite.fillers, recall));
+  deps = { search: new ConversationSearch({ index: recall }) };
+}, 300_000);
 
 afterAll(async () => {
   await database?.cleanup();
@@ -67,7 +65,11 @@ describe("context sufficiency subset", () => {
 
   it("returns every case sufficient (direct or one call) with the product's view", async () => {
     const measures = await measureAll(
-      threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true),
+      threadwise(
+        "Threadwise",
+        threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER, standingLedger: DEFAULT_STANDING_LEDGER }),
+        true,
+      ),
     );
     const missing = measures.filter((m) => m.reached === "missing").map((m) => m.caseId);
     expect(missing).toEqual([]);
@@ -76,7 +78,7 @@ describe("context sufficiency subset", () => {
       expect(
         share(
           measures.filter((m) => m.kind === kind),
-          (m) => m.reached === "direct",
+          (m) => m.reached === "in-view",
         ),
         kind,
       ).toBeGreaterThanOrEqual(FLOOR.directKinds1to5);
@@ -85,17 +87,21 @@ describe("context sufficiency subset", () => {
 
   it("returns at least the committed share direct, at no more than the committed median tokens", async () => {
     const measures = await measureAll(
-      threadwise("Threadwise", threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER }), true),
+      threadwise(
+        "Threadwise",
+        threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER, standingLedger: DEFAULT_STANDING_LEDGER }),
+        true,
+      ),
     );
-    expect(share(measures, (m) => m.reached === "direct")).toBeGreaterThanOrEqual(FLOOR.direct);
+    expect(share(measures, (m) => m.reached === "in-view")).toBeGreaterThanOrEqual(FLOOR.direct);
     expect(median(measures.map((m) => m.tokens))).toBeLessThanOrEqual(CEILING.medianTokens);
   });
 
   it("returns the committed time-anchor cases direct from their source turn, through the ledger when that turn left the window", async () => {
-    const product = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER });
+    const product = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER, standingLedger: DEFAULT_STANDING_LEDGER });
     const measures = await measureAll(threadwise("Threadwise", product, true));
     const fromSource = (ms: readonly CaseMeasure[]) =>
-      ms.filter((m) => m.kind === "time-anchor" && m.reached === "direct" && m.units.every((u) => !u.byLuck)).map((m) => m.caseId);
+      ms.filter((m) => m.kind === "time-anchor" && m.reached === "in-view" && m.units.every((u) => !u.byLuck)).map((m) => m.caseId);
     expect(fromSource(measures).length).toBeGreaterThanOrEqual(FLOOR.timeAnchorsFromSource);
     // Without the ledger, cases whose anchor turn is out of the window are not (one search away or by luck).
     const withoutLedger = fromSource(await measureAll(threadwise("no ledger", { ...product, parameterLedger: undefined }, true)));
@@ -105,6 +111,7 @@ describe("context sufficiency subset", () => {
   it("returns cases missing without the turn digest (the view before issue 29)", async () => {
     const measures = await measureAll(threadwise("before", threadwisePolicy(), true));
     expect(share(measures, (m) => m.reached !== "missing")).toBeLessThan(FLOOR.sufficient);
-    expect(measures.filter((m) => m.kind === "result-entity").every((m) => m.reached === "missing")).toBe(true);
+    // Every output keeps a handle now (issue 46), so the rows are a read away, but none is in the view.
+    expect(measures.filter((m) => m.kind === "result-entity").every((m) => m.reached !== "in-view")).toBe(true);
   });
 });

@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { buildModelView, countMessagesTokens, outOfSightNotice } from "../../lib/model-view/index.js";
+import {
+  buildModelView,
+  countMessagesTokens,
+  EMPTY_OUT_OF_SIGHT_SUMMARY,
+  outOfSightNotice,
+  summaryAfterTurn,
+  summaryAfterTurns,
+} from "../../lib/model-view/index.js";
 import { answer, policy, user } from "./histories.js";
+import { AIMessage } from "@langchain/core/messages";
+
+const toolCall = (name: string, id: string) => new AIMessage({ content: "", tool_calls: [{ id, name, args: {}, type: "tool_call" }] });
 
 const recall = { toolName: "search_conversation" };
 
@@ -14,14 +24,36 @@ describe("outOfSightNotice", () => {
     expect(outOfSightNotice(0, recall)).toBeUndefined();
   });
 
-  it("returns a count rounded down to a step of ten turns, and the tool that searches them", () => {
+  it("returns the exact count by default, and the tool that searches them", () => {
     expect(outOfSightNotice(1, recall)).toBe(
-      "At least 1 earlier turn of this conversation is not shown to you. " +
+      "The first turn of this conversation is not shown to you. " +
         "When the user refers to something said before that you cannot see, call search_conversation to search those turns.",
     );
-    expect(outOfSightNotice(9, recall)).toBe(outOfSightNotice(1, recall));
-    expect(outOfSightNotice(19, recall)).toContain("At least 10 earlier turns of this conversation are not shown to you.");
-    expect(outOfSightNotice(20, recall)).toContain("At least 20 earlier turns");
+    // Before issue 46 this said "At least 1 earlier turn" for 6 hidden.
+    expect(outOfSightNotice(6, recall)).toContain("The first 6 turns of this conversation are not shown to you.");
+  });
+
+  it("returns a count rounded down to a step of turns when the policy sets one", () => {
+    const stepped = { ...recall, stepTurns: 10 };
+    expect(outOfSightNotice(9, stepped)).toContain("At least 1 earlier turn of this conversation is not shown to you.");
+    expect(outOfSightNotice(19, stepped)).toContain("At least 10 earlier turns of this conversation are not shown to you.");
+  });
+
+  it("returns what the hidden turns were about and the tools that ran in them, most frequent first", () => {
+    const turns = [
+      [user("How did the West region do on revenue in July?"), answer("Fine.")],
+      [user("Which West customers bought networking gear?"), answer("Some.")],
+      [user("What is the discount approval policy?"), answer("Tiers.")],
+    ];
+    const summary = summaryAfterTurns(
+      EMPTY_OUT_OF_SIGHT_SUMMARY,
+      turns.map((messages) => ({ messages })),
+    );
+    const withTools = summaryAfterTurn(summary, [user("Check it."), toolCall("sql_query", "c1"), toolCall("sql_query", "c2")]);
+    const notice = outOfSightNotice(4, recall, withTools) as string;
+    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about west, /);
+    expect(notice).toContain("tools that ran: sql_query ×2");
+    expect(notice).toContain("approval");
   });
 });
 
@@ -43,11 +75,14 @@ describe("buildModelView", () => {
       expect(view.messages[0].content).toBe(outOfSightNotice(2, recall));
     });
 
-    it("returns a system part that changes only when the count crosses a step, so a prompt cache keeps it", () => {
-      const systems = Array.from({ length: 40 }, (_, i) => buildModelView(thread(i), policy({ finishedTurns: 6, outOfSight: recall })).messages[0].content);
+    it("returns a system part that changes only when the window's first turn moves, so a prompt cache keeps it", () => {
+      const systems = Array.from(
+        { length: 40 },
+        (_, i) => buildModelView(thread(i), policy({ finishedTurns: 6, historyBlockTurns: 6, outOfSight: recall })).messages[0].content,
+      );
       const changes = systems.filter((text, i) => i > 0 && text !== systems[i - 1]).length;
-      // Hidden turns run 0..33: the text changes at 1, 10, 20 and 30 hidden.
-      expect(changes).toBe(4);
+      // The window's first turn moves 6 at a time: 6 hidden at 12 finished turns, then 12, 18, 24 and 30.
+      expect(changes).toBe(5);
     });
   });
 });

@@ -1,4 +1,4 @@
-import type { AIMessage } from "@langchain/core/messages";
+import { ToolMessage, type AIMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { buildModelView, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "../../lib/model-view/index.js";
 import { answer, calls, offloaded, policy, result, user } from "./histories.js";
@@ -62,6 +62,39 @@ describe("turnDigest", () => {
     const digest = turnDigest(messages, DEFAULT_TURN_DIGEST, true);
     expect(digest).toContain("- read_tool_output");
     expect(digest).not.toContain("Orchard");
+  });
+
+  it("returns the handle of a stored output it does not show, or cuts, so nothing a tool returned becomes unreachable (issue 46)", () => {
+    const handle = "art_aaaaaaaaaaaaaaaaaaaaaaaa";
+    const long = Array.from({ length: 60 }, (_, i) => `Customer ${i + 1} | ${1_000 + i}`).join("\n");
+    const stored = new ToolMessage({
+      content: long,
+      tool_call_id: "c1",
+      name: "sql_query",
+      artifact: { handle, bytes: long.length, tokens: 600, preview: "", inline: true },
+    });
+    const messages = [user("q"), calls([["c1", "sql_query"]]), stored, answer("a")];
+    // Recent: the first lines, then the count of lines left out and the handle that reads them.
+    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, true)).toMatch(new RegExp(`more lines not shown: ${handle} \\(read_tool_output\\)$`));
+    // Not recent: no output, the handle alone.
+    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, false).split("\n").slice(1)).toEqual([
+      '- sql_query {"query":"sql_query c1"}',
+      `  output: ${handle} (read_tool_output)`,
+    ]);
+    // Without a stored copy (before issue 46) the rows past the excerpt had no way back.
+    const inline = [user("q"), calls([["c1", "sql_query"]]), result("c1", long), answer("a")];
+    expect(turnDigest(inline, DEFAULT_TURN_DIGEST, false)).not.toContain("art_");
+  });
+
+  it("returns a failed or refused call's first line whether or not the turn is recent", () => {
+    const refused = new ToolMessage({
+      content: "Not run: Maria rejected this call, saying: not now.",
+      tool_call_id: "c1",
+      name: "create_follow_up",
+      status: "error",
+    });
+    const messages = [user("q"), calls([["c1", "create_follow_up"]]), refused, answer("a")];
+    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, false)).toContain("  Not run: Maria rejected this call, saying: not now.");
   });
 
   it("returns nothing for a turn without tool calls", () => {

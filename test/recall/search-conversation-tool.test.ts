@@ -4,7 +4,7 @@ import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ConversationSearch, type SearchOutcome } from "../../lib/recall/conversation-search.js";
 import { termFrequencies } from "../../lib/recall/recall-terms.js";
 import { createSearchConversationTool, formatSearchOutcome, SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
-import { recallText } from "../../lib/recall/turn-indexer.js";
+import { recallText, recallToolOutputs } from "../../lib/recall/turn-indexer.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
 import { heldFence } from "../support/fences.js";
@@ -95,21 +95,36 @@ describe("formatSearchOutcome", () => {
 });
 
 describe("createSearchConversationTool", () => {
-  it("returns the best matches of the caller's conversation only, three by default, leaving the visible turns out", async () => {
+  it("returns the best matches of the caller's conversation only, three by default, saying which turns are out of the view's window", async () => {
     const questions = ["warehouse lease renewal?", "lease for the Lisbon warehouse?", "warehouse lease costs?", "warehouse lease owner?", "lunch?"];
     await index(questions.map((q, i) => record(i + 1, q)));
     await index([record(1, "warehouse lease elsewhere", { _id: "other-1", conversationId: "other" })]);
-    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), visibleTurns: 1 });
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), view: { finishedTurns: 1, historyBlockTurns: 1 } });
     expect(tool.name).toBe(SEARCH_CONVERSATION_NAME);
     const text = await tool.run(tool.schema.parse({ query: "  warehouse lease " }), ctx("c"));
-    expect(text).toMatch(/^3 earlier turns for "warehouse lease", best match first \(searched 4 turns out of view/);
+    expect(text).toMatch(
+      /^3 earlier turns for "warehouse lease", best match first \(searched all 5 earlier turns, 4 of them out of view and the last 1 shown to you only in part/,
+    );
     expect(text).not.toContain("elsewhere");
-    expect(text).not.toContain("[Turn 5");
+  });
+
+  it("returns a turn the view keeps, marked as shown in part, instead of refusing: the view shows only its digest", async () => {
+    const rows = Array.from({ length: 40 }, (_, i) => `Customer ${i + 1} | ${1_000 + i}.50`).join("\n");
+    const tools = [{ name: "sql_query", args: '{"sql":"SELECT customer, revenue FROM sales"}', content: `40 rows\n${rows}` }];
+    await index([record(1, "Revenue by customer?", { tools: recallToolOutputs(tools) }), record(2, "lunch?")]);
+    // Both turns are in the window of a 6-turn view: before issue 46 the search answered "Nothing to search".
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), view: { finishedTurns: 6, historyBlockTurns: 6 } });
+    const text = await tool.run(tool.schema.parse({ query: "Customer 37" }), ctx("c"));
+    expect(text).toContain("[Turn 1, 2026-10-01 09:01 UTC, in view in part]");
+    expect(text).toContain("searched all 2 earlier turns, 0 of them out of view");
+    // Row 37 is past the output's first 400 characters: the index keeps the rest in chunks, and the hit shows the one with the query's terms.
+    expect(`40 rows\n${rows}`.indexOf("Customer 37 |")).toBeGreaterThan(400);
+    expect(text).toContain("Customer 37 | 1036.50");
   });
 
   it("returns as many matches as the model asks, up to five", async () => {
     await index(["budget one?", "budget two?", "budget three?"].map((q, i) => record(i + 1, q)));
-    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), visibleTurns: 0 });
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), view: { finishedTurns: 0, historyBlockTurns: 1 } });
     expect(await tool.run(tool.schema.parse({ query: "budget", maxResults: 1 }), ctx("c"))).toMatch(/^1 earlier turn for "budget"/);
     expect(tool.schema.safeParse({ query: "budget", maxResults: 6 }).success).toBe(false);
     expect(tool.schema.safeParse({ query: "   " }).success).toBe(false);

@@ -99,7 +99,7 @@ describe("TurnIndexer", () => {
       expect((await index.entries("c")).map((e) => [e.turnId, e.turnNumber])).toEqual([["t2", 1]]);
     });
 
-    it("keeps the tool calls of the active turn in the last call's view, their arguments and outputs cut", async () => {
+    it("keeps the tool calls of the active turn in the last call's view, their arguments cut and outputs whole in chunks", async () => {
       const view: ViewMessage[] = [
         { role: "user", content: "an earlier question" },
         { role: "assistant", content: "", toolCalls: [{ id: "old", name: "old_tool", args: {} }] },
@@ -116,6 +116,8 @@ describe("TurnIndexer", () => {
           name: "sql_query",
           args: JSON.stringify({ sql: "x".repeat(1_000) }).slice(0, DEFAULT_RECALL_ARGS_CHARS),
           preview: "y".repeat(DEFAULT_RECALL_PREVIEW_CHARS),
+          // Past the preview, the rest of the output (issue 46: before, it was cut at 400 characters).
+          chunks: ["y".repeat(1_000 - DEFAULT_RECALL_PREVIEW_CHARS)],
         },
       ]);
     });

@@ -15,12 +15,23 @@ function rows(count: number): string {
 }
 
 describe("offloadToolOutput", () => {
-  it("returns the output as content, without an artifact, when it is at or under the threshold", async () => {
+  it("returns the output as content, without an artifact, when it is at or under the threshold and handleEveryOutput is off", async () => {
     const output = rows(20);
     const tokens = countTextTokens(output);
-    const fields = await offloadToolOutput(output, meta("call-small"), { artifacts, thresholdTokens: tokens });
+    const fields = await offloadToolOutput(output, meta("call-small"), { artifacts, thresholdTokens: tokens, handleEveryOutput: false });
     expect(fields).toEqual({ content: output });
     expect(await artifacts.collection.countDocuments({ toolCallId: "call-small" })).toBe(0);
+  });
+
+  it("returns the whole output as content and an inline artifact holding a copy, when it is under the threshold (issue 46)", async () => {
+    const output = rows(20);
+    const fields = await offloadToolOutput(output, meta("call-inline"), { artifacts, thresholdTokens: countTextTokens(output) });
+    expect(fields.content).toBe(output);
+    expect(fields.artifact).toMatchObject({ inline: true, tokens: countTextTokens(output) });
+    expect(fields.artifact?.handle).toMatch(/^art_/);
+    // Another conversation cannot read it by its handle.
+    expect(await artifacts.get(fields.artifact!.handle, { conversationId: "conv-other", reader: alice })).toBeUndefined();
+    expect((await artifacts.get(fields.artifact!.handle, { conversationId: "conv-offload", reader: alice }))?.content).toBe(output);
   });
 
   it("returns a preview and the artifact reference when the output is over the threshold", async () => {
@@ -39,7 +50,8 @@ describe("offloadToolOutput", () => {
     const over = await offloadToolOutput(rows(count), meta("call-default-over"), { artifacts });
     const under = await offloadToolOutput(rows(10), meta("call-default-under"), { artifacts });
     expect(over.artifact).toBeDefined();
-    expect(under.artifact).toBeUndefined();
+    expect(under.artifact?.inline).toBe(true);
+    expect(under.content).toBe(rows(10));
   });
 
   it("returns the same handle when a retried tool call is offloaded again", async () => {
