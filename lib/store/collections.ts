@@ -1,3 +1,5 @@
+import { CONTENT_KEYS_COLLECTION } from "../crypto/create-tenant-keys.js";
+
 /** MongoDB collection names. Checkpoint collections are LangGraph's; the rest are the application's. */
 export const COLLECTIONS = {
   checkpoints: "checkpoints",
@@ -38,6 +40,8 @@ export const COLLECTIONS = {
   mcpOAuthClients: "mcp_oauth_clients",
   /** MCP servers a tenant added through the admin API, one document per tenant and server (`McpServerStore`). */
   mcpServers: "mcp_servers",
+  /** Tenants' KMS keys by ARN, when `CONTENT_KEYS=kms` (`KmsTenantKeys`, docs/security.md). */
+  contentKeys: CONTENT_KEYS_COLLECTION,
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -1,6 +1,8 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
-import { ThreadwiseError } from "../errors.js";
+import { FieldCipher } from "../crypto/field-cipher.js";
+import type { TenantKeys } from "../crypto/tenant-keys.js";
+import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
@@ -45,6 +47,10 @@ export interface ThreadwiseDatabaseOptions {
   checkpointsKept?: number;
   /** What the lease measures time with. Default: the system clock. */
   clock?: Clock;
+  /** Tenants' keys for contents at rest (docs/security.md, "Contents at rest"). Default: none, contents stored clear (`CONTENT_ENCRYPTION=off`). */
+  contentKeys?: TenantKeys;
+  /** Milliseconds a data key is reused. Default: `DEFAULT_DATA_KEY_MAX_AGE_MS` (lib/crypto). */
+  dataKeyMaxAgeMs?: number;
 }
 
 /**
@@ -71,13 +77,25 @@ export class ThreadwiseDatabase {
   readonly turnEvents: TurnEventStore;
   /** Tool calls waiting for a person's decision, and the decisions. */
   readonly approvals: ApprovalStore;
+  /** Where every content field is encrypted and decrypted, per the conversation's tenant. */
+  readonly cipher: FieldCipher;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
+    const conversations = this.db.collection<{ _id: string; owner?: { issuer: "api" | "slack" | "teams"; tenant: string | null } }>(COLLECTIONS.conversations);
+    this.cipher = new FieldCipher({
+      keys: options.contentKeys,
+      maxAgeMs: options.dataKeyMaxAgeMs,
+      tenantOf: async (conversationId) => {
+        const owner = (await conversations.findOne({ _id: conversationId }, { projection: { owner: 1 } }))?.owner;
+        if (!owner) throw new NotFoundError(`conversation ${conversationId} has no owner whose key could be used`);
+        return { issuer: owner.issuer, tenant: owner.tenant };
+      },
+    });
     this.retention = new RetentionPolicy(this.db, { days: options.retentionDays });
     this.conversations = new ConversationStore(this.db, this.retention.periodMs);
-    this.messages = new MessageStore(this.db);
-    this.turns = new TurnStore(this.db);
+    this.messages = new MessageStore(this.db, this.cipher);
+    this.turns = new TurnStore(this.db, this.cipher);
     this.lease = new ConversationLease(this.conversations.collection, {
       ttlMs: options.leaseTtlMs,
       retentionMs: this.retention.periodMs,
@@ -85,7 +103,7 @@ export class ThreadwiseDatabase {
     });
     this.artifacts = new ArtifactStore(this.db);
     this.recall = new RecallIndexStore(this.db);
-    this.archive = new TurnArchiveStore(this.db);
+    this.archive = new TurnArchiveStore(this.db, { cipher: this.cipher });
     this.turnEvents = new TurnEventStore(this.db);
     this.approvals = new ApprovalStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
