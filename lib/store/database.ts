@@ -1,7 +1,8 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
 import { FieldCipher } from "../crypto/field-cipher.js";
-import type { TenantKeys } from "../crypto/tenant-keys.js";
+import type { ShredReceipt, TenantKeys } from "../crypto/tenant-keys.js";
+import type { IssuerKind } from "../auth/principal.js";
 import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
@@ -28,6 +29,9 @@ export class DatabaseSetupError extends ThreadwiseError {
 export const DATABASE_SETUP_VERSION = 7;
 
 const SETUP_ID = "indexes";
+
+/** The collections whose content fields `FieldCipher` encrypts (docs/security.md, "What is encrypted"). */
+export const ENCRYPTED_COLLECTIONS = [COLLECTIONS.messages, COLLECTIONS.turns, COLLECTIONS.modelCalls, COLLECTIONS.turnArchive] as const;
 
 interface SetupDocument {
   _id: string;
@@ -173,6 +177,23 @@ export class ThreadwiseDatabase {
   /** Deletion and retention find a conversation's follow-ups by its id. */
   private async setupFollowUps(): Promise<void> {
     await this.db.collection(COLLECTIONS.followUps).createIndex({ conversationId: 1 }, { name: "conversation" });
+  }
+
+  /**
+   * A new key for the tenant (`tenant` null: the issuer's callers without one): new writes use it,
+   * what the earlier keys encrypted stays readable (docs/security.md, "Rotation").
+   */
+  rotateTenantKey(issuer: IssuerKind, tenant: string | null): Promise<{ keyId: string; rotatedAt: Date }> {
+    return this.cipher.rotate({ issuer, tenant });
+  }
+
+  /**
+   * Crypto-shredding: destroys every key of the tenant, so what they encrypted cannot be read from
+   * this database or any copy of it; returns the receipt (which keys, when final). Deleting the
+   * tenant's documents is the caller's (docs/security.md, "Crypto-shredding").
+   */
+  shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
+    return this.cipher.shred({ issuer, tenant });
   }
 
   /**
