@@ -30,8 +30,27 @@ export const DATABASE_SETUP_VERSION = 7;
 
 const SETUP_ID = "indexes";
 
-/** The collections whose content fields `FieldCipher` encrypts (docs/security.md, "What is encrypted"). */
-export const ENCRYPTED_COLLECTIONS = [COLLECTIONS.messages, COLLECTIONS.turns, COLLECTIONS.modelCalls, COLLECTIONS.turnArchive] as const;
+/**
+ * Every content field `FieldCipher` encrypts, by collection (docs/security.md, "What is encrypted"): what
+ * set-up encrypts in a database written in clear. `text` fields hold strings, `json` fields any value.
+ */
+export const ENCRYPTED_FIELDS = {
+  [COLLECTIONS.messages]: { content: "text" },
+  [COLLECTIONS.turns]: { answer: "text", origin: "json" },
+  [COLLECTIONS.modelCalls]: { view: "json" },
+  [COLLECTIONS.turnArchive]: { messages: "json" },
+} as const satisfies Record<string, Record<string, "text" | "json">>;
+
+/** The collections whose content fields `FieldCipher` encrypts. */
+export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
+
+/** What {@link ThreadwiseDatabase.encryptStoredContents} did. */
+export interface ContentMigration {
+  /** Fields encrypted that were stored clear. */
+  encrypted: number;
+  /** Documents left clear because their conversation is gone (retention removes them). */
+  orphaned: number;
+}
 
 interface SetupDocument {
   _id: string;
@@ -39,6 +58,8 @@ interface SetupDocument {
   setUpAt: Date;
   /** When the one-time compaction of whole-list checkpoint copies (issue 28) finished on this database. */
   listsCompactedAt?: Date;
+  /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
+  contentEncryption?: "on" | "off";
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -139,11 +160,56 @@ export class ThreadwiseDatabase {
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
     const compacted = await this.compactStoredListsOnce();
+    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
+    if (this.cipher.enabled && record?.contentEncryption !== "on") await this.encryptStoredContents();
     await this.setupRecord().updateOne(
       { _id: SETUP_ID },
-      { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date(), ...(compacted ? { listsCompactedAt: new Date() } : {}) } },
+      {
+        $set: {
+          version: DATABASE_SETUP_VERSION,
+          setUpAt: new Date(),
+          contentEncryption: this.cipher.enabled ? "on" : "off",
+          ...(compacted ? { listsCompactedAt: new Date() } : {}),
+        },
+      },
       { upsert: true },
     );
+  }
+
+  /**
+   * Encrypts every content field stored clear (by a release before issue 44, or with
+   * `CONTENT_ENCRYPTION=off`), leaving those already encrypted alone: what set-up runs the first
+   * time it finds encryption on. Idempotent; a document whose conversation is gone is left for
+   * retention and counted.
+   */
+  async encryptStoredContents(): Promise<ContentMigration> {
+    const result: ContentMigration = { encrypted: 0, orphaned: 0 };
+    for (const [collection, fields] of Object.entries(ENCRYPTED_FIELDS)) {
+      const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
+      const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);
+      for await (const doc of docs.find({}, { projection })) {
+        const clear = Object.entries(fields).filter(([field]) => doc[field] !== undefined && doc[field] !== null && !this.cipher.isSealed(doc[field]));
+        if (clear.length === 0 || doc.conversationId === undefined) continue;
+        const conversationId = doc.conversationId;
+        const sealed: Record<string, unknown> = {};
+        try {
+          for (const [field, kind] of clear) {
+            const ref = { collection, id: doc._id, field };
+            sealed[field] =
+              kind === "text"
+                ? await this.cipher.sealText(conversationId, ref, String(doc[field]))
+                : await this.cipher.sealJson(conversationId, ref, doc[field]);
+          }
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+          result.orphaned += 1;
+          continue;
+        }
+        await docs.updateOne({ _id: doc._id }, { $set: sealed });
+        result.encrypted += clear.length;
+      }
+    }
+    return result;
   }
 
   /**

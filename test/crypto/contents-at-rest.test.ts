@@ -14,7 +14,7 @@ import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { ENCRYPTED_COLLECTIONS, ThreadwiseDatabase } from "../../lib/store/database.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
-import { testDatabase } from "../support/mongo.js";
+import { testDatabase, type TestDatabase } from "../support/mongo.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
 /** What the user and the tools say: it must appear in no encrypted collection. */
@@ -46,16 +46,16 @@ function tools(): ToolDefinition[] {
   ];
 }
 
-async function appOver(db = database): Promise<App> {
+async function appOver(db: TestDatabase = database, encrypted = true): Promise<App> {
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: db.dbName, VIEW_FINISHED_TURNS: "1", VIEW_HISTORY_BLOCK_TURNS: "1" });
   config.tools.approvals = { tools: { record_effect: { require: "always" } }, ttlSeconds: 600 };
-  return createApp(config, { mongoClient: db.client, tools: tools(), contentKeys: new LocalTenantKeys(keysDir) });
+  return createApp(config, { mongoClient: db.client, tools: tools(), ...(encrypted && { contentKeys: new LocalTenantKeys(keysDir) }) });
 }
 
-async function ask(conversationId: string, content: string, caller = alice) {
+async function ask(conversationId: string, content: string, caller = alice, on = app) {
   const turnId = randomUUID();
   const plain = { conversationId, caller, content, turnId };
-  return app.runner.run({ ...plain, origin: apiTurnJob(plain) });
+  return on.runner.run({ ...plain, origin: apiTurnJob(plain) });
 }
 
 /** Every document of the encrypted collections, as the raw driver reads them. */
@@ -155,4 +155,35 @@ describe("contents at rest", () => {
       await restored.cleanup();
     }
   });
+});
+
+describe("ThreadwiseDatabase.setup on a database written in clear", () => {
+  const clear = useTestDatabase("contents_migration", { clearBeforeEach: false });
+
+  it("encrypts every content field, loses nothing, and leaves nothing in clear; a second set-up encrypts nothing", async () => {
+    // The fixture, written the way releases before issue 44 wrote it: no keys, every field clear.
+    const before = await appOver(clear, false);
+    const { _id: id } = await before.database.conversations.create(alice.principal);
+    await ask(id, `look_up {"key": "${MARKER}"}`, alice, before);
+    for (let i = 0; i < 8; i++) await ask(id, `turn ${i} about ${MARKER}`, alice, before);
+    const read = async (db: ThreadwiseDatabase) => {
+      const turns = await db.turns.list(id, { limit: 50 });
+      return {
+        messages: await db.messages.list(id),
+        turns,
+        calls: await Promise.all(turns.map((t) => db.turns.listCalls(t._id))),
+        archive: JSON.stringify(await db.archive.read(id, 1, 20)),
+      };
+    };
+    const written = await read(before.database);
+    expect(written.archive).toContain(MARKER);
+    expect(JSON.stringify(await rawDocuments(clear.db))).toContain(MARKER);
+    await before.close();
+
+    const after = new ThreadwiseDatabase(clear.client, { dbName: clear.dbName, contentKeys: new LocalTenantKeys(keysDir) });
+    await after.setup();
+    for (const [name, docs] of Object.entries(await rawDocuments(clear.db))) expect(JSON.stringify(docs), name).not.toContain("ZEBRA-7731");
+    expect(await read(after)).toEqual(written);
+    expect(await after.encryptStoredContents()).toEqual({ encrypted: 0, orphaned: 0 });
+  }, 240_000);
 });
