@@ -1,4 +1,4 @@
-import { KMS } from "@aws-crypto/client-node";
+import { KMS } from "@aws-sdk/client-kms";
 import type { Db } from "mongodb";
 import type { EncryptionConfig } from "../config/encryption-config.js";
 import { ContentKeysUnavailableError } from "../errors.js";

@@ -1,11 +1,7 @@
-import {
-  AlgorithmSuiteIdentifier,
-  buildClient,
-  CommitmentPolicy,
-  getLocalCryptographicMaterialsCache,
-  NodeCachingMaterialsManager,
-  type NodeAlgorithmSuite,
-} from "@aws-crypto/client-node";
+import { getLocalCryptographicMaterialsCache, NodeCachingMaterialsManager } from "@aws-crypto/caching-materials-manager-node";
+import { buildDecrypt } from "@aws-crypto/decrypt-node";
+import { buildEncrypt } from "@aws-crypto/encrypt-node";
+import { AlgorithmSuiteIdentifier, CommitmentPolicy, type NodeAlgorithmSuite } from "@aws-crypto/material-management-node";
 import { Binary } from "mongodb";
 import { ContentRefusedError, type ContentRefusal } from "../errors.js";
 import { type ShredReceipt, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
@@ -56,7 +52,10 @@ interface TenantMaterials {
   decrypt: NodeCachingMaterialsManager;
 }
 
-const { encrypt, decrypt } = buildClient(CommitmentPolicy.REQUIRE_ENCRYPT_REQUIRE_DECRYPT);
+// The AWS Encryption SDK's client (`buildClient` of `@aws-crypto/client-node`), from its own packages: the umbrella also
+// bundles the hierarchical keyring's DynamoDB client, which is not used here.
+const { encrypt } = buildEncrypt(CommitmentPolicy.REQUIRE_ENCRYPT_REQUIRE_DECRYPT);
+const { decrypt } = buildDecrypt(CommitmentPolicy.REQUIRE_ENCRYPT_REQUIRE_DECRYPT);
 
 /**
  * The one place a content field is encrypted or decrypted (docs/security.md, "Contents at rest").

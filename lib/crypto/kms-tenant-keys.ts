@@ -1,4 +1,5 @@
-import { type KMS, KmsKeyringNode } from "@aws-crypto/client-node";
+import { KmsKeyringNode } from "@aws-crypto/kms-keyring-node";
+import type { KMS } from "@aws-sdk/client-kms";
 import type { Collection } from "mongodb";
 import { type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { MultiKeyringNode, RawAesKeyringNode, RawAesWrappingSuiteIdentifier } from "@aws-crypto/client-node";
+import { MultiKeyringNode } from "@aws-crypto/material-management-node";
+import { RawAesKeyringNode, RawAesWrappingSuiteIdentifier } from "@aws-crypto/raw-aes-keyring-node";
 import { type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** The folder of tenants' key files, in the local server's directory (`.local/`, git-ignored). */

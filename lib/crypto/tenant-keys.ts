@@ -1,4 +1,4 @@
-import type { KeyringNode } from "@aws-crypto/client-node";
+import type { KeyringNode } from "@aws-crypto/material-management-node";
 import type { IssuerKind } from "../auth/principal.js";
 
 /** Whose key encrypts a content field: the conversation owner's issuer kind and tenant (null: the issuer's callers without one). */

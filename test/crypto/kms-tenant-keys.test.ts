@@ -1,4 +1,4 @@
-import { KMS } from "@aws-crypto/client-node";
+import { KMS } from "@aws-sdk/client-kms";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FieldCipher } from "../../lib/crypto/field-cipher.js";
 import { CONTENT_KEYS_COLLECTION } from "../../lib/crypto/create-tenant-keys.js";
