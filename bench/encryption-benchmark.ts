@@ -90,7 +90,8 @@ async function main(): Promise<void> {
   const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
   process.stdout.write(
     [
-      `turns: ${turns} per app (the first ${Math.min(10, Math.floor(turns / 4))} left out), load average ${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)}`,
+      `turns: ${turns} per app (the first ${Math.min(10, Math.floor(turns / 4))} left out), ` +
+        `load average ${Math.min(...load).toFixed(1)}–${Math.max(...load).toFixed(1)}`,
       "| per turn, median | encryption on | encryption off | on / off |",
       "|---|---:|---:|---:|",
       `| wall time | ${fmt(a.wall)} | ${fmt(b.wall)} | ${(a.wall / b.wall).toFixed(2)} |`,

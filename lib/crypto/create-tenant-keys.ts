@@ -26,6 +26,7 @@ export function createTenantKeys(config: EncryptionConfig, parts: TenantKeysPart
   }
   if (parts.localDir) return new LocalTenantKeys(parts.localDir);
   throw new ContentKeysUnavailableError(
-    "content encryption is on with CONTENT_KEYS=local, which only the local server has: set CONTENT_KEYS=kms (AWS), or CONTENT_ENCRYPTION=off to store contents in clear",
+    "content encryption is on with CONTENT_KEYS=local, which only the local server has: " +
+      "set CONTENT_KEYS=kms (AWS), or CONTENT_ENCRYPTION=off to store contents in clear",
   );
 }
