@@ -39,6 +39,7 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.turns]: { answer: "text", origin: "json" },
   [COLLECTIONS.modelCalls]: { view: "json" },
   [COLLECTIONS.turnArchive]: { messages: "json" },
+  [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
 /** The collections whose content fields `FieldCipher` encrypts. */
@@ -126,7 +127,7 @@ export class ThreadwiseDatabase {
       retentionMs: this.retention.periodMs,
       clock: options.clock,
     });
-    this.artifacts = new ArtifactStore(this.db);
+    this.artifacts = new ArtifactStore(this.db, { cipher: this.cipher });
     this.recall = new RecallIndexStore(this.db);
     this.archive = new TurnArchiveStore(this.db, { cipher: this.cipher });
     this.turnEvents = new TurnEventStore(this.db);

@@ -84,7 +84,7 @@ afterAll(() => app?.close());
 describe("contents at rest", () => {
   it("leaves no content in clear in any encrypted collection, read with the raw driver", async () => {
     const raw = await rawDocuments();
-    for (const name of [COLLECTIONS.messages, COLLECTIONS.turns, COLLECTIONS.modelCalls, COLLECTIONS.turnArchive]) {
+    for (const name of [COLLECTIONS.messages, COLLECTIONS.turns, COLLECTIONS.modelCalls, COLLECTIONS.turnArchive, COLLECTIONS.artifacts]) {
       expect(raw[name].length, name).toBeGreaterThan(0);
     }
     for (const [name, docs] of Object.entries(raw)) expect(JSON.stringify(docs), name).not.toContain("ZEBRA-7731");
@@ -173,10 +173,16 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
         turns,
         calls: await Promise.all(turns.map((t) => db.turns.listCalls(t._id))),
         archive: JSON.stringify(await db.archive.read(id, 1, 20)),
+        artifacts: await Promise.all(
+          (await clear.db.collection(COLLECTIONS.artifacts).find({ kind: "artifact" }).toArray()).map((a) =>
+            db.artifacts.get(String(a._id), { conversationId: id, reader: alice.principal }),
+          ),
+        ),
       };
     };
     const written = await read(before.database);
     expect(written.archive).toContain(MARKER);
+    expect(JSON.stringify(written.artifacts)).toContain(MARKER);
     expect(JSON.stringify(await rawDocuments(clear.db))).toContain(MARKER);
     await before.close();
 
