@@ -49,7 +49,10 @@ import { buildStack } from "./synth.js";
  * Then 1,948,604 with data sources that see the user (docs/security.md: Power BI identities, the
  * knowledge base filter, Athena roles per caller, the local row policy, their settings): 10,985 bytes more.
  */
-const WORKER_BUNDLE_BUDGET_BYTES = 1.82 * 1024 * 1024 + 15 * 1024 + 7_748 + 4 * 1024 + 2_007 + 4 * 1024 + 12_426 + 10_985;
+/* Then 1,988,922 with this round's merges together (turn admission, failure codes and the outage retries,
+ * the erasure and audit hooks, the standing ledger and whole outputs in recall, the settings they brought):
+ * budget raised to that and 4 KiB (`npx vitest run test/infra/bundling.test.ts`). */
+const WORKER_BUNDLE_BUDGET_BYTES = 1_988_922 + 4 * 1024;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
@@ -65,7 +68,8 @@ const WORKER_BUNDLE_BUDGET_BYTES = 1.82 * 1024 * 1024 + 15 * 1024 + 7_748 + 4 * 
  * then the MCP tenant boundary (as the worker's): 12,821 bytes;
  * then 2,002,817 with data sources that see the user (as the worker's): 11,256 bytes more.
  */
-const STREAM_BUNDLE_BUDGET_BYTES = 1.87 * 1024 * 1024 + 15 * 1024 + 7_747 + 4 * 1024 + 3_521 + 4 * 1024 + 4_663 + 4 * 1024 + 12_821 + 11_256;
+/* Then 2,057,362 with this round's merges together (as the worker's, and the lifecycle routes): that and 4 KiB. */
+const STREAM_BUNDLE_BUDGET_BYTES = 2_057_362 + 4 * 1024;
 /**
  * The api function's code budget: 1,839,572 bytes without the MCP endpoint, then 1,950,369 with it
  * and the MCP sign-in callback (docs/bundling.md, "The MCP endpoint": the MCP SDK's server and
@@ -75,15 +79,17 @@ const STREAM_BUNDLE_BUDGET_BYTES = 1.87 * 1024 * 1024 + 15 * 1024 + 7_747 + 4 * 
  * MCP OAuth for its turns (it carried lib/mcp/oauth for the callback already): 212 bytes more, and as much budget;
  * then 2,030,244 with data sources that see the user (as the worker's, about 11 KB): 10,985 bytes more budget.
  */
-const API_BUNDLE_BUDGET_BYTES = 1.93 * 1024 * 1024 + 212 + 13_065 + 10_985;
+/* Then 2,084,986 with this round's merges together (as the stream's): that and 4 KiB. */
+const API_BUNDLE_BUDGET_BYTES = 2_084_986 + 4 * 1024;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
  * or tools. Measured: 1,012,975 bytes (docs/bundling.md, "What ships now"); then 1,048,995 with this
  * round's settings (lib/config, 33 KB with the descriptions of the MCP, MCP OAuth, tracing and guest
- * settings), OpenTelemetry's API for the request span (9.7 KB) and the Teams guest check: 1 MiB + 8 KiB.
+ * settings), OpenTelemetry's API for the request span (9.7 KB) and the Teams guest check: 1 MiB + 8 KiB;
+ * then 1,058,045 with this round's settings and the turn failure codes: 1 MiB + 12 KiB.
  */
-const WEBHOOK_BUNDLE_BUDGET_BYTES = 1024 * 1024 + 8 * 1024;
+const WEBHOOK_BUNDLE_BUDGET_BYTES = 1024 * 1024 + 12 * 1024;
 
 /** Matches a `require("name")` call as it stays in the minified code for a module left out of the bundle. */
 const requireOf = (name: string) => new RegExp(`[\\w$]+\\(["']${name.replace(/[/@.]/g, "\\$&")}["']\\)`);
@@ -120,7 +126,7 @@ describe("ThreadwiseStack bundling", () => {
       expect(statSync(join(bundleDir("dev-threadwise-api"), BUNDLE_FILE)).size).toBeLessThanOrEqual(API_BUNDLE_BUDGET_BYTES);
     });
 
-    it.each(["slack", "teams"])("returns a %s bundle within the webhooks' 1 MiB + 8 KiB budget", (name) => {
+    it.each(["slack", "teams"])("returns a %s bundle within the webhooks' 1 MiB + 12 KiB budget", (name) => {
       expect(statSync(join(bundleDir(`dev-threadwise-${name}`), BUNDLE_FILE)).size).toBeLessThanOrEqual(WEBHOOK_BUNDLE_BUDGET_BYTES);
     });
 

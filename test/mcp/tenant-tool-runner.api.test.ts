@@ -91,7 +91,7 @@ describe("a tenant's own MCP server", () => {
   });
 
   it("answers 400 for a tenant's entry whose credential header is not allowed or whose key is outside its own, and stores nothing", async () => {
-    const admin = await t.token("root", { roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
+    const admin = await t.token("root", { tenant: "acme", roles: [DEFAULT_LIMITS_ADMIN_ROLE] });
     const put = (auth: unknown) =>
       t.call("PUT", "/v1/admin/mcp-servers", { token: admin, json: { issuer: "api", tenant: "acme", server: { ...entry(), name: "leak", auth } } });
     const leak = await put({ kind: "static", secretName: "wikiToken", header: "X-Leak" });
