@@ -388,57 +388,44 @@ export interface ModelViewHistory {
   outOfSight?: OutOfSightSummary;
 }
 
-/** What the finished turns before `firstKept` were about, folded as `carriedLedger` folds time anchors. */
-function carriedSummary(
-  messages: readonly BaseMessage[],
-  turnStarts: readonly number[],
-  archived: number,
-  firstKept: number,
-  history: ModelViewHistory,
-  policy: ModelViewPolicy,
-): OutOfSightSummary {
-  if (!policy.outOfSight) return EMPTY_OUT_OF_SIGHT_SUMMARY;
-  let summary = history.outOfSight ?? EMPTY_OUT_OF_SIGHT_SUMMARY;
-  for (let t = archived; t < firstKept; t++) summary = summaryAfterTurn(summary, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]));
-  return summary;
-}
-
-/** The standing ledger of the finished turns before `firstKept`, folded as `carriedLedger` folds time anchors. */
-function carriedStanding(
-  messages: readonly BaseMessage[],
-  turnStarts: readonly number[],
-  archived: number,
-  firstKept: number,
-  history: ModelViewHistory,
-  policy: ModelViewPolicy,
-): StandingEntry[] {
-  if (!policy.standingLedger) return [];
-  let ledger = boundedStanding(history.standingLedger ?? [], policy.standingLedger);
-  for (let t = archived; t < firstKept; t++) {
-    ledger = standingAfterTurn(ledger, t + 1, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]), policy.standingLedger);
-  }
-  return ledger;
+/** The thread's turns before the window, by number: what the archived turns' carried state is folded on with. */
+interface TurnsBeforeWindow {
+  messages: readonly BaseMessage[];
+  turnStarts: readonly number[];
+  archived: number;
+  firstKept: number;
 }
 
 /**
- * The ledger of the finished turns before `firstKept`: the archived turns' (`history`), then each
- * turn still in the thread but before the window, folded in order, so it is the same whether those
- * turns were archived or not, and changes only when `firstKept` moves.
+ * Folds each finished turn still in the thread but before `firstKept` into `initial` (what the
+ * archived turns left), in order, so the result is the same whether those turns were archived or
+ * not, and changes only when `firstKept` moves. `step` gets the turn's number (from 1) and messages.
  */
-function carriedLedger(
-  messages: readonly BaseMessage[],
-  turnStarts: readonly number[],
-  archived: number,
-  firstKept: number,
-  history: ModelViewHistory,
-  policy: ModelViewPolicy,
-): LedgerEntry[] {
-  if (!policy.parameterLedger) return [];
-  let ledger = boundedLedger(history.parameterLedger ?? [], policy.parameterLedger);
-  for (let t = archived; t < firstKept; t++) {
-    ledger = ledgerAfterTurn(ledger, t + 1, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]), policy.parameterLedger);
-  }
-  return ledger;
+function foldTurnsBefore<T>(turns: TurnsBeforeWindow, initial: T, step: (acc: T, turnNumber: number, turn: readonly BaseMessage[]) => T): T {
+  const { messages, turnStarts, archived, firstKept } = turns;
+  let acc = initial;
+  for (let t = archived; t < firstKept; t++) acc = step(acc, t + 1, messages.slice(turnStarts[t - archived], turnStarts[t - archived + 1]));
+  return acc;
+}
+
+/** What the finished turns before `firstKept` were about, for the out-of-sight notice. */
+function carriedSummary(turns: TurnsBeforeWindow, history: ModelViewHistory, policy: ModelViewPolicy): OutOfSightSummary {
+  if (!policy.outOfSight) return EMPTY_OUT_OF_SIGHT_SUMMARY;
+  return foldTurnsBefore(turns, history.outOfSight ?? EMPTY_OUT_OF_SIGHT_SUMMARY, (summary, _n, turn) => summaryAfterTurn(summary, turn));
+}
+
+/** The standing ledger of the finished turns before `firstKept`. */
+function carriedStanding(turns: TurnsBeforeWindow, history: ModelViewHistory, policy: ModelViewPolicy): StandingEntry[] {
+  const bound = policy.standingLedger;
+  if (!bound) return [];
+  return foldTurnsBefore(turns, boundedStanding(history.standingLedger ?? [], bound), (ledger, n, turn) => standingAfterTurn(ledger, n, turn, bound));
+}
+
+/** The ledger of time anchors the finished turns before `firstKept` resolved. */
+function carriedLedger(turns: TurnsBeforeWindow, history: ModelViewHistory, policy: ModelViewPolicy): LedgerEntry[] {
+  const bound = policy.parameterLedger;
+  if (!bound) return [];
+  return foldTurnsBefore(turns, boundedLedger(history.parameterLedger ?? [], bound), (ledger, n, turn) => ledgerAfterTurn(ledger, n, turn, bound));
 }
 
 /** What the view did with each stored message, from the parts it was built of (see `MessageDisposition`). */
@@ -551,9 +538,10 @@ export function buildModelView(messages: readonly BaseMessage[], policy: ModelVi
 
   const leftOut = new Map<number, LeftOutReason>();
   const active = activeTurn(messages, turnStarts[turnStarts.length - 1], repairs, (index, reason) => leftOut.set(index, reason));
-  const ledger = carriedLedger(messages, turnStarts, archived, firstKept, history, policy);
-  const standing = carriedStanding(messages, turnStarts, archived, firstKept, history, policy);
-  const summary = carriedSummary(messages, turnStarts, archived, firstKept, history, policy);
+  const before: TurnsBeforeWindow = { messages, turnStarts, archived, firstKept };
+  const ledger = carriedLedger(before, history, policy);
+  const standing = carriedStanding(before, history, policy);
+  const summary = carriedSummary(before, history, policy);
   const { messages: system, notice: outOfSight } = systemPart(policy, firstKept, ledger, standing, summary);
   let total = toolSchemaTokens + countMessagesTokens(system);
   for (const item of active) total += item.tokens;
