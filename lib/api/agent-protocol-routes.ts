@@ -266,7 +266,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
     };
   };
 
-  return [
+  const routes: Route[] = [
     {
       method: "GET",
       pattern: new RegExp(`^/assistants/${ID}$`),
@@ -486,6 +486,8 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       },
     },
   ];
+  // What the protocol does not serve is 404 whatever the method (docs/agent-protocol.md), never a 405.
+  return routes.map((route) => ({ ...route, otherMethodsNotFound: true }));
 }
 
 /** The one assistant, as `assistants.get` returns it. */

@@ -91,6 +91,31 @@ describe("Agent Protocol", () => {
     });
   });
 
+  describe("unsupported routes", () => {
+    it("returns 404 without Allow for a method the protocol does not serve on a path it serves otherwise", async () => {
+      const thread = await ada.threads.create();
+      const run = async (path: string, method: string) => {
+        const response = await fetch(`${api.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${await api.token("ada")}`, "content-type": "application/json" },
+          body: method === "GET" || method === "DELETE" ? undefined : "{}",
+        });
+        return { status: response.status, allow: response.headers.get("allow"), code: ((await response.json()) as any).error?.code };
+      };
+      const unsupported: [string, string][] = [
+        ["/threads/prune", "POST"],
+        ["/threads/count", "POST"],
+        [`/threads/${thread.thread_id}/state`, "POST"],
+        [`/threads/${thread.thread_id}/runs/${crypto.randomUUID()}`, "DELETE"],
+        [`/assistants/${AGENT_PROTOCOL_ASSISTANT_ID}`, "PATCH"],
+        [`/assistants/${AGENT_PROTOCOL_ASSISTANT_ID}`, "DELETE"],
+        ["/runs", "POST"],
+      ];
+      for (const [path, method] of unsupported)
+        expect({ path, method, ...(await run(path, method)) }).toEqual({ path, method, status: 404, allow: null, code: "not_found" });
+    });
+  });
+
   describe("runs", () => {
     it("waits for a run and returns the thread's values, and reads state and history", async () => {
       const thread = await ada.threads.create();
