@@ -1,14 +1,12 @@
-import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
 import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
-import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
-import { hasEnded } from "../store/turn-lifecycle.js";
 import type { TurnDocument } from "../store/turn-store.js";
+import { runEvents, runHeaders } from "./agent-protocol-run-events.js";
+import { runStarter } from "./agent-protocol-run-start.js";
 import {
   AGENT_PROTOCOL_ASSISTANT_ID,
-  PROTOCOL_MULTITASK_STRATEGIES,
   cancelQuery,
   createThreadBody,
   historyBody,
@@ -17,32 +15,15 @@ import {
   runsListQuery,
   searchThreadsBody,
   streamQuery,
-  type RunBody,
 } from "./agent-protocol-schemas.js";
-import {
-  decisionsOf,
-  ProtocolStreamEncoder,
-  protocolFrame,
-  protocolMessages,
-  questionOf,
-  runView,
-  stateValues,
-  streamModesOf,
-  threadState,
-  threadView,
-  type ProtocolInterrupt,
-} from "./agent-protocol.js";
-import { questionText, turnEntry, type ApiRoutesDeps } from "./api-routes.js";
-import { errorResponse } from "./error-response.js";
+import { runView, streamModesOf, threadState, threadView } from "./agent-protocol.js";
+import { turnEntry, type ApiRoutesDeps } from "./api-routes.js";
 import { assertCanStream, lastEventId, turnBegun } from "./event-stream.js";
-import { json, noContent, type HttpRequest, type HttpResponse } from "./http.js";
+import { json, noContent, type HttpRequest } from "./http.js";
 import { parseId, parseJsonBody, parseQuery } from "./request-parsing.js";
 import type { Route } from "./router.js";
 
 const DUPLICATE_KEY = 11000;
-/** How often a run whose calls were all decided looks for its continuation, and for how long. */
-const RESUME_POLL_MS = 200;
-const RESUME_WAIT_MS = 120_000;
 const ID = "([^/]+)";
 
 /** What the protocol routes need: the same parts as the `/v1` routes, so a run is a turn with every guarantee of one. */
@@ -50,9 +31,6 @@ export type AgentProtocolDeps = Pick<
   ApiRoutesDeps,
   "authenticate" | "database" | "runner" | "maxMessageChars" | "dispatcher" | "events" | "streamingUrl" | "approvals" | "limits" | "admission"
 >;
-
-/** Run fields whose meaning Threadwise cannot honour: refused rather than ignored. */
-const REFUSED_RUN_FIELDS = ["checkpoint", "checkpoint_id", "interrupt_before", "interrupt_after", "webhook", "after_seconds"] as const;
 
 /**
  * The answer to a `thread_id` that is taken, the same whoever holds it (the caller, another user,
@@ -62,16 +40,12 @@ function threadIdTaken(id: string | undefined, cause?: unknown): ConflictError {
   return new ConflictError(`thread_id ${id} cannot be used: choose another, or leave thread_id out and the server picks one`, undefined, { cause });
 }
 
-/** How a run's turn ended, for its answer or its stream's last frames. */
-interface RunEnd {
-  final: FinalEventBody | undefined;
-}
-
 /**
  * The Agent Protocol's thread and run routes (docs/agent-protocol.md), over the same stores, runner
  * and approvals as `/v1`: a thread is a conversation (404 for anyone else's), a run a turn, its
  * interrupts the turn's approvals. LangGraph SDK clients (`Client`, `useStream`) point `apiUrl` at
- * the deployment.
+ * the deployment. This file holds the routes and who may reach a thread or run; starting a run is
+ * `agent-protocol-run-start.ts`, following its events `agent-protocol-run-events.ts`.
  */
 export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
   const { authenticate, database, runner } = deps;
@@ -96,175 +70,8 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
 
   // The same entry as `/v1`: limits admit the turn first, streams hold a slot (docs/limits.md).
   const { dispatch, withStreamSlot } = turnEntry(deps);
-
-  /** Checks what a run asks that is not about its input; returns how to start it. */
-  const checkRun = (body: RunBody): { enqueue: boolean } => {
-    if (body.assistant_id !== AGENT_PROTOCOL_ASSISTANT_ID) throw new NotFoundError(`assistant ${body.assistant_id} not found`);
-    const refused = REFUSED_RUN_FIELDS.filter((field) => body[field] !== undefined && body[field] !== null);
-    if (refused.length > 0) {
-      throw new ValidationError(
-        `${refused.join(", ")} not served: a run continues the thread from its latest state`,
-        refused.map((path) => ({ path, message: "not served" })),
-      );
-    }
-    const strategy = body.multitask_strategy ?? "reject";
-    if (!(PROTOCOL_MULTITASK_STRATEGIES as readonly string[]).includes(strategy)) {
-      throw new ValidationError(`multitask_strategy ${strategy} is not served`, [{ path: "multitask_strategy", message: "reject or enqueue" }]);
-    }
-    if (strategy === "enqueue" && !deps.dispatcher) {
-      throw new ValidationError("multitask_strategy enqueue needs the turn queue, which this server has none of", [
-        { path: "multitask_strategy", message: "reject" },
-      ]);
-    }
-    const hasInput = body.input != null;
-    const resumes = body.command?.resume !== undefined;
-    if (body.command && (body.command.update !== undefined || body.command.goto !== undefined)) {
-      throw new ValidationError("a command may only resume: update and goto are not served", [{ path: "command", message: "resume only" }]);
-    }
-    if (hasInput === resumes) throw new ValidationError("a run takes input or command.resume, exactly one", [{ path: "input", message: "input xor command" }]);
-    return { enqueue: strategy === "enqueue" };
-  };
-
-  /**
-   * Starts the run: a new turn from its input, or the waiting turn resumed with its decisions. The
-   * returned promise settles when the request's own part is done (the turn in the request, or its
-   * decisions taken); `afterId` is where its events begin.
-   */
-  const startRun = async (caller: Caller, thread: ConversationDocument, body: RunBody, options: { background?: boolean } = {}) => {
-    const { enqueue } = checkRun(body);
-    if (body.command?.resume !== undefined) {
-      const waiting = await turns.list(thread._id, { status: "awaiting_approval", limit: 1 });
-      const turn = waiting[0];
-      if (!turn) throw new ValidationError("nothing on this thread waits for a decision", [{ path: "command.resume", message: "no pending interrupt" }]);
-      const pending = (await database.approvals.listByTurn(turn._id)).filter((a) => a.status === "pending");
-      const decisions = decisionsOf(body.command.resume, pending);
-      const afterId = await database.turnEvents.lastId(turn._id);
-      const running = (async () => {
-        for (const { approvalId, choice } of decisions) await deps.approvals.decide(thread._id, approvalId, caller, choice);
-      })();
-      return { turnId: turn._id, afterId, running };
-    }
-    const content = questionText(questionOf(body.input as NonNullable<RunBody["input"]>), deps.maxMessageChars, "input.messages.0.content");
-    const turnId = randomUUID();
-    // A background run goes to the queue where there is one: a Lambda process is frozen once it has answered.
-    const queued = enqueue || (options.background === true && deps.dispatcher !== undefined);
-    const running = dispatch({ conversationId: thread._id, caller, content, turnId }, { async: queued });
-    return { turnId, afterId: 0, running };
-  };
-
-  /**
-   * The run's events, to its end: the turn's final event, or an `approval_requested` while a call
-   * still waits for a person. Once every call is decided the turn waits for its queue job, whose
-   * continuation follows under the same id; until the job takes it, the follower has nothing to
-   * follow, so this looks again every {@link RESUME_POLL_MS}, for at most {@link RESUME_WAIT_MS}.
-   */
-  async function* followRun(turnId: string, afterId: number, signal: AbortSignal): AsyncGenerator<TurnEvent> {
-    let after = afterId;
-    const giveUpAt = Date.now() + RESUME_WAIT_MS;
-    for (;;) {
-      let final: FinalEventBody | undefined;
-      for await (const event of deps.events.follow(turnId, after, signal)) {
-        after = event.id;
-        yield event;
-        if (isFinalEvent(event)) {
-          final = event;
-          break;
-        }
-      }
-      if (signal.aborted || (final && final.type !== "approval_requested")) return;
-      const turn = await turns.get(turnId);
-      if (!turn || hasEnded(turn.status)) return;
-      if ((await stillWaiting(turnId)) || Date.now() > giveUpAt) return;
-      await new Promise((resolve) => setTimeout(resolve, RESUME_POLL_MS));
-    }
-  }
-
-  const awaitEnd = async (turnId: string, afterId: number): Promise<RunEnd> => {
-    let final: FinalEventBody | undefined;
-    for await (const event of followRun(turnId, afterId, new AbortController().signal)) if (isFinalEvent(event)) final = event;
-    return { final };
-  };
-
-  /** Whether the turn waits on a person: paused with a call still undecided (decided ones are about to resume it). */
-  const stillWaiting = async (turnId: string): Promise<boolean> => {
-    if ((await turns.get(turnId))?.status !== "awaiting_approval") return false;
-    const now = Date.now();
-    return (await database.approvals.listByTurn(turnId)).some((a) => a.status === "pending" && a.deadline.getTime() > now);
-  };
-
-  /** The run's result as `runs.wait` and `join` give it: the state's values, with `__interrupt__` or `__error__`. */
-  const resultOf = async (threadId: string, end: RunEnd) => {
-    const values = stateValues(await runner.readThreadState(threadId));
-    if (end.final?.type === "failed") values.__error__ = { error: end.final.code, message: end.final.message };
-    return values;
-  };
-
-  const runHeaders = (threadId: string, runId: string) => ({ "content-location": `/threads/${threadId}/runs/${runId}` });
-
-  /** A run's events as the protocol's server-sent events, for the modes asked; `running` is the request's own part of it. */
-  const runStream = (
-    thread: ConversationDocument,
-    run: { turnId: string; afterId: number; running?: Promise<unknown> },
-    modes: ReturnType<typeof streamModesOf>,
-  ): HttpResponse => {
-    const encoder = new ProtocolStreamEncoder(modes, { runId: run.turnId, threadId: thread._id });
-    let failure: unknown;
-    const failed = new AbortController();
-    run.running?.catch((error: unknown) => {
-      failure = error;
-      failed.abort();
-    });
-    async function* stream(signal: AbortSignal): AsyncGenerator<string> {
-      yield encoder.metadata();
-      let final: FinalEventBody | undefined;
-      let started = run.afterId > 0;
-      for await (const event of followRun(run.turnId, run.afterId, AbortSignal.any([signal, failed.signal]))) {
-        if (!started) {
-          started = true;
-          const snapshot = await runner.readThreadState(thread._id);
-          yield* encoder.start(stateValues(snapshot));
-        }
-        yield* encoder.event(event);
-        if (isFinalEvent(event)) final = event;
-      }
-      if (signal.aborted) return;
-      if (!final && failure !== undefined) {
-        const { error } = JSON.parse(errorResponse(failure).body) as { error: { code: string; message: string } };
-        yield protocolFrame("error", { error: error.code, message: error.message });
-        return;
-      }
-      const snapshot = await runner.readThreadState(thread._id);
-      const values = stateValues(snapshot);
-      const all = protocolMessages(snapshot?.messages ?? []);
-      // What the run added: the messages after its question.
-      const question = all.findIndex((m) => m.id === `${run.turnId}:user`);
-      const interrupts = (values.__interrupt__ as ProtocolInterrupt[] | undefined) ?? [];
-      yield* encoder.end({
-        values,
-        added: question < 0 ? [] : all.slice(question + 1),
-        interrupts,
-        ...(final?.type === "failed" && { error: { code: final.code, message: final.message } }),
-      });
-    }
-    return {
-      status: 200,
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-cache",
-        "x-accel-buffering": "no",
-        location: `/threads/${thread._id}/runs/${run.turnId}/stream`,
-        ...runHeaders(thread._id, run.turnId),
-      },
-      body: "",
-      stream,
-      ...(run.running && {
-        settled: run.running.then(
-          () => undefined,
-          () => undefined,
-        ),
-      }),
-    };
-  };
+  const startRun = runStarter({ ...deps, dispatch });
+  const { awaitEnd, resultOf, runStream } = runEvents(deps);
 
   const routes: Route[] = [
     {

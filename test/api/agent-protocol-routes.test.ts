@@ -141,58 +141,6 @@ describe("Agent Protocol", () => {
       expect(((await ada.runs.join(thread.thread_id, runs[0].run_id)) as any).messages).toHaveLength(4);
     });
 
-    it("streams a run with every served mode", async () => {
-      const thread = await ada.threads.create();
-      let created: { run_id: string } | undefined;
-      const events = await collect(
-        ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, {
-          input: human('sql_query {"sql": "SELECT count(*) AS n FROM customers"}'),
-          streamMode: ["values", "messages-tuple", "updates", "custom", "events"],
-          onRunCreated: (run) => {
-            created = run;
-          },
-        }),
-      );
-      const names = events.map((e) => e.event);
-      expect(names[0]).toBe("metadata");
-      expect(created?.run_id).toBe(events[0].data.run_id);
-      expect(names).toContain("messages");
-      expect(names).toContain("custom");
-      expect(names).toContain("events");
-      const updates = events.filter((e) => e.event === "updates").map((e) => Object.keys(e.data)[0]);
-      expect(updates).toEqual(["agent", "tools", "agent"]);
-      const values = events.filter((e) => e.event === "values");
-      expect(values.at(-1)?.data.messages.map((m: any) => m.type)).toEqual(["human", "ai", "tool", "ai"]);
-      const streamed = events
-        .filter((e) => e.event === "messages")
-        .map((e) => e.data[0].content)
-        .join("");
-      expect(streamed.length).toBeGreaterThan(0);
-      expect(values.at(-1)?.data.messages.at(-1).content).toContain(streamed.slice(0, 10));
-      expect(await ada.runs.get(thread.thread_id, created!.run_id)).toMatchObject({ status: "success" });
-    });
-
-    it("streams messages-tuple chunks under the id of the message the thread keeps", async () => {
-      const thread = await ada.threads.create();
-      const events = await collect(
-        ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, {
-          input: human('sql_query {"sql": "SELECT count(*) AS n FROM customers"}'),
-          streamMode: ["messages-tuple", "values"],
-        }),
-      );
-      const chunkIds = new Set(events.filter((e) => e.event === "messages").map((e) => e.data[0].id));
-      expect(chunkIds.size).toBeGreaterThan(0);
-      const kept = events
-        .filter((e) => e.event === "values")
-        .at(-1)
-        ?.data.messages.filter((m: any) => m.type === "ai");
-      const answer = kept.at(-1);
-      expect(chunkIds).toContain(answer.id);
-      expect([...chunkIds].every((id) => kept.some((m: any) => m.id === id))).toBe(true);
-      const state = await ada.threads.getState(thread.thread_id);
-      expect((state.values as any).messages.at(-1).id).toBe(answer.id);
-    });
-
     it("refuses a mode it does not serve, an unknown assistant and fields it cannot honour", async () => {
       const thread = await ada.threads.create();
       await expect(collect(ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), streamMode: "debug" }))).rejects.toThrow(/400/);
