@@ -2,7 +2,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_PROTOCOL_ASSISTANT_ID } from "../../lib/api/agent-protocol-schemas.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-import { assertConformsToOpenApi } from "../support/openapi-conformance.js";
+import { conformingFetch } from "../support/openapi-conformance.js";
 
 /**
  * A run's events as the protocol streams them (`runEvents` in lib/api/agent-protocol-run-events.ts),
@@ -10,18 +10,6 @@ import { assertConformsToOpenApi } from "../support/openapi-conformance.js";
  */
 let api: TestServer;
 let ada: Client;
-
-/** The SDK's requests go through this, so every answer it gets is held to the OpenAPI document too. */
-async function conformingFetch(url: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await fetch(url, init);
-  const path = new URL(String(url)).pathname;
-  const type = response.headers.get("content-type") ?? "";
-  if (!type.includes("text/event-stream")) {
-    const text = await response.clone().text();
-    assertConformsToOpenApi(init?.method ?? "GET", path, response.status, text ? JSON.parse(text) : undefined);
-  } else assertConformsToOpenApi(init?.method ?? "GET", path, response.status, undefined);
-  return response;
-}
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 
