@@ -6,10 +6,6 @@ import { claimLimitReached, claimStatement, type Amount, type Claim, type Counte
 import { scopeId, type LimitScope } from "./limit-scope.js";
 import { windowsAt, type Windows } from "./windows.js";
 
-// Moved to their own modules; re-exported for the callers that name them from here.
-export { USAGE_DAILY_COLLECTION, USAGE_RETENTION_DAYS, type CallUsage, type UsageDay } from "./daily-usage.js";
-export { CONCURRENCY_RETRY_AFTER_S, microsOf, type Amount, type Claim, type CounterDocument, type ScopeLimits } from "./limit-claims.js";
-
 /** One document per tenant and per user: what counts against its limits now (docs/limits.md, "How a limit is kept"). */
 export const LIMIT_COUNTERS_COLLECTION = COLLECTIONS.limitCounters;
 /** Times a claim is tried again when it lost a race to create a counter document, or freed expired holders. */
