@@ -1,13 +1,13 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { BSON, Binary, type Db } from "mongodb";
-import { EMPTY_LIST_DIGEST, nextDigest, type SerializedItem } from "../../lib/store/checkpoint/list-links.js";
-import type { BlobDocument } from "../../lib/store/checkpoint/channel-blob-store.js";
-import { COLLECTIONS } from "../../lib/store/collections.js";
-import { ThreadwiseDatabase } from "../../lib/store/database.js";
-import { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { useTestDatabase } from "../support/store-fixture.js";
-import { SAVER_COLLECTIONS, newSaver, scriptedGraph, snapshotThread } from "./checkpoint/saver-support.js";
+import { EMPTY_LIST_DIGEST, nextDigest, type SerializedItem } from "../../../lib/store/checkpoint/list-links.js";
+import type { BlobDocument } from "../../../lib/store/checkpoint/channel-blob-store.js";
+import { COLLECTIONS } from "../../../lib/store/collections.js";
+import { ThreadwiseDatabase } from "../../../lib/store/database.js";
+import { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
+import { useTestDatabase } from "../../support/store-fixture.js";
+import { SAVER_COLLECTIONS, newSaver, scriptedGraph, snapshotThread } from "./saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
 const test = useTestDatabase("compaction", { clearBeforeEach: false });
