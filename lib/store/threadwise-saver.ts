@@ -199,7 +199,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * of at most the link size (see `CheckpointPruner.compactStoredLists`): nothing a checkpoint reads
    * changes, and every document is bounded again. Every thread, or only `threadId`; a thread whose
    * prune is running is skipped (its prune lease is taken, as prune takes it) and counted. A step of
-   * database set-up (`ThreadwiseDatabase.setup`), run once per database; safe to run again.
+   * database set-up (migration 002, `lib/store/migrations/`), run once per database; safe to run again.
    */
   async compactStoredLists(threadId?: string): Promise<StoredListCompaction> {
     return this.pruner.compactStoredLists(threadId);

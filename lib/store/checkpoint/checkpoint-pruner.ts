@@ -97,7 +97,7 @@ export class CheckpointPruner {
    * of at most the link size (see `BlobPruner.compactLists`): nothing a checkpoint reads
    * changes, and every document is bounded again. Every thread, or only `threadId`; a thread whose
    * prune is running is skipped (its prune lease is taken, as prune takes it) and counted. A step of
-   * database set-up (`ThreadwiseDatabase.setup`), run once per database; safe to run again.
+   * database set-up (migration 002, `lib/store/migrations/`), run once per database; safe to run again.
    */
   async compactStoredLists(threadId?: string): Promise<StoredListCompaction> {
     const result: StoredListCompaction = { threads: 0, skipped: 0, rewritten: 0, itemBytesBefore: 0, itemBytesAfter: 0 };
