@@ -109,9 +109,8 @@ function turnBlock(record: RecallTurnDocument, queryTerms: ReadonlySet<string>, 
   lines.push(record.status === "completed" ? `Assistant: ${record.answer}` : "Assistant: [no answer: this turn failed]");
   for (const tool of record.tools) {
     const matched = tool.chunks ? matchingLines(`${tool.preview}${tool.chunks.join("")}`, tool.preview.length, queryTerms) : undefined;
-    lines.push(
-      `Tool ${tool.name} ${tool.args} returned: ${tool.preview}${matched ? `\n[… lines further in that output that match the search:]\n${matched.join("\n")}` : ""}`,
-    );
+    const further = matched ? `\n[… lines further in that output that match the search:]\n${matched.join("\n")}` : "";
+    lines.push(`Tool ${tool.name} ${tool.args} returned: ${tool.preview}${further}`);
   }
   return lines.join("\n");
 }
