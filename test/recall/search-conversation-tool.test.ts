@@ -122,21 +122,20 @@ describe("createSearchConversationTool", () => {
     expect(text).toContain("Customer 37 | 1036.50");
   });
 
-  it("returns the row a question names from deep in a long output, within a small share, not the chunk's first rows", async () => {
-    const names = ["Oakmont Foods Co", "Oakmont Studios Ltd", "Harbor Legal Co", "Summit Media Co", "Birch Dental Co"];
-    const rows = Array.from(
-      { length: 60 },
-      (_, i) => `${i === 52 ? "Oakmont Insurance Co" : `${names[i % names.length]} ${i}`} | Mid-Market | ${10_000 + i}.25 | 4`,
-    );
+  it("returns the row a question names from deep in a long output, not a part whose rows share its words one by one", () => {
+    const name = (i: number) =>
+      i === 10 ? "Oakmont Foods Co" : i === 12 ? "Summit Insurance Ltd" : i === 52 ? "Oakmont Insurance Co" : `Birch Dental LLC ${i}`;
+    const rows = Array.from({ length: 60 }, (_, i) => `${name(i)} | Mid-Market | ${10_000 + i}.25 | 4`);
     const tools = recallToolOutputs([{ name: "sql_query", args: "{}", content: `60 rows\ncustomer | segment | revenue | orders\n${rows.join("\n")}` }]);
     const text = formatSearchOutcome(
       "What revenue did Oakmont Insurance Co have in that list?",
       outcome([record(2, "List every Central customer for May 2026, with revenue.", { tools })]),
-      400,
+      1_500,
     );
-    // Before, the hit showed the chunk with the most query terms from its start, cut to the share: the row was past the cut.
+    // Before, the hit showed the part with the most distinct query terms, the first of equals: rows 10 and 12's
+    // part ("Oakmont", "Co", "Insurance") came before row 52's.
     expect(text).toContain("Oakmont Insurance Co | Mid-Market | 10052.25 | 4");
-    expect(countTextTokens(text)).toBeLessThanOrEqual(400);
+    expect(text).not.toContain("Birch Dental LLC 30 |");
   });
 
   it("returns the passage under a heading that matched, the lines after it in its paragraph", () => {
