@@ -259,7 +259,8 @@ export class TurnRunner {
   async run(request: TurnRequest): Promise<TurnResult> {
     const { conversations, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
-    await conversations.getOwned(conversationId, request.owner ?? caller.principal);
+    // The one check (lib/auth/conversation-access.ts): the caller (owner, member or channel user) may write; the turn runs as the caller.
+    await conversations.getFor(conversationId, caller, "write");
     const started = Date.now();
     const fence = await lease.acquire(conversationId, turnId);
     const lost = new AbortController();

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
 import type { Caller } from "../auth/principal.js";
+import { relationTo, type ConversationNeed } from "../auth/conversation-access.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
@@ -32,7 +33,7 @@ import {
   threadView,
   type ProtocolInterrupt,
 } from "./agent-protocol.js";
-import { questionText, turnEntry, type ApiRoutesDeps } from "./api-routes.js";
+import { questionText, readAccessWatch, turnEntry, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import { assertCanStream, lastEventId, turnBegun } from "./event-stream.js";
 import { json, noContent, type HttpRequest, type HttpResponse } from "./http.js";
@@ -77,9 +78,10 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, turns } = database;
 
-  const ownedThread = async (request: HttpRequest, rawId: string): Promise<{ caller: Caller; thread: ConversationDocument }> => {
+  /** The caller and the thread, when the caller may do what `need` names (`lib/auth/conversation-access.ts`); 404 when it may not see it. */
+  const ownedThread = async (request: HttpRequest, rawId: string, need: ConversationNeed = "read"): Promise<{ caller: Caller; thread: ConversationDocument }> => {
     const caller = await authenticate(request);
-    const thread = await conversations.getOwned(parseId(rawId, "thread_id"), caller.principal);
+    const thread = await conversations.getFor(parseId(rawId, "thread_id"), caller, need);
     return { caller, thread };
   };
 
@@ -203,10 +205,13 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
 
   /** A run's events as the protocol's server-sent events, for the modes asked; `running` is the request's own part of it. */
   const runStream = (
+    caller: Caller,
     thread: ConversationDocument,
     run: { turnId: string; afterId: number; running?: Promise<unknown> },
     modes: ReturnType<typeof streamModesOf>,
   ): HttpResponse => {
+    // A member removed while following is sent nothing more of the thread (docs/api.md, "Members").
+    const stillAllowed = readAccessWatch(conversations, caller, thread);
     const encoder = new ProtocolStreamEncoder(modes, { runId: run.turnId, threadId: thread._id });
     let failure: unknown;
     const failed = new AbortController();
@@ -219,6 +224,10 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       let final: FinalEventBody | undefined;
       let started = run.afterId > 0;
       for await (const event of followRun(run.turnId, run.afterId, AbortSignal.any([signal, failed.signal]))) {
+        if (stillAllowed && !(await stillAllowed())) {
+          yield protocolFrame("error", { error: "not_found", message: `thread ${thread._id} not found` });
+          return;
+        }
         if (!started) {
           started = true;
           const snapshot = await runner.readThreadState(thread._id);
@@ -228,6 +237,10 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
         if (isFinalEvent(event)) final = event;
       }
       if (signal.aborted) return;
+      if (stillAllowed && !(await stillAllowed())) {
+        yield protocolFrame("error", { error: "not_found", message: `thread ${thread._id} not found` });
+        return;
+      }
       if (!final && failure !== undefined) {
         const { error } = JSON.parse(errorResponse(failure).body) as { error: { code: string; message: string } };
         yield protocolFrame("error", { error: error.code, message: error.message });
@@ -296,12 +309,10 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
         if (id !== undefined) {
           // Only the owner's own thread is returned (if_exists=do_nothing); any other taken id, whoever
           // holds it, gets the one answer below (docs/security.md, "The tenant boundary").
-          const own = await conversations.getOwned(id, caller.principal).catch((error: unknown) => {
-            if (error instanceof NotFoundError) return undefined;
-            throw error;
-          });
+          const existing = await conversations.get(id);
+          const own = existing && relationTo(existing, caller) === "owner" ? existing : undefined;
           if (own && body.if_exists === "do_nothing") return json(200, await describe(own));
-          if (own || (await conversations.get(id))) throw threadIdTaken(id);
+          if (existing) throw threadIdTaken(id);
         }
         const created = await conversations
           .create(caller.principal, { channel: "api" }, new Date(), { id, metadata: body.metadata })
@@ -338,9 +349,9 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       method: "PATCH",
       pattern: new RegExp(`^/threads/${ID}$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, patchThreadBody);
-        const updated = await conversations.mergeMetadata(thread._id, caller.principal, body.metadata ?? {});
+        const updated = await conversations.mergeMetadata(thread._id, thread.owner, body.metadata ?? {});
         return json(200, await describe(updated));
       },
     },
@@ -348,7 +359,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       method: "DELETE",
       pattern: new RegExp(`^/threads/${ID}$`),
       handler: async (request, [id]) => {
-        const { thread } = await ownedThread(request, id);
+        const { thread } = await ownedThread(request, id, "delete");
         await database.deleteConversation(thread._id);
         return noContent();
       },
@@ -388,7 +399,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs/wait$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, runBody);
         const run = await startRun(caller, thread, body);
         await run.running;
@@ -400,7 +411,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs/stream$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, runBody);
         assertCanStream(request, deps.streamingUrl);
         const modes = streamModesOf(body.stream_mode);
@@ -408,7 +419,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
           const run = await startRun(caller, thread, body);
           // A run refused before it began (a turn already running: multitask "reject") is the usual error, not a stream.
           if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
-          return runStream(thread, run, modes);
+          return runStream(caller, thread, run, modes);
         });
       },
     },
@@ -416,7 +427,7 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, runBody);
         const run = await startRun(caller, thread, body, { background: true });
         if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
@@ -464,14 +475,14 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
         const turn = await ownedRun(thread._id, runId);
         assertCanStream(request, deps.streamingUrl);
         const modes = streamModesOf(parseQuery(request, streamQuery).stream_mode);
-        return withStreamSlot(caller, async () => runStream(thread, { turnId: turn._id, afterId: lastEventId(request) }, modes));
+        return withStreamSlot(caller, async () => runStream(caller, thread, { turnId: turn._id, afterId: lastEventId(request) }, modes));
       },
     },
     {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs/${ID}/cancel$`),
       handler: async (request, [id, runId]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const turn = await ownedRun(thread._id, runId);
         const { action } = parseQuery(request, cancelQuery);
         if (action === "rollback")

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import type { Owner } from "../auth/principal.js";
+import type { AdminRoles } from "../auth/admin-scope.js";
+import { requireAccess, type ConversationNeed } from "../auth/conversation-access.js";
+import type { Caller, Owner, Principal } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
 
@@ -8,6 +10,8 @@ import { COLLECTIONS } from "./collections.js";
 export const DEFAULT_PAGE_SIZE = 20;
 /** Largest page a caller may ask for. */
 export const MAX_PAGE_SIZE = 100;
+/** Most members an API conversation has besides its owner (docs/api.md, "Members"). */
+export const MAX_MEMBERS = 100;
 /** Most keys a conversation's metadata holds (the Agent Protocol's thread metadata), after any write. */
 export const MAX_METADATA_KEYS = 32;
 /** Times a metadata merge is tried when another write changed the metadata between its read and its write. */
@@ -58,6 +62,22 @@ export interface ConversationDocument {
   retentionRenewedAt?: Date;
   /** Flat key-value metadata a client set (the Agent Protocol's thread metadata); searchable by equality. */
   metadata?: ConversationMetadata;
+  /** API users of the owner's tenant it was shared with (docs/api.md, "Members"); they read it and send turns as themselves. */
+  members?: ConversationMember[];
+}
+
+/** A member of an API conversation: the principal, and who added it when. */
+export interface ConversationMember extends Principal {
+  addedAt: Date;
+  addedBy: Principal;
+}
+
+/** A change of a conversation's members: the lists before and after, as the audit log records them. */
+export interface MembersChange {
+  conversation: ConversationDocument;
+  before: ConversationMember[];
+  after: ConversationMember[];
+  changed: boolean;
 }
 
 /** Metadata values: flat, so a search is an equality per key. */
@@ -104,6 +124,15 @@ function ownedBy(owner: Owner) {
   return { "owner.issuer": owner.issuer, "owner.tenant": owner.tenant, "owner.subject": owner.subject };
 }
 
+/** A member entry of this principal (issuer, tenant and subject all equal). */
+const memberIs = (principal: Principal) => ({ issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject });
+
+/** Conversations a principal owns or is a member of: what its lists and searches show. */
+function reachableBy(principal: Owner) {
+  if (principal.subject === null) return ownedBy(principal);
+  return { $or: [ownedBy(principal), { members: { $elemMatch: memberIs(principal as Principal) } }] };
+}
+
 /** The index of the owner-and-tenant shape (`ownerId`, `tenantId` strings) that principals replaced. */
 const LEGACY_OWNER_INDEX = "owner_recent";
 const INDEX_NOT_FOUND = 27;
@@ -144,6 +173,10 @@ export class ConversationStore {
   async setup(): Promise<void> {
     await this.migrateLegacyOwners();
     await this.collection.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1, updatedAt: -1, _id: -1 }, { name: "principal_recent" });
+    await this.collection.createIndex(
+      { "members.issuer": 1, "members.tenant": 1, "members.subject": 1, updatedAt: -1, _id: -1 },
+      { name: "member_recent", partialFilterExpression: { members: { $exists: true } } },
+    );
     await this.collection.createIndex(
       { "channel.channel": 1, "channel.key": 1 },
       { name: "channel_key", unique: true, partialFilterExpression: { "channel.key": { $type: "string" } } },
@@ -221,25 +254,28 @@ export class ConversationStore {
     }
   }
 
-  /** Throws NotFoundError for unknown ids and for conversations `owner` does not own. */
-  async getOwned(conversationId: string, owner: Owner): Promise<ConversationDocument> {
-    const doc = await this.collection.findOne({ _id: conversationId, ...ownedBy(owner) });
-    if (!doc) throw new NotFoundError(`conversation ${conversationId} not found`);
-    return doc;
+  /**
+   * The conversation when the caller may do what `need` names (`lib/auth/conversation-access.ts`,
+   * the one check); NotFoundError for unknown ids and for conversations the caller may not see,
+   * ForbiddenError for what it sees but may not do. `adminRoles`: a tenant admin may manage members.
+   */
+  async getFor(conversationId: string, caller: Caller, need: ConversationNeed, adminRoles?: AdminRoles): Promise<ConversationDocument> {
+    return requireAccess(await this.get(conversationId), conversationId, caller, need, adminRoles);
   }
 
   async get(conversationId: string): Promise<ConversationDocument | null> {
     return this.collection.findOne({ _id: conversationId });
   }
 
-  /** Newest first; the cursor is opaque to callers. */
+  /** The conversations `owner` owns or is a member of, newest first; the cursor is opaque to callers. */
   async list(owner: Owner, options: { limit?: number; cursor?: string } = {}): Promise<ConversationPage> {
     const limit = Math.min(options.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-    const filter: Record<string, unknown> = { ...ownedBy(owner) };
+    const clauses: Record<string, unknown>[] = [reachableBy(owner)];
     if (options.cursor) {
       const { updatedAt, id } = decodeCursor(options.cursor);
-      filter.$or = [{ updatedAt: { $lt: updatedAt } }, { updatedAt, _id: { $lt: id } }];
+      clauses.push({ $or: [{ updatedAt: { $lt: updatedAt } }, { updatedAt, _id: { $lt: id } }] });
     }
+    const filter = clauses.length === 1 ? clauses[0] : { $and: clauses };
     const docs = await this.collection
       .find(filter)
       .sort({ updatedAt: -1, _id: -1 })
@@ -254,11 +290,11 @@ export class ConversationStore {
   }
 
   /**
-   * The owner's conversations newest first, `offset` into them: those among `ids` when given, whose
-   * metadata holds every key of `metadata` with the same value.
+   * The conversations `owner` owns or is a member of, newest first, `offset` into them: those among
+   * `ids` when given, whose metadata holds every key of `metadata` with the same value.
    */
   async search(owner: Owner, options: { ids?: string[]; metadata?: ConversationMetadata; limit: number; offset: number }): Promise<ConversationDocument[]> {
-    const filter: Record<string, unknown> = { ...ownedBy(owner) };
+    const filter: Record<string, unknown> = { ...reachableBy(owner) };
     if (options.ids) filter._id = { $in: options.ids };
     for (const [key, value] of Object.entries(options.metadata ?? {})) filter[`metadata.${key}`] = value;
     return this.collection.find(filter).sort({ updatedAt: -1, _id: -1 }).skip(options.offset).limit(Math.min(options.limit, MAX_PAGE_SIZE)).toArray();
@@ -285,6 +321,41 @@ export class ConversationStore {
     throw new ConflictError(`the metadata of conversation ${conversationId} kept changing while this merge was written; try again`, 1);
   }
 
+  /**
+   * Adds a member (the caller checked who may, and that the member may be one: `assertMayBeMember`).
+   * A member already there is left as it was (`changed: false`); a conversation at
+   * {@link MAX_MEMBERS} is a `ConflictError` and nothing is written; one deleted meanwhile NotFound.
+   */
+  async addMember(conversationId: string, member: Principal, addedBy: Principal, now = new Date()): Promise<MembersChange> {
+    const entry: ConversationMember = { ...memberIs(member), addedAt: now, addedBy: memberIs(addedBy) };
+    const doc = await this.collection.findOneAndUpdate(
+      { _id: conversationId, members: { $not: { $elemMatch: memberIs(member) } }, [`members.${MAX_MEMBERS - 1}`]: { $exists: false } },
+      { $push: { members: entry } },
+      { returnDocument: "after" },
+    );
+    if (doc) return { conversation: doc, before: (doc.members ?? []).slice(0, -1), after: doc.members ?? [], changed: true };
+    const current = await this.get(conversationId);
+    if (!current) throw new NotFoundError(`conversation ${conversationId} not found`);
+    const members = current.members ?? [];
+    if (!members.some((m) => samePrincipal(m, member))) {
+      throw new ConflictError(`conversation ${conversationId} has ${MAX_MEMBERS} members, the most it may have; remove one first`);
+    }
+    return { conversation: current, before: members, after: members, changed: false };
+  }
+
+  /** Removes a member; NotFoundError when the conversation has no such member (nothing changed). */
+  async removeMember(conversationId: string, member: Principal): Promise<MembersChange> {
+    const doc = await this.collection.findOneAndUpdate(
+      { _id: conversationId, members: { $elemMatch: memberIs(member) } },
+      { $pull: { members: memberIs(member) } },
+      { returnDocument: "before" },
+    );
+    if (!doc) throw new NotFoundError(`member ${member.subject} of conversation ${conversationId} not found`);
+    const before = doc.members ?? [];
+    const after = before.filter((m) => !samePrincipal(m, member));
+    return { conversation: { ...doc, members: after }, before, after, changed: true };
+  }
+
   async touch(conversationId: string, fields: { title?: string } = {}, now = new Date()): Promise<void> {
     const set: Record<string, unknown> = { updatedAt: now };
     await this.collection.updateOne({ _id: conversationId }, { $set: set });
@@ -302,6 +373,8 @@ export class ConversationStore {
     await this.collection.deleteOne({ _id: conversationId });
   }
 }
+
+const samePrincipal = (a: Principal, b: Principal) => a.issuer === b.issuer && a.tenant === b.tenant && a.subject === b.subject;
 
 function encodeCursor(updatedAt: Date, id: string): string {
   return Buffer.from(JSON.stringify([updatedAt.getTime(), id])).toString("base64url");
