@@ -64,6 +64,8 @@ export interface ConversationDocument {
   metadata?: ConversationMetadata;
   /** API users of the owner's tenant it was shared with (docs/api.md, "Members"); they read it and send turns as themselves. */
   members?: ConversationMember[];
+  /** Raised by every change of `members`: a change applies only to the list it read. */
+  membersVersion?: number;
 }
 
 /** A member of an API conversation: the principal, and who added it when. */
@@ -327,33 +329,49 @@ export class ConversationStore {
    * {@link MAX_MEMBERS} is a `ConflictError` and nothing is written; one deleted meanwhile NotFound.
    */
   async addMember(conversationId: string, member: Principal, addedBy: Principal, now = new Date()): Promise<MembersChange> {
-    const entry: ConversationMember = { ...memberIs(member), addedAt: now, addedBy: memberIs(addedBy) };
-    const doc = await this.collection.findOneAndUpdate(
-      { _id: conversationId, members: { $not: { $elemMatch: memberIs(member) } }, [`members.${MAX_MEMBERS - 1}`]: { $exists: false } },
-      { $push: { members: entry } },
-      { returnDocument: "after" },
-    );
-    if (doc) return { conversation: doc, before: (doc.members ?? []).slice(0, -1), after: doc.members ?? [], changed: true };
-    const current = await this.get(conversationId);
-    if (!current) throw new NotFoundError(`conversation ${conversationId} not found`);
-    const members = current.members ?? [];
-    if (!members.some((m) => samePrincipal(m, member))) {
-      throw new ConflictError(`conversation ${conversationId} has ${MAX_MEMBERS} members, the most it may have; remove one first`);
-    }
-    return { conversation: current, before: members, after: members, changed: false };
+    return this.changeMembers(conversationId, (members) => {
+      if (members.some((m) => samePrincipal(m, member))) return undefined;
+      if (members.length >= MAX_MEMBERS) {
+        throw new ConflictError(`conversation ${conversationId} has ${MAX_MEMBERS} members, the most it may have; remove one first`);
+      }
+      return [...members, { ...memberIs(member), addedAt: now, addedBy: memberIs(addedBy) }];
+    });
   }
 
   /** Removes a member; NotFoundError when the conversation has no such member (nothing changed). */
   async removeMember(conversationId: string, member: Principal): Promise<MembersChange> {
-    const doc = await this.collection.findOneAndUpdate(
-      { _id: conversationId, members: { $elemMatch: memberIs(member) } },
-      { $pull: { members: memberIs(member) } },
-      { returnDocument: "before" },
-    );
-    if (!doc) throw new NotFoundError(`member ${member.subject} of conversation ${conversationId} not found`);
-    const before = doc.members ?? [];
-    const after = before.filter((m) => !samePrincipal(m, member));
-    return { conversation: { ...doc, members: after }, before, after, changed: true };
+    return this.changeMembers(conversationId, (members) => {
+      if (!members.some((m) => samePrincipal(m, member))) throw new NotFoundError(`member ${member.subject} of conversation ${conversationId} not found`);
+      return members.filter((m) => !samePrincipal(m, member));
+    });
+  }
+
+  /**
+   * Writes `change(members)` over the list it read, only while the list is still the one read (its
+   * `membersVersion`), so concurrent changes cannot lose one another: one that lost the race reads
+   * again, and after {@link METADATA_MERGE_ATTEMPTS} tries is a `ConflictError`. `change` returns
+   * undefined for no change.
+   */
+  private async changeMembers(
+    conversationId: string,
+    change: (members: ConversationMember[]) => ConversationMember[] | undefined,
+  ): Promise<MembersChange> {
+    for (let attempt = 0; attempt < METADATA_MERGE_ATTEMPTS; attempt++) {
+      const current = await this.get(conversationId);
+      if (!current) throw new NotFoundError(`conversation ${conversationId} not found`);
+      const before = current.members ?? [];
+      const after = change(before);
+      if (after === undefined) return { conversation: current, before, after: before, changed: false };
+      const version = current.membersVersion ?? 0;
+      const unchanged = current.membersVersion === undefined ? { membersVersion: { $exists: false } } : { membersVersion: version };
+      const doc = await this.collection.findOneAndUpdate(
+        { _id: conversationId, ...unchanged },
+        { $set: { members: after, membersVersion: version + 1 } },
+        { returnDocument: "after" },
+      );
+      if (doc) return { conversation: doc, before, after, changed: true };
+    }
+    throw new ConflictError(`the members of conversation ${conversationId} kept changing while this change was written; try again`, 1);
   }
 
   async touch(conversationId: string, fields: { title?: string } = {}, now = new Date()): Promise<void> {
