@@ -79,7 +79,11 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
   const { conversations, turns } = database;
 
   /** The caller and the thread, when the caller may do what `need` names (`lib/auth/conversation-access.ts`); 404 when it may not see it. */
-  const ownedThread = async (request: HttpRequest, rawId: string, need: ConversationNeed = "read"): Promise<{ caller: Caller; thread: ConversationDocument }> => {
+  const ownedThread = async (
+    request: HttpRequest,
+    rawId: string,
+    need: ConversationNeed = "read",
+  ): Promise<{ caller: Caller; thread: ConversationDocument }> => {
     const caller = await authenticate(request);
     const thread = await conversations.getFor(parseId(rawId, "thread_id"), caller, need);
     return { caller, thread };

@@ -45,7 +45,13 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
   const { conversations, roles } = deps;
   const path = /^\/v1\/conversations\/([^/]+)\/members$/;
 
-  const record = async (request: HttpRequest, caller: Caller, change: MembersChange, action: "conversation.member.add" | "conversation.member.remove", member: Principal) => {
+  const record = async (
+    request: HttpRequest,
+    caller: Caller,
+    change: MembersChange,
+    action: "conversation.member.add" | "conversation.member.remove",
+    member: Principal,
+  ) => {
     if (!change.changed) return;
     const { owner } = change.conversation;
     await deps.audit?.append({

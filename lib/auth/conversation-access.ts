@@ -120,5 +120,6 @@ export function assertMayBeMember(conversation: AccessedConversation, member: Pr
       `a member of conversation ${conversation._id} is a user of its own tenant (${owner.issuer}/${owner.tenant}), not of ${member.issuer}/${member.tenant ?? "(no tenant)"}`,
     );
   }
-  if (samePrincipal(owner, member)) throw new MemberOutsideTenantError(`${member.subject} owns conversation ${conversation._id}: an owner is not added as a member`);
+  if (samePrincipal(owner, member))
+    throw new MemberOutsideTenantError(`${member.subject} owns conversation ${conversation._id}: an owner is not added as a member`);
 }

@@ -352,10 +352,7 @@ export class ConversationStore {
    * again, and after {@link METADATA_MERGE_ATTEMPTS} tries is a `ConflictError`. `change` returns
    * undefined for no change.
    */
-  private async changeMembers(
-    conversationId: string,
-    change: (members: ConversationMember[]) => ConversationMember[] | undefined,
-  ): Promise<MembersChange> {
+  private async changeMembers(conversationId: string, change: (members: ConversationMember[]) => ConversationMember[] | undefined): Promise<MembersChange> {
     for (let attempt = 0; attempt < METADATA_MERGE_ATTEMPTS; attempt++) {
       const current = await this.get(conversationId);
       if (!current) throw new NotFoundError(`conversation ${conversationId} not found`);

@@ -160,11 +160,7 @@ describe("memberRoutes", () => {
     it("returns 422 member_outside_tenant for a user of another tenant, and nothing changes", async () => {
       const id = await shared("bob");
       const before = await stored(id);
-      for (const json of [
-        { subject: "mallory", tenant: "globex" },
-        { subject: "mallory", tenant: null },
-        { subject: "alice" },
-      ]) {
+      for (const json of [{ subject: "mallory", tenant: "globex" }, { subject: "mallory", tenant: null }, { subject: "alice" }]) {
         const res = await t.call("POST", `/v1/conversations/${id}/members`, { token: alice, json });
         expect(res.status, JSON.stringify(json)).toBe(422);
         expect(res.body.error.code).toBe("member_outside_tenant");
