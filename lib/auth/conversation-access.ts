@@ -116,8 +116,9 @@ export function assertMayBeMember(conversation: AccessedConversation, member: Pr
     throw new MemberOutsideTenantError(`conversation ${conversation._id} belongs to a token that names no tenant: it has no tenant to share within`);
   }
   if (member.issuer !== owner.issuer || member.tenant !== owner.tenant) {
+    const theirs = `${member.issuer}/${member.tenant ?? "(no tenant)"}`;
     throw new MemberOutsideTenantError(
-      `a member of conversation ${conversation._id} is a user of its own tenant (${owner.issuer}/${owner.tenant}), not of ${member.issuer}/${member.tenant ?? "(no tenant)"}`,
+      `a member of conversation ${conversation._id} is a user of its own tenant (${owner.issuer}/${owner.tenant}), not of ${theirs}`,
     );
   }
   if (samePrincipal(owner, member))

@@ -67,7 +67,8 @@ export function decisionRefusal(error: unknown): { code: DecisionRefusalCode; te
 export function channelDecisions(deps: { conversations: ConversationStore; approvals: Approvals; roles: ChannelRoles }): ChannelApprovals {
   const callerOf = async (principal: ChannelPrincipal, conversationId: string, approvalId: string): Promise<Caller> => {
     if (principal.tenant === null) throw new NotFoundError(`approval ${approvalId} not found`);
-    // The one check (lib/auth/conversation-access.ts), on the principal alone, before any role is looked up: a user of the workspace or tenant whose thread it is.
+    // The one check (lib/auth/conversation-access.ts), on the principal alone, before any role is looked up:
+    // a user of the workspace or tenant whose thread it is.
     await deps.conversations.getFor(conversationId, { principal, roles: [] }, "write");
     return { principal, roles: await deps.roles.rolesOf(principal) };
   };
