@@ -12,8 +12,10 @@ import type { Caller, Owner, Principal } from "./principal.js";
  * - `members`: list its members.
  * - `manage`: add and remove its members.
  * - `delete`: delete the conversation.
+ * - `erase`: erase it through the admin API (`DELETE /v1/admin/conversations/{id}`): a tenant admin
+ *   of its tenant, or an operator, whatever else the caller is.
  */
-export const CONVERSATION_NEEDS = ["read", "write", "members", "manage", "delete"] as const;
+export const CONVERSATION_NEEDS = ["read", "write", "members", "manage", "delete", "erase"] as const;
 export type ConversationNeed = (typeof CONVERSATION_NEEDS)[number];
 
 /**
@@ -32,6 +34,7 @@ const ADMITS: Record<ConversationNeed, readonly ConversationRelation[]> = {
   members: ["owner", "member", "admin"],
   manage: ["owner", "admin"],
   delete: ["owner"],
+  erase: ["admin"],
 };
 
 /** What the check reads of a conversation: its owner and its members. */
@@ -69,8 +72,25 @@ function isAdminOf(caller: Caller, roles: AdminRoles, owner: Owner): boolean {
 
 /** Whether the caller may do what `need` names on the conversation. */
 export function mayAccess(conversation: AccessedConversation, caller: Caller, need: ConversationNeed, adminRoles?: AdminRoles): boolean {
-  const relation = relationTo(conversation, caller, adminRoles);
+  const relation = admittedRelation(conversation, caller, need, adminRoles);
   return relation !== undefined && ADMITS[need].includes(relation);
+}
+
+/**
+ * The caller's relation, or `admin` where the need admits admins and the caller is one as well as
+ * something the need does not admit (an admin who is a member of the conversation erases it as admin).
+ */
+function admittedRelation(
+  conversation: AccessedConversation,
+  caller: Caller,
+  need: ConversationNeed,
+  adminRoles?: AdminRoles,
+): ConversationRelation | undefined {
+  const relation = relationTo(conversation, caller, adminRoles);
+  if (relation !== undefined && relation !== "admin" && !ADMITS[need].includes(relation) && ADMITS[need].includes("admin")) {
+    if (adminRoles && isAdminOf(caller, adminRoles, conversation.owner)) return "admin";
+  }
+  return relation;
 }
 
 /**
@@ -89,8 +109,10 @@ export function requireAccess<T extends AccessedConversation>(
   need: ConversationNeed,
   adminRoles?: AdminRoles,
 ): T {
-  const relation = conversation ? relationTo(conversation, caller, adminRoles) : undefined;
-  if (!conversation || relation === undefined || (relation === "admin" && !ADMITS[need].includes("admin"))) {
+  const relation = conversation ? admittedRelation(conversation, caller, need, adminRoles) : undefined;
+  // Not seen: no relation, an admin asking what admins may not, or anyone but an admin asking to erase (the admin API's own answer).
+  const unseen = relation === undefined || (relation === "admin" && !ADMITS[need].includes("admin")) || (need === "erase" && relation !== "admin");
+  if (!conversation || unseen) {
     throw new NotFoundError(`conversation ${conversationId} not found`);
   }
   if (!ADMITS[need].includes(relation)) {

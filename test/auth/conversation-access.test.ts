@@ -41,7 +41,7 @@ describe("conversation-access", () => {
   describe("mayAccess", () => {
     it("lets a member read and write, never manage or delete", () => {
       expect(CONVERSATION_NEEDS.filter((need) => mayAccess(shared, as(bob), need))).toEqual(["read", "write", "members"]);
-      expect(CONVERSATION_NEEDS.filter((need) => mayAccess(shared, as(alice), need))).toEqual([...CONVERSATION_NEEDS]);
+      expect(CONVERSATION_NEEDS.filter((need) => mayAccess(shared, as(alice), need))).toEqual(["read", "write", "members", "manage", "delete"]);
     });
   });
 
@@ -61,6 +61,17 @@ describe("conversation-access", () => {
     it("throws ForbiddenError naming who may, to a member who manages or deletes", () => {
       expect(() => requireAccess(shared, "c1", as(bob), "manage", ROLES)).toThrow(ForbiddenError);
       expect(() => requireAccess(shared, "c1", as(bob), "delete")).toThrow(/its owner/);
+    });
+  });
+
+  describe("requireAccess for erase", () => {
+    it("returns the conversation to a tenant admin of its tenant, a member or not, and throws NotFoundError to its owner and to another tenant's admin", () => {
+      const ann = as(apiPrincipal("ann", "acme"), ["threadwise:admin"]);
+      const bobAdmin = as(bob, ["threadwise:admin"]);
+      expect(requireAccess(shared, "c1", ann, "erase", ROLES)).toBe(shared);
+      expect(requireAccess(shared, "c1", bobAdmin, "erase", ROLES)).toBe(shared);
+      expect(() => requireAccess(shared, "c1", as(alice), "erase", ROLES)).toThrow(NotFoundError);
+      expect(() => requireAccess(shared, "c1", as(apiPrincipal("gus", "globex"), ["threadwise:admin"]), "erase", ROLES)).toThrow(NotFoundError);
     });
   });
 
