@@ -242,6 +242,29 @@ describe("memberRoutes", () => {
     });
   });
 
+  describe("DELETE /v1/conversations/{id}/members/{memberId} during an Agent Protocol run stream", () => {
+    it("ends the removed member's run stream with an error frame not_found, and sends none of the run's end", async () => {
+      toolGate = new Gate();
+      const id = await shared("bob");
+      const running = t.call("POST", `/v1/conversations/${id}/messages`, { token: alice, json: { content: "please wait" } });
+      await toolGate.reached;
+      const [turn] = (await t.call("GET", `/v1/conversations/${id}/turns?status=running`, { token: alice })).body.turns;
+      const stream = await openEventStream(`${t.url}/threads/${id}/runs/${turn.turnId}/stream`, { headers: { authorization: `Bearer ${bob}` } });
+      expect(stream.status).toBe(200);
+      expect((await stream.next())?.event).toBe("metadata");
+      expect(await stream.next()).toBeDefined();
+
+      expect((await t.call("DELETE", `/v1/conversations/${id}/members/bob`, { token: alice })).status).toBe(204);
+      expect((await t.call("GET", `/threads/${id}`, { token: bob })).status).toBe(404);
+      toolGate.open();
+      const rest = await stream.rest();
+      expect(rest.at(-1)).toMatchObject({ event: "error", data: { error: "not_found" } });
+      expect(JSON.stringify(rest)).not.toContain("Done.");
+      expect(JSON.stringify(rest)).not.toContain("finished waiting");
+      expect((await running).status).toBe(200);
+    });
+  });
+
   describe("a member's turn", () => {
     it("runs as the member with the member's roles (TOOL_ROLES), not the owner's", async () => {
       const id = await shared("bob", "dave");
