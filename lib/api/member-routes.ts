@@ -3,7 +3,8 @@ import type { AdminRoles } from "../auth/admin-scope.js";
 import { assertMayBeMember, relationTo } from "../auth/conversation-access.js";
 import { apiPrincipal, type Caller, type Principal } from "../auth/principal.js";
 import { ForbiddenError } from "../errors.js";
-import type { ConversationDocument, ConversationMember, ConversationStore, MembersChange } from "../store/conversation-store.js";
+import { ConversationMembers, type MembersChange } from "../store/conversation-members.js";
+import type { ConversationDocument, ConversationMember, ConversationStore } from "../store/conversation-store.js";
 import { json, noContent, type Authenticate, type HttpRequest } from "./http.js";
 import { actorOf, requestIdOf } from "./lifecycle-routes.js";
 import { addMemberBody } from "./member-schemas.js";
@@ -43,6 +44,7 @@ function memberList(conversation: ConversationDocument) {
  */
 export function memberRoutes(deps: MemberRoutesDeps): Route[] {
   const { conversations, roles } = deps;
+  const members = new ConversationMembers(conversations);
   const path = /^\/v1\/conversations\/([^/]+)\/members$/;
 
   const record = async (
@@ -85,7 +87,7 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
         const body = parseJsonBody(request, addMemberBody);
         const member = apiPrincipal(body.subject, body.tenant === undefined ? conversation.owner.tenant : body.tenant);
         assertMayBeMember(conversation, member);
-        const change = await conversations.addMember(conversation._id, member, caller.principal);
+        const change = await members.addMember(conversation._id, member, caller.principal);
         await record(request, caller, change, "conversation.member.add", member);
         return json(change.changed ? 201 : 200, memberList(change.conversation));
       },
@@ -103,7 +105,7 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
         if (!leaving && relationTo(seen, caller, roles) === "member") {
           throw new ForbiddenError(`a member of conversation ${id} may leave it; removing another member takes its owner or a tenant admin`);
         }
-        const change = await conversations.removeMember(id, member);
+        const change = await members.removeMember(id, member);
         await record(request, caller, change, "conversation.member.remove", member);
         return noContent();
       },

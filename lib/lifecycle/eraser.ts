@@ -4,6 +4,7 @@ import type { AuditActor, AuditLog } from "../audit/audit-log.js";
 import type { McpServerEntry } from "../config/mcp-servers-config.js";
 import { canonicalHash, canonicalJson } from "../audit/canonical-json.js";
 import { DELETED_CHANNEL_KEY_MS } from "../store/conversation-store.js";
+import { ConversationMembers } from "../store/conversation-members.js";
 import { COLLECTIONS } from "../store/collections.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import { NotFoundError } from "../errors.js";
@@ -378,7 +379,7 @@ export class Eraser {
     const shared = await conversations.collection.find({ members: { $elemMatch: principal } }, { projection: { _id: 1 } }).toArray();
     let removed = 0;
     for (const { _id } of shared) {
-      const change = await conversations.removeMember(_id, principal).catch((error: unknown) => {
+      const change = await new ConversationMembers(conversations).removeMember(_id, principal).catch((error: unknown) => {
         // Removed or deleted meanwhile: nothing of theirs is left there.
         if (error instanceof NotFoundError) return undefined;
         throw error;

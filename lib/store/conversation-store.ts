@@ -10,12 +10,10 @@ import { COLLECTIONS } from "./collections.js";
 export const DEFAULT_PAGE_SIZE = 20;
 /** Largest page a caller may ask for. */
 export const MAX_PAGE_SIZE = 100;
-/** Most members an API conversation has besides its owner (docs/api.md, "Members"). */
-export const MAX_MEMBERS = 100;
 /** Most keys a conversation's metadata holds (the Agent Protocol's thread metadata), after any write. */
 export const MAX_METADATA_KEYS = 32;
 /** Times a metadata merge is tried when another write changed the metadata between its read and its write. */
-const METADATA_MERGE_ATTEMPTS = 5;
+export const METADATA_MERGE_ATTEMPTS = 5;
 
 /** `ValidationError` (400) when metadata of `count` keys is over {@link MAX_METADATA_KEYS}. */
 function checkMetadataKeys(count: number): void {
@@ -74,14 +72,6 @@ export interface ConversationMember extends Principal {
   addedBy: Principal;
 }
 
-/** A change of a conversation's members: the lists before and after, as the audit log records them. */
-export interface MembersChange {
-  conversation: ConversationDocument;
-  before: ConversationMember[];
-  after: ConversationMember[];
-  changed: boolean;
-}
-
 /** Metadata values: flat, so a search is an equality per key. */
 export type ConversationMetadata = Record<string, string | number | boolean | null>;
 
@@ -127,7 +117,7 @@ function ownedBy(owner: Owner) {
 }
 
 /** A member entry of this principal (issuer, tenant and subject all equal). */
-const memberIs = (principal: Principal) => ({ issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject });
+export const memberIs = (principal: Principal) => ({ issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject });
 
 /** Conversations a principal owns or is a member of: what its lists and searches show. */
 function reachableBy(principal: Owner) {
@@ -323,54 +313,6 @@ export class ConversationStore {
     throw new ConflictError(`the metadata of conversation ${conversationId} kept changing while this merge was written; try again`, 1);
   }
 
-  /**
-   * Adds a member (the caller checked who may, and that the member may be one: `assertMayBeMember`).
-   * A member already there is left as it was (`changed: false`); a conversation at
-   * {@link MAX_MEMBERS} is a `ConflictError` and nothing is written; one deleted meanwhile NotFound.
-   */
-  async addMember(conversationId: string, member: Principal, addedBy: Principal, now = new Date()): Promise<MembersChange> {
-    return this.changeMembers(conversationId, (members) => {
-      if (members.some((m) => samePrincipal(m, member))) return undefined;
-      if (members.length >= MAX_MEMBERS) {
-        throw new ConflictError(`conversation ${conversationId} has ${MAX_MEMBERS} members, the most it may have; remove one first`);
-      }
-      return [...members, { ...memberIs(member), addedAt: now, addedBy: memberIs(addedBy) }];
-    });
-  }
-
-  /** Removes a member; NotFoundError when the conversation has no such member (nothing changed). */
-  async removeMember(conversationId: string, member: Principal): Promise<MembersChange> {
-    return this.changeMembers(conversationId, (members) => {
-      if (!members.some((m) => samePrincipal(m, member))) throw new NotFoundError(`member ${member.subject} of conversation ${conversationId} not found`);
-      return members.filter((m) => !samePrincipal(m, member));
-    });
-  }
-
-  /**
-   * Writes `change(members)` over the list it read, only while the list is still the one read (its
-   * `membersVersion`), so concurrent changes cannot lose one another: one that lost the race reads
-   * again, and after {@link METADATA_MERGE_ATTEMPTS} tries is a `ConflictError`. `change` returns
-   * undefined for no change.
-   */
-  private async changeMembers(conversationId: string, change: (members: ConversationMember[]) => ConversationMember[] | undefined): Promise<MembersChange> {
-    for (let attempt = 0; attempt < METADATA_MERGE_ATTEMPTS; attempt++) {
-      const current = await this.get(conversationId);
-      if (!current) throw new NotFoundError(`conversation ${conversationId} not found`);
-      const before = current.members ?? [];
-      const after = change(before);
-      if (after === undefined) return { conversation: current, before, after: before, changed: false };
-      const version = current.membersVersion ?? 0;
-      const unchanged = current.membersVersion === undefined ? { membersVersion: { $exists: false } } : { membersVersion: version };
-      const doc = await this.collection.findOneAndUpdate(
-        { _id: conversationId, ...unchanged },
-        { $set: { members: after, membersVersion: version + 1 } },
-        { returnDocument: "after" },
-      );
-      if (doc) return { conversation: doc, before, after, changed: true };
-    }
-    throw new ConflictError(`the members of conversation ${conversationId} kept changing while this change was written; try again`, 1);
-  }
-
   async touch(conversationId: string, fields: { title?: string } = {}, now = new Date()): Promise<void> {
     const set: Record<string, unknown> = { updatedAt: now };
     await this.collection.updateOne({ _id: conversationId }, { $set: set });
@@ -388,8 +330,6 @@ export class ConversationStore {
     await this.collection.deleteOne({ _id: conversationId });
   }
 }
-
-const samePrincipal = (a: Principal, b: Principal) => a.issuer === b.issuer && a.tenant === b.tenant && a.subject === b.subject;
 
 function encodeCursor(updatedAt: Date, id: string): string {
   return Buffer.from(JSON.stringify([updatedAt.getTime(), id])).toString("base64url");
