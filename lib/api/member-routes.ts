@@ -1,6 +1,6 @@
 import type { AuditLog } from "../audit/audit-log.js";
 import type { AdminRoles } from "../auth/admin-scope.js";
-import { assertMayBeMember, relationTo } from "../auth/conversation-access.js";
+import { assertMayBeMember, mayAccess, relationTo } from "../auth/conversation-access.js";
 import { apiPrincipal, type Caller, type Principal } from "../auth/principal.js";
 import { ForbiddenError } from "../errors.js";
 import { ConversationMembers, type MembersChange } from "../store/conversation-members.js";
@@ -102,7 +102,7 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
         const member = apiPrincipal(subject, seen.owner.tenant);
         // A member may leave; removing anyone else takes the owner or a tenant admin (403 for a member, and nothing changes).
         const leaving = relationTo(seen, caller) === "member" && caller.principal.subject === subject;
-        if (!leaving && relationTo(seen, caller, roles) === "member") {
+        if (!leaving && !mayAccess(seen, caller, "manage", roles)) {
           throw new ForbiddenError(`a member of conversation ${id} may leave it; removing another member takes its owner or a tenant admin`);
         }
         const change = await members.removeMember(id, member);
