@@ -85,7 +85,7 @@ export function lifecycleRoutes(deps: LifecycleRoutesDeps): Route[] {
     if (target.kind === "conversation") {
       // The one check (lib/auth/conversation-access.ts): another tenant's conversation is not found, as the conversation API answers it.
       const doc = await deps.database.conversations.get(target.conversationId);
-      if (doc) requireAccess(doc, target.conversationId, caller, "erase", deps);
+      if (doc) requireAccess(doc, target.conversationId, caller, "erase", { adminRoles: deps });
     }
     const tenant = await tenantOfTarget(target);
     // An erasure of it still running (the document is gone): its job's tenant decides; a user or tenant is named, so 403 says why.

@@ -74,7 +74,7 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
       pattern: path,
       handler: async (request, [rawId]) => {
         const caller = await deps.authenticate(request);
-        const conversation = await conversations.getFor(parseId(rawId, "conversationId"), caller, "members", roles);
+        const conversation = await conversations.getFor(parseId(rawId, "conversationId"), caller, "members", { adminRoles: roles });
         return json(200, memberList(conversation));
       },
     },
@@ -83,7 +83,7 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
       pattern: path,
       handler: async (request, [rawId]) => {
         const caller = await deps.authenticate(request);
-        const conversation = await conversations.getFor(parseId(rawId, "conversationId"), caller, "manage", roles);
+        const conversation = await conversations.getFor(parseId(rawId, "conversationId"), caller, "manage", { adminRoles: roles });
         const body = parseJsonBody(request, addMemberBody);
         const member = apiPrincipal(body.subject, body.tenant === undefined ? conversation.owner.tenant : body.tenant);
         assertMayBeMember(conversation, member);
@@ -98,11 +98,11 @@ export function memberRoutes(deps: MemberRoutesDeps): Route[] {
       handler: async (request, [rawId, subject]) => {
         const caller = await deps.authenticate(request);
         const id = parseId(rawId, "conversationId");
-        const seen = await conversations.getFor(id, caller, "members", roles);
+        const seen = await conversations.getFor(id, caller, "members", { adminRoles: roles });
         const member = apiPrincipal(subject, seen.owner.tenant);
         // A member may leave; removing anyone else takes the owner or a tenant admin (403 for a member, and nothing changes).
         const leaving = relationTo(seen, caller) === "member" && caller.principal.subject === subject;
-        if (!leaving && !mayAccess(seen, caller, "manage", roles)) {
+        if (!leaving && !mayAccess(seen, caller, "manage", { adminRoles: roles })) {
           throw new ForbiddenError(`a member of conversation ${id} may leave it; removing another member takes its owner or a tenant admin`);
         }
         const change = await members.removeMember(id, member);

@@ -37,6 +37,18 @@ const ADMITS: Record<ConversationNeed, readonly ConversationRelation[]> = {
   erase: ["admin"],
 };
 
+/** What else the check may weigh besides the caller. */
+export interface AccessOptions {
+  /** The deployment's admin roles: given where a tenant admin may act (members, erasure). Default: no admin relation. */
+  adminRoles?: AdminRoles;
+  /**
+   * The workspace or tenant a signed channel request came through (a Slack event's team, a Bot
+   * Framework activity's tenant): its threads' users, a Slack Connect guest of another team
+   * included, continue them, as the channel's membership decides. Default: none (API requests).
+   */
+  channel?: Owner;
+}
+
 /** What the check reads of a conversation: its owner and its members. */
 export interface AccessedConversation {
   _id: string;
@@ -50,15 +62,16 @@ const samePrincipal = (a: Principal | Owner, b: Principal | Owner) => a.issuer =
  * The caller's relation to the conversation, or undefined when it has none. `admin` is only looked
  * for when the deployment's admin roles are given (the routes that manage members pass them).
  */
-export function relationTo(conversation: AccessedConversation, caller: Caller, adminRoles?: AdminRoles): ConversationRelation | undefined {
+export function relationTo(conversation: AccessedConversation, caller: Caller, options: AccessOptions = {}): ConversationRelation | undefined {
   const { owner } = conversation;
   const { principal } = caller;
   if (samePrincipal(owner, principal)) return "owner";
   if (conversation.members?.some((m) => samePrincipal(m, principal))) return "member";
-  if (owner.subject === null && owner.tenant !== null && owner.issuer !== "api" && principal.issuer === owner.issuer && principal.tenant === owner.tenant) {
-    return "channel";
+  if (owner.subject === null && owner.tenant !== null && owner.issuer !== "api" && principal.issuer === owner.issuer) {
+    // A user of the owning workspace or tenant, or one its signed channel request vouches for (a Slack Connect guest).
+    if (principal.tenant === owner.tenant || (options.channel !== undefined && samePrincipal(options.channel, owner))) return "channel";
   }
-  if (adminRoles && isAdminOf(caller, adminRoles, owner)) return "admin";
+  if (options.adminRoles && isAdminOf(caller, options.adminRoles, owner)) return "admin";
   return undefined;
 }
 
@@ -71,8 +84,8 @@ function isAdminOf(caller: Caller, roles: AdminRoles, owner: Owner): boolean {
 }
 
 /** Whether the caller may do what `need` names on the conversation. */
-export function mayAccess(conversation: AccessedConversation, caller: Caller, need: ConversationNeed, adminRoles?: AdminRoles): boolean {
-  const relation = admittedRelation(conversation, caller, need, adminRoles);
+export function mayAccess(conversation: AccessedConversation, caller: Caller, need: ConversationNeed, options: AccessOptions = {}): boolean {
+  const relation = admittedRelation(conversation, caller, need, options);
   return relation !== undefined && ADMITS[need].includes(relation);
 }
 
@@ -84,11 +97,11 @@ function admittedRelation(
   conversation: AccessedConversation,
   caller: Caller,
   need: ConversationNeed,
-  adminRoles?: AdminRoles,
+  options: AccessOptions,
 ): ConversationRelation | undefined {
-  const relation = relationTo(conversation, caller, adminRoles);
+  const relation = relationTo(conversation, caller, options);
   if (relation !== undefined && relation !== "admin" && !ADMITS[need].includes(relation) && ADMITS[need].includes("admin")) {
-    if (adminRoles && isAdminOf(caller, adminRoles, conversation.owner)) return "admin";
+    if (options.adminRoles && isAdminOf(caller, options.adminRoles, conversation.owner)) return "admin";
   }
   return relation;
 }
@@ -107,9 +120,9 @@ export function requireAccess<T extends AccessedConversation>(
   conversationId: string,
   caller: Caller,
   need: ConversationNeed,
-  adminRoles?: AdminRoles,
+  options: AccessOptions = {},
 ): T {
-  const relation = conversation ? admittedRelation(conversation, caller, need, adminRoles) : undefined;
+  const relation = conversation ? admittedRelation(conversation, caller, need, options) : undefined;
   // Not seen: no relation, an admin asking what admins may not, or anyone but an admin asking to erase (the admin API's own answer).
   const unseen = relation === undefined || (relation === "admin" && !ADMITS[need].includes("admin")) || (need === "erase" && relation !== "admin");
   if (!conversation || unseen) {

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import type { AdminRoles } from "../auth/admin-scope.js";
-import { requireAccess, type ConversationNeed } from "../auth/conversation-access.js";
+import { requireAccess, type AccessOptions, type ConversationNeed } from "../auth/conversation-access.js";
 import type { Caller, Owner, Principal } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { COLLECTIONS } from "./collections.js";
@@ -249,10 +248,11 @@ export class ConversationStore {
   /**
    * The conversation when the caller may do what `need` names (`lib/auth/conversation-access.ts`,
    * the one check); NotFoundError for unknown ids and for conversations the caller may not see,
-   * ForbiddenError for what it sees but may not do. `adminRoles`: a tenant admin may manage members.
+   * ForbiddenError for what it sees but may not do. `options`: the admin roles where a tenant admin
+   * may act, the channel a signed channel request came through.
    */
-  async getFor(conversationId: string, caller: Caller, need: ConversationNeed, adminRoles?: AdminRoles): Promise<ConversationDocument> {
-    return requireAccess(await this.get(conversationId), conversationId, caller, need, adminRoles);
+  async getFor(conversationId: string, caller: Caller, need: ConversationNeed, options: AccessOptions = {}): Promise<ConversationDocument> {
+    return requireAccess(await this.get(conversationId), conversationId, caller, need, options);
   }
 
   async get(conversationId: string): Promise<ConversationDocument | null> {

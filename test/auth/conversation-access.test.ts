@@ -2,7 +2,7 @@ import { assertMayBeMember, mayAccess, relationTo, requireAccess, CONVERSATION_N
 import { apiPrincipal, slackPrincipal, teamsPrincipal, tenantOwner, type Principal } from "../../lib/auth/principal.js";
 import { ForbiddenError, MemberOutsideTenantError, NotFoundError } from "../../lib/errors.js";
 
-const ROLES = { tenantAdminRole: "threadwise:admin", operatorRole: "threadwise:operator" };
+const ADMIN = { adminRoles: { tenantAdminRole: "threadwise:admin", operatorRole: "threadwise:operator" } };
 const as = (principal: Principal, roles: string[] = []) => ({ principal, roles });
 const alice = apiPrincipal("alice", "acme");
 const bob = apiPrincipal("bob", "acme");
@@ -29,12 +29,21 @@ describe("conversation-access", () => {
       expect(relationTo(thread, as(apiPrincipal("U1", "T0")))).toBeUndefined();
     });
 
+    it("returns channel for a user of another team whom the owning workspace's signed request vouches for (Slack Connect), and only then", () => {
+      const guest = as(slackPrincipal("T9", "U9"));
+      expect(relationTo(thread, guest)).toBeUndefined();
+      expect(relationTo(thread, guest, { channel: tenantOwner("slack", "T0") })).toBe("channel");
+      expect(relationTo(thread, guest, { channel: tenantOwner("slack", "T9") })).toBeUndefined();
+      expect(relationTo(thread, as(apiPrincipal("U9", "T0")), { channel: tenantOwner("slack", "T0") })).toBeUndefined();
+      expect(relationTo(shared, as(apiPrincipal("mallory", "acme")), { channel: alice })).toBeUndefined();
+    });
+
     it("returns admin only with the admin roles given, for the owner's own tenant", () => {
       const ann = as(apiPrincipal("ann", "acme"), ["threadwise:admin"]);
       expect(relationTo(shared, ann)).toBeUndefined();
-      expect(relationTo(shared, ann, ROLES)).toBe("admin");
-      expect(relationTo(shared, as(apiPrincipal("gus", "globex"), ["threadwise:admin"]), ROLES)).toBeUndefined();
-      expect(relationTo(shared, as(apiPrincipal("ops"), ["threadwise:operator"]), ROLES)).toBe("admin");
+      expect(relationTo(shared, ann, ADMIN)).toBe("admin");
+      expect(relationTo(shared, as(apiPrincipal("gus", "globex"), ["threadwise:admin"]), ADMIN)).toBeUndefined();
+      expect(relationTo(shared, as(apiPrincipal("ops"), ["threadwise:operator"]), ADMIN)).toBe("admin");
     });
   });
 
@@ -53,13 +62,13 @@ describe("conversation-access", () => {
 
     it("throws NotFoundError to a tenant admin for anything but its members", () => {
       const ann = as(apiPrincipal("ann", "acme"), ["threadwise:admin"]);
-      expect(() => requireAccess(shared, "c1", ann, "read", ROLES)).toThrow(NotFoundError);
-      expect(() => requireAccess(shared, "c1", ann, "delete", ROLES)).toThrow(NotFoundError);
-      expect(requireAccess(shared, "c1", ann, "manage", ROLES)).toBe(shared);
+      expect(() => requireAccess(shared, "c1", ann, "read", ADMIN)).toThrow(NotFoundError);
+      expect(() => requireAccess(shared, "c1", ann, "delete", ADMIN)).toThrow(NotFoundError);
+      expect(requireAccess(shared, "c1", ann, "manage", ADMIN)).toBe(shared);
     });
 
     it("throws ForbiddenError naming who may, to a member who manages or deletes", () => {
-      expect(() => requireAccess(shared, "c1", as(bob), "manage", ROLES)).toThrow(ForbiddenError);
+      expect(() => requireAccess(shared, "c1", as(bob), "manage", ADMIN)).toThrow(ForbiddenError);
       expect(() => requireAccess(shared, "c1", as(bob), "delete")).toThrow(/its owner/);
     });
   });
@@ -68,10 +77,10 @@ describe("conversation-access", () => {
     it("returns the conversation to a tenant admin of its tenant, a member or not, and throws NotFoundError to its owner and to another tenant's admin", () => {
       const ann = as(apiPrincipal("ann", "acme"), ["threadwise:admin"]);
       const bobAdmin = as(bob, ["threadwise:admin"]);
-      expect(requireAccess(shared, "c1", ann, "erase", ROLES)).toBe(shared);
-      expect(requireAccess(shared, "c1", bobAdmin, "erase", ROLES)).toBe(shared);
-      expect(() => requireAccess(shared, "c1", as(alice), "erase", ROLES)).toThrow(NotFoundError);
-      expect(() => requireAccess(shared, "c1", as(apiPrincipal("gus", "globex"), ["threadwise:admin"]), "erase", ROLES)).toThrow(NotFoundError);
+      expect(requireAccess(shared, "c1", ann, "erase", ADMIN)).toBe(shared);
+      expect(requireAccess(shared, "c1", bobAdmin, "erase", ADMIN)).toBe(shared);
+      expect(() => requireAccess(shared, "c1", as(alice), "erase", ADMIN)).toThrow(NotFoundError);
+      expect(() => requireAccess(shared, "c1", as(apiPrincipal("gus", "globex"), ["threadwise:admin"]), "erase", ADMIN)).toThrow(NotFoundError);
     });
   });
 
