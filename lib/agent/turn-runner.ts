@@ -45,7 +45,10 @@ export interface TurnRequest {
   conversationId: string;
   /** Who asks: tools check their permissions against this caller. */
   caller: Caller;
-  /** Who owns the conversation, when not the caller (a Slack workspace, a Teams tenant). Default: the caller's principal. */
+  /**
+   * The workspace or tenant a channel's signed request came through (a Slack workspace, a Teams
+   * tenant), whose threads its users continue (`AccessOptions.channel`). Default: none (an API turn).
+   */
   owner?: Owner;
   content: string;
   turnId: string;
@@ -259,7 +262,8 @@ export class TurnRunner {
   async run(request: TurnRequest): Promise<TurnResult> {
     const { conversations, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
-    await conversations.getOwned(conversationId, request.owner ?? caller.principal);
+    // The one check (lib/auth/conversation-access.ts): the caller (owner, member or channel user) may write; the turn runs as the caller.
+    await conversations.getFor(conversationId, caller, "write", { channel: request.owner });
     const started = Date.now();
     const fence = await lease.acquire(conversationId, turnId);
     const lost = new AbortController();

@@ -6,6 +6,8 @@ import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
 import { mcpRoutes } from "../api/mcp-routes.js";
 import { mcpOAuthRoutes } from "../api/mcp-oauth-routes.js";
+import { requestIdOf } from "../api/lifecycle-routes.js";
+import type { AuditLog } from "../audit/audit-log.js";
 import { MCP_OAUTH_CALLBACK_PATH } from "../config/mcp-oauth-config.js";
 import { LOOPBACK_NETWORKS } from "../mcp/egress-fetch.js";
 import { createMcpOAuth } from "../mcp/oauth/create-mcp-oauth.js";
@@ -87,7 +89,7 @@ const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
  * cross-site form cannot send it without a preflight this server never answers) and loopback
  * Host only (a DNS-rebound name is refused).
  */
-function localTokenRoute(keys: LocalKeys): Route {
+function localTokenRoute(keys: LocalKeys, audit: AuditLog): Route {
   return {
     method: "POST",
     pattern: /^\/local\/token$/,
@@ -97,6 +99,16 @@ function localTokenRoute(keys: LocalKeys): Route {
         throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
       const claims = parseJsonBody(request, localTokenBody);
       const token = await mintLocalToken(keys, claims);
+      // A sign-in: recorded in the user's tenant's audit chain, with the roles it grants, never the token.
+      await audit.append({
+        action: "sign_in.local_token",
+        actor: { issuer: "api", tenant: claims.tenant ?? null, subject: claims.user },
+        tenant: { issuer: "api", tenant: claims.tenant ?? null },
+        resource: {},
+        channel: "api",
+        requestId: requestIdOf(request),
+        detail: { roles: claims.roles ?? [] },
+      });
       return json(200, { token, userId: claims.user, tenantId: claims.tenant ?? null }, { "cache-control": "no-store" });
     },
   };
@@ -205,7 +217,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     extraRoutes: [
       ...consoleRoutes(),
       apiReferenceRoute(),
-      localTokenRoute(keys),
+      localTokenRoute(keys, app.audit),
       localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
       ...channelRoutes(webhookHandlers),
       ...mcpOAuthRoutes(mcpOAuth),
