@@ -35,7 +35,7 @@ const call = (tool = "send_mail"): PendingCall => ({
   toolCallId: `call-${randomUUID().slice(0, 6)}`,
   tool,
   args: { to: "bob" },
-  approvers: { requester: true },
+  approvers: { requester: true, roles: [] },
 });
 
 describe("ApprovalPause", () => {
