@@ -2,23 +2,12 @@ import { HumanMessage, RemoveMessage, type AIMessage, type BaseMessage } from "@
 import { Command, INTERRUPT, isInterrupted } from "@langchain/langgraph";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import {
-  BudgetExhaustedError,
-  ContextBudgetExceededError,
-  ModelCallFailedError,
-  ModelCallLimitError,
-  ModelCredentialsError,
-  NotFoundError,
-  RateLimitedError,
-  StaleWriterError,
-  TurnSupersededError,
-} from "../errors.js";
+import { NotFoundError, StaleWriterError, TurnSupersededError } from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
-import type { TurnFailureCode } from "../store/turn-lifecycle.js";
 import { addUsage, summarizeContext, ZERO_USAGE, type TurnContextSummary, type Usage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { isMongoUnavailable } from "../store/mongo-unavailable.js";
@@ -37,6 +26,7 @@ import { ApprovalPause, waitingCalls, type ApprovalPauseOptions, type WaitingApp
 import { conversationTitle } from "./conversation-title.js";
 import type { EndOfTurn } from "./end-of-turn.js";
 import { graphInput } from "./graph-input.js";
+import { turnFailure } from "./turn-failure.js";
 import { ThreadReader, type ThreadMessage, type ThreadSnapshot } from "./thread-reader.js";
 import { TurnFork } from "./turn-fork.js";
 import { TurnRecordWriter } from "./turn-record-writer.js";
@@ -133,18 +123,6 @@ interface AttemptEnd {
   settle?: () => Promise<void>;
   /** The attempt left its turn queued for the worker, which takes over its admission. */
   requeued?: boolean;
-}
-
-/** A failed turn's code (`TURN_FAILURE_CODES`, docs/api.md "Failure codes"), as the API's error body says it. */
-function errorCode(error: unknown): TurnFailureCode {
-  if (error instanceof ModelCallFailedError) return error.code;
-  if (error instanceof ModelCallLimitError) return "model_call_limit";
-  if (error instanceof ModelCredentialsError) return "model_credentials";
-  if (error instanceof BudgetExhaustedError) return "budget_exhausted";
-  if (error instanceof RateLimitedError) return "rate_limited";
-  if (error instanceof ContextBudgetExceededError) return "context_budget_exceeded";
-  if (isMongoUnavailable(error)) return "service_unavailable";
-  return "internal_error";
 }
 
 /**
@@ -349,15 +327,7 @@ export class TurnRunner {
       return;
     }
     // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
-    const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
-    const message = limited
-      ? error.message
-      : error instanceof ModelCallFailedError
-        ? `the turn failed: ${error.reason}`
-        : isMongoUnavailable(error)
-          ? "the turn failed: the database was unreachable"
-          : "the turn failed";
-    const failure = { code: errorCode(error), message };
+    const failure = turnFailure(error);
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
   }
