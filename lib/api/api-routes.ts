@@ -1,6 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
-import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, NotLatestTurnError, ServiceUnavailableError } from "../errors.js";
+import { questionText } from "../validation.js";
+
+/** The one question parse of every entry, here for the routes that import it from the API (`lib/validation.ts`). */
+export { questionText };
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { expandDispositions, summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE, type ConversationDocument, type ConversationStore } from "../store/conversation-store.js";
@@ -142,18 +146,6 @@ function turnSummary(turn: TurnDocument) {
     completedAt: turn.completedAt?.toISOString() ?? null,
     progress: { ...turn.progress, at: turn.progress.at.toISOString() },
   };
-}
-
-/**
- * A question as every entry takes it (`/v1` messages and edit, Agent Protocol runs, MCP `ask`;
- * docs/api.md): trimmed first, then refused when blank (400) or over `MAX_MESSAGE_CHARS` (413).
- * `path` names the field in the refusal.
- */
-export function questionText(raw: string, maxMessageChars: number, path: string): string {
-  const text = raw.trim();
-  if (text.length === 0) throw new ValidationError(`${path} is empty`, [{ path, message: "must not be blank" }]);
-  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`${path} is over ${maxMessageChars} characters`, maxMessageChars);
-  return text;
 }
 
 /** The question of a `/v1` request body. */

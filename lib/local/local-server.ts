@@ -18,11 +18,10 @@ import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
-import { channelHandlers } from "../channels/channel-handlers.js";
-import { channelWorker } from "../channels/channel-worker.js";
+import { channelHandlersFor } from "../channels/channel-handlers.js";
+import { channelWorkerFor } from "../channels/channel-worker.js";
 import { channelDecisions } from "../channels/channel-decisions.js";
 import { createGroupDirectories } from "../channels/group-directories.js";
-import { slackResponseUrlPrefix } from "../channels/slack/handle-slack-interaction.js";
 import { slackViews } from "../channels/slack/slack-approval-modal.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
 import type { ChannelCredentials } from "../config/credentials.js";
@@ -190,15 +189,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       mongoClient: client,
     },
   );
-  const webhookHandlers = channelHandlers({
-    slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
-    teams: channels.teams
-      ? {
-          appId: channels.teams.appId,
-          openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl,
-          serviceUrlOrigin: config.channels.teamsServiceUrlOrigin,
-        }
-      : undefined,
+  const webhookHandlers = channelHandlersFor(config, {
+    ingress: channels,
     notConfigured: LOCAL_CHANNEL_HINTS,
     deduper: new ChannelEventDeduper(client.db(config.dbName)),
     enqueue: (job) => turnQueue.enqueue(job),
@@ -208,7 +200,6 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     }),
     slackViews: channels.slack ? slackViews({ botToken: channels.slack.botToken, slackApiUrl: config.channels.slackApiUrl }) : undefined,
-    slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
     logger,
   });
   const authenticate = (request: HttpRequest) => verifier.verifyAuthorizationHeader(request.headers.authorization);
@@ -225,14 +216,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     routesOverApi: mcpRoutes,
     onError: logServerError,
   });
-  worker = channelWorker({
-    app,
-    replies: channels,
-    endpoints: config.channels,
-    channelRoles: config.auth.channelRoles,
-    maxReceives: config.deployment.turnMaxReceives,
-    maxMessageChars: config.maxMessageChars,
-  });
+  worker = channelWorkerFor(config, app, channels);
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     toHttpRequest(req)
       .then((request) => route(request))
