@@ -41,7 +41,7 @@ import { recoveryJobOf } from "./queue/turn-job.js";
 import { Limits, type LimitUsageSink } from "./limits/limits.js";
 import { TurnAdmission } from "./limits/turn-admission.js";
 import { createMcp, type Mcp } from "./mcp/create-mcp.js";
-import type { McpOAuthProviderFactory } from "./mcp/mcp-server-config.js";
+import type { McpOAuthProviderFactory } from "./mcp/mcp-oauth-provider.js";
 import type { McpCallEvent } from "./mcp/mcp-tool-catalog.js";
 import { TenantToolRunner } from "./mcp/tenant-tool-runner.js";
 import { AuditLog } from "./audit/audit-log.js";

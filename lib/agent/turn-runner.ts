@@ -28,7 +28,7 @@ import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalSto
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
-import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event.js";
+import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event-types.js";
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";

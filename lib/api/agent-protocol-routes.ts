@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { MongoServerError } from "mongodb";
 import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
-import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
+import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event-types.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import { hasEnded } from "../store/turn-lifecycle.js";
 import type { TurnDocument } from "../store/turn-store.js";

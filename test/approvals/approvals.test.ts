@@ -21,7 +21,7 @@ import {
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
-import type { TurnEvent } from "../../lib/events/turn-event.js";
+import type { TurnEvent } from "../../lib/events/turn-event-types.js";
 import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
 import { useTestApp, type AppFixture } from "../support/app-fixture.js";
 
