@@ -1,4 +1,4 @@
-import { DEFAULT_LIVE_EVENTS_MAX_BYTES } from "../config/config.js";
+import { DEFAULT_LIVE_EVENTS_MAX_BYTES } from "../config/deployment-config.js";
 import type { TurnEvent } from "./turn-event-types.js";
 
 export { DEFAULT_LIVE_EVENTS_MAX_BYTES };

@@ -50,7 +50,7 @@ import {
   type ThreadFenceDocument,
 } from "./checkpoint/thread-fences.js";
 import { COLLECTIONS } from "./collections.js";
-import { DEFAULT_CHECKPOINTS_KEPT } from "../config/config.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../config/database-config.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;

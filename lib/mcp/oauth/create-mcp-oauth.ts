@@ -1,6 +1,7 @@
 import { KMSClient } from "@aws-sdk/client-kms";
 import type { Db } from "mongodb";
-import { DEFAULT_RETENTION_DAYS, type Config } from "../../config/config.js";
+import { DEFAULT_RETENTION_DAYS } from "../../config/database-config.js";
+import type { Config } from "../../config/config.js";
 import type { StructuredLogger } from "../../logger.js";
 import type { SecretSource } from "../../tools/secrets.js";
 import type { DataKeySource } from "./data-key-source.js";
