@@ -43,13 +43,19 @@ const envSchema = envSchemaOf(CHANNEL_SETTINGS);
 export interface ChannelEndpointsConfig {
   /** Slack Web API base URL. Default: `DEFAULT_SLACK_API_URL` (lib/channels/slack/slack-replier.ts). */
   slackApiUrl?: string;
-  /** OpenID metadata naming the keys that sign Bot Framework requests. Default: `DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL` (lib/channels/teams/verify-bot-framework-request.ts). */
+  /**
+   * OpenID metadata naming the keys that sign Bot Framework requests. Default:
+   * `DEFAULT_BOT_FRAMEWORK_OPENID_METADATA_URL` (lib/channels/teams/verify-bot-framework-request.ts).
+   */
   teamsOpenIdMetadataUrl?: string;
   /** Client-credentials token URL; `{tenant}` is replaced. Default: `DEFAULT_BOT_CONNECTOR_TOKEN_URL` (lib/channels/teams/bot-connector-token-provider.ts). */
   teamsTokenUrl?: string;
   /** Microsoft Graph base URL, for Entra group roles. Default: `DEFAULT_GRAPH_URL` (lib/channels/teams/entra-group-directory.ts). */
   teamsGraphUrl?: string;
-  /** The origin of a stand-in Bot Connector, the only one a `serviceUrl` may then name. Default: Teams' hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`, lib/channels/teams/teams-identity.ts). */
+  /**
+   * The origin of a stand-in Bot Connector, the only one a `serviceUrl` may then name. Default:
+   * Teams' hosts (`DEFAULT_TEAMS_SERVICE_HOSTS`, lib/channels/teams/teams-identity.ts).
+   */
   teamsServiceUrlOrigin?: string;
 }
 
