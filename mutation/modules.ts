@@ -22,7 +22,7 @@ export const CORE_MODULES: MutationModule[] = [
     tests: [
       "test/model-view/build-model-view.unit.test.ts",
       "test/model-view/build-model-view.property.test.ts",
-      "test/model-view/build-model-view.dispositions.unit.test.ts",
+      "test/model-view/build-model-view.dispositions.test.ts",
     ],
     propertyRunsFactor: 0.1,
   },
