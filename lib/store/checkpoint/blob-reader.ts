@@ -98,6 +98,7 @@ export class BlobReader {
     await Promise.all(
       [...byChannel.values()].map(async (doc) => {
         if (doc.type === LIST_TYPE) values[doc.channel] = await this.readList(position, doc);
+        // Kept: an earlier release's cleared channel (`EMPTY_TYPE`, no blob) may be named by a header of this format that copied it by version.
         else if (doc.type !== EMPTY_TYPE && doc.blob !== null) values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
       }),
     );
