@@ -124,24 +124,6 @@ function reachableBy(principal: Owner) {
   return { $or: [ownedBy(principal), { members: { $elemMatch: memberIs(principal as Principal) } }] };
 }
 
-/**
- * The owner of a conversation stored before principals, from its channel binding (set by the
- * server, never by a token): API conversations belong to the token's subject and tenant, channel
- * ones to their workspace or tenant as the channel wrote them. Undefined when the fields do not
- * fit their channel: such a conversation stays unreachable.
- */
-export function legacyOwner(doc: { ownerId?: unknown; tenantId?: unknown; channel?: { channel?: unknown } }): Owner | undefined {
-  const { ownerId, tenantId } = doc;
-  if (typeof ownerId !== "string" || ownerId.length === 0 || (tenantId !== null && typeof tenantId !== "string")) return undefined;
-  const channel = doc.channel?.channel;
-  if (channel === "api") return { issuer: "api", tenant: tenantId || null, subject: ownerId };
-  if (channel !== "slack" && channel !== "teams") return undefined;
-  const prefix = `${channel}:`;
-  if (!ownerId.startsWith(prefix) || ownerId.length === prefix.length) return undefined;
-  if (tenantId === ownerId) return { issuer: channel, tenant: ownerId.slice(prefix.length), subject: null };
-  return channel === "teams" && tenantId === null ? { issuer: "teams", tenant: null, subject: ownerId.slice(prefix.length) } : undefined;
-}
-
 /** Conversations: owner, tenant, channel binding, title, timestamps and the turn lease. */
 export class ConversationStore {
   readonly collection: Collection<ConversationDocument>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { apiPrincipal, slackPrincipal, tenantOwner, type Principal } from "../../lib/auth/principal.js";
 import { NotFoundError, ValidationError } from "../../lib/errors.js";
-import { ConversationStore, legacyOwner, MAX_METADATA_KEYS } from "../../lib/store/conversation-store.js";
+import { ConversationStore, MAX_METADATA_KEYS } from "../../lib/store/conversation-store.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
 // Each test makes its store: some check what setup() does to documents already there.
@@ -84,19 +84,6 @@ describe("ConversationStore", () => {
       const fresh = await store.findOrCreateByChannelKey(owner, channel, new Date(deletedAt.getTime() + 1000));
       await expect(store.findOrCreateByChannelKey(owner, channel, received)).rejects.toBeInstanceOf(NotFoundError);
       await expect(store.findOrCreateByChannelKey(owner, channel, new Date(deletedAt.getTime() + 2000))).resolves.toMatchObject({ _id: fresh._id });
-    });
-  });
-
-  describe("legacyOwner", () => {
-    it("returns a Teams user for a tenant-less Teams conversation, and undefined for fields that do not fit", () => {
-      expect(legacyOwner({ ownerId: "teams:29:u", tenantId: null, channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: null, subject: "29:u" });
-      expect(legacyOwner({ ownerId: "teams:t1", tenantId: "teams:t1", channel: { channel: "teams" } })).toEqual({
-        issuer: "teams",
-        tenant: "t1",
-        subject: null,
-      });
-      expect(legacyOwner({ ownerId: "slack:", tenantId: "slack:", channel: { channel: "slack" } })).toBeUndefined();
-      expect(legacyOwner({ ownerId: 3, tenantId: null, channel: { channel: "api" } })).toBeUndefined();
     });
   });
 });

@@ -1,7 +1,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { Binary, type Collection, type ObjectId, type WithId } from "mongodb";
 import { compareVersionKeys } from "./channel-versions.js";
-import { type BlobDocument, type BlobPosition, type BlobReader, LIST_TYPE, chunkVersion, pairKey } from "./blob-reader.js";
+import { type BlobDocument, type BlobPosition, type BlobReader, LIST_TYPE, pairKey } from "./blob-reader.js";
 import { assertDocumentFits } from "./document-size.js";
 import { CHAIN_KEYS, EMPTY_LIST_DIGEST, groupItems, nextDigest, type SerializedItem } from "./list-links.js";
 
@@ -31,8 +31,7 @@ export class BlobPruner {
   /**
    * Deletes the versions of the position that no kept checkpoint reaches (directly or as the
    * base of a list version it reaches) and that are either older than the newest kept version of
-   * their channel or stamped with an epoch `sealed` says can no longer commit; then the chunks of
-   * earlier releases that no remaining version lists. Newer versions stay: they may belong to a
+   * their channel or stamped with an epoch `sealed` says can no longer commit. Newer versions stay: they may belong to a
    * checkpoint being written. Finally merges the list links between kept versions (see
    * {@link mergeLinks}).
    *
@@ -55,7 +54,7 @@ export class BlobPruner {
     }
     const docs = await this.collection
       .find(options.since === undefined ? position : { ...position, _id: { $gte: options.since } }, {
-        projection: { channel: 1, version: 1, type: 1, base: 1, chain: 1, chunks: 1, chunk: 1, epoch: 1, bytes: 1 },
+        projection: { channel: 1, version: 1, type: 1, base: 1, chain: 1, epoch: 1, bytes: 1 },
       })
       .toArray();
     const byKey = new Map(docs.map((d) => [pairKey(d.channel, d.version), d]));
@@ -69,7 +68,7 @@ export class BlobPruner {
       if (doc?.base !== undefined) pending.push(pairKey(doc.channel, doc.base));
     }
     const removable = docs.filter((doc) => {
-      if (doc.chunk === true || reached.has(pairKey(doc.channel, doc.version))) return false;
+      if (reached.has(pairKey(doc.channel, doc.version))) return false;
       if (doc.epoch !== undefined && doc.epoch !== null && sealed(doc.epoch)) return true;
       const newestKept = newest.get(doc.channel);
       return newestKept !== undefined && compareVersionKeys(doc.version, newestKept) < 0;
@@ -81,12 +80,6 @@ export class BlobPruner {
     }
     const gone = new Set(removable.map((d) => d._id.toHexString()));
     const remaining = docs.filter((d) => !gone.has(d._id.toHexString()));
-    // Chunks are of earlier releases only: cleaned up when the whole position is examined.
-    if (options.since === undefined && remaining.some((d) => d.chunk === true)) {
-      const listed = remaining.flatMap((d) => (d.chunks ?? []).map(chunkVersion));
-      await guard();
-      removed += (await this.collection.deleteMany({ ...position, chunk: true, version: { $nin: [...new Set(listed)] } })).deletedCount;
-    }
     removed += await this.mergeLinks(remaining, new Set(roots.map(([channel, key]) => pairKey(channel, key))), guard);
     return removed;
   }

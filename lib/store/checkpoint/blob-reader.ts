@@ -8,8 +8,6 @@ import type { SerializedItem } from "./list-links.js";
 export const EMPTY_TYPE = "empty";
 /** A version of a list channel (or a link of one): items appended to its `base`. */
 export const LIST_TYPE = "list";
-/** A list version stored by releases before list links, as `chunks` of content-addressed chunk documents. */
-export const CHUNKED_TYPE = "chunked";
 
 /** Where a thread's channel values live: one thread, one checkpoint namespace. */
 export interface BlobPosition {
@@ -33,14 +31,11 @@ export interface BlobDocument extends BlobPosition {
   base?: string;
   count?: number;
   digest?: string;
-  /** Keys of the links before it, nearest first (see `CHAIN_KEYS`); absent on links of earlier releases. */
+  /** Keys of the links before it, nearest first (see `CHAIN_KEYS`); migration 004 gave links of earlier releases theirs. */
   chain?: string[];
   items?: Binary[];
   item_types?: string[];
   bytes?: number;
-  /** Earlier releases' chunked list versions and chunks. */
-  chunks?: string[];
-  chunk?: true;
   /** The fenced writer's epoch, so that prune can drop what a stale writer left. */
   epoch?: number;
   upserted_at?: Date;
@@ -49,14 +44,11 @@ export interface BlobDocument extends BlobPosition {
 
 /** The key of a (channel, version key) pair in sets and maps. */
 export const pairKey = (channel: string, key: string) => `${channel}\u0000${key}`;
-/** The version under which earlier releases stored a chunk of a chunked list version. */
-export const chunkVersion = (hash: string) => `chunk:${hash}`;
 
 /** Reads channel values of one thread namespace or several, fetching each list link once. */
 export class BlobReader {
   /** The list links fetched so far, by position and channel, then by key. */
   private readonly known = new Map<string, Map<string, BlobDocument>>();
-  private readonly whole = new Set<string>();
 
   constructor(
     private readonly collection: Collection<BlobDocument>,
@@ -81,25 +73,15 @@ export class BlobReader {
     for (const doc of docs) links.set(doc.version, doc);
   }
 
-  /** Every link of the channel: for links of earlier releases, which do not name their ancestors. */
-  private async fetchAll(position: BlobPosition, channel: string): Promise<void> {
-    const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
-    if (this.whole.has(cacheKey)) return;
-    const links = this.linksOf(position, channel);
-    for (const doc of await this.collection.find({ ...position, channel, type: LIST_TYPE }).toArray()) links.set(doc.version, doc);
-    this.whole.add(cacheKey);
-  }
-
   private forget(position: BlobPosition, channel: string): void {
     const cacheKey = JSON.stringify([position.thread_id, position.checkpoint_ns, channel]);
     this.known.delete(cacheKey);
-    this.whole.delete(cacheKey);
   }
 
   /**
    * The values stored under `keys` (channel → key). A cleared channel has no value; `missing`
    * lists the channels whose key is not stored at all.
-   * @throws ChannelValueMissingError when a list version or chunk a stored version builds on is missing.
+   * @throws ChannelValueMissingError when a list version a stored version builds on is missing.
    */
   async read(position: BlobPosition, keys: Map<string, string>): Promise<{ values: Record<string, unknown>; missing: string[] }> {
     const values: Record<string, unknown> = {};
@@ -116,7 +98,7 @@ export class BlobReader {
     await Promise.all(
       [...byChannel.values()].map(async (doc) => {
         if (doc.type === LIST_TYPE) values[doc.channel] = await this.readList(position, doc);
-        else if (doc.type === CHUNKED_TYPE) values[doc.channel] = await this.readChunks(position, doc);
+        // Kept: an earlier release's cleared channel (`EMPTY_TYPE`, no blob) may be named by a header of this format that copied it by version.
         else if (doc.type !== EMPTY_TYPE && doc.blob !== null) values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
       }),
     );
@@ -154,10 +136,7 @@ export class BlobReader {
     while (link.base !== undefined) {
       chain.push(link);
       const baseKey = link.base;
-      if (!links.has(baseKey)) {
-        if (link.chain === undefined) await this.fetchAll(position, head.channel);
-        else await this.fetch(position, head.channel, [baseKey, ...link.chain]);
-      }
+      if (!links.has(baseKey)) await this.fetch(position, head.channel, [baseKey, ...(link.chain ?? [])]);
       const base = links.get(baseKey);
       if (base === undefined) return `its base ${baseKey}`;
       if (chain.length > links.size) return `its base ${baseKey} (a cycle)`;
@@ -165,19 +144,6 @@ export class BlobReader {
     }
     chain.push(link);
     return chain.reverse();
-  }
-
-  private async readChunks(position: BlobPosition, version: BlobDocument): Promise<unknown[]> {
-    const hashes = version.chunks ?? [];
-    const docs = await this.collection.find({ ...position, channel: version.channel, version: { $in: [...new Set(hashes)].map(chunkVersion) } }).toArray();
-    const byVersion = new Map(docs.map((d) => [d.version, d]));
-    const items: unknown[] = [];
-    for (const hash of hashes) {
-      const chunk = byVersion.get(chunkVersion(hash));
-      if (!chunk?.blob) throw missing(position, version, `chunk ${hash}`);
-      items.push(...((await this.serde.loadsTyped(chunk.type, chunk.blob.buffer)) as unknown[]));
-    }
-    return items;
   }
 }
 

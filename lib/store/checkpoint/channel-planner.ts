@@ -107,11 +107,13 @@ export class ChannelPlanner {
         else if (key !== undefined) plan.keys.set(channel, key);
         else plan.absent.push(channel);
       } else if (inherited !== undefined) {
+        // Kept: the parent is a stock `MongoDBSaver` header (or an earlier release's, of its form).
         await store(channel, `${version}~${inherited.id}`, true);
       } else {
         unknown.push([channel, String(version)]);
       }
     }
+    // Kept: continuing or copying a stock `MongoDBSaver` thread, whose integer versions repeat across branches.
     const legacy = await this.namedByLegacy(position, unknown, read);
     for (const [channel, key] of legacy) await store(channel, `${key}~${checkpointId}`, true);
     const byVersion = unknown.filter(([channel]) => !legacy.has(channel));

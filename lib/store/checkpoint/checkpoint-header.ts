@@ -56,6 +56,7 @@ export interface DecodedHeader {
 }
 
 export async function decodeHeader(doc: CheckpointDocument, serde: SerializerProtocol): Promise<DecodedHeader> {
+  // Kept: a header without a format is stock `MongoDBSaver`'s (read to interoperate with LangGraph's own saver), or of earlier releases, which has its shape.
   const current = doc.format === HEADER_FORMAT;
   const type = current && doc.type.startsWith(HEADER_TYPE_PREFIX) ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
   const [checkpoint, metadata] = (await Promise.all([serde.loadsTyped(type, doc.checkpoint.buffer), serde.loadsTyped(type, doc.metadata.buffer)])) as [

@@ -79,6 +79,7 @@ export class CheckpointReader {
     const [header, pendingWrites] = await Promise.all([decodeHeader(doc, this.serde), this.loadWrites(position, checkpoint_id, read)]);
     const checkpoint = header.checkpoint;
     checkpoint.channel_values = await this.loadValues(position, header, read.blobs);
+    // Kept: LangGraph's checkpoint format before v4, which a caller may still put; its conformance suite checks this read.
     if (checkpoint.v < 4 && parent_checkpoint_id != null) {
       await this.migratePendingSends(checkpoint, position, parent_checkpoint_id, read);
     }
@@ -98,6 +99,7 @@ export class CheckpointReader {
    */
   private async loadValues(position: BlobPosition, header: DecodedHeader, blobs: BlobReader): Promise<Record<string, unknown>> {
     const stockValues = header.checkpoint.channel_values ?? {};
+    // Kept: stock `MongoDBSaver` headers carry their values; earlier releases' headers have its form, so no migration can tell the two apart.
     if (header.format !== HEADER_FORMAT && Object.keys(stockValues).length > 0) return stockValues;
     const keys = header.keys;
     const { values, missing } = await blobs.read(position, keys);

@@ -4,7 +4,7 @@ import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import type { Db } from "mongodb";
 import { ChannelValueMissingError } from "../../../lib/errors.js";
-import { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
+import type { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
 import { useTestDatabase } from "../../support/store-fixture.js";
 import { newSaver, scriptedGraph } from "./saver-support.js";
 
@@ -159,28 +159,6 @@ describe("ThreadwiseSaver", () => {
       await scriptedGraph(saver).invoke({ messages: [new HumanMessage("q2")] }, thread);
       await expect(stock.getTuple(thread)).rejects.toThrow("Unknown serialization type");
       expect((await stock.getTuple(stockLatest?.config ?? thread))?.checkpoint).toEqual(stockLatest?.checkpoint);
-    });
-  });
-
-  describe("reading a thread written by the release before list links named their ancestors", () => {
-    it("reads every checkpoint of a thread whose links have no chain, continues it and prunes it", async () => {
-      const { saver, db } = await newSaver(test);
-      const graph = scriptedGraph(saver);
-      for (let turn = 1; turn <= 4; turn += 1) {
-        await graph.invoke({ messages: [new HumanMessage(`q${turn}`)] }, thread);
-        await saver.prune("t");
-      }
-      const before = await allTuples(saver);
-      // As that release wrote them: no `chain`.
-      await db.collection("checkpoint_blobs").updateMany({}, { $unset: { chain: "" } });
-      const reader = new ThreadwiseSaver({ client: test.client, dbName: db.databaseName });
-      const after = await allTuples(reader);
-      expect(after.map((t) => t.checkpoint.channel_values)).toEqual(before.map((t) => t.checkpoint.channel_values));
-      const next = scriptedGraph(reader);
-      await next.invoke({ messages: [new HumanMessage("q5")] }, thread);
-      await reader.prune("t");
-      expect(texts((await next.getState(thread)).values.messages).filter((text) => text.startsWith("q"))).toEqual(["q1", "q2", "q3", "q4", "q5"]);
-      for await (const snapshot of next.getStateHistory(thread)) expect(snapshot.values).toBeDefined();
     });
   });
 

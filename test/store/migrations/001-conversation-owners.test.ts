@@ -3,6 +3,8 @@ import { apiPrincipal, slackPrincipal, type Principal } from "../../../lib/auth/
 import { NotFoundError } from "../../../lib/errors.js";
 import { setupDatabase } from "../../../lib/setup-database.js";
 import { ThreadwiseDatabase } from "../../../lib/store/database.js";
+import { MIGRATIONS } from "../../../lib/store/migrations/migration-runner.js";
+import { legacyOwner } from "../../../lib/store/migrations/001-conversation-owners.js";
 import { useTestDatabase } from "../../support/store-fixture.js";
 
 const database = useTestDatabase("migration_owners");
@@ -34,10 +36,23 @@ describe("migration 001 conversation-owners", () => {
       await expect(store.getFor("c-slack", as(apiPrincipal("slack:T0", "slack:T0")), "read")).rejects.toBeInstanceOf(NotFoundError);
       expect(await collection.findOne({ _id: "c-odd" as never })).not.toHaveProperty("owner");
       expect(await db.collection("setup").findOne({ _id: "schema" as never })).toMatchObject({
-        schemaVersion: 2,
+        schemaVersion: MIGRATIONS.length,
         applied: { "001": expect.objectContaining({ name: "conversation-owners" }), "002": expect.objectContaining({ name: "compact-stored-lists" }) },
       });
       await collection.deleteMany({});
+    });
+  });
+
+  describe("legacyOwner", () => {
+    it("returns a Teams user for a tenant-less Teams conversation, and undefined for fields that do not fit", () => {
+      expect(legacyOwner({ ownerId: "teams:29:u", tenantId: null, channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: null, subject: "29:u" });
+      expect(legacyOwner({ ownerId: "teams:t1", tenantId: "teams:t1", channel: { channel: "teams" } })).toEqual({
+        issuer: "teams",
+        tenant: "t1",
+        subject: null,
+      });
+      expect(legacyOwner({ ownerId: "slack:", tenantId: "slack:", channel: { channel: "slack" } })).toBeUndefined();
+      expect(legacyOwner({ ownerId: 3, tenantId: null, channel: { channel: "api" } })).toBeUndefined();
     });
   });
 });

@@ -5,6 +5,7 @@ import { EMPTY_LIST_DIGEST, nextDigest, type SerializedItem } from "../../../lib
 import type { BlobDocument } from "../../../lib/store/checkpoint/channel-blob-store.js";
 import { COLLECTIONS } from "../../../lib/store/collections.js";
 import { ThreadwiseDatabase } from "../../../lib/store/database.js";
+import { MIGRATIONS } from "../../../lib/store/migrations/migration-runner.js";
 import { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
 import { useTestDatabase } from "../../support/store-fixture.js";
 import { SAVER_COLLECTIONS, newSaver, scriptedGraph, snapshotThread } from "../checkpoint/saver-support.js";
@@ -95,7 +96,7 @@ describe("migration 002 compact-stored-lists", () => {
       // The step of `npm run db:setup` (and of the deploy's set-up function), once per database.
       await new ThreadwiseDatabase(test.client, { dbName: db.databaseName }).setup();
       expect(await db.collection(COLLECTIONS.setup).findOne({ _id: "schema" as never })).toMatchObject({
-        schemaVersion: 2,
+        schemaVersion: MIGRATIONS.length,
         applied: expect.objectContaining({ "002": expect.objectContaining({ name: "compact-stored-lists" }) }),
       });
 
