@@ -23,6 +23,7 @@ import {
   type McpConnection,
   type McpConnections,
   type McpConnectionScope,
+  perUser,
 } from "./mcp-connections.js";
 
 /** Longest tool name Bedrock accepts (`^[a-zA-Z0-9_-]{1,64}$`). */
@@ -339,6 +340,8 @@ export class McpToolCatalog {
       trust: "untrusted",
       timeoutMs,
       ...(roles && { allowedRoles: roles }),
+      // Called with the user's own OAuth token: what it returns is that user's.
+      ...(perUser(entry) && { readsAsUser: true }),
       run: (input, ctx) => this.#call(scope, offered.serverTool, input, ctx.signal),
     };
   }

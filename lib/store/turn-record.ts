@@ -1,4 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
+import type { Provenance } from "../auth/data-visibility.js";
 import { messageText } from "../model-view/message-text.js";
 import { countMessageTokens } from "../model-view/token-counter.js";
 import type { MessageDisposition, ModelViewStats } from "../model-view/types.js";
@@ -18,6 +19,8 @@ export interface ViewMessage {
   toolName?: string;
   /** Tokens of the message, tool calls included, as the view counted them; absent on calls recorded before it was kept. */
   tokens?: number;
+  /** A tool output's provenance (`lib/auth/data-visibility.ts`), beside it; absent on outputs stored without one. */
+  provenance?: Provenance;
 }
 
 export interface Usage {
@@ -66,6 +69,12 @@ export interface ModelCallRecord {
   /** (estimated − reported) / reported input tokens, the estimate being `stats.estimatedInputTokens`; absent when the model reported none. */
   estimateError?: number;
   toolCalls: string[];
+  /**
+   * What the view drew on (`lib/auth/data-visibility.ts`): the provenance of every tool output and
+   * time anchor the caller could see and the view was built from. Whoever may not see one of them
+   * may not see this view (the inspector withholds it). Absent on calls recorded before it was kept.
+   */
+  sources?: Provenance;
 }
 
 /** Consecutive stored messages the view did exactly the same with (the same turn included), as one entry of `count` (default 1). */
@@ -114,8 +123,11 @@ export function summarizeContext(calls: ModelCallRecord[]): TurnContextSummary {
 
 const ROLE_BY_TYPE: Record<string, ViewMessage["role"]> = { system: "system", human: "user", ai: "assistant", tool: "tool" };
 
-/** The view exactly as sent, in the channel-neutral shape the turn record keeps, with each message's tokens as the view counted them. */
-export function toViewMessages(messages: readonly BaseMessage[]): (ViewMessage & { tokens: number })[] {
+/**
+ * The view exactly as sent, in the channel-neutral shape the turn record keeps, with each message's
+ * tokens as the view counted them, and each tool output's provenance (by its call id) beside it.
+ */
+export function toViewMessages(messages: readonly BaseMessage[], provenance?: ReadonlyMap<string, Provenance>): (ViewMessage & { tokens: number })[] {
   return messages.map((message) => {
     const role = ROLE_BY_TYPE[message.getType()] ?? "user";
     const record: ViewMessage & { tokens: number } = { role, content: messageText(message.content), tokens: countMessageTokens(message) };
@@ -127,6 +139,8 @@ export function toViewMessages(messages: readonly BaseMessage[]): (ViewMessage &
       const tool = message as { tool_call_id?: string; name?: string };
       record.toolCallId = tool.tool_call_id;
       if (tool.name) record.toolName = tool.name;
+      const source = tool.tool_call_id === undefined ? undefined : provenance?.get(tool.tool_call_id);
+      if (source) record.provenance = source;
     }
     return record;
   });
