@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
 import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
-import { expandDispositions, summarizeContext } from "../store/turn-record.js";
+import { callsSeenBy, expandDispositions, summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
@@ -425,8 +425,10 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)$/,
       handler: async (request, [id, rawTurnId]) => {
         const { caller, conversation } = await owned(request, id);
-        const turn = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
-        if (!turn) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        const stored = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
+        if (!stored) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        // A shared conversation's member sees another's calls only as far as they could have fetched what those calls drew on.
+        const turn = { ...stored, calls: callsSeenBy(stored.calls, caller, stored.askedBy) };
         await deps.audit?.append(conversationReadEntry("conversation.inspect", caller, conversation, request, { turnId: turn._id }));
         // What was asked, who decided and when, and (through the calls' views) what ran.
         const approvals = await database.approvals.listByTurn(turn._id);

@@ -444,6 +444,8 @@ export class McpToolCatalog {
         properties: { code: { type: "string", description: "The confirmation code the sign-in page showed the user, e.g. ABCD-EFGH." } },
       },
       sideEffects: false,
+      // The sign-in link is this user's: no one else in a shared thread sees it.
+      readsAsUser: true,
       run: async ({ code }) => {
         if (code !== undefined) {
           const confirmed = await this.#options.connections.confirmSignIn(scope, code);

@@ -1,5 +1,6 @@
 import type { BaseMessage } from "@langchain/core/messages";
-import type { Provenance } from "../auth/data-visibility.js";
+import { withheldFrom, withheldNotice, type Provenance } from "../auth/data-visibility.js";
+import type { Caller, Principal } from "../auth/principal.js";
 import { messageText } from "../model-view/message-text.js";
 import { countMessageTokens } from "../model-view/token-counter.js";
 import type { MessageDisposition, ModelViewStats } from "../model-view/types.js";
@@ -143,5 +144,30 @@ export function toViewMessages(messages: readonly BaseMessage[], provenance?: Re
       if (source) record.provenance = source;
     }
     return record;
+  });
+}
+
+/** How the notice that stands for a model call's view the inspector withholds begins. */
+export const WITHHELD_VIEW_NOTICE = "This model call's view drew on data you may not see.";
+
+/**
+ * A turn's model calls as `viewer` may inspect them: a call whose view drew on a source that refuses
+ * the viewer (`ModelCallRecord.sources`) keeps its numbers (usage, statistics, tool names) and shows,
+ * instead of its view and dispositions, one notice saying what is withheld and why. A call recorded
+ * before `sources` was kept is withheld from anyone but the turn's asker (`askedBy`), who saw it when it ran.
+ * The turn's question and answer are not here: they were posted in the thread, and stay visible.
+ */
+export function callsSeenBy<C extends ModelCallRecord>(calls: readonly C[], viewer: Caller, askedBy: Principal | undefined): C[] {
+  const asker =
+    askedBy === undefined ||
+    (askedBy.issuer === viewer.principal.issuer &&
+    askedBy.tenant === viewer.principal.tenant &&
+      askedBy.subject === viewer.principal.subject);
+  return calls.map((call) => {
+    const withheld = call.sources ? withheldFrom(call.sources, viewer) : asker ? undefined : ({ tool: "a tool", why: "user" } as const);
+    if (!withheld) return call;
+    const notice = `${WITHHELD_VIEW_NOTICE} ${withheldNotice(withheld)}`;
+    const { dispositions: _left, ...rest } = call;
+    return { ...rest, view: [{ role: "system", content: notice }] } as unknown as C;
   });
 }

@@ -110,6 +110,7 @@ describe("ToolRegistry", () => {
       await expect(registry.execute({ id: "1", name: "echo", args: { text: "hi" } }, ctx(guest))).resolves.toEqual({
         content: "echo: hi",
         status: "success",
+        provenance: [{ tool: "echo" }],
       });
     });
 
@@ -128,12 +129,14 @@ describe("ToolRegistry", () => {
 
     it("returns a permission error when the caller lacks the tool's roles", async () => {
       const result = await registry.execute({ id: "1", name: "finance_only", args: {} }, ctx(guest));
-      expect(result).toEqual({ status: "error", content: expect.stringMatching(/not permitted to use the tool "finance_only"/) });
+      // The refusal is our own text, not the tool's data: its provenance gates nothing.
+      expect(result).toEqual({ status: "error", content: expect.stringMatching(/not permitted to use the tool "finance_only"/), provenance: [{ tool: "finance_only" }] });
     });
 
     it("runs a restricted tool for a caller holding its role", async () => {
       const result = await registry.execute({ id: "1", name: "finance_only", args: {} }, ctx(analyst));
-      expect(result).toEqual({ status: "success", content: "secret numbers" });
+      // The output records the roles that allowed it: whoever lacks them does not see it in a shared thread.
+      expect(result).toEqual({ status: "success", content: "secret numbers", provenance: [{ tool: "finance_only", roles: ["analyst", "finance"] }] });
     });
 
     it("returns the validation issues when the arguments fail the schema", async () => {
@@ -144,7 +147,7 @@ describe("ToolRegistry", () => {
 
     it("returns a ToolError's message to the model", async () => {
       const result = await registry.execute({ id: "1", name: "failing", args: { mode: "tool" } }, ctx(guest));
-      expect(result).toEqual({ status: "error", content: "Error: failing: the warehouse is closed on Sundays" });
+      expect(result).toEqual({ status: "error", content: "Error: failing: the warehouse is closed on Sundays", provenance: [{ tool: "failing" }] });
     });
 
     it("returns only the kind of an unexpected error, not its message", async () => {
