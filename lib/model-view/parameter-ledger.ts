@@ -48,7 +48,8 @@ export function ledgerAfterTurn(ledger: readonly LedgerEntry[], turn: number, me
   const results = new Map<string, Provenance | undefined>();
   for (const m of messages) if (m.type === "tool") results.set((m as ToolMessage).tool_call_id, provenanceOf(m));
   const anchors = new Map<string, Provenance[]>();
-  const add = (filter: string, provenance: Provenance | undefined) => anchors.set(filter, [...(anchors.get(filter) ?? []), ...(provenance ? [provenance] : [])]);
+  const add = (filter: string, provenance: Provenance | undefined) =>
+    anchors.set(filter, [...(anchors.get(filter) ?? []), ...(provenance ? [provenance] : [])]);
   for (const m of messages) {
     if (m.type !== "ai") continue;
     for (const call of (m as AIMessage).tool_calls ?? []) {

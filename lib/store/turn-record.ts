@@ -160,9 +160,7 @@ export const WITHHELD_VIEW_NOTICE = "This model call's view drew on data you may
 export function callsSeenBy<C extends ModelCallRecord>(calls: readonly C[], viewer: Caller, askedBy: Principal | undefined): C[] {
   const asker =
     askedBy === undefined ||
-    (askedBy.issuer === viewer.principal.issuer &&
-    askedBy.tenant === viewer.principal.tenant &&
-      askedBy.subject === viewer.principal.subject);
+    (askedBy.issuer === viewer.principal.issuer && askedBy.tenant === viewer.principal.tenant && askedBy.subject === viewer.principal.subject);
   return calls.map((call) => {
     const withheld = call.sources ? withheldFrom(call.sources, viewer) : asker ? undefined : ({ tool: "a tool", why: "user" } as const);
     if (!withheld) return call;

@@ -70,7 +70,10 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
     closers.push(() => engine.close());
     // With per-role access (Athena's assumed roles, the sample database's row filters) the rows depend on who asks: they are that user's.
     const perUser = (sql.engine === "athena" && sql.access !== undefined) || (sql.engine === "sqlite" && sql.rowPolicy !== undefined);
-    const tool = { ...createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs }), ...(perUser && { readsAsUser: true }) };
+    const tool = {
+      ...createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs }),
+      ...(perUser && { readsAsUser: true }),
+    };
     tools.push(sql.engine === "sqlite" ? { ...tool, examples: SAMPLE_QUESTIONS.sql_query } : tool);
   }
 

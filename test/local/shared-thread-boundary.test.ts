@@ -2,7 +2,14 @@ import type { ModelCallRecord } from "../../lib/store/turn-record.js";
 import { callsSeenBy } from "../../lib/store/turn-record.js";
 import { slackPrincipal, teamsPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-import { blockText, lastUserText, startConverseEndpoint, type ConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../support/converse-endpoint.js";
+import {
+  blockText,
+  lastUserText,
+  startConverseEndpoint,
+  type ConverseEndpoint,
+  type ConverseRequest,
+  type ScriptedReply,
+} from "../support/converse-endpoint.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../support/bot-connector-endpoint.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../support/slack-signing.js";
@@ -47,7 +54,8 @@ function respond(request: ConverseRequest): ScriptedReply {
   if (toolResultText(request) !== undefined) return { text: "Done: I looked at it." };
   if (text.includes("which customers drove the discounts")) return { text: "Querying.", toolUses: [{ name: "sql_query", input: { sql: DISCOUNT_SQL } }] };
   if (text.includes("every order line")) return { text: "Querying.", toolUses: [{ name: "sql_query", input: { sql: LINES_SQL } }] };
-  if (text.includes("open the big output")) return { text: "Reading.", toolUses: [{ name: "read_tool_output", input: { handle: stolenHandle, search: "West" } }] };
+  if (text.includes("open the big output"))
+    return { text: "Reading.", toolUses: [{ name: "read_tool_output", input: { handle: stolenHandle, search: "West" } }] };
   if (text.includes("search the thread")) {
     return { text: "Searching.", toolUses: [{ name: "search_conversation", input: { query: "which customers drove the discounts, and their margin" } }] };
   }
@@ -165,10 +173,7 @@ const teams: Channel = {
 describe.each([slack, teams])("a shared thread's data boundary: $name", (channel) => {
   let before = 0;
   /** B's Converse requests, from B's first question on. */
-  const viewerRequests = () =>
-    converse.requests
-      .slice(before)
-      .flatMap((r) => (r.operation !== "count-tokens" && r.body ? [r.body] : []));
+  const viewerRequests = () => converse.requests.slice(before).flatMap((r) => (r.operation !== "count-tokens" && r.body ? [r.body] : []));
 
   beforeAll(async () => {
     await channel.ask("analyst", "which customers drove the discounts last month?");
@@ -235,7 +240,10 @@ describe.each([slack, teams])("a shared thread's data boundary: $name", (channel
 
   it("the inspector shows B none of A's model calls' views, only a notice, and A all of them", async () => {
     const conversationId = await channel.conversationId();
-    const analystTurns = await t.db.collection("turns").find({ conversationId, "askedBy.subject": { $ne: channel.viewer.principal.subject } }).toArray();
+    const analystTurns = await t.db
+      .collection("turns")
+      .find({ conversationId, "askedBy.subject": { $ne: channel.viewer.principal.subject } })
+      .toArray();
     const calls = await t.db
       .collection<ModelCallRecord>("model_calls")
       .find({ turnId: { $in: analystTurns.map((turn) => String(turn._id)) } })

@@ -2,7 +2,16 @@ import { describe, expect, it } from "vitest";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { messageText } from "../../lib/model-view/message-text.js";
-import { compactDispositions, expandDispositions, summarizeContext, toViewMessages, ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
+import {
+  callsSeenBy,
+  compactDispositions,
+  expandDispositions,
+  summarizeContext,
+  toViewMessages,
+  ZERO_USAGE,
+  type ModelCallRecord,
+} from "../../lib/store/turn-record.js";
+import { slackPrincipal } from "../../lib/auth/principal.js";
 
 const policy = { systemPrompt: "sys", finishedTurns: 4, toolOutputTokens: 1_000, totalBudget: 10_000 };
 
@@ -93,5 +102,40 @@ describe("turn-record", () => {
       expect(expandDispositions(compactDispositions(dispositions))).toEqual(dispositions);
       expect(expandDispositions(dispositions)).toEqual(dispositions);
     });
+  });
+});
+
+describe("callsSeenBy", () => {
+  const anna = slackPrincipal("T0ACME", "U0ANNA");
+  const ben = { principal: slackPrincipal("T0ACME", "U0BEN"), roles: ["viewer"] };
+  const call = (sources?: ModelCallRecord["sources"]): ModelCallRecord => ({
+    turnId: "t1",
+    index: 0,
+    startedAt: new Date(0),
+    durationMs: 1,
+    view: [{ role: "tool", content: "Cobalt Ridge Hospitals | West", toolCallId: "c1", toolName: "sql_query" }],
+    stats: {} as ModelCallRecord["stats"],
+    dispositions: [{ fate: "sent", viewIndex: 0 }],
+    usage: ZERO_USAGE,
+    toolCalls: ["sql_query"],
+    ...(sources && { sources }),
+  });
+
+  it("returns a notice instead of the view and dispositions of a call that drew on data the viewer may not see", () => {
+    const [seen] = callsSeenBy([call([{ tool: "sql_query", roles: ["analyst"] }])], ben, anna);
+    expect(JSON.stringify(seen)).not.toContain("Cobalt Ridge Hospitals");
+    expect(seen.view).toEqual([{ role: "system", content: expect.stringContaining("needs the role analyst") }]);
+    expect(seen.dispositions).toBeUndefined();
+    expect(seen.toolCalls).toEqual(["sql_query"]);
+  });
+
+  it("returns the call unchanged for a viewer who may see its sources", () => {
+    const recorded = call([{ tool: "sql_query", roles: ["analyst"] }]);
+    expect(callsSeenBy([recorded], { ...ben, roles: ["analyst"] }, anna)).toEqual([recorded]);
+  });
+
+  it("returns a call recorded without sources only to the turn's asker", () => {
+    expect(callsSeenBy([call()], { principal: anna, roles: [] }, anna)[0].view[0].content).toContain("Cobalt");
+    expect(callsSeenBy([call()], ben, anna)[0].view[0].content).toContain("[Withheld:");
   });
 });

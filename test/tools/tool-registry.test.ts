@@ -130,7 +130,11 @@ describe("ToolRegistry", () => {
     it("returns a permission error when the caller lacks the tool's roles", async () => {
       const result = await registry.execute({ id: "1", name: "finance_only", args: {} }, ctx(guest));
       // The refusal is our own text, not the tool's data: its provenance gates nothing.
-      expect(result).toEqual({ status: "error", content: expect.stringMatching(/not permitted to use the tool "finance_only"/), provenance: [{ tool: "finance_only" }] });
+      expect(result).toEqual({
+        status: "error",
+        content: expect.stringMatching(/not permitted to use the tool "finance_only"/),
+        provenance: [{ tool: "finance_only" }],
+      });
     });
 
     it("runs a restricted tool for a caller holding its role", async () => {
