@@ -26,6 +26,8 @@ export interface ToolExecutor {
   /** Whether the tool's output is untrusted (`ToolDefinition.trust`). */
   isUntrusted(toolName: string): boolean;
   execute(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolExecution>;
+  /** `execute` with the output's provenance (`ToolRegistry.executeWithProvenance`); without it, outputs are stored without provenance. */
+  executeWithProvenance?(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolExecution>;
 }
 
 /** Fields of the checkpointed ToolMessage for one output: inline, or a preview and an artifact handle. */
@@ -64,7 +66,7 @@ export class RegistryToolRunner implements ToolRunner {
   }
 
   async run(call: ToolCallRequest, ctx: ToolCallContext): Promise<ToolMessage> {
-    const result = await this.executor.execute(call, ctx);
+    const result = this.executor.executeWithProvenance ? await this.executor.executeWithProvenance(call, ctx) : await this.executor.execute(call, ctx);
     const offload = result.status === "success" ? this.offload : undefined;
     if (offload && !ctx.fence) throw new TypeError("tool outputs are offloaded only within a turn, under its fence");
     const fields =

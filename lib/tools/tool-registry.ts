@@ -152,6 +152,15 @@ export class ToolRegistry {
 
   /** Runs one tool call for the caller in `ctx`; resolves with the tool message content, never rejects. */
   async execute(call: ToolCallRequest, ctx: Omit<ToolCallContext, "toolCallId">): Promise<ToolCallResult> {
+    const { content, status } = await this.executeWithProvenance(call, ctx);
+    return { content, status };
+  }
+
+  /**
+   * `execute`, and what a caller needs to see the output (`ToolCallResult.provenance`): the tool's
+   * own source for this caller (`sourceOf`), then what the output repeats (`ToolContext.derivedFrom`).
+   */
+  async executeWithProvenance(call: ToolCallRequest, ctx: Omit<ToolCallContext, "toolCallId">): Promise<ToolCallResult & { provenance: Provenance }> {
     const started = Date.now();
     const caller = ctx.caller;
     const derived: Provenance[] = [];

@@ -110,7 +110,6 @@ describe("ToolRegistry", () => {
       await expect(registry.execute({ id: "1", name: "echo", args: { text: "hi" } }, ctx(guest))).resolves.toEqual({
         content: "echo: hi",
         status: "success",
-        provenance: [{ tool: "echo" }],
       });
     });
 
@@ -129,18 +128,12 @@ describe("ToolRegistry", () => {
 
     it("returns a permission error when the caller lacks the tool's roles", async () => {
       const result = await registry.execute({ id: "1", name: "finance_only", args: {} }, ctx(guest));
-      // The refusal is our own text, not the tool's data: its provenance gates nothing.
-      expect(result).toEqual({
-        status: "error",
-        content: expect.stringMatching(/not permitted to use the tool "finance_only"/),
-        provenance: [{ tool: "finance_only" }],
-      });
+      expect(result).toEqual({ status: "error", content: expect.stringMatching(/not permitted to use the tool "finance_only"/) });
     });
 
     it("runs a restricted tool for a caller holding its role", async () => {
       const result = await registry.execute({ id: "1", name: "finance_only", args: {} }, ctx(analyst));
-      // The output records the roles that allowed it: whoever lacks them does not see it in a shared thread.
-      expect(result).toEqual({ status: "success", content: "secret numbers", provenance: [{ tool: "finance_only", roles: ["analyst", "finance"] }] });
+      expect(result).toEqual({ status: "success", content: "secret numbers" });
     });
 
     it("returns the validation issues when the arguments fail the schema", async () => {
@@ -149,9 +142,25 @@ describe("ToolRegistry", () => {
       expect(result.content).toMatch(/invalid arguments for echo: text: /);
     });
 
+    it("returns, with provenance, the roles that allowed a restricted tool's output", async () => {
+      const result = await registry.executeWithProvenance({ id: "1", name: "finance_only", args: {} }, ctx(analyst));
+      expect(result).toEqual({ status: "success", content: "secret numbers", provenance: [{ tool: "finance_only", roles: ["analyst", "finance"] }] });
+    });
+
+    it("returns, with provenance, the tool's name alone for a refusal, which is our own text and no data of the tool's", async () => {
+      const result = await registry.executeWithProvenance({ id: "1", name: "finance_only", args: {} }, ctx(guest));
+      expect(result.provenance).toEqual([{ tool: "finance_only" }]);
+    });
+
+    it("returns, with provenance, the caller as the user of a tool that reads as the user", async () => {
+      const own = new ToolRegistry([{ ...echo, readsAsUser: true }]);
+      const result = await own.executeWithProvenance({ id: "1", name: "echo", args: { text: "hi" } }, ctx(guest));
+      expect(result.provenance).toEqual([{ tool: "echo", user: guest.principal }]);
+    });
+
     it("returns a ToolError's message to the model", async () => {
       const result = await registry.execute({ id: "1", name: "failing", args: { mode: "tool" } }, ctx(guest));
-      expect(result).toEqual({ status: "error", content: "Error: failing: the warehouse is closed on Sundays", provenance: [{ tool: "failing" }] });
+      expect(result).toEqual({ status: "error", content: "Error: failing: the warehouse is closed on Sundays" });
     });
 
     it("returns only the kind of an unexpected error, not its message", async () => {
