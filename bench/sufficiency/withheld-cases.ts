@@ -132,11 +132,14 @@ const pct = (n: number, d: number) => (d === 0 ? "–" : `${((100 * n) / d).toFi
 export function withheldTable(outcomes: readonly UnitOutcome[]): string {
   const answered = outcomes.filter((o) => o.expected === "answered");
   const withheld = outcomes.filter((o) => o.expected === "withheld");
+  const share = (units: readonly UnitOutcome[], test: (o: UnitOutcome) => boolean) => pct(units.filter(test).length, units.length);
   const rows = [
     "| B (viewer) asks after A (analyst) | units | in A's view | in B's view | correct for B |",
     "|---|---:|---:|---:|---:|",
-    `| posted (question or answer): must stay | ${answered.length} | ${pct(answered.filter((o) => o.analyst).length, answered.length)} | ${pct(answered.filter((o) => o.viewer).length, answered.length)} | ${pct(answered.filter((o) => o.viewer === o.analyst).length, answered.length)} answered as for A |`,
-    `| only in a gated tool's call or output: must be withheld | ${withheld.length} | ${pct(withheld.filter((o) => o.analyst).length, withheld.length)} | ${pct(withheld.filter((o) => o.viewer).length, withheld.length)} | ${pct(withheld.filter((o) => !o.viewer && o.told).length, withheld.length)} withheld and told |`,
+    `| posted (question or answer): must stay | ${answered.length} | ${share(answered, (o) => o.analyst)} | ` +
+      `${share(answered, (o) => o.viewer)} | ${share(answered, (o) => o.viewer === o.analyst)} answered as for A |`,
+    `| only in a gated tool's call or output: must be withheld | ${withheld.length} | ${share(withheld, (o) => o.analyst)} | ` +
+      `${share(withheld, (o) => o.viewer)} | ${share(withheld, (o) => !o.viewer && o.told)} withheld and told |`,
   ];
   return rows.join("\n");
 }

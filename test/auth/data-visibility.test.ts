@@ -42,7 +42,8 @@ describe("data-visibility", () => {
   describe("withheldNotice", () => {
     it("says what is hidden and which role it needs", () => {
       expect(withheldNotice({ tool: "sql_query", why: "role", roles: ["analyst", "finance"] })).toBe(
-        "[Withheld: what sql_query was asked and returned is hidden from you because it needs the role analyst or finance, which you do not have. Do not guess it.]",
+        "[Withheld: what sql_query was asked and returned is hidden from you because it needs the role analyst or finance, " +
+          "which you do not have. Do not guess it.]",
       );
     });
 
