@@ -430,3 +430,8 @@ export class McpSignInError extends ThreadwiseError {
     super(message, options);
   }
 }
+
+/** The database's schema version is newer than this release's migrations (set up by a later release), or the migrations are misnumbered. */
+export class SchemaVersionError extends ThreadwiseError {
+  override name = "SchemaVersionError";
+}

@@ -45,10 +45,12 @@ export {
 } from "./parameter-ledger.js";
 export { PROVENANCE_KEY, provenanceOf, WITHHELD_ANCHOR } from "./provenance.js";
 export { legacySource, WITHHELD_ARGS, withholdLedger, withholdMessages, type WithheldThread } from "./withheld-messages.js";
-export { callFilters, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
+export { callFilters, callParameters, DEFAULT_TURN_DIGEST, DIGEST_WHOLE_OUTPUT_TOKENS, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
 export {
   DEFAULT_OUT_OF_SIGHT_STEP_TURNS,
   EMPTY_OUT_OF_SIGHT_SUMMARY,
+  namesIn,
+  OUT_OF_SIGHT_NAMES,
   outOfSightNotice,
   summaryAfterTurn,
   summaryAfterTurns,

@@ -11,6 +11,7 @@ import { MessageStore } from "./message-store.js";
 import { RecallIndexStore } from "./recall-index-store.js";
 import { TurnArchiveStore } from "./turn-archive-store.js";
 import { RetentionPolicy } from "./retention.js";
+import { runMigrations, schemaVersion } from "./migrations/migration-runner.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnEventStore } from "./turn-event-store.js";
 import { TurnStore } from "./turn-store.js";
@@ -31,8 +32,6 @@ interface SetupDocument {
   _id: string;
   version: number;
   setUpAt: Date;
-  /** When the one-time compaction of whole-list checkpoint copies (issue 28) finished on this database. */
-  listsCompactedAt?: Date;
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -97,8 +96,14 @@ export class ThreadwiseDatabase {
     });
   }
 
-  /** Creates every index (and those of `extra`, the collections of layers above the store), then records the version. */
+  /**
+   * Creates every index (and those of `extra`, the collections of layers above the store), records the
+   * version, then runs the migrations due.
+   * @throws SchemaVersionError when the database's schema version is newer than this release's.
+   */
   async setup(extra: readonly (() => Promise<unknown>)[] = []): Promise<void> {
+    // Refused before anything is written when a later release set the database up.
+    await schemaVersion(this.db);
     const errors = [...(await this.checkpointer.setup())];
     const results = await Promise.allSettled([
       this.conversations.setup(),
@@ -117,25 +122,9 @@ export class ThreadwiseDatabase {
     ]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
-    const compacted = await this.compactStoredListsOnce();
-    await this.setupRecord().updateOne(
-      { _id: SETUP_ID },
-      { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date(), ...(compacted ? { listsCompactedAt: new Date() } : {}) } },
-      { upsert: true },
-    );
-  }
-
-  /**
-   * Once per database: threads that releases before issue 28 stored as a whole copy of the message
-   * list per turn are rewritten into bounded links (`ThreadwiseSaver.compactStoredLists`, nothing a
-   * checkpoint reads changes). Returns whether it is done: a thread being pruned meanwhile is left
-   * for the next set-up.
-   */
-  private async compactStoredListsOnce(): Promise<boolean> {
-    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
-    if (record?.listsCompactedAt !== undefined) return false;
-    const result = await this.checkpointer.compactStoredLists();
-    return result.skipped === 0;
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date() } }, { upsert: true });
+    // The numbered migrations due (lib/store/migrations/), each recorded in the schema version document.
+    await runMigrations(this.db);
   }
 
   /** True when `setup()` of this version (or a later one) has run on this database: one read. */
