@@ -55,3 +55,30 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     limits: options.app.limits,
   });
 }
+
+/** The settings the worker is made from: the channels' endpoints, their users' roles, its receives and message limit. */
+export type ChannelWorkerConfig = Pick<Config, "channels" | "maxMessageChars"> & {
+  auth: Pick<Config["auth"], "channelRoles">;
+  deployment: Pick<Config["deployment"], "turnMaxReceives">;
+};
+
+/**
+ * The worker as every deployment makes it (the worker function, the local server's queue): its
+ * settings from the configuration, the app and the channels it can answer in from the caller.
+ */
+export function channelWorkerFor(
+  config: ChannelWorkerConfig,
+  app: ChannelWorkerOptions["app"],
+  replies: ChannelReplyCredentials,
+  onTurnCompleted?: TurnMetricsSink,
+): TurnJobWorker {
+  return channelWorker({
+    app,
+    replies,
+    endpoints: config.channels,
+    channelRoles: config.auth.channelRoles,
+    maxReceives: config.deployment.turnMaxReceives,
+    maxMessageChars: config.maxMessageChars,
+    onTurnCompleted,
+  });
+}
