@@ -169,3 +169,27 @@ export function callsSeenBy<C extends ModelCallRecord>(calls: readonly C[], view
     return { ...rest, view: [{ role: "system", content: notice }] } as unknown as C;
   });
 }
+
+/**
+ * Stored messages as `viewer` may read them (`GET …/state`, `GET …/archive`): a tool output whose
+ * provenance refuses the viewer is the notice (`withheldNotice`) without its artifact, and the call
+ * that asked for it shows `{"withheld": true}` instead of its arguments. Questions and answers are
+ * kept; messages stored without provenance are shown as they are.
+ */
+export function messagesSeenBy<M extends ViewMessage & { artifact?: unknown }>(messages: readonly M[], viewer: Caller): M[] {
+  const notices = new Map<string, string>();
+  for (const m of messages) {
+    const withheld = m.role === "tool" && m.provenance ? withheldFrom(m.provenance, viewer) : undefined;
+    if (withheld && m.toolCallId !== undefined) notices.set(m.toolCallId, withheldNotice(withheld));
+  }
+  if (notices.size === 0) return [...messages];
+  return messages.map((m) => {
+    const notice = m.toolCallId === undefined ? undefined : notices.get(m.toolCallId);
+    if (m.role === "tool" && notice !== undefined) {
+      const { artifact: _artifact, ...rest } = m;
+      return { ...rest, content: notice } as M;
+    }
+    if (!m.toolCalls?.some((c) => notices.has(c.id))) return m;
+    return { ...m, toolCalls: m.toolCalls.map((c) => (notices.has(c.id) ? { ...c, args: { withheld: true } } : c)) };
+  });
+}

@@ -6,6 +6,7 @@ import {
   callsSeenBy,
   compactDispositions,
   expandDispositions,
+  messagesSeenBy,
   summarizeContext,
   toViewMessages,
   ZERO_USAGE,
@@ -137,5 +138,35 @@ describe("callsSeenBy", () => {
   it("returns a call recorded without sources only to the turn's asker", () => {
     expect(callsSeenBy([call()], { principal: anna, roles: [] }, anna)[0].view[0].content).toContain("Cobalt");
     expect(callsSeenBy([call()], ben, anna)[0].view[0].content).toContain("[Withheld:");
+  });
+});
+
+describe("messagesSeenBy", () => {
+  const ben = { principal: slackPrincipal("T0ACME", "U0BEN"), roles: ["viewer"] };
+  const stored = [
+    { role: "user" as const, content: "which customers?" },
+    { role: "assistant" as const, content: "", toolCalls: [{ id: "c1", name: "sql_query", args: { sql: "SELECT … WHERE month = '2026-10'" } }] },
+    {
+      role: "tool" as const,
+      content: "Cobalt Ridge Hospitals | West",
+      toolCallId: "c1",
+      toolName: "sql_query",
+      provenance: [{ tool: "sql_query", roles: ["analyst"] }],
+      artifact: { handle: "art_x" },
+    },
+    { role: "assistant" as const, content: "Three West customers." },
+  ];
+
+  it("returns a notice for an output the reader may not see, without its artifact, and the call's arguments withheld", () => {
+    const seen = messagesSeenBy(stored, ben);
+    expect(JSON.stringify(seen)).not.toContain("Cobalt Ridge Hospitals");
+    expect(JSON.stringify(seen)).not.toContain("2026-10");
+    expect(JSON.stringify(seen)).not.toContain("art_x");
+    expect(seen[2].content).toContain("[Withheld:");
+    expect(seen[3].content).toBe("Three West customers.");
+  });
+
+  it("returns the messages unchanged for a reader who may see them", () => {
+    expect(messagesSeenBy(stored, { ...ben, roles: ["analyst"] })).toEqual(stored);
   });
 });
