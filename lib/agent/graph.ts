@@ -3,7 +3,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { RemoveMessage, type AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { Annotation, END, interrupt, MessagesAnnotation, REMOVE_ALL_MESSAGES, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
-import type { ModelPrice } from "../config/config.js";
+import type { ModelPrice } from "../config/model-config.js";
 import {
   buildModelView,
   countTextTokens,
@@ -42,7 +42,7 @@ import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResu
 import { currentTurnMessages } from "./approval-context.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
-import { modelMessageId } from "../events/turn-event.js";
+import { modelMessageId } from "../events/turn-event-types.js";
 import type { TurnAdmission } from "../limits/turn-admission.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import { archivePlan } from "./working-set.js";

@@ -14,7 +14,7 @@ import { isMongoUnavailable } from "../store/mongo-unavailable.js";
 import { retryWhileUnavailable } from "../store/retry-while-unavailable.js";
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
-import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event.js";
+import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event-types.js";
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";

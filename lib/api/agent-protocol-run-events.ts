@@ -1,4 +1,4 @@
-import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
+import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event-types.js";
 import type { Caller } from "../auth/principal.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import { hasEnded } from "../store/turn-lifecycle.js";

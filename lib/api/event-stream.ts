@@ -1,4 +1,4 @@
-import { isFinalEvent, type TurnEvent } from "../events/turn-event.js";
+import { isFinalEvent, type TurnEvent } from "../events/turn-event-types.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import type { TurnEventHub } from "../events/turn-event-hub.js";
 import { NotAcceptableError, NotFoundError, ValidationError } from "../errors.js";

@@ -1,6 +1,7 @@
 import type { TurnRunner } from "../agent/turn-runner.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
-import type { ChannelEndpointsConfig, Config } from "../config/config.js";
+import type { ChannelEndpointsConfig } from "../config/channels-config.js";
+import type { Config } from "../config/config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { TurnJobWorker } from "../queue/turn-job-worker.js";
 import type { TurnMetricsSink } from "../queue/turn-metrics.js";

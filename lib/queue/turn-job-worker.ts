@@ -2,7 +2,8 @@ import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelRoles } from "../auth/channel-roles.js";
 import type { Caller } from "../auth/principal.js";
 import type { TurnAnswerStream, TurnJob, TurnReplier } from "./turn-job.js";
-import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
+import { DEFAULT_MAX_MESSAGE_CHARS } from "../config/server-config.js";
+import { DEFAULT_TURN_MAX_RECEIVES } from "../config/deployment-config.js";
 import {
   AuthenticationError,
   BudgetExhaustedError,

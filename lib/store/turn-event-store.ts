@@ -1,10 +1,19 @@
 import type { Collection, Db } from "mongodb";
-import type { TurnEvent } from "../events/turn-event.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
 /** How long a turn's events are kept for clients that reconnect: the turn record keeps the answer for good. */
 export const DEFAULT_TURN_EVENTS_TTL_MS = 86_400_000;
+
+/**
+ * An event as the store keeps it: numbered within its turn and typed, otherwise as given. What
+ * each type says is the events' (`TurnEvent`, lib/events/turn-event-types.ts, a layer above).
+ */
+export interface StoredTurnEvent {
+  id: number;
+  type: string;
+  [field: string]: unknown;
+}
 
 /** Events stored together: everything a turn said since its previous batch. */
 export interface TurnEventBatch {
@@ -15,7 +24,7 @@ export interface TurnEventBatch {
   /** Ids of the first and last event of the batch. */
   from: number;
   to: number;
-  events: TurnEvent[];
+  events: StoredTurnEvent[];
   expiresAt: Date;
 }
 
@@ -45,7 +54,7 @@ export class TurnEventStore {
   }
 
   /** Stores the batch while `fence` holds; a non-empty batch only. */
-  async append(turnId: string, events: TurnEvent[], fence: WriteFence, now = new Date()): Promise<void> {
+  async append(turnId: string, events: StoredTurnEvent[], fence: WriteFence, now = new Date()): Promise<void> {
     const from = events[0].id;
     const batch: TurnEventBatch = {
       _id: `${turnId}:${from}`,
@@ -63,7 +72,7 @@ export class TurnEventStore {
   }
 
   /** The turn's stored events after `afterId`, in order. */
-  async after(turnId: string, afterId: number): Promise<TurnEvent[]> {
+  async after(turnId: string, afterId: number): Promise<StoredTurnEvent[]> {
     const batches = await this.#batches
       .find({ turnId, to: { $gt: afterId } })
       .sort({ to: 1 })

@@ -48,7 +48,7 @@ export interface SignInCallback {
 
 /**
  * Per-user OAuth for MCP servers (docs/mcp-oauth.md): a provider per principal and server for the
- * MCP client (`providerFor`, the `McpOAuthProviderFactory` of lib/mcp/mcp-server-config.ts), the
+ * MCP client (`providerFor`, the `McpOAuthProviderFactory` of lib/mcp/mcp-oauth-provider.ts), the
  * callback that finishes a sign-in (`complete`), and the deletions (`revoke`, `deleteUserData`).
  */
 export class McpOAuth {
