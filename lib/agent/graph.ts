@@ -1,6 +1,6 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
-import { RemoveMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { RemoveMessage, type AIMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { Annotation, END, interrupt, MessagesAnnotation, REMOVE_ALL_MESSAGES, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
 import type { ModelPrice } from "../config/model-config.js";
@@ -19,7 +19,12 @@ import {
   withCachePoints,
   type LedgerEntry,
   type ModelViewPolicy,
+  legacySource,
+  provenanceOf,
+  withholdLedger,
+  withholdMessages,
 } from "../model-view/index.js";
+import { combinedProvenance, type Provenance } from "../auth/data-visibility.js";
 import { ModelCallLimitError } from "../errors.js";
 import { compactDispositions, toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import { approvalIdOf } from "../store/approval-store.js";
@@ -136,6 +141,23 @@ class TextDeltaHandler extends BaseCallbackHandler {
   }
 }
 
+/**
+ * The state as `caller` may see it (`withholdMessages`, `withholdLedger`), what it draws on
+ * (`sources`: a record of a view built from it is as confidential as they are), and each tool
+ * output's provenance by call id, for the record of the view.
+ */
+function seenBy(state: State, caller: Caller, offered: readonly FunctionTool[]) {
+  const thread = withholdMessages(state.messages, caller, legacySource(new Set(offered.map((t) => t.function.name))));
+  const parameterLedger = withholdLedger(state.parameterLedger ?? [], caller);
+  const provenance = new Map<string, Provenance>();
+  for (const m of thread.messages) {
+    const p = m.type === "tool" ? provenanceOf(m) : undefined;
+    if (p) provenance.set((m as ToolMessage).tool_call_id, p);
+  }
+  const sources = combinedProvenance(thread.sources, ...parameterLedger.map((e) => e.provenance));
+  return { state: { ...state, messages: thread.messages, parameterLedger }, sources, provenance };
+}
+
 function turnContext(config: LangGraphRunnableConfig): TurnContext {
   const context = config.context as TurnContext | undefined;
   if (!context?.turnId) throw new Error("the agent graph needs a turn context");
@@ -169,7 +191,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       { ...policy, toolSchemaTokens, tokenEstimate: calibration.estimate(modelId) },
       {
         archivedTurns: state.archivedTurns,
-        parameterLedger: state.parameterLedger,
+        parameterLedger: state.parameterLedger ?? [],
         standingLedger: state.standingLedger,
         outOfSight: state.outOfSightSummary,
       },
@@ -241,7 +263,9 @@ export function createAgentGraph(options: AgentGraphOptions) {
     }
     const offered = (await toolsOf(ctx.caller)).toolSpecs(ctx.caller);
     const toolSchemaTokens = schemaTokens(offered);
-    const view = await calibratedView(state, offered, toolSchemaTokens);
+    // The thread as this caller may see it: in a shared thread, what another's tools fetched that this caller could not is a notice (docs/security.md).
+    const seen = seenBy(state, ctx.caller, offered);
+    const view = await calibratedView(seen.state, offered, toolSchemaTokens);
     await ctx.record.progress({ step: "model", modelCalls: index });
     await ctx.events?.emit({ type: "progress", step: "model", modelCall: index });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
@@ -272,7 +296,8 @@ export function createAgentGraph(options: AgentGraphOptions) {
       index,
       startedAt,
       durationMs: Date.now() - startedAt.getTime(),
-      view: toViewMessages(view.messages),
+      view: toViewMessages(view.messages, seen.provenance),
+      sources: seen.sources,
       stats: view.stats,
       dispositions: compactDispositions(view.dispositions),
       usage,

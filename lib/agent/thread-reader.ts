@@ -3,6 +3,8 @@ import type { StateSnapshot } from "@langchain/langgraph";
 import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import { toViewMessages, type ViewMessage } from "../store/turn-record.js";
+import type { Provenance } from "../auth/data-visibility.js";
+import { provenanceOf } from "../model-view/provenance.js";
 import type { AgentGraph } from "./graph.js";
 
 /** One checkpointed message of a thread, in the shape of a recorded view message plus what only state has. */
@@ -30,7 +32,13 @@ export interface ThreadSnapshot {
 
 /** Stored messages in the shape the API shows them. */
 function threadMessages(messages: readonly BaseMessage[]): ThreadMessage[] {
-  const records = toViewMessages(messages);
+  // Each tool output's provenance beside it, so a reader who may not see it is shown a notice (`messagesSeenBy`).
+  const provenance = new Map<string, Provenance>();
+  for (const m of messages) {
+    const p = m.getType() === "tool" ? provenanceOf(m) : undefined;
+    if (p) provenance.set((m as ToolMessage).tool_call_id, p);
+  }
+  const records = toViewMessages(messages, provenance);
   return messages.map((message, i) => {
     const record: ThreadMessage = { ...records[i] };
     if (message.id) record.id = message.id;

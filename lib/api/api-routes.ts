@@ -6,7 +6,7 @@ import { questionText } from "../validation.js";
 /** The one question parse of every entry, here for the routes that import it from the API (`lib/validation.ts`). */
 export { questionText };
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
-import { expandDispositions, summarizeContext } from "../store/turn-record.js";
+import { callsSeenBy, expandDispositions, messagesSeenBy, summarizeContext } from "../store/turn-record.js";
 import { toSummary, MAX_PAGE_SIZE, type ConversationDocument, type ConversationStore } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
@@ -379,7 +379,9 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       handler: async (request, [id]) => {
         const { caller, conversation } = await owned(request, id);
         await deps.audit?.append(conversationReadEntry("conversation.state.read", caller, conversation, request));
-        return json(200, { conversationId: conversation._id, ...(await runner.readWorkingSet(conversation._id)) });
+        const state = await runner.readWorkingSet(conversation._id);
+        // A member reads what another's tools fetched only as far as they could have fetched it (docs/security.md).
+        return json(200, { conversationId: conversation._id, ...state, messages: messagesSeenBy(state.messages, caller) });
       },
     },
     {
@@ -393,7 +395,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const { archivedTurns } = await runner.readWorkingSet(conversation._id);
         const before = Math.min(query.before ?? archivedTurns + 1, archivedTurns + 1);
         const from = Math.max(1, before - (query.limit ?? MAX_ARCHIVE_PAGE_TURNS));
-        const page = await runner.readArchive(conversation._id, from, before - 1);
+        const page = (await runner.readArchive(conversation._id, from, before - 1)).map((t) => ({ ...t, messages: messagesSeenBy(t.messages, caller) }));
         return json(200, { conversationId: conversation._id, archivedTurns, turns: page, nextBefore: from > 1 ? from : null });
       },
     },
@@ -440,8 +442,10 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)$/,
       handler: async (request, [id, rawTurnId]) => {
         const { caller, conversation } = await owned(request, id);
-        const turn = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
-        if (!turn) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        const stored = await turns.getWithCalls((await ownedTurn(conversation._id, rawTurnId))._id);
+        if (!stored) throw new NotFoundError(`turn ${rawTurnId} not found`);
+        // A shared conversation's member sees another's calls only as far as they could have fetched what those calls drew on.
+        const turn = { ...stored, calls: callsSeenBy(stored.calls, caller, stored.askedBy) };
         await deps.audit?.append(conversationReadEntry("conversation.inspect", caller, conversation, request, { turnId: turn._id }));
         // What was asked, who decided and when, and (through the calls' views) what ran.
         const approvals = await database.approvals.listByTurn(turn._id);

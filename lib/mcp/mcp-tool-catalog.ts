@@ -23,6 +23,7 @@ import {
   type McpConnection,
   type McpConnections,
   type McpConnectionScope,
+  perUser,
 } from "./mcp-connections.js";
 
 /** Longest tool name Bedrock accepts (`^[a-zA-Z0-9_-]{1,64}$`). */
@@ -339,6 +340,8 @@ export class McpToolCatalog {
       trust: "untrusted",
       timeoutMs,
       ...(roles && { allowedRoles: roles }),
+      // Called with the user's own OAuth token: what it returns is that user's.
+      ...(perUser(entry) && { readsAsUser: true }),
       run: (input, ctx) => this.#call(scope, offered.serverTool, input, ctx.signal),
     };
   }
@@ -441,6 +444,8 @@ export class McpToolCatalog {
         properties: { code: { type: "string", description: "The confirmation code the sign-in page showed the user, e.g. ABCD-EFGH." } },
       },
       sideEffects: false,
+      // The sign-in link is this user's: no one else in a shared thread sees it.
+      readsAsUser: true,
       run: async ({ code }) => {
         if (code !== undefined) {
           const confirmed = await this.#options.connections.confirmSignIn(scope, code);

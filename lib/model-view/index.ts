@@ -43,6 +43,8 @@ export {
   ledgerText,
   PARAMETER_LEDGER_HEADING,
 } from "./parameter-ledger.js";
+export { PROVENANCE_KEY, provenanceOf, WITHHELD_ANCHOR } from "./provenance.js";
+export { legacySource, WITHHELD_ARGS, withholdLedger, withholdMessages, type WithheldThread } from "./withheld-messages.js";
 export { callFilters, callParameters, DEFAULT_TURN_DIGEST, DIGEST_WHOLE_OUTPUT_TOKENS, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
 export {
   DEFAULT_OUT_OF_SIGHT_STEP_TURNS,

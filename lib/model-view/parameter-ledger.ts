@@ -1,4 +1,6 @@
-import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import type { AIMessage, BaseMessage, ToolMessage } from "@langchain/core/messages";
+import { combinedProvenance, type Provenance } from "../auth/data-visibility.js";
+import { provenanceOf, WITHHELD_ANCHOR, withheldPeriod } from "./provenance.js";
 import { countRecurringTextTokens } from "./token-counter.js";
 import { callFilters } from "./turn-digest.js";
 import type { LedgerEntry, ParameterLedgerPolicy } from "./types.js";
@@ -42,16 +44,23 @@ export function boundedLedger(ledger: readonly LedgerEntry[], policy: ParameterL
  * archived out of the thread (`lib/agent/graph.ts`) or only left the window.
  */
 export function ledgerAfterTurn(ledger: readonly LedgerEntry[], turn: number, messages: readonly BaseMessage[], policy: ParameterLedgerPolicy): LedgerEntry[] {
-  const anchors: string[] = [];
+  // Each anchor keeps the provenance of the output its call fetched (a filter is as confidential as what it selected).
+  const results = new Map<string, Provenance | undefined>();
+  for (const m of messages) if (m.type === "tool") results.set((m as ToolMessage).tool_call_id, provenanceOf(m));
+  const anchors = new Map<string, Provenance[]>();
+  const add = (filter: string, provenance: Provenance | undefined) =>
+    anchors.set(filter, [...(anchors.get(filter) ?? []), ...(provenance ? [provenance] : [])]);
   for (const m of messages) {
     if (m.type !== "ai") continue;
     for (const call of (m as AIMessage).tool_calls ?? []) {
-      for (const filter of callFilters(call.args)) if (isTimeAnchor(filter) && !anchors.includes(filter)) anchors.push(filter);
+      const provenance = call.id === undefined ? undefined : results.get(call.id);
+      if (withheldPeriod(call.args)) add(WITHHELD_ANCHOR, undefined);
+      for (const filter of callFilters(call.args)) if (isTimeAnchor(filter)) add(filter, provenance);
     }
   }
-  if (anchors.length === 0) return boundedLedger(ledger, policy);
-  const next = ledger.filter((e) => !anchors.includes(e.filter));
-  for (const filter of anchors) next.push({ turn, filter });
+  if (anchors.size === 0) return boundedLedger(ledger, policy);
+  const next = ledger.filter((e) => !anchors.has(e.filter));
+  for (const [filter, provenances] of anchors) next.push({ turn, filter, ...(provenances.length > 0 && { provenance: combinedProvenance(...provenances) }) });
   return boundedLedger(next, policy);
 }
 

@@ -1,4 +1,5 @@
 import type { BaseMessage } from "@langchain/core/messages";
+import type { Provenance } from "../auth/data-visibility.js";
 import type { OutOfSightPolicy } from "./out-of-sight-notice.js";
 
 /** How long Bedrock keeps a cached prefix after its last use: `5m` everywhere, `1h` on recent Claude models (writes cost more). */
@@ -221,6 +222,11 @@ export type MessageDisposition = { turn?: number } & (
 export interface LedgerEntry {
   turn: number;
   filter: string;
+  /**
+   * What a viewer needs to see the filter: the provenance of the outputs its calls fetched
+   * (`lib/auth/data-visibility.ts`); absent for a filter set by calls stored without provenance.
+   */
+  provenance?: Provenance;
 }
 
 /** How much of the resolved time anchors of turns out of sight the view's system part carries. */

@@ -1,9 +1,11 @@
 import { z } from "zod";
+import { combinedProvenance, withheldFrom, withheldNotice, type DataSource, type Provenance } from "../auth/data-visibility.js";
+import type { Caller } from "../auth/principal.js";
 import { DEFAULT_RECALL_MAX_TOKENS } from "../config/recall-config.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import { fitLine } from "../tools/read-tool-output.js";
 import type { ToolDefinition } from "../tools/tool.js";
-import type { RecallTurnDocument } from "../store/recall-index-store.js";
+import type { RecallToolOutput, RecallTurnDocument } from "../store/recall-index-store.js";
 import type { ModelViewPolicy } from "../model-view/types.js";
 import type { ConversationSearch, SearchOutcome } from "./conversation-search.js";
 import { recallTerms } from "./recall-terms.js";
@@ -145,6 +147,64 @@ export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTo
   return parts.join("\n\n");
 }
 
+/** What a search shows a caller who may not see all it found (`searchSeenBy`). */
+export interface SearchSeen {
+  outcome: SearchOutcome;
+  /** Tool calls whose arguments and output were replaced by a notice. */
+  withheldOutputs: number;
+  /** Hits left out because only text withheld from the caller matched the query. */
+  withheldHits: number;
+  /** The sources of the outputs shown: the answer is as confidential as they are. */
+  provenance: Provenance;
+}
+
+/** Whether any of the query's terms is in the text. */
+const holdsTerm = (text: string, terms: ReadonlySet<string>) => recallTerms(text).some((t) => terms.has(t));
+
+/**
+ * The outcome as `viewer` may see it: each tool call whose provenance (`RecallToolOutput.provenance`,
+ * or `legacy` for one indexed without) refuses the viewer shows its tool and a notice instead of its
+ * arguments and output; a hit whose visible text (question, answer, outputs left) holds none of the
+ * query's terms, and that had outputs withheld, is left out, so a search never ranks a turn by what
+ * the viewer may not see. Questions and answers stay: they were posted in the thread.
+ */
+export function searchSeenBy(outcome: SearchOutcome, query: string, viewer: Caller, legacy: (toolName: string) => DataSource): SearchSeen {
+  const terms = new Set(recallTerms(query));
+  let withheldOutputs = 0;
+  let withheldHits = 0;
+  const shown: Provenance[] = [];
+  const hits = outcome.hits.flatMap((hit) => {
+    const kept: Provenance[] = [];
+    const visibleText = [hit.record.question, hit.record.answer];
+    const tools = hit.record.tools.map((tool): RecallToolOutput => {
+      const provenance = tool.provenance ?? [legacy(tool.name)];
+      const withheld = withheldFrom(provenance, viewer);
+      if (withheld) return { name: tool.name, args: "", preview: withheldNotice(withheld) };
+      kept.push(provenance);
+      visibleText.push(tool.args, tool.preview, ...(tool.chunks ?? []));
+      return tool;
+    });
+    const hidden = tools.length - kept.length;
+    if (hidden > 0 && !holdsTerm(visibleText.join("\n"), terms)) {
+      withheldHits++;
+      return [];
+    }
+    withheldOutputs += hidden;
+    shown.push(...kept);
+    return [hidden === 0 ? hit : { ...hit, record: { ...hit.record, tools } }];
+  });
+  return { outcome: { ...outcome, hits }, withheldOutputs, withheldHits, provenance: combinedProvenance(...shown) };
+}
+
+/** The sentence that says what a search withheld, or "" when it withheld nothing. */
+export function withheldSearchNote(seen: Pick<SearchSeen, "withheldOutputs" | "withheldHits">): string {
+  if (seen.withheldHits === 0 && seen.withheldOutputs === 0) return "";
+  return (
+    "\n\n[Withheld: some earlier turns hold tool outputs fetched with roles or credentials you do not have; they were not searched or shown for you. " +
+    "Do not guess what they said.]"
+  );
+}
+
 /**
  * `search_conversation`: looks up what was said in this conversation's finished turns that are out of
  * the model's sight. Scoped to the caller's conversation by the tool context, never by the model's input.
@@ -170,7 +230,10 @@ export function createSearchConversationTool(options: SearchConversationToolOpti
         view: options.view,
         signal: ctx.signal,
       });
-      return formatSearchOutcome(input.query, outcome, maxTokens);
+      // In a shared thread, what another's tools fetched with roles or credentials this caller lacks is not searched for them (docs/security.md).
+      const seen = searchSeenBy(outcome, input.query, ctx.caller, (tool) => ctx.sourceOf?.(tool) ?? { tool });
+      ctx.derivedFrom?.(seen.provenance);
+      return formatSearchOutcome(input.query, seen.outcome, maxTokens) + withheldSearchNote(seen);
     },
   };
 }

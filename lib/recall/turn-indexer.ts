@@ -1,3 +1,4 @@
+import type { Provenance } from "../auth/data-visibility.js";
 import type { StructuredLogger } from "../logger.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { RecallIndexStore, RecallToolOutput, RecallTurnDocument } from "../store/recall-index-store.js";
@@ -39,13 +40,14 @@ export function outputChunks(content: string, previewChars: number, chunkChars: 
  * A turn's tool outputs as the index keeps them: each call's arguments (clipped), the start of its
  * output, and the rest in chunks (`outputChunks`), the turn's outputs sharing `DEFAULT_RECALL_TURN_CHUNKS`.
  */
-export function recallToolOutputs(outputs: readonly { name: string; args: string; content: string }[]): RecallToolOutput[] {
+export function recallToolOutputs(outputs: readonly { name: string; args: string; content: string; provenance?: Provenance }[]): RecallToolOutput[] {
   let left = DEFAULT_RECALL_TURN_CHUNKS;
-  return outputs.map(({ name, args, content }) => {
+  return outputs.map(({ name, args, content, provenance }) => {
     const chunks = outputChunks(content, DEFAULT_RECALL_PREVIEW_CHARS, DEFAULT_RECALL_CHUNK_CHARS, left);
     left -= chunks.length;
     const output: RecallToolOutput = { name, args: args.slice(0, DEFAULT_RECALL_ARGS_CHARS), preview: content.slice(0, DEFAULT_RECALL_PREVIEW_CHARS) };
     if (chunks.length > 0) output.chunks = chunks;
+    if (provenance) output.provenance = provenance;
     return output;
   });
 }
@@ -89,10 +91,13 @@ export function recallEntryTerms(record: Pick<RecallTurnDocument, "question" | "
 function toolOutputs(view: readonly ViewMessage[]): RecallToolOutput[] {
   const start = view.findLastIndex((m) => m.role === "user");
   const args = new Map<string, string>();
-  const outputs: { name: string; args: string; content: string }[] = [];
+  const outputs: { name: string; args: string; content: string; provenance?: Provenance }[] = [];
   for (const message of view.slice(start + 1)) {
     for (const call of message.toolCalls ?? []) args.set(call.id, JSON.stringify(call.args ?? {}));
-    if (message.role === "tool") outputs.push({ name: message.toolName ?? "tool", args: args.get(message.toolCallId ?? "") ?? "", content: message.content });
+    if (message.role === "tool") {
+      const output = { name: message.toolName ?? "tool", args: args.get(message.toolCallId ?? "") ?? "", content: message.content };
+      outputs.push(message.provenance ? { ...output, provenance: message.provenance } : output);
+    }
   }
   return recallToolOutputs(outputs);
 }

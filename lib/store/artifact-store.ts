@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Principal } from "../auth/principal.js";
+import type { Provenance } from "../auth/data-visibility.js";
 import { DocumentTooLargeError } from "../errors.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import { COLLECTIONS } from "./collections.js";
@@ -29,6 +30,8 @@ export interface StoredArtifact extends ArtifactRef {
   toolName: string;
   content: string;
   createdAt: Date;
+  /** What a reader needs to see it (`lib/auth/data-visibility.ts`); absent on artifacts stored before provenance. */
+  provenance?: Provenance;
 }
 
 export interface NewArtifact {
@@ -38,6 +41,8 @@ export interface NewArtifact {
   toolCallId: string;
   toolName: string;
   content: string;
+  /** What a reader needs to see it, stored in the same document as the content. Default: none (judged by its tool's roles). */
+  provenance?: Provenance;
   /** The content's tokens, when the caller has counted them already (tokenizing megabytes takes seconds). */
   tokens?: number;
 }
@@ -60,6 +65,8 @@ interface ArtifactHead {
   tokens: number;
   preview: string;
   createdAt: Date;
+  /** Beside the content (and its preview) it governs. */
+  provenance?: Provenance;
   /** The whole content, when it fits in one part. */
   content?: string;
   /** The parts' write attempt and count, when split: parts of a failed attempt are never read. */
@@ -181,6 +188,7 @@ export class ArtifactStore {
       tokens: artifact.tokens ?? countTextTokens(artifact.content),
       preview: previewOf(artifact.content, this.previewChars),
       createdAt: now,
+      ...(artifact.provenance && { provenance: artifact.provenance }),
       attempt: fence.epoch ?? 0,
       expiresAt: fence.expiresAt,
     };
@@ -238,6 +246,7 @@ export class ArtifactStore {
       toolName: head.toolName,
       content,
       createdAt: head.createdAt,
+      ...(head.provenance && { provenance: head.provenance }),
     };
   }
 

@@ -1,6 +1,7 @@
 import { Binary, MongoServerError, type Collection, type Db } from "mongodb";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
+import type { Provenance } from "../auth/data-visibility.js";
 
 /** Turns per index segment: a search at 200 turns reads two documents, and a segment stays far below 16 MB. */
 export const DEFAULT_RECALL_SEGMENT_TURNS = 100;
@@ -14,6 +15,8 @@ export interface RecallToolOutput {
   preview: string;
   /** The rest of the output after the preview, in bounded chunks (`outputChunks`); absent in records written before. */
   chunks?: string[];
+  /** What a searcher needs to see this call and its output (`lib/auth/data-visibility.ts`), beside them; absent in records written before. */
+  provenance?: Provenance;
 }
 
 /** What search returns of a finished turn: its number in the conversation, when it was asked, and its text. */

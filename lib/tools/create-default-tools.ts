@@ -68,7 +68,12 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
             })
           : new SqliteQueryEngine({ image: () => buildSalesDatabase(), schemaDescription: SALES_SCHEMA_DESCRIPTION });
     closers.push(() => engine.close());
-    const tool = createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs });
+    // With per-role access (Athena's assumed roles, the sample database's row filters) the rows depend on who asks: they are that user's.
+    const perUser = (sql.engine === "athena" && sql.access !== undefined) || (sql.engine === "sqlite" && sql.rowPolicy !== undefined);
+    const tool = {
+      ...createSqlQueryTool({ engine, maxRows: sql.maxRows, maxBytes: sql.maxBytes, timeoutMs: sql.timeoutMs }),
+      ...(perUser && { readsAsUser: true }),
+    };
     tools.push(sql.engine === "sqlite" ? { ...tool, examples: SAMPLE_QUESTIONS.sql_query } : tool);
   }
 
@@ -87,7 +92,8 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
       closers.push(() => index.close());
       retriever = index;
     }
-    const tool = createSearchDocumentsTool({ retriever, maxResults: documents.maxResults });
+    // Passages are filtered by the asker's tenant and groups (`document-access.ts`): what one user found is theirs.
+    const tool = { ...createSearchDocumentsTool({ retriever, maxResults: documents.maxResults }), readsAsUser: true };
     tools.push(documents.engine === "local" ? { ...tool, examples: SAMPLE_QUESTIONS.search_documents } : tool);
   }
 
@@ -102,15 +108,17 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
       fetch: deps.fetch,
     });
     const client = new PowerBiClient({ apiUrl: p.apiUrl, groupId: p.groupId, datasetId: p.datasetId, tokens, fetch: deps.fetch });
-    tools.push(
-      createQuerySemanticModelTool({
+    // Every query runs as the asking user (Power BI's effective identity): its rows are that user's.
+    tools.push({
+      ...createQuerySemanticModelTool({
         client,
         identities: { entraTenantId: p.tenantId, map: p.identityMap },
         maxRows: config.sql.maxRows,
         maxBytes: config.sql.maxBytes,
         modelDescription: p.modelDescription,
       }),
-    );
+      readsAsUser: true,
+    });
   }
 
   tools.push({

@@ -3,6 +3,7 @@ import { countTextTokens } from "../model-view/token-counter.js";
 import type { ArtifactRef, ArtifactStore } from "../store/artifact-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { Principal } from "../auth/principal.js";
+import type { Provenance } from "../auth/data-visibility.js";
 
 /**
  * Outputs above this many tokens leave the checkpoint for the artifact store. The same number
@@ -17,6 +18,8 @@ export interface ToolOutputMeta {
   turnId: string;
   toolCallId: string;
   toolName: string;
+  /** What a caller needs to read the output (`lib/auth/data-visibility.ts`); stored with it. Default: none (judged by its tool's roles). */
+  provenance?: Provenance;
   /** The turn's fence: the artifact is stored only while the turn holds its conversation, with its expiry. */
   fence: WriteFence;
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ToolError } from "../errors.js";
+import { withheldFrom, withheldNotice } from "../auth/data-visibility.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import type { ArtifactStore, StoredArtifact } from "../store/artifact-store.js";
 import type { ToolContext, ToolDefinition } from "./tool.js";
@@ -206,6 +207,12 @@ export function createReadToolOutputTool(artifacts: ArtifactStore, options: Read
       if (!ctx.mayUse(artifact.toolName)) {
         throw new ToolError(`You are not permitted to read the output of ${artifact.toolName}, so ${handle} cannot be shown.`, READ_TOOL_OUTPUT_NAME);
       }
+      // And as confidential as the way it was fetched: the roles that allowed it then, the user whose own credentials fetched it.
+      const provenance = artifact.provenance ?? (ctx.sourceOf ? [ctx.sourceOf(artifact.toolName)] : []);
+      const withheld = withheldFrom(provenance, ctx.caller);
+      if (withheld) throw new ToolError(`${handle} cannot be shown. ${withheldNotice(withheld)}`, READ_TOOL_OUTPUT_NAME);
+      // What this call returns repeats the artifact: it is seen only by whoever may see the artifact.
+      ctx.derivedFrom?.(provenance);
       const lines = readableLines(artifact.content, wrapChars);
       const start = input.startLine ?? 1;
       if (start > lines.length) {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
 import { ToolError } from "../errors.js";
+import { combinedProvenance, type DataSource, type Provenance } from "../auth/data-visibility.js";
 import type { Caller } from "../auth/principal.js";
 import type { ToolCallContext, ToolContext, ToolDefinition } from "./tool.js";
 import type { ToolIdempotencyGuard } from "./tool-idempotency-guard.js";
@@ -16,6 +17,8 @@ export interface ToolCallRequest {
 export interface ToolCallResult {
   content: string;
   status: "success" | "error";
+  /** What a caller needs to see the output: the tool's own source, then what the output repeats (`ToolContext.derivedFrom`). */
+  provenance?: Provenance;
 }
 
 /** A tool in the shape chat models' `bindTools` accept (OpenAI function format). */
@@ -109,6 +112,20 @@ export class ToolRegistry {
     return allowed === undefined || allowed.some((role) => caller.roles.includes(role));
   }
 
+  /**
+   * The source an output of the named tool has when this caller fetches it: the roles that allow the
+   * tool (none when it is open to everyone) and, for a tool that reads as the user, the caller.
+   */
+  sourceOf(toolName: string, caller: Caller): DataSource {
+    // A tool not registered here is open to no one, as `mayUse` says.
+    const roles = this.#tools.has(toolName) ? this.#allowedRoles.get(toolName) : [];
+    return {
+      tool: toolName,
+      ...(roles !== undefined && { roles: [...roles] }),
+      ...(this.#tools.get(toolName)?.readsAsUser && { user: { ...caller.principal } }),
+    };
+  }
+
   /** Whether a tool registered here changes things (it runs through the guard, and approvals may hold it). */
   hasSideEffects(toolName: string): boolean {
     return this.#tools.get(toolName)?.sideEffects ?? false;
@@ -135,16 +152,34 @@ export class ToolRegistry {
 
   /** Runs one tool call for the caller in `ctx`; resolves with the tool message content, never rejects. */
   async execute(call: ToolCallRequest, ctx: Omit<ToolCallContext, "toolCallId">): Promise<ToolCallResult> {
+    const { content, status } = await this.executeWithProvenance(call, ctx);
+    return { content, status };
+  }
+
+  /**
+   * `execute`, and what a caller needs to see the output (`ToolCallResult.provenance`): the tool's
+   * own source for this caller (`sourceOf`), then what the output repeats (`ToolContext.derivedFrom`).
+   */
+  async executeWithProvenance(call: ToolCallRequest, ctx: Omit<ToolCallContext, "toolCallId">): Promise<ToolCallResult & { provenance: Provenance }> {
     const started = Date.now();
     const caller = ctx.caller;
-    const result = await this.#execute(call, { ...ctx, toolCallId: call.id, mayUse: (name) => this.mayUse(name, caller) });
+    const derived: Provenance[] = [];
+    const result = await this.#execute(call, {
+      ...ctx,
+      toolCallId: call.id,
+      mayUse: (name) => this.mayUse(name, caller),
+      derivedFrom: (provenance) => derived.push(provenance),
+      sourceOf: (name) => this.sourceOf(name, caller),
+    });
     this.#logger?.info("tool call finished", {
       tool: this.#tools.has(call.name) ? call.name : "unknown",
       status: result.status,
       durationMs: Date.now() - started,
       contentChars: result.content.length,
     });
-    return result;
+    // A call refused before it ran (unknown tool, no permission) returned only our own refusal: it carries no data of the tool's.
+    const own = this.mayUse(call.name, caller) ? this.sourceOf(call.name, caller) : { tool: call.name };
+    return { ...result, provenance: combinedProvenance([own], ...derived) };
   }
 
   async #execute(call: ToolCallRequest, ctx: ToolContext): Promise<ToolCallResult> {

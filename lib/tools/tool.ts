@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { DataSource, Provenance } from "../auth/data-visibility.js";
 import type { Caller } from "../auth/principal.js";
 import type { WriteFence } from "../store/write-fence.js";
 
@@ -18,6 +19,14 @@ export interface ToolCallContext {
 export interface ToolContext extends ToolCallContext {
   /** Whether the caller may use the named tool, by the registry's rules (`read_tool_output` asks it of the tool that produced an output). */
   mayUse(toolName: string): boolean;
+  /**
+   * Records that the output repeats data of this provenance (`read_tool_output` an artifact's,
+   * `search_conversation` the outputs it shows): the output is then seen only by whoever may see
+   * that too (`lib/auth/data-visibility.ts`). Default: the output's provenance is the tool's own.
+   */
+  derivedFrom?(provenance: Provenance): void;
+  /** The source an output of the named tool has for this caller, by the registry's rules (`ToolRegistry.sourceOf`): for data stored without provenance. */
+  sourceOf?(toolName: string): DataSource;
 }
 
 /**
@@ -38,6 +47,12 @@ export interface ToolDefinition<S extends z.ZodType = z.ZodType> {
   trust?: "untrusted";
   /** Roles allowed to use the tool. Default: everyone. */
   allowedRoles?: readonly string[];
+  /**
+   * The tool reads with the asking user's own identity (a per-user credential, or a data source told
+   * who asks and answering per user): what it returns is recorded as that user's, and only they see
+   * it in a shared thread (docs/security.md, "The data boundary in shared threads"). Default: false.
+   */
+  readsAsUser?: boolean;
   /**
    * The arguments' JSON Schema offered to the model, when the tool has one of its own (an MCP
    * server's tool); `schema` still checks the arguments. Default: `schema` converted.

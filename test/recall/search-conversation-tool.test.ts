@@ -3,7 +3,14 @@ import { apiPrincipal } from "../../lib/auth/principal.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ConversationSearch, type SearchOutcome } from "../../lib/recall/conversation-search.js";
 import { recallTerms, termFrequencies } from "../../lib/recall/recall-terms.js";
-import { createSearchConversationTool, formatSearchOutcome, matchingLines, SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
+import {
+  createSearchConversationTool,
+  formatSearchOutcome,
+  matchingLines,
+  SEARCH_CONVERSATION_NAME,
+  searchSeenBy,
+  withheldSearchNote,
+} from "../../lib/recall/search-conversation-tool.js";
 import { recallText, recallToolOutputs } from "../../lib/recall/turn-indexer.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
@@ -154,5 +161,44 @@ describe("createSearchConversationTool", () => {
     expect(await tool.run(tool.schema.parse({ query: "budget", maxResults: 1 }), ctx("c"))).toMatch(/^1 earlier turn for "budget"/);
     expect(tool.schema.safeParse({ query: "budget", maxResults: 6 }).success).toBe(false);
     expect(tool.schema.safeParse({ query: "   " }).success).toBe(false);
+  });
+});
+
+describe("searchSeenBy", () => {
+  const viewer = { principal: apiPrincipal("ben"), roles: ["viewer"] };
+  const gated = [{ tool: "sql_query", roles: ["analyst"] }];
+  const rows = "customer | discount\nCobalt Ridge Hospitals | 582957";
+  const outcome = (records: RecallTurnDocument[]): SearchOutcome => ({
+    hits: records.map((r) => ({ record: r, lexical: 1 })),
+    searchedTurns: records.length,
+    indexedTurns: records.length,
+    ranking: "lexical",
+  });
+  const legacy = (tool: string) => ({ tool });
+
+  it("returns each gated output as a notice, keeping the question and answer, when the visible text matches", () => {
+    const hit = record(1, "which customers drove the discounts?", { tools: [{ name: "sql_query", args: "{}", preview: rows, provenance: gated }] });
+    const seen = searchSeenBy(outcome([hit]), "customers discounts", viewer, legacy);
+    const text = formatSearchOutcome("customers discounts", seen.outcome, 1_500) + withheldSearchNote(seen);
+    expect(text).not.toContain("Cobalt Ridge Hospitals");
+    expect(text).toContain("which customers drove the discounts?");
+    expect(text).toContain("[Withheld: what sql_query was asked and returned is hidden from you because it needs the role analyst");
+    expect(seen).toMatchObject({ withheldOutputs: 1, withheldHits: 0 });
+  });
+
+  it("leaves out a hit that only withheld text matched, and says outputs were withheld", () => {
+    const hit = record(1, "which customers drove the discounts?", { tools: [{ name: "sql_query", args: "{}", preview: rows, provenance: gated }] });
+    const seen = searchSeenBy(outcome([hit]), "Cobalt Ridge", viewer, legacy);
+    expect(seen.outcome.hits).toEqual([]);
+    expect(seen.withheldHits).toBe(1);
+    expect(withheldSearchNote(seen)).toContain("[Withheld:");
+  });
+
+  it("returns the outcome unchanged, with the shown outputs' provenance, for a caller who may see them", () => {
+    const hit = record(1, "which customers drove the discounts?", { tools: [{ name: "sql_query", args: "{}", preview: rows, provenance: gated }] });
+    const seen = searchSeenBy(outcome([hit]), "Cobalt", { ...viewer, roles: ["analyst"] }, legacy);
+    expect(seen.outcome.hits[0].record).toBe(hit);
+    expect(seen.provenance).toEqual(gated);
+    expect(withheldSearchNote(seen)).toBe("");
   });
 });

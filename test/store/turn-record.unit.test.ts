@@ -2,7 +2,17 @@ import { describe, expect, it } from "vitest";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { messageText } from "../../lib/model-view/message-text.js";
-import { compactDispositions, expandDispositions, summarizeContext, toViewMessages, ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
+import {
+  callsSeenBy,
+  compactDispositions,
+  expandDispositions,
+  messagesSeenBy,
+  summarizeContext,
+  toViewMessages,
+  ZERO_USAGE,
+  type ModelCallRecord,
+} from "../../lib/store/turn-record.js";
+import { slackPrincipal } from "../../lib/auth/principal.js";
 
 const policy = { systemPrompt: "sys", finishedTurns: 4, toolOutputTokens: 1_000, totalBudget: 10_000 };
 
@@ -93,5 +103,70 @@ describe("turn-record", () => {
       expect(expandDispositions(compactDispositions(dispositions))).toEqual(dispositions);
       expect(expandDispositions(dispositions)).toEqual(dispositions);
     });
+  });
+});
+
+describe("callsSeenBy", () => {
+  const anna = slackPrincipal("T0ACME", "U0ANNA");
+  const ben = { principal: slackPrincipal("T0ACME", "U0BEN"), roles: ["viewer"] };
+  const call = (sources?: ModelCallRecord["sources"]): ModelCallRecord => ({
+    turnId: "t1",
+    index: 0,
+    startedAt: new Date(0),
+    durationMs: 1,
+    view: [{ role: "tool", content: "Cobalt Ridge Hospitals | West", toolCallId: "c1", toolName: "sql_query" }],
+    stats: {} as ModelCallRecord["stats"],
+    dispositions: [{ fate: "sent", viewIndex: 0 }],
+    usage: ZERO_USAGE,
+    toolCalls: ["sql_query"],
+    ...(sources && { sources }),
+  });
+
+  it("returns a notice instead of the view and dispositions of a call that drew on data the viewer may not see", () => {
+    const [seen] = callsSeenBy([call([{ tool: "sql_query", roles: ["analyst"] }])], ben, anna);
+    expect(JSON.stringify(seen)).not.toContain("Cobalt Ridge Hospitals");
+    expect(seen.view).toEqual([{ role: "system", content: expect.stringContaining("needs the role analyst") }]);
+    expect(seen.dispositions).toBeUndefined();
+    expect(seen.toolCalls).toEqual(["sql_query"]);
+  });
+
+  it("returns the call unchanged for a viewer who may see its sources", () => {
+    const recorded = call([{ tool: "sql_query", roles: ["analyst"] }]);
+    expect(callsSeenBy([recorded], { ...ben, roles: ["analyst"] }, anna)).toEqual([recorded]);
+  });
+
+  it("returns a call recorded without sources only to the turn's asker", () => {
+    expect(callsSeenBy([call()], { principal: anna, roles: [] }, anna)[0].view[0].content).toContain("Cobalt");
+    expect(callsSeenBy([call()], ben, anna)[0].view[0].content).toContain("[Withheld:");
+  });
+});
+
+describe("messagesSeenBy", () => {
+  const ben = { principal: slackPrincipal("T0ACME", "U0BEN"), roles: ["viewer"] };
+  const stored = [
+    { role: "user" as const, content: "which customers?" },
+    { role: "assistant" as const, content: "", toolCalls: [{ id: "c1", name: "sql_query", args: { sql: "SELECT … WHERE month = '2026-10'" } }] },
+    {
+      role: "tool" as const,
+      content: "Cobalt Ridge Hospitals | West",
+      toolCallId: "c1",
+      toolName: "sql_query",
+      provenance: [{ tool: "sql_query", roles: ["analyst"] }],
+      artifact: { handle: "art_x" },
+    },
+    { role: "assistant" as const, content: "Three West customers." },
+  ];
+
+  it("returns a notice for an output the reader may not see, without its artifact, and the call's arguments withheld", () => {
+    const seen = messagesSeenBy(stored, ben);
+    expect(JSON.stringify(seen)).not.toContain("Cobalt Ridge Hospitals");
+    expect(JSON.stringify(seen)).not.toContain("2026-10");
+    expect(JSON.stringify(seen)).not.toContain("art_x");
+    expect(seen[2].content).toContain("[Withheld:");
+    expect(seen[3].content).toBe("Three West customers.");
+  });
+
+  it("returns the messages unchanged for a reader who may see them", () => {
+    expect(messagesSeenBy(stored, { ...ben, roles: ["analyst"] })).toEqual(stored);
   });
 });

@@ -226,6 +226,50 @@ describe("createReadToolOutputTool", () => {
       expect(analyst).toMatchObject({ status: "success", content: expect.stringContaining("1: row 1") });
     });
 
+    it("throws a ToolError saying why for an output fetched with another user's own credentials, to a colleague holding the tool's role", async () => {
+      sequence += 1;
+      const anna = slackPrincipal("T0LOCAL", "U0ANNA");
+      const { handle } = await artifacts.put(
+        {
+          createdBy: anna,
+          turnId: "turn-1",
+          toolCallId: `call-${sequence}`,
+          toolName: "crm_lookup",
+          content: report(3),
+          provenance: [{ tool: "crm_lookup", roles: ["sales"], user: anna }],
+        },
+        heldFence(ctx.conversationId),
+      );
+      const colleague = { ...ctx, caller: { principal: slackPrincipal("T0LOCAL", "U0CARL"), roles: ["sales"] } };
+      const error = await tool.run({ handle }, colleague).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolError);
+      expect((error as ToolError).message).toContain("fetched with another user's own credentials");
+      expect((error as ToolError).message).not.toContain("row 1");
+      const own: unknown[] = [];
+      await expect(tool.run({ handle }, { ...ctx, caller: { principal: anna, roles: ["sales"] }, derivedFrom: (p) => own.push(p) })).resolves.toContain(
+        "1: row 1",
+      );
+      // What the read returns repeats the artifact: it carries the artifact's provenance.
+      expect(own).toEqual([[{ tool: "crm_lookup", roles: ["sales"], user: anna }]]);
+    });
+
+    it("throws a ToolError for an output whose recorded roles the caller lacks, though the tool is open to them now", async () => {
+      sequence += 1;
+      const { handle } = await artifacts.put(
+        {
+          createdBy: reader,
+          turnId: "turn-1",
+          toolCallId: `call-${sequence}`,
+          toolName: "sql_query",
+          content: report(3),
+          provenance: [{ tool: "sql_query", roles: ["analyst"] }],
+        },
+        heldFence(ctx.conversationId),
+      );
+      const error = await tool.run({ handle }, ctx).catch((e: unknown) => e);
+      expect((error as ToolError).message).toContain("needs the role analyst");
+    });
+
     it("throws a ToolError naming the line count when startLine is past the end", async () => {
       const handle = await store(report(12));
       const error = await tool.run({ handle, startLine: 13 }, ctx).catch((e: unknown) => e);

@@ -142,6 +142,22 @@ describe("ToolRegistry", () => {
       expect(result.content).toMatch(/invalid arguments for echo: text: /);
     });
 
+    it("returns, with provenance, the roles that allowed a restricted tool's output", async () => {
+      const result = await registry.executeWithProvenance({ id: "1", name: "finance_only", args: {} }, ctx(analyst));
+      expect(result).toEqual({ status: "success", content: "secret numbers", provenance: [{ tool: "finance_only", roles: ["analyst", "finance"] }] });
+    });
+
+    it("returns, with provenance, the tool's name alone for a refusal, which is our own text and no data of the tool's", async () => {
+      const result = await registry.executeWithProvenance({ id: "1", name: "finance_only", args: {} }, ctx(guest));
+      expect(result.provenance).toEqual([{ tool: "finance_only" }]);
+    });
+
+    it("returns, with provenance, the caller as the user of a tool that reads as the user", async () => {
+      const own = new ToolRegistry([{ ...echo, readsAsUser: true }]);
+      const result = await own.executeWithProvenance({ id: "1", name: "echo", args: { text: "hi" } }, ctx(guest));
+      expect(result.provenance).toEqual([{ tool: "echo", user: guest.principal }]);
+    });
+
     it("returns a ToolError's message to the model", async () => {
       const result = await registry.execute({ id: "1", name: "failing", args: { mode: "tool" } }, ctx(guest));
       expect(result).toEqual({ status: "error", content: "Error: failing: the warehouse is closed on Sundays" });
