@@ -54,7 +54,7 @@ describe("outOfSightNotice", () => {
     const withTools = summaryAfterTurn(summary, [user("Check it."), toolCall("sql_query", "c1"), toolCall("sql_query", "c2")]);
     const notice = outOfSightNotice(4, recall, withTools) as string;
     // "West" is a name of those turns, given once, not again as a topic word.
-    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about approval, .*; named West; /);
+    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about approval, .*; named West \(turn 2\); /);
     expect(notice).toContain("tools that ran: sql_query ×2");
     expect(notice).toContain("approval");
   });
@@ -80,8 +80,29 @@ describe("summaryAfterTurn", () => {
     expect(summary.names).toHaveLength(OUT_OF_SIGHT_NAMES);
     // Before, a name asked about once, far back, was only a word among the most frequent ones: "orchard" lost to "orders" and "revenue".
     expect(outOfSightNotice(8, recall, summary)).toContain(
-      "(they were about spend, birch, dental; named Acme Corp, Granite Motors, Falcon Realty, Echo Labs, Delta Freight, Cobalt Ridge)",
+      "(they were about spend, birch, dental; named Acme Corp (turn 8), Granite Motors (turn 7), Falcon Realty (turn 6), Echo Labs (turn 5), Delta Freight (turn 4), Cobalt Ridge (turn 3))",
     );
+  });
+
+  it("returns each name with the turn it was last used in, a handle search_conversation reads with turn", () => {
+    const questions = ["How did West do?", "What did Falcon Partners Ltd spend in April?", "And the orders?", "What about West again?"];
+    const summary = summaryAfterTurns(
+      EMPTY_OUT_OF_SIGHT_SUMMARY,
+      questions.map((q) => ({ messages: [user(q), answer("Some.")] })),
+    );
+    expect(summary.folded).toBe(4);
+    expect(summary.nameTurns).toEqual([4, 2]);
+    // Before, the notice named "Falcon Partners Ltd" without a turn: only a search could reach it.
+    expect(outOfSightNotice(4, recall, summary)).toContain("named West (turn 4), Falcon Partners Ltd (turn 2)). ");
+    expect(outOfSightNotice(4, recall, summary)).toMatch(/call search_conversation to search those turns, or read one by its number \(turn\)\.$/);
+  });
+
+  it("returns names without turns for a summary folded before turns were counted: its numbers are unknown", () => {
+    const old = { tools: {}, words: { revenue: 2 }, names: ["Acme Corp"] };
+    const summary = summaryAfterTurn(old, [user("What did Harbor Partners Inc spend?"), answer("Some.")]);
+    expect(summary.nameTurns).toBeUndefined();
+    expect(outOfSightNotice(3, recall, summary)).toContain("named Harbor Partners Inc, Acme Corp). ");
+    expect(outOfSightNotice(3, recall, summary)).not.toContain("(turn)");
   });
 
   it("returns a summary folded before names were kept with the new turn's names", () => {
