@@ -21,7 +21,7 @@ export interface OutOfSightSummary {
 export const DEFAULT_OUT_OF_SIGHT_STEP_TURNS = 1;
 
 /** Words of the turns out of sight the notice names, the most frequent. */
-export const OUT_OF_SIGHT_TOPIC_WORDS = 4;
+export const OUT_OF_SIGHT_TOPIC_WORDS = 3;
 /**
  * Names of the turns out of sight the notice gives (and the summary keeps), the most recently used
  * first: a customer, a person, a document asked about once far back is what a frequency count of
