@@ -30,7 +30,9 @@ const schema = z.object({
     .int()
     .min(1)
     .optional()
-    .describe("Read this one earlier turn, by the number the out-of-sight notice lists, instead of searching; the query then picks the lines of its outputs shown."),
+    .describe(
+      "Read this one earlier turn, by the number the out-of-sight notice lists, instead of searching; the query then picks the lines of its outputs shown.",
+    ),
 });
 
 export type SearchConversationInput = z.infer<typeof schema>;

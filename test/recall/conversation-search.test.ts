@@ -155,7 +155,8 @@ describe("ConversationSearch", () => {
     it("returns the one turn asked for by number, after the later turn that corrects the fact it states", async () => {
       await addTurns("by-number", ["I look after the West region.", "What was revenue in July?", "Actually I moved to the East region.", "Lunch?"], false);
       const search = new ConversationSearch({ index: store });
-      const read = (turn: number) => search.search({ conversationId: "by-number", query: "lunch", limit: 3, view: { finishedTurns: 1, historyBlockTurns: 1 }, turn });
+      const read = (turn: number) =>
+        search.search({ conversationId: "by-number", query: "lunch", limit: 3, view: { finishedTurns: 1, historyBlockTurns: 1 }, turn });
       // Before, `turn` was ignored: "lunch" ranked turn 4 first.
       expect((await read(2)).hits.map((h) => h.record.turnNumber)).toEqual([2]);
       expect(await read(2)).toMatchObject({ turn: 2, searchedTurns: 1, indexedTurns: 4 });
