@@ -117,7 +117,10 @@ async function readHandle(readToolOutput: ToolDefinition, conversationId: string
   return false;
 }
 
-/** The names the out-of-sight notice gives with the turn each was last used in ("named Falcon Partners Ltd (turn 3), …"): handles `search_conversation` reads with `turn`. */
+/**
+ * The names the out-of-sight notice gives with the turn each was last used in ("named Falcon Partners
+ * Ltd (turn 3), …"): handles `search_conversation` reads with `turn`.
+ */
 export function namedTurns(cue: string): { turn: number; label: string }[] {
   const named = /named (.*?)(?:;|\)\. )/.exec(cue)?.[1] ?? "";
   return [...named.matchAll(/([^,]+?) \(turn (\d+)\)/g)].map((m) => ({ turn: Number(m[2]), label: m[1].trim() }));

@@ -181,8 +181,9 @@ export function outOfSightNotice(hiddenTurns: number, policy: OutOfSightPolicy, 
     names.length > 0 && `named ${names.map((n, i) => (summary.nameTurns?.[i] !== undefined ? `${n} (turn ${summary.nameTurns[i]})` : n)).join(", ")}`,
     tools.length > 0 && `tools that ran: ${tools.join(", ")}`,
   ].filter(Boolean);
+  const byNumber = summary.nameTurns && names.length > 0 ? ", or read one by its number (turn)" : "";
   return (
     `${count} not shown to you${what.length > 0 ? ` (${what.join("; ")})` : ""}. ` +
-    `When the user refers to something said before that you cannot see, call ${policy.toolName} to search those turns${summary.nameTurns && names.length > 0 ? ", or read one by its number (turn)" : ""}.`
+    `When the user refers to something said before that you cannot see, call ${policy.toolName} to search those turns${byNumber}.`
   );
 }

@@ -80,7 +80,8 @@ describe("summaryAfterTurn", () => {
     expect(summary.names).toHaveLength(OUT_OF_SIGHT_NAMES);
     // Before, a name asked about once, far back, was only a word among the most frequent ones: "orchard" lost to "orders" and "revenue".
     expect(outOfSightNotice(8, recall, summary)).toContain(
-      "(they were about spend, birch, dental; named Acme Corp (turn 8), Granite Motors (turn 7), Falcon Realty (turn 6), Echo Labs (turn 5), Delta Freight (turn 4), Cobalt Ridge (turn 3))",
+      "(they were about spend, birch, dental; named Acme Corp (turn 8), Granite Motors (turn 7), Falcon Realty (turn 6), " +
+        "Echo Labs (turn 5), Delta Freight (turn 4), Cobalt Ridge (turn 3))",
     );
   });
 
