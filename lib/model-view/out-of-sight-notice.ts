@@ -7,7 +7,7 @@ export interface OutOfSightSummary {
   words: Record<string, number>;
   /** The names their questions used (`namesIn`), the most recent first, at most `OUT_OF_SIGHT_NAMES`; absent in a summary folded before names were kept. */
   names?: string[];
-  /** Turns folded into it; absent in a summary folded before it was counted (its names then carry no turn). */
+  /** Turns folded into it, from the conversation's first; absent in a summary folded before it was counted (its names then carry no turn). */
   folded?: number;
   /** Beside `names`, the turn each was last used in (numbered from 1), when `folded` is known. */
   nameTurns?: number[];
@@ -124,7 +124,7 @@ export function summaryAfterTurn(summary: OutOfSightSummary, messages: readonly 
   const fresh = namesIn(text);
   const older = (summary.names ?? []).map((name, i) => ({ name, turn: summary.nameTurns?.[i] })).filter((n) => !fresh.includes(n.name));
   // The turn numbers are known only when every turn folded was counted, from the first.
-  const folded = summary.folded !== undefined || isEmpty(summary) ? (summary.folded ?? 0) + 1 : undefined;
+  const folded = summary.folded !== undefined ? summary.folded + 1 : undefined;
   const named = [...fresh.map((name) => ({ name, turn: folded })), ...older].slice(0, OUT_OF_SIGHT_NAMES);
   const names = named.map((n) => n.name);
   const nameTurns = folded !== undefined && named.every((n) => n.turn !== undefined) ? named.map((n) => n.turn as number) : undefined;
@@ -137,11 +137,6 @@ export function summaryAfterTurn(summary: OutOfSightSummary, messages: readonly 
   };
 }
 
-/** Nothing folded yet. */
-function isEmpty(summary: OutOfSightSummary): boolean {
-  return Object.keys(summary.tools).length === 0 && Object.keys(summary.words).length === 0 && (summary.names ?? []).length === 0;
-}
-
 /** `summaryAfterTurn` over several turns, oldest first. */
 export function summaryAfterTurns(summary: OutOfSightSummary, turns: readonly { messages: readonly BaseMessage[] }[]): OutOfSightSummary {
   let next = summary;
@@ -149,7 +144,18 @@ export function summaryAfterTurns(summary: OutOfSightSummary, turns: readonly { 
   return next;
 }
 
-export const EMPTY_OUT_OF_SIGHT_SUMMARY: OutOfSightSummary = { tools: {}, words: {} };
+export const EMPTY_OUT_OF_SIGHT_SUMMARY: OutOfSightSummary = { tools: {}, words: {}, folded: 0 };
+
+/**
+ * The summary as the notice may use it when it stands for `turns` turns: its names' turns only when
+ * it counted exactly those (a summary folded before turns were counted, or a thread archived before
+ * it kept one, would number them wrong, so they are left out).
+ */
+export function summaryOfTurns(summary: OutOfSightSummary, turns: number): OutOfSightSummary {
+  if (summary.folded === turns) return summary;
+  const { folded: _folded, nameTurns: _nameTurns, ...rest } = summary;
+  return rest;
+}
 
 /**
  * The line added to the system part when finished turns are out of sight: their count (rounded down

@@ -130,6 +130,58 @@ describe("buildModelView", () => {
       expect(view.messages[0].content).toBe(outOfSightNotice(2, recall));
     });
 
+    it("returns the names of archived turns with the turns they came from, the same as if those turns were in the thread", () => {
+      const customers = [
+        "Acme Corp",
+        "Birch Dental",
+        "Cobalt Ridge",
+        "Delta Freight",
+        "Echo Labs",
+        "Falcon Realty",
+        "Granite Motors",
+        "Harbor Inc",
+        "Ionic Labs",
+        "Juniper Co",
+      ];
+      const named = (i: number) => [user(`What did ${customers[i]} spend?`), answer(`a${i + 1}`)];
+      const turns = Array.from({ length: 10 }, (_, i) => named(i));
+      const whole = buildModelView([...turns.flat(), user("next")], policy({ finishedTurns: 6, historyBlockTurns: 1, outOfSight: recall }));
+      const archivedSummary = summaryAfterTurns(
+        EMPTY_OUT_OF_SIGHT_SUMMARY,
+        turns.slice(0, 2).map((messages) => ({ messages })),
+      );
+      const archived = buildModelView([...turns.slice(2).flat(), user("next")], policy({ finishedTurns: 6, historyBlockTurns: 1, outOfSight: recall }), {
+        archivedTurns: 2,
+        outOfSight: archivedSummary,
+      });
+      expect(whole.messages[0].content).toContain("named Delta Freight (turn 4), Cobalt Ridge (turn 3), Birch Dental (turn 2), Acme Corp (turn 1))");
+      expect(archived.messages[0].content).toBe(whole.messages[0].content);
+    });
+
+    it("returns the names without turns when the archived turns' summary did not count them all: it would number them wrong", () => {
+      const customers = [
+        "Acme Corp",
+        "Birch Dental",
+        "Cobalt Ridge",
+        "Delta Freight",
+        "Echo Labs",
+        "Falcon Realty",
+        "Granite Motors",
+        "Harbor Inc",
+        "Ionic Labs",
+        "Juniper Co",
+      ];
+      const named = (i: number) => [user(`What did ${customers[i]} spend?`), answer(`a${i + 1}`)];
+      const turns = Array.from({ length: 10 }, (_, i) => named(i));
+      // A thread archived before it kept a summary: 2 turns archived, the summary empty.
+      const view = buildModelView([...turns.slice(2).flat(), user("next")], policy({ finishedTurns: 6, historyBlockTurns: 1, outOfSight: recall }), {
+        archivedTurns: 2,
+        outOfSight: EMPTY_OUT_OF_SIGHT_SUMMARY,
+      });
+      expect(view.messages[0].content).toContain("named Delta Freight, Cobalt Ridge).");
+      expect(view.messages[0].content).not.toContain("(turn");
+    });
+
     it("returns a system part that changes only when the window's first turn moves, so a prompt cache keeps it", () => {
       const systems = Array.from(
         { length: 40 },
