@@ -3,7 +3,9 @@
  * classes, then missing), and the view's tokens (the product's counter):
  * - `in-view`: the unit is in the view sent;
  * - `handle`: one `read_tool_output` on a handle the view names returns it (or Deep Agents' `read_file`
- *   on a path the view names);
+ *   on a path the view names), or one `search_conversation` with `turn` on a turn the out-of-sight
+ *   notice names with a name its question used ("named Falcon Partners Ltd (turn 3)"), when that name
+ *   shares a term with the follow-up (the model picks the turn by it), the follow-up as query;
  * - `cued-search`: one `search_conversation` with the follow-up as its query returns it, and the view
  *   cues that search: its system part after the prompt (the out-of-sight notice, a ledger) names the
  *   subject, a term the follow-up shares with the unit's turn;
@@ -47,6 +49,8 @@ export interface CaseMeasure {
     id: string;
     reached: Reached;
     via?: "search_conversation" | "read_tool_output" | "read_file";
+    /** Reached by handle through `search_conversation` reading this turn, which the notice names. */
+    turn?: number;
     /** In view, but only through another turn's text (a kept turn naming the same month): the view does not carry it from its source. */
     byLuck?: true;
   }[];
@@ -113,6 +117,15 @@ async function readHandle(readToolOutput: ToolDefinition, conversationId: string
   return false;
 }
 
+/**
+ * The names the out-of-sight notice gives with the turn each was last used in ("named Falcon Partners
+ * Ltd (turn 3), …"): handles `search_conversation` reads with `turn`.
+ */
+export function namedTurns(cue: string): { turn: number; label: string }[] {
+  const named = /named (.*?)(?:;|\)\. )/.exec(cue)?.[1] ?? "";
+  return [...named.matchAll(/([^,]+?) \(turn (\d+)\)/g)].map((m) => ({ turn: Number(m[2]), label: m[1].trim() }));
+}
+
 /** The text of the turn a unit is from: question, answer, each call's arguments and whole output. */
 function turnText(turn: SuiteTurn | undefined): string {
   if (!turn) return "";
@@ -135,6 +148,19 @@ export function cues(cue: string, followUp: string, source: string): boolean {
   const asked = new Set(recallTerms(followUp).filter((t) => named.has(t)));
   if (asked.size === 0) return false;
   return recallTerms(source).some((t) => asked.has(t));
+}
+
+/** What `search_conversation` answers when asked to read one turn, the follow-up as its query (as the product's tool asks it). */
+async function readTurn(search: ConversationSearch, loaded: LoadedCase, turn: number): Promise<string> {
+  const query = loaded.case.followUp;
+  const outcome = await search.search({
+    conversationId: loaded.conversationId,
+    query,
+    limit: DEFAULT_RECALL_RESULTS,
+    view: { finishedTurns: DEFAULT_VIEW_FINISHED_TURNS, historyBlockTurns: DEFAULT_VIEW_HISTORY_BLOCK_TURNS },
+    turn,
+  });
+  return formatSearchOutcome(query, outcome, DEFAULT_RECALL_MAX_TOKENS);
 }
 
 export async function measureCase(loaded: LoadedCase, policy: Policy, deps: MeasureDeps): Promise<CaseMeasure> {
@@ -192,6 +218,21 @@ export async function measureCase(loaded: LoadedCase, policy: Policy, deps: Meas
     if (via) {
       units.push({ id: e.id, reached: "handle", via });
       continue;
+    }
+    if (reach.search && e.turn !== "active") {
+      const source = turnText(loaded.turns[e.turn]);
+      let turn: number | undefined;
+      for (const listed of namedTurns(cue)) {
+        if (!cues(listed.label, loaded.case.followUp, turnText(loaded.turns[listed.turn - 1]))) continue;
+        if (evidenceIn(e, await readTurn(deps.search, loaded, listed.turn)) && source.length > 0) {
+          turn = listed.turn;
+          break;
+        }
+      }
+      if (turn !== undefined) {
+        units.push({ id: e.id, reached: "handle", via: "search_conversation", turn });
+        continue;
+      }
     }
     if (reach.search && evidenceIn(e, await searched())) {
       const source = e.turn === "active" ? "" : turnText(loaded.turns[e.turn]);

@@ -3,7 +3,7 @@ import { ContextBudgetExceededError, InvalidModelViewError } from "../errors.js"
 import { placeCachePoints, withCachePoints, type CacheLayout } from "./cache-points.js";
 import { messageText } from "./message-text.js";
 import { countMessageTokens, countMessagesTokens, countStateTokens, MESSAGE_OVERHEAD_TOKENS } from "./token-counter.js";
-import { EMPTY_OUT_OF_SIGHT_SUMMARY, outOfSightNotice, summaryAfterTurn } from "./out-of-sight-notice.js";
+import { EMPTY_OUT_OF_SIGHT_SUMMARY, outOfSightNotice, summaryAfterTurn, summaryOfTurns } from "./out-of-sight-notice.js";
 import { storedArtifact } from "./tool-output-artifact.js";
 import { toolOutputNotice } from "./tool-output-notice.js";
 import { turnDigest } from "./turn-digest.js";
@@ -411,7 +411,9 @@ function foldTurnsBefore<T>(turns: TurnsBeforeWindow, initial: T, step: (acc: T,
 /** What the finished turns before `firstKept` were about, for the out-of-sight notice. */
 function carriedSummary(turns: TurnsBeforeWindow, history: ModelViewHistory, policy: ModelViewPolicy): OutOfSightSummary {
   if (!policy.outOfSight) return EMPTY_OUT_OF_SIGHT_SUMMARY;
-  return foldTurnsBefore(turns, history.outOfSight ?? EMPTY_OUT_OF_SIGHT_SUMMARY, (summary, _n, turn) => summaryAfterTurn(summary, turn));
+  // The archived turns' summary numbers its names only if it counted exactly those turns.
+  const archived = summaryOfTurns(history.outOfSight ?? EMPTY_OUT_OF_SIGHT_SUMMARY, turns.archived);
+  return foldTurnsBefore(turns, archived, (summary, _n, turn) => summaryAfterTurn(summary, turn));
 }
 
 /** The standing ledger of the finished turns before `firstKept`. */

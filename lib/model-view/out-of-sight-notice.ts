@@ -7,6 +7,10 @@ export interface OutOfSightSummary {
   words: Record<string, number>;
   /** The names their questions used (`namesIn`), the most recent first, at most `OUT_OF_SIGHT_NAMES`; absent in a summary folded before names were kept. */
   names?: string[];
+  /** Turns folded into it, from the conversation's first; absent in a summary folded before it was counted (its names then carry no turn). */
+  folded?: number;
+  /** Beside `names`, the turn each was last used in (numbered from 1), when `folded` is known. */
+  nameTurns?: number[];
 }
 
 /**
@@ -17,7 +21,7 @@ export interface OutOfSightSummary {
 export const DEFAULT_OUT_OF_SIGHT_STEP_TURNS = 1;
 
 /** Words of the turns out of sight the notice names, the most frequent. */
-export const OUT_OF_SIGHT_TOPIC_WORDS = 6;
+export const OUT_OF_SIGHT_TOPIC_WORDS = 3;
 /**
  * Names of the turns out of sight the notice gives (and the summary keeps), the most recently used
  * first: a customer, a person, a document asked about once far back is what a frequency count of
@@ -118,8 +122,19 @@ export function summaryAfterTurn(summary: OutOfSightSummary, messages: readonly 
   for (const word of topicWords(text)) words[word] = (words[word] ?? 0) + 1;
   const kept = Object.entries(words).sort(byCount).slice(0, OUT_OF_SIGHT_SUMMARY_WORDS);
   const fresh = namesIn(text);
-  const names = [...fresh, ...(summary.names ?? []).filter((n) => !fresh.includes(n))].slice(0, OUT_OF_SIGHT_NAMES);
-  return { tools, words: Object.fromEntries(kept), ...(names.length > 0 && { names }) };
+  const older = (summary.names ?? []).map((name, i) => ({ name, turn: summary.nameTurns?.[i] })).filter((n) => !fresh.includes(n.name));
+  // The turn numbers are known only when every turn folded was counted, from the first.
+  const folded = summary.folded !== undefined ? summary.folded + 1 : undefined;
+  const named = [...fresh.map((name) => ({ name, turn: folded })), ...older].slice(0, OUT_OF_SIGHT_NAMES);
+  const names = named.map((n) => n.name);
+  const nameTurns = folded !== undefined && named.every((n) => n.turn !== undefined) ? named.map((n) => n.turn as number) : undefined;
+  return {
+    tools,
+    words: Object.fromEntries(kept),
+    ...(names.length > 0 && { names }),
+    ...(nameTurns && names.length > 0 && { nameTurns }),
+    ...(folded !== undefined && { folded }),
+  };
 }
 
 /** `summaryAfterTurn` over several turns, oldest first. */
@@ -129,7 +144,18 @@ export function summaryAfterTurns(summary: OutOfSightSummary, turns: readonly { 
   return next;
 }
 
-export const EMPTY_OUT_OF_SIGHT_SUMMARY: OutOfSightSummary = { tools: {}, words: {} };
+export const EMPTY_OUT_OF_SIGHT_SUMMARY: OutOfSightSummary = { tools: {}, words: {}, folded: 0 };
+
+/**
+ * The summary as the notice may use it when it stands for `turns` turns: its names' turns only when
+ * it counted exactly those (a summary folded before turns were counted, or a thread archived before
+ * it kept one, would number them wrong, so they are left out).
+ */
+export function summaryOfTurns(summary: OutOfSightSummary, turns: number): OutOfSightSummary {
+  if (summary.folded === turns) return summary;
+  const { folded: _folded, nameTurns: _nameTurns, ...rest } = summary;
+  return rest;
+}
 
 /**
  * The line added to the system part when finished turns are out of sight: their count (rounded down
@@ -158,11 +184,12 @@ export function outOfSightNotice(hiddenTurns: number, policy: OutOfSightPolicy, 
     .map(([name, n]) => `${name} ×${n}`);
   const what = [
     words.length > 0 && `they were about ${words.join(", ")}`,
-    names.length > 0 && `named ${names.join(", ")}`,
+    names.length > 0 && `named ${names.map((n, i) => (summary.nameTurns?.[i] !== undefined ? `${n} (turn ${summary.nameTurns[i]})` : n)).join(", ")}`,
     tools.length > 0 && `tools that ran: ${tools.join(", ")}`,
   ].filter(Boolean);
+  const byNumber = summary.nameTurns && names.length > 0 ? ", or read one by its number (turn)" : "";
   return (
     `${count} not shown to you${what.length > 0 ? ` (${what.join("; ")})` : ""}. ` +
-    `When the user refers to something said before that you cannot see, call ${policy.toolName} to search those turns.`
+    `When the user refers to something said before that you cannot see, call ${policy.toolName} to search those turns${byNumber}.`
   );
 }

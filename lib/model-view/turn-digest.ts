@@ -6,7 +6,7 @@ import { offloadedArtifact, storedArtifact } from "./tool-output-artifact.js";
 import type { TurnDigestPolicy } from "./types.js";
 
 /** The digest a kept finished turn shows after its answer when `ModelViewPolicy.turnDigest` is set. */
-export const DEFAULT_TURN_DIGEST: TurnDigestPolicy = { recentTurns: 1, outputTokens: 180, argsChars: 400 };
+export const DEFAULT_TURN_DIGEST: TurnDigestPolicy = { recentTurns: 1, outputTokens: 120, argsChars: 400 };
 
 /** Opens the digest, so the model can tell it from what it said. */
 export const TURN_DIGEST_HEADING = "[Tools used:]";

@@ -57,6 +57,12 @@ export interface SearchRequest {
    * (`firstInView`, as `firstKeptTurn` computes it), so the search and the view agree on what is in view.
    */
   view?: Pick<ModelViewPolicy, "finishedTurns" | "historyBlockTurns">;
+  /**
+   * Read this one finished turn (its number, from 1, as the out-of-sight notice lists it) instead of
+   * ranking them all: the outcome holds it whatever its score (with its correction, as any stated
+   * hit), the query picking the lines of its outputs a hit shows. None when no such turn is indexed.
+   */
+  turn?: number;
   signal?: AbortSignal;
 }
 
@@ -77,6 +83,8 @@ export interface SearchOutcome {
   searchedTurns: number;
   /** Finished turns in the index, seen or not. */
   indexedTurns: number;
+  /** With `SearchRequest.turn`: the one turn read. */
+  turn?: number;
   /** With `SearchRequest.view`: the turns numbered after this one are in the view (in part); those up to it are out of sight. */
   firstInView?: number;
   ranking: "lexical" | "lexical and semantic";
@@ -173,23 +181,27 @@ export class ConversationSearch {
 
   async search(request: SearchRequest): Promise<SearchOutcome> {
     const { index } = this.deps;
+    // One turn read: it, and the later turn that corrects it when it states a corrected fact.
+    const limit = request.turn === undefined ? request.limit : 2;
     const [entries, queryVector] = await Promise.all([index.entries(request.conversationId), this.embedQuery(request)]);
     const newest = entries.reduce((n, e) => Math.max(n, e.turnNumber), 0);
     const firstInView = request.view ? firstKeptTurn(newest, request.view) : undefined;
-    const outOfSight = request.view ? entries : entries.filter((e) => e.turnNumber <= newest - (request.visibleTurns ?? 0));
+    const searchable = request.view ? entries : entries.filter((e) => e.turnNumber <= newest - (request.visibleTurns ?? 0));
+    const outOfSight = request.turn === undefined ? searchable : searchable.filter((e) => e.turnNumber === request.turn);
     const queryTerms = [...new Set(recallTerms(request.query))].slice(0, MAX_QUERY_TERMS);
     const lexical = bm25(outOfSight, queryTerms);
     const semantic = new Map<RecallEntry, number>();
     if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));
-    let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
+    // A turn read by number is returned whatever its score; a search ranks the turns that score.
+    let order = request.turn !== undefined ? outOfSight : queryVector ? fuse(lexical, semantic) : ranked(lexical);
     // Turns out of sight first: the model sees the others in part already, so they only fill the rest.
     if (firstInView !== undefined) order = [...order.filter((e) => e.turnNumber <= firstInView), ...order.filter((e) => e.turnNumber > firstInView)];
     const repeats = new Map<RecallEntry, number[]>();
-    order = withoutRepeats(order, request.limit * PHRASE_CANDIDATES_PER_RESULT, repeats);
+    order = withoutRepeats(order, limit * PHRASE_CANDIDATES_PER_RESULT, repeats);
     const phrases = [...new Set(quotedPhrases(request.query))].slice(0, MAX_QUERY_PHRASES);
     const firstPerson = FIRST_PERSON.test(request.query);
     const wide = phrases.length > 0 || firstPerson;
-    const shortlist = order.slice(0, wide ? request.limit * PHRASE_CANDIDATES_PER_RESULT : request.limit);
+    const shortlist = order.slice(0, wide ? limit * PHRASE_CANDIDATES_PER_RESULT : limit);
     const records = new Map(
       (
         await index.records(
@@ -218,7 +230,7 @@ export class ConversationSearch {
       order = [...order.filter(matches), ...order.filter(stated), ...order.filter((e) => !matches(e) && !stated(e))];
     }
     const hits: RecallHit[] = [];
-    for (const entry of await this.withCorrections(request.conversationId, order.slice(0, request.limit), outOfSight, records)) {
+    for (const entry of await this.withCorrections(request.conversationId, order.slice(0, limit), searchable, records)) {
       const record = records.get(entry.turnId);
       if (!record) continue;
       const hit: RecallHit = { record, lexical: lexical.get(entry) ?? 0 };
@@ -227,13 +239,14 @@ export class ConversationSearch {
       if (queryVector) hit.semantic = semantic.get(entry);
       hits.push(hit);
     }
-    hits.splice(request.limit);
+    hits.splice(limit);
     return {
       hits,
       searchedTurns: outOfSight.length,
       indexedTurns: entries.length,
       ranking: queryVector ? "lexical and semantic" : "lexical",
       ...(firstInView !== undefined && { firstInView }),
+      ...(request.turn !== undefined && { turn: request.turn }),
       ...(this.deps.embedder && !queryVector ? { semanticUnavailable: true } : {}),
     };
   }

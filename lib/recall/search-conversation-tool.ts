@@ -27,6 +27,14 @@ const schema = z.object({
     .max(MAX_RECALL_QUERY_CHARS)
     .describe('What to look for, in words likely to have been used: a topic, a name, a number, a date; "quoted phrases" must appear as written.'),
   maxResults: z.number().int().min(1).max(MAX_RECALL_RESULTS).optional().describe(`How many turns to return (default ${DEFAULT_RECALL_RESULTS}).`),
+  turn: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      "Read this one earlier turn, by the number the out-of-sight notice lists, instead of searching; the query then picks the lines of its outputs shown.",
+    ),
 });
 
 export type SearchConversationInput = z.infer<typeof schema>;
@@ -120,6 +128,9 @@ function turnBlock(record: RecallTurnDocument, queryTerms: ReadonlySet<string>, 
 /** The answer the model reads: the matching turns, best first, each cut to its share of `maxTokens`. */
 export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTokens: number): string {
   const seen = outcome.indexedTurns - outcome.searchedTurns;
+  if (outcome.turn !== undefined && outcome.hits.length === 0) {
+    return `Turn ${outcome.turn} is not one of this conversation's ${outcome.indexedTurns} earlier finished turns (numbered from 1).`;
+  }
   if (outcome.searchedTurns === 0) {
     return `Nothing to search: ${seen === 0 ? "this conversation has no earlier finished turns" : `all ${seen} earlier turns are already in view`}.`;
   }
@@ -134,7 +145,10 @@ export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTo
   if (outcome.hits.length === 0) {
     return `No earlier turn matches "${query}" (${searched}).${caveat} Try other words, or say that you do not know.`;
   }
-  const header = `${outcome.hits.length} earlier turn${outcome.hits.length === 1 ? "" : "s"} for "${query}", best match first (${searched}).${caveat}`;
+  const header =
+    outcome.turn !== undefined
+      ? `Turn ${outcome.turn}${outcome.hits.length > 1 ? ", and the later turn that corrects it" : ""}, the lines of its outputs for "${query}".`
+      : `${outcome.hits.length} earlier turn${outcome.hits.length === 1 ? "" : "s"} for "${query}", best match first (${searched}).${caveat}`;
   const parts = [header];
   let remaining = maxTokens - countTextTokens(header) - 1;
   outcome.hits.forEach((hit, i) => {
@@ -228,6 +242,7 @@ export function createSearchConversationTool(options: SearchConversationToolOpti
         query: input.query,
         limit: input.maxResults ?? DEFAULT_RECALL_RESULTS,
         view: options.view,
+        ...(input.turn !== undefined && { turn: input.turn }),
         signal: ctx.signal,
       });
       // In a shared thread, what another's tools fetched with roles or credentials this caller lacks is not searched for them (docs/security.md).

@@ -2,7 +2,7 @@ import { DEFAULT_PARAMETER_LEDGER, DEFAULT_STANDING_LEDGER, DEFAULT_TURN_DIGEST 
 import { median } from "../../bench/support/statistics.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { CASE_KINDS, type CaseKind } from "../../bench/sufficiency/case-schema.js";
-import { measureCase, type CaseMeasure } from "../../bench/sufficiency/measure.js";
+import { measureCase, namedTurns, type CaseMeasure } from "../../bench/sufficiency/measure.js";
 import { threadwise, threadwisePolicy, type Policy } from "../../bench/sufficiency/policies.js";
 import { loadCase, loadSuite, MemoryRecallIndex, SuiteDatabases, type LoadedCase } from "../../bench/sufficiency/suite.js";
 import { openTestDatabase, type TestDatabase } from "../support/mongo.js";
@@ -106,6 +106,29 @@ describe("context sufficiency subset", () => {
     // Without the ledger, cases whose anchor turn is out of the window are not (one search away or by luck).
     const withoutLedger = fromSource(await measureAll(threadwise("no ledger", { ...product, parameterLedger: undefined }, true)));
     expect(withoutLedger.length).toBeLessThan(FLOOR.timeAnchorsFromSource);
+  });
+
+  it("returns the far references by handle: the turn the out-of-sight notice gives beside the name, read by search_conversation", async () => {
+    const product = threadwisePolicy({ turnDigest: DEFAULT_TURN_DIGEST, parameterLedger: DEFAULT_PARAMETER_LEDGER, standingLedger: DEFAULT_STANDING_LEDGER });
+    const far = (await measureAll(threadwise("Threadwise", product, true))).filter((m) => m.kind === "far-reference");
+    expect(far).toHaveLength(PER_KIND);
+    // Before issue 46's third round the notice named the customer without its turn: every one was a (cued) search away.
+    for (const m of far)
+      expect(
+        m.units.map((u) => [u.reached, u.via, typeof u.turn]),
+        m.caseId,
+      ).toEqual([["handle", "search_conversation", "number"]]);
+  });
+
+  it("reads the names the notice gives with their turns, and nothing from a notice without them", () => {
+    const cue =
+      "\n\nThe first 9 turns of this conversation are not shown to you (they were about spend; " +
+      "named Falcon Partners Ltd (turn 3), West (turn 8); tools that ran: sql_query ×2). When …";
+    expect(namedTurns(cue)).toEqual([
+      { turn: 3, label: "Falcon Partners Ltd" },
+      { turn: 8, label: "West" },
+    ]);
+    expect(namedTurns("The first 9 turns of this conversation are not shown to you (named Falcon Partners Ltd, West). When …")).toEqual([]);
   });
 
   it("returns cases missing without the turn digest (the view before issue 29)", async () => {

@@ -54,7 +54,7 @@ describe("outOfSightNotice", () => {
     const withTools = summaryAfterTurn(summary, [user("Check it."), toolCall("sql_query", "c1"), toolCall("sql_query", "c2")]);
     const notice = outOfSightNotice(4, recall, withTools) as string;
     // "West" is a name of those turns, given once, not again as a topic word.
-    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about approval, .*; named West; /);
+    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about approval, .*; named West \(turn 2\); /);
     expect(notice).toContain("tools that ran: sql_query ×2");
     expect(notice).toContain("approval");
   });
@@ -80,8 +80,30 @@ describe("summaryAfterTurn", () => {
     expect(summary.names).toHaveLength(OUT_OF_SIGHT_NAMES);
     // Before, a name asked about once, far back, was only a word among the most frequent ones: "orchard" lost to "orders" and "revenue".
     expect(outOfSightNotice(8, recall, summary)).toContain(
-      "(they were about spend, birch, dental; named Acme Corp, Granite Motors, Falcon Realty, Echo Labs, Delta Freight, Cobalt Ridge)",
+      "(they were about spend, birch, dental; named Acme Corp (turn 8), Granite Motors (turn 7), Falcon Realty (turn 6), " +
+        "Echo Labs (turn 5), Delta Freight (turn 4), Cobalt Ridge (turn 3))",
     );
+  });
+
+  it("returns each name with the turn it was last used in, a handle search_conversation reads with turn", () => {
+    const questions = ["How did West do?", "What did Falcon Partners Ltd spend in April?", "And the orders?", "What about West again?"];
+    const summary = summaryAfterTurns(
+      EMPTY_OUT_OF_SIGHT_SUMMARY,
+      questions.map((q) => ({ messages: [user(q), answer("Some.")] })),
+    );
+    expect(summary.folded).toBe(4);
+    expect(summary.nameTurns).toEqual([4, 2]);
+    // Before, the notice named "Falcon Partners Ltd" without a turn: only a search could reach it.
+    expect(outOfSightNotice(4, recall, summary)).toContain("named West (turn 4), Falcon Partners Ltd (turn 2)). ");
+    expect(outOfSightNotice(4, recall, summary)).toMatch(/call search_conversation to search those turns, or read one by its number \(turn\)\.$/);
+  });
+
+  it("returns names without turns for a summary folded before turns were counted: its numbers are unknown", () => {
+    const old = { tools: {}, words: { revenue: 2 }, names: ["Acme Corp"] };
+    const summary = summaryAfterTurn(old, [user("What did Harbor Partners Inc spend?"), answer("Some.")]);
+    expect(summary.nameTurns).toBeUndefined();
+    expect(outOfSightNotice(3, recall, summary)).toContain("named Harbor Partners Inc, Acme Corp). ");
+    expect(outOfSightNotice(3, recall, summary)).not.toContain("(turn)");
   });
 
   it("returns a summary folded before names were kept with the new turn's names", () => {
@@ -106,6 +128,58 @@ describe("buildModelView", () => {
     it("returns the notice as the whole system part when the prompt is blank", () => {
       const view = buildModelView(thread(3), policy({ systemPrompt: " ", finishedTurns: 1, outOfSight: recall }));
       expect(view.messages[0].content).toBe(outOfSightNotice(2, recall));
+    });
+
+    it("returns the names of archived turns with the turns they came from, the same as if those turns were in the thread", () => {
+      const customers = [
+        "Acme Corp",
+        "Birch Dental",
+        "Cobalt Ridge",
+        "Delta Freight",
+        "Echo Labs",
+        "Falcon Realty",
+        "Granite Motors",
+        "Harbor Inc",
+        "Ionic Labs",
+        "Juniper Co",
+      ];
+      const named = (i: number) => [user(`What did ${customers[i]} spend?`), answer(`a${i + 1}`)];
+      const turns = Array.from({ length: 10 }, (_, i) => named(i));
+      const whole = buildModelView([...turns.flat(), user("next")], policy({ finishedTurns: 6, historyBlockTurns: 1, outOfSight: recall }));
+      const archivedSummary = summaryAfterTurns(
+        EMPTY_OUT_OF_SIGHT_SUMMARY,
+        turns.slice(0, 2).map((messages) => ({ messages })),
+      );
+      const archived = buildModelView([...turns.slice(2).flat(), user("next")], policy({ finishedTurns: 6, historyBlockTurns: 1, outOfSight: recall }), {
+        archivedTurns: 2,
+        outOfSight: archivedSummary,
+      });
+      expect(whole.messages[0].content).toContain("named Delta Freight (turn 4), Cobalt Ridge (turn 3), Birch Dental (turn 2), Acme Corp (turn 1))");
+      expect(archived.messages[0].content).toBe(whole.messages[0].content);
+    });
+
+    it("returns the names without turns when the archived turns' summary did not count them all: it would number them wrong", () => {
+      const customers = [
+        "Acme Corp",
+        "Birch Dental",
+        "Cobalt Ridge",
+        "Delta Freight",
+        "Echo Labs",
+        "Falcon Realty",
+        "Granite Motors",
+        "Harbor Inc",
+        "Ionic Labs",
+        "Juniper Co",
+      ];
+      const named = (i: number) => [user(`What did ${customers[i]} spend?`), answer(`a${i + 1}`)];
+      const turns = Array.from({ length: 10 }, (_, i) => named(i));
+      // A thread archived before it kept a summary: 2 turns archived, the summary empty.
+      const view = buildModelView([...turns.slice(2).flat(), user("next")], policy({ finishedTurns: 6, historyBlockTurns: 1, outOfSight: recall }), {
+        archivedTurns: 2,
+        outOfSight: EMPTY_OUT_OF_SIGHT_SUMMARY,
+      });
+      expect(view.messages[0].content).toContain("named Delta Freight, Cobalt Ridge).");
+      expect(view.messages[0].content).not.toContain("(turn");
     });
 
     it("returns a system part that changes only when the window's first turn moves, so a prompt cache keeps it", () => {

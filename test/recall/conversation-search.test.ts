@@ -152,6 +152,19 @@ describe("ConversationSearch", () => {
       expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([2, 1]);
     });
 
+    it("returns the one turn asked for by number, after the later turn that corrects the fact it states", async () => {
+      await addTurns("by-number", ["I look after the West region.", "What was revenue in July?", "Actually I moved to the East region.", "Lunch?"], false);
+      const search = new ConversationSearch({ index: store });
+      const read = (turn: number) =>
+        search.search({ conversationId: "by-number", query: "lunch", limit: 3, view: { finishedTurns: 1, historyBlockTurns: 1 }, turn });
+      // Before, `turn` was ignored: "lunch" ranked turn 4 first.
+      expect((await read(2)).hits.map((h) => h.record.turnNumber)).toEqual([2]);
+      expect(await read(2)).toMatchObject({ turn: 2, searchedTurns: 1, indexedTurns: 4 });
+      // A corrected fact is never returned without its correction, read by number or found.
+      expect((await read(1)).hits.map((h) => h.record.turnNumber)).toEqual([3, 1]);
+      expect((await read(9)).hits).toEqual([]);
+    });
+
     it("returns a turn repeated word for word once, naming the earlier turns it stands for, so the next different turn takes a place", async () => {
       await addTurns("repeats", ["Budget for Lisbon?", "The budget is fixed.", "The budget is fixed.", "The budget is fixed."], false);
       const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "repeats", query: "budget", limit: 2, visibleTurns: 0 });

@@ -115,6 +115,29 @@ describe("createSearchConversationTool", () => {
     expect(text).not.toContain("elsewhere");
   });
 
+  it("returns the one turn the model asks for by number (a handle the out-of-sight notice names), whatever the other turns' scores", async () => {
+    await index([
+      record(1, "What did Falcon Partners Ltd spend in April?", { answer: "Falcon Partners Ltd spent 48,210.75 in April." }),
+      record(2, "What did Falcon Realty spend in April?", { answer: "Falcon Realty spent 1,020.00." }),
+      record(3, "Falcon April spend again, Falcon, April?"),
+      record(4, "lunch?"),
+    ]);
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), view: { finishedTurns: 1, historyBlockTurns: 1 } });
+    const text = await tool.run(tool.schema.parse({ query: "Falcon April spend", turn: 1 }), ctx("c"));
+    // Before, `turn` was not part of the tool's input: the search ranked turn 3, which repeats the query's words, first.
+    expect(text).toMatch(/^Turn 1, the lines of its outputs for "Falcon April spend"\.\n\n\[Turn 1, /);
+    expect(text).toContain("48,210.75");
+    expect(text).not.toContain("[Turn 3");
+  });
+
+  it("returns a sentence saying the turn asked for is not one of the conversation's finished turns", async () => {
+    await index([record(1, "lunch?"), record(2, "dinner?")]);
+    const tool = createSearchConversationTool({ search: new ConversationSearch({ index: stores.index }), view: { finishedTurns: 1, historyBlockTurns: 1 } });
+    expect(await tool.run(tool.schema.parse({ query: "lunch", turn: 9 }), ctx("c"))).toBe(
+      "Turn 9 is not one of this conversation's 2 earlier finished turns (numbered from 1).",
+    );
+  });
+
   it("returns a turn the view keeps, marked as shown in part, instead of refusing: the view shows only its digest", async () => {
     const rows = Array.from({ length: 40 }, (_, i) => `Customer ${i + 1} | ${1_000 + i}.50`).join("\n");
     const tools = [{ name: "sql_query", args: '{"sql":"SELECT customer, revenue FROM sales"}', content: `40 rows\n${rows}` }];
