@@ -9,6 +9,7 @@ const LAYERS = [
   ["foundation", "^lib/(errors|validation|clock|prng|logger|derived-id|byte-bounded-map)[.]ts$"],
   ["config", "^lib/config/"],
   ["identity and view", "^lib/(auth|model-view)/"],
+  ["crypto", "^lib/crypto/"],
   ["store", "^lib/store/"],
   ["audit", "^lib/audit/"],
   ["limits", "^lib/limits/"],

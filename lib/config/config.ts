@@ -4,6 +4,7 @@ import { loadTracingConfig, type TracingConfig } from "./tracing-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
 import { loadLifecycleConfig, type LifecycleConfig } from "./lifecycle-config.js";
 import { loadMcpOAuthConfig, type McpOAuthConfig } from "./mcp-oauth-config.js";
+import { loadEncryptionConfig, type EncryptionConfig } from "./encryption-config.js";
 import { loadMcpConfig, type McpConfig } from "./mcp-servers-config.js";
 import { loadToolsConfig, type ToolsConfig } from "./tools-config.js";
 import { CREDENTIAL_SECRET_NAMES, CREDENTIAL_SECRETS, type CredentialSecretName } from "./credentials.js";
@@ -558,6 +559,8 @@ export interface Config {
   lifecycle: LifecycleConfig;
   /** Per-user OAuth for MCP servers (`lib/config/mcp-oauth-config.ts`, docs/mcp-oauth.md). */
   mcpOAuth: McpOAuthConfig;
+  /** Contents encrypted at rest per tenant (`lib/config/encryption-config.ts`, docs/security.md). */
+  encryption: EncryptionConfig;
   /** MCP servers whose tools turns may call (`lib/config/mcp-servers-config.ts`, docs/mcp.md). */
   mcp: McpConfig;
   channels: ChannelEndpointsConfig;
@@ -627,6 +630,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits: loadLimitsConfig(env),
     lifecycle: loadLifecycleConfig(env),
     mcpOAuth: loadMcpOAuthConfig(env),
+    encryption: loadEncryptionConfig(env),
     mcp: loadMcpConfig(env),
     tracing: loadTracingConfig(env),
     channels: {

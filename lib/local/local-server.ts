@@ -1,3 +1,4 @@
+import { createTenantKeys } from "../crypto/create-tenant-keys.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
@@ -164,9 +165,13 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   }) as McpOAuth;
   // Local mode runs stdio MCP servers and reads MCP credentials from `MCP_LOCAL_SECRETS` (docs/mcp.md).
   const localSecrets = { get: async (name: string) => config.mcp.localSecrets[name] };
+  // Contents at rest: a key file per tenant under the local directory, unless CONTENT_ENCRYPTION=off (docs/security.md).
+  const contentKeys = createTenantKeys(config.encryption, { db: client.db(config.dbName), localDir: options.localDir ?? DEFAULT_LOCAL_DIR });
+  if (!contentKeys) logger.warn("content encryption is off: conversations are stored in clear", { setting: "CONTENT_ENCRYPTION" });
   const app = await createApp(
     { ...config, mongodbUri },
     {
+      contentKeys,
       logger: jsonConsoleLogger,
       turnQueue,
       mcpStdio: true,

@@ -1,6 +1,9 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
-import { ThreadwiseError } from "../errors.js";
+import { FieldCipher } from "../crypto/field-cipher.js";
+import type { ShredReceipt, TenantKeys } from "../crypto/tenant-keys.js";
+import type { IssuerKind } from "../auth/principal.js";
+import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
@@ -27,12 +30,37 @@ export const DATABASE_SETUP_VERSION = 8;
 
 const SETUP_ID = "indexes";
 
+/**
+ * Every content field `FieldCipher` encrypts, by collection (docs/security.md, "What is encrypted"): what
+ * set-up encrypts in a database written in clear. `text` fields hold strings, `json` fields any value.
+ */
+export const ENCRYPTED_FIELDS = {
+  [COLLECTIONS.messages]: { content: "text" },
+  [COLLECTIONS.turns]: { answer: "text", origin: "json" },
+  [COLLECTIONS.modelCalls]: { view: "json" },
+  [COLLECTIONS.turnArchive]: { messages: "json" },
+  [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
+} as const satisfies Record<string, Record<string, "text" | "json">>;
+
+/** The collections whose content fields `FieldCipher` encrypts. */
+export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
+
+/** What {@link ThreadwiseDatabase.encryptStoredContents} did. */
+export interface ContentMigration {
+  /** Fields encrypted that were stored clear. */
+  encrypted: number;
+  /** Documents left clear because their conversation is gone (retention removes them). */
+  orphaned: number;
+}
+
 interface SetupDocument {
   _id: string;
   version: number;
   setUpAt: Date;
   /** When the one-time compaction of whole-list checkpoint copies (issue 28) finished on this database. */
   listsCompactedAt?: Date;
+  /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
+  contentEncryption?: "on" | "off";
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -45,6 +73,10 @@ export interface ThreadwiseDatabaseOptions {
   checkpointsKept?: number;
   /** What the lease measures time with. Default: the system clock. */
   clock?: Clock;
+  /** Tenants' keys for contents at rest (docs/security.md, "Contents at rest"). Default: none, contents stored clear (`CONTENT_ENCRYPTION=off`). */
+  contentKeys?: TenantKeys;
+  /** Milliseconds a data key is reused. Default: `DEFAULT_DATA_KEY_MAX_AGE_MS` (lib/crypto). */
+  dataKeyMaxAgeMs?: number;
 }
 
 /**
@@ -71,21 +103,33 @@ export class ThreadwiseDatabase {
   readonly turnEvents: TurnEventStore;
   /** Tool calls waiting for a person's decision, and the decisions. */
   readonly approvals: ApprovalStore;
+  /** Where every content field is encrypted and decrypted, per the conversation's tenant. */
+  readonly cipher: FieldCipher;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
+    const conversations = this.db.collection<{ _id: string; owner?: { issuer: "api" | "slack" | "teams"; tenant: string | null } }>(COLLECTIONS.conversations);
+    this.cipher = new FieldCipher({
+      keys: options.contentKeys,
+      maxAgeMs: options.dataKeyMaxAgeMs,
+      tenantOf: async (conversationId) => {
+        const owner = (await conversations.findOne({ _id: conversationId }, { projection: { owner: 1 } }))?.owner;
+        if (!owner) throw new NotFoundError(`conversation ${conversationId} has no owner whose key could be used`);
+        return { issuer: owner.issuer, tenant: owner.tenant };
+      },
+    });
     this.retention = new RetentionPolicy(this.db, { days: options.retentionDays });
     this.conversations = new ConversationStore(this.db, this.retention.periodMs);
-    this.messages = new MessageStore(this.db);
-    this.turns = new TurnStore(this.db);
+    this.messages = new MessageStore(this.db, this.cipher);
+    this.turns = new TurnStore(this.db, this.cipher);
     this.lease = new ConversationLease(this.conversations.collection, {
       ttlMs: options.leaseTtlMs,
       retentionMs: this.retention.periodMs,
       clock: options.clock,
     });
-    this.artifacts = new ArtifactStore(this.db);
+    this.artifacts = new ArtifactStore(this.db, { cipher: this.cipher });
     this.recall = new RecallIndexStore(this.db);
-    this.archive = new TurnArchiveStore(this.db);
+    this.archive = new TurnArchiveStore(this.db, { cipher: this.cipher });
     this.turnEvents = new TurnEventStore(this.db);
     this.approvals = new ApprovalStore(this.db);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
@@ -118,11 +162,56 @@ export class ThreadwiseDatabase {
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
     const compacted = await this.compactStoredListsOnce();
+    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
+    if (this.cipher.enabled && record?.contentEncryption !== "on") await this.encryptStoredContents();
     await this.setupRecord().updateOne(
       { _id: SETUP_ID },
-      { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date(), ...(compacted ? { listsCompactedAt: new Date() } : {}) } },
+      {
+        $set: {
+          version: DATABASE_SETUP_VERSION,
+          setUpAt: new Date(),
+          contentEncryption: this.cipher.enabled ? "on" : "off",
+          ...(compacted ? { listsCompactedAt: new Date() } : {}),
+        },
+      },
       { upsert: true },
     );
+  }
+
+  /**
+   * Encrypts every content field stored clear (by a release before issue 44, or with
+   * `CONTENT_ENCRYPTION=off`), leaving those already encrypted alone: what set-up runs the first
+   * time it finds encryption on. Idempotent; a document whose conversation is gone is left for
+   * retention and counted.
+   */
+  async encryptStoredContents(): Promise<ContentMigration> {
+    const result: ContentMigration = { encrypted: 0, orphaned: 0 };
+    for (const [collection, fields] of Object.entries(ENCRYPTED_FIELDS)) {
+      const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
+      const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);
+      for await (const doc of docs.find({}, { projection })) {
+        const clear = Object.entries(fields).filter(([field]) => doc[field] !== undefined && doc[field] !== null && !this.cipher.isSealed(doc[field]));
+        if (clear.length === 0 || doc.conversationId === undefined) continue;
+        const conversationId = doc.conversationId;
+        const sealed: Record<string, unknown> = {};
+        try {
+          for (const [field, kind] of clear) {
+            const ref = { collection, id: doc._id, field };
+            sealed[field] =
+              kind === "text"
+                ? await this.cipher.sealText(conversationId, ref, String(doc[field]))
+                : await this.cipher.sealJson(conversationId, ref, doc[field]);
+          }
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+          result.orphaned += 1;
+          continue;
+        }
+        await docs.updateOne({ _id: doc._id }, { $set: sealed });
+        result.encrypted += clear.length;
+      }
+    }
+    return result;
   }
 
   /**
@@ -162,6 +251,23 @@ export class ThreadwiseDatabase {
   private async setupIdempotencyOwners(): Promise<void> {
     await this.idempotency.createIndex({ conversationId: 1 }, { name: "conversation", sparse: true });
     await this.idempotency.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1 }, { name: "owner", sparse: true });
+  }
+
+  /**
+   * A new key for the tenant (`tenant` null: the issuer's callers without one): new writes use it,
+   * what the earlier keys encrypted stays readable (docs/security.md, "Rotation").
+   */
+  rotateTenantKey(issuer: IssuerKind, tenant: string | null): Promise<{ keyId: string; rotatedAt: Date }> {
+    return this.cipher.rotate({ issuer, tenant });
+  }
+
+  /**
+   * Crypto-shredding: destroys every key of the tenant, so what they encrypted cannot be read from
+   * this database or any copy of it; returns the receipt (which keys, when final). Deleting the
+   * tenant's documents is the caller's (docs/security.md, "Crypto-shredding").
+   */
+  shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
+    return this.cipher.shred({ issuer, tenant });
   }
 
   /**
