@@ -4,10 +4,7 @@ import type { EncryptionConfig } from "../config/encryption-config.js";
 import { ContentKeysUnavailableError } from "../errors.js";
 import { type ContentKeyDocument, KmsTenantKeys } from "./kms-tenant-keys.js";
 import { LocalTenantKeys } from "./local-tenant-keys.js";
-import type { TenantKeys } from "./tenant-keys.js";
-
-/** The registry of tenants' KMS keys (ARNs only). */
-export const CONTENT_KEYS_COLLECTION = "content_keys";
+import { CONTENT_KEYS_COLLECTION, type TenantKeys } from "./tenant-keys.js";
 
 export interface TenantKeysParts {
   db: Db;

@@ -2,8 +2,9 @@ import { getLocalCryptographicMaterialsCache, NodeCachingMaterialsManager } from
 import { buildDecrypt } from "@aws-crypto/decrypt-node";
 import { buildEncrypt } from "@aws-crypto/encrypt-node";
 import { AlgorithmSuiteIdentifier, CommitmentPolicy, type NodeAlgorithmSuite } from "@aws-crypto/material-management-node";
-import { Binary } from "mongodb";
-import { ContentRefusedError, type ContentRefusal } from "../errors.js";
+import type { Binary } from "mongodb";
+import { CLEAR_FIELDS } from "./clear-field-cipher.js";
+import { type ContentCipher, ciphertextOf, contentRefused as refused, type FieldRef, isCiphertext, type StoredContent } from "./content-cipher.js";
 import { type ShredReceipt, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** How long a data key (and a tenant's keyrings) is reused before KMS or the key file is asked again. */
@@ -19,16 +20,6 @@ export const CONTENT_SUITE = AlgorithmSuiteIdentifier.ALG_AES256_GCM_IV12_TAG16_
 /** Encryption-context keys: the data key is bound to the tenant and the collection. */
 export const CONTEXT_TENANT = "threadwise:tenant";
 export const CONTEXT_COLLECTION = "threadwise:collection";
-
-/** Where a value is stored: its collection, its document's `_id` (or stable key) and its field. */
-export interface FieldRef {
-  collection: string;
-  id: string;
-  field: string;
-}
-
-/** A content field as stored: an AWS Encryption SDK message (BSON binary), or clear text when encryption is off. */
-export type StoredContent = string | Binary;
 
 export interface FieldCipherOptions {
   /** Where tenants' keys are. Undefined: encryption is off (`CONTENT_ENCRYPTION=off`), values are stored clear. */
@@ -65,7 +56,7 @@ const { decrypt } = buildDecrypt(CommitmentPolicy.REQUIRE_ENCRYPT_REQUIRE_DECRYP
  * authenticated inside the message and checked on read, so a ciphertext moved to another row,
  * field, collection or tenant is refused. A clear value where ciphertext is expected is refused too.
  */
-export class FieldCipher {
+export class FieldCipher implements ContentCipher {
   readonly #keys: TenantKeys | undefined;
   readonly #tenantOf: (conversationId: string) => Promise<TenantRef>;
   readonly #tenants = new Map<string, Promise<TenantRef>>();
@@ -120,16 +111,26 @@ export class FieldCipher {
     return JSON.parse(await this.openText(conversationId, ref, stored)) as T;
   }
 
+  async sealJsonFor<T>(tenant: TenantRef, ref: FieldRef, value: T): Promise<T | Binary> {
+    if (!this.#keys) return value;
+    return this.#seal(tenant, ref, Buffer.from(JSON.stringify(value), "utf8"));
+  }
+
+  async openJsonFor<T>(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<T> {
+    if (!this.#keys) {
+      if (isCiphertext(stored)) throw refused("encryption_off", ref);
+      return stored as T;
+    }
+    return JSON.parse((await this.#open(tenant, ref, stored)).toString("utf8")) as T;
+  }
+
   async sealBytes(conversationId: string, ref: FieldRef, bytes: Uint8Array): Promise<Uint8Array | Binary> {
     if (!this.#keys) return bytes;
     return this.#seal(await this.tenantOf(conversationId), ref, bytes);
   }
 
   async openBytes(conversationId: string, ref: FieldRef, stored: unknown): Promise<Uint8Array> {
-    if (!this.#keys) {
-      if (isCiphertext(stored)) throw refused("encryption_off", ref);
-      return stored as Uint8Array;
-    }
+    if (!this.#keys) return CLEAR_FIELDS.openBytes(conversationId, ref, stored);
     if (!isCiphertext(stored)) throw refused("plaintext", ref);
     return this.#open(await this.tenantOf(conversationId), ref, stored);
   }
@@ -177,7 +178,7 @@ export class FieldCipher {
     header.writeUInt32BE(binding.length);
     const plaintext = Buffer.concat([header, binding, value]);
     const { result } = await encrypt(materials.encrypt, plaintext, { suiteId: CONTENT_SUITE, encryptionContext: contextOf(tenant, ref) });
-    return new Binary(result);
+    return ciphertextOf(result);
   }
 
   async #open(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<Buffer> {
@@ -245,31 +246,6 @@ export class FieldCipher {
   }
 }
 
-/** Contents stored clear (`CONTENT_ENCRYPTION=off`): what a store made without the database's cipher uses. */
-export const CLEAR_FIELDS = new FieldCipher({
-  tenantOf: () => Promise.reject(new Error("content encryption is off: no tenant is asked")),
-});
-
 function contextOf(tenant: TenantRef, ref: FieldRef): Record<string, string> {
   return { [CONTEXT_TENANT]: tenantKey(tenant), [CONTEXT_COLLECTION]: ref.collection };
-}
-
-function isCiphertext(stored: unknown): stored is Binary {
-  return stored instanceof Binary;
-}
-
-function refused(reason: ContentRefusal, ref: FieldRef, cause?: unknown): ContentRefusedError {
-  const why: Record<ContentRefusal, string> = {
-    plaintext: "a clear value is stored where ciphertext is expected",
-    moved: "the ciphertext was written for another document, field, collection or tenant",
-    undecryptable: "no key of the conversation's tenant decrypts it (shredded, or another tenant's)",
-    encryption_off: "it is encrypted and content encryption is off",
-  };
-  return new ContentRefusedError(
-    `${ref.collection}.${ref.field} of ${ref.id} refused: ${why[reason]}`,
-    reason,
-    ref.collection,
-    ref.field,
-    cause === undefined ? undefined : { cause },
-  );
 }

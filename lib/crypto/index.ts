@@ -1,6 +1,7 @@
+export { ClearFieldCipher, CLEAR_FIELDS } from "./clear-field-cipher.js";
+export { CIPHERTEXT_SUBTYPE, ciphertextOf, contentRefused, isCiphertext, type ContentCipher, type FieldRef, type StoredContent } from "./content-cipher.js";
 export {
   FieldCipher,
-  CLEAR_FIELDS,
   CONTENT_SUITE,
   CONTEXT_COLLECTION,
   CONTEXT_TENANT,
@@ -9,10 +10,8 @@ export {
   DEFAULT_DATA_KEY_MAX_BYTES,
   DEFAULT_DATA_KEY_MAX_MESSAGES,
   type FieldCipherOptions,
-  type FieldRef,
-  type StoredContent,
 } from "./field-cipher.js";
-export { tenantKey, type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef } from "./tenant-keys.js";
+export { CONTENT_KEYS_COLLECTION, tenantKey, type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef } from "./tenant-keys.js";
 export { LocalTenantKeys, LOCAL_CONTENT_KEYS_DIR, LOCAL_KEY_NAMESPACE } from "./local-tenant-keys.js";
 export { KmsTenantKeys, DEFAULT_KEY_DELETION_WINDOW_DAYS, TENANT_KEY_TAG, type ContentKeyDocument, type KmsTenantKeysOptions } from "./kms-tenant-keys.js";
-export { createTenantKeys, CONTENT_KEYS_COLLECTION, type TenantKeysParts } from "./create-tenant-keys.js";
+export { createTenantKeys, type TenantKeysParts } from "./create-tenant-keys.js";

@@ -1,6 +1,9 @@
 import type { KeyringNode } from "@aws-crypto/material-management-node";
 import type { IssuerKind } from "../auth/principal.js";
 
+/** The registry of tenants' KMS keys (ARNs only), and their recall keys (sealed). */
+export const CONTENT_KEYS_COLLECTION = "content_keys";
+
 /** Whose key encrypts a content field: the conversation owner's issuer kind and tenant (null: the issuer's callers without one). */
 export interface TenantRef {
   issuer: IssuerKind;

@@ -1,4 +1,5 @@
-import { CLEAR_FIELDS, type FieldCipher, type FieldRef } from "../crypto/field-cipher.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Principal } from "../auth/principal.js";
@@ -93,7 +94,7 @@ export interface ArtifactStoreOptions {
   /** Default: DEFAULT_PREVIEW_CHARS. */
   previewChars?: number;
   /** Where `content` and `preview` are encrypted. Default: stored clear (`CLEAR_FIELDS`); the database passes its own. */
-  cipher?: FieldCipher;
+  cipher?: ContentCipher;
 }
 
 /** The first `chars` characters, never cutting a surrogate pair, with "…" when something was cut. */
@@ -141,7 +142,7 @@ export class ArtifactStore {
   readonly maxBytes: number;
   private readonly partBytes: number;
   private readonly previewChars: number;
-  readonly #cipher: FieldCipher;
+  readonly #cipher: ContentCipher;
 
   constructor(db: Db, options: ArtifactStoreOptions = {}) {
     this.#cipher = options.cipher ?? CLEAR_FIELDS;

@@ -1,4 +1,4 @@
-import { CONTENT_KEYS_COLLECTION } from "../crypto/create-tenant-keys.js";
+import { CONTENT_KEYS_COLLECTION } from "../crypto/tenant-keys.js";
 
 /** MongoDB collection names. Checkpoint collections are LangGraph's; the rest are the application's. */
 export const COLLECTIONS = {

@@ -1,5 +1,6 @@
 import type { Collection, Db } from "mongodb";
-import { CLEAR_FIELDS, type FieldCipher, type FieldRef, type StoredContent } from "../crypto/field-cipher.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef, StoredContent } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -39,10 +40,10 @@ export interface RecordedMessage {
  */
 export class MessageStore {
   readonly #messages: Collection<MessageDocument>;
-  readonly #cipher: FieldCipher;
+  readonly #cipher: ContentCipher;
 
   /** @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. */
-  constructor(db: Db, cipher: FieldCipher = CLEAR_FIELDS) {
+  constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.#messages = db.collection<MessageDocument>(COLLECTIONS.messages);
     this.#cipher = cipher;
   }

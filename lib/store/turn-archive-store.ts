@@ -1,6 +1,7 @@
 import { mapChatMessagesToStoredMessages, mapStoredMessagesToChatMessages, type BaseMessage, type StoredMessage } from "@langchain/core/messages";
 import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
-import { CLEAR_FIELDS, type FieldCipher, type FieldRef } from "../crypto/field-cipher.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -39,7 +40,7 @@ export interface TurnArchiveStoreOptions {
   /** Default: {@link DEFAULT_ARCHIVE_PART_CHARS}. */
   partChars?: number;
   /** Where `messages` is encrypted. Default: stored clear (`CLEAR_FIELDS`); the database passes its own. */
-  cipher?: FieldCipher;
+  cipher?: ContentCipher;
 }
 
 /** The parts of a turn's stored messages, each under `partChars` of JSON (a message is never split). */
@@ -66,7 +67,7 @@ function partsOf(messages: StoredMessage[], partChars: number): StoredMessage[][
 export class TurnArchiveStore {
   readonly collection: Collection<TurnArchiveDocument>;
   readonly partChars: number;
-  readonly #cipher: FieldCipher;
+  readonly #cipher: ContentCipher;
 
   constructor(db: Db, options: TurnArchiveStoreOptions = {}) {
     this.collection = db.collection<TurnArchiveDocument>(COLLECTIONS.turnArchive);

@@ -1,6 +1,7 @@
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { NotFoundError } from "../errors.js";
-import { CLEAR_FIELDS, type FieldCipher, type FieldRef } from "../crypto/field-cipher.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import { ZERO_USAGE, type ModelCallRecord, type Usage } from "./turn-record.js";
 import type { WriteFence } from "./write-fence.js";
@@ -103,10 +104,10 @@ function isDuplicateKey(error: unknown): boolean {
 export class TurnStore {
   readonly #turns: Collection<TurnDocument>;
   readonly #calls: Collection<ModelCallDocument>;
-  readonly #cipher: FieldCipher;
+  readonly #cipher: ContentCipher;
 
   /** @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. `answer`, `origin` and a call's `view` are encrypted. */
-  constructor(db: Db, cipher: FieldCipher = CLEAR_FIELDS) {
+  constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.#turns = db.collection<TurnDocument>(COLLECTIONS.turns);
     this.#calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
     this.#cipher = cipher;

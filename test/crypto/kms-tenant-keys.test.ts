@@ -1,7 +1,7 @@
 import { KMS } from "@aws-sdk/client-kms";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FieldCipher } from "../../lib/crypto/field-cipher.js";
-import { CONTENT_KEYS_COLLECTION } from "../../lib/crypto/create-tenant-keys.js";
+import { CONTENT_KEYS_COLLECTION } from "../../lib/crypto/tenant-keys.js";
 import { type ContentKeyDocument, KmsTenantKeys, TENANT_KEY_TAG } from "../../lib/crypto/kms-tenant-keys.js";
 import type { TenantRef } from "../../lib/crypto/tenant-keys.js";
 import { ContentRefusedError } from "../../lib/errors.js";
