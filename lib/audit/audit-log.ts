@@ -16,6 +16,10 @@ export const AUDIT_ACTIONS = [
   "mcp_server.put",
   "mcp_server.delete",
   "approval.decide",
+  /** A tenant's content key rotated (resource: the new key's id; never key material). */
+  "key.rotate",
+  /** A tenant's content keys destroyed (resource: the key ids; detail: when the shred is final). */
+  "key.shred",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

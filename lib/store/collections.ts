@@ -46,6 +46,8 @@ export const COLLECTIONS = {
   auditLog: "audit_log",
   /** Tenants' KMS keys by ARN, when `CONTENT_KEYS=kms` (`KmsTenantKeys`, docs/security.md). */
   contentKeys: CONTENT_KEYS_COLLECTION,
+  /** Tenants' recall term keys, sealed by their content keys (`TenantTermKeys`, docs/security.md). */
+  termKeys: "term_keys",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -2,6 +2,7 @@ import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
 import { FieldCipher } from "../crypto/field-cipher.js";
 import type { ShredReceipt, TenantKeys } from "../crypto/tenant-keys.js";
+import { type TermKeyDocument, TenantTermKeys } from "../crypto/tenant-term-keys.js";
 import type { IssuerKind } from "../auth/principal.js";
 import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
@@ -40,6 +41,10 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.modelCalls]: { view: "json" },
   [COLLECTIONS.turnArchive]: { messages: "json" },
   [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
+  [COLLECTIONS.turnEvents]: { events: "json" },
+  [COLLECTIONS.conversations]: { title: "text" },
+  [COLLECTIONS.approvals]: { context: "json" },
+  [COLLECTIONS.recallTurns]: { question: "text", answer: "text", tools: "json" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
 /** The collections whose content fields `FieldCipher` encrypts. */
@@ -105,6 +110,7 @@ export class ThreadwiseDatabase {
   readonly approvals: ApprovalStore;
   /** Where every content field is encrypted and decrypted, per the conversation's tenant. */
   readonly cipher: FieldCipher;
+  readonly #termKeys: TenantTermKeys | undefined;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
@@ -119,7 +125,7 @@ export class ThreadwiseDatabase {
       },
     });
     this.retention = new RetentionPolicy(this.db, { days: options.retentionDays });
-    this.conversations = new ConversationStore(this.db, this.retention.periodMs);
+    this.conversations = new ConversationStore(this.db, this.retention.periodMs, this.cipher);
     this.messages = new MessageStore(this.db, this.cipher);
     this.turns = new TurnStore(this.db, this.cipher);
     this.lease = new ConversationLease(this.conversations.collection, {
@@ -128,10 +134,15 @@ export class ThreadwiseDatabase {
       clock: options.clock,
     });
     this.artifacts = new ArtifactStore(this.db, { cipher: this.cipher });
-    this.recall = new RecallIndexStore(this.db);
+    const termKeys = options.contentKeys ? new TenantTermKeys(this.db.collection<TermKeyDocument>(COLLECTIONS.termKeys), this.cipher) : undefined;
+    this.#termKeys = termKeys;
+    this.recall = new RecallIndexStore(this.db, {
+      cipher: this.cipher,
+      ...(termKeys && { termHasher: async (conversationId: string) => termKeys.hasherOf(await this.cipher.tenantOf(conversationId)) }),
+    });
     this.archive = new TurnArchiveStore(this.db, { cipher: this.cipher });
-    this.turnEvents = new TurnEventStore(this.db);
-    this.approvals = new ApprovalStore(this.db);
+    this.turnEvents = new TurnEventStore(this.db, { cipher: this.cipher });
+    this.approvals = new ApprovalStore(this.db, this.cipher);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({
       client,
@@ -163,7 +174,10 @@ export class ThreadwiseDatabase {
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
     const compacted = await this.compactStoredListsOnce();
     const record = await this.setupRecord().findOne({ _id: SETUP_ID });
-    if (this.cipher.enabled && record?.contentEncryption !== "on") await this.encryptStoredContents();
+    if (this.cipher.enabled && record?.contentEncryption !== "on") {
+      await this.encryptStoredContents();
+      await this.recall.keyStoredTerms();
+    }
     await this.setupRecord().updateOne(
       { _id: SETUP_ID },
       {
@@ -191,8 +205,9 @@ export class ThreadwiseDatabase {
       const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);
       for await (const doc of docs.find({}, { projection })) {
         const clear = Object.entries(fields).filter(([field]) => doc[field] !== undefined && doc[field] !== null && !this.cipher.isSealed(doc[field]));
-        if (clear.length === 0 || doc.conversationId === undefined) continue;
-        const conversationId = doc.conversationId;
+        // A conversation's own fields (its title) are sealed under its own id.
+        const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;
+        if (clear.length === 0 || conversationId === undefined) continue;
         const sealed: Record<string, unknown> = {};
         try {
           for (const [field, kind] of clear) {
@@ -266,8 +281,10 @@ export class ThreadwiseDatabase {
    * this database or any copy of it; returns the receipt (which keys, when final). Deleting the
    * tenant's documents is the caller's (docs/security.md, "Crypto-shredding").
    */
-  shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
-    return this.cipher.shred({ issuer, tenant });
+  async shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
+    const receipt = await this.cipher.shred({ issuer, tenant });
+    this.#termKeys?.forget({ issuer, tenant });
+    return receipt;
   }
 
   /**

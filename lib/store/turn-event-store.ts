@@ -1,4 +1,6 @@
 import type { Collection, Db } from "mongodb";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import type { TurnEvent } from "../events/turn-event.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
@@ -22,7 +24,11 @@ export interface TurnEventBatch {
 export interface TurnEventStoreOptions {
   /** Default: {@link DEFAULT_TURN_EVENTS_TTL_MS}. */
   ttlMs?: number;
+  /** Default: events stored clear (`CLEAR_FIELDS`); the database passes its own. A batch's `events` are encrypted. */
+  cipher?: ContentCipher;
 }
+
+const eventsRef = (batchId: string): FieldRef => ({ collection: COLLECTIONS.turnEvents, id: batchId, field: "events" });
 
 /**
  * A turn's events for resumption in another process (a client that reconnects to another
@@ -32,10 +38,12 @@ export interface TurnEventStoreOptions {
 export class TurnEventStore {
   readonly #batches: Collection<TurnEventBatch>;
   readonly #ttlMs: number;
+  readonly #cipher: ContentCipher;
 
   constructor(db: Db, options: TurnEventStoreOptions = {}) {
     this.#batches = db.collection<TurnEventBatch>(COLLECTIONS.turnEvents);
     this.#ttlMs = options.ttlMs ?? DEFAULT_TURN_EVENTS_TTL_MS;
+    this.#cipher = options.cipher ?? CLEAR_FIELDS;
   }
 
   async setup(): Promise<void> {
@@ -47,13 +55,14 @@ export class TurnEventStore {
   /** Stores the batch while `fence` holds; a non-empty batch only. */
   async append(turnId: string, events: TurnEvent[], fence: WriteFence, now = new Date()): Promise<void> {
     const from = events[0].id;
+    const _id = `${turnId}:${from}`;
     const batch: TurnEventBatch = {
-      _id: `${turnId}:${from}`,
+      _id,
       conversationId: fence.conversationId,
       turnId,
       from,
       to: events[events.length - 1].id,
-      events,
+      events: (await this.#cipher.sealJson(fence.conversationId, eventsRef(_id), events)) as TurnEvent[],
       expiresAt: new Date(now.getTime() + this.#ttlMs),
     };
     await fence.guard(
@@ -68,7 +77,8 @@ export class TurnEventStore {
       .find({ turnId, to: { $gt: afterId } })
       .sort({ to: 1 })
       .toArray();
-    return batches.flatMap((b) => b.events).filter((e) => e.id > afterId);
+    const opened = await Promise.all(batches.map((b) => this.#cipher.openJson<TurnEvent[]>(b.conversationId, eventsRef(b._id), b.events)));
+    return opened.flat().filter((e) => e.id > afterId);
   }
 
   /** The id of the turn's last stored event; 0 when none is stored. */

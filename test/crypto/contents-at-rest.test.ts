@@ -2,15 +2,19 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Document } from "mongodb";
+import { Binary, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { loadConfig } from "../../lib/config/config.js";
+import { AuditLog } from "../../lib/audit/audit-log.js";
+import { Eraser, verifyReceipt } from "../../lib/lifecycle/eraser.js";
 import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { ContentRefusedError } from "../../lib/errors.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
+import { ConversationSearch } from "../../lib/recall/conversation-search.js";
+import { recallTerms } from "../../lib/recall/recall-terms.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { ENCRYPTED_COLLECTIONS, ThreadwiseDatabase } from "../../lib/store/database.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
@@ -20,6 +24,7 @@ import { useTestDatabase } from "../support/store-fixture.js";
 /** What the user and the tools say: it must appear in no encrypted collection. */
 const MARKER = "ZEBRA-7731-CONFIDENTIAL";
 const alice: Caller = { principal: apiPrincipal("alice", "acme"), roles: [] };
+const operator = { issuer: "cli", tenant: null, subject: "ops" };
 const eve: Caller = { principal: apiPrincipal("eve", "globex"), roles: [] };
 
 const database = useTestDatabase("contents_at_rest", { clearBeforeEach: false });
@@ -64,6 +69,30 @@ async function rawDocuments(db = database.db): Promise<Record<string, Document[]
   return Object.fromEntries(entries);
 }
 
+/** Documents as text, binary fields (serialized checkpoints, ciphertexts) as their bytes: what a reader of a backup sees. */
+function rawText(value: unknown): string {
+  if (value instanceof Binary) return Buffer.from(value.value()).toString("latin1");
+  if (value instanceof Date || value === null || typeof value !== "object") return JSON.stringify(value) ?? "";
+  return Object.values(value).map(rawText).join(" ");
+}
+
+/**
+ * What stays clear, and why (docs/security.md, "What is not encrypted"): approvals' arguments, decisions and
+ * origin (the job that resumes the turn), which the Slack and Teams webhooks (no Encryption SDK) show in edit
+ * forms, check edits against and enqueue.
+ */
+const NOT_ENCRYPTED: Partial<Record<string, readonly string[] | "all">> = {
+  [COLLECTIONS.checkpoints]: "all",
+  [COLLECTIONS.checkpointWrites]: "all",
+  [COLLECTIONS.checkpointBlobs]: "all",
+  [COLLECTIONS.idempotency]: "all",
+  [COLLECTIONS.approvals]: ["args", "decision", "origin"],
+};
+
+function withoutFields(doc: Document, fields: readonly string[]): Document {
+  return Object.fromEntries(Object.entries(doc).filter(([key]) => !fields.includes(key)));
+}
+
 let conversationId: string;
 
 beforeAll(async () => {
@@ -87,7 +116,14 @@ describe("contents at rest", () => {
     for (const name of [COLLECTIONS.messages, COLLECTIONS.turns, COLLECTIONS.modelCalls, COLLECTIONS.turnArchive, COLLECTIONS.artifacts]) {
       expect(raw[name].length, name).toBeGreaterThan(0);
     }
-    for (const [name, docs] of Object.entries(raw)) expect(JSON.stringify(docs), name).not.toContain("ZEBRA-7731");
+    // Every collection, not only those listed as encrypted: what is left clear is named, with its reason, in NOT_ENCRYPTED.
+    for (const name of new Set(Object.values(COLLECTIONS))) {
+      const left = NOT_ENCRYPTED[name];
+      if (left === "all") continue;
+      const docs = (await database.db.collection(name).find({}).toArray()).map((doc) => withoutFields(doc, left ?? []));
+      // Lower case too: the recall index's terms are words in lower case, stemmed (`zebra`, `7731`) unless keyed.
+      expect(rawText(docs).toLowerCase(), name).not.toContain("zebra");
+    }
     // …while the product reads every one of them back.
     const messages = await app.database.messages.list(conversationId);
     expect(messages.filter((m) => m.content.includes(MARKER)).length).toBeGreaterThan(8);
@@ -95,6 +131,19 @@ describe("contents at rest", () => {
     expect(turns.some((t) => t.answer?.includes(MARKER))).toBe(true);
     expect(JSON.stringify(await app.database.turns.listCalls(turns[0]._id))).toContain(MARKER);
     expect(JSON.stringify(await app.database.archive.read(conversationId, 1, 3))).toContain(MARKER);
+  });
+
+  it("finds turns by their words through keyed terms, with the same hit as a search over words", async () => {
+    const search = new ConversationSearch({ index: app.database.recall });
+    const outcome = await search.search({ conversationId, query: "quarterly shipped zebra", limit: 3 });
+    expect(outcome.hits.length).toBeGreaterThan(0);
+    expect(JSON.stringify(outcome.hits[0])).toContain("shipped");
+    // The index itself holds hashes: the word is not a term of any entry, its keyed hash is.
+    const entries = await app.database.recall.entries(conversationId);
+    const [word] = recallTerms("shipped");
+    const [hashed] = await app.database.recall.queryTerms(conversationId, [word]);
+    expect(entries.some((e) => e.terms.has(word))).toBe(false);
+    expect(entries.some((e) => e.terms.has(hashed))).toBe(true);
   });
 
   it("refuses a ciphertext moved to another message of the conversation", async () => {
@@ -131,25 +180,37 @@ describe("contents at rest", () => {
     expect(messages[0].content).toBe(`hello, remember ${MARKER}`);
   });
 
-  it("shreds the tenant's keys: a copy of the database taken before is undecryptable, another tenant's is not", async () => {
+  it("erases the tenant by shredding its keys: the receipt names them, the audit log records it, a copy taken before is undecryptable", async () => {
     const { _id: theirs } = await app.database.conversations.create(eve.principal);
     await ask(theirs, "globex's own question", eve);
     const copy = await rawDocuments();
     const conversations = await database.db.collection(COLLECTIONS.conversations).find({}).toArray();
-    const receipt = await app.database.shredTenantKeys("api", "acme");
-    expect(receipt).toMatchObject({ issuer: "api", tenant: "acme", keySource: "local" });
-    expect(receipt.keys).toHaveLength(2);
+    const termKeys = await database.db.collection(COLLECTIONS.termKeys).find({}).toArray();
+    const audit = new AuditLog(database.db, { retentionDays: 30 });
+    const eraser = new Eraser({ database: app.database, audit, auditRetentionDays: 30 });
+    const receipt = await eraser.erase({ target: { kind: "tenant", issuer: "api", tenant: "acme" }, actor: operator, channel: "cli" });
+    expect(receipt.method).toBe("crypto-shredding");
+    expect(receipt.keys).toMatchObject({ source: "local", ids: [expect.any(String), expect.any(String)] });
+    expect(new Date(receipt.keys?.finalAt ?? 0).getTime()).toBeGreaterThan(new Date(receipt.keys?.shreddedAt ?? 0).getTime());
+    expect(receipt.pending.find((p) => p.where === "MongoDB backups")?.until).toBe(receipt.keys?.finalAt);
+    expect(verifyReceipt(receipt)).toBe(true);
+    const [shred] = (await audit.list({ issuer: "api", tenant: "acme" }, { limit: 10 })).filter((r) => r.action === "key.shred");
+    expect(shred).toMatchObject({ actor: operator, resource: { keyIds: receipt.keys?.ids.join(",") } });
+    // No key material in the audit log: only ids.
+    expect(JSON.stringify(shred)).not.toMatch(/"key":/);
     // The backup, restored into a database of its own and read with the same key directory.
     const restored = testDatabase("contents_restored");
     await restored.client.connect();
     try {
-      for (const [name, docs] of Object.entries({ ...copy, [COLLECTIONS.conversations]: conversations })) {
+      for (const [name, docs] of Object.entries({ ...copy, [COLLECTIONS.conversations]: conversations, [COLLECTIONS.termKeys]: termKeys })) {
         if (docs.length > 0) await restored.db.collection(name).insertMany(docs);
       }
       const reader = new ThreadwiseDatabase(restored.client, { dbName: restored.dbName, contentKeys: new LocalTenantKeys(keysDir) });
       const error = await reader.messages.list(conversationId).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ContentRefusedError);
       expect((error as ContentRefusedError).reason).toBe("undecryptable");
+      // The recall index's term key is sealed by the shredded keys too: its hashes cannot be linked to words again.
+      await expect(reader.recall.queryTerms(conversationId, ["zebra"])).rejects.toBeInstanceOf(ContentRefusedError);
       expect((await reader.messages.list(theirs)).map((m) => m.content)).toContain("globex's own question");
     } finally {
       await restored.cleanup();
@@ -184,11 +245,17 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     expect(written.archive).toContain(MARKER);
     expect(JSON.stringify(written.artifacts)).toContain(MARKER);
     expect(JSON.stringify(await rawDocuments(clear.db))).toContain(MARKER);
+    expect(rawText(await clear.db.collection(COLLECTIONS.recallIndex).find({}).toArray())).toContain("zebra");
     await before.close();
 
     const after = new ThreadwiseDatabase(clear.client, { dbName: clear.dbName, contentKeys: new LocalTenantKeys(keysDir) });
     await after.setup();
-    for (const [name, docs] of Object.entries(await rawDocuments(clear.db))) expect(JSON.stringify(docs), name).not.toContain("ZEBRA-7731");
+    for (const name of new Set(Object.values(COLLECTIONS))) {
+      const left = NOT_ENCRYPTED[name];
+      if (left === "all") continue;
+      const docs = (await clear.db.collection(name).find({}).toArray()).map((doc) => withoutFields(doc, left ?? []));
+      expect(rawText(docs).toLowerCase(), name).not.toContain("zebra");
+    }
     expect(await read(after)).toEqual(written);
     expect(await after.encryptStoredContents()).toEqual({ encrypted: 0, orphaned: 0 });
   }, 240_000);
