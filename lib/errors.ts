@@ -458,3 +458,8 @@ export class ContentRefusedError extends ThreadwiseError {
 export class ContentKeysUnavailableError extends ThreadwiseError {
   override name = "ContentKeysUnavailableError";
 }
+
+/** The database's schema version is newer than this release's migrations (set up by a later release), or the migrations are misnumbered. */
+export class SchemaVersionError extends ThreadwiseError {
+  override name = "SchemaVersionError";
+}

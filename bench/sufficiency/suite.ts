@@ -13,9 +13,7 @@ import { apiPrincipal } from "../../lib/auth/principal.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { toolOutputNotice } from "../../lib/model-view/tool-output-notice.js";
 import { offloadedArtifact } from "../../lib/model-view/tool-output-artifact.js";
-import { recallText } from "../../lib/recall/turn-indexer.js";
-import { termFrequencies } from "../../lib/recall/recall-terms.js";
-import { recallToolOutputs } from "../../lib/recall/turn-indexer.js";
+import { recallEntryTerms, recallToolOutputs } from "../../lib/recall/turn-indexer.js";
 import type { MongoClient } from "mongodb";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { createReadToolOutputTool } from "../../lib/tools/read-tool-output.js";
@@ -212,9 +210,7 @@ export async function loadCase(database: ThreadwiseDatabase, c: SufficiencyCase,
         answer: turn.answer,
         tools: recallToolOutputs(tools),
       };
-      const terms = termFrequencies(recallText(record));
-      let length = 0;
-      for (const count of terms.values()) length += count;
+      const { terms, length } = recallEntryTerms(record);
       await recall.add(record, { length, terms }, fence);
     }
     return { case: c, conversationId, thread, rawThread, finishedTurns: turns.length, turns, readToolOutput: createReadToolOutputTool(database.artifacts) };

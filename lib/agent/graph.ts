@@ -36,6 +36,7 @@ import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResu
 import { currentTurnMessages } from "./approval-context.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
+import { modelMessageId } from "../events/turn-event.js";
 import type { TurnAdmission } from "../limits/turn-admission.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import { archivePlan } from "./working-set.js";
@@ -304,6 +305,8 @@ export function createAgentGraph(options: AgentGraphOptions) {
       toolCalls: record.toolCalls.length,
     });
     faults?.at("after-model-call");
+    // The id its streamed text was sent under, whatever the provider named it.
+    response.id = modelMessageId(ctx.turnId, index);
     return { messages: [stampTokenCount(response)] };
   }
 

@@ -52,10 +52,47 @@ export function openAiCompatibleCallError(error: unknown, baseUrl: string): unkn
   }
   const unreachable = error instanceof OpenAIClient.APIConnectionError || (error instanceof Error && error.name === "TimeoutError");
   if (unreachable) {
-    const reason = `no answer from the OpenAI-compatible server at ${server} (${error instanceof Error ? error.name : "Error"})`;
+    const reason = `${unreachableCause(error)}: no answer from the OpenAI-compatible server at ${withoutSecrets(baseUrl)}`;
     return new ModelCallFailedError(`the model could not be reached (${reason})`, "model_unreachable", reason, { cause: error });
   }
   return error;
+}
+
+/** What a system error's code means when a call got no answer (Node's and undici's codes). */
+const UNREACHABLE_CAUSES: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ETIMEDOUT: "connection timed out",
+  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
+  UND_ERR_SOCKET: "connection closed",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host lookup failed",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+};
+/** How deep a failed fetch nests the system error: the client's error, fetch's TypeError, the socket's error. */
+const MAX_CAUSE_DEPTH = 5;
+
+/**
+ * Why a call got no answer, from the first error code in its cause chain (the codes, never the
+ * messages, which can quote what was sent): "connection refused (ECONNREFUSED)", "timed out", or
+ * "connection failed" when nothing says more.
+ */
+function unreachableCause(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < MAX_CAUSE_DEPTH; depth++) {
+    if (current instanceof OpenAIClient.APIConnectionTimeoutError || current.name === "TimeoutError") return "timed out";
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && code !== "") return `${UNREACHABLE_CAUSES[code] ?? "connection failed"} (${code})`;
+    current = current.cause;
+  }
+  return "connection failed";
+}
+
+/** A base URL as a reason may show it: scheme, host and path, without credentials or query. */
+function withoutSecrets(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  return `${url.origin}${url.pathname}`;
 }
 
 /**

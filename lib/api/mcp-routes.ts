@@ -116,6 +116,8 @@ export function threadwiseMcpServer(deps: McpRoutesDeps, caller: Caller): McpSer
         return result({ conversationId: conversation._id, messages: await messages.list(conversation._id) });
       }),
   );
+  // registerTool announces tools.listChanged; a stateless server for one request never sends that notification.
+  server.server.registerCapabilities({ tools: { listChanged: undefined } });
   return server;
 }
 

@@ -27,6 +27,15 @@ export type FinalEventBody = Extract<TurnEventBody, { type: "done" | "failed" | 
 
 export type TurnEventType = TurnEventBody["type"];
 
+/**
+ * The id of the message model call `modelCall` of turn `turnId` writes: the graph stamps it on the
+ * model's answer and the Agent Protocol names that call's `text` deltas with it, so a streamed
+ * chunk and the message the thread keeps are one message (docs/agent-protocol.md).
+ */
+export function modelMessageId(turnId: string, modelCall: number): string {
+  return `run-${turnId}-${modelCall}`;
+}
+
 /** The event names, as SSE and the OpenAPI document give them. */
 export const TURN_EVENT_TYPES = [
   "progress",

@@ -7,7 +7,9 @@ import { BudgetExhaustedError, type RateLimitedError } from "../errors.js";
 import { windowsAt } from "./windows.js";
 import { effectiveLimits, LimitOverrides } from "./limit-overrides.js";
 import { scopesOf, type LimitScope } from "./limit-scope.js";
-import { microsOf, UsageLedger, type Amount, type CallUsage, type HeldReservation, type ScopeLimits, type ScopeSpend, type UsageDay } from "./usage-ledger.js";
+import type { CallUsage, UsageDay } from "./daily-usage.js";
+import { microsOf, type Amount, type ScopeLimits } from "./limit-claims.js";
+import { UsageLedger, type HeldReservation, type ScopeSpend } from "./usage-ledger.js";
 
 /** What one settled model call adds to a tenant's or user's usage, for the usage metrics (tenant as a property, never a dimension). */
 export interface LimitUsageEvent {

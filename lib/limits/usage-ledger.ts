@@ -1,63 +1,15 @@
 import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection, type Db } from "mongodb";
-import { BudgetExhaustedError, RateLimitedError } from "../errors.js";
-import type { LimitName } from "../config/limits-config.js";
+import { RateLimitedError } from "../errors.js";
 import { COLLECTIONS } from "../store/collections.js";
+import { DailyUsage, type CallUsage, type UsageDay } from "./daily-usage.js";
+import { claimLimitReached, claimStatement, type Amount, type Claim, type CounterDocument, type ScopeLimits } from "./limit-claims.js";
 import { scopeId, type LimitScope } from "./limit-scope.js";
-import { isoDay, windowsAt, type Windows } from "./windows.js";
+import { windowsAt, type Windows } from "./windows.js";
 
 /** One document per tenant and per user: what counts against its limits now (docs/limits.md, "How a limit is kept"). */
 export const LIMIT_COUNTERS_COLLECTION = COLLECTIONS.limitCounters;
-/** One document per tenant or user and UTC day: what was used, by kind, for the admin API. */
-export const USAGE_DAILY_COLLECTION = COLLECTIONS.usageDaily;
-/** Days a day's usage is kept. */
-export const USAGE_RETENTION_DAYS = 400;
-/** Seconds a client is asked to wait when it holds as many turns or streams as it may. */
-export const CONCURRENCY_RETRY_AFTER_S = 5;
 /** Times a claim is tried again when it lost a race to create a counter document, or freed expired holders. */
 const CLAIM_ATTEMPTS = 3;
-
-/** A model call's cost as the limits count it: weighted tokens, and micro-dollars (integers, so sums are exact). */
-export interface Amount {
-  tokens: number;
-  micros: number;
-}
-
-interface ReservationRecord extends Amount {
-  day: string;
-  month: string;
-  until: Date;
-}
-
-/** Field names are window keys, turn ids and reservation ids; counts are integers. */
-export interface CounterDocument {
-  _id: string;
-  /** Turns started, by minute. */
-  turns?: Record<string, number>;
-  /** Turns holding a concurrency slot, until when. */
-  active?: Record<string, Date>;
-  activeCount?: number;
-  streams?: Record<string, Date>;
-  streamCount?: number;
-  /** Weighted tokens settled and reserved, by day. */
-  tokens?: Record<string, number>;
-  /** Micro-dollars settled and reserved, by month. */
-  micros?: Record<string, number>;
-  /** Reservations of model calls not settled yet. */
-  res?: Record<string, ReservationRecord>;
-}
-
-/** A scope and the limits that apply to it (null: none). */
-export interface ScopeLimits {
-  scope: LimitScope;
-  limits: Record<LimitName, number | null>;
-}
-
-/** What one claim takes: a turn's slot and start, a stream's slot, a model call's reservation. */
-export interface Claim {
-  turnId?: string;
-  streamId?: string;
-  reservation?: { id: string; amount: Amount };
-}
 
 /** A reservation held against every scope of a call, to settle or release. */
 export interface HeldReservation {
@@ -66,36 +18,6 @@ export interface HeldReservation {
   day: string;
   month: string;
   scopes: LimitScope[];
-}
-
-/** What a settled call used, by kind, for the day's usage. */
-export interface CallUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-}
-
-/** A day of a scope's usage, as the admin API shows it. */
-export interface UsageDay {
-  day: string;
-  turns: number;
-  modelCalls: number;
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheWriteTokens: number;
-  /** Tokens as the limits count them (cache reads and writes weighted as priced). */
-  weightedTokens: number;
-  costUsd: number;
-}
-
-interface UsageDailyDocument extends Omit<UsageDay, "day" | "costUsd"> {
-  _id: string;
-  scopeId: string;
-  day: string;
-  costMicros: number;
-  expireAt: Date;
 }
 
 /** After a settlement: what the scope has spent this month, for the budget metrics. */
@@ -109,9 +31,6 @@ const isDuplicateKey = (error: unknown) =>
   (error instanceof MongoBulkWriteError || error instanceof MongoServerError) &&
   (error.code === 11000 || (error instanceof MongoBulkWriteError && Array.isArray(error.writeErrors) && error.writeErrors.some((w) => w.code === 11000)));
 
-/** Micro-dollars of a limit in US dollars. */
-export const microsOf = (usd: number) => Math.round(usd * 1_000_000);
-
 /**
  * The counters behind every limit, exact across containers. A claim is one ordered bulk write
  * (one command, one round trip) of a conditional upsert per scope: the filter holds the limits
@@ -119,18 +38,19 @@ export const microsOf = (usd: number) => Math.round(usd * 1_000_000);
  * a document that does not fit makes the upsert collide with it (duplicate key) and nothing of
  * that scope changes. Only a refusal reads: to name the limit, undo the scopes already claimed,
  * free slots and reservations whose holders died (past their `until`), or retry a lost race to
- * create a document.
+ * create a document. What each kind of claim asks of a document is in `limit-claims.ts`; the
+ * day-by-day record of settled calls in `daily-usage.ts`.
  */
 export class UsageLedger {
   private readonly counters: Collection<CounterDocument>;
-  private readonly daily: Collection<UsageDailyDocument>;
+  private readonly daily: DailyUsage;
 
   constructor(
     db: Db,
     private readonly options: { reservationTtlMs: number; slotTtlMs: number; now?: () => Date },
   ) {
     this.counters = db.collection<CounterDocument>(LIMIT_COUNTERS_COLLECTION);
-    this.daily = db.collection<UsageDailyDocument>(USAGE_DAILY_COLLECTION);
+    this.daily = new DailyUsage(db, () => this.now());
   }
 
   private now(): Date {
@@ -138,10 +58,7 @@ export class UsageLedger {
   }
 
   async setup(): Promise<void> {
-    await Promise.all([
-      this.daily.createIndex({ scopeId: 1, day: 1 }, { name: "scope_day" }),
-      this.daily.createIndex({ expireAt: 1 }, { name: "expiry", expireAfterSeconds: 0 }),
-    ]);
+    await this.daily.setup();
   }
 
   /** Takes the claim against every scope, or none of them; refused, throws the limit that is reached. Returns the reservation held, if any. */
@@ -177,35 +94,8 @@ export class UsageLedger {
 
   /** The conditional upsert of one scope. */
   private statement(s: ScopeLimits, claim: Claim, w: Windows) {
-    const { limits } = s;
-    const filter: Record<string, unknown> = { _id: scopeId(s.scope) };
-    const inc: Record<string, number> = {};
-    const set: Record<string, unknown> = {};
-    const until = (ms: number) => new Date(this.now().getTime() + ms);
-    if (claim.turnId) {
-      filter[`active.${claim.turnId}`] = { $exists: false };
-      if (limits.turnsPerMinute !== null) filter[`turns.${w.minute}`] = { $not: { $gte: limits.turnsPerMinute } };
-      if (limits.concurrentTurns !== null) filter.activeCount = { $not: { $gte: limits.concurrentTurns } };
-      inc[`turns.${w.minute}`] = 1;
-      inc.activeCount = 1;
-      set[`active.${claim.turnId}`] = until(this.options.slotTtlMs);
-    }
-    if (claim.streamId) {
-      filter[`streams.${claim.streamId}`] = { $exists: false };
-      if (limits.concurrentStreams !== null) filter.streamCount = { $not: { $gte: limits.concurrentStreams } };
-      inc.streamCount = 1;
-      set[`streams.${claim.streamId}`] = until(this.options.slotTtlMs);
-    }
-    if (claim.reservation) {
-      const { id, amount } = claim.reservation;
-      filter[`res.${id}`] = { $exists: false };
-      if (limits.tokensPerDay !== null) filter[`tokens.${w.day}`] = { $not: { $gt: limits.tokensPerDay - amount.tokens } };
-      if (limits.usdPerMonth !== null) filter[`micros.${w.month}`] = { $not: { $gt: microsOf(limits.usdPerMonth) - amount.micros } };
-      inc[`tokens.${w.day}`] = amount.tokens;
-      inc[`micros.${w.month}`] = amount.micros;
-      set[`res.${id}`] = { ...amount, day: w.day, month: w.month, until: until(this.options.reservationTtlMs) } satisfies ReservationRecord;
-    }
-    return { filter, update: { $inc: inc, $set: set } };
+    const { slotTtlMs, reservationTtlMs } = this.options;
+    return claimStatement(s, claim, w, { now: this.now(), slotTtlMs, reservationTtlMs });
   }
 
   /**
@@ -243,35 +133,7 @@ export class UsageLedger {
   }
 
   private limitReached(s: ScopeLimits, doc: CounterDocument | undefined, claim: Claim, w: Windows): Error | undefined {
-    const { limits, scope } = s;
-    const who = scope.kind === "user" ? "your" : "your organization's";
-    const name = (limit: LimitName) => `${scope.kind}.${limit}`;
-    const seconds = (at: Date) => Math.max(1, Math.ceil((at.getTime() - this.now().getTime()) / 1000));
-    if (claim.turnId) {
-      if (limits.turnsPerMinute !== null && (doc?.turns?.[w.minute] ?? 0) >= limits.turnsPerMinute) {
-        return new RateLimitedError(`${who} limit of ${limits.turnsPerMinute} turns per minute is reached`, name("turnsPerMinute"), seconds(w.minuteEnds));
-      }
-      if (limits.concurrentTurns !== null && (doc?.activeCount ?? 0) >= limits.concurrentTurns) {
-        return new RateLimitedError(`${who} limit of ${limits.concurrentTurns} turns at once is reached`, name("concurrentTurns"), CONCURRENCY_RETRY_AFTER_S);
-      }
-    }
-    if (claim.streamId && limits.concurrentStreams !== null && (doc?.streamCount ?? 0) >= limits.concurrentStreams) {
-      return new RateLimitedError(
-        `${who} limit of ${limits.concurrentStreams} streams at once is reached`,
-        name("concurrentStreams"),
-        CONCURRENCY_RETRY_AFTER_S,
-      );
-    }
-    if (claim.reservation) {
-      const { amount } = claim.reservation;
-      if (limits.tokensPerDay !== null && (doc?.tokens?.[w.day] ?? 0) > limits.tokensPerDay - amount.tokens) {
-        return new BudgetExhaustedError(`${who} budget of ${limits.tokensPerDay} model tokens per day is used up`, name("tokensPerDay"), w.dayEnds);
-      }
-      if (limits.usdPerMonth !== null && (doc?.micros?.[w.month] ?? 0) > microsOf(limits.usdPerMonth) - amount.micros) {
-        return new BudgetExhaustedError(`${who} budget of ${limits.usdPerMonth} US dollars per month is used up`, name("usdPerMonth"), w.monthEnds);
-      }
-    }
-    return undefined;
+    return claimLimitReached(s, doc, claim, w, this.now());
   }
 
   /** Gives back what a claim took of one scope, if it holds it. */
@@ -355,7 +217,7 @@ export class UsageLedger {
    */
   async settle(r: HeldReservation, actual: Amount, usage?: CallUsage & { firstCall: boolean }): Promise<ScopeSpend[]> {
     const spends = Promise.all(r.scopes.map((scope) => this.settleScope(scope, r, actual)));
-    if (usage) await Promise.all(r.scopes.map((scope) => this.recordUsage(scope, actual, usage)));
+    if (usage) await Promise.all(r.scopes.map((scope) => this.daily.record(scope, actual, usage)));
     return spends;
   }
 
@@ -391,47 +253,9 @@ export class UsageLedger {
     if (Object.keys(unset).length > 0) void this.counters.updateOne({ _id: doc._id }, { $unset: unset }).catch(() => undefined);
   }
 
-  private async recordUsage(scope: LimitScope, actual: Amount, usage: CallUsage & { firstCall: boolean }): Promise<void> {
-    const now = this.now();
-    const day = windowsAt(now).day;
-    const id = scopeId(scope);
-    await this.daily.updateOne(
-      { _id: `${id}|${day}` },
-      {
-        $inc: {
-          turns: usage.firstCall ? 1 : 0,
-          modelCalls: 1,
-          inputTokens: usage.inputTokens,
-          outputTokens: usage.outputTokens,
-          cacheReadTokens: usage.cacheReadTokens,
-          cacheWriteTokens: usage.cacheWriteTokens,
-          weightedTokens: actual.tokens,
-          costMicros: actual.micros,
-        },
-        $setOnInsert: { scopeId: id, day, expireAt: new Date(now.getTime() + USAGE_RETENTION_DAYS * 86_400_000) },
-      },
-      { upsert: true },
-    );
-  }
-
   /** A scope's usage by day, `from` to `to` inclusive (`YYYY-MM-DD`), oldest first. */
-  async usage(scope: LimitScope, from: string, to: string): Promise<UsageDay[]> {
-    const key = (iso: string) => iso.replaceAll("-", "");
-    const docs = await this.daily
-      .find({ scopeId: scopeId(scope), day: { $gte: key(from), $lte: key(to) } })
-      .sort({ day: 1 })
-      .toArray();
-    return docs.map((d) => ({
-      day: isoDay(d.day),
-      turns: d.turns,
-      modelCalls: d.modelCalls,
-      inputTokens: d.inputTokens,
-      outputTokens: d.outputTokens,
-      cacheReadTokens: d.cacheReadTokens,
-      cacheWriteTokens: d.cacheWriteTokens,
-      weightedTokens: d.weightedTokens,
-      costUsd: d.costMicros / 1_000_000,
-    }));
+  usage(scope: LimitScope, from: string, to: string): Promise<UsageDay[]> {
+    return this.daily.usage(scope, from, to);
   }
 
   /** What counts against a scope's limits now: turns this minute, slots held, tokens today, dollars this month (reservations included). */

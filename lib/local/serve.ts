@@ -3,7 +3,7 @@ import { loadConfig, type Config } from "../config/config.js";
 import { channelCredentialsFromEnv } from "../config/credentials.js";
 import { startLocalServer } from "./local-server.js";
 import { settingNameWarnings } from "../config/setting-names.js";
-import { startupBanner } from "./startup-banner.js";
+import { modelFacts, startupBanner } from "./startup-banner.js";
 import { explainStartupError } from "./startup-error.js";
 import { registerLocalTracing, type LocalTracing } from "./tracing.js";
 
@@ -55,8 +55,7 @@ for (const line of startupBanner({
   url: server.url,
   mongodbUri: server.mongodbUri,
   embedded: config.mongodbUri === undefined,
-  provider: config.model.provider,
-  model: config.model.provider === "bedrock" ? config.model.bedrockModelId : undefined,
+  ...modelFacts(config.model),
   tools: server.app.tools.names(),
   toolRoles: config.tools.roles,
   approvals: config.tools.approvals,

@@ -11,6 +11,8 @@ export interface BannerFacts {
   provider: string;
   /** The model the provider calls (none for the offline model). */
   model?: string;
+  /** Where it is called: the OpenAI-compatible server's base URL (`OPENAI_BASE_URL`). */
+  baseUrl?: string;
   tools: readonly string[];
   /** Tool name to roles (`TOOL_ROLES`); a tool not listed is open to everyone. */
   toolRoles: Readonly<Record<string, readonly string[]>>;
@@ -30,6 +32,35 @@ function approvalsLine(approvals: ApprovalsConfig): string {
   return `approvals on: ${each.join(", ")} wait for a person, at most ${hours} h`;
 }
 
+/** The model settings the banner names, as `loadConfig` gives them (`config.model`). */
+export interface BannerModelSettings {
+  provider: string;
+  bedrockModelId: string;
+  openAiCompatible?: { baseUrl: string; model: string };
+}
+
+/** Which model the provider calls, and where: Bedrock's model id, or the OpenAI-compatible server's model and base URL. */
+export function modelFacts(model: BannerModelSettings): Pick<BannerFacts, "provider" | "model" | "baseUrl"> {
+  if (model.provider === "bedrock") return { provider: model.provider, model: model.bedrockModelId };
+  if (model.openAiCompatible) return { provider: model.provider, model: model.openAiCompatible.model, baseUrl: model.openAiCompatible.baseUrl };
+  return { provider: model.provider };
+}
+
+/** A URL as the banner prints it: without credentials or query, which can carry a key. */
+function printableUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return "(not a URL)";
+  }
+}
+
+function modelLine(facts: BannerFacts): string {
+  if (!facts.model) return `model provider ${facts.provider}`;
+  return `model provider ${facts.provider}: ${facts.model}${facts.baseUrl ? ` at ${printableUrl(facts.baseUrl)}` : ""}`;
+}
+
 /** The local server's start-up lines, one fact each. */
 export function startupBanner(facts: BannerFacts): string[] {
   const restricted = facts.tools.filter((tool) => facts.toolRoles[tool] !== undefined);
@@ -39,7 +70,7 @@ export function startupBanner(facts: BannerFacts): string[] {
     facts.embedded
       ? `mongodb ${printableMongoUri(facts.mongodbUri)} (embedded, in memory: conversations are lost when it stops; set MONGODB_URI to keep them)`
       : `mongodb ${printableMongoUri(facts.mongodbUri)}`,
-    facts.model ? `model provider ${facts.provider}: ${facts.model}` : `model provider ${facts.provider}`,
+    modelLine(facts),
     `tools ${facts.tools.join(", ")}${restricted.length > 0 ? ` (by role: ${restricted.join(", ")})` : ""}`,
     approvalsLine(facts.approvals),
     facts.recall.embeddingsModelId

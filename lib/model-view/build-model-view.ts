@@ -493,8 +493,8 @@ function dispositionsOf(
  *   last `policy.finishedTurns` finished turns are kept (budget permitting), at most
  *   `finishedTurns + historyBlockTurns - 1`, so the history's beginning changes once a block;
  * - with `policy.outOfSight`, the system part says how many finished turns before the oldest kept one
- *   are out of sight, what they were about and the tools that ran in them (`outOfSightNotice`), changing
- *   only when that turn moves;
+ *   are out of sight, what they were about, the names they used and the tools that ran in them
+ *   (`outOfSightNotice`), changing only when that turn moves;
  * - with `policy.parameterLedger`, the system part then lists the time anchors the queries of the
  *   turns before the oldest kept one resolved (`carriedLedger`), bounded, changing only when that turn moves;
  * - with `policy.standingLedger`, it then lists the standing statements of those turns (`carriedStanding`:

@@ -43,10 +43,12 @@ export {
   ledgerText,
   PARAMETER_LEDGER_HEADING,
 } from "./parameter-ledger.js";
-export { callFilters, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
+export { callFilters, callParameters, DEFAULT_TURN_DIGEST, DIGEST_WHOLE_OUTPUT_TOKENS, TURN_DIGEST_HEADING, turnDigest } from "./turn-digest.js";
 export {
   DEFAULT_OUT_OF_SIGHT_STEP_TURNS,
   EMPTY_OUT_OF_SIGHT_SUMMARY,
+  namesIn,
+  OUT_OF_SIGHT_NAMES,
   outOfSightNotice,
   summaryAfterTurn,
   summaryAfterTurns,

@@ -6,7 +6,7 @@ import { offloadedArtifact, storedArtifact } from "./tool-output-artifact.js";
 import type { TurnDigestPolicy } from "./types.js";
 
 /** The digest a kept finished turn shows after its answer when `ModelViewPolicy.turnDigest` is set. */
-export const DEFAULT_TURN_DIGEST: TurnDigestPolicy = { recentTurns: 1, outputTokens: 220, argsChars: 400 };
+export const DEFAULT_TURN_DIGEST: TurnDigestPolicy = { recentTurns: 1, outputTokens: 180, argsChars: 400 };
 
 /** Opens the digest, so the model can tell it from what it said. */
 export const TURN_DIGEST_HEADING = "[Tools used:]";
@@ -48,8 +48,15 @@ function headLines(output: string, tokens: number, handle?: string): string {
   const rest = lines.length - kept.length;
   if (rest === 0) return kept.join("\n");
   const more = `… ${rest} more line${rest === 1 ? "" : "s"} not shown`;
-  return `${kept.join("\n")}\n${handle ? `${more}: ${handle} (${READ_TOOL_OUTPUT_TOOL})` : more}`;
+  return `${kept.join("\n")}\n${handle ? `${more}: ${handle}` : more}`;
 }
+
+/**
+ * Tokens up to which a digest shows a stored output whole in any turn, recent or not: about what
+ * naming its handle costs (" → output art_…", 15 tokens), so a one-row answer is cheaper in view
+ * than one call away.
+ */
+export const DIGEST_WHOLE_OUTPUT_TOKENS = 16;
 
 /** Characters of a failed or refused call's output a digest shows, whichever turn it is in: what went wrong, in a line. */
 export const DIGEST_ERROR_CHARS = 240;
@@ -119,12 +126,13 @@ export function callParameters(args: Record<string, unknown> | undefined, chars:
 
 /**
  * The digest of a finished turn's tool exchange (`messages` is the turn, from its question): each
- * call's tool and resolved parameters (`callParameters`); for an offloaded output, its handle; for a
- * call that failed or did not run (`status: "error"`), its output's first line; in a recent turn,
- * the first lines of the outputs the view has no other way to (all but offloaded ones and
- * `read_tool_output`'s, which the same call reads again), the turn's outputs sharing `outputTokens`
- * (`outputShares`); and the handle of every stored output (`storedArtifact`) the digest does not show
- * whole, so nothing a tool returned becomes unreachable. Empty when the turn called no tool. A turn's
+ * call's tool and resolved parameters (`callParameters`); for an offloaded output, its handle on the
+ * call's line (` → output art_…, N tokens`); for a call that failed or did not run (`status:
+ * "error"`), its output's first line; in a recent turn, the first lines of the outputs the view has
+ * no other way to (all but offloaded ones and `read_tool_output`'s, which the same call reads again),
+ * the turn's outputs sharing `outputTokens` (`outputShares`); in any turn, an output of at most
+ * `DIGEST_WHOLE_OUTPUT_TOKENS` whole; and the handle of every stored output (`storedArtifact`) the
+ * digest does not show whole, so nothing a tool returned becomes unreachable. Empty when the turn called no tool. A turn's
  * digest depends only on the turn and on whether it is recent, so the history's text changes only
  * when a turn stops being recent (which the view makes coincide with the history block moving).
  */
@@ -144,17 +152,21 @@ export function turnDigest(messages: readonly BaseMessage[], policy: TurnDigestP
     : new Map();
   const lines: string[] = [];
   for (const call of calls) {
-    lines.push(`- ${call.name} ${callParameters(call.args, policy.argsChars)}`);
     const result = call.id === undefined ? undefined : results.get(call.id);
     const artifact = result && offloadedArtifact(result);
-    if (artifact) lines.push(`  output: ${artifact.handle}, ${artifact.tokens} tokens (${READ_TOOL_OUTPUT_TOOL})`);
-    if (result?.status === "error") lines.push(`  ${clipChars(firstLine(messageText(result.content)), DIGEST_ERROR_CHARS)}`);
     const output = shown(call);
-    if (!output) continue;
-    const share = shares.get(output);
-    const handle = storedArtifact(output)?.handle;
-    if (share) lines.push(headLines(withoutBlankLines(messageText(output.content)), share, handle));
-    else if (handle) lines.push(`  output: ${handle} (${READ_TOOL_OUTPUT_TOOL})`);
+    const text = output && withoutBlankLines(messageText(output.content));
+    const share = output && shares.get(output);
+    const whole = text !== undefined && !share && linesTokens(text, DIGEST_WHOLE_OUTPUT_TOKENS + 1) <= DIGEST_WHOLE_OUTPUT_TOKENS;
+    const handle = output && storedArtifact(output)?.handle;
+    // The handle on the call's line: of an offloaded output, with its size; of a stored one the digest does not show.
+    let line = `- ${call.name} ${callParameters(call.args, policy.argsChars)}`;
+    if (artifact) line += ` → output ${artifact.handle}, ${artifact.tokens} tokens`;
+    else if (handle && !share && !whole) line += ` → output ${handle}`;
+    lines.push(line);
+    if (result?.status === "error") lines.push(`  ${clipChars(firstLine(messageText(result.content)), DIGEST_ERROR_CHARS)}`);
+    if (text !== undefined && share) lines.push(headLines(text, share, handle));
+    else if (text !== undefined && whole) lines.push(text);
   }
   return lines.length === 0 ? "" : `${TURN_DIGEST_HEADING}\n${lines.join("\n")}`;
 }

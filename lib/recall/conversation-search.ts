@@ -66,6 +66,8 @@ export interface RecallHit {
   lexical: number;
   /** Cosine similarity to the query; absent without embeddings. */
   semantic?: number;
+  /** Earlier turns with exactly the same text (the same question asked again, the same answer), left out of the hits for this one. */
+  repeats?: number[];
 }
 
 export interface SearchOutcome {
@@ -123,6 +125,39 @@ function fuse(lexical: Map<RecallEntry, number>, semantic: Map<RecallEntry, numb
   return ranked(fused);
 }
 
+/** An entry's terms and their counts, as one string: two turns with the same key said the same words. */
+function contentKey(entry: RecallEntry): string {
+  return [...entry.terms]
+    .map(([term, count]) => `${term}:${count}`)
+    .sort()
+    .join(" ");
+}
+
+/**
+ * The order with each turn whose index entry repeats a better-ranked one's (the same question asked
+ * again and answered the same, as a daily check is) left out, among its first `most`; `repeats` gets,
+ * for each kept turn, the turn numbers it stands for. A repeated turn adds nothing to a hit and would
+ * take the place of a turn that does.
+ */
+export function withoutRepeats(order: readonly RecallEntry[], most: number, repeats: Map<RecallEntry, number[]>): RecallEntry[] {
+  const kept: RecallEntry[] = [];
+  const byKey = new Map<string, RecallEntry>();
+  for (const [i, entry] of order.entries()) {
+    if (i >= most) {
+      kept.push(...order.slice(i));
+      break;
+    }
+    const key = `${entry.length}|${contentKey(entry)}`;
+    const first = byKey.get(key);
+    if (first) repeats.set(first, [...(repeats.get(first) ?? []), entry.turnNumber]);
+    else {
+      byKey.set(key, entry);
+      kept.push(entry);
+    }
+  }
+  return kept;
+}
+
 function normalizedText(record: RecallTurnDocument): string {
   return recallText(record).toLowerCase().replace(/\s+/g, " ");
 }
@@ -151,6 +186,8 @@ export class ConversationSearch {
     let order = queryVector ? fuse(lexical, semantic) : ranked(lexical);
     // Turns out of sight first: the model sees the others in part already, so they only fill the rest.
     if (firstInView !== undefined) order = [...order.filter((e) => e.turnNumber <= firstInView), ...order.filter((e) => e.turnNumber > firstInView)];
+    const repeats = new Map<RecallEntry, number[]>();
+    order = withoutRepeats(order, request.limit * PHRASE_CANDIDATES_PER_RESULT, repeats);
     const phrases = [...new Set(quotedPhrases(request.query))].slice(0, MAX_QUERY_PHRASES);
     const firstPerson = FIRST_PERSON.test(request.query);
     const wide = phrases.length > 0 || firstPerson;
@@ -187,6 +224,8 @@ export class ConversationSearch {
       const record = records.get(entry.turnId);
       if (!record) continue;
       const hit: RecallHit = { record, lexical: lexical.get(entry) ?? 0 };
+      const same = repeats.get(entry);
+      if (same) hit.repeats = same;
       if (queryVector) hit.semantic = semantic.get(entry);
       hits.push(hit);
     }

@@ -42,31 +42,75 @@ export interface SearchConversationToolOptions {
   allowedRoles?: readonly string[];
 }
 
-/** The chunk of an output past its preview that holds the most of the query's terms; none when no chunk holds one. */
-export function bestChunk(chunks: readonly string[] | undefined, queryTerms: ReadonlySet<string>): { chunk: string; index: number } | undefined {
-  let best: { chunk: string; index: number; score: number } | undefined;
-  (chunks ?? []).forEach((chunk, index) => {
-    const score = new Set(recallTerms(chunk).filter((t) => queryTerms.has(t))).size;
-    if (score > 0 && (!best || score > best.score)) best = { chunk, index, score };
-  });
-  return best && { chunk: best.chunk, index: best.index };
+/** Characters of the lines past an output's start that a hit shows: the lines that hold the query's terms. */
+export const DEFAULT_RECALL_EXCERPT_CHARS = 600;
+/** Characters of one such line, a long line clipped. */
+const EXCERPT_LINE_CHARS = 300;
+/** Lines after a matching one a hit shows with it, up to the paragraph's end: the passage under a heading that matched. */
+const EXCERPT_CONTEXT_LINES = 2;
+/** A line is shown when it scores at least this share of the best line's score. */
+const EXCERPT_MIN_SHARE = 0.5;
+
+/**
+ * The lines of an output past its first `previewChars` (the start the hit already shows) that best
+ * match the query, whole, in the output's order, within `chars`. Each line scores the query's terms
+ * it holds, each term weighted by its rarity among the output's lines (`log(1 + lines / lines holding
+ * it)`), so the row or passage a question names outranks lines that share only a word every row has.
+ * Lines scoring under `EXCERPT_MIN_SHARE` of the best are left out; each line comes with the next
+ * `EXCERPT_CONTEXT_LINES` of its paragraph (up to a blank line), the best first while they fit. None when no line past the start holds a query term.
+ */
+export function matchingLines(
+  output: string,
+  previewChars: number,
+  queryTerms: ReadonlySet<string>,
+  chars = DEFAULT_RECALL_EXCERPT_CHARS,
+): string[] | undefined {
+  const lines: { text: string; terms: Set<string>; past: boolean }[] = [];
+  let at = 0;
+  for (const text of output.split("\n")) {
+    at += text.length + 1;
+    lines.push({ text, terms: new Set(recallTerms(text).filter((t) => queryTerms.has(t))), past: at > previewChars + 1 });
+  }
+  const holding = new Map<string, number>();
+  for (const line of lines) for (const t of line.terms) holding.set(t, (holding.get(t) ?? 0) + 1);
+  const weight = (t: string) => Math.log(1 + lines.length / (holding.get(t) ?? 1));
+  const scored = lines
+    .map((line, index) => ({ index, line, score: [...line.terms].reduce((sum, t) => sum + weight(t), 0) }))
+    .filter((s) => s.line.past && s.score > 0 && s.line.text.trim().length > 0)
+    .sort((a, b) => b.score - a.score || a.index - b.index);
+  // Lines that match much less than the best one are the rows that share a common word with it: left out.
+  const strong = scored.filter((s) => s.score >= EXCERPT_MIN_SHARE * scored[0].score);
+  const picked = new Map<number, string>();
+  let left = chars;
+  const clip = (text: string) => (text.length > EXCERPT_LINE_CHARS ? `${text.slice(0, EXCERPT_LINE_CHARS)}…` : text);
+  for (const { index } of strong) {
+    // The line and the next of its paragraph (a passage's text under its heading, the rows after a row), as far as they fit.
+    for (let i = index; i <= index + EXCERPT_CONTEXT_LINES && i < lines.length && lines[i].text.trim().length > 0; i++) {
+      if (picked.has(i)) continue;
+      const text = clip(lines[i].text);
+      if (text.length + 1 > left) break;
+      picked.set(i, text);
+      left -= text.length + 1;
+    }
+    if (left <= 0) break;
+  }
+  return picked.size === 0 ? undefined : [...picked].sort((a, b) => a[0] - b[0]).map(([, text]) => text);
 }
 
 /**
  * A hit as the model reads it: its number and time (and whether the view shows it, in part), the
  * question, the answer, and each tool call with the start of its output and, when the rest of the
- * output holds the query's terms, the part that holds the most of them.
+ * output holds the query's terms, the lines that hold them best (`matchingLines`).
  */
-function turnBlock(record: RecallTurnDocument, queryTerms: ReadonlySet<string>, inView: boolean): string {
+function turnBlock(record: RecallTurnDocument, queryTerms: ReadonlySet<string>, inView: boolean, repeats: readonly number[] = []): string {
   const when = `${record.at.toISOString().slice(0, 16).replace("T", " ")} UTC`;
-  const lines = [`[Turn ${record.turnNumber}, ${when}${inView ? ", in view in part" : ""}]`, `User: ${record.question}`];
+  const same = repeats.length === 0 ? "" : `; turn${repeats.length === 1 ? "" : "s"} ${repeats.join(", ")} said the same`;
+  const lines = [`[Turn ${record.turnNumber}, ${when}${inView ? ", in view in part" : ""}${same}]`, `User: ${record.question}`];
   lines.push(record.status === "completed" ? `Assistant: ${record.answer}` : "Assistant: [no answer: this turn failed]");
   for (const tool of record.tools) {
-    const part = bestChunk(tool.chunks, queryTerms);
-    const rest = tool.chunks?.length ?? 0;
-    lines.push(
-      `Tool ${tool.name} ${tool.args} returned: ${tool.preview}${part ? `\n[… part ${part.index + 2} of ${rest + 1} of that output:]\n${part.chunk}` : ""}`,
-    );
+    const matched = tool.chunks ? matchingLines(`${tool.preview}${tool.chunks.join("")}`, tool.preview.length, queryTerms) : undefined;
+    const further = matched ? `\n[… lines further in that output that match the search:]\n${matched.join("\n")}` : "";
+    lines.push(`Tool ${tool.name} ${tool.args} returned: ${tool.preview}${further}`);
   }
   return lines.join("\n");
 }
@@ -93,7 +137,7 @@ export function formatSearchOutcome(query: string, outcome: SearchOutcome, maxTo
   let remaining = maxTokens - countTextTokens(header) - 1;
   outcome.hits.forEach((hit, i) => {
     const share = Math.floor(remaining / (outcome.hits.length - i));
-    const block = turnBlock(hit.record, queryTerms, inView(hit.record));
+    const block = turnBlock(hit.record, queryTerms, inView(hit.record), hit.repeats);
     const text = countTextTokens(block) + 2 <= share ? block : fitLine(block, share - 2);
     remaining -= countTextTokens(text) + 2;
     parts.push(text);

@@ -67,6 +67,24 @@ export function recallText(record: Pick<RecallTurnDocument, "question" | "answer
   return [record.question, record.answer, ...tools].filter((part) => part.length > 0).join("\n");
 }
 
+/**
+ * Weight of a term of a tool call (its arguments and output) against one of the question or the
+ * answer, in a turn's index entry: what the user and the assistant said is what the turn is about,
+ * and what a follow-up refers back to; a tool's output also names many things only in passing (every
+ * region of a table). A term only an output holds still finds its turn (a row deep in a result).
+ */
+export const RECALL_TOOL_TERM_WEIGHT = 0.5;
+
+/** A turn's index entry: its terms' frequencies, tool calls' terms weighted by `RECALL_TOOL_TERM_WEIGHT`, and its length, their sum. */
+export function recallEntryTerms(record: Pick<RecallTurnDocument, "question" | "answer" | "tools">): { terms: Map<string, number>; length: number } {
+  const terms = termFrequencies([record.question, record.answer].join("\n"));
+  const tools = termFrequencies(recallText({ question: "", answer: "", tools: record.tools }));
+  for (const [term, count] of tools) terms.set(term, (terms.get(term) ?? 0) + RECALL_TOOL_TERM_WEIGHT * count);
+  let length = 0;
+  for (const count of terms.values()) length += count;
+  return { terms, length };
+}
+
 /** The tool calls of a turn and each output, whole, from the view its last model call was sent (the active turn is whole there). */
 function toolOutputs(view: readonly ViewMessage[]): RecallToolOutput[] {
   const start = view.findLastIndex((m) => m.role === "user");
@@ -124,9 +142,7 @@ export class TurnIndexer {
         tools: lastCall ? toolOutputs(lastCall.view) : [],
       };
       const text = recallText(record);
-      const terms = termFrequencies(text);
-      let length = 0;
-      for (const count of terms.values()) length += count;
+      const { terms, length } = recallEntryTerms(record);
       await index.add(record, { length, terms, vector: await this.embed(text, conversationId) }, fence);
       added++;
     }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { MongoServerError, type Collection, type Db } from "mongodb";
+import type { Collection, Db } from "mongodb";
 import type { Owner } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
@@ -109,11 +109,6 @@ function ownedBy(owner: Owner) {
   return { "owner.issuer": owner.issuer, "owner.tenant": owner.tenant, "owner.subject": owner.subject };
 }
 
-/** The index of the owner-and-tenant shape (`ownerId`, `tenantId` strings) that principals replaced. */
-const LEGACY_OWNER_INDEX = "owner_recent";
-const INDEX_NOT_FOUND = 27;
-const COMMAND_NOT_FOUND = 59;
-
 /**
  * The owner of a conversation stored before principals, from its channel binding (set by the
  * server, never by a token): API conversations belong to the token's subject and tenant, channel
@@ -152,35 +147,12 @@ export class ConversationStore {
   }
 
   async setup(): Promise<void> {
-    await this.migrateLegacyOwners();
     await this.collection.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1, updatedAt: -1, _id: -1 }, { name: "principal_recent" });
     await this.collection.createIndex(
       { "channel.channel": 1, "channel.key": 1 },
       { name: "channel_key", unique: true, partialFilterExpression: { "channel.key": { $type: "string" } } },
     );
     await this.#deletedKeys.createIndex({ expiresAt: 1 }, { name: "deleted_key_ttl", expireAfterSeconds: 0 });
-  }
-
-  /**
-   * Gives conversations stored before principals their owner (see `legacyOwner`), once: the old
-   * index marks a database not yet migrated and is dropped last, so an interrupted migration
-   * runs again at the next start. Concurrent starts write the same owners.
-   */
-  private async migrateLegacyOwners(): Promise<void> {
-    const indexes = await this.collection
-      .listIndexes()
-      .toArray()
-      .catch(() => []);
-    if (!indexes.some((index) => index.name === LEGACY_OWNER_INDEX)) return;
-    const legacy = this.collection.find({ owner: { $exists: false } }, { projection: { ownerId: 1, tenantId: 1, channel: 1 } });
-    for await (const doc of legacy) {
-      const owner = legacyOwner(doc as Parameters<typeof legacyOwner>[0]);
-      if (owner) await this.collection.updateOne({ _id: doc._id, owner: { $exists: false } }, { $set: { owner }, $unset: { ownerId: "", tenantId: "" } });
-    }
-    await this.collection.dropIndex(LEGACY_OWNER_INDEX).catch((error: unknown) => {
-      // Dropped by a concurrent start (IndexNotFound), or a server without dropIndexes (the embedded one, which then checks again next start).
-      if (!(error instanceof MongoServerError) || (error.code !== INDEX_NOT_FOUND && error.code !== COMMAND_NOT_FOUND)) throw error;
-    });
   }
 
   /**

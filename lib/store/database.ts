@@ -15,6 +15,7 @@ import { MessageStore } from "./message-store.js";
 import { RecallIndexStore } from "./recall-index-store.js";
 import { TurnArchiveStore } from "./turn-archive-store.js";
 import { RetentionPolicy } from "./retention.js";
+import { runMigrations, schemaVersion } from "./migrations/migration-runner.js";
 import { ThreadwiseSaver } from "./threadwise-saver.js";
 import { TurnEventStore } from "./turn-event-store.js";
 import { TurnStore } from "./turn-store.js";
@@ -62,8 +63,6 @@ interface SetupDocument {
   _id: string;
   version: number;
   setUpAt: Date;
-  /** When the one-time compaction of whole-list checkpoint copies (issue 28) finished on this database. */
-  listsCompactedAt?: Date;
   /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
   contentEncryption?: "on" | "off";
 }
@@ -152,8 +151,14 @@ export class ThreadwiseDatabase {
     });
   }
 
-  /** Creates every index (and those of `extra`, the collections of layers above the store), then records the version. */
+  /**
+   * Creates every index (and those of `extra`, the collections of layers above the store), records the
+   * version, then runs the migrations due.
+   * @throws SchemaVersionError when the database's schema version is newer than this release's.
+   */
   async setup(extra: readonly (() => Promise<unknown>)[] = []): Promise<void> {
+    // Refused before anything is written when a later release set the database up.
+    await schemaVersion(this.db);
     const errors = [...(await this.checkpointer.setup())];
     const results = await Promise.allSettled([
       this.conversations.setup(),
@@ -172,24 +177,18 @@ export class ThreadwiseDatabase {
     ]);
     for (const r of results) if (r.status === "rejected") errors.push(r.reason);
     if (errors.length > 0) throw new DatabaseSetupError(`database setup failed (${errors.length} errors)`, { cause: errors[0] });
-    const compacted = await this.compactStoredListsOnce();
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date() } }, { upsert: true });
+    // The numbered migrations due (lib/store/migrations/), each recorded in the schema version document.
+    await runMigrations(this.db);
+    // Contents stored clear (by a release before issue 44, or with CONTENT_ENCRYPTION=off) are encrypted the first
+    // time set-up runs with encryption on. Not a numbered migration: it depends on the setting, not on the release,
+    // and runs again whenever encryption is switched on after running off (docs/storage.md, "Migrations").
     const record = await this.setupRecord().findOne({ _id: SETUP_ID });
     if (this.cipher.enabled && record?.contentEncryption !== "on") {
       await this.encryptStoredContents();
       await this.recall.keyStoredTerms();
     }
-    await this.setupRecord().updateOne(
-      { _id: SETUP_ID },
-      {
-        $set: {
-          version: DATABASE_SETUP_VERSION,
-          setUpAt: new Date(),
-          contentEncryption: this.cipher.enabled ? "on" : "off",
-          ...(compacted ? { listsCompactedAt: new Date() } : {}),
-        },
-      },
-      { upsert: true },
-    );
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: this.cipher.enabled ? "on" : "off" } });
   }
 
   /**
@@ -227,19 +226,6 @@ export class ThreadwiseDatabase {
       }
     }
     return result;
-  }
-
-  /**
-   * Once per database: threads that releases before issue 28 stored as a whole copy of the message
-   * list per turn are rewritten into bounded links (`ThreadwiseSaver.compactStoredLists`, nothing a
-   * checkpoint reads changes). Returns whether it is done: a thread being pruned meanwhile is left
-   * for the next set-up.
-   */
-  private async compactStoredListsOnce(): Promise<boolean> {
-    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
-    if (record?.listsCompactedAt !== undefined) return false;
-    const result = await this.checkpointer.compactStoredLists();
-    return result.skipped === 0;
   }
 
   /** True when `setup()` of this version (or a later one) has run on this database: one read. */

@@ -1,56 +1,34 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
-  TASKS,
   WRITES_IDX_MAP,
-  compareWritesSortKeys,
   copyCheckpoint,
   getCheckpointId,
-  maxChannelVersion,
-  writesSortKey,
   type ChannelVersions,
   type Checkpoint,
   type CheckpointListOptions,
   type CheckpointMetadata,
-  type CheckpointPendingWrite,
   type CheckpointTuple,
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
-import { Binary, ObjectId, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient, type WithId } from "mongodb";
+import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
-import { ChannelValueMissingError, CheckpointNotFoundError, ValidationError } from "../errors.js";
+import { ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
-import {
-  type BlobReader,
-  ChannelBlobStore,
-  DEFAULT_LIST_LINK_BYTES,
-  type BlobDocument,
-  type BlobPosition,
-  type ChannelWrite,
-} from "./checkpoint/channel-blob-store.js";
+import { ChannelBlobStore, DEFAULT_LIST_LINK_BYTES, type BlobDocument } from "./checkpoint/channel-blob-store.js";
+import { ChannelPlanner } from "./checkpoint/channel-planner.js";
 import { nextChannelVersion } from "./checkpoint/channel-versions.js";
-import {
-  HEADER_FORMAT,
-  HEADER_TYPE_PREFIX,
-  decodeHeader,
-  type CheckpointDocument,
-  type DecodedHeader,
-  type InlineValue,
-} from "./checkpoint/checkpoint-header.js";
+import { HEADER_FORMAT, HEADER_TYPE_PREFIX, type CheckpointDocument } from "./checkpoint/checkpoint-header.js";
+import { CheckpointPruner, type PruneOptions, type PruneResult, type StoredListCompaction } from "./checkpoint/checkpoint-pruner.js";
+import { CheckpointReader, type WriteDocument } from "./checkpoint/checkpoint-reader.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
-import { planPrune, type PruneCandidate, type PruneContext } from "./checkpoint/prune-plan.js";
-import {
-  ThreadFences,
-  isVisible,
-  readFenceEpoch,
-  type FenceStamp,
-  type FenceView,
-  type PruneState,
-  type ThreadFenceDocument,
-} from "./checkpoint/thread-fences.js";
+import { ThreadFences, readFenceEpoch, type FenceStamp, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
 import { COLLECTIONS } from "./collections.js";
 import { DEFAULT_CHECKPOINTS_KEPT } from "../config/config.js";
+
+export { DEFAULT_INLINE_VALUE_BYTES } from "./checkpoint/channel-planner.js";
+export { PRUNE_LEASE_MS, type PruneOptions, type PruneResult, type StoredListCompaction } from "./checkpoint/checkpoint-pruner.js";
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
@@ -60,11 +38,6 @@ export const DEFAULT_CHECKPOINT_WRITES_COLLECTION = COLLECTIONS.checkpointWrites
 export const DEFAULT_CHECKPOINT_BLOBS_COLLECTION = COLLECTIONS.checkpointBlobs;
 /** Collection of per-thread fences (see {@link ThreadwiseSaver.claimThread}). */
 export const DEFAULT_CHECKPOINT_THREADS_COLLECTION = COLLECTIONS.checkpointThreads;
-/**
- * Serialized bytes up to which a channel value is kept in its checkpoint's header instead of a
- * blob document: the graph's small bookkeeping channels and short inputs cost no document.
- */
-export const DEFAULT_INLINE_VALUE_BYTES = 4 * 1024;
 
 export interface ThreadwiseSaverOptions {
   client: MongoClient;
@@ -95,74 +68,12 @@ export interface ThreadwiseSaverOptions {
   checkpointsKept?: number;
 }
 
-export interface PruneOptions {
-  /** Latest checkpoints kept per namespace, besides turn boundaries and branch tips. Default: the saver's `checkpointsKept`. */
-  keep?: number;
-  /** The pruning writer's fence epoch: prune refuses with StaleWriterError when the thread is fenced higher. */
-  fenceEpoch?: number;
-  /** Examine every document of the thread, not only what was written since the prune before the last. Default: false. */
-  full?: boolean;
-}
-
-/** Documents removed by one {@link ThreadwiseSaver.prune} call. */
-export interface PruneResult {
-  checkpoints: number;
-  writes: number;
-  blobs: number;
-  /** Another prune of the thread held its lease: this one did nothing. */
-  skipped?: true;
-}
-
 const optionsSchema = z.object({
   ttl: z.number().int().positive().optional(),
   expiresAfterMs: z.number().int().positive().optional(),
   maxDocumentBytes: z.number().int().positive().max(MONGODB_MAX_DOCUMENT_BYTES).optional(),
   checkpointsKept: z.number().int().positive().optional(),
 });
-
-const keepSchema = z.number().int().positive();
-
-/** How long a prune holds the thread's prune lease; a prune that outlives it is refused at its next write. */
-export const PRUNE_LEASE_MS = 60_000;
-
-/**
- * What {@link ThreadwiseSaver.compactStoredLists} did: threads compacted and skipped (being
- * pruned), list documents rewritten, their items' bytes before and after.
- */
-export interface StoredListCompaction {
-  threads: number;
-  skipped: number;
-  rewritten: number;
-  itemBytesBefore: number;
-  itemBytesAfter: number;
-}
-/** Seconds a prune's watermark lags the newest document it examined: ObjectIds of one second are not ordered. */
-const PRUNE_OVERLAP_SECONDS = 1;
-/** Root checkpoints older than the watermark examined beyond `keep`, for those not visible. */
-const PRUNE_LATEST_SLACK = 4;
-
-/** Epochs below the fence whose marks prune lets accumulate before it compacts them. */
-const SEALED_EPOCHS_PER_COMPACTION = 8;
-
-interface WriteDocument extends FenceStamp {
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  task_id: string;
-  task_path?: string;
-  idx: number;
-  channel: string;
-  type: string;
-  value: Binary;
-}
-
-/** Where the channels of a new checkpoint are: blobs to write, blob keys, values in the header, channels without a value. */
-interface ChannelPlan {
-  writes: ChannelWrite[];
-  keys: Map<string, string>;
-  inline: Map<string, InlineValue>;
-  absent: string[];
-}
 
 function readConfigString(name: string, value: unknown, required = false): string | undefined {
   if (value === undefined || value === "") {
@@ -208,8 +119,10 @@ export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointsKept: number;
   private readonly expiresAfterMs?: number;
   private readonly blobs: ChannelBlobStore;
-  private readonly linkBytes: number;
   private readonly fences: ThreadFences;
+  private readonly reader: CheckpointReader;
+  private readonly planner: ChannelPlanner;
+  private readonly pruner: CheckpointPruner;
 
   constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
     const checked = parseOptions(optionsSchema, options, "checkpointer options");
@@ -231,9 +144,18 @@ export class ThreadwiseSaver extends MongoDBSaver {
     this.fences = new ThreadFences(this.db.collection<ThreadFenceDocument>(this.checkpointThreadsCollectionName), () => this.stamp());
     // Links well under the document limit leave room for the link's own fields.
     const linkBytes = Math.min(DEFAULT_LIST_LINK_BYTES, Math.floor(this.maxDocumentBytes / 2));
-    this.linkBytes = linkBytes;
-    this.blobs = new ChannelBlobStore(this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName), this.serde, {
-      maxDocumentBytes: this.maxDocumentBytes,
+    const blobCollection = this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
+    this.blobs = new ChannelBlobStore(blobCollection, this.serde, { maxDocumentBytes: this.maxDocumentBytes, linkBytes });
+    this.reader = new CheckpointReader(this.checkpoints, this.writes, this.fences, this.blobs, this.serde);
+    this.planner = new ChannelPlanner(this.checkpoints, this.blobs, this.serde);
+    this.pruner = new CheckpointPruner({
+      checkpoints: this.checkpoints,
+      writes: this.writes,
+      blobCollection,
+      blobs: this.blobs,
+      fences: this.fences,
+      serde: this.serde,
+      checkpointsKept: this.checkpointsKept,
       linkBytes,
     });
   }
@@ -274,44 +196,13 @@ export class ThreadwiseSaver extends MongoDBSaver {
    * Compacts what earlier releases stored of list channels (the message list) in the old form: a
    * whole copy of the list at every turn boundary (issue 28), in documents growing with the thread.
    * Each such version becomes a link on the older version its list starts with, split into links
-   * of at most the link size (see `ChannelBlobStore.compactLists`): nothing a checkpoint reads
+   * of at most the link size (see `CheckpointPruner.compactStoredLists`): nothing a checkpoint reads
    * changes, and every document is bounded again. Every thread, or only `threadId`; a thread whose
    * prune is running is skipped (its prune lease is taken, as prune takes it) and counted. A step of
-   * database set-up (`ThreadwiseDatabase.setup`), run once per database; safe to run again.
+   * database set-up (migration 002, `lib/store/migrations/`), run once per database; safe to run again.
    */
   async compactStoredLists(threadId?: string): Promise<StoredListCompaction> {
-    const result: StoredListCompaction = { threads: 0, skipped: 0, rewritten: 0, itemBytesBefore: 0, itemBytesAfter: 0 };
-    const blobs = this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
-    const filter: Filter<BlobDocument> = {
-      type: "list",
-      ...(threadId === undefined ? {} : { thread_id: threadId }),
-      $or: [{ base: { $exists: false } }, { bytes: { $gt: this.linkBytes } }],
-    };
-    const namespaces = new Map<string, Set<string>>();
-    for await (const doc of blobs.find(filter, { projection: { thread_id: 1, checkpoint_ns: 1 } })) {
-      namespaces.set(doc.thread_id, (namespaces.get(doc.thread_id) ?? new Set()).add(doc.checkpoint_ns));
-    }
-    for (const [thread, nss] of namespaces) {
-      const view = await this.fences.view(thread);
-      const taken = view === null ? undefined : await this.fences.beginPrune(thread, undefined, PRUNE_LEASE_MS);
-      if (view !== null && taken === undefined) {
-        result.skipped += 1;
-        continue;
-      }
-      const guard = taken === undefined ? async () => {} : () => this.fences.assertPruning(thread, undefined, taken.token);
-      try {
-        for (const checkpoint_ns of nss) {
-          const done = await this.blobs.compactLists({ thread_id: thread, checkpoint_ns }, guard);
-          result.rewritten += done.rewritten;
-          result.itemBytesBefore += done.itemBytesBefore;
-          result.itemBytesAfter += done.itemBytesAfter;
-        }
-        result.threads += 1;
-      } finally {
-        if (taken !== undefined) await this.fences.endPrune(thread, taken.token, undefined);
-      }
-    }
-    return result;
+    return this.pruner.compactStoredLists(threadId);
   }
 
   /**
@@ -341,15 +232,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const checkpoint_ns = readConfigString("checkpoint_ns", config.configurable?.checkpoint_ns) ?? "";
     const checkpoint_id = readConfigString("checkpoint_id", getCheckpointId(config));
     const query: Filter<CheckpointDocument> = checkpoint_id ? { thread_id, checkpoint_ns, checkpoint_id } : { thread_id, checkpoint_ns };
-    const read = new ReadContext(this.fences, this.blobs.reader(true));
-    const [newest] = await this.checkpoints.find(query).sort({ checkpoint_id: -1 }).limit(1).toArray();
-    if (newest === undefined) return undefined;
-    if (await read.visible(newest)) return this.loadTuple(newest, read);
-    // A fenced write that was refused, or is not committed yet: the newest visible one is older.
-    for await (const doc of this.checkpoints.find({ ...query, checkpoint_id: { $lt: newest.checkpoint_id } }).sort({ checkpoint_id: -1 })) {
-      if (await read.visible(doc)) return this.loadTuple(doc, read);
-    }
-    return undefined;
+    return this.reader.newest(query);
   }
 
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
@@ -371,14 +254,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const beforeId = readConfigString("checkpoint_id", before?.configurable?.checkpoint_id);
     if (beforeId !== undefined) query.checkpoint_id = { $lt: beforeId };
     if (limit !== undefined && limit <= 0) return;
-    const read = new ReadContext(this.fences, this.blobs.reader());
-    let yielded = 0;
-    for await (const doc of this.checkpoints.find(query).sort({ checkpoint_id: -1 })) {
-      if (!(await read.visible(doc as CheckpointDocument))) continue;
-      yield await this.loadTuple(doc as CheckpointDocument, read);
-      yielded += 1;
-      if (limit !== undefined && yielded >= limit) return;
-    }
+    yield* this.reader.list(query, limit);
   }
 
   /**
@@ -401,15 +277,15 @@ export class ThreadwiseSaver extends MongoDBSaver {
     const values: Record<string, unknown> = header.channel_values;
     header.channel_values = {};
 
-    const read = new ReadContext(this.fences, this.blobs.reader());
+    const read = this.reader.context();
     const [view, parentDoc] = await Promise.all([
       // Fail fast: a writer already fenced out writes nothing at all.
       epoch === undefined ? undefined : this.fences.assertHeld(thread_id, epoch),
       parent_checkpoint_id === undefined ? undefined : this.checkpoints.findOne({ ...position, checkpoint_id: parent_checkpoint_id }),
     ]);
     if (view !== undefined) read.seed(thread_id, view);
-    const parent = parent_checkpoint_id === undefined ? undefined : await this.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
-    const plan = await this.planChannels(position, checkpoint_id, header.channel_versions, newVersions ?? header.channel_versions, values, parent, read);
+    const parent = parent_checkpoint_id === undefined ? undefined : await this.planner.parentOf(position, parent_checkpoint_id, parentDoc ?? null, read);
+    const plan = await this.planner.plan(position, checkpoint_id, header.channel_versions, newVersions ?? header.channel_versions, values, parent, read);
     const blobs = await this.blobs.prepare(position, plan.writes, `checkpoint ${checkpoint_id}`);
 
     const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
@@ -448,161 +324,6 @@ export class ThreadwiseSaver extends MongoDBSaver {
         (token) => this.checkpoints.deleteOne({ ...key, epoch, token }),
       );
     return { configurable: { thread_id, checkpoint_ns, checkpoint_id } };
-  }
-
-  /** The visible parent header; anything else is a run from a checkpoint that no longer exists. */
-  private async parentOf(
-    position: BlobPosition,
-    checkpointId: string,
-    doc: CheckpointDocument | null,
-    read: ReadContext,
-  ): Promise<{ id: string; header: DecodedHeader }> {
-    if (doc === null || !(await read.visible(doc))) {
-      throw new CheckpointNotFoundError(
-        `checkpoint ${checkpointId} of thread ${position.thread_id} does not exist (pruned, deleted or never written); nothing was written`,
-        position.thread_id,
-        position.checkpoint_ns,
-        checkpointId,
-      );
-    }
-    return { id: checkpointId, header: await decodeHeader(doc, this.serde) };
-  }
-
-  /**
-   * Where each versioned channel's value goes. A channel at a version in `newVersions` is
-   * written: a list as links, a small value inline in the header, a larger one as a blob, none
-   * when the channel has no value. A channel at the version its parent (of this format) has
-   * names what the parent names. One at the version of a legacy parent is written again from
-   * `values` (a blob gets a key of its own: legacy versions may repeat across branches), and so
-   * is one at a version a legacy header of the thread names, under a key of this checkpoint (a
-   * copy of a stock checkpoint, see {@link namedByLegacy}). Any other names the blob stored under
-   * its version if there is one, else what another header of this format names for that version
-   * (see {@link namedElsewhere}), else no value.
-   */
-  private async planChannels(
-    position: BlobPosition,
-    checkpointId: string,
-    versions: ChannelVersions,
-    newVersions: ChannelVersions,
-    values: Record<string, unknown>,
-    parent: { id: string; header: DecodedHeader } | undefined,
-    read: ReadContext,
-  ): Promise<ChannelPlan> {
-    const plan: ChannelPlan = { writes: [], keys: new Map(), inline: new Map(), absent: [] };
-    const parentFormat = parent?.header.format === HEADER_FORMAT ? parent.header : undefined;
-    // A list extends the version its parent names, when that version is a list link.
-    const bases = new Map<string, string>();
-    const store = async (channel: string, key: string, referenced: boolean) => {
-      if (!(channel in values)) {
-        if (referenced) plan.absent.push(channel);
-        return;
-      }
-      const value = values[channel];
-      if (Array.isArray(value)) {
-        const baseKey = parentFormat?.keys.get(channel);
-        if (baseKey !== undefined) bases.set(channel, baseKey);
-        plan.writes.push({ channel, key, list: value });
-        if (referenced) plan.keys.set(channel, key);
-        return;
-      }
-      const [type, bytes] = await this.serde.dumpsTyped(value);
-      if (referenced && bytes.byteLength <= DEFAULT_INLINE_VALUE_BYTES) {
-        plan.inline.set(channel, { type, blob: new Binary(bytes) });
-        return;
-      }
-      plan.writes.push({ channel, key, serialized: { type, bytes } });
-      if (referenced) plan.keys.set(channel, key);
-    };
-    const unknown: [string, string][] = [];
-    for (const [channel, version] of Object.entries(newVersions)) await store(channel, String(version), versions[channel] === version);
-    for (const [channel, version] of Object.entries(versions)) {
-      if (newVersions[channel] === version) continue;
-      const inherited = parent?.header.checkpoint.channel_versions[channel] === version ? parent : undefined;
-      if (inherited !== undefined && parentFormat !== undefined) {
-        const inline = parentFormat.inline.get(channel);
-        const key = parentFormat.keys.get(channel);
-        if (inline !== undefined) plan.inline.set(channel, inline);
-        else if (key !== undefined) plan.keys.set(channel, key);
-        else plan.absent.push(channel);
-      } else if (inherited !== undefined) {
-        await store(channel, `${version}~${inherited.id}`, true);
-      } else {
-        unknown.push([channel, String(version)]);
-      }
-    }
-    const legacy = await this.namedByLegacy(position, unknown, read);
-    for (const [channel, key] of legacy) await store(channel, `${key}~${checkpointId}`, true);
-    const byVersion = unknown.filter(([channel]) => !legacy.has(channel));
-    const stored = await this.blobs.stored(position, byVersion);
-    const elsewhere = await this.namedElsewhere(
-      position,
-      byVersion.filter(([channel, key]) => !stored.has(`${channel}\u0000${key}`)),
-      read,
-    );
-    for (const [channel, key] of byVersion) {
-      const named = elsewhere.get(channel);
-      if (stored.has(`${channel}\u0000${key}`)) plan.keys.set(channel, key);
-      else if (named?.inline !== undefined) plan.inline.set(channel, named.inline);
-      else if (named?.key !== undefined) plan.keys.set(channel, named.key);
-      else plan.absent.push(channel);
-    }
-    const heads = await this.blobs.listHeads(position, bases);
-    for (const w of plan.writes) if ("list" in w) w.base = heads.get(w.channel);
-    return plan;
-  }
-
-  /**
-   * Which of the wanted channels are at an integer version that a legacy header (stock
-   * `MongoDBSaver`'s) of the thread names. Stock counts versions up from the same numbers on
-   * every branch, so such a version does not say which value it is: a copy of a stock checkpoint
-   * writes its values again rather than take another branch's (or none) by version. Versions
-   * this saver makes are never integers (see {@link getNextVersion}), so only copies of legacy
-   * checkpoints pay for this read.
-   */
-  private async namedByLegacy(position: BlobPosition, wanted: [string, string][], read: ReadContext): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    const pending = new Map(wanted.filter(([, key]) => Number.isInteger(Number(key))));
-    if (pending.size === 0) return found;
-    for await (const doc of this.checkpoints.find({ ...position, format: { $ne: HEADER_FORMAT } })) {
-      if (!(await read.visible(doc))) continue;
-      const versions = (await decodeHeader(doc, this.serde)).checkpoint.channel_versions;
-      for (const [channel, key] of pending) {
-        if (String(versions[channel]) !== key) continue;
-        pending.delete(channel);
-        found.set(channel, key);
-      }
-      if (pending.size === 0) break;
-    }
-    return found;
-  }
-
-  /**
-   * Where the visible headers of this format, newest first, keep each channel's value at the
-   * given version: in the header, or under a blob key of its own. A put names a version neither
-   * new nor its parent's when it copies a checkpoint (`updateState` as `__copy__` puts its source's
-   * versions, none new, under the source's parent); a value kept in the source's header is found
-   * only here. Versions are unique per writer (see {@link getNextVersion}), so any header naming
-   * one holds its value.
-   */
-  private async namedElsewhere(
-    position: BlobPosition,
-    wanted: [string, string][],
-    read: ReadContext,
-  ): Promise<Map<string, { inline?: InlineValue; key?: string }>> {
-    const found = new Map<string, { inline?: InlineValue; key?: string }>();
-    const pending = new Map(wanted);
-    if (pending.size === 0) return found;
-    for await (const doc of this.checkpoints.find({ ...position, format: HEADER_FORMAT }).sort({ checkpoint_id: -1 })) {
-      if (!(await read.visible(doc))) continue;
-      const header = await decodeHeader(doc, this.serde);
-      for (const [channel, key] of pending) {
-        if (String(header.checkpoint.channel_versions[channel]) !== key) continue;
-        pending.delete(channel);
-        found.set(channel, { inline: header.inline.get(channel), key: header.keys.get(channel) });
-      }
-      if (pending.size === 0) break;
-    }
-    return found;
   }
 
   /**
@@ -682,293 +403,6 @@ export class ThreadwiseSaver extends MongoDBSaver {
    *   lease or its fence before one of its writes (what it wrote before stays consistent).
    */
   async prune(threadId: string, options: PruneOptions = {}): Promise<PruneResult> {
-    if (typeof threadId !== "string") throw new ValidationError("threadId must be a string");
-    const keep = parseOptions(keepSchema, options.keep ?? this.checkpointsKept, "keep");
-    const fenceEpoch = options.fenceEpoch === undefined ? undefined : readFenceEpoch(options.fenceEpoch);
-    let view: FenceView;
-    let lease: number | undefined;
-    if (fenceEpoch === undefined) view = await this.fences.view(threadId);
-    else view = await this.fences.assertHeld(threadId, fenceEpoch);
-    if (view !== null) {
-      const taken = await this.fences.beginPrune(threadId, fenceEpoch, PRUNE_LEASE_MS);
-      if (taken === undefined) return { checkpoints: 0, writes: 0, blobs: 0, skipped: true };
-      lease = taken.token;
-      view = taken.view;
-    }
-    const guard = lease === undefined ? async () => {} : () => this.fences.assertPruning(threadId, fenceEpoch, lease as number);
-    try {
-      const { result, next } = await this.pruneExamined(threadId, keep, view, options.full === true ? undefined : view?.prune, guard);
-      if (lease !== undefined) await this.fences.endPrune(threadId, lease, next);
-      return result;
-    } catch (error) {
-      if (lease !== undefined) await this.fences.endPrune(threadId, lease, undefined).catch(() => undefined);
-      throw error;
-    }
-  }
-
-  private async pruneExamined(
-    threadId: string,
-    keep: number,
-    view: FenceView,
-    state: PruneState | undefined,
-    guard: () => Promise<void>,
-  ): Promise<{ result: PruneResult; next: PruneState }> {
-    const sealed = (epoch: number) => view === null || epoch < view.fence;
-    const since = state?.since;
-    const docs = await this.examinedHeaders(threadId, keep, since, state?.keep);
-    const visible = docs.filter((doc) => isVisible(doc, view));
-    const decoded = new Map(await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde)] as const)));
-    const candidates: PruneCandidate[] = visible.map((doc) => {
-      const metadata: Record<string, unknown> = decoded.get(doc._id.toHexString())?.metadata ?? {};
-      return {
-        checkpoint_ns: doc.checkpoint_ns,
-        checkpoint_id: doc.checkpoint_id,
-        parent_checkpoint_id: doc.parent_checkpoint_id ?? undefined,
-        source: metadata.source as string | undefined,
-        parents: metadata.parents as Record<string, string> | undefined,
-        replaysWrites: metadata.delta_writes_versioned === true || metadata.counters_since_delta_snapshot !== undefined,
-      };
-    });
-    const rootReplays = state?.rootReplays === true || candidates.some((c) => c.checkpoint_ns === "" && c.replaysWrites === true);
-    const context = since === undefined ? undefined : await this.pruneContext(threadId, since, candidates, view, rootReplays);
-    const plan = planPrune(candidates, keep, context);
-    const dropped = (doc: CheckpointDocument) => plan.finished.has(doc.checkpoint_ns) || (plan.drop.get(doc.checkpoint_ns) ?? []).includes(doc.checkpoint_id);
-    const junk = docs.filter((doc) => !isVisible(doc, view) && sealed(doc.epoch ?? -1));
-    const removed = [...visible.filter(dropped), ...junk];
-    const result: PruneResult = { checkpoints: 0, writes: 0, blobs: 0 };
-    if (removed.length > 0) {
-      await guard();
-      result.checkpoints += (await this.checkpoints.deleteMany({ _id: { $in: removed.map((d) => d._id) } })).deletedCount;
-      for (const [ns, ids] of groupIds(removed)) {
-        result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns, checkpoint_id: { $in: ids } })).deletedCount;
-      }
-    }
-    for (const ns of plan.finished) {
-      await guard();
-      result.checkpoints += (await this.checkpoints.deleteMany({ thread_id: threadId, checkpoint_ns: ns })).deletedCount;
-      result.writes += (await this.writes.deleteMany({ thread_id: threadId, checkpoint_ns: ns })).deletedCount;
-      result.blobs += await this.blobs.deleteNamespace({ thread_id: threadId, checkpoint_ns: ns });
-    }
-    const kept = visible.filter((doc) => !dropped(doc));
-    for (const ns of new Set(kept.map((doc) => doc.checkpoint_ns))) {
-      const roots = kept.filter((doc) => doc.checkpoint_ns === ns).flatMap((doc) => [...(decoded.get(doc._id.toHexString()) as DecodedHeader).keys]);
-      result.blobs += await this.blobs.prune({ thread_id: threadId, checkpoint_ns: ns }, roots, sealed, { since, guard });
-    }
-    if (view !== null) {
-      await guard();
-      const compacted = await this.compactSealedEpochs(threadId, view);
-      result.checkpoints += compacted.checkpoints;
-      result.writes += compacted.writes;
-    }
-    // The next prune examines what this one examined as new, and what was written since.
-    const newest = docs.reduce<ObjectId | undefined>(
-      (max, doc) => (max === undefined || doc._id.getTimestamp() > max.getTimestamp() ? doc._id : max),
-      undefined,
-    );
-    const next = newest === undefined ? state?.next : ObjectId.createFromTime(Math.floor(newest.getTimestamp().getTime() / 1000) - PRUNE_OVERLAP_SECONDS);
-    const nextSince = state?.next ?? since;
-    return { result, next: { ...(nextSince ? { since: nextSince } : {}), ...(next ? { next } : {}), keep, ...(rootReplays ? { rootReplays } : {}) } };
-  }
-
-  /**
-   * The headers a prune examines: every one of the thread, or with a watermark, those inserted
-   * since it, the root checkpoints that may have been kept only as the latest, the parents of the new
-   * root checkpoints (which may no longer be branch tips) and every subgraph checkpoint (a
-   * subgraph namespace keeps only its latest few).
-   */
-  private async examinedHeaders(
-    threadId: string,
-    keep: number,
-    since: ObjectId | undefined,
-    lastKeep: number | undefined,
-  ): Promise<WithId<CheckpointDocument>[]> {
-    if (since === undefined) return this.checkpoints.find({ thread_id: threadId }).toArray();
-    const [recent, latest, subgraphs] = await Promise.all([
-      this.checkpoints.find({ thread_id: threadId, _id: { $gte: since } }).toArray(),
-      this.checkpoints
-        .find({ thread_id: threadId, checkpoint_ns: "", _id: { $lt: since } })
-        .sort({ checkpoint_id: -1 })
-        .limit(Math.max(keep, lastKeep ?? keep) + PRUNE_LATEST_SLACK)
-        .toArray(),
-      this.checkpoints.find({ thread_id: threadId, checkpoint_ns: { $ne: "" }, _id: { $lt: since } }).toArray(),
-    ]);
-    const seen = new Set([...recent, ...latest, ...subgraphs].map((d) => d._id.toHexString()));
-    const parents = [...new Set(recent.filter((d) => d.checkpoint_ns === "" && d.parent_checkpoint_id != null).map((d) => d.parent_checkpoint_id as string))];
-    const known = new Set([...recent, ...latest].filter((d) => d.checkpoint_ns === "").map((d) => d.checkpoint_id));
-    const missingParents = parents.filter((id) => !known.has(id));
-    const older =
-      missingParents.length === 0
-        ? []
-        : await this.checkpoints.find({ thread_id: threadId, checkpoint_ns: "", checkpoint_id: { $in: missingParents } }).toArray();
-    return [...recent, ...latest, ...subgraphs, ...older.filter((d) => !seen.has(d._id.toHexString()))];
-  }
-
-  /**
-   * What an incremental prune knows of the root checkpoints it did not examine: which examined
-   * ones are parents of others (not branch tips), whether any replays writes (a DeltaChannel,
-   * remembered in the prune state by the prune that examined it: every header is examined by the
-   * prune after its insertion), and which owners of subgraph namespaces still exist (they are kept).
-   */
-  private async pruneContext(threadId: string, since: ObjectId, candidates: PruneCandidate[], view: FenceView, rootReplays: boolean): Promise<PruneContext> {
-    const rootIds = candidates.filter((c) => c.checkpoint_ns === "").map((c) => c.checkpoint_id);
-    const owners = [...new Set(candidates.flatMap((c) => (c.checkpoint_ns !== "" && c.parents?.[""] !== undefined ? [c.parents[""]] : [])))].filter(
-      (id) => !rootIds.includes(id),
-    );
-    const [children, existing] = await Promise.all([
-      this.checkpoints
-        .find(
-          { thread_id: threadId, checkpoint_ns: "", parent_checkpoint_id: { $in: rootIds }, _id: { $lt: since } },
-          { projection: { thread_id: 1, parent_checkpoint_id: 1, epoch: 1, token: 1 } },
-        )
-        .toArray(),
-      owners.length === 0
-        ? []
-        : this.checkpoints
-            .find({ thread_id: threadId, checkpoint_ns: "", checkpoint_id: { $in: owners } }, { projection: { checkpoint_id: 1, epoch: 1, token: 1 } })
-            .toArray(),
-    ]);
-    return {
-      parentsElsewhere: new Set(children.filter((d) => isVisible(d, view)).map((d) => d.parent_checkpoint_id as string)),
-      rootReplaysWrites: rootReplays,
-      keptElsewhere: new Set(existing.filter((d) => isVisible(d, view)).map((d) => d.checkpoint_id)),
-    };
-  }
-
-  /**
-   * Once several epochs are below the fence, drops their commit tokens: committed documents keep
-   * their epoch without a token (always visible), uncommitted ones are removed, then the marks are
-   * forgotten. Batched, so that the fence document stays small without a rewrite every turn.
-   */
-  private async compactSealedEpochs(threadId: string, view: FenceView): Promise<{ checkpoints: number; writes: number }> {
-    const sealed = Object.entries(view?.marks ?? {}).filter(([epoch]) => view !== null && Number(epoch) < view.fence);
-    if (view === null || sealed.length < SEALED_EPOCHS_PER_COMPACTION) return { checkpoints: 0, writes: 0 };
-    const collections = [this.checkpointCollectionName, this.checkpointWritesCollectionName].map((name) =>
-      this.db.collection<FenceStamp & { thread_id: string }>(name),
-    );
-    for (const collection of collections) {
-      for (const [epoch, mark] of sealed) {
-        await collection.updateMany({ thread_id: threadId, epoch: Number(epoch), token: { $lte: mark } }, { $unset: { token: "" } });
-      }
-    }
-    const [checkpoints, writes] = await Promise.all(
-      collections.map((collection) => collection.deleteMany({ thread_id: threadId, epoch: { $lt: view.fence }, token: { $exists: true } })),
-    );
-    await this.fences.forgetMarks(
-      threadId,
-      sealed.map(([epoch]) => epoch),
-    );
-    return { checkpoints: checkpoints.deletedCount, writes: writes.deletedCount };
-  }
-
-  private async loadTuple(doc: CheckpointDocument, read: ReadContext): Promise<CheckpointTuple> {
-    const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = doc;
-    const position = { thread_id, checkpoint_ns };
-    const [header, pendingWrites] = await Promise.all([decodeHeader(doc, this.serde), this.loadWrites(position, checkpoint_id, read)]);
-    const checkpoint = header.checkpoint;
-    checkpoint.channel_values = await this.loadValues(position, header, read.blobs);
-    if (checkpoint.v < 4 && parent_checkpoint_id != null) {
-      await this.migratePendingSends(checkpoint, position, parent_checkpoint_id, read);
-    }
-    return {
-      config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
-      checkpoint,
-      metadata: header.metadata,
-      pendingWrites: pendingWrites.map(({ taskId, channel, value }) => [taskId, channel, value] as CheckpointPendingWrite),
-      parentConfig: parent_checkpoint_id != null ? { configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id } } : undefined,
-    };
-  }
-
-  /**
-   * The channel values of a header. This format: every versioned channel not stored as absent
-   * must be stored, or reading fails. A legacy header: the values stock `MongoDBSaver` stored
-   * inline, else (earlier releases) the blobs stored under each version, where there are any.
-   */
-  private async loadValues(position: BlobPosition, header: DecodedHeader, blobs: BlobReader): Promise<Record<string, unknown>> {
-    const stockValues = header.checkpoint.channel_values ?? {};
-    if (header.format !== HEADER_FORMAT && Object.keys(stockValues).length > 0) return stockValues;
-    const keys = header.keys;
-    const { values, missing } = await blobs.read(position, keys);
-    for (const [channel, { type, blob }] of header.inline) values[channel] = await this.serde.loadsTyped(type, blob.buffer);
-    if (header.format === HEADER_FORMAT && missing.length > 0) {
-      const channel = missing[0];
-      const key = keys.get(channel) as string;
-      throw new ChannelValueMissingError(
-        `checkpoint ${header.checkpoint.id} of thread ${position.thread_id} names channel "${channel}" version ${key}, which is not stored`,
-        position.thread_id,
-        channel,
-        key,
-      );
-    }
-    return values;
-  }
-
-  /**
-   * The checkpoint's visible writes in `writesSortKey` order, the order live execution applies
-   * them in. Where writers of several epochs wrote the same task's write, the latest epoch's counts.
-   */
-  private async loadWrites(
-    position: BlobPosition,
-    checkpoint_id: string,
-    read: ReadContext,
-    channel?: string,
-  ): Promise<{ taskId: string; channel: string; value: unknown }[]> {
-    const found = await this.writes.find(channel === undefined ? { ...position, checkpoint_id } : { ...position, checkpoint_id, channel }).toArray();
-    const latest = new Map<string, WriteDocument>();
-    for (const doc of found) {
-      if (!(await read.visible(doc))) continue;
-      const key = JSON.stringify([doc.task_id, doc.idx]);
-      const other = latest.get(key);
-      if (other === undefined || (other.epoch ?? -1) < (doc.epoch ?? -1)) latest.set(key, doc);
-    }
-    const docs = [...latest.values()];
-    docs.sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path ?? "", a.task_id, a.idx), writesSortKey(b.task_path ?? "", b.task_id, b.idx)));
-    return Promise.all(
-      docs.map(async (doc) => ({
-        taskId: doc.task_id,
-        channel: doc.channel,
-        value: await this.serde.loadsTyped(doc.type, doc.value.buffer),
-      })),
-    );
-  }
-
-  /**
-   * Checkpoints before format v4 kept pending sends as `TASKS` writes on their parent; the
-   * base spec expects them to surface as the `TASKS` channel of the child.
-   */
-  private async migratePendingSends(checkpoint: Checkpoint, position: BlobPosition, parentId: string, read: ReadContext): Promise<void> {
-    const sends = await this.loadWrites(position, parentId, read, TASKS);
-    const existing = Object.values(checkpoint.channel_versions);
-    checkpoint.channel_values[TASKS] = sends.map((w) => w.value);
-    // Read deterministically: the same checkpoint reads back the same versions every time.
-    checkpoint.channel_versions[TASKS] = existing.length > 0 ? maxChannelVersion(...existing) : 1;
-  }
-}
-
-function groupIds(docs: CheckpointDocument[]): Map<string, string[]> {
-  const byNamespace = new Map<string, string[]>();
-  for (const doc of docs) byNamespace.set(doc.checkpoint_ns, [...(byNamespace.get(doc.checkpoint_ns) ?? []), doc.checkpoint_id]);
-  return byNamespace;
-}
-
-/** What one read call shares: the fences of the threads it touches (each read once) and a blob reader. */
-class ReadContext {
-  private readonly views = new Map<string, Promise<FenceView>>();
-
-  constructor(
-    private readonly fences: ThreadFences,
-    readonly blobs: BlobReader,
-  ) {}
-
-  /** Uses a fence already read for the thread. */
-  seed(threadId: string, view: FenceView): void {
-    this.views.set(threadId, Promise.resolve(view));
-  }
-
-  /** Whether readers see the document (unfenced or committed; see `isVisible`). */
-  async visible(doc: FenceStamp & { thread_id: string }): Promise<boolean> {
-    if (doc.token === undefined || doc.token === null) return true;
-    let view = this.views.get(doc.thread_id);
-    if (view === undefined) this.views.set(doc.thread_id, (view = this.fences.view(doc.thread_id)));
-    return isVisible(doc, await view);
+    return this.pruner.prune(threadId, options);
   }
 }

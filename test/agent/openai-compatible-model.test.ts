@@ -1,4 +1,6 @@
 import { type AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { createServer, type AddressInfo } from "node:net";
+import { OpenAIClient } from "@langchain/openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../lib/config/config.js";
 import { createChatModel } from "../../lib/agent/chat-model.js";
@@ -67,13 +69,48 @@ describe("OpenAiCompatibleChatModel", { timeout: 60_000 }, () => {
       expect(error).toMatchObject({ code: "model_busy", retryAfterSeconds: 7 });
     });
 
-    it("throws ModelCallFailedError model_unreachable when nothing listens at the base URL", async () => {
-      await expect(model({ baseUrl: "http://127.0.0.1:1/v1" }).invoke("hi")).rejects.toMatchObject({ code: "model_unreachable" });
+    it("throws ModelCallFailedError model_unreachable naming the refused connection and the URL when nothing listens at the base URL", async () => {
+      const baseUrl = `http://127.0.0.1:${await closedPort()}/v1`;
+      const error = await model({ baseUrl })
+        .invoke("hi")
+        .catch((e: unknown) => e);
+      expect(error).toMatchObject({
+        code: "model_unreachable",
+        reason: `connection refused (ECONNREFUSED): no answer from the OpenAI-compatible server at ${baseUrl}`,
+        message: `the model could not be reached (connection refused (ECONNREFUSED): no answer from the OpenAI-compatible server at ${baseUrl})`,
+      });
     });
   });
 });
 
+/** A port nothing listens on: one the system gave out, then closed. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 describe("openAiCompatibleCallError", () => {
+  it("returns model_unreachable with the cause's code and the base URL without its credentials or query", () => {
+    const refused = Object.assign(new Error("connect ECONNREFUSED 10.0.0.7:8000"), { code: "ECONNREFUSED" });
+    const connection = new OpenAIClient.APIConnectionError({ cause: new TypeError("fetch failed", { cause: refused }) });
+    const error = openAiCompatibleCallError(connection, "https://ada:s3cret@models.example:8000/v1?key=sk-hidden");
+    expect(error).toMatchObject({
+      code: "model_unreachable",
+      reason: "connection refused (ECONNREFUSED): no answer from the OpenAI-compatible server at https://models.example:8000/v1",
+    });
+    expect(JSON.stringify({ message: (error as Error).message, reason: (error as ModelCallFailedError).reason })).not.toMatch(/s3cret|sk-hidden|ada/);
+  });
+
+  it("returns model_unreachable saying the call timed out, or that the connection failed when no code says why", () => {
+    const timedOut = openAiCompatibleCallError(new OpenAIClient.APIConnectionTimeoutError(), "http://127.0.0.1:11434/v1");
+    expect(timedOut).toMatchObject({ reason: "timed out: no answer from the OpenAI-compatible server at http://127.0.0.1:11434/v1" });
+    const unexplained = openAiCompatibleCallError(new OpenAIClient.APIConnectionError({ cause: new TypeError("fetch failed") }), "http://127.0.0.1:11434/v1");
+    expect(unexplained).toMatchObject({ reason: "connection failed: no answer from the OpenAI-compatible server at http://127.0.0.1:11434/v1" });
+  });
+
   it("returns an error it does not know as it is, and a typed model error unchanged", () => {
     const other = new RangeError("x");
     expect(openAiCompatibleCallError(other, "http://127.0.0.1:1/v1")).toBe(other);

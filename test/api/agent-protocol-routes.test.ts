@@ -1,37 +1,21 @@
 import { Client } from "@langchain/langgraph-sdk";
-import { z } from "zod";
-import type { ToolDefinition } from "../../lib/tools/tool.js";
-import { Gate } from "../support/gate.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_PROTOCOL_ASSISTANT_ID } from "../../lib/api/agent-protocol-schemas.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
-import { assertConformsToOpenApi } from "../support/openapi-conformance.js";
+import { conformingFetch } from "../support/openapi-conformance.js";
 
 /**
- * The Agent Protocol through LangGraph's own client (`@langchain/langgraph-sdk`), against the local
- * server with the offline model: what a team's existing LangGraph frontend would send.
+ * The Agent Protocol's routes as `agentProtocolRoutes` assembles them (lib/api/agent-protocol-routes.ts):
+ * who may reach a thread and a run, and what the protocol does not serve.
  */
 let api: TestServer;
 let ada: Client;
 let bob: Client;
 
-/** The SDK's requests go through this, so every answer it gets is held to the OpenAPI document too. */
-async function conformingFetch(url: string | URL | Request, init?: RequestInit): Promise<Response> {
-  const response = await fetch(url, init);
-  const path = new URL(String(url)).pathname;
-  const type = response.headers.get("content-type") ?? "";
-  if (!type.includes("text/event-stream")) {
-    const text = await response.clone().text();
-    assertConformsToOpenApi(init?.method ?? "GET", path, response.status, text ? JSON.parse(text) : undefined);
-  } else assertConformsToOpenApi(init?.method ?? "GET", path, response.status, undefined);
-  return response;
-}
-
-const FOLLOW_UP = 'create_follow_up {"title": "Call the top customer"}';
 const human = (content: string) => ({ messages: [{ type: "human", content }] });
 
 beforeAll(async () => {
-  api = await startTestServer({ TOOL_APPROVALS: '{"create_follow_up": {"require": "always"}}' });
+  api = await startTestServer();
   const client = async (user: string) =>
     new Client({
       apiUrl: api.url,
@@ -46,215 +30,42 @@ afterAll(async () => {
   await api?.close();
 });
 
-/** Every event of a stream, in order. */
-async function collect(stream: AsyncIterable<{ event: string; data: unknown }>) {
-  const events: { event: string; data: any }[] = [];
-  for await (const part of stream) events.push(part);
-  return events;
-}
-
-describe("Agent Protocol", () => {
-  describe("threads", () => {
-    it("creates, reads, patches, searches and deletes a thread as the SDK does", async () => {
-      const thread = await ada.threads.create({ metadata: { project: "alpha" } });
-      expect(thread).toMatchObject({ status: "idle", metadata: { project: "alpha" }, values: { messages: [] }, interrupts: {} });
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ thread_id: thread.thread_id });
-
-      const patched = await ada.threads.update(thread.thread_id, { metadata: { stage: 2 } });
-      expect(patched.metadata).toEqual({ project: "alpha", stage: 2 });
-
-      const other = await ada.threads.create({ metadata: { project: "beta" } });
-      const found = await ada.threads.search({ metadata: { project: "alpha" } });
-      expect(found.map((t) => t.thread_id)).toEqual([thread.thread_id]);
-      expect((await ada.threads.search({ limit: 100 })).map((t) => t.thread_id)).toEqual(expect.arrayContaining([thread.thread_id, other.thread_id]));
-
-      await ada.threads.delete(thread.thread_id);
-      await expect(ada.threads.get(thread.thread_id)).rejects.toThrow(/404/);
-    });
-
-    it("refuses another user's thread with 404 and leaves it out of their search", async () => {
+describe("agentProtocolRoutes", () => {
+  describe("ownership", () => {
+    it("returns 404 for another user's thread and for a run named under a thread it is not of", async () => {
       const thread = await ada.threads.create();
-      await expect(bob.threads.get(thread.thread_id)).rejects.toThrow(/404/);
-      await expect(bob.threads.getState(thread.thread_id)).rejects.toThrow(/404/);
-      await expect(bob.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hello") })).rejects.toThrow(/404/);
-      await expect(bob.threads.delete(thread.thread_id)).rejects.toThrow(/404/);
-      expect((await bob.threads.search({ limit: 100 })).map((t) => t.thread_id)).not.toContain(thread.thread_id);
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ thread_id: thread.thread_id });
-    });
-
-    it("creates a thread under a client's id, once", async () => {
-      const threadId = crypto.randomUUID();
-      await ada.threads.create({ threadId });
-      expect((await ada.threads.create({ threadId, ifExists: "do_nothing" })).thread_id).toBe(threadId);
-      await expect(ada.threads.create({ threadId })).rejects.toThrow(/409/);
-      await expect(bob.threads.create({ threadId, ifExists: "do_nothing" })).rejects.toThrow(/409/);
-    });
-  });
-
-  describe("runs", () => {
-    it("waits for a run and returns the thread's values, and reads state and history", async () => {
-      const thread = await ada.threads.create();
-      const values = (await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("My name is Ada.") })) as any;
-      expect(values.messages.map((m: any) => m.type)).toEqual(["human", "ai"]);
-      expect(values.messages[0].content).toBe("My name is Ada.");
-
-      await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("What is my name?") });
-      const state = await ada.threads.getState(thread.thread_id);
-      expect((state.values as any).messages).toHaveLength(4);
-      expect(state.next).toEqual([]);
-      expect(state.checkpoint.checkpoint_id).toEqual(expect.any(String));
-
-      const history = await ada.threads.getHistory(thread.thread_id, { limit: 20 });
-      expect(history.length).toBeGreaterThanOrEqual(2);
-      expect(history[0].checkpoint.checkpoint_id).toBe(state.checkpoint.checkpoint_id);
-      const lengths = history.map((h) => (h.values as any).messages.length);
-      expect([...lengths].sort((a, b) => b - a)).toEqual(lengths);
-
-      const runs = await ada.runs.list(thread.thread_id);
-      expect(runs.map((r) => r.status)).toEqual(["success", "success"]);
-      expect(await ada.runs.get(thread.thread_id, runs[0].run_id)).toMatchObject({ status: "success", assistant_id: AGENT_PROTOCOL_ASSISTANT_ID });
-      expect(((await ada.runs.join(thread.thread_id, runs[0].run_id)) as any).messages).toHaveLength(4);
-    });
-
-    it("streams a run with every served mode", async () => {
-      const thread = await ada.threads.create();
-      let created: { run_id: string } | undefined;
-      const events = await collect(
-        ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, {
-          input: human('sql_query {"sql": "SELECT count(*) AS n FROM customers"}'),
-          streamMode: ["values", "messages-tuple", "updates", "custom", "events"],
-          onRunCreated: (run) => {
-            created = run;
-          },
-        }),
-      );
-      const names = events.map((e) => e.event);
-      expect(names[0]).toBe("metadata");
-      expect(created?.run_id).toBe(events[0].data.run_id);
-      expect(names).toContain("messages");
-      expect(names).toContain("custom");
-      expect(names).toContain("events");
-      const updates = events.filter((e) => e.event === "updates").map((e) => Object.keys(e.data)[0]);
-      expect(updates).toEqual(["agent", "tools", "agent"]);
-      const values = events.filter((e) => e.event === "values");
-      expect(values.at(-1)?.data.messages.map((m: any) => m.type)).toEqual(["human", "ai", "tool", "ai"]);
-      const streamed = events
-        .filter((e) => e.event === "messages")
-        .map((e) => e.data[0].content)
-        .join("");
-      expect(streamed.length).toBeGreaterThan(0);
-      expect(values.at(-1)?.data.messages.at(-1).content).toContain(streamed.slice(0, 10));
-      expect(await ada.runs.get(thread.thread_id, created!.run_id)).toMatchObject({ status: "success" });
-    });
-
-    it("refuses a mode it does not serve, an unknown assistant and fields it cannot honour", async () => {
-      const thread = await ada.threads.create();
-      await expect(collect(ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), streamMode: "debug" }))).rejects.toThrow(/400/);
-      await expect(ada.runs.wait(thread.thread_id, "other-graph", { input: human("hi") })).rejects.toThrow(/404/);
-      await expect(ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), interruptBefore: ["tools"] })).rejects.toThrow(/400/);
-      await expect(ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hi"), multitaskStrategy: "rollback" })).rejects.toThrow(/400/);
-      expect((await ada.threads.getState(thread.thread_id)).values).toEqual({ messages: [] });
-    });
-  });
-
-  describe("interrupts", () => {
-    it("surfaces an approval as an interrupt and resumes it with a Command, through the approval path", async () => {
-      const thread = await ada.threads.create();
-      const paused = (await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human(FOLLOW_UP) })) as any;
-      expect(paused.__interrupt__).toHaveLength(1);
-      const [approval] = paused.__interrupt__[0].value.approvals;
-      expect(approval).toMatchObject({ tool: "create_follow_up", args: { title: "Call the top customer" } });
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ status: "interrupted" });
-      expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(0);
-
-      // Another user cannot decide it; a malformed decision changes nothing.
-      await expect(bob.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { command: { resume: "approve" } })).rejects.toThrow(/404/);
-      await expect(ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { command: { resume: { decision: "maybe" } } })).rejects.toThrow(/400/);
-
-      const events = await collect(
-        ada.runs.stream(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, {
-          command: { resume: { decisions: { [approval.approvalId]: "approve" } } },
-          streamMode: ["values"],
-        }),
-      );
-      const last = events.filter((e) => e.event === "values").at(-1)?.data;
-      expect(last.messages.at(-1).type).toBe("ai");
-      expect(last.__interrupt__).toBeUndefined();
-      expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(1);
-      const approvals = await api.call("GET", `/v1/conversations/${thread.thread_id}/approvals`, { token: await api.token("ada") });
-      expect(approvals.body.approvals[0]).toMatchObject({ status: "approved", decision: { decision: "approve" } });
-      expect(await ada.threads.get(thread.thread_id)).toMatchObject({ status: "idle" });
-    });
-
-    it("cancels a run waiting for approval by rejecting its calls", async () => {
-      const thread = await ada.threads.create();
-      await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human(FOLLOW_UP) });
+      const other = await ada.threads.create();
+      await ada.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("hello") });
       const [run] = await ada.runs.list(thread.thread_id);
-      expect(run.status).toBe("interrupted");
-      await ada.runs.cancel(thread.thread_id, run.run_id);
-      const values = (await ada.runs.join(thread.thread_id, run.run_id)) as any;
-      expect(values.__interrupt__).toBeUndefined();
-      expect(await api.db.collection("follow_ups").countDocuments({ conversationId: thread.thread_id })).toBe(0);
-      expect((await ada.runs.get(thread.thread_id, run.run_id)).status).toBe("success");
-      await expect(ada.runs.cancel(thread.thread_id, run.run_id)).rejects.toThrow(/409/);
+      expect(await ada.runs.get(thread.thread_id, run.run_id)).toMatchObject({ run_id: run.run_id });
+      await expect(ada.runs.get(other.thread_id, run.run_id)).rejects.toThrow(/404/);
+      await expect(bob.runs.get(thread.thread_id, run.run_id)).rejects.toThrow(/404/);
+      await expect(bob.threads.getState(thread.thread_id)).rejects.toThrow(/404/);
     });
   });
 
-  describe("multitask strategies", () => {
-    let gate = new Gate();
-    const waitTool: ToolDefinition = {
-      name: "wait_for_test",
-      description: "Waits until the test lets it finish.",
-      schema: z.object({}),
-      sideEffects: false,
-      run: async () => {
-        await gate.pass();
-        return "finished waiting";
-      },
-    };
-    let held: TestServer;
-    let client: Client;
-
-    beforeAll(async () => {
-      held = await startTestServer({}, { app: { tools: [waitTool] } });
-      client = new Client({ apiUrl: held.url, defaultHeaders: { authorization: `Bearer ${await held.token("ada")}` }, callerOptions: { maxRetries: 0 } });
+  describe("unsupported routes", () => {
+    it("returns 404 without Allow for a method the protocol does not serve on a path it serves otherwise", async () => {
+      const thread = await ada.threads.create();
+      const run = async (path: string, method: string) => {
+        const response = await fetch(`${api.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${await api.token("ada")}`, "content-type": "application/json" },
+          body: method === "GET" || method === "DELETE" ? undefined : "{}",
+        });
+        return { status: response.status, allow: response.headers.get("allow"), code: ((await response.json()) as any).error?.code };
+      };
+      const unsupported: [string, string][] = [
+        ["/threads/prune", "POST"],
+        ["/threads/count", "POST"],
+        [`/threads/${thread.thread_id}/state`, "POST"],
+        [`/threads/${thread.thread_id}/runs/${crypto.randomUUID()}`, "DELETE"],
+        [`/assistants/${AGENT_PROTOCOL_ASSISTANT_ID}`, "PATCH"],
+        [`/assistants/${AGENT_PROTOCOL_ASSISTANT_ID}`, "DELETE"],
+        ["/runs", "POST"],
+      ];
+      for (const [path, method] of unsupported)
+        expect({ path, method, ...(await run(path, method)) }).toEqual({ path, method, status: 404, allow: null, code: "not_found" });
     });
-
-    afterAll(async () => {
-      gate.open();
-      await held?.close();
-    });
-
-    it("refuses a run while another runs (reject, the default) with 409 and Retry-After, and leaves the thread as it was", async () => {
-      gate = new Gate();
-      const thread = await client.threads.create();
-      const first = client.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("wait_for_test {}") });
-      await gate.reached;
-      const refused = await fetch(`${held.url}/threads/${thread.thread_id}/runs/wait`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${await held.token("ada")}`, "content-type": "application/json" },
-        body: JSON.stringify({ assistant_id: AGENT_PROTOCOL_ASSISTANT_ID, input: human("and another") }),
-      });
-      expect(refused.status).toBe(409);
-      expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
-      expect(await client.threads.get(thread.thread_id)).toMatchObject({ status: "busy" });
-      gate.open();
-      expect(((await first) as { messages: unknown[] }).messages).toHaveLength(4);
-      expect((await client.runs.list(thread.thread_id)).map((r) => r.status)).toEqual(["success"]);
-    });
-
-    it("queues a run while another runs (enqueue): it runs once the thread is free", async () => {
-      gate = new Gate();
-      const thread = await client.threads.create();
-      const first = client.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("wait_for_test {}") });
-      await gate.reached;
-      const second = client.runs.wait(thread.thread_id, AGENT_PROTOCOL_ASSISTANT_ID, { input: human("and then this"), multitaskStrategy: "enqueue" });
-      gate.open();
-      await first;
-      const values = (await second) as { messages: { type: string; content: string }[] };
-      expect(values.messages.map((m) => m.type)).toEqual(["human", "ai", "tool", "ai", "human", "ai"]);
-      expect(values.messages[4].content).toBe("and then this");
-      expect((await client.runs.list(thread.thread_id)).map((r) => r.status)).toEqual(["success", "success"]);
-    }, 60_000);
   });
 });

@@ -41,6 +41,13 @@ describe("mcpRoutes", () => {
       expect(tools.find((tool) => tool.name === "ask")?.inputSchema).toMatchObject({ required: ["question"] });
     });
 
+    it("announces tools without listChanged, a notification a stateless server never sends", async () => {
+      const client = await connect(await t.token("alice"));
+      const capabilities = client.getServerCapabilities();
+      expect(capabilities?.tools).toBeDefined();
+      expect(capabilities?.tools).not.toHaveProperty("listChanged");
+    });
+
     it("returns the offline model's answer to ask, remembered in the conversation the HTTP API shows", async () => {
       const token = await t.token("alice");
       const client = await connect(token);

@@ -32,6 +32,18 @@ describe("router", () => {
       expect(errors).toHaveLength(2);
     });
 
+    it("returns 404 without Allow for a method a path does not take when its routes say otherMethodsNotFound", async () => {
+      const answer = async () => json(200, {});
+      const route = createRouter([
+        { method: "GET", pattern: /^\/threads\/([^/]+)$/, handler: answer, otherMethodsNotFound: true },
+        { method: "PATCH", pattern: /^\/threads\/([^/]+)$/, handler: answer, otherMethodsNotFound: true },
+      ]);
+      const refused = await route(request("POST", "/threads/prune"));
+      expect(refused.status).toBe(404);
+      expect(refused.headers.allow).toBeUndefined();
+      expect(JSON.parse(refused.body).error.message).toBe("no route for POST /threads/prune");
+    });
+
     it("returns 400 for a malformed percent-encoding in a parameter", async () => {
       const response = await createRouter(routes())(request("GET", "/v1/things/%E0%A4%A"));
       expect(response.status).toBe(400);

@@ -34,6 +34,7 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/observability/limit-metrics.ts": "the limits' usage metric names and the tenant property",
   "lib/observability/mcp-metrics.ts": "the MCP client's metric names and properties",
   "lib/store/collections.ts": "the MongoDB collection names",
+  "lib/store/migrations/migration.ts": "the interface of a numbered migration; the runner's test runs migrations through it",
   "lib/mcp/mcp-server-config.ts": "the MCP server entry's schema (re-exported from lib/config) and the OAuth provider factory's interface",
   "lib/tools/documents/document-retriever.ts": "the interface of a document search and its passage type",
   "lib/tools/sample-questions.ts": "the sample questions' text; test/tools/local-model-examples.test.ts runs each through the offline model",

@@ -16,6 +16,8 @@ import { mongoUri } from "../support/mongo.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
+/** Other pages whose shell examples a newcomer runs against the local server as they are. */
+const DOCS_WITH_EXAMPLES = ["docs/api.md"];
 
 describe("README shell examples", { timeout: 120_000 }, () => {
   let server: LocalServer;
@@ -38,6 +40,21 @@ describe("README shell examples", { timeout: 120_000 }, () => {
       expect({ code, output }).toMatchObject({ code: 0 });
       expect(output).not.toMatch(/"error":\{"code"/);
     });
+  }
+
+  for (const page of DOCS_WITH_EXAMPLES) {
+    const pageExamples = shellExamples(readFileSync(join(ROOT, page), "utf8"));
+    it(`returns ${page}'s examples, and a reason for each it skips`, () => {
+      expect(pageExamples.filter((example) => !example.notRun).length).toBeGreaterThanOrEqual(1);
+      expect(pageExamples.filter((example) => example.notRun !== undefined && example.notRun.trim() === "")).toEqual([]);
+    });
+    for (const example of pageExamples.filter((e) => !e.notRun)) {
+      it(`runs ${page}:${example.line} as written`, async () => {
+        const { code, output } = await runExample(example.code, new URL(server.url), ROOT);
+        expect({ code, output }).toMatchObject({ code: 0 });
+        expect(output).not.toMatch(/"error":\{"code"/);
+      });
+    }
   }
 
   it("fails an example that uses a variable nothing set (the streaming example before it set its own)", async () => {

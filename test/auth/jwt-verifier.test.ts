@@ -1,12 +1,14 @@
 import { generateKeyPair, SignJWT } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
-import { JwtVerifier } from "../../lib/auth/jwt-verifier.js";
+import { DEFAULT_CLOCK_TOLERANCE_S, JwtVerifier } from "../../lib/auth/jwt-verifier.js";
 import { OpenIdKeySource } from "../../lib/auth/open-id-key-source.js";
 import { AuthenticationError, ServiceUnavailableError } from "../../lib/errors.js";
 import { startOidcIssuer } from "../support/oidc-issuer.js";
 
 let verifier: JwtVerifier;
 let sign: (claims: Record<string, unknown>, subject?: string) => Promise<string>;
+/** A token for alice whose `exp` and `nbf` are these many seconds from now. */
+let signAt: (times: { expiresInS: number; notBeforeInS?: number }) => Promise<string>;
 
 beforeAll(async () => {
   const { privateKey, publicKey } = await generateKeyPair("ES256");
@@ -19,6 +21,12 @@ beforeAll(async () => {
       .setAudience("threadwise")
       .setExpirationTime("5m")
       .sign(privateKey);
+  signAt = ({ expiresInS, notBeforeInS }) => {
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = new SignJWT({}).setProtectedHeader({ alg: "ES256" }).setSubject("alice").setIssuer("test-issuer").setAudience("threadwise");
+    if (notBeforeInS !== undefined) jwt.setNotBefore(now + notBeforeInS);
+    return jwt.setExpirationTime(now + expiresInS).sign(privateKey);
+  };
 });
 
 async function reason(header: string): Promise<string> {
@@ -46,6 +54,26 @@ describe("auth/jwt-verifier", () => {
       const [header, payload, signature] = token.split(".");
       const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, "base64url").toString()), tenant: "globex" })).toString("base64url");
       expect(await reason(`Bearer ${header}.${forged}.${signature}`)).toBe("invalid token");
+    });
+  });
+
+  describe("clock tolerance (DEFAULT_CLOCK_TOLERANCE_S)", () => {
+    const margin = 10;
+    it("returns the caller of a token expired, or not yet valid, by less than the tolerance", async () => {
+      expect(DEFAULT_CLOCK_TOLERANCE_S).toBe(30);
+      await expect(verifier.verify(await signAt({ expiresInS: -(DEFAULT_CLOCK_TOLERANCE_S - margin) }))).resolves.toMatchObject({
+        principal: { subject: "alice" },
+      });
+      await expect(verifier.verify(await signAt({ expiresInS: 300, notBeforeInS: DEFAULT_CLOCK_TOLERANCE_S - margin }))).resolves.toMatchObject({
+        principal: { subject: "alice" },
+      });
+    });
+
+    it("throws AuthenticationError for a token expired, or not yet valid, by more than the tolerance", async () => {
+      await expect(verifier.verify(await signAt({ expiresInS: -(DEFAULT_CLOCK_TOLERANCE_S + margin) }))).rejects.toBeInstanceOf(AuthenticationError);
+      await expect(verifier.verify(await signAt({ expiresInS: 300, notBeforeInS: DEFAULT_CLOCK_TOLERANCE_S + margin }))).rejects.toBeInstanceOf(
+        AuthenticationError,
+      );
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isFinalEvent, TURN_EVENT_TYPES, TURN_SUPERSEDED_EVENT, type TurnEventBody } from "../../lib/events/turn-event.js";
+import { isFinalEvent, modelMessageId, TURN_EVENT_TYPES, TURN_SUPERSEDED_EVENT, type TurnEventBody } from "../../lib/events/turn-event.js";
 
 const ONE_OF_EACH: TurnEventBody[] = [
   { type: "progress", step: "model", modelCall: 0 },
@@ -19,6 +19,13 @@ describe("turn events", () => {
 
     it("returns true for the superseded turn's event", () => {
       expect(isFinalEvent(TURN_SUPERSEDED_EVENT)).toBe(true);
+    });
+  });
+
+  describe("modelMessageId", () => {
+    it("returns one id per turn and model call", () => {
+      expect(modelMessageId("t1", 0)).toBe(modelMessageId("t1", 0));
+      expect(new Set([modelMessageId("t1", 0), modelMessageId("t1", 1), modelMessageId("t2", 0)]).size).toBe(3);
     });
   });
 

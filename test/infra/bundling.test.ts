@@ -54,8 +54,9 @@ import { buildStack } from "./synth.js";
  * budget raised to that and 4 KiB (`npx vitest run test/infra/bundling.test.ts`). */
 /* Then 2,074,898 with contents encrypted at rest (issue 44, docs/security.md "Contents at rest"): the AWS Encryption
  * SDK's encrypt, decrypt, caching and raw AES packages without their ECDSA, bn.js, asn1.js and readable-stream parts
- * (bundle-plugins.ts), and lib/crypto: 85,976 bytes (`npx tsx scripts/bundle-size.ts worker`); that and 4 KiB. */
-const WORKER_BUNDLE_BUDGET_BYTES = 2_074_898 + 4 * 1024;
+ * (bundle-plugins.ts), and lib/crypto: 85,976 bytes (`npx tsx scripts/bundle-size.ts worker`); that and 4 KiB.
+ * Then 2,085,664 with the recall term keys, the sealed events, titles and contexts, and main at 4b6cf5c merged. */
+const WORKER_BUNDLE_BUDGET_BYTES = 2_085_664 + 4 * 1024;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
@@ -72,8 +73,8 @@ const WORKER_BUNDLE_BUDGET_BYTES = 2_074_898 + 4 * 1024;
  * then 2,002,817 with data sources that see the user (as the worker's): 11,256 bytes more.
  */
 /* Then 2,057,362 with this round's merges together (as the worker's, and the lifecycle routes): that and 4 KiB. */
-/* Then 2,143,370 with contents encrypted at rest (as the worker's): 86,008 bytes; that and 4 KiB. */
-const STREAM_BUNDLE_BUDGET_BYTES = 2_143_370 + 4 * 1024;
+/* Then 2,143,370 with contents encrypted at rest (as the worker's): 86,008 bytes; then 2,155,287 (as the worker's); that and 4 KiB. */
+const STREAM_BUNDLE_BUDGET_BYTES = 2_155_287 + 4 * 1024;
 /**
  * The api function's code budget: 1,839,572 bytes without the MCP endpoint, then 1,950,369 with it
  * and the MCP sign-in callback (docs/bundling.md, "The MCP endpoint": the MCP SDK's server and
@@ -84,8 +85,8 @@ const STREAM_BUNDLE_BUDGET_BYTES = 2_143_370 + 4 * 1024;
  * then 2,030,244 with data sources that see the user (as the worker's, about 11 KB): 10,985 bytes more budget.
  */
 /* Then 2,084,986 with this round's merges together (as the stream's): that and 4 KiB. */
-/* Then 2,170,989 with contents encrypted at rest (as the worker's): 86,003 bytes; that and 4 KiB. */
-const API_BUNDLE_BUDGET_BYTES = 2_170_989 + 4 * 1024;
+/* Then 2,170,989 with contents encrypted at rest (as the worker's): 86,003 bytes; then 2,182,966 (as the worker's); that and 4 KiB. */
+const API_BUNDLE_BUDGET_BYTES = 2_182_966 + 4 * 1024;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { BudgetExhaustedError, RateLimitedError } from "../../lib/errors.js";
 import type { LimitName } from "../../lib/config/limits-config.js";
 import type { LimitScope } from "../../lib/limits/limit-scope.js";
-import { UsageLedger, type ScopeLimits } from "../../lib/limits/usage-ledger.js";
+import type { ScopeLimits } from "../../lib/limits/limit-claims.js";
+import { UsageLedger } from "../../lib/limits/usage-ledger.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
 const database = useTestDatabase("usage_ledger");

@@ -15,6 +15,8 @@ const VIEW_BUDGET = 4_000;
 const CACHE_MIN_TOKENS = 100;
 /** Small, so a message over the limit is quick to type. */
 const MAX_MESSAGE_CHARS = 1_000;
+/** The chat's least width beside the inspector on a 1280-pixel screen. */
+const MIN_CHAT_WIDTH = 320;
 /** How long a turn may take to show up on a loaded machine. */
 const TURN_POLL = { timeout: 15_000 };
 
@@ -63,6 +65,29 @@ function lowContrastTexts(page: Page): Promise<string[]> {
     }
     return failures;
   });
+}
+
+/**
+ * Words of these elements' text laid out on more than one line: a break inside a word. A `<wbr>`
+ * (after an underscore of a tool's name) splits a word into pieces that may break apart.
+ */
+function wordsBrokenAcrossLines(page: Page, selector: string): Promise<string[]> {
+  return page.evaluate((selector) => {
+    const broken: string[] = [];
+    for (const element of Array.from(document.querySelectorAll(selector))) {
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const word of (node.textContent ?? "").matchAll(/\S+/g)) {
+          const range = document.createRange();
+          range.setStart(node, word.index);
+          range.setEnd(node, word.index + word[0].length);
+          const lines = new Set(Array.from(range.getClientRects()).map((rect) => Math.round(rect.top)));
+          if (lines.size > 1) broken.push(word[0]);
+        }
+      }
+    }
+    return broken;
+  }, selector);
 }
 
 describeWithBrowser("console", () => {
@@ -185,6 +210,9 @@ describeWithBrowser("console", () => {
     expect(layout.columns).toHaveLength(2);
     for (const width of layout.columns) expect(width).toBeGreaterThanOrEqual(360);
     expect(layout.bars).toBe(0);
+    // The chat keeps a readable width beside it, and titles (a conversation named after its tool call) break between words, not inside one.
+    expect(await page.locator(".chat").evaluate((chat) => chat.getBoundingClientRect().width)).toBeGreaterThanOrEqual(MIN_CHAT_WIDTH);
+    expect(await wordsBrokenAcrossLines(page, ".conversation-title, .chat-title, .call-tab")).toEqual([]);
     await page.setViewportSize({ width: 1600, height: 1000 });
     // Both columns count tokens; a message that only calls a tool has its call counted, not "0 chars".
     const sent = turn1.calls[2].view as { tokens: number; toolCalls?: unknown[] }[];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../lib/config/config.js";
-import { type BannerFacts, startupBanner } from "../../lib/local/startup-banner.js";
+import { type BannerFacts, modelFacts, startupBanner } from "../../lib/local/startup-banner.js";
 
 function facts(env: Record<string, string> = {}, overrides: Partial<BannerFacts> = {}): BannerFacts {
   const config = loadConfig(env);
@@ -41,5 +41,23 @@ describe("startupBanner", () => {
     expect(lines).toContain("mongodb mongodb://…@db.example:27017/x");
     expect(lines).toContain("recall search_conversation: lexical and embeddings (amazon.titan-embed-text-v2:0)");
     expect(lines.join("\n")).not.toContain("s3cret");
+  });
+
+  it("returns the OpenAI-compatible model and its base URL without the URL's credentials or query", () => {
+    const config = loadConfig({
+      MODEL_PROVIDER: "openai-compatible",
+      OPENAI_BASE_URL: "http://ada:s3cret@127.0.0.1:11434/v1?key=sk-hidden",
+      OPENAI_MODEL: "qwen3:8b",
+    });
+    const lines = startupBanner(facts({}, modelFacts(config.model)));
+    expect(lines).toContain("model provider openai-compatible: qwen3:8b at http://127.0.0.1:11434/v1");
+    expect(lines.join("\n")).not.toMatch(/s3cret|sk-hidden/);
+  });
+
+  it("returns Bedrock's model id, and the offline model without one", () => {
+    expect(startupBanner(facts({}, modelFacts(loadConfig({ MODEL_PROVIDER: "bedrock", BEDROCK_MODEL_ID: "eu.anthropic.claude-x" }).model)))).toContain(
+      "model provider bedrock: eu.anthropic.claude-x",
+    );
+    expect(startupBanner(facts({}, modelFacts(loadConfig({}).model)))).toContain(`model provider ${loadConfig({}).model.provider}`);
   });
 });

@@ -3,6 +3,8 @@ import {
   buildModelView,
   countMessagesTokens,
   EMPTY_OUT_OF_SIGHT_SUMMARY,
+  namesIn,
+  OUT_OF_SIGHT_NAMES,
   outOfSightNotice,
   summaryAfterTurn,
   summaryAfterTurns,
@@ -51,9 +53,40 @@ describe("outOfSightNotice", () => {
     );
     const withTools = summaryAfterTurn(summary, [user("Check it."), toolCall("sql_query", "c1"), toolCall("sql_query", "c2")]);
     const notice = outOfSightNotice(4, recall, withTools) as string;
-    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about west, /);
+    // "West" is a name of those turns, given once, not again as a topic word.
+    expect(notice).toMatch(/^The first 4 turns of this conversation are not shown to you \(they were about approval, .*; named West; /);
     expect(notice).toContain("tools that ran: sql_query ×2");
     expect(notice).toContain("approval");
+  });
+});
+
+describe("namesIn", () => {
+  it("returns the runs of capitalized words a question uses, once each, without possessives, months or a sentence's capitalized first word", () => {
+    expect(namesIn("How much did Orchard Analytics Associates spend with us in West in July 2026?")).toEqual(["Orchard Analytics Associates", "West"]);
+    expect(namesIn("What was Central's revenue in May? And Central's margin?")).toEqual(["Central"]);
+    expect(namesIn("Which customers count as Enterprise? Thanks.")).toEqual(["Enterprise"]);
+    expect(namesIn("Can you draft a note about Friday's review?")).toEqual([]);
+  });
+});
+
+describe("summaryAfterTurn", () => {
+  it("returns the names of the hidden questions, the most recent first, at most OUT_OF_SIGHT_NAMES, which the notice gives", () => {
+    const names = ["Acme Corp", "Birch Dental", "Cobalt Ridge", "Delta Freight", "Echo Labs", "Falcon Realty", "Granite Motors"];
+    const summary = summaryAfterTurns(
+      EMPTY_OUT_OF_SIGHT_SUMMARY,
+      [...names, "Acme Corp"].map((name) => ({ messages: [user(`How much did ${name} spend?`), answer("Some.")] })),
+    );
+    expect(summary.names).toEqual(["Acme Corp", "Granite Motors", "Falcon Realty", "Echo Labs", "Delta Freight", "Cobalt Ridge"]);
+    expect(summary.names).toHaveLength(OUT_OF_SIGHT_NAMES);
+    // Before, a name asked about once, far back, was only a word among the most frequent ones: "orchard" lost to "orders" and "revenue".
+    expect(outOfSightNotice(8, recall, summary)).toContain(
+      "(they were about spend, birch, dental; named Acme Corp, Granite Motors, Falcon Realty, Echo Labs, Delta Freight, Cobalt Ridge)",
+    );
+  });
+
+  it("returns a summary folded before names were kept with the new turn's names", () => {
+    const old = { tools: {}, words: { revenue: 2 } };
+    expect(summaryAfterTurn(old, [user("What did Harbor Partners Inc spend?"), answer("Some.")]).names).toEqual(["Harbor Partners Inc"]);
   });
 });
 

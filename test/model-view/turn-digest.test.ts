@@ -1,6 +1,14 @@
 import { ToolMessage, type AIMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { buildModelView, callParameters, DEFAULT_TURN_DIGEST, TURN_DIGEST_HEADING, turnDigest } from "../../lib/model-view/index.js";
+import {
+  buildModelView,
+  callParameters,
+  countTextTokens,
+  DEFAULT_TURN_DIGEST,
+  DIGEST_WHOLE_OUTPUT_TOKENS,
+  TURN_DIGEST_HEADING,
+  turnDigest,
+} from "../../lib/model-view/index.js";
 import { answer, calls, offloaded, policy, result, user } from "./histories.js";
 
 const TABLE = ["4 rows (truncated: no)", "customer | revenue", "Helios | 900.5", "Cobalt | 800.25", "Juniper | 700", "Orchard | 650.75"].join("\n");
@@ -28,7 +36,7 @@ describe("turnDigest", () => {
   it("returns an offloaded output's handle, never its preview", () => {
     const messages = [user("q"), calls([["c1", "sql_query"]]), offloaded("c1", "art_0123456789abcdef01234567", 5_000), answer("a")];
     const digest = turnDigest(messages, DEFAULT_TURN_DIGEST, true);
-    expect(digest).toContain("output: art_0123456789abcdef01234567, 5000 tokens (read_tool_output)");
+    expect(digest).toContain('- sql_query {"query":"sql_query c1"} → output art_0123456789abcdef01234567, 5000 tokens');
     expect(digest).not.toContain("north,1200");
   });
 
@@ -75,15 +83,27 @@ describe("turnDigest", () => {
     });
     const messages = [user("q"), calls([["c1", "sql_query"]]), stored, answer("a")];
     // Recent: the first lines, then the count of lines left out and the handle that reads them.
-    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, true)).toMatch(new RegExp(`more lines not shown: ${handle} \\(read_tool_output\\)$`));
-    // Not recent: no output, the handle alone.
-    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, false).split("\n").slice(1)).toEqual([
-      '- sql_query {"query":"sql_query c1"}',
-      `  output: ${handle} (read_tool_output)`,
-    ]);
+    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, true)).toMatch(new RegExp(`more lines not shown: ${handle}$`));
+    // Not recent: no output, the handle alone, on the call's line.
+    expect(turnDigest(messages, DEFAULT_TURN_DIGEST, false).split("\n").slice(1)).toEqual([`- sql_query {"query":"sql_query c1"} → output ${handle}`]);
     // Without a stored copy (before issue 46) the rows past the excerpt had no way back.
     const inline = [user("q"), calls([["c1", "sql_query"]]), result("c1", long), answer("a")];
     expect(turnDigest(inline, DEFAULT_TURN_DIGEST, false)).not.toContain("art_");
+  });
+
+  it("returns an output no longer than its handle whole, in a turn that is no longer recent too, instead of the handle", () => {
+    const handle = "art_bbbbbbbbbbbbbbbbbbbbbbbb";
+    const small = "1 row (truncated: no)\norders\n365";
+    const stored = new ToolMessage({
+      content: small,
+      tool_call_id: "c1",
+      name: "sql_query",
+      artifact: { handle, bytes: small.length, tokens: 10, preview: "", inline: true },
+    });
+    const digest = turnDigest([user("q"), calls([["c1", "sql_query"]]), stored, answer("a")], DEFAULT_TURN_DIGEST, false);
+    // Before, a turn no longer recent named the handle (22 tokens) of an output of 11: one read_tool_output call away.
+    expect(digest.split("\n").slice(1)).toEqual(['- sql_query {"query":"sql_query c1"}', "1 row (truncated: no)", "orders", "365"]);
+    expect(countTextTokens(small)).toBeLessThanOrEqual(DIGEST_WHOLE_OUTPUT_TOKENS);
   });
 
   it("returns a failed or refused call's first line whether or not the turn is recent", () => {

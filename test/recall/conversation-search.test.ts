@@ -5,7 +5,7 @@ import type { Embedder } from "../../lib/recall/embedder.js";
 import type { RecallEntry } from "../../lib/store/recall-index-store.js";
 import { BedrockEmbedder } from "../../lib/recall/embedder.js";
 import { termFrequencies } from "../../lib/recall/recall-terms.js";
-import { recallText } from "../../lib/recall/turn-indexer.js";
+import { recallEntryTerms, recallText, recallToolOutputs } from "../../lib/recall/turn-indexer.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import { startEmbeddingsEndpoint, TITAN_V2_MODEL_ID, type EmbeddingsEndpoint } from "../support/embeddings-endpoint.js";
 import { heldFence } from "../support/fences.js";
@@ -147,9 +147,47 @@ describe("ConversationSearch", () => {
 
   describe("search", () => {
     it("returns the newer of two turns that score the same first", async () => {
-      await addTurns("ties", ["The budget is fixed.", "The budget is fixed."], false);
+      await addTurns("ties", ["The budget is fixed.", "The budget is set."], false);
       const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "ties", query: "budget", limit: 2, visibleTurns: 0 });
       expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([2, 1]);
+    });
+
+    it("returns a turn repeated word for word once, naming the earlier turns it stands for, so the next different turn takes a place", async () => {
+      await addTurns("repeats", ["Budget for Lisbon?", "The budget is fixed.", "The budget is fixed.", "The budget is fixed."], false);
+      const outcome = await new ConversationSearch({ index: store }).search({ conversationId: "repeats", query: "budget", limit: 2, visibleTurns: 0 });
+      expect(outcome.hits.map((h) => [h.record.turnNumber, h.repeats])).toEqual([
+        [4, [3, 2]],
+        [1, undefined],
+      ]);
+    });
+
+    it("returns the turn whose question and answer name the subject before one whose tool output only lists it", async () => {
+      const regions = "5 rows\nregion | revenue\nCentral | 5663480.13\nNorth | 5386848.41\nEast | 5350093.18\nSouth | 5097048.96\nWest | 4188885.13";
+      const turns: RecallTurnDocument[] = [
+        { question: "What was Central's revenue in May?", answer: "Central brought in 4,755,149.09 in May.", tools: [] },
+        ...["September", "June"].map((month) => ({
+          question: `How did the regions compare on revenue in ${month}?`,
+          answer: `Central led ${month} with 5663480.13 in revenue; West was lowest.`,
+          tools: recallToolOutputs([{ name: "sql_query", args: "{}", content: regions }]),
+        })),
+        ...DISTRACTORS.map((question) => ({ question, answer: "Noted.", tools: [] })),
+      ].map((t, i) => ({
+        _id: `fields-t${i + 1}`,
+        conversationId: "fields",
+        turnNumber: i + 1,
+        at: new Date(Date.UTC(2026, 9, 1, 9, i)),
+        status: "completed",
+        ...t,
+      }));
+      for (const record of turns) await store.add(record, recallEntryTerms(record), heldFence("fields"));
+      const outcome = await new ConversationSearch({ index: store }).search({
+        conversationId: "fields",
+        query: "Put the Central and North figures you quoted side by side",
+        limit: 1,
+        visibleTurns: 0,
+      });
+      // Before issue 46's second round every term counted alike, and the tables' "North" ranked both comparisons first.
+      expect(outcome.hits.map((h) => h.record.turnNumber)).toEqual([1]);
     });
 
     it("returns lexical hits with no semantic score key and no unavailability flag without an embedder", async () => {

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { ConversationSearch, type SearchOutcome } from "../../lib/recall/conversation-search.js";
-import { termFrequencies } from "../../lib/recall/recall-terms.js";
-import { createSearchConversationTool, formatSearchOutcome, SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
+import { recallTerms, termFrequencies } from "../../lib/recall/recall-terms.js";
+import { createSearchConversationTool, formatSearchOutcome, matchingLines, SEARCH_CONVERSATION_NAME } from "../../lib/recall/search-conversation-tool.js";
 import { recallText, recallToolOutputs } from "../../lib/recall/turn-indexer.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import type { ToolContext } from "../../lib/tools/tool.js";
@@ -120,6 +120,32 @@ describe("createSearchConversationTool", () => {
     // Row 37 is past the output's first 400 characters: the index keeps the rest in chunks, and the hit shows the one with the query's terms.
     expect(`40 rows\n${rows}`.indexOf("Customer 37 |")).toBeGreaterThan(400);
     expect(text).toContain("Customer 37 | 1036.50");
+  });
+
+  it("returns the row a question names from deep in a long output, not a part whose rows share its words one by one", () => {
+    const name = (i: number) =>
+      i === 10 ? "Oakmont Foods Co" : i === 12 ? "Summit Insurance Ltd" : i === 52 ? "Oakmont Insurance Co" : `Birch Dental LLC ${i}`;
+    const rows = Array.from({ length: 60 }, (_, i) => `${name(i)} | Mid-Market | ${10_000 + i}.25 | 4`);
+    const tools = recallToolOutputs([{ name: "sql_query", args: "{}", content: `60 rows\ncustomer | segment | revenue | orders\n${rows.join("\n")}` }]);
+    const text = formatSearchOutcome(
+      "What revenue did Oakmont Insurance Co have in that list?",
+      outcome([record(2, "List every Central customer for May 2026, with revenue.", { tools })]),
+      1_500,
+    );
+    // Before, the hit showed the part with the most distinct query terms, the first of equals: rows 10 and 12's
+    // part ("Oakmont", "Co", "Insurance") came before row 52's.
+    expect(text).toContain("Oakmont Insurance Co | Mid-Market | 10052.25 | 4");
+    expect(text).not.toContain("Birch Dental LLC 30 |");
+  });
+
+  it("returns the passage under a heading that matched, the lines after it in its paragraph", () => {
+    const passages = Array.from(
+      { length: 5 },
+      (_, i) => `[${i + 1}] source: doc-${i + 1}.md | Handbook › Section ${i + 1}\nBody line one of passage ${i + 1}.\nBody line two.`,
+    );
+    const content = `5 passages\n\n${passages.join("\n\n")}`.replace("Section 5", "Approval tiers");
+    const lines = matchingLines(content, 60, new Set(recallTerms("What did the passage under Approval tiers say?")));
+    expect(lines).toEqual(["[5] source: doc-5.md | Handbook › Approval tiers", "Body line one of passage 5.", "Body line two."]);
   });
 
   it("returns as many matches as the model asks, up to five", async () => {

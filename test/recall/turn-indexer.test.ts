@@ -3,7 +3,14 @@ import { HumanMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { BedrockEmbedder } from "../../lib/recall/embedder.js";
-import { DEFAULT_RECALL_ARGS_CHARS, DEFAULT_RECALL_PREVIEW_CHARS, recallText, TurnIndexer } from "../../lib/recall/turn-indexer.js";
+import {
+  DEFAULT_RECALL_ARGS_CHARS,
+  DEFAULT_RECALL_PREVIEW_CHARS,
+  RECALL_TOOL_TERM_WEIGHT,
+  recallEntryTerms,
+  recallText,
+  TurnIndexer,
+} from "../../lib/recall/turn-indexer.js";
 import { MessageStore } from "../../lib/store/message-store.js";
 import { RecallIndexStore } from "../../lib/store/recall-index-store.js";
 import { type ModelCallRecord, type ViewMessage, ZERO_USAGE } from "../../lib/store/turn-record.js";
@@ -60,6 +67,19 @@ const indexer = (fields: Partial<ConstructorParameters<typeof TurnIndexer>[0]> =
 describe("recallText", () => {
   it("returns the question, the answer and each tool call with its output's start, leaving out empty parts", () => {
     expect(recallText({ question: "Q", answer: "", tools: [{ name: "sql_query", args: "{}", preview: "3 rows" }] })).toBe("Q\nsql_query {}\n3 rows");
+  });
+});
+
+describe("recallEntryTerms", () => {
+  it("returns the question's and answer's terms at full weight and a tool call's at RECALL_TOOL_TERM_WEIGHT, the length their sum", () => {
+    const entry = recallEntryTerms({
+      question: "Central revenue?",
+      answer: "Central brought in 4,755,149.09.",
+      tools: [{ name: "sql_query", args: "{}", preview: "Central | North" }],
+    });
+    expect(entry.terms.get("central")).toBe(2 + RECALL_TOOL_TERM_WEIGHT);
+    expect(entry.terms.get("north")).toBe(RECALL_TOOL_TERM_WEIGHT);
+    expect(entry.length).toBe([...entry.terms.values()].reduce((a, b) => a + b, 0));
   });
 });
 

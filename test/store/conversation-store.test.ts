@@ -84,34 +84,6 @@ describe("ConversationStore", () => {
     });
   });
 
-  describe("setup", () => {
-    it("gives conversations stored before principals their owner, by channel binding, once", async () => {
-      const db = database.client.db(`${database.db.databaseName}_legacy`);
-      const collection = db.collection("conversations");
-      await collection.createIndex({ ownerId: 1, tenantId: 1, updatedAt: -1, _id: -1 }, { name: "owner_recent" });
-      const at = new Date();
-      const common = { title: null, createdAt: at, updatedAt: at, lease: null };
-      await collection.insertMany([
-        { _id: "c-api", ownerId: "alice", tenantId: "acme", channel: { channel: "api" }, ...common },
-        // Made through the API by a token whose subject named a workspace: it stays an API principal's.
-        { _id: "c-borrowed", ownerId: "slack:T0", tenantId: "slack:T0", channel: { channel: "api" }, ...common },
-        { _id: "c-slack", ownerId: "slack:T0", tenantId: "slack:T0", channel: { channel: "slack", key: "slack:T0:C0:1.1" }, ...common },
-        { _id: "c-odd", ownerId: "someone", tenantId: null, channel: { channel: "slack", key: "slack:T0:C0:2.2" }, ...common },
-      ] as never[]);
-      const store = new ConversationStore(db);
-      await store.setup();
-      await store.setup();
-      await expect(store.getOwned("c-api", apiPrincipal("alice", "acme"))).resolves.toBeDefined();
-      await expect(store.getOwned("c-borrowed", apiPrincipal("slack:T0", "slack:T0"))).resolves.toBeDefined();
-      await expect(store.getOwned("c-slack", tenantOwner("slack", "T0"))).resolves.toBeDefined();
-      await expect(store.getOwned("c-slack", apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
-      expect(await collection.findOne({ _id: "c-odd" as never })).not.toHaveProperty("owner");
-      // The embedded server has no dropIndexes, so the old index (and a check at each start) stays there.
-      expect((await collection.listIndexes().toArray()).map((index) => index.name)).toContain("principal_recent");
-      await collection.deleteMany({});
-    });
-  });
-
   describe("legacyOwner", () => {
     it("returns a Teams user for a tenant-less Teams conversation, and undefined for fields that do not fit", () => {
       expect(legacyOwner({ ownerId: "teams:29:u", tenantId: null, channel: { channel: "teams" } })).toEqual({ issuer: "teams", tenant: null, subject: "29:u" });

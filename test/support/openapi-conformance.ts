@@ -48,3 +48,15 @@ export function assertConformsToOpenApi(method: string, path: string, status: nu
     throw new Error(`${method} ${match.template} ${status} does not match the OpenAPI document: ${ajv.errorsText(validate.errors)}`);
   }
 }
+
+/** A `fetch` that holds every answer to the OpenAPI document (an SDK client's `callerOptions.fetch`). */
+export async function conformingFetch(url: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await fetch(url, init);
+  const path = new URL(String(url)).pathname;
+  const type = response.headers.get("content-type") ?? "";
+  if (!type.includes("text/event-stream")) {
+    const text = await response.clone().text();
+    assertConformsToOpenApi(init?.method ?? "GET", path, response.status, text ? JSON.parse(text) : undefined);
+  } else assertConformsToOpenApi(init?.method ?? "GET", path, response.status, undefined);
+  return response;
+}

@@ -1,6 +1,6 @@
 // Threadwise console — chat.
 
-import { $, api, guard, h, state, ApiError, POLL_MS, page } from "./shared.js";
+import { $, api, breakableText, guard, h, state, ApiError, POLL_MS, page } from "./shared.js";
 
 /** Turn ids in the order their first message was recorded. */
 export function turnOrder() {
@@ -32,8 +32,9 @@ export function clearProgress() {
 
 export function renderChat() {
   const current = state.conversations.find((c) => c.conversationId === state.conversationId);
-  $("chat-title").textContent = current ? page.conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
-  $("chat-title").title = $("chat-title").textContent;
+  const title = current ? page.conversationLabel(current) : state.conversationId ? "Conversation" : "Pick or start a conversation";
+  $("chat-title").replaceChildren(...breakableText(title));
+  $("chat-title").title = title;
   page.renderEmptyState();
   const order = turnOrder();
   const last = lastTurnId();

@@ -1,7 +1,7 @@
 // Threadwise console — conversations.
 
 import { showApprovals } from "./approvals.js";
-import { $, api, guard, h, state, page } from "./shared.js";
+import { $, api, breakableText, guard, h, state, page } from "./shared.js";
 
 export async function loadConversations() {
   const page = await api("GET", "/v1/conversations?limit=100");
@@ -30,7 +30,7 @@ function renderConversations() {
             "aria-current": current ? "true" : null,
             onclick: guard(() => selectConversation(c.conversationId), "chat-error"),
           },
-          h("span", { class: "conversation-title", title: conversationLabel(c), text: conversationLabel(c) }),
+          h("span", { class: "conversation-title", title: conversationLabel(c) }, breakableText(conversationLabel(c))),
           h("span", { class: "conversation-date", text: when }),
         ),
         h("button", {

@@ -57,6 +57,14 @@ export function h(tag, attrs = {}, ...children) {
   return node;
 }
 
+/**
+ * A title's text as nodes that may break after an underscore (a tool's name, as in "search_conversation
+ * call") rather than inside a word when the line is too narrow: the pieces with `<wbr>` between them.
+ */
+export function breakableText(text) {
+  return text.split(/(?<=_)/).flatMap((piece, i) => (i === 0 ? [piece] : [document.createElement("wbr"), piece]));
+}
+
 export class ApiError extends Error {
   constructor(status, message) {
     super(message);

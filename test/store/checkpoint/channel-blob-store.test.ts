@@ -1,6 +1,6 @@
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ChannelValueMissingError, ChannelVersionConflictError, DocumentTooLargeError } from "../../../lib/errors.js";
+import { ChannelVersionConflictError, DocumentTooLargeError } from "../../../lib/errors.js";
 import { type BlobDocument, ChannelBlobStore } from "../../../lib/store/checkpoint/channel-blob-store.js";
 import { COLLECTIONS } from "../../../lib/store/collections.js";
 import { useTestDatabase } from "../../support/store-fixture.js";
@@ -27,23 +27,6 @@ async function serialized(value: unknown) {
 }
 
 describe("ChannelBlobStore", () => {
-  it("returns each value stored under its key, and names the channels whose key is not stored", async () => {
-    const blobs = store();
-    await put(blobs, [
-      { channel: "summary", key: "1.5", serialized: await serialized({ text: "so far" }) },
-      { channel: "messages", key: "1.5", list: ["q1", "a1"] },
-    ]);
-    const read = await blobs.reader().read(
-      here,
-      new Map([
-        ["summary", "1.5"],
-        ["messages", "1.5"],
-        ["notes", "9.1"],
-      ]),
-    );
-    expect(read).toEqual({ values: { summary: { text: "so far" }, messages: ["q1", "a1"] }, missing: ["notes"] });
-  });
-
   it("stores a list that extends a stored version as a link holding only the appended items", async () => {
     const blobs = store();
     await put(blobs, [{ channel: "messages", key: "1.5", list: ["q1", "a1"] }]);
@@ -69,19 +52,6 @@ describe("ChannelBlobStore", () => {
       blobs.prepare(here, [{ channel: "summary", key: "1.5", serialized: await serialized("x".repeat(5_000)) }], "checkpoint c1"),
     ).rejects.toBeInstanceOf(DocumentTooLargeError);
     expect(await collection().countDocuments({})).toBe(0);
-  });
-
-  it("throws ChannelValueMissingError reading a list version whose base is gone", async () => {
-    const blobs = store();
-    await put(blobs, [{ channel: "messages", key: "1.5", list: ["q1"] }]);
-    const [base] = (await blobs.listHeads(here, new Map([["messages", "1.5"]]))).values();
-    await put(blobs, [{ channel: "messages", key: "2.5", list: ["q1", "a1"], base }]);
-    await collection().deleteOne({ ...here, channel: "messages", version: "1.5" });
-    await expect(
-      store()
-        .reader()
-        .read(here, new Map([["messages", "2.5"]])),
-    ).rejects.toBeInstanceOf(ChannelValueMissingError);
   });
 
   it("returns which (channel, key) pairs are stored", async () => {

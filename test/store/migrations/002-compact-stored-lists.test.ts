@@ -1,13 +1,13 @@
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { BSON, Binary, type Db } from "mongodb";
-import { EMPTY_LIST_DIGEST, nextDigest, type SerializedItem } from "../../lib/store/checkpoint/list-links.js";
-import type { BlobDocument } from "../../lib/store/checkpoint/channel-blob-store.js";
-import { COLLECTIONS } from "../../lib/store/collections.js";
-import { ThreadwiseDatabase } from "../../lib/store/database.js";
-import { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { useTestDatabase } from "../support/store-fixture.js";
-import { SAVER_COLLECTIONS, newSaver, scriptedGraph, snapshotThread } from "./checkpoint/saver-support.js";
+import { EMPTY_LIST_DIGEST, nextDigest, type SerializedItem } from "../../../lib/store/checkpoint/list-links.js";
+import type { BlobDocument } from "../../../lib/store/checkpoint/channel-blob-store.js";
+import { COLLECTIONS } from "../../../lib/store/collections.js";
+import { ThreadwiseDatabase } from "../../../lib/store/database.js";
+import { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
+import { useTestDatabase } from "../../support/store-fixture.js";
+import { SAVER_COLLECTIONS, newSaver, scriptedGraph, snapshotThread } from "../checkpoint/saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
 const test = useTestDatabase("compaction", { clearBeforeEach: false });
@@ -73,8 +73,8 @@ async function rewriteAsWholeCopies(db: Db): Promise<void> {
   await blobs.insertMany(whole);
 }
 
-describe("ThreadwiseSaver", () => {
-  describe("compactStoredLists (a step of ThreadwiseDatabase.setup)", () => {
+describe("migration 002 compact-stored-lists", () => {
+  describe("up (run by ThreadwiseDatabase.setup, npm run db:setup)", () => {
     it("rewrites a thread stored as whole copies of its list into bounded links, every checkpoint reading the same messages", async () => {
       const { saver, db } = await newSaver(test);
       const graph = scriptedGraph(saver, { toolOutput: 20_000 });
@@ -94,7 +94,10 @@ describe("ThreadwiseSaver", () => {
 
       // The step of `npm run db:setup` (and of the deploy's set-up function), once per database.
       await new ThreadwiseDatabase(test.client, { dbName: db.databaseName }).setup();
-      expect(await db.collection(COLLECTIONS.setup).findOne({ _id: "indexes" as never })).toMatchObject({ listsCompactedAt: expect.any(Date) });
+      expect(await db.collection(COLLECTIONS.setup).findOne({ _id: "schema" as never })).toMatchObject({
+        schemaVersion: 2,
+        applied: expect.objectContaining({ "002": expect.objectContaining({ name: "compact-stored-lists" }) }),
+      });
 
       const after = await sizes(db);
       expect(after.largest).toBeLessThan(LIMIT);

@@ -1,11 +1,11 @@
 import { HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
-import { StaleWriterError } from "../../lib/errors.js";
-import { prng } from "../../lib/prng.js";
-import type { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { propertyRuns } from "../support/property-runs.js";
-import { useTestDatabase } from "../support/store-fixture.js";
-import { newSaver, scriptedGraph } from "./checkpoint/saver-support.js";
+import { StaleWriterError } from "../../../lib/errors.js";
+import { prng } from "../../../lib/prng.js";
+import type { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
+import { propertyRuns } from "../../support/property-runs.js";
+import { useTestDatabase } from "../../support/store-fixture.js";
+import { newSaver, scriptedGraph } from "./saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
 const test = useTestDatabase("concurrent_prune", { clearBeforeEach: false });

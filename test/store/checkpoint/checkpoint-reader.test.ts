@@ -3,10 +3,10 @@ import { Annotation, END, Send, START, StateGraph } from "@langchain/langgraph";
 import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
 import type { Db } from "mongodb";
-import { ChannelValueMissingError } from "../../lib/errors.js";
-import { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
-import { useTestDatabase } from "../support/store-fixture.js";
-import { newSaver, scriptedGraph } from "./checkpoint/saver-support.js";
+import { ChannelValueMissingError } from "../../../lib/errors.js";
+import { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
+import { useTestDatabase } from "../../support/store-fixture.js";
+import { newSaver, scriptedGraph } from "./saver-support.js";
 
 // Each test makes its checkpointer on a database of its own (`newSaver`); this one holds the client.
 const test = useTestDatabase("migration", { clearBeforeEach: false });
