@@ -486,7 +486,9 @@ export class Eraser {
       job.keys
         ? {
             where: "MongoDB backups",
-            what: "snapshots taken before this erasure keep the tenant's documents encrypted; its keys are destroyed, so they are unreadable once the shred is final",
+            what:
+              "snapshots taken before this erasure keep the tenant's documents encrypted; " +
+              "its keys are destroyed, so they are unreadable once the shred is final",
             until: job.keys.finalAt,
           }
         : {
@@ -510,7 +512,8 @@ export class Eraser {
                 `every copy of its encrypted contents, backups included, is unreadable from ${job.keys.finalAt}`,
             ]
           : [
-              "content encryption is off (CONTENT_ENCRYPTION=off): the tenant was erased by deleting its documents, and its backups keep them until they expire",
+              "content encryption is off (CONTENT_ENCRYPTION=off): the tenant was erased by deleting its documents, " +
+                "and its backups keep them until they expire",
             ];
     const body: Omit<DeletionReceipt, "hash"> = {
       receiptId: job._id,

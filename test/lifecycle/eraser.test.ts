@@ -194,7 +194,7 @@ describe("Eraser", () => {
   });
 
   describe("erase (a tenant)", () => {
-    it("leaves nothing of the tenant: its users' conversations, limits and MCP servers; the receipt says, with encryption off, that it was by deletion", async () => {
+    it("leaves nothing of the tenant: its users' conversations, limits and MCP servers; the receipt says it was by deletion", async () => {
       const admin = await t.token("boss", { tenant: "initech", roles: [ADMIN] });
       for (const user of ["peter", "milton"]) {
         const token = await t.token(user, { tenant: "initech" });
