@@ -141,7 +141,11 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
   const ready = await readiness(database, options.setup ?? "create", options.logger);
   const defaults = options.tools
     ? undefined
-    : createDefaultTools(config.tools, { followUps: database.db.collection(COLLECTIONS.followUps), secrets: options.secrets ?? NO_SECRETS });
+    : createDefaultTools(config.tools, {
+        followUps: database.db.collection(COLLECTIONS.followUps),
+        followUpCipher: database.cipher,
+        secrets: options.secrets ?? NO_SECRETS,
+      });
   const guard = new ToolIdempotencyGuard({
     collection: database.idempotency,
     inProgressTimeoutMs: config.tools.timeoutMs,

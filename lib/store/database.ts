@@ -46,6 +46,7 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.conversations]: { title: "text" },
   [COLLECTIONS.approvals]: { context: "json" },
   [COLLECTIONS.recallTurns]: { question: "text", answer: "text", tools: "json" },
+  [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
 /** The collections whose content fields `FieldCipher` encrypts. */
