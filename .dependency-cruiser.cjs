@@ -3,24 +3,30 @@
  * test/architecture/checks.test.ts, which also shows each rule failing on a deliberate violation).
  *
  * `lib/` is built in layers, lowest first; a module imports from its own layer or lower ones,
- * types included, so no arrow runs upward. The README's "Layout" section describes the rooms.
+ * types included, so no arrow runs upward. Every folder and file of lib/ is in one layer
+ * (test/architecture/layers.unit.test.ts). The README's "Layout" section describes the rooms.
  */
 const LAYERS = [
   ["foundation", "^lib/(errors|validation|clock|prng|logger|derived-id|byte-bounded-map)[.]ts$"],
   ["config", "^lib/config/"],
+  ["observability", "^lib/observability/"],
   ["identity and view", "^lib/(auth|model-view)/"],
   ["crypto", "^lib/crypto/"],
   ["store", "^lib/store/"],
+  ["events", "^lib/events/"],
   ["audit", "^lib/audit/"],
   ["limits", "^lib/limits/"],
   ["tools", "^lib/tools/"],
   ["recall", "^lib/recall/"],
   ["agent", "^lib/agent/"],
   ["queue", "^lib/queue/"],
+  ["approvals", "^lib/approvals/"],
+  ["mcp", "^lib/mcp/"],
   ["channels", "^lib/channels/"],
   ["lifecycle", "^lib/lifecycle/"],
   ["app", "^lib/(app|setup-database)[.]ts$"],
   ["api", "^lib/api/"],
+  ["ops", "^lib/ops/"],
   ["local", "^lib/local/"],
 ];
 

@@ -35,7 +35,7 @@ import {
   DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
   DEFAULT_VIEW_TOOL_OUTPUT_TOKENS,
   DEFAULT_VIEW_TOTAL_BUDGET,
-} from "../lib/config/config.js";
+} from "../lib/config/view-config.js";
 import {
   buildModelView,
   countMessageTokens,

@@ -28,7 +28,7 @@ import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langcha
 import { MongoClient } from "mongodb";
 import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../lib/agent/system-prompt.js";
-import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_TOOL_OUTPUT_TOKENS, DEFAULT_VIEW_TOTAL_BUDGET } from "../lib/config/config.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_TOOL_OUTPUT_TOKENS, DEFAULT_VIEW_TOTAL_BUDGET } from "../lib/config/view-config.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { buildModelView, countMessagesTokens, countMessageTokens, type ModelViewPolicy } from "../lib/model-view/index.js";
 import { prng } from "../lib/prng.js";

@@ -25,7 +25,7 @@ import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { startEmbeddedMongo, type EmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES } from "../lib/store/checkpoint/document-size.js";
 import { ThreadwiseSaver } from "../lib/store/threadwise-saver.js";
-import { DEFAULT_CHECKPOINTS_KEPT } from "../lib/config/config.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../lib/config/database-config.js";
 import { type Axis, lineChart, type Panel } from "./support/line-chart.js";
 import { evaluatePolynomial, fitPolynomial, median, type Point, rSquared } from "./support/statistics.js";
 import { writeResults } from "./support/results.js";

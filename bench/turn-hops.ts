@@ -1,8 +1,9 @@
 /**
  * Turn hops (a part measurement, not a benchmark of time): the modules of `functions/` and `lib/`
  * that one `POST /v1/conversations/{id}/messages` walks through, read from the call stacks (V8's
- * async stack traces) at every step the turn takes that touches the limits' counters and at the
- * model call: the admission, each reservation, its settlement, the slot's release.
+ * async stack traces) at every database write the turn makes (the limits' counters, the lease, the
+ * turn and message records, checkpoints, events, the recall index, the stored answer) and at the
+ * model call.
  *
  *   npx tsx bench/turn-hops.ts
  *
@@ -36,11 +37,12 @@ function record(limits: boolean): void {
   if (limits && caller > 0) entries.set(`${frames[caller]} -> ${frames[caller - 1]}`, (entries.get(`${frames[caller]} -> ${frames[caller - 1]}`) ?? 0) + 1);
 }
 
-// Every write the limits make, and the model call.
-for (const method of ["bulkWrite", "updateOne", "findOneAndUpdate"] as const) {
+// Every write the turn makes (the limits' among them), and the model call.
+const WRITES = ["bulkWrite", "insertOne", "insertMany", "updateOne", "updateMany", "replaceOne", "findOneAndUpdate", "deleteOne", "deleteMany"] as const;
+for (const method of WRITES) {
   const original = Collection.prototype[method] as (...args: unknown[]) => unknown;
   (Collection.prototype as unknown as Record<string, unknown>)[method] = function (this: Collection, ...args: unknown[]) {
-    if (this.collectionName === "limit_counters") record(true);
+    record(this.collectionName === "limit_counters");
     return original.apply(this, args);
   };
 }

@@ -5,7 +5,7 @@ import { wantsEventStream } from "../lib/api/event-stream.js";
 import type { HttpRequest, HttpResponse } from "../lib/api/http.js";
 import { createHttpHandler } from "../lib/api/http-handler.js";
 import { JwtVerifier, OpenIdKeySource, type Caller } from "../lib/auth/index.js";
-import type { AuthConfig } from "../lib/config/config.js";
+import type { AuthConfig } from "../lib/config/auth-config.js";
 import { AuthenticationError, NotAcceptableError, NotFoundError, ValidationError } from "../lib/errors.js";
 import { appFor } from "./shared/app-runtime.js";
 import { toHttpRequest } from "./shared/http-event.js";

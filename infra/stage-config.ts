@@ -1,6 +1,8 @@
 import type { Node } from "constructs";
 import { z } from "zod";
-import { DEFAULT_BEDROCK_MODEL_ID, DEFAULT_DB_NAME, DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/config.js";
+import { DEFAULT_BEDROCK_MODEL_ID } from "../lib/config/model-config.js";
+import { DEFAULT_DB_NAME } from "../lib/config/database-config.js";
+import { DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/auth-config.js";
 import { CREDENTIAL_SECRET_NAMES, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
 import { DEFAULT_LIMITS_ADMIN_ROLE, LIMIT_NAMES, LIMIT_VARIABLES, type LimitName } from "../lib/config/limits-config.js";

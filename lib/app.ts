@@ -7,8 +7,10 @@ import type { StructuredLogger } from "./logger.js";
 import { createAgentGraph } from "./agent/graph.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./agent/system-prompt.js";
 import { TurnRunner } from "./agent/turn-runner.js";
+import { EndOfTurn } from "./agent/end-of-turn.js";
 import { TurnRecovery } from "./agent/turn-recovery.js";
-import { priceOf, type Config } from "./config/config.js";
+import { priceOf } from "./config/model-config.js";
+import type { Config } from "./config/config.js";
 import { TokenCalibration } from "./model-view/token-calibration.js";
 import { DEFAULT_TURN_DIGEST } from "./model-view/turn-digest.js";
 import { DEFAULT_PARAMETER_LEDGER } from "./model-view/parameter-ledger.js";
@@ -42,7 +44,7 @@ import { recoveryJobOf } from "./queue/turn-job.js";
 import { Limits, type LimitUsageSink } from "./limits/limits.js";
 import { TurnAdmission } from "./limits/turn-admission.js";
 import { createMcp, type Mcp } from "./mcp/create-mcp.js";
-import type { McpOAuthProviderFactory } from "./mcp/mcp-server-config.js";
+import type { McpOAuthProviderFactory } from "./mcp/mcp-oauth-provider.js";
 import type { McpCallEvent } from "./mcp/mcp-tool-catalog.js";
 import { TenantToolRunner } from "./mcp/tenant-tool-runner.js";
 import { AuditLog } from "./audit/audit-log.js";
@@ -233,14 +235,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     archive: database.archive,
     faults: options.faults,
     approvals: { store: database.approvals, ttlMs: config.tools.approvals.ttlSeconds * 1000, argumentsSchema: (tool) => registry.argumentsSchema(tool) },
-    afterTurn: async (conversationId, fence) => {
-      // The turn is complete whatever happens here: a turn left out is indexed with the next one.
-      await indexer.indexFinishedTurns(conversationId, fence).catch((error: unknown) => {
-        options.logger?.warn("recall indexing failed", { conversationId, error: error instanceof Error ? error.name : "Error" });
-      });
-      await database.checkpointer.prune(conversationId, { fenceEpoch: fence.epoch });
-      await database.retention.touch(conversationId);
-    },
+    endOfTurn: new EndOfTurn({ indexer, checkpoints: database.checkpointer, retention: database.retention, logger: options.logger }),
   });
   const dispatcher = options.turnQueue
     ? new TurnDispatcher({

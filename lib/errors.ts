@@ -463,3 +463,11 @@ export class ContentKeysUnavailableError extends ThreadwiseError {
 export class SchemaVersionError extends ThreadwiseError {
   override name = "SchemaVersionError";
 }
+
+/**
+ * A member a conversation cannot have (docs/api.md, "Members"): 422 `member_outside_tenant`.
+ * Members are API users of the owner's own issuer and tenant; nothing is changed.
+ */
+export class MemberOutsideTenantError extends ThreadwiseError {
+  override name = "MemberOutsideTenantError";
+}

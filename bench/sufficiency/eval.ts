@@ -18,7 +18,7 @@ import { ChatBedrockConverse } from "@langchain/aws";
 import { AIMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import { MongoClient } from "mongodb";
-import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/config.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/view-config.js";
 import { optionsUsage, parseCliArgs } from "../../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../../lib/local/embedded-mongo.js";
 import { DEFAULT_PARAMETER_LEDGER, DEFAULT_TURN_DIGEST, messageText } from "../../lib/model-view/index.js";

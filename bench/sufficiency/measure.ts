@@ -15,7 +15,7 @@
  * showing the stale fact without its correction.
  */
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
-import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/config.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/view-config.js";
 import { countMessagesTokens, messageText } from "../../lib/model-view/index.js";
 import type { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { DEFAULT_RECALL_MAX_TOKENS, DEFAULT_RECALL_RESULTS, formatSearchOutcome } from "../../lib/recall/search-conversation-tool.js";

@@ -1,7 +1,7 @@
 import { createApp, type App, type AppOptions } from "../../lib/app.js";
 import { channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
 import type { TurnJobWorker, TurnMetricsSink } from "../../lib/queue/index.js";
-import { channelWorker } from "../../lib/channels/channel-worker.js";
+import { channelWorkerFor } from "../../lib/channels/channel-worker.js";
 import { createMcpOAuth } from "../../lib/mcp/oauth/create-mcp-oauth.js";
 import type { McpOAuth } from "../../lib/mcp/oauth/mcp-oauth.js";
 import type { SecretSource } from "../../lib/tools/index.js";
@@ -84,15 +84,7 @@ export function workerFor(app: App, credentials: Credentials, onTurnCompleted: T
   const key = JSON.stringify(replies);
   const cached = workers.get(app);
   if (cached?.key === key) return cached.worker;
-  const worker = channelWorker({
-    app,
-    replies,
-    endpoints: config.channels,
-    channelRoles: config.auth.channelRoles,
-    maxReceives: config.deployment.turnMaxReceives,
-    maxMessageChars: config.maxMessageChars,
-    onTurnCompleted,
-  });
+  const worker = channelWorkerFor(config, app, replies, onTurnCompleted);
   workers.set(app, { key, worker });
   return worker;
 }

@@ -3,9 +3,8 @@ import { errorResponse } from "../../lib/api/error-response.js";
 import { channelRoutes } from "../../lib/api/channel-routes.js";
 import { createRouter } from "../../lib/api/router.js";
 import { ChannelEventDeduper, type EventDeduper } from "../../lib/channels/channel-event-deduper.js";
-import { channelHandlers } from "../../lib/channels/channel-handlers.js";
+import { channelHandlersFor } from "../../lib/channels/channel-handlers.js";
 import { webhookChannelDecisions, type ChannelApprovals } from "../../lib/channels/channel-decisions.js";
-import { slackResponseUrlPrefix } from "../../lib/channels/slack/handle-slack-interaction.js";
 import { slackViews, type SlackViews } from "../../lib/channels/slack/slack-approval-modal.js";
 import { createGroupDirectories } from "../../lib/channels/group-directories.js";
 import { channelIngressCredentialsOf, channelReplyCredentialsOf, type Credentials } from "../../lib/config/credentials.js";
@@ -87,23 +86,14 @@ export function webhook(channel: "slack" | "teams") {
     let response;
     try {
       const credentials = credentialsOf(context);
-      const ingress = channelIngressCredentialsOf(credentials);
-      const handlers = channelHandlers({
-        slack: channel === "slack" ? ingress.slack : undefined,
-        teams:
-          channel === "teams" && ingress.teams
-            ? {
-                ...ingress.teams,
-                openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl,
-                serviceUrlOrigin: config.channels.teamsServiceUrlOrigin,
-              }
-            : undefined,
+      const handlers = channelHandlersFor(config, {
+        // Only the webhook's own channel: the other answers that it is not configured here.
+        ingress: { [channel]: channelIngressCredentialsOf(credentials)[channel] },
         notConfigured: AWS_CHANNEL_HINTS,
         deduper: deduperOf(credentials),
         enqueue: (job) => requireTurnQueue().enqueue(job),
         approvals: approvalsOf(channel, credentials),
         slackViews: channel === "slack" ? slackViewsOf(credentials) : undefined,
-        slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
         logger,
       });
       const route = createRouter(channelRoutes(handlers), logServerError);

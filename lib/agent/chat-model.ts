@@ -1,7 +1,7 @@
 import { ChatBedrockConverse } from "@langchain/aws";
 import type { BaseChatModel } from "@langchain/core/language_models/chat_models";
 import type { AIMessage } from "@langchain/core/messages";
-import type { ModelConfig } from "../config/config.js";
+import type { ModelConfig } from "../config/model-config.js";
 import { ModelBusyError, ModelCallFailedError, ModelCredentialsError, type ModelErrorCode, ThreadwiseError } from "../errors.js";
 import { GEN_AI_PROVIDER_NAMES } from "../observability/tracing.js";
 import { bedrockTokenCounter, type ModelTokenCounter } from "./bedrock-token-counter.js";

@@ -3,7 +3,7 @@ import type { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { RemoveMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { Annotation, END, interrupt, MessagesAnnotation, REMOVE_ALL_MESSAGES, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
-import type { ModelPrice } from "../config/config.js";
+import type { ModelPrice } from "../config/model-config.js";
 import {
   buildModelView,
   countTextTokens,
@@ -24,6 +24,7 @@ import { ModelCallLimitError } from "../errors.js";
 import { compactDispositions, toViewMessages, type ModelCallRecord } from "../store/turn-record.js";
 import { approvalIdOf } from "../store/approval-store.js";
 import type { WriteFence } from "../store/write-fence.js";
+import type { TurnRecordWriter } from "./turn-record-writer.js";
 import type { Caller } from "../auth/principal.js";
 import type { StructuredLogger } from "../logger.js";
 import type { ModelTokenCounter } from "./bedrock-token-counter.js";
@@ -36,7 +37,7 @@ import { notRunMessage, withEditedCalls, type ApprovalRequest, type ApprovalResu
 import { currentTurnMessages } from "./approval-context.js";
 import type { FunctionTool } from "./local-chat-model.js";
 import type { TurnEventSink } from "../events/turn-event-recorder.js";
-import { modelMessageId } from "../events/turn-event.js";
+import { modelMessageId } from "../events/turn-event-types.js";
 import type { TurnAdmission } from "../limits/turn-admission.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import { archivePlan } from "./working-set.js";
@@ -69,10 +70,8 @@ export type TurnContext = {
   fence: WriteFence;
   /** Model calls the turn may make, counted from state, so a resumed or retried turn cannot exceed them. */
   maxModelCalls: number;
-  /** Called once per model call with what was sent; keyed by index so a resumed turn overwrites. */
-  recordModelCall(record: ModelCallRecord): Promise<void>;
-  /** Progress for long turns (which step, which tool, how many model calls so far). */
-  onProgress?(progress: { step: "model" | "tool"; tool?: string; modelCalls: number }): Promise<void>;
+  /** Where each model call and the turn's step are recorded, under the turn's fence (`TurnRecordWriter`). */
+  record: Pick<TurnRecordWriter, "modelCall" | "progress">;
   /** Where the turn's events go (progress, tools, text deltas); absent, the model is not streamed. */
   events?: TurnEventSink;
   /** The hand-off deadline: checked before each step begins (a model call, a run of tools); a step under way finishes. Default: none. */
@@ -243,7 +242,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     const offered = (await toolsOf(ctx.caller)).toolSpecs(ctx.caller);
     const toolSchemaTokens = schemaTokens(offered);
     const view = await calibratedView(state, offered, toolSchemaTokens);
-    await ctx.onProgress?.({ step: "model", modelCalls: index });
+    await ctx.record.progress({ step: "model", modelCalls: index });
     await ctx.events?.emit({ type: "progress", step: "model", modelCall: index });
     const bound = offered.length && model.bindTools ? model.bindTools(offered) : model;
     const startedAt = new Date();
@@ -280,7 +279,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
       ...(usage.inputTokens > 0 && { estimateError: estimateError(view.stats.estimatedInputTokens, usage.inputTokens) }),
       toolCalls: (response.tool_calls ?? []).map((c) => c.name),
     };
-    await ctx.recordModelCall(record);
+    await ctx.record.modelCall(record);
     logger?.info("model call", {
       turnId: record.turnId,
       call: record.index,
@@ -333,7 +332,7 @@ export function createAgentGraph(options: AgentGraphOptions) {
     });
     const outcomes = waiting.length > 0 ? interrupt<ApprovalRequest, ApprovalResume>({ approvals: waiting }).outcomes : {};
     faults?.at("before-tool-effect");
-    await ctx.onProgress?.({ step: "tool", tool: calls.map((c) => c.name).join(", "), modelCalls: callIndex(state.messages) });
+    await ctx.record.progress({ step: "tool", tool: calls.map((c) => c.name).join(", "), modelCalls: callIndex(state.messages) });
     const edits = new Map<string, Record<string, unknown>>();
     const results = await Promise.all(
       calls.map(async (call) => {

@@ -1,5 +1,5 @@
 import type { AIMessage } from "@langchain/core/messages";
-import type { ModelPrice } from "../config/config.js";
+import type { ModelPrice } from "../config/model-config.js";
 import type { Usage } from "../store/turn-record.js";
 
 const TOKENS_PER_PRICE_UNIT = 1_000_000;

@@ -1,7 +1,7 @@
 import type { BaseLanguageModelInput } from "@langchain/core/language_models/base";
 import type { AIMessageChunk, MessageContent } from "@langchain/core/messages";
 import { ChatOpenAICompletions, type ChatOpenAICompletionsCallOptions, OpenAIClient } from "@langchain/openai";
-import type { ModelConfig, OpenAiCompatibleConfig } from "../config/config.js";
+import type { ModelConfig, OpenAiCompatibleConfig } from "../config/model-config.js";
 import { ModelBusyError, ModelCallFailedError, type ModelErrorCode } from "../errors.js";
 import { countTextTokens } from "../model-view/index.js";
 

@@ -10,7 +10,7 @@ import { addUsage, ZERO_USAGE } from "../store/turn-record.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
 import type { WriteFence } from "../store/write-fence.js";
 import type { RecordedToolCall } from "../tools/tool-idempotency-guard.js";
-import { type FinalEventBody, TURN_SUPERSEDED_EVENT } from "../events/turn-event.js";
+import { type FinalEventBody, TURN_SUPERSEDED_EVENT } from "../events/turn-event-types.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { AgentGraph } from "./graph.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";

@@ -1,42 +1,37 @@
-import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage, type ToolMessage } from "@langchain/core/messages";
-import { Command, INTERRUPT, isInterrupted, type StateSnapshot } from "@langchain/langgraph";
+import { HumanMessage, RemoveMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { Command, INTERRUPT, isInterrupted } from "@langchain/langgraph";
 import type { Caller, Owner } from "../auth/principal.js";
 import type { ConversationStore } from "../store/conversation-store.js";
-import {
-  BudgetExhaustedError,
-  ContextBudgetExceededError,
-  ModelCallFailedError,
-  ModelCallLimitError,
-  ModelCredentialsError,
-  NotFoundError,
-  RateLimitedError,
-  NotLatestTurnError,
-  StaleWriterError,
-  TurnSupersededError,
-} from "../errors.js";
+import { NotFoundError, StaleWriterError, TurnSupersededError } from "../errors.js";
 import type { ConversationLease } from "../store/lease.js";
 import type { MessageStore } from "../store/message-store.js";
 import type { ThreadwiseSaver } from "../store/threadwise-saver.js";
 import type { TurnArchiveStore } from "../store/turn-archive-store.js";
 import type { ClaimedTurn, TurnDocument, TurnStore } from "../store/turn-store.js";
-import { hasEnded, type TurnFailureCode } from "../store/turn-lifecycle.js";
-import { addUsage, summarizeContext, toViewMessages, ZERO_USAGE, type TurnContextSummary, type Usage, type ViewMessage } from "../store/turn-record.js";
+import { addUsage, summarizeContext, ZERO_USAGE, type TurnContextSummary, type Usage } from "../store/turn-record.js";
 import type { WriteFence } from "../store/write-fence.js";
 import { isMongoUnavailable } from "../store/mongo-unavailable.js";
 import { retryWhileUnavailable } from "../store/retry-while-unavailable.js";
-import { argsHash, type ApprovalContext, type ApprovalDocument, type ApprovalStore } from "../store/approval-store.js";
 import { messageText } from "../model-view/message-text.js";
 import { stampTokenCount } from "../model-view/token-counter.js";
-import { offloadedArtifact } from "../model-view/tool-output-artifact.js";
-import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event.js";
+import { type FinalEventBody, TURN_SUPERSEDED_EVENT, type TurnEvent } from "../events/turn-event-types.js";
 import type { TurnEventRecorder } from "../events/turn-event-recorder.js";
 import type { TurnEvents } from "../events/turn-events.js";
 import type { FaultInjector } from "./fault-points.js";
 import { TurnRecovery, type TurnRecoveryDeps } from "./turn-recovery.js";
 import type { AgentGraph, TurnContext } from "./graph.js";
 import type { TurnHold } from "../limits/turn-admission.js";
-import { notRunMessage, type ApprovalOutcome, type ApprovalRequest, type ApprovalResume, type PendingCall } from "./approval-gate.js";
+import type { ApprovalRequest, ApprovalResume, PendingCall } from "./approval-gate.js";
+import { ApprovalPause, waitingCalls, type ApprovalPauseOptions, type WaitingApproval } from "./approval-pause.js";
 import { conversationTitle } from "./conversation-title.js";
+import type { EndOfTurn } from "./end-of-turn.js";
+import { graphInput } from "./graph-input.js";
+import { turnFailure } from "./turn-failure.js";
+import { ThreadReader, type ThreadMessage, type ThreadSnapshot } from "./thread-reader.js";
+import { TurnFork } from "./turn-fork.js";
+import { TurnRecordWriter } from "./turn-record-writer.js";
+
+export type { ThreadMessage, ThreadSnapshot, WaitingApproval };
 
 /** Model calls allowed in one turn before it is stopped (each call is two graph steps). */
 export const DEFAULT_MAX_MODEL_CALLS = 12;
@@ -45,7 +40,10 @@ export interface TurnRequest {
   conversationId: string;
   /** Who asks: tools check their permissions against this caller. */
   caller: Caller;
-  /** Who owns the conversation, when not the caller (a Slack workspace, a Teams tenant). Default: the caller's principal. */
+  /**
+   * The workspace or tenant a channel's signed request came through (a Slack workspace, a Teams
+   * tenant), whose threads its users continue (`AccessOptions.channel`). Default: none (an API turn).
+   */
   owner?: Owner;
   content: string;
   turnId: string;
@@ -84,17 +82,6 @@ export interface TurnRequest {
   hold?: TurnHold;
 }
 
-/** A call the turn waits on, as a turn's result names it. */
-export interface WaitingApproval {
-  approvalId: string;
-  toolCallId: string;
-  tool: string;
-  args: Record<string, unknown>;
-  expiresAt: string;
-  /** The calls and outputs of the turn that led to it, for the approver (`approvalContextOf`). */
-  context?: ApprovalContext;
-}
-
 export interface TurnResult {
   turnId: string;
   /** `awaiting_approval`: the turn paused before calls a person must decide (`approvals`); `answer` is then empty. */
@@ -103,54 +90,6 @@ export interface TurnResult {
   answer: string;
   usage: Usage;
   context: TurnContextSummary;
-}
-
-/** One checkpointed message of a thread, in the shape of a recorded view message plus what only state has. */
-export interface ThreadMessage extends ViewMessage {
-  /** LangChain message id; a user message's is `${turnId}:user`. */
-  id?: string;
-  /** Tokens of the message as stored (an offloaded output counts as its preview). */
-  tokens: number;
-  /** Where an offloaded tool output lives; `content` is then its preview. */
-  artifact?: { handle: string; bytes: number; tokens: number };
-}
-
-/** One checkpoint of a thread, read-only: its messages and where the graph stands. */
-export interface ThreadSnapshot {
-  messages: ThreadMessage[];
-  /** Nodes to run next; empty at a turn's end. */
-  next: string[];
-  checkpointId: string;
-  parentCheckpointId?: string;
-  createdAt?: string;
-  metadata: Record<string, unknown>;
-  /** Pending tasks, with the interrupts they wait on (approvals). */
-  tasks: { id: string; name: string; interrupts: { id?: string; value: unknown }[] }[];
-}
-
-/** Stored messages in the shape the API shows them. */
-function threadMessages(messages: readonly BaseMessage[]): ThreadMessage[] {
-  const records = toViewMessages(messages);
-  return messages.map((message, i) => {
-    const record: ThreadMessage = { ...records[i] };
-    if (message.id) record.id = message.id;
-    const artifact = message.getType() === "tool" ? offloadedArtifact(message as ToolMessage) : undefined;
-    if (artifact) record.artifact = { handle: artifact.handle, bytes: artifact.bytes, tokens: artifact.tokens };
-    return record;
-  });
-}
-
-function threadSnapshot(snapshot: StateSnapshot): ThreadSnapshot {
-  const parent = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
-  return {
-    messages: threadMessages((snapshot.values as { messages?: BaseMessage[] }).messages ?? []),
-    next: [...snapshot.next],
-    checkpointId: snapshot.config.configurable?.checkpoint_id as string,
-    ...(parent !== undefined && { parentCheckpointId: parent }),
-    ...(snapshot.createdAt !== undefined && { createdAt: snapshot.createdAt }),
-    metadata: { ...(snapshot.metadata ?? {}) },
-    tasks: snapshot.tasks.map((task) => ({ id: task.id, name: task.name, interrupts: task.interrupts.map((i) => ({ id: i.id, value: i.value })) })),
-  };
 }
 
 /** What the runner needs of the checkpointer beyond the graph: the thread's fence, and removing a deleted conversation's thread. */
@@ -165,8 +104,8 @@ export interface TurnRunnerDeps {
   threads: ThreadFencing;
   /** Where the graph archives finished turns out of the working set, for reading them back. Default: none (nothing archived). */
   archive?: Pick<TurnArchiveStore, "read">;
-  /** Called after a completed turn, while it still holds the conversation (checkpoint pruning). */
-  afterTurn?(conversationId: string, fence: WriteFence): Promise<void>;
+  /** The last step of a completed turn, while it still holds the conversation: recall index, prune, retention. Default: none. */
+  endOfTurn?: Pick<EndOfTurn, "run">;
   /** Default: {@link DEFAULT_MAX_MODEL_CALLS}. */
   maxModelCalls?: number;
   /** Test-only crash points; absent in production. */
@@ -176,27 +115,7 @@ export interface TurnRunnerDeps {
   /** Where each attempt's events go (docs/streaming.md). Default: none; the model is not streamed. */
   events?: TurnEvents;
   /** Where calls waiting for a person are recorded and their decisions read, and how long they wait. Required once a policy holds a tool. */
-  approvals?: {
-    store: ApprovalStore;
-    ttlMs: number;
-    /** A tool's arguments JSON Schema, kept on its approvals so an edit is checked without the tools (`ToolRegistry.argumentsSchema`). */
-    argumentsSchema?(toolName: string): Record<string, unknown> | undefined;
-  };
-}
-
-/** Every call of the thread's pending interrupts (a turn paused for approvals); empty when none is pending. */
-function waitingCalls(snapshot: StateSnapshot): PendingCall[] {
-  return snapshot.tasks.flatMap((task) => task.interrupts.flatMap((i) => (i.value as ApprovalRequest | undefined)?.approvals ?? []));
-}
-
-/** How a settled approval resumes its call; `by` names the person as the model reads it. */
-function outcomeOf(approval: ApprovalDocument): ApprovalOutcome {
-  const decision = approval.decision;
-  if (!decision || decision.kind === "expire") return { kind: "expire", deadline: approval.deadline.toISOString() };
-  const by = decision.by.subject;
-  if (decision.kind === "edit") return { kind: "edit", by, args: decision.args };
-  if (decision.kind === "reject") return { kind: "reject", by, ...(decision.reason !== undefined && { reason: decision.reason }) };
-  return { kind: "approve", by };
+  approvals?: ApprovalPauseOptions;
 }
 
 /** How an attempt ended, told by the runner once the attempt has let go of the conversation. */
@@ -207,18 +126,6 @@ interface AttemptEnd {
   settle?: () => Promise<void>;
   /** The attempt left its turn queued for the worker, which takes over its admission. */
   requeued?: boolean;
-}
-
-/** A failed turn's code (`TURN_FAILURE_CODES`, docs/api.md "Failure codes"), as the API's error body says it. */
-function errorCode(error: unknown): TurnFailureCode {
-  if (error instanceof ModelCallFailedError) return error.code;
-  if (error instanceof ModelCallLimitError) return "model_call_limit";
-  if (error instanceof ModelCredentialsError) return "model_credentials";
-  if (error instanceof BudgetExhaustedError) return "budget_exhausted";
-  if (error instanceof RateLimitedError) return "rate_limited";
-  if (error instanceof ContextBudgetExceededError) return "context_budget_exceeded";
-  if (isMongoUnavailable(error)) return "service_unavailable";
-  return "internal_error";
 }
 
 /**
@@ -236,10 +143,17 @@ export class TurnRunner {
   private readonly maxModelCalls: number;
   /** Finishes, from the thread, the turns older attempts left running (docs/recovery.md). */
   private readonly recovery: TurnRecovery;
+  /** The thread as the API reads it, outside any turn. */
+  private readonly threadReader: ThreadReader;
+  private readonly approvalPause: ApprovalPause;
+  private readonly fork: TurnFork;
 
   constructor(private readonly deps: TurnRunnerDeps) {
     this.maxModelCalls = deps.maxModelCalls ?? DEFAULT_MAX_MODEL_CALLS;
     this.recovery = new TurnRecovery(deps);
+    this.threadReader = new ThreadReader(deps.graph, deps.archive);
+    this.approvalPause = new ApprovalPause(deps.turns, deps.approvals);
+    this.fork = new TurnFork(deps);
   }
 
   /**
@@ -259,7 +173,8 @@ export class TurnRunner {
   async run(request: TurnRequest): Promise<TurnResult> {
     const { conversations, lease } = this.deps;
     const { conversationId, turnId, caller } = request;
-    await conversations.getOwned(conversationId, request.owner ?? caller.principal);
+    // The one check (lib/auth/conversation-access.ts): the caller (owner, member or channel user) may write; the turn runs as the caller.
+    await conversations.getFor(conversationId, caller, "write", { channel: request.owner });
     const started = Date.now();
     const fence = await lease.acquire(conversationId, turnId);
     const lost = new AbortController();
@@ -308,39 +223,29 @@ export class TurnRunner {
     if (end.final) await end.events?.finish(end.final, this.deps.lease.existing(conversationId)).catch(() => undefined);
   }
 
-  /** The thread's checkpointed messages (durable state), read-only; empty for a thread with no checkpoint yet. */
-  async readThread(conversationId: string): Promise<ThreadMessage[]> {
-    return (await this.readWorkingSet(conversationId)).messages;
+  /** The thread's checkpointed messages (`ThreadReader.readThread`). */
+  readThread(conversationId: string): Promise<ThreadMessage[]> {
+    return this.threadReader.readThread(conversationId);
   }
 
-  /** The thread's working set (its checkpointed messages) and how many finished turns before them were archived (`readArchive`). */
-  async readWorkingSet(conversationId: string): Promise<{ messages: ThreadMessage[]; archivedTurns: number }> {
-    const snapshot = await this.deps.graph.getState({ configurable: { thread_id: conversationId } });
-    const values = snapshot.values as { messages?: BaseMessage[]; archivedTurns?: number };
-    return { messages: threadMessages(values.messages ?? []), archivedTurns: values.archivedTurns ?? 0 };
+  /** The thread's working set and how many turns were archived (`ThreadReader.readWorkingSet`). */
+  readWorkingSet(conversationId: string): Promise<{ messages: ThreadMessage[]; archivedTurns: number }> {
+    return this.threadReader.readWorkingSet(conversationId);
   }
 
-  /** Archived turns numbered `from` to `to` (from 1), oldest first, each with its messages as the thread held them. */
-  async readArchive(conversationId: string, from: number, to: number): Promise<{ turnNumber: number; messages: ThreadMessage[] }[]> {
-    const turns = (await this.deps.archive?.read(conversationId, from, to)) ?? [];
-    return turns.map((turn) => ({ turnNumber: turn.turnNumber, messages: threadMessages(turn.messages) }));
+  /** Archived turns numbered `from` to `to` (`ThreadReader.readArchive`). */
+  readArchive(conversationId: string, from: number, to: number): Promise<{ turnNumber: number; messages: ThreadMessage[] }[]> {
+    return this.threadReader.readArchive(conversationId, from, to);
   }
 
-  /**
-   * The thread's checkpoints, newest first, as LangGraph's `getStateHistory` reads them (read-only):
-   * what the Agent Protocol's state and history routes serve. `before` is a checkpoint id.
-   */
-  async *readThreadHistory(conversationId: string, options: { limit?: number; before?: string } = {}): AsyncGenerator<ThreadSnapshot> {
-    const before = options.before === undefined ? undefined : { configurable: { thread_id: conversationId, checkpoint_id: options.before } };
-    for await (const snapshot of this.deps.graph.getStateHistory({ configurable: { thread_id: conversationId } }, { limit: options.limit, before })) {
-      yield threadSnapshot(snapshot);
-    }
+  /** The thread's checkpoints, newest first (`ThreadReader.readThreadHistory`). */
+  readThreadHistory(conversationId: string, options: { limit?: number; before?: string } = {}): AsyncGenerator<ThreadSnapshot> {
+    return this.threadReader.readThreadHistory(conversationId, options);
   }
 
-  /** The thread's latest checkpoint as {@link readThreadHistory} gives it; undefined for a thread with no checkpoint yet. */
-  async readThreadState(conversationId: string): Promise<ThreadSnapshot | undefined> {
-    const snapshot = await this.deps.graph.getState({ configurable: { thread_id: conversationId } });
-    return snapshot.config.configurable?.checkpoint_id === undefined ? undefined : threadSnapshot(snapshot);
+  /** The thread's latest checkpoint (`ThreadReader.readThreadState`). */
+  readThreadState(conversationId: string): Promise<ThreadSnapshot | undefined> {
+    return this.threadReader.readThreadState(conversationId);
   }
 
   private async runHeld(request: TurnRequest, fence: WriteFence, lost: AbortSignal, started: number, end: AttemptEnd): Promise<TurnResult> {
@@ -348,7 +253,7 @@ export class TurnRunner {
     const { conversationId, turnId } = request;
     await threads.claimThread(conversationId, fence.epoch as number);
     // Refused before anything is written; a replacing turn that already began is past this check.
-    if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.assertReplaceable(conversationId, request.replaces);
+    if (request.replaces && (await turns.get(turnId))?.seq === undefined) await this.fork.assertReplaceable(conversationId, request.replaces);
     const claim = await turns.claim(turnId, fence, {
       ...(request.replaces && { replaces: request.replaces }),
       ...(request.origin && { origin: request.origin }),
@@ -363,10 +268,14 @@ export class TurnRunner {
       faults?.at("after-user-message");
       let outcome = await this.invokeGraph(request, turn, fence, lost, resumed || closed, events);
       // Only now is the replacing branch in the thread: a turn stopped or superseded before it leaves the replaced one unmarked.
-      await this.markReplacement(turn, fence);
+      await this.fork.markReplacement(turn, fence);
       while (outcome.kind === "waiting") {
-        const paused = await this.awaitApproval(turn, request, outcome.calls, fence, end);
-        if (paused) return paused;
+        const paused = await this.approvalPause.pause(turn, { requester: request.caller.principal, origin: request.origin }, outcome.calls, fence);
+        if (paused) {
+          // Ends this attempt's stream; the continuation, once decided, streams under the same turn (docs/streaming.md).
+          end.final = { type: "approval_requested", approvals: paused.approvals.map(({ args: _args, context: _context, ...call }) => call) };
+          return { turnId, status: "awaiting_approval", answer: "", ...paused };
+        }
         // Every call was decided while the turn was being paused: this attempt goes on (docs/approvals.md, "How a turn waits").
         await turns.resumeDecided(turn, fence);
         outcome = await this.invokeGraph(request, turn, fence, lost, true, events);
@@ -384,7 +293,7 @@ export class TurnRunner {
       await turns.complete(turn, { answer, usage, toolCalls, durationMs: Date.now() - started }, fence);
       faults?.at("after-record");
       await conversations.touch(conversationId, { title: conversationTitle(request.content) });
-      await this.deps.afterTurn?.(conversationId, fence);
+      await this.deps.endOfTurn?.run(conversationId, fence);
       // A follower that misses this event reads the answer from the turn record instead.
       end.final = { type: "done", answer, usage };
       return { turnId, status: "completed", answer, usage, context: summarizeContext(calls) };
@@ -395,90 +304,6 @@ export class TurnRunner {
       });
       throw error;
     }
-  }
-
-  /**
-   * The graph paused before calls a person must decide: their approvals are recorded (a retried
-   * attempt's are already there and keep their decisions), and the turn waits. Nothing of the
-   * calls has run. Undefined when none waits any longer once the turn is marked waiting: the
-   * caller goes on with the turn.
-   */
-  private async awaitApproval(
-    turn: ClaimedTurn,
-    request: TurnRequest,
-    calls: PendingCall[],
-    fence: WriteFence,
-    end: AttemptEnd,
-  ): Promise<TurnResult | undefined> {
-    const { approvals, turns } = this.deps;
-    if (!approvals) throw new TypeError("a turn paused for approval, but the runner has no approval store");
-    const now = new Date();
-    const deadline = new Date(now.getTime() + approvals.ttlMs);
-    const docs: ApprovalDocument[] = calls.map((call) => {
-      const schema = approvals.argumentsSchema?.(call.tool);
-      return {
-        _id: call.approvalId,
-        conversationId: turn.conversationId,
-        turnId: turn._id,
-        toolCallId: call.toolCallId,
-        tool: call.tool,
-        args: call.args,
-        argsHash: argsHash(call.args),
-        ...(schema && { argsSchema: JSON.stringify(schema) }),
-        requester: request.caller.principal,
-        approvers: call.approvers,
-        ...(call.context && { context: call.context }),
-        createdAt: now,
-        deadline,
-        status: "pending",
-        ...(request.origin && { origin: request.origin }),
-      };
-    });
-    await approvals.store.open(docs, fence);
-    await turns.awaitApproval(turn, [...new Set(calls.map((c) => c.tool))], fence);
-    // Read after that write: a decision between the two writes found the turn running and handed nothing on, so it is
-    // this attempt's to go on; one after it also hands the turn on, and that job finds the turn taken or finished.
-    const records = new Map((await approvals.store.listByTurn(turn._id)).map((a) => [a._id, a]));
-    // In the order of the model's calls; those decided already (a retried attempt) are not waited on.
-    const waiting = calls.flatMap((c) => records.get(c.approvalId) ?? []).filter((a) => a.status === "pending");
-    if (waiting.length === 0) return undefined;
-    const modelCalls = await turns.listCalls(turn._id);
-    const approvalsWaiting = waiting.map((a) => ({
-      approvalId: a._id,
-      toolCallId: a.toolCallId,
-      tool: a.tool,
-      args: a.args,
-      expiresAt: a.deadline.toISOString(),
-      ...(a.context && { context: a.context }),
-    }));
-    // Ends this attempt's stream; the continuation, once decided, streams under the same turn (docs/streaming.md).
-    end.final = { type: "approval_requested", approvals: approvalsWaiting.map(({ args: _args, context: _context, ...call }) => call) };
-    return {
-      turnId: turn._id,
-      status: "awaiting_approval",
-      approvals: approvalsWaiting,
-      answer: "",
-      usage: modelCalls.reduce((u, c) => addUsage(u, c.usage), ZERO_USAGE),
-      context: summarizeContext(modelCalls),
-    };
-  }
-
-  /**
-   * The outcome of each waiting call once none is pending (approvals past their deadline are
-   * expired first); undefined while one still waits, or before the approvals are recorded.
-   */
-  private async outcomesOf(turnId: string, calls: PendingCall[]): Promise<Record<string, ApprovalOutcome> | undefined> {
-    const store = this.deps.approvals?.store;
-    if (!store) return undefined;
-    await store.expireDue({ turnId });
-    const records = new Map((await store.listByTurn(turnId)).map((a) => [a._id, a]));
-    const outcomes: Record<string, ApprovalOutcome> = {};
-    for (const call of calls) {
-      const record = records.get(call.approvalId);
-      if (!record || record.status === "pending") return undefined;
-      outcomes[call.approvalId] = outcomeOf(record);
-    }
-    return outcomes;
   }
 
   /**
@@ -506,15 +331,7 @@ export class TurnRunner {
       return;
     }
     // A limit reached between model calls says which, and when it resets (docs/limits.md); a model failure says why.
-    const limited = error instanceof BudgetExhaustedError || error instanceof RateLimitedError;
-    const message = limited
-      ? error.message
-      : error instanceof ModelCallFailedError
-        ? `the turn failed: ${error.reason}`
-        : isMongoUnavailable(error)
-          ? "the turn failed: the database was unreachable"
-          : "the turn failed";
-    const failure = { code: errorCode(error), message };
+    const failure = turnFailure(error);
     await this.deps.turns.fail(turn, failure, fence);
     end.final = { type: "failed", ...failure };
   }
@@ -552,7 +369,7 @@ export class TurnRunner {
     const { turns, messages } = this.deps;
     const resumed = turn.seq !== undefined;
     // A replacing turn that the worker took over before it began is checked here, as the request was.
-    if (!resumed && turn.replaces && !request.replaces) await this.assertReplaceable(turn.conversationId, turn.replaces);
+    if (!resumed && turn.replaces && !request.replaces) await this.fork.assertReplaceable(turn.conversationId, turn.replaces);
     const seq = turn.seq ?? (await turns.begin(turn, fence, request.caller.principal));
     turn.seq = seq;
     await messages.append({ turnId: turn._id, seq, role: "user", content: request.content }, fence);
@@ -570,52 +387,11 @@ export class TurnRunner {
     return { seq, resumed, closed: closedApprovals + closedTurns > 0 };
   }
 
-  /** Marks the turn this one replaces, in the record and on its turn (idempotent: a resumed turn marks again). */
-  private async markReplacement(turn: ClaimedTurn, fence: WriteFence): Promise<void> {
-    if (!turn.replaces) return;
-    await this.deps.messages.markReplaced(turn.replaces, turn._id, fence);
-    await this.deps.turns.markReplaced(turn.replaces, turn, fence);
-  }
-
-  /** Only the latest begun turn, once finished, can be replaced; checked under the lease, so no turn begins meanwhile. */
-  private async assertReplaceable(conversationId: string, turnId: string): Promise<void> {
-    const latest = await this.deps.turns.latest(conversationId);
-    if (latest?._id !== turnId || !hasEnded(latest.status)) {
-      throw new NotLatestTurnError(`turn ${turnId} is not the conversation's latest finished turn`, turnId);
-    }
-  }
-
-  /**
-   * Where a replacing turn starts: the newest checkpoint holding exactly the thread's messages
-   * before the replaced question (the turn boundary before it: the replaced turn's first
-   * checkpoint, which prune keeps, or the previous turn's end), so the original branch is left as
-   * it was. Without such a checkpoint (a thread pruned before turn boundaries were kept) it starts
-   * from the latest checkpoint and removes the replaced turn's messages, which older checkpoints
-   * still hold.
-   */
-  private async forkPoint(conversationId: string, replaced: string): Promise<{ checkpointId?: string; remove: string[] }> {
-    const { graph } = this.deps;
-    const head = await graph.getState({ configurable: { thread_id: conversationId } });
-    const headIds = ((head.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
-    const at = headIds.indexOf(`${replaced}:user`);
-    const before = at < 0 ? headIds : headIds.slice(0, at);
-    for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: conversationId } })) {
-      const ids = ((snapshot.values as { messages?: BaseMessage[] }).messages ?? []).map((m) => m.id ?? "");
-      // A turn's first checkpoint (source "input") still has the question it began with pending; a run with new input discards it.
-      const boundary = snapshot.next.length === 0 || snapshot.metadata?.source === "input";
-      // The replaced turn may have archived older turns first: its boundary holds them before the same messages.
-      const from = ids.length - before.length;
-      if (boundary && from >= 0 && (before.length > 0 || from === 0) && before.every((id, i) => id === ids[from + i])) {
-        return { checkpointId: snapshot.config.configurable?.checkpoint_id as string, remove: [] };
-      }
-    }
-    return { checkpointId: head.config.configurable?.checkpoint_id as string | undefined, remove: at < 0 ? [] : headIds.slice(at) };
-  }
-
   /**
    * Starts the turn from its question, or continues it from the checkpoint when the thread's
-   * latest question is already this turn's. A turn that has just begun cannot be in the thread
-   * yet, so only a resumed one pays for loading the thread before the graph loads it again.
+   * latest question is already this turn's (`graphInput` decides which). A turn that has just
+   * begun cannot be in the thread yet, so only a resumed one pays for loading the thread before
+   * the graph loads it again.
    */
   private async invokeGraph(
     request: TurnRequest,
@@ -627,31 +403,33 @@ export class TurnRunner {
   ): Promise<{ kind: "answer"; answer: AIMessage } | { kind: "waiting"; calls: PendingCall[] }> {
     const { graph, turns } = this.deps;
     const thread = { thread_id: request.conversationId };
-    const userMessageId = `${request.turnId}:user`;
-    let started = false;
-    let resume: Command<ApprovalResume, Record<string, never>, never> | undefined;
-    let unanswered: ToolMessage[] = [];
-    if (readState) {
-      const snapshot = await graph.getState({ configurable: thread });
-      const stateMessages = (snapshot.values as { messages?: BaseMessage[] }).messages ?? [];
-      const lastQuestion = stateMessages.findLast((m) => m.getType() === "human");
-      started = lastQuestion?.id === userMessageId;
-      if (!started && stateMessages.some((m) => m.id === userMessageId)) {
+    const questionId = `${request.turnId}:user`;
+    const snapshot = readState ? await graph.getState({ configurable: thread }) : undefined;
+    const at = snapshot && { messages: (snapshot.values as { messages?: BaseMessage[] }).messages ?? [], next: snapshot.next, waiting: waitingCalls(snapshot) };
+    const decision = graphInput(at, questionId);
+    let input: Command<ApprovalResume, Record<string, never>, never> | { messages: BaseMessage[] } | null;
+    let checkpointId: string | undefined;
+    switch (decision.kind) {
+      case "superseded":
         await turns.supersede(turn, fence);
         throw new TurnSupersededError(`turn ${turn._id} is not the thread's latest question`, turn._id);
+      case "answered":
+        return { kind: "answer", answer: decision.answer };
+      case "decisions": {
+        const outcomes = await this.approvalPause.outcomesOf(turn._id, decision.calls);
+        if (!outcomes) return { kind: "waiting", calls: decision.calls };
+        input = new Command({ resume: { outcomes } });
+        break;
       }
-      const last = stateMessages[stateMessages.length - 1];
-      if (started && snapshot.next.length === 0 && last instanceof AIMessage && !last.tool_calls?.length) return { kind: "answer", answer: last };
-      const waiting = waitingCalls(snapshot);
-      if (started && waiting.length > 0) {
-        const outcomes = await this.outcomesOf(turn._id, waiting);
-        if (!outcomes) return { kind: "waiting", calls: waiting };
-        resume = new Command({ resume: { outcomes } });
-      } else if (!started && waiting.length > 0 && last instanceof AIMessage) {
-        // An earlier turn paused for approvals and a new question came: its calls are answered as not run, so no call is left unanswered.
-        unanswered = (last.tool_calls ?? []).map((c) =>
-          notRunMessage({ id: c.id ?? "", name: c.name }, { kind: "reject", by: "nobody", reason: "a new question came first" }),
-        );
+      case "continue":
+        input = null;
+        break;
+      case "ask": {
+        const fork = turn.replaces ? await this.fork.forkPoint(request.conversationId, turn.replaces) : undefined;
+        checkpointId = fork?.checkpointId;
+        const removed = (fork?.remove ?? []).map((id) => new RemoveMessage({ id }));
+        const question = stampTokenCount(new HumanMessage({ content: request.content, id: questionId }));
+        input = { messages: [...removed, ...decision.unanswered, question] };
       }
     }
     const context: TurnContext = {
@@ -660,21 +438,16 @@ export class TurnRunner {
       caller: request.caller,
       fence,
       maxModelCalls: this.maxModelCalls,
-      recordModelCall: (record) => turns.recordModelCall(turn, record, fence),
-      onProgress: (progress) => turns.setProgress(turn, progress, fence),
+      record: new TurnRecordWriter(turns, turn, fence),
       events,
       ...(request.deadline && { deadline: request.deadline }),
     };
-    const question = stampTokenCount(new HumanMessage({ content: request.content, id: userMessageId }));
-    const fork = !started && turn.replaces ? await this.forkPoint(request.conversationId, turn.replaces) : undefined;
-    const removed = (fork?.remove ?? []).map((id) => new RemoveMessage({ id }));
-    const input = resume ?? (started ? null : { messages: [...removed, ...unanswered, question] });
     // A deadline already past writes nothing: the graph would store its input (an edit's removals
     // included) before it looks at the signal, and the turn is requeued as if it never started.
     request.signal?.throwIfAborted();
     request.deadline?.throwIfAborted();
     const result = await graph.invoke(input, {
-      configurable: { ...thread, fence_epoch: fence.epoch, ...(fork?.checkpointId ? { checkpoint_id: fork.checkpointId } : {}) },
+      configurable: { ...thread, fence_epoch: fence.epoch, ...(checkpointId ? { checkpoint_id: checkpointId } : {}) },
       signal: request.signal ? AbortSignal.any([request.signal, lost]) : lost,
       context,
       durability: "sync",

@@ -1,3 +1,4 @@
+import type { ConversationNeed } from "../auth/conversation-access.js";
 import type { Caller } from "../auth/principal.js";
 import { NotFoundError } from "../errors.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
@@ -31,9 +32,14 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
   const { authenticate, database, runner } = deps;
   const { conversations, turns } = database;
 
-  const ownedThread = async (request: HttpRequest, rawId: string): Promise<{ caller: Caller; thread: ConversationDocument }> => {
+  /** The caller and the thread, when the caller may do what `need` names (`lib/auth/conversation-access.ts`); 404 when it may not see it. */
+  const ownedThread = async (
+    request: HttpRequest,
+    rawId: string,
+    need: ConversationNeed = "read",
+  ): Promise<{ caller: Caller; thread: ConversationDocument }> => {
     const caller = await authenticate(request);
-    const thread = await conversations.getOwned(parseId(rawId, "thread_id"), caller.principal);
+    const thread = await conversations.getFor(parseId(rawId, "thread_id"), caller, need);
     return { caller, thread };
   };
 

@@ -1,8 +1,9 @@
-import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event.js";
+import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/turn-event-types.js";
+import type { Caller } from "../auth/principal.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import { hasEnded } from "../store/turn-lifecycle.js";
 import { ProtocolStreamEncoder, protocolFrame, protocolMessages, stateValues, type ProtocolInterrupt, type streamModesOf } from "./agent-protocol.js";
-import type { ApiRoutesDeps } from "./api-routes.js";
+import { readAccessWatch, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpResponse } from "./http.js";
 
@@ -78,10 +79,13 @@ export function runEvents(deps: RunEventsDeps) {
 
   /** A run's events as the protocol's server-sent events, for the modes asked; `running` is the request's own part of it. */
   const runStream = (
+    caller: Caller,
     thread: ConversationDocument,
     run: { turnId: string; afterId: number; running?: Promise<unknown> },
     modes: ReturnType<typeof streamModesOf>,
   ): HttpResponse => {
+    // A member removed while following is sent nothing more of the thread (docs/api.md, "Members").
+    const stillAllowed = readAccessWatch(database.conversations, caller, thread);
     const encoder = new ProtocolStreamEncoder(modes, { runId: run.turnId, threadId: thread._id });
     let failure: unknown;
     const failed = new AbortController();
@@ -94,6 +98,10 @@ export function runEvents(deps: RunEventsDeps) {
       let final: FinalEventBody | undefined;
       let started = run.afterId > 0;
       for await (const event of followRun(run.turnId, run.afterId, AbortSignal.any([signal, failed.signal]))) {
+        if (stillAllowed && !(await stillAllowed())) {
+          yield protocolFrame("error", { error: "not_found", message: `thread ${thread._id} not found` });
+          return;
+        }
         if (!started) {
           started = true;
           const snapshot = await runner.readThreadState(thread._id);
@@ -103,6 +111,10 @@ export function runEvents(deps: RunEventsDeps) {
         if (isFinalEvent(event)) final = event;
       }
       if (signal.aborted) return;
+      if (stillAllowed && !(await stillAllowed())) {
+        yield protocolFrame("error", { error: "not_found", message: `thread ${thread._id} not found` });
+        return;
+      }
       if (!final && failure !== undefined) {
         const { error } = JSON.parse(errorResponse(failure).body) as { error: { code: string; message: string } };
         yield protocolFrame("error", { error: error.code, message: error.message });

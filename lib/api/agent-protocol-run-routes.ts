@@ -1,3 +1,4 @@
+import type { ConversationNeed } from "../auth/conversation-access.js";
 import type { Caller } from "../auth/principal.js";
 import { ConflictError, ValidationError } from "../errors.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
@@ -20,7 +21,7 @@ export type RunRoutesDeps = Pick<ApiRoutesDeps, "database" | "streamingUrl" | "a
 /** Who may reach a thread and its runs, and the parts a run is made of, as `agentProtocolRoutes` assembles them. */
 export interface RunAccess {
   /** The caller and their thread, or 404 for a thread that is not theirs. */
-  ownedThread(request: HttpRequest, rawId: string): Promise<{ caller: Caller; thread: ConversationDocument }>;
+  ownedThread(request: HttpRequest, rawId: string, need?: ConversationNeed): Promise<{ caller: Caller; thread: ConversationDocument }>;
   /** A run of that thread, or 404. */
   ownedRun(threadId: string, rawRunId: string): Promise<TurnDocument>;
   startRun: ReturnType<typeof runStarter>;
@@ -44,7 +45,7 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs/wait$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, runBody);
         const run = await startRun(caller, thread, body);
         await run.running;
@@ -56,7 +57,7 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs/stream$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, runBody);
         assertCanStream(request, deps.streamingUrl);
         const modes = streamModesOf(body.stream_mode);
@@ -64,7 +65,7 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
           const run = await startRun(caller, thread, body);
           // A run refused before it began (a turn already running: multitask "reject") is the usual error, not a stream.
           if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
-          return runStream(thread, run, modes);
+          return runStream(caller, thread, run, modes);
         });
       },
     },
@@ -72,7 +73,7 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, runBody);
         const run = await startRun(caller, thread, body, { background: true });
         if (run.afterId === 0) await turnBegun(deps.events.hub, run.turnId, run.running);
@@ -120,14 +121,14 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
         const turn = await ownedRun(thread._id, runId);
         assertCanStream(request, deps.streamingUrl);
         const modes = streamModesOf(parseQuery(request, streamQuery).stream_mode);
-        return withStreamSlot(caller, async () => runStream(thread, { turnId: turn._id, afterId: lastEventId(request) }, modes));
+        return withStreamSlot(caller, async () => runStream(caller, thread, { turnId: turn._id, afterId: lastEventId(request) }, modes));
       },
     },
     {
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/runs/${ID}/cancel$`),
       handler: async (request, [id, runId]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id, "write");
         const turn = await ownedRun(thread._id, runId);
         const { action } = parseQuery(request, cancelQuery);
         if (action === "rollback")

@@ -1,4 +1,5 @@
 import { MongoServerError } from "mongodb";
+import { relationTo, type ConversationNeed } from "../auth/conversation-access.js";
 import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
@@ -18,7 +19,7 @@ export type ThreadRoutesDeps = Pick<ApiRoutesDeps, "authenticate" | "database" |
 /** Who may reach a thread, as `agentProtocolRoutes` decides it (docs/security.md, "The tenant boundary"). */
 export interface ThreadAccess {
   /** The caller and their thread, or 404 for a thread that is not theirs. */
-  ownedThread(request: HttpRequest, rawId: string): Promise<{ caller: Caller; thread: ConversationDocument }>;
+  ownedThread(request: HttpRequest, rawId: string, need?: ConversationNeed): Promise<{ caller: Caller; thread: ConversationDocument }>;
   /** The thread as the protocol shows it. */
   describe(thread: ConversationDocument): Promise<ReturnType<typeof threadView>>;
 }
@@ -70,12 +71,10 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
         if (id !== undefined) {
           // Only the owner's own thread is returned (if_exists=do_nothing); any other taken id, whoever
           // holds it, gets the one answer below (docs/security.md, "The tenant boundary").
-          const own = await conversations.getOwned(id, caller.principal).catch((error: unknown) => {
-            if (error instanceof NotFoundError) return undefined;
-            throw error;
-          });
+          const existing = await conversations.get(id);
+          const own = existing && relationTo(existing, caller) === "owner" ? existing : undefined;
           if (own && body.if_exists === "do_nothing") return json(200, await describe(own));
-          if (own || (await conversations.get(id))) throw threadIdTaken(id);
+          if (existing) throw threadIdTaken(id);
         }
         const created = await conversations
           .create(caller.principal, { channel: "api" }, new Date(), { id, metadata: body.metadata })
@@ -112,9 +111,9 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
       method: "PATCH",
       pattern: new RegExp(`^/threads/${ID}$`),
       handler: async (request, [id]) => {
-        const { caller, thread } = await ownedThread(request, id);
+        const { thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, patchThreadBody);
-        const updated = await conversations.mergeMetadata(thread._id, caller.principal, body.metadata ?? {});
+        const updated = await conversations.mergeMetadata(thread._id, thread.owner, body.metadata ?? {});
         return json(200, await describe(updated));
       },
     },
@@ -122,7 +121,7 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
       method: "DELETE",
       pattern: new RegExp(`^/threads/${ID}$`),
       handler: async (request, [id]) => {
-        const { thread } = await ownedThread(request, id);
+        const { thread } = await ownedThread(request, id, "delete");
         await database.deleteConversation(thread._id);
         return noContent();
       },

@@ -2,7 +2,7 @@ import type { ThreadMessage, ThreadSnapshot } from "../agent/turn-runner.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import type { TurnDocument } from "../store/turn-store.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
-import { modelMessageId, type TurnEvent } from "../events/turn-event.js";
+import { modelMessageId, type TurnEvent } from "../events/turn-event-types.js";
 import { ValidationError } from "../errors.js";
 import type { ProtocolStreamMode, ResumeDecision } from "./agent-protocol-schemas.js";
 import { PROTOCOL_STREAM_MODES, resumeValue } from "./agent-protocol-schemas.js";

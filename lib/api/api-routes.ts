@@ -1,15 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { derivedUuid } from "../derived-id.js";
-import { ConflictError, NotFoundError, NotLatestTurnError, PayloadTooLargeError, ServiceUnavailableError, ValidationError } from "../errors.js";
+import { ConflictError, NotFoundError, NotLatestTurnError, ServiceUnavailableError } from "../errors.js";
+import { questionText } from "../validation.js";
+
+/** The one question parse of every entry, here for the routes that import it from the API (`lib/validation.ts`). */
+export { questionText };
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { expandDispositions, summarizeContext } from "../store/turn-record.js";
-import { MAX_PAGE_SIZE } from "../store/conversation-store.js";
+import { MAX_PAGE_SIZE, type ConversationDocument, type ConversationStore } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
 import { apiTurnJob, type DispatchOutcome, type TurnDispatcher } from "../queue/turn-dispatcher.js";
 import type { Approvals } from "../approvals/approvals.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { ownerKey, type Caller } from "../auth/principal.js";
+import { mayAccess, relationTo, type ConversationNeed } from "../auth/conversation-access.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import type { Limits } from "../limits/limits.js";
 import { TurnAdmission } from "../limits/turn-admission.js";
@@ -143,18 +148,6 @@ function turnSummary(turn: TurnDocument) {
   };
 }
 
-/**
- * A question as every entry takes it (`/v1` messages and edit, Agent Protocol runs, MCP `ask`;
- * docs/api.md): trimmed first, then refused when blank (400) or over `MAX_MESSAGE_CHARS` (413).
- * `path` names the field in the refusal.
- */
-export function questionText(raw: string, maxMessageChars: number, path: string): string {
-  const text = raw.trim();
-  if (text.length === 0) throw new ValidationError(`${path} is empty`, [{ path, message: "must not be blank" }]);
-  if (text.length > maxMessageChars) throw new PayloadTooLargeError(`${path} is over ${maxMessageChars} characters`, maxMessageChars);
-  return text;
-}
-
 /** The question of a `/v1` request body. */
 function questionOf(request: HttpRequest, maxMessageChars: number): string {
   return questionText(parseJsonBody(request, postMessageBody).content, maxMessageChars, "content");
@@ -211,6 +204,19 @@ export function turnEntry(deps: Pick<ApiRoutesDeps, "limits" | "admission" | "di
   return { dispatch, withStreamSlot };
 }
 
+/**
+ * For a stream a member follows: whether the member may still read the conversation, asked again
+ * before each event, so a member removed mid-stream is sent nothing more. Undefined for its owner,
+ * whom nothing can remove (the stream then costs no reads).
+ */
+export function readAccessWatch(conversations: ConversationStore, caller: Caller, conversation: ConversationDocument): (() => Promise<boolean>) | undefined {
+  if (relationTo(conversation, caller) === "owner") return undefined;
+  return async () => {
+    const current = await conversations.get(conversation._id);
+    return current !== null && mayAccess(current, caller, "read");
+  };
+}
+
 /** The routes of the HTTP API (v1): docs/api.md and `lib/api/openapi.ts`. */
 export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const { authenticate, database, runner } = deps;
@@ -218,9 +224,10 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
   const document = openApiDocument();
   const streams = deps.streams ?? new StreamLimiter();
 
-  const owned = async (request: HttpRequest, rawId: string) => {
+  /** The caller and the conversation, when the caller may do what `need` names (`lib/auth/conversation-access.ts`); 404 when it may not see it. */
+  const owned = async (request: HttpRequest, rawId: string, need: ConversationNeed = "read") => {
     const caller = await authenticate(request);
-    const conversation = await conversations.getOwned(parseId(rawId, "conversationId"), caller.principal);
+    const conversation = await conversations.getFor(parseId(rawId, "conversationId"), caller, need);
     return { caller, conversation };
   };
 
@@ -279,7 +286,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "DELETE",
       pattern: /^\/v1\/conversations\/([^/]+)$/,
       handler: async (request, [id]) => {
-        const { conversation } = await owned(request, id);
+        const { conversation } = await owned(request, id, "delete");
         await database.deleteConversation(conversation._id);
         return noContent();
       },
@@ -288,7 +295,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "POST",
       pattern: /^\/v1\/conversations\/([^/]+)\/messages$/,
       handler: async (request, [id]) => {
-        const { caller, conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id, "write");
         const text = questionOf(request, deps.maxMessageChars);
         const key = parseIdempotencyKey(request);
         const streamed = wantsEventStream(request, deps.streamingUrl);
@@ -298,7 +305,8 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const run = () => dispatch(turn, { async: prefersAsync(request) });
         // Over the caller's cap of open streams in this process: 429 before anything runs.
         const release = streamed ? streams.acquire(ownerKey(caller.principal)) : undefined;
-        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId, onClose: release };
+        const stillAllowed = readAccessWatch(conversations, caller, conversation);
+        const follow = { events: deps.events, turnId, conversationId: conversation._id, afterId, onClose: release, stillAllowed };
         try {
           return await postMessage();
         } catch (error) {
@@ -336,7 +344,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "POST",
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/edit$/,
       handler: async (request, [id, rawTurnId]) => {
-        const { caller, conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id, "write");
         const replaced = await ownedTurn(conversation._id, rawTurnId);
         const content = questionOf(request, deps.maxMessageChars);
         return replaceTurn(caller, conversation._id, replaced._id, content);
@@ -347,7 +355,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "POST",
       pattern: /^\/v1\/conversations\/([^/]+)\/turns\/([^/]+)\/regenerate$/,
       handler: async (request, [id, rawTurnId]) => {
-        const { caller, conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id, "write");
         const replaced = await ownedTurn(conversation._id, rawTurnId);
         parseJsonBody(request, regenerateBody, { optional: true });
         const question = await messages.question(conversation._id, replaced._id);
@@ -412,7 +420,14 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
         const onClose = streams.acquire(ownerKey(caller.principal));
         try {
           return await withStreamSlot(caller, async () =>
-            turnEventStream({ events: deps.events, turnId: turn._id, conversationId: conversation._id, afterId, onClose }),
+            turnEventStream({
+              events: deps.events,
+              turnId: turn._id,
+              conversationId: conversation._id,
+              afterId,
+              onClose,
+              stillAllowed: readAccessWatch(conversations, caller, conversation),
+            }),
           );
         } catch (error) {
           onClose();
@@ -447,7 +462,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
       method: "POST",
       pattern: /^\/v1\/conversations\/([^/]+)\/approvals\/([^/]+)$/,
       handler: async (request, [id, rawApprovalId]) => {
-        const { caller, conversation } = await owned(request, id);
+        const { caller, conversation } = await owned(request, id, "write");
         const approvalId = parseId(rawApprovalId, "approvalId");
         const body = parseJsonBody(request, decisionBody);
         const choice: ApprovalChoice =

@@ -10,6 +10,7 @@ import {
   ForbiddenError,
   IdempotencyKeyReusedError,
   McpSignInError,
+  MemberOutsideTenantError,
   MethodNotAllowedError,
   ModelBusyError,
   ModelCallFailedError,
@@ -55,6 +56,7 @@ export function errorResponse(error: unknown): HttpResponse {
   if (error instanceof PayloadTooLargeError) return json(413, body("payload_too_large", error.message, { limit: error.limit }));
   if (error instanceof UnsupportedMediaTypeError) return json(415, body("unsupported_media_type", error.message));
   if (error instanceof IdempotencyKeyReusedError) return json(422, body("idempotency_key_reused", error.message));
+  if (error instanceof MemberOutsideTenantError) return json(422, body("member_outside_tenant", error.message));
   if (error instanceof ContextBudgetExceededError) {
     return json(422, body("context_budget_exceeded", error.message, { budget: error.budget, tokens: error.tokens }));
   }

@@ -1,7 +1,7 @@
-import { isFinalEvent, type TurnEvent } from "../events/turn-event.js";
+import { isFinalEvent, type TurnEvent } from "../events/turn-event-types.js";
 import type { TurnEventFollower } from "../events/turn-event-follower.js";
 import type { TurnEventHub } from "../events/turn-event-hub.js";
-import { NotAcceptableError, ValidationError } from "../errors.js";
+import { NotAcceptableError, NotFoundError, ValidationError } from "../errors.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpRequest, HttpResponse } from "./http.js";
 
@@ -97,6 +97,12 @@ export interface TurnStreamOptions {
   running?: Promise<unknown>;
   /** Called once when the stream ends, however it ends (gives back the principal's stream, `StreamLimiter`). */
   onClose?: () => void;
+  /**
+   * Asked before each event: whether the caller may still read the conversation (a member can be
+   * removed while it follows). False ends the stream with a `failed` event `not_found`, and nothing
+   * more of the turn is sent. Default: the caller stays allowed (its owner).
+   */
+  stillAllowed?: () => Promise<boolean>;
 }
 
 /**
@@ -104,7 +110,8 @@ export interface TurnStreamOptions {
  * `failed` or `approval_requested` (docs/streaming.md). A client that goes away stops only its stream; the turn goes on.
  */
 export function turnEventStream(options: TurnStreamOptions): HttpResponse {
-  const { events, turnId, conversationId, afterId, running, onClose } = options;
+  const { events, turnId, conversationId, afterId, running, onClose, stillAllowed } = options;
+  const revoked = () => failureFrame(new NotFoundError(`conversation ${conversationId} not found`));
   const location = `/v1/conversations/${conversationId}/turns/${turnId}`;
   let failure: { error: unknown } | undefined;
   const failed = new AbortController();
@@ -124,6 +131,10 @@ export function turnEventStream(options: TurnStreamOptions): HttpResponse {
     let last = afterId;
     try {
       for await (const event of events.follow(turnId, afterId, AbortSignal.any([signal, failed.signal]))) {
+        if (stillAllowed && !(await stillAllowed())) {
+          yield revoked();
+          return;
+        }
         yield eventFrame(event);
         last = event.id;
         if (isFinalEvent(event)) return;
@@ -137,6 +148,10 @@ export function turnEventStream(options: TurnStreamOptions): HttpResponse {
     }
     if (!failure || signal.aborted) return;
     // The runner publishes its `failed` before it throws: what this process has of the turn comes first.
+    if (stillAllowed && !(await stillAllowed())) {
+      yield revoked();
+      return;
+    }
     for (const event of events.hub.after(turnId, last)) {
       yield eventFrame(event);
       last = event.id;

@@ -4,6 +4,7 @@ import { TurnEventFollower } from "../events/turn-event-follower.js";
 import { adminRoutes } from "./admin-routes.js";
 import { adminMcpRoutes } from "./admin-mcp-routes.js";
 import { lifecycleRoutes } from "./lifecycle-routes.js";
+import { memberRoutes } from "./member-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
 import { apiRoutes, type ApiRoutesDeps } from "./api-routes.js";
 import { traceRequest } from "../observability/tracing.js";
@@ -58,6 +59,8 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
   // The Agent Protocol's threads and runs over the same parts (docs/agent-protocol.md).
   const routes = [
     ...apiRoutes(deps),
+    // An API conversation's members: its owner or a tenant admin shares it within the tenant (docs/api.md, "Members").
+    ...memberRoutes({ authenticate: options.authenticate, conversations: app.database.conversations, roles: adminRoles, audit: app.audit }),
     ...agentProtocolRoutes(deps),
     ...adminRoutes({ authenticate: options.authenticate, limits: app.limits, roles: adminRoles, audit: app.audit }),
     ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, roles: adminRoles, audit: app.audit }),

@@ -1,7 +1,7 @@
 import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
 import { ConflictError, IdempotencyKeyReusedError } from "../errors.js";
-import { DEFAULT_LEASE_TTL_MS } from "../config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../config/database-config.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument, type IdempotencyTags } from "../store/idempotency-persistence-layer.js";
 
 /** Prefix of request keys in the `idempotency` collection (tool side effects use their own). */

@@ -7,6 +7,7 @@ import type { Eraser, ErasureJob } from "../lifecycle/eraser.js";
 import { exportData, ManifestBuilder } from "../lifecycle/exporter.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import { adminAuthorityOf, authorizeAdmin, type AdminRoles } from "../auth/admin-scope.js";
+import { requireAccess } from "../auth/conversation-access.js";
 import type { IssuerKind } from "../auth/principal.js";
 import { json, type Authenticate, type HttpRequest, type HttpResponse } from "./http.js";
 import { auditQuery, erasureBody, exportQuery, tenantQuery, userQuery } from "./lifecycle-schemas.js";
@@ -81,8 +82,13 @@ export function lifecycleRoutes(deps: LifecycleRoutesDeps): Route[] {
   };
 
   const erase = async (request: HttpRequest, caller: Caller, target: DataTarget): Promise<HttpResponse> => {
+    if (target.kind === "conversation") {
+      // The one check (lib/auth/conversation-access.ts): another tenant's conversation is not found, as the conversation API answers it.
+      const doc = await deps.database.conversations.get(target.conversationId);
+      if (doc) requireAccess(doc, target.conversationId, caller, "erase", { adminRoles: deps });
+    }
     const tenant = await tenantOfTarget(target);
-    // Another tenant's conversation is not found, as the conversation API answers it; a user or tenant is named, so 403 says why.
+    // An erasure of it still running (the document is gone): its job's tenant decides; a user or tenant is named, so 403 says why.
     if (target.kind === "conversation" && !mayAdminister(caller, tenant, deps)) throw new NotFoundError(`conversation ${target.conversationId} not found`);
     assertMayAdminister(caller, tenant, deps);
     const receipt = await eraser.erase({ target, actor: actorOf(caller), channel: "api", requestId: requestIdOf(request) });

@@ -67,7 +67,7 @@ export function threadwiseMcpServer(deps: McpRoutesDeps, caller: Caller): McpSer
     ({ question, conversationId }) =>
       guarded(async () => {
         const text = questionText(question, deps.maxMessageChars, "question");
-        const conversation = conversationId ? await conversations.getOwned(conversationId, caller.principal) : await conversations.create(caller.principal);
+        const conversation = conversationId ? await conversations.getFor(conversationId, caller, "write") : await conversations.create(caller.principal);
         const turnId = randomUUID();
         // The same entry as POST /v1/conversations/{id}/messages: admitted by the limits, then run or queued.
         const outcome = await dispatch({ conversationId: conversation._id, caller, content: text, turnId });
@@ -112,7 +112,7 @@ export function threadwiseMcpServer(deps: McpRoutesDeps, caller: Caller): McpSer
     },
     ({ conversationId }) =>
       guarded(async () => {
-        const conversation = await conversations.getOwned(conversationId, caller.principal);
+        const conversation = await conversations.getFor(conversationId, caller, "read");
         return result({ conversationId: conversation._id, messages: await messages.list(conversation._id) });
       }),
   );

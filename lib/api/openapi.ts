@@ -5,6 +5,7 @@ import * as admin from "./admin-schemas.js";
 import * as mcp from "./mcp-schemas.js";
 import * as adminMcp from "./admin-mcp-schemas.js";
 import * as lifecycle from "./lifecycle-schemas.js";
+import * as members from "./member-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
@@ -98,7 +99,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Delete a conversation and everything stored for it; a running turn stops.",
     params: ["conversationId"],
     responses: { 204: { description: "Deleted." } },
-    errors: [400, 404],
+    errors: [400, 403, 404],
   },
   {
     method: "post",
@@ -207,6 +208,37 @@ export const OPERATIONS: Operation[] = [
     body: s.decisionBody,
     responses: { 200: { description: "The decision (the first one, when the same decision is repeated).", schema: s.decisionResult } },
     errors: [403, 404, 409, 410],
+  },
+  {
+    method: "get",
+    path: `${conversation}/members`,
+    operationId: "listMembers",
+    summary: "The conversation's owner and members; for its owner, its members and a tenant admin of its tenant (docs/api.md, Members).",
+    params: ["conversationId"],
+    responses: { 200: { description: "The owner and the members, in the order they were added.", schema: members.memberList } },
+    errors: [400, 404],
+  },
+  {
+    method: "post",
+    path: `${conversation}/members`,
+    operationId: "addMember",
+    summary: "Shares the conversation with an API user of the owner's tenant; its owner or a tenant admin of its tenant only.",
+    params: ["conversationId"],
+    body: members.addMemberBody,
+    responses: {
+      200: { description: "Already a member: nothing changed.", schema: members.memberList },
+      201: { description: "Added.", schema: members.memberList },
+    },
+    errors: [403, 404, 409, 422],
+  },
+  {
+    method: "delete",
+    path: `${conversation}/members/{memberId}`,
+    operationId: "removeMember",
+    summary: "Removes a member (its subject), who loses access at once; its owner, a tenant admin, or the member itself (leaving).",
+    params: ["conversationId", "memberId"],
+    responses: { 204: { description: "Removed." } },
+    errors: [400, 403, 404],
   },
   {
     method: "post",
@@ -436,8 +468,9 @@ function agentProtocolOperations(): Operation[] {
       method: "delete",
       path: thread,
       operationId: "protocolDeleteThread",
-      summary: "Delete a thread, as `DELETE /v1/conversations/{id}`.",
+      summary: "Delete a thread, as `DELETE /v1/conversations/{id}`: its owner only (a member is 403).",
       ...threadOp,
+      errors: [403, 404],
       responses: { 204: { description: "Deleted." } },
     },
     {

@@ -4,7 +4,7 @@ import type { StructuredLogger } from "../logger.js";
 import { COLLECTIONS } from "../store/collections.js";
 import { canonicalHash, canonicalJson } from "./canonical-json.js";
 
-/** What an audit record says was done. Reads, exports and erasures of data; admin changes; decisions. */
+/** What an audit record says was done. Reads, exports and erasures of data; admin and member changes; decisions; sign-ins. */
 export const AUDIT_ACTIONS = [
   "conversation.read",
   "conversation.state.read",
@@ -16,6 +16,10 @@ export const AUDIT_ACTIONS = [
   "mcp_server.put",
   "mcp_server.delete",
   "approval.decide",
+  "conversation.member.add",
+  "conversation.member.remove",
+  "sign_in.mcp",
+  "sign_in.local_token",
   /** A tenant's content key rotated (resource: the new key's id; never key material). */
   "key.rotate",
   /** A tenant's content keys destroyed (resource: the key ids; detail: when the shred is final). */

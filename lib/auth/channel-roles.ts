@@ -1,4 +1,4 @@
-import type { ChannelRolesMap, TenantRoles } from "../config/config.js";
+import type { ChannelRolesMap, TenantRoles } from "../config/auth-config.js";
 import { RoleLookupError } from "../errors.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
 import type { ChannelIssuerKind, Principal } from "./principal.js";

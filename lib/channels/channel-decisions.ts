@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
 import { ChannelRoles, type GroupDirectory } from "../auth/channel-roles.js";
-import { tenantOwner, type Caller, type ChannelIssuerKind, type Principal } from "../auth/principal.js";
+import type { Caller, ChannelIssuerKind, Principal } from "../auth/principal.js";
 import { Approvals, type DecisionResult } from "../approvals/approvals.js";
 import { resumeJobOf } from "../approvals/resume-job.js";
 import type { Config } from "../config/config.js";
@@ -67,7 +67,9 @@ export function decisionRefusal(error: unknown): { code: DecisionRefusalCode; te
 export function channelDecisions(deps: { conversations: ConversationStore; approvals: Approvals; roles: ChannelRoles }): ChannelApprovals {
   const callerOf = async (principal: ChannelPrincipal, conversationId: string, approvalId: string): Promise<Caller> => {
     if (principal.tenant === null) throw new NotFoundError(`approval ${approvalId} not found`);
-    await deps.conversations.getOwned(conversationId, tenantOwner(principal.issuer, principal.tenant));
+    // The one check (lib/auth/conversation-access.ts), on the principal alone, before any role is looked up:
+    // a user of the workspace or tenant whose thread it is.
+    await deps.conversations.getFor(conversationId, { principal, roles: [] }, "write");
     return { principal, roles: await deps.roles.rolesOf(principal) };
   };
   return {

@@ -1,3 +1,5 @@
+import type { Config } from "../config/config.js";
+import type { ChannelIngressCredentials } from "../config/credentials.js";
 import type { StructuredLogger } from "../logger.js";
 import type { EventDeduper } from "./channel-event-deduper.js";
 import { type ChannelRequest, type ChannelResponse, channelNotConfiguredResponse } from "./channel-http.js";
@@ -5,7 +7,7 @@ import { handleSlackEvent, type SlackEventOutcome } from "./slack/handle-slack-e
 import { handleTeamsActivity, type TeamsActivityOutcome } from "./teams/handle-teams-activity.js";
 import type { EnqueueTurn } from "../queue/turn-job.js";
 import type { ChannelApprovals } from "./channel-decisions.js";
-import { handleSlackInteraction, type SlackInteractionOutcome } from "./slack/handle-slack-interaction.js";
+import { handleSlackInteraction, slackResponseUrlPrefix, type SlackInteractionOutcome } from "./slack/handle-slack-interaction.js";
 import type { SlackViews } from "./slack/slack-approval-modal.js";
 
 /**
@@ -116,4 +118,30 @@ export function channelHandlers(options: ChannelHandlersOptions): ChannelHandler
     handlers.teams = async () => channelNotConfiguredResponse("teams", notConfigured.teams);
   }
   return handlers;
+}
+
+/** What the webhooks are assembled from besides the settings: the keys they verify with and where verified events go. */
+export type ChannelIngressParts = Pick<ChannelHandlersOptions, "deduper" | "enqueue" | "approvals" | "slackViews" | "logger"> & {
+  /** The keys each channel verifies its requests with; a channel without them answers `notConfigured`'s hint. */
+  ingress: ChannelIngressCredentials;
+  /** What to set to turn a channel on, as the deployment says it (a secret's key in AWS, an environment variable locally). */
+  notConfigured: { slack: string; teams: string };
+};
+
+/**
+ * The webhooks' handlers as every deployment makes them (the slack and teams functions, the local
+ * server): the channels' endpoints from the configuration, the keys and parts from the caller.
+ */
+export function channelHandlersFor(config: Pick<Config, "channels">, { ingress, ...parts }: ChannelIngressParts): ChannelHandlers {
+  const { channels: endpoints } = config;
+  return channelHandlers({
+    ...parts,
+    slack: ingress.slack && { signingSecret: ingress.slack.signingSecret },
+    teams: ingress.teams && {
+      appId: ingress.teams.appId,
+      openIdMetadataUrl: endpoints.teamsOpenIdMetadataUrl,
+      serviceUrlOrigin: endpoints.teamsServiceUrlOrigin,
+    },
+    slackResponseUrlPrefix: slackResponseUrlPrefix(endpoints.slackApiUrl),
+  });
 }

@@ -1,4 +1,4 @@
-import type { ChannelEndpointsConfig } from "../config/config.js";
+import type { ChannelEndpointsConfig } from "../config/channels-config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { ChannelDeliveryError } from "../errors.js";
 import { modelBusyNotice } from "./failure-message.js";

@@ -1,6 +1,7 @@
 import type { TurnRunner } from "../agent/turn-runner.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
-import type { ChannelEndpointsConfig, Config } from "../config/config.js";
+import type { ChannelEndpointsConfig } from "../config/channels-config.js";
+import type { Config } from "../config/config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { TurnJobWorker } from "../queue/turn-job-worker.js";
 import type { TurnMetricsSink } from "../queue/turn-metrics.js";
@@ -53,5 +54,32 @@ export function channelWorker(options: ChannelWorkerOptions): TurnJobWorker {
     approvals: options.app.database.approvals,
     admission: options.app.admission,
     limits: options.app.limits,
+  });
+}
+
+/** The settings the worker is made from: the channels' endpoints, their users' roles, its receives and message limit. */
+export type ChannelWorkerConfig = Pick<Config, "channels" | "maxMessageChars"> & {
+  auth: Pick<Config["auth"], "channelRoles">;
+  deployment: Pick<Config["deployment"], "turnMaxReceives">;
+};
+
+/**
+ * The worker as every deployment makes it (the worker function, the local server's queue): its
+ * settings from the configuration, the app and the channels it can answer in from the caller.
+ */
+export function channelWorkerFor(
+  config: ChannelWorkerConfig,
+  app: ChannelWorkerOptions["app"],
+  replies: ChannelReplyCredentials,
+  onTurnCompleted?: TurnMetricsSink,
+): TurnJobWorker {
+  return channelWorker({
+    app,
+    replies,
+    endpoints: config.channels,
+    channelRoles: config.auth.channelRoles,
+    maxReceives: config.deployment.turnMaxReceives,
+    maxMessageChars: config.maxMessageChars,
+    onTurnCompleted,
   });
 }

@@ -1,6 +1,6 @@
 import type { GroupDirectory } from "../auth/channel-roles.js";
 import type { ChannelIssuerKind } from "../auth/principal.js";
-import type { ChannelEndpointsConfig } from "../config/config.js";
+import type { ChannelEndpointsConfig } from "../config/channels-config.js";
 import type { ChannelReplyCredentials } from "../config/credentials.js";
 import { SlackGroupDirectory } from "./slack/slack-group-directory.js";
 import { slackWebClient } from "./slack/slack-replier.js";

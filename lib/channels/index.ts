@@ -15,8 +15,15 @@ export {
   type ChannelResponse,
 } from "./channel-http.js";
 export { ChannelReplier, createChannelReplier, type ChannelRepliers } from "./channel-replier.js";
-export { channelHandlers, type ChannelHandler, type ChannelHandlers, type ChannelHandlersOptions } from "./channel-handlers.js";
-export { channelWorker, type ChannelWorkerOptions } from "./channel-worker.js";
+export {
+  channelHandlers,
+  channelHandlersFor,
+  type ChannelHandler,
+  type ChannelHandlers,
+  type ChannelHandlersOptions,
+  type ChannelIngressParts,
+} from "./channel-handlers.js";
+export { channelWorker, channelWorkerFor, type ChannelWorkerConfig, type ChannelWorkerOptions } from "./channel-worker.js";
 export { createGroupDirectories } from "./group-directories.js";
 export { DEFAULT_GROUP_CACHE_ENTRIES, DEFAULT_GROUP_CACHE_MS, GroupMembershipCache } from "./group-membership-cache.js";
 export { turnFailureMessage } from "./failure-message.js";

@@ -1,5 +1,6 @@
 import { ValidationError } from "../errors.js";
-import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
+import { SECRET_ARN_SETTINGS } from "./deployment-config.js";
+import { SETTINGS } from "./config.js";
 import { LIFECYCLE_SETTINGS } from "./lifecycle-config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { ENCRYPTION_SETTINGS } from "./encryption-config.js";

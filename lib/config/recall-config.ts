@@ -9,7 +9,7 @@ import { envSchemaOf, optionalVariable, setting, withDefaults } from "./settings
 export const DEFAULT_EMBEDDING_DIMENSIONS = 512;
 /**
  * Ceiling on one search's answer, in tokens, all results together. Like `read_tool_output`'s, it stays
- * below the view's per-output threshold (2,000 by default), so an answer is never itself replaced by a notice.
+ * below the view's per-output threshold (`DEFAULT_VIEW_TOOL_OUTPUT_TOKENS` by default), so an answer is never itself replaced by a notice.
  */
 export const DEFAULT_RECALL_MAX_TOKENS = 1_500;
 
@@ -48,9 +48,9 @@ export interface RecallConfig {
   embeddingsModelId?: string;
   /** Region of the embeddings model. Default: the chat model's region, else `AWS_REGION`. */
   embeddingsRegion?: string;
-  /** 256, 512 or 1,024. Default: `DEFAULT_EMBEDDING_DIMENSIONS` (512). */
+  /** 256, 512 or 1,024. Default: `DEFAULT_EMBEDDING_DIMENSIONS`. */
   embeddingDimensions: number;
-  /** Tokens of one search answer, all results together; at most 1,500. Default: `DEFAULT_RECALL_MAX_TOKENS` (1,500). */
+  /** Tokens of one search answer, all results together; at most 1,500. Default: `DEFAULT_RECALL_MAX_TOKENS`. */
   maxTokens: number;
 }
 

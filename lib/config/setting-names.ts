@@ -1,6 +1,7 @@
 import { distance } from "fastest-levenshtein";
 import { OTHER_VARIABLES } from "./config-table.js";
-import { SECRET_ARN_SETTINGS, SETTINGS } from "./config.js";
+import { SECRET_ARN_SETTINGS } from "./deployment-config.js";
+import { SETTINGS } from "./config.js";
 import { LIFECYCLE_SETTINGS } from "./lifecycle-config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
 import { ENCRYPTION_SETTINGS } from "./encryption-config.js";

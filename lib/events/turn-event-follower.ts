@@ -1,7 +1,10 @@
 import type { TurnEventStore } from "../store/turn-event-store.js";
 import type { TurnDocument, TurnStore } from "../store/turn-store.js";
-import { isFinalEvent, TURN_SUPERSEDED_EVENT, type TurnEvent, type TurnEventBody } from "./turn-event.js";
+import { isFinalEvent, TURN_SUPERSEDED_EVENT, type TurnEvent, type TurnEventBody } from "./turn-event-types.js";
 import type { TurnEventHub } from "./turn-event-hub.js";
+
+/** A turn's stored events after `afterId`: the store gives back what the recorder gave it, `TurnEvent`s, a type of this layer it does not know. */
+const storedEvents = (store: TurnEventStore, turnId: string, afterId: number) => store.after(turnId, afterId) as Promise<TurnEvent[]>;
 
 /** How often a follower reads the store while the turn runs elsewhere (or is between steps here). */
 export const DEFAULT_EVENT_POLL_MS = 500;
@@ -92,7 +95,7 @@ export class TurnEventFollower {
       const wait = this.hub.next(turnId);
       try {
         let events = this.hub.after(turnId, last);
-        if (events.length === 0 && quiet) events = await this.options.store.after(turnId, last);
+        if (events.length === 0 && quiet) events = await storedEvents(this.options.store, turnId, last);
         for (const event of events) {
           yield event;
           last = event.id;
@@ -111,7 +114,7 @@ export class TurnEventFollower {
           if (final) {
             // An id past the turn's last event names nothing the turn said: nothing more follows, and no event is made up for it.
             if (last > Math.max(await this.options.store.lastId(turnId), this.hub.lastId(turnId))) return;
-            const stored = await this.options.store.after(turnId, Math.max(last - 1, 0));
+            const stored = await storedEvents(this.options.store, turnId, Math.max(last - 1, 0));
             if (stored.some((e) => e.id > last)) continue;
             // A client that read the stored final event and reconnected after it has the whole turn: no second one, under a new id.
             if (stored.some((e) => e.id === last && e.type === final.type)) return;
@@ -133,7 +136,7 @@ export class TurnEventFollower {
    * the turn's `approval_requested`, or the pause is older than the grace (its event stored, or lost).
    */
   private async pastApprovalRequest(turn: TurnDocument, turnId: string, last: number): Promise<boolean> {
-    const stored = await this.options.store.after(turnId, Math.max(last - 1, 0));
+    const stored = await storedEvents(this.options.store, turnId, Math.max(last - 1, 0));
     if (stored.some((e) => e.id > last)) return false;
     return stored.some((e) => e.id === last && e.type === "approval_requested") || Date.now() - turn.updatedAt.getTime() >= this.finalGraceMs;
   }

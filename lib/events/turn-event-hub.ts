@@ -1,5 +1,5 @@
-import { DEFAULT_LIVE_EVENTS_MAX_BYTES } from "../config/config.js";
-import type { TurnEvent } from "./turn-event.js";
+import { DEFAULT_LIVE_EVENTS_MAX_BYTES } from "../config/deployment-config.js";
+import type { TurnEvent } from "./turn-event-types.js";
 
 export { DEFAULT_LIVE_EVENTS_MAX_BYTES };
 

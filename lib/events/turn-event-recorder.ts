@@ -1,6 +1,6 @@
 import type { TurnEventStore } from "../store/turn-event-store.js";
 import type { WriteFence } from "../store/write-fence.js";
-import type { FinalEventBody, TurnEvent, TurnEventBody } from "./turn-event.js";
+import type { FinalEventBody, TurnEvent, TurnEventBody } from "./turn-event-types.js";
 import type { TurnEventHub } from "./turn-event-hub.js";
 
 /** What a running turn reports to: the graph's nodes and the runner. */

@@ -1,6 +1,6 @@
 import type { TurnEventStore } from "../store/turn-event-store.js";
 import type { WriteFence } from "../store/write-fence.js";
-import type { TurnEvent } from "./turn-event.js";
+import type { TurnEvent } from "./turn-event-types.js";
 import { TurnEventHub } from "./turn-event-hub.js";
 import { TurnEventRecorder } from "./turn-event-recorder.js";
 

@@ -4,6 +4,7 @@ import type { AuditActor, AuditLog } from "../audit/audit-log.js";
 import type { McpServerEntry } from "../config/mcp-servers-config.js";
 import { canonicalHash, canonicalJson } from "../audit/canonical-json.js";
 import { DELETED_CHANNEL_KEY_MS } from "../store/conversation-store.js";
+import { ConversationMembers } from "../store/conversation-members.js";
 import { COLLECTIONS } from "../store/collections.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import { NotFoundError } from "../errors.js";
@@ -214,6 +215,7 @@ export class Eraser {
     return [
       ["owned_conversations", () => this.deleteConversations(job._id, owned)],
       ["shared_conversations", () => this.redactSharedThreads(job._id, who)],
+      ...(target.kind === "user" ? [["memberships", () => this.removeMemberships(job._id, who)] as [string, () => Promise<void>]] : []),
       ["records", () => this.deleteRecords(job._id, who)],
       ["account", () => this.deleteAccount(job._id, who)],
       ...(target.kind === "tenant"
@@ -400,6 +402,28 @@ export class Eraser {
         .updateMany(principalFilter("decision.by", who), { $set: { "decision.by.subject": REDACTED_CONTENT, "decision.by.tenant": null } })
     ).modifiedCount;
     await this.add(jobId, deleted, redacted);
+  }
+
+  /**
+   * The user's memberships of others' API conversations (docs/api.md, "Members"): removed, the
+   * conversations and their other members kept; counted under `conversation_members`. A tenant's
+   * erasure deletes its conversations whole, members and all.
+   */
+  private async removeMemberships(jobId: string, who: DataSubject): Promise<void> {
+    if (who.subject === undefined) return;
+    const principal = { issuer: who.issuer, tenant: who.tenant, subject: who.subject };
+    const { conversations } = this.options.database;
+    const shared = await conversations.collection.find({ members: { $elemMatch: principal } }, { projection: { _id: 1 } }).toArray();
+    let removed = 0;
+    for (const { _id } of shared) {
+      const change = await new ConversationMembers(conversations).removeMember(_id, principal).catch((error: unknown) => {
+        // Removed or deleted meanwhile: nothing of theirs is left there.
+        if (error instanceof NotFoundError) return undefined;
+        throw error;
+      });
+      if (change) removed += 1;
+    }
+    if (removed > 0) await this.add(jobId, {}, { conversation_members: removed });
   }
 
   /** Usage, limits and their counters, and MCP OAuth tokens and sign-ins (what `McpOAuth.deleteUserData` deletes, for a tenant's every user). */

@@ -1,7 +1,7 @@
 import type { Db } from "mongodb";
 import type { Principal } from "../auth/principal.js";
 import type { LimitsConfig, LimitValues } from "../config/limits-config.js";
-import type { ModelPrice } from "../config/config.js";
+import type { ModelPrice } from "../config/model-config.js";
 import type { StructuredLogger } from "../logger.js";
 import { BudgetExhaustedError, type RateLimitedError } from "../errors.js";
 import { windowsAt } from "./windows.js";

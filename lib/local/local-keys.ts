@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type CryptoKey, type JWK } from "jose";
-import { DEFAULT_JWT_AUDIENCE, DEFAULT_LOCAL_ISSUER } from "../config/config.js";
+import { DEFAULT_JWT_AUDIENCE, DEFAULT_LOCAL_ISSUER } from "../config/auth-config.js";
 
 /** Where the local server keeps its signing key pair (git-ignored). */
 export const DEFAULT_LOCAL_DIR = ".local";

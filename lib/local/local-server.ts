@@ -8,6 +8,8 @@ import { channelRoutes } from "../api/channel-routes.js";
 import { createHttpHandler } from "../api/http-handler.js";
 import { mcpRoutes } from "../api/mcp-routes.js";
 import { mcpOAuthRoutes } from "../api/mcp-oauth-routes.js";
+import { requestIdOf } from "../api/lifecycle-routes.js";
+import type { AuditLog } from "../audit/audit-log.js";
 import { MCP_OAUTH_CALLBACK_PATH } from "../config/mcp-oauth-config.js";
 import { LOOPBACK_NETWORKS } from "../mcp/egress-fetch.js";
 import { createMcpOAuth } from "../mcp/oauth/create-mcp-oauth.js";
@@ -18,11 +20,10 @@ import { parseJsonBody } from "../api/request-parsing.js";
 import type { Route } from "../api/router.js";
 import { JwtVerifier } from "../auth/jwt-verifier.js";
 import { ChannelEventDeduper } from "../channels/channel-event-deduper.js";
-import { channelHandlers } from "../channels/channel-handlers.js";
-import { channelWorker } from "../channels/channel-worker.js";
+import { channelHandlersFor } from "../channels/channel-handlers.js";
+import { channelWorkerFor } from "../channels/channel-worker.js";
 import { channelDecisions } from "../channels/channel-decisions.js";
 import { createGroupDirectories } from "../channels/group-directories.js";
-import { slackResponseUrlPrefix } from "../channels/slack/handle-slack-interaction.js";
 import { slackViews } from "../channels/slack/slack-approval-modal.js";
 import { ChannelRoles } from "../auth/channel-roles.js";
 import type { ChannelCredentials } from "../config/credentials.js";
@@ -30,7 +31,8 @@ import { MongoTurnQueue } from "../queue/mongo-turn-queue.js";
 import type { TurnJobOutcome, TurnJobWorker } from "../queue/turn-job-worker.js";
 import { createMongoClient } from "../store/mongo-client.js";
 import { jsonConsoleLogger, type StructuredLogger } from "../logger.js";
-import { DEFAULT_LOCAL_ISSUER, type Config } from "../config/config.js";
+import { DEFAULT_LOCAL_ISSUER } from "../config/auth-config.js";
+import type { Config } from "../config/config.js";
 import { AuthenticationError, ThreadwiseError, UnsupportedMediaTypeError } from "../errors.js";
 import { apiReferenceRoute } from "./api-reference.js";
 import { consoleRoutes } from "./console-routes.js";
@@ -89,7 +91,7 @@ const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/i;
  * cross-site form cannot send it without a preflight this server never answers) and loopback
  * Host only (a DNS-rebound name is refused).
  */
-function localTokenRoute(keys: LocalKeys): Route {
+function localTokenRoute(keys: LocalKeys, audit: AuditLog): Route {
   return {
     method: "POST",
     pattern: /^\/local\/token$/,
@@ -99,6 +101,16 @@ function localTokenRoute(keys: LocalKeys): Route {
         throw new UnsupportedMediaTypeError("local sign-in takes application/json only");
       const claims = parseJsonBody(request, localTokenBody);
       const token = await mintLocalToken(keys, claims);
+      // A sign-in: recorded in the user's tenant's audit chain, with the roles it grants, never the token.
+      await audit.append({
+        action: "sign_in.local_token",
+        actor: { issuer: "api", tenant: claims.tenant ?? null, subject: claims.user },
+        tenant: { issuer: "api", tenant: claims.tenant ?? null },
+        resource: {},
+        channel: "api",
+        requestId: requestIdOf(request),
+        detail: { roles: claims.roles ?? [] },
+      });
       return json(200, { token, userId: claims.user, tenantId: claims.tenant ?? null }, { "cache-control": "no-store" });
     },
   };
@@ -186,15 +198,8 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       mongoClient: client,
     },
   );
-  const webhookHandlers = channelHandlers({
-    slack: channels.slack ? { signingSecret: channels.slack.signingSecret } : undefined,
-    teams: channels.teams
-      ? {
-          appId: channels.teams.appId,
-          openIdMetadataUrl: config.channels.teamsOpenIdMetadataUrl,
-          serviceUrlOrigin: config.channels.teamsServiceUrlOrigin,
-        }
-      : undefined,
+  const webhookHandlers = channelHandlersFor(config, {
+    ingress: channels,
     notConfigured: LOCAL_CHANNEL_HINTS,
     deduper: new ChannelEventDeduper(client.db(config.dbName)),
     enqueue: (job) => turnQueue.enqueue(job),
@@ -204,7 +209,6 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       roles: new ChannelRoles(config.auth.channelRoles, createGroupDirectories(channels, config.channels)),
     }),
     slackViews: channels.slack ? slackViews({ botToken: channels.slack.botToken, slackApiUrl: config.channels.slackApiUrl }) : undefined,
-    slackResponseUrlPrefix: slackResponseUrlPrefix(config.channels.slackApiUrl),
     logger,
   });
   const authenticate = (request: HttpRequest) => verifier.verifyAuthorizationHeader(request.headers.authorization);
@@ -213,7 +217,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     extraRoutes: [
       ...consoleRoutes(),
       apiReferenceRoute(),
-      localTokenRoute(keys),
+      localTokenRoute(keys, app.audit),
       localToolsRoute({ authenticate, tools: app.tools, model: config.model.provider }),
       ...channelRoutes(webhookHandlers),
       ...mcpOAuthRoutes(mcpOAuth),
@@ -221,14 +225,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     routesOverApi: mcpRoutes,
     onError: logServerError,
   });
-  worker = channelWorker({
-    app,
-    replies: channels,
-    endpoints: config.channels,
-    channelRoles: config.auth.channelRoles,
-    maxReceives: config.deployment.turnMaxReceives,
-    maxMessageChars: config.maxMessageChars,
-  });
+  worker = channelWorkerFor(config, app, channels);
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     toHttpRequest(req)
       .then((request) => route(request))

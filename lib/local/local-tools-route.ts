@@ -1,7 +1,7 @@
 import { describeArguments, LOCAL_MODEL_EXAMPLES } from "../agent/local-chat-model.js";
 import { json, type Authenticate } from "../api/http.js";
 import type { Route } from "../api/router.js";
-import type { ModelProvider } from "../config/config.js";
+import type { ModelProvider } from "../config/model-config.js";
 import type { ToolRegistry } from "../tools/tool-registry.js";
 
 export interface LocalToolsRouteOptions {

@@ -6,7 +6,7 @@ import type { ToolLogger } from "../tools/tool-registry.js";
 import type { Resolve } from "./egress-fetch.js";
 import { effectiveMcpServers } from "./effective-mcp-servers.js";
 import { McpConnections } from "./mcp-connections.js";
-import type { McpOAuthProviderFactory } from "./mcp-server-config.js";
+import type { McpOAuthProviderFactory } from "./mcp-oauth-provider.js";
 import { McpServerStore } from "./mcp-server-store.js";
 import { McpToolCatalog, type McpCallEvent } from "./mcp-tool-catalog.js";
 

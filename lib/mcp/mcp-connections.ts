@@ -15,7 +15,7 @@ import {
 import type { SecretSource } from "../tools/secrets.js";
 import { egressFetch, McpEgressError, type EgressOptions } from "./egress-fetch.js";
 import { mcpSecretKey, mcpSecretSource, type McpSecretOwner } from "./mcp-secrets.js";
-import type { McpOAuthClientProvider, McpOAuthProviderFactory, McpOAuthServerEntry } from "./mcp-server-config.js";
+import type { McpOAuthClientProvider, McpOAuthProviderFactory, McpOAuthServerEntry } from "./mcp-oauth-provider.js";
 import { Semaphore } from "./semaphore.js";
 import { ZodJsonSchemaValidator } from "./zod-json-schema-validator.js";
 

@@ -7,7 +7,7 @@ import type { TiktokenBPE } from "js-tiktoken/lite";
  * long piece costs its length squared times the key size: 8,000 U+3000 ideographic spaces, one
  * piece, took 66 s. Here the pairs wait in a heap, a pair longer than the longest token is never
  * looked up, and a piece of n bytes costs O(n log n). Only counts are needed, so no token ids are
- * kept; test/model-view/token-counter.test.ts compares the counts with a stock encoder.
+ * kept; test/model-view/token-counter.unit.test.ts compares the counts with a stock encoder.
  */
 export type BpeCounter = (text: string) => number;
 

@@ -1,4 +1,4 @@
-import { FINAL_EVENT_TYPES } from "../events/turn-event.js";
+import { FINAL_EVENT_TYPES } from "../events/turn-event-types.js";
 /** How long the queued turn may take to complete, the worker's cold start included. */
 export const DEFAULT_SMOKE_TURN_TIMEOUT_MS = 120_000;
 /** Between two reads of the queued turn. */

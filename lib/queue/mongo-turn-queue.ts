@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import { DEFAULT_LEASE_TTL_MS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../config/database-config.js";
+import { DEFAULT_TURN_MAX_RECEIVES } from "../config/deployment-config.js";
 import { MESSAGING_SYSTEMS, withConsumerSpan, withProducerSpan } from "../observability/tracing.js";
 import { COLLECTIONS } from "../store/collections.js";
 import type { InProcessJobHandler } from "./in-process-turn-queue.js";

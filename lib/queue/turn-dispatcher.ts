@@ -1,7 +1,7 @@
 import type { TurnRequest, TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import { apiPrincipal, ownerKey } from "../auth/principal.js";
 import type { TurnJob } from "./turn-job.js";
-import { DEFAULT_SYNC_TURN_DEADLINE_MS } from "../config/config.js";
+import { DEFAULT_SYNC_TURN_DEADLINE_MS } from "../config/deployment-config.js";
 import { ValidationError } from "../errors.js";
 import type { TurnStore } from "../store/turn-store.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";

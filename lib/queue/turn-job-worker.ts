@@ -2,7 +2,8 @@ import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelRoles } from "../auth/channel-roles.js";
 import type { Caller } from "../auth/principal.js";
 import type { TurnAnswerStream, TurnJob, TurnReplier } from "./turn-job.js";
-import { DEFAULT_MAX_MESSAGE_CHARS, DEFAULT_TURN_MAX_RECEIVES } from "../config/config.js";
+import { DEFAULT_MAX_MESSAGE_CHARS } from "../config/server-config.js";
+import { DEFAULT_TURN_MAX_RECEIVES } from "../config/deployment-config.js";
 import {
   AuthenticationError,
   BudgetExhaustedError,
@@ -26,6 +27,7 @@ import type { ApprovalStore } from "../store/approval-store.js";
 import { busyRetryDelayMs, queueRetryDelaySeconds, slotRetryDelayMs, type BusyRetryPolicy } from "./retry-policy.js";
 import { turnMetricsOf, type TurnMetricsSink } from "./turn-metrics.js";
 import { turnIdForJob } from "./turn-queue.js";
+import { questionTooLarge } from "../validation.js";
 import type { Limits } from "../limits/limits.js";
 import { TurnAdmission, type TurnHold, type TurnToAdmit } from "../limits/turn-admission.js";
 
@@ -160,8 +162,9 @@ export class TurnJobWorker {
       const conversationId = await this.bind(job);
       // The turn exists before anything can fail, so its failure and its reply are recorded on it.
       await runner.accept(conversationId, turnId);
-      if (job.content.length > this.maxMessageChars) {
-        const error = new PayloadTooLargeError(`content is over ${this.maxMessageChars} characters`, this.maxMessageChars);
+      // Measured trimmed, as every entry measures a question (`questionText`); channels hand it trimmed already.
+      if (job.content.trim().length > this.maxMessageChars) {
+        const error = questionTooLarge(this.maxMessageChars);
         await turns.reject(turnId, { code: "payload_too_large", message: "the message is too long" });
         throw error;
       }

@@ -1,4 +1,4 @@
-import type { TurnEvent } from "../events/turn-event.js";
+import type { TurnEvent } from "../events/turn-event-types.js";
 import { z } from "zod";
 import { ownerSchema, principalSchema } from "../auth/principal.js";
 import { ValidationError } from "../errors.js";

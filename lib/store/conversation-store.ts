@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import type { Owner } from "../auth/principal.js";
+import { requireAccess, type AccessOptions, type ConversationNeed } from "../auth/conversation-access.js";
+import type { Caller, Owner, Principal } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
 import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
@@ -13,7 +14,7 @@ export const MAX_PAGE_SIZE = 100;
 /** Most keys a conversation's metadata holds (the Agent Protocol's thread metadata), after any write. */
 export const MAX_METADATA_KEYS = 32;
 /** Times a metadata merge is tried when another write changed the metadata between its read and its write. */
-const METADATA_MERGE_ATTEMPTS = 5;
+export const METADATA_MERGE_ATTEMPTS = 5;
 
 /** `ValidationError` (400) when metadata of `count` keys is over {@link MAX_METADATA_KEYS}. */
 function checkMetadataKeys(count: number): void {
@@ -60,6 +61,16 @@ export interface ConversationDocument {
   retentionRenewedAt?: Date;
   /** Flat key-value metadata a client set (the Agent Protocol's thread metadata); searchable by equality. */
   metadata?: ConversationMetadata;
+  /** API users of the owner's tenant it was shared with (docs/api.md, "Members"); they read it and send turns as themselves. */
+  members?: ConversationMember[];
+  /** Raised by every change of `members`: a change applies only to the list it read. */
+  membersVersion?: number;
+}
+
+/** A member of an API conversation: the principal, and who added it when. */
+export interface ConversationMember extends Principal {
+  addedAt: Date;
+  addedBy: Principal;
 }
 
 /** Metadata values: flat, so a search is an equality per key. */
@@ -109,6 +120,15 @@ function ownedBy(owner: Owner) {
   return { "owner.issuer": owner.issuer, "owner.tenant": owner.tenant, "owner.subject": owner.subject };
 }
 
+/** A member entry of this principal (issuer, tenant and subject all equal). */
+export const memberIs = (principal: Principal) => ({ issuer: principal.issuer, tenant: principal.tenant, subject: principal.subject });
+
+/** Conversations a principal owns or is a member of: what its lists and searches show. */
+function reachableBy(principal: Owner) {
+  if (principal.subject === null) return ownedBy(principal);
+  return { $or: [ownedBy(principal), { members: { $elemMatch: memberIs(principal as Principal) } }] };
+}
+
 /**
  * The owner of a conversation stored before principals, from its channel binding (set by the
  * server, never by a token): API conversations belong to the token's subject and tenant, channel
@@ -148,6 +168,10 @@ export class ConversationStore {
 
   async setup(): Promise<void> {
     await this.collection.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1, updatedAt: -1, _id: -1 }, { name: "principal_recent" });
+    await this.collection.createIndex(
+      { "members.issuer": 1, "members.tenant": 1, "members.subject": 1, updatedAt: -1, _id: -1 },
+      { name: "member_recent", partialFilterExpression: { members: { $exists: true } } },
+    );
     await this.collection.createIndex(
       { "channel.channel": 1, "channel.key": 1 },
       { name: "channel_key", unique: true, partialFilterExpression: { "channel.key": { $type: "string" } } },
@@ -203,25 +227,29 @@ export class ConversationStore {
     }
   }
 
-  /** Throws NotFoundError for unknown ids and for conversations `owner` does not own. */
-  async getOwned(conversationId: string, owner: Owner): Promise<ConversationDocument> {
-    const doc = await this.collection.findOne({ _id: conversationId, ...ownedBy(owner) });
-    if (!doc) throw new NotFoundError(`conversation ${conversationId} not found`);
-    return doc;
+  /**
+   * The conversation when the caller may do what `need` names (`lib/auth/conversation-access.ts`,
+   * the one check); NotFoundError for unknown ids and for conversations the caller may not see,
+   * ForbiddenError for what it sees but may not do. `options`: the admin roles where a tenant admin
+   * may act, the channel a signed channel request came through.
+   */
+  async getFor(conversationId: string, caller: Caller, need: ConversationNeed, options: AccessOptions = {}): Promise<ConversationDocument> {
+    return requireAccess(await this.get(conversationId), conversationId, caller, need, options);
   }
 
   async get(conversationId: string): Promise<ConversationDocument | null> {
     return this.collection.findOne({ _id: conversationId });
   }
 
-  /** Newest first; the cursor is opaque to callers. */
+  /** The conversations `owner` owns or is a member of, newest first; the cursor is opaque to callers. */
   async list(owner: Owner, options: { limit?: number; cursor?: string } = {}): Promise<ConversationPage> {
     const limit = Math.min(options.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-    const filter: Record<string, unknown> = { ...ownedBy(owner) };
+    const clauses: Record<string, unknown>[] = [reachableBy(owner)];
     if (options.cursor) {
       const { updatedAt, id } = decodeCursor(options.cursor);
-      filter.$or = [{ updatedAt: { $lt: updatedAt } }, { updatedAt, _id: { $lt: id } }];
+      clauses.push({ $or: [{ updatedAt: { $lt: updatedAt } }, { updatedAt, _id: { $lt: id } }] });
     }
+    const filter = clauses.length === 1 ? clauses[0] : { $and: clauses };
     const docs = await this.collection
       .find(filter)
       .sort({ updatedAt: -1, _id: -1 })
@@ -236,11 +264,11 @@ export class ConversationStore {
   }
 
   /**
-   * The owner's conversations newest first, `offset` into them: those among `ids` when given, whose
-   * metadata holds every key of `metadata` with the same value.
+   * The conversations `owner` owns or is a member of, newest first, `offset` into them: those among
+   * `ids` when given, whose metadata holds every key of `metadata` with the same value.
    */
   async search(owner: Owner, options: { ids?: string[]; metadata?: ConversationMetadata; limit: number; offset: number }): Promise<ConversationDocument[]> {
-    const filter: Record<string, unknown> = { ...ownedBy(owner) };
+    const filter: Record<string, unknown> = { ...reachableBy(owner) };
     if (options.ids) filter._id = { $in: options.ids };
     for (const [key, value] of Object.entries(options.metadata ?? {})) filter[`metadata.${key}`] = value;
     return this.collection.find(filter).sort({ updatedAt: -1, _id: -1 }).skip(options.offset).limit(Math.min(options.limit, MAX_PAGE_SIZE)).toArray();

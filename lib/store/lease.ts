@@ -3,7 +3,7 @@ import { systemClock, type Clock } from "../clock.js";
 import { ConflictError, NotFoundError } from "../errors.js";
 import type { ConversationDocument } from "./conversation-store.js";
 import { WriteFence } from "./write-fence.js";
-import { DEFAULT_LEASE_TTL_MS } from "../config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../config/database-config.js";
 
 /** Longest `Retry-After` suggested to a caller that meets a held lease: turns usually end sooner than leases. */
 export const MAX_RETRY_AFTER_S = 5;

@@ -1,5 +1,5 @@
 import { MongoClient } from "mongodb";
-import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "../config/config.js";
+import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "../config/database-config.js";
 
 /**
  * How long opening a connection may take (a TLS handshake and authentication to Atlas in the same

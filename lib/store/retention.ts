@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
 import { COLLECTIONS } from "./collections.js";
-import { DEFAULT_RETENTION_DAYS } from "../config/config.js";
+import { DEFAULT_RETENTION_DAYS } from "../config/database-config.js";
 
 const DAY_MS = 86_400_000;
 

@@ -25,7 +25,7 @@ import { CheckpointReader, type WriteDocument } from "./checkpoint/checkpoint-re
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
 import { ThreadFences, readFenceEpoch, type FenceStamp, type ThreadFenceDocument } from "./checkpoint/thread-fences.js";
 import { COLLECTIONS } from "./collections.js";
-import { DEFAULT_CHECKPOINTS_KEPT } from "../config/config.js";
+import { DEFAULT_CHECKPOINTS_KEPT } from "../config/database-config.js";
 
 export { DEFAULT_INLINE_VALUE_BYTES } from "./checkpoint/channel-planner.js";
 export { PRUNE_LEASE_MS, type PruneOptions, type PruneResult, type StoredListCompaction } from "./checkpoint/checkpoint-pruner.js";

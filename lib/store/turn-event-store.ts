@@ -1,12 +1,21 @@
 import type { Collection, Db } from "mongodb";
 import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
 import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
-import type { TurnEvent } from "../events/turn-event.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
 /** How long a turn's events are kept for clients that reconnect: the turn record keeps the answer for good. */
 export const DEFAULT_TURN_EVENTS_TTL_MS = 86_400_000;
+
+/**
+ * An event as the store keeps it: numbered within its turn and typed, otherwise as given. What
+ * each type says is the events' (`TurnEvent`, lib/events/turn-event-types.ts, a layer above).
+ */
+export interface StoredTurnEvent {
+  id: number;
+  type: string;
+  [field: string]: unknown;
+}
 
 /** Events stored together: everything a turn said since its previous batch. */
 export interface TurnEventBatch {
@@ -17,7 +26,7 @@ export interface TurnEventBatch {
   /** Ids of the first and last event of the batch. */
   from: number;
   to: number;
-  events: TurnEvent[];
+  events: StoredTurnEvent[];
   expiresAt: Date;
 }
 
@@ -53,7 +62,7 @@ export class TurnEventStore {
   }
 
   /** Stores the batch while `fence` holds; a non-empty batch only. */
-  async append(turnId: string, events: TurnEvent[], fence: WriteFence, now = new Date()): Promise<void> {
+  async append(turnId: string, events: StoredTurnEvent[], fence: WriteFence, now = new Date()): Promise<void> {
     const from = events[0].id;
     const _id = `${turnId}:${from}`;
     const batch: TurnEventBatch = {
@@ -62,7 +71,7 @@ export class TurnEventStore {
       turnId,
       from,
       to: events[events.length - 1].id,
-      events: (await this.#cipher.sealJson(fence.conversationId, eventsRef(_id), events)) as TurnEvent[],
+      events: (await this.#cipher.sealJson(fence.conversationId, eventsRef(_id), events)) as StoredTurnEvent[],
       expiresAt: new Date(now.getTime() + this.#ttlMs),
     };
     await fence.guard(
@@ -72,12 +81,12 @@ export class TurnEventStore {
   }
 
   /** The turn's stored events after `afterId`, in order. */
-  async after(turnId: string, afterId: number): Promise<TurnEvent[]> {
+  async after(turnId: string, afterId: number): Promise<StoredTurnEvent[]> {
     const batches = await this.#batches
       .find({ turnId, to: { $gt: afterId } })
       .sort({ to: 1 })
       .toArray();
-    const opened = await Promise.all(batches.map((b) => this.#cipher.openJson<TurnEvent[]>(b.conversationId, eventsRef(b._id), b.events)));
+    const opened = await Promise.all(batches.map((b) => this.#cipher.openJson<StoredTurnEvent[]>(b.conversationId, eventsRef(b._id), b.events)));
     return opened.flat().filter((e) => e.id > afterId);
   }
 

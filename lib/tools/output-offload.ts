@@ -1,4 +1,4 @@
-import { DEFAULT_VIEW_TOOL_OUTPUT_TOKENS } from "../config/config.js";
+import { DEFAULT_VIEW_TOOL_OUTPUT_TOKENS } from "../config/view-config.js";
 import { countTextTokens } from "../model-view/token-counter.js";
 import type { ArtifactRef, ArtifactStore } from "../store/artifact-store.js";
 import type { WriteFence } from "../store/write-fence.js";

@@ -3,7 +3,7 @@ import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { checkModelCredentials, createChatModel, createModelTokenCounter, incompleteAnswerError, modelCallError } from "../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../lib/agent/local-chat-model.js";
-import type { ModelConfig } from "../../lib/config/config.js";
+import type { ModelConfig } from "../../lib/config/model-config.js";
 import { ModelBusyError, ModelCallFailedError, ModelCallLimitError, ModelCredentialsError } from "../../lib/errors.js";
 import { startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
 

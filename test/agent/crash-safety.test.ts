@@ -1,23 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
-import { MongoClient } from "mongodb";
 import { z } from "zod";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
 import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
-import { createApp, type App } from "../../lib/app.js";
-import { loadConfig } from "../../lib/config/config.js";
+import type { App } from "../../lib/app.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { ManualClock } from "../support/manual-clock.js";
-import { mongoUri } from "../support/mongo.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `crash_${randomUUID().slice(0, 8)}`;
-const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
-let client: MongoClient;
+const testApp = useTestApp("crash", { clearBeforeEach: false });
+const { client, dbName } = testApp.database;
 
 /** A tool with a side effect the test can count: one document per effect. */
 function effectTool(): ToolDefinition {
@@ -34,17 +30,8 @@ function effectTool(): ToolDefinition {
 }
 
 async function appWith(faults?: FaultInjector, clock?: ManualClock): Promise<App> {
-  return createApp(config, { mongoClient: client, tools: [effectTool()], faults, clock });
+  return testApp.appWith({ tools: [effectTool()], faults, clock });
 }
-
-beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
-});
 
 describe("TurnRunner", () => {
   describe("run after a crash", () => {

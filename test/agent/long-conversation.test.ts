@@ -1,12 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { BSON, MongoClient, type CommandStartedEvent, type CommandSucceededEvent, type Db } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type App } from "../../lib/app.js";
+import { BSON, type CommandStartedEvent, type CommandSucceededEvent, type Db } from "mongodb";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
-import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { bigReport } from "../support/test-tools.js";
 
 /**
@@ -32,7 +30,13 @@ const MAX_CPU_GROWTH = 2;
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `long_conversation_${randomUUID().slice(0, 8)}`;
+// A short window (at most 5 finished turns in the view, 11 in the thread), so the conversation reaches its steady state early and turns stay cheap.
+const testApp = useTestApp("long_conversation", {
+  clearBeforeEach: false,
+  clientOptions: { monitorCommands: true },
+  env: { VIEW_FINISHED_TURNS: "3", VIEW_HISTORY_BLOCK_TURNS: "3" },
+});
+const { client, dbName } = testApp.database;
 const WRITES = new Set(["insert", "update", "findAndModify", "delete"]);
 
 interface TurnCost {
@@ -44,7 +48,6 @@ interface TurnCost {
   cpuMicros: number;
 }
 
-let client: MongoClient;
 let app: App;
 let meter = { roundTrips: 0, writtenBytes: 0, returnedDocs: 0, replyBytes: 0 };
 const ours = new Set<number>();
@@ -52,7 +55,6 @@ const trace = new Map<string, number>();
 const byTurn: Map<string, number>[] = [];
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri(), { monitorCommands: true });
   client.on("commandStarted", (event: CommandStartedEvent) => {
     if (event.databaseName !== dbName) return;
     ours.add(event.requestId);
@@ -70,15 +72,8 @@ beforeAll(async () => {
     meter.returnedDocs += reply.cursor?.firstBatch?.length ?? reply.cursor?.nextBatch?.length ?? (reply.value ? 1 : 0);
     meter.replyBytes += BSON.calculateObjectSize(event.reply as object);
   });
-  await client.connect();
-  // A short window (at most 5 finished turns in the view, 11 in the thread), so the conversation reaches its steady state early and turns stay cheap.
-  const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_FINISHED_TURNS: "3", VIEW_HISTORY_BLOCK_TURNS: "3" });
-  app = await createApp(config, { mongoClient: client, tools: [bigReport] });
+  app = await testApp.appWith({ tools: [bigReport] });
   await app.ready();
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
 });
 
 /** Every document of the database: their BSON bytes and the largest. */

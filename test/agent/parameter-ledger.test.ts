@@ -1,14 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createApp, type App } from "../../lib/app.js";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
-import { loadConfig } from "../../lib/config/config.js";
 import { PARAMETER_LEDGER_HEADING } from "../../lib/model-view/index.js";
 import type { ToolDefinition } from "../../lib/tools/index.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 
 /** A query tool that answers any SQL with one row: what matters here is the filter its call resolved. */
 const salesQuery: ToolDefinition = {
@@ -20,19 +17,12 @@ const salesQuery: ToolDefinition = {
 };
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `parameter_ledger_${randomUUID().slice(0, 8)}`;
-let client: MongoClient;
+const testApp = useTestApp("parameter_ledger", { clearBeforeEach: false });
 let app: App;
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
   // The product's defaults: 6 finished turns in blocks of 6, archived 6 at a time, the ledger on.
-  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName }), { mongoClient: client, tools: [salesQuery] });
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
+  app = await testApp.appWith({ tools: [salesQuery] });
 });
 
 const ANCHOR = "month = '2026-10'";

@@ -1,35 +1,28 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { ThreadMessage } from "../../lib/agent/turn-runner.js";
-import { createApp, type App } from "../../lib/app.js";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
-import { loadConfig, type Config } from "../../lib/config/config.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
 import { bigReport } from "../support/test-tools.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `turn_archive_${randomUUID().slice(0, 8)}`;
-let client: MongoClient;
-let config: Config;
+// At most 2 finished turns in the view, 2 + 0 + 6 before a block is archived.
+const testApp = useTestApp("turn_archive", {
+  clearBeforeEach: false,
+  env: { VIEW_FINISHED_TURNS: "2", VIEW_HISTORY_BLOCK_TURNS: "1" },
+  app: { tools: [bigReport] },
+});
+const { client, dbName } = testApp.database;
 /** Archives finished turns out of the working set (the product). */
 let app: App;
 /** Keeps every message in the thread, as threads were written before the working set. */
 let legacy: App;
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-  // At most 2 finished turns in the view, 2 + 0 + 6 before a block is archived.
-  config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_FINISHED_TURNS: "2", VIEW_HISTORY_BLOCK_TURNS: "1" });
-  app = await createApp(config, { mongoClient: client, tools: [bigReport] });
-  legacy = await createApp(config, { mongoClient: client, tools: [bigReport], setup: "ensure", archiveTurns: false });
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
+  app = await testApp.appWith();
+  legacy = await testApp.appWith({ setup: "ensure", archiveTurns: false });
 });
 
 const question = (t: number) =>
@@ -99,7 +92,7 @@ describe("the thread's working set", () => {
 
   it("resumes a turn that died between archiving and removing the turns, archiving each once and losing none", async () => {
     const faults = crashOnceAt("after-archive");
-    const crashing = await createApp(config, { mongoClient: client, tools: [bigReport], setup: "ensure", faults });
+    const crashing = await testApp.appWith({ setup: "ensure", faults });
     const { _id: conversationId } = await crashing.database.conversations.create(alice.principal);
     await converse(crashing, conversationId, 1, 8);
     const request = { conversationId, caller: alice, content: question(9), turnId: randomUUID() };

@@ -1,22 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
 import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type App } from "../../lib/app.js";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
-import { loadConfig } from "../../lib/config/config.js";
 import { NotFoundError } from "../../lib/errors.js";
 import type { Embedder } from "../../lib/recall/embedder.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { Gate } from "../support/gate.js";
-import { mongoUri } from "../support/mongo.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `turn_deletion_${randomUUID().slice(0, 8)}`;
-const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
-let client: MongoClient;
+const testApp = useTestApp("turn_deletion", { clearBeforeEach: false });
+const { client, dbName } = testApp.database;
 let app: App;
 /** Where the tool, or the embedder of a finished turn, waits when the test holds it. */
 let toolGate: Gate | undefined;
@@ -51,16 +47,13 @@ const embedder: Embedder = {
 };
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-  config.tools.approvals = { tools: { held_action: { require: "always" } }, ttlSeconds: 600 };
-  app = await createApp(config, { mongoClient: client, tools: [slowTool, heldTool], embedder });
+  app = await testApp.appWith({ tools: [slowTool, heldTool], embedder }, (config) => {
+    config.tools.approvals = { tools: { held_action: { require: "always" } }, ttlSeconds: 600 };
+  });
 });
 afterAll(async () => {
   toolGate?.open();
   embedGate?.open();
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
 });
 
 /** Every document of any collection that names the conversation, by collection. */

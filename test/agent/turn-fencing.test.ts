@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
-import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/database-config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { chainBreak } from "../support/checkpoint-chain.js";

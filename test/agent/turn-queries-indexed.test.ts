@@ -1,11 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient, type CommandStartedEvent, type Document } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type App } from "../../lib/app.js";
+import type { CommandStartedEvent, Document } from "mongodb";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
-import { loadConfig } from "../../lib/config/config.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { bigReport } from "../support/test-tools.js";
 
 /**
@@ -17,7 +15,8 @@ import { bigReport } from "../support/test-tools.js";
  * server has no `explain`, so the test checks the filters against the indexes the app creates.
  */
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `turn_queries_${randomUUID().slice(0, 8)}`;
+const testApp = useTestApp("turn_queries", { clearBeforeEach: false, clientOptions: { monitorCommands: true } });
+const { client, dbName } = testApp.database;
 /** Fields checked on the few documents an indexed condition picked: a fence's epoch and token, an attempt, a lease holder. */
 const CHECKED_ON_THE_DOCUMENT = new Set(["epoch", "token", "fence", "attempt", "leaseEpoch", "lease.holder", "prune.lease.token", "content", "base", "title"]);
 
@@ -28,7 +27,6 @@ const CHECKED_ON_THE_DOCUMENT = new Set(["epoch", "token", "fence", "attempt", "
  */
 const FEW_PER_OWNER = new Set(["checkpoints", "mcp_servers"]);
 
-let client: MongoClient;
 let app: App;
 const filters: { collection: string; command: string; filter: Document }[] = [];
 
@@ -42,19 +40,13 @@ function filterOf(event: CommandStartedEvent): Document[] {
   return [];
 }
 
-beforeAll(async () => {
-  client = new MongoClient(mongoUri(), { monitorCommands: true });
-  client.on("commandStarted", (event: CommandStartedEvent) => {
-    if (event.databaseName !== dbName) return;
-    for (const filter of filterOf(event)) filters.push({ collection: String(event.command[event.commandName]), command: event.commandName, filter });
-  });
-  await client.connect();
-  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName }), { mongoClient: client, tools: [bigReport] });
-  await app.ready();
+client.on("commandStarted", (event: CommandStartedEvent) => {
+  if (event.databaseName !== dbName) return;
+  for (const filter of filterOf(event)) filters.push({ collection: String(event.command[event.commandName]), command: event.commandName, filter });
 });
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
+beforeAll(async () => {
+  app = await testApp.appWith({ tools: [bigReport] });
+  await app.ready();
 });
 
 /** A field's condition picks values rather than a range: a value, `$eq` or `$in`. */

@@ -1,23 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { BaseMessage } from "@langchain/core/messages";
-import { MongoClient } from "mongodb";
 import { z } from "zod";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { FaultInjector, FaultPoint } from "../../lib/agent/fault-points.js";
-import { createApp, type App } from "../../lib/app.js";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
-import { loadConfig } from "../../lib/config/config.js";
 import { StaleWriterError, TurnSupersededError } from "../../lib/errors.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `recovery_${randomUUID().slice(0, 8)}`;
-const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
-let client: MongoClient;
+const testApp = useTestApp("recovery", { clearBeforeEach: false });
+const { client, dbName } = testApp.database;
 
 /**
  * Dies at the point as a killed process does, as far as the turn's records go: the attempt
@@ -49,8 +45,7 @@ function effectTool(): ToolDefinition {
 }
 
 async function appWith(faults?: FaultInjector, jobs?: TurnJob[]): Promise<App> {
-  return createApp(config, {
-    mongoClient: client,
+  return testApp.appWith({
     tools: [effectTool()],
     faults,
     ...(jobs && { turnQueue: { enqueue: async (job: TurnJob) => void jobs.push(job) } }),
@@ -61,15 +56,6 @@ async function threadOf(app: App, conversationId: string): Promise<BaseMessage[]
   const tuple = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
   return (tuple?.checkpoint.channel_values.messages as BaseMessage[]) ?? [];
 }
-
-beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
-});
 
 describe("TurnRecovery", () => {
   describe("sweep", () => {

@@ -4,13 +4,12 @@ import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { FaultInjector } from "../../lib/agent/fault-points.js";
 import { DEFAULT_MAX_MODEL_CALLS } from "../../lib/agent/turn-runner.js";
-import { createApp, type App } from "../../lib/app.js";
-import { loadConfig } from "../../lib/config/config.js";
+import type { App } from "../../lib/app.js";
 import { silentLogger } from "../../lib/logger.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
-import { useTestDatabase } from "../support/store-fixture.js";
+import { useTestApp } from "../support/app-fixture.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
 
@@ -40,8 +39,7 @@ const lookup: ToolDefinition = {
 };
 
 let converse: ConverseEndpoint;
-const database = useTestDatabase("retries", { clearBeforeEach: false });
-const apps: App[] = [];
+const testApp = useTestApp("retries", { clearBeforeEach: false, env: { MODEL_PROVIDER: "bedrock" }, app: { tools: [lookup], logger: silentLogger } });
 
 beforeAll(async () => {
   // A question with "forever" makes the model call `lookup` on every call; others are answered at once.
@@ -56,16 +54,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(apps.map((a) => a.close()));
   await converse?.close();
   vi.unstubAllEnvs();
 });
 
 async function appWith(faults?: FaultInjector): Promise<App> {
-  const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
-  const app = await createApp(config, { mongoClient: database.client, tools: [lookup], faults, logger: silentLogger });
-  apps.push(app);
-  return app;
+  return testApp.appWith({ faults });
 }
 
 const questionsTo = (conversationId: string) => converse.requests.filter((r) => JSON.stringify(r.body).includes(conversationId)).length;

@@ -1,39 +1,22 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { BaseMessage } from "@langchain/core/messages";
-import { createApp, type App } from "../../lib/app.js";
+import type { App } from "../../lib/app.js";
 import { countMessageTokens, TOKEN_COUNT_KEY } from "../../lib/model-view/index.js";
-import { loadConfig } from "../../lib/config/config.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import type { Caller } from "../../lib/auth/principal.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { bigReport } from "../support/test-tools.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const caller: Caller = { principal: apiPrincipal("alice", "acme"), roles: [] };
-const dbName = `runner_${randomUUID().slice(0, 8)}`;
-const config = loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName });
-const clients: MongoClient[] = [];
+const testApp = useTestApp("runner", { clearBeforeEach: false, app: { tools: [bigReport] } });
+const { client: inspector, dbName } = testApp.database;
 
 /** A new client and a newly compiled graph, as a fresh Lambda container would have. */
 async function freshApp(): Promise<App> {
-  const client = new MongoClient(mongoUri());
-  await client.connect();
-  clients.push(client);
-  return createApp(config, { mongoClient: client, tools: [bigReport] });
+  return testApp.appWith({ mongoClient: await testApp.newClient() });
 }
-
-let inspector: MongoClient;
-beforeAll(async () => {
-  inspector = new MongoClient(mongoUri());
-  await inspector.connect();
-});
-afterAll(async () => {
-  await dropKnownCollections(inspector.db(dbName));
-  await Promise.all([inspector, ...clients].map((c) => c.close()));
-});
 
 describe("TurnRunner", () => {
   describe("run", () => {
@@ -82,15 +65,7 @@ describe("TurnRunner", () => {
     it("logs each model call as numbers, never the message contents", async () => {
       const entries: { message: string; fields: Record<string, unknown> }[] = [];
       const capture = (message: string, fields: Record<string, unknown>) => entries.push({ message, fields });
-      const client = new MongoClient(mongoUri());
-      await client.connect();
-      clients.push(client);
-      const app = await createApp(config, {
-        mongoClient: client,
-
-        tools: [bigReport],
-        logger: { info: capture, warn: capture, error: capture },
-      });
+      const app = await testApp.appWith({ mongoClient: await testApp.newClient(), logger: { info: capture, warn: capture, error: capture } });
       const { _id: conversationId } = await app.database.conversations.create(caller.principal);
       const secret = "the launch code is swordfish";
       await app.runner.run({ conversationId, caller, content: `${secret} big_report {"rows": 2}`, turnId: randomUUID() });

@@ -6,7 +6,7 @@ import type { TurnResult } from "../../lib/agent/turn-runner.js";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
-import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/database-config.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { chainBreak } from "../support/checkpoint-chain.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";

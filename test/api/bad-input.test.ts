@@ -127,11 +127,11 @@ describe("bad input", () => {
 
   describe("a question on every entry that takes one", () => {
     /** What an entry answered: the HTTP status (an MCP tool error names the one its entry would answer) and the error code. */
-    type Answer = { status: number; code?: string };
+    type Answer = { status: number; code?: string; message?: string };
     const v1 = async (question: string): Promise<Answer> => {
       const id = (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
       const res = await api.call("POST", `/v1/conversations/${id}/messages`, { token, json: { content: question } });
-      return { status: res.status, code: res.body?.error?.code };
+      return { status: res.status, code: res.body?.error?.code, message: res.body?.error?.message };
     };
     const protocol = async (question: string): Promise<Answer> => {
       const id = (await api.call("POST", "/v1/conversations", { token })).body.conversationId;
@@ -140,8 +140,8 @@ describe("bad input", () => {
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
         body: JSON.stringify({ assistant_id: AGENT_PROTOCOL_ASSISTANT_ID, input: { messages: [{ type: "human", content: question }] } }),
       });
-      const body = (await res.json()) as { error?: { code: string } };
-      return { status: res.status, code: body.error?.code };
+      const body = (await res.json()) as { error?: { code: string; message: string } };
+      return { status: res.status, code: body.error?.code, message: body.error?.message };
     };
     const mcp = async (question: string): Promise<Answer> => {
       const client = new Client({ name: "bad-input-test", version: "1.0.0" });
@@ -149,8 +149,8 @@ describe("bad input", () => {
       try {
         const answer = (await client.callTool({ name: "ask", arguments: { question } })) as { isError?: boolean; content: { text: string }[] };
         if (!answer.isError) return { status: 200 };
-        const error = JSON.parse(answer.content[0].text) as { status: number; code: string };
-        return { status: error.status, code: error.code };
+        const error = JSON.parse(answer.content[0].text) as { status: number; code: string; message: string };
+        return { status: error.status, code: error.code, message: error.message };
       } finally {
         await client.close();
       }
@@ -163,9 +163,17 @@ describe("bad input", () => {
 
     it.each(entries)("is trimmed before it is measured, then refused blank with 400 and too long with 413, on %s", async (_name, send) => {
       expect(await send(`  ${"x".repeat(MAX_CHARS)}\n\n`)).toMatchObject({ status: 200 });
-      expect(await send("x".repeat(MAX_CHARS + 1))).toEqual({ status: 413, code: "payload_too_large" });
-      expect(await send(" \n ")).toEqual({ status: 400, code: "invalid_request" });
-      expect(await send("")).toEqual({ status: 400, code: "invalid_request" });
+      expect(await send("x".repeat(MAX_CHARS + 1))).toMatchObject({ status: 413, code: "payload_too_large" });
+      expect(await send(" \n ")).toMatchObject({ status: 400, code: "invalid_request" });
+      expect(await send("")).toMatchObject({ status: 400, code: "invalid_request" });
+    });
+
+    it("answers the same over-long question with the same 413 and message on all three, and the same blank one with the same 400", async () => {
+      const over = `  ${"x".repeat(MAX_CHARS + 1)}  `;
+      const answers = await Promise.all(entries.map(([, send]) => send(over)));
+      expect(answers).toEqual(entries.map(() => ({ status: 413, code: "payload_too_large", message: `the question is over ${MAX_CHARS} characters` })));
+      const blank = await Promise.all(entries.map(([, send]) => send("  ")));
+      expect(blank).toEqual(entries.map(() => ({ status: 400, code: "invalid_request", message: "the question is empty" })));
     });
   });
 

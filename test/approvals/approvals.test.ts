@@ -2,14 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { DecisionResult } from "../../lib/approvals/approvals.js";
 import { z } from "zod";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { APPROVAL_FAULT_POINTS, type FaultInjector } from "../../lib/agent/fault-points.js";
 import { crashOnceAt, SimulatedCrash } from "../support/crash.js";
-import { createApp, type App } from "../../lib/app.js";
+import type { App } from "../../lib/app.js";
 import { turnIdForJob, type TurnQueue } from "../../lib/queue/turn-queue.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import type { ToolApprovalPolicy } from "../../lib/config/approvals-config.js";
-import { loadConfig } from "../../lib/config/config.js";
 import {
   ApprovalConflictError,
   ApprovalExpiredError,
@@ -22,22 +21,21 @@ import {
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
-import type { TurnEvent } from "../../lib/events/turn-event.js";
+import type { TurnEvent } from "../../lib/events/turn-event-types.js";
 import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
-import type { TestDatabase } from "../support/mongo.js";
-import { useTestDatabase } from "../support/store-fixture.js";
+import { useTestApp, type AppFixture } from "../support/app-fixture.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const bob: Caller = { principal: apiPrincipal("bob"), roles: [] };
 const manager: Caller = { principal: apiPrincipal("mia"), roles: ["manager"] };
 
-const database = useTestDatabase("approvals", { clearBeforeEach: false });
+const testApp = useTestApp("approvals", { clearBeforeEach: false });
+const { database } = testApp;
 /** What an app is made with beside its policy: another database (a sweep sees every conversation of its own), a turn queue. */
 interface AppOptions {
-  db: TestDatabase;
+  db: AppFixture;
   turnQueue: TurnQueue;
 }
-const apps: App[] = [];
 
 /** A tool that changes things, and one that does not: every effect is one document the test counts. */
 function tools(): ToolDefinition[] {
@@ -63,12 +61,9 @@ function tools(): ToolDefinition[] {
 }
 
 async function appWith(policy: ToolApprovalPolicy = { require: "always" }, faults?: FaultInjector, options: Partial<AppOptions> = {}): Promise<App> {
-  const db = options.db ?? database;
-  const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: db.dbName });
-  config.tools.approvals = { tools: { record_effect: policy }, ttlSeconds: 600 };
-  const app = await createApp(config, { mongoClient: db.client, tools: tools(), faults, turnQueue: options.turnQueue });
-  apps.push(app);
-  return app;
+  return (options.db ?? testApp).appWith({ tools: tools(), faults, turnQueue: options.turnQueue }, (config) => {
+    config.tools.approvals = { tools: { record_effect: policy }, ttlSeconds: 600 };
+  });
 }
 
 const effects = (conversationId: string) => database.db.collection("follow_ups").find({ conversationId }).toArray();
@@ -85,7 +80,7 @@ async function pausedTurn(app: App, caller: Caller = alice, content = 'record_ef
 }
 
 /** An app whose turn queue only records jobs (as SQS in AWS: the worker is elsewhere), so what is handed on can be counted. */
-async function queuedApp(faults?: FaultInjector, db?: TestDatabase) {
+async function queuedApp(faults?: FaultInjector, db?: AppFixture) {
   const jobs: TurnJob[] = [];
   const app = await appWith({ require: "always" }, faults, { turnQueue: { enqueue: async (job) => void jobs.push(job) }, ...(db && { db }) });
   return { app, jobs };
@@ -105,10 +100,6 @@ async function stateOf(app: App, conversationId: string): Promise<BaseMessage[]>
   const state = await app.database.checkpointer.getTuple({ configurable: { thread_id: conversationId } });
   return state?.checkpoint.channel_values.messages as BaseMessage[];
 }
-
-afterAll(async () => {
-  await Promise.all(apps.map((app) => app.close()));
-});
 
 describe("Approvals", () => {
   describe("a turn that calls a held tool", () => {
@@ -369,7 +360,7 @@ describe("Approvals", () => {
 
   describe("sweep", () => {
     // The sweep looks at every conversation of its database: this block has its own, emptied before each test.
-    const own = useTestDatabase("approvals_sweep");
+    const own = useTestApp("approvals_sweep");
     const sweepApp = (options: Partial<AppOptions> = {}, faults?: FaultInjector) => appWith({ require: "always" }, faults, { db: own, ...options });
 
     /** Moves the approval's deadline into the past by `agoMs` (the runner that resumes its turn reads the real clock). */

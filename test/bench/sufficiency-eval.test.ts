@@ -1,7 +1,7 @@
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { ChatBedrockConverse } from "@langchain/aws";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/config.js";
+import { DEFAULT_VIEW_FINISHED_TURNS, DEFAULT_VIEW_HISTORY_BLOCK_TURNS } from "../../lib/config/view-config.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { createSearchConversationTool } from "../../lib/recall/search-conversation-tool.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";

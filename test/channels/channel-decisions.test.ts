@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 import { editedArgumentsOf, invalidEditText, MAX_EDITED_ARGUMENTS_CHARS, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
-import type { ChannelRolesMap } from "../../lib/config/config.js";
+import type { ChannelRolesMap } from "../../lib/config/auth-config.js";
 import { ForbiddenError, NotFoundError, RoleLookupError, ValidationError } from "../../lib/errors.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { ApprovalStore, approvalIdOf, argsHash } from "../../lib/store/approval-store.js";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ChannelEventDeduper } from "../../lib/channels/channel-event-deduper.js";
-import { channelHandlers } from "../../lib/channels/channel-handlers.js";
+import { channelHandlers, channelHandlersFor } from "../../lib/channels/channel-handlers.js";
+import { loadConfig } from "../../lib/config/config.js";
 import type { ChannelApprovals } from "../../lib/channels/channel-decisions.js";
 import type { StructuredLogger } from "../../lib/logger.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
@@ -63,5 +64,43 @@ describe("channelHandlers", () => {
     expect(handlers.slack).toBeUndefined();
     expect((await handlers.teams!({ headers: {}, rawBody: "{}" })).status).toBe(401);
     expect(logger.lines).toEqual([["teams activity", expect.objectContaining({ reason: "missing" })]]);
+  });
+});
+
+describe("channelHandlersFor", () => {
+  const config = loadConfig({ MONGODB_URI: "mongodb://unused", TEAMS_OPENID_METADATA_URL: "http://127.0.0.1:1/unused" });
+  const hints = { slack: "set the slack key", teams: "set the teams key" };
+
+  it("returns a handler that verifies a signed Slack event and enqueues it, and the hint for the channel without keys", async () => {
+    const queue: TurnJob[] = [];
+    const handlers = channelHandlersFor(config, {
+      ingress: { slack: { signingSecret: TEST_SLACK_SIGNING_SECRET } },
+      notConfigured: hints,
+      deduper,
+      enqueue: async (job) => void queue.push(job),
+    });
+    const rawBody = envelope(appMention());
+    expect((await handlers.slack!({ headers: signSlackRequest(rawBody), rawBody })).status).toBe(200);
+    expect(queue.map((j) => j.channel)).toEqual(["slack"]);
+    const teams = await handlers.teams!({ headers: {}, rawBody: "{}" });
+    expect([teams.status, JSON.parse(teams.body).error.message]).toEqual([503, "teams is not configured: set the teams key"]);
+  });
+
+  it("returns a Slack handler that refuses an event signed with another workspace's key, enqueuing nothing", async () => {
+    const queue: TurnJob[] = [];
+    const handlers = channelHandlersFor(config, {
+      ingress: { slack: { signingSecret: "another-workspace-secret" } },
+      notConfigured: hints,
+      deduper,
+      enqueue: async (job) => void queue.push(job),
+    });
+    const rawBody = envelope(appMention());
+    expect((await handlers.slack!({ headers: signSlackRequest(rawBody), rawBody })).status).toBe(401);
+    expect(queue).toEqual([]);
+  });
+
+  it("returns a Teams handler that refuses an unsigned activity", async () => {
+    const handlers = channelHandlersFor(config, { ingress: { teams: { appId: TEST_APP_ID } }, notConfigured: hints, deduper, enqueue: async () => undefined });
+    expect((await handlers.teams!({ headers: {}, rawBody: "{}" })).status).toBe(401);
   });
 });

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp, type App } from "../../lib/app.js";
 import { slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
-import { channelWorker } from "../../lib/channels/channel-worker.js";
+import { channelWorker, channelWorkerFor } from "../../lib/channels/channel-worker.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { silentLogger } from "../../lib/logger.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
+import { turnIdForJob } from "../../lib/queue/turn-queue.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
@@ -66,5 +67,23 @@ describe("channelWorker", () => {
     expect((await worker({}).process(job, 1)).kind).toBe("retry");
     expect((await worker({}).process(job, 3)).kind).toBe("gave-up");
     expect(slack.posts.length).toBe(before);
+  });
+});
+
+describe("channelWorkerFor", () => {
+  const settings = (env: Record<string, string> = {}) =>
+    loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, SLACK_API_URL: slack.slackApiUrl, ...env });
+
+  it("returns a worker that answers through the configured Slack API", async () => {
+    const job = slackJob("Hello again from Slack?");
+    expect((await channelWorkerFor(settings(), app, { slack: { botToken: BOT_TOKEN } }).process(job, 1)).kind).toBe("completed");
+    expect(slack.posts.filter((p) => p.threadTs !== undefined && job.conversationKey.endsWith(p.threadTs))).toHaveLength(1);
+  });
+
+  it("returns a worker that refuses a message over the configured MAX_MESSAGE_CHARS, calling no model", async () => {
+    const job = slackJob("x".repeat(41));
+    await channelWorkerFor(settings({ MAX_MESSAGE_CHARS: "40" }), app, { slack: { botToken: BOT_TOKEN } }).process(job, 1);
+    expect(await app.database.turns.get(turnIdForJob(job))).toMatchObject({ status: "failed", error: { code: "payload_too_large" } });
+    expect(await app.database.turns.listCalls(turnIdForJob(job))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { TURN_SUPERSEDED_EVENT, type TurnEvent } from "../../lib/events/turn-event.js";
+import { TURN_SUPERSEDED_EVENT, type TurnEvent } from "../../lib/events/turn-event-types.js";
 import { DEFAULT_FINAL_EVENT_GRACE_MS, TurnEventFollower, type TurnEventFollowerOptions } from "../../lib/events/turn-event-follower.js";
 import { TurnEventHub } from "../../lib/events/turn-event-hub.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
@@ -11,7 +11,7 @@ import { useStoreFixture } from "../support/store-fixture.js";
 /** The real store, counting the reads of events (counted when asked, before the answer). */
 class CountingEventStore extends TurnEventStore {
   reads = 0;
-  override after(turnId: string, afterId: number): Promise<TurnEvent[]> {
+  override after(turnId: string, afterId: number) {
     this.reads++;
     return super.after(turnId, afterId);
   }

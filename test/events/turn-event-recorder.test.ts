@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TurnEvent } from "../../lib/events/turn-event.js";
+import type { TurnEvent } from "../../lib/events/turn-event-types.js";
 import { TurnEventHub } from "../../lib/events/turn-event-hub.js";
 import { TurnEventRecorder } from "../../lib/events/turn-event-recorder.js";
 import { StaleWriterError } from "../../lib/errors.js";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
 import { loadConfig } from "../../lib/config/config.js";
-import type { TurnEvent } from "../../lib/events/turn-event.js";
+import type { TurnEvent } from "../../lib/events/turn-event-types.js";
 import { TurnEventFollower } from "../../lib/events/turn-event-follower.js";
 import { TurnEventHub } from "../../lib/events/turn-event-hub.js";
 import { silentLogger } from "../../lib/logger.js";

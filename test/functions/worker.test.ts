@@ -1,4 +1,4 @@
-import { DEFAULT_TURN_MAX_RECEIVES } from "../../lib/config/config.js";
+import { DEFAULT_TURN_MAX_RECEIVES } from "../../lib/config/deployment-config.js";
 import { DEFAULT_RETRY_BASE_SECONDS } from "../../lib/queue/index.js";
 import { lastUserText } from "../support/converse-endpoint.js";
 import { jwtClaims, sqsEvent, sqsRecord } from "./support/events.js";

@@ -135,6 +135,24 @@ describe("Eraser", () => {
       expect((await holding("marker-carol")).messages).toBeGreaterThan(0);
     });
 
+    it("removes an erased user from the API conversations shared with them, and keeps the conversation and its other members", async () => {
+      const owner = await t.token("olga", { tenant: "acme" });
+      const admin = await t.token("adam", { tenant: "acme", roles: [ADMIN] });
+      const shared = await conversation(owner);
+      for (const subject of ["mona", "nils"]) {
+        expect((await t.call("POST", `/v1/conversations/${shared}/members`, { token: owner, json: { subject } })).status).toBe(201);
+      }
+      const mona = await t.token("mona", { tenant: "acme" });
+      expect((await apiTurn(owner, shared, "marker-olga-shared")).status).toBe(200);
+      const erased = await t.call("DELETE", "/v1/admin/users?issuer=api&tenant=acme&subject=mona", { token: admin });
+      expect(erased.status).toBe(200);
+      expect(JSON.stringify(erased.body)).toContain('"conversation_members":1');
+      const doc = await t.db.collection(COLLECTIONS.conversations).findOne({ _id: shared as never });
+      expect(doc?.members.map((m: { subject: string }) => m.subject)).toEqual(["nils"]);
+      expect((await t.call("GET", `/v1/conversations/${shared}/messages`, { token: mona })).status).toBe(404);
+      expect((await holding("marker-olga-shared")).messages).toBeGreaterThan(0);
+    });
+
     it("redacts an erased Slack user's messages in a thread another user shares, keeps the other's, and the thread goes on", async () => {
       const root = "1700100000.000100";
       await slackMessage("U0ALICE", "marker-slack-alice asks first", root, root);

@@ -395,7 +395,7 @@ describeWithBrowser("console", () => {
     await composer.fill(tooLong);
     await composer.press("Enter");
     const refusal = page.getByRole("alert").filter({ hasText: "Not sent" });
-    await expect.poll(() => refusal.textContent()).toBe(`Not sent: content is over ${MAX_MESSAGE_CHARS} characters`);
+    await expect.poll(() => refusal.textContent()).toBe(`Not sent: the question is over ${MAX_MESSAGE_CHARS} characters`);
     await expect.poll(() => composer.inputValue()).toBe(tooLong);
     expect(await page.locator(".chat-message").count()).toBe(0);
 

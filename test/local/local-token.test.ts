@@ -1,5 +1,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AuditLog } from "../../lib/audit/audit-log.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
 
 /** node:http, because fetch will not send a Host header of the caller's choosing. */
@@ -39,6 +41,17 @@ describe("startLocalServer", () => {
       expect(created.status).toBe(201);
       expect(asCarol.body.conversations.map((c: { conversationId: string }) => c.conversationId)).toEqual([created.body.conversationId]);
       expect(asCarolElsewhere.body.conversations).toEqual([]);
+    });
+
+    it("records the sign-in in the user's tenant's audit chain with its roles, never the token", async () => {
+      const minted = await t.call("POST", "/local/token", { json: { user: "dana", tenant: "signins", roles: ["analyst"] } });
+      expect(minted.status).toBe(200);
+      const records = await t.db.collection(COLLECTIONS.auditLog).find({ action: "sign_in.local_token", "actor.subject": "dana" }).toArray();
+      expect(records.map((r) => [r.actor, r.tenant, r.channel, r.detail])).toEqual([
+        [{ issuer: "api", tenant: "signins", subject: "dana" }, { issuer: "api", tenant: "signins" }, "api", { roles: ["analyst"] }],
+      ]);
+      expect(JSON.stringify(records)).not.toContain(minted.body.token);
+      expect((await new AuditLog(t.db, { retentionDays: 1 }).verify({ issuer: "api", tenant: "signins" })).problems).toEqual([]);
     });
 
     it("throws when the body is not sent as JSON (415)", async () => {

@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
-import { DEFAULT_BEDROCK_MODEL_ID } from "../../lib/config/config.js";
+import { DEFAULT_BEDROCK_MODEL_ID } from "../../lib/config/model-config.js";
 import { loadTracingConfig } from "../../lib/config/tracing-config.js";
 import { registerLocalTracing, type LocalTracing } from "../../lib/local/tracing.js";
 import { SEMCONV_ATTRIBUTES } from "../../lib/observability/index.js";

@@ -1,31 +1,17 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type App } from "../../lib/app.js";
-import { loadConfig } from "../../lib/config/config.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
-import { mongoUri } from "../support/mongo.js";
+import { useTestApp } from "../support/app-fixture.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
 const bob: Caller = { principal: apiPrincipal("bob"), roles: [] };
-const dbName = `recall_offline_${randomUUID().slice(0, 8)}`;
-let client: MongoClient;
+// A window moving one turn at a time, so a turn leaves the view as soon as three newer ones are finished.
+const testApp = useTestApp("recall_offline", { clearBeforeEach: false, env: { VIEW_FINISHED_TURNS: "3", VIEW_HISTORY_BLOCK_TURNS: "1" } });
 let app: App;
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-  // A window moving one turn at a time, so a turn leaves the view as soon as three newer ones are finished.
-  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_FINISHED_TURNS: "3", VIEW_HISTORY_BLOCK_TURNS: "1" }), {
-    mongoClient: client,
-
-    tools: [],
-  });
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
+  app = await testApp.appWith({ tools: [] });
 });
 
 async function converse(conversationId: string, contents: string[], caller = alice): Promise<string[]> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { apiPrincipal, slackPrincipal, tenantOwner } from "../../lib/auth/principal.js";
+import { apiPrincipal, slackPrincipal, tenantOwner, type Principal } from "../../lib/auth/principal.js";
 import { NotFoundError, ValidationError } from "../../lib/errors.js";
 import { ConversationStore, legacyOwner, MAX_METADATA_KEYS } from "../../lib/store/conversation-store.js";
 import { useTestDatabase } from "../support/store-fixture.js";
@@ -7,22 +7,25 @@ import { useTestDatabase } from "../support/store-fixture.js";
 // Each test makes its store: some check what setup() does to documents already there.
 const database = useTestDatabase("conversations_store");
 
+/** A caller of no roles: the check reads the principal only. */
+const as = (principal: Principal) => ({ principal, roles: [] });
+
 describe("ConversationStore", () => {
-  describe("getOwned", () => {
+  describe("getFor", () => {
     it("returns a conversation only to its owner: issuer, tenant and subject all equal", async () => {
       const store = new ConversationStore(database.db);
       const mine = await store.create(apiPrincipal("alice", "acme"));
-      await expect(store.getOwned(mine._id, apiPrincipal("alice", "acme"))).resolves.toMatchObject({ _id: mine._id });
+      await expect(store.getFor(mine._id, as(apiPrincipal("alice", "acme")), "read")).resolves.toMatchObject({ _id: mine._id });
       for (const other of [apiPrincipal("alice"), apiPrincipal("alice", "globex"), slackPrincipal("acme", "alice")]) {
-        await expect(store.getOwned(mine._id, other)).rejects.toBeInstanceOf(NotFoundError);
+        await expect(store.getFor(mine._id, as(other), "read")).rejects.toBeInstanceOf(NotFoundError);
       }
     });
 
-    it("throws NotFoundError to an API principal for a workspace's conversation", async () => {
+    it("returns a workspace's conversation to its users and throws NotFoundError to an API principal", async () => {
       const store = new ConversationStore(database.db);
       const thread = await store.findOrCreateByChannelKey(tenantOwner("slack", "T0"), { channel: "slack", key: "slack:T0:C0:1.1" }, new Date());
-      await expect(store.getOwned(thread._id, tenantOwner("slack", "T0"))).resolves.toMatchObject({ _id: thread._id });
-      await expect(store.getOwned(thread._id, apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
+      await expect(store.getFor(thread._id, as(slackPrincipal("T0", "U1")), "read")).resolves.toMatchObject({ _id: thread._id });
+      await expect(store.getFor(thread._id, as(apiPrincipal("slack:T0", "slack:T0")), "read")).rejects.toBeInstanceOf(NotFoundError);
     });
   });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MongoClient } from "mongodb";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { ConversationLease, MAX_RETRY_AFTER_S } from "../../lib/store/lease.js";
-import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/database-config.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { mongoUri } from "../support/mongo.js";
 import { useStoreFixture } from "../support/store-fixture.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "../../lib/config/config.js";
+import { DEFAULT_SERVER_SELECTION_TIMEOUT_MS, DEFAULT_SOCKET_TIMEOUT_MS } from "../../lib/config/database-config.js";
 import { createMongoClient, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_HEARTBEAT_FREQUENCY_MS } from "../../lib/store/mongo-client.js";
 import { mongoUri } from "../support/mongo.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";

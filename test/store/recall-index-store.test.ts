@@ -1,35 +1,24 @@
 import { randomUUID } from "node:crypto";
 import { BSON, Binary, MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type App } from "../../lib/app.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { App } from "../../lib/app.js";
 import { StaleWriterError } from "../../lib/errors.js";
-import { loadConfig } from "../../lib/config/config.js";
 import { cosine } from "../../lib/recall/embedder.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { RecallIndexStore, type RecallTurnDocument } from "../../lib/store/recall-index-store.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/index.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { heldFence, lostFence } from "../support/fences.js";
 import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
 
 const alice: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `recall_store_${randomUUID().slice(0, 8)}`;
-let client: MongoClient;
+const testApp = useTestApp("recall_store", { clearBeforeEach: false, env: { VIEW_TOOL_OUTPUT_TOKENS: "500" } });
+const { client, dbName } = testApp.database;
 let app: App;
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, VIEW_TOOL_OUTPUT_TOKENS: "500" }), {
-    mongoClient: client,
-
-    tools: [bigReport],
-  });
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
+  app = await testApp.appWith({ tools: [bigReport] });
 });
 
 async function run(conversationId: string, content: string): Promise<string> {

@@ -1,18 +1,18 @@
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp, type App } from "../../lib/app.js";
-import { loadConfig } from "../../lib/config/config.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { App } from "../../lib/app.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { RetentionPolicy } from "../../lib/store/retention.js";
 import type { Caller } from "../../lib/auth/principal.js";
-import { dropKnownCollections } from "../support/drop-collections.js";
+import { useTestApp } from "../support/app-fixture.js";
 import { mongoUri } from "../support/mongo.js";
 import { bigReport } from "../support/test-tools.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
 
 const caller: Caller = { principal: apiPrincipal("alice"), roles: [] };
-const dbName = `retention_${randomUUID().slice(0, 8)}`;
+const testApp = useTestApp("retention", { clearBeforeEach: false, env: { RETENTION_DAYS: "7" } });
+const { client, dbName } = testApp.database;
 const RETAINED = [
   COLLECTIONS.conversations,
   COLLECTIONS.messages,
@@ -25,7 +25,6 @@ const RETAINED = [
   COLLECTIONS.recallTurns,
   COLLECTIONS.recallIndex,
 ];
-let client: MongoClient;
 let app: App;
 
 /** The conversation's documents in one of the RETAINED collections (checkpoints call it the thread). */
@@ -38,17 +37,7 @@ function ownedBy(name: string, conversationId: string) {
 }
 
 beforeAll(async () => {
-  client = new MongoClient(mongoUri());
-  await client.connect();
-  app = await createApp(loadConfig({ MONGODB_URI: mongoUri(), MONGODB_DB: dbName, RETENTION_DAYS: "7" }), {
-    mongoClient: client,
-
-    tools: [bigReport],
-  });
-});
-afterAll(async () => {
-  await dropKnownCollections(client.db(dbName));
-  await client.close();
+  app = await testApp.appWith({ tools: [bigReport] });
 });
 
 describe("RetentionPolicy", () => {

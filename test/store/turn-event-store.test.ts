@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TurnEvent } from "../../lib/events/turn-event.js";
+import type { TurnEvent } from "../../lib/events/turn-event-types.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { DEFAULT_TURN_EVENTS_TTL_MS, TurnEventStore } from "../../lib/store/turn-event-store.js";
 import { heldFence, lostFence } from "../support/fences.js";

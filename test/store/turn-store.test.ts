@@ -4,7 +4,7 @@ import { HumanMessage } from "@langchain/core/messages";
 import { buildModelView } from "../../lib/model-view/build-model-view.js";
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { ConversationLease } from "../../lib/store/lease.js";
-import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/config.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../lib/config/database-config.js";
 import { TurnStore, type ClaimedTurn } from "../../lib/store/turn-store.js";
 import { ZERO_USAGE, type ModelCallRecord } from "../../lib/store/turn-record.js";
 import type { WriteFence } from "../../lib/store/write-fence.js";

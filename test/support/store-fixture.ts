@@ -1,4 +1,4 @@
-import type { Db } from "mongodb";
+import type { Db, MongoClientOptions } from "mongodb";
 import { afterAll, beforeAll, beforeEach } from "vitest";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { testDatabase, type TestDatabase } from "./mongo.js";
@@ -13,6 +13,8 @@ export interface StoreFixture<T> {
 export interface StoreFixtureOptions {
   /** Empty every known collection before each test. Default: true. */
   clearBeforeEach?: boolean;
+  /** Options of the file's client (`monitorCommands` to count the commands it sends). Default: none. */
+  clientOptions?: MongoClientOptions;
 }
 
 /** Deletes every document of every known collection (the embedded server can neither list nor drop them). */
@@ -26,7 +28,7 @@ export async function clearKnownCollections(db: Db): Promise<void> {
  * file. For tests that make their stores themselves (a saver per test, an app over the database).
  */
 export function useTestDatabase(prefix: string, options: StoreFixtureOptions = {}): TestDatabase {
-  const database = testDatabase(prefix);
+  const database = testDatabase(prefix, options.clientOptions);
   beforeAll(() => database.client.connect());
   if (options.clearBeforeEach ?? true) beforeEach(() => clearKnownCollections(database.db));
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import type { WebClient } from "@slack/web-api";
-import type { TurnEvent } from "../../events/turn-event.js";
+import type { TurnEvent } from "../../events/turn-event-types.js";
 import { SerialCalls } from "../serial-calls.js";
 import { turnFailureMessage } from "../failure-message.js";
 import type { TurnAnswerStream, SlackReplyTarget } from "../../queue/turn-job.js";

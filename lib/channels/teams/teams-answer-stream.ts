@@ -1,4 +1,4 @@
-import type { TurnEvent } from "../../events/turn-event.js";
+import type { TurnEvent } from "../../events/turn-event-types.js";
 import { SerialCalls } from "../serial-calls.js";
 import { turnFailureMessage } from "../failure-message.js";
 import type { TurnAnswerStream, TeamsReplyTarget } from "../../queue/turn-job.js";

@@ -1,6 +1,9 @@
 import { KMSClient } from "@aws-sdk/client-kms";
 import type { Db } from "mongodb";
-import { DEFAULT_RETENTION_DAYS, type Config } from "../../config/config.js";
+import { AuditLog, type AuditEntry } from "../../audit/audit-log.js";
+import type { Principal } from "../../auth/principal.js";
+import { DEFAULT_RETENTION_DAYS } from "../../config/database-config.js";
+import type { Config } from "../../config/config.js";
 import type { StructuredLogger } from "../../logger.js";
 import type { SecretSource } from "../../tools/secrets.js";
 import type { DataKeySource } from "./data-key-source.js";
@@ -9,6 +12,17 @@ import { LocalDataKeySource } from "./local-data-key-source.js";
 import { McpOAuth } from "./mcp-oauth.js";
 
 const DAY_MS = 86_400_000;
+
+/** The audit entry of a completed MCP sign-in: who signed in at which server, through which channel. */
+export function mcpSignInEntry(principal: Principal, server: string): AuditEntry {
+  return {
+    action: "sign_in.mcp",
+    actor: { ...principal },
+    tenant: { issuer: principal.issuer, tenant: principal.tenant },
+    resource: { server },
+    channel: principal.issuer,
+  };
+}
 /** The conversations' retention when the configuration names none (`RETENTION_DAYS`' default). */
 const FALLBACK_RETENTION_DAYS = DEFAULT_RETENTION_DAYS;
 
@@ -36,6 +50,8 @@ export function createMcpOAuth(config: Config, parts: McpOAuthParts): McpOAuth |
   if (kmsKeyId) keys = new KmsDataKeySource(parts.kms ?? new KMSClient({}), kmsKeyId);
   else if (parts.localDir) keys = new LocalDataKeySource(parts.localDir);
   else return undefined;
+  // Each completed sign-in is an audit record of the principal's tenant (docs/data-lifecycle.md); no token, no code.
+  const audit = new AuditLog(parts.db, { retentionDays: config.lifecycle.auditRetentionDays, logger: parts.logger });
   return new McpOAuth({
     db: parts.db,
     keys,
@@ -45,5 +61,8 @@ export function createMcpOAuth(config: Config, parts: McpOAuthParts): McpOAuth |
     secrets: parts.secrets,
     egress: { allow: [...config.mcp.egressAllow, ...(parts.egressAllow ?? [])] },
     logger: parts.logger,
+    onSignedIn: async ({ principal, server }) => {
+      await audit.append(mcpSignInEntry(principal, server));
+    },
   });
 }

@@ -21,6 +21,15 @@ export interface McpOAuthProviderContext {
   retentionMs: number;
   /** Where a configured client's secret is read (`clientSecretName`). Default: none (public clients only). */
   secrets?: SecretSource;
+  /** Told when a principal's sign-in is complete (its tokens confirmed and stored), for the audit log; never the tokens. Default: none. */
+  onSignedIn?: (signIn: McpSignedIn) => Promise<void>;
+}
+
+/** A completed MCP sign-in: who, for which tenant's entry, at which server. */
+export interface McpSignedIn {
+  principal: Principal;
+  tenant: string | null;
+  server: string;
 }
 
 /** Wrong confirmation codes a held sign-in takes before it is dropped (the user then signs in again). */
@@ -99,6 +108,7 @@ export class McpOAuthProvider implements OAuthClientProvider {
     }
     const tokens = JSON.parse(await this.context.cipher.open(taken.sealed, heldAssociatedData(this.#key))) as OAuthTokens;
     await this.saveTokens(tokens, true);
+    await this.context.onSignedIn?.({ principal: this.principal, tenant: this.tenant, server: this.server.name });
     return "confirmed";
   }
 

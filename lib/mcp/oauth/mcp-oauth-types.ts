@@ -2,7 +2,7 @@ import type { Principal } from "../../auth/principal.js";
 
 /**
  * What the OAuth side needs of an MCP server entry whose auth is per-user OAuth: the shape of the
- * `mcp` branch's `McpOAuthServerEntry` (lib/mcp/mcp-server-config.ts) as far as these modules read it.
+ * `mcp` branch's `McpOAuthServerEntry` (lib/mcp/mcp-oauth-provider.ts) as far as these modules read it.
  */
 export interface McpOAuthServer {
   name: string;

@@ -10,7 +10,7 @@ import { DEFAULT_OAUTH_RESPONSE_BYTES, egressFetch, type EgressOptions } from ".
 import { mcpSecretSource } from "../mcp-secrets.js";
 import type { DataKeySource } from "./data-key-source.js";
 import { EnvelopeCipher } from "./envelope-cipher.js";
-import { McpOAuthProvider, type ProviderServer } from "./mcp-oauth-provider.js";
+import { McpOAuthProvider, type McpOAuthProviderContext, type ProviderServer } from "./mcp-oauth-provider.js";
 import { confirmationCodeHash, heldAssociatedData, newConfirmationCode } from "./mcp-oauth-provider.js";
 import { McpOAuthStore, tokenKey } from "./mcp-oauth-store.js";
 import type { McpOAuthScope } from "./mcp-oauth-types.js";
@@ -35,6 +35,8 @@ export interface McpOAuthOptions {
   /** Where authorization servers may be reached when a sign-in is finished (docs/mcp.md, "Egress"). Default: public addresses only. */
   egress?: EgressOptions;
   logger?: Logger;
+  /** Told when a principal's sign-in is complete (the audit log's `sign_in.mcp`). Default: none. */
+  onSignedIn?: McpOAuthProviderContext["onSignedIn"];
 }
 
 /** The query of the callback, as the authorization server sends it (RFC 6749 4.1.2). */
@@ -46,7 +48,7 @@ export interface SignInCallback {
 
 /**
  * Per-user OAuth for MCP servers (docs/mcp-oauth.md): a provider per principal and server for the
- * MCP client (`providerFor`, the `McpOAuthProviderFactory` of lib/mcp/mcp-server-config.ts), the
+ * MCP client (`providerFor`, the `McpOAuthProviderFactory` of lib/mcp/mcp-oauth-provider.ts), the
  * callback that finishes a sign-in (`complete`), and the deletions (`revoke`, `deleteUserData`).
  */
 export class McpOAuth {
@@ -67,6 +69,7 @@ export class McpOAuth {
       signInTtlMs: options.signInTtlMs ?? DEFAULT_MCP_SIGN_IN_TTL_MS,
       retentionMs: options.retentionMs,
       secrets: options.secrets && mcpSecretSource(options.secrets),
+      onSignedIn: options.onSignedIn,
     };
     this.#fetch = egressFetch({ ...options.egress, maxResponseBytes: DEFAULT_OAUTH_RESPONSE_BYTES });
   }

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SlackReplier } from "../../../lib/channels/slack/slack-replier.js";
-import type { TurnEvent, TurnEventBody } from "../../../lib/events/turn-event.js";
+import type { TurnEvent, TurnEventBody } from "../../../lib/events/turn-event-types.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
 
 const BOT_TOKEN = "xoxb-answer-stream-test";

@@ -1,6 +1,6 @@
 import { BotConnectorTokenProvider, TeamsReplier } from "../../../lib/channels/index.js";
 import type { TeamsReplyTarget } from "../../../lib/queue/index.js";
-import type { TurnEvent, TurnEventBody } from "../../../lib/events/turn-event.js";
+import type { TurnEvent, TurnEventBody } from "../../../lib/events/turn-event-types.js";
 import { startBotConnectorEndpoint, type BotConnectorEndpoint } from "../../support/bot-connector-endpoint.js";
 import { ManualClock } from "../../support/manual-clock.js";
 import { TEST_APP_ID } from "../../support/teams-signing.js";

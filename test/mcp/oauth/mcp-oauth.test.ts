@@ -3,6 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiPrincipal, type Principal } from "../../../lib/auth/principal.js";
+import { AuditLog } from "../../../lib/audit/audit-log.js";
 import { COLLECTIONS } from "../../../lib/store/collections.js";
 import { startTestServer, type TestServer } from "../../support/api-client.js";
 import { startHostileServer } from "../../support/mcp-servers.js";
@@ -190,6 +191,23 @@ describe("McpOAuth", () => {
       expect(await provider.confirmSignIn(code)).toBe("confirmed");
       expect(await provider.confirmSignIn(code)).toBe("none_waiting");
       expect(await whoami(lee)).toEqual({ user: "lee" });
+    });
+
+    it("records a completed sign-in in the user's tenant's audit chain, with no token or code, and none for a sign-in never confirmed", async () => {
+      const kit = apiPrincipal("kit", "audited");
+      const back = await callback(await signInAs(kit, "kit"));
+      const code = back.body.code as string;
+      const audit = () => t.db.collection(COLLECTIONS.auditLog).find({ action: "sign_in.mcp", "actor.subject": "kit" }).toArray();
+      expect(await audit()).toEqual([]);
+      expect(await t.server.mcpOAuth.providerFor(kit, scopeOf("audited")).confirmSignIn(code)).toBe("confirmed");
+      const records = await audit();
+      expect(records.map((r) => [r.actor, r.tenant, r.resource, r.channel])).toEqual([
+        [{ issuer: "api", tenant: "audited", subject: "kit" }, { issuer: "api", tenant: "audited" }, { server: "crm" }, "api"],
+      ]);
+      const stored = JSON.stringify(records);
+      expect(stored).not.toContain(code);
+      expect(stored).not.toMatch(/eyJ|access_token|refresh_token/);
+      expect((await new AuditLog(t.db, { retentionDays: 1 }).verify({ issuer: "api", tenant: "audited" })).problems).toEqual([]);
     });
 
     it("keeps held tokens sealed under their own associated data: copied into the user's record they do not open", async () => {

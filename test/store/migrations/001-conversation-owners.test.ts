@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { apiPrincipal, tenantOwner } from "../../../lib/auth/principal.js";
+import { apiPrincipal, slackPrincipal, type Principal } from "../../../lib/auth/principal.js";
 import { NotFoundError } from "../../../lib/errors.js";
 import { setupDatabase } from "../../../lib/setup-database.js";
 import { ThreadwiseDatabase } from "../../../lib/store/database.js";
 import { useTestDatabase } from "../../support/store-fixture.js";
 
 const database = useTestDatabase("migration_owners");
+const as = (principal: Principal) => ({ principal, roles: [] });
 
 describe("migration 001 conversation-owners", () => {
   describe("up (run by setupDatabase, npm run db:setup)", () => {
@@ -27,10 +28,10 @@ describe("migration 001 conversation-owners", () => {
       await setupDatabase(threadwise);
       await setupDatabase(threadwise);
       const store = threadwise.conversations;
-      await expect(store.getOwned("c-api", apiPrincipal("alice", "acme"))).resolves.toBeDefined();
-      await expect(store.getOwned("c-borrowed", apiPrincipal("slack:T0", "slack:T0"))).resolves.toBeDefined();
-      await expect(store.getOwned("c-slack", tenantOwner("slack", "T0"))).resolves.toBeDefined();
-      await expect(store.getOwned("c-slack", apiPrincipal("slack:T0", "slack:T0"))).rejects.toBeInstanceOf(NotFoundError);
+      await expect(store.getFor("c-api", as(apiPrincipal("alice", "acme")), "read")).resolves.toBeDefined();
+      await expect(store.getFor("c-borrowed", as(apiPrincipal("slack:T0", "slack:T0")), "read")).resolves.toBeDefined();
+      await expect(store.getFor("c-slack", as(slackPrincipal("T0", "U1")), "read")).resolves.toBeDefined();
+      await expect(store.getFor("c-slack", as(apiPrincipal("slack:T0", "slack:T0")), "read")).rejects.toBeInstanceOf(NotFoundError);
       expect(await collection.findOne({ _id: "c-odd" as never })).not.toHaveProperty("owner");
       expect(await db.collection("setup").findOne({ _id: "schema" as never })).toMatchObject({
         schemaVersion: 2,

@@ -1,7 +1,7 @@
 import { AIMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { costOf, finishReasonsOf, reportedUsage } from "../../lib/agent/model-usage.js";
-import type { ModelPrice } from "../../lib/config/config.js";
+import type { ModelPrice } from "../../lib/config/model-config.js";
 
 /** Dollars per million tokens, chosen so each kind of token has its own price. */
 const PRICE: ModelPrice = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75, cacheWrite1h: 6 };

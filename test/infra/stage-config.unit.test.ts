@@ -1,7 +1,7 @@
 import { CURRENTLY_RECOMMENDED_FLAGS } from "aws-cdk-lib/cx-api";
 import { readFileSync } from "node:fs";
 import { App } from "aws-cdk-lib";
-import { DEFAULT_BEDROCK_MODEL_ID } from "../../lib/config/config.js";
+import { DEFAULT_BEDROCK_MODEL_ID } from "../../lib/config/model-config.js";
 import { ValidationError } from "../../lib/errors.js";
 import {
   CONTEXT_KEYS,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decisionBody, idParam, listQuery, postMessageBody, turnDetail, turnStreamEvents, turnsQuery } from "../../lib/api/schemas.js";
-import { TURN_EVENT_TYPES } from "../../lib/events/turn-event.js";
+import { TURN_EVENT_TYPES } from "../../lib/events/turn-event-types.js";
 import { MAX_PAGE_SIZE } from "../../lib/store/conversation-store.js";
 
 /** The request schemas at the API's boundary; the response schemas are checked against the server in test/api/openapi.test.ts. */

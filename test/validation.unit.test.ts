@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ValidationError } from "../lib/errors.js";
-import { issueDetails, parseJsonSetting, parseOrThrow } from "../lib/validation.js";
+import { PayloadTooLargeError, ValidationError } from "../lib/errors.js";
+import { issueDetails, parseJsonSetting, parseOrThrow, questionText, questionTooLarge } from "../lib/validation.js";
 
 const schema = z.object({ name: z.string().min(1), tags: z.array(z.string()) });
 
@@ -48,5 +48,37 @@ describe("validation", () => {
       expect(error).toMatchObject({ name: "ValidationError", message: "invalid configuration", details: [{ path: "TOOL_ROLES", message: "not JSON" }] });
       expect((error as Error).cause).toBeInstanceOf(SyntaxError);
     });
+  });
+});
+
+describe("questionText", () => {
+  it("returns the question trimmed, measured after trimming", () => {
+    expect(questionText(`  ${"x".repeat(10)}\n\n`, 10, "content")).toBe("x".repeat(10));
+  });
+
+  it("throws PayloadTooLargeError with the limit and one message, whatever the field, for a question over it", () => {
+    const refusals = ["content", "question", "input.messages.0.content"].map((path) => {
+      try {
+        questionText("x".repeat(11), 10, path);
+      } catch (error) {
+        return error;
+      }
+    });
+    for (const error of refusals) expect(error).toBeInstanceOf(PayloadTooLargeError);
+    expect(refusals.map((e) => [(e as PayloadTooLargeError).message, (e as PayloadTooLargeError).limit])).toEqual(
+      Array(3).fill(["the question is over 10 characters", 10]),
+    );
+  });
+
+  it("throws ValidationError naming the field for a blank question", () => {
+    expect(() => questionText(" \n ", 10, "question")).toThrow(
+      expect.objectContaining({ name: "ValidationError", message: "the question is empty", details: [{ path: "question", message: "must not be blank" }] }),
+    );
+  });
+});
+
+describe("questionTooLarge", () => {
+  it("returns the 413 every entry answers", () => {
+    expect(questionTooLarge(16_000)).toMatchObject({ name: "PayloadTooLargeError", message: "the question is over 16000 characters", limit: 16_000 });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isFinalEvent, modelMessageId, TURN_EVENT_TYPES, TURN_SUPERSEDED_EVENT, type TurnEventBody } from "../../lib/events/turn-event.js";
+import { isFinalEvent, modelMessageId, TURN_EVENT_TYPES, TURN_SUPERSEDED_EVENT, type TurnEventBody } from "../../lib/events/turn-event-types.js";
 
 const ONE_OF_EACH: TurnEventBody[] = [
   { type: "progress", step: "model", modelCall: 0 },

@@ -2,24 +2,6 @@ import type { OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.
 import type { Principal } from "../auth/principal.js";
 import type { McpOAuthAuth, McpServerEntry } from "../config/mcp-servers-config.js";
 
-export {
-  DEFAULT_MCP_DESCRIPTION_MAX_CHARS,
-  DEFAULT_MCP_MAX_CONCURRENCY,
-  DEFAULT_MCP_MAX_OUTPUT_BYTES,
-  DEFAULT_MCP_TIMEOUT_MS,
-  MCP_SERVER_NAME_PATTERN,
-  MCP_TOOL_NAME_SEPARATOR,
-  mcpAuthSchema,
-  mcpServerEntrySchema,
-  mcpServerListSchema,
-  mcpTransportSchema,
-  type McpAuth,
-  type McpOAuthAuth,
-  type McpServerEntry,
-  type McpStaticAuth,
-  type McpTransport,
-} from "../config/mcp-servers-config.js";
-
 /** A server entry whose auth is per-user OAuth. */
 export type McpOAuthServerEntry = McpServerEntry & { auth: McpOAuthAuth };
 

@@ -1,4 +1,4 @@
-import type { TurnEvent } from "../../lib/events/turn-event.js";
+import type { TurnEvent } from "../../lib/events/turn-event-types.js";
 import { DEFAULT_LIVE_EVENTS_MAX_BYTES, DEFAULT_LIVE_TURNS_KEPT, eventBytes, TurnEventHub } from "../../lib/events/turn-event-hub.js";
 
 const text = (id: number, delta = `d${id}`): TurnEvent => ({ type: "text", modelCall: 0, delta, id });

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_MODEL_PRICES, priceOf } from "../../lib/config/model-config.js";
 import {
-  DEFAULT_MODEL_PRICES,
   DEFAULT_PROMPT_CACHE_MIN_TOKENS,
   DEFAULT_VIEW_HISTORY_BLOCK_TURNS,
   DEFAULT_VIEW_TOKEN_MARGIN,
   DEFAULT_VIEW_TOKEN_MARGIN_MIN,
-  loadConfig,
-  priceOf,
-} from "../../lib/config/config.js";
+} from "../../lib/config/view-config.js";
+import { loadConfig } from "../../lib/config/config.js";
 import { ValidationError } from "../../lib/errors.js";
 
 function refusal(env: Record<string, string>): ValidationError {
