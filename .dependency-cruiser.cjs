@@ -11,6 +11,7 @@ const LAYERS = [
   ["config", "^lib/config/"],
   ["observability", "^lib/observability/"],
   ["identity and view", "^lib/(auth|model-view)/"],
+  ["crypto", "^lib/crypto/"],
   ["store", "^lib/store/"],
   ["events", "^lib/events/"],
   ["audit", "^lib/audit/"],

@@ -26,6 +26,7 @@ import { ToolIdempotencyGuard } from "./tools/tool-idempotency-guard.js";
 import { ToolRegistry } from "./tools/tool-registry.js";
 import { createDefaultTools } from "./tools/create-default-tools.js";
 import type { SecretSource } from "./tools/secrets.js";
+import type { TenantKeys } from "./crypto/tenant-keys.js";
 import { COLLECTIONS } from "./store/collections.js";
 import { offloadToolOutput } from "./tools/output-offload.js";
 import { databaseFor, ensureDatabaseSetUp, setupDatabase } from "./setup-database.js";
@@ -61,6 +62,11 @@ export interface AppOptions {
   setup?: DatabaseSetupMode;
   /** A client the caller owns; otherwise one is created from `config.mongodbUri` and closed by `close()`. */
   mongoClient?: MongoClient;
+  /**
+   * Tenants' keys for contents at rest (`createTenantKeys`, docs/security.md): the local server passes its key files.
+   * Default: none, contents stored clear.
+   */
+  contentKeys?: TenantKeys;
   /** Default: the provider named by config. */
   model?: BaseChatModel;
   /** The tools offered besides `read_tool_output`. Default: the deployment's tools, chosen by `config.tools`. */
@@ -133,11 +139,15 @@ export interface App {
 export async function createApp(config: Config, options: AppOptions): Promise<App> {
   const ownsClient = !options.mongoClient;
   const client = options.mongoClient ?? createMongoClient(requireUri(config), config.mongo);
-  const database = databaseFor(client, config, options.clock);
+  const database = databaseFor(client, config, options.clock, options.contentKeys);
   const ready = await readiness(database, options.setup ?? "create", options.logger);
   const defaults = options.tools
     ? undefined
-    : createDefaultTools(config.tools, { followUps: database.db.collection(COLLECTIONS.followUps), secrets: options.secrets ?? NO_SECRETS });
+    : createDefaultTools(config.tools, {
+        followUps: database.db.collection(COLLECTIONS.followUps),
+        followUpCipher: database.cipher,
+        secrets: options.secrets ?? NO_SECRETS,
+      });
   const guard = new ToolIdempotencyGuard({
     collection: database.idempotency,
     inProgressTimeoutMs: config.tools.timeoutMs,

@@ -431,6 +431,34 @@ export class McpSignInError extends ThreadwiseError {
   }
 }
 
+/**
+ * Why a stored content field was not read (docs/security.md, "Contents at rest"): `plaintext` a
+ * clear value where ciphertext is expected, `moved` a ciphertext written for another document,
+ * field, collection or tenant, `undecryptable` no key of the tenant opens it (shredded, or not its
+ * tenant's), `encryption_off` a ciphertext read by a deployment whose encryption is off.
+ */
+export const CONTENT_REFUSALS = ["plaintext", "moved", "undecryptable", "encryption_off"] as const;
+export type ContentRefusal = (typeof CONTENT_REFUSALS)[number];
+
+/** A stored content field refused rather than read: 500 with `content_refused` and the reason. Never carries the content. */
+export class ContentRefusedError extends ThreadwiseError {
+  override name = "ContentRefusedError";
+  constructor(
+    message: string,
+    readonly reason: ContentRefusal,
+    readonly collection: string,
+    readonly field: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** Content encryption is on and no key source can be had: start-up stops and says which setting to give. */
+export class ContentKeysUnavailableError extends ThreadwiseError {
+  override name = "ContentKeysUnavailableError";
+}
+
 /** The database's schema version is newer than this release's migrations (set up by a later release), or the migrations are misnumbered. */
 export class SchemaVersionError extends ThreadwiseError {
   override name = "SchemaVersionError";

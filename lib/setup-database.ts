@@ -2,20 +2,26 @@ import type { MongoClient } from "mongodb";
 import { ChannelEventDeduper } from "./channels/channel-event-deduper.js";
 import type { Clock } from "./clock.js";
 import type { Config } from "./config/config.js";
+import type { TenantKeys } from "./crypto/tenant-keys.js";
 import { ThreadwiseDatabase } from "./store/database.js";
 import { UsageLedger } from "./limits/usage-ledger.js";
 import { McpOAuthStore } from "./mcp/oauth/mcp-oauth-store.js";
 import { AuditLog } from "./audit/audit-log.js";
 import { Eraser } from "./lifecycle/eraser.js";
 
-/** The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them. */
-export function databaseFor(client: MongoClient, config: Config, clock?: Clock): ThreadwiseDatabase {
+/**
+ * The stores of the configured database over `client`, as the app, the setup function and `npm run db:setup` use them.
+ * `contentKeys`: tenants' keys for contents at rest (`createTenantKeys`); without them contents are stored clear.
+ */
+export function databaseFor(client: MongoClient, config: Config, clock?: Clock, contentKeys?: TenantKeys): ThreadwiseDatabase {
   return new ThreadwiseDatabase(client, {
     dbName: config.dbName,
     leaseTtlMs: config.leaseTtlMs,
     retentionDays: config.retentionDays,
     checkpointsKept: config.checkpointsKept,
     clock,
+    contentKeys,
+    dataKeyMaxAgeMs: config.encryption.dataKeyMaxAgeSeconds * 1000,
   });
 }
 

@@ -44,6 +44,9 @@ export const runtimeProvidedSdk: Plugin = {
   },
 };
 
+/** What the AWS Encryption SDK's signature helpers do in the bundles: refuse, saying why. */
+const SIGNATURES_LEFT_OUT = 'throw new Error("ECDSA-signed Encryption SDK messages are left out of the Lambda bundles (contents are written unsigned)");';
+
 /** A module inside a package, imported by a relative path, that the bundles take from infra/bundling instead. */
 export interface ModuleReplacement {
   /** The import path exactly as the package writes it. */
@@ -113,6 +116,39 @@ export const MODULE_REPLACEMENTS: readonly ModuleReplacement[] = [
     importPath: "../index.mjs",
     importer: /[\\/]langsmith[\\/]lib[\\/]utils[\\/]env\.mjs$/,
     replacement: { contents: 'export { VERSION as __version__ } from "../version.mjs";' },
+  },
+  // The AWS Encryption SDK (lib/crypto/field-cipher.ts) writes with a suite that has no ECDSA signature and reads only
+  // what it wrote (commitment policy REQUIRE_ENCRYPT_REQUIRE_DECRYPT, the same suite): its signature helpers (bn.js's
+  // curve arithmetic, asn1.js's DER and PEM, 113 KB) are left out, and a signed message throws saying so.
+  ...(["./ecc_encode", "./ecc_decode"] as const).map((importPath) => ({
+    importPath,
+    importer: /[\\/]@aws-crypto[\\/]material-management[\\/]build[\\/]module[\\/]src[\\/]signature_key\.js$/,
+    replacement: {
+      contents: `export const ${importPath === "./ecc_encode" ? "encode" : "decode"}NamedCurves = new Proxy({}, { get() { ${SIGNATURES_LEFT_OUT} } });`,
+    },
+  })),
+  {
+    importPath: "./pem_helpers",
+    importer: /[\\/]@aws-crypto[\\/]material-management[\\/]build[\\/]module[\\/]src[\\/]signature_key\.js$/,
+    replacement: { contents: `export function publicKeyPem() { ${SIGNATURES_LEFT_OUT} } export function privateKeyPem() { ${SIGNATURES_LEFT_OUT} }` },
+  },
+  {
+    importPath: "./ecdsa_signature",
+    importer: /[\\/]@aws-crypto[\\/]serialize[\\/]build[\\/]module[\\/]src[\\/]index\.js$/,
+    replacement: { contents: `export function der2raw() { ${SIGNATURES_LEFT_OUT} } export function raw2der() { ${SIGNATURES_LEFT_OUT} }` },
+  },
+  // The message format's two 64-bit lengths (aws-crypto-bn.ts says why a double holds them).
+  { importPath: "bn.js", importer: /[\\/]@aws-crypto[\\/]serialize[\\/]/, replacement: { file: here("./aws-crypto-bn.ts") } },
+  // readable-stream 3 is a copy of Node's own stream module for browsers (38 KB); on Lambda the runtime's is used.
+  // Its `pipeline` takes no callback where Node's requires one: the SDK's calls without one get one that ignores.
+  {
+    importPath: "readable-stream",
+    importer: /[\\/](@aws-crypto[\\/](encrypt|decrypt)-node|duplexify)[\\/]/,
+    replacement: {
+      contents:
+        'const s = require("node:stream"); module.exports = { ...s, pipeline: (...streams) => ' +
+        's.pipeline(...streams, ...(typeof streams[streams.length - 1] === "function" ? [] : [() => {}])) };',
+    },
   },
 ];
 

@@ -7,7 +7,7 @@ import { questionText } from "../validation.js";
 export { questionText };
 import type { TurnRequest, TurnRunner } from "../agent/turn-runner.js";
 import { callsSeenBy, expandDispositions, messagesSeenBy, summarizeContext } from "../store/turn-record.js";
-import { toSummary, MAX_PAGE_SIZE, type ConversationDocument, type ConversationStore } from "../store/conversation-store.js";
+import { MAX_PAGE_SIZE, type ConversationDocument, type ConversationStore } from "../store/conversation-store.js";
 import type { ThreadwiseDatabase } from "../store/database.js";
 import type { TurnDocument, TurnWithCalls } from "../store/turn-store.js";
 import { apiTurnJob, type DispatchOutcome, type TurnDispatcher } from "../queue/turn-dispatcher.js";
@@ -280,7 +280,7 @@ export function apiRoutes(deps: ApiRoutesDeps): Route[] {
     {
       method: "GET",
       pattern: /^\/v1\/conversations\/([^/]+)$/,
-      handler: async (request, [id]) => json(200, toSummary((await owned(request, id)).conversation)),
+      handler: async (request, [id]) => json(200, await conversations.summaryOf((await owned(request, id)).conversation)),
     },
     {
       method: "DELETE",

@@ -5,6 +5,7 @@ import {
   AuthenticationError,
   BudgetExhaustedError,
   ConflictError,
+  ContentRefusedError,
   ContextBudgetExceededError,
   ForbiddenError,
   IdempotencyKeyReusedError,
@@ -69,6 +70,7 @@ export function errorResponse(error: unknown): HttpResponse {
       "retry-after": String(retryAfter),
     });
   }
+  if (error instanceof ContentRefusedError) return json(500, body("content_refused", error.message, { reason: error.reason }));
   if (error instanceof ModelCredentialsError) return json(503, body("model_credentials", error.message));
   if (error instanceof ModelBusyError) {
     return json(503, body("model_busy", error.message, { reason: error.reason }), { "retry-after": String(error.retryAfterSeconds) });

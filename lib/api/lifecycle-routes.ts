@@ -239,7 +239,7 @@ function assertHasAnAdminRole(caller: Caller, roles: AdminRoles): void {
 function exportLines(deps: LifecycleRoutesDeps, target: UserTarget | TenantTarget) {
   return async function* (finish: (manifestHash: string, counts: Record<string, number>) => Promise<unknown>): AsyncGenerator<string> {
     const manifest = new ManifestBuilder();
-    for await (const line of exportData(deps.database.db, target)) {
+    for await (const line of exportData(deps.database.db, target, deps.database.cipher)) {
       manifest.add(line);
       yield `{"collection":${JSON.stringify(line.collection)},"document":${line.line}}\n`;
     }

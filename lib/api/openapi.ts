@@ -358,7 +358,8 @@ export const OPERATIONS: Operation[] = [
     path: "/v1/admin/tenants",
     operationId: "eraseTenant",
     summary:
-      "Erases a tenant: every conversation and record of it, its usage, limits, MCP servers and tokens (by deletion; key shredding is not yet available).",
+      "Erases a tenant: every conversation and record of it, its usage, limits, MCP servers and tokens (by deletion and, " +
+      "with content encryption on, by shredding its keys: the receipt names them and when the shred is final).",
     query: lifecycle.tenantQuery,
     responses: { 200: { description: "Erased: the deletion receipt.", schema: lifecycle.deletionReceipt } },
     errors: [400, 403, 409],

@@ -20,6 +20,10 @@ export const AUDIT_ACTIONS = [
   "conversation.member.remove",
   "sign_in.mcp",
   "sign_in.local_token",
+  /** A tenant's content key rotated (resource: the new key's id; never key material). */
+  "key.rotate",
+  /** A tenant's content keys destroyed (resource: the key ids; detail: when the shred is final). */
+  "key.shred",
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

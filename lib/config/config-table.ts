@@ -3,6 +3,7 @@ import { SECRET_ARN_SETTINGS } from "./deployment-config.js";
 import { SETTINGS } from "./config.js";
 import { LIFECYCLE_SETTINGS } from "./lifecycle-config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
+import { ENCRYPTION_SETTINGS } from "./encryption-config.js";
 import { MCP_SETTINGS } from "./mcp-servers-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
 import { TRACING_SETTINGS } from "./tracing-config.js";
@@ -32,6 +33,7 @@ export function readmeConfigTable(): string {
     ...MCP_SETTINGS,
     ...MCP_OAUTH_SETTINGS,
     ...LIFECYCLE_SETTINGS,
+    ...ENCRYPTION_SETTINGS,
     ...TRACING_SETTINGS,
     ...SECRET_ARN_SETTINGS,
     ...OTHER_VARIABLES,

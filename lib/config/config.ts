@@ -5,6 +5,7 @@ import { DEPLOYMENT_SETTINGS, loadDeploymentConfig, type DeploymentConfig } from
 import { loadLifecycleConfig, type LifecycleConfig } from "./lifecycle-config.js";
 import { loadLimitsConfig, type LimitsConfig } from "./limits-config.js";
 import { loadMcpOAuthConfig, type McpOAuthConfig } from "./mcp-oauth-config.js";
+import { loadEncryptionConfig, type EncryptionConfig } from "./encryption-config.js";
 import { loadMcpConfig, type McpConfig } from "./mcp-servers-config.js";
 import { loadModelConfig, MODEL_SETTINGS, type ModelConfig } from "./model-config.js";
 import { loadRecallConfig, type RecallConfig } from "./recall-config.js";
@@ -46,6 +47,8 @@ export interface Config extends DatabaseConfig, ServerConfig {
   lifecycle: LifecycleConfig;
   /** Per-user OAuth for MCP servers (`lib/config/mcp-oauth-config.ts`, docs/mcp-oauth.md). */
   mcpOAuth: McpOAuthConfig;
+  /** Contents encrypted at rest per tenant (`lib/config/encryption-config.ts`, docs/security.md). */
+  encryption: EncryptionConfig;
   /** MCP servers whose tools turns may call (`lib/config/mcp-servers-config.ts`, docs/mcp.md). */
   mcp: McpConfig;
   /** Where the channels' services are (`lib/config/channels-config.ts`). */
@@ -69,6 +72,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     limits: loadLimitsConfig(env),
     lifecycle: loadLifecycleConfig(env),
     mcpOAuth: loadMcpOAuthConfig(env),
+    encryption: loadEncryptionConfig(env),
     mcp: loadMcpConfig(env),
     tracing: loadTracingConfig(env),
     channels: loadChannelEndpointsConfig(env),

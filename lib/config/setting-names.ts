@@ -4,6 +4,7 @@ import { SECRET_ARN_SETTINGS } from "./deployment-config.js";
 import { SETTINGS } from "./config.js";
 import { LIFECYCLE_SETTINGS } from "./lifecycle-config.js";
 import { MCP_OAUTH_SETTINGS } from "./mcp-oauth-config.js";
+import { ENCRYPTION_SETTINGS } from "./encryption-config.js";
 import { MCP_SETTINGS } from "./mcp-servers-config.js";
 import { RECALL_SETTINGS } from "./recall-config.js";
 import { TRACING_SETTINGS } from "./tracing-config.js";
@@ -46,6 +47,7 @@ export const SETTING_NAMES: readonly string[] = Object.keys({
   ...RECALL_SETTINGS,
   ...MCP_OAUTH_SETTINGS,
   ...LIFECYCLE_SETTINGS,
+  ...ENCRYPTION_SETTINGS,
   ...MCP_SETTINGS,
   ...TRACING_SETTINGS,
   ...SECRET_ARN_SETTINGS,

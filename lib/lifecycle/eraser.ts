@@ -44,8 +44,13 @@ export interface DeletionReceipt {
   requestedBy: AuditActor;
   startedAt: string;
   completedAt: string;
-  /** `deletion`: documents deleted. Key shredding (erasing a tenant by destroying its keys) is not yet available. */
-  method: "deletion";
+  /**
+   * `deletion`: documents deleted. `crypto-shredding`: a tenant's documents deleted and its content keys
+   * destroyed, so every copy of its encrypted contents (backups included) is unreadable from `keys.finalAt`.
+   */
+  method: "deletion" | "crypto-shredding";
+  /** With `crypto-shredding`: the keys destroyed (ids, never material) and when no copy of them is left. */
+  keys?: ShreddedKeys;
   /** Documents deleted, by collection. */
   deleted: Record<string, number>;
   /** Documents kept with the erased person's part removed (a shared thread's record, approvals they decided), by collection. */
@@ -55,6 +60,17 @@ export interface DeletionReceipt {
   /** `sha256`: of the canonical JSON of every other field (sorted keys, no whitespace). */
   hashAlgorithm: "sha256-canonical-json";
   hash: string;
+}
+
+/** What a tenant's erasure destroyed of its keys (docs/security.md, "Crypto-shredding"). */
+export interface ShreddedKeys {
+  /** `local`: key files under `.local/content-keys/`; `kms`: KMS keys scheduled for deletion. */
+  source: "local" | "kms";
+  /** Local key names or KMS key ARNs. */
+  ids: string[];
+  shreddedAt: string;
+  /** From when no copy of the key material exists (KMS: the end of its pending-deletion window, plus the data keys' cache age). */
+  finalAt: string;
 }
 
 /** An erasure job (`erasures`): its target, progress, and once completed its receipt. Re-running a target resumes its unfinished job. */
@@ -69,6 +85,8 @@ export interface ErasureJob {
   done: string[];
   deleted: Record<string, number>;
   redacted: Record<string, number>;
+  /** A tenant's keys once shredded (the `keys` phase). */
+  keys?: ShreddedKeys;
   /** The conversation being deleted when the job stopped, and its counts taken before: added when it is deleted again. */
   current?: { conversationId: string; counts: Record<string, number> };
   startedAt: Date;
@@ -200,7 +218,13 @@ export class Eraser {
       ...(target.kind === "user" ? [["memberships", () => this.removeMemberships(job._id, who)] as [string, () => Promise<void>]] : []),
       ["records", () => this.deleteRecords(job._id, who)],
       ["account", () => this.deleteAccount(job._id, who)],
-      ...(target.kind === "tenant" ? [["tenant_settings", () => this.deleteTenantSettings(job._id, who)] as [string, () => Promise<void>]] : []),
+      ...(target.kind === "tenant"
+        ? ([
+            ["tenant_settings", () => this.deleteTenantSettings(job._id, who)],
+            // Last: the phases above read contents (a shared thread's redaction) that the shred makes unreadable.
+            ["keys", () => this.shredTenantKeys(job._id, who, job.requestedBy)],
+          ] as [string, () => Promise<void>][])
+        : []),
     ];
   }
 
@@ -277,24 +301,37 @@ export class Eraser {
     const theirs = (await turns.find({ conversationId, ...principalFilter("askedBy", who) }, { projection: { _id: 1 } }).toArray()).map((t) => t._id);
     const redacted: Counts = {};
     const deleted: Counts = {};
-    const messageDocs = this.db.collection<{ _id: string; turnId: string; content: string }>(COLLECTIONS.messages);
+    const messageDocs = this.db.collection<{ _id: string; turnId: string; content: unknown }>(COLLECTIONS.messages);
+    // Contents are encrypted (docs/security.md, "Contents at rest"): read and rewritten through the database's cipher.
+    const { cipher } = this.options.database;
+    const ref = (collection: string, id: string, field: string) => ({ collection, id, field });
+    const openMessage = (m: { _id: string; content: unknown }) => cipher.openText(conversationId, ref(COLLECTIONS.messages, m._id, "content"), m.content);
+    const sealMessage = (id: string, text: string) => cipher.sealText(conversationId, ref(COLLECTIONS.messages, id, "content"), text);
     // Their words, to find where the others' answers quote them (exactly: a paraphrase cannot be found).
-    const quoted = (await messageDocs.find({ conversationId, turnId: { $in: theirs } }).toArray())
-      .map((m) => m.content)
-      .filter((text) => text !== REDACTED_CONTENT && text.length >= MIN_QUOTE_CHARS);
-    const messages = await messageDocs.updateMany({ conversationId, turnId: { $in: theirs } }, { $set: { content: REDACTED_CONTENT, redacted: true } });
-    redacted[COLLECTIONS.messages] = messages.modifiedCount;
+    const mine = await messageDocs.find({ conversationId, turnId: { $in: theirs } }).toArray();
+    const quoted = (await Promise.all(mine.map(openMessage))).filter((text) => text !== REDACTED_CONTENT && text.length >= MIN_QUOTE_CHARS);
+    redacted[COLLECTIONS.messages] = 0;
+    for (const m of mine) {
+      if ((await openMessage(m)) === REDACTED_CONTENT) continue;
+      await messageDocs.updateOne({ _id: m._id }, { $set: { content: await sealMessage(m._id, REDACTED_CONTENT), redacted: true } });
+      redacted[COLLECTIONS.messages] += 1;
+    }
     const scrub = (text: string) => quoted.reduce((out, q) => out.split(q).join(REDACTED_CONTENT), text);
     for (const m of await messageDocs.find({ conversationId, turnId: { $nin: theirs } }).toArray()) {
-      if (scrub(m.content) !== m.content) {
-        await messageDocs.updateOne({ _id: m._id }, { $set: { content: scrub(m.content) } });
+      const text = await openMessage(m);
+      if (scrub(text) !== text) {
+        await messageDocs.updateOne({ _id: m._id }, { $set: { content: await sealMessage(m._id, scrub(text)) } });
         redacted[COLLECTIONS.messages] += 1;
       }
     }
-    const turnDocs = this.db.collection<{ _id: string; answer?: string }>(COLLECTIONS.turns);
+    const turnDocs = this.db.collection<{ _id: string; answer?: unknown }>(COLLECTIONS.turns);
     for (const turn of await turnDocs.find({ conversationId, _id: { $nin: theirs }, answer: { $exists: true } }).toArray()) {
-      if (turn.answer !== undefined && scrub(turn.answer) !== turn.answer) {
-        await turnDocs.updateOne({ _id: turn._id }, { $set: { answer: scrub(turn.answer) } });
+      const answer = await cipher.openText(conversationId, ref(COLLECTIONS.turns, turn._id, "answer"), turn.answer);
+      if (scrub(answer) !== answer) {
+        await turnDocs.updateOne(
+          { _id: turn._id },
+          { $set: { answer: await cipher.sealText(conversationId, ref(COLLECTIONS.turns, turn._id, "answer"), scrub(answer)) } },
+        );
         redacted[COLLECTIONS.turns] = (redacted[COLLECTIONS.turns] ?? 0) + 1;
       }
     }
@@ -416,10 +453,39 @@ export class Eraser {
     await this.add(jobId, deleted, {});
   }
 
+  /**
+   * Crypto-shredding (docs/security.md): destroys the tenant's content keys, so what they encrypted is
+   * unreadable in this database and in every copy of it, then deletes its term key (sealed by them).
+   * With content encryption off there are no keys: the receipt says the erasure was by deletion.
+   */
+  private async shredTenantKeys(jobId: string, who: DataSubject, actor: AuditActor): Promise<void> {
+    const { database } = this.options;
+    if (!database.cipher.enabled) return;
+    const shred = await database.shredTenantKeys(who.issuer, who.tenant);
+    const keys: ShreddedKeys = {
+      source: shred.keySource,
+      ids: shred.keys,
+      shreddedAt: shred.shreddedAt.toISOString(),
+      finalAt: shred.finalAt.toISOString(),
+    };
+    const termKeys = (await this.db.collection<{ _id: string }>(COLLECTIONS.termKeys).deleteMany({ _id: JSON.stringify([who.issuer, who.tenant]) }))
+      .deletedCount;
+    await this.add(jobId, { [COLLECTIONS.termKeys]: termKeys }, {}, { $set: { keys } });
+    await this.options.audit?.append({
+      action: "key.shred",
+      actor,
+      tenant: { issuer: who.issuer, tenant: who.tenant },
+      resource: { erasureId: jobId, keyIds: keys.ids.join(",") },
+      channel: actor.issuer === "cli" ? "cli" : actor.issuer,
+      detail: { keySource: keys.source, keys: keys.ids.length, finalAt: keys.finalAt },
+    });
+  }
+
   /** Adds counts to the job (and `extra`, such as clearing its current conversation) in one update. */
   private async add(jobId: string, deleted: Counts, redacted: Counts, extra: Record<string, unknown> = {}): Promise<void> {
     const inc = { ...prefixed("deleted", deleted), ...prefixed("redacted", redacted) };
-    await this.jobs.updateOne({ _id: jobId }, { ...(Object.keys(inc).length > 0 && { $inc: inc }), $set: { updatedAt: this.now() }, ...extra });
+    const { $set: set, ...rest } = extra as { $set?: Record<string, unknown> };
+    await this.jobs.updateOne({ _id: jobId }, { ...(Object.keys(inc).length > 0 && { $inc: inc }), $set: { updatedAt: this.now(), ...set }, ...rest });
   }
 
   private receiptOf(job: ErasureJob): DeletionReceipt {
@@ -441,11 +507,19 @@ export class Eraser {
         what: "turn jobs already queued (a question's text) cannot be removed one by one; the worker refuses each, its conversation being gone",
         until: at(SQS_DAYS),
       },
-      {
-        where: "MongoDB backups",
-        what: "snapshots taken before this erasure keep what it deleted until they expire",
-        until: null,
-      },
+      job.keys
+        ? {
+            where: "MongoDB backups",
+            what:
+              "snapshots taken before this erasure keep the tenant's documents encrypted; " +
+              "its keys are destroyed, so they are unreadable once the shred is final",
+            until: job.keys.finalAt,
+          }
+        : {
+            where: "MongoDB backups",
+            what: "snapshots taken before this erasure keep what it deleted until they expire",
+            until: null,
+          },
       {
         where: COLLECTIONS.auditLog,
         what: "audit records naming the person or conversation by id (never contents), this erasure's included",
@@ -454,16 +528,25 @@ export class Eraser {
       { where: "CloudWatch Logs (AWS)", what: "log lines naming ids, never contents", until: null },
     ];
     const notes =
-      job.target.kind === "tenant"
-        ? ["key shredding is not yet available: the tenant was erased by deleting its documents, and its backups keep them until they expire"]
-        : [];
+      job.target.kind !== "tenant"
+        ? []
+        : job.keys
+          ? [
+              `the tenant's ${job.keys.source === "kms" ? "KMS keys were scheduled for deletion" : "key file was deleted"} (${job.keys.ids.length} keys): ` +
+                `every copy of its encrypted contents, backups included, is unreadable from ${job.keys.finalAt}`,
+            ]
+          : [
+              "content encryption is off (CONTENT_ENCRYPTION=off): the tenant was erased by deleting its documents, " +
+                "and its backups keep them until they expire",
+            ];
     const body: Omit<DeletionReceipt, "hash"> = {
       receiptId: job._id,
       target: job.target,
       requestedBy: job.requestedBy,
       startedAt: job.startedAt.toISOString(),
       completedAt: completedAt.toISOString(),
-      method: "deletion",
+      method: job.keys ? "crypto-shredding" : "deletion",
+      ...(job.keys && { keys: job.keys }),
       deleted: nonZero(job.deleted),
       redacted: nonZero(job.redacted),
       pending,

@@ -4,7 +4,10 @@ import { join } from "node:path";
 import { BSON, type Db, type Document } from "mongodb";
 import { canonicalHash } from "../audit/canonical-json.js";
 import { ConflictError, ValidationError } from "../errors.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "../store/collections.js";
+import { ENCRYPTED_FIELDS } from "../store/database.js";
 import {
   CONVERSATION_COLLECTIONS,
   limitScopeFilter,
@@ -70,15 +73,37 @@ export class ManifestBuilder {
  * and what they made there (artifacts, approvals, follow-ups); their idempotency records and
  * queued jobs; their usage and limits; a tenant's MCP servers. Each document once, as stored.
  */
-export async function* exportData(db: Db, target: UserTarget | TenantTarget): AsyncGenerator<ExportLine> {
+/**
+ * A document as exported: its encrypted content fields decrypted (docs/security.md, "Contents at rest"), so
+ * the export holds the requester's contents in clear and an import encrypts them under the keys of the
+ * database it goes to (set-up does). A field that will not decrypt stops the export (`ContentRefusedError`).
+ */
+export async function openedForExport(collection: string, doc: Document, cipher: ContentCipher): Promise<Document> {
+  const fields = (ENCRYPTED_FIELDS as Record<string, Record<string, "text" | "json">>)[collection];
+  if (!fields) return doc;
+  const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;
+  const out: Document = { ...doc };
+  for (const [field, kind] of Object.entries(fields)) {
+    if (!cipher.isSealed(doc[field])) continue;
+    const ref = { collection, id: String(doc._id), field };
+    out[field] = kind === "text" ? await cipher.openText(conversationId, ref, doc[field]) : await cipher.openJson(conversationId, ref, doc[field]);
+  }
+  return out;
+}
+
+/**
+ * @param cipher What decrypts contents for the requester (the database's). Default: none, contents exported
+ * as stored (an encrypted field stops the export, `encryption_off`).
+ */
+export async function* exportData(db: Db, target: UserTarget | TenantTarget, cipher: ContentCipher = CLEAR_FIELDS): AsyncGenerator<ExportLine> {
   const who = subjectOf(target);
   const seen = new Set<string>();
-  const emit = function* (collection: string, docs: Document[]): Generator<ExportLine> {
+  const emit = async function* (collection: string, docs: Document[]): AsyncGenerator<ExportLine> {
     for (const doc of docs) {
       const key = `${collection}|${BSON.EJSON.stringify(doc._id)}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      yield { collection, line: BSON.EJSON.stringify(doc, { relaxed: false }) };
+      yield { collection, line: BSON.EJSON.stringify(await openedForExport(collection, doc, cipher), { relaxed: false }) };
     }
   };
   const owned = target.kind === "user" ? principalFilter("owner", who) : principalFilter("owner", { issuer: who.issuer, tenant: who.tenant });
@@ -116,7 +141,11 @@ export async function* exportData(db: Db, target: UserTarget | TenantTarget): As
 }
 
 /** Their part of threads others own, and what is kept per person or tenant. */
-async function* exportElsewhere(db: Db, who: DataSubject, emit: (collection: string, docs: Document[]) => Generator<ExportLine>): AsyncGenerator<ExportLine> {
+async function* exportElsewhere(
+  db: Db,
+  who: DataSubject,
+  emit: (collection: string, docs: Document[]) => AsyncGenerator<ExportLine>,
+): AsyncGenerator<ExportLine> {
   const find = (name: string, filter: Document) => db.collection(name).find(filter).sort({ _id: 1 }).toArray();
   const turns = await find(COLLECTIONS.turns, principalFilter("askedBy", who));
   yield* emit(COLLECTIONS.turns, turns);
@@ -180,12 +209,18 @@ export async function importData(db: Db, manifest: ExportManifest, contents: Exp
 export const MANIFEST_FILE = "manifest.json";
 
 /** Writes an export to `dir` (created): one NDJSON file per collection and the manifest, written last. Returns the manifest. */
-export async function writeExport(db: Db, target: UserTarget | TenantTarget, dir: string, now = new Date()): Promise<ExportManifest> {
+export async function writeExport(
+  db: Db,
+  target: UserTarget | TenantTarget,
+  dir: string,
+  now = new Date(),
+  cipher: ContentCipher = CLEAR_FIELDS,
+): Promise<ExportManifest> {
   await mkdir(dir, { recursive: true });
   const manifest = new ManifestBuilder();
   const files = new Map<string, FileHandle>();
   try {
-    for await (const line of exportData(db, target)) {
+    for await (const line of exportData(db, target, cipher)) {
       let file = files.get(line.collection);
       if (!file) files.set(line.collection, (file = await open(join(dir, `${line.collection}.ndjson`), "w")));
       await file.write(`${line.line}\n`);

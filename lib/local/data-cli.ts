@@ -6,7 +6,9 @@ import { ValidationError } from "../errors.js";
 import type { DataTarget, TenantTarget, UserTarget } from "../lifecycle/data-subject.js";
 import { Eraser } from "../lifecycle/eraser.js";
 import { importData, readExport, writeExport } from "../lifecycle/exporter.js";
+import { createTenantKeys } from "../crypto/create-tenant-keys.js";
 import { databaseFor } from "../setup-database.js";
+import { DEFAULT_LOCAL_DIR } from "./local-keys.js";
 import { createMongoClient } from "../store/mongo-client.js";
 import { parseCliArgs } from "./cli-args.js";
 import { explainStartupError } from "./startup-error.js";
@@ -59,7 +61,9 @@ try {
   const client = createMongoClient(config.mongodbUri, config.mongo);
   try {
     await client.connect();
-    const database = databaseFor(client, config);
+    // Tenants' content keys: an export decrypts contents for the requester, a tenant's erasure shreds its keys.
+    const keys = createTenantKeys(config.encryption, { db: client.db(config.dbName), localDir: DEFAULT_LOCAL_DIR });
+    const database = databaseFor(client, config, undefined, keys);
     const audit = new AuditLog(database.db, { retentionDays: config.lifecycle.auditRetentionDays });
     const actor = { issuer: "cli", tenant: null, subject: userInfo().username };
     if (command === "erase") {
@@ -69,7 +73,7 @@ try {
     } else if (command === "export") {
       if (values.out === undefined) throw mistake("--out names the folder to write");
       const target = subjectTarget(values);
-      const manifest = await writeExport(database.db, target, values.out);
+      const manifest = await writeExport(database.db, target, values.out, new Date(), database.cipher);
       const counts = Object.fromEntries(Object.entries(manifest.collections).map(([name, c]) => [name, c.count]));
       await audit.append({
         action: "export",

@@ -1,6 +1,8 @@
 import { loadConfig, type Config } from "../config/config.js";
 import { ValidationError } from "../errors.js";
+import { createTenantKeys } from "../crypto/create-tenant-keys.js";
 import { databaseFor, setupDatabase } from "../setup-database.js";
+import { DEFAULT_LOCAL_DIR } from "./local-keys.js";
 import { createMongoClient } from "../store/mongo-client.js";
 import { explainStartupError } from "./startup-error.js";
 
@@ -20,7 +22,9 @@ try {
   try {
     // Connected first, so that an unreachable server is named as such, not as 14 failed index builds.
     await client.connect();
-    await setupDatabase(databaseFor(client, config));
+    // Contents stored clear by earlier releases are encrypted here (docs/security.md, "Existing deployments").
+    const keys = createTenantKeys(config.encryption, { db: client.db(config.dbName), localDir: DEFAULT_LOCAL_DIR });
+    await setupDatabase(databaseFor(client, config, undefined, keys));
   } finally {
     await client.close();
   }

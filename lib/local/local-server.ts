@@ -1,3 +1,5 @@
+import { createTenantKeys } from "../crypto/create-tenant-keys.js";
+import { FieldCipher } from "../crypto/field-cipher.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
@@ -152,8 +154,13 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   // The worker needs the app's runner and the app needs the queue: the queue reaches the worker
   // once both exist, which is before the server takes its first request.
   let worker: TurnJobWorker | undefined;
+  // Contents at rest: a key file per tenant under the local directory, unless CONTENT_ENCRYPTION=off (docs/security.md).
+  const contentKeys = createTenantKeys(config.encryption, { db: client.db(config.dbName), localDir: options.localDir ?? DEFAULT_LOCAL_DIR });
+  if (!contentKeys) logger.warn("content encryption is off: conversations are stored in clear", { setting: "CONTENT_ENCRYPTION" });
   // Durable, like SQS: a job in flight when the process died is delivered again once its visibility lapses (docs/recovery.md).
   const turnQueue = new MongoTurnQueue(client.db(config.dbName), {
+    // A job's text sealed under its owner's tenant keys, named in the job (no conversation lookup).
+    ...(contentKeys && { cipher: new FieldCipher({ keys: contentKeys, tenantOf: () => Promise.reject(new Error("turn jobs name their tenant")) }) }),
     handle: async (job, receiveCount) => {
       const outcome = await worker!.process(job, receiveCount);
       logTurnJob(logger, outcome, job.channel, receiveCount);
@@ -179,6 +186,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   const app = await createApp(
     { ...config, mongodbUri },
     {
+      contentKeys,
       logger: jsonConsoleLogger,
       turnQueue,
       mcpStdio: true,

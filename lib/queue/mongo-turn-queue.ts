@@ -5,6 +5,8 @@ import { DEFAULT_TURN_MAX_RECEIVES } from "../config/deployment-config.js";
 import { MESSAGING_SYSTEMS, withConsumerSpan, withProducerSpan } from "../observability/tracing.js";
 import { COLLECTIONS } from "../store/collections.js";
 import type { InProcessJobHandler } from "./in-process-turn-queue.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import type { TurnJob } from "./turn-job.js";
 import { turnJobDeduplicationId, turnJobGroupId, type TurnQueue } from "./turn-queue.js";
 
@@ -72,7 +74,15 @@ export interface MongoTurnQueueOptions {
   pollMs?: number;
   /** Default: {@link DEFAULT_DEDUPLICATION_WINDOW_MS}. */
   deduplicationWindowMs?: number;
+  /**
+   * Default: jobs stored clear (`CLEAR_FIELDS`). A job's `content` (the user's text) is encrypted under its
+   * owner's tenant keys (docs/security.md, "Contents at rest").
+   */
+  cipher?: ContentCipher;
 }
+
+const contentRef = (jobId: string): FieldRef => ({ collection: COLLECTIONS.turnJobs, id: jobId, field: "job.content" });
+const tenantOfJob = (job: TurnJob) => ({ issuer: job.owner.issuer, tenant: job.owner.tenant });
 
 /**
  * The turn queue of the local server, durable in MongoDB like the rest of the state: what SQS
@@ -123,10 +133,13 @@ export class MongoTurnQueue implements TurnQueue {
 
   /** Inserts the job; false when its deduplication id is already there (dropped, as SQS drops it). */
   private async insert(job: TurnJob, now: Date): Promise<boolean> {
+    const _id = turnJobDeduplicationId(job);
+    const cipher = this.options.cipher ?? CLEAR_FIELDS;
+    const content = (await cipher.sealJsonFor(tenantOfJob(job), contentRef(_id), job.content)) as string;
     const doc: TurnJobDocument = {
-      _id: turnJobDeduplicationId(job),
+      _id,
       group: turnJobGroupId(job),
-      job,
+      job: { ...job, content },
       status: "ready",
       enqueuedAt: now,
       seq: ++enqueueSeq,
@@ -264,7 +277,9 @@ export class MongoTurnQueue implements TurnQueue {
     const beat = setInterval(() => void this.extend(doc._id, receipt).catch(() => undefined), Math.floor(this.visibilityMs / HEARTBEATS_PER_VISIBILITY));
     beat.unref();
     try {
-      const outcome = await withConsumerSpan(HOP, doc.job.trace, () => this.options.handle(doc.job, doc.receiveCount));
+      const cipher = this.options.cipher ?? CLEAR_FIELDS;
+      const job = { ...doc.job, content: await cipher.openJsonFor<string>(tenantOfJob(doc.job), contentRef(doc._id), doc.job.content) };
+      const outcome = await withConsumerSpan(HOP, doc.job.trace, () => this.options.handle(job, doc.receiveCount));
       if (outcome) await this.retryAfter(doc._id, receipt, outcome.retryAfterSeconds);
       else await this.complete(doc._id, receipt);
     } catch (error) {

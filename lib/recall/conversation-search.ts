@@ -39,7 +39,7 @@ export function isUserStatement(question: string): boolean {
 
 export interface ConversationSearchDeps {
   /** What a search reads: the conversation's index entries and the records of its hits. */
-  index: Pick<RecallIndexStore, "entries" | "records">;
+  index: Pick<RecallIndexStore, "entries" | "records"> & Partial<Pick<RecallIndexStore, "queryTerms">>;
   /** Without one, search is lexical only. */
   embedder?: Embedder;
   logger?: StructuredLogger;
@@ -188,7 +188,9 @@ export class ConversationSearch {
     const firstInView = request.view ? firstKeptTurn(newest, request.view) : undefined;
     const searchable = request.view ? entries : entries.filter((e) => e.turnNumber <= newest - (request.visibleTurns ?? 0));
     const outOfSight = request.turn === undefined ? searchable : searchable.filter((e) => e.turnNumber === request.turn);
-    const queryTerms = [...new Set(recallTerms(request.query))].slice(0, MAX_QUERY_TERMS);
+    const words = [...new Set(recallTerms(request.query))].slice(0, MAX_QUERY_TERMS);
+    // Keyed hashes where the index stores its tenant's terms so (docs/security.md, "Recall over encrypted contents").
+    const queryTerms = index.queryTerms ? await index.queryTerms(request.conversationId, words) : words;
     const lexical = bm25(outOfSight, queryTerms);
     const semantic = new Map<RecallEntry, number>();
     if (queryVector) for (const entry of outOfSight) if (entry.vector) semantic.set(entry, cosine(queryVector, entry.vector));

@@ -10,6 +10,8 @@ import {
   NotFoundError,
   type ApprovalStanding,
 } from "../errors.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import { type ContentCipher, type FieldRef, isCiphertext } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -78,6 +80,8 @@ export interface ApprovalDocument {
   expiresAt?: Date;
 }
 
+const contextRef = (approvalId: string): FieldRef => ({ collection: COLLECTIONS.approvals, id: approvalId, field: "context" });
+
 const STATUS_OF = { approve: "approved", edit: "edited", reject: "rejected" } as const satisfies Record<ApprovalChoice["kind"], ApprovalStatus>;
 
 function canonical(value: unknown): string {
@@ -123,9 +127,27 @@ export function closedApprovalError(approval: Pick<ApprovalDocument, "_id" | "st
  */
 export class ApprovalStore {
   readonly collection: Collection<ApprovalDocument>;
+  readonly #cipher: ContentCipher;
 
-  constructor(db: Db) {
+  /**
+   * @param cipher Default: contexts stored clear (`CLEAR_FIELDS`); the database passes its own. An approval's
+   * `context` (earlier calls' arguments and outputs) is encrypted. A store without the cipher (the Slack and
+   * Teams webhooks, which carry no Encryption SDK) reads an encrypted context as absent: withheld, not shown.
+   */
+  constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.collection = db.collection<ApprovalDocument>(COLLECTIONS.approvals);
+    this.#cipher = cipher;
+  }
+
+  async #opened(doc: ApprovalDocument): Promise<ApprovalDocument>;
+  async #opened(doc: ApprovalDocument | null): Promise<ApprovalDocument | null>;
+  async #opened(doc: ApprovalDocument | null): Promise<ApprovalDocument | null> {
+    if (!doc || doc.context === undefined) return doc;
+    if (!this.#cipher.enabled && isCiphertext(doc.context)) {
+      const { context: _withheld, ...rest } = doc;
+      return rest;
+    }
+    return { ...doc, context: await this.#cipher.openJson<ApprovalContext>(doc.conversationId, contextRef(doc._id), doc.context) };
   }
 
   async setup(): Promise<void> {
@@ -136,22 +158,27 @@ export class ApprovalStore {
 
   /** Records the calls a turn waits on; a retried turn writes nothing new, so a decision already taken stands. */
   async open(approvals: readonly ApprovalDocument[], fence: WriteFence): Promise<void> {
-    for (const approval of approvals) await fence.insertOnce(this.collection, approval);
+    for (const approval of approvals) {
+      const context =
+        approval.context && ((await this.#cipher.sealJson(approval.conversationId, contextRef(approval._id), approval.context)) as ApprovalContext);
+      await fence.insertOnce(this.collection, { ...approval, ...(context && { context }) });
+    }
   }
 
   async get(approvalId: string): Promise<ApprovalDocument | null> {
-    return this.collection.findOne({ _id: approvalId });
+    return this.#opened(await this.collection.findOne({ _id: approvalId }));
   }
 
   /** The conversation's latest `limit` approvals (so the newest are never cut off), oldest first, optionally of one status. */
   async listByConversation(conversationId: string, options: { status?: ApprovalStatus; limit: number }): Promise<ApprovalDocument[]> {
     const filter: Filter<ApprovalDocument> = { conversationId, ...(options.status ? { status: options.status } : {}) };
     const latest = await this.collection.find(filter).sort({ createdAt: -1, _id: -1 }).limit(options.limit).toArray();
-    return latest.reverse();
+    return Promise.all(latest.reverse().map((doc) => this.#opened(doc)));
   }
 
   async listByTurn(turnId: string): Promise<ApprovalDocument[]> {
-    return this.collection.find({ turnId }).sort({ createdAt: 1, _id: 1 }).toArray();
+    const docs = await this.collection.find({ turnId }).sort({ createdAt: 1, _id: 1 }).toArray();
+    return Promise.all(docs.map((doc) => this.#opened(doc)));
   }
 
   /**
@@ -167,7 +194,7 @@ export class ApprovalStore {
       { $set: { status, decision } },
       { returnDocument: "after" },
     );
-    if (updated) return { approval: updated, decided: true };
+    if (updated) return { approval: await this.#opened(updated), decided: true };
     const existing = await this.get(approvalId);
     if (!existing) throw new NotFoundError(`approval ${approvalId} not found`);
     if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };

@@ -1,3 +1,5 @@
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { createHash, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Principal } from "../auth/principal.js";
@@ -98,6 +100,8 @@ export interface ArtifactStoreOptions {
   partBytes?: number;
   /** Default: DEFAULT_PREVIEW_CHARS. */
   previewChars?: number;
+  /** Where `content` and `preview` are encrypted. Default: stored clear (`CLEAR_FIELDS`); the database passes its own. */
+  cipher?: ContentCipher;
 }
 
 /** The first `chars` characters, never cutting a surrogate pair, with "…" when something was cut. */
@@ -145,8 +149,10 @@ export class ArtifactStore {
   readonly maxBytes: number;
   private readonly partBytes: number;
   private readonly previewChars: number;
+  readonly #cipher: ContentCipher;
 
   constructor(db: Db, options: ArtifactStoreOptions = {}) {
+    this.#cipher = options.cipher ?? CLEAR_FIELDS;
     this.collection = db.collection<ArtifactDocument>(COLLECTIONS.artifacts);
     this.maxBytes = options.maxBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
     this.partBytes = options.partBytes ?? DEFAULT_ARTIFACT_PART_BYTES;
@@ -170,7 +176,7 @@ export class ArtifactStore {
     const scope = { conversationId, reader: artifact.createdBy };
     const handle = handleFor(conversationId, artifact.toolCallId);
     const existing = await this.findHead(handle, scope);
-    if (existing) return refOf(existing);
+    if (existing) return refOf(await this.#open(existing));
 
     const bytes = Buffer.byteLength(artifact.content, "utf8");
     if (bytes > this.maxBytes) {
@@ -186,7 +192,7 @@ export class ArtifactStore {
       toolName: artifact.toolName,
       bytes,
       tokens: artifact.tokens ?? countTextTokens(artifact.content),
-      preview: previewOf(artifact.content, this.previewChars),
+      preview: (await this.#cipher.sealText(conversationId, artifactRef(handle, "preview"), previewOf(artifact.content, this.previewChars))) as string,
       createdAt: now,
       ...(artifact.provenance && { provenance: artifact.provenance }),
       attempt: fence.epoch ?? 0,
@@ -195,12 +201,13 @@ export class ArtifactStore {
     // Parts are written before the head, so a head always names a complete set.
     const partSet = randomUUID();
     const parts = bytes <= this.partBytes ? [] : splitByBytes(artifact.content, this.partBytes);
-    if (parts.length === 0) head.content = artifact.content;
+    if (parts.length === 0) head.content = (await this.#cipher.sealText(conversationId, artifactRef(handle, "content"), artifact.content)) as string;
     else Object.assign(head, { partSet, parts: parts.length });
     await fence.guard(
       async () => {
-        for (const [index, content] of parts.entries()) {
+        for (const [index, text] of parts.entries()) {
           const _id = `${handle}.${partSet}.${index}`;
+          const content = (await this.#cipher.sealText(conversationId, artifactRef(_id, "content"), text)) as string;
           await this.collection.insertOne({ _id, kind: "part", conversationId, handle, partSet, index, content, createdAt: now, expiresAt: fence.expiresAt });
         }
         const { _id, ...fields } = head;
@@ -216,7 +223,7 @@ export class ArtifactStore {
     );
     // A concurrent put may have won: answer with what is stored.
     const stored = await this.findHead(handle, scope);
-    return refOf(stored ?? head);
+    return refOf(await this.#open(stored ?? head));
   }
 
   /**
@@ -226,8 +233,9 @@ export class ArtifactStore {
    */
   async get(handle: string, scope: ArtifactScope): Promise<StoredArtifact | undefined> {
     const { conversationId } = scope;
-    const head = await this.findHead(handle, scope);
-    if (!head) return undefined;
+    const found = await this.findHead(handle, scope);
+    if (!found) return undefined;
+    const head = await this.#open(found);
     let content = head.content ?? "";
     if (head.partSet !== undefined) {
       const parts = (await this.collection
@@ -235,7 +243,8 @@ export class ArtifactStore {
         .sort({ index: 1 })
         .toArray()) as ArtifactPart[];
       if (parts.length !== head.parts) return undefined;
-      content = parts.map((p) => p.content).join("");
+      const texts = await Promise.all(parts.map((p) => this.#cipher.openText(conversationId, artifactRef(p._id, "content"), p.content)));
+      content = texts.join("");
     }
     return {
       ...refOf(head),
@@ -255,6 +264,14 @@ export class ArtifactStore {
     await this.collection.deleteMany({ conversationId });
   }
 
+  /** The head with its preview and (unsplit) content decrypted. */
+  async #open(head: ArtifactHead): Promise<ArtifactHead> {
+    const ref = (field: "content" | "preview") => artifactRef(head._id, field);
+    const preview = await this.#cipher.openText(head.conversationId, ref("preview"), head.preview);
+    const content = head.content === undefined ? undefined : await this.#cipher.openText(head.conversationId, ref("content"), head.content);
+    return { ...head, preview, ...(content !== undefined && { content }) };
+  }
+
   private async findHead(handle: string, { conversationId, reader }: ArtifactScope): Promise<ArtifactHead | undefined> {
     const doc = await this.collection.findOne({
       _id: handle,
@@ -265,4 +282,9 @@ export class ArtifactStore {
     });
     return (doc as ArtifactHead | null) ?? undefined;
   }
+}
+
+/** Where an artifact's field is encrypted: its head or part document and the field. */
+function artifactRef(id: string, field: "content" | "preview"): FieldRef {
+  return { collection: COLLECTIONS.artifacts, id, field };
 }

@@ -1,3 +1,5 @@
+import { CONTENT_KEYS_COLLECTION } from "../crypto/tenant-keys.js";
+
 /** MongoDB collection names. Checkpoint collections are LangGraph's; the rest are the application's. */
 export const COLLECTIONS = {
   checkpoints: "checkpoints",
@@ -42,6 +44,10 @@ export const COLLECTIONS = {
   erasures: "erasures",
   /** The audit log: append-only, one hash chain per tenant (`lib/audit`, docs/data-lifecycle.md). */
   auditLog: "audit_log",
+  /** Tenants' KMS keys by ARN, when `CONTENT_KEYS=kms` (`KmsTenantKeys`, docs/security.md). */
+  contentKeys: CONTENT_KEYS_COLLECTION,
+  /** Tenants' recall term keys, sealed by their content keys (`TenantTermKeys`, docs/security.md). */
+  termKeys: "term_keys",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

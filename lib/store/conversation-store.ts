@@ -3,6 +3,8 @@ import type { Collection, Db } from "mongodb";
 import { requireAccess, type AccessOptions, type ConversationNeed } from "../auth/conversation-access.js";
 import type { Caller, Owner, Principal } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 
 /** Page size of `GET /v1/conversations` when the caller gives none. */
@@ -97,6 +99,9 @@ export interface ConversationPage {
   nextCursor: string | null;
 }
 
+const titleRef = (conversationId: string): FieldRef => ({ collection: COLLECTIONS.conversations, id: conversationId, field: "title" });
+
+/** The summary of a conversation whose title is clear (`ConversationStore.summaryOf` decrypts it first). */
 export function toSummary(doc: ConversationDocument): ConversationSummary {
   return {
     conversationId: doc._id,
@@ -130,10 +135,15 @@ export class ConversationStore {
   readonly #deletedKeys: Collection<DeletedChannelKey>;
 
   /** `retentionMs`: a new conversation expires after this long unless it is used. */
+  readonly #cipher: ContentCipher;
+
+  /** @param cipher Default: titles stored clear (`CLEAR_FIELDS`); the database passes its own. A conversation's `title` is encrypted. */
   constructor(
     db: Db,
     private readonly retentionMs?: number,
+    cipher: ContentCipher = CLEAR_FIELDS,
   ) {
+    this.#cipher = cipher;
     this.collection = db.collection<ConversationDocument>(COLLECTIONS.conversations);
     this.#deletedKeys = db.collection<DeletedChannelKey>(COLLECTIONS.deletedChannelKeys);
   }
@@ -230,7 +240,7 @@ export class ConversationStore {
     const page = docs.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      conversations: page.map(toSummary),
+      conversations: await Promise.all(page.map((doc) => this.summaryOf(doc))),
       nextCursor: docs.length > limit && last ? encodeCursor(last.updatedAt, last._id) : null,
     };
   }
@@ -270,7 +280,16 @@ export class ConversationStore {
   async touch(conversationId: string, fields: { title?: string } = {}, now = new Date()): Promise<void> {
     const set: Record<string, unknown> = { updatedAt: now };
     await this.collection.updateOne({ _id: conversationId }, { $set: set });
-    if (fields.title) await this.collection.updateOne({ _id: conversationId, title: null }, { $set: { title: fields.title } });
+    if (fields.title) {
+      const title = await this.#cipher.sealText(conversationId, titleRef(conversationId), fields.title);
+      await this.collection.updateOne({ _id: conversationId, title: null }, { $set: { title: title as string } });
+    }
+  }
+
+  /** The conversation as the API lists it, its title decrypted. */
+  async summaryOf(doc: ConversationDocument): Promise<ConversationSummary> {
+    const title = doc.title === null ? null : await this.#cipher.openText(doc._id, titleRef(doc._id), doc.title);
+    return toSummary({ ...doc, title });
   }
 
   /** Deletes the conversation document; a channel thread's key is remembered first (see `findOrCreateByChannelKey`). */

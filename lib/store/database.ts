@@ -1,6 +1,10 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
-import { ThreadwiseError } from "../errors.js";
+import { FieldCipher } from "../crypto/field-cipher.js";
+import type { ShredReceipt, TenantKeys } from "../crypto/tenant-keys.js";
+import { type TermKeyDocument, TenantTermKeys } from "../crypto/tenant-term-keys.js";
+import type { IssuerKind } from "../auth/principal.js";
+import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { COLLECTIONS } from "./collections.js";
@@ -28,10 +32,40 @@ export const DATABASE_SETUP_VERSION = 8;
 
 const SETUP_ID = "indexes";
 
+/**
+ * Every content field `FieldCipher` encrypts, by collection (docs/security.md, "What is encrypted"): what
+ * set-up encrypts in a database written in clear. `text` fields hold strings, `json` fields any value.
+ */
+export const ENCRYPTED_FIELDS = {
+  [COLLECTIONS.messages]: { content: "text" },
+  [COLLECTIONS.turns]: { answer: "text", origin: "json" },
+  [COLLECTIONS.modelCalls]: { view: "json" },
+  [COLLECTIONS.turnArchive]: { messages: "json" },
+  [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
+  [COLLECTIONS.turnEvents]: { events: "json" },
+  [COLLECTIONS.conversations]: { title: "text" },
+  [COLLECTIONS.approvals]: { context: "json" },
+  [COLLECTIONS.recallTurns]: { question: "text", answer: "text", tools: "json" },
+  [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
+} as const satisfies Record<string, Record<string, "text" | "json">>;
+
+/** The collections whose content fields `FieldCipher` encrypts. */
+export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
+
+/** What {@link ThreadwiseDatabase.encryptStoredContents} did. */
+export interface ContentMigration {
+  /** Fields encrypted that were stored clear. */
+  encrypted: number;
+  /** Documents left clear because their conversation is gone (retention removes them). */
+  orphaned: number;
+}
+
 interface SetupDocument {
   _id: string;
   version: number;
   setUpAt: Date;
+  /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
+  contentEncryption?: "on" | "off";
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -44,6 +78,10 @@ export interface ThreadwiseDatabaseOptions {
   checkpointsKept?: number;
   /** What the lease measures time with. Default: the system clock. */
   clock?: Clock;
+  /** Tenants' keys for contents at rest (docs/security.md, "Contents at rest"). Default: none, contents stored clear (`CONTENT_ENCRYPTION=off`). */
+  contentKeys?: TenantKeys;
+  /** Milliseconds a data key is reused. Default: `DEFAULT_DATA_KEY_MAX_AGE_MS` (lib/crypto). */
+  dataKeyMaxAgeMs?: number;
 }
 
 /**
@@ -70,23 +108,41 @@ export class ThreadwiseDatabase {
   readonly turnEvents: TurnEventStore;
   /** Tool calls waiting for a person's decision, and the decisions. */
   readonly approvals: ApprovalStore;
+  /** Where every content field is encrypted and decrypted, per the conversation's tenant. */
+  readonly cipher: FieldCipher;
+  readonly #termKeys: TenantTermKeys | undefined;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
     this.db = client.db(options.dbName);
+    const conversations = this.db.collection<{ _id: string; owner?: { issuer: "api" | "slack" | "teams"; tenant: string | null } }>(COLLECTIONS.conversations);
+    this.cipher = new FieldCipher({
+      keys: options.contentKeys,
+      maxAgeMs: options.dataKeyMaxAgeMs,
+      tenantOf: async (conversationId) => {
+        const owner = (await conversations.findOne({ _id: conversationId }, { projection: { owner: 1 } }))?.owner;
+        if (!owner) throw new NotFoundError(`conversation ${conversationId} has no owner whose key could be used`);
+        return { issuer: owner.issuer, tenant: owner.tenant };
+      },
+    });
     this.retention = new RetentionPolicy(this.db, { days: options.retentionDays });
-    this.conversations = new ConversationStore(this.db, this.retention.periodMs);
-    this.messages = new MessageStore(this.db);
-    this.turns = new TurnStore(this.db);
+    this.conversations = new ConversationStore(this.db, this.retention.periodMs, this.cipher);
+    this.messages = new MessageStore(this.db, this.cipher);
+    this.turns = new TurnStore(this.db, this.cipher);
     this.lease = new ConversationLease(this.conversations.collection, {
       ttlMs: options.leaseTtlMs,
       retentionMs: this.retention.periodMs,
       clock: options.clock,
     });
-    this.artifacts = new ArtifactStore(this.db);
-    this.recall = new RecallIndexStore(this.db);
-    this.archive = new TurnArchiveStore(this.db);
-    this.turnEvents = new TurnEventStore(this.db);
-    this.approvals = new ApprovalStore(this.db);
+    this.artifacts = new ArtifactStore(this.db, { cipher: this.cipher });
+    const termKeys = options.contentKeys ? new TenantTermKeys(this.db.collection<TermKeyDocument>(COLLECTIONS.termKeys), this.cipher) : undefined;
+    this.#termKeys = termKeys;
+    this.recall = new RecallIndexStore(this.db, {
+      cipher: this.cipher,
+      ...(termKeys && { termHasher: async (conversationId: string) => termKeys.hasherOf(await this.cipher.tenantOf(conversationId)) }),
+    });
+    this.archive = new TurnArchiveStore(this.db, { cipher: this.cipher });
+    this.turnEvents = new TurnEventStore(this.db, { cipher: this.cipher });
+    this.approvals = new ApprovalStore(this.db, this.cipher);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
     this.checkpointer = new ThreadwiseSaver({
       client,
@@ -125,6 +181,52 @@ export class ThreadwiseDatabase {
     await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { version: DATABASE_SETUP_VERSION, setUpAt: new Date() } }, { upsert: true });
     // The numbered migrations due (lib/store/migrations/), each recorded in the schema version document.
     await runMigrations(this.db);
+    // Contents stored clear (by a release before issue 44, or with CONTENT_ENCRYPTION=off) are encrypted the first
+    // time set-up runs with encryption on. Not a numbered migration: it depends on the setting, not on the release,
+    // and runs again whenever encryption is switched on after running off (docs/storage.md, "Migrations").
+    const record = await this.setupRecord().findOne({ _id: SETUP_ID });
+    if (this.cipher.enabled && record?.contentEncryption !== "on") {
+      await this.encryptStoredContents();
+      await this.recall.keyStoredTerms();
+    }
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: this.cipher.enabled ? "on" : "off" } });
+  }
+
+  /**
+   * Encrypts every content field stored clear (by a release before issue 44, or with
+   * `CONTENT_ENCRYPTION=off`), leaving those already encrypted alone: what set-up runs the first
+   * time it finds encryption on. Idempotent; a document whose conversation is gone is left for
+   * retention and counted.
+   */
+  async encryptStoredContents(): Promise<ContentMigration> {
+    const result: ContentMigration = { encrypted: 0, orphaned: 0 };
+    for (const [collection, fields] of Object.entries(ENCRYPTED_FIELDS)) {
+      const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
+      const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);
+      for await (const doc of docs.find({}, { projection })) {
+        const clear = Object.entries(fields).filter(([field]) => doc[field] !== undefined && doc[field] !== null && !this.cipher.isSealed(doc[field]));
+        // A conversation's own fields (its title) are sealed under its own id.
+        const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;
+        if (clear.length === 0 || conversationId === undefined) continue;
+        const sealed: Record<string, unknown> = {};
+        try {
+          for (const [field, kind] of clear) {
+            const ref = { collection, id: doc._id, field };
+            sealed[field] =
+              kind === "text"
+                ? await this.cipher.sealText(conversationId, ref, String(doc[field]))
+                : await this.cipher.sealJson(conversationId, ref, doc[field]);
+          }
+        } catch (error) {
+          if (!(error instanceof NotFoundError)) throw error;
+          result.orphaned += 1;
+          continue;
+        }
+        await docs.updateOne({ _id: doc._id }, { $set: sealed });
+        result.encrypted += clear.length;
+      }
+    }
+    return result;
   }
 
   /** True when `setup()` of this version (or a later one) has run on this database: one read. */
@@ -151,6 +253,25 @@ export class ThreadwiseDatabase {
   private async setupIdempotencyOwners(): Promise<void> {
     await this.idempotency.createIndex({ conversationId: 1 }, { name: "conversation", sparse: true });
     await this.idempotency.createIndex({ "owner.issuer": 1, "owner.tenant": 1, "owner.subject": 1 }, { name: "owner", sparse: true });
+  }
+
+  /**
+   * A new key for the tenant (`tenant` null: the issuer's callers without one): new writes use it,
+   * what the earlier keys encrypted stays readable (docs/security.md, "Rotation").
+   */
+  rotateTenantKey(issuer: IssuerKind, tenant: string | null): Promise<{ keyId: string; rotatedAt: Date }> {
+    return this.cipher.rotate({ issuer, tenant });
+  }
+
+  /**
+   * Crypto-shredding: destroys every key of the tenant, so what they encrypted cannot be read from
+   * this database or any copy of it; returns the receipt (which keys, when final). Deleting the
+   * tenant's documents is the caller's (docs/security.md, "Crypto-shredding").
+   */
+  async shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
+    const receipt = await this.cipher.shred({ issuer, tenant });
+    this.#termKeys?.forget({ issuer, tenant });
+    return receipt;
   }
 
   /**

@@ -1,4 +1,6 @@
 import { Binary, MongoServerError, type Collection, type Db } from "mongodb";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 import type { Provenance } from "../auth/data-visibility.js";
@@ -64,6 +66,8 @@ interface RecallSegmentDocument {
   lastTurnNumber: number;
   lastAt: Date;
   expiresAt?: Date;
+  /** Its terms are keyed hashes (`TenantTermKeys`), not words; absent on segments written in clear. */
+  keyed?: boolean;
 }
 
 /** Where indexing left off: the newest indexed turn, and the ids of its segment (asked in the same millisecond is not asked twice). */
@@ -76,6 +80,23 @@ export interface RecallWatermark {
 export interface RecallIndexStoreOptions {
   /** Default: {@link DEFAULT_RECALL_SEGMENT_TURNS}. */
   segmentTurns?: number;
+  /** Default: records stored clear (`CLEAR_FIELDS`). A record's `question`, `answer` and `tools` are encrypted. */
+  cipher?: ContentCipher;
+  /** The conversation's term hasher (its tenant's keyed hash); default none, terms stored as words. */
+  termHasher?: (conversationId: string) => Promise<(term: string) => string>;
+}
+
+/** The record fields encrypted, and how. */
+const RECORD_FIELDS = { question: "text", answer: "text", tools: "json" } as const;
+const recordRef = (turnId: string, field: keyof typeof RECORD_FIELDS): FieldRef => ({ collection: COLLECTIONS.recallTurns, id: turnId, field });
+
+function hashedTerms(terms: Map<string, number>, hash: (term: string) => string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [term, count] of terms) {
+    const key = hash(term);
+    out.set(key, (out.get(key) ?? 0) + count);
+  }
+  return out;
 }
 
 function encodeEntry(entry: Omit<RecallEntry, "turnId" | "vector">): string {
@@ -124,11 +145,44 @@ export class RecallIndexStore {
   readonly turns: Collection<RecallTurnDocument>;
   readonly segments: Collection<RecallSegmentDocument>;
   readonly segmentTurns: number;
+  private readonly recordCipher: ContentCipher;
+  private readonly termHasher: ((conversationId: string) => Promise<(term: string) => string>) | undefined;
 
   constructor(db: Db, options: RecallIndexStoreOptions = {}) {
     this.turns = db.collection<RecallTurnDocument>(COLLECTIONS.recallTurns);
     this.segments = db.collection<RecallSegmentDocument>(COLLECTIONS.recallIndex);
     this.segmentTurns = options.segmentTurns ?? DEFAULT_RECALL_SEGMENT_TURNS;
+    this.recordCipher = options.cipher ?? CLEAR_FIELDS;
+    this.termHasher = options.termHasher;
+  }
+
+  /** A search's terms as the conversation's index stores them (keyed hashes when its tenant's terms are keyed). */
+  async queryTerms(conversationId: string, terms: readonly string[]): Promise<string[]> {
+    if (!this.termHasher) return [...terms];
+    const hash = await this.termHasher(conversationId);
+    return terms.map(hash);
+  }
+
+  private async sealRecord(record: RecallTurnDocument): Promise<RecallTurnDocument> {
+    const c = this.recordCipher;
+    const id = record.conversationId;
+    return {
+      ...record,
+      question: (await c.sealText(id, recordRef(record._id, "question"), record.question)) as string,
+      answer: (await c.sealText(id, recordRef(record._id, "answer"), record.answer)) as string,
+      tools: (await c.sealJson(id, recordRef(record._id, "tools"), record.tools)) as RecallToolOutput[],
+    };
+  }
+
+  private async openRecord(record: RecallTurnDocument): Promise<RecallTurnDocument> {
+    const c = this.recordCipher;
+    const id = record.conversationId;
+    return {
+      ...record,
+      question: await c.openText(id, recordRef(record._id, "question"), record.question),
+      answer: await c.openText(id, recordRef(record._id, "answer"), record.answer),
+      tools: await c.openJson<RecallToolOutput[]>(id, recordRef(record._id, "tools"), record.tools),
+    };
   }
 
   async setup(): Promise<void> {
@@ -166,12 +220,14 @@ export class RecallIndexStore {
    */
   async add(record: RecallTurnDocument, entry: Pick<RecallEntry, "length" | "terms" | "vector">, fence: WriteFence): Promise<void> {
     const stored = await this.turns.findOne({ _id: record._id });
-    const withExpiry = { ...record, expiresAt: stored?.expiresAt ?? fence.expiresAt };
+    const withExpiry = { ...(await this.sealRecord(record)), expiresAt: stored?.expiresAt ?? fence.expiresAt };
     await fence.guard(
       () => this.turns.replaceOne({ _id: record._id }, withExpiry, { upsert: true }),
       () => (stored ? this.turns.replaceOne({ _id: record._id }, stored) : this.turns.deleteOne({ _id: record._id })),
     );
     const { conversationId } = record;
+    const hash = this.termHasher && (await this.termHasher(conversationId));
+    const terms = hash ? hashedTerms(entry.terms, hash) : entry.terms;
     const segment = Math.floor((record.turnNumber - 1) / this.segmentTurns);
     const already = await this.segments.findOne({ conversationId, segment, turnIds: record._id }, { projection: { _id: 1 } });
     if (already) return;
@@ -180,11 +236,12 @@ export class RecallIndexStore {
       conversationId,
       segment,
       turnIds: [record._id],
-      entries: [encodeEntry({ turnNumber: record.turnNumber, at: record.at, ...entry })],
+      entries: [encodeEntry({ turnNumber: record.turnNumber, at: record.at, length: entry.length, terms })],
       vectors: [encodeVector(entry.vector)],
       lastTurnNumber: record.turnNumber,
       lastAt: record.at,
       expiresAt: fence.expiresAt,
+      ...(hash && { keyed: true }),
     };
     try {
       await fence.guard(
@@ -220,6 +277,7 @@ export class RecallIndexStore {
       lastTurnNumber: Math.max(...parts.map((d) => d.lastTurnNumber)),
       lastAt: new Date(Math.max(...parts.map((d) => d.lastAt.getTime()))),
       expiresAt: parts[0].expiresAt ?? fence.expiresAt,
+      ...(parts.every((d) => d.keyed) && { keyed: true }),
     };
     await fence.guard(
       () => this.segments.replaceOne({ _id }, sealed, { upsert: true }),
@@ -272,6 +330,8 @@ export class RecallIndexStore {
   /** Every entry of the conversation, oldest first. */
   async entries(conversationId: string): Promise<RecallEntry[]> {
     const segments = await this.segments.find({ conversationId }).sort({ segment: 1, lastTurnNumber: 1 }).toArray();
+    // A segment written in clear before its tenant's terms were keyed is hashed as it is read (set-up rewrites it).
+    const hash = this.termHasher && segments.some((s) => !s.keyed) ? await this.termHasher(conversationId) : undefined;
     const seen = new Set<string>();
     const entries: RecallEntry[] = [];
     for (const s of segments) {
@@ -279,7 +339,8 @@ export class RecallIndexStore {
         // Packed and still single after a crash between the two writes of sealing: read once.
         if (seen.has(s.turnIds[i])) return;
         seen.add(s.turnIds[i]);
-        entries.push(decodeEntry(line, s.turnIds[i], s.vectors[i]));
+        const entry = decodeEntry(line, s.turnIds[i], s.vectors[i]);
+        entries.push(hash && !s.keyed ? { ...entry, terms: hashedTerms(entry.terms, hash) } : entry);
       });
     }
     return entries.sort((a, b) => a.turnNumber - b.turnNumber);
@@ -287,7 +348,32 @@ export class RecallIndexStore {
 
   /** The records of these turns, only if they belong to the conversation. */
   async records(conversationId: string, turnIds: readonly string[]): Promise<RecallTurnDocument[]> {
-    return this.turns.find({ conversationId, _id: { $in: [...turnIds] } }).toArray();
+    const records = await this.turns.find({ conversationId, _id: { $in: [...turnIds] } }).toArray();
+    return Promise.all(records.map((r) => this.openRecord(r)));
+  }
+
+  /**
+   * Rewrites the segments written in clear with keyed terms (`keyed`): what set-up runs once encryption
+   * is on. Returns the segments rewritten; a conversation that is gone is left for retention.
+   */
+  async keyStoredTerms(): Promise<number> {
+    if (!this.termHasher) return 0;
+    let rewritten = 0;
+    for await (const s of this.segments.find({ keyed: { $ne: true } })) {
+      let hash: (term: string) => string;
+      try {
+        hash = await this.termHasher(s.conversationId);
+      } catch {
+        continue;
+      }
+      const entries = s.entries.map((line, i) => {
+        const entry = decodeEntry(line, s.turnIds[i], undefined);
+        return encodeEntry({ ...entry, terms: hashedTerms(entry.terms, hash) });
+      });
+      const result = await this.segments.updateOne({ _id: s._id, keyed: { $ne: true }, entries: s.entries }, { $set: { entries, keyed: true } });
+      rewritten += result.modifiedCount;
+    }
+    return rewritten;
   }
 
   async deleteByConversation(conversationId: string): Promise<void> {

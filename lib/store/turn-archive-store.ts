@@ -1,5 +1,7 @@
 import { mapChatMessagesToStoredMessages, mapStoredMessagesToChatMessages, type BaseMessage, type StoredMessage } from "@langchain/core/messages";
 import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -37,6 +39,8 @@ export interface TurnArchiveDocument {
 export interface TurnArchiveStoreOptions {
   /** Default: {@link DEFAULT_ARCHIVE_PART_CHARS}. */
   partChars?: number;
+  /** Where `messages` is encrypted. Default: stored clear (`CLEAR_FIELDS`); the database passes its own. */
+  cipher?: ContentCipher;
 }
 
 /** The parts of a turn's stored messages, each under `partChars` of JSON (a message is never split). */
@@ -63,10 +67,12 @@ function partsOf(messages: StoredMessage[], partChars: number): StoredMessage[][
 export class TurnArchiveStore {
   readonly collection: Collection<TurnArchiveDocument>;
   readonly partChars: number;
+  readonly #cipher: ContentCipher;
 
   constructor(db: Db, options: TurnArchiveStoreOptions = {}) {
     this.collection = db.collection<TurnArchiveDocument>(COLLECTIONS.turnArchive);
     this.partChars = options.partChars ?? DEFAULT_ARCHIVE_PART_CHARS;
+    this.#cipher = options.cipher ?? CLEAR_FIELDS;
   }
 
   async setup(): Promise<void> {
@@ -83,7 +89,7 @@ export class TurnArchiveStore {
     if (turns.length === 0) return;
     const conversationId = fence.conversationId;
     const attempt = fence.epoch ?? 0;
-    const docs: TurnArchiveDocument[] = turns.flatMap((turn) => {
+    const plain = turns.flatMap((turn) => {
       const parts = partsOf(mapChatMessagesToStoredMessages(turn.messages), this.partChars);
       return parts.map((messages, part) => ({
         _id: `${conversationId}:${turn.turnNumber}:${part}`,
@@ -95,6 +101,9 @@ export class TurnArchiveStore {
         archivedAt: now,
       }));
     });
+    const docs: TurnArchiveDocument[] = await Promise.all(
+      plain.map(async (doc) => ({ ...doc, messages: (await this.#cipher.sealJson(conversationId, messagesRef(doc._id), doc.messages)) as StoredMessage[] })),
+    );
     const ids = docs.map((d) => d._id);
     await fence.guard(
       async () => {
@@ -118,7 +127,7 @@ export class TurnArchiveStore {
       .toArray();
     const turns: ArchivedTurn[] = [];
     for (const doc of docs) {
-      const messages = mapStoredMessagesToChatMessages(doc.messages);
+      const messages = mapStoredMessagesToChatMessages(await this.#cipher.openJson<StoredMessage[]>(conversationId, messagesRef(doc._id), doc.messages));
       const last = turns[turns.length - 1];
       if (last?.turnNumber === doc.turnNumber) last.messages.push(...messages);
       else turns.push({ turnNumber: doc.turnNumber, messages });
@@ -129,4 +138,9 @@ export class TurnArchiveStore {
   async deleteByConversation(conversationId: string): Promise<void> {
     await this.collection.deleteMany({ conversationId });
   }
+}
+
+/** Where an archived turn's messages are encrypted: its document and the `messages` field. */
+function messagesRef(id: string): FieldRef {
+  return { collection: COLLECTIONS.turnArchive, id, field: "messages" };
 }

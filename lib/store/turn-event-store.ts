@@ -1,4 +1,6 @@
 import type { Collection, Db } from "mongodb";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -31,7 +33,11 @@ export interface TurnEventBatch {
 export interface TurnEventStoreOptions {
   /** Default: {@link DEFAULT_TURN_EVENTS_TTL_MS}. */
   ttlMs?: number;
+  /** Default: events stored clear (`CLEAR_FIELDS`); the database passes its own. A batch's `events` are encrypted. */
+  cipher?: ContentCipher;
 }
+
+const eventsRef = (batchId: string): FieldRef => ({ collection: COLLECTIONS.turnEvents, id: batchId, field: "events" });
 
 /**
  * A turn's events for resumption in another process (a client that reconnects to another
@@ -41,10 +47,12 @@ export interface TurnEventStoreOptions {
 export class TurnEventStore {
   readonly #batches: Collection<TurnEventBatch>;
   readonly #ttlMs: number;
+  readonly #cipher: ContentCipher;
 
   constructor(db: Db, options: TurnEventStoreOptions = {}) {
     this.#batches = db.collection<TurnEventBatch>(COLLECTIONS.turnEvents);
     this.#ttlMs = options.ttlMs ?? DEFAULT_TURN_EVENTS_TTL_MS;
+    this.#cipher = options.cipher ?? CLEAR_FIELDS;
   }
 
   async setup(): Promise<void> {
@@ -56,13 +64,14 @@ export class TurnEventStore {
   /** Stores the batch while `fence` holds; a non-empty batch only. */
   async append(turnId: string, events: StoredTurnEvent[], fence: WriteFence, now = new Date()): Promise<void> {
     const from = events[0].id;
+    const _id = `${turnId}:${from}`;
     const batch: TurnEventBatch = {
-      _id: `${turnId}:${from}`,
+      _id,
       conversationId: fence.conversationId,
       turnId,
       from,
       to: events[events.length - 1].id,
-      events,
+      events: (await this.#cipher.sealJson(fence.conversationId, eventsRef(_id), events)) as StoredTurnEvent[],
       expiresAt: new Date(now.getTime() + this.#ttlMs),
     };
     await fence.guard(
@@ -77,7 +86,8 @@ export class TurnEventStore {
       .find({ turnId, to: { $gt: afterId } })
       .sort({ to: 1 })
       .toArray();
-    return batches.flatMap((b) => b.events).filter((e) => e.id > afterId);
+    const opened = await Promise.all(batches.map((b) => this.#cipher.openJson<StoredTurnEvent[]>(b.conversationId, eventsRef(b._id), b.events)));
+    return opened.flat().filter((e) => e.id > afterId);
   }
 
   /** The id of the turn's last stored event; 0 when none is stored. */

@@ -1,5 +1,7 @@
 import { MongoServerError, type Collection, type Db } from "mongodb";
 import { NotFoundError } from "../errors.js";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import type { ContentCipher, FieldRef } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import { ZERO_USAGE, type ModelCallRecord, type Usage } from "./turn-record.js";
 import type { WriteFence } from "./write-fence.js";
@@ -102,10 +104,13 @@ function isDuplicateKey(error: unknown): boolean {
 export class TurnStore {
   readonly #turns: Collection<TurnDocument>;
   readonly #calls: Collection<ModelCallDocument>;
+  readonly #cipher: ContentCipher;
 
-  constructor(db: Db) {
+  /** @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. `answer`, `origin` and a call's `view` are encrypted. */
+  constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.#turns = db.collection<TurnDocument>(COLLECTIONS.turns);
     this.#calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
+    this.#cipher = cipher;
   }
 
   async setup(): Promise<void> {
@@ -153,7 +158,8 @@ export class TurnStore {
   ): Promise<{ turn: ClaimedTurn; claimed: true } | { turn: TurnDocument; claimed: false }> {
     const attempt = this.epochOf(fence);
     // A new turn (the usual case) is created claimed; an existing one is claimed if no later attempt has it.
-    const fresh = { ...this.fresh(turnId, fence, "running", now), attempt, ...fields };
+    const origin = fields.origin && (await this.#cipher.sealJson(fence.conversationId, turnRef(turnId, "origin"), fields.origin));
+    const fresh = { ...this.fresh(turnId, fence, "running", now), attempt, ...fields, ...(origin && { origin: origin as Record<string, unknown> }) };
     const created = await fence.guard(
       () =>
         this.#turns.insertOne(fresh).then(
@@ -162,7 +168,7 @@ export class TurnStore {
         ),
       (inserted) => (inserted ? this.#turns.deleteOne({ _id: turnId, attempt }) : Promise.resolve()),
     );
-    if (created) return { turn: fresh, claimed: true };
+    if (created) return { turn: { ...fresh, ...(fields.origin && { origin: fields.origin }) }, claimed: true };
     const claimed = await this.#turns.findOneAndUpdate(
       {
         _id: turnId,
@@ -177,14 +183,14 @@ export class TurnStore {
           updatedAt: now,
           "progress.step": "model",
           "progress.at": now,
-          ...(fields.origin && { origin: fields.origin }),
+          ...(origin && { origin: origin as Record<string, unknown> }),
           ...(fields.queueDelivery && { queueDelivery: true }),
         },
         $unset: { error: "", completedAt: "", ...(!fields.queueDelivery && { queueDelivery: "" }) },
       },
       { returnDocument: "after" },
     );
-    if (claimed) return { turn: claimed as ClaimedTurn, claimed: true };
+    if (claimed) return { turn: (await this.#open(claimed)) as ClaimedTurn, claimed: true };
     const existing = await this.require(turnId);
     if (existing.conversationId !== fence.conversationId) throw new NotFoundError(`turn ${turnId} not found`);
     if (FINAL_STATUSES.includes(existing.status)) return { turn: existing, claimed: false };
@@ -206,15 +212,17 @@ export class TurnStore {
 
   /** The conversation's latest begun turn, if any. */
   async latest(conversationId: string): Promise<TurnDocument | null> {
-    return this.#turns
-      .find({ conversationId, seq: { $exists: true } })
-      .sort({ seq: -1 })
-      .limit(1)
-      .next();
+    return this.#open(
+      await this.#turns
+        .find({ conversationId, seq: { $exists: true } })
+        .sort({ seq: -1 })
+        .limit(1)
+        .next(),
+    );
   }
 
   async get(turnId: string): Promise<TurnDocument | null> {
-    return this.#turns.findOne({ _id: turnId });
+    return this.#open(await this.#turns.findOne({ _id: turnId }));
   }
 
   /** Ids of the conversation's turns that left its thread: replaced by an edit or a regeneration, or superseded. */
@@ -226,7 +234,7 @@ export class TurnStore {
   }
 
   async getMany(turnIds: readonly string[]): Promise<TurnDocument[]> {
-    return this.#turns.find({ _id: { $in: [...turnIds] } }).toArray();
+    return this.#openAll(await this.#turns.find({ _id: { $in: [...turnIds] } }).toArray());
   }
 
   async getWithCalls(turnId: string): Promise<TurnWithCalls | null> {
@@ -237,11 +245,13 @@ export class TurnStore {
 
   /** The conversation's turns, newest first, optionally of one status. */
   async list(conversationId: string, options: { status?: TurnStatus; limit: number }): Promise<TurnDocument[]> {
-    return this.#turns
-      .find({ conversationId, ...(options.status ? { status: options.status } : {}) })
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(options.limit)
-      .toArray();
+    return this.#openAll(
+      await this.#turns
+        .find({ conversationId, ...(options.status ? { status: options.status } : {}) })
+        .sort({ createdAt: -1, _id: -1 })
+        .limit(options.limit)
+        .toArray(),
+    );
   }
 
   /**
@@ -249,11 +259,13 @@ export class TurnStore {
    * conversation's lease lapsed were left by an attempt that died, and the recovery sweep takes them.
    */
   async listHeld(limit: number): Promise<TurnDocument[]> {
-    return this.#turns
-      .find({ status: { $in: [...HELD_TURN_STATUSES] } })
-      .sort({ updatedAt: 1 })
-      .limit(limit)
-      .toArray();
+    return this.#openAll(
+      await this.#turns
+        .find({ status: { $in: [...HELD_TURN_STATUSES] } })
+        .sort({ updatedAt: 1 })
+        .limit(limit)
+        .toArray(),
+    );
   }
 
   /** Ids of the conversation's `running` turns other than `turnId` claimed by attempts older than `fence`'s, which are dead or fenced out. */
@@ -271,13 +283,12 @@ export class TurnStore {
   async lastCall(turnId: string): Promise<ModelCallRecord | null> {
     const doc = await this.#calls.find({ turnId }).sort({ index: -1 }).limit(1).next();
     if (!doc) return null;
-    const { _id, conversationId, attempt, expiresAt, ...call } = doc;
-    return call;
+    return this.#openCall(doc);
   }
 
   async listCalls(turnId: string): Promise<ModelCallRecord[]> {
     const docs = await this.#calls.find({ turnId }).sort({ index: 1 }).toArray();
-    return docs.map(({ _id, conversationId, attempt, expiresAt, ...call }) => call);
+    return Promise.all(docs.map((doc) => this.#openCall(doc)));
   }
 
   /**
@@ -286,7 +297,12 @@ export class TurnStore {
    */
   async recordModelCall(turn: ClaimedTurn, call: ModelCallRecord, fence: WriteFence, now = new Date()): Promise<void> {
     const _id = `${call.turnId}:${call.index}`;
-    const doc: ModelCallDocument = { ...call, _id, conversationId: turn.conversationId, attempt: turn.attempt, expiresAt: fence.expiresAt };
+    const view = (await this.#cipher.sealJson(
+      turn.conversationId,
+      { collection: COLLECTIONS.modelCalls, id: _id, field: "view" },
+      call.view,
+    )) as unknown as ModelCallRecord["view"];
+    const doc: ModelCallDocument = { ...call, view, _id, conversationId: turn.conversationId, attempt: turn.attempt, expiresAt: fence.expiresAt };
     await fence.guard(
       () =>
         this.#calls
@@ -308,8 +324,9 @@ export class TurnStore {
     fence: WriteFence,
     now = new Date(),
   ): Promise<void> {
+    const answer = await this.#cipher.sealText(turn.conversationId, turnRef(turn._id, "answer"), result.answer);
     await this.update(turn, fence, {
-      $set: { ...result, status: "completed", completedAt: now, updatedAt: now, "progress.step": "done", "progress.at": now },
+      $set: { ...result, answer, status: "completed", completedAt: now, updatedAt: now, "progress.step": "done", "progress.at": now },
     });
   }
 
@@ -451,9 +468,32 @@ export class TurnStore {
   }
 
   private async require(turnId: string): Promise<TurnDocument> {
-    const existing = await this.#turns.findOne({ _id: turnId });
+    const existing = await this.get(turnId);
     if (!existing) throw new NotFoundError(`turn ${turnId} not found`);
     return existing;
+  }
+
+  /** The turn as stored, its answer and origin decrypted. */
+  async #open<T extends TurnDocument | null>(doc: T): Promise<T> {
+    if (!doc) return doc;
+    const { conversationId, _id } = doc;
+    const answer = doc.answer === undefined ? undefined : await this.#cipher.openText(conversationId, turnRef(_id, "answer"), doc.answer);
+    const origin =
+      doc.origin === undefined ? undefined : await this.#cipher.openJson<Record<string, unknown>>(conversationId, turnRef(_id, "origin"), doc.origin);
+    return { ...doc, ...(answer !== undefined && { answer }), ...(origin !== undefined && { origin }) };
+  }
+
+  #openAll(docs: TurnDocument[]): Promise<TurnDocument[]> {
+    return Promise.all(docs.map((doc) => this.#open(doc)));
+  }
+
+  async #openCall({ _id, conversationId, attempt, expiresAt, ...call }: ModelCallDocument): Promise<ModelCallRecord> {
+    const view = await this.#cipher.openJson<ModelCallRecord["view"]>(
+      conversationId,
+      { collection: COLLECTIONS.modelCalls, id: _id, field: "view" },
+      call.view,
+    );
+    return { ...call, view };
   }
 
   /** Writes to a claimed turn while its attempt is still the one running it. */
@@ -466,4 +506,9 @@ export class TurnStore {
     if (fence.epoch === undefined) throw new TypeError("a turn is claimed under a lease's fence, not an existence fence");
     return fence.epoch;
   }
+}
+
+/** Where a turn's field is encrypted: its document in `turns` and the field. */
+function turnRef(id: string, field: "answer" | "origin"): FieldRef {
+  return { collection: COLLECTIONS.turns, id, field };
 }

@@ -6,6 +6,7 @@ import { BedrockKnowledgeBaseRetriever } from "./documents/bedrock-knowledge-bas
 import type { DocumentRetriever } from "./documents/document-retriever.js";
 import { LocalDocumentIndex } from "./documents/local-document-index.js";
 import { createSearchDocumentsTool } from "./documents/search-documents-tool.js";
+import type { ContentCipher } from "../crypto/content-cipher.js";
 import { createFollowUpTool, type FollowUpDocument } from "./follow-up/create-follow-up-tool.js";
 import { EntraTokenProvider } from "./powerbi/entra-token-provider.js";
 import { PowerBiClient } from "./powerbi/power-bi-client.js";
@@ -23,6 +24,8 @@ import { SAMPLE_QUESTIONS } from "./sample-questions.js";
 export interface DefaultToolsDeps {
   /** Where `create_follow_up` records follow-ups (the `follow_ups` collection). */
   followUps: Collection<FollowUpDocument>;
+  /** What seals a follow-up's text (the database's cipher). Default: recorded clear. */
+  followUpCipher?: ContentCipher;
   /** Power BI credentials are read from here. */
   secrets: SecretSource;
   /** Reused when given; otherwise created on first use, once, for the container. */
@@ -122,7 +125,7 @@ export function createDefaultTools(config: ToolsConfig, deps: DefaultToolsDeps):
   }
 
   tools.push({
-    ...createFollowUpTool({ collection: deps.followUps, webhookUrl: config.followUpWebhookUrl, fetch: deps.fetch }),
+    ...createFollowUpTool({ collection: deps.followUps, webhookUrl: config.followUpWebhookUrl, fetch: deps.fetch, cipher: deps.followUpCipher }),
     examples: SAMPLE_QUESTIONS.create_follow_up,
   });
 

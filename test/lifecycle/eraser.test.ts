@@ -29,6 +29,10 @@ beforeAll(async () => {
       TURN_MAX_RECEIVES: "1",
       // A limit, so that model calls are reserved and settled: usage is kept per user and day.
       LIMIT_USER_TOKENS_PER_DAY: "10000000",
+      // Erasure by deletion, checked by reading every collection's raw text for the erased person's words, which
+      // needs them in clear; the same erasure with contents encrypted (the tenant's keys shredded) is
+      // test/crypto/contents-at-rest.test.ts's.
+      CONTENT_ENCRYPTION: "off",
     },
     { channels: { slack: { signingSecret: TEST_SLACK_SIGNING_SECRET, botToken: BOT_TOKEN } } },
   );
@@ -208,7 +212,7 @@ describe("Eraser", () => {
   });
 
   describe("erase (a tenant)", () => {
-    it("leaves nothing of the tenant: its users' conversations, limits and MCP servers; the receipt says key shredding is not yet available", async () => {
+    it("leaves nothing of the tenant: its users' conversations, limits and MCP servers; the receipt says it was by deletion", async () => {
       const admin = await t.token("boss", { tenant: "initech", roles: [ADMIN] });
       for (const user of ["peter", "milton"]) {
         const token = await t.token(user, { tenant: "initech" });
@@ -223,7 +227,8 @@ describe("Eraser", () => {
 
       expect(erased.status).toBe(200);
       expect(erased.body.deleted).toMatchObject({ conversations: 2, limit_overrides: 1, mcp_servers: 1 });
-      expect(erased.body.notes.join(" ")).toContain("key shredding is not yet available");
+      expect(erased.body.method).toBe("deletion");
+      expect(erased.body.notes.join(" ")).toContain("content encryption is off (CONTENT_ENCRYPTION=off): the tenant was erased by deleting its documents");
       expect(await holding("initech")).toEqual({});
     });
   });

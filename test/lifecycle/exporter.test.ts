@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { BSON, MongoClient } from "mongodb";
-import { importData, readExport, writeExport, MANIFEST_FILE } from "../../lib/lifecycle/exporter.js";
+import { importData, openedForExport, readExport, writeExport, MANIFEST_FILE } from "../../lib/lifecycle/exporter.js";
 import { dropKnownCollections } from "../support/drop-collections.js";
 import { startTestServer, type TestServer } from "../support/api-client.js";
 import { mongoUri } from "../support/mongo.js";
@@ -43,10 +43,10 @@ async function seed(): Promise<void> {
 
 describe("exporter", () => {
   describe("writeExport, readExport and importData", () => {
-    it("returns into a fresh database every exported document exactly as stored: types, binaries and dates included", async () => {
+    it("returns into a fresh database every exported document as stored, contents decrypted: types, binaries and dates included", async () => {
       await seed();
       const dir = await mkdtemp(join(tmpdir(), "threadwise-export-"));
-      const manifest = await writeExport(t.db, user, dir);
+      const manifest = await writeExport(t.db, user, dir, new Date(), t.server.app.database.cipher);
       expect(manifest.collections).toMatchObject({
         conversations: { count: 2 },
         approvals: { count: 2 },
@@ -72,13 +72,20 @@ describe("exporter", () => {
           .find({ _id: { $in: copied.map((d) => d._id) } })
           .sort({ _id: 1 })
           .toArray();
-        expect(copied.map((d) => BSON.EJSON.stringify(d, { relaxed: false }))).toEqual(original.map((d) => BSON.EJSON.stringify(d, { relaxed: false })));
+        // Contents are encrypted at rest and exported decrypted, for the requester (docs/security.md).
+        const cipher = t.server.app.database.cipher;
+        const decrypted = await Promise.all(original.map((d) => openedForExport(name, d, cipher)));
+        expect(
+          copied.some((d) => Object.values(d).some((v) => cipher.isSealed(v))),
+          name,
+        ).toBe(false);
+        expect(copied.map((d) => BSON.EJSON.stringify(d, { relaxed: false }))).toEqual(decrypted.map((d) => BSON.EJSON.stringify(d, { relaxed: false })));
       }
     });
 
     it("throws and writes nothing for an export whose file was changed, or into a database that holds its collections", async () => {
       const dir = await mkdtemp(join(tmpdir(), "threadwise-export-"));
-      const manifest = await writeExport(t.db, user, dir);
+      const manifest = await writeExport(t.db, user, dir, new Date(), t.server.app.database.cipher);
       const file = join(dir, "messages.ndjson");
       const original = await readFile(file, "utf8");
       await writeFile(file, original.replace("question 0", "question X"));

@@ -57,11 +57,11 @@ async function postEvent(body: string, options: { retryNum?: number; headers?: R
 /** Posts to the thread rooted at `threadTs`. */
 const postsIn = (threadTs: string) => slackApi.posts.filter((p) => p.threadTs === threadTs);
 
-/** The turn the worker runs for a message, read from the database. */
+/** The turn the worker runs for a message, read from the database through the store (answers are encrypted at rest). */
 async function turnsOf(threadTs: string, channel = CHANNEL) {
-  const conversation = await t.db.collection("conversations").findOne({ "channel.key": `slack:${TEAM}:${channel}:${threadTs}` });
+  const conversation = await t.db.collection<{ _id: string }>("conversations").findOne({ "channel.key": `slack:${TEAM}:${channel}:${threadTs}` });
   if (!conversation) return [];
-  return t.db.collection("turns").find({ conversationId: conversation._id }).toArray();
+  return t.server.app.database.turns.list(conversation._id, { limit: 100 });
 }
 
 describe("local server: Slack", () => {

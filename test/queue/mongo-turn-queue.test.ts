@@ -1,5 +1,11 @@
 import { randomUUID } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isCiphertext } from "../../lib/crypto/content-cipher.js";
+import { FieldCipher } from "../../lib/crypto/field-cipher.js";
+import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { MongoTurnQueue, type MongoTurnQueueOptions } from "../../lib/queue/mongo-turn-queue.js";
 import type { TurnJob } from "../../lib/queue/turn-job.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
@@ -36,6 +42,26 @@ describeTurnQueueContract("MongoTurnQueue", async () => {
 });
 
 describe("MongoTurnQueue", () => {
+  describe("enqueue", () => {
+    it("stores the job's text encrypted under its owner's tenant keys, and hands the handler the text", async () => {
+      const cipher = new FieldCipher({
+        keys: new LocalTenantKeys(await mkdtemp(join(tmpdir(), "threadwise-queue-keys-"))),
+        tenantOf: () => Promise.reject(new Error("jobs name their tenant")),
+      });
+      const handled: TurnJob[] = [];
+      const queue = await queueWith({ cipher, handle: async (job) => void handled.push(job) });
+      const job = { ...jobOf(1), content: "MARKER-queue the quarterly numbers" };
+      await queue.enqueue(job);
+      const raw = await database.db.collection(COLLECTIONS.turnJobs).findOne({});
+      expect(isCiphertext(raw?.job.content)).toBe(true);
+      expect(JSON.stringify(raw)).not.toContain("MARKER-queue");
+      queue.start();
+      await queue.drain();
+      await queue.stop();
+      expect(handled.map((j) => j.content)).toEqual(["MARKER-queue the quarterly numbers"]);
+    });
+  });
+
   describe("receive", () => {
     it("delivers a job whose consumer died again once its visibility lapses, counting the receive", async () => {
       const queue = await queueWith({ visibilityTimeoutMs: 1_000 });

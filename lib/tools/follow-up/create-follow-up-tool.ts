@@ -3,6 +3,8 @@ import type { Collection } from "mongodb";
 import { z } from "zod";
 import { ToolError } from "../../errors.js";
 import type { Principal } from "../../auth/principal.js";
+import { CLEAR_FIELDS } from "../../crypto/clear-field-cipher.js";
+import type { ContentCipher } from "../../crypto/content-cipher.js";
 import type { ToolContext, ToolDefinition } from "../tool.js";
 
 /** A follow-up task as recorded in the `follow_ups` collection. */
@@ -29,6 +31,8 @@ export interface CreateFollowUpToolOptions {
   collection: Collection<FollowUpDocument>;
   /** Absent: the follow-up is recorded only. */
   webhookUrl?: string;
+  /** Default: recorded clear (`CLEAR_FIELDS`); the app passes the database's. `title`, `details` and `owner` are encrypted. */
+  cipher?: ContentCipher;
   fetch?: typeof fetch;
 }
 
@@ -59,15 +63,17 @@ export function createFollowUpTool(options: CreateFollowUpToolOptions): ToolDefi
     async run(input: FollowUpInput, ctx: ToolContext): Promise<string> {
       const key = `${ctx.conversationId}:${ctx.toolCallId}`;
       const followUpId = `FU-${createHash("sha256").update(key).digest("hex").slice(0, 8).toUpperCase()}`;
+      const cipher = options.cipher ?? CLEAR_FIELDS;
+      const seal = (field: string, text: string) => cipher.sealText(ctx.conversationId, { collection: "follow_ups", id: key, field }, text);
       const doc: FollowUpDocument = {
         _id: key,
         followUpId,
         conversationId: ctx.conversationId,
         turnId: ctx.turnId,
         createdBy: ctx.caller.principal,
-        title: input.title,
-        ...(input.details !== undefined && { details: input.details }),
-        ...(input.owner !== undefined && { owner: input.owner }),
+        title: (await seal("title", input.title)) as string,
+        ...(input.details !== undefined && { details: (await seal("details", input.details)) as string }),
+        ...(input.owner !== undefined && { owner: (await seal("owner", input.owner)) as string }),
         ...(input.dueDate !== undefined && { dueDate: input.dueDate }),
         createdAt: new Date(),
       };

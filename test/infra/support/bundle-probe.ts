@@ -14,6 +14,8 @@ import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { GridFSBucket, MongoClient } from "mongodb";
 import { z } from "zod";
+import { FieldCipher } from "../../../lib/crypto/field-cipher.js";
+import { LocalTenantKeys } from "../../../lib/crypto/local-tenant-keys.js";
 import { ZodJsonSchemaValidator } from "../../../lib/mcp/zod-json-schema-validator.js";
 import { createChatModel } from "../../../lib/agent/chat-model.js";
 import { LocalChatModel } from "../../../lib/agent/local-chat-model.js";
@@ -142,4 +144,18 @@ export function mcpClients(): { withOwnValidator: boolean; defaultValidator: str
     defaultValidator = error instanceof Error ? error.message : String(error);
   }
   return { withOwnValidator: own instanceof Client, defaultValidator };
+}
+
+/** A content field sealed with the AWS Encryption SDK under the tenant's key file in `dir` (base64), as FieldCipher stores it. */
+export async function sealContent(dir: string, text: string): Promise<string> {
+  const cipher = new FieldCipher({ keys: new LocalTenantKeys(dir), tenantOf: async () => ({ issuer: "api", tenant: "probe" }) });
+  const sealed = await cipher.sealText("c1", { collection: "messages", id: "m1", field: "content" }, text);
+  return Buffer.from((sealed as { value(): Uint8Array }).value()).toString("base64");
+}
+
+/** The text of a field sealed by `sealContent` (by the source or by a bundle). */
+export async function openContent(dir: string, sealed: string): Promise<string> {
+  const cipher = new FieldCipher({ keys: new LocalTenantKeys(dir), tenantOf: async () => ({ issuer: "api", tenant: "probe" }) });
+  const { ciphertextOf } = await import("../../../lib/crypto/content-cipher.js");
+  return cipher.openText("c1", { collection: "messages", id: "m1", field: "content" }, ciphertextOf(Buffer.from(sealed, "base64")));
 }

@@ -1,4 +1,9 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { FieldCipher } from "../../../lib/crypto/field-cipher.js";
+import { LocalTenantKeys } from "../../../lib/crypto/local-tenant-keys.js";
 import type { IdempotencyDocument } from "../../../lib/store/idempotency-persistence-layer.js";
 import { createFollowUpTool, type FollowUpDocument } from "../../../lib/tools/follow-up/create-follow-up-tool.js";
 import type { Caller } from "../../../lib/auth/principal.js";
@@ -44,6 +49,27 @@ describe("create_follow_up", () => {
   const context = (conversationId: string) => ({ conversationId, turnId: "turn-1", caller });
 
   describe("run", () => {
+    it("records the title, details and owner encrypted when given the database's cipher, readable only through it", async () => {
+      const cipher = new FieldCipher({
+        keys: new LocalTenantKeys(await mkdtemp(join(tmpdir(), "threadwise-follow-up-keys-"))),
+        tenantOf: async () => ({ issuer: "api", tenant: "acme" }),
+      });
+      const tool = createFollowUpTool({ collection: t.db.collection<FollowUpDocument>("follow_ups"), cipher });
+      await tool.run({ ...args, details: "the West region's numbers" }, {
+        conversationId: "conv-sealed",
+        turnId: "turn-1",
+        toolCallId: "tc-s",
+        caller,
+      } as never);
+      const raw = await t.db.collection<FollowUpDocument>("follow_ups").findOne({ _id: "conv-sealed:tc-s" });
+      expect(JSON.stringify(raw)).not.toContain("West region");
+      expect(raw?.dueDate).toBe(args.dueDate);
+      const ref = { collection: "follow_ups", id: "conv-sealed:tc-s", field: "title" };
+      expect(await cipher.openText("conv-sealed", ref, raw?.title)).toBe(args.title);
+      // Moved to another field: refused.
+      await expect(cipher.openText("conv-sealed", { ...ref, field: "owner" }, raw?.title)).rejects.toMatchObject({ reason: "moved" });
+    });
+
     it("records the follow-up and posts it with the call's idempotency key", async () => {
       const result = await freshRegistry().execute(call("tc-1"), context("conv-1"));
       expect(result.status).toBe("success");

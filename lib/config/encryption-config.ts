@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { parseOrThrow } from "../validation.js";
+import { durationSeconds, envSchemaOf, setting, withDefaults } from "./settings.js";
+
+/** Content encryption at rest unless `CONTENT_ENCRYPTION=off` says otherwise (docs/security.md, "Contents at rest"). */
+export const DEFAULT_CONTENT_ENCRYPTION = "on";
+/** Where tenants' keys are when `CONTENT_KEYS` is unset: a key file per tenant under `.local/`. */
+export const DEFAULT_CONTENT_KEYS = "local";
+/** Seconds a data key (and a tenant's keyrings) is reused before the key source is asked again. */
+export const DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS = 300;
+/** Days KMS waits before deleting a shredded tenant's keys (7–30). */
+export const DEFAULT_CONTENT_KEY_DELETION_DAYS = 7;
+
+/** Encryption of contents at rest, defined once (see `settings.ts`). */
+export const ENCRYPTION_SETTINGS = {
+  CONTENT_ENCRYPTION: setting({
+    schema: z.enum(["on", "off"]),
+    default: DEFAULT_CONTENT_ENCRYPTION,
+    description: "`off` stores conversations' contents in clear (preflight and start-up say so); `on` encrypts them per tenant (docs/security.md)",
+  }),
+  CONTENT_KEYS: setting({
+    schema: z.enum(["local", "kms"]),
+    default: DEFAULT_CONTENT_KEYS,
+    description: "where tenants' keys are: `local`, a key file per tenant under `.local/content-keys/` (local server); `kms`, a KMS key per tenant (AWS)",
+  }),
+  CONTENT_DATA_KEY_MAX_AGE_SECONDS: setting({
+    schema: durationSeconds,
+    default: DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS,
+    description: "seconds a data key is reused before KMS (or the key file) is asked again; also how long a rotation or shred takes to reach every process",
+  }),
+  CONTENT_KEY_DELETION_DAYS: setting({
+    schema: z.coerce.number().int().min(7).max(30),
+    default: DEFAULT_CONTENT_KEY_DELETION_DAYS,
+    description: "days KMS waits before deleting a shredded tenant's keys (7–30); the shred is final then",
+  }),
+};
+
+const envSchema = envSchemaOf(ENCRYPTION_SETTINGS);
+
+export interface EncryptionConfig {
+  /** Default: on. */
+  enabled: boolean;
+  /** Default: `local`. */
+  keys: "local" | "kms";
+  /** Default: `DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS`. */
+  dataKeyMaxAgeSeconds: number;
+  /** Default: `DEFAULT_CONTENT_KEY_DELETION_DAYS`. */
+  keyDeletionDays: number;
+}
+
+export function loadEncryptionConfig(env: Record<string, string | undefined>): EncryptionConfig {
+  const e = withDefaults(ENCRYPTION_SETTINGS, parseOrThrow(envSchema, env, "invalid configuration"));
+  return {
+    enabled: e.CONTENT_ENCRYPTION === "on",
+    keys: e.CONTENT_KEYS,
+    dataKeyMaxAgeSeconds: e.CONTENT_DATA_KEY_MAX_AGE_SECONDS,
+    keyDeletionDays: e.CONTENT_KEY_DELETION_DAYS,
+  };
+}
