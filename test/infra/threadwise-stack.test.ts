@@ -8,6 +8,7 @@ import { DATABASE_SETUP_VERSION } from "../../lib/store/database.js";
 import { FUNCTION_POOL_SIZES } from "../../infra/connection-budget.js";
 import { MongoClient } from "mongodb";
 import { adminMcpRoutes } from "../../lib/api/admin-mcp-routes.js";
+import { memberRoutes } from "../../lib/api/member-routes.js";
 import { lifecycleRoutes } from "../../lib/api/lifecycle-routes.js";
 import { adminRoutes } from "../../lib/api/admin-routes.js";
 import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
@@ -765,7 +766,16 @@ describe("ThreadwiseStack", () => {
         audit: {} as never,
         tenantAdminRole: "threadwise:admin",
       });
-      const routes = [...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...lifecycle, ...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)];
+      const members = memberRoutes({
+        authenticate: deps.authenticate,
+        conversations: database.conversations,
+        roles: { tenantAdminRole: "threadwise:admin" },
+        audit: {} as never,
+      });
+      const routes = [
+        ...[...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...lifecycle, ...members],
+        ...[...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)],
+      ];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
     });
 

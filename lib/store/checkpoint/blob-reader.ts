@@ -31,7 +31,7 @@ export interface BlobDocument extends BlobPosition {
   base?: string;
   count?: number;
   digest?: string;
-  /** Keys of the links before it, nearest first (see `CHAIN_KEYS`); migration 004 gave links of earlier releases theirs. */
+  /** Keys of the links before it, nearest first (see `CHAIN_KEYS`); migration 003 gave links of earlier releases theirs. */
   chain?: string[];
   items?: Binary[];
   item_types?: string[];

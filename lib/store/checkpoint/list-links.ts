@@ -15,7 +15,7 @@ export interface ListHead {
   key: string;
   count: number;
   digest: string;
-  /** Keys of the links before it, nearest first (at most {@link CHAIN_KEYS}); migration 004 gave links of earlier releases theirs. */
+  /** Keys of the links before it, nearest first (at most {@link CHAIN_KEYS}); migration 003 gave links of earlier releases theirs. */
   chain?: string[];
 }
 

@@ -3,12 +3,11 @@ import { COLLECTIONS } from "../collections.js";
 import { SchemaVersionError } from "../../errors.js";
 import { conversationOwners } from "./001-conversation-owners.js";
 import { compactStoredLists } from "./002-compact-stored-lists.js";
-import { reserved } from "./003-reserved.js";
-import { listLinkFormats } from "./004-list-link-formats.js";
+import { listLinkFormats } from "./003-list-link-formats.js";
 import type { Migration } from "./migration.js";
 
 /** Every migration, in version order: add a new one at the end (docs/storage.md, "Migrations"). */
-export const MIGRATIONS: readonly Migration[] = [conversationOwners, compactStoredLists, reserved, listLinkFormats];
+export const MIGRATIONS: readonly Migration[] = [conversationOwners, compactStoredLists, listLinkFormats];
 
 /** The `_id` of the schema version document in the `setup` collection. */
 export const SCHEMA_ID = "schema";

@@ -5,7 +5,7 @@ import { Binary, type Db } from "mongodb";
 import type { BlobDocument } from "../../../lib/store/checkpoint/channel-blob-store.js";
 import { COLLECTIONS } from "../../../lib/store/collections.js";
 import { ThreadwiseDatabase } from "../../../lib/store/database.js";
-import { CHUNKED_TYPE, chunkVersion } from "../../../lib/store/migrations/004-list-link-formats.js";
+import { CHUNKED_TYPE, chunkVersion } from "../../../lib/store/migrations/003-list-link-formats.js";
 import { MIGRATIONS } from "../../../lib/store/migrations/migration-runner.js";
 import { ThreadwiseSaver } from "../../../lib/store/threadwise-saver.js";
 import { useTestDatabase } from "../../support/store-fixture.js";
@@ -49,7 +49,7 @@ async function rewriteAsChunks(db: Db): Promise<void> {
 
 const setUp = (db: Db) => new ThreadwiseDatabase(test.client, { dbName: db.databaseName }).setup();
 
-describe("migration 004 list-link-formats", () => {
+describe("migration 003 list-link-formats", () => {
   describe("up (run by ThreadwiseDatabase.setup, npm run db:setup)", () => {
     it("rewrites chunked list versions into links, every checkpoint reading the same messages, and the thread continues", async () => {
       const { saver, db } = await newSaver(test);
@@ -63,7 +63,7 @@ describe("migration 004 list-link-formats", () => {
       await setUp(db);
       expect(await db.collection(COLLECTIONS.setup).findOne({ _id: "schema" as never })).toMatchObject({
         schemaVersion: MIGRATIONS.length,
-        applied: expect.objectContaining({ "004": expect.objectContaining({ name: "list-link-formats" }) }),
+        applied: expect.objectContaining({ "003": expect.objectContaining({ name: "list-link-formats" }) }),
       });
 
       expect(await blobs.countDocuments({ $or: [{ type: CHUNKED_TYPE }, { chunk: true }] })).toBe(0);

@@ -21,7 +21,7 @@ type OldBlobDocument = BlobDocument & { chunks?: string[]; chunk?: true };
  * link is left for the next set-up.
  */
 export const listLinkFormats: Migration = {
-  version: 4,
+  version: 3,
   name: "list-link-formats",
   async up(db: Db) {
     const saver = new ThreadwiseSaver({ client: db.client, dbName: db.databaseName });
