@@ -7,7 +7,7 @@ import { runEvents } from "./agent-protocol-run-events.js";
 import { runRoutes } from "./agent-protocol-run-routes.js";
 import { runStarter } from "./agent-protocol-run-start.js";
 import { threadRoutes } from "./agent-protocol-thread-routes.js";
-import { threadView } from "./agent-protocol.js";
+import { snapshotSeenBy, threadView } from "./agent-protocol.js";
 import { turnEntry, type ApiRoutesDeps } from "./api-routes.js";
 import type { HttpRequest } from "./http.js";
 import { parseId } from "./request-parsing.js";
@@ -49,9 +49,9 @@ export function agentProtocolRoutes(deps: AgentProtocolDeps): Route[] {
     return turn;
   };
 
-  const describe = async (thread: ConversationDocument) => {
+  const describe = async (thread: ConversationDocument, viewer: Caller) => {
     const [latest, snapshot] = await Promise.all([turns.latest(thread._id), runner.readThreadState(thread._id)]);
-    return threadView(thread, latest, snapshot);
+    return threadView(thread, latest, snapshotSeenBy(snapshot, viewer));
   };
 
   // The same entry as `/v1`: limits admit the turn first, streams hold a slot (docs/limits.md).

@@ -2,7 +2,7 @@ import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/tur
 import type { Caller } from "../auth/principal.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import { hasEnded } from "../store/turn-lifecycle.js";
-import { ProtocolStreamEncoder, protocolFrame, protocolMessages, stateValues, type ProtocolInterrupt, type streamModesOf } from "./agent-protocol.js";
+import { ProtocolStreamEncoder, protocolFrame, protocolMessages, snapshotSeenBy, stateValues, type ProtocolInterrupt, type streamModesOf } from "./agent-protocol.js";
 import { readAccessWatch, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpResponse } from "./http.js";
@@ -71,8 +71,8 @@ export function runEvents(deps: RunEventsDeps) {
   };
 
   /** The run's result as `runs.wait` and `join` give it: the state's values, with `__interrupt__` or `__error__`. */
-  const resultOf = async (threadId: string, end: RunEnd) => {
-    const values = stateValues(await runner.readThreadState(threadId));
+  const resultOf = async (threadId: string, end: RunEnd, viewer: Caller) => {
+    const values = stateValues(snapshotSeenBy(await runner.readThreadState(threadId), viewer));
     if (end.final?.type === "failed") values.__error__ = { error: end.final.code, message: end.final.message };
     return values;
   };
@@ -104,7 +104,7 @@ export function runEvents(deps: RunEventsDeps) {
         }
         if (!started) {
           started = true;
-          const snapshot = await runner.readThreadState(thread._id);
+          const snapshot = snapshotSeenBy(await runner.readThreadState(thread._id), caller);
           yield* encoder.start(stateValues(snapshot));
         }
         yield* encoder.event(event);
@@ -120,7 +120,7 @@ export function runEvents(deps: RunEventsDeps) {
         yield protocolFrame("error", { error: error.code, message: error.message });
         return;
       }
-      const snapshot = await runner.readThreadState(thread._id);
+      const snapshot = snapshotSeenBy(await runner.readThreadState(thread._id), caller);
       const values = stateValues(snapshot);
       const all = protocolMessages(snapshot?.messages ?? []);
       // What the run added: the messages after its question.

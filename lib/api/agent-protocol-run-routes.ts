@@ -50,7 +50,7 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
         const run = await startRun(caller, thread, body);
         await run.running;
         const end = await awaitEnd(run.turnId, run.afterId);
-        return json(200, await resultOf(thread._id, end), runHeaders(thread._id, run.turnId));
+        return json(200, await resultOf(thread._id, end, caller), runHeaders(thread._id, run.turnId));
       },
     },
     {
@@ -108,9 +108,9 @@ export function runRoutes(deps: RunRoutesDeps, access: RunAccess): Route[] {
       method: "GET",
       pattern: new RegExp(`^/threads/${ID}/runs/${ID}/join$`),
       handler: async (request, [id, runId]) => {
-        const { thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id);
         const turn = await ownedRun(thread._id, runId);
-        return json(200, await resultOf(thread._id, await awaitEnd(turn._id, 0)));
+        return json(200, await resultOf(thread._id, await awaitEnd(turn._id, 0), caller));
       },
     },
     {

@@ -4,7 +4,7 @@ import type { Caller } from "../auth/principal.js";
 import { ConflictError, NotFoundError, ValidationError } from "../errors.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import { AGENT_PROTOCOL_ASSISTANT_ID, createThreadBody, historyBody, patchThreadBody, searchThreadsBody } from "./agent-protocol-schemas.js";
-import { threadState, type threadView } from "./agent-protocol.js";
+import { snapshotSeenBy, threadState, type threadView } from "./agent-protocol.js";
 import type { ApiRoutesDeps } from "./api-routes.js";
 import { json, noContent, type HttpRequest } from "./http.js";
 import { parseId, parseJsonBody } from "./request-parsing.js";
@@ -21,7 +21,7 @@ export interface ThreadAccess {
   /** The caller and their thread, or 404 for a thread that is not theirs. */
   ownedThread(request: HttpRequest, rawId: string, need?: ConversationNeed): Promise<{ caller: Caller; thread: ConversationDocument }>;
   /** The thread as the protocol shows it. */
-  describe(thread: ConversationDocument): Promise<ReturnType<typeof threadView>>;
+  describe(thread: ConversationDocument, viewer: Caller): Promise<ReturnType<typeof threadView>>;
 }
 
 /**
@@ -73,7 +73,7 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
           // holds it, gets the one answer below (docs/security.md, "The tenant boundary").
           const existing = await conversations.get(id);
           const own = existing && relationTo(existing, caller) === "owner" ? existing : undefined;
-          if (own && body.if_exists === "do_nothing") return json(200, await describe(own));
+          if (own && body.if_exists === "do_nothing") return json(200, await describe(own, caller));
           if (existing) throw threadIdTaken(id);
         }
         const created = await conversations
@@ -82,7 +82,7 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
             if (error instanceof MongoServerError && error.code === DUPLICATE_KEY) throw threadIdTaken(id, error);
             throw error;
           });
-        return json(200, await describe(created));
+        return json(200, await describe(created, caller));
       },
     },
     {
@@ -98,23 +98,26 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
           limit: query.limit ?? 10,
           offset: query.offset ?? 0,
         });
-        const threads = await Promise.all(docs.map(describe));
+        const threads = await Promise.all(docs.map((doc) => describe(doc, caller)));
         return json(200, query.status ? threads.filter((t) => t.status === query.status) : threads);
       },
     },
     {
       method: "GET",
       pattern: new RegExp(`^/threads/${ID}$`),
-      handler: async (request, [id]) => json(200, await describe((await ownedThread(request, id)).thread)),
+      handler: async (request, [id]) => {
+        const { caller, thread } = await ownedThread(request, id);
+        return json(200, await describe(thread, caller));
+      },
     },
     {
       method: "PATCH",
       pattern: new RegExp(`^/threads/${ID}$`),
       handler: async (request, [id]) => {
-        const { thread } = await ownedThread(request, id, "write");
+        const { caller, thread } = await ownedThread(request, id, "write");
         const body = parseJsonBody(request, patchThreadBody);
         const updated = await conversations.mergeMetadata(thread._id, thread.owner, body.metadata ?? {});
-        return json(200, await describe(updated));
+        return json(200, await describe(updated, caller));
       },
     },
     {
@@ -130,17 +133,17 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
       method: "GET",
       pattern: new RegExp(`^/threads/${ID}/state$`),
       handler: async (request, [id]) => {
-        const { thread } = await ownedThread(request, id);
-        return json(200, threadState(thread._id, await runner.readThreadState(thread._id)));
+        const { caller, thread } = await ownedThread(request, id);
+        return json(200, threadState(thread._id, snapshotSeenBy(await runner.readThreadState(thread._id), caller)));
       },
     },
     {
       method: "GET",
       pattern: new RegExp(`^/threads/${ID}/state/${ID}$`),
       handler: async (request, [id, checkpointId]) => {
-        const { thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id);
         for await (const snapshot of runner.readThreadHistory(thread._id)) {
-          if (snapshot.checkpointId === checkpointId) return json(200, threadState(thread._id, snapshot));
+          if (snapshot.checkpointId === checkpointId) return json(200, threadState(thread._id, snapshotSeenBy(snapshot, caller)));
         }
         throw new NotFoundError(`checkpoint ${checkpointId} not found`);
       },
@@ -149,11 +152,11 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
       method: "POST",
       pattern: new RegExp(`^/threads/${ID}/history$`),
       handler: async (request, [id]) => {
-        const { thread } = await ownedThread(request, id);
+        const { caller, thread } = await ownedThread(request, id);
         const body = parseJsonBody(request, historyBody, { optional: true });
         const before = body.before?.configurable?.checkpoint_id;
         const states = [];
-        for await (const snapshot of runner.readThreadHistory(thread._id, { limit: body.limit ?? 10, before })) states.push(threadState(thread._id, snapshot));
+        for await (const snapshot of runner.readThreadHistory(thread._id, { limit: body.limit ?? 10, before })) states.push(threadState(thread._id, snapshotSeenBy(snapshot, caller)));
         return json(200, states);
       },
     },

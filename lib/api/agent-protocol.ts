@@ -1,6 +1,8 @@
 import type { ThreadMessage, ThreadSnapshot } from "../agent/turn-runner.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import type { TurnDocument } from "../store/turn-store.js";
+import { messagesSeenBy } from "../store/turn-record.js";
+import type { Caller } from "../auth/principal.js";
 import type { ApprovalChoice, ApprovalDocument } from "../store/approval-store.js";
 import { modelMessageId, type TurnEvent } from "../events/turn-event-types.js";
 import { ValidationError } from "../errors.js";
@@ -63,6 +65,14 @@ export function snapshotInterrupts(snapshot: ThreadSnapshot | undefined): Record
     if (interrupts.length > 0) out[task.id] = interrupts;
   }
   return out;
+}
+
+/**
+ * A thread's state as `viewer` may read it: a tool output whose provenance refuses the viewer is a
+ * notice, as on `/v1` (`messagesSeenBy`; docs/security.md, "The data boundary in shared threads").
+ */
+export function snapshotSeenBy<S extends ThreadSnapshot | undefined>(snapshot: S, viewer: Caller): S {
+  return snapshot === undefined ? snapshot : { ...snapshot, messages: messagesSeenBy(snapshot.messages, viewer) };
 }
 
 /** The state values, with `__interrupt__` when the graph waits (as `runs.wait` returns them). */

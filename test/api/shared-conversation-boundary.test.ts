@@ -90,4 +90,21 @@ describe("a shared API conversation's data boundary", () => {
     expect(JSON.stringify(forBob.body)).toContain("drew on data you may not see");
     expect(JSON.stringify((await t.call("GET", `/v1/conversations/${id}/turns/${aliceTurn}`, { token: alice })).body)).toContain("Cobalt Ridge Hospitals");
   });
+  it("shows bob the thread through the Agent Protocol without alice's rows (state, thread, history, a run's result), and alice with them", async () => {
+    const reads = [
+      await t.call("GET", `/threads/${id}/state`, { token: bob }),
+      await t.call("GET", `/threads/${id}`, { token: bob }),
+      await t.call("POST", `/threads/${id}/history`, { token: bob, json: {} }),
+      await t.call("POST", `/threads/${id}/runs/wait`, {
+        token: bob,
+        json: { assistant_id: "threadwise", input: { messages: [{ role: "user", content: "anything else?" }] } },
+      }),
+    ];
+    for (const read of reads) {
+      expect(read.status).toBe(200);
+      expectNoGatedRows(JSON.stringify(read.body));
+      expect(JSON.stringify(read.body)).toContain("[Withheld:");
+    }
+    expect(JSON.stringify((await t.call("GET", `/threads/${id}/state`, { token: alice })).body)).toContain("Cobalt Ridge Hospitals");
+  });
 });
