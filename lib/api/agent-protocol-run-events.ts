@@ -2,7 +2,15 @@ import { isFinalEvent, type FinalEventBody, type TurnEvent } from "../events/tur
 import type { Caller } from "../auth/principal.js";
 import type { ConversationDocument } from "../store/conversation-store.js";
 import { hasEnded } from "../store/turn-lifecycle.js";
-import { ProtocolStreamEncoder, protocolFrame, protocolMessages, snapshotSeenBy, stateValues, type ProtocolInterrupt, type streamModesOf } from "./agent-protocol.js";
+import {
+  ProtocolStreamEncoder,
+  protocolFrame,
+  protocolMessages,
+  snapshotSeenBy,
+  stateValues,
+  type ProtocolInterrupt,
+  type streamModesOf,
+} from "./agent-protocol.js";
 import { readAccessWatch, type ApiRoutesDeps } from "./api-routes.js";
 import { errorResponse } from "./error-response.js";
 import type { HttpResponse } from "./http.js";

@@ -156,7 +156,8 @@ export function threadRoutes(deps: ThreadRoutesDeps, access: ThreadAccess): Rout
         const body = parseJsonBody(request, historyBody, { optional: true });
         const before = body.before?.configurable?.checkpoint_id;
         const states = [];
-        for await (const snapshot of runner.readThreadHistory(thread._id, { limit: body.limit ?? 10, before })) states.push(threadState(thread._id, snapshotSeenBy(snapshot, caller)));
+        for await (const snapshot of runner.readThreadHistory(thread._id, { limit: body.limit ?? 10, before }))
+          states.push(threadState(thread._id, snapshotSeenBy(snapshot, caller)));
         return json(200, states);
       },
     },
