@@ -19,7 +19,8 @@ let alice: string;
 let aliceManager: string;
 
 beforeAll(async () => {
-  t = await startTestServer({ TOOL_APPROVALS: JSON.stringify(POLICY) }, { app: { faults } });
+  // Contents stored clear: the raw reads below check what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+  t = await startTestServer({ CONTENT_ENCRYPTION: "off", TOOL_APPROVALS: JSON.stringify(POLICY) }, { app: { faults } });
   alice = await t.token("alice");
   aliceManager = await t.token("alice", { roles: ["manager"] });
 });

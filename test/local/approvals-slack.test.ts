@@ -17,6 +17,8 @@ beforeAll(async () => {
   slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM, botUserId: BOT_USER, userGroups: { [LEADS_GROUP]: [GROUP_LEAD] } });
   t = await startTestServer(
     {
+      // Contents stored clear: the raw reads below check what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+      CONTENT_ENCRYPTION: "off",
       SLACK_API_URL: slackApi.slackApiUrl,
       TOOL_APPROVALS: JSON.stringify(POLICY),
       SLACK_ROLES: JSON.stringify({ [TEAM]: { users: { [LEAD]: ["lead"] }, groups: { [LEADS_GROUP]: ["lead"] } } }),

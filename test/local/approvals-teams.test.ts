@@ -16,6 +16,8 @@ beforeAll(async () => {
   connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: APP_PASSWORD });
   t = await startTestServer(
     {
+      // Contents stored clear: the raw reads below check what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+      CONTENT_ENCRYPTION: "off",
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
       TEAMS_SERVICE_URL_ORIGIN: connector.serviceUrl,

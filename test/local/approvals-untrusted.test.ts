@@ -53,7 +53,11 @@ describe("trust boundary for tool outputs (issue 31)", () => {
   describe("with afterUntrustedOutput: wait", () => {
     let server: ModelServer;
     beforeAll(async () => {
-      server = await startServerWithModel(obedient, { TOOL_APPROVALS: JSON.stringify({ create_follow_up: { ...WHEN_OWNER, afterUntrustedOutput: "wait" } }) });
+      // Contents stored clear: the raw read of the approval below checks what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+      server = await startServerWithModel(obedient, {
+        CONTENT_ENCRYPTION: "off",
+        TOOL_APPROVALS: JSON.stringify({ create_follow_up: { ...WHEN_OWNER, afterUntrustedOutput: "wait" } }),
+      });
     });
     afterAll(() => server?.close());
 

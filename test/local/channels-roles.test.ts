@@ -24,6 +24,8 @@ beforeAll(async () => {
   // The offline model calls a tool named in the message when the caller is offered it.
   t = await startTestServer(
     {
+      // Contents stored clear: the raw reads below check what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+      CONTENT_ENCRYPTION: "off",
       MODEL_PROVIDER: "local",
       SLACK_API_URL: slackApi.slackApiUrl,
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,

@@ -429,7 +429,8 @@ describeWithBrowser("console approvals", () => {
   beforeAll(async () => {
     if (!haveChromium) throw new Error(`${CHROMIUM} is missing: run .ci/install-chromium.sh`);
     // The requester decides: the signed-in user approves, edits or rejects their own calls.
-    t = await startTestServer({ TOOL_APPROVALS: JSON.stringify({ create_follow_up: { require: "always" } }) });
+    // Contents stored clear: the raw reads below check what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+    t = await startTestServer({ CONTENT_ENCRYPTION: "off", TOOL_APPROVALS: JSON.stringify({ create_follow_up: { require: "always" } }) });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
     page.on("console", (message) => {

@@ -76,6 +76,8 @@ beforeAll(async () => {
   connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: APP_PASSWORD });
   t = await startTestServer(
     {
+      // Contents stored clear: the raw reads below check what was stored (sealing: test/crypto/contents-at-rest.test.ts).
+      CONTENT_ENCRYPTION: "off",
       MODEL_PROVIDER: "bedrock",
       // A short window, so A's turns leave it after B's fillers and their time anchors go to the ledger.
       VIEW_FINISHED_TURNS: "2",
