@@ -62,6 +62,12 @@ export interface DeletionReceipt {
   hash: string;
 }
 
+/**
+ * Contents not encrypted yet (docs/security.md, "Contents at rest"): a shred cannot reach their copies
+ * in backups, and the receipt says so rather than claim it.
+ */
+export const NOT_YET_SEALED = "the graph's checkpoints (checkpoints, checkpoint_writes, checkpoint_blobs), idempotency records and approvals' arguments";
+
 /** What a tenant's erasure destroyed of its keys (docs/security.md, "Crypto-shredding"). */
 export interface ShreddedKeys {
   /** `local`: key files under `.local/content-keys/`; `kms`: KMS keys scheduled for deletion. */
@@ -507,19 +513,28 @@ export class Eraser {
         what: "turn jobs already queued (a question's text) cannot be removed one by one; the worker refuses each, its conversation being gone",
         until: at(SQS_DAYS),
       },
-      job.keys
-        ? {
-            where: "MongoDB backups",
-            what:
-              "snapshots taken before this erasure keep the tenant's documents encrypted; " +
-              "its keys are destroyed, so they are unreadable once the shred is final",
-            until: job.keys.finalAt,
-          }
-        : {
-            where: "MongoDB backups",
-            what: "snapshots taken before this erasure keep what it deleted until they expire",
-            until: null,
-          },
+      ...(job.keys
+        ? [
+            {
+              where: "MongoDB backups",
+              what:
+                "snapshots taken before this erasure keep the tenant's documents encrypted; " +
+                "its keys are destroyed, so they are unreadable once the shred is final",
+              until: job.keys.finalAt,
+            },
+            {
+              where: "MongoDB backups (contents not encrypted yet)",
+              what: `snapshots taken before this erasure keep ${NOT_YET_SEALED} readable until they expire (docs/security.md, "Contents at rest")`,
+              until: null,
+            },
+          ]
+        : [
+            {
+              where: "MongoDB backups",
+              what: "snapshots taken before this erasure keep what it deleted until they expire",
+              until: null,
+            },
+          ]),
       {
         where: COLLECTIONS.auditLog,
         what: "audit records naming the person or conversation by id (never contents), this erasure's included",
@@ -533,7 +548,8 @@ export class Eraser {
         : job.keys
           ? [
               `the tenant's ${job.keys.source === "kms" ? "KMS keys were scheduled for deletion" : "key file was deleted"} (${job.keys.ids.length} keys): ` +
-                `every copy of its encrypted contents, backups included, is unreadable from ${job.keys.finalAt}`,
+                `every copy of its encrypted contents, backups included, is unreadable from ${job.keys.finalAt}; ` +
+                `backups taken before it still hold ${NOT_YET_SEALED} in clear until they expire`,
             ]
           : [
               "content encryption is off (CONTENT_ENCRYPTION=off): the tenant was erased by deleting its documents, " +

@@ -193,6 +193,8 @@ describe("contents at rest", () => {
     expect(receipt.keys).toMatchObject({ source: "local", ids: [expect.any(String), expect.any(String)] });
     expect(new Date(receipt.keys?.finalAt ?? 0).getTime()).toBeGreaterThan(new Date(receipt.keys?.shreddedAt ?? 0).getTime());
     expect(receipt.pending.find((p) => p.where === "MongoDB backups")?.until).toBe(receipt.keys?.finalAt);
+    // What is not encrypted yet is named, not claimed shredded.
+    expect(receipt.pending.find((p) => p.where === "MongoDB backups (contents not encrypted yet)")?.what).toContain("checkpoint_blobs");
     expect(verifyReceipt(receipt)).toBe(true);
     const [shred] = (await audit.list({ issuer: "api", tenant: "acme" }, { limit: 10 })).filter((r) => r.action === "key.shred");
     expect(shred).toMatchObject({ actor: operator, resource: { keyIds: receipt.keys?.ids.join(",") } });
