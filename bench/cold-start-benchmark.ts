@@ -10,8 +10,14 @@
  * Each measurement is a new `node` process (a cold container), run with the stack's
  * NODE_OPTIONS; the figures are medians. MongoDB is the embedded server, Secrets Manager and
  * SQS are the local endpoints of the handler tests: this machine, no network.
+ *
+ * Encryption's share: the api and worker bundles again with the AWS Encryption SDK (`@aws-crypto/*`)
+ * replaced by a stub (size, import, first invocation with `CONTENT_ENCRYPTION=off`), and, in this
+ * process, a new app's first turn of an existing tenant (a cold data-key cache) against its second,
+ * with encryption off, local key files and KMS (the stand-in of the tests, its requests counted).
  */
 import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -37,9 +43,21 @@ import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/sla
 import { apiPrincipal } from "../lib/auth/principal.js";
 import { quantile } from "./support/statistics.js";
 import { writeResults } from "./support/results.js";
+import { KMS } from "@aws-sdk/client-kms";
+import { MongoClient } from "mongodb";
+import { z } from "zod";
+import { createApp, type App } from "../lib/app.js";
+import { loadConfig } from "../lib/config/config.js";
+import { type ContentKeyDocument, KmsTenantKeys } from "../lib/crypto/kms-tenant-keys.js";
+import { LocalTenantKeys } from "../lib/crypto/local-tenant-keys.js";
+import { CONTENT_KEYS_COLLECTION } from "../lib/crypto/tenant-keys.js";
+import type { ToolDefinition } from "../lib/tools/tool.js";
+import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
+/** Rounds of the data-key measurement (in this process, about a second each), at least. */
+const MIN_DATA_KEY_ROUNDS = 7;
 /** The targets for the worker: the issue's 1.5 MB of code, plus X-Ray tracing (the "tracer left out" row measures its cost). */
 const TARGET_WORKER_BYTES = 1.65 * 1024 * 1024;
 const TARGET_IMPORT_MS = 200;
@@ -133,6 +151,38 @@ export class Tracer {
 export const captureLambdaHandler = () => ({ before: () => undefined });
 `;
 
+/**
+ * The AWS Encryption SDK's surface `lib/crypto` uses, doing nothing: what a bundle costs without
+ * content encryption. Such a bundle runs with `CONTENT_ENCRYPTION=off` only.
+ */
+const ENCRYPTION_SDK_STUB = `
+const leftOut = () => { throw new Error("the AWS Encryption SDK is left out of this bundle"); };
+export const AlgorithmSuiteIdentifier = {};
+export const CommitmentPolicy = {};
+export const RawAesWrappingSuiteIdentifier = {};
+export class NodeCachingMaterialsManager { constructor() { leftOut(); } }
+export class MultiKeyringNode { constructor() { leftOut(); } }
+export class KmsKeyringNode { constructor() { leftOut(); } }
+export class RawAesKeyringNode { constructor() { leftOut(); } }
+export const getLocalCryptographicMaterialsCache = () => ({});
+export const buildEncrypt = () => ({ encrypt: leftOut });
+export const buildDecrypt = () => ({ decrypt: leftOut });
+`;
+
+/** A function bundled as the stack bundles it, but with every `@aws-crypto/*` package replaced by a stub. */
+async function withoutEncryptionSdk(name: FunctionName, dir: string): Promise<string> {
+  const stub = join(dir, "encryption-sdk-stub.mjs");
+  writeFileSync(stub, ENCRYPTION_SDK_STUB);
+  const outfile = join(dir, "unencrypted", name, BUNDLE_FILE);
+  const options = bundleOptions(join(root, `functions/${name}.ts`), outfile);
+  await build({
+    ...options,
+    plugins: [{ name: "encryption-sdk-stub", setup: (b) => b.onResolve({ filter: /^@aws-crypto\// }, () => ({ path: stub })) }, ...(options.plugins ?? [])],
+  });
+  await writeTokenizerData(dirname(outfile));
+  return outfile;
+}
+
 /** The worker bundled as the stack bundles it, but with Powertools Tracer (and so the X-Ray SDK) replaced by a stub. */
 async function workerWithoutTracer(dir: string): Promise<string> {
   const stub = join(dir, "tracer-stub.mjs");
@@ -165,18 +215,25 @@ function readdirNames(dir: string): string[] {
 
 /** Runs in each fresh process: import the bundle, invoke the handler once, report both times. */
 const PROBE = `
+const cpuMs = () => { const { user, system } = process.cpuUsage(); return (user + system) / 1000; };
 const t0 = performance.now();
+const c0 = cpuMs();
 const mod = await import(process.argv[2]);
 const t1 = performance.now();
+const c1 = cpuMs();
 const result = await mod.handler(JSON.parse(process.env.BENCH_EVENT), { ...JSON.parse(process.env.BENCH_CONTEXT), getRemainingTimeInMillis: () => 60000 });
 const t2 = performance.now();
-process.stdout.write(JSON.stringify({ importMs: t1 - t0, invokeMs: t2 - t1, result }));
+const c2 = cpuMs();
+process.stdout.write(JSON.stringify({ importMs: t1 - t0, invokeMs: t2 - t1, importCpuMs: c1 - c0, invokeCpuMs: c2 - c1, result }));
 process.exit(0);
 `;
 
 interface Timing {
   importMs: number;
   invokeMs: number;
+  /** This process's CPU time over the same spans: what other processes on a shared machine do not inflate. */
+  importCpuMs: number;
+  invokeCpuMs: number;
 }
 
 const median = (xs: number[]) => quantile(xs, 0.5);
@@ -202,6 +259,8 @@ interface Target {
   bundle: string;
   event: unknown;
   context: unknown;
+  /** Variables of this target only, over the shared ones. */
+  env?: Record<string, string>;
 }
 
 /**
@@ -211,12 +270,20 @@ interface Target {
 async function measure(targets: Record<string, Target>, env: Record<string, string>, runs: number, probe: string): Promise<Record<string, Timing>> {
   const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(targets).map((name) => [name, []]));
   for (let i = 0; i < runs; i++) {
-    for (const [name, { bundle, event, context }] of Object.entries(targets)) {
-      timings[name].push(await probeOnce(bundle, { ...env, BENCH_EVENT: JSON.stringify(event), BENCH_CONTEXT: JSON.stringify(context) }, probe));
+    for (const [name, { bundle, event, context, env: own }] of Object.entries(targets)) {
+      timings[name].push(await probeOnce(bundle, { ...env, ...own, BENCH_EVENT: JSON.stringify(event), BENCH_CONTEXT: JSON.stringify(context) }, probe));
     }
   }
   return Object.fromEntries(
-    Object.entries(timings).map(([name, ts]) => [name, { importMs: median(ts.map((t) => t.importMs)), invokeMs: median(ts.map((t) => t.invokeMs)) }]),
+    Object.entries(timings).map(([name, ts]) => [
+      name,
+      {
+        importMs: median(ts.map((t) => t.importMs)),
+        invokeMs: median(ts.map((t) => t.invokeMs)),
+        importCpuMs: median(ts.map((t) => t.importCpuMs)),
+        invokeCpuMs: median(ts.map((t) => t.invokeCpuMs)),
+      },
+    ]),
   );
 }
 
@@ -248,6 +315,119 @@ async function measureFirstCount(dir: string, runs: number): Promise<{ firstMs: 
   return { firstMs: median(samples.map((s) => s.firstMs)), secondMs: median(samples.map((s) => s.secondMs)) };
 }
 
+interface TurnCost {
+  ms: number;
+  cpuMs: number;
+  kmsCalls: number;
+}
+/** Per setting, the medians of the cold turn and the warm one. */
+type DataKeyInit = Record<"off" | "local" | "kms", { cold: TurnCost; warm: TurnCost }>;
+
+const dataKeyTool: ToolDefinition = {
+  name: "look_up",
+  description: "Reads a report.",
+  schema: z.object({ key: z.string() }),
+  sideEffects: false,
+  // Long enough to be offloaded to `artifacts`.
+  run: async ({ key }: { key: string }) => `report on ${key}:\n${Array.from({ length: 400 }, (_, i) => `${i},north,product-${i % 37},${i * 13}`).join("\n")}`,
+};
+
+/**
+ * A container's first turn with a cold data-key cache against its next one, in this process (the
+ * offline model, the embedded server): for each setting and round, a conversation of an existing
+ * tenant is written by a long-lived app, then a new app (new caches: the state of a new container,
+ * its modules already loaded) runs two turns of it. Encryption's part of the first turn is what the
+ * cold turn adds over the warm one, against the same with encryption off; KMS is the stand-in of
+ * the tests, whose requests are counted (each is a network round trip in AWS, not measured here).
+ */
+async function measureDataKeyInit(mongoUri: string, rounds: number): Promise<DataKeyInit> {
+  const kms = await startKmsKeysEndpoint();
+  const kmsClient = new KMS({ endpoint: kms.url, region: "us-east-1", credentials: { accessKeyId: "AKIDBENCH", secretAccessKey: "bench" } });
+  const client = new MongoClient(mongoUri);
+  await client.connect();
+  const keysDir = mkdtempSync(join(tmpdir(), "threadwise-cold-start-keys-"));
+  const settings = ["off", "local", "kms"] as const;
+  const config = (setting: (typeof settings)[number]) => loadConfig({ MONGODB_URI: mongoUri, MONGODB_DB: `cold_start_data_keys_${setting}` });
+  const keysOf = (setting: (typeof settings)[number]) =>
+    setting === "off"
+      ? undefined
+      : setting === "local"
+        ? new LocalTenantKeys(keysDir)
+        : new KmsTenantKeys(kmsClient, client.db(config(setting).dbName).collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION));
+  const appOf = (setting: (typeof settings)[number], setup: "create" | "ensure") => {
+    const contentKeys = keysOf(setting);
+    return createApp(config(setting), { mongoClient: client, tools: [dataKeyTool], setup, ...(contentKeys && { contentKeys }) });
+  };
+  const samples = Object.fromEntries(settings.map((s) => [s, { cold: [] as TurnCost[], warm: [] as TurnCost[] }])) as Record<
+    (typeof settings)[number],
+    { cold: TurnCost[]; warm: TurnCost[] }
+  >;
+  const writers = Object.fromEntries(await Promise.all(settings.map(async (s) => [s, await appOf(s, "create")] as const))) as Record<
+    (typeof settings)[number],
+    App
+  >;
+  const turn = async (app: App, conversationId: string, caller: { principal: ReturnType<typeof apiPrincipal>; roles: string[] }, content: string) => {
+    const cpu = process.cpuUsage();
+    const calls = kms.calls.length;
+    const started = performance.now();
+    await app.runner.run({ conversationId, caller, content, turnId: randomUUID() });
+    const used = process.cpuUsage(cpu);
+    return { ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, kmsCalls: kms.calls.length - calls };
+  };
+  try {
+    // One more round than reported: the first warms this process's code for every setting alike.
+    for (let round = 0; round <= rounds; round++) {
+      for (const setting of round % 2 === 0 ? settings : [...settings].reverse()) {
+        const caller = { principal: apiPrincipal("bench", `tenant-${round}`), roles: [] as string[] };
+        const { _id } = await writers[setting].database.conversations.create(caller.principal);
+        await turn(writers[setting], _id, caller, 'look_up {"key": "north"}');
+        await turn(writers[setting], _id, caller, "how did the quarter go?");
+        const fresh = await appOf(setting, "ensure");
+        const cold = await turn(fresh, _id, caller, 'look_up {"key": "south"}');
+        const warm = await turn(fresh, _id, caller, 'look_up {"key": "east"}');
+        await fresh.close();
+        if (round === 0) continue;
+        samples[setting].cold.push(cold);
+        samples[setting].warm.push(warm);
+      }
+    }
+  } finally {
+    for (const app of Object.values(writers)) await app.close();
+    await client.close();
+    await kms.close();
+  }
+  const medianOf = (costs: TurnCost[]): TurnCost => ({
+    ms: median(costs.map((c) => c.ms)),
+    cpuMs: median(costs.map((c) => c.cpuMs)),
+    kmsCalls: median(costs.map((c) => c.kmsCalls)),
+  });
+  return Object.fromEntries(settings.map((s) => [s, { cold: medianOf(samples[s].cold), warm: medianOf(samples[s].warm) }])) as DataKeyInit;
+}
+
+function dataKeyReport(init: DataKeyInit, rounds: number): string[] {
+  const name = { off: "off (`CONTENT_ENCRYPTION=off`)", local: "local key files (`CONTENT_KEYS=local`)", kms: "KMS (`CONTENT_KEYS=kms`, the stand-in)" };
+  const extra = (s: keyof DataKeyInit, pick: (c: TurnCost) => number) => pick(init[s].cold) - pick(init[s].warm);
+  return [
+    `Data keys: a new app's first turn of an existing tenant's conversation (cold data-key cache) against its second (warm), ` +
+      `in this process (offline model, embedded server; medians of ${rounds} rounds, a tool output offloaded in both turns):`,
+    "",
+    "| encryption | first turn | second turn | first less second | CPU, first / second | KMS requests, first / second |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...(["off", "local", "kms"] as const).map(
+      (s) =>
+        `| ${name[s]} | ${init[s].cold.ms.toFixed(0)} ms | ${init[s].warm.ms.toFixed(0)} ms | ${extra(s, (c) => c.ms).toFixed(0)} ms | ` +
+        `${init[s].cold.cpuMs.toFixed(0)} / ${init[s].warm.cpuMs.toFixed(0)} ms | ${s === "kms" ? `${init[s].cold.kmsCalls} / ${init[s].warm.kmsCalls}` : ""} |`,
+    ),
+    "",
+    `Encryption's part of a cold container's first turn (first less second, against off): CPU local ` +
+      `${(extra("local", (c) => c.cpuMs) - extra("off", (c) => c.cpuMs)).toFixed(0)} ms, KMS ` +
+      `${(extra("kms", (c) => c.cpuMs) - extra("off", (c) => c.cpuMs)).toFixed(0)} ms; wall time local ` +
+      `${(extra("local", (c) => c.ms) - extra("off", (c) => c.ms)).toFixed(0)} ms, KMS ${(extra("kms", (c) => c.ms) - extra("off", (c) => c.ms)).toFixed(0)} ms ` +
+      `here (a shared machine: CPU is the steadier figure), plus in AWS the round trips of its ${init.kms.cold.kmsCalls} KMS requests (the tenant's data keys, one per collection ` +
+      `written and read); none in the turns after, until \`CONTENT_DATA_KEY_MAX_AGE_SECONDS\`.`,
+  ];
+}
+
 async function main(): Promise<void> {
   const options = { runs: { type: "string" }, write: { type: "boolean", default: false } } as const;
   const { values } = parseCliArgs(optionsUsage("bench:cold-start", options), { options });
@@ -267,6 +447,12 @@ async function main(): Promise<void> {
   const carelessCode = readFileSync(careless.outfile);
   const untraced = await workerWithoutTracer(dir);
   const untracedBytes = statSync(untraced).size;
+  const unencrypted = {} as Record<"api" | "worker", { file: string; bytes: number; gzipBytes: number }>;
+  for (const name of ["api", "worker"] as const) {
+    const file = await withoutEncryptionSdk(name, dir);
+    const code = readFileSync(file);
+    unencrypted[name] = { file, bytes: code.length, gzipBytes: gzipSync(code).length };
+  }
 
   const mongo = await startEmbeddedMongo();
   const aws = await startLocalAws();
@@ -322,13 +508,23 @@ async function main(): Promise<void> {
 
   const rows: string[] = [];
   let results: Record<string, Timing>;
+  let dataKeys: DataKeyInit;
   try {
     const targets: Record<string, Target> = Object.fromEntries(
       FUNCTIONS.map((name) => [name, { bundle: bundles[name].file, event: events[name], context: lambdaContext(`bench-${name}`) }]),
     );
     targets.carelessWorker = { bundle: careless.outfile, event: events.worker, context: lambdaContext("bench-worker") };
     targets.untracedWorker = { bundle: untraced, event: events.worker, context: lambdaContext("bench-worker") };
+    for (const name of ["api", "worker"] as const) {
+      targets[`${name}WithoutEncryption`] = {
+        bundle: unencrypted[name].file,
+        event: events[name],
+        context: lambdaContext(`bench-${name}`),
+        env: { CONTENT_ENCRYPTION: "off" },
+      };
+    }
     results = await measure(targets, env, runs, probe);
+    dataKeys = await measureDataKeyInit(mongo.uri, Math.max(runs, MIN_DATA_KEY_ROUNDS));
   } finally {
     await aws.close();
     await mongo.stop();
@@ -351,6 +547,23 @@ async function main(): Promise<void> {
   );
   const ut = results.untracedWorker;
   rows.push(`| worker, tracer left out | ${mb(untracedBytes)} | | | ${ms(ut.importMs)} | ${ms(ut.invokeMs)} | ${ms(ut.importMs + ut.invokeMs)} |`);
+  for (const name of ["api", "worker"] as const) {
+    const u = unencrypted[name];
+    const t = results[`${name}WithoutEncryption`];
+    rows.push(
+      `| ${name}, Encryption SDK left out | ${mb(u.bytes)} | ${mb(u.gzipBytes)} | | ${ms(t.importMs)} | ${ms(t.invokeMs)} | ${ms(t.importMs + t.invokeMs)} |`,
+    );
+  }
+  const encryptionShare = (["api", "worker"] as const).map((name) => {
+    const [b, u, t, v] = [bundles[name], unencrypted[name], results[name], results[`${name}WithoutEncryption`]];
+    return (
+      `${name} size +${((b.bytes - u.bytes) / 1024).toFixed(0)} KB (${(((b.bytes - u.bytes) / b.bytes) * 100).toFixed(1)} % of its code; ` +
+      `+${((b.gzipBytes - u.gzipBytes) / 1024).toFixed(0)} KB gzip), import ${(t.importMs / v.importMs).toFixed(2)}× ` +
+      `(CPU ${t.importCpuMs.toFixed(0)} against ${v.importCpuMs.toFixed(0)} ms, ${(t.importCpuMs / v.importCpuMs).toFixed(2)}×), ` +
+      `import + first invocation ${((t.importMs + t.invokeMs) / (v.importMs + v.invokeMs)).toFixed(2)}× ` +
+      `(CPU ${((t.importCpuMs + t.invokeCpuMs) / (v.importCpuMs + v.invokeCpuMs)).toFixed(2)}×)`
+    );
+  });
   const w = bundles.worker;
   const wt = results.worker;
   const report = [
@@ -378,6 +591,11 @@ async function main(): Promise<void> {
       `out: size +${((w.bytes - untracedBytes) / 1024).toFixed(0)} KB (${(w.bytes / untracedBytes).toFixed(2)}×), ` +
       `import ${(wt.importMs / ut.importMs).toFixed(2)}×, import + first invocation ` +
       `${((wt.importMs + wt.invokeMs) / (ut.importMs + ut.invokeMs)).toFixed(2)}×.`,
+    "",
+    `Encryption (the AWS Encryption SDK's \`@aws-crypto/*\` packages, as deployed ÷ replaced by a stub of the names \`lib/crypto\` ` +
+      `imports, run with \`CONTENT_ENCRYPTION=off\`): ${encryptionShare.join("; ")}.`,
+    "",
+    ...dataKeyReport(dataKeys, Math.max(runs, MIN_DATA_KEY_ROUNDS)),
     "",
     `Tokenizer (the bundled token counter, fresh processes): first count ${tokenizer.firstMs.toFixed(0)} ms ` +
       `(builds the encoder from the ranks file; blocks the event loop), next count ` +

@@ -22,6 +22,12 @@
  * there: the parts can run as separate processes (on a 2-core machine shared with others, the load
  * average is recorded with every bucket), and a run stopped early still reports what it measured.
  * Everything runs in this process (server, endpoint, driver) but the embedded MongoDB-compatible server.
+ *
+ * `--parts encryption` (not run by default) runs `--encryption-turns` turns of the same conversation with contents in clear
+ * and encrypted (`--encryption-keys`: local key files, KMS through the stand-in of the tests, or both), one local server per
+ * setting, turn for turn: encryption's share of a turn's time, CPU and bytes, early and late in the conversation.
+ *
+ *   npm run bench:long -- --parts encryption [-- --encryption-turns 300] [-- --encryption-keys local,kms] [-- --write]
  */
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
@@ -46,6 +52,7 @@ import { silentLogger } from "../lib/logger.js";
 import { COLLECTIONS } from "../lib/store/collections.js";
 import type { ToolDefinition } from "../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseRequest, type ScriptedReply } from "../test/support/converse-endpoint.js";
+import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 import { type Axis, lineChart, type Panel, panelInRow } from "./support/line-chart.js";
 import { formatCount, markdownTable } from "./support/markdown.js";
 import { RESULTS_DIR, writeResults } from "./support/results.js";
@@ -59,6 +66,8 @@ const options = {
   "stock-turns": { type: "string", default: "200" },
   "big-turns": { type: "string", default: "10000" },
   "big-minutes": { type: "string", default: "30" },
+  "encryption-turns": { type: "string", default: "300" },
+  "encryption-keys": { type: "string", default: "local,kms" },
   parts: { type: "string", default: "product,stock,big" },
   write: { type: "boolean", default: false },
 } as const;
@@ -67,7 +76,12 @@ const turns = Number(values.turns);
 const stockTurns = Number(values["stock-turns"]);
 const bigTurns = Number(values["big-turns"]);
 const bigMinutes = Number(values["big-minutes"]);
-const PARTS = ["product", "stock", "big"] as const;
+const encryptionTurns = Number(values["encryption-turns"]);
+/** The encrypted arms of the `encryption` part, each run beside `off`: local key files, or KMS keys (the stand-in). */
+const ENCRYPTION_ARMS = ["off", "local", "kms"] as const;
+type EncryptionArm = (typeof ENCRYPTION_ARMS)[number];
+const encryptionArms: EncryptionArm[] = ["off", ...values["encryption-keys"].split(",").map((k) => k.trim() as EncryptionArm)];
+const PARTS = ["product", "stock", "big", "encryption"] as const;
 type Part = (typeof PARTS)[number];
 const parts = new Set(values.parts.split(",").map((p) => p.trim()));
 if (![turns, stockTurns].every((n) => Number.isInteger(n) && n >= 2 * BUCKET) || !Number.isInteger(bigTurns) || bigTurns < 0 || !(bigMinutes >= 0)) {
@@ -76,9 +90,17 @@ if (![turns, stockTurns].every((n) => Number.isInteger(n) && n >= 2 * BUCKET) ||
 // `--parts report`: no part runs; the report is made from the parts' files.
 parts.delete("report");
 if ([...parts].some((p) => !PARTS.includes(p as Part))) throw new Error(`--parts lists some of ${PARTS.join(", ")}, or is report`);
+if (!Number.isInteger(encryptionTurns) || encryptionTurns < 2 * BUCKET) throw new Error(`--encryption-turns must be an integer of at least ${2 * BUCKET}`);
+if (encryptionArms.slice(1).some((k) => k === "off" || !ENCRYPTION_ARMS.includes(k))) throw new Error("--encryption-keys lists local, kms or both");
 const command = (part: Part) =>
   `npm run bench:long -- --parts ${part} ` +
-  (part === "product" ? `--turns ${turns}` : part === "stock" ? `--stock-turns ${stockTurns}` : `--big-turns ${bigTurns} --big-minutes ${bigMinutes}`) +
+  (part === "product"
+    ? `--turns ${turns}`
+    : part === "stock"
+      ? `--stock-turns ${stockTurns}`
+      : part === "encryption"
+        ? `--encryption-turns ${encryptionTurns} --encryption-keys ${encryptionArms.slice(1).join(",")}`
+        : `--big-turns ${bigTurns} --big-minutes ${bigMinutes}`) +
   " --write";
 
 function report(rows: number): string {
@@ -190,6 +212,26 @@ let lastDbMs = 0;
 const token = await mintLocalToken(await loadOrCreateLocalKeys(localDir), { user: "bench" });
 const auth = { authorization: `Bearer ${token}`, "content-type": "application/json" };
 
+/** The database wait (the union of a client's command intervals, the local queue's polling left out) and the bytes of its write commands. */
+function commandMonitor(monitored: MongoClient): { busyNow(): number; writtenBytes(): number } {
+  const inFlight = new Set<number>();
+  let busySince = 0;
+  let busyMs = 0;
+  let written = 0;
+  monitored.on("commandStarted", (e) => {
+    if (e.command[e.commandName] === COLLECTIONS.turnJobs) return;
+    if (e.commandName === "insert" || e.commandName === "update" || e.commandName === "findAndModify") written += BSON.calculateObjectSize(e.command);
+    if (inFlight.size === 0) busySince = performance.now();
+    inFlight.add(e.requestId);
+  });
+  const ended = (e: { requestId: number }) => {
+    if (inFlight.delete(e.requestId) && inFlight.size === 0) busyMs += performance.now() - busySince;
+  };
+  monitored.on("commandSucceeded", ended);
+  monitored.on("commandFailed", ended);
+  return { busyNow: () => busyMs + (inFlight.size > 0 ? performance.now() - busySince : 0), writtenBytes: () => written };
+}
+
 async function newConversation(): Promise<string> {
   const res = await fetch(`${server.url}/v1/conversations`, { method: "POST", headers: auth });
   return ((await res.json()) as { conversationId: string }).conversationId;
@@ -239,10 +281,31 @@ interface BigResult {
   marks: BigMark[];
   stopped?: string;
 }
+/** One arm's bucket of 100 turns in the `encryption` part. */
+interface EncryptionBucket {
+  lastTurn: number;
+  p50: number;
+  dbP50: number;
+  ownP50: number;
+  cpuP50: number;
+  /** Mean BSON bytes of the server's write commands (insert, update, findAndModify) per turn. */
+  writtenPerTurn: number;
+  /** Growth of every document's BSON bytes over the bucket, per turn. */
+  storedPerTurn: number;
+  /** KMS requests over the bucket (the `kms` arm; 0 for the others). */
+  kmsCalls: number;
+  load: number;
+}
+interface EncryptionResult {
+  command: string;
+  arms: Partial<Record<EncryptionArm, EncryptionBucket[]>>;
+  stopped?: string;
+}
 interface Results {
   product?: PartResult;
   stock?: PartResult;
   big?: BigResult;
+  encryption?: EncryptionResult;
 }
 const results: Results = {};
 const partFile = (part: Part) => join(RESULTS_DIR, `long-conversation.${part}.json`);
@@ -387,10 +450,96 @@ function targets({ product, stock, big }: Results): string[][] {
   return rows;
 }
 
+const ARM_NAMES: Record<EncryptionArm, string> = {
+  off: "off (`CONTENT_ENCRYPTION=off`)",
+  local: "on, local key files (`CONTENT_KEYS=local`)",
+  kms: "on, KMS (`CONTENT_KEYS=kms`, the stand-in)",
+};
+
+/** The `encryption` part: each arm per bucket, then each encrypted arm against `off`, early and late. */
+function encryptionReport(encryption: EncryptionResult): string[] {
+  const arms = ENCRYPTION_ARMS.filter((a) => encryption.arms[a]?.length);
+  const off = encryption.arms.off ?? [];
+  const ratio = (a: number, b: number) => (b > 0 ? `×${(a / b).toFixed(2)}` : "–");
+  const lines = [
+    `## Encryption's share of a turn${encryption.stopped ? ` (stopped: ${encryption.stopped})` : ""}`,
+    "",
+    `The same conversation through the HTTP API of ${arms.length} local servers in this process, one per setting, each on its own database,` +
+      " turn for turn in a rotating order so that each sees the same load; everything else as above. Written: the BSON bytes of the server's" +
+      " write commands per turn (mean); stored: the growth of every document's bytes. KMS is the stand-in of the tests" +
+      " (`test/support/kms-keys-endpoint.ts`) through the real `@aws-sdk/client-kms`, in this process.",
+    "",
+    markdownTable(
+      [
+        "setting",
+        "turns",
+        "server time p50",
+        "database wait p50",
+        "server less database p50",
+        "CPU per turn p50",
+        "written per turn",
+        "stored per turn",
+        "KMS requests",
+        "load",
+      ],
+      arms.flatMap((arm) =>
+        (encryption.arms[arm] ?? []).map((b) => [
+          ARM_NAMES[arm],
+          `${b.lastTurn - BUCKET + 1}–${b.lastTurn}`,
+          `${b.p50.toFixed(0)} ms`,
+          `${b.dbP50.toFixed(0)} ms`,
+          `${b.ownP50.toFixed(0)} ms`,
+          `${b.cpuP50.toFixed(0)} ms`,
+          kb(b.writtenPerTurn),
+          kb(b.storedPerTurn),
+          arm === "kms" ? String(b.kmsCalls) : "",
+          b.load.toFixed(1),
+        ]),
+      ),
+      ["left", "left", "right", "right", "right", "right", "right", "right", "right", "right"],
+    ),
+    "",
+  ];
+  if (off.length >= 2) {
+    const rows: string[][] = [];
+    for (const arm of arms.filter((a) => a !== "off")) {
+      const buckets = encryption.arms[arm] ?? [];
+      for (const i of [0, Math.min(buckets.length, off.length) - 1]) {
+        const [on, clear] = [buckets[i], off[i]];
+        if (!on || !clear) continue;
+        rows.push([
+          ARM_NAMES[arm],
+          `${on.lastTurn - BUCKET + 1}–${on.lastTurn}`,
+          ratio(on.p50, clear.p50),
+          `${ratio(on.ownP50, clear.ownP50)} (${(on.ownP50 - clear.ownP50).toFixed(0)} ms)`,
+          `${ratio(on.cpuP50, clear.cpuP50)} (${(on.cpuP50 - clear.cpuP50).toFixed(0)} ms)`,
+          ratio(on.writtenPerTurn, clear.writtenPerTurn),
+          ratio(on.storedPerTurn, clear.storedPerTurn),
+        ]);
+      }
+    }
+    lines.push(
+      "Encrypted against off, in the same run (the first bucket and the last: flat when encryption's cost does not grow with the conversation):",
+      "",
+      markdownTable(["setting", "turns", "server time p50", "server less database p50", "CPU per turn p50", "written per turn", "stored per turn"], rows, [
+        "left",
+        "left",
+        "right",
+        "right",
+        "right",
+        "right",
+        "right",
+      ]),
+      "",
+    );
+  }
+  return lines;
+}
+
 /** Writes the report from every part measured so far (this process's and, with `--write`, the others' files). */
 async function publish(): Promise<void> {
   const all = await loadOtherParts();
-  const { product, stock, big } = all;
+  const { product, stock, big, encryption } = all;
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "CPU"}, shared; load average ${loadavg()[0].toFixed(1)} when this report was written`;
   const markdown = [
     "# Long-conversation benchmark",
@@ -463,6 +612,7 @@ async function publish(): Promise<void> {
       "",
     );
   }
+  if (encryption) markdown.push(...encryptionReport(encryption));
   markdown.push("![Bytes stored and server time per turn, by bucket of 100 turns](long-conversation.svg)", "");
 
   function chart(): string {
@@ -711,6 +861,108 @@ if (parts.has("big") && bigTurns > 0) {
     }
   }
   await writer.close();
+}
+
+// Part 4: encryption's share, the same conversation with contents encrypted and in clear, turn for turn.
+if (parts.has("encryption")) {
+  const part: EncryptionResult = { command: command("encryption"), arms: {} };
+  results.encryption = part;
+  const kmsEndpoint = encryptionArms.includes("kms") ? await startKmsKeysEndpoint() : undefined;
+  // `CONTENT_KEYS=kms` makes its KMS client as in AWS (`new KMS({})`): the SDK's endpoint variable points it at the stand-in.
+  if (kmsEndpoint) process.env.AWS_ENDPOINT_URL_KMS = kmsEndpoint.url;
+  const arms = [];
+  for (const arm of encryptionArms) {
+    const dbName = `${productDb}_encryption_${arm}`;
+    const armConfig = loadConfig({
+      MONGODB_URI: mongo.uri,
+      MONGODB_DB: dbName,
+      MODEL_PROVIDER: "bedrock",
+      BEDROCK_MODEL_ID: "bench",
+      MODEL_COUNT_TOKENS: "false",
+      CONTENT_ENCRYPTION: arm === "off" ? "off" : "on",
+      CONTENT_KEYS: arm === "kms" ? "kms" : "local",
+    });
+    const armServer = await startLocalServer(armConfig, { port: 0, localDir, monitorCommands: true, app: { logger: silentLogger, tools: [reportTool] } });
+    const monitor = commandMonitor(armServer.app.database.db.client);
+    const res = await fetch(`${armServer.url}/v1/conversations`, { method: "POST", headers: auth });
+    const conversationId = ((await res.json()) as { conversationId: string }).conversationId;
+    arms.push({
+      arm,
+      dbName,
+      server: armServer,
+      monitor,
+      conversationId,
+      times: [] as number[],
+      cpu: [] as number[],
+      db: [] as number[],
+      written: [] as number[],
+    });
+  }
+  const storedBefore = new Map<EncryptionArm, number>();
+  let kmsBefore = 0;
+  try {
+    for (let turn = 1; turn <= encryptionTurns; turn++) {
+      // A rotating order: no setting always runs first, on a machine just warmed or cooled by the others.
+      for (let k = 0; k < arms.length; k++) {
+        const a = arms[(turn + k) % arms.length];
+        const started = performance.now();
+        const cpuStarted = cpuMs();
+        const dbStarted = a.monitor.busyNow();
+        const writtenStarted = a.monitor.writtenBytes();
+        const res = await fetch(`${a.server.url}/v1/conversations/${a.conversationId}/messages`, {
+          method: "POST",
+          headers: auth,
+          body: JSON.stringify({ content: question(turn) }),
+        });
+        const body = (await res.json()) as { status?: string };
+        if (res.status !== 200 || body.status !== "completed")
+          throw new Error(`${a.arm} turn ${turn} failed: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+        a.times.push(performance.now() - started);
+        a.cpu.push(cpuMs() - cpuStarted);
+        a.db.push(a.monitor.busyNow() - dbStarted);
+        a.written.push(a.monitor.writtenBytes() - writtenStarted);
+      }
+      converse.requests.length = 0;
+      if (turn % BUCKET === 0) {
+        const kmsNow = kmsEndpoint?.calls.length ?? 0;
+        for (const a of arms) {
+          const stored = await storage(client.db(a.dbName), PRODUCT_COLLECTIONS);
+          const bucket: EncryptionBucket = {
+            lastTurn: turn,
+            p50: quantile(a.times, 0.5),
+            dbP50: quantile(a.db, 0.5),
+            ownP50: quantile(
+              a.times.map((t, i) => t - a.db[i]),
+              0.5,
+            ),
+            cpuP50: quantile(a.cpu, 0.5),
+            writtenPerTurn: a.written.reduce((x, y) => x + y, 0) / a.written.length,
+            storedPerTurn: (stored.bytes - (storedBefore.get(a.arm) ?? 0)) / BUCKET,
+            kmsCalls: a.arm === "kms" ? kmsNow - kmsBefore : 0,
+            load: loadavg()[0],
+          };
+          storedBefore.set(a.arm, stored.bytes);
+          (part.arms[a.arm] ??= []).push(bucket);
+          process.stderr.write(
+            `encryption ${a.arm} turn ${turn}: p50 ${bucket.p50.toFixed(0)} ms (database ${bucket.dbP50.toFixed(0)} ms, the rest ${bucket.ownP50.toFixed(0)} ms), ` +
+              `CPU ${bucket.cpuP50.toFixed(0)} ms, written ${kb(bucket.writtenPerTurn)}, stored ${kb(bucket.storedPerTurn)}, KMS ${bucket.kmsCalls}\n`,
+          );
+          a.times = [];
+          a.cpu = [];
+          a.db = [];
+          a.written = [];
+        }
+        kmsBefore = kmsNow;
+        await save("encryption");
+      }
+    }
+  } catch (error) {
+    part.stopped = error instanceof Error ? error.message.slice(0, 160) : String(error);
+    await save("encryption");
+  }
+  for (const a of arms) await a.server.close();
+  await kmsEndpoint?.close();
+  await publish();
 }
 
 await server.close();
