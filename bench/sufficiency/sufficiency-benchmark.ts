@@ -10,11 +10,17 @@
  *   npm run bench:sufficiency [-- --write]   (--write updates bench/results/sufficiency.md and sufficiency.svg)
  *   npm run bench:sufficiency -- --policy threadwise,"full replay"   (only the policies whose name contains one of them)
  *   npm run bench:sufficiency -- --recall mongodb [--kind user-fact]   (turns indexed in the embedded MongoDB server; slow for the 150-turn cases)
+ *   npm run bench:sufficiency -- --encryption on [--recall mongodb]   (the cases' contents stored encrypted, local key files: offloaded
+ *     outputs sealed and opened by `read_tool_output`; with `--recall mongodb`, the index's terms as keyed hashes; in clear by default)
  */
 import { randomUUID } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import { optionsUsage, parseCliArgs } from "../../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../../lib/local/embedded-mongo.js";
+import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import type { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { lineChart, panelInRow, type LineSeries } from "../support/line-chart.js";
@@ -120,6 +126,7 @@ async function main() {
     policy: { type: "string", default: "" },
     recall: { type: "string", default: "memory" },
     kind: { type: "string", default: "" },
+    encryption: { type: "string", default: "off" },
   } as const;
   const { values } = parseCliArgs(optionsUsage("bench:sufficiency", options), { options });
   const suite = await loadSuite();
@@ -131,7 +138,9 @@ async function main() {
     const loaded: LoadedCase[] = [];
     if (values.recall !== "mongodb" && values.recall !== "memory") throw new Error("--recall is mongodb or memory");
     const memory = values.recall === "memory" ? new MemoryRecallIndex() : undefined;
-    const databases = new SuiteDatabases(client, `bench_sufficiency_${randomUUID().slice(0, 8)}`, memory ? undefined : Number.POSITIVE_INFINITY);
+    if (values.encryption !== "on" && values.encryption !== "off") throw new Error("--encryption is on or off");
+    const contentKeys = values.encryption === "on" ? new LocalTenantKeys(await mkdtemp(join(tmpdir(), "threadwise-bench-sufficiency-keys-"))) : undefined;
+    const databases = new SuiteDatabases(client, `bench_sufficiency_${randomUUID().slice(0, 8)}`, memory ? undefined : Number.POSITIVE_INFINITY, contentKeys);
     const cases = suite.cases.filter((c) => !values.kind || c.kind === values.kind);
     let database: ThreadwiseDatabase | undefined;
     for (const c of cases) loaded.push(await loadCase((database = await databases.next()), c, suite.fillers, memory));

@@ -10,6 +10,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { apiPrincipal } from "../../lib/auth/principal.js";
+import type { TenantKeys } from "../../lib/crypto/tenant-keys.js";
 import { countTextTokens } from "../../lib/model-view/token-counter.js";
 import { toolOutputNotice } from "../../lib/model-view/tool-output-notice.js";
 import { offloadedArtifact } from "../../lib/model-view/tool-output-artifact.js";
@@ -82,13 +83,15 @@ export class SuiteDatabases {
     private readonly prefix: string,
     /** Default: {@link CASES_PER_DATABASE}; `Infinity` keeps every case in one database (one recall index to search). */
     private readonly casesPerDatabase = CASES_PER_DATABASE,
+    /** Tenants' keys, to store the cases' contents encrypted (`--encryption on`). Default: none, contents in clear. */
+    private readonly contentKeys?: TenantKeys,
   ) {}
 
   /** The database for the next case. */
   async next(): Promise<ThreadwiseDatabase> {
     if (this.#opened.length === 0 || this.#loaded % this.casesPerDatabase === 0) {
       const name = `${this.prefix}_${this.#opened.length}`;
-      const database = new ThreadwiseDatabase(this.client, { dbName: name });
+      const database = new ThreadwiseDatabase(this.client, { dbName: name, ...(this.contentKeys && { contentKeys: this.contentKeys }) });
       await database.setup();
       this.#opened.push({ name, database });
     }
