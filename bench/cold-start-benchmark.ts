@@ -20,7 +20,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -57,7 +57,7 @@ import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
 /** Rounds of the data-key measurement (in this process, about a second each), at least. */
-const MIN_DATA_KEY_ROUNDS = 7;
+const MIN_DATA_KEY_ROUNDS = 9;
 /** The targets for the worker: the issue's 1.5 MB of code, plus X-Ray tracing (the "tracer left out" row measures its cost). */
 const TARGET_WORKER_BYTES = 1.65 * 1024 * 1024;
 const TARGET_IMPORT_MS = 200;
@@ -319,9 +319,11 @@ interface TurnCost {
   ms: number;
   cpuMs: number;
   kmsCalls: number;
+  /** Time the turn waited on KMS (the client's requests, summed). */
+  kmsMs: number;
 }
-/** Per setting, the medians of the cold turn and the warm one. */
-type DataKeyInit = Record<"off" | "local" | "kms", { cold: TurnCost; warm: TurnCost }>;
+/** Per setting, the medians of the cold turn and the warm one, and of each round's difference (the two turns ran back to back). */
+type DataKeyInit = Record<"off" | "local" | "kms", { cold: TurnCost; warm: TurnCost; extraMs: number; extraCpuMs: number }>;
 
 const dataKeyTool: ToolDefinition = {
   name: "look_up",
@@ -343,6 +345,18 @@ const dataKeyTool: ToolDefinition = {
 async function measureDataKeyInit(mongoUri: string, rounds: number): Promise<DataKeyInit> {
   const kms = await startKmsKeysEndpoint();
   const kmsClient = new KMS({ endpoint: kms.url, region: "us-east-1", credentials: { accessKeyId: "AKIDBENCH", secretAccessKey: "bench" } });
+  let kmsMs = 0;
+  kmsClient.middlewareStack.add(
+    (next) => async (args) => {
+      const started = performance.now();
+      try {
+        return await next(args);
+      } finally {
+        kmsMs += performance.now() - started;
+      }
+    },
+    { step: "initialize", name: "benchKmsTime" },
+  );
   const client = new MongoClient(mongoUri);
   await client.connect();
   const keysDir = mkdtempSync(join(tmpdir(), "threadwise-cold-start-keys-"));
@@ -369,10 +383,11 @@ async function measureDataKeyInit(mongoUri: string, rounds: number): Promise<Dat
   const turn = async (app: App, conversationId: string, caller: { principal: ReturnType<typeof apiPrincipal>; roles: string[] }, content: string) => {
     const cpu = process.cpuUsage();
     const calls = kms.calls.length;
+    const waited = kmsMs;
     const started = performance.now();
     await app.runner.run({ conversationId, caller, content, turnId: randomUUID() });
     const used = process.cpuUsage(cpu);
-    return { ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, kmsCalls: kms.calls.length - calls };
+    return { ms: performance.now() - started, cpuMs: (used.user + used.system) / 1000, kmsCalls: kms.calls.length - calls, kmsMs: kmsMs - waited };
   };
   try {
     // One more round than reported: the first warms this process's code for every setting alike.
@@ -400,31 +415,39 @@ async function measureDataKeyInit(mongoUri: string, rounds: number): Promise<Dat
     ms: median(costs.map((c) => c.ms)),
     cpuMs: median(costs.map((c) => c.cpuMs)),
     kmsCalls: median(costs.map((c) => c.kmsCalls)),
+    kmsMs: median(costs.map((c) => c.kmsMs)),
   });
-  return Object.fromEntries(settings.map((s) => [s, { cold: medianOf(samples[s].cold), warm: medianOf(samples[s].warm) }])) as DataKeyInit;
+  const extra = (s: (typeof settings)[number], pick: (c: TurnCost) => number) => median(samples[s].cold.map((c, i) => pick(c) - pick(samples[s].warm[i])));
+  return Object.fromEntries(
+    settings.map((s) => [
+      s,
+      { cold: medianOf(samples[s].cold), warm: medianOf(samples[s].warm), extraMs: extra(s, (c) => c.ms), extraCpuMs: extra(s, (c) => c.cpuMs) },
+    ]),
+  ) as DataKeyInit;
 }
 
 function dataKeyReport(init: DataKeyInit, rounds: number): string[] {
   const name = { off: "off (`CONTENT_ENCRYPTION=off`)", local: "local key files (`CONTENT_KEYS=local`)", kms: "KMS (`CONTENT_KEYS=kms`, the stand-in)" };
-  const extra = (s: keyof DataKeyInit, pick: (c: TurnCost) => number) => pick(init[s].cold) - pick(init[s].warm);
+  const share = (s: "local" | "kms", pick: "extraMs" | "extraCpuMs") => (init[s][pick] - init.off[pick]).toFixed(0);
   return [
     `Data keys: a new app's first turn of an existing tenant's conversation (cold data-key cache) against its second (warm), ` +
-      `in this process (offline model, embedded server; medians of ${rounds} rounds, a tool output offloaded in both turns):`,
+      `back to back, in this process (offline model, embedded server; medians of ${rounds} rounds, a tool output offloaded in both turns):`,
     "",
-    "| encryption | first turn | second turn | first less second | CPU, first / second | KMS requests, first / second |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| encryption | first turn | second turn | first less second | CPU, first / second | CPU, first less second | KMS requests, first / second | waiting on KMS, first turn |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...(["off", "local", "kms"] as const).map(
       (s) =>
-        `| ${name[s]} | ${init[s].cold.ms.toFixed(0)} ms | ${init[s].warm.ms.toFixed(0)} ms | ${extra(s, (c) => c.ms).toFixed(0)} ms | ` +
-        `${init[s].cold.cpuMs.toFixed(0)} / ${init[s].warm.cpuMs.toFixed(0)} ms | ${s === "kms" ? `${init[s].cold.kmsCalls} / ${init[s].warm.kmsCalls}` : ""} |`,
+        `| ${name[s]} | ${init[s].cold.ms.toFixed(0)} ms | ${init[s].warm.ms.toFixed(0)} ms | ${init[s].extraMs.toFixed(0)} ms | ` +
+        `${init[s].cold.cpuMs.toFixed(0)} / ${init[s].warm.cpuMs.toFixed(0)} ms | ${init[s].extraCpuMs.toFixed(0)} ms | ` +
+        `${s === "kms" ? `${init[s].cold.kmsCalls} / ${init[s].warm.kmsCalls} | ${init[s].cold.kmsMs.toFixed(0)} ms` : " | "} |`,
     ),
     "",
-    `Encryption's part of a cold container's first turn (first less second, against off): CPU local ` +
-      `${(extra("local", (c) => c.cpuMs) - extra("off", (c) => c.cpuMs)).toFixed(0)} ms, KMS ` +
-      `${(extra("kms", (c) => c.cpuMs) - extra("off", (c) => c.cpuMs)).toFixed(0)} ms; wall time local ` +
-      `${(extra("local", (c) => c.ms) - extra("off", (c) => c.ms)).toFixed(0)} ms, KMS ${(extra("kms", (c) => c.ms) - extra("off", (c) => c.ms)).toFixed(0)} ms ` +
-      `here (a shared machine: CPU is the steadier figure), plus in AWS the round trips of its ${init.kms.cold.kmsCalls} KMS requests (the tenant's data keys, one per collection ` +
-      `written and read); none in the turns after, until \`CONTENT_DATA_KEY_MAX_AGE_SECONDS\`.`,
+    `Encryption's part of a cold container's first turn (its first less its second, less the same with encryption off; ` +
+      `differences of a few tens of ms are within this shared machine's noise): local ${share("local", "extraMs")} ms (CPU ` +
+      `${share("local", "extraCpuMs")} ms), KMS ${share("kms", "extraMs")} ms (CPU ${share("kms", "extraCpuMs")} ms), of which ` +
+      `${init.kms.cold.kmsMs.toFixed(0)} ms waiting on its ${init.kms.cold.kmsCalls} KMS requests to the local stand-in (the tenant's data keys, ` +
+      `one per collection written and read); in AWS each is a round trip to KMS. The turns after make none until ` +
+      `\`CONTENT_DATA_KEY_MAX_AGE_SECONDS\` (\`test/crypto/field-cipher.data-keys.test.ts\`).`,
   ];
 }
 
@@ -509,6 +532,8 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   let results: Record<string, Timing>;
   let dataKeys: DataKeyInit;
+  /** The machine's 1-minute load average before and after the fresh processes: on a shared machine, wall times depend on it. */
+  const loads: number[] = [];
   try {
     const targets: Record<string, Target> = Object.fromEntries(
       FUNCTIONS.map((name) => [name, { bundle: bundles[name].file, event: events[name], context: lambdaContext(`bench-${name}`) }]),
@@ -523,7 +548,9 @@ async function main(): Promise<void> {
         env: { CONTENT_ENCRYPTION: "off" },
       };
     }
+    loads.push(loadavg()[0]);
     results = await measure(targets, env, runs, probe);
+    loads.push(loadavg()[0]);
     dataKeys = await measureDataKeyInit(mongo.uri, Math.max(runs, MIN_DATA_KEY_ROUNDS));
   } finally {
     await aws.close();
@@ -571,7 +598,7 @@ async function main(): Promise<void> {
     "",
     `Generated by \`npm run bench:cold-start -- --write\` (${runs} rounds of one fresh \`node\` process per ` +
       `bundle, interleaved; medians; Node ${process.version}, ${process.arch}; NODE_OPTIONS=--enable-source-maps ` +
-      `as deployed; the AWS SDK from NODE_PATH as on Lambda).`,
+      `as deployed; the AWS SDK from NODE_PATH as on Lambda; load average ${loads.map((l) => l.toFixed(1)).join(" then ")}).`,
     "First invocation = credentials from Secrets Manager (local endpoint), MongoDB connect and index setup " +
       "(embedded server), then the handler's first queries.",
     "",
