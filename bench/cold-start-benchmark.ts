@@ -433,7 +433,8 @@ function dataKeyReport(init: DataKeyInit, rounds: number): string[] {
     `Data keys: a new app's first turn of an existing tenant's conversation (cold data-key cache) against its second (warm), ` +
       `back to back, in this process (offline model, embedded server; medians of ${rounds} rounds, a tool output offloaded in both turns):`,
     "",
-    "| encryption | first turn | second turn | first less second | CPU, first / second | CPU, first less second | KMS requests, first / second | waiting on KMS, first turn |",
+    "| encryption | first turn | second turn | first less second | CPU, first / second | CPU, first less second | " +
+      "KMS requests, first / second | waiting on KMS, first turn |",
     "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...(["off", "local", "kms"] as const).map(
       (s) =>

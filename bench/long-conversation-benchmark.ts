@@ -944,7 +944,8 @@ if (parts.has("encryption")) {
           storedBefore.set(a.arm, stored.bytes);
           (part.arms[a.arm] ??= []).push(bucket);
           process.stderr.write(
-            `encryption ${a.arm} turn ${turn}: p50 ${bucket.p50.toFixed(0)} ms (database ${bucket.dbP50.toFixed(0)} ms, the rest ${bucket.ownP50.toFixed(0)} ms), ` +
+            `encryption ${a.arm} turn ${turn}: p50 ${bucket.p50.toFixed(0)} ms ` +
+              `(database ${bucket.dbP50.toFixed(0)} ms, the rest ${bucket.ownP50.toFixed(0)} ms), ` +
               `CPU ${bucket.cpuP50.toFixed(0)} ms, written ${kb(bucket.writtenPerTurn)}, stored ${kb(bucket.storedPerTurn)}, KMS ${bucket.kmsCalls}\n`,
           );
           a.times = [];

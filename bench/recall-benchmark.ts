@@ -408,7 +408,8 @@ async function main() {
         `# Recall benchmark`,
         "",
         `\`npm run bench:recall -- --seed ${seed}\` — ${TURNS} turns, ${n} planted facts, ${n} paraphrased questions ` +
-          `(${sharedStems} of ${n} share a word stem with their fact), contents ${encryption === "on" ? "encrypted (local key files; terms as keyed hashes)" : "in clear"}, ` +
+          `(${sharedStems} of ${n} share a word stem with their fact), ` +
+          `contents ${encryption === "on" ? "encrypted (local key files; terms as keyed hashes)" : "in clear"}, ` +
           `top ${DEFAULT_RECALL_RESULTS} results, view of the last ${DEFAULT_VIEW_FINISHED_TURNS} turns. Node ` +
           `${process.version}, ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}; embedded MongoDB server.`,
         "",
