@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { KMS } from "@aws-sdk/client-kms";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
@@ -95,19 +94,23 @@ describe("FieldCipher data keys, on a tenant's turns", () => {
   });
 
   it("asks KMS for new data keys once their age passes CONTENT_DATA_KEY_MAX_AGE_SECONDS", async () => {
-    const app = await appOver({ CONTENT_DATA_KEY_MAX_AGE_SECONDS: "1" });
+    // The clock (Date only; timers run) moves when the test moves it, so a slow machine does not age the keys early.
+    vi.useFakeTimers({ toFake: ["Date"], now: new Date("2026-12-08T09:00:00Z") });
+    const app = await appOver({ CONTENT_DATA_KEY_MAX_AGE_SECONDS: "60" });
     try {
       const carol: Caller = { principal: apiPrincipal("carol", "max-age"), roles: [] };
       const { _id } = await app.database.conversations.create(carol.principal);
       await ask(app, _id, carol, 'look_up {"key": "north"}');
+      vi.setSystemTime(new Date("2026-12-08T09:00:59Z"));
       expect(await kmsCallsDuring(() => ask(app, _id, carol, 'look_up {"key": "east"}'))).toEqual([]);
-      await sleep(1_100);
+      vi.setSystemTime(new Date("2026-12-08T09:01:01Z"));
       const aged = await kmsCallsDuring(() => ask(app, _id, carol, 'look_up {"key": "west"}'));
       const [key] = (await database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION).findOne({ _id: '["api","max-age"]' }))?.keys ?? [];
       expect(aged).toContain(`GenerateDataKey ${key.arn}`);
       // A new data key, under the same tenant key: no key was made.
       expect(aged.filter((c) => c.startsWith("CreateKey"))).toEqual([]);
     } finally {
+      vi.useRealTimers();
       await app.close();
     }
   });
