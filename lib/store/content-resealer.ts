@@ -102,6 +102,8 @@ export interface ResealRunOptions {
   now?: () => Date;
   /** Asked after each batch: true stops the run there (a Lambda's time running out); the next run resumes. Default: never. */
   shouldStop?: () => boolean;
+  /** Told each batch once it is recorded (the command line prints it). Default: none. */
+  onBatch?: (batch: ResealBatch) => void;
 }
 
 /**
@@ -235,6 +237,7 @@ export class ContentResealer {
           $inc: { "counts.examined": examined, "counts.resealed": resealed, "counts.raced": raced },
         });
         // The job was replaced (another rotation) or taken over after our lease ran out: stop, the holder goes on.
+        if (matchedCount === 1) options.onBatch?.(batch);
         stopped = matchedCount === 0 || (options.shouldStop?.() ?? false);
         return !stopped;
       },
