@@ -307,6 +307,8 @@ export class ThreadwiseDatabase {
   async shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
     const receipt = await this.cipher.shred({ issuer, tenant });
     this.#termKeys?.forget({ issuer, tenant });
+    // Nothing of the tenant is left to re-encrypt.
+    await this.reseals.jobs.deleteOne({ _id: tenantKey({ issuer, tenant }) });
     return receipt;
   }
 
