@@ -13,8 +13,6 @@ export const DEFAULT_CONTENT_KEY_DELETION_DAYS = 7;
 
 /** Days a tenant's key is used before the schedule rotates it; 0 turns scheduled rotation off (rotation on demand still works). */
 export const DEFAULT_CONTENT_KEY_ROTATION_DAYS = 0;
-/** Seconds between the local server's runs of key maintenance: due rotations, then re-encryption (a schedule in AWS). */
-export const DEFAULT_CONTENT_KEY_MAINTENANCE_SECONDS = 300;
 
 /** Encryption of contents at rest, defined once (see `settings.ts`). */
 export const ENCRYPTION_SETTINGS = {
@@ -41,14 +39,7 @@ export const ENCRYPTION_SETTINGS = {
   CONTENT_KEY_ROTATION_DAYS: setting({
     schema: z.coerce.number().int().min(0).max(3650),
     default: DEFAULT_CONTENT_KEY_ROTATION_DAYS,
-    description:
-      "days a tenant's content key is used before key maintenance rotates it (0: never on a schedule; an admin or operator still can); " +
-      'what the old key sealed is then re-encrypted in the background (docs/security.md, "Rotation")',
-  }),
-  CONTENT_KEY_MAINTENANCE_SECONDS: setting({
-    schema: durationSeconds,
-    default: DEFAULT_CONTENT_KEY_MAINTENANCE_SECONDS,
-    description: "seconds between the local server's runs of key maintenance (due rotations, then re-encryption); in AWS a schedule runs it hourly",
+    description: "days before key maintenance rotates a tenant's key; 0: never",
   }),
 };
 
@@ -65,8 +56,6 @@ export interface EncryptionConfig {
   keyDeletionDays: number;
   /** Default: `DEFAULT_CONTENT_KEY_ROTATION_DAYS` (off). */
   keyRotationDays: number;
-  /** Default: `DEFAULT_CONTENT_KEY_MAINTENANCE_SECONDS`. */
-  keyMaintenanceSeconds: number;
 }
 
 export function loadEncryptionConfig(env: Record<string, string | undefined>): EncryptionConfig {
@@ -77,6 +66,5 @@ export function loadEncryptionConfig(env: Record<string, string | undefined>): E
     dataKeyMaxAgeSeconds: e.CONTENT_DATA_KEY_MAX_AGE_SECONDS,
     keyDeletionDays: e.CONTENT_KEY_DELETION_DAYS,
     keyRotationDays: e.CONTENT_KEY_ROTATION_DAYS,
-    keyMaintenanceSeconds: e.CONTENT_KEY_MAINTENANCE_SECONDS,
   };
 }

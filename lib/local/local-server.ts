@@ -283,7 +283,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
         logger.info("key maintenance", { rotated: result.rotated.length, reencrypted: result.reencrypted.filter((r) => r.status === "done").length });
       }
     },
-    config.encryption.keyMaintenanceSeconds * 1000,
+    KEY_MAINTENANCE_INTERVAL_MS,
     (error) => logger.error("key maintenance failed", { error: error instanceof Error ? error.name : "unknown" }),
   );
   if (app.database.cipher.enabled) keyMaintenance.start();
@@ -314,6 +314,9 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     },
   };
 }
+
+/** How often the local server runs key maintenance (due rotations, then re-encryption); hourly in AWS. */
+export const KEY_MAINTENANCE_INTERVAL_MS = 300_000;
 
 /** How long open requests (a stream, a slow upload) get to finish when the server closes, before their connections are cut. */
 export const DEFAULT_CLOSE_GRACE_MS = 2_000;

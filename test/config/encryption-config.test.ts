@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS,
-  DEFAULT_CONTENT_KEY_DELETION_DAYS,
-  DEFAULT_CONTENT_KEY_MAINTENANCE_SECONDS,
-  loadEncryptionConfig,
-} from "../../lib/config/encryption-config.js";
+import { DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS, DEFAULT_CONTENT_KEY_DELETION_DAYS, loadEncryptionConfig } from "../../lib/config/encryption-config.js";
 
 describe("loadEncryptionConfig", () => {
   it("returns encryption on with local keys and the default ages unless set", () => {
@@ -14,7 +9,6 @@ describe("loadEncryptionConfig", () => {
       dataKeyMaxAgeSeconds: DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS,
       keyDeletionDays: DEFAULT_CONTENT_KEY_DELETION_DAYS,
       keyRotationDays: 0,
-      keyMaintenanceSeconds: DEFAULT_CONTENT_KEY_MAINTENANCE_SECONDS,
     });
     expect(loadEncryptionConfig({ CONTENT_KEY_ROTATION_DAYS: "90" })).toMatchObject({ keyRotationDays: 90 });
     expect(loadEncryptionConfig({ CONTENT_ENCRYPTION: "off", CONTENT_KEYS: "kms" })).toMatchObject({ enabled: false, keys: "kms" });
