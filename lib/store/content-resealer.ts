@@ -211,9 +211,10 @@ export class ContentResealer {
     // This process's cached keyrings may predate the rotation (it ran elsewhere): read the current key again.
     const current = await this.#cipher.currentKey(tenant);
     if (current !== undefined && current !== taken.keyId) {
-      // A later rotation, not yet scheduled here (its own `schedule` replaces this job): leave it to that one.
-      await this.jobs.updateOne({ _id: id, "lease.runId": runId }, { $set: { lease: null } });
-      return { status: "busy" };
+      // A later rotation whose job was not recorded (made around `rotateTenantKey`): re-sealing is under the current
+      // key, from when it surely reached every process.
+      const job = await this.schedule(tenant, current, now());
+      return { status: "waiting", startsAt: job.effectiveAt };
     }
     const held = { _id: id, keyId: taken.keyId, "lease.runId": runId };
     let stopped = false;

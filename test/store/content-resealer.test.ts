@@ -114,6 +114,18 @@ describe("ContentResealer", () => {
       if (resumed.status === "done") expect(resumed.job.counts.examined).toBe(5);
     });
 
+    it("returns waiting under the current key when a later rotation left no job, and then re-seals under it", async () => {
+      const ids = await conversations(2);
+      const { resealer, later } = await rotated(titles(), new Date(Date.now() - MAX_AGE_MS * 2));
+      // A rotation made around the resealer: the job still names the earlier key.
+      const { keyId: latest } = await store.cipher.rotate(acme);
+      const outcome = await resealer.run(acme, { now: later() });
+      expect(outcome).toMatchObject({ status: "waiting" });
+      expect(await resealer.status(acme)).toMatchObject({ keyId: latest, status: "pending", cursor: null });
+      expect((await resealer.run(acme, { now: () => new Date(Date.now() + MAX_AGE_MS + 1_000) })).status).toBe("done");
+      expect(await underKey(ids, latest)).toEqual([true, true]);
+    });
+
     it("stops a run whose job a later rotation replaced; the later one re-seals under its own key", async () => {
       const ids = await conversations(4);
       let resealer: ContentResealer | undefined;
