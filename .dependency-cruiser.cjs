@@ -70,7 +70,7 @@ module.exports = {
       comment:
         "infra/ imports from lib/ only the configuration (and the errors and validation it throws with), plus the few constants the stack " +
         "must agree with at run time: the API's operations, the turn metrics' names, the database setup version, the tool assets' paths, " +
-        "the approvals sweep's event and metrics, the turn recovery's event",
+        "the approvals sweep's event and metrics, the turn recovery's event, the key maintenance's event",
       severity: "error",
       from: { path: "^infra/" },
       to: {
@@ -83,6 +83,7 @@ module.exports = {
           "^lib/observability/(turn-outcome-metrics|turn-failure-reason|approval-sweep-metrics|limit-metrics)[.]ts$",
           "^lib/approvals/sweep-event[.]ts$",
           "^lib/agent/turn-recovery-event[.]ts$",
+          "^lib/lifecycle/key-maintenance-event[.]ts$",
           "^lib/store/database[.]ts$",
           "^lib/tools/documents/local-document-index[.]ts$",
           "^lib/tools/sql/sqlite-wasm[.]ts$",

@@ -3,6 +3,7 @@ import type { Context, SQSEvent, SQSRecord } from "aws-lambda";
 import type { App } from "../lib/app.js";
 import { isTurnRecoveryEvent, type RecoverySweepResult, type TurnRecoveryEvent } from "../lib/agent/index.js";
 import { isApprovalSweepEvent, type ApprovalSweepEvent, type SweepResult } from "../lib/approvals/index.js";
+import { isKeyMaintenanceEvent, type KeyMaintenanceEvent } from "../lib/lifecycle/key-maintenance-event.js";
 import { parseTurnJob } from "../lib/queue/index.js";
 import type { Credentials } from "../lib/config/credentials.js";
 import { ThreadwiseError, ValidationError } from "../lib/errors.js";
@@ -112,12 +113,34 @@ async function sweepApprovals(context: Context): Promise<SweepResult | { status:
   return result;
 }
 
+/** Milliseconds of the invocation left when key maintenance stops after its batch: the next hourly run resumes there. */
+const KEY_MAINTENANCE_MARGIN_MS = 30_000;
+
+/**
+ * The key schedule's run (docs/security.md, "Rotation"): the tenants' keys due are rotated, then
+ * re-encryption goes on until the invocation's time nearly runs out. A stage without a database URI
+ * yet has nothing to rotate.
+ */
+async function maintainKeys(context: Context) {
+  if (credentialsOf(context).mongodbUri === undefined) return { status: "skipped-no-uri" as const };
+  const { app } = await appOf(context);
+  const result = await app.keyRotation.maintain({ shouldStop: () => context.getRemainingTimeInMillis() < KEY_MAINTENANCE_MARGIN_MS });
+  const summary = {
+    rotated: result.rotated.length,
+    reencrypted: result.reencrypted.filter((r) => r.status === "done").length,
+    runs: result.reencrypted.length,
+  };
+  logger.info("key maintenance", summary);
+  return summary;
+}
+
 /**
  * Runs queued turns (one message per turn) and reports the ones to retry as batch item failures;
- * on a schedule's event, the approvals sweep or the turn recovery sweep.
+ * on a schedule's event, the approvals sweep, the turn recovery sweep or key maintenance.
  */
-async function worker(event: SQSEvent | ApprovalSweepEvent | TurnRecoveryEvent, context: Context) {
+async function worker(event: SQSEvent | ApprovalSweepEvent | TurnRecoveryEvent | KeyMaintenanceEvent, context: Context) {
   if (isApprovalSweepEvent(event)) return sweepApprovals(context);
+  if (isKeyMaintenanceEvent(event)) return maintainKeys(context);
   if (isTurnRecoveryEvent(event)) return recoverTurns(context);
   if (!recoveredOnStart) {
     recoveredOnStart = true;

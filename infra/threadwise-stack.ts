@@ -11,6 +11,7 @@ import type { Construct } from "constructs";
 import { fileURLToPath } from "node:url";
 import { APPROVAL_SWEEP_EVENT } from "../lib/approvals/sweep-event.js";
 import { TURN_RECOVERY_EVENT } from "../lib/agent/turn-recovery-event.js";
+import { KEY_MAINTENANCE_EVENT } from "../lib/lifecycle/key-maintenance-event.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
 import { MCP_OAUTH_CALLBACK_PATH } from "../lib/config/mcp-oauth-config.js";
 import { DEFAULT_ATHENA_CATALOG } from "../lib/config/tools-config.js";
@@ -45,6 +46,11 @@ export const WEBHOOK_FUNCTION_TIMEOUT = Duration.seconds(10);
 export const APPROVAL_SWEEP_INTERVAL = Duration.minutes(5);
 /** How often the worker finishes turns whose attempt died: a crashed turn's conversation is free within the lease's TTL and this (docs/recovery.md). */
 export const TURN_RECOVERY_INTERVAL = Duration.minutes(1);
+/**
+ * How often the worker runs key maintenance (docs/security.md, "Rotation"): rotates the tenants' keys
+ * older than `CONTENT_KEY_ROTATION_DAYS`, then re-encrypts, each run resuming where the last stopped.
+ */
+export const KEY_MAINTENANCE_INTERVAL = Duration.hours(1);
 /** Building an index over a large collection takes minutes; CloudFormation waits up to an hour for a custom resource. */
 export const SETUP_FUNCTION_TIMEOUT = Duration.minutes(10);
 /**
@@ -351,8 +357,9 @@ export class ThreadwiseStack extends Stack {
   }
 
   /**
-   * The worker's schedules: the turn recovery sweep (docs/recovery.md) in every stage, and the
-   * approvals sweep (docs/approvals.md, "Expiry") where approvals are configured. Each invokes the
+   * The worker's schedules: the turn recovery sweep (docs/recovery.md) and key maintenance
+   * (docs/security.md, "Rotation") in every stage, and the approvals sweep (docs/approvals.md,
+   * "Expiry") where approvals are configured. Each invokes the
    * worker's live alias, which queues the turns it resumes. A failed run is not retried: the
    * next one comes within the interval and takes what this one left. EventBridge's retry policy
    * covers only handing the event to Lambda; Lambda's own retries of an asynchronous invocation
@@ -366,6 +373,11 @@ export class ThreadwiseStack extends Stack {
       description: "Threadwise: finish or resume turns whose worker died, from their thread",
       schedule: Schedule.rate(TURN_RECOVERY_INTERVAL),
       targets: [new LambdaFunction(worker.alias, { event: RuleTargetInput.fromObject(TURN_RECOVERY_EVENT), retryAttempts: 0 })],
+    });
+    new Rule(this, "KeyMaintenance", {
+      description: "Threadwise: rotate tenants' content keys that are due, then re-encrypt what earlier keys sealed",
+      schedule: Schedule.rate(KEY_MAINTENANCE_INTERVAL),
+      targets: [new LambdaFunction(worker.alias, { event: RuleTargetInput.fromObject(KEY_MAINTENANCE_EVENT), retryAttempts: 0 })],
     });
     if (!approvals) return;
     new Rule(this, "ApprovalSweep", {

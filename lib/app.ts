@@ -49,6 +49,7 @@ import type { McpCallEvent } from "./mcp/mcp-tool-catalog.js";
 import { TenantToolRunner } from "./mcp/tenant-tool-runner.js";
 import { AuditLog } from "./audit/audit-log.js";
 import { Eraser } from "./lifecycle/eraser.js";
+import { KeyRotation } from "./lifecycle/key-rotation.js";
 
 /**
  * When the app makes the database's indexes: `create` before it serves (the local server, tests);
@@ -132,6 +133,8 @@ export interface App {
   audit: AuditLog;
   /** Erasure of conversations, users and tenants, with deletion receipts (docs/data-lifecycle.md). */
   eraser: Eraser;
+  /** Tenants' content keys rotated on demand and on a schedule, and re-encryption after (docs/security.md, "Rotation"). */
+  keyRotation: KeyRotation;
   close(): Promise<void>;
 }
 
@@ -250,6 +253,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     : undefined;
   const audit = new AuditLog(database.db, { retentionDays: config.lifecycle.auditRetentionDays, logger: options.logger });
   const eraser = new Eraser({ database, audit, auditRetentionDays: config.lifecycle.auditRetentionDays, mcpDefaults: mcp.defaults });
+  const keyRotation = new KeyRotation({ database, audit, rotationDays: config.encryption.keyRotationDays, logger: options.logger });
   const approvals = new Approvals({
     store: database.approvals,
     turns: database.turns,
@@ -298,6 +302,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
     mcp,
     audit,
     eraser,
+    keyRotation,
     async close() {
       await mcp.close();
       await defaults?.close();

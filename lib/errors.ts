@@ -471,3 +471,8 @@ export class SchemaVersionError extends ThreadwiseError {
 export class MemberOutsideTenantError extends ThreadwiseError {
   override name = "MemberOutsideTenantError";
 }
+
+/** A key operation (rotation) asked of a deployment that stores contents clear (`CONTENT_ENCRYPTION=off`): 409 `content_encryption_off`, nothing changed. */
+export class ContentEncryptionOffError extends ThreadwiseError {
+  override name = "ContentEncryptionOffError";
+}

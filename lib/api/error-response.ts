@@ -5,6 +5,7 @@ import {
   AuthenticationError,
   BudgetExhaustedError,
   ConflictError,
+  ContentEncryptionOffError,
   ContentRefusedError,
   ContextBudgetExceededError,
   ForbiddenError,
@@ -50,6 +51,7 @@ export function errorResponse(error: unknown): HttpResponse {
     return json(409, body("approval_superseded", error.message, { approvalId: error.approvalId, status: error.status }));
   }
   if (error instanceof ApprovalExpiredError) return json(410, body("approval_expired", error.message, { approvalId: error.approvalId, status: error.status }));
+  if (error instanceof ContentEncryptionOffError) return json(409, body("content_encryption_off", error.message));
   if (error instanceof ConflictError) {
     return json(409, body("conflict", error.message), error.retryAfterSeconds ? { "retry-after": String(error.retryAfterSeconds) } : {});
   }

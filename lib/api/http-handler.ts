@@ -3,6 +3,7 @@ import type { Config } from "../config/config.js";
 import { TurnEventFollower } from "../events/turn-event-follower.js";
 import { adminRoutes } from "./admin-routes.js";
 import { adminMcpRoutes } from "./admin-mcp-routes.js";
+import { contentKeyRoutes } from "./content-key-routes.js";
 import { lifecycleRoutes } from "./lifecycle-routes.js";
 import { memberRoutes } from "./member-routes.js";
 import { agentProtocolRoutes } from "./agent-protocol-routes.js";
@@ -66,6 +67,8 @@ export function createHttpHandler(app: App, config: Config, options: HttpHandler
     ...adminMcpRoutes({ authenticate: options.authenticate, store: app.mcp.store, defaults: app.mcp.defaults, roles: adminRoles, audit: app.audit }),
     // Erasure, export and the audit log (docs/data-lifecycle.md).
     ...lifecycleRoutes({ authenticate: options.authenticate, database: app.database, eraser: app.eraser, audit: app.audit, ...adminRoles }),
+    // Content key rotation and its re-encryption (docs/security.md, "Rotation").
+    ...contentKeyRoutes({ authenticate: options.authenticate, keyRotation: app.keyRotation, roles: adminRoles }),
     ...(options.extraRoutes ?? []),
     ...(options.routesOverApi?.(deps) ?? []),
   ];

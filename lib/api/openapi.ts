@@ -6,6 +6,7 @@ import * as mcp from "./mcp-schemas.js";
 import * as adminMcp from "./admin-mcp-schemas.js";
 import * as lifecycle from "./lifecycle-schemas.js";
 import * as members from "./member-schemas.js";
+import * as contentKeys from "./content-key-schemas.js";
 
 /** One operation of the HTTP API, described by the zod schemas that validate and shape it. */
 interface Operation {
@@ -391,6 +392,28 @@ export const OPERATIONS: Operation[] = [
     summary: "A tenant's audit records in chain order: who read, exported, erased or changed what, with hashes linking each to the one before.",
     query: lifecycle.auditQuery,
     responses: { 200: { description: "A page of records.", schema: lifecycle.auditView } },
+    errors: [400, 403],
+  },
+  {
+    method: "post",
+    path: "/v1/admin/content-keys/rotate",
+    operationId: "rotateContentKey",
+    summary:
+      "Rotates a tenant's content key: new writes use the new key from `effectiveAt` in every process, and what earlier keys sealed is " +
+      "re-encrypted in the background from then (docs/security.md, Rotation). A tenant admin on its own tenant, an operator on any.",
+    body: contentKeys.rotateContentKeyBody,
+    responses: {
+      200: { description: "The new key's id, when it takes effect everywhere, and the re-encryption scheduled.", schema: contentKeys.rotationView },
+    },
+    errors: [400, 403, 409],
+  },
+  {
+    method: "get",
+    path: "/v1/admin/content-keys",
+    operationId: "getContentKeyRotation",
+    summary: "A tenant's latest key rotation and its re-encryption's progress; a tenant admin on its own tenant, an operator on any.",
+    query: contentKeys.contentKeyTenantQuery,
+    responses: { 200: { description: "The re-encryption, or null when the key never rotated.", schema: contentKeys.contentKeyStatusView } },
     errors: [400, 403],
   },
   ...agentProtocolOperations(),

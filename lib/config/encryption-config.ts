@@ -11,6 +11,9 @@ export const DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS = 300;
 /** Days KMS waits before deleting a shredded tenant's keys (7–30). */
 export const DEFAULT_CONTENT_KEY_DELETION_DAYS = 7;
 
+/** Days a tenant's key is used before the schedule rotates it; 0 turns scheduled rotation off (rotation on demand still works). */
+export const DEFAULT_CONTENT_KEY_ROTATION_DAYS = 0;
+
 /** Encryption of contents at rest, defined once (see `settings.ts`). */
 export const ENCRYPTION_SETTINGS = {
   CONTENT_ENCRYPTION: setting({
@@ -33,6 +36,11 @@ export const ENCRYPTION_SETTINGS = {
     default: DEFAULT_CONTENT_KEY_DELETION_DAYS,
     description: "days KMS waits before deleting a shredded tenant's keys (7–30); the shred is final then",
   }),
+  CONTENT_KEY_ROTATION_DAYS: setting({
+    schema: z.coerce.number().int().min(0).max(3650),
+    default: DEFAULT_CONTENT_KEY_ROTATION_DAYS,
+    description: "days before key maintenance rotates a tenant's key; 0: never",
+  }),
 };
 
 const envSchema = envSchemaOf(ENCRYPTION_SETTINGS);
@@ -46,6 +54,8 @@ export interface EncryptionConfig {
   dataKeyMaxAgeSeconds: number;
   /** Default: `DEFAULT_CONTENT_KEY_DELETION_DAYS`. */
   keyDeletionDays: number;
+  /** Default: `DEFAULT_CONTENT_KEY_ROTATION_DAYS` (off). */
+  keyRotationDays: number;
 }
 
 export function loadEncryptionConfig(env: Record<string, string | undefined>): EncryptionConfig {
@@ -55,5 +65,6 @@ export function loadEncryptionConfig(env: Record<string, string | undefined>): E
     keys: e.CONTENT_KEYS,
     dataKeyMaxAgeSeconds: e.CONTENT_DATA_KEY_MAX_AGE_SECONDS,
     keyDeletionDays: e.CONTENT_KEY_DELETION_DAYS,
+    keyRotationDays: e.CONTENT_KEY_ROTATION_DAYS,
   };
 }

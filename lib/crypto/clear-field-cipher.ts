@@ -47,6 +47,19 @@ export class ClearFieldCipher implements ContentCipher {
     return isCiphertext(stored);
   }
 
+  /** Nothing to re-seal: there are no keys. */
+  async reseal(_conversationId: string, _ref: FieldRef, _stored: unknown): Promise<Binary | undefined> {
+    return undefined;
+  }
+
+  async resealFor(_tenant: TenantRef, _ref: FieldRef, _stored: unknown): Promise<Binary | undefined> {
+    return undefined;
+  }
+
+  async currentKey(_tenant: TenantRef): Promise<string | undefined> {
+    return undefined;
+  }
+
   #clear<T>(ref: FieldRef, stored: unknown): T {
     if (isCiphertext(stored)) throw contentRefused("encryption_off", ref);
     return stored as T;

@@ -33,6 +33,16 @@ export interface ContentCipher {
   openJsonFor<T>(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<T>;
   /** Whether a stored value is a ciphertext of this cipher's form (what a migration leaves alone). */
   isSealed(stored: unknown): boolean;
+  /**
+   * The stored value sealed again under the tenant's current key, or undefined when nothing is to
+   * be done: that key sealed it already, it is no ciphertext, or encryption is off. What
+   * re-encryption after a rotation writes (docs/security.md, "Rotation").
+   */
+  reseal(conversationId: string, ref: FieldRef, stored: unknown): Promise<Binary | undefined>;
+  /** As `reseal`, under a tenant named directly (as `sealJsonFor`). */
+  resealFor(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<Binary | undefined>;
+  /** The key the tenant's new values are sealed with, read again from the key source; undefined when encryption is off. */
+  currentKey(tenant: TenantRef): Promise<string | undefined>;
 }
 
 /**

@@ -1,11 +1,12 @@
 import { getLocalCryptographicMaterialsCache, NodeCachingMaterialsManager } from "@aws-crypto/caching-materials-manager-node";
-import { buildDecrypt } from "@aws-crypto/decrypt-node";
+import { buildDecrypt, type MessageHeader } from "@aws-crypto/decrypt-node";
 import { buildEncrypt } from "@aws-crypto/encrypt-node";
 import { AlgorithmSuiteIdentifier, CommitmentPolicy, type NodeAlgorithmSuite } from "@aws-crypto/material-management-node";
 import type { Binary } from "mongodb";
+import { ContentEncryptionOffError } from "../errors.js";
 import { CLEAR_FIELDS } from "./clear-field-cipher.js";
 import { type ContentCipher, ciphertextOf, contentRefused as refused, type FieldRef, isCiphertext, type StoredContent } from "./content-cipher.js";
-import { type ShredReceipt, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
+import { type ShredReceipt, type TenantCurrentKey, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** How long a data key (and a tenant's keyrings) is reused before KMS or the key file is asked again. */
 export const DEFAULT_DATA_KEY_MAX_AGE_MS = 300_000;
@@ -135,6 +136,39 @@ export class FieldCipher implements ContentCipher {
     return this.#open(await this.tenantOf(conversationId), ref, stored);
   }
 
+  /**
+   * The stored value sealed again under its conversation's tenant's current key, or undefined when
+   * that key sealed it already (and when it is no ciphertext: encryption off, or a clear value set-up
+   * has not reached). What re-encryption after a rotation writes (docs/security.md, "Rotation").
+   */
+  async reseal(conversationId: string, ref: FieldRef, stored: unknown): Promise<Binary | undefined> {
+    if (!this.#keys || !isCiphertext(stored)) return undefined;
+    return this.resealFor(await this.tenantOf(conversationId), ref, stored);
+  }
+
+  /**
+   * As `reseal`, under a tenant named directly. Which key sealed the value is read from its message
+   * header: each encrypted data key's provider info names the key that wrapped it (a KMS key's ARN;
+   * a local key's name followed by the wrapping's IV). The value is checked as a read checks it (a
+   * moved or foreign ciphertext is refused, never re-sealed into place) and sealed with the same
+   * binding and encryption context.
+   */
+  async resealFor(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<Binary | undefined> {
+    if (!this.#keys || !isCiphertext(stored)) return undefined;
+    const { plaintext, header } = await this.#openMessage(tenant, ref, stored);
+    const materials = await this.#materialsOf(tenant);
+    if (header.encryptedDataKeys.some((edk) => edk.providerInfo.startsWith(materials.current))) return undefined;
+    const { result } = await encrypt(materials.encrypt, plaintext, { suiteId: CONTENT_SUITE, encryptionContext: contextOf(tenant, ref) });
+    return ciphertextOf(result);
+  }
+
+  /** The key new values of the tenant are sealed with, read again from the key source (not this process's cached keyrings). */
+  async currentKey(tenant: TenantRef): Promise<string | undefined> {
+    if (!this.#keys) return undefined;
+    this.#materials.delete(tenantKey(tenant));
+    return (await this.#materialsOf(tenant)).current;
+  }
+
   /** Whether a stored value is a ciphertext of this cipher's form (what a migration leaves alone). */
   isSealed(stored: unknown): boolean {
     return isCiphertext(stored);
@@ -159,6 +193,11 @@ export class FieldCipher implements ContentCipher {
     return rotated;
   }
 
+  /** Every tenant with keys and its current key's age (what scheduled rotation reads); none when encryption is off. */
+  currentKeys(): Promise<TenantCurrentKey[]> {
+    return this.#keys ? this.#keys.currentKeys() : Promise.resolve([]);
+  }
+
   /** Destroys the tenant's keys; the receipt's `finalAt` adds the age a process may still hold one of its data keys. */
   async shred(tenant: TenantRef, now?: Date): Promise<ShredReceipt> {
     const receipt = await this.#require().shred(tenant, now);
@@ -167,7 +206,7 @@ export class FieldCipher implements ContentCipher {
   }
 
   #require(): TenantKeys {
-    if (!this.#keys) throw new Error("content encryption is off (CONTENT_ENCRYPTION=off): there are no tenant keys");
+    if (!this.#keys) throw new ContentEncryptionOffError("content encryption is off (CONTENT_ENCRYPTION=off): there are no tenant keys to rotate or shred");
     return this.#keys;
   }
 
@@ -182,6 +221,13 @@ export class FieldCipher implements ContentCipher {
   }
 
   async #open(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<Buffer> {
+    const { plaintext } = await this.#openMessage(tenant, ref, stored);
+    const length = plaintext.readUInt32BE(0);
+    return plaintext.subarray(4 + length);
+  }
+
+  /** The message's plaintext (the binding and the value) and header, once its tenant, collection, document and field are checked. */
+  async #openMessage(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<{ plaintext: Buffer; header: MessageHeader }> {
     if (!isCiphertext(stored)) throw refused("plaintext", ref);
     const ciphertext = Buffer.from(stored.buffer.buffer, stored.buffer.byteOffset, stored.position);
     let out: Awaited<ReturnType<typeof decrypt>>;
@@ -203,7 +249,7 @@ export class FieldCipher implements ContentCipher {
     }
     const length = out.plaintext.readUInt32BE(0);
     if (out.plaintext.subarray(4, 4 + length).toString("utf8") !== JSON.stringify([ref.id, ref.field])) throw refused("moved", ref);
-    return out.plaintext.subarray(4 + length);
+    return { plaintext: out.plaintext, header: out.messageHeader };
   }
 
   #clear(ref: FieldRef, stored: unknown): string {

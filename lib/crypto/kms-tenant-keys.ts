@@ -1,7 +1,7 @@
 import { KmsKeyringNode } from "@aws-crypto/kms-keyring-node";
 import type { KMS } from "@aws-sdk/client-kms";
 import type { Collection } from "mongodb";
-import { type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
+import { type ShredReceipt, type TenantCurrentKey, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** Days KMS waits before deleting a shredded tenant's keys (KMS allows 7–30; the deletion can be cancelled meanwhile). */
 export const DEFAULT_KEY_DELETION_WINDOW_DAYS = 7;
@@ -66,6 +66,15 @@ export class KmsTenantKeys implements TenantKeys {
       { upsert: true },
     );
     return { keyId: arn, rotatedAt: now };
+  }
+
+  async currentKeys(): Promise<TenantCurrentKey[]> {
+    // One document per tenant: read whole (a shredded tenant has no keys left and is skipped).
+    const docs = await this.#registry.find({}).toArray();
+    return docs.flatMap((doc) => {
+      const current = doc.keys.at(-1);
+      return current ? [{ tenant: { issuer: doc.issuer, tenant: doc.tenant }, keyId: current.arn, createdAt: current.createdAt }] : [];
+    });
   }
 
   async shred(tenant: TenantRef, now = new Date()): Promise<ShredReceipt> {

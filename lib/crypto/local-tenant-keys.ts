@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { MultiKeyringNode } from "@aws-crypto/material-management-node";
 import { RawAesKeyringNode, RawAesWrappingSuiteIdentifier } from "@aws-crypto/raw-aes-keyring-node";
-import { type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
+import { type ShredReceipt, type TenantCurrentKey, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** The folder of tenants' key files, in the local server's directory (`.local/`, git-ignored). */
 export const LOCAL_CONTENT_KEYS_DIR = "content-keys";
@@ -51,6 +51,20 @@ export class LocalTenantKeys implements TenantKeys {
     const key = newKey(now);
     await this.#write(tenant, { ...file, keys: [...file.keys, key] });
     return { keyId: key.name, rotatedAt: now };
+  }
+
+  async currentKeys(): Promise<TenantCurrentKey[]> {
+    const names = await readdir(this.#dir).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return [] as string[];
+      throw error;
+    });
+    const out: TenantCurrentKey[] = [];
+    for (const name of names.filter((n) => n.endsWith(".json"))) {
+      const file = JSON.parse(await readFile(join(this.#dir, name), "utf8")) as KeyFile;
+      const current = file.keys.at(-1);
+      if (current) out.push({ tenant: { issuer: file.issuer, tenant: file.tenant }, keyId: current.name, createdAt: new Date(current.createdAt) });
+    }
+    return out;
   }
 
   async shred(tenant: TenantRef, now = new Date()): Promise<ShredReceipt> {

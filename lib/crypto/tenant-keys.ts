@@ -40,6 +40,15 @@ export interface ShredReceipt {
   finalAt: Date;
 }
 
+/** A tenant with keys, and its current key: what scheduled rotation reads (docs/security.md, "Rotation"). */
+export interface TenantCurrentKey {
+  tenant: TenantRef;
+  /** The key new values are encrypted with (a local key's name, or a KMS key ARN). */
+  keyId: string;
+  /** When that key was made: a rotation, or the tenant's first write. */
+  createdAt: Date;
+}
+
 /** Where tenants' key material lives: a key file per tenant locally, KMS keys per tenant in AWS. */
 export interface TenantKeys {
   readonly kind: "local" | "kms";
@@ -47,6 +56,8 @@ export interface TenantKeys {
   keyrings(tenant: TenantRef): Promise<TenantKeyrings>;
   /** Adds a new key that new writes use from now on; the tenant's earlier keys still decrypt. */
   rotate(tenant: TenantRef, now?: Date): Promise<{ keyId: string; rotatedAt: Date }>;
+  /** Every tenant that has keys (none shredded), with its current key and when it was made. */
+  currentKeys(): Promise<TenantCurrentKey[]>;
   /** Destroys every key of the tenant; what it encrypted cannot be read again, in any copy of the database. */
   shred(tenant: TenantRef, now?: Date): Promise<ShredReceipt>;
 }

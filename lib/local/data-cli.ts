@@ -5,6 +5,7 @@ import { loadConfig, type Config } from "../config/config.js";
 import { ValidationError } from "../errors.js";
 import type { DataTarget, TenantTarget, UserTarget } from "../lifecycle/data-subject.js";
 import { Eraser } from "../lifecycle/eraser.js";
+import { KeyRotation, reencryptionView } from "../lifecycle/key-rotation.js";
 import { importData, readExport, writeExport } from "../lifecycle/exporter.js";
 import { createTenantKeys } from "../crypto/create-tenant-keys.js";
 import { databaseFor } from "../setup-database.js";
@@ -18,6 +19,8 @@ const USAGE = [
   "       npm run data:export -- --issuer <kind> [--tenant <tenant>] [--subject <user>] --out <folder>",
   "       npm run data:import -- --in <folder>",
   "       npm run audit:verify -- [--issuer <kind> --tenant <tenant>]",
+  "       npm run keys:rotate -- --issuer <kind> [--tenant <tenant>]",
+  "       npm run keys:reencrypt -- --issuer <kind> [--tenant <tenant>]",
   "The database is MONGODB_URI and MONGODB_DB's (docs/data-lifecycle.md).",
 ].join("\n");
 
@@ -46,8 +49,9 @@ function subjectTarget(v: { issuer?: string; tenant?: string; subject?: string }
 }
 
 /**
- * `npm run erase`, `npm run data:export`, `npm run data:import` and `npm run audit:verify`: the
- * operator's side of erasure, export and the audit log, run where the database can be reached. The
+ * `npm run erase`, `npm run data:export`, `npm run data:import`, `npm run audit:verify`,
+ * `npm run keys:rotate` and `npm run keys:reencrypt`: the operator's side of erasure, export, the
+ * audit log and content key rotation, run where the database can be reached. The
  * actor in receipts and audit records is `cli` and the machine's user name. A mistake is one line
  * and exit code 1 (2 for a wrong command line); a verification that finds a problem exits 1.
  */
@@ -55,7 +59,9 @@ const [command, ...rest] = process.argv.slice(2);
 const { values } = parseCliArgs(USAGE, { options: OPTIONS, allowPositionals: false }, rest);
 let config: Config | undefined;
 try {
-  if (!["erase", "export", "import", "audit-verify"].includes(command ?? "")) throw mistake(`unknown command ${command ?? "(none)"}\n${USAGE}`);
+  if (!["erase", "export", "import", "audit-verify", "rotate-key", "reencrypt"].includes(command ?? "")) {
+    throw mistake(`unknown command ${command ?? "(none)"}\n${USAGE}`);
+  }
   config = loadConfig();
   if (!config.mongodbUri) throw new ValidationError("invalid configuration", [{ path: "MONGODB_URI", message: "required (the database to act on)" }]);
   const client = createMongoClient(config.mongodbUri, config.mongo);
@@ -88,6 +94,19 @@ try {
       if (values.in === undefined) throw mistake("--in names the folder an export wrote");
       const { manifest, contents } = await readExport(values.in);
       console.log(JSON.stringify({ database: config.dbName, inserted: await importData(database.db, manifest, contents) }, null, 2));
+    } else if (command === "rotate-key" || command === "reencrypt") {
+      const tenant = { issuer: issuerOf(values.issuer), tenant: values.tenant ?? null };
+      const rotation = new KeyRotation({ database, audit, rotationDays: config.encryption.keyRotationDays });
+      if (command === "rotate-key") {
+        console.log(JSON.stringify(await rotation.rotate(tenant, { actor, channel: "cli" }), null, 2));
+      } else {
+        // Progress on stderr, a line a batch; the outcome on stdout.
+        const onBatch = (b: { collection: string; examined: number; resealed: number; raced: number }) =>
+          console.error(JSON.stringify({ collection: b.collection, examined: b.examined, resealed: b.resealed, raced: b.raced }));
+        const outcome = await rotation.reencrypt(tenant, { onBatch });
+        const job = "job" in outcome ? reencryptionView(outcome.job) : await rotation.status(tenant);
+        console.log(JSON.stringify({ outcome: outcome.status, ...("startsAt" in outcome && { startsAt: outcome.startsAt }), reencryption: job }, null, 2));
+      }
     } else {
       const tenant = values.issuer === undefined ? undefined : { issuer: issuerOf(values.issuer), tenant: values.tenant ?? null };
       const result = await audit.verify(tenant);

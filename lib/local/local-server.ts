@@ -275,6 +275,18 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
   await recover().catch((error: unknown) => logger.error("turn recovery sweep failed", { error: error instanceof Error ? error.name : "unknown" }));
   turnQueue.start();
   recoverySweep.start();
+  // What the worker's hourly key schedule does in AWS: rotations due (CONTENT_KEY_ROTATION_DAYS), then re-encryption (docs/security.md, "Rotation").
+  const keyMaintenance = new PeriodicTask(
+    async () => {
+      const result = await app.keyRotation.maintain();
+      if (result.rotated.length > 0 || result.reencrypted.length > 0) {
+        logger.info("key maintenance", { rotated: result.rotated.length, reencrypted: result.reencrypted.filter((r) => r.status === "done").length });
+      }
+    },
+    KEY_MAINTENANCE_INTERVAL_MS,
+    (error) => logger.error("key maintenance failed", { error: error instanceof Error ? error.name : "unknown" }),
+  );
+  if (app.database.cipher.enabled) keyMaintenance.start();
   const databaseWatch = new DatabaseWatch({ database: app.database, embedded, logger });
   databaseWatch.start();
   const { port } = server.address() as AddressInfo;
@@ -293,6 +305,7 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
       await databaseWatch.stop();
       await sweep.stop();
       await recoverySweep.stop();
+      await keyMaintenance.stop();
       await turnQueue.stop();
       await Promise.all([server, server6].flatMap((s) => (s ? [closeServer(s)] : [])));
       await app.close();
@@ -301,6 +314,9 @@ export async function startLocalServer(config: Config, options: LocalServerOptio
     },
   };
 }
+
+/** How often the local server runs key maintenance (due rotations, then re-encryption); hourly in AWS. */
+export const KEY_MAINTENANCE_INTERVAL_MS = 300_000;
 
 /** How long open requests (a stream, a slow upload) get to finish when the server closes, before their connections are cut. */
 export const DEFAULT_CLOSE_GRACE_MS = 2_000;

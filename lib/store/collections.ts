@@ -48,6 +48,8 @@ export const COLLECTIONS = {
   contentKeys: CONTENT_KEYS_COLLECTION,
   /** Tenants' recall term keys, sealed by their content keys (`TenantTermKeys`, docs/security.md). */
   termKeys: "term_keys",
+  /** Each tenant's re-encryption after its latest key rotation: the key, the pass's cursor and counts (`ContentResealer`, docs/security.md). */
+  contentReseals: "content_reseals",
   /** One document recording which version of the indexes `setup()` made (`DATABASE_SETUP_VERSION`). */
   setup: "setup",
 } as const;

@@ -1,12 +1,14 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
-import { FieldCipher } from "../crypto/field-cipher.js";
-import type { ShredReceipt, TenantKeys } from "../crypto/tenant-keys.js";
+import { DEFAULT_DATA_KEY_MAX_AGE_MS, FieldCipher } from "../crypto/field-cipher.js";
+import { type ShredReceipt, type TenantKeys, tenantKey } from "../crypto/tenant-keys.js";
 import { type TermKeyDocument, TenantTermKeys } from "../crypto/tenant-term-keys.js";
 import type { IssuerKind } from "../auth/principal.js";
 import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
+import { CollectionResealWalker } from "./collection-reseal-walker.js";
+import { ContentResealer } from "./content-resealer.js";
 import { COLLECTIONS } from "./collections.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempotency-persistence-layer.js";
 import { ConversationStore } from "./conversation-store.js";
@@ -110,6 +112,8 @@ export class ThreadwiseDatabase {
   readonly approvals: ApprovalStore;
   /** Where every content field is encrypted and decrypted, per the conversation's tenant. */
   readonly cipher: FieldCipher;
+  /** Re-encryption after a rotation: walks the sealed fields (and any walker added, such as the checkpointer's). */
+  readonly reseals: ContentResealer;
   readonly #termKeys: TenantTermKeys | undefined;
 
   constructor(client: MongoClient, options: ThreadwiseDatabaseOptions) {
@@ -150,6 +154,35 @@ export class ThreadwiseDatabase {
       checkpointsKept: options.checkpointsKept,
       expiresAfterMs: this.retention.periodMs,
     });
+    this.reseals = new ContentResealer(this.db, this.cipher, this.resealWalkers(), {
+      dataKeyMaxAgeMs: options.dataKeyMaxAgeMs ?? DEFAULT_DATA_KEY_MAX_AGE_MS,
+    });
+  }
+
+  /**
+   * What re-encryption walks: every field of `ENCRYPTED_FIELDS` (a conversation's own under its `_id`, the
+   * rest under their `conversationId`), then the tenants' recall term keys, sealed under the tenant itself.
+   */
+  private resealWalkers(): CollectionResealWalker[] {
+    const contents = new CollectionResealWalker(
+      "contents",
+      Object.entries(ENCRYPTED_FIELDS).map(([name, fields]) => ({
+        collection: this.db.collection(name),
+        fields: Object.keys(fields),
+        owner: {
+          kind: "conversation" as const,
+          conversationOf: (doc) => (name === COLLECTIONS.conversations ? String(doc._id) : (doc.conversationId as string | undefined)),
+        },
+      })),
+    );
+    const termKeys = new CollectionResealWalker("term_keys", [
+      {
+        collection: this.db.collection(COLLECTIONS.termKeys),
+        fields: ["key"],
+        owner: { kind: "tenant", tenantFilter: (tenant) => ({ _id: tenantKey(tenant) as never }) },
+      },
+    ]);
+    return [contents, termKeys];
   }
 
   /**
@@ -257,10 +290,13 @@ export class ThreadwiseDatabase {
 
   /**
    * A new key for the tenant (`tenant` null: the issuer's callers without one): new writes use it,
-   * what the earlier keys encrypted stays readable (docs/security.md, "Rotation").
+   * what the earlier keys encrypted stays readable, and its re-encryption under the new key is
+   * scheduled from when every process uses it, `effectiveAt` (docs/security.md, "Rotation").
    */
-  rotateTenantKey(issuer: IssuerKind, tenant: string | null): Promise<{ keyId: string; rotatedAt: Date }> {
-    return this.cipher.rotate({ issuer, tenant });
+  async rotateTenantKey(issuer: IssuerKind, tenant: string | null, now?: Date): Promise<{ keyId: string; rotatedAt: Date; effectiveAt: Date }> {
+    const rotated = await this.cipher.rotate({ issuer, tenant }, now);
+    const job = await this.reseals.schedule({ issuer, tenant }, rotated.keyId, rotated.rotatedAt);
+    return { ...rotated, effectiveAt: job.effectiveAt };
   }
 
   /**
@@ -271,6 +307,8 @@ export class ThreadwiseDatabase {
   async shredTenantKeys(issuer: IssuerKind, tenant: string | null): Promise<ShredReceipt> {
     const receipt = await this.cipher.shred({ issuer, tenant });
     this.#termKeys?.forget({ issuer, tenant });
+    // Nothing of the tenant is left to re-encrypt.
+    await this.reseals.jobs.deleteOne({ _id: tenantKey({ issuer, tenant }) });
     return receipt;
   }
 

@@ -86,3 +86,17 @@ export {
   type RecallTurnDocument,
   type RecallWatermark,
 } from "./recall-index-store.js";
+export {
+  ContentResealer,
+  DEFAULT_RESEAL_BATCH_SIZE,
+  DEFAULT_RESEAL_LEASE_MS,
+  type ContentResealerOptions,
+  type ResealBatch,
+  type ResealCursor,
+  type ResealJobDocument,
+  type ResealOutcome,
+  type ResealPass,
+  type ResealRunOptions,
+  type ResealWalker,
+} from "./content-resealer.js";
+export { CollectionResealWalker, type ResealedCollection } from "./collection-reseal-walker.js";

@@ -28,6 +28,7 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/observability/approval-sweep-metrics.ts": "the approvals sweep's metric names",
   "lib/api/admin-schemas.ts": "the admin API's request and response schemas (zod), checked through the admin routes' tests",
   "lib/api/lifecycle-schemas.ts": "erasure, export and audit log schemas (zod), checked through test/api/lifecycle-routes.test.ts",
+  "lib/api/content-key-schemas.ts": "the content-key routes' schemas (zod), checked through test/api/content-key-routes.test.ts",
   "lib/api/member-schemas.ts": "a conversation's members' schemas (zod), checked through test/api/member-routes.test.ts",
   "lib/mcp/oauth/data-key-source.ts": "the interface of envelope encryption's data key sources (KMS, the local key file)",
   "lib/mcp/oauth/mcp-oauth-types.ts": "the MCP server entry as the OAuth side reads it, and a pending sign-in's shape",

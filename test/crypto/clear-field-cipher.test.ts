@@ -27,6 +27,15 @@ describe("ClearFieldCipher", () => {
     });
   });
 
+  describe("reseal", () => {
+    it("returns undefined: without keys there is nothing to re-seal", async () => {
+      const sealed = new Binary(Buffer.from("abc"), 0x80);
+      expect(await CLEAR_FIELDS.reseal("c1", ref, sealed)).toBeUndefined();
+      expect(await CLEAR_FIELDS.resealFor({ issuer: "api", tenant: "acme" }, ref, sealed)).toBeUndefined();
+      expect(await CLEAR_FIELDS.currentKey({ issuer: "api", tenant: "acme" })).toBeUndefined();
+    });
+  });
+
   describe("openJsonFor", () => {
     it("returns the stored value as it is", async () => {
       expect(await CLEAR_FIELDS.openJsonFor({ issuer: "api", tenant: "acme" }, ref, { a: 1 })).toEqual({ a: 1 });

@@ -120,6 +120,45 @@ describe("FieldCipher", () => {
     });
   });
 
+  describe("reseal", () => {
+    it("returns the value sealed under the tenant's current key when an earlier key sealed it, readable at the same place", async () => {
+      const { cipher } = await cipherOver();
+      const before = await cipher.sealText("c1", ref("t1:user"), MARKER);
+      const { keyId } = await cipher.rotate(ACME);
+      const resealed = await cipher.reseal("c1", ref("t1:user"), before);
+      expect(resealed).toBeInstanceOf(Binary);
+      expect(Buffer.from((resealed as Binary).buffer).includes(Buffer.from(keyId))).toBe(true);
+      expect(await cipher.openText("c1", ref("t1:user"), resealed)).toBe(MARKER);
+      // Still bound to its document: moved elsewhere it is refused.
+      expect((await refusal(cipher.openText("c1", ref("t2:user"), resealed))).reason).toBe("moved");
+    });
+
+    it("returns undefined for a value the current key sealed, a clear value, and with encryption off", async () => {
+      const { cipher } = await cipherOver();
+      await cipher.rotate(ACME);
+      const current = await cipher.sealText("c1", ref("t1:user"), "now");
+      expect(await cipher.reseal("c1", ref("t1:user"), current)).toBeUndefined();
+      expect(await cipher.reseal("c1", ref("t1:user"), "clear")).toBeUndefined();
+      expect(await CLEAR_FIELDS.reseal("c1", ref("t1:user"), current)).toBeUndefined();
+    });
+
+    it("throws `moved` for a ciphertext copied to another document rather than sealing it into place", async () => {
+      const { cipher } = await cipherOver();
+      const before = await cipher.sealText("c1", ref("t1:user"), MARKER);
+      await cipher.rotate(ACME);
+      expect((await refusal(cipher.reseal("c1", ref("t9:user"), before))).reason).toBe("moved");
+    });
+
+    it("re-seals under a key another process rotated in, once it reads the current key again", async () => {
+      const { cipher, dir } = await cipherOver();
+      const before = await cipher.sealText("c1", ref("t1:user"), MARKER);
+      const { keyId } = await (await cipherOver(dir)).cipher.rotate(ACME);
+      expect(await cipher.currentKey(ACME)).toBe(keyId);
+      const resealed = await cipher.reseal("c1", ref("t1:user"), before);
+      expect(Buffer.from((resealed as Binary).buffer).includes(Buffer.from(keyId))).toBe(true);
+    });
+  });
+
   describe("shred", () => {
     it("leaves the tenant's values undecryptable by any process, and another tenant's readable", async () => {
       const { cipher, dir } = await cipherOver();

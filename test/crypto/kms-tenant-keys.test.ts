@@ -62,6 +62,15 @@ describe("KmsTenantKeys", () => {
     });
   });
 
+  describe("currentKeys", () => {
+    it("returns each tenant's newest key ARN and when it was made, from the registry", async () => {
+      const keys = keysOf();
+      const at = new Date("2026-03-04T05:06:07Z");
+      const { keyId } = await keys.rotate(GLOBEX, at);
+      expect((await keys.currentKeys()).find((k) => k.tenant.tenant === GLOBEX.tenant)).toEqual({ tenant: GLOBEX, keyId, createdAt: at });
+    });
+  });
+
   describe("shred", () => {
     it("schedules every key of the tenant for deletion, returns the receipt, and leaves its values undecryptable", async () => {
       const cipher = cipherOf();

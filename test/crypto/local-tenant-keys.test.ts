@@ -37,6 +37,20 @@ describe("LocalTenantKeys", () => {
     });
   });
 
+  describe("currentKeys", () => {
+    it("returns each tenant's current key and when it was made, and none for a tenant shredded", async () => {
+      const keys = new LocalTenantKeys(await newDir());
+      expect(await keys.currentKeys()).toEqual([]);
+      const globex = { issuer: "api" as const, tenant: "globex" };
+      await keys.keyrings(globex);
+      const { keyId } = await keys.rotate(ACME, new Date("2026-01-02T03:04:05Z"));
+      const current = await keys.currentKeys();
+      expect(current.find((k) => k.tenant.tenant === ACME.tenant)).toEqual({ tenant: ACME, keyId, createdAt: new Date("2026-01-02T03:04:05Z") });
+      await keys.shred(globex);
+      expect((await keys.currentKeys()).map((k) => k.tenant)).toEqual([ACME]);
+    });
+  });
+
   describe("shred", () => {
     it("deletes the tenant's key file and names its keys", async () => {
       const dir = await newDir();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TURN_RECOVERY_EVENT } from "../../lib/agent/turn-recovery-event.js";
 import { apiPrincipal } from "../../lib/auth/principal.js";
+import { KEY_MAINTENANCE_EVENT } from "../../lib/lifecycle/key-maintenance-event.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { startHarness, type Harness } from "./support/harness.js";
 
@@ -28,5 +29,11 @@ describe("worker handler on the recovery schedule's event", () => {
     expect(result).toMatchObject({ found: 1, failed: 1 });
     expect(await database.turns.get(turnId)).toMatchObject({ status: "failed", error: { code: "interrupted" } });
     expect((await database.turnEvents.after(turnId, 0)).at(-1)).toMatchObject({ type: "failed", code: "interrupted" });
+  });
+});
+
+describe("worker handler on the key schedule's event", () => {
+  it("runs key maintenance and answers what it did: nothing, where contents are stored clear", async () => {
+    expect(await h.worker(KEY_MAINTENANCE_EVENT as never)).toEqual({ rotated: 0, reencrypted: 0, runs: 0 });
   });
 });

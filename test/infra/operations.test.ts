@@ -21,7 +21,8 @@ import { readStageConfig, STAGE_ENVIRONMENTS } from "../../infra/stage-config.js
 import { ValidationError } from "../../lib/errors.js";
 import { isApprovalSweepEvent } from "../../lib/approvals/index.js";
 import { APPROVAL_SWEEP_METRIC_NAMES, TURN_FAILURE_REASONS } from "../../lib/observability/index.js";
-import { APPROVAL_SWEEP_INTERVAL, TURN_RECOVERY_INTERVAL } from "../../infra/threadwise-stack.js";
+import { APPROVAL_SWEEP_INTERVAL, KEY_MAINTENANCE_INTERVAL, TURN_RECOVERY_INTERVAL } from "../../infra/threadwise-stack.js";
+import { isKeyMaintenanceEvent } from "../../lib/lifecycle/key-maintenance-event.js";
 import { isTurnRecoveryEvent } from "../../lib/agent/turn-recovery-event.js";
 import { buildStack, synthTemplate } from "./synth.js";
 
@@ -351,9 +352,9 @@ describe("ThreadwiseStack operations", () => {
       expect(anchorsOf(RUNBOOK).has(anchor)).toBe(true);
     });
 
-    it("adds no approvals schedule and no alarm for a stage without approvals, only the turn recovery schedule", () => {
+    it("adds no approvals schedule and no alarm for a stage without approvals, only the turn recovery and key schedules", () => {
       const rules = Object.values(prod.findResources("AWS::Events::Rule"));
-      expect(rules.map((r) => JSON.parse(r.Properties.Targets[0].Input))).toEqual([{ task: "turn-recovery" }]);
+      expect(rules.map((r) => JSON.parse(r.Properties.Targets[0].Input))).toEqual([{ task: "turn-recovery" }, { task: "key-maintenance" }]);
       expect(() => alarm(prod, "prod", "ApprovalSweepBacklog")).toThrow("no alarm");
     });
   });
@@ -366,6 +367,21 @@ describe("ThreadwiseStack operations", () => {
       expect(ScheduleExpression).toBe(`rate(${TURN_RECOVERY_INTERVAL.toMinutes()} minute)`);
       expect(target(Targets[0].Arn)).toMatch(/^WorkerFunctionLive/);
       expect(Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
+    });
+  });
+
+  describe("key maintenance schedule", () => {
+    it("invokes the worker's live alias with the key maintenance event every hour, not retried, in every stage", () => {
+      for (const template of [prod, dev]) {
+        const rules = Object.values(template.findResources("AWS::Events::Rule")).filter((r) =>
+          isKeyMaintenanceEvent(JSON.parse(r.Properties.Targets[0].Input)),
+        );
+        expect(rules).toHaveLength(1);
+        const { ScheduleExpression, Targets } = rules[0].Properties;
+        expect(ScheduleExpression).toBe(`rate(${KEY_MAINTENANCE_INTERVAL.toHours()} hour)`);
+        expect(target(Targets[0].Arn)).toMatch(/^WorkerFunctionLive/);
+        expect(Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
+      }
     });
   });
 

@@ -10,6 +10,7 @@ import { MongoClient } from "mongodb";
 import { adminMcpRoutes } from "../../lib/api/admin-mcp-routes.js";
 import { memberRoutes } from "../../lib/api/member-routes.js";
 import { lifecycleRoutes } from "../../lib/api/lifecycle-routes.js";
+import { contentKeyRoutes } from "../../lib/api/content-key-routes.js";
 import { adminRoutes } from "../../lib/api/admin-routes.js";
 import { agentProtocolRoutes } from "../../lib/api/agent-protocol-routes.js";
 import { apiRoutes } from "../../lib/api/api-routes.js";
@@ -772,8 +773,9 @@ describe("ThreadwiseStack", () => {
         roles: { tenantAdminRole: "threadwise:admin" },
         audit: {} as never,
       });
+      const contentKeys = contentKeyRoutes({ authenticate: deps.authenticate, keyRotation: {} as never, roles: { tenantAdminRole: "threadwise:admin" } });
       const routes = [
-        ...[...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...lifecycle, ...members],
+        ...[...apiRoutes(deps), ...agentProtocolRoutes(deps), ...admin, ...adminMcp, ...lifecycle, ...members, ...contentKeys],
         ...[...mcpRoutes(deps), ...mcpOAuthRoutes(oauth)],
       ];
       expect(unmatched(routes, routeKeysByFunction(template).api)).toEqual({ notInApi: [], notInRouter: [] });
