@@ -28,6 +28,11 @@ export const ENCRYPTION_SETTINGS = {
     default: DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS,
     description: "seconds a data key is reused before KMS (or the key file) is asked again; also how long a rotation or shred takes to reach every process",
   }),
+  CONTENT_KEY_DEPLOYMENT: setting({
+    schema: z.string().regex(/^[\w.:/=+@-]{1,128}$/),
+    defaultText: "unset",
+    description: "the `threadwise:deployment` tag of the KMS keys made, which the stack's IAM policy requires (the stack sets it)",
+  }),
   CONTENT_KEY_DELETION_DAYS: setting({
     schema: z.coerce.number().int().min(7).max(30),
     default: DEFAULT_CONTENT_KEY_DELETION_DAYS,
@@ -46,6 +51,8 @@ export interface EncryptionConfig {
   dataKeyMaxAgeSeconds: number;
   /** Default: `DEFAULT_CONTENT_KEY_DELETION_DAYS`. */
   keyDeletionDays: number;
+  /** The `threadwise:deployment` tag of the KMS keys made (`CONTENT_KEY_DEPLOYMENT`). Default: none. */
+  keyDeployment?: string;
 }
 
 export function loadEncryptionConfig(env: Record<string, string | undefined>): EncryptionConfig {
@@ -55,5 +62,6 @@ export function loadEncryptionConfig(env: Record<string, string | undefined>): E
     keys: e.CONTENT_KEYS,
     dataKeyMaxAgeSeconds: e.CONTENT_DATA_KEY_MAX_AGE_SECONDS,
     keyDeletionDays: e.CONTENT_KEY_DELETION_DAYS,
+    keyDeployment: e.CONTENT_KEY_DEPLOYMENT,
   };
 }

@@ -13,5 +13,12 @@ export {
 } from "./field-cipher.js";
 export { CONTENT_KEYS_COLLECTION, tenantKey, type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef } from "./tenant-keys.js";
 export { LocalTenantKeys, LOCAL_CONTENT_KEYS_DIR, LOCAL_KEY_NAMESPACE } from "./local-tenant-keys.js";
-export { KmsTenantKeys, DEFAULT_KEY_DELETION_WINDOW_DAYS, TENANT_KEY_TAG, type ContentKeyDocument, type KmsTenantKeysOptions } from "./kms-tenant-keys.js";
+export {
+  KmsTenantKeys,
+  DEFAULT_KEY_DELETION_WINDOW_DAYS,
+  DEPLOYMENT_KEY_TAG,
+  TENANT_KEY_TAG,
+  type ContentKeyDocument,
+  type KmsTenantKeysOptions,
+} from "./kms-tenant-keys.js";
 export { createTenantKeys, type TenantKeysParts } from "./create-tenant-keys.js";

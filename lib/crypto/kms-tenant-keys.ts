@@ -7,6 +7,11 @@ import { type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef
 export const DEFAULT_KEY_DELETION_WINDOW_DAYS = 7;
 /** The tag every tenant key carries, its value the tenant (`tenantKey`), so IAM and audits can tell whose it is. */
 export const TENANT_KEY_TAG = "threadwise:tenant";
+/**
+ * The tag naming the deployment (the stage) whose functions made the key: the stack's IAM policy lets a stage's
+ * functions use only keys carrying its own value, so two stages in one account cannot use each other's keys.
+ */
+export const DEPLOYMENT_KEY_TAG = "threadwise:deployment";
 
 /** One tenant's KMS keys, by ARN (no key material: KMS keeps that). */
 export interface ContentKeyDocument {
@@ -23,6 +28,8 @@ export interface ContentKeyDocument {
 export interface KmsTenantKeysOptions {
   /** Days before KMS deletes a shredded key. Default: {@link DEFAULT_KEY_DELETION_WINDOW_DAYS}. */
   deletionWindowDays?: number;
+  /** The {@link DEPLOYMENT_KEY_TAG} value of the keys made (`CONTENT_KEY_DEPLOYMENT`). Default: none, no such tag. */
+  deployment?: string;
 }
 
 /**
@@ -36,11 +43,13 @@ export class KmsTenantKeys implements TenantKeys {
   readonly #kms: KMS;
   readonly #registry: Collection<ContentKeyDocument>;
   readonly #deletionWindowDays: number;
+  readonly #deployment: string | undefined;
 
   constructor(kms: KMS, registry: Collection<ContentKeyDocument>, options: KmsTenantKeysOptions = {}) {
     this.#kms = kms;
     this.#registry = registry;
     this.#deletionWindowDays = options.deletionWindowDays ?? DEFAULT_KEY_DELETION_WINDOW_DAYS;
+    this.#deployment = options.deployment;
   }
 
   async keyrings(tenant: TenantRef): Promise<TenantKeyrings> {
@@ -102,7 +111,10 @@ export class KmsTenantKeys implements TenantKeys {
       Description: `Threadwise contents of tenant ${tenantKey(tenant)}`,
       KeyUsage: "ENCRYPT_DECRYPT",
       KeySpec: "SYMMETRIC_DEFAULT",
-      Tags: [{ TagKey: TENANT_KEY_TAG, TagValue: tenantKey(tenant).slice(0, 256) }],
+      Tags: [
+        { TagKey: TENANT_KEY_TAG, TagValue: tenantKey(tenant).slice(0, 256) },
+        ...(this.#deployment === undefined ? [] : [{ TagKey: DEPLOYMENT_KEY_TAG, TagValue: this.#deployment }]),
+      ],
     });
     const arn = out.KeyMetadata?.Arn;
     if (!arn) throw new Error("KMS CreateKey returned no key ARN");
