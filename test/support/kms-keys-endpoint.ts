@@ -13,6 +13,8 @@ export interface KmsKeysEndpoint {
   url: string;
   /** Each call as `<operation> <KeyId>`, in order. */
   calls: string[];
+  /** Each call's operation and JSON input as received (tags, encryption context), in order. */
+  requests: { operation: string; input: Record<string, unknown> }[];
   /** Keys by ARN: scheduled for deletion or not. */
   keys: Map<string, { material: Buffer; pendingDeletion: boolean; tags: { TagKey: string; TagValue: string }[] }>;
   close(): Promise<void>;
@@ -24,6 +26,7 @@ const REGION = "us-east-1";
 export async function startKmsKeysEndpoint(): Promise<KmsKeysEndpoint> {
   const keys: KmsKeysEndpoint["keys"] = new Map();
   const calls: string[] = [];
+  const requests: KmsKeysEndpoint["requests"] = [];
   const fail = (status: number, type: string, message: string) => ({ status, body: { __type: type, message } });
   const aad = (context: unknown) => Buffer.from(JSON.stringify(Object.entries((context ?? {}) as Record<string, string>).sort()), "utf8");
   const usable = (keyId: string) => {
@@ -44,6 +47,7 @@ export async function startKmsKeysEndpoint(): Promise<KmsKeysEndpoint> {
   };
   const handle = (operation: string, input: Record<string, unknown>): { status: number; body: unknown } => {
     calls.push(`${operation} ${String(input.KeyId ?? "")}`.trim());
+    requests.push({ operation, input });
     switch (operation) {
       case "CreateKey": {
         const arn = `arn:aws:kms:${REGION}:${ACCOUNT}:key/${randomUUID()}`;
@@ -107,6 +111,7 @@ export async function startKmsKeysEndpoint(): Promise<KmsKeysEndpoint> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    requests,
     keys,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
