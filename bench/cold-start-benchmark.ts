@@ -32,6 +32,7 @@ import { TOKENIZER_DATA_FILE } from "../infra/bundling/cl100k-base.js";
 import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
+import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
@@ -277,8 +278,12 @@ async function main(): Promise<void> {
     teamsAppId: "00000000-0000-0000-0000-000000000001",
     teamsAppPassword: "bench",
   });
+  // Contents sealed as the stack deploys them (CONTENT_KEYS=kms), tenants' keys made in the KMS stand-in.
+  const kms = await startKmsKeysEndpoint();
   const env = {
     ...aws.environment,
+    CONTENT_KEYS: "kms",
+    AWS_ENDPOINT_URL_KMS: kms.url,
     MONGODB_DB: "cold_start_bench",
     MODEL_PROVIDER: "bedrock",
     POWERTOOLS_SERVICE_NAME: "threadwise-bench",
@@ -331,6 +336,7 @@ async function main(): Promise<void> {
     results = await measure(targets, env, runs, probe);
   } finally {
     await aws.close();
+    await kms.close();
     await mongo.stop();
   }
   const tokenizer = await measureFirstCount(dir, runs);
