@@ -23,7 +23,7 @@ import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../../lib/config/credentials.js";
-import { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../../lib/crypto/kms-tenant-keys.js";
+import { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../../lib/config/encryption-config.js";
 import { functionCode } from "../bundling/bundling.js";
 import type { AthenaStageConfig, StageToolsConfig } from "../stage-config.js";
 import type { CredentialsSecrets } from "./credentials-secrets.js";

@@ -11,6 +11,14 @@ export const DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS = 300;
 /** Days KMS waits before deleting a shredded tenant's keys (7–30). */
 export const DEFAULT_CONTENT_KEY_DELETION_DAYS = 7;
 
+/** The tag every tenant key carries, its value the tenant (`tenantKey`), so IAM and audits can tell whose it is. */
+export const TENANT_KEY_TAG = "threadwise:tenant";
+/**
+ * The tag naming the deployment (the stage) whose functions made the key (`CONTENT_KEY_DEPLOYMENT`): the stack's IAM
+ * policy lets a stage's functions use only keys carrying its own value, so two stages in one account cannot use each other's keys.
+ */
+export const DEPLOYMENT_KEY_TAG = "threadwise:deployment";
+
 /** Encryption of contents at rest, defined once (see `settings.ts`). */
 export const ENCRYPTION_SETTINGS = {
   CONTENT_ENCRYPTION: setting({

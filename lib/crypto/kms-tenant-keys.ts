@@ -1,17 +1,13 @@
 import { KmsKeyringNode } from "@aws-crypto/kms-keyring-node";
 import type { KMS } from "@aws-sdk/client-kms";
 import type { Collection } from "mongodb";
+import { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../config/encryption-config.js";
 import { type ShredReceipt, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** Days KMS waits before deleting a shredded tenant's keys (KMS allows 7–30; the deletion can be cancelled meanwhile). */
 export const DEFAULT_KEY_DELETION_WINDOW_DAYS = 7;
-/** The tag every tenant key carries, its value the tenant (`tenantKey`), so IAM and audits can tell whose it is. */
-export const TENANT_KEY_TAG = "threadwise:tenant";
-/**
- * The tag naming the deployment (the stage) whose functions made the key: the stack's IAM policy lets a stage's
- * functions use only keys carrying its own value, so two stages in one account cannot use each other's keys.
- */
-export const DEPLOYMENT_KEY_TAG = "threadwise:deployment";
+/** The keys' tags (defined with the settings, where the stack reads them too). */
+export { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../config/encryption-config.js";
 
 /** One tenant's KMS keys, by ARN (no key material: KMS keeps that). */
 export interface ContentKeyDocument {

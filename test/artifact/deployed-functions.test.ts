@@ -364,7 +364,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(turns.json.turns).toEqual([expect.objectContaining({ turnId: answered.json.turnId, status: "completed" })]);
     });
 
-    it("seals a turn's contents under the tenant's own KMS key: CreateKey tagged with the tenant and stage, data keys bound to the context, nothing clear in messages", async () => {
+    it("seals a turn under the tenant's KMS key: CreateKey tagged with tenant and stage, data keys bound to the context, nothing clear", async () => {
       const marker = `artifact-marker-${Date.now().toString(36)}`;
       const before = kms.requests.length;
       const created = await api({
