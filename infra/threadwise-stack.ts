@@ -317,7 +317,7 @@ export class ThreadwiseStack extends Stack {
     const contentKeysReason =
       " KMS's CreateKey takes no resource narrower than * (the key does not exist yet): the function makes its tenants' " +
       "content keys with it, only symmetric encryption keys tagged with a tenant and this stage (the policy's conditions).";
-    const sealing = config.contentEncryption.enabled ? new Set([api, worker, setup, stream]) : new Set();
+    const sealing = new Set<ThreadwiseFunction>(config.contentEncryption.enabled ? [api, worker, setup, stream] : []);
     for (const f of [api, worker, slack, teams, setup, stream]) {
       Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
       const reason = (network ? xrayReason + networkReason : xrayReason) + (sealing.has(f) ? contentKeysReason : "");
@@ -334,7 +334,7 @@ export class ThreadwiseStack extends Stack {
         });
       }
     }
-    for (const f of sealing as Set<ThreadwiseFunction>) {
+    for (const f of sealing) {
       Validations.of(f.role).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:${NAG_ARN_PLACEHOLDERS.partition}:kms:${NAG_ARN_PLACEHOLDERS.region}:${NAG_ARN_PLACEHOLDERS.account}:key/*]`,
         reason:

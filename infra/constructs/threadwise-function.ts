@@ -1,9 +1,8 @@
-import { type Duration, type RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Aws, type Duration, type RemovalPolicy, Validations } from "aws-cdk-lib";
 import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
 import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
 import { Effect, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { Aws } from "aws-cdk-lib";
 import {
   Alias,
   Architecture,
