@@ -48,6 +48,27 @@ describe("KmsTenantKeys", () => {
       ]);
     });
 
+    it("tries a just-made key's refused data-key calls again (KMS may refuse them until its tags reach authorization), then fails", async () => {
+      const slow = await startKmsKeysEndpoint({ refusedFirstUses: 2 });
+      try {
+        const slowClient = new KMS({ endpoint: slow.url, region: "us-east-1", credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" } });
+        const registry = database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION);
+        const hooli: TenantRef = { issuer: "api", tenant: "hooli" };
+        const keys = new KmsTenantKeys(slowClient, registry, { newKeyRetryDelaysMs: [1, 1] });
+        const cipher = new FieldCipher({ keys, tenantOf: async () => hooli });
+        const sealed = await cipher.sealText("h1", ref("h1:user"), "after the refusals");
+        expect(slow.calls.filter((c) => c.startsWith("GenerateDataKey"))).toHaveLength(3);
+        expect(await cipher.openText("h1", ref("h1:user"), sealed)).toBe("after the refusals");
+
+        // Refused more often than it waits: the refusal reaches the caller.
+        const impatient = new KmsTenantKeys(slowClient, registry, { newKeyRetryDelaysMs: [1] });
+        const initrode: TenantRef = { issuer: "api", tenant: "initrode" };
+        await expect(new FieldCipher({ keys: impatient, tenantOf: async () => initrode }).sealText("i1", ref("i1:user"), "x")).rejects.toThrow();
+      } finally {
+        await slow.close();
+      }
+    });
+
     it("asks KMS for one data key for a tenant's many values (the caching materials manager), and none to read them back", async () => {
       const cipher = cipherOf();
       const start = kms.calls.length;

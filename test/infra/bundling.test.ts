@@ -64,10 +64,10 @@ import { buildStack } from "./synth.js";
  * tenant shred in erasure, and main at 9fe5c3b merged: 99,406 bytes over main's 1,993,262 (1842364). That and 4 KiB. */
 /* Then 2,100,456 with this round's branches merged together (the data boundary, members, the runner's parts, the
  * sufficiency rules and contents at rest; `npx tsx scripts/bundle-size.ts`): that and 4 KiB. */
-/* Then 2,117,567 with contents sealed in AWS (issue 44, docs/security.md "Contents at rest in AWS"): the functions
+/* Then 2,118,119 with contents sealed in AWS (issue 44, docs/security.md "Contents at rest in AWS"): the functions
  * now build their tenants' KMS keys (`KmsTenantKeys`, the Encryption SDK's KMS keyring, functions/shared/content-keys.ts),
- * 16,720 bytes over 2,100,847 on the tree before (`npx tsx scripts/bundle-size.ts worker`): that and 4 KiB. */
-const WORKER_BUNDLE_BUDGET_BYTES = 2_117_567 + 4 * 1024;
+ * 17,272 bytes over 2,100,847 on the tree before (`npx tsx scripts/bundle-size.ts worker`): that and 4 KiB. */
+const WORKER_BUNDLE_BUDGET_BYTES = 2_118_119 + 4 * 1024;
 /**
  * The streaming function's code budget: the api's code and what it adds to verify tokens itself,
  * jose's JWT verification and remote key set with the OpenID metadata reader (22 KB), with some
@@ -90,8 +90,8 @@ const WORKER_BUNDLE_BUDGET_BYTES = 2_117_567 + 4 * 1024;
 /* Then 2,166,699 with contents encrypted at rest (as the worker's, main at 9fe5c3b merged): 100,679 bytes over main's 2,066,020; that and 4 KiB. */
 /* Then 2,175,455 with this round's branches merged together (the data boundary, members, the runner's parts, the
  * sufficiency rules and contents at rest; `npx tsx scripts/bundle-size.ts`): that and 4 KiB. */
-/* Then 2,192,789 with contents sealed in AWS (as the worker's): 16,733 bytes over 2,176,056 before; that and 4 KiB. */
-const STREAM_BUNDLE_BUDGET_BYTES = 2_192_789 + 4 * 1024;
+/* Then 2,193,341 with contents sealed in AWS (as the worker's): 17,285 bytes over 2,176,056 before; that and 4 KiB. */
+const STREAM_BUNDLE_BUDGET_BYTES = 2_193_341 + 4 * 1024;
 /**
  * The api function's code budget: 1,839,572 bytes without the MCP endpoint, then 1,950,369 with it
  * and the MCP sign-in callback (docs/bundling.md, "The MCP endpoint": the MCP SDK's server and
@@ -108,8 +108,8 @@ const STREAM_BUNDLE_BUDGET_BYTES = 2_192_789 + 4 * 1024;
 /* Then 2,194,374 with contents encrypted at rest (as the worker's, main at 9fe5c3b merged): 100,744 bytes over main's 2,093,630; that and 4 KiB. */
 /* Then 2,203,125 with this round's branches merged together (the data boundary, members, the runner's parts, the
  * sufficiency rules and contents at rest; `npx tsx scripts/bundle-size.ts`): that and 4 KiB. */
-/* Then 2,220,459 with contents sealed in AWS (as the worker's): 16,733 bytes over 2,203,726 before; that and 4 KiB. */
-const API_BUNDLE_BUDGET_BYTES = 2_220_459 + 4 * 1024;
+/* Then 2,221,011 with contents sealed in AWS (as the worker's): 17,285 bytes over 2,203,726 before; that and 4 KiB. */
+const API_BUNDLE_BUDGET_BYTES = 2_221_011 + 4 * 1024;
 /**
  * The webhooks' code budget (slack and teams are one bundle): verify, claim, enqueue and decide
  * approvals, with the driver and the Slack Web API client for the edit modal, but no LangChain, graph
