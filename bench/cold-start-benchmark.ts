@@ -38,6 +38,7 @@ import { TOKENIZER_DATA_FILE } from "../infra/bundling/cl100k-base.js";
 import { optionsUsage, parseCliArgs } from "../lib/local/cli-args.js";
 import { startEmbeddedMongo } from "../lib/local/embedded-mongo.js";
 import { startLocalAws } from "../test/functions/support/aws-endpoints.js";
+import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 import { apiEvent, lambdaContext, sqsEvent, sqsRecord } from "../test/functions/support/events.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
 import { apiPrincipal } from "../lib/auth/principal.js";
@@ -52,7 +53,6 @@ import { type ContentKeyDocument, KmsTenantKeys } from "../lib/crypto/kms-tenant
 import { LocalTenantKeys } from "../lib/crypto/local-tenant-keys.js";
 import { CONTENT_KEYS_COLLECTION } from "../lib/crypto/tenant-keys.js";
 import type { ToolDefinition } from "../lib/tools/tool.js";
-import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 
 /** Fresh processes per bundle; the median is reported. */
 const DEFAULT_RUNS = 7;
@@ -487,8 +487,12 @@ async function main(): Promise<void> {
     teamsAppId: "00000000-0000-0000-0000-000000000001",
     teamsAppPassword: "bench",
   });
+  // Contents sealed as the stack deploys them (CONTENT_KEYS=kms), tenants' keys made in the KMS stand-in.
+  const kms = await startKmsKeysEndpoint();
   const env = {
     ...aws.environment,
+    CONTENT_KEYS: "kms",
+    AWS_ENDPOINT_URL_KMS: kms.url,
     MONGODB_DB: "cold_start_bench",
     MODEL_PROVIDER: "bedrock",
     POWERTOOLS_SERVICE_NAME: "threadwise-bench",
@@ -555,6 +559,7 @@ async function main(): Promise<void> {
     dataKeys = await measureDataKeyInit(mongo.uri, Math.max(runs, MIN_DATA_KEY_ROUNDS));
   } finally {
     await aws.close();
+    await kms.close();
     await mongo.stop();
   }
   const tokenizer = await measureFirstCount(dir, runs);

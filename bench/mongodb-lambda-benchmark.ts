@@ -26,6 +26,7 @@ import { functionsOf, resolveReferences, synthesizeDeployedStack, type DeployedS
 import { FunctionProcess, type FunctionArtifact } from "../test/artifact/support/lambda-runtime.js";
 import { runtimeSdkDirectory } from "../test/artifact/support/runtime-sdk.js";
 import { startLocalAws, type LocalAws } from "../test/functions/support/aws-endpoints.js";
+import { startKmsKeysEndpoint } from "../test/support/kms-keys-endpoint.js";
 import { apiEvent, jwtClaims } from "../test/functions/support/events.js";
 import { lastUserText, startConverseEndpoint } from "../test/support/converse-endpoint.js";
 import { signSlackRequest, TEST_SLACK_SIGNING_SECRET } from "../test/support/slack-signing.js";
@@ -135,7 +136,9 @@ async function main(): Promise<void> {
   const converse = await startConverseEndpoint({ respond: (request) => ({ text: `answer to: ${lastUserText(request)}` }) });
   const nodePath = runtimeSdkDirectory();
   const uri = `mongodb://127.0.0.1:${proxy.port}/?directConnection=true&tls=true&tlsCAFile=${LOOPBACK_TLS.certFile}`;
-  const services = { AWS_ENDPOINT_URL_BEDROCK_RUNTIME: converse.url };
+  // The template's functions seal contents with KMS (CONTENT_KEYS=kms): tenants' keys are made in the KMS stand-in.
+  const kms = await startKmsKeysEndpoint();
+  const services = { AWS_ENDPOINT_URL_BEDROCK_RUNTIME: converse.url, AWS_ENDPOINT_URL_KMS: kms.url };
   const channelKeys = { slackSigningSecret: TEST_SLACK_SIGNING_SECRET, slackBotToken: "xoxb-bench" };
 
   const old = before(commit, "bench_before");
@@ -217,7 +220,7 @@ async function main(): Promise<void> {
     rows.push(`| ${variant.label} | slack: cold start and one wrongly signed request (${refused.result.statusCode}) | ${refused.peak} | ${refused.held} |`);
   }
 
-  await Promise.all([oldAws.close(), newAws.close(), converse.close()]);
+  await Promise.all([oldAws.close(), newAws.close(), converse.close(), kms.close()]);
   await proxy.close();
   await mongo.stop();
 

@@ -1,6 +1,7 @@
 import middy from "@middy/core";
 import type { CloudFormationCustomResourceEvent, Context } from "aws-lambda";
 import { databaseFor, setupDatabase } from "../lib/setup-database.js";
+import { contentKeysFor } from "./shared/content-keys.js";
 import { config, credentialsMiddleware, credentialsOf, logger, mongoClientFor, observability } from "./shared/runtime.js";
 
 /** What the deploy step did, in the custom resource's `Status` attribute and the log. */
@@ -32,7 +33,9 @@ async function runSetup(context: Context): Promise<SetupStatus> {
       logger.warn("database setup skipped", { reason: "mongodbUri is empty in the database secret" });
       return "skipped-no-uri";
     }
-    await setupDatabase(databaseFor(mongoClientFor(credentials), config));
+    const client = mongoClientFor(credentials);
+    // With the tenants' KMS keys: contents stored clear before (an earlier release, or encryption off) are encrypted here.
+    await setupDatabase(databaseFor(client, config, undefined, contentKeysFor(client)));
     logger.info("database set up", { database: config.dbName });
     return "set-up";
   } catch (error) {

@@ -6,6 +6,7 @@ import { DEFAULT_JWT_AUDIENCE, parseChannelRoles } from "../lib/config/auth-conf
 import { CREDENTIAL_SECRET_NAMES, type CredentialSecretName } from "../lib/config/credentials.js";
 import { DEFAULT_ATHENA_CATALOG, loadToolsConfig } from "../lib/config/tools-config.js";
 import { DEFAULT_LIMITS_ADMIN_ROLE, LIMIT_NAMES, LIMIT_VARIABLES, type LimitName } from "../lib/config/limits-config.js";
+import { DEFAULT_CONTENT_ENCRYPTION, DEFAULT_CONTENT_KEY_DELETION_DAYS } from "../lib/config/encryption-config.js";
 import { ValidationError } from "../lib/errors.js";
 import { parseOrThrow } from "../lib/validation.js";
 import type { AlarmDestinations } from "./constructs/alarm-topic.js";
@@ -254,6 +255,8 @@ const contextSchema = z.object({
   tracing: z.enum(TRACING_MODES).optional(),
   streamCdn: contextBoolean.optional(),
   mcpOAuth: contextBoolean.optional(),
+  contentEncryption: z.enum(["on", "off"]).optional(),
+  contentKeyDeletionDays: z.coerce.number().int().min(7).max(30).optional(),
   streamWebAclArn: z
     .string()
     .regex(/^arn:aws[a-z-]*:wafv2:us-east-1:\d{12}:global\/webacl\/[\w-]+\/[0-9a-f-]+$/, "a CLOUDFRONT-scope (global, us-east-1) AWS WAF web ACL ARN")
@@ -332,6 +335,12 @@ export interface StageConfig {
    * functions that run turns or serve the callback, with the API's callback URL. Default: off (`oauth` servers' tools are not offered).
    */
   mcpOAuth: boolean;
+  /**
+   * Contents at rest (docs/security.md, "Contents at rest in AWS"): on unless `contentEncryption=off` says
+   * otherwise, each tenant's contents under its own KMS key, which a tenant's erasure schedules for deletion
+   * after `keyDeletionDays` (`contentKeyDeletionDays`, 7–30, default 7).
+   */
+  contentEncryption: { enabled: boolean; keyDeletionDays: number };
 }
 
 export interface StageCeilings {
@@ -499,7 +508,17 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
     tracing: readTracingConfig(c),
     streamCdn: readStreamCdnConfig(c, environment),
     mcpOAuth: c.mcpOAuth ?? false,
+    contentEncryption: readContentEncryption(c),
   };
+}
+
+/** On by default; off only when the context says so, and then a deletion window means nothing. */
+function readContentEncryption(c: Context): StageConfig["contentEncryption"] {
+  const enabled = (c.contentEncryption ?? DEFAULT_CONTENT_ENCRYPTION) === "on";
+  if (!enabled && c.contentKeyDeletionDays !== undefined) {
+    throw invalidContext([{ path: "contentKeyDeletionDays", message: "needs contentEncryption=on (no tenant keys are made with it off)" }]);
+  }
+  return { enabled, keyDeletionDays: c.contentKeyDeletionDays ?? DEFAULT_CONTENT_KEY_DELETION_DAYS };
 }
 
 /** A CLOUDFRONT-scope web ACL lives in us-east-1: the stack makes one only there, else it must be given. */

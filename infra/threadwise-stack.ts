@@ -246,6 +246,8 @@ export class ThreadwiseStack extends Stack {
     );
     worker.useBedrockModel(config.bedrockModelId, bedrockArns);
     worker.consumeTurnQueue(queues.queue, config.workerMaxConcurrency);
+    // Contents at rest: the functions that read or write them seal them under each tenant's KMS key; only the api erases tenants.
+    this.useContentKeys({ api, stream, worker, setup }, config);
     // Channel turns run only in the worker; the api's callers carry their roles in their tokens.
     worker.useChannelRoles(config.tools.channelRoles);
     this.scheduleSweeps(worker, queues.queue, config.tools.toolApprovals !== undefined);
@@ -318,9 +320,33 @@ export class ThreadwiseStack extends Stack {
       " Lambda creates, describes and deletes the function's network interfaces in the VPC with the execution " +
       "role; EC2 accepts no narrower resource for DescribeNetworkInterfaces and DescribeSubnets, and the " +
       "interfaces' ids are not known before Lambda makes them.";
+    const contentKeysReason =
+      " KMS's CreateKey takes no resource narrower than * (the key does not exist yet): the function makes its tenants' " +
+      "content keys with it, only symmetric encryption keys tagged with a tenant and this stage (the policy's conditions).";
+    const sealing = new Set<ThreadwiseFunction>(config.contentEncryption.enabled ? [api, worker, setup, stream] : []);
     for (const f of [api, worker, slack, teams, setup, stream]) {
       Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
-      Validations.of(f.role).acknowledge({ id: "AwsSolutions-IAM5[Resource::*]", reason: network ? xrayReason + networkReason : xrayReason });
+      const reason = (network ? xrayReason + networkReason : xrayReason) + (sealing.has(f) ? contentKeysReason : "");
+      Validations.of(f.role).acknowledge({ id: "AwsSolutions-IAM5[Resource::*]", reason });
+    }
+    // The queue grants (grantSendMessages) add the queue key's use, as SQS needs it to encrypt a message (docs/security.md, "The turn queue").
+    for (const f of [api, stream, worker, slack, teams]) {
+      for (const action of ["kms:GenerateDataKey*", "kms:ReEncrypt*"]) {
+        Validations.of(f.role).acknowledge({
+          id: `AwsSolutions-IAM5[Action::${action}]`,
+          reason:
+            "CDK's queue grant (grantSendMessages on a KMS-encrypted queue) adds the queue key's encrypt and decrypt " +
+            "actions as these families; the statement's resource is that one key, which encrypts only the turn queues.",
+        });
+      }
+    }
+    for (const f of sealing) {
+      Validations.of(f.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:${NAG_ARN_PLACEHOLDERS.partition}:kms:${NAG_ARN_PLACEHOLDERS.region}:${NAG_ARN_PLACEHOLDERS.account}:key/*]`,
+        reason:
+          "Each tenant's content key is made at run time by the function, so its ARN is unknown to the stack: use (and the " +
+          "api's shred) is limited to keys of this account and region tagged with a tenant and this stage, and tagging to a key being made.",
+      });
     }
     // cdk-nag names each wildcard resource; the same function with CloudFormation's placeholders yields those names.
     const wildcardModelArns = bedrockResourceArns(config.bedrockModelId, NAG_ARN_PLACEHOLDERS, config.bedrockFoundationModelId).filter((a) => a.includes("*"));
@@ -385,6 +411,19 @@ export class ThreadwiseStack extends Stack {
       schedule: Schedule.rate(APPROVAL_SWEEP_INTERVAL),
       targets: [new LambdaFunction(worker.alias, { event: RuleTargetInput.fromObject(APPROVAL_SWEEP_EVENT), retryAttempts: 0 })],
     });
+  }
+
+  /**
+   * Contents at rest (docs/security.md, "Contents at rest in AWS"): with `contentEncryption` on (the default), the
+   * api, stream, worker and setup functions seal contents under each tenant's KMS key, tagged with this stage; the
+   * api alone, which erases tenants, may schedule their keys for deletion. The webhooks read and write no content
+   * field and get no key. Off (explicitly), every function is told so, and preflight reports it.
+   */
+  private useContentKeys(functions: Record<"api" | "stream" | "worker" | "setup", ThreadwiseFunction>, config: StageConfig): void {
+    for (const [name, f] of Object.entries(functions)) {
+      if (!config.contentEncryption.enabled) f.withoutContentEncryption();
+      else f.useContentKeys({ deployment: config.stage, keyDeletionDays: config.contentEncryption.keyDeletionDays, shred: name === "api" });
+    }
   }
 
   /**

@@ -14,7 +14,7 @@ import { FUNCTION_NAMES, planConnections } from "../infra/connection-budget.js";
 import { readStageConfig } from "../infra/stage-config.js";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../lib/config/credentials.js";
 import { parseCliArgs } from "../lib/local/cli-args.js";
-import { runPreflight } from "../lib/ops/index.js";
+import { checkContentEncryption, runPreflight } from "../lib/ops/index.js";
 
 const USAGE = "usage: npm run preflight -- --stage <stage>";
 const { values } = parseCliArgs(USAGE, { options: { stage: { type: "string" } } });
@@ -52,6 +52,13 @@ const problems = await runPreflight({
   lambda: new LambdaClient({ region }),
   reservedConcurrency,
 });
+// Contents in clear are reported, not failed: the stage may have chosen it (docs/security.md, "Contents at rest in AWS").
+const notices = await checkContentEncryption({
+  enabled: config.contentEncryption.enabled,
+  functionNames: ["api", "stream", "worker", "setup"].map((name) => `${config.stage}-threadwise-${name}`),
+  lambda: new LambdaClient({ region }),
+});
+for (const n of notices) process.stdout.write(`NOTE ${n.check}: ${n.notice} (${n.setting})\n`);
 for (const p of problems) process.stdout.write(`FAIL ${p.check}: ${p.problem}. Fix: ${p.fix}\n`);
 if (problems.length === 0)
   process.stdout.write(

@@ -5,6 +5,7 @@ import { channelWorkerFor } from "../../lib/channels/channel-worker.js";
 import { createMcpOAuth } from "../../lib/mcp/oauth/create-mcp-oauth.js";
 import type { McpOAuth } from "../../lib/mcp/oauth/mcp-oauth.js";
 import type { SecretSource } from "../../lib/tools/index.js";
+import { contentKeysFor } from "./content-keys.js";
 import { config, logger, mongoClientFor, publishLimitUsage, publishMcpEvent } from "./runtime.js";
 
 let current: { client: unknown; app: Promise<App> } | undefined;
@@ -12,11 +13,13 @@ let current: { client: unknown; app: Promise<App> } | undefined;
 /**
  * The app (stores, tools, graph) over the container's MongoClient: made on the first invocation,
  * reused after, made again when the secret names another database. It makes no indexes: the
- * deploy step does, and the first request only checks that it did (`setup: "ensure"`).
+ * deploy step does, and the first request only checks that it did (`setup: "ensure"`). Contents are
+ * sealed under each tenant's KMS key (`contentKeysFor`); keys that cannot be had fail here, each invocation, with 503.
  */
 export function appFor(credentials: Credentials, options: Omit<AppOptions, "mongoClient" | "setup" | "logger" | "secrets">): Promise<App> {
   const client = mongoClientFor(credentials);
   if (current?.client !== client) {
+    const contentKeys = contentKeysFor(client);
     const previous = current;
     const secrets = secretsOf(credentials);
     const oauth = lazyMcpOAuth(client, secrets);
@@ -26,6 +29,7 @@ export function appFor(credentials: Credentials, options: Omit<AppOptions, "mong
       ...(oauth ? { mcpOAuth: (principal, scope) => oauth().providerFor(principal, scope) } : {}),
       ...options,
       mongoClient: client,
+      contentKeys,
       setup: "ensure",
       logger,
       secrets,

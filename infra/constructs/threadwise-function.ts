@@ -1,4 +1,4 @@
-import { type Duration, type RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Aws, type Duration, type RemovalPolicy, Validations } from "aws-cdk-lib";
 import type { IAlarm } from "aws-cdk-lib/aws-cloudwatch";
 import { LambdaDeploymentGroup, type ILambdaApplication, type ILambdaDeploymentConfig } from "aws-cdk-lib/aws-codedeploy";
 import { SubnetType, type ISecurityGroup, type IVpc } from "aws-cdk-lib/aws-ec2";
@@ -22,6 +22,7 @@ import type { ISecret } from "aws-cdk-lib/aws-secretsmanager";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { CREDENTIAL_SECRETS, type CredentialSecretName } from "../../lib/config/credentials.js";
+import { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../../lib/config/encryption-config.js";
 import { functionCode } from "../bundling/bundling.js";
 import type { AthenaStageConfig, StageToolsConfig } from "../stage-config.js";
 import type { CredentialsSecrets } from "./credentials-secrets.js";
@@ -68,7 +69,20 @@ export const FUNCTION_ENV = {
   teamsRoles: "TEAMS_ROLES",
   mcpOAuthKmsKeyId: "MCP_OAUTH_KMS_KEY_ID",
   mcpOAuthRedirectUrl: "MCP_OAUTH_REDIRECT_URL",
+  contentEncryption: "CONTENT_ENCRYPTION",
+  contentKeys: "CONTENT_KEYS",
+  contentKeyDeployment: "CONTENT_KEY_DEPLOYMENT",
+  contentKeyDeletionDays: "CONTENT_KEY_DELETION_DAYS",
 } as const;
+
+/** A tenant's first key, and a rotation's new one: `KmsTenantKeys` makes a tagged key (docs/security.md, "Contents at rest in AWS"). */
+export const CONTENT_KEY_CREATE_ACTIONS = ["kms:CreateKey"] as const;
+/** Tags given to CreateKey need `kms:TagResource` in an IAM policy covering every key of the account and region (KMS's rule). */
+export const CONTENT_KEY_TAG_ACTIONS = ["kms:TagResource"] as const;
+/** Sealing and opening contents: a data key per tenant (cached), and its decryption. */
+export const CONTENT_KEY_USE_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
+/** A tenant's erasure: every key of the tenant scheduled for deletion (the crypto-shred). */
+export const CONTENT_KEY_SHRED_ACTIONS = ["kms:ScheduleKeyDeletion"] as const;
 
 /** What sealing and opening users' MCP tokens takes: a new data key per write, and its decryption (docs/mcp-oauth.md). */
 export const MCP_OAUTH_KMS_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
@@ -232,6 +246,59 @@ export class ThreadwiseFunction extends Construct {
     key.grant(this.fn, ...MCP_OAUTH_KMS_ACTIONS);
     this.fn.addEnvironment(FUNCTION_ENV.mcpOAuthKmsKeyId, key.keyArn);
     this.fn.addEnvironment(FUNCTION_ENV.mcpOAuthRedirectUrl, redirectUrl);
+  }
+
+  /**
+   * Seals contents at rest under each tenant's own KMS key, made by the function on the tenant's first
+   * write (`CONTENT_KEYS=kms`, docs/security.md, "Contents at rest in AWS"). Least privilege through
+   * KMS's own attribute-based access: the function may make only symmetric encryption keys tagged with a
+   * tenant and with this deployment (`deployment`, the stage), and use, or with `shred` schedule for
+   * deletion, only keys of this account and region that carry both tags, so two stages in one account
+   * cannot use each other's keys. `CreateKey` takes no resource narrower than `*` (the key does not exist
+   * yet): its conditions on the request's tags, spec and usage are what bound it.
+   */
+  useContentKeys(options: { deployment: string; keyDeletionDays: number; shred: boolean }): void {
+    const keys = `arn:${Aws.PARTITION}:kms:${Aws.REGION}:${Aws.ACCOUNT_ID}:key/*`;
+    const requestTags = {
+      StringEquals: { [`aws:RequestTag/${DEPLOYMENT_KEY_TAG}`]: options.deployment },
+      Null: { [`aws:RequestTag/${TENANT_KEY_TAG}`]: "false" },
+      "ForAllValues:StringEquals": { "aws:TagKeys": [TENANT_KEY_TAG, DEPLOYMENT_KEY_TAG] },
+    };
+    this.role.addToPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [...CONTENT_KEY_CREATE_ACTIONS],
+        resources: ["*"],
+        conditions: {
+          ...requestTags,
+          StringEquals: { ...requestTags.StringEquals, "kms:KeySpec": "SYMMETRIC_DEFAULT", "kms:KeyUsage": "ENCRYPT_DECRYPT" },
+        },
+      }),
+    );
+    // Only while the key is being made: a key that already names a deployment (another stage's) cannot be re-tagged to this one.
+    this.role.addToPolicy(
+      new PolicyStatement({
+        effect: Effect.ALLOW,
+        actions: [...CONTENT_KEY_TAG_ACTIONS],
+        resources: [keys],
+        conditions: { ...requestTags, Null: { ...requestTags.Null, [`aws:ResourceTag/${DEPLOYMENT_KEY_TAG}`]: "true" } },
+      }),
+    );
+    const ownKeys = {
+      StringEquals: { [`aws:ResourceTag/${DEPLOYMENT_KEY_TAG}`]: options.deployment },
+      Null: { [`aws:ResourceTag/${TENANT_KEY_TAG}`]: "false" },
+    };
+    const actions = [...CONTENT_KEY_USE_ACTIONS, ...(options.shred ? CONTENT_KEY_SHRED_ACTIONS : [])];
+    this.role.addToPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions, resources: [keys], conditions: ownKeys }));
+    this.fn.addEnvironment(FUNCTION_ENV.contentEncryption, "on");
+    this.fn.addEnvironment(FUNCTION_ENV.contentKeys, "kms");
+    this.fn.addEnvironment(FUNCTION_ENV.contentKeyDeployment, options.deployment);
+    this.fn.addEnvironment(FUNCTION_ENV.contentKeyDeletionDays, String(options.keyDeletionDays));
+  }
+
+  /** Stores contents in clear (`contentEncryption=off`, reported by preflight): no key, no grant. */
+  withoutContentEncryption(): void {
+    this.fn.addEnvironment(FUNCTION_ENV.contentEncryption, "off");
   }
 
   /** Enqueues turns for the worker. */

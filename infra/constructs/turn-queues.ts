@@ -1,4 +1,5 @@
 import { Duration, type RemovalPolicy } from "aws-cdk-lib";
+import { Key } from "aws-cdk-lib/aws-kms";
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 
@@ -37,19 +38,30 @@ export interface TurnQueuesProps {
  * The FIFO queue of turns (message group = conversation, so turns of one conversation run in
  * order and never concurrently) and its dead-letter queue. Deduplication ids are explicit (the
  * turn id): content-based deduplication would merge two identical questions asked on purpose.
- * Both are encrypted at rest with SQS-managed keys and refuse non-TLS requests.
+ * Both refuse non-TLS requests and are encrypted at rest with a customer managed KMS key of their own
+ * (rotated yearly, kept with a retained stage's queues): a job holds its question's text, and the key's
+ * use is granted only with the queue grants (`grantSendMessages`, the worker's event source), so only
+ * the functions that send or receive turns can read a message, and CloudTrail logs each data key they use
+ * (docs/security.md, "The turn queue").
  */
 export class TurnQueues extends Construct {
   readonly queue: Queue;
   readonly deadLetterQueue: Queue;
+  readonly key: Key;
 
   constructor(scope: Construct, id: string, props: TurnQueuesProps) {
     super(scope, id);
+    this.key = new Key(this, "Key", {
+      description: `Threadwise ${props.stage}: the turn queue and its dead-letter queue (queued questions)`,
+      enableKeyRotation: true,
+      removalPolicy: props.removalPolicy,
+    });
     this.deadLetterQueue = new Queue(this, "DeadLetters", {
       queueName: `${props.stage}-threadwise-turns-dlq.fifo`,
       fifo: true,
       contentBasedDeduplication: false,
-      encryption: QueueEncryption.SQS_MANAGED,
+      encryption: QueueEncryption.KMS,
+      encryptionMasterKey: this.key,
       enforceSSL: true,
       retentionPeriod: DEFAULT_DLQ_RETENTION,
       removalPolicy: props.removalPolicy,
@@ -61,7 +73,8 @@ export class TurnQueues extends Construct {
       // High-throughput FIFO: ordering and deduplication per conversation, not across the queue.
       deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
       fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
-      encryption: QueueEncryption.SQS_MANAGED,
+      encryption: QueueEncryption.KMS,
+      encryptionMasterKey: this.key,
       enforceSSL: true,
       retentionPeriod: DEFAULT_TURN_RETENTION,
       visibilityTimeout: visibilityTimeoutFor(props.workerTimeout),

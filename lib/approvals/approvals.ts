@@ -141,7 +141,8 @@ export class Approvals {
   /** Hands the turn on to resume when it waits and none of its calls does (those past their deadline count as expired); returns whether it did. */
   private async resumeIfSettled(turnId: string, now: Date): Promise<boolean> {
     const { store, turns } = this.options;
-    if ((await turns.get(turnId))?.status !== "awaiting_approval") return false;
+    // The status alone: the webhooks decide with stores that cannot open the turn's sealed origin.
+    if ((await turns.statusOf(turnId)) !== "awaiting_approval") return false;
     const approvals = (await store.listByTurn(turnId)).map((a) => (a.status === "pending" && a.deadline <= now ? { ...a, status: "expired" as const } : a));
     if (approvals.length === 0 || approvals.some((a) => a.status === "pending")) return false;
     const key = createHash("sha256")

@@ -13,6 +13,13 @@ export const DEFAULT_CONTENT_KEY_DELETION_DAYS = 7;
 
 /** Days a tenant's key is used before the schedule rotates it; 0 turns scheduled rotation off (rotation on demand still works). */
 export const DEFAULT_CONTENT_KEY_ROTATION_DAYS = 0;
+/** The tag every tenant key carries, its value the tenant (`tenantKey`), so IAM and audits can tell whose it is. */
+export const TENANT_KEY_TAG = "threadwise:tenant";
+/**
+ * The tag naming the deployment (the stage) whose functions made the key (`CONTENT_KEY_DEPLOYMENT`): the stack's IAM
+ * policy lets a stage's functions use only keys carrying its own value, so two stages in one account cannot use each other's keys.
+ */
+export const DEPLOYMENT_KEY_TAG = "threadwise:deployment";
 
 /** Encryption of contents at rest, defined once (see `settings.ts`). */
 export const ENCRYPTION_SETTINGS = {
@@ -30,6 +37,11 @@ export const ENCRYPTION_SETTINGS = {
     schema: durationSeconds,
     default: DEFAULT_CONTENT_DATA_KEY_MAX_AGE_SECONDS,
     description: "seconds a data key is reused before KMS (or the key file) is asked again; also how long a rotation or shred takes to reach every process",
+  }),
+  CONTENT_KEY_DEPLOYMENT: setting({
+    schema: z.string().regex(/^[\w.:/=+@-]{1,128}$/),
+    defaultText: "unset",
+    description: "the `threadwise:deployment` tag of the KMS keys made, which the stack's IAM policy requires (the stack sets it)",
   }),
   CONTENT_KEY_DELETION_DAYS: setting({
     schema: z.coerce.number().int().min(7).max(30),
@@ -56,6 +68,8 @@ export interface EncryptionConfig {
   keyDeletionDays: number;
   /** Default: `DEFAULT_CONTENT_KEY_ROTATION_DAYS` (off). */
   keyRotationDays: number;
+  /** The `threadwise:deployment` tag of the KMS keys made (`CONTENT_KEY_DEPLOYMENT`). Default: none. */
+  keyDeployment?: string;
 }
 
 export function loadEncryptionConfig(env: Record<string, string | undefined>): EncryptionConfig {
@@ -66,5 +80,6 @@ export function loadEncryptionConfig(env: Record<string, string | undefined>): E
     dataKeyMaxAgeSeconds: e.CONTENT_DATA_KEY_MAX_AGE_SECONDS,
     keyDeletionDays: e.CONTENT_KEY_DELETION_DAYS,
     keyRotationDays: e.CONTENT_KEY_ROTATION_DAYS,
+    keyDeployment: e.CONTENT_KEY_DEPLOYMENT,
   };
 }

@@ -19,7 +19,10 @@ export function createTenantKeys(config: EncryptionConfig, parts: TenantKeysPart
   if (!config.enabled) return undefined;
   if (config.keys === "kms") {
     const registry = parts.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION);
-    return new KmsTenantKeys(parts.kms ?? new KMS({}), registry, { deletionWindowDays: config.keyDeletionDays });
+    return new KmsTenantKeys(parts.kms ?? new KMS({}), registry, {
+      deletionWindowDays: config.keyDeletionDays,
+      deployment: config.keyDeployment,
+    });
   }
   if (parts.localDir) return new LocalTenantKeys(parts.localDir);
   throw new ContentKeysUnavailableError(

@@ -21,5 +21,12 @@ export {
   type TenantRef,
 } from "./tenant-keys.js";
 export { LocalTenantKeys, LOCAL_CONTENT_KEYS_DIR, LOCAL_KEY_NAMESPACE } from "./local-tenant-keys.js";
-export { KmsTenantKeys, DEFAULT_KEY_DELETION_WINDOW_DAYS, TENANT_KEY_TAG, type ContentKeyDocument, type KmsTenantKeysOptions } from "./kms-tenant-keys.js";
+export {
+  KmsTenantKeys,
+  DEFAULT_KEY_DELETION_WINDOW_DAYS,
+  DEPLOYMENT_KEY_TAG,
+  TENANT_KEY_TAG,
+  type ContentKeyDocument,
+  type KmsTenantKeysOptions,
+} from "./kms-tenant-keys.js";
 export { createTenantKeys, type TenantKeysParts } from "./create-tenant-keys.js";

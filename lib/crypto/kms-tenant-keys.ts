@@ -1,12 +1,20 @@
 import { KmsKeyringNode } from "@aws-crypto/kms-keyring-node";
 import type { KMS } from "@aws-sdk/client-kms";
 import type { Collection } from "mongodb";
+import { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../config/encryption-config.js";
 import { type ShredReceipt, type TenantCurrentKey, type TenantKeyrings, type TenantKeys, type TenantRef, tenantKey } from "./tenant-keys.js";
 
 /** Days KMS waits before deleting a shredded tenant's keys (KMS allows 7–30; the deletion can be cancelled meanwhile). */
 export const DEFAULT_KEY_DELETION_WINDOW_DAYS = 7;
-/** The tag every tenant key carries, its value the tenant (`tenantKey`), so IAM and audits can tell whose it is. */
-export const TENANT_KEY_TAG = "threadwise:tenant";
+/**
+ * How long after a key is made its refused uses are tried again: KMS says a tag may take up to five minutes
+ * to affect authorization, and the stack grants the keys' use by their tags (docs/security.md, "Contents at rest in AWS").
+ */
+export const NEW_KEY_AUTHORIZATION_MS = 5 * 60_000;
+/** The waits between tries of a new key's refused use: about 15 s in all, within an API turn's time. */
+export const DEFAULT_NEW_KEY_RETRY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 4_000, 8_000];
+/** The keys' tags (defined with the settings, where the stack reads them too). */
+export { DEPLOYMENT_KEY_TAG, TENANT_KEY_TAG } from "../config/encryption-config.js";
 
 /** One tenant's KMS keys, by ARN (no key material: KMS keeps that). */
 export interface ContentKeyDocument {
@@ -23,6 +31,10 @@ export interface ContentKeyDocument {
 export interface KmsTenantKeysOptions {
   /** Days before KMS deletes a shredded key. Default: {@link DEFAULT_KEY_DELETION_WINDOW_DAYS}. */
   deletionWindowDays?: number;
+  /** The {@link DEPLOYMENT_KEY_TAG} value of the keys made (`CONTENT_KEY_DEPLOYMENT`). Default: none, no such tag. */
+  deployment?: string;
+  /** Waits between tries of a refused use of a key made less than {@link NEW_KEY_AUTHORIZATION_MS} ago. Default: {@link DEFAULT_NEW_KEY_RETRY_DELAYS_MS}. */
+  newKeyRetryDelaysMs?: readonly number[];
 }
 
 /**
@@ -36,11 +48,15 @@ export class KmsTenantKeys implements TenantKeys {
   readonly #kms: KMS;
   readonly #registry: Collection<ContentKeyDocument>;
   readonly #deletionWindowDays: number;
+  readonly #deployment: string | undefined;
+  readonly #retryDelaysMs: readonly number[];
 
   constructor(kms: KMS, registry: Collection<ContentKeyDocument>, options: KmsTenantKeysOptions = {}) {
     this.#kms = kms;
     this.#registry = registry;
     this.#deletionWindowDays = options.deletionWindowDays ?? DEFAULT_KEY_DELETION_WINDOW_DAYS;
+    this.#deployment = options.deployment;
+    this.#retryDelaysMs = options.newKeyRetryDelaysMs ?? DEFAULT_NEW_KEY_RETRY_DELAYS_MS;
   }
 
   async keyrings(tenant: TenantRef): Promise<TenantKeyrings> {
@@ -48,7 +64,9 @@ export class KmsTenantKeys implements TenantKeys {
     if (!doc || doc.keys.length === 0) doc = await this.#createFirst(tenant);
     const arns = doc.keys.map((k) => k.arn);
     const current = arns[arns.length - 1];
-    const clientProvider = () => this.#kms;
+    const recent = new Set(doc.keys.filter((k) => Date.now() - k.createdAt.getTime() < NEW_KEY_AUTHORIZATION_MS).map((k) => k.arn));
+    const client = recent.size === 0 ? this.#kms : retryingRefusals(this.#kms, recent, this.#retryDelaysMs);
+    const clientProvider = () => client;
     return {
       encrypt: new KmsKeyringNode({ clientProvider, generatorKeyId: current }),
       decrypt: new KmsKeyringNode({ clientProvider, keyIds: arns }),
@@ -111,10 +129,43 @@ export class KmsTenantKeys implements TenantKeys {
       Description: `Threadwise contents of tenant ${tenantKey(tenant)}`,
       KeyUsage: "ENCRYPT_DECRYPT",
       KeySpec: "SYMMETRIC_DEFAULT",
-      Tags: [{ TagKey: TENANT_KEY_TAG, TagValue: tenantKey(tenant).slice(0, 256) }],
+      Tags: [
+        { TagKey: TENANT_KEY_TAG, TagValue: tenantKey(tenant).slice(0, 256) },
+        ...(this.#deployment === undefined ? [] : [{ TagKey: DEPLOYMENT_KEY_TAG, TagValue: this.#deployment }]),
+      ],
     });
     const arn = out.KeyMetadata?.Arn;
     if (!arn) throw new Error("KMS CreateKey returned no key ARN");
     return arn;
   }
+}
+
+/**
+ * `kms` with its data-key calls on `keys` tried again, after each of `delaysMs`, while KMS refuses them
+ * (`AccessDeniedException`): a key just made may be refused until its tags reach authorization. Any other
+ * error, or a key not in `keys`, fails at once.
+ */
+function retryingRefusals(kms: KMS, keys: ReadonlySet<string>, delaysMs: readonly number[]): KMS {
+  const retrying =
+    <I extends { KeyId?: string }, O>(call: (input: I) => Promise<O>) =>
+    async (input: I): Promise<O> => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await call(input);
+        } catch (error) {
+          const refused = (error as { name?: string }).name === "AccessDeniedException" && keys.has(input.KeyId ?? "");
+          if (!refused || attempt >= delaysMs.length) throw error;
+          await new Promise((resolve) => setTimeout(resolve, delaysMs[attempt]));
+        }
+      }
+    };
+  return new Proxy(kms, {
+    get(target, property, receiver) {
+      if (property === "generateDataKey" || property === "decrypt") {
+        const call = Reflect.get(target, property, receiver) as (input: { KeyId?: string }) => Promise<unknown>;
+        return retrying(call.bind(target));
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
 }

@@ -1,6 +1,6 @@
 import { GetFoundationModelAvailabilityCommand, type BedrockClient } from "@aws-sdk/client-bedrock";
 import { ConverseCommand, type BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
-import { GetAccountSettingsCommand, GetFunctionConcurrencyCommand, type LambdaClient } from "@aws-sdk/client-lambda";
+import { GetAccountSettingsCommand, GetFunctionConcurrencyCommand, GetFunctionConfigurationCommand, type LambdaClient } from "@aws-sdk/client-lambda";
 import { GetSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { MongoClient } from "mongodb";
 import { CREDENTIAL_SECRETS, parseCredentials, type CredentialSecretName } from "../config/credentials.js";
@@ -36,6 +36,71 @@ export interface PreflightProblem {
   check: "credentials" | "secrets" | "mongodb" | "model" | "marketplace" | "concurrency";
   problem: string;
   fix: string;
+}
+
+/** A setting the operator chose that leaves something unprotected: reported, not failed (the deploy may go out). */
+export interface PreflightNotice {
+  check: "encryption";
+  /** The stage setting (CDK context) or variable that decides it. */
+  setting: string;
+  notice: string;
+}
+
+export interface ContentEncryptionCheckOptions {
+  /** The stage's `contentEncryption` (CDK context): on unless set to off. */
+  enabled: boolean;
+  /** The deployed functions that read or write contents (`<stage>-threadwise-api`, …): their environment says how they store them. */
+  functionNames: readonly string[];
+  lambda: LambdaClient;
+}
+
+/**
+ * Contents stored in clear, said (docs/security.md, "Contents at rest in AWS"): the stage's own
+ * `contentEncryption=off`, and each deployed function that stores them so now, by its environment:
+ * `CONTENT_ENCRYPTION=off`, or no `CONTENT_KEYS=kms` (a deployment made before contents were sealed
+ * in AWS; the next deploy seals new contents, and its set-up encrypts those stored). A function not
+ * deployed yet says nothing.
+ */
+export async function checkContentEncryption(options: ContentEncryptionCheckOptions): Promise<PreflightNotice[]> {
+  const notices: PreflightNotice[] = [];
+  if (!options.enabled) {
+    notices.push({
+      check: "encryption",
+      setting: "contentEncryption",
+      notice:
+        "contentEncryption=off: the stage stores conversations' contents in clear; every backup and snapshot holds them, " +
+        "and a tenant's erasure cannot crypto-shred them (remove the setting to encrypt them per tenant)",
+    });
+  }
+  for (const functionName of options.functionNames) {
+    let variables: Record<string, string>;
+    try {
+      const out = await options.lambda.send(new GetFunctionConfigurationCommand({ FunctionName: functionName }));
+      variables = out.Environment?.Variables ?? {};
+    } catch (error) {
+      if (nameOf(error) === "ResourceNotFoundException") continue;
+      notices.push({
+        check: "encryption",
+        setting: "CONTENT_ENCRYPTION",
+        notice: `how ${functionName} stores contents could not be read (${nameOf(error)}); run preflight with lambda:GetFunctionConfiguration`,
+      });
+      continue;
+    }
+    if (variables.CONTENT_ENCRYPTION === "off") {
+      notices.push({
+        check: "encryption",
+        setting: "CONTENT_ENCRYPTION",
+        notice: `the deployed ${functionName} stores contents in clear (CONTENT_ENCRYPTION=off)`,
+      });
+    } else if (variables.CONTENT_KEYS !== "kms") {
+      notices.push({
+        check: "encryption",
+        setting: "CONTENT_KEYS",
+        notice: `the deployed ${functionName} stores contents in clear (no CONTENT_KEYS=kms: deployed before contents were sealed in AWS); deploy to seal them`,
+      });
+    }
+  }
+  return notices;
 }
 
 const nameOf = (error: unknown) => (error instanceof Error ? error.name : "Error");

@@ -28,6 +28,11 @@ import { runtimeSdkDirectory } from "./support/runtime-sdk.js";
 import { startHttpApi, type HttpApi } from "./support/http-api.js";
 import { startHostileServer } from "../support/mcp-servers.js";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { KMS } from "@aws-sdk/client-kms";
+import { FieldCipher } from "../../lib/crypto/field-cipher.js";
+import { type ContentKeyDocument, KmsTenantKeys } from "../../lib/crypto/kms-tenant-keys.js";
+import { CONTENT_KEYS_COLLECTION, type TenantRef } from "../../lib/crypto/tenant-keys.js";
+import { startKmsKeysEndpoint, type KmsKeysEndpoint } from "../support/kms-keys-endpoint.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 /**
@@ -53,6 +58,8 @@ let connector: BotConnectorEndpoint;
 let nodePath: string;
 let oidc: OidcIssuer;
 let streamingUrl: FunctionUrl;
+/** KMS at its HTTP boundary: the functions make, use and read tenants' content keys there (`AWS_ENDPOINT_URL_KMS`). */
+let kms: KmsKeysEndpoint;
 /** An MCP server over Streamable HTTP whose `forecast` (read-only, an output schema) the api and worker functions are given through `MCP_SERVERS`. */
 let mcp: Awaited<ReturnType<typeof startHostileServer>>;
 /** Holds the model's second call of a "stream:" question until the test opens it. */
@@ -93,6 +100,7 @@ beforeAll(async () => {
   connector = await startBotConnectorEndpoint({ appId: TEST_APP_ID, appPassword: TEAMS_PASSWORD });
   streamingUrl = await startFunctionUrl(() => container("stream"));
   mcp = await startHostileServer({ forecast: true });
+  kms = await startKmsKeysEndpoint();
 }, 240_000);
 
 afterAll(async () => {
@@ -106,6 +114,7 @@ afterAll(async () => {
     oidc?.close(),
     streamingUrl?.close(),
     mcp?.stop(),
+    kms?.close(),
   ]);
   await proxy?.close();
   await database?.cleanup();
@@ -152,6 +161,7 @@ async function coldStart(name: string): Promise<FunctionProcess> {
       AWS_ENDPOINT_URL_SECRETS_MANAGER: aws.url,
       AWS_ENDPOINT_URL_SQS: aws.url,
       AWS_ENDPOINT_URL_BEDROCK_RUNTIME: converse.url,
+      AWS_ENDPOINT_URL_KMS: kms.url,
       SLACK_API_URL: slackApi.slackApiUrl,
       TEAMS_OPENID_METADATA_URL: issuer.openIdMetadataUrl,
       TEAMS_TOKEN_URL: connector.tokenUrl,
@@ -172,6 +182,15 @@ async function container(name: string): Promise<FunctionProcess> {
 }
 
 type HttpResult = { statusCode: number; headers?: Record<string, string>; body?: string };
+
+/** A follow-up's title as its owner's tenant key opens it: the functions sealed it (CONTENT_KEYS=kms), with keys in the KMS stand-in. */
+async function followUpTitle(doc: Record<string, unknown>): Promise<string> {
+  const client = new KMS({ endpoint: kms.url, region: "us-east-1", credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" } });
+  const keys = new KmsTenantKeys(client, database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION));
+  const conversations = database.db.collection<{ _id: string; owner: TenantRef }>("conversations");
+  const cipher = new FieldCipher({ keys, tenantOf: async (id) => (await conversations.findOne({ _id: id }))!.owner });
+  return cipher.openText(String(doc.conversationId), { collection: "follow_ups", id: doc._id as string, field: "title" }, doc.title as never);
+}
 
 async function api(input: ApiEventInput): Promise<{ status: number; headers: Record<string, string>; json: any }> {
   const result = await (await container("api")).invoke<HttpResult>(apiEvent(input));
@@ -343,6 +362,52 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
       expect(state.status).toBe(200);
       const turns = await api({ method: "GET", path: `/v1/conversations/${id}/turns`, routeKey: "GET /v1/conversations/{id}/turns", claims: alice });
       expect(turns.json.turns).toEqual([expect.objectContaining({ turnId: answered.json.turnId, status: "completed" })]);
+    });
+
+    it("seals a turn under the tenant's KMS key: CreateKey tagged with tenant and stage, data keys bound to the context, nothing clear", async () => {
+      const marker = `artifact-marker-${Date.now().toString(36)}`;
+      const before = kms.requests.length;
+      const created = await api({
+        method: "POST",
+        path: "/v1/conversations",
+        routeKey: "POST /v1/conversations",
+        claims: jwtClaims("carol", { tenant: "initech" }),
+      });
+      const id = created.json.conversationId as string;
+      const asked = { method: "POST", path: `/v1/conversations/${id}/messages`, routeKey: "POST /v1/conversations/{id}/messages" };
+      const answered = await api({ ...asked, claims: jwtClaims("carol", { tenant: "initech" }), body: { content: `Remember ${marker}` } });
+      expect(answered).toMatchObject({ status: 200, json: { answer: `answer to: Remember ${marker}` } });
+      // Read back through the API: the function opens what it sealed.
+      const messages = await api({
+        method: "GET",
+        path: `/v1/conversations/${id}/messages`,
+        routeKey: "GET /v1/conversations/{id}/messages",
+        claims: jwtClaims("carol", { tenant: "initech" }),
+      });
+      expect(JSON.stringify(messages.json)).toContain(marker);
+
+      const tenant = JSON.stringify(["api", "initech"]);
+      const requests = kms.requests.slice(before);
+      const createKeys = requests.filter((r) => r.operation === "CreateKey");
+      expect(createKeys.map((r) => r.input.Tags)).toEqual([
+        [
+          { TagKey: "threadwise:tenant", TagValue: tenant },
+          { TagKey: "threadwise:deployment", TagValue: "artifact" },
+        ],
+      ]);
+      const [arn] = (await database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION).findOne({ _id: tenant }))!.keys.map((k) => k.arn);
+      for (const operation of ["GenerateDataKey", "Decrypt"]) {
+        const calls = requests.filter((r) => r.operation === operation);
+        expect(calls.length, operation).toBeGreaterThan(0);
+        for (const call of calls) {
+          expect(call.input.KeyId, operation).toBe(arn);
+          expect(call.input.EncryptionContext, operation).toMatchObject({ "threadwise:tenant": tenant, "threadwise:collection": expect.any(String) });
+        }
+      }
+      // The database holds no clear copy of what was said.
+      const stored = await database.db.collection("messages").find({ conversationId: id }).toArray();
+      expect(stored.length).toBeGreaterThan(0);
+      expect(JSON.stringify(stored)).not.toContain(marker);
     });
 
     it("returns ready from /readyz once the database is set up", async () => {
@@ -703,7 +768,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         .collection("follow_ups")
         .find({ conversationId: edit.value.split(":")[0] })
         .toArray();
-      expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
+      expect(await Promise.all(created.map(followUpTitle))).toEqual(["Call the new supplier"]);
     });
 
     it("edits a Teams call through the teams bundle: the invoke answered with the refreshed card, the edited call run once by the worker", async () => {
@@ -746,7 +811,7 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
         decision: { kind: "edit", args: { title: "Call the new supplier" } },
       });
       const created = await database.db.collection("follow_ups").find({ turnId: approval?.turnId }).toArray();
-      expect(created.map((f) => f.title)).toEqual(["Call the new supplier"]);
+      expect(await Promise.all(created.map(followUpTitle))).toEqual(["Call the new supplier"]);
       const answer = connector.replies.filter((r) => r.activityId === activity.id).at(-1);
       expect(answer?.activity.text).toContain("tool said: Recorded");
     });

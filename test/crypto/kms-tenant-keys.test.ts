@@ -2,7 +2,7 @@ import { KMS } from "@aws-sdk/client-kms";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FieldCipher } from "../../lib/crypto/field-cipher.js";
 import { CONTENT_KEYS_COLLECTION } from "../../lib/crypto/tenant-keys.js";
-import { type ContentKeyDocument, KmsTenantKeys, TENANT_KEY_TAG } from "../../lib/crypto/kms-tenant-keys.js";
+import { type ContentKeyDocument, DEPLOYMENT_KEY_TAG, KmsTenantKeys, TENANT_KEY_TAG } from "../../lib/crypto/kms-tenant-keys.js";
 import type { TenantRef } from "../../lib/crypto/tenant-keys.js";
 import { ContentRefusedError } from "../../lib/errors.js";
 import { startKmsKeysEndpoint, type KmsKeysEndpoint } from "../support/kms-keys-endpoint.js";
@@ -36,6 +36,37 @@ describe("KmsTenantKeys", () => {
       expect(kms.keys.get(acme.current)?.tags).toEqual([{ TagKey: TENANT_KEY_TAG, TagValue: '["teams","acme-tenant"]' }]);
       const doc = await database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION).findOne({ _id: '["teams","acme-tenant"]' });
       expect(doc?.keys.map((k) => k.arn)).toEqual([acme.current]);
+    });
+
+    it("tags each key made with the deployment too when given one, the tag the stack's IAM policy requires", async () => {
+      const registry = database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION);
+      const tenant: TenantRef = { issuer: "api", tenant: "initech" };
+      const { current } = await new KmsTenantKeys(client, registry, { deployment: "prod" }).keyrings(tenant);
+      expect(kms.keys.get(current)?.tags).toEqual([
+        { TagKey: TENANT_KEY_TAG, TagValue: '["api","initech"]' },
+        { TagKey: DEPLOYMENT_KEY_TAG, TagValue: "prod" },
+      ]);
+    });
+
+    it("tries a just-made key's refused data-key calls again (KMS may refuse them until its tags reach authorization), then fails", async () => {
+      const slow = await startKmsKeysEndpoint({ refusedFirstUses: 2 });
+      try {
+        const slowClient = new KMS({ endpoint: slow.url, region: "us-east-1", credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" } });
+        const registry = database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION);
+        const hooli: TenantRef = { issuer: "api", tenant: "hooli" };
+        const keys = new KmsTenantKeys(slowClient, registry, { newKeyRetryDelaysMs: [1, 1] });
+        const cipher = new FieldCipher({ keys, tenantOf: async () => hooli });
+        const sealed = await cipher.sealText("h1", ref("h1:user"), "after the refusals");
+        expect(slow.calls.filter((c) => c.startsWith("GenerateDataKey"))).toHaveLength(3);
+        expect(await cipher.openText("h1", ref("h1:user"), sealed)).toBe("after the refusals");
+
+        // Refused more often than it waits: the refusal reaches the caller.
+        const impatient = new KmsTenantKeys(slowClient, registry, { newKeyRetryDelaysMs: [1] });
+        const initrode: TenantRef = { issuer: "api", tenant: "initrode" };
+        await expect(new FieldCipher({ keys: impatient, tenantOf: async () => initrode }).sealText("i1", ref("i1:user"), "x")).rejects.toThrow();
+      } finally {
+        await slow.close();
+      }
     });
 
     it("asks KMS for one data key for a tenant's many values (the caching materials manager), and none to read them back", async () => {

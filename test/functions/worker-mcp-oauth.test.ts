@@ -31,6 +31,8 @@ beforeAll(async () => {
       ]),
       MCP_OAUTH_KMS_KEY_ID: KEY_ARN,
       MCP_OAUTH_REDIRECT_URL: CALLBACK,
+      // KMS here is the MCP tokens' one-key stand-in, which makes no keys: contents stay clear in this file (sealing: the other function tests).
+      CONTENT_ENCRYPTION: "off",
       // The CRM and its authorization server run on this machine: loopback allowed explicitly (docs/mcp.md, "Egress").
       MCP_EGRESS_ALLOW: "127.0.0.0/8",
     },

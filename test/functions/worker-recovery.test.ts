@@ -5,6 +5,9 @@ import { apiPrincipal } from "../../lib/auth/principal.js";
 import { KEY_MAINTENANCE_EVENT } from "../../lib/lifecycle/key-maintenance-event.js";
 import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { startHarness, type Harness } from "./support/harness.js";
+import { KMS } from "@aws-sdk/client-kms";
+import { type ContentKeyDocument, KmsTenantKeys } from "../../lib/crypto/kms-tenant-keys.js";
+import { CONTENT_KEYS_COLLECTION } from "../../lib/crypto/tenant-keys.js";
 
 let h: Harness;
 beforeAll(async () => {
@@ -16,7 +19,10 @@ afterAll(async () => {
 
 describe("worker handler on the recovery schedule's event", () => {
   it("finishes a turn left running under a lapsed lease, as interrupted when it recorded no job, and closes its stream", async () => {
-    const database = new ThreadwiseDatabase(h.database.client, { dbName: h.database.dbName });
+    // With the tenants' keys the functions use (the harness's KMS stand-in): the turn's events are sealed.
+    const kms = new KMS({ endpoint: h.kms.url, region: "us-east-1", credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" } });
+    const contentKeys = new KmsTenantKeys(kms, h.database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION));
+    const database = new ThreadwiseDatabase(h.database.client, { dbName: h.database.dbName, contentKeys });
     const { _id: conversationId } = await database.conversations.create(apiPrincipal("alice"));
     const fence = await database.lease.acquire(conversationId, "dead-attempt");
     const turnId = randomUUID();

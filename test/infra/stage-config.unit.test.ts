@@ -87,6 +87,27 @@ describe("stage-config", () => {
       expect(() => read({ vpcNatGateways: 2 })).toThrow(expect.objectContaining({ details: [{ path: "vpcNatGateways", message: "needs vpc=nat" }] }));
     });
 
+    it("returns content encryption on, with a 7-day deletion window, unless the context says otherwise", () => {
+      expect(read({}).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 7 });
+      expect(read({ contentKeyDeletionDays: "30" }).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 30 });
+      expect(read({ contentEncryption: "off" }).contentEncryption).toEqual({ enabled: false, keyDeletionDays: 7 });
+    });
+
+    it.each([["6"], ["31"], ["7.5"]])("throws for a key deletion window of %s days, outside KMS's 7 to 30", (days) => {
+      expect(() => read({ contentKeyDeletionDays: days })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "contentKeyDeletionDays" })] }),
+      );
+    });
+
+    it("throws for a content encryption other than on or off, and for a deletion window with encryption off", () => {
+      expect(() => read({ contentEncryption: "false" })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "contentEncryption" })] }),
+      );
+      expect(() => read({ contentEncryption: "off", contentKeyDeletionDays: 10 })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "contentKeyDeletionDays" })] }),
+      );
+    });
+
     it("throws when the stage name is not usable in resource names", () => {
       expect(() => read({ stage: "Prod_1" })).toThrow(ValidationError);
     });

@@ -41,6 +41,14 @@ function statementsOf(template: ReturnType<typeof synthTemplate>, functionLogica
   if (!entry) throw new Error(`no policy for ${functionLogicalPrefix}`);
   return entry[1].Properties.PolicyDocument.Statement;
 }
+/** Whether a statement's resource is the KMS key with this logical id. */
+const onKey = (keyId: string) => (s: { Resource: unknown }) => JSON.stringify(s.Resource) === JSON.stringify({ "Fn::GetAtt": [keyId, "Arn"] });
+/** The resource of the content-key statements: every key of the stage's account and region (tags narrow it). */
+const CONTENT_KEYS_RESOURCE = "arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*";
+/** Whether a statement's resource is every key of the account and region (the content keys' grants). */
+const onContentKeys = (s: { Resource: unknown }) =>
+  JSON.stringify(s.Resource) ===
+  JSON.stringify({ "Fn::Join": ["", ["arn:", { Ref: "AWS::Partition" }, ":kms:", { Ref: "AWS::Region" }, ":", { Ref: "AWS::AccountId" }, ":key/*"]] });
 const actionsOf = (statements: { Action: string | string[] }[]) => statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
 
 /** A template value as a string, pseudo parameters as `${AWS::Region}`: what an ARN will read once deployed. */
@@ -310,7 +318,9 @@ describe("ThreadwiseStack", () => {
         context: { ...prodContext, secretArns: { database: IMPORTED_DATABASE_SECRET }, secretsKmsKeyArn: IMPORTED_SECRETS_KEY },
       });
       for (const name of FUNCTIONS) {
-        const decrypt = statementsOf(imported, logicalPrefix(name)).filter((s) => actionsOf([s]).includes("kms:Decrypt"));
+        const decrypt = statementsOf(imported, logicalPrefix(name)).filter(
+          (s) => actionsOf([s]).includes("kms:Decrypt") && s.Resource === IMPORTED_SECRETS_KEY,
+        );
         expect(decrypt, name).toHaveLength(1);
         expect(decrypt[0].Resource, name).toBe(IMPORTED_SECRETS_KEY);
         expect(render((decrypt[0] as unknown as { Condition: { StringEquals: Record<string, unknown> } }).Condition.StringEquals["kms:ViaService"])).toBe(
@@ -319,12 +329,15 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("grants no decrypt on any key to the stack's own secrets", () => {
-      for (const name of FUNCTIONS)
+    it("grants no decrypt on any key to the stack's own secrets (KMS only on the turn queues' key and the tenants' content keys)", () => {
+      const queueKey = idOf(resourcesOf(template), "AWS::KMS::Key", "TurnQueuesKey");
+      for (const name of FUNCTIONS) {
+        const others = statementsOf(template, logicalPrefix(name)).filter((s) => !onKey(queueKey)(s) && !onContentKeys(s));
         expect(
-          actionsOf(statementsOf(template, logicalPrefix(name))).filter((a) => a.startsWith("kms:")),
+          actionsOf(others).filter((a) => a.startsWith("kms:") && a !== "kms:CreateKey"),
           name,
         ).toEqual([]);
+      }
     });
   });
 
@@ -412,10 +425,14 @@ describe("ThreadwiseStack", () => {
       }
     });
 
-    it("gives the setup function the time an index build may take, and no other grant than its secret, logs and traces", () => {
+    it("gives the setup function the time an index build may take, and no other grant than its secret, logs, traces and content keys", () => {
       template.hasResourceProperties("AWS::Lambda::Function", { FunctionName: "prod-threadwise-setup", Timeout: 600 });
       expect(environmentsOf(template).setup.MONGODB_SOCKET_TIMEOUT_MS).toBe("600000");
-      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager", "xray"]));
+      expect(new Set(actionsOf(statementsOf(template, "Setup")).map((a) => a.split(":")[0]))).toEqual(new Set(["logs", "secretsmanager", "xray", "kms"]));
+      // Its KMS grants are the content keys' alone (the contents it encrypts on set-up), never the queue's.
+      expect(statementsOf(template, "Setup").filter((s) => actionsOf([s]).some((a) => a.startsWith("kms:")) && s.Resource === "*")).toEqual([
+        expect.objectContaining({ Action: "kms:CreateKey" }),
+      ]);
     });
   });
 
@@ -805,18 +822,18 @@ describe("ThreadwiseStack", () => {
     const others = ["Slack", "Teams", "Setup"];
 
     it("creates one KMS key for users' MCP tokens, rotated, and retained with a retained stage's data", () => {
-      expect(Object.values(withOAuth).filter((r) => r.Type === "AWS::KMS::Key")).toHaveLength(1);
+      expect(Object.keys(withOAuth).filter((id) => withOAuth[id].Type === "AWS::KMS::Key" && id.startsWith("McpOAuthKey"))).toHaveLength(1);
       expect(withOAuth[keyId].Properties).toMatchObject({ EnableKeyRotation: true });
       expect(withOAuth[keyId].DeletionPolicy).toBe("Retain");
     });
 
     it("grants GenerateDataKey and Decrypt on that key alone to the api, worker and stream functions, and nothing of KMS to the others", () => {
       for (const name of callers) {
-        expect(statementsFor(withOAuth, name, "kms")).toEqual([
+        expect(statementsFor(withOAuth, name, "kms").filter(onKey(keyId))).toEqual([
           { Effect: "Allow", Action: [...MCP_OAUTH_KMS_ACTIONS].sort(), Resource: { "Fn::GetAtt": [keyId, "Arn"] } },
         ]);
       }
-      for (const name of others) expect(statementsFor(withOAuth, name, "kms")).toEqual([]);
+      for (const name of others) expect(statementsFor(withOAuth, name, "kms").filter(onKey(keyId))).toEqual([]);
     });
 
     it("sets the key's ARN and the API's own callback URL on the functions it grants, and on no other", () => {
@@ -840,29 +857,163 @@ describe("ThreadwiseStack", () => {
 
     it("creates no key, grant or variable without mcpOAuth", () => {
       const without = resourcesOf(template);
-      expect(Object.values(without).filter((r) => r.Type === "AWS::KMS::Key")).toEqual([]);
+      expect(Object.keys(without).filter((id) => without[id].Type === "AWS::KMS::Key")).toEqual([idOf(without, "AWS::KMS::Key", "TurnQueuesKey")]);
       for (const name of [...callers, ...others]) {
-        expect(statementsFor(without, name, "kms")).toEqual([]);
+        expect(statementsFor(without, name, "kms").filter((s) => JSON.stringify(s).includes("McpOAuth"))).toEqual([]);
         expect(Object.keys(variablesFor(without, name)).filter((v) => v.startsWith("MCP_OAUTH_"))).toEqual([]);
       }
     });
   });
 
+  describe("contents at rest", () => {
+    const resources = resourcesOf(template);
+    const sealing = ["Api", "Stream", "Worker", "Setup"];
+    const contentStatements = (r: typeof resources, name: string) =>
+      statementsFor(r, name, "kms").filter((s) => s.Resource === "*" || onContentKeys(s)) as { Action: unknown; Resource: unknown; Condition?: unknown }[];
+
+    it("tells the api, stream, worker and setup functions to seal contents with KMS keys tagged with the stage, and the webhooks nothing of it", () => {
+      const environments = environmentsOf(template);
+      for (const name of ["api", "stream", "worker", "setup"]) {
+        expect(environments[name], name).toMatchObject({
+          [FUNCTION_ENV.contentEncryption]: "on",
+          [FUNCTION_ENV.contentKeys]: "kms",
+          [FUNCTION_ENV.contentKeyDeployment]: "prod",
+          [FUNCTION_ENV.contentKeyDeletionDays]: "7",
+        });
+        // What the function reads of them is what the stack meant.
+        expect(loadConfig({ ...environments[name], JWT_ISSUER: ISSUER }).encryption).toEqual({
+          enabled: true,
+          keys: "kms",
+          keyDeployment: "prod",
+          keyDeletionDays: 7,
+          dataKeyMaxAgeSeconds: 300,
+        });
+      }
+      for (const name of ["slack", "teams"])
+        expect(
+          Object.keys(environments[name]).filter((v) => v.startsWith("CONTENT_")),
+          name,
+        ).toEqual([]);
+    });
+
+    it("lets them create only symmetric encryption keys whose request tags name a tenant and this stage, on * (CreateKey has no narrower resource)", () => {
+      for (const name of sealing) {
+        expect(
+          contentStatements(resources, name).filter((s) => s.Action === "kms:CreateKey"),
+          name,
+        ).toEqual([
+          {
+            Effect: "Allow",
+            Action: "kms:CreateKey",
+            Resource: "*",
+            Condition: {
+              StringEquals: { "aws:RequestTag/threadwise:deployment": "prod", "kms:KeySpec": "SYMMETRIC_DEFAULT", "kms:KeyUsage": "ENCRYPT_DECRYPT" },
+              Null: { "aws:RequestTag/threadwise:tenant": "false" },
+              "ForAllValues:StringEquals": { "aws:TagKeys": ["threadwise:tenant", "threadwise:deployment"] },
+            },
+          },
+        ]);
+      }
+    });
+
+    it("lets them tag only a key that names no deployment yet (one being made), with a tenant and this stage and no other tag", () => {
+      for (const name of sealing) {
+        const [tag] = contentStatements(resources, name).filter((s) => s.Action === "kms:TagResource");
+        expect(tag.Condition, name).toEqual({
+          StringEquals: { "aws:RequestTag/threadwise:deployment": "prod" },
+          Null: { "aws:RequestTag/threadwise:tenant": "false", "aws:ResourceTag/threadwise:deployment": "true" },
+          "ForAllValues:StringEquals": { "aws:TagKeys": ["threadwise:tenant", "threadwise:deployment"] },
+        });
+      }
+    });
+
+    it("lets them use only keys of the account and region tagged with a tenant and this stage, and only the api (which erases tenants) delete them", () => {
+      for (const name of sealing) {
+        const use = contentStatements(resources, name).filter((s) => [s.Action].flat().includes("kms:Decrypt"));
+        expect(use, name).toHaveLength(1);
+        expect([use[0].Action].flat().sort(), name).toEqual(
+          name === "Api" ? ["kms:Decrypt", "kms:GenerateDataKey", "kms:ScheduleKeyDeletion"] : ["kms:Decrypt", "kms:GenerateDataKey"],
+        );
+        expect(render(use[0].Resource)).toBe(CONTENT_KEYS_RESOURCE);
+        expect(use[0].Condition).toEqual({
+          StringEquals: { "aws:ResourceTag/threadwise:deployment": "prod" },
+          Null: { "aws:ResourceTag/threadwise:tenant": "false" },
+        });
+      }
+    });
+
+    it("gives the webhooks no content-key permission: no key made, tagged, used or deleted but the turn queues' own", () => {
+      const queueKey = idOf(resources, "AWS::KMS::Key", "TurnQueuesKey");
+      for (const name of ["Slack", "Teams"]) {
+        const kms = statementsFor(resources, name, "kms");
+        expect(kms.length, name).toBeGreaterThan(0);
+        expect(
+          kms.filter((s) => !onKey(queueKey)(s)),
+          name,
+        ).toEqual([]);
+      }
+    });
+
+    it("tags the keys with the stage they belong to, so another stage's policy refuses them", () => {
+      const staging = resourcesOf(synthTemplate({ context: { ...prodContext, stage: "staging", retainData: "false", alarmEmails: "" } }));
+      const [use] = contentStatements(staging, "Api").filter((s) => [s.Action].flat().includes("kms:Decrypt"));
+      expect(use.Condition).toMatchObject({ StringEquals: { "aws:ResourceTag/threadwise:deployment": "staging" } });
+      expect(variablesFor(staging, "Api")[FUNCTION_ENV.contentKeyDeployment]).toBe("staging");
+    });
+
+    it("passes the stage's deletion window to the functions", () => {
+      const longer = synthTemplate({ context: { ...prodContext, contentKeyDeletionDays: "30" } });
+      expect(environmentsOf(longer).api[FUNCTION_ENV.contentKeyDeletionDays]).toBe("30");
+    });
+
+    it("with contentEncryption=off, tells the four functions so and grants no content key to any function", () => {
+      const off = resourcesOf(synthTemplate({ context: { ...prodContext, contentEncryption: "off" } }));
+      for (const name of sealing) {
+        expect(variablesFor(off, name)[FUNCTION_ENV.contentEncryption], name).toBe("off");
+        expect(variablesFor(off, name)[FUNCTION_ENV.contentKeys], name).toBeUndefined();
+      }
+      for (const name of [...sealing, "Slack", "Teams"]) expect(contentStatements(off, name), name).toEqual([]);
+    });
+  });
+
   describe("queue", () => {
-    it("is FIFO with explicit deduplication ids, SQS-managed encryption and a dead-letter queue", () => {
+    it("is FIFO with explicit deduplication ids, encrypted with its own customer managed key, and a dead-letter queue", () => {
+      const key = { "Fn::GetAtt": [idOf(resourcesOf(template), "AWS::KMS::Key", "TurnQueuesKey"), "Arn"] };
       template.hasResourceProperties("AWS::SQS::Queue", {
         QueueName: "prod-threadwise-turns.fifo",
         FifoQueue: true,
         ContentBasedDeduplication: false,
-        SqsManagedSseEnabled: true,
+        KmsMasterKeyId: key,
         VisibilityTimeout: 360,
         RedrivePolicy: { deadLetterTargetArn: Match.anyValue(), maxReceiveCount: 3 },
       });
       template.hasResourceProperties("AWS::SQS::Queue", {
         QueueName: "prod-threadwise-turns-dlq.fifo",
         FifoQueue: true,
-        SqsManagedSseEnabled: true,
+        KmsMasterKeyId: key,
       });
+      for (const queue of Object.values(template.findResources("AWS::SQS::Queue"))) expect(queue.Properties.SqsManagedSseEnabled).toBeUndefined();
+    });
+
+    it("rotates the queues' key yearly and keeps it with a retained stage's queues", () => {
+      const resources = resourcesOf(template);
+      const key = resources[idOf(resources, "AWS::KMS::Key", "TurnQueuesKey")] as unknown as {
+        Properties: { EnableKeyRotation: boolean };
+        DeletionPolicy?: string;
+      };
+      expect(key.Properties.EnableKeyRotation).toBe(true);
+      expect(key.DeletionPolicy).toBe("Retain");
+    });
+
+    it("grants the queues' key through the queue grants alone: to the functions that send or receive turns, not to the setup function", () => {
+      const resources = resourcesOf(template);
+      const queueKey = idOf(resources, "AWS::KMS::Key", "TurnQueuesKey");
+      for (const name of ["Api", "Stream", "Worker", "Slack", "Teams"]) {
+        expect(actionsOf(statementsFor(resources, name, "kms").filter(onKey(queueKey)) as { Action: string | string[] }[]), name).toEqual(
+          expect.arrayContaining(["kms:Decrypt", "kms:GenerateDataKey*"]),
+        );
+      }
+      expect(statementsFor(resources, "Setup", "kms").filter(onKey(queueKey))).toEqual([]);
     });
 
     it("refuses requests without TLS", () => {

@@ -2,7 +2,7 @@ import { BedrockClient } from "@aws-sdk/client-bedrock";
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
-import { runPreflight, type PreflightOptions } from "../../lib/ops/index.js";
+import { checkContentEncryption, runPreflight, type PreflightOptions } from "../../lib/ops/index.js";
 import { startLocalAws, TEST_REGION, type LocalAws } from "../functions/support/aws-endpoints.js";
 import { startBedrockControlEndpoint, SUBSCRIBED, type BedrockControlEndpoint } from "../support/bedrock-control-endpoint.js";
 import { startConverseEndpoint, type ConverseEndpoint } from "../support/converse-endpoint.js";
@@ -49,6 +49,7 @@ beforeEach(() => {
   control.setAvailability(SUBSCRIBED);
   lambda.setAccount({ concurrentExecutions: 1000, unreservedConcurrentExecutions: 1000 });
   lambda.setReservations({});
+  lambda.setEnvironments({});
 });
 
 /** Preflight of a stage whose secrets are the local endpoint's, without TLS (the embedded MongoDB has none). */
@@ -196,5 +197,39 @@ describe("runPreflight", () => {
     expect(await preflight()).toEqual([]);
     lambda.setAccount({ concurrentExecutions: 179, unreservedConcurrentExecutions: 99 });
     expect((await preflight()).map((p) => p.check)).toEqual(["concurrency"]);
+  });
+});
+
+describe("checkContentEncryption", () => {
+  const SEALING = ["dev-threadwise-api", "dev-threadwise-worker"];
+  const check = (enabled: boolean) => checkContentEncryption({ enabled, functionNames: SEALING, lambda: clients.lambda });
+  const sealed = { CONTENT_ENCRYPTION: "on", CONTENT_KEYS: "kms" };
+
+  it("returns nothing for a stage with encryption on whose functions seal with KMS, or are not deployed yet", async () => {
+    expect(await check(true)).toEqual([]);
+    lambda.setEnvironments({ "dev-threadwise-api": sealed, "dev-threadwise-worker": sealed });
+    expect(await check(true)).toEqual([]);
+  });
+
+  it("returns a notice naming contentEncryption when the stage turns it off", async () => {
+    expect(await check(false)).toEqual([{ check: "encryption", setting: "contentEncryption", notice: expect.stringContaining("contentEncryption=off") }]);
+  });
+
+  it("returns each deployed function that stores contents in clear: CONTENT_ENCRYPTION=off, or deployed before it sealed with KMS", async () => {
+    lambda.setEnvironments({ "dev-threadwise-api": { CONTENT_ENCRYPTION: "off" }, "dev-threadwise-worker": { STAGE: "dev" } });
+    expect(await check(true)).toEqual([
+      { check: "encryption", setting: "CONTENT_ENCRYPTION", notice: "the deployed dev-threadwise-api stores contents in clear (CONTENT_ENCRYPTION=off)" },
+      {
+        check: "encryption",
+        setting: "CONTENT_KEYS",
+        notice: expect.stringContaining("the deployed dev-threadwise-worker stores contents in clear (no CONTENT_KEYS=kms"),
+      },
+    ]);
+  });
+
+  it("returns a notice naming the permission when a function's configuration cannot be read", async () => {
+    const unsigned = new LambdaClient({ endpoint: lambda.url, region: TEST_REGION, credentials, signer: { sign: async (r) => r } });
+    const notices = await checkContentEncryption({ enabled: true, functionNames: ["dev-threadwise-api"], lambda: unsigned });
+    expect(notices).toEqual([{ check: "encryption", setting: "CONTENT_ENCRYPTION", notice: expect.stringContaining("lambda:GetFunctionConfiguration") }]);
   });
 });

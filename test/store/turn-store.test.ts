@@ -11,14 +11,17 @@ import type { WriteFence } from "../../lib/store/write-fence.js";
 import { ManualClock } from "../support/manual-clock.js";
 import { useStoreFixture } from "../support/store-fixture.js";
 import { apiPrincipal, slackPrincipal } from "../../lib/auth/principal.js";
+import { ciphertextOf } from "../../lib/crypto/content-cipher.js";
+import { ContentRefusedError } from "../../lib/errors.js";
 
 /** Whose question a begun turn is. */
 const ASKER = slackPrincipal("T0ASK", "U0ASK");
 
 const owner = apiPrincipal("alice");
-const { conversations, turns } = useStoreFixture("turns", (db) => ({ conversations: new ConversationStore(db), turns: new TurnStore(db) }), {
+const fixture = useStoreFixture("turns", (db) => ({ conversations: new ConversationStore(db), turns: new TurnStore(db) }), {
   clearBeforeEach: false,
-}).stores;
+});
+const { conversations, turns } = fixture.stores;
 
 /** A conversation and a way to take it over, as a later attempt whose predecessor's lease lapsed. */
 async function conversation() {
@@ -187,6 +190,18 @@ describe("TurnStore", () => {
       const running = await claimed(randomUUID(), await c.attempt());
       await turns.reject(running._id, { code: "payload_too_large", message: "too long" });
       expect(await turns.get(running._id)).toMatchObject({ status: "running" });
+    });
+  });
+
+  describe("statusOf", () => {
+    it("returns the status of a turn whose origin is sealed, which a store without the tenants' keys (the webhooks') refuses to open", async () => {
+      const c = await conversation();
+      const turn = await claimed(randomUUID(), await c.attempt());
+      // Sealed by a function with the keys; this store has none (`CLEAR_FIELDS`), as the webhooks' have none.
+      await fixture.database.db.collection("turns").updateOne({ _id: turn._id as never }, { $set: { origin: ciphertextOf(new Uint8Array([1, 2, 3])) } });
+      await expect(turns.get(turn._id)).rejects.toThrow(ContentRefusedError);
+      expect(await turns.statusOf(turn._id)).toBe("running");
+      expect(await turns.statusOf(randomUUID())).toBeUndefined();
     });
   });
 });

@@ -13,6 +13,8 @@ export interface KmsKeysEndpoint {
   url: string;
   /** Each call as `<operation> <KeyId>`, in order. */
   calls: string[];
+  /** Each call's operation and JSON input as received (tags, encryption context), in order. */
+  requests: { operation: string; input: Record<string, unknown> }[];
   /** Keys by ARN: scheduled for deletion or not. */
   keys: Map<string, { material: Buffer; pendingDeletion: boolean; tags: { TagKey: string; TagValue: string }[] }>;
   close(): Promise<void>;
@@ -21,15 +23,31 @@ export interface KmsKeysEndpoint {
 const ACCOUNT = "111122223333";
 const REGION = "us-east-1";
 
-export async function startKmsKeysEndpoint(): Promise<KmsKeysEndpoint> {
+export interface KmsKeysEndpointOptions {
+  /**
+   * The first uses (GenerateDataKey, Encrypt, Decrypt) of each key made here refused with
+   * `AccessDeniedException`, as KMS may refuse a key's tag-based grants until its tags reach
+   * authorization (up to five minutes, "ABAC for AWS KMS"). Default: 0.
+   */
+  refusedFirstUses?: number;
+}
+
+export async function startKmsKeysEndpoint(options: KmsKeysEndpointOptions = {}): Promise<KmsKeysEndpoint> {
   const keys: KmsKeysEndpoint["keys"] = new Map();
+  const refusals = new Map<string, number>();
   const calls: string[] = [];
+  const requests: KmsKeysEndpoint["requests"] = [];
   const fail = (status: number, type: string, message: string) => ({ status, body: { __type: type, message } });
   const aad = (context: unknown) => Buffer.from(JSON.stringify(Object.entries((context ?? {}) as Record<string, string>).sort()), "utf8");
   const usable = (keyId: string) => {
     const key = keys.get(keyId);
     if (!key) return fail(400, "NotFoundException", `key ${keyId} does not exist`);
     if (key.pendingDeletion) return fail(400, "KMSInvalidStateException", `${keyId} is pending deletion`);
+    const refused = refusals.get(keyId) ?? 0;
+    if (refused > 0) {
+      refusals.set(keyId, refused - 1);
+      return fail(400, "AccessDeniedException", `not authorized to use ${keyId} (its tags have not reached authorization yet)`);
+    }
     return key;
   };
   const wrap = (keyId: string, material: Buffer, plaintext: Buffer, context: unknown) => {
@@ -44,10 +62,12 @@ export async function startKmsKeysEndpoint(): Promise<KmsKeysEndpoint> {
   };
   const handle = (operation: string, input: Record<string, unknown>): { status: number; body: unknown } => {
     calls.push(`${operation} ${String(input.KeyId ?? "")}`.trim());
+    requests.push({ operation, input });
     switch (operation) {
       case "CreateKey": {
         const arn = `arn:aws:kms:${REGION}:${ACCOUNT}:key/${randomUUID()}`;
         keys.set(arn, { material: randomBytes(32), pendingDeletion: false, tags: (input.Tags ?? []) as { TagKey: string; TagValue: string }[] });
+        refusals.set(arn, options.refusedFirstUses ?? 0);
         return { status: 200, body: { KeyMetadata: { Arn: arn, KeyId: arn.split("/")[1], KeyState: "Enabled" } } };
       }
       case "GenerateDataKey":
@@ -107,6 +127,7 @@ export async function startKmsKeysEndpoint(): Promise<KmsKeysEndpoint> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    requests,
     keys,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -3,6 +3,7 @@ import { startConverseEndpoint, type ConverseEndpoint, type ConverseEndpointOpti
 import { dropKnownCollections } from "../../support/drop-collections.js";
 import { TEST_SLACK_SIGNING_SECRET } from "../../support/slack-signing.js";
 import { mongoUri, openTestDatabase, type TestDatabase } from "../../support/mongo.js";
+import { startKmsKeysEndpoint, type KmsKeysEndpoint } from "../../support/kms-keys-endpoint.js";
 import { startLocalAws, type LocalAws } from "./aws-endpoints.js";
 import { apiEvent, lambdaContext, type ApiEventInput } from "./events.js";
 
@@ -14,6 +15,8 @@ type Handler<E, R> = (event: E, context: Context) => Promise<R>;
 export interface Harness {
   aws: LocalAws;
   converse: ConverseEndpoint;
+  /** KMS at its HTTP boundary: the functions seal contents under tenants' keys made there (`CONTENT_KEYS=kms`, as the stack sets it). */
+  kms: KmsKeysEndpoint;
   database: TestDatabase;
   api(input: ApiEventInput): Promise<{ status: number; headers: Record<string, string>; json: any }>;
   worker(event: SQSEvent): Promise<SQSBatchResponse>;
@@ -31,6 +34,7 @@ export async function startHarness(options: { env?: Record<string, string>; conv
   const aws = await startLocalAws();
   const converse = await startConverseEndpoint(options.converse);
   const database = await openTestDatabase("fn");
+  const kms = await startKmsKeysEndpoint();
   aws.setCredentials({
     mongodbUri: mongoUri(),
     slackSigningSecret: TEST_SLACK_SIGNING_SECRET,
@@ -46,6 +50,9 @@ export async function startHarness(options: { env?: Record<string, string>; conv
     POWERTOOLS_LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "SILENT",
     POWERTOOLS_DEV: "true",
     POWERTOOLS_METRICS_DISABLED: "false",
+    CONTENT_KEYS: "kms",
+    CONTENT_KEY_DEPLOYMENT: "test",
+    AWS_ENDPOINT_URL_KMS: kms.url,
     ...options.env,
   });
   const api = (await import("../../../functions/api.js")).handler as unknown as Handler<ReturnType<typeof apiEvent>, APIGatewayProxyStructuredResultV2>;
@@ -55,6 +62,7 @@ export async function startHarness(options: { env?: Record<string, string>; conv
   return {
     aws,
     converse,
+    kms,
     database,
     async api(input) {
       const result = await api(apiEvent(input), lambdaContext("test-threadwise-api"));
@@ -69,6 +77,7 @@ export async function startHarness(options: { env?: Record<string, string>; conv
       await database.cleanup();
       await converse.close();
       await aws.close();
+      await kms.close();
     },
   };
 }
