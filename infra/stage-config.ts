@@ -257,6 +257,7 @@ const contextSchema = z.object({
   mcpOAuth: contextBoolean.optional(),
   contentEncryption: z.enum(["on", "off"]).optional(),
   contentKeyDeletionDays: z.coerce.number().int().min(7).max(30).optional(),
+  contentKeyRotationDays: z.coerce.number().int().min(0).max(3650).optional(),
   streamWebAclArn: z
     .string()
     .regex(/^arn:aws[a-z-]*:wafv2:us-east-1:\d{12}:global\/webacl\/[\w-]+\/[0-9a-f-]+$/, "a CLOUDFRONT-scope (global, us-east-1) AWS WAF web ACL ARN")
@@ -338,9 +339,11 @@ export interface StageConfig {
   /**
    * Contents at rest (docs/security.md, "Contents at rest in AWS"): on unless `contentEncryption=off` says
    * otherwise, each tenant's contents under its own KMS key, which a tenant's erasure schedules for deletion
-   * after `keyDeletionDays` (`contentKeyDeletionDays`, 7–30, default 7).
+   * after `keyDeletionDays` (`contentKeyDeletionDays`, 7–30, default 7); the worker's hourly key maintenance rotates a
+   * tenant's key once it is `keyRotationDays` old (`contentKeyRotationDays`, 0 = on demand only; default
+   * {@link DEFAULT_STAGE_KEY_ROTATION_DAYS}).
    */
-  contentEncryption: { enabled: boolean; keyDeletionDays: number };
+  contentEncryption: { enabled: boolean; keyDeletionDays: number; keyRotationDays: number };
 }
 
 export interface StageCeilings {
@@ -512,13 +515,20 @@ export function readStageConfig(node: Node, environments: Readonly<Record<string
   };
 }
 
-/** On by default; off only when the context says so, and then a deletion window means nothing. */
+/** Days a deployed tenant key is used before the schedule rotates it: yearly, as KMS rotates its own keys by default. */
+export const DEFAULT_STAGE_KEY_ROTATION_DAYS = 365;
+
+/** On by default; off only when the context says so, and then a deletion window or rotation period means nothing. */
 function readContentEncryption(c: Context): StageConfig["contentEncryption"] {
   const enabled = (c.contentEncryption ?? DEFAULT_CONTENT_ENCRYPTION) === "on";
-  if (!enabled && c.contentKeyDeletionDays !== undefined) {
-    throw invalidContext([{ path: "contentKeyDeletionDays", message: "needs contentEncryption=on (no tenant keys are made with it off)" }]);
+  for (const path of ["contentKeyDeletionDays", "contentKeyRotationDays"] as const) {
+    if (!enabled && c[path] !== undefined) throw invalidContext([{ path, message: "needs contentEncryption=on (no tenant keys are made with it off)" }]);
   }
-  return { enabled, keyDeletionDays: c.contentKeyDeletionDays ?? DEFAULT_CONTENT_KEY_DELETION_DAYS };
+  return {
+    enabled,
+    keyDeletionDays: c.contentKeyDeletionDays ?? DEFAULT_CONTENT_KEY_DELETION_DAYS,
+    keyRotationDays: c.contentKeyRotationDays ?? DEFAULT_STAGE_KEY_ROTATION_DAYS,
+  };
 }
 
 /** A CLOUDFRONT-scope web ACL lives in us-east-1: the stack makes one only there, else it must be given. */

@@ -422,7 +422,7 @@ export class ThreadwiseStack extends Stack {
   private useContentKeys(functions: Record<"api" | "stream" | "worker" | "setup", ThreadwiseFunction>, config: StageConfig): void {
     for (const [name, f] of Object.entries(functions)) {
       if (!config.contentEncryption.enabled) f.withoutContentEncryption();
-      else f.useContentKeys({ deployment: config.stage, keyDeletionDays: config.contentEncryption.keyDeletionDays, shred: name === "api" });
+      else f.useContentKeys({ deployment: config.stage, ...config.contentEncryption, shred: name === "api" });
     }
   }
 

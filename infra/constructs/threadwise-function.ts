@@ -73,6 +73,7 @@ export const FUNCTION_ENV = {
   contentKeys: "CONTENT_KEYS",
   contentKeyDeployment: "CONTENT_KEY_DEPLOYMENT",
   contentKeyDeletionDays: "CONTENT_KEY_DELETION_DAYS",
+  contentKeyRotationDays: "CONTENT_KEY_ROTATION_DAYS",
 } as const;
 
 /** A tenant's first key, and a rotation's new one: `KmsTenantKeys` makes a tagged key (docs/security.md, "Contents at rest in AWS"). */
@@ -257,7 +258,7 @@ export class ThreadwiseFunction extends Construct {
    * cannot use each other's keys. `CreateKey` takes no resource narrower than `*` (the key does not exist
    * yet): its conditions on the request's tags, spec and usage are what bound it.
    */
-  useContentKeys(options: { deployment: string; keyDeletionDays: number; shred: boolean }): void {
+  useContentKeys(options: { deployment: string; keyDeletionDays: number; keyRotationDays: number; shred: boolean }): void {
     const keys = `arn:${Aws.PARTITION}:kms:${Aws.REGION}:${Aws.ACCOUNT_ID}:key/*`;
     const requestTags = {
       StringEquals: { [`aws:RequestTag/${DEPLOYMENT_KEY_TAG}`]: options.deployment },
@@ -294,6 +295,7 @@ export class ThreadwiseFunction extends Construct {
     this.fn.addEnvironment(FUNCTION_ENV.contentKeys, "kms");
     this.fn.addEnvironment(FUNCTION_ENV.contentKeyDeployment, options.deployment);
     this.fn.addEnvironment(FUNCTION_ENV.contentKeyDeletionDays, String(options.keyDeletionDays));
+    this.fn.addEnvironment(FUNCTION_ENV.contentKeyRotationDays, String(options.keyRotationDays));
   }
 
   /** Stores contents in clear (`contentEncryption=off`, reported by preflight): no key, no grant. */

@@ -87,10 +87,18 @@ describe("stage-config", () => {
       expect(() => read({ vpcNatGateways: 2 })).toThrow(expect.objectContaining({ details: [{ path: "vpcNatGateways", message: "needs vpc=nat" }] }));
     });
 
-    it("returns content encryption on, with a 7-day deletion window, unless the context says otherwise", () => {
-      expect(read({}).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 7 });
-      expect(read({ contentKeyDeletionDays: "30" }).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 30 });
-      expect(read({ contentEncryption: "off" }).contentEncryption).toEqual({ enabled: false, keyDeletionDays: 7 });
+    it("returns content encryption on, with a 7-day deletion window and yearly rotation, unless the context says otherwise", () => {
+      expect(read({}).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 7, keyRotationDays: 365 });
+      expect(read({ contentKeyDeletionDays: "30" }).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 30, keyRotationDays: 365 });
+      expect(read({ contentKeyRotationDays: "90" }).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 7, keyRotationDays: 90 });
+      expect(read({ contentKeyRotationDays: "0" }).contentEncryption).toEqual({ enabled: true, keyDeletionDays: 7, keyRotationDays: 0 });
+      expect(read({ contentEncryption: "off" }).contentEncryption).toEqual({ enabled: false, keyDeletionDays: 7, keyRotationDays: 365 });
+    });
+
+    it.each([["-1"], ["3651"], ["1.5"]])("throws for a key rotation period of %s days", (days) => {
+      expect(() => read({ contentKeyRotationDays: days })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "contentKeyRotationDays" })] }),
+      );
     });
 
     it.each([["6"], ["31"], ["7.5"]])("throws for a key deletion window of %s days, outside KMS's 7 to 30", (days) => {
@@ -105,6 +113,9 @@ describe("stage-config", () => {
       );
       expect(() => read({ contentEncryption: "off", contentKeyDeletionDays: 10 })).toThrow(
         expect.objectContaining({ details: [expect.objectContaining({ path: "contentKeyDeletionDays" })] }),
+      );
+      expect(() => read({ contentEncryption: "off", contentKeyRotationDays: 30 })).toThrow(
+        expect.objectContaining({ details: [expect.objectContaining({ path: "contentKeyRotationDays" })] }),
       );
     });
 

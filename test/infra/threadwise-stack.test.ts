@@ -879,6 +879,7 @@ describe("ThreadwiseStack", () => {
           [FUNCTION_ENV.contentKeys]: "kms",
           [FUNCTION_ENV.contentKeyDeployment]: "prod",
           [FUNCTION_ENV.contentKeyDeletionDays]: "7",
+          [FUNCTION_ENV.contentKeyRotationDays]: "365",
         });
         // What the function reads of them is what the stack meant.
         expect(loadConfig({ ...environments[name], JWT_ISSUER: ISSUER }).encryption).toEqual({
@@ -886,6 +887,7 @@ describe("ThreadwiseStack", () => {
           keys: "kms",
           keyDeployment: "prod",
           keyDeletionDays: 7,
+          keyRotationDays: 365,
           dataKeyMaxAgeSeconds: 300,
         });
       }
