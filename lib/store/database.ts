@@ -49,6 +49,13 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
+/**
+ * What the tenant's term key is applied to for the key of its checkpoint digests (list prefixes and
+ * values, see `CheckpointContents`): a label with a space and NULs, which no recall term (a word)
+ * can be, so the key never appears among the recall index's hashes.
+ */
+const CHECKPOINT_DIGEST_LABEL = "\u0000checkpoint digests\u0000";
+
 /** The collections whose content fields `FieldCipher` encrypts. */
 export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
 
@@ -144,11 +151,16 @@ export class ThreadwiseDatabase {
     this.turnEvents = new TurnEventStore(this.db, { cipher: this.cipher });
     this.approvals = new ApprovalStore(this.db, this.cipher);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
+    // A checkpoint's thread is its conversation (`thread_id` is the conversation id, for API, Agent Protocol and channel threads).
     this.checkpointer = new ThreadwiseSaver({
       client,
       dbName: options.dbName,
       checkpointsKept: options.checkpointsKept,
       expiresAfterMs: this.retention.periodMs,
+      cipher: this.cipher,
+      ...(termKeys && {
+        digestKeyOf: async (threadId: string) => Buffer.from((await termKeys.hasherOf(await this.cipher.tenantOf(threadId)))(CHECKPOINT_DIGEST_LABEL), "utf8"),
+      }),
     });
   }
 
@@ -199,7 +211,9 @@ export class ThreadwiseDatabase {
    * retention and counted.
    */
   async encryptStoredContents(): Promise<ContentMigration> {
-    const result: ContentMigration = { encrypted: 0, orphaned: 0 };
+    // Checkpoints: every serialized value, list and value digests keyed, `metadata_search` narrowed (`ThreadwiseSaver.resealStoredCheckpoints`).
+    const checkpoints = await this.checkpointer.resealStoredCheckpoints((stored) => !this.cipher.isSealed(stored));
+    const result: ContentMigration = { encrypted: checkpoints.resealed, orphaned: checkpoints.orphaned };
     for (const [collection, fields] of Object.entries(ENCRYPTED_FIELDS)) {
       const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
       const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);

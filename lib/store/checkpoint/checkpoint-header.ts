@@ -1,5 +1,7 @@
 import type { Checkpoint, CheckpointMetadata, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { Binary } from "mongodb";
+import { COLLECTIONS } from "../collections.js";
+import { CheckpointContents, checkpointRefs } from "./checkpoint-contents.js";
 import type { FenceStamp } from "./thread-fences.js";
 
 /**
@@ -37,11 +39,20 @@ export interface CheckpointDocument extends FenceStamp {
   expiresAt?: Date;
 }
 
-/** A serialized channel value kept in its checkpoint's header. */
+/** A serialized channel value kept in its checkpoint's header (sealed when encryption is on, see `checkpointRefs.inline`). */
 export interface InlineValue {
   type: string;
   blob: Binary;
 }
+
+/** How a header's serialized fields are opened: the saver's contents and the headers' collection. */
+export interface HeaderSeal {
+  contents: CheckpointContents;
+  collection: string;
+}
+
+/** Headers stored clear (encryption off). */
+export const CLEAR_HEADERS: HeaderSeal = { contents: new CheckpointContents(), collection: COLLECTIONS.checkpoints };
 
 /** A header as read back, with where each channel's value is stored. */
 export interface DecodedHeader {
@@ -55,11 +66,21 @@ export interface DecodedHeader {
   absent: Set<string>;
 }
 
-export async function decodeHeader(doc: CheckpointDocument, serde: SerializerProtocol): Promise<DecodedHeader> {
+/**
+ * A header as read back. Its `checkpoint` and `metadata` are opened with `seal` (sealed when
+ * encryption is on, whatever saver wrote them: with encryption on, a clear header, stock
+ * `MongoDBSaver`'s included, is refused until set-up seals it; inline values stay as stored, and
+ * are opened where they are read).
+ * @throws ContentRefusedError when a field is clear where ciphertext is expected, or was sealed for another place.
+ */
+export async function decodeHeader(doc: CheckpointDocument, serde: SerializerProtocol, seal: HeaderSeal = CLEAR_HEADERS): Promise<DecodedHeader> {
   // Kept: a header without a format is stock `MongoDBSaver`'s (read to interoperate with LangGraph's own saver), or of earlier releases, which has its shape.
   const current = doc.format === HEADER_FORMAT;
   const type = current && doc.type.startsWith(HEADER_TYPE_PREFIX) ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
-  const [checkpoint, metadata] = (await Promise.all([serde.loadsTyped(type, doc.checkpoint.buffer), serde.loadsTyped(type, doc.metadata.buffer)])) as [
+  const open = (field: "checkpoint" | "metadata") =>
+    seal.contents.open(doc.thread_id, checkpointRefs.header(seal.collection, doc, doc.checkpoint_id, field), doc[field]);
+  const [checkpointBytes, metadataBytes] = await Promise.all([open("checkpoint"), open("metadata")]);
+  const [checkpoint, metadata] = (await Promise.all([serde.loadsTyped(type, checkpointBytes), serde.loadsTyped(type, metadataBytes)])) as [
     Checkpoint,
     CheckpointMetadata,
   ];
