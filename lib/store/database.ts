@@ -158,6 +158,7 @@ export class ThreadwiseDatabase {
       checkpointsKept: options.checkpointsKept,
       expiresAfterMs: this.retention.periodMs,
       cipher: this.cipher,
+      openedValueMaxAgeMs: options.dataKeyMaxAgeMs,
       ...(termKeys && {
         digestKeyOf: async (threadId: string) => Buffer.from((await termKeys.hasherOf(await this.cipher.tenantOf(threadId)))(CHECKPOINT_DIGEST_LABEL), "utf8"),
       }),

@@ -12,7 +12,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
-import type { AnyBulkWriteOperation, Collection, Document, Filter, MongoClient } from "mongodb";
+import { type AnyBulkWriteOperation, Binary, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
 import type { ContentCipher } from "../crypto/content-cipher.js";
 import { ValidationError } from "../errors.js";
@@ -36,10 +36,10 @@ export type { CheckpointReseal, NeedsReseal, StoredValue } from "./checkpoint/ch
 
 /**
  * Metadata keys kept clear in `metadata_search` when contents are encrypted: LangGraph's own
- * bookkeeping, which `list` filters on in the database. A filter on any other key is applied to
- * the metadata as read back (docs/storage.md, "Checkpoint storage").
+ * bookkeeping (what `list` filters on in the database, and what prune reads without decrypting). A
+ * filter on any other key is applied to the metadata as read back (docs/storage.md, "Checkpoint storage").
  */
-export const CLEAR_METADATA_KEYS = ["source", "step"] as const;
+export const CLEAR_METADATA_KEYS = ["source", "step", "parents", "delta_writes_versioned", "counters_since_delta_snapshot"] as const;
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
@@ -84,6 +84,8 @@ export interface ThreadwiseSaverOptions {
   cipher?: ContentCipher;
   /** The digest key of a thread's tenant (see `CheckpointContents`). Required with an enabled `cipher`; default: none. */
   digestKeyOf?: (threadId: string) => Promise<Uint8Array>;
+  /** Milliseconds an opened value is kept in memory (the cipher's data key age). Default: `DEFAULT_OPENED_VALUE_MAX_AGE_MS`. */
+  openedValueMaxAgeMs?: number;
 }
 
 const optionsSchema = z.object({
@@ -166,7 +168,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
     // Links well under the document limit leave room for the link's own fields.
     const linkBytes = Math.min(DEFAULT_LIST_LINK_BYTES, Math.floor(this.maxDocumentBytes / 2));
     const blobCollection = this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
-    this.contents = new CheckpointContents({ cipher: options.cipher, digestKeyOf: options.digestKeyOf });
+    this.contents = new CheckpointContents({ cipher: options.cipher, digestKeyOf: options.digestKeyOf, openedValueMaxAgeMs: options.openedValueMaxAgeMs });
     this.seal = { contents: this.contents, collection: this.checkpointCollectionName };
     this.blobs = new ChannelBlobStore(blobCollection, this.serde, { maxDocumentBytes: this.maxDocumentBytes, linkBytes }, this.contents);
     this.reader = new CheckpointReader(this.checkpoints, this.writes, this.fences, this.blobs, this.serde, this.seal);
@@ -334,9 +336,9 @@ export class ThreadwiseSaver extends MongoDBSaver {
       this.serde.dumpsTyped(metadata),
     ]);
     if (type !== metadataType) throw new Error("Mismatched checkpoint and metadata types.");
-    const sealHeader = (field: "checkpoint" | "metadata", bytes: Uint8Array) =>
-      this.contents.seal(thread_id, checkpointRefs.header(this.checkpointCollectionName, position, checkpoint_id, field), bytes);
-    const [storedCheckpoint, storedMetadata] = await Promise.all([sealHeader("checkpoint", serializedCheckpoint), sealHeader("metadata", serializedMetadata)]);
+    // The header's versions stay clear (its values are stored apart); its metadata may hold content.
+    const metadataRef = checkpointRefs.header(this.checkpointCollectionName, position, checkpoint_id, "metadata");
+    const storedMetadata = await this.contents.seal(thread_id, metadataRef, serializedMetadata);
     const carried = [...plan.keys].filter(([channel, key]) => key !== String(header.channel_versions[channel]));
     const checkpointDoc: CheckpointDocument = {
       thread_id,
@@ -344,7 +346,7 @@ export class ThreadwiseSaver extends MongoDBSaver {
       checkpoint_id,
       parent_checkpoint_id,
       type: `${HEADER_TYPE_PREFIX}${type}`,
-      checkpoint: storedCheckpoint,
+      checkpoint: new Binary(serializedCheckpoint),
       metadata: storedMetadata,
       metadata_search: this.searchable(metadata),
       format: HEADER_FORMAT,

@@ -58,7 +58,7 @@ export class ChannelPlanner {
         checkpointId,
       );
     }
-    return { id: checkpointId, header: await decodeHeader(doc, this.serde, this.seal) };
+    return { id: checkpointId, header: await decodeHeader(doc, this.serde, this.seal, { metadata: false }) };
   }
 
   /**
@@ -162,7 +162,7 @@ export class ChannelPlanner {
     if (pending.size === 0) return found;
     for await (const doc of this.checkpoints.find({ ...position, format: { $ne: HEADER_FORMAT } })) {
       if (!(await read.visible(doc))) continue;
-      const versions = (await decodeHeader(doc, this.serde, this.seal)).checkpoint.channel_versions;
+      const versions = (await decodeHeader(doc, this.serde, this.seal, { metadata: false })).checkpoint.channel_versions;
       for (const [channel, key] of pending) {
         if (String(versions[channel]) !== key) continue;
         pending.delete(channel);
@@ -191,7 +191,7 @@ export class ChannelPlanner {
     if (pending.size === 0) return found;
     for await (const doc of this.checkpoints.find({ ...position, format: HEADER_FORMAT }).sort({ checkpoint_id: -1 })) {
       if (!(await read.visible(doc))) continue;
-      const header = await decodeHeader(doc, this.serde, this.seal);
+      const header = await decodeHeader(doc, this.serde, this.seal, { metadata: false });
       for (const [channel, key] of pending) {
         if (String(header.checkpoint.channel_versions[channel]) !== key) continue;
         pending.delete(channel);

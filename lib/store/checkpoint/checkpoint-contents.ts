@@ -2,6 +2,7 @@ import { createHash, createHmac } from "node:crypto";
 import { Binary } from "mongodb";
 import { CLEAR_FIELDS } from "../../crypto/clear-field-cipher.js";
 import type { ContentCipher, FieldRef } from "../../crypto/content-cipher.js";
+import { ByteBoundedMap } from "../../byte-bounded-map.js";
 import { NotFoundError } from "../../errors.js";
 import { nextDigest, type SerializedItem } from "./list-links.js";
 
@@ -9,6 +10,21 @@ import { nextDigest, type SerializedItem } from "./list-links.js";
 export const KEYED_DIGEST_PREFIX = "h1:";
 /** Digest keys (one per tenant) a process keeps, least recently used forgotten first. */
 const DIGESTS_KEPT = 1_000;
+/**
+ * Bytes of opened values a process keeps, by ciphertext and place (least recently used forgotten
+ * first, none kept longer than the cipher keeps a data key, so a shred's receipt holds for them too):
+ * a turn reads back the messages the turns before it wrote, and decrypting each again costs a
+ * millisecond or more.
+ */
+export const DEFAULT_OPENED_VALUE_BYTES = 16 * 1024 * 1024;
+
+/** Milliseconds an opened value is kept: as long as `FieldCipher` keeps a data key by default (`DEFAULT_DATA_KEY_MAX_AGE_MS`; not imported, so that a bundle without the Encryption SDK stays without it). */
+export const DEFAULT_OPENED_VALUE_MAX_AGE_MS = 300_000;
+
+interface Opened {
+  bytes: Uint8Array;
+  at: number;
+}
 
 /**
  * How the checkpointer identifies list prefixes and values without storing them: `next` chains the
@@ -47,6 +63,10 @@ export interface CheckpointContentsOptions {
    * Default: none; required when `cipher.enabled`.
    */
   digestKeyOf?: (threadId: string) => Promise<Uint8Array>;
+  /** Bytes of opened values kept in memory. Default: {@link DEFAULT_OPENED_VALUE_BYTES}; 0 keeps none. */
+  openedValueBytes?: number;
+  /** Milliseconds an opened value is kept: the cipher's data key age. Default: {@link DEFAULT_OPENED_VALUE_MAX_AGE_MS}. */
+  openedValueMaxAgeMs?: number;
 }
 
 /**
@@ -63,10 +83,14 @@ export class CheckpointContents {
   readonly #cipher: ContentCipher;
   readonly #digestKeyOf: ((threadId: string) => Promise<Uint8Array>) | undefined;
   readonly #digests = new Map<string, Digests>();
+  readonly #opened: ByteBoundedMap<string, Opened>;
+  readonly #openedMaxAgeMs: number;
 
   constructor(options: CheckpointContentsOptions = {}) {
     this.#cipher = options.cipher ?? CLEAR_FIELDS;
     this.#digestKeyOf = options.digestKeyOf;
+    this.#opened = new ByteBoundedMap(options.openedValueBytes ?? DEFAULT_OPENED_VALUE_BYTES, (key, value) => key.length * 2 + value.bytes.byteLength + 64);
+    this.#openedMaxAgeMs = options.openedValueMaxAgeMs ?? DEFAULT_OPENED_VALUE_MAX_AGE_MS;
     if (this.#cipher.enabled && this.#digestKeyOf === undefined)
       throw new Error("an enabled cipher needs digestKeyOf: digests of clear values would reveal them");
   }
@@ -83,7 +107,9 @@ export class CheckpointContents {
   async seal(threadId: string, ref: FieldRef, bytes: Uint8Array): Promise<Binary> {
     if (!this.enabled) return new Binary(bytes);
     const sealed = await this.#tenantBound(threadId, () => this.#cipher.sealBytes(threadId, ref, bytes));
-    return sealed instanceof Binary ? sealed : new Binary(sealed);
+    const stored = sealed instanceof Binary ? sealed : new Binary(sealed);
+    this.#opened.set(this.#openedKey(ref, stored), { bytes: bytes.slice(), at: Date.now() });
+    return stored;
   }
 
   /**
@@ -98,7 +124,19 @@ export class CheckpointContents {
       // A view of the driver's buffer, as stored; `Binary.value()` copies it.
       return stored instanceof Binary ? stored.buffer.subarray(0, stored.position) : bytes;
     }
-    return this.#tenantBound(threadId, () => this.#cipher.openBytes(threadId, ref, stored));
+    if (!(stored instanceof Binary)) return this.#tenantBound(threadId, () => this.#cipher.openBytes(threadId, ref, stored));
+    // Keyed by where it is too: a ciphertext moved elsewhere is decrypted, and refused.
+    const key = this.#openedKey(ref, stored);
+    const known = this.#opened.get(key);
+    if (known !== undefined && Date.now() - known.at < this.#openedMaxAgeMs) return known.bytes;
+    const bytes = await this.#tenantBound(threadId, () => this.#cipher.openBytes(threadId, ref, stored));
+    this.#opened.set(key, { bytes, at: Date.now() });
+    return bytes;
+  }
+
+  #openedKey(ref: FieldRef, stored: Binary): string {
+    const digest = createHash("sha256").update(stored.buffer.subarray(0, stored.position)).digest("base64");
+    return JSON.stringify([ref.collection, ref.id, ref.field, digest]);
   }
 
   /** The bytes of a stored value, clear or sealed: what the re-sealing walk reads (see `CheckpointResealer`). */

@@ -67,23 +67,35 @@ export interface DecodedHeader {
 }
 
 /**
- * A header as read back. Its `checkpoint` and `metadata` are opened with `seal` (sealed when
- * encryption is on, whatever saver wrote them: with encryption on, a clear header, stock
- * `MongoDBSaver`'s included, is refused until set-up seals it; inline values stay as stored, and
- * are opened where they are read).
+ * A header as read back. A header of this format holds versions only (its values are in blobs and
+ * inline values), stored clear; a legacy header (stock `MongoDBSaver`'s, read to interoperate, or an
+ * earlier release's) holds its values in `checkpoint`, sealed when encryption is on, so with
+ * encryption on a clear one is refused until set-up seals it. `metadata` is sealed when encryption
+ * is on; with `metadata: false` and encryption on, what `metadata_search` keeps clear stands for it
+ * (LangGraph's bookkeeping, what the pruner reads), and nothing is decrypted. Inline values stay as
+ * stored, and are opened where they are read.
  * @throws ContentRefusedError when a field is clear where ciphertext is expected, or was sealed for another place.
  */
-export async function decodeHeader(doc: CheckpointDocument, serde: SerializerProtocol, seal: HeaderSeal = CLEAR_HEADERS): Promise<DecodedHeader> {
+export async function decodeHeader(
+  doc: CheckpointDocument,
+  serde: SerializerProtocol,
+  seal: HeaderSeal = CLEAR_HEADERS,
+  options: { metadata?: boolean } = {},
+): Promise<DecodedHeader> {
   // Kept: a header without a format is stock `MongoDBSaver`'s (read to interoperate with LangGraph's own saver), or of earlier releases, which has its shape.
   const current = doc.format === HEADER_FORMAT;
   const type = current && doc.type.startsWith(HEADER_TYPE_PREFIX) ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
   const open = (field: "checkpoint" | "metadata") =>
     seal.contents.open(doc.thread_id, checkpointRefs.header(seal.collection, doc, doc.checkpoint_id, field), doc[field]);
-  const [checkpointBytes, metadataBytes] = await Promise.all([open("checkpoint"), open("metadata")]);
-  const [checkpoint, metadata] = (await Promise.all([serde.loadsTyped(type, checkpointBytes), serde.loadsTyped(type, metadataBytes)])) as [
-    Checkpoint,
-    CheckpointMetadata,
-  ];
+  const withMetadata = options.metadata !== false || !seal.contents.enabled;
+  const [checkpointBytes, metadataBytes] = await Promise.all([
+    current && !seal.contents.isSealed(doc.checkpoint) ? doc.checkpoint.buffer.subarray(0, doc.checkpoint.position) : open("checkpoint"),
+    withMetadata ? open("metadata") : undefined,
+  ]);
+  const [checkpoint, metadata] = (await Promise.all([
+    serde.loadsTyped(type, checkpointBytes),
+    metadataBytes === undefined ? (doc.metadata_search ?? {}) : serde.loadsTyped(type, metadataBytes),
+  ])) as [Checkpoint, CheckpointMetadata];
   const inline = new Map(Object.entries(doc.inline_values ?? {}));
   const absent = new Set(doc.absent ?? []);
   const keys = new Map(

@@ -191,7 +191,9 @@ export class CheckpointPruner {
     const docs = await this.examinedHeaders(threadId, keep, since, state?.keep);
     const visible = docs.filter((doc) => isVisible(doc, view));
     const decoded = new Map(
-      await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde, this.options.seal)] as const)),
+      await Promise.all(
+        visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde, this.options.seal, { metadata: false })] as const),
+      ),
     );
     const candidates: PruneCandidate[] = visible.map((doc) => {
       const metadata: Record<string, unknown> = decoded.get(doc._id.toHexString())?.metadata ?? {};

@@ -42,7 +42,6 @@ export interface CheckpointResealerOptions {
 }
 
 const isKeyed = (digest: string | undefined) => digest === undefined || digest === EMPTY_LIST_DIGEST || digest.startsWith(KEYED_DIGEST_PREFIX);
-const sameKeys = (a: Record<string, unknown>, b: Record<string, unknown>) => JSON.stringify(Object.keys(a)) === JSON.stringify(Object.keys(b));
 
 /**
  * The walk over every stored checkpoint value (headers, inline values, pending writes, blobs,
@@ -121,27 +120,31 @@ class Walk {
   }
 
   async header(doc: WithId<CheckpointDocument>): Promise<number> {
-    const { checkpoints, serde } = this.options;
+    const { checkpoints, contents, serde } = this.options;
     const name = checkpoints.collectionName;
     const set: Record<string, unknown> = {};
-    for (const field of ["checkpoint", "metadata"] as const) {
+    const current = doc.format === HEADER_FORMAT;
+    const type = current ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
+    // A header of this format holds versions only, stored clear; a legacy one (stock's) holds the values.
+    const fields = current ? (["metadata"] as const) : (["checkpoint", "metadata"] as const);
+    for (const field of fields) {
       const sealed = await this.again(doc.thread_id, checkpointRefs.header(name, doc, doc.checkpoint_id, field), doc[field]);
       if (sealed !== undefined) set[field] = sealed;
     }
     const inline = Object.entries(doc.inline_values ?? {});
     if (inline.length > 0) {
-      const type = doc.format === HEADER_FORMAT ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
       const checkpointRef = checkpointRefs.header(name, doc, doc.checkpoint_id, "checkpoint");
-      const versions = ((await serde.loadsTyped(type, await this.options.contents.openAny(doc.thread_id, checkpointRef, doc.checkpoint))) as Checkpoint)
-        .channel_versions;
+      const versions = ((await serde.loadsTyped(type, await contents.openAny(doc.thread_id, checkpointRef, doc.checkpoint))) as Checkpoint).channel_versions;
       for (const [channel, value] of inline) {
         const sealed = await this.again(doc.thread_id, checkpointRefs.inline(name, doc, channel, String(versions[channel])), value.blob);
         if (sealed !== undefined) set[`inline_values.${channel}.blob`] = sealed;
       }
     }
-    const search = (doc.metadata_search ?? {}) as Record<string, unknown>;
-    const narrowed = this.options.searchable(search);
-    if (!sameKeys(search, narrowed)) set.metadata_search = narrowed;
+    // What `metadata_search` keeps clear, from the metadata itself (stock wrote the whole of it there, or nothing).
+    const metadataRef = checkpointRefs.header(name, doc, doc.checkpoint_id, "metadata");
+    const metadata = (await serde.loadsTyped(type, await contents.openAny(doc.thread_id, metadataRef, doc.metadata))) as Record<string, unknown>;
+    const narrowed = this.options.searchable(metadata);
+    if (JSON.stringify(narrowed) !== JSON.stringify(doc.metadata_search ?? {})) set.metadata_search = narrowed;
     return this.commit(checkpoints, { _id: doc._id }, set);
   }
 

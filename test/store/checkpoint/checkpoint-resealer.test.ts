@@ -33,14 +33,16 @@ beforeAll(async () => {
 /** The saver encrypting over the same database as `clear`. */
 const sealedOver = (db: Db) => new ThreadwiseSaver({ client: test.client, dbName: db.databaseName, cipher, digestKeyOf: async () => digestKey });
 
-/** Binary values of the saver's collections that are not ciphertexts. */
+/** Binary values of the saver's collections that are not ciphertexts, but the versions of a header of the saver's format (no values: kept clear). */
 async function clearValues(db: Db): Promise<number> {
   let n = 0;
   const walk = (value: unknown): void => {
     if (value instanceof Binary) n += isCiphertext(value) ? 0 : 1;
     else if (value !== null && typeof value === "object" && !(value instanceof Date)) Object.values(value).forEach(walk);
   };
-  for (const name of SAVER_COLLECTIONS) walk(await db.collection(name).find({}).toArray());
+  for (const name of SAVER_COLLECTIONS) {
+    for (const doc of await db.collection(name).find({}).toArray()) walk(doc.format === 2 ? { ...doc, checkpoint: undefined } : doc);
+  }
   return n;
 }
 
