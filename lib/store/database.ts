@@ -26,9 +26,10 @@ export class DatabaseSetupError extends ThreadwiseError {
 
 /**
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
- * function that finds an older version recorded sets the database up before serving.
+ * function that finds an older version recorded sets the database up before serving. 9: set-up
+ * seals the checkpoints' values (issue 44), which this release refuses to read clear with encryption on.
  */
-export const DATABASE_SETUP_VERSION = 8;
+export const DATABASE_SETUP_VERSION = 9;
 
 const SETUP_ID = "indexes";
 
@@ -73,6 +74,11 @@ interface SetupDocument {
   setUpAt: Date;
   /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
   contentEncryption?: "on" | "off";
+  /**
+   * Whether set-up last ran with the checkpoints' values sealed: a database set up with encryption on
+   * by a release that did not seal them has `contentEncryption: "on"` and clear checkpoints.
+   */
+  checkpointContents?: "on" | "off";
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -201,8 +207,12 @@ export class ThreadwiseDatabase {
     if (this.cipher.enabled && record?.contentEncryption !== "on") {
       await this.encryptStoredContents();
       await this.recall.keyStoredTerms();
+    } else if (this.cipher.enabled && record?.checkpointContents !== "on") {
+      // Encryption was on before the checkpoints were sealed (setup version 8): their values are clear.
+      await this.checkpointer.resealStoredCheckpoints((stored) => !this.cipher.isSealed(stored));
     }
-    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: this.cipher.enabled ? "on" : "off" } });
+    const state = this.cipher.enabled ? "on" : "off";
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: state, checkpointContents: state } });
   }
 
   /**

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HumanMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { Binary, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -323,8 +324,40 @@ describe("contents at rest", () => {
   });
 });
 
+const earlierRelease = useTestDatabase("contents_checkpoints_earlier", { clearBeforeEach: false });
+
 describe("ThreadwiseDatabase.setup on a database written in clear", () => {
   const clear = useTestDatabase("contents_migration", { clearBeforeEach: false });
+
+  it("seals the checkpoints of a database set up with encryption on before checkpoints were sealed", async () => {
+    const earlier = earlierRelease;
+    const db = earlier.db;
+    // As the release before left it: encryption recorded on, the checkpoints' values clear.
+    const before = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName });
+    await before.setup();
+    const { _id: id } = await before.conversations.create(alice.principal);
+    const graph = (saver: ThreadwiseDatabase["checkpointer"]) =>
+      new StateGraph(MessagesAnnotation)
+        .addNode("echo", () => ({ messages: [new AIMessage(`noted ${MARKER}`)] }))
+        .addEdge(START, "echo")
+        .compile({ checkpointer: saver });
+    await graph(before.checkpointer).invoke({ messages: [new HumanMessage(`keep ${MARKER}`)] }, { configurable: { thread_id: id } });
+    await db
+      .collection(COLLECTIONS.setup)
+      .updateOne({ _id: "indexes" as never }, { $set: { contentEncryption: "on", version: 8 }, $unset: { checkpointContents: "" } });
+    expect(rawText(await db.collection(COLLECTIONS.checkpointBlobs).find({}).toArray())).toContain(MARKER);
+
+    const after = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName, contentKeys: new LocalTenantKeys(keysDir) });
+    expect(await after.isSetUp()).toBe(false);
+    await after.setup();
+    for (const name of [COLLECTIONS.checkpoints, COLLECTIONS.checkpointWrites, COLLECTIONS.checkpointBlobs]) {
+      const docs = await db.collection(name).find({ thread_id: id }).toArray();
+      expect(rawText(docs), name).not.toContain(MARKER);
+      expect(clearBinaries(docs), name).toEqual([]);
+    }
+    const state = await graph(after.checkpointer).invoke({ messages: [new HumanMessage("again")] }, { configurable: { thread_id: id } });
+    expect(state.messages.map((m) => String(m.content))).toEqual([`keep ${MARKER}`, `noted ${MARKER}`, "again", `noted ${MARKER}`]);
+  });
 
   it("encrypts every content field, loses nothing, and leaves nothing in clear; a second set-up encrypts nothing", async () => {
     // The fixture, written the way releases before issue 44 wrote it: no keys, every field clear.
