@@ -18,7 +18,10 @@ const DIGESTS_KEPT = 1_000;
  */
 export const DEFAULT_OPENED_VALUE_BYTES = 16 * 1024 * 1024;
 
-/** Milliseconds an opened value is kept: as long as `FieldCipher` keeps a data key by default (`DEFAULT_DATA_KEY_MAX_AGE_MS`; not imported, so that a bundle without the Encryption SDK stays without it). */
+/**
+ * Milliseconds an opened value is kept: as long as `FieldCipher` keeps a data key by default
+ * (`DEFAULT_DATA_KEY_MAX_AGE_MS`; not imported, so that a bundle without the Encryption SDK stays without it).
+ */
 export const DEFAULT_OPENED_VALUE_MAX_AGE_MS = 300_000;
 
 interface Opened {
