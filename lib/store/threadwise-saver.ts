@@ -131,6 +131,12 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  *
  * Every document is measured before it is written and refused with `DocumentTooLargeError`
  * above `maxDocumentBytes`.
+ *
+ * With an enabled `cipher`, every stored value that can hold content (metadata, inline values,
+ * blobs, list items, pending writes) is sealed under the tenant of the thread's conversation (see
+ * `CheckpointContents`); a clear value where a ciphertext is expected, or one moved from another
+ * thread, is refused with `ContentRefusedError`, and a thread without a conversation with
+ * `NotFoundError` on its first write (docs/security.md, "Contents at rest").
  */
 export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointBlobsCollectionName: string;
