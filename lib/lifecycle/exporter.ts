@@ -7,6 +7,7 @@ import { ConflictError, ValidationError } from "../errors.js";
 import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
 import type { ContentCipher } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "../store/collections.js";
+import { isCheckpointCollection, openedCheckpointDocument } from "../store/checkpoint/checkpoint-export.js";
 import { ENCRYPTED_FIELDS } from "../store/database.js";
 import {
   CONVERSATION_COLLECTIONS,
@@ -79,6 +80,8 @@ export class ManifestBuilder {
  * database it goes to (set-up does). A field that will not decrypt stops the export (`ContentRefusedError`).
  */
 export async function openedForExport(collection: string, doc: Document, cipher: ContentCipher): Promise<Document> {
+  // Checkpoints: every serialized value sealed by the checkpointer (docs/storage.md, "Checkpoint storage").
+  if (isCheckpointCollection(collection)) return openedCheckpointDocument(collection, doc, cipher);
   const fields = (ENCRYPTED_FIELDS as Record<string, Record<string, "text" | "json">>)[collection];
   if (!fields) return doc;
   const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;

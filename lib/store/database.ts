@@ -28,9 +28,10 @@ export class DatabaseSetupError extends ThreadwiseError {
 
 /**
  * The version of the indexes `setup()` makes. Bump it when an index is added or changed: a
- * function that finds an older version recorded sets the database up before serving.
+ * function that finds an older version recorded sets the database up before serving. 9: set-up
+ * seals the checkpoints' values (issue 44), which this release refuses to read clear with encryption on.
  */
-export const DATABASE_SETUP_VERSION = 8;
+export const DATABASE_SETUP_VERSION = 9;
 
 const SETUP_ID = "indexes";
 
@@ -51,6 +52,13 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
+/**
+ * What the tenant's term key is applied to for the key of its checkpoint digests (list prefixes and
+ * values, see `CheckpointContents`): a label with a space and NULs, which no recall term (a word)
+ * can be, so the key never appears among the recall index's hashes.
+ */
+const CHECKPOINT_DIGEST_LABEL = "\u0000checkpoint digests\u0000";
+
 /** The collections whose content fields `FieldCipher` encrypts. */
 export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
 
@@ -68,6 +76,11 @@ interface SetupDocument {
   setUpAt: Date;
   /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
   contentEncryption?: "on" | "off";
+  /**
+   * Whether set-up last ran with the checkpoints' values sealed: a database set up with encryption on
+   * by a release that did not seal them has `contentEncryption: "on"` and clear checkpoints.
+   */
+  checkpointContents?: "on" | "off";
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -148,11 +161,17 @@ export class ThreadwiseDatabase {
     this.turnEvents = new TurnEventStore(this.db, { cipher: this.cipher });
     this.approvals = new ApprovalStore(this.db, this.cipher);
     this.idempotency = this.db.collection<IdempotencyDocument>(COLLECTIONS.idempotency);
+    // A checkpoint's thread is its conversation (`thread_id` is the conversation id, for API, Agent Protocol and channel threads).
     this.checkpointer = new ThreadwiseSaver({
       client,
       dbName: options.dbName,
       checkpointsKept: options.checkpointsKept,
       expiresAfterMs: this.retention.periodMs,
+      cipher: this.cipher,
+      openedValueMaxAgeMs: options.dataKeyMaxAgeMs,
+      ...(termKeys && {
+        digestKeyOf: async (threadId: string) => Buffer.from((await termKeys.hasherOf(await this.cipher.tenantOf(threadId)))(CHECKPOINT_DIGEST_LABEL), "utf8"),
+      }),
     });
     this.reseals = new ContentResealer(this.db, this.cipher, this.resealWalkers(), {
       dataKeyMaxAgeMs: options.dataKeyMaxAgeMs ?? DEFAULT_DATA_KEY_MAX_AGE_MS,
@@ -221,8 +240,12 @@ export class ThreadwiseDatabase {
     if (this.cipher.enabled && record?.contentEncryption !== "on") {
       await this.encryptStoredContents();
       await this.recall.keyStoredTerms();
+    } else if (this.cipher.enabled && record?.checkpointContents !== "on") {
+      // Encryption was on before the checkpoints were sealed (setup version 8): their values are clear.
+      await this.checkpointer.resealStoredCheckpoints((stored) => !this.cipher.isSealed(stored));
     }
-    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: this.cipher.enabled ? "on" : "off" } });
+    const state = this.cipher.enabled ? "on" : "off";
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: state, checkpointContents: state } });
   }
 
   /**
@@ -232,7 +255,9 @@ export class ThreadwiseDatabase {
    * retention and counted.
    */
   async encryptStoredContents(): Promise<ContentMigration> {
-    const result: ContentMigration = { encrypted: 0, orphaned: 0 };
+    // Checkpoints: every serialized value, list and value digests keyed, `metadata_search` narrowed (`ThreadwiseSaver.resealStoredCheckpoints`).
+    const checkpoints = await this.checkpointer.resealStoredCheckpoints((stored) => !this.cipher.isSealed(stored));
+    const result: ContentMigration = { encrypted: checkpoints.resealed, orphaned: checkpoints.orphaned };
     for (const [collection, fields] of Object.entries(ENCRYPTED_FIELDS)) {
       const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
       const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);

@@ -12,14 +12,17 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import { MongoDBSaver } from "@langchain/langgraph-checkpoint-mongodb";
-import { Binary, type AnyBulkWriteOperation, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
+import { type AnyBulkWriteOperation, Binary, type Collection, type Document, type Filter, type MongoClient } from "mongodb";
 import { z } from "zod";
+import type { ContentCipher } from "../crypto/content-cipher.js";
 import { ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
 import { ChannelBlobStore, DEFAULT_LIST_LINK_BYTES, type BlobDocument } from "./checkpoint/channel-blob-store.js";
 import { ChannelPlanner } from "./checkpoint/channel-planner.js";
 import { nextChannelVersion } from "./checkpoint/channel-versions.js";
-import { HEADER_FORMAT, HEADER_TYPE_PREFIX, type CheckpointDocument } from "./checkpoint/checkpoint-header.js";
+import { CheckpointContents, checkpointRefs } from "./checkpoint/checkpoint-contents.js";
+import { HEADER_FORMAT, HEADER_TYPE_PREFIX, type CheckpointDocument, type HeaderSeal } from "./checkpoint/checkpoint-header.js";
+import { CheckpointResealer, type CheckpointReseal, type NeedsReseal } from "./checkpoint/checkpoint-resealer.js";
 import { CheckpointPruner, type PruneOptions, type PruneResult, type StoredListCompaction } from "./checkpoint/checkpoint-pruner.js";
 import { CheckpointReader, type WriteDocument } from "./checkpoint/checkpoint-reader.js";
 import { DEFAULT_MAX_DOCUMENT_BYTES, MONGODB_MAX_DOCUMENT_BYTES, assertDocumentFits } from "./checkpoint/document-size.js";
@@ -29,6 +32,14 @@ import { DEFAULT_CHECKPOINTS_KEPT } from "../config/database-config.js";
 
 export { DEFAULT_INLINE_VALUE_BYTES } from "./checkpoint/channel-planner.js";
 export { PRUNE_LEASE_MS, type PruneOptions, type PruneResult, type StoredListCompaction } from "./checkpoint/checkpoint-pruner.js";
+export type { CheckpointReseal, NeedsReseal, StoredValue } from "./checkpoint/checkpoint-resealer.js";
+
+/**
+ * Metadata keys kept clear in `metadata_search` when contents are encrypted: LangGraph's own
+ * bookkeeping (what `list` filters on in the database, and what prune reads without decrypting). A
+ * filter on any other key is applied to the metadata as read back (docs/storage.md, "Checkpoint storage").
+ */
+export const CLEAR_METADATA_KEYS = ["source", "step", "parents", "delta_writes_versioned", "counters_since_delta_snapshot"] as const;
 
 /** Collection of checkpoint headers (everything but channel values). */
 export const DEFAULT_CHECKPOINTS_COLLECTION = COLLECTIONS.checkpoints;
@@ -66,6 +77,15 @@ export interface ThreadwiseSaverOptions {
   maxDocumentBytes?: number;
   /** Checkpoints per namespace kept by `prune()` when no `keep` is given. Default: {@link DEFAULT_CHECKPOINTS_KEPT}. */
   checkpointsKept?: number;
+  /**
+   * What contents are sealed with, per the thread's conversation (docs/security.md, "Contents at
+   * rest"). Default: stored clear, as the serializer writes them.
+   */
+  cipher?: ContentCipher;
+  /** The digest key of a thread's tenant (see `CheckpointContents`). Required with an enabled `cipher`; default: none. */
+  digestKeyOf?: (threadId: string) => Promise<Uint8Array>;
+  /** Milliseconds an opened value is kept in memory (the cipher's data key age). Default: `DEFAULT_OPENED_VALUE_MAX_AGE_MS`. */
+  openedValueMaxAgeMs?: number;
 }
 
 const optionsSchema = z.object({
@@ -111,6 +131,12 @@ function parseOptions<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
  *
  * Every document is measured before it is written and refused with `DocumentTooLargeError`
  * above `maxDocumentBytes`.
+ *
+ * With an enabled `cipher`, every stored value that can hold content (metadata, inline values,
+ * blobs, list items, pending writes) is sealed under the tenant of the thread's conversation (see
+ * `CheckpointContents`); a clear value where a ciphertext is expected, or one moved from another
+ * thread, is refused with `ContentRefusedError`, and a thread without a conversation with
+ * `NotFoundError` on its first write (docs/security.md, "Contents at rest").
  */
 export class ThreadwiseSaver extends MongoDBSaver {
   readonly checkpointBlobsCollectionName: string;
@@ -123,6 +149,9 @@ export class ThreadwiseSaver extends MongoDBSaver {
   private readonly reader: CheckpointReader;
   private readonly planner: ChannelPlanner;
   private readonly pruner: CheckpointPruner;
+  private readonly contents: CheckpointContents;
+  private readonly seal: HeaderSeal;
+  private readonly resealer: CheckpointResealer;
 
   constructor(options: ThreadwiseSaverOptions, serde?: SerializerProtocol) {
     const checked = parseOptions(optionsSchema, options, "checkpointer options");
@@ -145,10 +174,22 @@ export class ThreadwiseSaver extends MongoDBSaver {
     // Links well under the document limit leave room for the link's own fields.
     const linkBytes = Math.min(DEFAULT_LIST_LINK_BYTES, Math.floor(this.maxDocumentBytes / 2));
     const blobCollection = this.db.collection<BlobDocument>(this.checkpointBlobsCollectionName);
-    this.blobs = new ChannelBlobStore(blobCollection, this.serde, { maxDocumentBytes: this.maxDocumentBytes, linkBytes });
-    this.reader = new CheckpointReader(this.checkpoints, this.writes, this.fences, this.blobs, this.serde);
-    this.planner = new ChannelPlanner(this.checkpoints, this.blobs, this.serde);
+    this.contents = new CheckpointContents({ cipher: options.cipher, digestKeyOf: options.digestKeyOf, openedValueMaxAgeMs: options.openedValueMaxAgeMs });
+    this.seal = { contents: this.contents, collection: this.checkpointCollectionName };
+    this.blobs = new ChannelBlobStore(blobCollection, this.serde, { maxDocumentBytes: this.maxDocumentBytes, linkBytes }, this.contents);
+    this.reader = new CheckpointReader(this.checkpoints, this.writes, this.fences, this.blobs, this.serde, this.seal);
+    this.planner = new ChannelPlanner(this.checkpoints, this.blobs, this.serde, this.seal);
+    this.resealer = new CheckpointResealer({
+      checkpoints: this.checkpoints,
+      writes: this.writes,
+      blobs: blobCollection,
+      contents: this.contents,
+      serde: this.serde,
+      searchable: (search) => this.searchable(search as CheckpointMetadata) as Record<string, unknown>,
+      onRelinked: (position, channel, version) => this.blobs.forgetHead(position, channel, version),
+    });
     this.pruner = new CheckpointPruner({
+      seal: this.seal,
       checkpoints: this.checkpoints,
       writes: this.writes,
       blobCollection,
@@ -158,6 +199,11 @@ export class ThreadwiseSaver extends MongoDBSaver {
       checkpointsKept: this.checkpointsKept,
       linkBytes,
     });
+  }
+
+  /** False when contents are stored clear. */
+  get encrypted(): boolean {
+    return this.contents.enabled;
   }
 
   private get checkpoints(): Collection<CheckpointDocument> {
@@ -245,16 +291,19 @@ export class ThreadwiseSaver extends MongoDBSaver {
       if (typeof checkpoint_ns !== "string") throw new ValidationError("configurable.checkpoint_ns must be a string");
       query.checkpoint_ns = checkpoint_ns;
     }
+    // Encrypted: what is not kept clear in `metadata_search` is matched on the metadata as read back.
+    const readBack: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(filter ?? {})) {
       if (value !== null && typeof value === "object") {
         throw new ValidationError(`list filter value of "${key}" must be a primitive`);
       }
-      query[`metadata_search.${key}`] = value;
+      if (this.encrypted && !(CLEAR_METADATA_KEYS as readonly string[]).includes(key)) readBack[key] = value;
+      else query[`metadata_search.${key}`] = value;
     }
     const beforeId = readConfigString("checkpoint_id", before?.configurable?.checkpoint_id);
     if (beforeId !== undefined) query.checkpoint_id = { $lt: beforeId };
     if (limit !== undefined && limit <= 0) return;
-    yield* this.reader.list(query, limit);
+    yield* this.reader.list(query, limit, readBack);
   }
 
   /**
@@ -293,6 +342,9 @@ export class ThreadwiseSaver extends MongoDBSaver {
       this.serde.dumpsTyped(metadata),
     ]);
     if (type !== metadataType) throw new Error("Mismatched checkpoint and metadata types.");
+    // The header's versions stay clear (its values are stored apart); its metadata may hold content.
+    const metadataRef = checkpointRefs.header(this.checkpointCollectionName, position, checkpoint_id, "metadata");
+    const storedMetadata = await this.contents.seal(thread_id, metadataRef, serializedMetadata);
     const carried = [...plan.keys].filter(([channel, key]) => key !== String(header.channel_versions[channel]));
     const checkpointDoc: CheckpointDocument = {
       thread_id,
@@ -301,8 +353,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
       parent_checkpoint_id,
       type: `${HEADER_TYPE_PREFIX}${type}`,
       checkpoint: new Binary(serializedCheckpoint),
-      metadata: new Binary(serializedMetadata),
-      metadata_search: metadata,
+      metadata: storedMetadata,
+      metadata_search: this.searchable(metadata),
       format: HEADER_FORMAT,
       ...(carried.length > 0 ? { blob_keys: Object.fromEntries(carried) } : {}),
       ...(plan.inline.size > 0 ? { inline_values: Object.fromEntries(plan.inline) } : {}),
@@ -344,7 +396,8 @@ export class ThreadwiseSaver extends MongoDBSaver {
         // Each epoch writes documents of its own, so a stale writer never overwrites a newer one's.
         const filter = { thread_id, checkpoint_ns, checkpoint_id, task_id: taskId, idx: WRITES_IDX_MAP[channel] ?? idx, epoch: epoch ?? null };
         const [type, serialized] = await this.serde.dumpsTyped(value);
-        const fields = { channel, type, value: new Binary(serialized), task_path: taskPath ?? "" };
+        const ref = checkpointRefs.write(this.checkpointWritesCollectionName, { thread_id, checkpoint_ns }, checkpoint_id, taskId, filter.idx);
+        const fields = { channel, type, value: await this.contents.seal(thread_id, ref, serialized), task_path: taskPath ?? "" };
         assertDocumentFits({ ...filter, ...fields }, this.maxDocumentBytes, `write to "${channel}" of task ${taskId}`);
         return { filter, fields };
       }),
@@ -368,6 +421,33 @@ export class ThreadwiseSaver extends MongoDBSaver {
         (token) => this.writes.deleteMany({ ...taskWrites, token }),
       );
     }
+  }
+
+  /**
+   * What of the metadata `list` filters on in the database: all of it with encryption off (as
+   * stock does); with encryption on, only {@link CLEAR_METADATA_KEYS} (the rest is sealed with
+   * the header, and may hold content: LangGraph copies the run's metadata into it).
+   */
+  private searchable(metadata: CheckpointMetadata): CheckpointMetadata {
+    if (!this.encrypted) return metadata;
+    const record = metadata as Record<string, unknown>;
+    return Object.fromEntries(CLEAR_METADATA_KEYS.filter((key) => record[key] !== undefined).map((key) => [key, record[key]])) as CheckpointMetadata;
+  }
+
+  /**
+   * Seals again every stored value `needsReseal` selects (clear ones included): checkpoint
+   * headers and metadata, inline values, blobs, list items and pending writes' values, each under
+   * its thread's current tenant key and bound to where it is stored; with encryption on, list
+   * digests and value digests stored as plain SHA-256 are made again under the tenant's digest
+   * key, and `metadata_search` keeps only {@link CLEAR_METADATA_KEYS}. What set-up runs (with
+   * `(stored) => !isCiphertext(stored)`) the first time encryption is on, and what a key rotation
+   * re-encrypts with. Every thread, or only `threadId`; a thread without a conversation is left
+   * as it is and counted (`orphaned`). Idempotent; each document is replaced only if unchanged
+   * since it was read, and a reader meanwhile reads the old or the new document, both whole.
+   * Does nothing with encryption off.
+   */
+  async resealStoredCheckpoints(needsReseal: NeedsReseal, options: { threadId?: string } = {}): Promise<CheckpointReseal> {
+    return this.resealer.reseal(needsReseal, options);
   }
 
   /**

@@ -2,6 +2,9 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { Binary, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -17,6 +20,7 @@ import { ConversationSearch } from "../../lib/recall/conversation-search.js";
 import { recallTerms } from "../../lib/recall/recall-terms.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { ENCRYPTED_COLLECTIONS, ThreadwiseDatabase } from "../../lib/store/database.js";
+import { CLEAR_METADATA_KEYS } from "../../lib/store/threadwise-saver.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { testDatabase, type TestDatabase } from "../support/mongo.js";
 import { useTestDatabase } from "../support/store-fixture.js";
@@ -82,18 +86,35 @@ function rawText(value: unknown): string {
  * forms, check edits against and enqueue.
  */
 const NOT_ENCRYPTED: Partial<Record<string, readonly string[] | "all">> = {
-  [COLLECTIONS.checkpoints]: "all",
-  [COLLECTIONS.checkpointWrites]: "all",
-  [COLLECTIONS.checkpointBlobs]: "all",
   [COLLECTIONS.idempotency]: "all",
   [COLLECTIONS.approvals]: ["args", "decision", "origin"],
 };
+
+/**
+ * The paths of binary values that are not ciphertexts (subtype 0x80): serialized values stored clear. A
+ * header of the saver's format keeps its versions clear (`checkpoint`: no values, checked for the marker).
+ */
+function clearBinaries(value: unknown, path = ""): string[] {
+  if (Array.isArray(value)) return value.flatMap((v, i) => clearBinaries(v, `${path}.${i}`));
+  if (value !== null && typeof value === "object" && (value as Document).format === 2)
+    return clearBinaries({ ...value, checkpoint: undefined, format: undefined }, path);
+  if (value instanceof Binary) return value.sub_type === 0x80 ? [] : [path];
+  if (value === null || typeof value !== "object" || value instanceof Date) return [];
+  return Object.entries(value).flatMap(([key, v]) => clearBinaries(v, `${path}.${key}`));
+}
 
 function withoutFields(doc: Document, fields: readonly string[]): Document {
   return Object.fromEntries(Object.entries(doc).filter(([key]) => !fields.includes(key)));
 }
 
 let conversationId: string;
+
+/** Every checkpoint of the thread as the saver reads it back, in every namespace. */
+async function checkpointsOf(db: ThreadwiseDatabase, threadId: string): Promise<string> {
+  const tuples = [];
+  for await (const tuple of db.checkpointer.list({ configurable: { thread_id: threadId } })) tuples.push(tuple);
+  return JSON.stringify(tuples);
+}
 
 beforeAll(async () => {
   keysDir = await mkdtemp(join(tmpdir(), "threadwise-contents-"));
@@ -169,6 +190,89 @@ describe("contents at rest", () => {
     expect((error as ContentRefusedError).reason).toBe("undecryptable");
   });
 
+  describe("checkpoints", () => {
+    const CHECKPOINT_COLLECTIONS = [COLLECTIONS.checkpoints, COLLECTIONS.checkpointWrites, COLLECTIONS.checkpointBlobs] as const;
+    type Link = Document & { _id: unknown; items: Binary[] };
+    const blobs = () => database.db.collection<Link>(COLLECTIONS.checkpointBlobs);
+    /** The first link of a thread's message list: the one holding its first message. */
+    const firstLinks = (threadId: string) =>
+      blobs()
+        .find({ thread_id: threadId, channel: "messages", type: "list", base: { $exists: false }, count: { $gt: 0 } })
+        .toArray();
+    const tupleOf = (threadId: string) => app.database.checkpointer.getTuple({ configurable: { thread_id: threadId } });
+
+    /** Puts `item` as the first message of every first link of the thread, reads the thread, and puts the links back. */
+    async function readWithFirstItem(threadId: string, item: Binary): Promise<unknown> {
+      const links = await firstLinks(threadId);
+      expect(links.length).toBeGreaterThan(0);
+      try {
+        for (const link of links) await blobs().updateOne({ _id: link._id }, { $set: { items: [item, ...link.items.slice(1)] } });
+        return await tupleOf(threadId).catch((e: unknown) => e);
+      } finally {
+        for (const link of links) await blobs().updateOne({ _id: link._id }, { $set: { items: link.items } });
+      }
+    }
+
+    async function ownThread(caller: Caller): Promise<string> {
+      const { _id } = await app.database.conversations.create(caller.principal);
+      await ask(_id, `a question of ${caller.principal.subject}`, caller);
+      return _id;
+    }
+
+    it("stores every checkpoint value as a ciphertext: no marker, no clear serialized value, metadata_search without content", async () => {
+      for (const name of CHECKPOINT_COLLECTIONS) {
+        const docs = await database.db.collection(name).find({ thread_id: conversationId }).toArray();
+        expect(docs.length, name).toBeGreaterThan(0);
+        expect(rawText(docs).toLowerCase(), name).not.toContain("zebra");
+        expect(clearBinaries(docs), name).toEqual([]);
+      }
+      for (const doc of await database.db.collection(COLLECTIONS.checkpoints).find({ thread_id: conversationId }).toArray()) {
+        expect(Object.keys(doc.metadata_search).every((key) => (CLEAR_METADATA_KEYS as readonly string[]).includes(key))).toBe(true);
+      }
+      // …while the thread reads back whole.
+      const tuple = await tupleOf(conversationId);
+      expect(JSON.stringify(tuple?.checkpoint.channel_values)).toContain(MARKER);
+    });
+
+    it("refuses a message of a thread moved into another thread of the same tenant", async () => {
+      const [source] = await firstLinks(conversationId);
+      const error = await readWithFirstItem(await ownThread(alice), source.items[0]);
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+      expect((error as ContentRefusedError).collection).toBe(COLLECTIONS.checkpointBlobs);
+    });
+
+    it("refuses a message of a thread moved into another tenant's thread", async () => {
+      const [source] = await firstLinks(conversationId);
+      const error = await readWithFirstItem(await ownThread(eve), source.items[0]);
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("undecryptable");
+    });
+
+    it("refuses a clear message put where a ciphertext is expected", async () => {
+      const [, bytes] = await new JsonPlusSerializer().dumpsTyped(new HumanMessage({ content: "planted", id: "planted" }));
+      const error = await readWithFirstItem(await ownThread(alice), new Binary(bytes));
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("plaintext");
+    });
+
+    it("refuses a pending write moved into another thread's checkpoint", async () => {
+      const theirs = await ownThread(alice);
+      const writes = database.db.collection(COLLECTIONS.checkpointWrites);
+      const source = await writes.findOne({ thread_id: conversationId });
+      const head = await tupleOf(theirs);
+      // Unfenced, so that the thread's readers see it.
+      const { _id, epoch, token, ...moved } = (source ?? {}) as Document;
+      const checkpoint_id = head?.config.configurable?.checkpoint_id;
+      await writes.insertOne({ ...moved, thread_id: theirs, checkpoint_id, task_id: "moved" });
+      const error = await tupleOf(theirs).catch((e: unknown) => e);
+      await writes.deleteOne({ thread_id: theirs, task_id: "moved" });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+      expect((error as ContentRefusedError).collection).toBe(COLLECTIONS.checkpointWrites);
+    });
+  });
+
   it("rotates the tenant's key mid-conversation: later turns use the new key and every turn reads back", async () => {
     const { keyId } = await app.database.rotateTenantKey("api", "acme");
     const result = await ask(conversationId, `after the rotation, ${MARKER}`);
@@ -220,8 +324,40 @@ describe("contents at rest", () => {
   });
 });
 
+const earlierRelease = useTestDatabase("contents_checkpoints_earlier", { clearBeforeEach: false });
+
 describe("ThreadwiseDatabase.setup on a database written in clear", () => {
   const clear = useTestDatabase("contents_migration", { clearBeforeEach: false });
+
+  it("seals the checkpoints of a database set up with encryption on before checkpoints were sealed", async () => {
+    const earlier = earlierRelease;
+    const db = earlier.db;
+    // As the release before left it: encryption recorded on, the checkpoints' values clear.
+    const before = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName });
+    await before.setup();
+    const { _id: id } = await before.conversations.create(alice.principal);
+    const graph = (saver: ThreadwiseDatabase["checkpointer"]) =>
+      new StateGraph(MessagesAnnotation)
+        .addNode("echo", () => ({ messages: [new AIMessage(`noted ${MARKER}`)] }))
+        .addEdge(START, "echo")
+        .compile({ checkpointer: saver });
+    await graph(before.checkpointer).invoke({ messages: [new HumanMessage(`keep ${MARKER}`)] }, { configurable: { thread_id: id } });
+    await db
+      .collection(COLLECTIONS.setup)
+      .updateOne({ _id: "indexes" as never }, { $set: { contentEncryption: "on", version: 8 }, $unset: { checkpointContents: "" } });
+    expect(rawText(await db.collection(COLLECTIONS.checkpointBlobs).find({}).toArray())).toContain(MARKER);
+
+    const after = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName, contentKeys: new LocalTenantKeys(keysDir) });
+    expect(await after.isSetUp()).toBe(false);
+    await after.setup();
+    for (const name of [COLLECTIONS.checkpoints, COLLECTIONS.checkpointWrites, COLLECTIONS.checkpointBlobs]) {
+      const docs = await db.collection(name).find({ thread_id: id }).toArray();
+      expect(rawText(docs), name).not.toContain(MARKER);
+      expect(clearBinaries(docs), name).toEqual([]);
+    }
+    const state = await graph(after.checkpointer).invoke({ messages: [new HumanMessage("again")] }, { configurable: { thread_id: id } });
+    expect(state.messages.map((m) => String(m.content))).toEqual([`keep ${MARKER}`, `noted ${MARKER}`, "again", `noted ${MARKER}`]);
+  });
 
   it("encrypts every content field, loses nothing, and leaves nothing in clear; a second set-up encrypts nothing", async () => {
     // The fixture, written the way releases before issue 44 wrote it: no keys, every field clear.
@@ -244,6 +380,8 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
       };
     };
     const written = await read(before.database);
+    const checkpointsWritten = await checkpointsOf(before.database, id);
+    expect(checkpointsWritten).toContain(MARKER);
     expect(written.archive).toContain(MARKER);
     expect(JSON.stringify(written.artifacts)).toContain(MARKER);
     expect(JSON.stringify(await rawDocuments(clear.db))).toContain(MARKER);
@@ -259,6 +397,26 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
       expect(rawText(docs).toLowerCase(), name).not.toContain("zebra");
     }
     expect(await read(after)).toEqual(written);
+    // Every checkpoint reads back as it was written, every value now a ciphertext.
+    expect(await checkpointsOf(after, id)).toEqual(checkpointsWritten);
+    for (const name of [COLLECTIONS.checkpoints, COLLECTIONS.checkpointWrites, COLLECTIONS.checkpointBlobs]) {
+      expect(clearBinaries(await clear.db.collection(name).find({}).toArray()), name).toEqual([]);
+    }
     expect(await after.encryptStoredContents()).toEqual({ encrypted: 0, orphaned: 0 });
+    // The conversation continues: the next turn's messages extend the list as stored (its digests were keyed by set-up).
+    const roots = () => clear.db.collection(COLLECTIONS.checkpointBlobs).countDocuments({ thread_id: id, type: "list", base: { $exists: false } });
+    const rootsBefore = await roots();
+    const resumed = await appOver(clear, true);
+    try {
+      expect((await ask(id, `after set-up, ${MARKER}`, alice, resumed)).status).toBe("completed");
+      const messages = (await resumed.database.messages.list(id)).map((m) => m.content);
+      expect(messages).toContain(`after set-up, ${MARKER}`);
+      expect(messages).toContain(`turn 7 about ${MARKER}`);
+      const state = await resumed.database.checkpointer.getTuple({ configurable: { thread_id: id } });
+      expect(JSON.stringify(state?.checkpoint.channel_values)).toContain(`after set-up, ${MARKER}`);
+      expect(await roots()).toBe(rootsBefore);
+    } finally {
+      await resumed.close();
+    }
   }, 240_000);
 });

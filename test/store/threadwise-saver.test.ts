@@ -1,4 +1,11 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { CheckpointMetadata } from "@langchain/langgraph-checkpoint";
+import { FieldCipher } from "../../lib/crypto/field-cipher.js";
+import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { DocumentTooLargeError, ValidationError } from "../../lib/errors.js";
 import { MONGODB_MAX_DOCUMENT_BYTES } from "../../lib/store/checkpoint/document-size.js";
 import { ThreadwiseSaver } from "../../lib/store/threadwise-saver.js";
@@ -144,6 +151,28 @@ describe("ThreadwiseSaver", () => {
         ["task-b", "c", "first"],
         ["task-a", "c", "second"],
       ]);
+    });
+  });
+
+  describe("list", () => {
+    it("returns, with encryption on, the checkpoints whose metadata matches a filter on a key kept sealed, which metadata_search does not hold", async () => {
+      const cipher = new FieldCipher({
+        keys: new LocalTenantKeys(await mkdtemp(join(tmpdir(), "threadwise-saver-"))),
+        tenantOf: async () => ({ issuer: "api", tenant: "acme" }),
+      });
+      const { saver, db } = await newSaverIn(test, { cipher, digestKeyOf: async () => randomBytes(32) });
+      const config = { configurable: { thread_id: "t", checkpoint_ns: "" } };
+      const first = await saver.put(config, checkpointWith({}, {}), { ...metadata, note: "about acme-plan" } as CheckpointMetadata, {});
+      await saver.put(first, checkpointWith({}, {}), { ...metadata, step: 1, note: "other" } as CheckpointMetadata, {});
+      const found = [];
+      for await (const tuple of saver.list(config, { filter: { note: "about acme-plan", source: "loop" } })) found.push(tuple.metadata);
+      expect(found).toEqual([{ ...metadata, note: "about acme-plan" }]);
+      const raw = await documents(db, "checkpoints", "t");
+      expect(raw.map((d) => d.metadata_search)).toEqual([
+        { source: "loop", step: 0, parents: {} },
+        { source: "loop", step: 1, parents: {} },
+      ]);
+      expect(JSON.stringify(raw)).not.toContain("acme-plan");
     });
   });
 

@@ -1,6 +1,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { Binary, Collection } from "mongodb";
 import { ChannelValueMissingError } from "../../errors.js";
+import { CheckpointContents, checkpointRefs } from "./checkpoint-contents.js";
 import type { ItemCodec } from "./item-codec.js";
 import type { SerializedItem } from "./list-links.js";
 
@@ -55,6 +56,7 @@ export class BlobReader {
     private readonly serde: SerializerProtocol,
     private readonly codec: ItemCodec,
     private readonly forWriting: boolean,
+    private readonly contents: CheckpointContents = new CheckpointContents(),
   ) {}
 
   private linksOf(position: BlobPosition, channel: string): Map<string, BlobDocument> {
@@ -99,7 +101,10 @@ export class BlobReader {
       [...byChannel.values()].map(async (doc) => {
         if (doc.type === LIST_TYPE) values[doc.channel] = await this.readList(position, doc);
         // Kept: an earlier release's cleared channel (`EMPTY_TYPE`, no blob) may be named by a header of this format that copied it by version.
-        else if (doc.type !== EMPTY_TYPE && doc.blob !== null) values[doc.channel] = await this.serde.loadsTyped(doc.type, doc.blob.buffer);
+        else if (doc.type !== EMPTY_TYPE && doc.blob !== null) {
+          const ref = checkpointRefs.blob(this.collection.collectionName, position, doc.channel, doc.version);
+          values[doc.channel] = await this.serde.loadsTyped(doc.type, await this.contents.open(position.thread_id, ref, doc.blob));
+        }
       }),
     );
     return { values, missing: [...keys.keys()].filter((channel) => !byChannel.has(channel)) };
@@ -116,11 +121,18 @@ export class BlobReader {
     }
     if (typeof chain === "string") throw missing(position, head, chain);
     if (countOf(chain) !== head.count) throw missing(position, head, `${(head.count ?? 0) - countOf(chain)} of its items`);
-    const serialized = chain.flatMap((l) =>
-      (l.items ?? []).map((bytes, i): SerializedItem => ({ type: (l.item_types ?? [])[i] ?? "json", bytes: bytes.buffer })),
+    const name = this.collection.collectionName;
+    const stored = chain.flatMap((l) => (l.items ?? []).map((bytes, i) => ({ type: (l.item_types ?? [])[i] ?? "json", bytes })));
+    const serialized = await Promise.all(
+      stored.map(
+        async ({ type, bytes }, index): Promise<SerializedItem> => ({
+          type,
+          bytes: await this.contents.open(position.thread_id, checkpointRefs.item(name, position, head.channel, index), bytes),
+        }),
+      ),
     );
     const items = await Promise.all(serialized.map(({ type, bytes }) => this.codec.load(type, bytes)));
-    if (this.forWriting) this.codec.digests(items, serialized);
+    if (this.forWriting) this.codec.digests(items, serialized, await this.contents.digests(position.thread_id));
     return items;
   }
 

@@ -1,10 +1,10 @@
-import { createHash } from "node:crypto";
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { Binary, MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection } from "mongodb";
+import { MongoBulkWriteError, MongoServerError, type AnyBulkWriteOperation, type Collection } from "mongodb";
 import { ChannelVersionConflictError } from "../../errors.js";
 import { ByteBoundedMap } from "../../byte-bounded-map.js";
 import { type BlobDocument, type BlobPosition, BlobReader, LIST_TYPE, pairKey } from "./blob-reader.js";
 import { BlobPruner } from "./blob-pruner.js";
+import { CheckpointContents, checkpointRefs, type Digests } from "./checkpoint-contents.js";
 import { assertDocumentFits } from "./document-size.js";
 import { ItemCodec } from "./item-codec.js";
 import { planLinks, type ListHead, type SerializedItem } from "./list-links.js";
@@ -38,7 +38,6 @@ export const DEFAULT_REMEMBERED_HEAD_BYTES = 2 * 1024 * 1024;
 /** A remembered head's bytes: its strings as UTF-16, and a few numbers and references. */
 const headBytes = (key: string, head: ListHead) =>
   2 * (key.length + head.key.length + head.digest.length + (head.chain ?? []).reduce((n, k) => n + k.length, 0)) + 96;
-const sha256 = (...parts: (string | Uint8Array)[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
 
 /**
  * The `checkpoint_blobs` collection: each channel value once per version. A list value (the
@@ -55,10 +54,15 @@ export class ChannelBlobStore {
   private readonly heads = new ByteBoundedMap<string, ListHead>(DEFAULT_REMEMBERED_HEAD_BYTES, headBytes);
   private readonly codec: ItemCodec;
 
+  /**
+   * @param contents Where values and list items are sealed and opened (see `CheckpointContents`).
+   *   Default: stored clear.
+   */
   constructor(
     private readonly collection: Collection<BlobDocument>,
     private readonly serde: SerializerProtocol,
     private readonly options: { maxDocumentBytes: number; linkBytes: number },
+    readonly contents: CheckpointContents = new CheckpointContents(),
   ) {
     this.codec = new ItemCodec(serde);
   }
@@ -73,42 +77,53 @@ export class ChannelBlobStore {
   }
 
   /**
-   * Serializes the values and checks every document against the size limit.
+   * Serializes and seals the values, and checks every document, as it will be stored, against the
+   * size limit (a ciphertext is a few hundred bytes longer than its value).
    * @throws DocumentTooLargeError before anything is written.
+   * @throws NotFoundError when encryption is on and the thread belongs to no conversation.
    */
   async prepare(position: BlobPosition, writes: ChannelWrite[], what: string): Promise<PreparedBlobs> {
-    const perChannel = await Promise.all(writes.map((write) => this.documentsFor(position, write, what)));
+    const digests = await this.contents.digests(position.thread_id);
+    const perChannel = await Promise.all(writes.map((write) => this.documentsFor(position, write, what, digests)));
     return { position, documents: perChannel.flat() };
   }
 
-  private async documentsFor(position: BlobPosition, write: ChannelWrite, what: string): Promise<BlobDocument[]> {
+  private async documentsFor(position: BlobPosition, write: ChannelWrite, what: string, digests: Digests): Promise<BlobDocument[]> {
     const { channel, key } = write;
+    const name = this.collection.collectionName;
     const checked = (doc: BlobDocument) => {
       assertDocumentFits(doc, this.options.maxDocumentBytes, `channel "${channel}" of ${what}`);
       return doc;
     };
     if ("serialized" in write) {
       const { type, bytes } = write.serialized;
-      return [checked({ ...position, channel, version: key, type, blob: new Binary(bytes), content: sha256(type, "\0", bytes) })];
+      const blob = await this.contents.seal(position.thread_id, checkpointRefs.blob(name, position, channel, key), bytes);
+      return [checked({ ...position, channel, version: key, type, blob, content: digests.value(write.serialized) })];
     }
     const items = await Promise.all(write.list.map((item) => this.codec.serialize(item)));
-    const links = planLinks(key, items, this.codec.digests(write.list, items), write.base, this.options.linkBytes);
-    return links.map((link) =>
-      checked({
-        ...position,
-        channel,
-        version: link.key,
-        type: LIST_TYPE,
-        blob: null,
-        // The list up to this link, whatever links it is split into (prune may merge them).
-        content: `${link.digest}:${link.count}`,
-        ...(link.base === undefined ? {} : { base: link.base }),
-        count: link.count,
-        digest: link.digest,
-        chain: link.chain,
-        items: link.items.map((item) => new Binary(item.bytes)),
-        item_types: link.items.map((item) => item.type),
-        bytes: link.items.reduce((sum, item) => sum + item.bytes.byteLength, 0),
+    const links = planLinks(key, items, this.codec.digests(write.list, items, digests), write.base, this.options.linkBytes);
+    return Promise.all(
+      links.map(async (link) => {
+        const first = link.count - link.items.length;
+        const stored = await Promise.all(
+          link.items.map((item, i) => this.contents.seal(position.thread_id, checkpointRefs.item(name, position, channel, first + i), item.bytes)),
+        );
+        return checked({
+          ...position,
+          channel,
+          version: link.key,
+          type: LIST_TYPE,
+          blob: null,
+          // The list up to this link, whatever links it is split into (prune may merge them).
+          content: `${link.digest}:${link.count}`,
+          ...(link.base === undefined ? {} : { base: link.base }),
+          count: link.count,
+          digest: link.digest,
+          chain: link.chain,
+          items: stored,
+          item_types: link.items.map((item) => item.type),
+          bytes: stored.reduce((sum, item) => sum + item.position, 0),
+        });
       }),
     );
   }
@@ -178,6 +193,11 @@ export class ChannelBlobStore {
     return head;
   }
 
+  /** Forgets the remembered head of a list version rewritten elsewhere (its digest may have changed). */
+  forgetHead(position: BlobPosition, channel: string, version: string): void {
+    this.heads.delete(headKey(position, channel, version));
+  }
+
   /** Which of the (channel, key) pairs are stored. */
   async stored(position: BlobPosition, keys: [string, string][]): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
@@ -193,7 +213,7 @@ export class ChannelBlobStore {
    * too (see {@link ItemCodec.digests}), so that the next put of the thread hashes only what it appends.
    */
   reader(forWriting = false): BlobReader {
-    return new BlobReader(this.collection, this.serde, this.codec, forWriting);
+    return new BlobReader(this.collection, this.serde, this.codec, forWriting, this.contents);
   }
 
   /**

@@ -1,9 +1,18 @@
 import type { ChannelVersions, SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { Binary, type Collection } from "mongodb";
+import type { Collection } from "mongodb";
 import { CheckpointNotFoundError } from "../../errors.js";
 import type { BlobPosition } from "./blob-reader.js";
 import type { ChannelBlobStore, ChannelWrite } from "./channel-blob-store.js";
-import { HEADER_FORMAT, decodeHeader, type CheckpointDocument, type DecodedHeader, type InlineValue } from "./checkpoint-header.js";
+import { checkpointRefs } from "./checkpoint-contents.js";
+import {
+  CLEAR_HEADERS,
+  HEADER_FORMAT,
+  decodeHeader,
+  type CheckpointDocument,
+  type DecodedHeader,
+  type HeaderSeal,
+  type InlineValue,
+} from "./checkpoint-header.js";
 import type { ReadContext } from "./checkpoint-reader.js";
 
 /**
@@ -30,6 +39,8 @@ export class ChannelPlanner {
     private readonly checkpoints: Collection<CheckpointDocument>,
     private readonly blobs: ChannelBlobStore,
     private readonly serde: SerializerProtocol,
+    /** How headers are sealed. Default: clear. */
+    private readonly seal: HeaderSeal = CLEAR_HEADERS,
   ) {}
 
   /** The visible parent header; anything else is a run from a checkpoint that no longer exists. */
@@ -47,7 +58,7 @@ export class ChannelPlanner {
         checkpointId,
       );
     }
-    return { id: checkpointId, header: await decodeHeader(doc, this.serde) };
+    return { id: checkpointId, header: await decodeHeader(doc, this.serde, this.seal, { metadata: false }) };
   }
 
   /**
@@ -89,7 +100,9 @@ export class ChannelPlanner {
       }
       const [type, bytes] = await this.serde.dumpsTyped(value);
       if (referenced && bytes.byteLength <= DEFAULT_INLINE_VALUE_BYTES) {
-        plan.inline.set(channel, { type, blob: new Binary(bytes) });
+        // Bound to the channel's version in the header, which a child header that copies it has too.
+        const ref = checkpointRefs.inline(this.seal.collection, position, channel, String(versions[channel]));
+        plan.inline.set(channel, { type, blob: await this.seal.contents.seal(position.thread_id, ref, bytes) });
         return;
       }
       plan.writes.push({ channel, key, serialized: { type, bytes } });
@@ -149,7 +162,7 @@ export class ChannelPlanner {
     if (pending.size === 0) return found;
     for await (const doc of this.checkpoints.find({ ...position, format: { $ne: HEADER_FORMAT } })) {
       if (!(await read.visible(doc))) continue;
-      const versions = (await decodeHeader(doc, this.serde)).checkpoint.channel_versions;
+      const versions = (await decodeHeader(doc, this.serde, this.seal, { metadata: false })).checkpoint.channel_versions;
       for (const [channel, key] of pending) {
         if (String(versions[channel]) !== key) continue;
         pending.delete(channel);
@@ -178,7 +191,7 @@ export class ChannelPlanner {
     if (pending.size === 0) return found;
     for await (const doc of this.checkpoints.find({ ...position, format: HEADER_FORMAT }).sort({ checkpoint_id: -1 })) {
       if (!(await read.visible(doc))) continue;
-      const header = await decodeHeader(doc, this.serde);
+      const header = await decodeHeader(doc, this.serde, this.seal, { metadata: false });
       for (const [channel, key] of pending) {
         if (String(header.checkpoint.channel_versions[channel]) !== key) continue;
         pending.delete(channel);

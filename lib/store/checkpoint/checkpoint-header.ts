@@ -1,5 +1,7 @@
 import type { Checkpoint, CheckpointMetadata, SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { Binary } from "mongodb";
+import { COLLECTIONS } from "../collections.js";
+import { CheckpointContents, checkpointRefs } from "./checkpoint-contents.js";
 import type { FenceStamp } from "./thread-fences.js";
 
 /**
@@ -37,11 +39,20 @@ export interface CheckpointDocument extends FenceStamp {
   expiresAt?: Date;
 }
 
-/** A serialized channel value kept in its checkpoint's header. */
+/** A serialized channel value kept in its checkpoint's header (sealed when encryption is on, see `checkpointRefs.inline`). */
 export interface InlineValue {
   type: string;
   blob: Binary;
 }
+
+/** How a header's serialized fields are opened: the saver's contents and the headers' collection. */
+export interface HeaderSeal {
+  contents: CheckpointContents;
+  collection: string;
+}
+
+/** Headers stored clear (encryption off). */
+export const CLEAR_HEADERS: HeaderSeal = { contents: new CheckpointContents(), collection: COLLECTIONS.checkpoints };
 
 /** A header as read back, with where each channel's value is stored. */
 export interface DecodedHeader {
@@ -55,14 +66,36 @@ export interface DecodedHeader {
   absent: Set<string>;
 }
 
-export async function decodeHeader(doc: CheckpointDocument, serde: SerializerProtocol): Promise<DecodedHeader> {
+/**
+ * A header as read back. A header of this format holds versions only (its values are in blobs and
+ * inline values), stored clear; a legacy header (stock `MongoDBSaver`'s, read to interoperate, or an
+ * earlier release's) holds its values in `checkpoint`, sealed when encryption is on, so with
+ * encryption on a clear one is refused until set-up seals it. `metadata` is sealed when encryption
+ * is on; with `metadata: false` and encryption on, what `metadata_search` keeps clear stands for it
+ * (LangGraph's bookkeeping, what the pruner reads), and nothing is decrypted. Inline values stay as
+ * stored, and are opened where they are read.
+ * @throws ContentRefusedError when a field is clear where ciphertext is expected, or was sealed for another place.
+ */
+export async function decodeHeader(
+  doc: CheckpointDocument,
+  serde: SerializerProtocol,
+  seal: HeaderSeal = CLEAR_HEADERS,
+  options: { metadata?: boolean } = {},
+): Promise<DecodedHeader> {
   // Kept: a header without a format is stock `MongoDBSaver`'s (read to interoperate with LangGraph's own saver), or of earlier releases, which has its shape.
   const current = doc.format === HEADER_FORMAT;
   const type = current && doc.type.startsWith(HEADER_TYPE_PREFIX) ? doc.type.slice(HEADER_TYPE_PREFIX.length) : doc.type;
-  const [checkpoint, metadata] = (await Promise.all([serde.loadsTyped(type, doc.checkpoint.buffer), serde.loadsTyped(type, doc.metadata.buffer)])) as [
-    Checkpoint,
-    CheckpointMetadata,
-  ];
+  const open = (field: "checkpoint" | "metadata") =>
+    seal.contents.open(doc.thread_id, checkpointRefs.header(seal.collection, doc, doc.checkpoint_id, field), doc[field]);
+  const withMetadata = options.metadata !== false || !seal.contents.enabled;
+  const [checkpointBytes, metadataBytes] = await Promise.all([
+    current && !seal.contents.isSealed(doc.checkpoint) ? doc.checkpoint.buffer.subarray(0, doc.checkpoint.position) : open("checkpoint"),
+    withMetadata ? open("metadata") : undefined,
+  ]);
+  const [checkpoint, metadata] = (await Promise.all([
+    serde.loadsTyped(type, checkpointBytes),
+    metadataBytes === undefined ? (doc.metadata_search ?? {}) : serde.loadsTyped(type, metadataBytes),
+  ])) as [Checkpoint, CheckpointMetadata];
   const inline = new Map(Object.entries(doc.inline_values ?? {}));
   const absent = new Set(doc.absent ?? []);
   const keys = new Map(

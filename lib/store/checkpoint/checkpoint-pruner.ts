@@ -6,7 +6,7 @@ import { parseOrThrow } from "../../validation.js";
 import type { BlobDocument } from "./blob-reader.js";
 import type { BlobPruner } from "./blob-pruner.js";
 import type { ChannelBlobStore } from "./channel-blob-store.js";
-import { decodeHeader, type CheckpointDocument, type DecodedHeader } from "./checkpoint-header.js";
+import { decodeHeader, type CheckpointDocument, type DecodedHeader, type HeaderSeal } from "./checkpoint-header.js";
 import type { WriteDocument } from "./checkpoint-reader.js";
 import { planPrune, type PruneCandidate, type PruneContext } from "./prune-plan.js";
 import { type FenceStamp, type FenceView, type PruneState, type ThreadFences, isVisible, readFenceEpoch } from "./thread-fences.js";
@@ -61,6 +61,8 @@ export interface CheckpointPrunerOptions {
   blobs: ChannelBlobStore;
   fences: ThreadFences;
   serde: SerializerProtocol;
+  /** How headers are sealed (prune reads their versions and metadata). Default: clear. */
+  seal?: HeaderSeal;
   /** Checkpoints per namespace kept when a prune names no `keep`. */
   checkpointsKept: number;
   /** Bytes above which a stored list link is compacted (see `compactStoredLists`). */
@@ -188,7 +190,11 @@ export class CheckpointPruner {
     const since = state?.since;
     const docs = await this.examinedHeaders(threadId, keep, since, state?.keep);
     const visible = docs.filter((doc) => isVisible(doc, view));
-    const decoded = new Map(await Promise.all(visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde)] as const)));
+    const decoded = new Map(
+      await Promise.all(
+        visible.map(async (doc) => [doc._id.toHexString(), await decodeHeader(doc, this.serde, this.options.seal, { metadata: false })] as const),
+      ),
+    );
     const candidates: PruneCandidate[] = visible.map((doc) => {
       const metadata: Record<string, unknown> = decoded.get(doc._id.toHexString())?.metadata ?? {};
       return {

@@ -12,7 +12,8 @@ import type { Binary, Collection, Document, Filter } from "mongodb";
 import { ChannelValueMissingError } from "../../errors.js";
 import type { BlobPosition, BlobReader } from "./blob-reader.js";
 import type { ChannelBlobStore } from "./channel-blob-store.js";
-import { HEADER_FORMAT, decodeHeader, type CheckpointDocument, type DecodedHeader } from "./checkpoint-header.js";
+import { checkpointRefs } from "./checkpoint-contents.js";
+import { CLEAR_HEADERS, HEADER_FORMAT, decodeHeader, type CheckpointDocument, type DecodedHeader, type HeaderSeal } from "./checkpoint-header.js";
 import { type FenceStamp, type FenceView, type ThreadFences, isVisible } from "./thread-fences.js";
 
 /** One document of `checkpoint_writes`: a pending write of a task, as stock stores it, plus the task path that orders it. */
@@ -41,6 +42,8 @@ export class CheckpointReader {
     private readonly fences: ThreadFences,
     private readonly blobs: ChannelBlobStore,
     private readonly serde: SerializerProtocol,
+    /** How headers (and, with the same contents, writes) are sealed. Default: clear. */
+    private readonly seal: HeaderSeal = CLEAR_HEADERS,
   ) {}
 
   /** What one read call shares (see {@link ReadContext}); `forWriting` as `ChannelBlobStore.reader`. */
@@ -61,13 +64,19 @@ export class CheckpointReader {
     return undefined;
   }
 
-  /** The visible checkpoints matching `query`, newest first, at most `limit`. */
-  async *list(query: Filter<Document>, limit: number | undefined): AsyncGenerator<CheckpointTuple> {
+  /**
+   * The visible checkpoints matching `query`, newest first, at most `limit`; with `metadata`, only
+   * those whose metadata, read back, has each of its values (a filter on what is not stored clear).
+   */
+  async *list(query: Filter<Document>, limit: number | undefined, metadata: Record<string, unknown> = {}): AsyncGenerator<CheckpointTuple> {
     const read = this.context();
     let yielded = 0;
+    const wanted = Object.entries(metadata);
     for await (const doc of this.checkpoints.find(query).sort({ checkpoint_id: -1 })) {
       if (!(await read.visible(doc as CheckpointDocument))) continue;
-      yield await this.loadTuple(doc as CheckpointDocument, read);
+      const tuple = await this.loadTuple(doc as CheckpointDocument, read);
+      if (!wanted.every(([key, value]) => (tuple.metadata as Record<string, unknown> | undefined)?.[key] === value)) continue;
+      yield tuple;
       yielded += 1;
       if (limit !== undefined && yielded >= limit) return;
     }
@@ -76,7 +85,7 @@ export class CheckpointReader {
   private async loadTuple(doc: CheckpointDocument, read: ReadContext): Promise<CheckpointTuple> {
     const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = doc;
     const position = { thread_id, checkpoint_ns };
-    const [header, pendingWrites] = await Promise.all([decodeHeader(doc, this.serde), this.loadWrites(position, checkpoint_id, read)]);
+    const [header, pendingWrites] = await Promise.all([decodeHeader(doc, this.serde, this.seal), this.loadWrites(position, checkpoint_id, read)]);
     const checkpoint = header.checkpoint;
     checkpoint.channel_values = await this.loadValues(position, header, read.blobs);
     // Kept: LangGraph's checkpoint format before v4, which a caller may still put; its conformance suite checks this read.
@@ -103,7 +112,10 @@ export class CheckpointReader {
     if (header.format !== HEADER_FORMAT && Object.keys(stockValues).length > 0) return stockValues;
     const keys = header.keys;
     const { values, missing } = await blobs.read(position, keys);
-    for (const [channel, { type, blob }] of header.inline) values[channel] = await this.serde.loadsTyped(type, blob.buffer);
+    for (const [channel, { type, blob }] of header.inline) {
+      const ref = checkpointRefs.inline(this.seal.collection, position, channel, String(header.checkpoint.channel_versions[channel]));
+      values[channel] = await this.serde.loadsTyped(type, await this.seal.contents.open(position.thread_id, ref, blob));
+    }
     if (header.format === HEADER_FORMAT && missing.length > 0) {
       const channel = missing[0];
       const key = keys.get(channel) as string;
@@ -141,7 +153,14 @@ export class CheckpointReader {
       docs.map(async (doc) => ({
         taskId: doc.task_id,
         channel: doc.channel,
-        value: await this.serde.loadsTyped(doc.type, doc.value.buffer),
+        value: await this.serde.loadsTyped(
+          doc.type,
+          await this.seal.contents.open(
+            doc.thread_id,
+            checkpointRefs.write(this.writes.collectionName, position, doc.checkpoint_id, doc.task_id, doc.idx),
+            doc.value,
+          ),
+        ),
       })),
     );
   }

@@ -1,5 +1,6 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import { EMPTY_LIST_DIGEST, nextDigest, type SerializedItem } from "./list-links.js";
+import { CLEAR_DIGESTS, type Digests } from "./checkpoint-contents.js";
+import { EMPTY_LIST_DIGEST, type SerializedItem } from "./list-links.js";
 
 /** What the codec remembers of a list item object: its bytes, and where it sits in the last list it was stored or read in. */
 interface Remembered extends SerializedItem {
@@ -8,6 +9,8 @@ interface Remembered extends SerializedItem {
   /** The digest of the list before the item, and up to it (see `prefixDigests`). */
   before?: string;
   after?: string;
+  /** The digests `before` and `after` were made with (a tenant's key, or plain SHA-256). */
+  by?: Digests;
 }
 
 const idOf = (item: object): unknown => (item as { id?: unknown }).id;
@@ -60,20 +63,22 @@ export class ItemCodec {
   /**
    * The prefix digests of a list (entry `k` covers items `0..k`), read off what is remembered of
    * each item where the list holds remembered items in the order they were remembered in, and
-   * hashed (then remembered) from the first item where it does not.
+   * hashed (then remembered) from the first item where it does not. `by`: the thread's digests
+   * (see `CheckpointContents.digests`); what was remembered under others is hashed again.
    */
-  digests(items: unknown[], serialized: SerializedItem[]): string[] {
+  digests(items: unknown[], serialized: SerializedItem[], by: Digests = CLEAR_DIGESTS): string[] {
     const digests: string[] = new Array(items.length);
     let previous = EMPTY_LIST_DIGEST;
     for (let i = 0; i < items.length; i += 1) {
       const remembered = this.recall(items[i]);
       let digest: string;
-      if (remembered !== undefined && remembered.before === previous && remembered.after !== undefined) digest = remembered.after;
+      if (remembered !== undefined && remembered.by === by && remembered.before === previous && remembered.after !== undefined) digest = remembered.after;
       else {
-        digest = nextDigest(previous, serialized[i]);
+        digest = by.next(previous, serialized[i]);
         if (remembered !== undefined) {
           remembered.before = previous;
           remembered.after = digest;
+          remembered.by = by;
         }
       }
       digests[i] = digest;
