@@ -150,6 +150,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       });
   const guard = new ToolIdempotencyGuard({
     collection: database.idempotency,
+    cipher: database.cipher,
     inProgressTimeoutMs: config.tools.timeoutMs,
     expiresAfterSeconds: config.tools.idempotencyTtlSeconds,
   });

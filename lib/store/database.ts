@@ -47,6 +47,7 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.approvals]: { context: "json" },
   [COLLECTIONS.recallTurns]: { question: "text", answer: "text", tools: "json" },
   [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
+  [COLLECTIONS.idempotency]: { data: "text", validation: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
 /** The collections whose content fields `FieldCipher` encrypts. */

@@ -6,10 +6,12 @@ import { Binary, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
-import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
+import { IdempotentRequests } from "../../lib/api/idempotent-requests.js";
+import { apiPrincipal, ownerKey, type Caller } from "../../lib/auth/principal.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { AuditLog } from "../../lib/audit/audit-log.js";
 import { Eraser, verifyReceipt } from "../../lib/lifecycle/eraser.js";
+import { isCiphertext } from "../../lib/crypto/content-cipher.js";
 import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { ContentRefusedError } from "../../lib/errors.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
@@ -18,6 +20,7 @@ import { recallTerms } from "../../lib/recall/recall-terms.js";
 import { COLLECTIONS } from "../../lib/store/collections.js";
 import { ENCRYPTED_COLLECTIONS, ThreadwiseDatabase } from "../../lib/store/database.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
+import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { testDatabase, type TestDatabase } from "../support/mongo.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
@@ -85,7 +88,6 @@ const NOT_ENCRYPTED: Partial<Record<string, readonly string[] | "all">> = {
   [COLLECTIONS.checkpoints]: "all",
   [COLLECTIONS.checkpointWrites]: "all",
   [COLLECTIONS.checkpointBlobs]: "all",
-  [COLLECTIONS.idempotency]: "all",
   [COLLECTIONS.approvals]: ["args", "decision", "origin"],
 };
 
@@ -94,6 +96,9 @@ function withoutFields(doc: Document, fields: readonly string[]): Document {
 }
 
 let conversationId: string;
+
+const requestsOf = (on: App) => new IdempotentRequests({ collection: on.database.idempotency, cipher: on.database.cipher });
+const scopeOf = (caller: Caller, id: string) => [ownerKey(caller.principal), id];
 
 beforeAll(async () => {
   keysDir = await mkdtemp(join(tmpdir(), "threadwise-contents-"));
@@ -104,6 +109,11 @@ beforeAll(async () => {
   const paused = await ask(conversationId, `record_effect {"note": "${MARKER} shipped"}`);
   expect(paused.status).toBe("awaiting_approval");
   await app.approvals.decide(conversationId, paused.approvals?.[0]?.approvalId ?? "", alice, { kind: "approve" });
+  // A request with an Idempotency-Key, as the API runs it: its record keeps the answer and the question's hash.
+  await requestsOf(app).run(scopeOf(alice, conversationId), "k-first", `${MARKER} question`, async () => ({ answer: `${MARKER} answer` }), {
+    conversationId,
+    owner: alice.principal,
+  });
   // Enough turns past the window for the working set to archive some.
   for (let i = 0; i < 8; i++) await ask(conversationId, `turn ${i} about ${MARKER}`);
 }, 240_000);
@@ -169,6 +179,79 @@ describe("contents at rest", () => {
     expect((error as ContentRefusedError).reason).toBe("undecryptable");
   });
 
+  describe("idempotency records", () => {
+    const records = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.idempotency);
+    /** A record of alice's, answered once: its sealed answer is what the attacker moves. */
+    async function answered(key: string, caller = alice, id = conversationId) {
+      const before = new Set(
+        (
+          await records()
+            .find({}, { projection: { _id: 1 } })
+            .toArray()
+        ).map((d) => d._id),
+      );
+      await requestsOf(app).run(scopeOf(caller, id), key, "question", async () => ({ answer: `${MARKER} ${key}` }), {
+        conversationId: id,
+        owner: caller.principal,
+      });
+      const doc = (await records().find({ conversationId: id }).toArray()).find((d) => !before.has(d._id));
+      return doc as Document & { _id: string };
+    }
+    const repeat = (key: string, caller = alice, id = conversationId) =>
+      requestsOf(app)
+        .run(scopeOf(caller, id), key, "question", async () => "ran twice", { conversationId: id, owner: caller.principal })
+        .catch((e: unknown) => e);
+
+    it("seals the stored answer and the payload's hash, and a repeat answers with the first response", async () => {
+      const doc = await answered("k-sealed");
+      expect(isCiphertext(doc.data)).toBe(true);
+      // A clear hash of a short question would confirm a guess of it.
+      expect(isCiphertext(doc.validation)).toBe(true);
+      expect(await repeat("k-sealed")).toEqual({ answer: `${MARKER} k-sealed` });
+    });
+
+    it("refuses a sealed answer moved to another record of the conversation", async () => {
+      const source = await answered("k-source");
+      const target = await answered("k-target");
+      await records().updateOne({ _id: target._id }, { $set: { data: source.data } });
+      const error = await repeat("k-target");
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+    });
+
+    it("refuses a sealed answer moved into a record of another tenant's conversation", async () => {
+      const source = await answered("k-stolen");
+      const { _id: theirs } = await app.database.conversations.create(eve.principal);
+      // Eve's record of the same key in her own conversation, given alice's sealed answer and hash.
+      const target = await answered("k-stolen", eve, theirs);
+      await records().updateOne({ _id: target._id }, { $set: { data: source.data, validation: source.validation } });
+      const error = await repeat("k-stolen", eve, theirs);
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("undecryptable");
+    });
+
+    it("refuses a clear answer where ciphertext is expected", async () => {
+      const doc = await answered("k-clear");
+      await records().updateOne({ _id: doc._id }, { $set: { data: JSON.stringify({ answer: "planted" }) } });
+      const error = await repeat("k-clear");
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("plaintext");
+    });
+
+    it("reads a tool effect's sealed result back, and refuses a clear one planted in its place", async () => {
+      const approval = await database.db.collection(COLLECTIONS.approvals).findOne({ conversationId });
+      const call = { conversationId, toolCallId: String(approval?.toolCallId) };
+      const guard = new ToolIdempotencyGuard({ collection: app.database.idempotency, cipher: app.database.cipher });
+      expect(await guard.recorded(call)).toEqual({ status: "completed", result: `recorded ${MARKER} shipped` });
+      const effect = await records().findOne({ conversationId, _id: { $regex: "^threadwise\\.tool#" } });
+      expect(isCiphertext(effect?.data)).toBe(true);
+      await records().updateOne({ _id: effect?._id as string }, { $set: { data: JSON.stringify("recorded planted") } });
+      const error = await guard.recorded(call).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("plaintext");
+    });
+  });
+
   it("rotates the tenant's key mid-conversation: later turns use the new key and every turn reads back", async () => {
     const { keyId } = await app.database.rotateTenantKey("api", "acme");
     const result = await ask(conversationId, `after the rotation, ${MARKER}`);
@@ -229,6 +312,9 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     const { _id: id } = await before.database.conversations.create(alice.principal);
     await ask(id, `look_up {"key": "${MARKER}"}`, alice, before);
     for (let i = 0; i < 8; i++) await ask(id, `turn ${i} about ${MARKER}`, alice, before);
+    const tags = { conversationId: id, owner: alice.principal };
+    const migrated = { answer: `${MARKER} kept for retries` };
+    await requestsOf(before).run(scopeOf(alice, id), "k-migrated", `${MARKER} question`, async () => migrated, tags);
     const read = async (db: ThreadwiseDatabase) => {
       const turns = await db.turns.list(id, { limit: 50 });
       return {
@@ -259,6 +345,11 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
       expect(rawText(docs).toLowerCase(), name).not.toContain("zebra");
     }
     expect(await read(after)).toEqual(written);
+    // The idempotency record answers a repeat with the first response, its answer and question's hash now sealed.
+    const record = await clear.db.collection(COLLECTIONS.idempotency).findOne({ conversationId: id });
+    expect([isCiphertext(record?.data), isCiphertext(record?.validation)]).toEqual([true, true]);
+    const repeated = new IdempotentRequests({ collection: after.idempotency, cipher: after.cipher });
+    expect(await repeated.run(scopeOf(alice, id), "k-migrated", `${MARKER} question`, async () => ({ answer: "ran twice" }), tags)).toEqual(migrated);
     expect(await after.encryptStoredContents()).toEqual({ encrypted: 0, orphaned: 0 });
   }, 240_000);
 });
