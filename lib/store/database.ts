@@ -1,5 +1,6 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
+import { fieldValue } from "../crypto/content-cipher.js";
 import { FieldCipher } from "../crypto/field-cipher.js";
 import type { ShredReceipt, TenantKeys } from "../crypto/tenant-keys.js";
 import { type TermKeyDocument, TenantTermKeys } from "../crypto/tenant-term-keys.js";
@@ -44,7 +45,7 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
   [COLLECTIONS.turnEvents]: { events: "json" },
   [COLLECTIONS.conversations]: { title: "text" },
-  [COLLECTIONS.approvals]: { context: "json" },
+  [COLLECTIONS.approvals]: { context: "json", args: "json", "decision.args": "json", "decision.reason": "text" },
   [COLLECTIONS.recallTurns]: { question: "text", answer: "text", tools: "json" },
   [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
   [COLLECTIONS.idempotency]: { data: "text", validation: "text" },
@@ -205,7 +206,10 @@ export class ThreadwiseDatabase {
       const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
       const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);
       for await (const doc of docs.find({}, { projection })) {
-        const clear = Object.entries(fields).filter(([field]) => doc[field] !== undefined && doc[field] !== null && !this.cipher.isSealed(doc[field]));
+        const clear = Object.entries(fields).filter(([field]) => {
+          const value = fieldValue(doc, field);
+          return value !== undefined && value !== null && !this.cipher.isSealed(value);
+        });
         // A conversation's own fields (its title) are sealed under its own id.
         const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;
         if (clear.length === 0 || conversationId === undefined) continue;
@@ -213,10 +217,9 @@ export class ThreadwiseDatabase {
         try {
           for (const [field, kind] of clear) {
             const ref = { collection, id: doc._id, field };
+            const value = fieldValue(doc, field);
             sealed[field] =
-              kind === "text"
-                ? await this.cipher.sealText(conversationId, ref, String(doc[field]))
-                : await this.cipher.sealJson(conversationId, ref, doc[field]);
+              kind === "text" ? await this.cipher.sealText(conversationId, ref, String(value)) : await this.cipher.sealJson(conversationId, ref, value);
           }
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
@@ -227,6 +230,9 @@ export class ThreadwiseDatabase {
         result.encrypted += clear.length;
       }
     }
+    // An approval's resume job keeps no question (the turn's sealed origin has it): one stored with it loses it.
+    const questions = await this.db.collection(COLLECTIONS.approvals).updateMany({ "origin.content": { $exists: true } }, { $unset: { "origin.content": "" } });
+    result.encrypted += questions.modifiedCount;
     return result;
   }
 

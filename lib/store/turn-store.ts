@@ -225,6 +225,11 @@ export class TurnStore {
     return this.#open(await this.#turns.findOne({ _id: turnId }));
   }
 
+  /** The turn's status alone: what a store without the cipher (a webhook) reads of a turn whose contents are sealed. */
+  async statusOf(turnId: string): Promise<TurnStatus | undefined> {
+    return (await this.#turns.findOne({ _id: turnId }, { projection: { status: 1 } }))?.status;
+  }
+
   /** Ids of the conversation's turns that left its thread: replaced by an edit or a regeneration, or superseded. */
   async leftThread(conversationId: string): Promise<string[]> {
     const docs = await this.#turns

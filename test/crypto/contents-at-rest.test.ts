@@ -79,16 +79,11 @@ function rawText(value: unknown): string {
   return Object.values(value).map(rawText).join(" ");
 }
 
-/**
- * What stays clear, and why (docs/security.md, "What is not encrypted"): approvals' arguments, decisions and
- * origin (the job that resumes the turn), which the Slack and Teams webhooks (no Encryption SDK) show in edit
- * forms, check edits against and enqueue.
- */
+/** What stays clear, and why (docs/security.md, "What is not encrypted"). */
 const NOT_ENCRYPTED: Partial<Record<string, readonly string[] | "all">> = {
   [COLLECTIONS.checkpoints]: "all",
   [COLLECTIONS.checkpointWrites]: "all",
   [COLLECTIONS.checkpointBlobs]: "all",
-  [COLLECTIONS.approvals]: ["args", "decision", "origin"],
 };
 
 function withoutFields(doc: Document, fields: readonly string[]): Document {
@@ -109,6 +104,11 @@ beforeAll(async () => {
   const paused = await ask(conversationId, `record_effect {"note": "${MARKER} shipped"}`);
   expect(paused.status).toBe("awaiting_approval");
   await app.approvals.decide(conversationId, paused.approvals?.[0]?.approvalId ?? "", alice, { kind: "approve" });
+  // A call edited, and one rejected with a reason: the decisions' contents are sealed too.
+  const edited = await ask(conversationId, `record_effect {"note": "${MARKER} draft"}`);
+  await app.approvals.decide(conversationId, edited.approvals?.[0]?.approvalId ?? "", alice, { kind: "edit", args: { note: `${MARKER} final` } });
+  const rejected = await ask(conversationId, `record_effect {"note": "${MARKER} never"}`);
+  await app.approvals.decide(conversationId, rejected.approvals?.[0]?.approvalId ?? "", alice, { kind: "reject", reason: `${MARKER} is wrong` });
   // A request with an Idempotency-Key, as the API runs it: its record keeps the answer and the question's hash.
   await requestsOf(app).run(scopeOf(alice, conversationId), "k-first", `${MARKER} question`, async () => ({ answer: `${MARKER} answer` }), {
     conversationId,
@@ -252,6 +252,54 @@ describe("contents at rest", () => {
     });
   });
 
+  describe("approvals", () => {
+    const approvals = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.approvals);
+
+    it("reads the sealed arguments and decisions back", async () => {
+      const read = await app.database.approvals.listByConversation(conversationId, { limit: 10 });
+      expect(read.map((a) => a.args.note)).toEqual([`${MARKER} shipped`, `${MARKER} draft`, `${MARKER} never`]);
+      expect(read.map((a) => a.decision)).toMatchObject([
+        { kind: "approve" },
+        { kind: "edit", args: { note: `${MARKER} final` } },
+        { kind: "reject", reason: `${MARKER} is wrong` },
+      ]);
+      for (const raw of await approvals().find({ conversationId }).toArray()) {
+        expect(isCiphertext(raw.args)).toBe(true);
+        expect(raw.origin).not.toHaveProperty("content");
+      }
+    });
+
+    it("refuses arguments moved to another approval of the conversation", async () => {
+      const [source, target] = await approvals().find({ conversationId }).sort({ createdAt: 1 }).limit(2).toArray();
+      await approvals().updateOne({ _id: target._id }, { $set: { args: source.args } });
+      const error = await app.database.approvals.get(target._id).catch((e: unknown) => e);
+      await approvals().updateOne({ _id: target._id }, { $set: { args: target.args } });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+    });
+
+    it("refuses an approval's arguments moved into another tenant's conversation", async () => {
+      const source = await approvals().findOne({ conversationId });
+      const { _id: theirs } = await app.database.conversations.create(eve.principal);
+      await approvals().insertOne({ ...source, _id: randomUUID(), conversationId: theirs });
+      const error = await app.database.approvals.listByConversation(theirs, { limit: 10 }).catch((e: unknown) => e);
+      await approvals().deleteMany({ conversationId: theirs });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("undecryptable");
+    });
+
+    it("refuses clear arguments, or a clear edit, where ciphertext is expected", async () => {
+      const edit = await approvals().findOne({ conversationId, "decision.kind": "edit" });
+      await approvals().updateOne({ _id: edit?._id as string }, { $set: { "decision.args": { note: "planted" } } });
+      const planted = await app.database.approvals.get(edit?._id as string).catch((e: unknown) => e);
+      await approvals().updateOne({ _id: edit?._id as string }, { $set: { "decision.args": edit?.decision.args, args: { note: "planted" } } });
+      const clear = await app.database.approvals.get(edit?._id as string).catch((e: unknown) => e);
+      await approvals().updateOne({ _id: edit?._id as string }, { $set: { args: edit?.args } });
+      expect([planted, clear].map((e) => (e as ContentRefusedError).reason)).toEqual(["plaintext", "plaintext"]);
+      expect(planted).toBeInstanceOf(ContentRefusedError);
+    });
+  });
+
   it("rotates the tenant's key mid-conversation: later turns use the new key and every turn reads back", async () => {
     const { keyId } = await app.database.rotateTenantKey("api", "acme");
     const result = await ask(conversationId, `after the rotation, ${MARKER}`);
@@ -312,12 +360,17 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     const { _id: id } = await before.database.conversations.create(alice.principal);
     await ask(id, `look_up {"key": "${MARKER}"}`, alice, before);
     for (let i = 0; i < 8; i++) await ask(id, `turn ${i} about ${MARKER}`, alice, before);
+    const waiting = await ask(id, `record_effect {"note": "${MARKER} draft"}`, alice, before);
+    await before.approvals.decide(id, waiting.approvals?.[0]?.approvalId ?? "", alice, { kind: "edit", args: { note: `${MARKER} final` } });
+    // An approval as releases before this one stored it: its resume job with the question.
+    await clear.db.collection(COLLECTIONS.approvals).updateMany({ conversationId: id }, { $set: { "origin.content": `record ${MARKER}` } });
     const tags = { conversationId: id, owner: alice.principal };
     const migrated = { answer: `${MARKER} kept for retries` };
     await requestsOf(before).run(scopeOf(alice, id), "k-migrated", `${MARKER} question`, async () => migrated, tags);
     const read = async (db: ThreadwiseDatabase) => {
       const turns = await db.turns.list(id, { limit: 50 });
       return {
+        approvals: (await db.approvals.listByConversation(id, { limit: 10 })).map(({ args, decision }) => ({ args, decision })),
         messages: await db.messages.list(id),
         turns,
         calls: await Promise.all(turns.map((t) => db.turns.listCalls(t._id))),
