@@ -186,7 +186,7 @@ describe("handleSlackInteraction", () => {
     const request = click(SLACK_APPROVAL_ACTIONS.edit, { trigger_id: "1.2.3", actions: [{ action_id: SLACK_APPROVAL_ACTIONS.edit, value }] });
     const { outcomes } = await handle(request, withheld, true);
     expect(outcomes).toEqual([{ kind: "editing", opened: true }]);
-    const input = (slack.views[before]?.view.blocks as { type: string; element?: { initial_value?: string } }[]).find((b) => b.type === "input");
+    const input = ((slack.views[before]?.view.blocks ?? []) as { type: string; element?: { initial_value?: string } }[]).find((b) => b.type === "input");
     expect(JSON.parse(input?.element?.initial_value ?? "")).toEqual({ title: "Call the supplier" });
   });
 
