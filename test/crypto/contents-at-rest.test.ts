@@ -281,7 +281,8 @@ describe("contents at rest", () => {
     it("refuses an approval's arguments moved into another tenant's conversation", async () => {
       const source = await approvals().findOne({ conversationId });
       const { _id: theirs } = await app.database.conversations.create(eve.principal);
-      await approvals().insertOne({ ...source, _id: randomUUID(), conversationId: theirs });
+      // Only the arguments: the copy's context, decision and origin are left out.
+      await approvals().insertOne({ _id: randomUUID(), conversationId: theirs, args: source?.args, status: "pending" });
       const error = await app.database.approvals.listByConversation(theirs, { limit: 10 }).catch((e: unknown) => e);
       await approvals().deleteMany({ conversationId: theirs });
       expect(error).toBeInstanceOf(ContentRefusedError);
