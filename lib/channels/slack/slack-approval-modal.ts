@@ -39,19 +39,6 @@ export function editableArguments(approval: Pick<ApprovalDocument, "args">): str
   return text.length <= SLACK_INPUT_MAX_CHARS ? text : undefined;
 }
 
-/** The longest value Slack takes on a button. */
-const SLACK_BUTTON_VALUE_MAX_CHARS = 2_000;
-
-/**
- * The Edit button's value, written by the worker when it asks: the conversation and approval ids, then the
- * arguments as the modal is prefilled with them when they fit the button. The webhook cannot read arguments
- * sealed at rest (it carries no Encryption SDK), so this is where it takes them from (docs/security.md).
- */
-export function editButtonValue(ids: string, args: Record<string, unknown>): string {
-  const value = `${ids}\n${editableArguments({ args }) ?? ""}`;
-  return value.length <= SLACK_BUTTON_VALUE_MAX_CHARS ? value : ids;
-}
-
 /** The modal: the call's tool, its arguments as editable JSON, and a submit that runs the call with them. */
 export function editModal(approval: Pick<ApprovalDocument, "tool" | "deadline">, argumentsText: string, target: SlackEditTarget): Record<string, unknown> {
   const metadata = { c: target.conversationId, a: target.approvalId, ...(target.channel && { ch: target.channel }), ...(target.ts && { ts: target.ts }) };

@@ -5,8 +5,7 @@ import { splitText } from "../split-text.js";
 import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
 import { approvalContextHeading, approvalContextLines } from "../approval-context-text.js";
 import { SlackAnswerStream } from "./slack-answer-stream.js";
-import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
-import { editButtonValue } from "./slack-approval-modal.js";
+import { editButtonValue, SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 import { escapeSlackText } from "./slack-text.js";
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */

@@ -7,8 +7,8 @@ import {
   slackResponseUrlPrefix,
   type SlackInteractionOutcome,
 } from "../../../lib/channels/slack/handle-slack-interaction.js";
-import { SLACK_APPROVAL_ACTIONS } from "../../../lib/channels/slack/slack-approval-actions.js";
-import { editButtonValue, slackViews } from "../../../lib/channels/slack/slack-approval-modal.js";
+import { editButtonValue, SLACK_APPROVAL_ACTIONS } from "../../../lib/channels/slack/slack-approval-actions.js";
+import { slackViews } from "../../../lib/channels/slack/slack-approval-modal.js";
 import { ApprovalConflictError, ForbiddenError } from "../../../lib/errors.js";
 import type { ApprovalChoice } from "../../../lib/store/approval-store.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { editableArguments, editButtonValue, editModal, editTargetOf, SLACK_INPUT_MAX_CHARS } from "../../../lib/channels/slack/slack-approval-modal.js";
+import { editableArguments, editModal, editTargetOf, SLACK_INPUT_MAX_CHARS } from "../../../lib/channels/slack/slack-approval-modal.js";
 
 const CONVERSATION = "0b8f3c1e-1a1b-4c1d-8e1f-000000000001";
 const APPROVAL = "0b8f3c1e-1a1b-4c1d-8e1f-000000000002";
@@ -11,16 +11,6 @@ describe("editableArguments", () => {
 
   it("returns undefined for arguments longer than Slack's input", () => {
     expect(editableArguments({ args: { title: "x".repeat(SLACK_INPUT_MAX_CHARS) } })).toBeUndefined();
-  });
-});
-
-describe("editButtonValue", () => {
-  it("returns the ids, then the arguments as the modal shows them", () => {
-    expect(editButtonValue(`${CONVERSATION}:${APPROVAL}`, { title: "Call" })).toBe(`${CONVERSATION}:${APPROVAL}\n{\n  "title": "Call"\n}`);
-  });
-
-  it("returns the ids alone for arguments longer than a button's value takes", () => {
-    expect(editButtonValue(`${CONVERSATION}:${APPROVAL}`, { title: "x".repeat(2_000) })).toBe(`${CONVERSATION}:${APPROVAL}`);
   });
 });
 
