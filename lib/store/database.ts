@@ -40,9 +40,9 @@ const SETUP_ID = "indexes";
 export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.messages]: { content: "text" },
   [COLLECTIONS.turns]: { answer: "text", origin: "json" },
-  [COLLECTIONS.modelCalls]: { view: "json" },
+  [COLLECTIONS.modelCalls]: { view: "json", sources: "json" },
   [COLLECTIONS.turnArchive]: { messages: "json" },
-  [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
+  [COLLECTIONS.artifacts]: { content: "text", preview: "text", provenance: "json" },
   [COLLECTIONS.turnEvents]: { events: "json" },
   [COLLECTIONS.conversations]: { title: "text" },
   [COLLECTIONS.approvals]: { context: "json", args: "json", "decision.args": "json", "decision.reason": "text" },

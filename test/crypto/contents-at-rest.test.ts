@@ -179,6 +179,38 @@ describe("contents at rest", () => {
     expect((error as ContentRefusedError).reason).toBe("undecryptable");
   });
 
+  describe("provenance", () => {
+    const calls = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.modelCalls);
+
+    it("seals what a view drew on and an artifact's provenance (tools, roles, users) beside them, and reads them back", async () => {
+      const sealedCalls = await calls()
+        .find({ conversationId, sources: { $exists: true } })
+        .toArray();
+      const heads = await database.db.collection(COLLECTIONS.artifacts).find({ conversationId, kind: "artifact" }).toArray();
+      expect(sealedCalls.length).toBeGreaterThan(0);
+      expect(heads.length).toBeGreaterThan(0);
+      expect([...sealedCalls.map((c) => c.sources), ...heads.map((h) => h.provenance)].every(isCiphertext)).toBe(true);
+      const turn = String(heads[0].turnId);
+      const recorded = await app.database.turns.listCalls(turn);
+      expect(recorded.flatMap((c) => c.sources ?? []).map((s) => s.tool)).toContain("look_up");
+      const artifact = await app.database.artifacts.get(String(heads[0]._id), { conversationId, reader: alice.principal });
+      expect(artifact?.provenance?.map((s) => s.tool)).toEqual(["look_up"]);
+    });
+
+    it("refuses a view's sources moved to another call of the turn", async () => {
+      const [first, second] = await calls()
+        .find({ conversationId, sources: { $exists: true } })
+        .sort({ _id: 1 })
+        .limit(2)
+        .toArray();
+      await calls().updateOne({ _id: second._id }, { $set: { sources: first.sources } });
+      const error = await app.database.turns.listCalls(String(second.turnId)).catch((e: unknown) => e);
+      await calls().updateOne({ _id: second._id }, { $set: { sources: second.sources } });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+    });
+  });
+
   describe("idempotency records", () => {
     const records = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.idempotency);
     /** A record of alice's, answered once: its sealed answer is what the attacker moves. */
@@ -399,6 +431,22 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
       expect(rawText(docs).toLowerCase(), name).not.toContain("zebra");
     }
     expect(await read(after)).toEqual(written);
+    const provenance = [
+      ...(
+        await clear.db
+          .collection(COLLECTIONS.modelCalls)
+          .find({ sources: { $exists: true } })
+          .toArray()
+      ).map((c) => c.sources),
+      ...(
+        await clear.db
+          .collection(COLLECTIONS.artifacts)
+          .find({ provenance: { $exists: true } })
+          .toArray()
+      ).map((a) => a.provenance),
+    ];
+    expect(provenance.length).toBeGreaterThan(0);
+    expect(provenance.every(isCiphertext)).toBe(true);
     // The idempotency record answers a repeat with the first response, its answer and question's hash now sealed.
     const record = await clear.db.collection(COLLECTIONS.idempotency).findOne({ conversationId: id });
     expect([isCiphertext(record?.data), isCiphertext(record?.validation)]).toEqual([true, true]);
