@@ -72,7 +72,9 @@ export type TurnJobOutcome =
   /** Failed for now: the message should come back after `delaySeconds`. */
   | { kind: "retry"; turnId: string; error: unknown; delaySeconds: number }
   /** A redelivery of a job whose reply was already sent: nothing was run or sent again. */
-  | { kind: "already-replied"; turnId: string };
+  | { kind: "already-replied"; turnId: string }
+  /** The edited arguments a webhook handed over were stored; other calls of the turn still wait, so nothing ran. */
+  | { kind: "edits-recorded"; turnId: string };
 
 /** HTTP statuses that mean "not now" although they are 4xx: timeout and throttling. */
 const TRANSIENT_CLIENT_STATUSES = new Set([408, 429]);
@@ -160,6 +162,10 @@ export class TurnJobWorker {
     let job = queued;
     try {
       if (job.resume !== undefined) job = await this.resumed(job, turnId);
+      // Handed over while other calls still wait: their decisions resume the turn.
+      if (queued.edits && (await this.options.approvals?.listByTurn(turnId))?.some((a) => a.status === "pending" && a.deadline.getTime() > Date.now())) {
+        return { kind: "edits-recorded", turnId };
+      }
       if (job.channel !== "api" && (await turns.get(turnId))?.repliedAt) return { kind: "already-replied", turnId };
       const conversationId = await this.bind(job);
       // The turn exists before anything can fail, so its failure and its reply are recorded on it.

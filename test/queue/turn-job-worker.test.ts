@@ -48,6 +48,14 @@ const busyCalls = new Map<string, number>();
 /** What the scripted model answers, by a keyword in the question. */
 function respond(text: string, toolResults: boolean): ScriptedReply {
   if (text.includes("loops forever")) return { toolUses: [{ name: "who_am_i", input: {} }] };
+  if (text.includes("send two notes") && !toolResults) {
+    return {
+      toolUses: [
+        { name: "send_note", input: { note: "first" } },
+        { name: "send_note", input: { note: "second" } },
+      ],
+    };
+  }
   if (text.includes("send a note")) return toolResults ? { text: "the note went out" } : { toolUses: [{ name: "send_note", input: { note: "draft" } }] };
   if (text.includes("who am i") && !toolResults) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("refused")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
@@ -280,6 +288,22 @@ describe("TurnJobWorker", () => {
       expect(JSON.stringify(effects)).toContain("sent final");
       const conversation = await app.database.conversations.collection.findOne({ "channel.key": j.conversationKey });
       expect(conversation?.title).toContain("send a note");
+    });
+
+    it("stores an edit handed over while another call of the turn still waits, and runs nothing", async () => {
+      const j = job("send two notes to the team");
+      const paused = await worker({ approvals: app.database.approvals }).process(j, 1);
+      const [first, second] = await app.database.approvals.listByTurn(paused.turnId);
+      expect(second.status).toBe("pending");
+      const edited = { note: "first, edited" };
+      const decision = { kind: "edit", by: first.requester, at: new Date(), argsHash: argsHash(edited) };
+      await app.database.approvals.collection.updateOne({ _id: first._id }, { $set: { status: "edited", decision: decision as never } });
+      const posts = postsIn(j).length;
+      const outcome = await worker({ approvals: app.database.approvals }).process(resumeJobOf(first, "first-edited", { [first._id]: edited }), 1);
+      expect(outcome).toEqual({ kind: "edits-recorded", turnId: paused.turnId });
+      expect((await app.database.approvals.get(first._id))?.decision).toMatchObject({ args: edited });
+      expect((await app.database.turns.get(paused.turnId))?.status).toBe("awaiting_approval");
+      expect(postsIn(j).length).toBe(posts);
     });
   });
 
