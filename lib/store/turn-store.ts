@@ -106,7 +106,10 @@ export class TurnStore {
   readonly #calls: Collection<ModelCallDocument>;
   readonly #cipher: ContentCipher;
 
-  /** @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. `answer`, `origin` and a call's `view` and `sources` are encrypted. */
+  /**
+   * @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. `answer`, `origin`
+   * and a call's `view` and `sources` are encrypted.
+   */
   constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.#turns = db.collection<TurnDocument>(COLLECTIONS.turns);
     this.#calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
