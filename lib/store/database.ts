@@ -51,6 +51,12 @@ export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.idempotency]: { data: "text", validation: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
+/**
+ * The content fields as set-up records them once it sealed them: a release that seals more fields than the one that
+ * last set the database up with encryption on seals them at its set-up (the deploy step, `npm run db:setup`).
+ */
+const SEALED_FIELDS = JSON.stringify(ENCRYPTED_FIELDS);
+
 /** The collections whose content fields `FieldCipher` encrypts. */
 export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
 
@@ -68,6 +74,8 @@ interface SetupDocument {
   setUpAt: Date;
   /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
   contentEncryption?: "on" | "off";
+  /** The content fields set-up last sealed with encryption on (`ENCRYPTED_FIELDS`): when they differ, it seals what is stored clear again. */
+  sealedFields?: string;
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -187,11 +195,13 @@ export class ThreadwiseDatabase {
     // time set-up runs with encryption on. Not a numbered migration: it depends on the setting, not on the release,
     // and runs again whenever encryption is switched on after running off (docs/storage.md, "Migrations").
     const record = await this.setupRecord().findOne({ _id: SETUP_ID });
-    if (this.cipher.enabled && record?.contentEncryption !== "on") {
+    // So are the fields a release seals that the one before did not (idempotency records, approvals, provenance).
+    if (this.cipher.enabled && (record?.contentEncryption !== "on" || record.sealedFields !== SEALED_FIELDS)) {
       await this.encryptStoredContents();
       await this.recall.keyStoredTerms();
     }
-    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: this.cipher.enabled ? "on" : "off" } });
+    const sealed = this.cipher.enabled ? { contentEncryption: "on" as const, sealedFields: SEALED_FIELDS } : { contentEncryption: "off" as const };
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: sealed });
   }
 
   /**

@@ -386,6 +386,7 @@ describe("contents at rest", () => {
 
 describe("ThreadwiseDatabase.setup on a database written in clear", () => {
   const clear = useTestDatabase("contents_migration", { clearBeforeEach: false });
+  const earlier = useTestDatabase("contents_earlier", { clearBeforeEach: false });
 
   it("encrypts every content field, loses nothing, and leaves nothing in clear; a second set-up encrypts nothing", async () => {
     // The fixture, written the way releases before issue 44 wrote it: no keys, every field clear.
@@ -453,5 +454,19 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     const repeated = new IdempotentRequests({ collection: after.idempotency, cipher: after.cipher });
     expect(await repeated.run(scopeOf(alice, id), "k-migrated", `${MARKER} question`, async () => ({ answer: "ran twice" }), tags)).toEqual(migrated);
     expect(await after.encryptStoredContents()).toEqual({ encrypted: 0, orphaned: 0 });
+  }, 240_000);
+
+  it("seals the fields this release adds in a database a release before set up with encryption on", async () => {
+    const before = await appOver(earlier, false);
+    const { _id: id } = await before.database.conversations.create(alice.principal);
+    const waiting = await ask(id, `record_effect {"note": "${MARKER} earlier"}`, alice, before);
+    await before.close();
+    // As the release before left it: set up with encryption on, before approvals' arguments were sealed.
+    await earlier.db.collection(COLLECTIONS.setup).updateOne({ _id: "indexes" as never }, { $set: { contentEncryption: "on" }, $unset: { sealedFields: "" } });
+    const after = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName, contentKeys: new LocalTenantKeys(keysDir) });
+    await after.setup();
+    const raw = await earlier.db.collection(COLLECTIONS.approvals).findOne({ conversationId: id });
+    expect(isCiphertext(raw?.args)).toBe(true);
+    expect((await after.approvals.get(waiting.approvals?.[0]?.approvalId ?? ""))?.args).toEqual({ note: `${MARKER} earlier` });
   }, 240_000);
 });
