@@ -153,6 +153,7 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       });
   const guard = new ToolIdempotencyGuard({
     collection: database.idempotency,
+    cipher: database.cipher,
     inProgressTimeoutMs: config.tools.timeoutMs,
     expiresAfterSeconds: config.tools.idempotencyTtlSeconds,
   });
@@ -276,6 +277,9 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       if (job.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
       const caller = { principal: job.principal, roles: job.roles };
       const turnId = turnIdForJob(job);
+      // The approval keeps no question: the turn's own (sealed) origin has it.
+      const question = (await database.turns.get(turnId))?.origin?.content;
+      if (typeof question === "string" && question.length > 0) job.content = question;
       // Admitted like a new turn: with no slot free the decision's request answers 429, and a repeat of it resumes the turn (docs/limits.md).
       await admission.run({ turnId, principal: caller.principal, resumes: true }, (hold) =>
         runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId, origin: job, hold }),

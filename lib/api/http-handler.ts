@@ -35,7 +35,11 @@ export interface HttpHandlerOptions {
  * the database is known to be set up.
  */
 export function createHttpHandler(app: App, config: Config, options: HttpHandlerOptions): (request: HttpRequest) => Promise<HttpResponse> {
-  const idempotentRequests = new IdempotentRequests({ collection: app.database.idempotency, inProgressTimeoutMs: config.leaseTtlMs });
+  const idempotentRequests = new IdempotentRequests({
+    collection: app.database.idempotency,
+    cipher: app.database.cipher,
+    inProgressTimeoutMs: config.leaseTtlMs,
+  });
   const deps: ApiRoutesDeps = {
     authenticate: options.authenticate,
     database: app.database,

@@ -1,8 +1,9 @@
 import { IdempotencyAlreadyInProgressError, IdempotencyConfig, IdempotencyValidationError, makeIdempotent } from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
+import type { ContentCipher } from "../crypto/content-cipher.js";
 import { ConflictError, IdempotencyKeyReusedError } from "../errors.js";
 import { DEFAULT_LEASE_TTL_MS } from "../config/database-config.js";
-import { IdempotencyPersistenceLayer, type IdempotencyDocument, type IdempotencyTags } from "../store/idempotency-persistence-layer.js";
+import { IdempotencyPersistenceLayer, refusalOrError, type IdempotencyDocument, type IdempotencyTags } from "../store/idempotency-persistence-layer.js";
 
 /** Prefix of request keys in the `idempotency` collection (tool side effects use their own). */
 export const DEFAULT_API_IDEMPOTENCY_KEY_PREFIX = "threadwise.api";
@@ -20,6 +21,8 @@ interface Deadline {
 
 export interface IdempotentRequestsOptions {
   collection: Collection<IdempotencyDocument>;
+  /** What the stored answer and the question's hash are sealed with (the database's cipher). Default: stored clear. */
+  cipher?: ContentCipher;
   /** Default: {@link DEFAULT_API_IDEMPOTENCY_TTL_S}. */
   expiresAfterSeconds?: number;
   /** After this long an in-progress request is presumed dead and may be retried. Default: the lease TTL. */
@@ -37,19 +40,22 @@ export class IdempotentRequests {
   readonly #deadline: Deadline;
 
   constructor(options: IdempotentRequestsOptions) {
-    this.#persistence = new IdempotencyPersistenceLayer({ collection: options.collection });
+    this.#persistence = new IdempotencyPersistenceLayer({ collection: options.collection, cipher: options.cipher });
     const inProgressMs = options.inProgressTimeoutMs ?? DEFAULT_LEASE_TTL_MS;
     // Powertools takes the in-progress expiry from a Lambda-style context; a turn has the lease's.
     this.#deadline = { getRemainingTimeInMillis: () => inProgressMs };
+    const config = new IdempotencyConfig({
+      eventKeyJmesPath: "key",
+      payloadValidationJmesPath: "payload",
+      throwOnNoIdempotencyKey: true,
+      expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_API_IDEMPOTENCY_TTL_S,
+    });
+    // Configured here too (Powertools configures a layer once), so `withTags` hashes keys as the requests do before any ran.
+    this.#persistence.configure({ config, keyPrefix: DEFAULT_API_IDEMPOTENCY_KEY_PREFIX });
     this.#run = makeIdempotent(async (_request: KeyedRequest, _deadline: Deadline, work: () => Promise<unknown>) => work(), {
       persistenceStore: this.#persistence,
       keyPrefix: DEFAULT_API_IDEMPOTENCY_KEY_PREFIX,
-      config: new IdempotencyConfig({
-        eventKeyJmesPath: "key",
-        payloadValidationJmesPath: "payload",
-        throwOnNoIdempotencyKey: true,
-        expiresAfterSeconds: options.expiresAfterSeconds ?? DEFAULT_API_IDEMPOTENCY_TTL_S,
-      }),
+      config,
     });
   }
 
@@ -59,19 +65,16 @@ export class IdempotentRequests {
 
   /**
    * `scope` names whose key it is (caller and resource); `payload` must match on a repeat. `tags`
-   * (the conversation and its caller) are stored beside the hashed key when the work begins, so
-   * deleting the conversation or erasing the caller finds the record (docs/data-lifecycle.md).
+   * (the conversation and its caller) are stored beside the hashed key from the record's first
+   * write, so deleting the conversation or erasing the caller finds the record
+   * (docs/data-lifecycle.md), and the conversation's tenant seals the stored answer and the
+   * payload's hash (docs/security.md, "What is encrypted"); with encryption on, `tags` must name the conversation.
    */
   async run<T>(scope: readonly string[], idempotencyKey: string, payload: string, work: () => Promise<T>, tags?: IdempotencyTags): Promise<T> {
     const key = JSON.stringify([...scope, idempotencyKey]);
-    const tagged = tags
-      ? async () => {
-          await this.#persistence.tag({ key }, tags);
-          return work();
-        }
-      : work;
+    const run = () => this.#run({ key, payload }, this.#deadline, work);
     try {
-      return (await this.#run({ key, payload }, this.#deadline, tagged)) as T;
+      return (await (tags ? this.#persistence.withTags({ key }, tags, run) : run())) as T;
     } catch (error) {
       if (error instanceof IdempotencyAlreadyInProgressError) {
         throw new ConflictError("a request with this Idempotency-Key is still in progress", 1, { cause: error });
@@ -79,7 +82,7 @@ export class IdempotentRequests {
       if (error instanceof IdempotencyValidationError) {
         throw new IdempotencyKeyReusedError("this Idempotency-Key was used with a different body", { cause: error });
       }
-      throw error;
+      throw refusalOrError(error);
     }
   }
 

@@ -18,8 +18,10 @@ export interface ApprovalsOptions {
   /**
    * Resumes a turn whose calls are all decided: in AWS its job goes to the worker's queue.
    * `resumeKey` names the set of decisions, so a repeated request does not queue a second job.
+   * `edits`: edited arguments this store could not seal (a webhook's), which the job hands to the
+   * worker to store sealed (`ApprovalStore.recordEdit`); then the job goes even if other calls still wait.
    */
-  resume(approval: ApprovalDocument, resumeKey: string): Promise<void>;
+  resume(approval: ApprovalDocument, resumeKey: string, edits?: Record<string, Record<string, unknown>>): Promise<void>;
   /** Test-only crash points; absent in production. */
   faults?: FaultInjector;
   /** Told of each decision a person took (not a repeat of one taken before): the audit log records it. Default: none. */
@@ -95,7 +97,9 @@ export class Approvals {
     });
     this.options.faults?.at("after-decision");
     if (fresh) await this.options.onDecided?.(decided, caller);
-    const { resumed } = await this.settleTurn(decided.turnId, new Date());
+    // Edited arguments the store kept none of (a webhook's, with contents sealed) go to the worker with the job.
+    const handedOver = choice.kind === "edit" && decided.decision?.kind === "edit" && decided.decision.args === undefined;
+    const { resumed } = await this.settleTurn(decided.turnId, new Date(), handedOver ? { [approvalId]: choice.args } : undefined);
     return { approval: decided, decided: fresh, resumed };
   }
 
@@ -133,24 +137,25 @@ export class Approvals {
    * (also when the turn no longer waits, so they do not hold up the sweep). In that order: a
    * crash in between leaves them pending and due, for the next sweep or visit to find.
    */
-  private async settleTurn(turnId: string, now: Date): Promise<{ resumed: boolean; expired: number }> {
-    const resumed = await this.resumeIfSettled(turnId, now);
+  private async settleTurn(turnId: string, now: Date, edits?: Record<string, Record<string, unknown>>): Promise<{ resumed: boolean; expired: number }> {
+    const resumed = await this.resumeIfSettled(turnId, now, edits);
     return { resumed, expired: await this.options.store.expireDue({ turnId }, now) };
   }
 
   /** Hands the turn on to resume when it waits and none of its calls does (those past their deadline count as expired); returns whether it did. */
-  private async resumeIfSettled(turnId: string, now: Date): Promise<boolean> {
+  private async resumeIfSettled(turnId: string, now: Date, edits?: Record<string, Record<string, unknown>>): Promise<boolean> {
     const { store, turns } = this.options;
     // The status alone: the webhooks decide with stores that cannot open the turn's sealed origin.
     if ((await turns.statusOf(turnId)) !== "awaiting_approval") return false;
     const approvals = (await store.listByTurn(turnId)).map((a) => (a.status === "pending" && a.deadline <= now ? { ...a, status: "expired" as const } : a));
-    if (approvals.length === 0 || approvals.some((a) => a.status === "pending")) return false;
+    const settled = approvals.length > 0 && !approvals.some((a) => a.status === "pending");
+    if (!settled && !edits) return false;
     const key = createHash("sha256")
       .update(JSON.stringify(approvals.map((a) => [a._id, a.status])))
       .digest("hex")
       .slice(0, 32);
-    await this.options.resume(approvals[0], key);
+    await this.options.resume(approvals[0], key, edits);
     this.options.faults?.at("after-resume-enqueued");
-    return true;
+    return settled;
   }
 }

@@ -96,7 +96,7 @@ export function webhookChannelDecisions(
   const approvals = new Approvals({
     store: new ApprovalStore(db),
     turns: new TurnStore(db),
-    resume: (approval, key) => enqueue(resumeJobOf(approval, key)),
+    resume: (approval, key, edits) => enqueue(resumeJobOf(approval, key, edits)),
   });
   return channelDecisions({
     conversations: new ConversationStore(db, new RetentionPolicy(db, { days: config.retentionDays }).periodMs),

@@ -9,6 +9,18 @@ export interface FieldRef {
   field: string;
 }
 
+/** A field's value in a document, by its name in a {@link FieldRef} (a dotted name is a field of an embedded document). */
+export function fieldValue(doc: object, field: string): unknown {
+  return field.split(".").reduce<unknown>((value, key) => (value && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined), doc);
+}
+
+/** The document with the field (named as {@link fieldValue} names it) set to `value`; the input is left as it is. */
+export function withFieldValue<T extends object>(doc: T, field: string, value: unknown): T {
+  const [head, ...rest] = field.split(".");
+  const inner = rest.length === 0 ? value : withFieldValue(((doc as Record<string, unknown>)[head] ?? {}) as object, rest.join("."), value);
+  return { ...doc, [head]: inner };
+}
+
 /** A content field as stored: an AWS Encryption SDK message (BSON binary), or clear text when encryption is off. */
 export type StoredContent = string | Binary;
 

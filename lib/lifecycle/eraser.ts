@@ -63,10 +63,11 @@ export interface DeletionReceipt {
 }
 
 /**
- * Contents not encrypted yet (docs/security.md, "Contents at rest"): a shred cannot reach their copies
- * in backups, and the receipt says so rather than claim it.
+ * What is derived from contents but stored clear (docs/security.md, "Not encrypted"): a shred cannot reach
+ * its copies in backups, and the receipt says so rather than claim it.
  */
-export const NOT_YET_SEALED = "the graph's checkpoints (checkpoints, checkpoint_writes, checkpoint_blobs), idempotency records and approvals' arguments";
+export const LEFT_CLEAR =
+  "the recall index's embeddings (vectors made from each turn's text, when an embedding model is configured) and conversations' client metadata (searched by equality)";
 
 /** What a tenant's erasure destroyed of its keys (docs/security.md, "Crypto-shredding"). */
 export interface ShreddedKeys {
@@ -523,8 +524,8 @@ export class Eraser {
               until: job.keys.finalAt,
             },
             {
-              where: "MongoDB backups (contents not encrypted yet)",
-              what: `snapshots taken before this erasure keep ${NOT_YET_SEALED} readable until they expire (docs/security.md, "Contents at rest")`,
+              where: "MongoDB backups (not encrypted)",
+              what: `snapshots taken before this erasure keep ${LEFT_CLEAR} readable until they expire (docs/security.md, "Contents at rest")`,
               until: null,
             },
           ]
@@ -549,7 +550,7 @@ export class Eraser {
           ? [
               `the tenant's ${job.keys.source === "kms" ? "KMS keys were scheduled for deletion" : "key file was deleted"} (${job.keys.ids.length} keys): ` +
                 `every copy of its encrypted contents, backups included, is unreadable from ${job.keys.finalAt}; ` +
-                `backups taken before it still hold ${NOT_YET_SEALED} in clear until they expire`,
+                `backups taken before it still hold ${LEFT_CLEAR} in clear until they expire`,
             ]
           : [
               "content encryption is off (CONTENT_ENCRYPTION=off): the tenant was erased by deleting its documents, " +

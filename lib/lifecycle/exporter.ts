@@ -8,6 +8,7 @@ import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
 import type { ContentCipher } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "../store/collections.js";
 import { isCheckpointCollection, openedCheckpointDocument } from "../store/checkpoint/checkpoint-export.js";
+import { fieldValue, withFieldValue } from "../crypto/content-cipher.js";
 import { ENCRYPTED_FIELDS } from "../store/database.js";
 import {
   CONVERSATION_COLLECTIONS,
@@ -85,11 +86,12 @@ export async function openedForExport(collection: string, doc: Document, cipher:
   const fields = (ENCRYPTED_FIELDS as Record<string, Record<string, "text" | "json">>)[collection];
   if (!fields) return doc;
   const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;
-  const out: Document = { ...doc };
+  let out: Document = { ...doc };
   for (const [field, kind] of Object.entries(fields)) {
-    if (!cipher.isSealed(doc[field])) continue;
+    const stored = fieldValue(doc, field);
+    if (!cipher.isSealed(stored)) continue;
     const ref = { collection, id: String(doc._id), field };
-    out[field] = kind === "text" ? await cipher.openText(conversationId, ref, doc[field]) : await cipher.openJson(conversationId, ref, doc[field]);
+    out = withFieldValue(out, field, kind === "text" ? await cipher.openText(conversationId, ref, stored) : await cipher.openJson(conversationId, ref, stored));
   }
   return out;
 }

@@ -75,13 +75,15 @@ export interface MongoTurnQueueOptions {
   /** Default: {@link DEFAULT_DEDUPLICATION_WINDOW_MS}. */
   deduplicationWindowMs?: number;
   /**
-   * Default: jobs stored clear (`CLEAR_FIELDS`). A job's `content` (the user's text) is encrypted under its
+   * Default: jobs stored clear (`CLEAR_FIELDS`). A job's `content` (the user's text) and `edits` are encrypted under its
    * owner's tenant keys (docs/security.md, "Contents at rest").
    */
   cipher?: ContentCipher;
 }
 
 const contentRef = (jobId: string): FieldRef => ({ collection: COLLECTIONS.turnJobs, id: jobId, field: "job.content" });
+/** Where a job's edited arguments (handed over by a webhook: `TurnJob.edits`) are encrypted. */
+const editsRef = (jobId: string): FieldRef => ({ collection: COLLECTIONS.turnJobs, id: jobId, field: "job.edits" });
 const tenantOfJob = (job: TurnJob) => ({ issuer: job.owner.issuer, tenant: job.owner.tenant });
 
 /**
@@ -136,10 +138,11 @@ export class MongoTurnQueue implements TurnQueue {
     const _id = turnJobDeduplicationId(job);
     const cipher = this.options.cipher ?? CLEAR_FIELDS;
     const content = (await cipher.sealJsonFor(tenantOfJob(job), contentRef(_id), job.content)) as string;
+    const edits = job.edits && ((await cipher.sealJsonFor(tenantOfJob(job), editsRef(_id), job.edits)) as TurnJob["edits"]);
     const doc: TurnJobDocument = {
       _id,
       group: turnJobGroupId(job),
-      job: { ...job, content },
+      job: { ...job, content, ...(edits && { edits }) },
       status: "ready",
       enqueuedAt: now,
       seq: ++enqueueSeq,
@@ -278,7 +281,12 @@ export class MongoTurnQueue implements TurnQueue {
     beat.unref();
     try {
       const cipher = this.options.cipher ?? CLEAR_FIELDS;
-      const job = { ...doc.job, content: await cipher.openJsonFor<string>(tenantOfJob(doc.job), contentRef(doc._id), doc.job.content) };
+      const tenant = tenantOfJob(doc.job);
+      const job = {
+        ...doc.job,
+        content: await cipher.openJsonFor<string>(tenant, contentRef(doc._id), doc.job.content),
+        ...(doc.job.edits !== undefined && { edits: await cipher.openJsonFor<TurnJob["edits"]>(tenant, editsRef(doc._id), doc.job.edits) }),
+      };
       const outcome = await withConsumerSpan(HOP, doc.job.trace, () => this.options.handle(job, doc.receiveCount));
       if (outcome) await this.retryAfter(doc._id, receipt, outcome.retryAfterSeconds);
       else await this.complete(doc._id, receipt);

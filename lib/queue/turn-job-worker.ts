@@ -72,7 +72,9 @@ export type TurnJobOutcome =
   /** Failed for now: the message should come back after `delaySeconds`. */
   | { kind: "retry"; turnId: string; error: unknown; delaySeconds: number }
   /** A redelivery of a job whose reply was already sent: nothing was run or sent again. */
-  | { kind: "already-replied"; turnId: string };
+  | { kind: "already-replied"; turnId: string }
+  /** The edited arguments a webhook handed over were stored; other calls of the turn still wait, so nothing ran. */
+  | { kind: "edits-recorded"; turnId: string };
 
 /** HTTP statuses that mean "not now" although they are 4xx: timeout and throttling. */
 const TRANSIENT_CLIENT_STATUSES = new Set([408, 429]);
@@ -152,12 +154,18 @@ export class TurnJobWorker {
    * `remainingMs`: the worker's time left (Lambda's `getRemainingTimeInMillis`), which bounds the
    * retries of a busy model inside this receive.
    */
-  async process(job: TurnJob, receiveCount: number, remainingMs?: () => number): Promise<TurnJobOutcome> {
-    const turnId = turnIdForJob(job);
+  async process(queued: TurnJob, receiveCount: number, remainingMs?: () => number): Promise<TurnJobOutcome> {
+    const turnId = turnIdForJob(queued);
     const { turns, runner } = this.options;
     const started = Date.now();
     let stream: TurnAnswerStream | undefined;
+    let job = queued;
     try {
+      if (job.resume !== undefined) job = await this.resumed(job, turnId);
+      // Handed over while other calls still wait: their decisions resume the turn.
+      if (queued.edits && (await this.options.approvals?.listByTurn(turnId))?.some((a) => a.status === "pending" && a.deadline.getTime() > Date.now())) {
+        return { kind: "edits-recorded", turnId };
+      }
       if (job.channel !== "api" && (await turns.get(turnId))?.repliedAt) return { kind: "already-replied", turnId };
       const conversationId = await this.bind(job);
       // The turn exists before anything can fail, so its failure and its reply are recorded on it.
@@ -224,6 +232,16 @@ export class TurnJobWorker {
       await this.replyOnce(job, turnId, told).catch(() => undefined);
       return { kind: "gave-up", turnId, error };
     }
+  }
+
+  /**
+   * A resume job as the turn runs it: the edited arguments a webhook handed over stored sealed
+   * (when they are those its decision names), and the turn's own question, which the job does not carry.
+   */
+  private async resumed({ edits, ...job }: TurnJob, turnId: string): Promise<TurnJob> {
+    for (const [approvalId, args] of Object.entries(edits ?? {})) await this.options.approvals?.recordEdit(approvalId, args);
+    const question = (await this.options.turns.get(turnId))?.origin?.content;
+    return typeof question === "string" && question.length > 0 ? { ...job, content: question } : job;
   }
 
   /**

@@ -55,6 +55,11 @@ const jobFields = {
   /** Set on a job that resumes the turn once its approvals are decided: names that set of decisions (docs/approvals.md). */
   resume: z.string().min(1).max(64).optional(),
   /**
+   * Edited arguments by approval id, taken by a webhook that cannot seal them (docs/security.md, "Approvals"):
+   * the worker stores them sealed when they are those the decision names (`ApprovalStore.recordEdit`).
+   */
+  edits: z.record(z.string(), z.record(z.string(), z.unknown())).optional(),
+  /**
    * The enqueuing span's context (W3C `traceparent` and `tracestate`, or what the registered
    * propagator writes), set by the queue, so the worker's spans are in the request's trace
    * (lib/observability/tracing.ts). Ids only.

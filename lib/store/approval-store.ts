@@ -11,7 +11,7 @@ import {
   type ApprovalStanding,
 } from "../errors.js";
 import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
-import { type ContentCipher, type FieldRef, isCiphertext } from "../crypto/content-cipher.js";
+import { type ContentCipher, fieldValue, isCiphertext, withFieldValue } from "../crypto/content-cipher.js";
 import { COLLECTIONS } from "./collections.js";
 import type { WriteFence } from "./write-fence.js";
 
@@ -53,8 +53,13 @@ export interface ApprovalDocument {
   turnId: string;
   toolCallId: string;
   tool: string;
-  /** As the model gave them; an edit's arguments are in `decision`. */
+  /** As the model gave them (sealed at rest); an edit's arguments are in `decision`. */
   args: Record<string, unknown>;
+  /**
+   * True when the arguments are sealed and this store cannot open them (the Slack and Teams
+   * webhooks, which carry no Encryption SDK): `args` is then empty, and `argsHash` is what names them.
+   */
+  argsWithheld?: true;
   argsHash: string;
   /**
    * The tool's arguments JSON Schema when the approval was opened (as offered to the model), as
@@ -71,7 +76,10 @@ export interface ApprovalDocument {
   deadline: Date;
   status: ApprovalStatus;
   decision?: ApprovalDecision;
-  /** How the turn resumes once every call of it is decided (its queue job), as the turn's entry point gave it. */
+  /**
+   * How the turn resumes once every call of it is decided: its queue job as the turn's entry point gave
+   * it, without the question (`content`), which the turn's own sealed `origin` keeps (`resumeJobOf`).
+   */
   origin?: Record<string, unknown>;
   /** When the channel thread was told this call waits (its one notice). */
   noticeAt?: Date;
@@ -80,7 +88,16 @@ export interface ApprovalDocument {
   expiresAt?: Date;
 }
 
-const contextRef = (approvalId: string): FieldRef => ({ collection: COLLECTIONS.approvals, id: approvalId, field: "context" });
+/**
+ * An approval's sealed fields, as `ENCRYPTED_FIELDS` names them: a decision's edited `args` and `reason` in
+ * place. Each is bound to the approval's id and its name.
+ */
+const SEALED = [
+  ["context", "json"],
+  ["args", "json"],
+  ["decision.args", "json"],
+  ["decision.reason", "text"],
+] as const;
 
 const STATUS_OF = { approve: "approved", edit: "edited", reject: "rejected" } as const satisfies Record<ApprovalChoice["kind"], ApprovalStatus>;
 
@@ -130,9 +147,10 @@ export class ApprovalStore {
   readonly #cipher: ContentCipher;
 
   /**
-   * @param cipher Default: contexts stored clear (`CLEAR_FIELDS`); the database passes its own. An approval's
-   * `context` (earlier calls' arguments and outputs) is encrypted. A store without the cipher (the Slack and
-   * Teams webhooks, which carry no Encryption SDK) reads an encrypted context as absent: withheld, not shown.
+   * @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. An approval's
+   * `context` (earlier calls' arguments and outputs), `args`, and a decision's edited `args` and `reason` are
+   * encrypted. A store without the cipher (the Slack and Teams webhooks, which carry no Encryption SDK) reads
+   * an encrypted context or decision content as absent and encrypted arguments as withheld (`argsWithheld`).
    */
   constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.collection = db.collection<ApprovalDocument>(COLLECTIONS.approvals);
@@ -142,12 +160,38 @@ export class ApprovalStore {
   async #opened(doc: ApprovalDocument): Promise<ApprovalDocument>;
   async #opened(doc: ApprovalDocument | null): Promise<ApprovalDocument | null>;
   async #opened(doc: ApprovalDocument | null): Promise<ApprovalDocument | null> {
-    if (!doc || doc.context === undefined) return doc;
-    if (!this.#cipher.enabled && isCiphertext(doc.context)) {
-      const { context: _withheld, ...rest } = doc;
-      return rest;
+    if (!doc) return doc;
+    let opened = doc;
+    for (const [field, kind] of SEALED) {
+      const stored = fieldValue(doc, field);
+      if (stored === undefined) continue;
+      const ref = { collection: COLLECTIONS.approvals, id: doc._id, field };
+      // Without the cipher (the webhooks), what is sealed is withheld, never handed on as if it were content.
+      const value =
+        !this.#cipher.enabled && isCiphertext(stored)
+          ? undefined
+          : kind === "text"
+            ? await this.#cipher.openText(doc.conversationId, ref, stored)
+            : await this.#cipher.openJson(doc.conversationId, ref, stored);
+      opened = withFieldValue(opened, field, value);
     }
-    return { ...doc, context: await this.#cipher.openJson<ApprovalContext>(doc.conversationId, contextRef(doc._id), doc.context) };
+    return opened.args === undefined ? { ...opened, args: {}, argsWithheld: true } : opened;
+  }
+
+  /** `doc`'s content fields sealed under the approval's id (an approval, or `{ decision }`). */
+  async #sealed<T extends object>(id: string, conversationId: string, doc: T): Promise<T> {
+    let sealed = doc;
+    for (const [field, kind] of SEALED) {
+      const value = fieldValue(doc, field);
+      if (value === undefined) continue;
+      const ref = { collection: COLLECTIONS.approvals, id, field };
+      sealed = withFieldValue(
+        sealed,
+        field,
+        kind === "text" ? await this.#cipher.sealText(conversationId, ref, String(value)) : await this.#cipher.sealJson(conversationId, ref, value),
+      );
+    }
+    return sealed;
   }
 
   async setup(): Promise<void> {
@@ -158,10 +202,11 @@ export class ApprovalStore {
 
   /** Records the calls a turn waits on; a retried turn writes nothing new, so a decision already taken stands. */
   async open(approvals: readonly ApprovalDocument[], fence: WriteFence): Promise<void> {
-    for (const approval of approvals) {
-      const context =
-        approval.context && ((await this.#cipher.sealJson(approval.conversationId, contextRef(approval._id), approval.context)) as ApprovalContext);
-      await fence.insertOnce(this.collection, { ...approval, ...(context && { context }) });
+    for (const { argsWithheld: _withheld, ...approval } of approvals) {
+      // The resume job keeps no question: the turn's sealed origin has it (`resumeJobOf`).
+      const { content: _question, ...origin } = approval.origin ?? {};
+      const sealed = await this.#sealed(approval._id, approval.conversationId, approval);
+      await fence.insertOnce(this.collection, { ...sealed, ...(approval.origin && { origin }) });
     }
   }
 
@@ -189,9 +234,15 @@ export class ApprovalStore {
   async decide(approvalId: string, choice: ApprovalChoice, by: Principal, now = new Date()): Promise<{ approval: ApprovalDocument; decided: boolean }> {
     const status = STATUS_OF[choice.kind];
     const decision: ApprovalDecision = { ...choice, by, at: now, ...(choice.kind === "edit" && { argsHash: argsHash(choice.args) }) };
+    const stored = await this.collection.findOne({ _id: approvalId }, { projection: { conversationId: 1, args: 1 } });
+    if (!stored) throw new NotFoundError(`approval ${approvalId} not found`);
+    // A store that cannot seal (a webhook) in a deployment that seals keeps no edited arguments: its caller hands them
+    // to the worker, which stores them sealed (`recordEdit`); the decision names them by `argsHash` meanwhile.
+    const handOver = decision.kind === "edit" && !this.#cipher.enabled && isCiphertext(stored.args);
+    const { args: _handedOver, ...named } = decision as ApprovalChoice & { args?: unknown };
     const updated = await this.collection.findOneAndUpdate(
       { _id: approvalId, status: "pending", deadline: { $gt: now } },
-      { $set: { status, decision } },
+      { $set: { status, decision: handOver ? (named as ApprovalDecision) : (await this.#sealed(approvalId, stored.conversationId, { decision })).decision } },
       { returnDocument: "after" },
     );
     if (updated) return { approval: await this.#opened(updated), decided: true };
@@ -200,6 +251,22 @@ export class ApprovalStore {
     if (existing.status === status && sameChoice(existing.decision, decision)) return { approval: existing, decided: false };
     // Still pending here means past its deadline: the caller resumes its turn, then marks it (`Approvals`).
     throw closedApprovalError(existing);
+  }
+
+  /**
+   * The edited arguments a webhook handed over (`decide` there kept none), stored sealed when they
+   * are the ones its decision names (`argsHash`); returns whether they were stored.
+   */
+  async recordEdit(approvalId: string, args: Record<string, unknown>): Promise<boolean> {
+    const doc = await this.collection.findOne({ _id: approvalId });
+    const named = doc?.decision?.kind === "edit" && doc.decision.args === undefined ? doc.decision.argsHash : undefined;
+    if (!doc || named === undefined || named !== argsHash(args)) return false;
+    const { decision } = await this.#sealed(approvalId, doc.conversationId, { decision: { args } });
+    const result = await this.collection.updateOne(
+      { _id: approvalId, "decision.argsHash": named, "decision.args": { $exists: false } },
+      { $set: { "decision.args": decision.args } },
+    );
+    return result.modifiedCount === 1;
   }
 
   /** Pending approvals past their deadline, most overdue first, at most `limit` (index `pending_deadline`): their ids and turns. */

@@ -194,7 +194,10 @@ export class ArtifactStore {
       tokens: artifact.tokens ?? countTextTokens(artifact.content),
       preview: (await this.#cipher.sealText(conversationId, artifactRef(handle, "preview"), previewOf(artifact.content, this.previewChars))) as string,
       createdAt: now,
-      ...(artifact.provenance && { provenance: artifact.provenance }),
+      // Who and what it was fetched with (tools, roles, users) is sealed beside it, and read only with it.
+      ...(artifact.provenance && {
+        provenance: (await this.#cipher.sealJson(conversationId, artifactRef(handle, "provenance"), artifact.provenance)) as Provenance,
+      }),
       attempt: fence.epoch ?? 0,
       expiresAt: fence.expiresAt,
     };
@@ -264,12 +267,14 @@ export class ArtifactStore {
     await this.collection.deleteMany({ conversationId });
   }
 
-  /** The head with its preview and (unsplit) content decrypted. */
+  /** The head with its preview, (unsplit) content and provenance decrypted. */
   async #open(head: ArtifactHead): Promise<ArtifactHead> {
-    const ref = (field: "content" | "preview") => artifactRef(head._id, field);
+    const ref = (field: "content" | "preview" | "provenance") => artifactRef(head._id, field);
     const preview = await this.#cipher.openText(head.conversationId, ref("preview"), head.preview);
     const content = head.content === undefined ? undefined : await this.#cipher.openText(head.conversationId, ref("content"), head.content);
-    return { ...head, preview, ...(content !== undefined && { content }) };
+    const provenance =
+      head.provenance === undefined ? undefined : await this.#cipher.openJson<Provenance>(head.conversationId, ref("provenance"), head.provenance);
+    return { ...head, preview, ...(content !== undefined && { content }), ...(provenance !== undefined && { provenance }) };
   }
 
   private async findHead(handle: string, { conversationId, reader }: ArtifactScope): Promise<ArtifactHead | undefined> {
@@ -285,6 +290,6 @@ export class ArtifactStore {
 }
 
 /** Where an artifact's field is encrypted: its head or part document and the field. */
-function artifactRef(id: string, field: "content" | "preview"): FieldRef {
+function artifactRef(id: string, field: "content" | "preview" | "provenance"): FieldRef {
   return { collection: COLLECTIONS.artifacts, id, field };
 }

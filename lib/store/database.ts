@@ -1,5 +1,6 @@
 import type { Collection, Db, MongoClient } from "mongodb";
 import type { Clock } from "../clock.js";
+import { fieldValue } from "../crypto/content-cipher.js";
 import { DEFAULT_DATA_KEY_MAX_AGE_MS, FieldCipher } from "../crypto/field-cipher.js";
 import { type ShredReceipt, type TenantKeys, tenantKey } from "../crypto/tenant-keys.js";
 import { type TermKeyDocument, TenantTermKeys } from "../crypto/tenant-term-keys.js";
@@ -42,14 +43,15 @@ const SETUP_ID = "indexes";
 export const ENCRYPTED_FIELDS = {
   [COLLECTIONS.messages]: { content: "text" },
   [COLLECTIONS.turns]: { answer: "text", origin: "json" },
-  [COLLECTIONS.modelCalls]: { view: "json" },
+  [COLLECTIONS.modelCalls]: { view: "json", sources: "json" },
   [COLLECTIONS.turnArchive]: { messages: "json" },
-  [COLLECTIONS.artifacts]: { content: "text", preview: "text" },
+  [COLLECTIONS.artifacts]: { content: "text", preview: "text", provenance: "json" },
   [COLLECTIONS.turnEvents]: { events: "json" },
   [COLLECTIONS.conversations]: { title: "text" },
-  [COLLECTIONS.approvals]: { context: "json" },
+  [COLLECTIONS.approvals]: { context: "json", args: "json", "decision.args": "json", "decision.reason": "text" },
   [COLLECTIONS.recallTurns]: { question: "text", answer: "text", tools: "json" },
   [COLLECTIONS.followUps]: { title: "text", details: "text", owner: "text" },
+  [COLLECTIONS.idempotency]: { data: "text", validation: "text" },
 } as const satisfies Record<string, Record<string, "text" | "json">>;
 
 /**
@@ -58,6 +60,12 @@ export const ENCRYPTED_FIELDS = {
  * can be, so the key never appears among the recall index's hashes.
  */
 const CHECKPOINT_DIGEST_LABEL = "\u0000checkpoint digests\u0000";
+
+/**
+ * The content fields as set-up records them once it sealed them: a release that seals more fields than the one that
+ * last set the database up with encryption on seals them at its set-up (the deploy step, `npm run db:setup`).
+ */
+const SEALED_FIELDS = JSON.stringify(ENCRYPTED_FIELDS);
 
 /** The collections whose content fields `FieldCipher` encrypts. */
 export const ENCRYPTED_COLLECTIONS = Object.keys(ENCRYPTED_FIELDS) as (keyof typeof ENCRYPTED_FIELDS)[];
@@ -81,6 +89,8 @@ interface SetupDocument {
    * by a release that did not seal them has `contentEncryption: "on"` and clear checkpoints.
    */
   checkpointContents?: "on" | "off";
+  /** The content fields set-up last sealed with encryption on (`ENCRYPTED_FIELDS`): when they differ, it seals what is stored clear again. */
+  sealedFields?: string;
 }
 
 export interface ThreadwiseDatabaseOptions {
@@ -237,7 +247,8 @@ export class ThreadwiseDatabase {
     // time set-up runs with encryption on. Not a numbered migration: it depends on the setting, not on the release,
     // and runs again whenever encryption is switched on after running off (docs/storage.md, "Migrations").
     const record = await this.setupRecord().findOne({ _id: SETUP_ID });
-    if (this.cipher.enabled && record?.contentEncryption !== "on") {
+    // So are the fields a release seals that the one before did not (idempotency records, approvals, provenance).
+    if (this.cipher.enabled && (record?.contentEncryption !== "on" || record.sealedFields !== SEALED_FIELDS)) {
       await this.encryptStoredContents();
       await this.recall.keyStoredTerms();
     } else if (this.cipher.enabled && record?.checkpointContents !== "on") {
@@ -245,7 +256,10 @@ export class ThreadwiseDatabase {
       await this.checkpointer.resealStoredCheckpoints((stored) => !this.cipher.isSealed(stored));
     }
     const state = this.cipher.enabled ? "on" : "off";
-    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: state, checkpointContents: state } });
+    await this.setupRecord().updateOne(
+      { _id: SETUP_ID },
+      { $set: { contentEncryption: state, checkpointContents: state, ...(this.cipher.enabled && { sealedFields: SEALED_FIELDS }) } },
+    );
   }
 
   /**
@@ -262,7 +276,10 @@ export class ThreadwiseDatabase {
       const docs = this.db.collection<{ _id: string; conversationId?: string } & Record<string, unknown>>(collection);
       const projection = Object.fromEntries([["conversationId", 1], ...Object.keys(fields).map((f) => [f, 1])]);
       for await (const doc of docs.find({}, { projection })) {
-        const clear = Object.entries(fields).filter(([field]) => doc[field] !== undefined && doc[field] !== null && !this.cipher.isSealed(doc[field]));
+        const clear = Object.entries(fields).filter(([field]) => {
+          const value = fieldValue(doc, field);
+          return value !== undefined && value !== null && !this.cipher.isSealed(value);
+        });
         // A conversation's own fields (its title) are sealed under its own id.
         const conversationId = collection === COLLECTIONS.conversations ? doc._id : doc.conversationId;
         if (clear.length === 0 || conversationId === undefined) continue;
@@ -270,10 +287,9 @@ export class ThreadwiseDatabase {
         try {
           for (const [field, kind] of clear) {
             const ref = { collection, id: doc._id, field };
+            const value = fieldValue(doc, field);
             sealed[field] =
-              kind === "text"
-                ? await this.cipher.sealText(conversationId, ref, String(doc[field]))
-                : await this.cipher.sealJson(conversationId, ref, doc[field]);
+              kind === "text" ? await this.cipher.sealText(conversationId, ref, String(value)) : await this.cipher.sealJson(conversationId, ref, value);
           }
         } catch (error) {
           if (!(error instanceof NotFoundError)) throw error;
@@ -284,6 +300,9 @@ export class ThreadwiseDatabase {
         result.encrypted += clear.length;
       }
     }
+    // An approval's resume job keeps no question (the turn's sealed origin has it): one stored with it loses it.
+    const questions = await this.db.collection(COLLECTIONS.approvals).updateMany({ "origin.content": { $exists: true } }, { $unset: { "origin.content": "" } });
+    result.encrypted += questions.modifiedCount;
     return result;
   }
 

@@ -1,6 +1,9 @@
 import { IdempotencyItemAlreadyExistsError, IdempotencyItemNotFoundError, IdempotencyRecordStatus } from "@aws-lambda-powertools/idempotency";
 import { BasePersistenceLayer, IdempotencyRecord } from "@aws-lambda-powertools/idempotency/persistence";
 import { MongoServerError, type Collection } from "mongodb";
+import { CLEAR_FIELDS } from "../crypto/clear-field-cipher.js";
+import { type ContentCipher, contentRefused, type FieldRef, type StoredContent } from "../crypto/content-cipher.js";
+import { ContentRefusedError } from "../errors.js";
 import { isMongoUnavailable } from "./mongo-unavailable.js";
 import { retryWhileUnavailable } from "./retry-while-unavailable.js";
 import type { Owner } from "../auth/principal.js";
@@ -16,13 +19,19 @@ export interface IdempotencyDocument {
   expiresAt: Date;
   /** Milliseconds since the epoch after which an in-progress record may be taken over. */
   inProgressExpiryTimestamp?: number;
-  /** The stored result, as JSON text (results may hold keys MongoDB would refuse, such as `$ref`). */
-  data?: string;
-  /** Hash of the payload part named by `payloadValidationJmesPath`. */
-  validation?: string;
-  /** The conversation the record answers for, stored beside the hash so deletion and erasure find it (`tag`). */
+  /**
+   * The stored result, as JSON text (results may hold keys MongoDB would refuse, such as `$ref`),
+   * sealed under the conversation's tenant when content encryption is on.
+   */
+  data?: StoredContent;
+  /**
+   * Hash (MD5, as Powertools makes it) of the payload part named by `payloadValidationJmesPath`: the
+   * question, or a tool's arguments. Sealed like `data`, since a clear hash of a short text confirms a guess of it.
+   */
+  validation?: StoredContent;
+  /** The conversation the record answers for, stored with it from its first write so deletion and erasure find it (`withTags`). */
   conversationId?: string;
-  /** Who made the request or whose turn made the tool call (`tag`). */
+  /** Who made the request or whose turn made the tool call (`withTags`). */
   owner?: Owner;
 }
 
@@ -35,6 +44,20 @@ export interface IdempotencyTags {
 export interface IdempotencyPersistenceLayerOptions {
   /** The `idempotency` collection; the layer never creates or closes the client. */
   collection: Collection<IdempotencyDocument>;
+  /**
+   * What `data` and `validation` are sealed with, under the tenant of the record's conversation.
+   * Default: stored clear (`CLEAR_FIELDS`); the app passes the database's cipher.
+   */
+  cipher?: ContentCipher;
+}
+
+/**
+ * A stored payload refused (`ContentRefusedError`: clear where ciphertext is expected, or moved from another record
+ * or tenant) comes out of Powertools wrapped as a persistence failure: this gives the refusal itself, so it is
+ * answered as one (500 `content_refused`); any other error is returned as it is.
+ */
+export function refusalOrError(error: unknown): unknown {
+  return error instanceof Error && error.cause instanceof ContentRefusedError ? error.cause : error;
 }
 
 const DUPLICATE_KEY = 11000;
@@ -54,10 +77,14 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
   readonly #collection: Collection<IdempotencyDocument>;
   /** The in-progress expiry of each record this layer put and has not finished yet: what names it, and no other record, for a late delete. */
   readonly #inProgress = new Map<string, number>();
+  readonly #cipher: ContentCipher;
+  /** The tags of the records whose operation runs in this process (`withTags`), by hashed key. */
+  readonly #tags = new Map<string, IdempotencyTags>();
 
   constructor(options: IdempotencyPersistenceLayerOptions) {
     super();
     this.#collection = options.collection;
+    this.#cipher = options.cipher ?? CLEAR_FIELDS;
   }
 
   /** Creates the TTL index that removes expired records; idempotent, run once at start-up. */
@@ -70,19 +97,35 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
     return this.#collection.findOne({ _id: this.getHashedIdempotencyKey(data) });
   }
 
-  /** Stores `tags` beside the record of `data`'s key (hashed as `findByKey` hashes it); the record's own fields are left alone. */
-  async tag(data: { key: string }, tags: IdempotencyTags): Promise<void> {
-    await this.#collection.updateOne({ _id: this.getHashedIdempotencyKey(data) }, { $set: tags });
+  /**
+   * Runs `work` (the idempotent operation on `data`, configured first) with `tags` known for its
+   * record: they are stored in the record from its first write, so deleting the conversation or
+   * erasing the caller finds it, and the conversation names the tenant whose key seals the
+   * record's payload hash and result, in the write that stores each.
+   */
+  async withTags<T>(data: { key: string }, tags: IdempotencyTags, work: () => Promise<T>): Promise<T> {
+    const id = this.getHashedIdempotencyKey(data);
+    this.#tags.set(id, tags);
+    try {
+      return await work();
+    } finally {
+      if (this.#tags.get(id) === tags) this.#tags.delete(id);
+    }
+  }
+
+  /** The stored result of a record as JSON text, opened under its conversation's tenant; undefined when it has none. */
+  async openData(doc: IdempotencyDocument): Promise<string | undefined> {
+    return this.#open(doc, "data");
   }
 
   protected async _getRecord(idempotencyKey: string): Promise<IdempotencyRecord> {
     const doc = await this.#collection.findOne({ _id: idempotencyKey });
     if (!doc) throw new IdempotencyItemNotFoundError();
-    return toRecord(doc);
+    return this.#toRecord(doc);
   }
 
   protected async _putRecord(record: IdempotencyRecord): Promise<void> {
-    const doc = this.#toDocument(record);
+    const doc = await this.#toDocument(record);
     const { _id, ...fields } = doc;
     // A takeover starts afresh: no stale result, no stale in-progress expiry.
     const unset: Record<string, ""> = { data: "" };
@@ -116,22 +159,29 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
       if (existing || attempt >= MAX_PUT_ATTEMPTS) {
         throw new IdempotencyItemAlreadyExistsError(
           `Failed to put record for already existing idempotency key: ${record.idempotencyKey}`,
-          existing ? toRecord(existing) : undefined,
+          existing ? await this.#toRecord(existing) : undefined,
         );
       }
     }
   }
 
   protected async _updateRecord(record: IdempotencyRecord): Promise<void> {
-    this.#inProgress.delete(record.idempotencyKey);
+    const id = record.idempotencyKey;
+    this.#inProgress.delete(id);
     const set: Partial<IdempotencyDocument> = {
       status: record.getStatus(),
       expiryTimestamp: record.expiryTimestamp ?? 0,
       expiresAt: new Date((record.expiryTimestamp ?? 0) * 1000),
     };
-    if (record.responseData !== undefined) set.data = JSON.stringify(record.responseData);
-    if (this.isPayloadValidationEnabled() && record.payloadHash !== undefined) set.validation = record.payloadHash;
-    await this.#collection.updateOne({ _id: record.idempotencyKey }, { $set: set });
+    const sealing = record.responseData !== undefined || this.#validates(record);
+    // The tenant is known here: the record was written with its conversation (`withTags`), or it is read back from it.
+    const tags =
+      !sealing || !this.#cipher.enabled
+        ? {}
+        : (this.#tags.get(id) ?? (await this.#collection.findOne({ _id: id }, { projection: { conversationId: 1 } })) ?? {});
+    if (record.responseData !== undefined) set.data = await this.#seal(id, "data", JSON.stringify(record.responseData), tags);
+    if (this.#validates(record)) set.validation = await this.#seal(id, "validation", record.payloadHash, tags);
+    await this.#collection.updateOne({ _id: id }, { $set: set });
   }
 
   /**
@@ -154,27 +204,56 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
     }
   }
 
-  #toDocument(record: IdempotencyRecord): IdempotencyDocument {
+  async #toDocument(record: IdempotencyRecord): Promise<IdempotencyDocument> {
     const expiryTimestamp = record.expiryTimestamp ?? 0;
+    const id = record.idempotencyKey;
+    const tags = this.#tags.get(id) ?? {};
     const doc: IdempotencyDocument = {
-      _id: record.idempotencyKey,
+      _id: id,
       status: record.getStatus(),
       expiryTimestamp,
       expiresAt: new Date(expiryTimestamp * 1000),
+      ...(tags.conversationId !== undefined && { conversationId: tags.conversationId }),
+      ...(tags.owner !== undefined && { owner: tags.owner }),
     };
     if (record.inProgressExpiryTimestamp !== undefined) doc.inProgressExpiryTimestamp = record.inProgressExpiryTimestamp;
-    if (this.isPayloadValidationEnabled() && record.payloadHash !== undefined) doc.validation = record.payloadHash;
+    if (this.#validates(record)) doc.validation = await this.#seal(id, "validation", record.payloadHash, tags);
     return doc;
   }
-}
 
-function toRecord(doc: IdempotencyDocument): IdempotencyRecord {
-  return new IdempotencyRecord({
-    idempotencyKey: doc._id,
-    status: doc.status as (typeof IdempotencyRecordStatus)[keyof typeof IdempotencyRecordStatus],
-    expiryTimestamp: doc.expiryTimestamp,
-    inProgressExpiryTimestamp: doc.inProgressExpiryTimestamp,
-    responseData: doc.data === undefined ? undefined : JSON.parse(doc.data),
-    payloadHash: doc.validation,
-  });
+  async #toRecord(doc: IdempotencyDocument): Promise<IdempotencyRecord> {
+    const data = await this.#open(doc, "data");
+    return new IdempotencyRecord({
+      idempotencyKey: doc._id,
+      status: doc.status as (typeof IdempotencyRecordStatus)[keyof typeof IdempotencyRecordStatus],
+      expiryTimestamp: doc.expiryTimestamp,
+      inProgressExpiryTimestamp: doc.inProgressExpiryTimestamp,
+      responseData: data === undefined ? undefined : JSON.parse(data),
+      payloadHash: await this.#open(doc, "validation"),
+    });
+  }
+
+  #validates(record: IdempotencyRecord): record is IdempotencyRecord & { payloadHash: string } {
+    return this.isPayloadValidationEnabled() && record.payloadHash !== undefined;
+  }
+
+  #ref(id: string, field: "data" | "validation"): FieldRef {
+    return { collection: this.#collection.collectionName, id, field };
+  }
+
+  /** A payload field sealed under the tenant of the record's conversation; clear when encryption is off. */
+  async #seal(id: string, field: "data" | "validation", text: string, tags: IdempotencyTags): Promise<StoredContent> {
+    if (!this.#cipher.enabled) return text;
+    if (tags.conversationId === undefined) throw new Error(`idempotency record ${id} names no conversation whose tenant's key could seal its ${field}`);
+    return this.#cipher.sealText(tags.conversationId, this.#ref(id, field), text);
+  }
+
+  /** A payload field opened; a clear one where ciphertext is expected, or one moved from another record or tenant, is refused. */
+  async #open(doc: IdempotencyDocument, field: "data" | "validation"): Promise<string | undefined> {
+    const stored = doc[field];
+    if (stored === undefined) return undefined;
+    const ref = this.#ref(doc._id, field);
+    if (this.#cipher.enabled && doc.conversationId === undefined) throw contentRefused(typeof stored === "string" ? "plaintext" : "undecryptable", ref);
+    return this.#cipher.openText(doc.conversationId ?? "", ref, stored);
+  }
 }

@@ -106,7 +106,10 @@ export class TurnStore {
   readonly #calls: Collection<ModelCallDocument>;
   readonly #cipher: ContentCipher;
 
-  /** @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. `answer`, `origin` and a call's `view` are encrypted. */
+  /**
+   * @param cipher Default: contents stored clear (`CLEAR_FIELDS`); the database passes its own. `answer`, `origin`
+   * and a call's `view` and `sources` are encrypted.
+   */
   constructor(db: Db, cipher: ContentCipher = CLEAR_FIELDS) {
     this.#turns = db.collection<TurnDocument>(COLLECTIONS.turns);
     this.#calls = db.collection<ModelCallDocument>(COLLECTIONS.modelCalls);
@@ -307,7 +310,19 @@ export class TurnStore {
       { collection: COLLECTIONS.modelCalls, id: _id, field: "view" },
       call.view,
     )) as unknown as ModelCallRecord["view"];
-    const doc: ModelCallDocument = { ...call, view, _id, conversationId: turn.conversationId, attempt: turn.attempt, expiresAt: fence.expiresAt };
+    // What the view drew on (its provenance: tools, roles, users) is sealed beside it, and read only with it.
+    const sources =
+      call.sources &&
+      ((await this.#cipher.sealJson(turn.conversationId, { collection: COLLECTIONS.modelCalls, id: _id, field: "sources" }, call.sources)) as unknown);
+    const doc: ModelCallDocument = {
+      ...call,
+      view,
+      ...(sources !== undefined && { sources: sources as ModelCallRecord["sources"] }),
+      _id,
+      conversationId: turn.conversationId,
+      attempt: turn.attempt,
+      expiresAt: fence.expiresAt,
+    };
     await fence.guard(
       () =>
         this.#calls
@@ -498,7 +513,15 @@ export class TurnStore {
       { collection: COLLECTIONS.modelCalls, id: _id, field: "view" },
       call.view,
     );
-    return { ...call, view };
+    const sources =
+      call.sources === undefined
+        ? undefined
+        : await this.#cipher.openJson<ModelCallRecord["sources"]>(
+            conversationId,
+            { collection: COLLECTIONS.modelCalls, id: _id, field: "sources" },
+            call.sources,
+          );
+    return { ...call, view, ...(sources !== undefined && { sources }) };
   }
 
   /** Writes to a claimed turn while its attempt is still the one running it. */

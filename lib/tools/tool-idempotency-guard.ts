@@ -6,9 +6,10 @@ import {
   makeIdempotent,
 } from "@aws-lambda-powertools/idempotency";
 import type { Collection } from "mongodb";
+import type { ContentCipher } from "../crypto/content-cipher.js";
 import { DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS, DEFAULT_TOOL_TIMEOUT_MS } from "../config/tools-config.js";
 import { ToolError } from "../errors.js";
-import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "../store/idempotency-persistence-layer.js";
+import { IdempotencyPersistenceLayer, refusalOrError, type IdempotencyDocument } from "../store/idempotency-persistence-layer.js";
 import type { ToolContext, ToolDefinition } from "./tool.js";
 
 /** Prefix of every tool side-effect key in the `idempotency` collection (the API uses its own). */
@@ -18,6 +19,8 @@ export const DEFAULT_IN_PROGRESS_POLL_MS = 100;
 
 export interface ToolIdempotencyGuardOptions {
   collection: Collection<IdempotencyDocument>;
+  /** What a stored result and the arguments' hash are sealed with (the database's cipher). Default: stored clear. */
+  cipher?: ContentCipher;
   /** Default: `DEFAULT_TOOL_IDEMPOTENCY_KEY_PREFIX`. */
   keyPrefix?: string;
   /** How long a completed effect answers retries, in seconds. Default: `DEFAULT_TOOL_IDEMPOTENCY_TTL_SECONDS`. */
@@ -62,7 +65,7 @@ export class ToolIdempotencyGuard {
   readonly #pollIntervalMs: number;
 
   constructor(options: ToolIdempotencyGuardOptions) {
-    this.#persistence = new IdempotencyPersistenceLayer({ collection: options.collection });
+    this.#persistence = new IdempotencyPersistenceLayer({ collection: options.collection, cipher: options.cipher });
     const inProgressTimeoutMs = options.inProgressTimeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
     // Powertools reads the in-progress expiry from a Lambda-style context; a tool call has its own budget.
     this.#deadline = { getRemainingTimeInMillis: () => inProgressTimeoutMs };
@@ -76,16 +79,15 @@ export class ToolIdempotencyGuard {
     });
     // Configured here too (Powertools configures a layer once), so `recorded` hashes keys as the guarded calls do before any ran.
     this.#persistence.configure({ config, keyPrefix });
-    // The record's conversation and caller are stored beside its hash, so deletion and erasure find it (docs/data-lifecycle.md).
-    const tagged = async (call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => {
-      await this.#persistence.tag(call, { conversationId: ctx.conversationId, owner: ctx.caller.principal });
-      return tool.run(call.args, ctx);
-    };
-    this.#idempotent = makeIdempotent(tagged, {
+    const idempotent = makeIdempotent((call: GuardedCall, _deadline: Deadline, tool: ToolDefinition, ctx: ToolContext) => tool.run(call.args, ctx), {
       persistenceStore: this.#persistence,
       keyPrefix,
       config,
     });
+    // The record's conversation and caller are stored with it from its first write, so deletion and erasure find it
+    // (docs/data-lifecycle.md), and the conversation's tenant seals its result and the arguments' hash (docs/security.md).
+    this.#idempotent = (call, deadline, tool, ctx) =>
+      this.#persistence.withTags(call, { conversationId: ctx.conversationId, owner: ctx.caller.principal }, () => idempotent(call, deadline, tool, ctx));
   }
 
   /** Idempotency key of a tool call, before hashing. */
@@ -103,7 +105,8 @@ export class ToolIdempotencyGuard {
     const doc = await this.#persistence.findByKey({ key: ToolIdempotencyGuard.keyOf(ctx) });
     if (!doc || doc.expiryTimestamp * 1000 < now) return undefined;
     if (doc.status === IdempotencyRecordStatus.COMPLETED) {
-      const data: unknown = doc.data === undefined ? "" : JSON.parse(doc.data);
+      const text = await this.#persistence.openData(doc);
+      const data: unknown = text === undefined ? "" : JSON.parse(text);
       return { status: "completed", result: typeof data === "string" ? data : JSON.stringify(data) };
     }
     if (doc.inProgressExpiryTimestamp !== undefined && doc.inProgressExpiryTimestamp < now) return { status: "abandoned" };
@@ -131,7 +134,7 @@ export class ToolIdempotencyGuard {
         if (error instanceof IdempotencyValidationError) {
           throw new ToolError(`tool call ${ctx.toolCallId} was already made with different arguments; use a new call`, tool.name, { cause: error });
         }
-        if (!(error instanceof IdempotencyAlreadyInProgressError)) throw error;
+        if (!(error instanceof IdempotencyAlreadyInProgressError)) throw refusalOrError(error);
         if (ctx.signal?.aborted) throw error;
         await sleep(this.#pollIntervalMs, ctx.signal);
       }

@@ -21,7 +21,6 @@ const TYPES_AND_CONSTANTS: Record<string, string> = {
   "lib/agent/fault-points.ts": "the names of the points a fault injector may fire at, and its interface",
   "lib/agent/system-prompt.ts": "the default system prompt's text",
   "lib/agent/tool-runner.ts": "the interface the graph runs tools through; its implementation is registry-tool-runner.ts",
-  "lib/channels/slack/slack-approval-actions.ts": "the action ids of the Slack approval buttons",
   "lib/config/user-pool.ts": "the names the stack's Cognito user pool and npm run token agree on; test/infra/api-user-pool.test.ts checks them",
   "lib/model-view/converse-rules.ts": "the names of the Converse rules a view must satisfy",
   "lib/model-view/types.ts": "the view's input, output and statistics types",

@@ -1,4 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Binary } from "mongodb";
+import { beforeAll, describe, expect, it } from "vitest";
 import { slackPrincipal, teamsPrincipal, tenantOwner } from "../../lib/auth/principal.js";
 import { editedArgumentsOf, invalidEditText, MAX_EDITED_ARGUMENTS_CHARS, webhookChannelDecisions } from "../../lib/channels/channel-decisions.js";
 import type { ChannelRolesMap } from "../../lib/config/auth-config.js";
@@ -8,6 +12,11 @@ import { ApprovalStore, approvalIdOf, argsHash } from "../../lib/store/approval-
 import { ConversationStore } from "../../lib/store/conversation-store.js";
 import { TurnStore } from "../../lib/store/turn-store.js";
 import { editedArgumentIssues } from "../../lib/approvals/edited-arguments.js";
+import { RESUMED_QUESTION } from "../../lib/approvals/resume-job.js";
+import { isCiphertext } from "../../lib/crypto/content-cipher.js";
+import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
+import { COLLECTIONS } from "../../lib/store/collections.js";
+import { ThreadwiseDatabase } from "../../lib/store/database.js";
 import { heldFence } from "../support/fences.js";
 import { expectLinearWork, LINEAR_WORK_TIMEOUT_MS } from "../support/linear-work.js";
 import { sampleSlackJob } from "../support/turn-jobs.js";
@@ -136,7 +145,8 @@ describe("webhookChannelDecisions", () => {
       kind: "approve",
     });
     expect(result).toMatchObject({ decided: true, resumed: true, approval: { status: "approved" } });
-    expect(enqueued).toEqual([{ ...origin, resume: expect.any(String) }]);
+    // The approval keeps no question: the worker takes the turn's own (`RESUMED_QUESTION` is what stands in for it).
+    expect(enqueued).toEqual([{ ...origin, content: RESUMED_QUESTION, resume: expect.any(String) }]);
   });
 
   it("throws ForbiddenError for a user of the workspace without the role", async () => {
@@ -158,5 +168,100 @@ describe("webhookChannelDecisions", () => {
     await expect(
       decisions({ T1: { groups: { S0LEADS: ["lead"] } } }).decide(slackPrincipal("T1", "U2"), conversationId, approvalId, { kind: "approve" }),
     ).rejects.toBeInstanceOf(RoleLookupError);
+  });
+});
+
+describe("webhookChannelDecisions over contents sealed by the worker", () => {
+  /** What the user asked and the model's arguments: neither may be stored where the webhook wrote. */
+  const MARKER = "OKAPI-5521-SECRET";
+  let worker: ThreadwiseDatabase;
+  beforeAll(async () => {
+    worker = new ThreadwiseDatabase(database.client, {
+      dbName: database.dbName,
+      contentKeys: new LocalTenantKeys(await mkdtemp(join(tmpdir(), "tw-webhook-"))),
+    });
+  });
+  const raw = (id: string) => database.db.collection(COLLECTIONS.approvals).findOne({ _id: id as never });
+  const rawText = (value: unknown): string =>
+    value instanceof Binary
+      ? Buffer.from(value.value()).toString("latin1")
+      : value && typeof value === "object"
+        ? Object.values(value).map(rawText).join(" ")
+        : String(value);
+
+  /** A turn the worker paused, its question and the call's arguments sealed, as in a deployment with encryption on. */
+  async function sealedWaitingCall() {
+    const { _id: conversationId } = await worker.conversations.create(tenantOwner("slack", "T1"));
+    const fence = heldFence(conversationId);
+    const origin = sampleSlackJob({ principal: requester, content: `file a follow-up about ${MARKER}` }) as unknown as Record<string, unknown>;
+    const claim = await worker.turns.claim("turn-s", fence, { origin });
+    if (!claim.claimed) throw new Error("not claimed");
+    await worker.turns.awaitApproval(claim.turn, ["create_follow_up"], fence);
+    const approvalId = approvalIdOf(conversationId, "turn-s", "call-1");
+    const args = { title: `call ${MARKER}` };
+    const approval = {
+      _id: approvalId,
+      conversationId,
+      turnId: "turn-s",
+      toolCallId: "call-1",
+      tool: "create_follow_up",
+      args,
+      argsHash: argsHash(args),
+      argsSchema: JSON.stringify({ type: "object", properties: { title: { type: "string" } }, required: ["title"] }),
+      requester,
+      approvers: { requester: false, roles: ["lead"] },
+      createdAt: new Date(),
+      deadline: new Date(Date.now() + 3_600_000),
+      status: "pending" as const,
+      origin,
+    };
+    await worker.approvals.open([approval], fence);
+    return { conversationId, approvalId };
+  }
+  const lead = slackPrincipal("T1", "U2");
+  const roles = { T1: { users: { U2: ["lead"] } } };
+
+  it("stores the arguments sealed and the resume job without the question", async () => {
+    const { approvalId } = await sealedWaitingCall();
+    const stored = await raw(approvalId);
+    expect(isCiphertext(stored?.args)).toBe(true);
+    expect(rawText(stored)).not.toContain(MARKER);
+    expect((await worker.approvals.get(approvalId))?.args).toEqual({ title: `call ${MARKER}` });
+  });
+
+  it("returns the approval to the webhook with its arguments withheld, never their ciphertext", async () => {
+    const { conversationId, approvalId } = await sealedWaitingCall();
+    const approval = await decisions(roles).forDecision(lead, conversationId, approvalId);
+    expect(approval).toMatchObject({ args: {}, argsWithheld: true });
+  });
+
+  it("resumes the turn through the queue though the webhook cannot read the turn's sealed question", async () => {
+    const { conversationId, approvalId } = await sealedWaitingCall();
+    const enqueued: TurnJob[] = [];
+    const result = await decisions(roles, enqueued).decide(lead, conversationId, approvalId, { kind: "approve" });
+    expect(result).toMatchObject({ decided: true, resumed: true });
+    expect(enqueued).toEqual([expect.objectContaining({ content: RESUMED_QUESTION, resume: expect.any(String) })]);
+  });
+
+  it("stores an edit without its arguments and hands them to the worker in the job, which stores them sealed", async () => {
+    const { conversationId, approvalId } = await sealedWaitingCall();
+    const enqueued: TurnJob[] = [];
+    const edited = { title: `call ${MARKER} tomorrow` };
+    await decisions(roles, enqueued).decide(lead, conversationId, approvalId, { kind: "edit", args: edited });
+    const stored = await raw(approvalId);
+    expect(stored?.decision).toMatchObject({ kind: "edit", argsHash: argsHash(edited) });
+    expect(stored?.decision).not.toHaveProperty("args");
+    expect(rawText(stored)).not.toContain(MARKER);
+    expect(enqueued).toEqual([expect.objectContaining({ edits: { [approvalId]: edited } })]);
+    expect(await worker.approvals.recordEdit(approvalId, edited)).toBe(true);
+    expect(isCiphertext((await raw(approvalId))?.decision?.args)).toBe(true);
+    expect((await worker.approvals.get(approvalId))?.decision).toMatchObject({ kind: "edit", args: edited });
+  });
+
+  it("refuses to record arguments other than those the webhook's decision names", async () => {
+    const { conversationId, approvalId } = await sealedWaitingCall();
+    await decisions(roles).decide(lead, conversationId, approvalId, { kind: "edit", args: { title: "what the approver typed" } });
+    expect(await worker.approvals.recordEdit(approvalId, { title: "what a forged job says" })).toBe(false);
+    expect((await raw(approvalId))?.decision).not.toHaveProperty("args");
   });
 });

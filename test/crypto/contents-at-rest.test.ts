@@ -9,10 +9,12 @@ import { Binary, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp, type App } from "../../lib/app.js";
-import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
+import { IdempotentRequests } from "../../lib/api/idempotent-requests.js";
+import { apiPrincipal, ownerKey, type Caller } from "../../lib/auth/principal.js";
 import { loadConfig } from "../../lib/config/config.js";
 import { AuditLog } from "../../lib/audit/audit-log.js";
 import { Eraser, verifyReceipt } from "../../lib/lifecycle/eraser.js";
+import { isCiphertext } from "../../lib/crypto/content-cipher.js";
 import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { ContentRefusedError } from "../../lib/errors.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
@@ -22,6 +24,7 @@ import { COLLECTIONS } from "../../lib/store/collections.js";
 import { ENCRYPTED_COLLECTIONS, ThreadwiseDatabase } from "../../lib/store/database.js";
 import { CLEAR_METADATA_KEYS } from "../../lib/store/threadwise-saver.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
+import { ToolIdempotencyGuard } from "../../lib/tools/tool-idempotency-guard.js";
 import { testDatabase, type TestDatabase } from "../support/mongo.js";
 import { useTestDatabase } from "../support/store-fixture.js";
 
@@ -85,10 +88,7 @@ function rawText(value: unknown): string {
  * origin (the job that resumes the turn), which the Slack and Teams webhooks (no Encryption SDK) show in edit
  * forms, check edits against and enqueue.
  */
-const NOT_ENCRYPTED: Partial<Record<string, readonly string[] | "all">> = {
-  [COLLECTIONS.idempotency]: "all",
-  [COLLECTIONS.approvals]: ["args", "decision", "origin"],
-};
+const NOT_ENCRYPTED: Partial<Record<string, readonly string[] | "all">> = {};
 
 /**
  * The paths of binary values that are not ciphertexts (subtype 0x80): serialized values stored clear. A
@@ -116,6 +116,9 @@ async function checkpointsOf(db: ThreadwiseDatabase, threadId: string): Promise<
   return JSON.stringify(tuples);
 }
 
+const requestsOf = (on: App) => new IdempotentRequests({ collection: on.database.idempotency, cipher: on.database.cipher });
+const scopeOf = (caller: Caller, id: string) => [ownerKey(caller.principal), id];
+
 beforeAll(async () => {
   keysDir = await mkdtemp(join(tmpdir(), "threadwise-contents-"));
   app = await appOver();
@@ -125,6 +128,16 @@ beforeAll(async () => {
   const paused = await ask(conversationId, `record_effect {"note": "${MARKER} shipped"}`);
   expect(paused.status).toBe("awaiting_approval");
   await app.approvals.decide(conversationId, paused.approvals?.[0]?.approvalId ?? "", alice, { kind: "approve" });
+  // A call edited, and one rejected with a reason: the decisions' contents are sealed too.
+  const edited = await ask(conversationId, `record_effect {"note": "${MARKER} draft"}`);
+  await app.approvals.decide(conversationId, edited.approvals?.[0]?.approvalId ?? "", alice, { kind: "edit", args: { note: `${MARKER} final` } });
+  const rejected = await ask(conversationId, `record_effect {"note": "${MARKER} never"}`);
+  await app.approvals.decide(conversationId, rejected.approvals?.[0]?.approvalId ?? "", alice, { kind: "reject", reason: `${MARKER} is wrong` });
+  // A request with an Idempotency-Key, as the API runs it: its record keeps the answer and the question's hash.
+  await requestsOf(app).run(scopeOf(alice, conversationId), "k-first", `${MARKER} question`, async () => ({ answer: `${MARKER} answer` }), {
+    conversationId,
+    owner: alice.principal,
+  });
   // Enough turns past the window for the working set to archive some.
   for (let i = 0; i < 8; i++) await ask(conversationId, `turn ${i} about ${MARKER}`);
 }, 240_000);
@@ -273,6 +286,160 @@ describe("contents at rest", () => {
     });
   });
 
+  describe("provenance", () => {
+    const calls = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.modelCalls);
+
+    it("seals what a view drew on and an artifact's provenance (tools, roles, users) beside them, and reads them back", async () => {
+      const sealedCalls = await calls()
+        .find({ conversationId, sources: { $exists: true } })
+        .toArray();
+      const heads = await database.db.collection(COLLECTIONS.artifacts).find({ conversationId, kind: "artifact" }).toArray();
+      expect(sealedCalls.length).toBeGreaterThan(0);
+      expect(heads.length).toBeGreaterThan(0);
+      expect([...sealedCalls.map((c) => c.sources), ...heads.map((h) => h.provenance)].every(isCiphertext)).toBe(true);
+      const turn = String(heads[0].turnId);
+      const recorded = await app.database.turns.listCalls(turn);
+      expect(recorded.flatMap((c) => c.sources ?? []).map((s) => s.tool)).toContain("look_up");
+      const artifact = await app.database.artifacts.get(String(heads[0]._id), { conversationId, reader: alice.principal });
+      expect(artifact?.provenance?.map((s) => s.tool)).toEqual(["look_up"]);
+    });
+
+    it("refuses a view's sources moved to another call of the turn", async () => {
+      const [first, second] = await calls()
+        .find({ conversationId, sources: { $exists: true } })
+        .sort({ _id: 1 })
+        .limit(2)
+        .toArray();
+      await calls().updateOne({ _id: second._id }, { $set: { sources: first.sources } });
+      const error = await app.database.turns.listCalls(String(second.turnId)).catch((e: unknown) => e);
+      await calls().updateOne({ _id: second._id }, { $set: { sources: second.sources } });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+    });
+  });
+
+  describe("idempotency records", () => {
+    const records = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.idempotency);
+    /** A record of alice's, answered once: its sealed answer is what the attacker moves. */
+    async function answered(key: string, caller = alice, id = conversationId) {
+      const before = new Set(
+        (
+          await records()
+            .find({}, { projection: { _id: 1 } })
+            .toArray()
+        ).map((d) => d._id),
+      );
+      await requestsOf(app).run(scopeOf(caller, id), key, "question", async () => ({ answer: `${MARKER} ${key}` }), {
+        conversationId: id,
+        owner: caller.principal,
+      });
+      const doc = (await records().find({ conversationId: id }).toArray()).find((d) => !before.has(d._id));
+      return doc as Document & { _id: string };
+    }
+    const repeat = (key: string, caller = alice, id = conversationId) =>
+      requestsOf(app)
+        .run(scopeOf(caller, id), key, "question", async () => "ran twice", { conversationId: id, owner: caller.principal })
+        .catch((e: unknown) => e);
+
+    it("seals the stored answer and the payload's hash, and a repeat answers with the first response", async () => {
+      const doc = await answered("k-sealed");
+      expect(isCiphertext(doc.data)).toBe(true);
+      // A clear hash of a short question would confirm a guess of it.
+      expect(isCiphertext(doc.validation)).toBe(true);
+      expect(await repeat("k-sealed")).toEqual({ answer: `${MARKER} k-sealed` });
+    });
+
+    it("refuses a sealed answer moved to another record of the conversation", async () => {
+      const source = await answered("k-source");
+      const target = await answered("k-target");
+      await records().updateOne({ _id: target._id }, { $set: { data: source.data } });
+      const error = await repeat("k-target");
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+    });
+
+    it("refuses a sealed answer moved into a record of another tenant's conversation", async () => {
+      const source = await answered("k-stolen");
+      const { _id: theirs } = await app.database.conversations.create(eve.principal);
+      // Eve's record of the same key in her own conversation, given alice's sealed answer and hash.
+      const target = await answered("k-stolen", eve, theirs);
+      await records().updateOne({ _id: target._id }, { $set: { data: source.data, validation: source.validation } });
+      const error = await repeat("k-stolen", eve, theirs);
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("undecryptable");
+    });
+
+    it("refuses a clear answer where ciphertext is expected", async () => {
+      const doc = await answered("k-clear");
+      await records().updateOne({ _id: doc._id }, { $set: { data: JSON.stringify({ answer: "planted" }) } });
+      const error = await repeat("k-clear");
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("plaintext");
+    });
+
+    it("reads a tool effect's sealed result back, and refuses a clear one planted in its place", async () => {
+      const approval = await database.db.collection(COLLECTIONS.approvals).findOne({ conversationId });
+      const call = { conversationId, toolCallId: String(approval?.toolCallId) };
+      const guard = new ToolIdempotencyGuard({ collection: app.database.idempotency, cipher: app.database.cipher });
+      expect(await guard.recorded(call)).toEqual({ status: "completed", result: `recorded ${MARKER} shipped` });
+      const effect = await records().findOne({ conversationId, _id: { $regex: "^threadwise\\.tool#" } });
+      expect(isCiphertext(effect?.data)).toBe(true);
+      await records().updateOne({ _id: effect?._id as string }, { $set: { data: JSON.stringify("recorded planted") } });
+      const error = await guard.recorded(call).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("plaintext");
+    });
+  });
+
+  describe("approvals", () => {
+    const approvals = () => database.db.collection<Document & { _id: string }>(COLLECTIONS.approvals);
+
+    it("reads the sealed arguments and decisions back", async () => {
+      const read = await app.database.approvals.listByConversation(conversationId, { limit: 10 });
+      expect(read.map((a) => a.args.note)).toEqual([`${MARKER} shipped`, `${MARKER} draft`, `${MARKER} never`]);
+      expect(read.map((a) => a.decision)).toMatchObject([
+        { kind: "approve" },
+        { kind: "edit", args: { note: `${MARKER} final` } },
+        { kind: "reject", reason: `${MARKER} is wrong` },
+      ]);
+      for (const raw of await approvals().find({ conversationId }).toArray()) {
+        expect(isCiphertext(raw.args)).toBe(true);
+        expect(raw.origin).not.toHaveProperty("content");
+      }
+    });
+
+    it("refuses arguments moved to another approval of the conversation", async () => {
+      const [source, target] = await approvals().find({ conversationId }).sort({ createdAt: 1 }).limit(2).toArray();
+      await approvals().updateOne({ _id: target._id }, { $set: { args: source.args } });
+      const error = await app.database.approvals.get(target._id).catch((e: unknown) => e);
+      await approvals().updateOne({ _id: target._id }, { $set: { args: target.args } });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("moved");
+    });
+
+    it("refuses an approval's arguments moved into another tenant's conversation", async () => {
+      const source = await approvals().findOne({ conversationId });
+      const { _id: theirs } = await app.database.conversations.create(eve.principal);
+      // Only the arguments: the copy's context, decision and origin are left out.
+      await approvals().insertOne({ _id: randomUUID(), conversationId: theirs, args: source?.args, status: "pending" });
+      const error = await app.database.approvals.listByConversation(theirs, { limit: 10 }).catch((e: unknown) => e);
+      await approvals().deleteMany({ conversationId: theirs });
+      expect(error).toBeInstanceOf(ContentRefusedError);
+      expect((error as ContentRefusedError).reason).toBe("undecryptable");
+    });
+
+    it("refuses clear arguments, or a clear edit, where ciphertext is expected", async () => {
+      const edit = await approvals().findOne({ conversationId, "decision.kind": "edit" });
+      await approvals().updateOne({ _id: edit?._id as string }, { $set: { "decision.args": { note: "planted" } } });
+      const planted = await app.database.approvals.get(edit?._id as string).catch((e: unknown) => e);
+      await approvals().updateOne({ _id: edit?._id as string }, { $set: { "decision.args": edit?.decision.args, args: { note: "planted" } } });
+      const clear = await app.database.approvals.get(edit?._id as string).catch((e: unknown) => e);
+      await approvals().updateOne({ _id: edit?._id as string }, { $set: { args: edit?.args } });
+      expect([planted, clear].map((e) => (e as ContentRefusedError).reason)).toEqual(["plaintext", "plaintext"]);
+      expect(planted).toBeInstanceOf(ContentRefusedError);
+    });
+  });
+
   it("rotates the tenant's key mid-conversation: later turns use the new key and every turn reads back", async () => {
     const { keyId } = await app.database.rotateTenantKey("api", "acme");
     const result = await ask(conversationId, `after the rotation, ${MARKER}`);
@@ -297,8 +464,10 @@ describe("contents at rest", () => {
     expect(receipt.keys).toMatchObject({ source: "local", ids: [expect.any(String), expect.any(String)] });
     expect(new Date(receipt.keys?.finalAt ?? 0).getTime()).toBeGreaterThan(new Date(receipt.keys?.shreddedAt ?? 0).getTime());
     expect(receipt.pending.find((p) => p.where === "MongoDB backups")?.until).toBe(receipt.keys?.finalAt);
-    // What is not encrypted yet is named, not claimed shredded.
-    expect(receipt.pending.find((p) => p.where === "MongoDB backups (contents not encrypted yet)")?.what).toContain("checkpoint_blobs");
+    // What stays clear is named, not claimed shredded; every content field is encrypted, the checkpoints' included.
+    const clear = receipt.pending.find((p) => p.where === "MongoDB backups (not encrypted)")?.what;
+    expect(clear).toContain("embeddings");
+    expect(clear).not.toMatch(/checkpoint|idempotency|approvals/);
     expect(verifyReceipt(receipt)).toBe(true);
     const [shred] = (await audit.list({ issuer: "api", tenant: "acme" }, { limit: 10 })).filter((r) => r.action === "key.shred");
     expect(shred).toMatchObject({ actor: operator, resource: { keyIds: receipt.keys?.ids.join(",") } });
@@ -328,6 +497,7 @@ const earlierRelease = useTestDatabase("contents_checkpoints_earlier", { clearBe
 
 describe("ThreadwiseDatabase.setup on a database written in clear", () => {
   const clear = useTestDatabase("contents_migration", { clearBeforeEach: false });
+  const earlier = useTestDatabase("contents_earlier", { clearBeforeEach: false });
 
   it("seals the checkpoints of a database set up with encryption on before checkpoints were sealed", async () => {
     const earlier = earlierRelease;
@@ -365,9 +535,17 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     const { _id: id } = await before.database.conversations.create(alice.principal);
     await ask(id, `look_up {"key": "${MARKER}"}`, alice, before);
     for (let i = 0; i < 8; i++) await ask(id, `turn ${i} about ${MARKER}`, alice, before);
+    const waiting = await ask(id, `record_effect {"note": "${MARKER} draft"}`, alice, before);
+    await before.approvals.decide(id, waiting.approvals?.[0]?.approvalId ?? "", alice, { kind: "edit", args: { note: `${MARKER} final` } });
+    // An approval as releases before this one stored it: its resume job with the question.
+    await clear.db.collection(COLLECTIONS.approvals).updateMany({ conversationId: id }, { $set: { "origin.content": `record ${MARKER}` } });
+    const tags = { conversationId: id, owner: alice.principal };
+    const migrated = { answer: `${MARKER} kept for retries` };
+    await requestsOf(before).run(scopeOf(alice, id), "k-migrated", `${MARKER} question`, async () => migrated, tags);
     const read = async (db: ThreadwiseDatabase) => {
       const turns = await db.turns.list(id, { limit: 50 });
       return {
+        approvals: (await db.approvals.listByConversation(id, { limit: 10 })).map(({ args, decision }) => ({ args, decision })),
         messages: await db.messages.list(id),
         turns,
         calls: await Promise.all(turns.map((t) => db.turns.listCalls(t._id))),
@@ -402,6 +580,27 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     for (const name of [COLLECTIONS.checkpoints, COLLECTIONS.checkpointWrites, COLLECTIONS.checkpointBlobs]) {
       expect(clearBinaries(await clear.db.collection(name).find({}).toArray()), name).toEqual([]);
     }
+    const provenance = [
+      ...(
+        await clear.db
+          .collection(COLLECTIONS.modelCalls)
+          .find({ sources: { $exists: true } })
+          .toArray()
+      ).map((c) => c.sources),
+      ...(
+        await clear.db
+          .collection(COLLECTIONS.artifacts)
+          .find({ provenance: { $exists: true } })
+          .toArray()
+      ).map((a) => a.provenance),
+    ];
+    expect(provenance.length).toBeGreaterThan(0);
+    expect(provenance.every(isCiphertext)).toBe(true);
+    // The idempotency record answers a repeat with the first response, its answer and question's hash now sealed.
+    const record = await clear.db.collection(COLLECTIONS.idempotency).findOne({ conversationId: id });
+    expect([isCiphertext(record?.data), isCiphertext(record?.validation)]).toEqual([true, true]);
+    const repeated = new IdempotentRequests({ collection: after.idempotency, cipher: after.cipher });
+    expect(await repeated.run(scopeOf(alice, id), "k-migrated", `${MARKER} question`, async () => ({ answer: "ran twice" }), tags)).toEqual(migrated);
     expect(await after.encryptStoredContents()).toEqual({ encrypted: 0, orphaned: 0 });
     // The conversation continues: the next turn's messages extend the list as stored (its digests were keyed by set-up).
     const roots = () => clear.db.collection(COLLECTIONS.checkpointBlobs).countDocuments({ thread_id: id, type: "list", base: { $exists: false } });
@@ -418,5 +617,18 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     } finally {
       await resumed.close();
     }
+  }, 240_000);
+  it("seals the fields this release adds in a database a release before set up with encryption on", async () => {
+    const before = await appOver(earlier, false);
+    const { _id: id } = await before.database.conversations.create(alice.principal);
+    const waiting = await ask(id, `record_effect {"note": "${MARKER} earlier"}`, alice, before);
+    await before.close();
+    // As the release before left it: set up with encryption on, before approvals' arguments were sealed.
+    await earlier.db.collection(COLLECTIONS.setup).updateOne({ _id: "indexes" as never }, { $set: { contentEncryption: "on" }, $unset: { sealedFields: "" } });
+    const after = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName, contentKeys: new LocalTenantKeys(keysDir) });
+    await after.setup();
+    const raw = await earlier.db.collection(COLLECTIONS.approvals).findOne({ conversationId: id });
+    expect(isCiphertext(raw?.args)).toBe(true);
+    expect((await after.approvals.get(waiting.approvals?.[0]?.approvalId ?? ""))?.args).toEqual({ note: `${MARKER} earlier` });
   }, 240_000);
 });

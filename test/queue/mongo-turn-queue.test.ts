@@ -60,6 +60,24 @@ describe("MongoTurnQueue", () => {
       await queue.stop();
       expect(handled.map((j) => j.content)).toEqual(["MARKER-queue the quarterly numbers"]);
     });
+
+    it("stores an edit a job hands over encrypted too, and hands the handler the arguments", async () => {
+      const cipher = new FieldCipher({
+        keys: new LocalTenantKeys(await mkdtemp(join(tmpdir(), "threadwise-queue-keys-"))),
+        tenantOf: () => Promise.reject(new Error("jobs name their tenant")),
+      });
+      const handled: TurnJob[] = [];
+      const queue = await queueWith({ cipher, handle: async (job) => void handled.push(job) });
+      const edits = { "approval-1": { note: "MARKER-edit call the supplier" } };
+      await queue.enqueue({ ...jobOf(1), resume: "k", edits });
+      const raw = await database.db.collection(COLLECTIONS.turnJobs).findOne({});
+      expect(isCiphertext(raw?.job.edits)).toBe(true);
+      expect(JSON.stringify(raw)).not.toContain("MARKER-edit");
+      queue.start();
+      await queue.drain();
+      await queue.stop();
+      expect(handled.map((j) => j.edits)).toEqual([edits]);
+    });
   });
 
   describe("receive", () => {

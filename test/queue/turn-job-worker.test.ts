@@ -8,6 +8,8 @@ import { COLLECTIONS } from "../../lib/store/collections.js";
 import { silentLogger } from "../../lib/logger.js";
 import { turnIdForJob, TurnJobWorker, type TurnJobWorkerOptions } from "../../lib/queue/index.js";
 import { ChannelRoles } from "../../lib/auth/channel-roles.js";
+import { resumeJobOf } from "../../lib/approvals/resume-job.js";
+import { argsHash } from "../../lib/store/approval-store.js";
 import type { Caller } from "../../lib/auth/principal.js";
 import type { ToolDefinition } from "../../lib/tools/tool.js";
 import { lastUserText, startConverseEndpoint, type ConverseEndpoint, type ScriptedReply } from "../support/converse-endpoint.js";
@@ -31,12 +33,30 @@ const whoAmI: ToolDefinition = {
   },
 };
 
+/** A call a person must approve: it says what it was run with. */
+const sendNote: ToolDefinition = {
+  name: "send_note",
+  description: "Sends a note.",
+  schema: z.object({ note: z.string() }),
+  sideEffects: true,
+  run: async ({ note }: { note: string }) => `sent ${note}`,
+};
+
 /** Model calls so far of each "busy for N calls" question. */
 const busyCalls = new Map<string, number>();
 
 /** What the scripted model answers, by a keyword in the question. */
 function respond(text: string, toolResults: boolean): ScriptedReply {
   if (text.includes("loops forever")) return { toolUses: [{ name: "who_am_i", input: {} }] };
+  if (text.includes("send two notes") && !toolResults) {
+    return {
+      toolUses: [
+        { name: "send_note", input: { note: "first" } },
+        { name: "send_note", input: { note: "second" } },
+      ],
+    };
+  }
+  if (text.includes("send a note")) return toolResults ? { text: "the note went out" } : { toolUses: [{ name: "send_note", input: { note: "draft" } }] };
   if (text.includes("who am i") && !toolResults) return { toolUses: [{ name: "who_am_i", input: {} }] };
   if (text.includes("refused")) return { error: { status: 400, type: "ValidationException", message: "The model rejected the request." } };
   if (text.includes("throttled")) return { error: { status: 429, type: "ThrottlingException", message: "Too many requests." } };
@@ -66,9 +86,10 @@ beforeAll(async () => {
   for (const [name, value] of Object.entries(converse.environment)) vi.stubEnv(name, value);
   slackApi = await startSlackApiEndpoint({ botToken: BOT_TOKEN, teamId: TEAM });
   const config = loadConfig({ MONGODB_URI: "mongodb://unused", MONGODB_DB: database.dbName, MODEL_PROVIDER: "bedrock" });
+  config.tools.approvals = { tools: { send_note: { require: "always" } }, ttlSeconds: 600 };
   app = await createApp(config, {
     mongoClient: database.client,
-    tools: [whoAmI],
+    tools: [whoAmI, sendNote],
     logger: silentLogger,
   });
 });
@@ -245,6 +266,44 @@ describe("TurnJobWorker", () => {
       expect(postsIn(j).map((p) => p.text)).toEqual(["That message is too long for me (the limit is 100 characters). Please shorten it and send it again."]);
       expect(converse.requests.length).toBe(modelCalls);
       expect(await app.database.turns.get(turnIdForJob(j))).toMatchObject({ status: "failed" });
+    });
+  });
+
+  describe("process of a resume job", () => {
+    it("stores the edit a webhook handed over, runs the call with it, and completes under the turn's own question", async () => {
+      const j = job("send a note to the team");
+      const paused = await worker({ approvals: app.database.approvals }).process(j, 1);
+      expect(paused.kind).toBe("awaiting-approval");
+      const [approval] = await app.database.approvals.listByTurn(paused.turnId);
+      // As a webhook decides where contents are sealed: the edit named by its hash, its arguments only in the job.
+      const edited = { note: "final" };
+      const decision = { kind: "edit", by: approval.requester, at: new Date(), argsHash: argsHash(edited) };
+      await app.database.approvals.collection.updateOne({ _id: approval._id }, { $set: { status: "edited", decision: decision as never } });
+      const resumed = resumeJobOf(approval, "edited-once", { [approval._id]: edited });
+      expect(resumed.content).not.toContain("send a note");
+      const done = await worker({ approvals: app.database.approvals }).process(resumed, 1);
+      expect(done).toMatchObject({ kind: "completed", result: { answer: "the note went out" } });
+      expect((await app.database.approvals.get(approval._id))?.decision).toMatchObject({ kind: "edit", args: edited });
+      const effects = await app.database.turns.listCalls(paused.turnId);
+      expect(JSON.stringify(effects)).toContain("sent final");
+      const conversation = await app.database.conversations.collection.findOne({ "channel.key": j.conversationKey });
+      expect(conversation?.title).toContain("send a note");
+    });
+
+    it("stores an edit handed over while another call of the turn still waits, and runs nothing", async () => {
+      const j = job("send two notes to the team");
+      const paused = await worker({ approvals: app.database.approvals }).process(j, 1);
+      const [first, second] = await app.database.approvals.listByTurn(paused.turnId);
+      expect(second.status).toBe("pending");
+      const edited = { note: "first, edited" };
+      const decision = { kind: "edit", by: first.requester, at: new Date(), argsHash: argsHash(edited) };
+      await app.database.approvals.collection.updateOne({ _id: first._id }, { $set: { status: "edited", decision: decision as never } });
+      const posts = postsIn(j).length;
+      const outcome = await worker({ approvals: app.database.approvals }).process(resumeJobOf(first, "first-edited", { [first._id]: edited }), 1);
+      expect(outcome).toEqual({ kind: "edits-recorded", turnId: paused.turnId });
+      expect((await app.database.approvals.get(first._id))?.decision).toMatchObject({ args: edited });
+      expect((await app.database.turns.get(paused.turnId))?.status).toBe("awaiting_approval");
+      expect(postsIn(j).length).toBe(posts);
     });
   });
 

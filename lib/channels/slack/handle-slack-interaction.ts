@@ -56,8 +56,8 @@ const viewSubmissionSchema = z.object({
   }),
 });
 
-/** A button's value: the conversation and the approval it decides. */
-const buttonValue = z.string().regex(/^[0-9a-f-]{36}:[0-9a-f-]{36}$/);
+/** A button's value: the conversation and the approval it decides; Edit's, then the arguments to prefill (`editButtonValue`). */
+const BUTTON_VALUE = /^([0-9a-f-]{36}):([0-9a-f-]{36})(?:\n([\s\S]*))?$/;
 
 export interface HandleSlackInteractionInput {
   request: ChannelRequest;
@@ -102,21 +102,22 @@ export async function handleSlackInteraction(input: HandleSlackInteractionInput)
   if (submission.success) return submitEdit(input, submission.data, report);
   const parsed = blockActionsSchema.safeParse(json);
   const action = parsed.success ? parsed.data.actions[0] : undefined;
-  const value = buttonValue.safeParse(action?.value);
+  const value = BUTTON_VALUE.exec(action?.value ?? "");
   const kind = Object.entries(SLACK_APPROVAL_ACTIONS).find(([, id]) => id === action?.action_id)?.[0] as keyof typeof SLACK_APPROVAL_ACTIONS | undefined;
-  if (!parsed.success || !kind || !value.success) {
+  if (!parsed.success || !kind || !value) {
     // Other interactions (shortcuts, other apps' buttons) are not ours to answer.
     report({ kind: "ignored" });
     return emptyResponse(200);
   }
   const payload = parsed.data;
-  const [conversationId, approvalId] = value.data.split(":");
+  const [, conversationId, approvalId, shown] = value;
   // The user's own team: a guest from another organisation is not the host workspace's user, so cannot decide its approvals.
   const principal = slackPrincipal(payload.user.team_id ?? payload.team.id, payload.user.id);
   let message: Record<string, unknown>;
   try {
     if (kind === "edit") {
-      const note = await openEditor(input, payload, { conversationId, approvalId, channel: payload.container?.channel_id, ts: payload.container?.message_ts });
+      const target = { conversationId, approvalId, channel: payload.container?.channel_id, ts: payload.container?.message_ts };
+      const note = await openEditor(input, payload, target, shown);
       report({ kind: "editing", opened: note === undefined });
       if (note === undefined) return emptyResponse(200);
       message = { response_type: "ephemeral", replace_original: false, text: note };
@@ -154,6 +155,7 @@ async function openEditor(
   input: HandleSlackInteractionInput,
   payload: z.infer<typeof blockActionsSchema>,
   target: SlackEditTarget,
+  shown: string | undefined,
 ): Promise<string | undefined> {
   const approval = await input.approvals.forDecision(
     slackPrincipal(payload.user.team_id ?? payload.team.id, payload.user.id),
@@ -162,7 +164,8 @@ async function openEditor(
   );
   // A call no longer waiting is answered as a decision on it would be.
   if (approval.status !== "pending") throw closedApprovalError(approval);
-  const text = editableArguments(approval);
+  // Arguments sealed at rest are withheld here (a webhook): the modal takes them from the button the worker wrote.
+  const text = approval.argsWithheld ? shown || undefined : editableArguments(approval);
   if (!input.views || !payload.trigger_id) return "Editing from Slack is not set up here: edit this call in the console or through the API.";
   if (text === undefined) return "These arguments are too long to edit in Slack: edit this call in the console or through the API.";
   const opened = await input.views.open(payload.trigger_id, editModal(approval, text, target)).then(

@@ -5,7 +5,7 @@ import { splitText } from "../split-text.js";
 import type { ApprovalRequestItem, SlackReplyTarget } from "../../queue/turn-job.js";
 import { approvalContextHeading, approvalContextLines } from "../approval-context-text.js";
 import { SlackAnswerStream } from "./slack-answer-stream.js";
-import { SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
+import { editButtonValue, SLACK_APPROVAL_ACTIONS } from "./slack-approval-actions.js";
 import { escapeSlackText } from "./slack-text.js";
 
 /** Slack's Web API base URL; the trailing slash matters to `WebClient`. */
@@ -143,7 +143,7 @@ export class SlackReplier {
             type: "button",
             text: { type: "plain_text", text: "Edit" },
             action_id: SLACK_APPROVAL_ACTIONS.edit,
-            value: `${conversationId}:${a.approvalId}`,
+            value: editButtonValue(`${conversationId}:${a.approvalId}`, a.args),
           },
           {
             type: "button",

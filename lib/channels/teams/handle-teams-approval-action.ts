@@ -108,6 +108,7 @@ async function refusedEdit(
   const approval = await approvals.forDecision(principal, conversationId, approvalId);
   const shown = { approvalId, tool: approval.tool, args: approval.args, expiresAt: approval.deadline.toISOString(), context: approval.context };
   // An edit too long to take is not shown back (a card has a size limit): the box holds the arguments as they were.
-  const text = typed.length <= MAX_EDITED_ARGUMENTS_CHARS ? typed : JSON.stringify(approval.args, null, 2);
+  // Arguments sealed at rest are withheld here (no Encryption SDK): the box is then left empty.
+  const text = typed.length <= MAX_EDITED_ARGUMENTS_CHARS ? typed : approval.argsWithheld ? "" : JSON.stringify(approval.args, null, 2);
   return card(approvalCard(conversationId, shown, { text, error }));
 }

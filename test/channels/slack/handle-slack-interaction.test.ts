@@ -7,7 +7,8 @@ import {
   slackResponseUrlPrefix,
   type SlackInteractionOutcome,
 } from "../../../lib/channels/slack/handle-slack-interaction.js";
-import { SLACK_APPROVAL_ACTIONS } from "../../../lib/channels/slack/slack-approval-actions.js";
+import { editButtonValue, SLACK_APPROVAL_ACTIONS } from "../../../lib/channels/slack/slack-approval-actions.js";
+import { slackViews } from "../../../lib/channels/slack/slack-approval-modal.js";
 import { ApprovalConflictError, ForbiddenError } from "../../../lib/errors.js";
 import type { ApprovalChoice } from "../../../lib/store/approval-store.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../../support/slack-api-endpoint.js";
@@ -60,12 +61,21 @@ function deciding(outcome: () => Error | undefined = () => undefined) {
   return { asked, approvals };
 }
 
-async function handle(request: { headers: Record<string, string>; rawBody: string }, approvals: ChannelApprovals) {
+/** A pending approval whose arguments the store withholds: sealed at rest, and the webhook carries no Encryption SDK. */
+const withheld: ChannelApprovals = {
+  decide: async () => {
+    throw new Error("nothing is decided here");
+  },
+  forDecision: async () => ({ tool: "create_follow_up", args: {}, argsWithheld: true, status: "pending", deadline: AT }) as never,
+};
+
+async function handle(request: { headers: Record<string, string>; rawBody: string }, approvals: ChannelApprovals, withViews = false) {
   const outcomes: SlackInteractionOutcome[] = [];
   const response = await handleSlackInteraction({
     request,
     signingSecret: TEST_SLACK_SIGNING_SECRET,
     approvals,
+    ...(withViews && { views: slackViews({ botToken: "xoxb-interaction-test", slackApiUrl: slack.slackApiUrl }) }),
     responseUrlPrefix: slackResponseUrlPrefix(slack.slackApiUrl),
     onOutcome: (o) => outcomes.push(o),
   });
@@ -168,6 +178,24 @@ describe("handleSlackInteraction", () => {
     });
     expect(outcomes).toEqual([{ kind: "edit_refused", code: "invalid_arguments" }]);
     expect(asked).toEqual([]);
+  });
+
+  it("prefills the edit modal from the Edit button the worker wrote when the store withholds sealed arguments", async () => {
+    const value = editButtonValue(`${CONVERSATION}:${APPROVAL}`, { title: "Call the supplier" });
+    const before = slack.views.length;
+    const request = click(SLACK_APPROVAL_ACTIONS.edit, { trigger_id: "1.2.3", actions: [{ action_id: SLACK_APPROVAL_ACTIONS.edit, value }] });
+    const { outcomes } = await handle(request, withheld, true);
+    expect(outcomes).toEqual([{ kind: "editing", opened: true }]);
+    const input = ((slack.views[before]?.view.blocks ?? []) as { type: string; element?: { initial_value?: string } }[]).find((b) => b.type === "input");
+    expect(JSON.parse(input?.element?.initial_value ?? "")).toEqual({ title: "Call the supplier" });
+  });
+
+  it("says to edit elsewhere, opening no modal, when the store withholds the arguments and the button holds none", async () => {
+    const before = slack.views.length;
+    const { posted } = await handle(click(SLACK_APPROVAL_ACTIONS.edit, { trigger_id: "1.2.3" }), withheld, true);
+    expect(slack.views.length).toBe(before);
+    const note = expect.stringContaining("edit this call in the console or through the API");
+    expect(posted).toEqual([expect.objectContaining({ response_type: "ephemeral", text: note })]);
   });
 
   it("follows no response_url outside Slack's prefix", async () => {
