@@ -56,6 +56,10 @@ export class ClearFieldCipher implements ContentCipher {
     return undefined;
   }
 
+  sealedUnderOtherKey(_stored: unknown, _key: string): boolean {
+    return false;
+  }
+
   async currentKey(_tenant: TenantRef): Promise<string | undefined> {
     return undefined;
   }

@@ -55,6 +55,11 @@ export interface ContentCipher {
   resealFor(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<Binary | undefined>;
   /** The key the tenant's new values are sealed with, read again from the key source; undefined when encryption is off. */
   currentKey(tenant: TenantRef): Promise<string | undefined>;
+  /**
+   * Whether a stored value was sealed under another key than `key` (read from its message header, nothing
+   * decrypted): what a walker that re-seals in bulk (the checkpoints') selects. False for anything that is no ciphertext.
+   */
+  sealedUnderOtherKey(stored: unknown, key: string): boolean;
 }
 
 /**

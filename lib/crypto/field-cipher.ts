@@ -1,7 +1,8 @@
 import { getLocalCryptographicMaterialsCache, NodeCachingMaterialsManager } from "@aws-crypto/caching-materials-manager-node";
 import { buildDecrypt, type MessageHeader } from "@aws-crypto/decrypt-node";
 import { buildEncrypt } from "@aws-crypto/encrypt-node";
-import { AlgorithmSuiteIdentifier, CommitmentPolicy, type NodeAlgorithmSuite } from "@aws-crypto/material-management-node";
+import { AlgorithmSuiteIdentifier, CommitmentPolicy, NodeAlgorithmSuite } from "@aws-crypto/material-management-node";
+import { deserializeFactory } from "@aws-crypto/serialize";
 import type { Binary } from "mongodb";
 import { ContentEncryptionOffError } from "../errors.js";
 import { CLEAR_FIELDS } from "./clear-field-cipher.js";
@@ -48,6 +49,8 @@ interface TenantMaterials {
 // bundles the hierarchical keyring's DynamoDB client, which is not used here.
 const { encrypt } = buildEncrypt(CommitmentPolicy.REQUIRE_ENCRYPT_REQUIRE_DECRYPT);
 const { decrypt } = buildDecrypt(CommitmentPolicy.REQUIRE_ENCRYPT_REQUIRE_DECRYPT);
+// The SDK's own header parser (what decrypt reads first), to tell which key sealed a value without decrypting it.
+const { deserializeMessageHeader } = deserializeFactory((bytes) => Buffer.from(bytes).toString("utf8"), NodeAlgorithmSuite);
 
 /**
  * The one place a content field is encrypted or decrypted (docs/security.md, "Contents at rest").
@@ -160,6 +163,14 @@ export class FieldCipher implements ContentCipher {
     if (header.encryptedDataKeys.some((edk) => edk.providerInfo.startsWith(materials.current))) return undefined;
     const { result } = await encrypt(materials.encrypt, plaintext, { suiteId: CONTENT_SUITE, encryptionContext: contextOf(tenant, ref) });
     return ciphertextOf(result);
+  }
+
+  /** Reads the message header only (the wrapped data keys' provider info, as `resealFor` does), decrypting nothing. */
+  sealedUnderOtherKey(stored: unknown, key: string): boolean {
+    if (!isCiphertext(stored)) return false;
+    const header = deserializeMessageHeader(stored.buffer);
+    // A header that does not parse is left to a read, which refuses it.
+    return header !== false && !header.messageHeader.encryptedDataKeys.some((edk) => edk.providerInfo.startsWith(key));
   }
 
   /** The key new values of the tenant are sealed with, read again from the key source (not this process's cached keyrings). */

@@ -1,4 +1,5 @@
 import type { Binary, Collection, Document, Filter } from "mongodb";
+import { fieldValue } from "../crypto/content-cipher.js";
 import type { TenantRef } from "../crypto/tenant-keys.js";
 import type { ResealCursor, ResealPass, ResealWalker } from "./content-resealer.js";
 
@@ -77,13 +78,15 @@ export class CollectionResealWalker implements ResealWalker {
       const sealed: Record<string, Binary> = {};
       for (const field of spec.fields) {
         const ref = { collection: spec.collection.collectionName, id: String(doc._id), field };
-        const next = conversationId === undefined ? await pass.resealFor(ref, doc[field]) : await pass.reseal(conversationId, ref, doc[field]);
+        // A dotted field (an approval's `decision.args`) is read where it is nested.
+        const stored = fieldValue(doc, field);
+        const next = conversationId === undefined ? await pass.resealFor(ref, stored) : await pass.reseal(conversationId, ref, stored);
         if (next) sealed[field] = next;
       }
       const fields = Object.keys(sealed);
       if (fields.length === 0) return { resealed: 0, raced };
       // The old ciphertexts in the filter: a turn that rewrote a field meanwhile (under the current key) is not overwritten.
-      const unchanged = Object.fromEntries(fields.map((f) => [f, (doc as Document)[f]]));
+      const unchanged = Object.fromEntries(fields.map((f) => [f, fieldValue(doc as Document, f)]));
       const { matchedCount } = await spec.collection.updateOne({ _id: doc._id, ...unchanged }, { $set: sealed });
       if (matchedCount === 1) return { resealed: fields.length, raced };
       raced += 1;

@@ -8,8 +8,9 @@ import type { IssuerKind } from "../auth/principal.js";
 import { NotFoundError, ThreadwiseError } from "../errors.js";
 import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
+import { CheckpointResealWalker } from "./checkpoint/checkpoint-reseal-walker.js";
 import { CollectionResealWalker } from "./collection-reseal-walker.js";
-import { ContentResealer } from "./content-resealer.js";
+import { ContentResealer, type ResealWalker } from "./content-resealer.js";
 import { COLLECTIONS } from "./collections.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempotency-persistence-layer.js";
 import { ConversationStore } from "./conversation-store.js";
@@ -190,9 +191,10 @@ export class ThreadwiseDatabase {
 
   /**
    * What re-encryption walks: every field of `ENCRYPTED_FIELDS` (a conversation's own under its `_id`, the
-   * rest under their `conversationId`), then the tenants' recall term keys, sealed under the tenant itself.
+   * rest under their `conversationId`), then the checkpointer's values thread by thread, then the tenants' recall
+   * term keys, sealed under the tenant itself.
    */
-  private resealWalkers(): CollectionResealWalker[] {
+  private resealWalkers(): ResealWalker[] {
     const contents = new CollectionResealWalker(
       "contents",
       Object.entries(ENCRYPTED_FIELDS).map(([name, fields]) => ({
@@ -211,7 +213,8 @@ export class ThreadwiseDatabase {
         owner: { kind: "tenant", tenantFilter: (tenant) => ({ _id: tenantKey(tenant) as never }) },
       },
     ]);
-    return [contents, termKeys];
+    const checkpoints = new CheckpointResealWalker(this.db.collection(COLLECTIONS.conversations), this.checkpointer, this.cipher);
+    return [contents, checkpoints, termKeys];
   }
 
   /**

@@ -9,7 +9,7 @@ import { createHttpHandler } from "../../lib/api/http-handler.js";
 import { createApp, type App } from "../../lib/app.js";
 import { apiPrincipal, type Caller } from "../../lib/auth/principal.js";
 import { loadConfig } from "../../lib/config/config.js";
-import { isCiphertext } from "../../lib/crypto/content-cipher.js";
+import { fieldValue, isCiphertext } from "../../lib/crypto/content-cipher.js";
 import { LocalTenantKeys } from "../../lib/crypto/local-tenant-keys.js";
 import { KEY_ROTATION_SCHEDULE_ACTOR } from "../../lib/lifecycle/key-rotation.js";
 import { apiTurnJob } from "../../lib/queue/turn-dispatcher.js";
@@ -56,19 +56,35 @@ async function call(method: string, path: string, as: { tenant?: string; roles?:
   return callRoute(route, method, path, { headers, body });
 }
 
-/** Every sealed value of the conversations' documents in the encrypted collections, as the raw driver reads them. */
+const CHECKPOINT_COLLECTIONS = [COLLECTIONS.checkpoints, COLLECTIONS.checkpointWrites, COLLECTIONS.checkpointBlobs];
+
+/** Every ciphertext anywhere in a document, with where it is. */
+function ciphertextsIn(value: unknown, where: string): { where: string; bytes: Buffer }[] {
+  if (isCiphertext(value)) return [{ where, bytes: Buffer.from(value.value()) }];
+  if (value === null || typeof value !== "object" || value instanceof Date) return [];
+  return Object.entries(value).flatMap(([key, v]) => ciphertextsIn(v, `${where}.${key}`));
+}
+
+/** The documents of the conversations in one collection: by `_id`, `thread_id` (the checkpointer's) or `conversationId`. */
+function documentsOf(name: string, conversationIds: string[]): Promise<Document[]> {
+  const by = name === COLLECTIONS.conversations ? "_id" : (CHECKPOINT_COLLECTIONS as string[]).includes(name) ? "thread_id" : "conversationId";
+  return database.db
+    .collection<Document>(name)
+    .find({ [by]: { $in: conversationIds } } as Document)
+    .sort({ _id: 1 })
+    .toArray();
+}
+
+/** Every sealed value of the conversations' documents, in the encrypted collections and the checkpointer's, as the raw driver reads them. */
 async function sealedValues(conversationIds: string[]): Promise<{ where: string; bytes: Buffer }[]> {
   const out: { where: string; bytes: Buffer }[] = [];
   for (const [name, fields] of Object.entries(ENCRYPTED_FIELDS)) {
-    const filter = name === COLLECTIONS.conversations ? { _id: { $in: conversationIds } } : { conversationId: { $in: conversationIds } };
-    for (const doc of await database.db
-      .collection<Document>(name)
-      .find(filter as Document)
-      .toArray()) {
-      for (const field of Object.keys(fields)) {
-        if (isCiphertext(doc[field])) out.push({ where: `${name}.${field} of ${doc._id}`, bytes: Buffer.from(doc[field].value()) });
-      }
+    for (const doc of await documentsOf(name, conversationIds)) {
+      for (const field of Object.keys(fields)) out.push(...ciphertextsIn(fieldValue(doc, field), `${name}.${field} of ${doc._id}`));
     }
+  }
+  for (const name of CHECKPOINT_COLLECTIONS) {
+    for (const doc of await documentsOf(name, conversationIds)) out.push(...ciphertextsIn(doc, `${name} ${String(doc._id)}`));
   }
   return out;
 }
@@ -105,15 +121,7 @@ describe("KeyRotation", () => {
       await ask(ours, `look_up {"key": "${MARKER}"}`);
       for (let i = 0; i < 8; i++) await ask(ours, `turn ${i} about ${MARKER}`);
       await ask(theirs, "globex's own question", eve);
-      const theirsBefore = await Promise.all(
-        Object.keys(ENCRYPTED_FIELDS).map((name) =>
-          database.db
-            .collection<Document>(name)
-            .find((name === COLLECTIONS.conversations ? { _id: theirs } : { conversationId: theirs }) as Document)
-            .sort({ _id: 1 })
-            .toArray(),
-        ),
-      );
+      const theirsBefore = await Promise.all([...Object.keys(ENCRYPTED_FIELDS), ...CHECKPOINT_COLLECTIONS].map((name) => documentsOf(name, [theirs])));
 
       const rotated = await call("POST", "/v1/admin/content-keys/rotate", { tenant: "acme", roles: [ADMIN] }, acme);
       expect(rotated.status).toBe(200);
@@ -140,6 +148,8 @@ describe("KeyRotation", () => {
       // Read raw: every sealed value of the tenant names the new key in its header…
       const values = await sealedValues([ours]);
       expect(values.length).toBeGreaterThan(10);
+      // The checkpoints' values among them (the checkpoints walker).
+      expect(values.filter((v) => CHECKPOINT_COLLECTIONS.some((name) => v.where.startsWith(`${name} `))).length).toBeGreaterThan(10);
       expect(values.filter((v) => !v.bytes.includes(Buffer.from(keyId))).map((v) => v.where)).toEqual([]);
       const termKey = await database.db.collection<Document>(COLLECTIONS.termKeys).findOne({ _id: JSON.stringify(["api", "acme"]) } as Document);
       expect(Buffer.from(termKey?.key.value()).includes(Buffer.from(keyId))).toBe(true);
@@ -153,15 +163,7 @@ describe("KeyRotation", () => {
       expect(JSON.stringify(await app.database.archive.read(ours, 1, 3))).toContain(MARKER);
       expect(await app.database.recall.queryTerms(ours, ["okapi"])).toHaveLength(1);
       // …and another tenant's documents are as they were, byte for byte.
-      const theirsAfter = await Promise.all(
-        Object.keys(ENCRYPTED_FIELDS).map((name) =>
-          database.db
-            .collection<Document>(name)
-            .find((name === COLLECTIONS.conversations ? { _id: theirs } : { conversationId: theirs }) as Document)
-            .sort({ _id: 1 })
-            .toArray(),
-        ),
-      );
+      const theirsAfter = await Promise.all([...Object.keys(ENCRYPTED_FIELDS), ...CHECKPOINT_COLLECTIONS].map((name) => documentsOf(name, [theirs])));
       expect(theirsAfter).toEqual(theirsBefore);
 
       // The status route shows the finished pass; a second run finds nothing to do.
