@@ -67,7 +67,8 @@ export interface DeletionReceipt {
  * its copies in backups, and the receipt says so rather than claim it.
  */
 export const LEFT_CLEAR =
-  "the recall index's embeddings (vectors made from each turn's text, when an embedding model is configured) and conversations' client metadata (searched by equality)";
+  "the recall index's embeddings (vectors made from each turn's text, when an embedding model is configured) " +
+  "and conversations' client metadata (searched by equality)";
 
 /** What a tenant's erasure destroyed of its keys (docs/security.md, "Crypto-shredding"). */
 export interface ShreddedKeys {

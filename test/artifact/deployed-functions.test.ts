@@ -183,13 +183,17 @@ async function container(name: string): Promise<FunctionProcess> {
 
 type HttpResult = { statusCode: number; headers?: Record<string, string>; body?: string };
 
-/** A follow-up's title as its owner's tenant key opens it: the functions sealed it (CONTENT_KEYS=kms), with keys in the KMS stand-in. */
-async function followUpTitle(doc: Record<string, unknown>): Promise<string> {
+/** The cipher of the conversations' tenants: the functions sealed their contents (CONTENT_KEYS=kms), with keys in the KMS stand-in. */
+function tenantsCipher(): FieldCipher {
   const client = new KMS({ endpoint: kms.url, region: "us-east-1", credentials: { accessKeyId: "AKIDTEST", secretAccessKey: "secret" } });
   const keys = new KmsTenantKeys(client, database.db.collection<ContentKeyDocument>(CONTENT_KEYS_COLLECTION));
   const conversations = database.db.collection<{ _id: string; owner: TenantRef }>("conversations");
-  const cipher = new FieldCipher({ keys, tenantOf: async (id) => (await conversations.findOne({ _id: id }))!.owner });
-  return cipher.openText(String(doc.conversationId), { collection: "follow_ups", id: doc._id as string, field: "title" }, doc.title as never);
+  return new FieldCipher({ keys, tenantOf: async (id) => (await conversations.findOne({ _id: id }))!.owner });
+}
+
+/** A follow-up's title as its owner's tenant key opens it. */
+async function followUpTitle(doc: Record<string, unknown>): Promise<string> {
+  return tenantsCipher().openText(String(doc.conversationId), { collection: "follow_ups", id: doc._id as string, field: "title" }, doc.title as never);
 }
 
 async function api(input: ApiEventInput): Promise<{ status: number; headers: Record<string, string>; json: any }> {
@@ -805,11 +809,13 @@ describe("deployed functions (cdk.out bundles, Node 22, the template's environme
 
       expect(await runWorker(lastSent(resumeFrom))).toEqual({ batchItemFailures: [] });
       const approval = await database.db.collection("approvals").findOne({ _id: edit.data.approvalId as never });
-      expect(approval).toMatchObject({
-        status: "edited",
-        args: { title: "Call the supplier" },
-        decision: { kind: "edit", args: { title: "Call the new supplier" } },
-      });
+      expect(approval).toMatchObject({ status: "edited", decision: { kind: "edit" } });
+      // Sealed at rest, the worker's edit included (the webhook handed it over): opened only with the tenant's key.
+      const opened = (field: string, stored: unknown) =>
+        tenantsCipher().openJson(String(approval?.conversationId), { collection: "approvals", id: String(approval?._id), field }, stored);
+      expect(JSON.stringify(approval)).not.toContain("supplier");
+      expect(await opened("args", approval?.args)).toEqual({ title: "Call the supplier" });
+      expect(await opened("decision.args", approval?.decision.args)).toEqual({ title: "Call the new supplier" });
       const created = await database.db.collection("follow_ups").find({ turnId: approval?.turnId }).toArray();
       expect(await Promise.all(created.map(followUpTitle))).toEqual(["Call the new supplier"]);
       const answer = connector.replies.filter((r) => r.activityId === activity.id).at(-1);

@@ -1,4 +1,5 @@
 import { APPROVAL_SWEEP_EVENT } from "../../lib/approvals/index.js";
+import { argsHash } from "../../lib/store/approval-store.js";
 import type { ConverseRequest } from "../support/converse-endpoint.js";
 import { appMention, envelope, TEAM, USER } from "../channels/slack/fixtures.js";
 import { startSlackApiEndpoint, type SlackApiEndpoint } from "../support/slack-api-endpoint.js";
@@ -138,8 +139,12 @@ describe("functions with tool approvals", () => {
       });
 
       expect(submitted.statusCode).toBe(200);
-      expect(await approvalOf(approvalId)).toMatchObject({ status: "edited", decision: { kind: "edit", args: { title: "Call the new supplier" } } });
-      expect(JSON.parse(h.aws.sent[before].body)).toMatchObject({ channel: "slack", resume: expect.any(String) });
+      // The webhook carries no Encryption SDK: it records the edit by its hash, and hands the arguments to the worker in the job.
+      const edited = { title: "Call the new supplier" };
+      const decided = await approvalOf(approvalId);
+      expect(decided).toMatchObject({ status: "edited", decision: { kind: "edit", argsHash: argsHash(edited) } });
+      expect(decided?.decision.args).toBeUndefined();
+      expect(JSON.parse(h.aws.sent[before].body)).toMatchObject({ channel: "slack", resume: expect.any(String), edits: { [approvalId]: edited } });
       expect(slackApi.updates.at(-1)).toMatchObject({ ts: post.ts, blocks: [], text: expect.stringContaining(`edited by <@${GROUP_LEAD}>`) });
     });
   });
