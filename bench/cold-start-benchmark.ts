@@ -167,6 +167,8 @@ export class RawAesKeyringNode { constructor() { leftOut(); } }
 export const getLocalCryptographicMaterialsCache = () => ({});
 export const buildEncrypt = () => ({ encrypt: leftOut });
 export const buildDecrypt = () => ({ decrypt: leftOut });
+export class NodeAlgorithmSuite { constructor() { leftOut(); } }
+export const deserializeFactory = () => ({ deserializeMessageHeader: leftOut });
 `;
 
 /** A function bundled as the stack bundles it, but with every `@aws-crypto/*` package replaced by a stub. */
