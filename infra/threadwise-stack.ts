@@ -323,10 +323,9 @@ export class ThreadwiseStack extends Stack {
     const contentKeysReason =
       " KMS's CreateKey takes no resource narrower than * (the key does not exist yet): the function makes its tenants' " +
       "content keys with it, only symmetric encryption keys tagged with a tenant and this stage (the policy's conditions).";
-    const sealing = new Set<ThreadwiseFunction>(config.contentEncryption.enabled ? [api, worker, setup, stream] : []);
     for (const f of [api, worker, slack, teams, setup, stream]) {
       Validations.of(f.fn).acknowledge({ id: "AwsSolutions-L1", reason: nodeReason });
-      const reason = (network ? xrayReason + networkReason : xrayReason) + (sealing.has(f) ? contentKeysReason : "");
+      const reason = (network ? xrayReason + networkReason : xrayReason) + (f.makesContentKeys ? contentKeysReason : "");
       Validations.of(f.role).acknowledge({ id: "AwsSolutions-IAM5[Resource::*]", reason });
     }
     // The queue grants (grantSendMessages) add the queue key's use, as SQS needs it to encrypt a message (docs/security.md, "The turn queue").
@@ -340,7 +339,7 @@ export class ThreadwiseStack extends Stack {
         });
       }
     }
-    for (const f of sealing) {
+    for (const f of [api, worker, slack, teams, setup, stream].filter((fn) => fn.makesContentKeys)) {
       Validations.of(f.role).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:${NAG_ARN_PLACEHOLDERS.partition}:kms:${NAG_ARN_PLACEHOLDERS.region}:${NAG_ARN_PLACEHOLDERS.account}:key/*]`,
         reason:

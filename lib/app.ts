@@ -40,7 +40,7 @@ import { TurnEventHub } from "./events/turn-event-hub.js";
 import { Approvals } from "./approvals/approvals.js";
 import { resumeJobOf } from "./approvals/resume-job.js";
 import { turnIdForJob } from "./queue/turn-queue.js";
-import { recoveryJobOf } from "./queue/turn-job.js";
+import { recoveryJobOf, withTurnQuestion } from "./queue/turn-job.js";
 import { Limits, type LimitUsageSink } from "./limits/limits.js";
 import { TurnAdmission } from "./limits/turn-admission.js";
 import { createMcp, type Mcp } from "./mcp/create-mcp.js";
@@ -271,15 +271,13 @@ export async function createApp(config: Config, options: AppOptions): Promise<Ap
       });
     },
     resume: async (approval, resumeKey) => {
-      const job = resumeJobOf(approval, resumeKey);
-      if (options.turnQueue) return options.turnQueue.enqueue(job);
+      const queued = resumeJobOf(approval, resumeKey);
+      if (options.turnQueue) return options.turnQueue.enqueue(queued);
       // Without a worker (tests, a deployment without queue) an API turn resumes in the deciding request.
-      if (job.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
+      if (queued.channel !== "api") throw new ValidationError("a channel turn resumes only through the turn queue");
+      const turnId = turnIdForJob(queued);
+      const job = await withTurnQuestion(database.turns, turnId, queued);
       const caller = { principal: job.principal, roles: job.roles };
-      const turnId = turnIdForJob(job);
-      // The approval keeps no question: the turn's own (sealed) origin has it.
-      const question = (await database.turns.get(turnId))?.origin?.content;
-      if (typeof question === "string" && question.length > 0) job.content = question;
       // Admitted like a new turn: with no slot free the decision's request answers 429, and a repeat of it resumes the turn (docs/limits.md).
       await admission.run({ turnId, principal: caller.principal, resumes: true }, (hold) =>
         runner.run({ conversationId: job.conversationKey, caller, content: job.content, turnId, origin: job, hold }),

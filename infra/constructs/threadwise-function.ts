@@ -80,13 +80,15 @@ export const FUNCTION_ENV = {
 export const CONTENT_KEY_CREATE_ACTIONS = ["kms:CreateKey"] as const;
 /** Tags given to CreateKey need `kms:TagResource` in an IAM policy covering every key of the account and region (KMS's rule). */
 export const CONTENT_KEY_TAG_ACTIONS = ["kms:TagResource"] as const;
+/** Envelope encryption under a KMS key: a data key, and its decryption. */
+const ENVELOPE_KMS_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
 /** Sealing and opening contents: a data key per tenant (cached), and its decryption. */
-export const CONTENT_KEY_USE_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
+export const CONTENT_KEY_USE_ACTIONS = ENVELOPE_KMS_ACTIONS;
 /** A tenant's erasure: every key of the tenant scheduled for deletion (the crypto-shred). */
 export const CONTENT_KEY_SHRED_ACTIONS = ["kms:ScheduleKeyDeletion"] as const;
 
 /** What sealing and opening users' MCP tokens takes: a new data key per write, and its decryption (docs/mcp-oauth.md). */
-export const MCP_OAUTH_KMS_ACTIONS = ["kms:GenerateDataKey", "kms:Decrypt"] as const;
+export const MCP_OAUTH_KMS_ACTIONS = ENVELOPE_KMS_ACTIONS;
 
 /**
  * What Lambda does with the execution role to place a function in a VPC: one network interface
@@ -144,6 +146,8 @@ export class ThreadwiseFunction extends Construct {
   readonly fn: NodejsFunction;
   readonly role: Role;
   readonly logGroup: LogGroup;
+  /** Whether `useContentKeys` granted it tenants' keys, `CreateKey` on `*` among them (what cdk-nag is told why). */
+  makesContentKeys = false;
   private live?: Alias;
 
   constructor(scope: Construct, id: string, props: ThreadwiseFunctionProps) {
@@ -259,6 +263,7 @@ export class ThreadwiseFunction extends Construct {
    * yet): its conditions on the request's tags, spec and usage are what bound it.
    */
   useContentKeys(options: { deployment: string; keyDeletionDays: number; keyRotationDays: number; shred: boolean }): void {
+    this.makesContentKeys = true;
     const keys = `arn:${Aws.PARTITION}:kms:${Aws.REGION}:${Aws.ACCOUNT_ID}:key/*`;
     const requestTags = {
       StringEquals: { [`aws:RequestTag/${DEPLOYMENT_KEY_TAG}`]: options.deployment },

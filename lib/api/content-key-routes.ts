@@ -1,4 +1,4 @@
-import { adminAuthorityOf, authorizeAdmin, type AdminRoles } from "../auth/admin-scope.js";
+import { authorizeAdmin, type AdminRoles } from "../auth/admin-scope.js";
 import type { Caller } from "../auth/principal.js";
 import type { TenantRef } from "../crypto/tenant-keys.js";
 import type { KeyRotation } from "../lifecycle/key-rotation.js";
@@ -24,7 +24,6 @@ export function contentKeyRoutes(deps: ContentKeyRoutesDeps): Route[] {
   /** The tenant a request names, once the caller may administer it. */
   const authorized = async (request: HttpRequest, q: { issuer: TenantRef["issuer"]; tenant?: string }): Promise<{ caller: Caller; tenant: TenantRef }> => {
     const caller = await deps.authenticate(request);
-    adminAuthorityOf(caller, deps.roles);
     const tenant = { issuer: q.issuer, tenant: q.tenant ?? null };
     authorizeAdmin(caller, deps.roles, tenant);
     return { caller, tenant };

@@ -152,15 +152,16 @@ export class FieldCipher implements ContentCipher {
   /**
    * As `reseal`, under a tenant named directly. Which key sealed the value is read from its message
    * header: each encrypted data key's provider info names the key that wrapped it (a KMS key's ARN;
-   * a local key's name followed by the wrapping's IV). The value is checked as a read checks it (a
-   * moved or foreign ciphertext is refused, never re-sealed into place) and sealed with the same
-   * binding and encryption context.
+   * a local key's name followed by the wrapping's IV). A value under an earlier key is checked as a
+   * read checks it (a moved or foreign ciphertext is refused, never re-sealed into place) and sealed
+   * with the same binding and encryption context.
    */
   async resealFor(tenant: TenantRef, ref: FieldRef, stored: unknown): Promise<Binary | undefined> {
     if (!this.#keys || !isCiphertext(stored)) return undefined;
-    const { plaintext, header } = await this.#openMessage(tenant, ref, stored);
     const materials = await this.#materialsOf(tenant);
-    if (header.encryptedDataKeys.some((edk) => edk.providerInfo.startsWith(materials.current))) return undefined;
+    // Told from the header alone: a value the current key sealed is not decrypted (a read checks its place).
+    if (!this.sealedUnderOtherKey(stored, materials.current)) return undefined;
+    const { plaintext } = await this.#openMessage(tenant, ref, stored);
     const { result } = await encrypt(materials.encrypt, plaintext, { suiteId: CONTENT_SUITE, encryptionContext: contextOf(tenant, ref) });
     return ciphertextOf(result);
   }

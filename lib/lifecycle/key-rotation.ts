@@ -107,13 +107,12 @@ export class KeyRotation {
       detail: { effectiveAt: rotated.effectiveAt.toISOString(), keySource: this.#database.cipher.keySource },
     });
     this.#logger?.info("content key rotated", { issuer: tenant.issuer, channel: by.channel });
-    const job = await this.#database.reseals.status(tenant);
     return {
       tenant: { issuer: tenant.issuer, tenant: tenant.tenant },
       keyId: rotated.keyId,
       rotatedAt: rotated.rotatedAt.toISOString(),
       effectiveAt: rotated.effectiveAt.toISOString(),
-      reencryption: reencryptionView(job as ResealJobDocument),
+      reencryption: reencryptionView(rotated.job),
     };
   }
 

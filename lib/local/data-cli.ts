@@ -40,6 +40,11 @@ function issuerOf(value: string | undefined): IssuerKind {
   return value as IssuerKind;
 }
 
+/** The tenant `--issuer` and `--tenant` name (no `--tenant`: the issuer's callers without one). */
+function tenantRefOf(v: { issuer?: string; tenant?: string }): { issuer: IssuerKind; tenant: string | null } {
+  return { issuer: issuerOf(v.issuer), tenant: v.tenant ?? null };
+}
+
 /** The user (with `--subject`) or tenant the options name. */
 function subjectTarget(v: { issuer?: string; tenant?: string; subject?: string }): UserTarget | TenantTarget {
   const issuer = issuerOf(v.issuer);
@@ -95,7 +100,7 @@ try {
       const { manifest, contents } = await readExport(values.in);
       console.log(JSON.stringify({ database: config.dbName, inserted: await importData(database.db, manifest, contents) }, null, 2));
     } else if (command === "rotate-key" || command === "reencrypt") {
-      const tenant = { issuer: issuerOf(values.issuer), tenant: values.tenant ?? null };
+      const tenant = tenantRefOf(values);
       const rotation = new KeyRotation({ database, audit, rotationDays: config.encryption.keyRotationDays });
       if (command === "rotate-key") {
         console.log(JSON.stringify(await rotation.rotate(tenant, { actor, channel: "cli" }), null, 2));
@@ -108,7 +113,7 @@ try {
         console.log(JSON.stringify({ outcome: outcome.status, ...("startsAt" in outcome && { startsAt: outcome.startsAt }), reencryption: job }, null, 2));
       }
     } else {
-      const tenant = values.issuer === undefined ? undefined : { issuer: issuerOf(values.issuer), tenant: values.tenant ?? null };
+      const tenant = values.issuer === undefined ? undefined : tenantRefOf(values);
       const result = await audit.verify(tenant);
       console.log(JSON.stringify(result, null, 2));
       if (result.problems.length > 0) process.exitCode = 1;

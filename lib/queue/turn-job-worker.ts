@@ -1,7 +1,7 @@
 import type { TurnResult, TurnRunner } from "../agent/turn-runner.js";
 import type { ChannelRoles } from "../auth/channel-roles.js";
 import type { Caller } from "../auth/principal.js";
-import type { TurnAnswerStream, TurnJob, TurnReplier } from "./turn-job.js";
+import { type TurnAnswerStream, type TurnJob, type TurnReplier, withTurnQuestion } from "./turn-job.js";
 import { DEFAULT_MAX_MESSAGE_CHARS } from "../config/server-config.js";
 import { DEFAULT_TURN_MAX_RECEIVES } from "../config/deployment-config.js";
 import {
@@ -240,8 +240,7 @@ export class TurnJobWorker {
    */
   private async resumed({ edits, ...job }: TurnJob, turnId: string): Promise<TurnJob> {
     for (const [approvalId, args] of Object.entries(edits ?? {})) await this.options.approvals?.recordEdit(approvalId, args);
-    const question = (await this.options.turns.get(turnId))?.origin?.content;
-    return typeof question === "string" && question.length > 0 ? { ...job, content: question } : job;
+    return withTurnQuestion(this.options.turns, turnId, job);
   }
 
   /**

@@ -4,6 +4,7 @@ import { ownerSchema, principalSchema } from "../auth/principal.js";
 import { ValidationError } from "../errors.js";
 import { parseOrThrow } from "../validation.js";
 import type { ApprovalContext } from "../store/approval-store.js";
+import type { TurnStore } from "../store/turn-store.js";
 
 /** Where a turn came from; the worker picks the replier by it. */
 export const TURN_CHANNELS = { slack: "slack", teams: "teams", api: "api" } as const;
@@ -159,4 +160,13 @@ export function recoveryJobOf(turn: { _id: string; attempt?: number; origin?: Re
   // A recovery is its own hop: the trace of the request that first queued the turn is long over.
   const { trace: _first, ...job } = parsed.data;
   return { ...job, resume: `recovery-${turn.attempt ?? 0}` };
+}
+
+/**
+ * A resume job with its turn's question: an approval keeps none (`RESUMED_QUESTION`), and the turn's
+ * own sealed `origin` has it. The job as it is when the turn recorded no question.
+ */
+export async function withTurnQuestion<J extends TurnJob>(turns: Pick<TurnStore, "get">, turnId: string, job: J): Promise<J> {
+  const question = (await turns.get(turnId))?.origin?.content;
+  return typeof question === "string" && question.length > 0 ? { ...job, content: question } : job;
 }

@@ -29,6 +29,8 @@ export interface ResealBatch extends ResealCursor {
 /** What a walker is handed: the tenant, where to resume, and the functions it re-seals and reports with. */
 export interface ResealPass {
   readonly tenant: TenantRef;
+  /** The key the pass seals under: the tenant's current one, checked when the run took the job. */
+  readonly keyId: string;
   /** Where an earlier run stopped, when it stopped in this walker's collections; undefined: from the start. */
   readonly after: ResealCursor | undefined;
   readonly batchSize: number;
@@ -133,17 +135,6 @@ export class ContentResealer {
     this.#dataKeyMaxAgeMs = options.dataKeyMaxAgeMs;
   }
 
-  /** The walkers, in the order a pass takes them. */
-  get walkers(): readonly ResealWalker[] {
-    return this.#walkers;
-  }
-
-  /** Adds a walker after the others (a store that seals collections of its own, such as the checkpointer). */
-  addWalker(walker: ResealWalker): void {
-    if (this.#walkers.some((w) => w.name === walker.name)) throw new Error(`a reseal walker named ${walker.name} is already registered`);
-    this.#walkers.push(walker);
-  }
-
   /** When a rotation at `rotatedAt` reaches every process: the rotation plus the data keys' age. */
   effectiveAt(rotatedAt: Date): Date {
     return new Date(rotatedAt.getTime() + this.#dataKeyMaxAgeMs);
@@ -220,6 +211,7 @@ export class ContentResealer {
     let stopped = false;
     const pass = (after: ResealCursor | undefined): ResealPass => ({
       tenant,
+      keyId: taken.keyId,
       after,
       batchSize: this.#batchSize,
       ownedByTenant: async (ids) => {

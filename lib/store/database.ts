@@ -10,7 +10,7 @@ import { ApprovalStore } from "./approval-store.js";
 import { ArtifactStore } from "./artifact-store.js";
 import { CheckpointResealWalker } from "./checkpoint/checkpoint-reseal-walker.js";
 import { CollectionResealWalker } from "./collection-reseal-walker.js";
-import { ContentResealer, type ResealWalker } from "./content-resealer.js";
+import { ContentResealer, type ResealJobDocument, type ResealWalker } from "./content-resealer.js";
 import { COLLECTIONS } from "./collections.js";
 import { IdempotencyPersistenceLayer, type IdempotencyDocument } from "./idempotency-persistence-layer.js";
 import { ConversationStore } from "./conversation-store.js";
@@ -85,11 +85,6 @@ interface SetupDocument {
   setUpAt: Date;
   /** Whether set-up last ran with content encryption on: when not, it encrypts what is stored clear (issue 44). */
   contentEncryption?: "on" | "off";
-  /**
-   * Whether set-up last ran with the checkpoints' values sealed: a database set up with encryption on
-   * by a release that did not seal them has `contentEncryption: "on"` and clear checkpoints.
-   */
-  checkpointContents?: "on" | "off";
   /** The content fields set-up last sealed with encryption on (`ENCRYPTED_FIELDS`): when they differ, it seals what is stored clear again. */
   sealedFields?: string;
 }
@@ -250,19 +245,14 @@ export class ThreadwiseDatabase {
     // time set-up runs with encryption on. Not a numbered migration: it depends on the setting, not on the release,
     // and runs again whenever encryption is switched on after running off (docs/storage.md, "Migrations").
     const record = await this.setupRecord().findOne({ _id: SETUP_ID });
-    // So are the fields a release seals that the one before did not (idempotency records, approvals, provenance).
+    // So are the fields a release seals that the one before did not (the checkpoints, idempotency records, approvals,
+    // provenance): a database set up encrypted by a release before this one records no `sealedFields`, or others.
     if (this.cipher.enabled && (record?.contentEncryption !== "on" || record.sealedFields !== SEALED_FIELDS)) {
       await this.encryptStoredContents();
       await this.recall.keyStoredTerms();
-    } else if (this.cipher.enabled && record?.checkpointContents !== "on") {
-      // Encryption was on before the checkpoints were sealed (setup version 8): their values are clear.
-      await this.checkpointer.resealStoredCheckpoints((stored) => !this.cipher.isSealed(stored));
     }
     const state = this.cipher.enabled ? "on" : "off";
-    await this.setupRecord().updateOne(
-      { _id: SETUP_ID },
-      { $set: { contentEncryption: state, checkpointContents: state, ...(this.cipher.enabled && { sealedFields: SEALED_FIELDS }) } },
-    );
+    await this.setupRecord().updateOne({ _id: SETUP_ID }, { $set: { contentEncryption: state, ...(this.cipher.enabled && { sealedFields: SEALED_FIELDS }) } });
   }
 
   /**
@@ -340,10 +330,14 @@ export class ThreadwiseDatabase {
    * what the earlier keys encrypted stays readable, and its re-encryption under the new key is
    * scheduled from when every process uses it, `effectiveAt` (docs/security.md, "Rotation").
    */
-  async rotateTenantKey(issuer: IssuerKind, tenant: string | null, now?: Date): Promise<{ keyId: string; rotatedAt: Date; effectiveAt: Date }> {
+  async rotateTenantKey(
+    issuer: IssuerKind,
+    tenant: string | null,
+    now?: Date,
+  ): Promise<{ keyId: string; rotatedAt: Date; effectiveAt: Date; job: ResealJobDocument }> {
     const rotated = await this.cipher.rotate({ issuer, tenant }, now);
     const job = await this.reseals.schedule({ issuer, tenant }, rotated.keyId, rotated.rotatedAt);
-    return { ...rotated, effectiveAt: job.effectiveAt };
+    return { ...rotated, effectiveAt: job.effectiveAt, job };
   }
 
   /**

@@ -514,7 +514,7 @@ describe("ThreadwiseDatabase.setup on a database written in clear", () => {
     await graph(before.checkpointer).invoke({ messages: [new HumanMessage(`keep ${MARKER}`)] }, { configurable: { thread_id: id } });
     await db
       .collection(COLLECTIONS.setup)
-      .updateOne({ _id: "indexes" as never }, { $set: { contentEncryption: "on", version: 8 }, $unset: { checkpointContents: "" } });
+      .updateOne({ _id: "indexes" as never }, { $set: { contentEncryption: "on", version: 8 }, $unset: { sealedFields: "" } });
     expect(rawText(await db.collection(COLLECTIONS.checkpointBlobs).find({}).toArray())).toContain(MARKER);
 
     const after = new ThreadwiseDatabase(earlier.client, { dbName: earlier.dbName, contentKeys: new LocalTenantKeys(keysDir) });

@@ -123,9 +123,9 @@ export class CheckpointContents {
    */
   async open(threadId: string, ref: FieldRef, stored: unknown): Promise<Uint8Array> {
     if (!this.enabled) {
-      const bytes = await this.#cipher.openBytes(threadId, ref, stored);
-      // A view of the driver's buffer, as stored; `Binary.value()` copies it.
-      return stored instanceof Binary ? stored.buffer.subarray(0, stored.position) : bytes;
+      // Clear bytes as a view of the driver's buffer (`openBytes` would copy them); a ciphertext is refused there.
+      if (stored instanceof Binary && !this.#cipher.isSealed(stored)) return stored.buffer.subarray(0, stored.position);
+      return this.#cipher.openBytes(threadId, ref, stored);
     }
     if (!(stored instanceof Binary)) return this.#tenantBound(threadId, () => this.#cipher.openBytes(threadId, ref, stored));
     // Keyed by where it is too: a ciphertext moved elsewhere is decrypted, and refused.

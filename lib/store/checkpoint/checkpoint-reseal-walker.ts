@@ -12,8 +12,8 @@ export interface ResealableCheckpoints {
 /**
  * Re-encryption of the checkpointer's values after a rotation (docs/security.md, "Rotation"): the
  * tenant's threads, one conversation at a time in `_id` order (a thread is its conversation), each
- * walked by `ThreadwiseSaver.resealStoredCheckpoints` with the values another key than the
- * tenant's current one sealed (told from each value's message header, nothing decrypted to choose).
+ * walked by `ThreadwiseSaver.resealStoredCheckpoints` with the values another key than the pass's
+ * sealed (told from each value's message header, nothing decrypted to choose).
  * The cursor is the last conversation done, so a run cut short resumes with the thread after it;
  * the saver replaces a document only if it is unchanged since read, so a turn writing meanwhile wins.
  */
@@ -21,28 +21,26 @@ export class CheckpointResealWalker implements ResealWalker {
   readonly name = "checkpoints";
 
   constructor(
-    private readonly conversations: Collection<{ _id: string }>,
+    private readonly conversations: Collection<{ _id: string; owner?: { issuer: string; tenant: string | null } }>,
     private readonly checkpoints: ResealableCheckpoints,
-    private readonly cipher: Pick<ContentCipher, "currentKey" | "sealedUnderOtherKey">,
+    private readonly cipher: Pick<ContentCipher, "sealedUnderOtherKey">,
   ) {}
 
   async reseal(pass: ResealPass): Promise<boolean> {
-    const current = await this.cipher.currentKey(pass.tenant);
-    if (current === undefined) return true;
-    const stale: NeedsReseal = (stored) => this.cipher.sealedUnderOtherKey(stored, current);
+    const stale: NeedsReseal = (stored) => this.cipher.sealedUnderOtherKey(stored, pass.keyId);
+    // The tenant's conversations only (their owner, as `ownedByTenant` asks it), in `_id` order from the cursor.
+    const owner = { "owner.issuer": pass.tenant.issuer, "owner.tenant": pass.tenant.tenant };
     let lastId = pass.after?.walker === this.name ? (pass.after.lastId as string) : undefined;
     for (;;) {
       const page = await this.conversations
-        .find(lastId === undefined ? {} : { _id: { $gt: lastId } }, { projection: { _id: 1 } })
+        .find(lastId === undefined ? owner : { ...owner, _id: { $gt: lastId } }, { projection: { _id: 1 } })
         .sort({ _id: 1 })
         .limit(pass.batchSize)
         .toArray();
       if (page.length === 0) return true;
-      const owned = await pass.ownedByTenant(page.map((c) => c._id));
       let resealed = 0;
       let raced = 0;
       for (const { _id } of page) {
-        if (!owned.has(_id)) continue;
         const done = await this.checkpoints.resealStoredCheckpoints(stale, { threadId: _id });
         resealed += done.resealed;
         raced += done.changed;

@@ -17,6 +17,7 @@ const acme = { issuer: "api" as const, tenant: "acme" };
 let store: ThreadwiseDatabase;
 let ours: string[];
 let theirs: string;
+const current = async () => (await store.cipher.currentKey(acme)) ?? "";
 
 /** The saver's walk, recording which threads it was asked for and what its predicate selects of a value sealed before the rotation. */
 function recording(sealedBefore: Binary, sealedAfter: Binary): { checkpoints: ResealableCheckpoints; threads: string[]; selected: boolean[] } {
@@ -36,9 +37,10 @@ function recording(sealedBefore: Binary, sealedAfter: Binary): { checkpoints: Re
   };
 }
 
-function passOf(batches: ResealBatch[], after?: ResealPass["after"], stopAfter = Number.POSITIVE_INFINITY): ResealPass {
+function passOf(keyId: string, batches: ResealBatch[], after?: ResealPass["after"], stopAfter = Number.POSITIVE_INFINITY): ResealPass {
   return {
     tenant: acme,
+    keyId,
     after,
     batchSize: 2,
     ownedByTenant: async (ids) => {
@@ -72,9 +74,11 @@ describe("CheckpointResealWalker", () => {
     const after = (await store.cipher.sealBytes(ours[0], ref, Buffer.from("new"))) as Binary;
     const saver = recording(before, after);
     const batches: ResealBatch[] = [];
-    expect(await new CheckpointResealWalker(database.db.collection(COLLECTIONS.conversations), saver.checkpoints, store.cipher).reseal(passOf(batches))).toBe(
-      true,
-    );
+    expect(
+      await new CheckpointResealWalker(database.db.collection(COLLECTIONS.conversations), saver.checkpoints, store.cipher).reseal(
+        passOf(await current(), batches),
+      ),
+    ).toBe(true);
     expect(saver.threads).toEqual([...ours].sort());
     expect(saver.threads).not.toContain(theirs);
     // The value sealed before the rotation is chosen, the one after it is not.
@@ -89,10 +93,10 @@ describe("CheckpointResealWalker", () => {
     const walker = (saver: ResealableCheckpoints) => new CheckpointResealWalker(database.db.collection(COLLECTIONS.conversations), saver, store.cipher);
     const first = recording(sealed, sealed);
     const batches: ResealBatch[] = [];
-    expect(await walker(first.checkpoints).reseal(passOf(batches, undefined, 1))).toBe(false);
+    expect(await walker(first.checkpoints).reseal(passOf(await current(), batches, undefined, 1))).toBe(false);
     const cursor = { walker: "checkpoints", collection: COLLECTIONS.checkpoints, lastId: batches[0].lastId };
     const rest = recording(sealed, sealed);
-    expect(await walker(rest.checkpoints).reseal(passOf([], cursor))).toBe(true);
+    expect(await walker(rest.checkpoints).reseal(passOf(await current(), [], cursor))).toBe(true);
     // Every thread of the tenant walked once across the two runs.
     expect([...first.threads, ...rest.threads]).toEqual([...ours].sort());
   });
