@@ -174,8 +174,12 @@ export class IdempotencyPersistenceLayer extends BasePersistenceLayer {
       expiresAt: new Date((record.expiryTimestamp ?? 0) * 1000),
     };
     const sealing = record.responseData !== undefined || this.#validates(record);
-    // The tenant is known here: Powertools updates the record in the call that put it, with its conversation (`withTags`).
-    const tags = sealing && this.#cipher.enabled ? (this.#tags.get(id) ?? {}) : {};
+    // The tenant is known here: the record was written with its conversation (`withTags`), or, when a repeat of the same
+    // key in this process ended its own `withTags` meanwhile (a 409 while this one ran), it is read back from the record.
+    const tags =
+      !sealing || !this.#cipher.enabled
+        ? {}
+        : (this.#tags.get(id) ?? (await this.#collection.findOne({ _id: id }, { projection: { conversationId: 1 } })) ?? {});
     if (record.responseData !== undefined) set.data = await this.#seal(id, "data", JSON.stringify(record.responseData), tags);
     if (this.#validates(record)) set.validation = await this.#seal(id, "validation", record.payloadHash, tags);
     await this.#collection.updateOne({ _id: id }, { $set: set });
